@@ -1,0 +1,27 @@
+// Meta functions: output dtype/shape/strides of every op, one row per op (PyTorch's broadcasting,
+// type promotion and view stride rules).
+#pragma once
+
+#include "frontend/graph.h"
+
+#include <string>
+#include <vector>
+
+namespace fxc {
+
+/// Computes the output metadata of `n` from the metadata of its inputs in `g`. Throws
+/// fxc::Error (naming g.source and the node) when the operands are inconsistent, e.g.
+/// "mat1 is f32[8, 64] but mat2 is f32[32, 10]". Views get PyTorch's strides and
+/// storage offset relative to their base.
+using MetaFn = std::vector<TensorMeta> (*)(const Graph& g, const Node& n);
+
+/// The meta function for a normalised target, or nullptr.
+MetaFn find_meta(std::string_view target);
+
+/// Broadcast shape of two shapes; throws std::invalid_argument with a message when they don't.
+std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+/// Wraps a possibly negative dim into [0, rank); throws std::out_of_range when out of range.
+int64_t wrap_dim(int64_t dim, int64_t rank);
+
+} // namespace fxc

@@ -1,0 +1,28 @@
+// Reference-counted byte buffers behind tensors and weights.
+#include "frontend/storage.h"
+
+#include <cstring>
+
+namespace fxc {
+
+Storage::Storage(size_t nbytes) : nbytes_(nbytes), bytes_(new std::byte[nbytes ? nbytes : 1]()) {}
+
+Storage::Storage(size_t nbytes, Loader load) : nbytes_(nbytes), loader_(std::move(load)) {}
+
+std::shared_ptr<Storage> Storage::lazy(size_t nbytes, Loader load) {
+  return std::shared_ptr<Storage>(new Storage(nbytes, std::move(load)));
+}
+
+std::byte* Storage::data() {
+  if (loader_) {
+    std::call_once(once_, [&] {
+      std::unique_ptr<std::byte[]> b(new std::byte[nbytes_ ? nbytes_ : 1]());
+      loader_(b.get(), nbytes_);
+      bytes_ = std::move(b);
+    });
+    loader_ = nullptr;
+  }
+  return bytes_.get();
+}
+
+} // namespace fxc

@@ -1,0 +1,1 @@
+// Placeholder translation unit so fxc_passes has a source until the first pass lands.

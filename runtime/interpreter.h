@@ -1,0 +1,26 @@
+// The eager interpreter: runs a Graph node by node over the reference kernels.
+#pragma once
+
+#include "frontend/graph.h"
+#include "runtime/tensor.h"
+
+#include <functional>
+#include <vector>
+
+namespace fxc {
+
+struct InterpretOptions {
+  /// Convert every floating tensor (weights, inputs, constants) to float64 first: the
+  /// reference used by --check-accuracy.
+  bool float64 = false;
+  /// Called after each node with its outputs (for bisecting intermediates). May be empty.
+  std::function<void(const Node&, const std::vector<Tensor>&)> on_node;
+};
+
+/// Runs `g` on the user inputs (in the order of g's UserInput entries); parameters, buffers
+/// and constants come from g.weights. Each intermediate is released after its last use.
+/// Returns the graph outputs. Throws fxc::Error (file + node) on kernel failures.
+std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_inputs,
+                              const InterpretOptions& opts = {});
+
+} // namespace fxc

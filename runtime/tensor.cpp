@@ -1,0 +1,2 @@
+// Host tensors (implementation in progress).
+#include "runtime/tensor.h"
