@@ -111,6 +111,7 @@ const char* const kSignatures[] = {
     "roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor",
     "rsqrt(Tensor self) -> Tensor",
     "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
     "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
     "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
     "sigmoid(Tensor self) -> Tensor",
