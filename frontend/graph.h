@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -128,10 +129,19 @@ struct GraphInput {
   bool persistent = true;
 };
 
+/// How a weight's values were generated (an .fxg "init" rule), kept so writers can re-emit the
+/// rule instead of the bytes. Rules and their parameters are documented in docs/fxg.md.
+struct WeightInit {
+  std::string rule;                     ///< "kaiming_uniform", "uniform", "normal", "zeros", ...
+  std::map<std::string, double> params; ///< rule parameters by name ("low", "high", "fan_in"...)
+  uint64_t seed = 0;
+};
+
 /// The bytes behind a parameter, buffer or constant, with the view metadata into them.
 struct WeightData {
   std::shared_ptr<Storage> storage;
   TensorMeta meta;
+  std::optional<WeightInit> init; ///< set when the bytes come from an init rule
 };
 
 struct Graph {

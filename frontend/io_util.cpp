@@ -1,0 +1,91 @@
+// Small helpers shared by the readers and writers: whole-file I/O and checked arithmetic.
+#include "frontend/io_util.h"
+
+#include "frontend/diag.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace fxc {
+
+namespace {
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+File open_or_throw(const std::string& path, const char* mode, const char* what) {
+  File f(std::fopen(path.c_str(), mode));
+  if (!f) throw Error(path, std::string(what) + std::strerror(errno));
+  return f;
+}
+} // namespace
+
+std::string read_file_bytes(const std::string& path) {
+  File f = open_or_throw(path, "rb", "cannot read: ");
+  std::string out;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) out.append(buf, n);
+  if (std::ferror(f.get())) throw Error(path, "cannot read: I/O error");
+  return out;
+}
+
+void write_file_bytes(const std::string& path, const std::string& bytes) {
+  File f = open_or_throw(path, "wb", "cannot write: ");
+  if (std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size())
+    throw Error(path, std::string("cannot write: ") + std::strerror(errno));
+  if (std::fclose(f.release()) != 0)
+    throw Error(path, std::string("cannot write: ") + std::strerror(errno));
+}
+
+void read_file_range(const std::string& path, uint64_t offset, size_t n, std::byte* dst) {
+  File f = open_or_throw(path, "rb", "cannot read: ");
+  if (offset > uint64_t(INT64_MAX) || fseeko(f.get(), off_t(offset), SEEK_SET) != 0)
+    throw Error(path, "cannot seek to byte " + std::to_string(offset));
+  if (std::fread(dst, 1, n, f.get()) != n)
+    throw Error(path, "file is shorter than its header says (changed since it was opened?)");
+}
+
+bool checked_add(int64_t a, int64_t b, int64_t* out) { return !__builtin_add_overflow(a, b, out); }
+bool checked_mul(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+
+bool view_extent_bytes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                       int64_t storage_offset, int64_t itemsize, int64_t* out) {
+  if (sizes.size() != strides.size() || storage_offset < 0 || itemsize <= 0) return false;
+  int64_t numel = 1; // must be representable even when strides are 0
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] < 0 || strides[d] < 0 || !checked_mul(numel, sizes[d], &numel)) return false;
+  int64_t numel_bytes;
+  if (!checked_mul(numel, itemsize, &numel_bytes)) return false;
+  if (numel == 0) {
+    *out = 0;
+    return true;
+  }
+  int64_t last = 0; // index of the last element relative to the offset
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    int64_t span;
+    if (!checked_mul(sizes[d] - 1, strides[d], &span) || !checked_add(last, span, &last))
+      return false;
+  }
+  int64_t elems;
+  if (!checked_add(storage_offset, last, &elems) || !checked_add(elems, 1, &elems)) return false;
+  return checked_mul(elems, itemsize, out);
+}
+
+std::string dirname_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+}
+
+std::string stem_of(const std::string& path, const std::string& suffix) {
+  size_t slash = path.rfind('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    name.resize(name.size() - suffix.size());
+  return name;
+}
+
+} // namespace fxc

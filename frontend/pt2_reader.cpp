@@ -1,0 +1,594 @@
+// The torch.export .pt2 importer: model.json graph, signature and tensor metadata, lazy weights.
+#include "frontend/diag.h"
+#include "frontend/import.h"
+#include "frontend/io_util.h"
+#include "frontend/meta.h"
+#include "frontend/schema.h"
+
+#include <nlohmann/json.hpp>
+#include <zip.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <sys/stat.h>
+
+namespace fxc {
+
+namespace {
+
+using json = nlohmann::json;
+
+// model.json and the config files are read whole; anything claiming more is hostile.
+constexpr uint64_t kMaxJsonBytes = uint64_t(1) << 30;
+// Deflate cannot expand more than about 1032:1; a larger claimed ratio is a lie.
+constexpr uint64_t kMaxDeflateRatio = 1100;
+
+struct ZipCloser {
+  void operator()(zip_t* z) const { zip_discard(z); }
+};
+using ZipPtr = std::unique_ptr<zip_t, ZipCloser>;
+struct ZipFileCloser {
+  void operator()(zip_file_t* f) const { zip_fclose(f); }
+};
+using ZipFilePtr = std::unique_ptr<zip_file_t, ZipFileCloser>;
+
+ZipPtr open_zip(const std::string& path) {
+  int err = 0;
+  zip_t* z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &err);
+  if (z) return ZipPtr(z);
+  zip_error_t ze;
+  zip_error_init_with_code(&ze, err);
+  std::string msg = zip_error_strerror(&ze);
+  zip_error_fini(&ze);
+  if (err == ZIP_ER_NOZIP) throw Error(path, "not a zip archive (is the file truncated?)");
+  throw Error(path, "cannot open archive: " + msg);
+}
+
+// Entry names come from the file: refuse anything that could name a path outside the archive.
+bool escapes_archive(const std::string& name) {
+  if (name.empty() || name[0] == '/' || name.find('\\') != std::string::npos) return true;
+  if (name.find('\0') != std::string::npos || name.find(':') != std::string::npos) return true;
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t end = name.find('/', start);
+    if (end == std::string::npos) end = name.size();
+    if (name.compare(start, end - start, "..") == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Size of an entry's data as far as it can be trusted: the central directory's size, which
+// for stored entries cannot exceed the archive and for compressed ones the deflate limit.
+struct EntryInfo {
+  zip_uint64_t index = 0;
+  uint64_t size = 0;
+};
+
+std::optional<EntryInfo> find_entry(zip_t* z, const std::string& path, const std::string& name) {
+  zip_int64_t idx = zip_name_locate(z, name.c_str(), ZIP_FL_ENC_RAW);
+  if (idx < 0) return std::nullopt;
+  zip_stat_t st;
+  zip_stat_init(&st);
+  if (zip_stat_index(z, zip_uint64_t(idx), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
+    throw Error(path, "cannot read the size of entry '" + name + "'");
+  struct stat fst;
+  uint64_t file_size = ::stat(path.c_str(), &fst) == 0 ? uint64_t(fst.st_size) : 0;
+  uint64_t comp = (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size : st.size;
+  bool stored = (st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method == ZIP_CM_STORE;
+  if ((stored && (st.size > file_size || st.size != comp)) ||
+      (!stored && (comp > file_size || st.size / kMaxDeflateRatio > comp + 1)))
+    throw Error(path, "entry '" + name + "' claims " + std::to_string(st.size) +
+                          " bytes, more than the archive can hold (is the file truncated?)");
+  return EntryInfo{zip_uint64_t(idx), st.size};
+}
+
+// Reads exactly n bytes from the start of entry `name` into dst.
+void read_entry(zip_t* z, const std::string& path, const std::string& name, zip_uint64_t index,
+                std::byte* dst, uint64_t n) {
+  ZipFilePtr f(zip_fopen_index(z, index, 0));
+  if (!f) throw Error(path, "cannot open entry '" + name + "': " + zip_strerror(z));
+  uint64_t got = 0;
+  while (got < n) {
+    zip_int64_t r = zip_fread(f.get(), dst + got, n - got);
+    if (r < 0)
+      throw Error(path, "cannot read entry '" + name + "': " + zip_file_strerror(f.get()));
+    if (r == 0) break;
+    got += uint64_t(r);
+  }
+  if (got != n)
+    throw Error(path, "entry '" + name + "' is truncated: " + std::to_string(got) + " of " +
+                          std::to_string(n) + " bytes");
+}
+
+json read_json_entry(zip_t* z, const std::string& path, const std::string& name) {
+  auto e = find_entry(z, path, name);
+  if (!e) throw Error(path, "archive has no entry '" + name + "'");
+  if (e->size > kMaxJsonBytes) throw Error(path, "entry '" + name + "' is too large for JSON");
+  std::string text(size_t(e->size), '\0');
+  read_entry(z, path, name, e->index, reinterpret_cast<std::byte*>(text.data()), e->size);
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw Error(path, "malformed JSON in '" + name + "'");
+  return j;
+}
+
+// Accessors that turn a wrong JSON shape into a diagnostic instead of an exception.
+class Reader {
+public:
+  Reader(std::string path, std::string where) : path_(std::move(path)), where_(std::move(where)) {}
+
+  [[noreturn]] void fail(const std::string& msg, const std::string& node = {},
+                         const std::string& op = {}) const {
+    throw Error(path_, where_ + ": " + msg, node, op);
+  }
+  const json& get(const json& obj, const char* key, const char* what) const {
+    if (!obj.is_object()) fail(std::string(what) + " is not an object");
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(std::string(what) + " has no '" + key + "'");
+    return *it;
+  }
+  const json* find(const json& obj, const char* key) const {
+    if (!obj.is_object()) return nullptr;
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+  const json& array(const json& obj, const char* key, const char* what) const {
+    const json& a = get(obj, key, what);
+    if (!a.is_array()) fail(std::string(what) + "." + key + " is not a list");
+    return a;
+  }
+  std::string str(const json& j, const char* what) const {
+    if (!j.is_string()) fail(std::string(what) + " is not a string");
+    return j.get<std::string>();
+  }
+  int64_t integer(const json& j, const char* what) const {
+    if (!j.is_number_integer()) fail(std::string(what) + " is not an integer");
+    return j.get<int64_t>();
+  }
+  // {"as_int": n}; symbolic sizes are not supported.
+  int64_t sym_int(const json& j, const char* what) const {
+    if (j.is_object() && j.contains("as_int")) return integer(j["as_int"], what);
+    if (j.is_number_integer()) return j.get<int64_t>();
+    fail(std::string(what) + " is symbolic; dynamic shapes are not supported");
+  }
+  double floating(const json& j, const char* what) const {
+    if (j.is_number()) return j.get<double>();
+    if (j.is_string()) {
+      std::string s = j.get<std::string>();
+      if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+      if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+      if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    }
+    fail(std::string(what) + " is not a number");
+  }
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_, where_;
+};
+
+TensorMeta parse_tensor_meta(const Reader& r, const json& j) {
+  TensorMeta m;
+  int64_t code = r.integer(r.get(j, "dtype", "tensor meta"), "dtype");
+  auto t = dtype_from_torch_code(code);
+  if (!t) r.fail("unsupported dtype code " + std::to_string(code));
+  m.dtype = *t;
+  for (const json& s : r.array(j, "sizes", "tensor meta")) {
+    m.sizes.push_back(r.sym_int(s, "size"));
+    if (m.sizes.back() < 0) r.fail("negative size");
+  }
+  for (const json& s : r.array(j, "strides", "tensor meta")) m.strides.push_back(r.sym_int(s, "stride"));
+  if (m.strides.size() != m.sizes.size()) r.fail("tensor meta has " + std::to_string(m.sizes.size()) +
+                                                 " sizes but " + std::to_string(m.strides.size()) + " strides");
+  if (const json* off = r.find(j, "storage_offset")) m.storage_offset = r.sym_int(*off, "storage_offset");
+  if (const json* layout = r.find(j, "layout"); layout && r.integer(*layout, "layout") != 7)
+    r.fail("only strided tensors are supported (layout " + layout->dump() + ")");
+  if (const json* dev = r.find(j, "device"); dev && !dev->is_null()) {
+    std::string type = r.str(r.get(*dev, "type", "device"), "device type");
+    if (type == "cuda") m.device.kind = Device::CUDA;
+    else if (type != "cpu") r.fail("unsupported device '" + type + "'");
+    if (const json* idx = r.find(*dev, "index"); idx && !idx->is_null())
+      m.device.index = int(r.integer(*idx, "device index"));
+  }
+  return m;
+}
+
+Device parse_device(const Reader& r, const json& dev) {
+  Device d;
+  std::string type = r.str(r.get(dev, "type", "device"), "device type");
+  if (type == "cuda") d.kind = Device::CUDA;
+  else if (type != "cpu") r.fail("unsupported device '" + type + "'");
+  if (const json* idx = r.find(dev, "index"); idx && !idx->is_null())
+    d.index = int(r.integer(*idx, "device index"));
+  return d;
+}
+
+class Pt2Importer {
+public:
+  explicit Pt2Importer(std::string path) : path_(std::move(path)), r_(path_, "model.json") {}
+
+  Graph run() {
+    ZipPtr z = open_zip(path_);
+    std::string model_entry = locate_model(z.get());
+    top_ = model_entry.substr(0, model_entry.size() - std::string("models/model.json").size());
+    json model = read_json_entry(z.get(), path_, model_entry);
+    g_.source = path_;
+    g_.name = stem_of(path_, ".pt2");
+    try {
+      const json& gm = r_.get(model, "graph_module", "model.json");
+      const json& graph = r_.get(gm, "graph", "graph_module");
+      const json& sig = r_.get(gm, "signature", "graph_module");
+      tensor_values_ = &r_.get(graph, "tensor_values", "graph");
+      if (!tensor_values_->is_object()) r_.fail("graph.tensor_values is not an object");
+      read_inputs(graph, sig);
+      for (const json& n : r_.array(graph, "nodes", "graph")) read_node(n);
+      read_outputs(graph, sig);
+    } catch (const json::exception& e) {
+      r_.fail(std::string("unexpected JSON structure: ") + e.what());
+    }
+    read_weights(z.get());
+    return std::move(g_);
+  }
+
+private:
+  std::string locate_model(zip_t* z) {
+    zip_int64_t n = zip_get_num_entries(z, 0);
+    std::string best;
+    for (zip_int64_t i = 0; i < n; ++i) {
+      const char* c = zip_get_name(z, zip_uint64_t(i), ZIP_FL_ENC_RAW);
+      if (!c) throw Error(path_, "cannot read the name of entry " + std::to_string(i));
+      std::string name = c;
+      if (escapes_archive(name)) throw Error(path_, "entry name escapes the archive: '" + name + "'");
+      if (name.back() == '/') continue; // directories
+      const std::string suffix = "models/model.json";
+      bool match = name == suffix || (name.size() > suffix.size() &&
+                                      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+                                      name[name.size() - suffix.size() - 1] == '/');
+      if (match && (best.empty() || name.size() < best.size() || (name.size() == best.size() && name < best)))
+        best = name;
+    }
+    if (best.empty()) throw Error(path_, "not a torch.export archive: no '*/models/model.json' entry");
+    return best;
+  }
+
+  TensorMeta recorded_meta(const std::string& name) const {
+    auto it = tensor_values_->find(name);
+    if (it == tensor_values_->end()) r_.fail("no tensor_values entry for '" + name + "'");
+    return parse_tensor_meta(r_, *it);
+  }
+
+  ValueId define(const std::string& name, TensorMeta meta, const std::string& node = {},
+                 const std::string& op = {}) {
+    if (name.empty()) r_.fail("value with an empty name", node, op);
+    if (ids_.count(name)) r_.fail("value '" + name + "' is defined twice", node, op);
+    ValueId v = g_.add_value(name, std::move(meta));
+    ids_.emplace(name, v);
+    return v;
+  }
+
+  void read_inputs(const json& graph, const json& sig) {
+    // The signature says what each placeholder is; graph.inputs gives their order.
+    struct Spec {
+      InputKind kind;
+      std::string fqn;
+      bool persistent = true;
+    };
+    std::map<std::string, Spec> specs;
+    for (const json& s : r_.array(sig, "input_specs", "signature")) {
+      if (!s.is_object() || s.size() != 1) r_.fail("input spec is not a one-key object");
+      const std::string kind = s.begin().key();
+      const json& body = s.begin().value();
+      Spec spec;
+      std::string name;
+      if (kind == "user_input") {
+        const json& arg = r_.get(body, "arg", "user_input");
+        const json* t = r_.find(arg, "as_tensor");
+        if (!t) r_.fail("user input " + arg.dump() + " is not a tensor; only tensor inputs are supported");
+        name = r_.str(r_.get(*t, "name", "user_input"), "input name");
+        spec = {InputKind::UserInput, name};
+      } else if (kind == "parameter" || kind == "buffer" || kind == "tensor_constant") {
+        name = r_.str(r_.get(r_.get(body, "arg", kind.c_str()), "name", kind.c_str()), "input name");
+        const char* fqn_key = kind == "parameter" ? "parameter_name"
+                              : kind == "buffer"  ? "buffer_name"
+                                                  : "tensor_constant_name";
+        spec.kind = kind == "parameter" ? InputKind::Parameter
+                    : kind == "buffer"  ? InputKind::Buffer
+                                        : InputKind::Constant;
+        spec.fqn = r_.str(r_.get(body, fqn_key, kind.c_str()), fqn_key);
+        if (const json* p = r_.find(body, "persistent"); p && p->is_boolean()) spec.persistent = p->get<bool>();
+      } else {
+        r_.fail("input kind '" + kind + "' is not supported");
+      }
+      specs[name] = spec;
+    }
+    const json& inputs = r_.array(graph, "inputs", "graph");
+    if (inputs.size() != specs.size())
+      r_.fail("graph has " + std::to_string(inputs.size()) + " inputs but the signature describes " +
+              std::to_string(specs.size()));
+    for (const json& in : inputs) {
+      const json* t = r_.find(in, "as_tensor");
+      if (!t) r_.fail("graph input " + in.dump() + " is not a tensor");
+      std::string name = r_.str(r_.get(*t, "name", "graph input"), "input name");
+      auto it = specs.find(name);
+      if (it == specs.end()) r_.fail("graph input '" + name + "' has no input spec");
+      GraphInput gi;
+      gi.value = define(name, recorded_meta(name));
+      gi.kind = it->second.kind;
+      gi.fqn = it->second.fqn;
+      gi.persistent = it->second.persistent;
+      g_.inputs.push_back(gi);
+    }
+  }
+
+  ValueId use(const std::string& name, const std::string& node, const std::string& op) {
+    auto it = ids_.find(name);
+    if (it == ids_.end()) r_.fail("undefined value '" + name + "'", node, op);
+    return it->second;
+  }
+
+  std::string tensor_name(const json& t, const std::string& node, const std::string& op) {
+    const json* n = r_.find(t, "name");
+    if (!n || !n->is_string()) r_.fail("tensor reference " + t.dump() + " has no name", node, op);
+    return n->get<std::string>();
+  }
+
+  Arg convert_arg(const json& arg, const std::string& argname, const std::string& node,
+                  const std::string& op) {
+    if (!arg.is_object() || arg.size() != 1) r_.fail("argument '" + argname + "' is not a one-key object", node, op);
+    const std::string k = arg.begin().key();
+    const json& v = arg.begin().value();
+    auto bad = [&](const std::string& why) -> Arg { r_.fail("argument '" + argname + "': " + why, node, op); };
+    auto ints = [&](const json& list) {
+      if (!list.is_array()) bad(k + " is not a list");
+      std::vector<int64_t> out;
+      for (const json& e : list) out.push_back(r_.sym_int(e, "list element"));
+      return out;
+    };
+    if (k == "as_none") return Arg::none();
+    if (k == "as_tensor") return Arg::of_tensor(use(tensor_name(v, node, op), node, op));
+    if (k == "as_tensors") {
+      if (!v.is_array()) return bad("as_tensors is not a list");
+      std::vector<ValueId> ts;
+      for (const json& t : v) ts.push_back(use(tensor_name(t, node, op), node, op));
+      return Arg::of_tensors(ts);
+    }
+    if (k == "as_optional_tensors") {
+      if (!v.is_array()) return bad("as_optional_tensors is not a list");
+      std::vector<ValueId> ts;
+      for (const json& t : v) {
+        if (const json* tt = r_.find(t, "as_tensor")) ts.push_back(use(tensor_name(*tt, node, op), node, op));
+        else if (r_.find(t, "as_none")) ts.push_back(kNoValue);
+        else return bad("optional tensor " + t.dump() + " is neither a tensor nor None");
+      }
+      return Arg::of_tensors(ts);
+    }
+    if (k == "as_int" || k == "as_sym_int") return Arg::of_int(r_.sym_int(v, argname.c_str()));
+    if (k == "as_ints" || k == "as_sym_ints") return Arg::of_ints(ints(v));
+    if (k == "as_float") return Arg::of_float(r_.floating(v, argname.c_str()));
+    if (k == "as_floats") {
+      if (!v.is_array()) return bad("as_floats is not a list");
+      std::vector<double> fs;
+      for (const json& e : v) fs.push_back(r_.floating(e, argname.c_str()));
+      return Arg::of_floats(fs);
+    }
+    if (k == "as_bool") {
+      if (!v.is_boolean()) return bad("as_bool is not a boolean");
+      return Arg::of_bool(v.get<bool>());
+    }
+    if (k == "as_bools") {
+      if (!v.is_array()) return bad("as_bools is not a list");
+      std::vector<bool> bs;
+      for (const json& e : v) {
+        if (!e.is_boolean()) return bad("as_bools element is not a boolean");
+        bs.push_back(e.get<bool>());
+      }
+      return Arg::of_bools(bs);
+    }
+    if (k == "as_string") return Arg::of_string(r_.str(v, argname.c_str()));
+    if (k == "as_scalar_type") {
+      auto t = dtype_from_torch_code(r_.integer(v, argname.c_str()));
+      if (!t) return bad("unsupported dtype code " + v.dump());
+      return Arg::of_dtype(*t);
+    }
+    if (k == "as_memory_format") {
+      int64_t c = r_.integer(v, argname.c_str());
+      if (c < 1 || c > 4) return bad("unsupported memory format code " + v.dump());
+      return Arg::of_memory_format(MemoryFormat(c));
+    }
+    if (k == "as_layout") {
+      if (r_.integer(v, argname.c_str()) != 7) return bad("only the strided layout is supported");
+      return Arg::of_layout(Layout::Strided);
+    }
+    if (k == "as_device") return Arg::of_device(parse_device(r_, v));
+    return bad("'" + k + "' arguments are not supported");
+  }
+
+  void read_node(const json& n) {
+    const std::string name = r_.str(r_.get(n, "name", "node"), "node name");
+    const std::string raw_target = r_.str(r_.get(n, "target", "node"), "node target");
+    const std::string target = normalize_target(raw_target);
+    Node node;
+    node.name = name;
+    node.target = target;
+    node.schema = find_schema(target);
+    if (!node.schema) r_.fail("unknown op '" + target + "'", name, target);
+    std::vector<CallArg> call;
+    for (const json& in : r_.array(n, "inputs", "node")) {
+      const std::string argname = r_.str(r_.get(in, "name", "node input"), "argument name");
+      int64_t kind = 1;
+      if (const json* kj = r_.find(in, "kind")) kind = r_.integer(*kj, "argument kind");
+      if (kind != 1 && kind != 2) r_.fail("argument '" + argname + "' has kind " + std::to_string(kind), name, target);
+      call.push_back({kind == 2 ? argname : std::string(), convert_arg(r_.get(in, "arg", "node input"), argname, name, target)});
+    }
+    std::string err;
+    if (!bind_args(*node.schema, call, &node.args, &node.given, &err)) r_.fail(err, name, target);
+
+    // Output names, in order; a list return (split) gives them as one as_tensors list.
+    std::vector<std::string> outs;
+    for (const json& o : r_.array(n, "outputs", "node")) {
+      if (const json* t = r_.find(o, "as_tensor")) outs.push_back(tensor_name(*t, name, target));
+      else if (const json* ts = r_.find(o, "as_tensors"); ts && ts->is_array())
+        for (const json& t : *ts) outs.push_back(tensor_name(t, name, target));
+      else r_.fail("output " + o.dump() + " is not a tensor; only tensor outputs are supported", name, target);
+    }
+    const auto& rets = node.schema->returns;
+    bool list_return = rets.size() == 1 && rets[0].is_list;
+    if (!list_return && outs.size() != rets.size())
+      r_.fail("node has " + std::to_string(outs.size()) + " outputs but the op returns " +
+              std::to_string(rets.size()), name, target);
+
+    if (const json* md = r_.find(n, "metadata"); md && md->is_object()) {
+      if (const json* st = r_.find(*md, "stack_trace"); st && st->is_string()) node.stack_trace = st->get<std::string>();
+      if (const json* ms = r_.find(*md, "nn_module_stack"); ms && ms->is_string())
+        node.nn_module_stack = ms->get<std::string>();
+    }
+
+    // Metadata as recorded; outputs the exporter did not record are inferred.
+    std::vector<TensorMeta> metas(outs.size());
+    bool missing = false;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (tensor_values_->contains(outs[i])) metas[i] = recorded_meta(outs[i]);
+      else missing = true;
+    }
+    const int32_t index = int32_t(g_.nodes.size());
+    if (missing) {
+      MetaFn fn = find_meta(target);
+      if (!fn) r_.fail("output metadata is missing and fxc cannot infer it for this op", name, target);
+      std::vector<TensorMeta> inferred = fn(g_, node);
+      if (inferred.size() != outs.size())
+        r_.fail("the op's meta function gives " + std::to_string(inferred.size()) + " outputs, the node has " +
+                std::to_string(outs.size()), name, target);
+      for (size_t i = 0; i < outs.size(); ++i)
+        if (!tensor_values_->contains(outs[i])) metas[i] = inferred[i];
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      ValueId v = define(outs[i], metas[i], name, target);
+      g_.values[v].producer = index;
+      g_.values[v].output_index = int32_t(i);
+      node.outputs.push_back(v);
+    }
+    g_.nodes.push_back(std::move(node));
+  }
+
+  void read_outputs(const json& graph, const json& sig) {
+    for (const json& s : r_.array(sig, "output_specs", "signature")) {
+      if (!s.is_object() || s.size() != 1) r_.fail("output spec is not a one-key object");
+      if (s.begin().key() != "user_output")
+        r_.fail("output kind '" + s.begin().key() + "' is not supported (only user outputs)");
+    }
+    for (const json& o : r_.array(graph, "outputs", "graph")) {
+      const json* t = r_.find(o, "as_tensor");
+      if (!t) r_.fail("graph output " + o.dump() + " is not a tensor");
+      std::string name = r_.str(r_.get(*t, "name", "graph output"), "output name");
+      auto it = ids_.find(name);
+      if (it == ids_.end()) r_.fail("graph output names undefined value '" + name + "'");
+      g_.outputs.push_back(it->second);
+    }
+  }
+
+  // Weights: fqn -> {path_name, tensor_meta} in the weights and constants configs. Entries that
+  // several fqns share become one Storage; every view is checked against the entry's size.
+  void read_weights(zip_t* z) {
+    struct Config {
+      std::string folder;
+      json config;
+    };
+    std::vector<Config> configs;
+    for (const char* folder : {"weights", "constants"}) {
+      std::string dir = top_ + "data/" + folder + "/";
+      std::string file = dir + (std::string(folder) == "weights" ? "model_weights_config.json"
+                                                                  : "model_constants_config.json");
+      if (!find_entry(z, path_, file)) continue;
+      json j = read_json_entry(z, path_, file);
+      Reader cr(path_, file);
+      const json& cfg = cr.get(j, "config", "config file");
+      if (!cfg.is_object()) cr.fail("'config' is not an object");
+      configs.push_back({dir, cfg});
+    }
+    struct Shared {
+      std::string entry;
+      int64_t needed = 0;
+      std::shared_ptr<Storage> storage;
+    };
+    std::map<std::string, Shared> entries; // by entry name
+    struct Pending {
+      std::string fqn, entry;
+      WeightData w;
+    };
+    std::vector<Pending> pending;
+    for (const GraphInput& in : g_.inputs) {
+      if (in.kind == InputKind::UserInput || g_.weights.count(in.fqn)) continue;
+      const json* item = nullptr;
+      std::string dir, cfg_name;
+      for (const Config& c : configs) {
+        auto it = c.config.find(in.fqn);
+        if (it != c.config.end()) {
+          item = &*it;
+          dir = c.folder;
+          break;
+        }
+      }
+      std::string what = std::string(input_kind_name(in.kind)) + " '" + in.fqn + "'";
+      if (!item) throw Error(path_, "no weights for " + what + " in the archive");
+      Reader cr(path_, what);
+      if (const json* p = cr.find(*item, "use_pickle"); p && p->is_boolean() && p->get<bool>())
+        cr.fail("pickled weights are not supported");
+      std::string path_name = cr.str(cr.get(*item, "path_name", "weight config"), "path_name");
+      if (escapes_archive(path_name) || path_name.find('/') != std::string::npos)
+        throw Error(path_, "entry name escapes the archive: '" + path_name + "' (" + what + ")");
+      Pending p;
+      p.fqn = in.fqn;
+      p.entry = dir + path_name;
+      try {
+        p.w.meta = parse_tensor_meta(cr, cr.get(*item, "tensor_meta", "weight config"));
+      } catch (const json::exception& e) {
+        cr.fail(std::string("unexpected JSON structure: ") + e.what());
+      }
+      const TensorMeta& vm = g_.values[in.value].meta;
+      if (vm.dtype != p.w.meta.dtype || vm.sizes != p.w.meta.sizes)
+        throw Error(path_, "weights of " + what + " are " + format_meta(p.w.meta) + " but the graph uses " +
+                               format_meta(vm));
+      int64_t needed;
+      if (!view_extent_bytes(p.w.meta.sizes, p.w.meta.strides, p.w.meta.storage_offset,
+                             int64_t(dtype_size(p.w.meta.dtype)), &needed))
+        throw Error(path_, "size of '" + in.fqn + "' overflows");
+      Shared& s = entries[p.entry];
+      s.entry = p.entry;
+      s.needed = std::max(s.needed, needed);
+      pending.push_back(std::move(p));
+    }
+    for (auto& [name, s] : entries) {
+      auto info = find_entry(z, path_, name);
+      if (!info) throw Error(path_, "archive has no entry '" + name + "'");
+      if (uint64_t(s.needed) > info->size)
+        throw Error(path_, "entry '" + name + "' has " + std::to_string(info->size) + " bytes but its tensors need " +
+                               std::to_string(s.needed));
+      std::string archive = path_, entry = name;
+      s.storage = Storage::lazy(size_t(s.needed), [archive, entry](std::byte* dst, size_t n) {
+        ZipPtr zz = open_zip(archive);
+        auto e = find_entry(zz.get(), archive, entry);
+        if (!e) throw Error(archive, "archive has no entry '" + entry + "' (changed since it was opened?)");
+        read_entry(zz.get(), archive, entry, e->index, dst, n);
+      });
+    }
+    for (Pending& p : pending) {
+      p.w.storage = entries[p.entry].storage;
+      g_.weights.emplace(p.fqn, std::move(p.w));
+    }
+  }
+
+  std::string path_;
+  Reader r_;
+  std::string top_;
+  Graph g_;
+  const json* tensor_values_ = nullptr;
+  std::map<std::string, ValueId, std::less<>> ids_;
+};
+
+} // namespace
+
+Graph import_pt2(const std::string& path) { return Pt2Importer(path).run(); }
+
+} // namespace fxc
