@@ -121,7 +121,8 @@ public:
 
   [[noreturn]] void fail(const std::string& msg, const std::string& node = {},
                          const std::string& op = {}) const {
-    throw Error(path_, where_ + ": " + msg, node, op);
+    // Node errors name the node; the others say which part of the archive is wrong.
+    throw Error(path_, node.empty() ? where_ + ": " + msg : msg, node, op);
   }
   const json& get(const json& obj, const char* key, const char* what) const {
     if (!obj.is_object()) fail(std::string(what) + " is not an object");
@@ -203,6 +204,19 @@ Device parse_device(const Reader& r, const json& dev) {
   if (const json* idx = r.find(dev, "index"); idx && !idx->is_null())
     d.index = int(r.integer(*idx, "device index"));
   return d;
+}
+
+// "aten.add.Tensor" -> the schema of "aten.add.Scalar" (likewise "aten.where.self" ->
+// "aten.where.ScalarOther"), or nullptr.
+const OpSchema* scalar_overload(const std::string& target) {
+  static const std::pair<const char*, const char*> kSuffixes[] = {{".Tensor", ".Scalar"},
+                                                                  {".self", ".ScalarOther"}};
+  for (const auto& [from, to] : kSuffixes) {
+    std::string f = from;
+    if (target.size() > f.size() && target.compare(target.size() - f.size(), f.size(), f) == 0)
+      return find_schema(target.substr(0, target.size() - f.size()) + to);
+  }
+  return nullptr;
 }
 
 class Pt2Importer {
@@ -423,7 +437,15 @@ private:
       call.push_back({kind == 2 ? argname : std::string(), convert_arg(r_.get(in, "arg", "node input"), argname, name, target)});
     }
     std::string err;
-    if (!bind_args(*node.schema, call, &node.args, &node.given, &err)) r_.fail(err, name, target);
+    if (!bind_args(*node.schema, call, &node.args, &node.given, &err)) {
+      // torch.export records Python numbers passed where a Tensor goes (x + 1 as add.Tensor);
+      // PyTorch wraps them exactly as the Scalar overload does, so use that overload.
+      const OpSchema* alt = scalar_overload(target);
+      std::string ignored;
+      if (!alt || !bind_args(*alt, call, &node.args, &node.given, &ignored)) r_.fail(err, name, target);
+      node.schema = alt;
+      node.target = alt->target;
+    }
 
     // Output names, in order; a list return (split) gives them as one as_tensors list.
     std::vector<std::string> outs;
