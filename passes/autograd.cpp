@@ -1,0 +1,929 @@
+// Derivative rules, one table row per op, and the reverse walk that builds the joint graph.
+#include "passes/autograd.h"
+
+#include "frontend/diag.h"
+#include "frontend/schema.h"
+#include "passes/aot_ops.h"
+#include "passes/decompose.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <string>
+
+namespace fxc {
+
+namespace {
+
+/// What a rule sees: the forward node, its output gradients, and where to put input gradients.
+struct GradCtx {
+  Graph& g;
+  Emit e;
+  Node n; ///< a copy: rules append to g.nodes
+  std::vector<ValueId> gout;
+  const std::vector<char>& requires_grad;
+  std::vector<std::pair<ValueId, ValueId>> grads;
+
+  const Arg& arg(std::string_view name) const { return n.arg(name); }
+  ValueId in(std::string_view name) const { return n.arg(name).tensor; }
+  ValueId out(size_t k = 0) const { return n.outputs[k]; }
+  /// The gradient of the (single) output.
+  ValueId go(size_t k = 0) const {
+    assert(gout[k] != kNoValue && "rule reads a missing output gradient");
+    return gout[k];
+  }
+  bool needs(ValueId v) const {
+    return v != kNoValue && size_t(v) < requires_grad.size() && requires_grad[size_t(v)];
+  }
+  bool needs(std::string_view name) const { return needs(in(name)); }
+  std::vector<int64_t> sizes(ValueId v) const { return e.sizes(v); }
+
+  /// Records d(loss)/d(input); broadcasts are summed away and the dtype is restored.
+  void give(ValueId input, ValueId grad) {
+    if (!needs(input) || grad == kNoValue) return;
+    TensorMeta m = g.values[input].meta;
+    if (e.sizes(grad) != m.sizes) grad = e.sum_to(grad, m.sizes);
+    if (e.dtype(grad) != m.dtype) grad = e.cast(grad, m.dtype);
+    grads.push_back({input, grad});
+  }
+  void give(std::string_view name, ValueId grad) { give(in(name), grad); }
+
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw Error(g.source, msg, n.name, n.target);
+  }
+  /// Only the first output may carry a gradient (norms' saved statistics, pooling indices).
+  void only_first_output() const {
+    for (size_t k = 1; k < gout.size(); ++k)
+      if (gout[k] != kNoValue) fail("gradients through output " + std::to_string(k) +
+                                    " are not supported");
+  }
+};
+
+using GradRule = void (*)(GradCtx& c);
+
+int64_t wrap(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+
+std::vector<int64_t> reduced_dims(const GradCtx& c, const Arg& dim, int64_t rank) {
+  std::vector<int64_t> dims;
+  if (dim.kind == Arg::Kind::Ints)
+    for (int64_t d : dim.ints) dims.push_back(wrap(d, rank));
+  if (dim.kind == Arg::Kind::Int) dims.push_back(wrap(dim.i, rank));
+  if (dims.empty())
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  std::sort(dims.begin(), dims.end());
+  return dims;
+}
+
+/// The gradient of a reduction's output, reshaped to the input's rank with 1 at reduced dims.
+ValueId keepdim_grad(GradCtx& c, ValueId g, const std::vector<int64_t>& in_sizes,
+                     const std::vector<int64_t>& dims) {
+  std::vector<int64_t> keep = in_sizes;
+  for (int64_t d : dims) keep[size_t(d)] = 1;
+  return c.e.reshape(g, keep);
+}
+
+int64_t count_of(const std::vector<int64_t>& sizes, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= sizes[size_t(d)];
+  return n;
+}
+
+std::vector<int64_t> spatial(const Arg& a, size_t n) {
+  if (a.ints.size() == 1) return std::vector<int64_t>(n, a.ints[0]);
+  return a.ints;
+}
+
+ValueId first_input(const GradCtx& c) { return c.n.args[0].tensor; }
+
+// ---- Pointwise -------------------------------------------------------------------------------
+
+void add_tensor(GradCtx& c) {
+  double alpha = c.arg("alpha").scalar();
+  c.give("self", c.go());
+  if (c.needs("other")) c.give("other", alpha == 1 ? c.go() : c.e.mul_s(c.go(), alpha));
+}
+
+void sub_tensor(GradCtx& c) {
+  double alpha = c.arg("alpha").scalar();
+  c.give("self", c.go());
+  if (c.needs("other")) c.give("other", c.e.mul_s(c.go(), -alpha));
+}
+
+void identity(GradCtx& c) { c.give(first_input(c), c.go()); }
+
+void mul_tensor(GradCtx& c) {
+  if (c.needs("self")) c.give("self", c.e.mul(c.go(), c.in("other")));
+  if (c.needs("other")) c.give("other", c.e.mul(c.go(), c.in("self")));
+}
+
+void mul_scalar(GradCtx& c) { c.give("self", c.e.mul_s(c.go(), c.arg("other").scalar())); }
+
+void div_tensor(GradCtx& c) {
+  if (c.needs("self")) c.give("self", c.e.div(c.go(), c.in("other")));
+  if (c.needs("other"))
+    c.give("other", c.e.mul(c.e.unary("neg", c.go()), c.e.div(c.out(), c.in("other"))));
+}
+
+void div_scalar(GradCtx& c) { c.give("self", c.e.div_s(c.go(), c.arg("other").scalar())); }
+
+void neg(GradCtx& c) { c.give("self", c.e.unary("neg", c.go())); }
+void exp(GradCtx& c) { c.give("self", c.e.mul(c.go(), c.out())); }
+void log(GradCtx& c) { c.give("self", c.e.div(c.go(), c.in("self"))); }
+void sin(GradCtx& c) { c.give("self", c.e.mul(c.go(), c.e.unary("cos", c.in("self")))); }
+
+void cos(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.e.unary("neg", c.e.unary("sin", c.in("self")))));
+}
+
+void tanh(GradCtx& c) {
+  ValueId y = c.out();
+  c.give("self", c.e.mul(c.go(), c.e.rsub_s(1.0, c.e.mul(y, y))));
+}
+
+void sigmoid(GradCtx& c) {
+  ValueId y = c.out();
+  c.give("self", c.e.mul(c.go(), c.e.mul(y, c.e.rsub_s(1.0, y))));
+}
+
+void relu(GradCtx& c) { c.give("self", c.e.where_s(c.e.cmp_s("gt", c.out(), 0), c.go(), 0.0)); }
+
+void erf(GradCtx& c) {
+  ValueId x = c.in("self");
+  ValueId d = c.e.mul_s(c.e.unary("exp", c.e.unary("neg", c.e.mul(x, x))), 2.0 / std::sqrt(M_PI));
+  c.give("self", c.e.mul(c.go(), d));
+}
+
+void rsqrt(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.e.mul_s(c.e.pow_s(c.out(), 3.0), -0.5)));
+}
+
+void sqrt(GradCtx& c) { c.give("self", c.e.div(c.go(), c.e.mul_s(c.out(), 2.0))); }
+
+void reciprocal(GradCtx& c) {
+  ValueId y = c.out();
+  c.give("self", c.e.mul(c.go(), c.e.unary("neg", c.e.mul(y, y))));
+}
+
+void abs(GradCtx& c) { c.give("self", c.e.mul(c.go(), c.e.unary("sign", c.in("self")))); }
+
+void pow_tensor_scalar(GradCtx& c) {
+  double p = c.arg("exponent").scalar();
+  ValueId x = c.in("self");
+  if (p == 0) return; // constant output: no gradient
+  if (p == 1) return c.give("self", c.go());
+  ValueId d = p == 2 ? c.e.mul_s(x, 2.0) : c.e.mul_s(c.e.pow_s(x, p - 1), p);
+  c.give("self", c.e.mul(c.go(), d));
+}
+
+void pow_tensor_tensor(GradCtx& c) {
+  ValueId x = c.in("self"), p = c.in("exponent");
+  if (c.needs("self")) {
+    ValueId d = c.e.mul(p, c.e.op("aten.pow.Tensor_Tensor", {Emit::t(x),
+                                                             Emit::t(c.e.add_s(p, -1.0))}));
+    c.give("self", c.e.mul(c.go(), d));
+  }
+  if (c.needs("exponent")) {
+    // d/dp x^p = x^p log x, defined as 0 where x == 0 and p >= 0 (derivatives.yaml).
+    ValueId val = c.e.mul(c.go(), c.e.mul(c.out(), c.e.unary("log", x)));
+    ValueId zero_base = c.e.op("aten.logical_and.default",
+                               {Emit::t(c.e.cmp_s("eq", x, 0)), Emit::t(c.e.cmp_s("ge", p, 0))});
+    c.give("exponent", c.e.where_s(c.e.unary("logical_not", zero_base), val, 0.0));
+  }
+}
+
+void clamp(GradCtx& c) {
+  ValueId x = c.in("self"), mask = kNoValue;
+  auto both = [&](ValueId m) {
+    mask = mask == kNoValue ? m : c.e.op("aten.logical_and.default", {Emit::t(mask), Emit::t(m)});
+  };
+  if (!c.arg("min").is_none()) both(c.e.cmp_s("ge", x, c.arg("min").scalar()));
+  if (!c.arg("max").is_none()) both(c.e.cmp_s("le", x, c.arg("max").scalar()));
+  c.give("self", mask == kNoValue ? c.go() : c.e.where_s(mask, c.go(), 0.0));
+}
+
+/// maximum/minimum: the winner takes the gradient, ties split it (derivatives.yaml).
+void extremum(GradCtx& c, const char* self_wins, const char* other_wins) {
+  ValueId a = c.in("self"), b = c.in("other");
+  ValueId tie = c.e.cmp("eq", a, b), half = c.e.mul_s(c.go(), 0.5);
+  if (c.needs("self"))
+    c.give("self", c.e.where(tie, half, c.e.where_s(c.e.cmp(self_wins, a, b), c.go(), 0.0)));
+  if (c.needs("other"))
+    c.give("other", c.e.where(tie, half, c.e.where_s(c.e.cmp(other_wins, a, b), c.go(), 0.0)));
+}
+void maximum(GradCtx& c) { extremum(c, "gt", "lt"); }
+void minimum(GradCtx& c) { extremum(c, "lt", "gt"); }
+
+void gelu(GradCtx& c) {
+  ValueId x = c.in("self");
+  Emit& e = c.e;
+  ValueId d;
+  if (c.arg("approximate").s == "tanh") {
+    const double beta = std::sqrt(2.0 / M_PI), kappa = 0.044715;
+    ValueId x2 = e.mul(x, x);
+    ValueId inner = e.mul_s(e.add(x, e.mul_s(e.mul(x2, x), kappa)), beta);
+    ValueId t = e.unary("tanh", inner);
+    ValueId left = e.mul_s(e.add_s(t, 1.0), 0.5);
+    ValueId dinner = e.mul_s(e.add_s(e.mul_s(x2, 3 * kappa), 1.0), beta);
+    ValueId right = e.mul(e.mul(e.mul_s(x, 0.5), e.rsub_s(1.0, e.mul(t, t))), dinner);
+    d = e.add(left, right);
+  } else {
+    ValueId cdf = e.mul_s(e.add_s(e.unary("erf", e.mul_s(x, M_SQRT1_2)), 1.0), 0.5);
+    ValueId pdf =
+        e.mul_s(e.unary("exp", e.mul_s(e.mul(x, x), -0.5)), 1.0 / std::sqrt(2.0 * M_PI));
+    d = e.add(cdf, e.mul(x, pdf));
+  }
+  c.give("self", e.mul(c.go(), d));
+}
+
+void silu(GradCtx& c) {
+  ValueId x = c.in("self");
+  ValueId s = c.e.unary("sigmoid", x);
+  ValueId d = c.e.mul(s, c.e.add_s(c.e.mul(x, c.e.rsub_s(1.0, s)), 1.0));
+  c.give("self", c.e.mul(c.go(), d));
+}
+
+void hardswish(GradCtx& c) {
+  ValueId x = c.in("self");
+  ValueId mid = c.e.mul(c.go(), c.e.add_s(c.e.div_s(x, 3.0), 0.5));
+  ValueId upper = c.e.where(c.e.cmp_s("le", x, 3.0), mid, c.go());
+  c.give("self", c.e.where_s(c.e.cmp_s("ge", x, -3.0), upper, 0.0));
+}
+
+void hardsigmoid(GradCtx& c) {
+  ValueId x = c.in("self");
+  ValueId inside = c.e.op("aten.logical_and.default", {Emit::t(c.e.cmp_s("gt", x, -3.0)),
+                                                       Emit::t(c.e.cmp_s("lt", x, 3.0))});
+  c.give("self", c.e.where_s(inside, c.e.div_s(c.go(), 6.0), 0.0));
+}
+
+void where_self(GradCtx& c) {
+  ValueId cond = c.in("condition");
+  if (c.needs("self")) c.give("self", c.e.where_s(cond, c.go(), 0.0));
+  if (c.needs("other")) c.give("other", c.e.where_s(c.e.unary("logical_not", cond), c.go(), 0.0));
+}
+
+void where_scalar_other(GradCtx& c) {
+  c.give("self", c.e.where_s(c.in("condition"), c.go(), 0.0));
+}
+
+void masked_fill(GradCtx& c) {
+  c.give("self", c.e.where_s(c.e.unary("logical_not", c.in("mask")), c.go(), 0.0));
+}
+
+// ---- Reductions and normalisation --------------------------------------------------------------
+
+void sum_default(GradCtx& c) { c.give("self", c.e.expand(c.go(), c.sizes(c.in("self")))); }
+
+void sum_dim(GradCtx& c) {
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x);
+  std::vector<int64_t> dims = reduced_dims(c, c.arg("dim"), int64_t(xs.size()));
+  c.give("self", c.e.expand(keepdim_grad(c, c.go(), xs, dims), xs));
+}
+
+void mean_default(GradCtx& c) {
+  std::vector<int64_t> xs = c.sizes(c.in("self"));
+  c.give("self", c.e.expand(c.e.div_s(c.go(), double(count_of(xs, reduced_dims(c, {}, int64_t(xs.size()))))), xs));
+}
+
+void mean_dim(GradCtx& c) {
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x);
+  std::vector<int64_t> dims = reduced_dims(c, c.arg("dim"), int64_t(xs.size()));
+  ValueId g = c.e.div_s(keepdim_grad(c, c.go(), xs, dims), double(count_of(xs, dims)));
+  c.give("self", c.e.expand(g, xs));
+}
+
+void amax(GradCtx& c) {
+  // The gradient is shared equally among the elements that attain the maximum.
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x);
+  std::vector<int64_t> dims = reduced_dims(c, c.arg("dim"), int64_t(xs.size()));
+  ValueId hit = c.e.cmp("eq", x, keepdim_grad(c, c.out(), xs, dims));
+  ValueId count = c.e.sum(c.e.cast(hit, c.e.dtype(x)), dims, true);
+  ValueId share = c.e.div(keepdim_grad(c, c.go(), xs, dims), count);
+  c.give("self", c.e.where_s(hit, c.e.expand(share, xs), 0.0));
+}
+
+void softmax(GradCtx& c) {
+  ValueId y = c.out(), g = c.go();
+  if (c.e.dim(y) == 0) return c.give("self", c.e.mul_s(g, 0.0));
+  int64_t dim = wrap(c.arg("dim").i, c.e.dim(y));
+  c.give("self", c.e.mul(y, c.e.sub(g, c.e.sum(c.e.mul(g, y), {dim}, true))));
+}
+
+void log_softmax(GradCtx& c) {
+  ValueId y = c.out(), g = c.go();
+  if (c.e.dim(y) == 0) return c.give("self", c.e.mul_s(g, 0.0));
+  int64_t dim = wrap(c.arg("dim").i, c.e.dim(y));
+  c.give("self", c.e.sub(g, c.e.mul(c.e.unary("exp", y), c.e.sum(g, {dim}, true))));
+}
+
+/// Layer-norm backward from the saved statistics (mean, rstd keep the normalized dims as 1).
+void layer_norm_from_stats(GradCtx& c, ValueId mean, ValueId rstd) {
+  Emit& e = c.e;
+  ValueId x = c.in("input"), g = c.go();
+  int64_t rank = e.dim(x), k = int64_t(c.arg("normalized_shape").ints.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = rank - k; d < rank; ++d) dims.push_back(d);
+  double n = double(count_of(c.sizes(x), dims));
+  ValueId xhat = e.mul(e.sub(x, mean), rstd);
+  ValueId w = c.arg("weight").is_none() ? kNoValue : c.in("weight");
+  if (c.needs("input")) {
+    ValueId gx = w == kNoValue ? g : e.mul(g, w);
+    ValueId inner = e.sub(e.sub(e.mul_s(gx, n), e.sum(gx, dims, true)),
+                          e.mul(xhat, e.sum(e.mul(gx, xhat), dims, true)));
+    c.give("input", e.mul(e.div_s(rstd, n), inner));
+  }
+  if (w != kNoValue && c.needs(w)) c.give(w, e.mul(g, xhat));
+  if (!c.arg("bias").is_none()) c.give("bias", g);
+}
+
+void native_layer_norm(GradCtx& c) {
+  c.only_first_output();
+  layer_norm_from_stats(c, c.out(1), c.out(2));
+}
+
+void layer_norm(GradCtx& c) {
+  // The composite op saves nothing: recompute the statistics in the backward.
+  Emit& e = c.e;
+  ValueId x = c.in("input");
+  int64_t rank = e.dim(x), k = int64_t(c.arg("normalized_shape").ints.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = rank - k; d < rank; ++d) dims.push_back(d);
+  ValueId mean = e.mean(x, dims, true);
+  ValueId xc = e.sub(x, mean);
+  ValueId rstd = e.unary("rsqrt", e.add_s(e.mean(e.mul(xc, xc), dims, true), c.arg("eps").f));
+  layer_norm_from_stats(c, mean, rstd);
+}
+
+void batch_norm_eval(GradCtx& c) {
+  c.only_first_output();
+  if (c.n.schema->index_of("training") >= 0 && c.arg("training").b)
+    c.fail("batch norm backward in training mode is not supported");
+  if (c.arg("running_mean").is_none() || c.arg("running_var").is_none())
+    c.fail("batch norm without running statistics is not supported");
+  Emit& e = c.e;
+  ValueId x = c.in("input"), g = c.go();
+  int64_t rank = e.dim(x);
+  auto per_channel = [&](ValueId v) {
+    std::vector<int64_t> s(size_t(rank), 1);
+    s[1] = e.sizes(v)[0];
+    return e.reshape(v, s);
+  };
+  ValueId inv = per_channel(e.unary("rsqrt", e.add_s(c.in("running_var"), c.arg("eps").f)));
+  ValueId w = c.arg("weight").is_none() ? kNoValue : c.in("weight");
+  std::vector<int64_t> not_channel;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != 1) not_channel.push_back(d);
+  if (c.needs("input")) c.give("input", e.mul(g, w == kNoValue ? inv : e.mul(inv, per_channel(w))));
+  if (w != kNoValue && c.needs(w)) {
+    ValueId xhat = e.mul(e.sub(x, per_channel(c.in("running_mean"))), inv);
+    c.give(w, e.sum(e.mul(g, xhat), not_channel, false));
+  }
+  if (!c.arg("bias").is_none() && c.needs("bias")) c.give("bias", e.sum(g, not_channel, false));
+}
+
+// ---- Matrix products and convolution ------------------------------------------------------------
+
+void mm(GradCtx& c) {
+  ValueId a = c.in("self"), b = c.in("mat2");
+  if (c.needs(a)) c.give(a, c.e.mm(c.go(), c.e.permute(b, {1, 0})));
+  if (c.needs(b)) c.give(b, c.e.mm(c.e.permute(a, {1, 0}), c.go()));
+}
+
+void bmm(GradCtx& c) {
+  ValueId a = c.in("self"), b = c.in("mat2");
+  if (c.needs(a)) c.give(a, c.e.bmm(c.go(), c.e.permute(b, {0, 2, 1})));
+  if (c.needs(b)) c.give(b, c.e.bmm(c.e.permute(a, {0, 2, 1}), c.go()));
+}
+
+void addmm(GradCtx& c) {
+  double beta = c.arg("beta").scalar(), alpha = c.arg("alpha").scalar();
+  ValueId a = c.in("mat1"), b = c.in("mat2"), g = c.go();
+  if (c.needs("self")) c.give("self", beta == 1 ? g : c.e.mul_s(g, beta));
+  ValueId ga = alpha == 1 ? g : c.e.mul_s(g, alpha);
+  if (c.needs(a)) c.give(a, c.e.mm(ga, c.e.permute(b, {1, 0})));
+  if (c.needs(b)) c.give(b, c.e.mm(c.e.permute(a, {1, 0}), ga));
+}
+
+void linear(GradCtx& c) {
+  Emit& e = c.e;
+  ValueId x = c.in("input"), w = c.in("weight");
+  std::vector<int64_t> xs = c.sizes(x);
+  int64_t in_f = xs.back(), out_f = c.sizes(w)[0], rows = 1;
+  for (size_t d = 0; d + 1 < xs.size(); ++d) rows *= xs[d];
+  ValueId g2 = e.reshape(c.go(), {rows, out_f});
+  if (c.needs(x)) c.give(x, e.reshape(e.mm(g2, w), xs));
+  if (c.needs(w)) c.give(w, e.mm(e.permute(g2, {1, 0}), e.reshape(x, {rows, in_f})));
+  if (!c.arg("bias").is_none() && c.needs("bias")) c.give("bias", e.sum(g2, {0}, false));
+}
+
+/// Reverses a tensor along `dim` (index_select with a descending arange).
+ValueId flip(Emit& e, ValueId v, int64_t dim) {
+  int64_t n = e.sizes(v)[size_t(dim)];
+  if (n == 1) return v;
+  ValueId idx = e.op("aten.arange.start_step", {Emit::i(n - 1), Emit::i(-1), Emit::i(-1),
+                                                 Emit::kw("dtype", Arg::of_dtype(DType::I64))});
+  return e.op("aten.index_select.default", {Emit::t(v), Emit::i(dim), Emit::t(idx)});
+}
+
+ValueId conv(Emit& e, ValueId x, ValueId w, const std::vector<int64_t>& stride,
+             const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+             int64_t groups) {
+  return e.op("aten.convolution.default",
+              {Emit::t(x), Emit::t(w), {"", Arg::none()}, Emit::ints(stride), Emit::ints(padding),
+               Emit::ints(dilation), Emit::b(false),
+               Emit::ints(std::vector<int64_t>(stride.size(), 0)), Emit::i(groups)});
+}
+
+/// d(input) of a convolution: the stride-dilated, re-padded gradient convolved with the
+/// spatially flipped weight whose in/out channels are swapped within each group.
+ValueId conv_input_grad(Emit& e, ValueId g, ValueId w, const std::vector<int64_t>& in_sizes,
+                        const std::vector<int64_t>& s, const std::vector<int64_t>& p,
+                        const std::vector<int64_t>& d, int64_t groups) {
+  size_t sp = s.size();
+  std::vector<int64_t> ws = e.sizes(w);
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t axis = int64_t(2 + i), out_len = e.sizes(g)[2 + i];
+    if (s[i] > 1 && out_len > 0) {
+      std::vector<int64_t> dil = e.sizes(g);
+      int64_t len = (out_len - 1) * s[i] + 1;
+      dil[2 + i] = len;
+      g = e.slice_scatter(e.zeros(dil, e.dtype(g)), g, axis, 0, len, s[i]);
+    }
+    int64_t len = e.sizes(g)[2 + i], k = ws[2 + i];
+    int64_t lo = (k - 1) * d[i] - p[i];
+    int64_t hi = in_sizes[2 + i] + p[i] - len;
+    g = e.pad_dim(g, axis, lo, hi);
+  }
+  ValueId wf = w;
+  for (size_t i = 0; i < sp; ++i) wf = flip(e, wf, int64_t(2 + i));
+  int64_t cout = ws[0], cig = ws[1];
+  std::vector<int64_t> grouped = {groups, cout / groups, cig};
+  std::vector<int64_t> swapped = {groups * cig, cout / groups};
+  for (size_t i = 0; i < sp; ++i) {
+    grouped.push_back(ws[2 + i]);
+    swapped.push_back(ws[2 + i]);
+  }
+  if (groups == 1) {
+    wf = e.transpose(wf, 0, 1);
+  } else {
+    wf = e.reshape(e.transpose(e.reshape(wf, grouped), 1, 2), swapped);
+  }
+  return conv(e, g, wf, std::vector<int64_t>(sp, 1), std::vector<int64_t>(sp, 0), d, groups);
+}
+
+/// d(weight) of one group: the input (batch as channels) convolved with the gradient as the
+/// weight, stride and dilation swapped, cropped to the kernel size.
+ValueId conv_weight_grad_group(Emit& e, ValueId x, ValueId g, const std::vector<int64_t>& ksz,
+                               const std::vector<int64_t>& s, const std::vector<int64_t>& p,
+                               const std::vector<int64_t>& d) {
+  ValueId r = conv(e, e.transpose(x, 0, 1), e.transpose(g, 0, 1), d, p, s, 1);
+  for (size_t i = 0; i < ksz.size(); ++i)
+    if (e.sizes(r)[2 + i] != ksz[i]) r = e.slice(r, int64_t(2 + i), 0, ksz[i]);
+  return e.transpose(r, 0, 1);
+}
+
+void convolution_common(GradCtx& c, const std::vector<int64_t>& s, const std::vector<int64_t>& p,
+                        const std::vector<int64_t>& d, int64_t groups) {
+  Emit& e = c.e;
+  ValueId x = c.in("input"), w = c.in("weight"), g = c.go();
+  std::vector<int64_t> xs = c.sizes(x), ws = c.sizes(w);
+  size_t sp = ws.size() - 2;
+  if (xs.size() != ws.size()) c.fail("unbatched convolution backward is not supported");
+  if (s.size() != sp || p.size() != sp || d.size() != sp || groups < 1)
+    c.fail("convolution arguments do not match the weight's spatial rank");
+  if (c.needs(x)) c.give(x, conv_input_grad(e, g, w, xs, s, p, d, groups));
+  if (c.needs(w)) {
+    std::vector<int64_t> ksz(ws.begin() + 2, ws.end());
+    if (groups == 1) {
+      c.give(w, conv_weight_grad_group(e, x, g, ksz, s, p, d));
+    } else {
+      int64_t cig = xs[1] / groups, cog = ws[0] / groups;
+      std::vector<ValueId> parts;
+      for (int64_t j = 0; j < groups; ++j)
+        parts.push_back(conv_weight_grad_group(e, e.slice(x, 1, j * cig, (j + 1) * cig),
+                                               e.slice(g, 1, j * cog, (j + 1) * cog), ksz, s, p,
+                                               d));
+      c.give(w, e.cat(parts, 0));
+    }
+  }
+  if (!c.arg("bias").is_none() && c.needs("bias")) {
+    std::vector<int64_t> dims = {0};
+    for (size_t i = 0; i < sp; ++i) dims.push_back(int64_t(2 + i));
+    c.give("bias", e.sum(g, dims, false));
+  }
+}
+
+void convolution(GradCtx& c) {
+  if (c.arg("transposed").b) c.fail("transposed convolution backward is not supported");
+  convolution_common(c, c.arg("stride").ints, c.arg("padding").ints, c.arg("dilation").ints,
+                     c.arg("groups").i);
+}
+
+void conv2d(GradCtx& c) {
+  size_t sp = size_t(std::max<int64_t>(c.e.dim(c.in("weight")) - 2, 0));
+  convolution_common(c, spatial(c.arg("stride"), sp), spatial(c.arg("padding"), sp),
+                     spatial(c.arg("dilation"), sp), c.arg("groups").i);
+}
+
+// ---- Pooling, indexing --------------------------------------------------------------------------
+
+/// Scatters the pooled gradient back to the positions its indices (flat per H*W plane) name.
+void pool_grad_from_indices(GradCtx& c, ValueId indices) {
+  Emit& e = c.e;
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x), gs = c.sizes(c.go());
+  if (xs.size() < 3) c.fail("max_pool2d backward needs a (N,)C,H,W input");
+  int64_t planes = 1;
+  for (size_t d = 0; d + 2 < xs.size(); ++d) planes *= xs[d];
+  int64_t in_plane = xs[xs.size() - 2] * xs.back(), out_plane = gs[gs.size() - 2] * gs.back();
+  ValueId idx = e.reshape(indices, {planes, out_plane});
+  ValueId src = e.reshape(c.go(), {planes, out_plane});
+  ValueId gx = e.op("aten.scatter_add.default", {Emit::t(e.zeros({planes, in_plane}, e.dtype(x))),
+                                                  Emit::i(1), Emit::t(idx), Emit::t(src)});
+  c.give(x, e.reshape(gx, xs));
+}
+
+void max_pool2d_with_indices(GradCtx& c) {
+  c.only_first_output();
+  pool_grad_from_indices(c, c.out(1));
+}
+
+void max_pool2d(GradCtx& c) {
+  // The indices are not an output here: recompute them (the partitioner decides where).
+  std::vector<CallArg> call;
+  for (const Arg& a : c.n.args) call.push_back({"", a});
+  ValueId idx = c.e.call("aten.max_pool2d_with_indices.default", std::move(call))[1];
+  pool_grad_from_indices(c, idx);
+}
+
+void adaptive_avg_pool2d(GradCtx& c) {
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x), os = spatial(c.arg("output_size"), 2);
+  if (xs.size() < 3 || os.size() != 2) c.fail("adaptive_avg_pool2d needs a (N,)C,H,W input");
+  int64_t H = xs[xs.size() - 2], W = xs.back();
+  if (os[0] <= 0 || os[1] <= 0 || H % os[0] != 0 || W % os[1] != 0)
+    c.fail("adaptive_avg_pool2d backward needs the input size to be a multiple of the output");
+  int64_t kh = H / os[0], kw = W / os[1];
+  std::vector<int64_t> split(xs.begin(), xs.end() - 2), one = split;
+  split.insert(split.end(), {os[0], kh, os[1], kw});
+  one.insert(one.end(), {os[0], 1, os[1], 1});
+  ValueId g = c.e.div_s(c.e.reshape(c.go(), one), double(kh * kw));
+  c.give(x, c.e.reshape(c.e.expand(g, split), xs));
+}
+
+void embedding(GradCtx& c) {
+  if (c.arg("scale_grad_by_freq").b) c.fail("embedding with scale_grad_by_freq is not supported");
+  Emit& e = c.e;
+  ValueId w = c.in("weight"), ids = c.in("indices");
+  std::vector<int64_t> ws = c.sizes(w);
+  if (ws.size() != 2) c.fail("embedding weight must be 2-D");
+  int64_t k = e.meta(ids).numel(), dim = ws[1];
+  ValueId src = e.reshape(c.go(), {k, dim});
+  ValueId flat = e.reshape(ids, {k, 1});
+  int64_t pad = c.arg("padding_idx").i;
+  if (pad >= 0) src = e.where_s(e.cmp_s("ne", flat, double(pad)), src, 0.0);
+  ValueId gw = e.op("aten.scatter_add.default", {Emit::t(e.zeros(ws, e.dtype(w))), Emit::i(0),
+                                                  Emit::t(e.expand(flat, {k, dim})), Emit::t(src)});
+  c.give(w, gw);
+}
+
+void gather(GradCtx& c) {
+  ValueId x = c.in("self");
+  int64_t dim = wrap(c.arg("dim").i, c.e.dim(x));
+  c.give(x, c.e.op("aten.scatter_add.default",
+                   {Emit::t(c.e.zeros(c.sizes(x), c.e.dtype(x))), Emit::i(dim),
+                    Emit::t(c.in("index")), Emit::t(c.go())}));
+}
+
+void index_select(GradCtx& c) {
+  ValueId x = c.in("self"), g = c.go();
+  int64_t dim = wrap(c.arg("dim").i, c.e.dim(x));
+  std::vector<int64_t> shape(size_t(c.e.dim(g)), 1);
+  shape[size_t(dim)] = c.e.meta(c.in("index")).numel();
+  ValueId idx = c.e.expand(c.e.reshape(c.in("index"), shape), c.sizes(g));
+  c.give(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(c.sizes(x), c.e.dtype(x))),
+                                                 Emit::i(dim), Emit::t(idx), Emit::t(g)}));
+}
+
+void scatter_add(GradCtx& c) {
+  c.give("self", c.go());
+  if (c.needs("src"))
+    c.give("src", c.e.op("aten.gather.default",
+                         {Emit::t(c.go()), {"", c.arg("dim")}, Emit::t(c.in("index"))}));
+}
+
+// ---- Views and data movement ----------------------------------------------------------------------
+
+void reshape_back(GradCtx& c) {
+  ValueId x = first_input(c);
+  c.give(x, c.e.reshape(c.go(), c.sizes(x)));
+}
+
+void permute(GradCtx& c) {
+  std::vector<int64_t> dims = c.arg("dims").ints, inv(dims.size());
+  int64_t r = int64_t(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inv[size_t(wrap(dims[i], r))] = int64_t(i);
+  c.give("self", c.e.permute(c.go(), inv));
+}
+
+void transpose(GradCtx& c) {
+  int64_t r = c.e.dim(c.go());
+  if (r == 0) return c.give("self", c.go());
+  c.give("self", c.e.transpose(c.go(), wrap(c.arg("dim0").i, r), wrap(c.arg("dim1").i, r)));
+}
+
+/// Normalised [start, end) of a slice, as PyTorch clamps them.
+std::pair<int64_t, int64_t> slice_bounds(const Arg& start, const Arg& end, int64_t n) {
+  int64_t s = start.is_none() ? 0 : start.i, e = end.is_none() ? n : end.i;
+  if (s < 0) s += n;
+  if (e < 0) e += n;
+  s = std::clamp<int64_t>(s, 0, n);
+  e = std::clamp<int64_t>(e, s, n);
+  return {s, e};
+}
+
+void slice(GradCtx& c) {
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x);
+  int64_t dim = wrap(c.arg("dim").i, int64_t(xs.size()));
+  auto [s, e] = slice_bounds(c.arg("start"), c.arg("end"), xs[size_t(dim)]);
+  int64_t step = c.arg("step").i;
+  c.give(x, c.e.slice_scatter(c.e.zeros(xs, c.e.dtype(x)), c.go(), dim, s, e, step));
+}
+
+void select(GradCtx& c) {
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x);
+  int64_t dim = wrap(c.arg("dim").i, int64_t(xs.size()));
+  int64_t idx = wrap(c.arg("index").i, xs[size_t(dim)]);
+  c.give(x, c.e.slice_scatter(c.e.zeros(xs, c.e.dtype(x)), c.e.unsqueeze(c.go(), dim), dim, idx,
+                              idx + 1));
+}
+
+void slice_scatter(GradCtx& c) {
+  ValueId src = c.in("src");
+  std::vector<int64_t> bs = c.sizes(c.in("self"));
+  int64_t dim = wrap(c.arg("dim").i, int64_t(bs.size()));
+  auto [s, e] = slice_bounds(c.arg("start"), c.arg("end"), bs[size_t(dim)]);
+  int64_t step = c.arg("step").i;
+  if (c.needs("self"))
+    c.give("self", c.e.slice_scatter(c.go(), c.e.zeros(c.sizes(src), c.e.dtype(c.go())), dim, s,
+                                     e, step));
+  if (c.needs(src)) c.give(src, c.e.slice(c.go(), dim, s, e, step));
+}
+
+void split(GradCtx& c) {
+  ValueId x = c.in("self");
+  int64_t dim = wrap(c.arg("dim").i, c.e.dim(x));
+  std::vector<ValueId> parts;
+  for (size_t k = 0; k < c.n.outputs.size(); ++k)
+    parts.push_back(c.gout[k] != kNoValue
+                        ? c.gout[k]
+                        : c.e.zeros(c.sizes(c.out(k)), c.e.dtype(c.out(k))));
+  c.give(x, parts.size() == 1 ? parts[0] : c.e.cat(parts, dim));
+}
+
+void cat(GradCtx& c) {
+  const std::vector<ValueId>& xs = c.arg("tensors").tensors;
+  int64_t rank = c.e.dim(c.go());
+  int64_t dim = wrap(c.arg("dim").i, rank), off = 0;
+  for (ValueId x : xs) {
+    std::vector<int64_t> s = c.sizes(x);
+    if (int64_t(s.size()) != rank) continue; // legacy empty 1-D inputs take no part
+    int64_t n = s[size_t(dim)];
+    if (c.needs(x)) c.give(x, c.e.slice(c.go(), dim, off, off + n));
+    off += n;
+  }
+}
+
+void constant_pad_nd(GradCtx& c) {
+  const std::vector<int64_t>& pad = c.arg("pad").ints;
+  ValueId g = c.go();
+  int64_t rank = c.e.dim(g);
+  for (size_t j = 0; j + 1 < pad.size(); j += 2)
+    g = c.e.pad_dim(g, rank - 1 - int64_t(j / 2), -pad[j], -pad[j + 1]);
+  c.give("self", g);
+}
+
+void roll(GradCtx& c) {
+  std::vector<int64_t> shifts = c.arg("shifts").ints;
+  for (int64_t& s : shifts) s = -s;
+  c.give("self", c.e.op("aten.roll.default",
+                        {Emit::t(c.go()), Emit::ints(shifts), {"", c.arg("dims")}}));
+}
+
+void dropout(GradCtx& c) {
+  if (c.arg("train").b && c.arg("p").f != 0.0) c.fail("dropout in training mode is not supported");
+  c.give("input", c.go());
+}
+
+void copy(GradCtx& c) { c.give("src", c.go()); }
+
+struct GradRow {
+  std::string_view target;
+  GradRule rule;
+};
+
+const GradRow kDerivatives[] = {
+    {"aten._log_softmax.default", log_softmax},
+    {"aten._native_batch_norm_legit_no_training.default", batch_norm_eval},
+    {"aten._softmax.default", softmax},
+    {"aten._to_copy.default", identity},
+    {"aten.abs.default", abs},
+    {"aten.adaptive_avg_pool2d.default", adaptive_avg_pool2d},
+    {"aten.add.Scalar", identity},
+    {"aten.add.Tensor", add_tensor},
+    {"aten.addmm.default", addmm},
+    {"aten.alias.default", identity},
+    {"aten.amax.default", amax},
+    {"aten.batch_norm.default", batch_norm_eval},
+    {"aten.bmm.default", bmm},
+    {"aten.cat.default", cat},
+    {"aten.clamp.default", clamp},
+    {"aten.clone.default", identity},
+    {"aten.constant_pad_nd.default", constant_pad_nd},
+    {"aten.contiguous.default", identity},
+    {"aten.conv2d.default", conv2d},
+    {"aten.convolution.default", convolution},
+    {"aten.copy.default", copy},
+    {"aten.cos.default", cos},
+    {"aten.div.Scalar", div_scalar},
+    {"aten.div.Tensor", div_tensor},
+    {"aten.dropout.default", dropout},
+    {"aten.embedding.default", embedding},
+    {"aten.erf.default", erf},
+    {"aten.exp.default", exp},
+    {"aten.expand.default", identity},
+    {"aten.flatten.using_ints", reshape_back},
+    {"aten.gather.default", gather},
+    {"aten.gelu.default", gelu},
+    {"aten.hardsigmoid.default", hardsigmoid},
+    {"aten.hardswish.default", hardswish},
+    {"aten.index_select.default", index_select},
+    {"aten.layer_norm.default", layer_norm},
+    {"aten.lift_fresh_copy.default", identity},
+    {"aten.linear.default", linear},
+    {"aten.log.default", log},
+    {"aten.log_softmax.int", log_softmax},
+    {"aten.masked_fill.Scalar", masked_fill},
+    {"aten.max_pool2d.default", max_pool2d},
+    {"aten.max_pool2d_with_indices.default", max_pool2d_with_indices},
+    {"aten.maximum.default", maximum},
+    {"aten.mean.default", mean_default},
+    {"aten.mean.dim", mean_dim},
+    {"aten.min.other", minimum},
+    {"aten.minimum.default", minimum},
+    {"aten.mm.default", mm},
+    {"aten.mul.Scalar", mul_scalar},
+    {"aten.mul.Tensor", mul_tensor},
+    {"aten.native_layer_norm.default", native_layer_norm},
+    {"aten.neg.default", neg},
+    {"aten.permute.default", permute},
+    {"aten.pow.Tensor_Scalar", pow_tensor_scalar},
+    {"aten.pow.Tensor_Tensor", pow_tensor_tensor},
+    {"aten.reciprocal.default", reciprocal},
+    {"aten.relu.default", relu},
+    {"aten.reshape.default", reshape_back},
+    {"aten.roll.default", roll},
+    {"aten.rsqrt.default", rsqrt},
+    {"aten.scatter_add.default", scatter_add},
+    {"aten.select.int", select},
+    {"aten.sigmoid.default", sigmoid},
+    {"aten.silu.default", silu},
+    {"aten.sin.default", sin},
+    {"aten.slice.Tensor", slice},
+    {"aten.slice_scatter.default", slice_scatter},
+    {"aten.softmax.int", softmax},
+    {"aten.split.Tensor", split},
+    {"aten.split_with_sizes.default", split},
+    {"aten.sqrt.default", sqrt},
+    {"aten.squeeze.dim", reshape_back},
+    {"aten.squeeze.dims", reshape_back},
+    {"aten.sub.Tensor", sub_tensor},
+    {"aten.sum.default", sum_default},
+    {"aten.sum.dim_IntList", sum_dim},
+    {"aten.tanh.default", tanh},
+    {"aten.to.dtype", identity},
+    {"aten.transpose.int", transpose},
+    {"aten.unflatten.int", reshape_back},
+    {"aten.unsqueeze.default", reshape_back},
+    {"aten.view.default", reshape_back},
+    {"aten.where.ScalarOther", where_scalar_other},
+    {"aten.where.self", where_self},
+};
+
+/// Ops whose float outputs do not depend differentiably on their inputs.
+const std::string_view kNonDifferentiable[] = {
+    "aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.full.default",
+    "aten.full_like.default", "aten.new_zeros.default", "aten.scalar_tensor.default",
+    "aten.sign.default", "aten.zeros.default", "aten._assert_tensor_metadata.default",
+};
+
+const GradRow* find_rule(std::string_view target) {
+  for (const GradRow& r : kDerivatives)
+    if (r.target == target) return &r;
+  return nullptr;
+}
+
+bool non_differentiable(std::string_view target) {
+  return std::find(std::begin(kNonDifferentiable), std::end(kNonDifferentiable), target) !=
+         std::end(kNonDifferentiable);
+}
+
+/// Sum of the gradient contributions to one value, in the order they were made.
+ValueId accumulate(Emit& e, const std::vector<ValueId>& parts) {
+  if (parts.empty()) return kNoValue;
+  ValueId acc = parts[0];
+  for (size_t k = 1; k < parts.size(); ++k) acc = e.add(acc, parts[k]);
+  return acc;
+}
+
+} // namespace
+
+bool has_derivative(std::string_view target) { return find_rule(target) != nullptr; }
+
+JointGraph build_joint_graph(const Graph& fw_in) {
+  // Ops with no rule of their own are differentiated through their decomposition.
+  Graph fw = decompose_if(fw_in, [](const Node& n) {
+    return !has_derivative(n.target) && !non_differentiable(n.target);
+  });
+  JointGraph jg;
+  jg.graph = fw;
+  Graph& g = jg.graph;
+  jg.num_primals = g.inputs.size();
+  jg.num_fw_outputs = g.outputs.size();
+  size_t num_fw_values = g.values.size(), num_fw_nodes = g.nodes.size();
+
+  std::vector<char> requires_grad(num_fw_values, 0);
+  for (const GraphInput& in : g.inputs)
+    requires_grad[size_t(in.value)] =
+        (in.kind == InputKind::Parameter || in.kind == InputKind::UserInput) &&
+        is_floating(g.values[in.value].meta.dtype);
+  for (const Node& n : g.nodes) {
+    if (non_differentiable(n.target)) continue;
+    bool any = false;
+    for (ValueId v : n.tensor_inputs()) any = any || requires_grad[size_t(v)];
+    for (ValueId o : n.outputs) requires_grad[size_t(o)] = any && is_floating(g.values[o].meta.dtype);
+  }
+
+  // One tangent per float output, seeding that output's gradient.
+  std::vector<std::vector<ValueId>> contrib(num_fw_values);
+  for (size_t k = 0; k < jg.num_fw_outputs; ++k) {
+    ValueId o = g.outputs[k];
+    TensorMeta m = g.values[o].meta;
+    if (!is_floating(m.dtype)) continue;
+    m.strides = contiguous_strides(m.sizes);
+    m.storage_offset = 0;
+    std::string name = "tangents_" + std::to_string(jg.tangent_output_index.size() + 1);
+    ValueId t = g.add_value(unique_name(g, name), m);
+    g.inputs.push_back({t, InputKind::UserInput, name, true});
+    jg.tangent_output_index.push_back(k);
+    if (requires_grad[size_t(o)]) contrib[size_t(o)].push_back(t);
+  }
+
+  Emit e(g);
+  for (size_t idx = num_fw_nodes; idx-- > 0;) {
+    const Node& n = g.nodes[idx];
+    bool wanted = false;
+    for (ValueId o : n.outputs) wanted = wanted || !contrib[size_t(o)].empty();
+    if (!wanted) continue;
+    const GradRow* row = find_rule(n.target);
+    if (!row) throw Error(g.source, "no derivative rule for this op", n.name, n.target);
+    GradCtx c{g, Emit(g), n, {}, requires_grad, {}};
+    for (ValueId o : c.n.outputs) c.gout.push_back(accumulate(e, contrib[size_t(o)]));
+    row->rule(c);
+    for (auto& [input, grad] : c.grads) {
+      assert(g.values[grad].meta.sizes == g.values[input].meta.sizes &&
+             "gradient shape differs from its input");
+      contrib[size_t(input)].push_back(grad);
+    }
+  }
+
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t k = 0; k < jg.num_primals; ++k) {
+      const GraphInput in = g.inputs[k];
+      bool want = pass == 0 ? in.kind == InputKind::Parameter : in.kind == InputKind::UserInput;
+      TensorMeta m = g.values[in.value].meta;
+      if (!want || !is_floating(m.dtype)) continue;
+      ValueId grad = accumulate(e, contrib[size_t(in.value)]);
+      if (grad == kNoValue) grad = e.zeros(m.sizes, m.dtype);
+      g.outputs.push_back(grad);
+      jg.grad_input_index.push_back(k);
+      if (pass == 0) {
+        jg.grad_names.push_back("grad." + in.fqn);
+        continue;
+      }
+      size_t user_index = 0;
+      for (size_t j = 0; j < k; ++j) user_index += g.inputs[j].kind == InputKind::UserInput;
+      jg.grad_names.push_back("grad.input_" + std::to_string(user_index));
+    }
+  }
+  return jg;
+}
+
+} // namespace fxc

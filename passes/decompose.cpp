@@ -1,0 +1,456 @@
+// The decomposition table: one row per composite op, each building the op from core ATen ops.
+#include "passes/decompose.h"
+
+#include "frontend/diag.h"
+#include "frontend/schema.h"
+#include "passes/aot_ops.h"
+
+#include <cassert>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace fxc {
+
+namespace {
+
+/// The node being decomposed, with its tensor arguments already mapped into the new graph.
+struct DNode {
+  const Graph& src;
+  const Node& n;
+  std::vector<Arg> args;
+
+  const Arg& arg(std::string_view name) const {
+    int k = n.schema->index_of(name);
+    assert(k >= 0 && "decomposition reads an argument its schema lacks");
+    return args[size_t(k)];
+  }
+  ValueId tensor(std::string_view name) const { return arg(name).tensor; }
+  bool has(std::string_view name) const { return !arg(name).is_none(); }
+  TensorMeta out_meta(size_t k) const { return src.values[n.outputs[k]].meta; }
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw Error(src.source, msg, n.name, n.target);
+  }
+};
+
+/// Returns one value per output of the node, or an empty vector to keep the node as it is.
+using DecompFn = std::vector<ValueId> (*)(Emit& e, const DNode& d);
+
+int64_t wrap(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+
+std::vector<int64_t> last_dims(int64_t rank, int64_t k) {
+  std::vector<int64_t> dims;
+  for (int64_t i = rank - k; i < rank; ++i) dims.push_back(i);
+  return dims;
+}
+
+int64_t prod(const std::vector<int64_t>& v, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = from; i < std::min(to, v.size()); ++i) p *= v[i];
+  return p;
+}
+
+/// Shape [1, C, 1, ...] for per-channel vectors broadcast against an N-C-... input.
+ValueId channel_view(Emit& e, ValueId v, int64_t rank) {
+  std::vector<int64_t> s(size_t(rank), 1);
+  s[1] = e.sizes(v)[0];
+  return e.reshape(v, s);
+}
+
+std::vector<ValueId> gelu(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  const std::string& approx = d.arg("approximate").s;
+  ValueId half_x = e.mul_s(x, 0.5);
+  if (approx == "tanh") {
+    ValueId cube = e.mul(e.mul(x, x), x);
+    ValueId inner = e.mul_s(e.add(x, e.mul_s(cube, 0.044715)), std::sqrt(2.0 / M_PI));
+    return {e.mul(half_x, e.add_s(e.unary("tanh", inner), 1.0))};
+  }
+  if (approx != "none") d.fail("unknown gelu approximation '" + approx + "'");
+  ValueId cdf = e.add_s(e.unary("erf", e.mul_s(x, M_SQRT1_2)), 1.0);
+  return {e.mul(half_x, cdf)};
+}
+
+std::vector<ValueId> silu(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  return {e.mul(x, e.unary("sigmoid", x))};
+}
+
+ValueId relu6_of_x_plus_3(Emit& e, ValueId x) {
+  return e.op("aten.clamp.default", {Emit::t(e.add_s(x, 3.0)), Emit::f(0.0), Emit::f(6.0)});
+}
+
+std::vector<ValueId> hardsigmoid(Emit& e, const DNode& d) {
+  return {e.div_s(relu6_of_x_plus_3(e, d.tensor("self")), 6.0)};
+}
+
+std::vector<ValueId> hardswish(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  return {e.div_s(e.mul(x, relu6_of_x_plus_3(e, x)), 6.0)};
+}
+
+ValueId softmax_input(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int k = d.n.schema->index_of("dtype");
+  if (k >= 0 && !d.args[size_t(k)].is_none()) x = e.cast(x, d.args[size_t(k)].dtype());
+  return x;
+}
+
+std::vector<ValueId> softmax(Emit& e, const DNode& d) {
+  ValueId x = softmax_input(e, d);
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x));
+  if (e.dim(x) == 0) return {e.unary("exp", e.sub(x, x))};
+  ValueId ex = e.unary("exp", e.sub(x, e.amax(x, {dim}, true)));
+  return {e.cast(e.div(ex, e.sum(ex, {dim}, true)), d.out_meta(0).dtype)};
+}
+
+std::vector<ValueId> log_softmax(Emit& e, const DNode& d) {
+  ValueId x = softmax_input(e, d);
+  if (e.dim(x) == 0) return {e.sub(x, x)};
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x));
+  ValueId shifted = e.sub(x, e.amax(x, {dim}, true));
+  ValueId lse = e.unary("log", e.sum(e.unary("exp", shifted), {dim}, true));
+  return {e.cast(e.sub(shifted, lse), d.out_meta(0).dtype)};
+}
+
+/// (out, mean, rstd) of a layer norm over the trailing normalized_shape dims.
+std::vector<ValueId> layer_norm_parts(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input");
+  int64_t rank = e.dim(x);
+  int64_t k = int64_t(d.arg("normalized_shape").ints.size());
+  if (k > rank) d.fail("normalized_shape has more dims than the input");
+  std::vector<int64_t> dims = last_dims(rank, k);
+  ValueId mean = e.mean(x, dims, true);
+  ValueId xc = e.sub(x, mean);
+  ValueId var = e.mean(e.mul(xc, xc), dims, true);
+  ValueId rstd = e.unary("rsqrt", e.add_s(var, d.arg("eps").f));
+  ValueId out = e.mul(xc, rstd);
+  if (d.has("weight")) out = e.mul(out, d.tensor("weight"));
+  if (d.has("bias")) out = e.add(out, d.tensor("bias"));
+  return {out, mean, rstd};
+}
+
+std::vector<ValueId> layer_norm(Emit& e, const DNode& d) { return {layer_norm_parts(e, d)[0]}; }
+
+std::vector<ValueId> native_layer_norm(Emit& e, const DNode& d) {
+  std::vector<ValueId> r = layer_norm_parts(e, d);
+  // PyTorch returns mean/rstd with the normalized dims kept as 1; match the node's metadata.
+  for (size_t k = 1; k < 3; ++k) r[k] = e.reshape(r[k], d.out_meta(k).sizes);
+  return r;
+}
+
+ValueId batch_norm_eval(Emit& e, const DNode& d, ValueId x, ValueId rm, ValueId rv) {
+  int64_t rank = e.dim(x);
+  if (rank < 2) d.fail("batch norm needs an input with a channel dimension");
+  ValueId inv = channel_view(e, e.unary("rsqrt", e.add_s(rv, d.arg("eps").f)), rank);
+  ValueId out = e.mul(e.sub(x, channel_view(e, rm, rank)), inv);
+  if (d.has("weight")) out = e.mul(out, channel_view(e, d.tensor("weight"), rank));
+  if (d.has("bias")) out = e.add(out, channel_view(e, d.tensor("bias"), rank));
+  return out;
+}
+
+std::vector<ValueId> batch_norm(Emit& e, const DNode& d) {
+  if (d.arg("training").b) d.fail("batch norm in training mode has no decomposition");
+  if (!d.has("running_mean") || !d.has("running_var"))
+    d.fail("batch norm without running statistics has no decomposition");
+  return {batch_norm_eval(e, d, d.tensor("input"), d.tensor("running_mean"),
+                          d.tensor("running_var"))};
+}
+
+std::vector<ValueId> native_batch_norm_no_training(Emit& e, const DNode& d) {
+  ValueId out =
+      batch_norm_eval(e, d, d.tensor("input"), d.tensor("running_mean"), d.tensor("running_var"));
+  // The eval kernel returns empty save_mean/save_rstd; reproduce their metadata.
+  return {out, e.zeros(d.out_meta(1).sizes, d.out_meta(1).dtype),
+          e.zeros(d.out_meta(2).sizes, d.out_meta(2).dtype)};
+}
+
+/// Broadcasts `v`'s leading (batch) dims to `batch` and folds them into one.
+ValueId fold_batch(Emit& e, ValueId v, const std::vector<int64_t>& batch) {
+  std::vector<int64_t> s = e.sizes(v);
+  std::vector<int64_t> full = batch;
+  full.push_back(s[s.size() - 2]);
+  full.push_back(s[s.size() - 1]);
+  if (s.size() < full.size()) v = e.reshape(v, [&] {
+      std::vector<int64_t> r(full.size() - s.size(), 1);
+      r.insert(r.end(), s.begin(), s.end());
+      return r;
+    }());
+  v = e.expand(v, full);
+  return e.reshape(v, {prod(batch), full[full.size() - 2], full.back()});
+}
+
+std::vector<int64_t> broadcast(std::vector<int64_t> a, std::vector<int64_t> b, const DNode& d) {
+  if (a.size() < b.size()) std::swap(a, b);
+  size_t off = a.size() - b.size();
+  for (size_t i = 0; i < b.size(); ++i) {
+    int64_t& x = a[off + i];
+    if (x == b[i] || b[i] == 1) continue;
+    if (x != 1) d.fail("batch dimensions do not broadcast");
+    x = b[i];
+  }
+  return a;
+}
+
+std::vector<ValueId> sdpa(Emit& e, const DNode& d) {
+  if (d.arg("dropout_p").f != 0.0) d.fail("attention dropout is not supported (eval only)");
+  ValueId q = d.tensor("query"), k = d.tensor("key"), v = d.tensor("value");
+  std::vector<int64_t> qs = e.sizes(q), ks = e.sizes(k), vs = e.sizes(v);
+  if (qs.size() < 2 || ks.size() < 2 || vs.size() < 2) d.fail("attention inputs need 2+ dims");
+  if (d.arg("enable_gqa").b && ks.size() >= 3 && ks[ks.size() - 3] != qs[qs.size() - 3])
+    d.fail("grouped-query attention with unequal head counts is not supported");
+  int64_t L = qs[qs.size() - 2], E = qs.back(), S = ks[ks.size() - 2], Ev = vs.back();
+  double scale = d.has("scale") ? d.arg("scale").f : 1.0 / std::sqrt(double(E));
+  std::vector<int64_t> qb(qs.begin(), qs.end() - 2), kb(ks.begin(), ks.end() - 2),
+      vb(vs.begin(), vs.end() - 2);
+  std::vector<int64_t> batch = broadcast(broadcast(qb, kb, d), vb, d);
+  ValueId q3 = fold_batch(e, q, batch);
+  ValueId kt = e.transpose(fold_batch(e, k, batch), 1, 2);
+  std::vector<int64_t> score_sizes = batch;
+  score_sizes.push_back(L);
+  score_sizes.push_back(S);
+  ValueId scores = e.reshape(e.mul_s(e.bmm(q3, kt), scale), score_sizes);
+  bool masked = false;
+  if (d.arg("is_causal").b) {
+    ValueId rows = e.unsqueeze(
+        e.op("aten.arange.default", {Emit::i(L), Emit::kw("dtype", Arg::of_dtype(DType::I64))}),
+        1);
+    ValueId cols =
+        e.op("aten.arange.default", {Emit::i(S), Emit::kw("dtype", Arg::of_dtype(DType::I64))});
+    scores = e.where_s(e.cmp("ge", rows, cols), scores, -INFINITY);
+    masked = true;
+  }
+  if (d.has("attn_mask")) {
+    ValueId m = d.tensor("attn_mask");
+    if (e.dtype(m) == DType::Bool) {
+      scores = e.where_s(m, scores, -INFINITY);
+      masked = true;
+    } else {
+      scores = e.add(scores, m);
+    }
+  }
+  int64_t last = int64_t(score_sizes.size()) - 1;
+  ValueId attn = e.op("aten._softmax.default", {Emit::t(scores), Emit::i(last), Emit::b(false)});
+  if (masked) {
+    // PyTorch's _safe_softmax: rows with every score masked out give zeros, not NaN.
+    ValueId live = e.unary("logical_not", e.cmp_s("eq", scores, -INFINITY));
+    ValueId any = e.op("aten.any.dim", {Emit::t(live), Emit::i(last), Emit::b(true)});
+    attn = e.where_s(any, attn, 0.0);
+  }
+  ValueId out = e.bmm(e.reshape(attn, {prod(batch), L, S}), fold_batch(e, v, batch));
+  std::vector<int64_t> out_sizes = batch;
+  out_sizes.push_back(L);
+  out_sizes.push_back(Ev);
+  return {e.reshape(out, out_sizes)};
+}
+
+std::vector<ValueId> linear(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input"), w = d.tensor("weight");
+  std::vector<int64_t> xs = e.sizes(x);
+  if (xs.empty() || e.dim(w) != 2) return {};
+  int64_t in = xs.back(), out_f = e.sizes(w)[0];
+  ValueId x2 = xs.size() == 2 ? x : e.reshape(x, {prod(xs, 0, xs.size() - 1), in});
+  ValueId wt = e.permute(w, {1, 0});
+  ValueId y = d.has("bias") ? e.op("aten.addmm.default",
+                                   {Emit::t(d.tensor("bias")), Emit::t(x2), Emit::t(wt)})
+                            : e.mm(x2, wt);
+  if (xs.size() == 2) return {y};
+  std::vector<int64_t> ys(xs.begin(), xs.end() - 1);
+  ys.push_back(out_f);
+  return {e.reshape(y, ys)};
+}
+
+std::vector<ValueId> matmul(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self"), b = d.tensor("other");
+  std::vector<int64_t> as = e.sizes(a), bs = e.sizes(b);
+  if (as.empty() || bs.empty()) d.fail("matmul needs tensors of at least one dimension");
+  if (as.size() == 1 && bs.size() == 1) return {e.sum(e.mul(a, b), {0}, false)};
+  if (as.size() == 2 && bs.size() == 2) return {e.mm(a, b)};
+  if (bs.size() <= 2) {
+    // Fold a's batch dims into the rows of one mm.
+    ValueId b2 = bs.size() == 1 ? e.unsqueeze(b, 1) : b;
+    ValueId a2 = as.size() == 1 ? e.unsqueeze(a, 0)
+                                : e.reshape(a, {prod(as, 0, as.size() - 1), as.back()});
+    std::vector<int64_t> rs(as.begin(), as.end() - 1);
+    if (bs.size() == 2) rs.push_back(bs[1]);
+    return {e.reshape(e.mm(a2, b2), rs)};
+  }
+  // Batched: 1-D operands become a row/column and lose that dim again at the end.
+  ValueId a3 = as.size() == 1 ? e.unsqueeze(a, 0) : a;
+  ValueId b3 = b;
+  std::vector<int64_t> a3s = e.sizes(a3);
+  std::vector<int64_t> batch = broadcast(std::vector<int64_t>(a3s.begin(), a3s.end() - 2),
+                                         std::vector<int64_t>(bs.begin(), bs.end() - 2), d);
+  int64_t n = a3s[a3s.size() - 2], m = bs.back();
+  ValueId r = e.bmm(fold_batch(e, a3, batch), fold_batch(e, b3, batch));
+  std::vector<int64_t> rs = batch;
+  if (as.size() > 1) rs.push_back(n);
+  rs.push_back(m);
+  return {e.reshape(r, rs)};
+}
+
+std::vector<int64_t> spatial(const Arg& a, size_t n) {
+  if (a.ints.size() == 1) return std::vector<int64_t>(n, a.ints[0]);
+  return a.ints;
+}
+
+std::vector<ValueId> conv2d(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input"), w = d.tensor("weight");
+  size_t sp = size_t(std::max<int64_t>(e.dim(w) - 2, 0));
+  std::vector<CallArg> call = {Emit::t(x), Emit::t(w), {"", d.arg("bias")},
+                               Emit::ints(spatial(d.arg("stride"), sp)),
+                               Emit::ints(spatial(d.arg("padding"), sp)),
+                               Emit::ints(spatial(d.arg("dilation"), sp)), Emit::b(false),
+                               Emit::ints(std::vector<int64_t>(sp, 0)), Emit::i(d.arg("groups").i)};
+  return {e.op("aten.convolution.default", std::move(call))};
+}
+
+std::vector<ValueId> dropout(Emit& e, const DNode& d) {
+  if (d.arg("train").b && d.arg("p").f != 0.0) d.fail("dropout in training mode is not supported");
+  return {e.op("aten.clone.default", {Emit::t(d.tensor("input"))})};
+}
+
+std::vector<ValueId> max_pool2d(Emit& e, const DNode& d) {
+  std::vector<CallArg> call;
+  for (size_t k = 0; k < d.args.size(); ++k) call.push_back({"", d.args[k]});
+  return {e.call("aten.max_pool2d_with_indices.default", std::move(call))[0]};
+}
+
+std::vector<ValueId> adaptive_avg_pool2d(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> xs = e.sizes(x), os = spatial(d.arg("output_size"), 2);
+  if (xs.size() < 2 || os.size() != 2) return {};
+  int64_t H = xs[xs.size() - 2], W = xs.back();
+  if (os[0] <= 0 || os[1] <= 0 || H % os[0] != 0 || W % os[1] != 0) return {};
+  int64_t r = int64_t(xs.size());
+  std::vector<int64_t> split(xs.begin(), xs.end() - 2);
+  split.insert(split.end(), {os[0], H / os[0], os[1], W / os[1]});
+  return {e.mean(e.reshape(x, split), {r - 1, r + 1}, false)};
+}
+
+std::vector<ValueId> transpose(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t r = e.dim(x);
+  if (r == 0) return {e.op("aten.alias.default", {Emit::t(x)})};
+  return {e.transpose(x, wrap(d.arg("dim0").i, r), wrap(d.arg("dim1").i, r))};
+}
+
+std::vector<ValueId> to_shape(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> s = d.out_meta(0).sizes;
+  if (e.sizes(x) == s) return {e.view(x, s)};
+  return {e.reshape(x, s)};
+}
+
+std::vector<ValueId> split(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x));
+  std::vector<int64_t> sizes;
+  for (ValueId o : d.n.outputs) sizes.push_back(d.src.values[o].meta.sizes[size_t(dim)]);
+  return e.call("aten.split_with_sizes.default", {Emit::t(x), Emit::ints(sizes), Emit::i(dim)});
+}
+
+std::vector<ValueId> pad(Emit& e, const DNode& d) {
+  if (d.arg("mode").s != "constant") return {};
+  double value = d.has("value") ? d.arg("value").f : 0.0;
+  return {e.op("aten.constant_pad_nd.default",
+               {Emit::t(d.tensor("self")), {"", d.arg("pad")}, Emit::f(value)})};
+}
+
+struct DecompRow {
+  std::string_view target;
+  DecompFn fn;
+};
+
+const DecompRow kDecompositions[] = {
+    {"aten._log_softmax.default", log_softmax},
+    {"aten._native_batch_norm_legit_no_training.default", native_batch_norm_no_training},
+    {"aten._softmax.default", softmax},
+    {"aten.adaptive_avg_pool2d.default", adaptive_avg_pool2d},
+    {"aten.batch_norm.default", batch_norm},
+    {"aten.conv2d.default", conv2d},
+    {"aten.dropout.default", dropout},
+    {"aten.flatten.using_ints", to_shape},
+    {"aten.gelu.default", gelu},
+    {"aten.hardsigmoid.default", hardsigmoid},
+    {"aten.hardswish.default", hardswish},
+    {"aten.layer_norm.default", layer_norm},
+    {"aten.linear.default", linear},
+    {"aten.log_softmax.int", log_softmax},
+    {"aten.matmul.default", matmul},
+    {"aten.max_pool2d.default", max_pool2d},
+    {"aten.native_layer_norm.default", native_layer_norm},
+    {"aten.pad.default", pad},
+    {"aten.reshape.default", to_shape},
+    {"aten.scaled_dot_product_attention.default", sdpa},
+    {"aten.silu.default", silu},
+    {"aten.softmax.int", softmax},
+    {"aten.split.Tensor", split},
+    {"aten.transpose.int", transpose},
+    {"aten.unflatten.int", to_shape},
+};
+
+const DecompRow* find_row(std::string_view target) {
+  for (const DecompRow& r : kDecompositions)
+    if (r.target == target) return &r;
+  return nullptr;
+}
+
+/// One pass over g; returns whether anything was decomposed.
+bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& select, Graph& out) {
+  ValueMap map = copy_inputs(g, out);
+  bool changed = false;
+  for (const Node& n : g.nodes) {
+    const DecompRow* row = find_row(n.target);
+    if (!row || !select(n)) {
+      copy_node(g, n, out, map);
+      continue;
+    }
+    Emit e(out, n.name);
+    DNode d{g, n, remap_args(n, map)};
+    size_t first_new = out.nodes.size();
+    std::vector<ValueId> r = row->fn(e, d);
+    if (r.empty()) {
+      copy_node(g, n, out, map);
+      continue;
+    }
+    assert(r.size() == n.outputs.size() && "decomposition returned the wrong number of values");
+    for (size_t k = 0; k < r.size(); ++k) {
+      map[n.outputs[k]] = r[k];
+      // The value that replaces an output takes over its name when it is a new single-output
+      // node, so later stages and readers still find "gelu" after gelu was decomposed.
+      Value& v = out.values[r[k]];
+      const std::string& orig = g.values[n.outputs[k]].name;
+      if (v.producer < int32_t(first_new) || out.nodes[v.producer].outputs.size() != 1 ||
+          unique_name(out, orig) != orig)
+        continue;
+      v.name = orig;
+      out.nodes[v.producer].name = orig;
+    }
+    changed = true;
+  }
+  for (ValueId o : g.outputs) out.outputs.push_back(map[o]);
+  return changed;
+}
+
+} // namespace
+
+bool has_decomposition(std::string_view target) { return find_row(target) != nullptr; }
+
+Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& select) {
+  Graph cur = g;
+  // Each round expands one level; rows emit ops at most a few levels deep (sdpa -> _softmax).
+  for (int round = 0; round < 16; ++round) {
+    Graph next;
+    if (!decompose_once(cur, select, next)) return next;
+    cur = std::move(next);
+  }
+  assert(false && "decompositions did not reach a fixpoint");
+  return cur;
+}
+
+Graph decompose(const Graph& g) {
+  return decompose_if(g, [](const Node&) { return true; });
+}
+
+} // namespace fxc

@@ -1,0 +1,35 @@
+// Decompositions: composite ATen ops rewritten into core pointwise, reduction and view ops.
+//
+// The table in decompose.cpp has one row per op (gelu, silu, softmax, layer_norm, batch_norm,
+// scaled_dot_product_attention, linear, matmul, conv2d, dropout, ...). A row builds the op's
+// value out of simpler ops with the graph builder, so every new node is schema-bound and has
+// inferred metadata. Rows may emit ops that have rows themselves; decompose() repeats until no
+// decomposable op is left. The aot_eager_decomp_partition backend applies it before building
+// the joint graph; autograd uses decompose_if() to differentiate ops that have no derivative
+// rule of their own (scaled_dot_product_attention, matmul) through their decomposition.
+// Tested by test/unit/decompose_test.cpp.
+#pragma once
+
+#include "frontend/graph.h"
+
+#include <functional>
+#include <string_view>
+
+namespace fxc {
+
+/// A new graph computing the same outputs as `g`, with every op that has a decomposition
+/// replaced by its decomposition (to a fixpoint). Inputs and weights keep their names; new
+/// nodes are named after the node they replace ("gelu" -> "gelu_mul", ...), and the node
+/// producing a replaced value takes that value's name when it is free.
+/// Throws fxc::Error for ops whose decomposition cannot handle the node's arguments in a way
+/// that changes meaning (dropout or batch_norm in training mode, dropout in attention).
+Graph decompose(const Graph& g);
+
+/// Same, decomposing only nodes for which `select` returns true (including nodes that a
+/// selected decomposition emits).
+Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& select);
+
+/// Whether the table has a row for this normalised target.
+bool has_decomposition(std::string_view target);
+
+} // namespace fxc
