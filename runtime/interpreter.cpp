@@ -1,0 +1,182 @@
+// The eager interpreter: binds inputs and weights, runs each node's reference kernel in order,
+// checks results against the graph's metadata and frees intermediates after their last use.
+#include "runtime/interpreter.h"
+
+#include "frontend/diag.h"
+#include "frontend/schema.h"
+#include "runtime/kernels.h"
+
+#include <cassert>
+#include <new>
+#include <set>
+
+namespace fxc {
+
+namespace {
+
+// The dtype a value has at run time: floating dtypes become f64 in float64 mode.
+DType run_dtype(DType t, bool float64) { return float64 && is_floating(t) ? DType::F64 : t; }
+
+std::string meta_str(DType dtype, const std::vector<int64_t>& sizes) {
+  TensorMeta m;
+  m.dtype = dtype;
+  m.sizes = sizes;
+  return format_meta(m);
+}
+
+// Values whose storage some in-place node mutates, traced back through views to the graph
+// input they alias. Weights among them are copied before the run so that g.weights stays
+// unchanged across runs.
+std::set<ValueId> mutated_roots(const Graph& g) {
+  std::set<ValueId> roots;
+  for (const Node& n : g.nodes) {
+    const OpSchema* s = n.schema ? n.schema : find_schema(n.target);
+    if (!s || !s->is_inplace || n.args.empty() || n.args[0].kind != Arg::Kind::Tensor) continue;
+    ValueId v = n.args[0].tensor;
+    for (size_t guard = 0; guard <= g.nodes.size() && v >= 0 && size_t(v) < g.values.size();
+         ++guard) {
+      int32_t p = g.values[size_t(v)].producer;
+      if (p < 0 || size_t(p) >= g.nodes.size()) break;
+      const Node& pn = g.nodes[size_t(p)];
+      const OpSchema* ps = pn.schema ? pn.schema : find_schema(pn.target);
+      if (!ps || !(ps->is_view || ps->is_inplace) || pn.args.empty() ||
+          pn.args[0].kind != Arg::Kind::Tensor)
+        break;
+      v = pn.args[0].tensor;
+    }
+    roots.insert(v);
+  }
+  return roots;
+}
+
+} // namespace
+
+std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_inputs,
+                              const InterpretOptions& opts) {
+  const bool f64 = opts.float64;
+  std::vector<Tensor> env(g.values.size());
+  auto check_value = [&](ValueId v) {
+    if (v < 0 || size_t(v) >= g.values.size())
+      throw Error(g.source, "value id " + std::to_string(v) + " is out of range");
+  };
+
+  // Graph inputs: user inputs in order, weights from g.weights.
+  size_t n_user = 0;
+  for (const GraphInput& in : g.inputs) n_user += in.kind == InputKind::UserInput;
+  if (user_inputs.size() != n_user)
+    throw Error(g.source, "expected " + std::to_string(n_user) + " inputs, got " +
+                              std::to_string(user_inputs.size()));
+  std::set<ValueId> mutated = mutated_roots(g);
+  size_t next_user = 0;
+  for (const GraphInput& in : g.inputs) {
+    check_value(in.value);
+    const Value& val = g.values[size_t(in.value)];
+    Tensor t;
+    std::string what;
+    if (in.kind == InputKind::UserInput) {
+      t = user_inputs[next_user++];
+      what = "input '" + val.name + "'";
+      if (!t.defined()) throw Error(g.source, what + ": no tensor given");
+    } else {
+      what = std::string(input_kind_name(in.kind)) + " '" + in.fqn + "'";
+      auto it = g.weights.find(in.fqn);
+      if (it == g.weights.end() || !it->second.storage)
+        throw Error(g.source, what + ": no data");
+      try {
+        t = Tensor::from_weight(it->second);
+      } catch (const TensorError& e) {
+        throw Error(g.source, what + ": " + e.what());
+      }
+    }
+    if (t.dtype() != val.meta.dtype || t.sizes() != val.meta.sizes)
+      throw Error(g.source, what + ": expected " + format_meta(val.meta) + ", got " +
+                                format_meta(t.meta()));
+    try {
+      if (f64 && is_floating(t.dtype())) t = t.to(DType::F64);
+      else if (in.kind != InputKind::UserInput && mutated.count(in.value)) t = t.clone();
+    } catch (const TensorError& e) {
+      throw Error(g.source, what + ": " + e.what());
+    }
+    env[size_t(in.value)] = std::move(t);
+  }
+
+  std::vector<int> uses = g.use_counts();
+  std::vector<bool> is_output(g.values.size(), false);
+  for (ValueId v : g.outputs) {
+    check_value(v);
+    is_output[size_t(v)] = true;
+  }
+  auto release = [&](ValueId v) {
+    if (--uses[size_t(v)] <= 0 && !is_output[size_t(v)]) env[size_t(v)] = Tensor();
+  };
+
+  for (const Node& node : g.nodes) {
+    auto node_error = [&](const std::string& msg) {
+      return Error(g.source, msg, node.name, node.target);
+    };
+    const OpSchema* schema = node.schema ? node.schema : find_schema(node.target);
+    if (!schema) throw node_error("unknown op");
+    if (node.args.size() != schema->args.size())
+      throw node_error("node has " + std::to_string(node.args.size()) + " arguments, the schema " +
+                       std::to_string(schema->args.size()));
+    Node bound_node;
+    const Node* np = &node;
+    if (!node.schema) { // run with the looked-up schema without modifying the graph
+      bound_node = node;
+      bound_node.schema = schema;
+      np = &bound_node;
+    }
+    KernelCall call{*np, {}, {}, f64};
+    call.tensors.resize(node.args.size());
+    call.lists.resize(node.args.size());
+    for (size_t i = 0; i < node.args.size(); ++i) {
+      const Arg& a = node.args[i];
+      auto get = [&](ValueId v) {
+        check_value(v);
+        const Tensor& t = env[size_t(v)];
+        if (!t.defined())
+          throw node_error("operand '" + g.values[size_t(v)].name + "' has no value");
+        return t;
+      };
+      if (a.kind == Arg::Kind::Tensor) call.tensors[i] = get(a.tensor);
+      if (a.kind == Arg::Kind::Tensors)
+        for (ValueId v : a.tensors) call.lists[i].push_back(v == kNoValue ? Tensor() : get(v));
+    }
+    std::vector<Tensor> outs;
+    try {
+      outs = run_kernel(call);
+    } catch (const TensorError& e) {
+      throw node_error(e.what());
+    } catch (const std::bad_alloc&) {
+      throw node_error("out of memory");
+    }
+    if (outs.size() != node.outputs.size())
+      throw node_error("the kernel returned " + std::to_string(outs.size()) +
+                       " results but the node has " + std::to_string(node.outputs.size()) +
+                       " outputs");
+    for (size_t i = 0; i < outs.size(); ++i) {
+      ValueId v = node.outputs[i];
+      check_value(v);
+      const TensorMeta& m = g.values[size_t(v)].meta;
+      DType want = run_dtype(m.dtype, f64);
+      if (outs[i].dtype() != want || outs[i].sizes() != m.sizes)
+        throw node_error("result " + std::to_string(i) + " is " + format_meta(outs[i].meta()) +
+                         " but the graph says " + meta_str(want, m.sizes));
+      env[size_t(v)] = outs[i];
+    }
+    if (opts.on_node) opts.on_node(node, outs);
+    for (ValueId v : node.tensor_inputs()) release(v);
+    for (ValueId v : node.outputs)
+      if (uses[size_t(v)] == 0 && !is_output[size_t(v)]) env[size_t(v)] = Tensor();
+  }
+
+  std::vector<Tensor> result;
+  for (ValueId v : g.outputs) {
+    if (!env[size_t(v)].defined())
+      throw Error(g.source, "graph output '" + g.values[size_t(v)].name + "' has no value");
+    result.push_back(env[size_t(v)]);
+  }
+  return result;
+}
+
+} // namespace fxc

@@ -1,0 +1,2221 @@
+// Reference kernels: one plain host implementation per op, in one table keyed by target.
+#include "runtime/kernels.h"
+
+#include "frontend/schema.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <sstream>
+
+namespace fxc {
+
+const Tensor& KernelCall::tensor(std::string_view name) const {
+  int i = node.schema->index_of(name);
+  assert(i >= 0 && size_t(i) < tensors.size() && "no such tensor argument");
+  return tensors[size_t(i)];
+}
+
+const std::vector<Tensor>& KernelCall::list(std::string_view name) const {
+  int i = node.schema->index_of(name);
+  assert(i >= 0 && size_t(i) < lists.size() && "no such tensor list argument");
+  return lists[size_t(i)];
+}
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Tensors = std::vector<Tensor>;
+
+[[noreturn]] void fail(const std::string& msg) { throw TensorError(msg); }
+
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+std::string dname(DType t) { return std::string(dtype_name(t)); }
+
+// Wraps a possibly negative dim into [0, rank); 0-dim tensors accept 0 and -1.
+int64_t wrap(int64_t d, int64_t rank) {
+  int64_t r = rank <= 0 ? 1 : rank;
+  if (d < -r || d >= r)
+    fail("dimension out of range (expected to be in range of [" + std::to_string(-r) + ", " +
+         std::to_string(r - 1) + "], but got " + std::to_string(d) + ")");
+  return d < 0 ? d + r : d;
+}
+
+Shape broadcast(const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1)
+      fail("shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast together");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+// A stride-0 view of t with the broadcast shape `shape` (t's shape must broadcast to it).
+Tensor expand_to(const Tensor& t, const Shape& shape) {
+  if (t.sizes() == shape) return t;
+  size_t n = shape.size(), k = size_t(t.dim());
+  if (k > n) fail("cannot broadcast " + shape_str(t.sizes()) + " to " + shape_str(shape));
+  Shape st(n, 0);
+  for (size_t i = 0; i < k; ++i) {
+    size_t o = n - k + i;
+    if (t.size(int64_t(i)) == shape[o]) st[o] = t.stride(int64_t(i));
+    else if (t.size(int64_t(i)) != 1)
+      fail("cannot broadcast " + shape_str(t.sizes()) + " to " + shape_str(shape));
+  }
+  TensorMeta m = t.meta();
+  m.sizes = shape;
+  m.strides = st;
+  return Tensor(t.storage(), m);
+}
+
+Tensor view_of(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
+  TensorMeta m = t.meta();
+  m.sizes = std::move(sizes);
+  m.strides = std::move(strides);
+  m.storage_offset = offset;
+  return Tensor(t.storage(), m);
+}
+
+// Element offsets (relative to raw_data) of every index over the given dims, row-major.
+std::vector<int64_t> dim_offsets(const Shape& sizes, const Shape& strides) {
+  int64_t n = checked_numel(sizes);
+  std::vector<int64_t> out(size_t(n), 0);
+  if (n == 0) return out;
+  std::vector<int64_t> idx(sizes.size(), 0);
+  int64_t off = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    out[size_t(i)] = off;
+    for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
+      off += strides[d];
+      if (++idx[d] < sizes[d]) break;
+      off -= strides[d] * sizes[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> all_offsets(const Tensor& t) { return dim_offsets(t.sizes(), t.strides()); }
+
+// Values of t in row-major order, as double.
+std::vector<double> values(const Tensor& t) {
+  std::vector<int64_t> off = all_offsets(t);
+  std::vector<double> v(off.size());
+  for (size_t i = 0; i < off.size(); ++i) v[i] = t.load(off[i]);
+  return v;
+}
+
+// A contiguous tensor of `dtype` from row-major double values (rounded on store).
+Tensor make(DType dtype, Shape sizes, const std::vector<double>& v) {
+  Tensor t = Tensor::empty(dtype, std::move(sizes));
+  assert(int64_t(v.size()) == t.numel() && "value count differs from the shape");
+  for (size_t i = 0; i < v.size(); ++i) t.store(int64_t(i), v[i]);
+  return t;
+}
+
+// ---- Type promotion (PyTorch's result_type: dim tensors > 0-dim tensors > Python scalars) ----
+
+struct TypeState {
+  std::optional<DType> dim, zero, wrapped;
+};
+
+DType promote_opt(std::optional<DType> a, DType b) { return a ? promote_types(*a, b) : b; }
+
+std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (is_floating(*higher)) return higher;
+  if (*higher == DType::Bool || is_floating(*lower)) return promote_types(*higher, *lower);
+  return higher;
+}
+
+void add_tensor(TypeState& s, const Tensor& t) {
+  if (t.dim() == 0) s.zero = promote_opt(s.zero, t.dtype());
+  else s.dim = promote_opt(s.dim, t.dtype());
+}
+
+DType scalar_dtype(const Arg& a, DType default_float) {
+  if (a.kind == Arg::Kind::Bool) return DType::Bool;
+  if (a.kind == Arg::Kind::Float) return default_float;
+  return DType::I64;
+}
+
+void add_scalar(TypeState& s, const Arg& a, DType default_float) {
+  if (a.is_none()) return;
+  s.wrapped = promote_opt(s.wrapped, scalar_dtype(a, default_float));
+}
+
+DType result(const TypeState& s) {
+  auto r = combine(s.dim, combine(s.zero, s.wrapped));
+  assert(r && "result type of no operands");
+  return *r;
+}
+
+DType result_type(const Tensors& ts, const std::vector<Arg>& scalars, const KernelCall& c) {
+  TypeState s;
+  for (const Tensor& t : ts) add_tensor(s, t);
+  for (const Arg& a : scalars) add_scalar(s, a, c.default_float());
+  return c.fdt(result(s));
+}
+
+// PyTorch's canCast: no floating -> integral, no non-bool -> bool.
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (from != DType::Bool && to == DType::Bool) return false;
+  return true;
+}
+
+double scalar_value(const Arg& a) { return a.scalar(); }
+
+int64_t cast_int(int64_t v, DType t);
+
+// ---- Elementwise engine ----
+
+using FloatFn = double (*)(const double*, const double*);
+using IntFn = int64_t (*)(const int64_t*, const double*);
+
+// out[i] = f(ins[0][i], ins[1][i], ...) over the broadcast shape. Inputs are converted to
+// `compute` (rounded as that dtype would hold them); floating compute runs `ff` in double,
+// integral/bool compute runs `fi` in int64. `extra` passes op constants to the functions.
+Tensor elementwise(const Tensors& ins, DType compute, DType out_dtype, FloatFn ff, IntFn fi,
+                   const double* extra = nullptr) {
+  assert(ins.size() <= 4 && "elementwise supports at most 4 inputs");
+  Shape shape;
+  for (const Tensor& t : ins) shape = broadcast(shape, t.sizes());
+  Tensor out = Tensor::empty(out_dtype, shape);
+  size_t k = ins.size();
+  Tensors ex(k);
+  for (size_t j = 0; j < k; ++j) ex[j] = expand_to(ins[j], shape);
+  int64_t n = out.numel();
+  if (n == 0) return out;
+  bool use_float = is_floating(compute) || !fi;
+  std::vector<int64_t> idx(shape.size(), 0);
+  int64_t off[4] = {0, 0, 0, 0};
+  double dv[4];
+  int64_t iv[4];
+  for (int64_t i = 0; i < n; ++i) {
+    if (use_float) {
+      for (size_t j = 0; j < k; ++j) {
+        double v = ex[j].load(off[j]);
+        dv[j] = ex[j].dtype() == compute ? v : round_to_dtype(v, compute);
+      }
+      out.store(i, ff(dv, extra));
+    } else {
+      for (size_t j = 0; j < k; ++j) {
+        int64_t v = ex[j].load_int(off[j]);
+        iv[j] = ex[j].dtype() == compute ? v : cast_int(v, compute);
+      }
+      out.store_int(i, fi(iv, extra));
+    }
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      for (size_t j = 0; j < k; ++j) off[j] += ex[j].stride(d);
+      if (++idx[d] < shape[d]) break;
+      for (size_t j = 0; j < k; ++j) off[j] -= ex[j].stride(d) * shape[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+// An int64 as an integral/bool dtype would hold it (C++ conversion: wraps).
+int64_t cast_int(int64_t v, DType t) {
+  switch (t) {
+  case DType::Bool: return v != 0;
+  case DType::U8: return uint8_t(v);
+  case DType::I8: return int8_t(v);
+  case DType::I16: return int16_t(v);
+  case DType::I32: return int32_t(v);
+  default: return v;
+  }
+}
+
+// Wraparound integer arithmetic (PyTorch integer ops wrap on overflow).
+int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
+int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+
+// ---- Unary ops ----
+
+double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh(double x) {
+  const double k = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+double hardsigmoid(double x) { return std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0; }
+double hardswish(double x) { return x * std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0; }
+double relu(double x) { return std::isnan(x) ? x : (x > 0 ? x : 0.0); }
+double sign(double x) { return double((0 < x) - (x < 0)); }
+
+enum class UnaryKind {
+  Promote,   // integer/bool inputs compute in the default float dtype (exp, sqrt, ...)
+  FloatOnly, // non-floating inputs are an error (gelu, silu, ...)
+  Keep,      // the result keeps the input dtype (relu, neg, abs, sign)
+};
+
+Tensor unary(const KernelCall& c, const Tensor& x, UnaryKind kind, FloatFn ff, IntFn fi,
+             const char* name, const double* extra = nullptr) {
+  DType dt = x.dtype();
+  if (kind == UnaryKind::FloatOnly && !is_floating(dt))
+    fail(std::string(name) + " is not implemented for " + dname(dt) + " tensors");
+  if (kind == UnaryKind::Promote && !is_floating(dt)) dt = c.default_float();
+  dt = c.fdt(dt);
+  return elementwise({x}, dt, dt, ff, fi, extra);
+}
+
+#define UNARY_FLOAT(fn, KIND, expr)                                                               \
+  std::vector<Tensor> k_##fn(const KernelCall& c) {                                              \
+    return {unary(c, c.tensor("self"), UnaryKind::KIND,                                          \
+                  [](const double* v, const double*) { double x = v[0]; return (expr); },      \
+                  nullptr, #fn)};                                                                 \
+  }
+
+UNARY_FLOAT(exp, Promote, std::exp(x))
+UNARY_FLOAT(log, Promote, std::log(x))
+UNARY_FLOAT(sqrt, Promote, std::sqrt(x))
+UNARY_FLOAT(rsqrt, Promote, 1.0 / std::sqrt(x))
+UNARY_FLOAT(erf, Promote, std::erf(x))
+UNARY_FLOAT(sin, Promote, std::sin(x))
+UNARY_FLOAT(cos, Promote, std::cos(x))
+UNARY_FLOAT(tanh, Promote, std::tanh(x))
+UNARY_FLOAT(sigmoid, Promote, sigmoid(x))
+UNARY_FLOAT(reciprocal, Promote, 1.0 / x)
+UNARY_FLOAT(silu, FloatOnly, silu(x))
+UNARY_FLOAT(hardswish, FloatOnly, hardswish(x))
+UNARY_FLOAT(hardsigmoid, FloatOnly, hardsigmoid(x))
+#undef UNARY_FLOAT
+
+Tensor relu_of(const KernelCall& c, const Tensor& x) {
+  if (x.dtype() == DType::Bool) fail("relu is not implemented for b8 tensors");
+  return unary(
+      c, x, UnaryKind::Keep, [](const double* v, const double*) { return relu(v[0]); },
+      [](const int64_t* v, const double*) { return std::max<int64_t>(v[0], 0); }, "relu");
+}
+
+Tensors k_relu(const KernelCall& c) { return {relu_of(c, c.tensor("self"))}; }
+
+Tensors k_neg(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dtype() == DType::Bool)
+    fail("negation, the `-` operator, on a bool tensor is not supported; use logical_not");
+  return {unary(
+      c, x, UnaryKind::Keep, [](const double* v, const double*) { return -v[0]; },
+      [](const int64_t* v, const double*) { return wrap_sub(0, v[0]); }, "neg")};
+}
+
+Tensors k_abs(const KernelCall& c) {
+  return {unary(
+      c, c.tensor("self"), UnaryKind::Keep,
+      [](const double* v, const double*) { return std::fabs(v[0]); },
+      [](const int64_t* v, const double*) { return v[0] < 0 ? wrap_sub(0, v[0]) : v[0]; },
+      "abs")};
+}
+
+Tensors k_sign(const KernelCall& c) {
+  return {unary(
+      c, c.tensor("self"), UnaryKind::Keep,
+      [](const double* v, const double*) { return sign(v[0]); },
+      [](const int64_t* v, const double*) { return int64_t((0 < v[0]) - (v[0] < 0)); }, "sign")};
+}
+
+Tensors k_gelu(const KernelCall& c) {
+  const std::string& approx = c.arg("approximate").s;
+  if (approx != "none" && approx != "tanh")
+    fail("approximate argument must be either none or tanh, got '" + approx + "'");
+  FloatFn f = approx == "tanh" ? FloatFn([](const double* v, const double*) {
+    return gelu_tanh(v[0]);
+  })
+                               : FloatFn([](const double* v, const double*) {
+                                   return gelu_erf(v[0]);
+                                 });
+  return {unary(c, c.tensor("self"), UnaryKind::FloatOnly, f, nullptr, "gelu")};
+}
+
+Tensors k_logical_not(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {elementwise({x}, DType::F64, DType::Bool,
+                      [](const double* v, const double*) { return double(v[0] == 0); }, nullptr)};
+}
+
+// ---- Binary arithmetic ----
+
+// The second operand of a `.Tensor` or `.Scalar` overload: the tensor "other", or the scalar
+// as a 0-dim tensor of the common dtype (so it is rounded as PyTorch rounds wrapped scalars).
+struct Binary {
+  Tensor a, b;
+  DType common;
+};
+
+Binary binary_operands(const KernelCall& c, const char* other = "other") {
+  const Tensor& a = c.tensor("self");
+  const Arg& o = c.arg(other);
+  if (o.kind == Arg::Kind::Tensor) {
+    const Tensor& b = c.tensor(other);
+    DType common = result_type({a, b}, {}, c);
+    return {a, b, common};
+  }
+  DType common = result_type({a}, {o}, c);
+  return {a, Tensor::scalar(common, scalar_value(o)), common};
+}
+
+Tensor add_like(const KernelCall& c, bool subtract) {
+  Binary op = binary_operands(c);
+  double alpha = c.arg("alpha").scalar();
+  if (!is_floating(op.common) && c.arg("alpha").kind == Arg::Kind::Float)
+    fail("for integral input tensors, argument alpha must not be a floating point number");
+  if (subtract && op.a.dtype() == DType::Bool && op.b.dtype() == DType::Bool)
+    fail("subtraction, the `-` operator, with two bool tensors is not supported; use "
+         "logical_xor");
+  double extra[2] = {subtract ? -alpha : alpha, double(int64_t(alpha))};
+  if (subtract) extra[1] = -extra[1];
+  return elementwise(
+      {op.a, op.b}, op.common, op.common,
+      [](const double* v, const double* e) { return v[0] + e[0] * v[1]; },
+      [](const int64_t* v, const double* e) { return wrap_add(v[0], wrap_mul(int64_t(e[1]), v[1])); },
+      extra);
+}
+
+Tensors k_add(const KernelCall& c) { return {add_like(c, false)}; }
+Tensors k_sub(const KernelCall& c) { return {add_like(c, true)}; }
+
+Tensors k_mul(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  return {elementwise(
+      {op.a, op.b}, op.common, op.common,
+      [](const double* v, const double*) { return v[0] * v[1]; },
+      [](const int64_t* v, const double*) { return wrap_mul(v[0], v[1]); })};
+}
+
+Tensors k_div(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  DType dt = is_floating(op.common) ? op.common : c.default_float();
+  return {elementwise({op.a, op.b}, dt, dt,
+                      [](const double* v, const double*) { return v[0] / v[1]; }, nullptr)};
+}
+
+double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+
+Tensors k_maximum(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  return {elementwise(
+      {op.a, op.b}, op.common, op.common,
+      [](const double* v, const double*) { return nan_max(v[0], v[1]); },
+      [](const int64_t* v, const double*) { return std::max(v[0], v[1]); })};
+}
+
+Tensors k_minimum(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  return {elementwise(
+      {op.a, op.b}, op.common, op.common,
+      [](const double* v, const double*) { return nan_min(v[0], v[1]); },
+      [](const int64_t* v, const double*) { return std::min(v[0], v[1]); })};
+}
+
+// Integer power as PyTorch computes it (negative exponents give 1, ±1 or 0).
+int64_t int_pow(int64_t base, int64_t exp) {
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exp & 1) ? -1 : 1;
+    return 0;
+  }
+  int64_t r = 1;
+  while (exp) {
+    if (exp & 1) r = wrap_mul(r, base);
+    base = wrap_mul(base, base);
+    exp >>= 1;
+  }
+  return r;
+}
+
+Tensors k_pow(const KernelCall& c) {
+  Binary op = binary_operands(c, "exponent");
+  const Arg& e = c.arg("exponent");
+  if (!is_floating(op.common) && e.kind != Arg::Kind::Tensor && e.scalar() < 0)
+    fail("integers to negative integer powers are not allowed");
+  return {elementwise(
+      {op.a, op.b}, op.common, op.common,
+      [](const double* v, const double*) { return std::pow(v[0], v[1]); },
+      [](const int64_t* v, const double*) { return int_pow(v[0], v[1]); })};
+}
+
+Tensors k_fmod(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  if (!is_floating(op.common) && c.arg("other").scalar() == 0) fail("ZeroDivisionError");
+  return {elementwise(
+      {op.a, op.b}, op.common, op.common,
+      [](const double* v, const double*) { return std::fmod(v[0], v[1]); },
+      [](const int64_t* v, const double*) {
+        // INT64_MIN % -1 overflows in C++; the mathematical result is 0.
+        return v[1] == -1 ? int64_t(0) : v[0] % v[1];
+      })};
+}
+
+// ---- Comparisons and logical ops ----
+
+template <int Op> double cmp(const double* v, const double*) {
+  switch (Op) {
+  case 0: return v[0] == v[1];
+  case 1: return v[0] != v[1];
+  case 2: return v[0] < v[1];
+  case 3: return v[0] <= v[1];
+  case 4: return v[0] > v[1];
+  default: return v[0] >= v[1];
+  }
+}
+template <int Op> int64_t icmp(const int64_t* v, const double*) {
+  switch (Op) {
+  case 0: return v[0] == v[1];
+  case 1: return v[0] != v[1];
+  case 2: return v[0] < v[1];
+  case 3: return v[0] <= v[1];
+  case 4: return v[0] > v[1];
+  default: return v[0] >= v[1];
+  }
+}
+
+template <int Op> Tensors k_cmp(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  return {elementwise({op.a, op.b}, op.common, DType::Bool, cmp<Op>, icmp<Op>)};
+}
+
+Tensors k_logical_and(const KernelCall& c) {
+  return {elementwise({c.tensor("self"), c.tensor("other")}, DType::F64, DType::Bool,
+                      [](const double* v, const double*) { return double(v[0] != 0 && v[1] != 0); },
+                      nullptr)};
+}
+
+Tensors k_where(const KernelCall& c) {
+  const Tensor& cond = c.tensor("condition");
+  if (cond.dtype() != DType::Bool)
+    fail("where expected condition to be a boolean tensor, but got a tensor with dtype " +
+         dname(cond.dtype()));
+  Binary op = binary_operands(c);
+  return {elementwise(
+      {cond, op.a, op.b}, op.common, op.common,
+      [](const double* v, const double*) { return v[0] != 0 ? v[1] : v[2]; },
+      [](const int64_t* v, const double*) { return v[0] != 0 ? v[1] : v[2]; })};
+}
+
+Tensors k_masked_fill(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& mask = c.tensor("mask");
+  if (mask.dtype() != DType::Bool)
+    fail("masked_fill only supports boolean masks, but got mask with dtype " + dname(mask.dtype()));
+  const Arg& value = c.arg("value");
+  if (!is_floating(x.dtype()) && value.kind == Arg::Kind::Float &&
+      value.f != std::trunc(value.f))
+    fail("value cannot be converted to type " + dname(x.dtype()) + " without overflow");
+  Tensor v = Tensor::scalar(x.dtype(), value.scalar());
+  return {elementwise(
+      {x, mask, v}, x.dtype(), x.dtype(),
+      [](const double* a, const double*) { return a[1] != 0 ? a[2] : a[0]; },
+      [](const int64_t* a, const double*) { return a[1] != 0 ? a[2] : a[0]; })};
+}
+
+Tensors k_clamp(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& lo = c.arg("min");
+  const Arg& hi = c.arg("max");
+  if (lo.is_none() && hi.is_none())
+    fail("torch.clamp: at least one of 'min' or 'max' must not be None");
+  DType dt = result_type({x}, {lo, hi}, c);
+  // Bounds become 0-dim tensors of the common dtype; extra[] says which bounds exist.
+  auto bound = [&](const Arg& a) {
+    Tensor t = Tensor::empty(dt, {});
+    if (a.kind == Arg::Kind::Int && !is_floating(dt)) t.store_int(0, a.i);
+    else if (!a.is_none()) t.store(0, a.scalar());
+    return t;
+  };
+  double extra[2] = {double(!lo.is_none()), double(!hi.is_none())};
+  return {elementwise(
+      {x, bound(lo), bound(hi)}, dt, dt,
+      [](const double* v, const double* e) {
+        if (std::isnan(v[0])) return v[0];
+        double r = v[0];
+        if (e[0] != 0) r = std::isnan(v[1]) ? v[1] : std::max(r, v[1]);
+        if (e[1] != 0) r = std::isnan(v[2]) ? v[2] : std::min(r, v[2]);
+        return r;
+      },
+      [](const int64_t* v, const double* e) {
+        int64_t r = v[0];
+        if (e[0] != 0) r = std::max(r, v[1]);
+        if (e[1] != 0) r = std::min(r, v[2]);
+        return r;
+      },
+      extra)};
+}
+
+// ---- Reductions ----
+
+// Which dims a reduction reduces: `dims` empty (or None) means all dims.
+std::vector<bool> reduced_dims(const Tensor& t, const Arg& dims) {
+  int64_t r = t.dim();
+  std::vector<bool> red(size_t(std::max<int64_t>(r, 0)), false);
+  std::vector<int64_t> list;
+  if (dims.kind == Arg::Kind::Ints) list = dims.ints;
+  else if (dims.kind == Arg::Kind::Int) list = {dims.i};
+  if (list.empty()) {
+    std::fill(red.begin(), red.end(), true);
+    return red;
+  }
+  std::vector<bool> seen(size_t(std::max<int64_t>(r, 1)), false);
+  for (int64_t d : list) {
+    int64_t w = wrap(d, r);
+    if (seen[size_t(w)]) fail("dim " + std::to_string(w) + " appears multiple times in the list of dims");
+    seen[size_t(w)] = true;
+    if (r > 0) red[size_t(w)] = true;
+  }
+  return red;
+}
+
+// A reduction layout: for output element o and reduced element i, the input offset is
+// outer[o] + inner[i].
+struct ReduceLayout {
+  std::vector<int64_t> outer, inner;
+  Shape out_shape; // with or without kept dims
+};
+
+ReduceLayout reduce_layout(const Tensor& t, const std::vector<bool>& red, bool keepdim) {
+  Shape osz, ost, isz, ist, out_shape;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (red[size_t(d)]) {
+      isz.push_back(t.size(d));
+      ist.push_back(t.stride(d));
+      if (keepdim) out_shape.push_back(1);
+    } else {
+      osz.push_back(t.size(d));
+      ost.push_back(t.stride(d));
+      out_shape.push_back(t.size(d));
+    }
+  }
+  return {dim_offsets(osz, ost), dim_offsets(isz, ist), out_shape};
+}
+
+Tensors k_sum(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& dt = c.arg("dtype");
+  DType out = dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype();
+  out = c.fdt(out);
+  bool has_dim = c.node.schema->index_of("dim") >= 0;
+  auto red = reduced_dims(x, has_dim ? c.arg("dim") : Arg::none());
+  ReduceLayout L = reduce_layout(x, red, has_dim && c.arg("keepdim").b);
+  Tensor o = Tensor::empty(out, L.out_shape);
+  for (size_t i = 0; i < L.outer.size(); ++i) {
+    if (is_floating(out)) {
+      double s = 0;
+      for (int64_t off : L.inner) s += round_to_dtype(x.load(L.outer[i] + off), out);
+      o.store(int64_t(i), s);
+    } else {
+      int64_t s = 0;
+      for (int64_t off : L.inner) s = wrap_add(s, x.load_int(L.outer[i] + off));
+      o.store_int(int64_t(i), s);
+    }
+  }
+  return {o};
+}
+
+Tensors k_mean(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& dt = c.arg("dtype");
+  if (dt.is_none() && !is_floating(x.dtype()))
+    fail("mean(): could not infer output dtype. Input dtype must be either a floating point or "
+         "complex dtype. Got: " + dname(x.dtype()));
+  DType out = c.fdt(dt.is_none() ? x.dtype() : dt.dtype());
+  if (!is_floating(out)) fail("mean(): the output dtype must be floating, got " + dname(out));
+  bool has_dim = c.node.schema->index_of("dim") >= 0;
+  auto red = reduced_dims(x, has_dim ? c.arg("dim") : Arg::none());
+  ReduceLayout L = reduce_layout(x, red, has_dim && c.arg("keepdim").b);
+  Tensor o = Tensor::empty(out, L.out_shape);
+  for (size_t i = 0; i < L.outer.size(); ++i) {
+    double s = 0;
+    for (int64_t off : L.inner) s += round_to_dtype(x.load(L.outer[i] + off), out);
+    o.store(int64_t(i), s / double(L.inner.size()));
+  }
+  return {o};
+}
+
+Tensors k_amax(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  auto red = reduced_dims(x, c.arg("dim"));
+  ReduceLayout L = reduce_layout(x, red, c.arg("keepdim").b);
+  if (L.inner.empty() && !L.outer.empty())
+    fail("amax(): expected reduction dims to have non-zero size");
+  Tensor o = Tensor::empty(c.fdt(x.dtype()), L.out_shape);
+  for (size_t i = 0; i < L.outer.size(); ++i) {
+    if (is_floating(x.dtype())) {
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t off : L.inner) m = nan_max(m, x.load(L.outer[i] + off));
+      o.store(int64_t(i), m);
+    } else {
+      int64_t m = std::numeric_limits<int64_t>::min();
+      for (int64_t off : L.inner) m = std::max(m, x.load_int(L.outer[i] + off));
+      o.store_int(int64_t(i), m);
+    }
+  }
+  return {o};
+}
+
+Tensors k_any(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  auto red = reduced_dims(x, Arg::of_ints({c.arg("dim").i}));
+  ReduceLayout L = reduce_layout(x, red, c.arg("keepdim").b);
+  Tensor o = Tensor::empty(x.dtype() == DType::U8 ? DType::U8 : DType::Bool, L.out_shape);
+  for (size_t i = 0; i < L.outer.size(); ++i) {
+    bool any = false;
+    for (int64_t off : L.inner) any = any || x.load(L.outer[i] + off) != 0;
+    o.store_int(int64_t(i), any);
+  }
+  return {o};
+}
+
+Tensors k_argmax(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& dim = c.arg("dim");
+  bool keepdim = c.arg("keepdim").b;
+  if (x.numel() == 0) fail("argmax(): expected reduction dim to be specified for input.numel() == 0");
+  ReduceLayout L;
+  if (dim.is_none()) {
+    std::vector<bool> red(size_t(x.dim()), true);
+    L = reduce_layout(x, red, keepdim);
+  } else {
+    L = reduce_layout(x, reduced_dims(x, Arg::of_ints({dim.i})), keepdim);
+    if (L.inner.empty() && !L.outer.empty()) fail("argmax(): expected reduction dim to have non-zero size");
+  }
+  Tensor o = Tensor::empty(DType::I64, L.out_shape);
+  for (size_t i = 0; i < L.outer.size(); ++i) {
+    double best = 0;
+    int64_t arg = -1;
+    for (size_t j = 0; j < L.inner.size(); ++j) {
+      double v = x.load(L.outer[i] + L.inner[j]);
+      if (arg >= 0 && std::isnan(best)) break; // the first NaN is the maximum
+      if (arg < 0 || v > best || std::isnan(v)) { best = v; arg = int64_t(j); }
+    }
+    o.store_int(int64_t(i), arg);
+  }
+  return {o};
+}
+
+// ---- Softmax and normalisation ----
+
+Tensor softmax_impl(const Tensor& in, int64_t dim, DType out_dtype, bool log) {
+  int64_t d = wrap(dim, in.dim());
+  std::vector<bool> red(size_t(in.dim()), false);
+  if (in.dim() > 0) red[size_t(d)] = true;
+  ReduceLayout L = reduce_layout(in, red, true);
+  Tensor out = Tensor::empty(out_dtype, in.sizes());
+  ReduceLayout O = reduce_layout(out, red, true);
+  std::vector<double> row(L.inner.size());
+  for (size_t i = 0; i < L.outer.size(); ++i) {
+    double mx = -std::numeric_limits<double>::infinity();
+    for (size_t j = 0; j < row.size(); ++j) {
+      row[j] = in.load(L.outer[i] + L.inner[j]);
+      mx = std::isnan(row[j]) || std::isnan(mx) ? NAN : std::max(mx, row[j]);
+    }
+    double s = 0;
+    for (double v : row) s += std::exp(v - mx);
+    for (size_t j = 0; j < row.size(); ++j) {
+      double r = log ? row[j] - mx - std::log(s) : std::exp(row[j] - mx) / s;
+      out.store(O.outer[i] + O.inner[j], r);
+    }
+  }
+  return out;
+}
+
+Tensors softmax_family(const KernelCall& c, bool log) {
+  Tensor x = c.tensor("self");
+  DType out = x.dtype();
+  if (c.node.schema->index_of("half_to_float") >= 0) {
+    if (c.arg("half_to_float").b) {
+      if (x.dtype() != DType::F16 && x.dtype() != DType::BF16)
+        fail("conversion from " + dname(x.dtype()) + " to f32 is not supported with half_to_float");
+      out = DType::F32;
+    }
+  } else if (!c.arg("dtype").is_none()) {
+    out = c.arg("dtype").dtype();
+  }
+  out = c.fdt(out);
+  if (!is_floating(out) || !is_floating(x.dtype()))
+    fail(std::string(log ? "log_softmax" : "softmax") + " is not implemented for " +
+         dname(x.dtype()) + " tensors");
+  // An explicit dtype converts the input first (as PyTorch does); half_to_float only widens.
+  if (c.node.schema->index_of("dtype") >= 0 && !c.arg("dtype").is_none()) x = x.to(out);
+  return {softmax_impl(x, c.arg("dim").i, out, log)};
+}
+
+Tensors k_softmax(const KernelCall& c) { return softmax_family(c, false); }
+Tensors k_log_softmax(const KernelCall& c) { return softmax_family(c, true); }
+
+// Checks that the optional affine tensor has `n` elements.
+void check_affine(const Tensor& t, int64_t n, const char* what) {
+  if (t.defined() && t.numel() != n)
+    fail(std::string(what) + " has " + std::to_string(t.numel()) + " elements, expected " +
+         std::to_string(n));
+}
+
+Tensors layer_norm_impl(const KernelCall& c) {
+  const Tensor& x = c.tensor("input");
+  const Shape& ns = c.arg("normalized_shape").ints;
+  const Tensor& w = c.tensor("weight");
+  const Tensor& b = c.tensor("bias");
+  double eps = c.arg("eps").f;
+  int64_t k = int64_t(ns.size()), axis = x.dim() - k;
+  bool ok = axis >= 0 && k > 0;
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.size(axis + i) == ns[size_t(i)];
+  if (!ok)
+    fail("given normalized_shape=" + shape_str(ns) + ", expected input with shape [*, " +
+         shape_str(ns).substr(1) + ", but got input of size " + shape_str(x.sizes()));
+  int64_t n = checked_numel(ns);
+  check_affine(w, n, "weight");
+  check_affine(b, n, "bias");
+  std::vector<bool> red(size_t(x.dim()), false);
+  for (int64_t d = axis; d < x.dim(); ++d) red[size_t(d)] = true;
+  ReduceLayout L = reduce_layout(x, red, true);
+  DType dt = c.fdt(x.dtype());
+  Tensor out = Tensor::empty(dt, x.sizes());
+  Shape stat_shape = L.out_shape;
+  Tensor mean = Tensor::empty(dt, stat_shape), rstd = Tensor::empty(dt, stat_shape);
+  std::vector<double> wv = w.defined() ? values(w) : std::vector<double>();
+  std::vector<double> bv = b.defined() ? values(b) : std::vector<double>();
+  std::vector<double> row(L.inner.size());
+  for (size_t i = 0; i < L.outer.size(); ++i) {
+    double s = 0;
+    for (size_t j = 0; j < row.size(); ++j) s += row[j] = x.load(L.outer[i] + L.inner[j]);
+    double mu = s / double(n), var = 0;
+    for (double v : row) var += (v - mu) * (v - mu);
+    var /= double(n);
+    double r = 1.0 / std::sqrt(var + eps);
+    for (size_t j = 0; j < row.size(); ++j) {
+      double y = (row[j] - mu) * r;
+      if (!wv.empty()) y *= wv[j];
+      if (!bv.empty()) y += bv[j];
+      out.store(int64_t(i * row.size() + j), y);
+    }
+    mean.store(int64_t(i), mu);
+    rstd.store(int64_t(i), r);
+  }
+  return {out, mean, rstd};
+}
+
+Tensors k_layer_norm(const KernelCall& c) { return {layer_norm_impl(c)[0]}; }
+Tensors k_native_layer_norm(const KernelCall& c) { return layer_norm_impl(c); }
+
+// Inference batch norm over channel dim 1 with the running statistics.
+Tensor batch_norm_eval(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& rm,
+                       const Tensor& rv, double eps, DType dt) {
+  if (x.dim() < 2) fail("batch_norm expects an input with at least 2 dims, got " + shape_str(x.sizes()));
+  if (!rm.defined() || !rv.defined())
+    fail("batch_norm in evaluation mode needs running_mean and running_var");
+  int64_t C = x.size(1);
+  check_affine(w, C, "weight");
+  check_affine(b, C, "bias");
+  check_affine(rm, C, "running_mean");
+  check_affine(rv, C, "running_var");
+  std::vector<double> m = values(rm), v = values(rv);
+  std::vector<double> wv = w.defined() ? values(w) : std::vector<double>();
+  std::vector<double> bv = b.defined() ? values(b) : std::vector<double>();
+  Tensor out = Tensor::empty(dt, x.sizes());
+  std::vector<int64_t> off = all_offsets(x);
+  int64_t inner = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) inner *= x.size(d);
+  for (size_t i = 0; i < off.size(); ++i) {
+    size_t ch = size_t((int64_t(i) / inner) % C);
+    double y = (x.load(off[i]) - m[ch]) / std::sqrt(v[ch] + eps);
+    if (!wv.empty()) y *= wv[ch];
+    if (!bv.empty()) y += bv[ch];
+    out.store(int64_t(i), y);
+  }
+  return out;
+}
+
+Tensors k_batch_norm(const KernelCall& c) {
+  if (c.arg("training").b)
+    fail("batch_norm in training mode is not supported by the reference interpreter");
+  const Tensor& x = c.tensor("input");
+  return {batch_norm_eval(x, c.tensor("weight"), c.tensor("bias"), c.tensor("running_mean"),
+                          c.tensor("running_var"), c.arg("eps").f, c.fdt(x.dtype()))};
+}
+
+Tensors k_native_batch_norm_no_training(const KernelCall& c) {
+  const Tensor& x = c.tensor("input");
+  DType dt = c.fdt(x.dtype());
+  Tensor out = batch_norm_eval(x, c.tensor("weight"), c.tensor("bias"), c.tensor("running_mean"),
+                               c.tensor("running_var"), c.arg("eps").f, dt);
+  return {out, Tensor::empty(dt, {0}), Tensor::empty(dt, {0})};
+}
+
+// ---- Matrix products ----
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.dtype() != b.dtype())
+    fail(std::string(op) + ": expected both operands to have the same dtype, got " +
+         dname(a.dtype()) + " and " + dname(b.dtype()));
+}
+
+// Batched product of a [batch..., n, k] and b [batch..., k, m] (same batch shape, any
+// strides): row-major double result of batch * n * m, accumulated in double.
+std::vector<double> gemm(const Tensor& a, const Tensor& b) {
+  int64_t r = a.dim();
+  assert(r >= 2 && b.dim() == r && "gemm expects equal ranks >= 2");
+  Shape batch(a.sizes().begin(), a.sizes().end() - 2);
+  int64_t n = a.size(r - 2), k = a.size(r - 1), m = b.size(r - 1);
+  assert(b.size(r - 2) == k && "gemm inner sizes differ");
+  auto boff_a = dim_offsets(batch, Shape(a.strides().begin(), a.strides().end() - 2));
+  auto boff_b = dim_offsets(batch, Shape(b.strides().begin(), b.strides().end() - 2));
+  std::vector<double> av(size_t(n * k)), bv(size_t(k * m)), out(boff_a.size() * size_t(n * m), 0.0);
+  for (size_t t = 0; t < boff_a.size(); ++t) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t p = 0; p < k; ++p)
+        av[size_t(i * k + p)] = a.load(boff_a[t] + i * a.stride(r - 2) + p * a.stride(r - 1));
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < m; ++j)
+        bv[size_t(p * m + j)] = b.load(boff_b[t] + p * b.stride(r - 2) + j * b.stride(r - 1));
+    double* o = out.data() + t * size_t(n * m);
+    for (int64_t i = 0; i < n; ++i) {
+      double* orow = o + i * m;
+      const double* arow = av.data() + i * k;
+      for (int64_t p = 0; p < k; ++p) {
+        double x = arow[p];
+        const double* brow = bv.data() + p * m;
+        for (int64_t j = 0; j < m; ++j) orow[j] += x * brow[j];
+      }
+    }
+  }
+  return out;
+}
+
+Tensor transpose_last(const Tensor& t) {
+  Shape s = t.sizes(), st = t.strides();
+  std::swap(s[s.size() - 1], s[s.size() - 2]);
+  std::swap(st[st.size() - 1], st[st.size() - 2]);
+  return view_of(t, s, st, t.storage_offset());
+}
+
+Tensor unsqueeze_view(const Tensor& t, int64_t d) {
+  Shape s = t.sizes(), st = t.strides();
+  int64_t stride = d >= t.dim() ? 1 : t.size(d) * t.stride(d);
+  s.insert(s.begin() + d, 1);
+  st.insert(st.begin() + d, stride);
+  return view_of(t, s, st, t.storage_offset());
+}
+
+// torch.matmul over every rank combination, as double values and the result shape.
+std::vector<double> matmul_values(const Tensor& a0, const Tensor& b0, Shape* shape) {
+  if (a0.dim() == 0 || b0.dim() == 0)
+    fail("both arguments to matmul need to be at least 1D, but they are " +
+         std::to_string(a0.dim()) + "D and " + std::to_string(b0.dim()) + "D");
+  Tensor a = a0.dim() == 1 ? unsqueeze_view(a0, 0) : a0;
+  Tensor b = b0.dim() == 1 ? unsqueeze_view(b0, 1) : b0;
+  int64_t n = a.size(a.dim() - 2), k = a.size(a.dim() - 1);
+  int64_t k2 = b.size(b.dim() - 2), m = b.size(b.dim() - 1);
+  if (k != k2)
+    fail("mat1 and mat2 shapes cannot be multiplied (" + std::to_string(n) + "x" +
+         std::to_string(k) + " and " + std::to_string(k2) + "x" + std::to_string(m) + ")");
+  Shape ba(a.sizes().begin(), a.sizes().end() - 2), bb(b.sizes().begin(), b.sizes().end() - 2);
+  Shape batch = broadcast(ba, bb);
+  Shape sa = batch, sb = batch;
+  sa.insert(sa.end(), {n, k});
+  sb.insert(sb.end(), {k, m});
+  *shape = batch;
+  if (a0.dim() > 1) shape->push_back(n);
+  if (b0.dim() > 1) shape->push_back(m);
+  return gemm(expand_to(a, sa), expand_to(b, sb));
+}
+
+Tensors k_matmul(const KernelCall& c) {
+  const Tensor& a = c.tensor("self");
+  const Tensor& b = c.tensor("other");
+  check_same_dtype(a, b, "matmul");
+  Shape shape;
+  auto v = matmul_values(a, b, &shape);
+  return {make(c.fdt(a.dtype()), shape, v)};
+}
+
+Tensors k_mm(const KernelCall& c) {
+  const Tensor& a = c.tensor("self");
+  const Tensor& b = c.tensor("mat2");
+  if (a.dim() != 2 || b.dim() != 2)
+    fail("mm expects 2-D operands, got " + shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
+  check_same_dtype(a, b, "mm");
+  Shape shape;
+  auto v = matmul_values(a, b, &shape);
+  return {make(c.fdt(a.dtype()), shape, v)};
+}
+
+Tensors k_bmm(const KernelCall& c) {
+  const Tensor& a = c.tensor("self");
+  const Tensor& b = c.tensor("mat2");
+  if (a.dim() != 3 || b.dim() != 3)
+    fail("bmm expects 3-D operands, got " + shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
+  if (a.size(0) != b.size(0))
+    fail("bmm: batch sizes differ: " + shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
+  check_same_dtype(a, b, "bmm");
+  Shape shape;
+  auto v = matmul_values(a, b, &shape);
+  return {make(c.fdt(a.dtype()), shape, v)};
+}
+
+// beta * bias + alpha * product, with bias broadcast to the product's shape.
+Tensor add_bias(const std::vector<double>& prod, const Shape& shape, const Tensor& bias,
+                double beta, double alpha, DType dt) {
+  Tensor out = Tensor::empty(dt, shape);
+  Tensor bx;
+  std::vector<int64_t> boff;
+  if (bias.defined() && beta != 0) {
+    bx = expand_to(bias, shape);
+    boff = all_offsets(bx);
+  }
+  for (size_t i = 0; i < prod.size(); ++i) {
+    double v = alpha * prod[i];
+    if (!boff.empty()) v += beta * bx.load(boff[i]);
+    out.store(int64_t(i), v);
+  }
+  return out;
+}
+
+Tensors k_addmm(const KernelCall& c) {
+  const Tensor& self = c.tensor("self");
+  const Tensor& a = c.tensor("mat1");
+  const Tensor& b = c.tensor("mat2");
+  if (a.dim() != 2 || b.dim() != 2)
+    fail("addmm expects 2-D matrices, got " + shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
+  check_same_dtype(a, b, "addmm");
+  check_same_dtype(self, a, "addmm");
+  Shape shape;
+  auto v = matmul_values(a, b, &shape);
+  return {add_bias(v, shape, self, c.arg("beta").scalar(), c.arg("alpha").scalar(),
+                   c.fdt(a.dtype()))};
+}
+
+Tensors k_linear(const KernelCall& c) {
+  const Tensor& x = c.tensor("input");
+  const Tensor& w = c.tensor("weight");
+  const Tensor& bias = c.tensor("bias");
+  check_same_dtype(x, w, "linear");
+  if (bias.defined()) check_same_dtype(x, bias, "linear");
+  if (w.dim() != 1 && w.dim() != 2) fail("linear expects a 1-D or 2-D weight, got " + shape_str(w.sizes()));
+  Shape shape;
+  auto v = matmul_values(x, w.dim() == 2 ? transpose_last(w) : w, &shape);
+  return {add_bias(v, shape, bias, 1.0, 1.0, c.fdt(x.dtype()))};
+}
+
+// ---- Convolution and pooling ----
+
+Shape expand_param(const Shape& p, size_t n, const char* what) {
+  if (p.size() == n) return p;
+  if (p.size() == 1) return Shape(n, p[0]);
+  fail(std::string(what) + " must have 1 or " + std::to_string(n) + " elements, got " +
+       std::to_string(p.size()));
+}
+
+// 2-D convolution of x [N, C, H, W] with w [O, C/groups, KH, KW].
+Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& bias, Shape stride, Shape pad,
+                   Shape dil, int64_t groups, DType dt) {
+  if (x.dim() != 4 || w.dim() != 4)
+    fail("expected a 4-D input and weight for 2-D convolution, got " + shape_str(x.sizes()) +
+         " and " + shape_str(w.sizes()));
+  int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  int64_t O = w.size(0), CG = w.size(1), KH = w.size(2), KW = w.size(3);
+  if (groups <= 0) fail("non-positive groups is not supported");
+  for (int i = 0; i < 2; ++i) {
+    if (stride[i] <= 0) fail("non-positive stride is not supported");
+    if (pad[i] < 0) fail("negative padding is not supported");
+    if (dil[i] <= 0) fail("dilation should be greater than zero");
+  }
+  if (CG * groups != C)
+    fail("given groups=" + std::to_string(groups) + ", weight of size " + shape_str(w.sizes()) +
+         ", expected input" + shape_str(x.sizes()) + " to have " + std::to_string(CG * groups) +
+         " channels, but got " + std::to_string(C) + " channels instead");
+  if (O % groups != 0)
+    fail("given groups=" + std::to_string(groups) + ", expected weight to be divisible by " +
+         std::to_string(groups) + " at dimension 0, but got weight of size " + shape_str(w.sizes()));
+  check_affine(bias, O, "bias");
+  int64_t OH = (H + 2 * pad[0] - dil[0] * (KH - 1) - 1) / stride[0] + 1;
+  int64_t OW = (W + 2 * pad[1] - dil[1] * (KW - 1) - 1) / stride[1] + 1;
+  if (H + 2 * pad[0] - dil[0] * (KH - 1) - 1 < 0 || W + 2 * pad[1] - dil[1] * (KW - 1) - 1 < 0)
+    fail("calculated output size is too small for input " + shape_str(x.sizes()) +
+         " and kernel " + shape_str(w.sizes()));
+  std::vector<double> xv = values(x), wv = values(w);
+  std::vector<double> bv = bias.defined() ? values(bias) : std::vector<double>(size_t(O), 0.0);
+  Tensor out = Tensor::empty(dt, {N, O, OH, OW});
+  int64_t opg = O / groups;
+  int64_t idx = 0;
+  for (int64_t nn = 0; nn < N; ++nn)
+    for (int64_t o = 0; o < O; ++o) {
+      int64_t g = o / opg;
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = bv[size_t(o)];
+          for (int64_t cg = 0; cg < CG; ++cg) {
+            int64_t ch = g * CG + cg;
+            for (int64_t kh = 0; kh < KH; ++kh) {
+              int64_t ih = oh * stride[0] - pad[0] + kh * dil[0];
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t iw = ow * stride[1] - pad[1] + kw * dil[1];
+                if (iw < 0 || iw >= W) continue;
+                acc += xv[size_t(((nn * C + ch) * H + ih) * W + iw)] *
+                       wv[size_t(((o * CG + cg) * KH + kh) * KW + kw)];
+              }
+            }
+          }
+          out.store(idx++, acc);
+        }
+    }
+  return out;
+}
+
+Tensors k_conv2d(const KernelCall& c) {
+  Tensor x = c.tensor("input");
+  const Tensor& w = c.tensor("weight");
+  check_same_dtype(x, w, "conv2d");
+  bool unbatched = x.dim() == 3;
+  if (unbatched) x = unsqueeze_view(x, 0);
+  Tensor out = conv2d_impl(x, w, c.tensor("bias"), expand_param(c.arg("stride").ints, 2, "stride"),
+                           expand_param(c.arg("padding").ints, 2, "padding"),
+                           expand_param(c.arg("dilation").ints, 2, "dilation"), c.arg("groups").i,
+                           c.fdt(x.dtype()));
+  if (unbatched) out = view_of(out, Shape(out.sizes().begin() + 1, out.sizes().end()),
+                               Shape(out.strides().begin() + 1, out.strides().end()), 0);
+  return {out};
+}
+
+Tensors k_convolution(const KernelCall& c) {
+  if (c.arg("transposed").b)
+    fail("transposed convolution is not supported by the reference interpreter");
+  Tensor x = c.tensor("input"), w = c.tensor("weight");
+  check_same_dtype(x, w, "convolution");
+  Shape stride = c.arg("stride").ints, pad = c.arg("padding").ints, dil = c.arg("dilation").ints;
+  bool one_d = x.dim() == 3;
+  if (one_d) { // 1-D convolution as 2-D with height 1
+    if (w.dim() != 3) fail("expected a 3-D weight for 1-D convolution, got " + shape_str(w.sizes()));
+    x = unsqueeze_view(x, 2);
+    w = unsqueeze_view(w, 2);
+    stride = {1, expand_param(stride, 1, "stride")[0]};
+    pad = {0, expand_param(pad, 1, "padding")[0]};
+    dil = {1, expand_param(dil, 1, "dilation")[0]};
+  } else if (x.dim() != 4) {
+    fail("only 1-D and 2-D convolutions are supported by the reference interpreter, got input " +
+         shape_str(x.sizes()));
+  }
+  Tensor out = conv2d_impl(x, w, c.tensor("bias"), expand_param(stride, 2, "stride"),
+                           expand_param(pad, 2, "padding"), expand_param(dil, 2, "dilation"),
+                           c.arg("groups").i, c.fdt(x.dtype()));
+  if (one_d)
+    out = view_of(out, {out.size(0), out.size(1), out.size(3)},
+                  {out.stride(0), out.stride(1), out.stride(3)}, 0);
+  return {out};
+}
+
+// PyTorch's pooling_output_shape.
+int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil) {
+  int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0);
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (ceil && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+Tensors max_pool(const KernelCall& c, bool with_indices) {
+  Tensor x = c.tensor("self");
+  if (x.dim() != 3 && x.dim() != 4)
+    fail("max_pool2d expects a 3-D or 4-D input, got " + shape_str(x.sizes()));
+  Shape k = expand_param(c.arg("kernel_size").ints, 2, "kernel_size");
+  Shape s = c.arg("stride").ints.empty() ? k : expand_param(c.arg("stride").ints, 2, "stride");
+  Shape p = expand_param(c.arg("padding").ints, 2, "padding");
+  Shape d = expand_param(c.arg("dilation").ints, 2, "dilation");
+  bool ceil = c.arg("ceil_mode").b;
+  for (int i = 0; i < 2; ++i) {
+    if (k[i] <= 0) fail("kernel size should be greater than zero");
+    if (s[i] <= 0) fail("stride should be greater than zero");
+    if (d[i] <= 0) fail("dilation should be greater than zero");
+    if (p[i] < 0 || p[i] > k[i] / 2) fail("pad should be at most half of effective kernel size");
+  }
+  int64_t H = x.size(x.dim() - 2), W = x.size(x.dim() - 1);
+  int64_t planes = checked_numel(Shape(x.sizes().begin(), x.sizes().end() - 2));
+  int64_t OH = pool_out(H, k[0], p[0], s[0], d[0], ceil), OW = pool_out(W, k[1], p[1], s[1], d[1], ceil);
+  if (OH <= 0 || OW <= 0)
+    fail("given input size " + shape_str(x.sizes()) + ", the calculated output size is too small");
+  Shape osz(x.sizes().begin(), x.sizes().end() - 2);
+  osz.insert(osz.end(), {OH, OW});
+  DType dt = c.fdt(x.dtype());
+  Tensor out = Tensor::empty(dt, osz), ind = Tensor::empty(DType::I64, osz);
+  std::vector<double> xv = values(x);
+  int64_t idx = 0;
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t hs = oh * s[0] - p[0], ws = ow * s[1] - p[1];
+        int64_t h0 = hs, w0 = ws;
+        while (h0 < 0) h0 += d[0];
+        while (w0 < 0) w0 += d[1];
+        double best = -std::numeric_limits<double>::infinity();
+        int64_t bi = h0 * W + w0;
+        for (int64_t kh = 0; kh < k[0]; ++kh) {
+          int64_t ih = hs + kh * d[0];
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t kw = 0; kw < k[1]; ++kw) {
+            int64_t iw = ws + kw * d[1];
+            if (iw < 0 || iw >= W) continue;
+            double v = xv[size_t((pl * H + ih) * W + iw)];
+            if (v > best || std::isnan(v)) {
+              best = v;
+              bi = ih * W + iw;
+            }
+          }
+        }
+        out.store(idx, best);
+        ind.store_int(idx, bi);
+        ++idx;
+      }
+  if (with_indices) return {out, ind};
+  return {out};
+}
+
+Tensors k_max_pool2d(const KernelCall& c) { return max_pool(c, false); }
+Tensors k_max_pool2d_with_indices(const KernelCall& c) { return max_pool(c, true); }
+
+Tensors k_adaptive_avg_pool2d(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() != 3 && x.dim() != 4)
+    fail("adaptive_avg_pool2d expects a 3-D or 4-D input, got " + shape_str(x.sizes()));
+  Shape os = expand_param(c.arg("output_size").ints, 2, "output_size");
+  if (os[0] < 0 || os[1] < 0) fail("adaptive_avg_pool2d: output size must be non-negative");
+  int64_t H = x.size(x.dim() - 2), W = x.size(x.dim() - 1);
+  for (int64_t d = 0; d < x.dim() - 2; ++d)
+    if (x.size(d) == 0) fail("adaptive_avg_pool2d: input has an empty non-spatial dimension");
+  if ((H == 0 || W == 0) && os[0] * os[1] > 0)
+    fail("adaptive_avg_pool2d: input spatial size is zero");
+  int64_t planes = checked_numel(Shape(x.sizes().begin(), x.sizes().end() - 2));
+  Shape osz(x.sizes().begin(), x.sizes().end() - 2);
+  osz.insert(osz.end(), {os[0], os[1]});
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), osz);
+  std::vector<double> xv = values(x);
+  int64_t idx = 0;
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t oh = 0; oh < os[0]; ++oh) {
+      int64_t h0 = (oh * H) / os[0], h1 = ((oh + 1) * H + os[0] - 1) / os[0];
+      for (int64_t ow = 0; ow < os[1]; ++ow) {
+        int64_t w0 = (ow * W) / os[1], w1 = ((ow + 1) * W + os[1] - 1) / os[1];
+        double s = 0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) s += xv[size_t((pl * H + ih) * W + iw)];
+        out.store(idx++, s / double((h1 - h0) * (w1 - w0)));
+      }
+    }
+  return {out};
+}
+
+// ---- Attention ----
+
+Tensors k_sdpa(const KernelCall& c) {
+  const Tensor& q = c.tensor("query");
+  const Tensor& k = c.tensor("key");
+  const Tensor& v = c.tensor("value");
+  const Tensor& mask = c.tensor("attn_mask");
+  if (c.arg("dropout_p").f != 0)
+    fail("scaled_dot_product_attention with dropout_p != 0 is not supported by the reference "
+         "interpreter");
+  bool causal = c.arg("is_causal").b;
+  if (causal && mask.defined())
+    fail("scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True");
+  if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
+    fail("scaled_dot_product_attention expects query, key and value of at least 2 dims");
+  check_same_dtype(q, k, "scaled_dot_product_attention");
+  check_same_dtype(q, v, "scaled_dot_product_attention");
+  if (c.arg("enable_gqa").b && q.dim() >= 3 && q.size(q.dim() - 3) != k.size(k.dim() - 3))
+    fail("scaled_dot_product_attention with enable_gqa and differing head counts (" +
+         std::to_string(q.size(q.dim() - 3)) + " query heads, " +
+         std::to_string(k.size(k.dim() - 3)) + " key heads) is not supported by the reference "
+         "interpreter");
+  int64_t L = q.size(q.dim() - 2), E = q.size(q.dim() - 1);
+  int64_t S = k.size(k.dim() - 2), Ev = v.size(v.dim() - 1);
+  if (k.size(k.dim() - 1) != E)
+    fail("scaled_dot_product_attention: query has " + std::to_string(E) +
+         " features but key has " + std::to_string(k.size(k.dim() - 1)));
+  if (v.size(v.dim() - 2) != S)
+    fail("scaled_dot_product_attention: key has " + std::to_string(S) +
+         " positions but value has " + std::to_string(v.size(v.dim() - 2)));
+  Shape batch = broadcast(Shape(q.sizes().begin(), q.sizes().end() - 2),
+                          Shape(k.sizes().begin(), k.sizes().end() - 2));
+  batch = broadcast(batch, Shape(v.sizes().begin(), v.sizes().end() - 2));
+  auto with = [&](Shape tail) {
+    Shape s = batch;
+    s.insert(s.end(), tail.begin(), tail.end());
+    return s;
+  };
+  // scores = q @ k^T, computed in double for every batch entry.
+  std::vector<double> scores = gemm(expand_to(q, with({L, E})), expand_to(transpose_last(k), with({E, S})));
+  double scale = c.arg("scale").is_none() ? 1.0 / std::sqrt(double(E)) : c.arg("scale").f;
+  std::vector<double> madd;
+  if (mask.defined()) {
+    Tensor mx = expand_to(mask, with({L, S}));
+    std::vector<int64_t> off = all_offsets(mx);
+    madd.resize(off.size());
+    for (size_t i = 0; i < off.size(); ++i) {
+      double m = mx.load(off[i]);
+      madd[i] = mask.dtype() == DType::Bool ? (m != 0 ? 0.0 : -INFINITY) : m;
+    }
+  }
+  size_t nb = scores.size() / size_t(std::max<int64_t>(L * S, 1));
+  if (L * S == 0) nb = size_t(checked_numel(batch));
+  std::vector<double> probs(scores.size());
+  for (size_t b = 0; b < nb; ++b)
+    for (int64_t i = 0; i < L; ++i) {
+      size_t row = (b * size_t(L) + size_t(i)) * size_t(S);
+      double mxv = -INFINITY;
+      for (int64_t j = 0; j < S; ++j) {
+        double s = scores[row + size_t(j)] * scale;
+        if (!madd.empty()) s += madd[row + size_t(j)];
+        if (causal && j > i) s = -INFINITY;
+        scores[row + size_t(j)] = s;
+        mxv = std::isnan(s) || std::isnan(mxv) ? NAN : std::max(mxv, s);
+      }
+      // PyTorch's math path uses _safe_softmax: a fully masked row gives zeros, not NaN.
+      double sum = 0;
+      for (int64_t j = 0; j < S; ++j) sum += std::exp(scores[row + size_t(j)] - mxv);
+      for (int64_t j = 0; j < S; ++j)
+        probs[row + size_t(j)] = mxv == -INFINITY ? 0.0 : std::exp(scores[row + size_t(j)] - mxv) / sum;
+    }
+  // out = probs @ v
+  Tensor pt = make(DType::F64, with({L, S}), probs);
+  std::vector<double> out = gemm(pt, expand_to(v, with({S, Ev})));
+  return {make(c.fdt(q.dtype()), with({L, Ev}), out)};
+}
+
+// ---- Indexing ----
+
+Tensors k_embedding(const KernelCall& c) {
+  const Tensor& w = c.tensor("weight");
+  const Tensor& idx = c.tensor("indices");
+  if (w.dim() != 2) fail("embedding expects a 2-D weight, got " + shape_str(w.sizes()));
+  if (idx.dtype() != DType::I64 && idx.dtype() != DType::I32)
+    fail("expected indices of type i64 or i32 for embedding, got " + dname(idx.dtype()));
+  int64_t V = w.size(0), D = w.size(1);
+  Shape shape = idx.sizes();
+  shape.push_back(D);
+  Tensor out = Tensor::empty(c.fdt(w.dtype()), shape);
+  std::vector<int64_t> off = all_offsets(idx);
+  for (size_t i = 0; i < off.size(); ++i) {
+    int64_t r = idx.load_int(off[i]);
+    if (r < 0 || r >= V)
+      fail("embedding: index " + std::to_string(r) + " is out of range for a table of " +
+           std::to_string(V) + " rows");
+    for (int64_t j = 0; j < D; ++j)
+      out.store(int64_t(i) * D + j, w.load(r * w.stride(0) + j * w.stride(1)));
+  }
+  return {out};
+}
+
+void check_index_dtype(const Tensor& t, const char* op) {
+  if (t.dtype() != DType::I64 && t.dtype() != DType::I32)
+    fail(std::string(op) + ": expected an i64 or i32 index tensor, got " + dname(t.dtype()));
+}
+
+Tensors k_gather(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& index = c.tensor("index");
+  if (index.dtype() != DType::I64)
+    fail("gather(): expected dtype i64 for index, got " + dname(index.dtype()));
+  int64_t r = std::max<int64_t>(x.dim(), 1);
+  int64_t dim = wrap(c.arg("dim").i, x.dim());
+  if (std::max<int64_t>(index.dim(), 1) != r)
+    fail("gather(): index tensor must have the same number of dimensions as input tensor");
+  for (int64_t d = 0; d < index.dim(); ++d)
+    if (d != dim && index.size(d) > (x.dim() ? x.size(d) : 1))
+      fail("gather(): size of dimension " + std::to_string(d) + " of index " +
+           shape_str(index.sizes()) + " exceeds that of input " + shape_str(x.sizes()));
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), index.sizes());
+  int64_t dsize = x.dim() ? x.size(dim) : 1;
+  int64_t n = index.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, xoff = 0, ioff = 0, v = 0;
+    std::vector<int64_t> mi(size_t(index.dim()));
+    for (int64_t d = index.dim() - 1; d >= 0; --d) {
+      mi[size_t(d)] = rem % index.size(d);
+      rem /= index.size(d);
+      ioff += mi[size_t(d)] * index.stride(d);
+    }
+    v = index.load_int(ioff);
+    if (v < 0 || v >= dsize)
+      fail("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(dim) +
+           " with size " + std::to_string(dsize));
+    for (int64_t d = 0; d < x.dim(); ++d) xoff += (d == dim ? v : mi[size_t(d)]) * x.stride(d);
+    out.store(i, x.load(xoff));
+  }
+  return {out};
+}
+
+Tensors k_index_select(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& index = c.tensor("index");
+  check_index_dtype(index, "index_select");
+  if (index.dim() > 1) fail("index_select(): index must be 0-D or 1-D, got " + shape_str(index.sizes()));
+  int64_t dim = wrap(c.arg("dim").i, x.dim());
+  Tensor xs = x.dim() == 0 ? unsqueeze_view(x, 0) : x;
+  std::vector<int64_t> idx = {};
+  for (int64_t off : all_offsets(index)) idx.push_back(index.load_int(off));
+  int64_t dsize = xs.size(dim);
+  for (int64_t v : idx)
+    if (v < 0 || v >= dsize)
+      fail("index_select(): index " + std::to_string(v) + " is out of range for dimension " +
+           std::to_string(dim) + " with size " + std::to_string(dsize));
+  Shape os = xs.sizes();
+  os[size_t(dim)] = int64_t(idx.size());
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.dim() == 0 ? Shape{} : os);
+  Tensor ov = x.dim() == 0 ? unsqueeze_view(out, 0) : out;
+  for (size_t j = 0; j < idx.size(); ++j) {
+    Shape ss = xs.sizes(), sst = xs.strides();
+    ss[size_t(dim)] = 1;
+    Tensor src = view_of(xs, ss, sst, xs.storage_offset() + idx[j] * xs.stride(dim));
+    Shape ds = ov.sizes();
+    ds[size_t(dim)] = 1;
+    Tensor dst = view_of(ov, ds, ov.strides(), ov.storage_offset() + int64_t(j) * ov.stride(dim));
+    dst.copy_from(src);
+  }
+  return {out};
+}
+
+// Advanced indexing: x[indices] with None entries for untouched dims.
+Tensors k_index(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  std::vector<Tensor> idx;
+  // Boolean masks expand into one long index per masked dim (their nonzero positions).
+  for (const Tensor& t : c.list("indices")) {
+    if (!t.defined() || (t.dtype() != DType::Bool && t.dtype() != DType::U8)) {
+      if (t.defined() && !is_integral(t.dtype()))
+        fail("tensors used as indices must be long, int, byte or bool tensors, got " + dname(t.dtype()));
+      idx.push_back(t);
+      continue;
+    }
+    int64_t first = int64_t(idx.size());
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (first + d >= x.dim() || x.size(first + d) != t.size(d))
+        fail("the shape of the mask " + shape_str(t.sizes()) + " at index " + std::to_string(d) +
+             " does not match the shape of the indexed tensor " + shape_str(x.sizes()));
+    std::vector<std::vector<double>> coords(size_t(t.dim()));
+    std::vector<int64_t> off = all_offsets(t);
+    for (size_t i = 0; i < off.size(); ++i) {
+      if (t.load(off[i]) == 0) continue;
+      int64_t rem = int64_t(i);
+      for (int64_t d = t.dim() - 1; d >= 0; --d) {
+        coords[size_t(d)].push_back(double(rem % t.size(d)));
+        rem /= t.size(d);
+      }
+    }
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      std::vector<double>& p = coords[size_t(d)];
+      idx.push_back(make(DType::I64, {int64_t(p.size())}, p));
+    }
+  }
+  if (int64_t(idx.size()) > x.dim())
+    fail("too many indices for tensor of dimension " + std::to_string(x.dim()) + " (got " +
+         std::to_string(idx.size()) + ")");
+  idx.resize(size_t(x.dim()));
+  std::vector<int64_t> pos;
+  Shape bshape;
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (idx[d].defined()) {
+      pos.push_back(int64_t(d));
+      bshape = broadcast(bshape, idx[d].sizes());
+    }
+  if (pos.empty()) return {x.clone()};
+  bool adjacent = pos.back() - pos.front() + 1 == int64_t(pos.size());
+  // Output dims: [before..., B..., after...] when adjacent, else [B..., rest...].
+  Shape rest_before, rest_after;
+  std::vector<int64_t> rest_dims_before, rest_dims_after;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (idx[size_t(d)].defined()) continue;
+    if (adjacent && d < pos.front()) rest_dims_before.push_back(d);
+    else rest_dims_after.push_back(d);
+  }
+  Shape out_shape;
+  for (int64_t d : rest_dims_before) out_shape.push_back(x.size(d));
+  out_shape.insert(out_shape.end(), bshape.begin(), bshape.end());
+  for (int64_t d : rest_dims_after) out_shape.push_back(x.size(d));
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), out_shape);
+  int64_t n = out.numel();
+  Tensors bidx;
+  std::vector<std::vector<int64_t>> boff;
+  for (int64_t d : pos) {
+    bidx.push_back(expand_to(idx[size_t(d)], bshape));
+    boff.push_back(all_offsets(bidx.back()));
+  }
+  int64_t nb = checked_numel(bshape);
+  int64_t nbefore = 1, nafter = 1;
+  for (int64_t d : rest_dims_before) nbefore *= x.size(d);
+  for (int64_t d : rest_dims_after) nafter *= x.size(d);
+  auto rest_offsets = [&](const std::vector<int64_t>& dims) {
+    Shape s, st;
+    for (int64_t d : dims) { s.push_back(x.size(d)); st.push_back(x.stride(d)); }
+    return dim_offsets(s, st);
+  };
+  std::vector<int64_t> before_off = rest_offsets(rest_dims_before), after_off = rest_offsets(rest_dims_after);
+  for (int64_t bi = 0; bi < nb && n > 0; ++bi) {
+    int64_t src = 0;
+    for (size_t j = 0; j < pos.size(); ++j) {
+      int64_t v = bidx[j].load_int(boff[j][size_t(bi)]);
+      int64_t size = x.size(pos[j]);
+      if (v < -size || v >= size)
+        fail("index " + std::to_string(v) + " is out of bounds for dimension " +
+             std::to_string(pos[j]) + " with size " + std::to_string(size));
+      if (v < 0) v += size;
+      src += v * x.stride(pos[j]);
+    }
+    for (int64_t a = 0; a < nbefore; ++a)
+      for (int64_t r = 0; r < nafter; ++r) {
+        int64_t o = (a * nb + bi) * nafter + r;
+        out.store(o, x.load(src + before_off[size_t(a)] + after_off[size_t(r)]));
+      }
+  }
+  return {out};
+}
+
+// ---- Joining, padding, scatter ----
+
+Tensors k_cat(const KernelCall& c) {
+  const Tensors& ts = c.list("tensors");
+  if (ts.empty()) fail("torch.cat(): expected a non-empty list of tensors");
+  Tensors used;
+  std::optional<DType> common;
+  for (const Tensor& t : ts) {
+    if (!t.defined()) fail("torch.cat(): expected tensors, got None");
+    common = promote_opt(common, t.dtype());
+    if (!(t.dim() == 1 && t.size(0) == 0)) used.push_back(t); // legacy empty tensors are skipped
+  }
+  DType dt = c.fdt(*common);
+  if (used.empty()) return {Tensor::empty(dt, ts[0].sizes())};
+  const Tensor& f = used[0];
+  if (f.dim() == 0) fail("zero-dimensional tensor cannot be concatenated");
+  int64_t dim = wrap(c.arg("dim").i, f.dim());
+  Shape shape = f.sizes();
+  shape[size_t(dim)] = 0;
+  for (size_t i = 0; i < used.size(); ++i) {
+    const Tensor& t = used[i];
+    if (t.dim() != f.dim())
+      fail("tensors must have the same number of dimensions: got " + std::to_string(f.dim()) +
+           " and " + std::to_string(t.dim()));
+    for (int64_t d = 0; d < f.dim(); ++d)
+      if (d != dim && t.size(d) != f.size(d))
+        fail("sizes of tensors must match except in dimension " + std::to_string(dim) +
+             ". Expected size " + std::to_string(f.size(d)) + " but got size " +
+             std::to_string(t.size(d)) + " for tensor number " + std::to_string(i) + " in the list");
+    shape[size_t(dim)] += t.size(dim);
+  }
+  Tensor out = Tensor::empty(dt, shape);
+  int64_t at = 0;
+  for (const Tensor& t : used) {
+    Shape s = out.sizes();
+    s[size_t(dim)] = t.size(dim);
+    view_of(out, s, out.strides(), at * out.stride(dim)).copy_from(t);
+    at += t.size(dim);
+  }
+  return {out};
+}
+
+Tensors k_roll(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Shape& shifts = c.arg("shifts").ints;
+  const Shape& dims = c.arg("dims").ints;
+  if (dims.empty() && shifts.size() != 1)
+    fail("roll: shifts must have one element when dims is empty, got " + std::to_string(shifts.size()));
+  if (!dims.empty() && dims.size() != shifts.size())
+    fail("roll: shifts and dims must align: shifts has " + std::to_string(shifts.size()) +
+         " elements, dims has " + std::to_string(dims.size()));
+  std::vector<double> v = values(x);
+  int64_t n = int64_t(v.size());
+  std::vector<double> out(v.size());
+  if (dims.empty()) {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t j = ((i + shifts[0]) % n + n) % n;
+      out[size_t(j)] = v[size_t(i)];
+    }
+    return {make(c.fdt(x.dtype()), x.sizes(), out)};
+  }
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int64_t d = wrap(dims[k], x.dim());
+    int64_t size = x.dim() ? x.size(d) : 1;
+    int64_t inner = 1;
+    for (int64_t e = d + 1; e < x.dim(); ++e) inner *= x.size(e);
+    for (int64_t i = 0; i < n && size > 0; ++i) {
+      int64_t coord = (i / inner) % size;
+      int64_t nc = ((coord + shifts[k]) % size + size) % size;
+      out[size_t(i + (nc - coord) * inner)] = v[size_t(i)];
+    }
+    v = out;
+  }
+  return {make(c.fdt(x.dtype()), x.sizes(), v)};
+}
+
+Tensor constant_pad(const Tensor& x, const Shape& pad, double value, DType dt) {
+  if (pad.size() % 2 != 0) fail("padding length must be divisible by 2, got " + std::to_string(pad.size()));
+  if (int64_t(pad.size() / 2) > x.dim())
+    fail("padding length " + std::to_string(pad.size()) + " is too large for a " +
+         std::to_string(x.dim()) + "-D input");
+  Shape lo(size_t(x.dim()), 0), out_shape = x.sizes();
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    size_t d = size_t(x.dim()) - 1 - i;
+    lo[d] = pad[2 * i];
+    out_shape[d] = x.size(int64_t(d)) + pad[2 * i] + pad[2 * i + 1];
+    if (out_shape[d] < 0)
+      fail("the input size " + std::to_string(x.size(int64_t(d))) + ", plus negative padding " +
+           std::to_string(pad[2 * i]) + " and " + std::to_string(pad[2 * i + 1]) +
+           " resulted in a negative output size");
+  }
+  Tensor out = Tensor::empty(dt, out_shape);
+  int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, src = 0;
+    bool inside = true;
+    for (int64_t d = x.dim() - 1; d >= 0; --d) {
+      int64_t o = rem % out_shape[size_t(d)];
+      rem /= out_shape[size_t(d)];
+      int64_t s = o - lo[size_t(d)];
+      if (s < 0 || s >= x.size(d)) inside = false;
+      else src += s * x.stride(d);
+    }
+    out.store(i, inside ? x.load(src) : value);
+  }
+  return out;
+}
+
+Tensors k_constant_pad_nd(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {constant_pad(x, c.arg("pad").ints, c.arg("value").scalar(), c.fdt(x.dtype()))};
+}
+
+Tensors k_pad(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const std::string& mode = c.arg("mode").s;
+  if (mode != "constant")
+    fail("pad mode '" + mode + "' is not supported by the reference interpreter");
+  const Arg& v = c.arg("value");
+  return {constant_pad(x, c.arg("pad").ints, v.is_none() ? 0.0 : v.f, c.fdt(x.dtype()))};
+}
+
+// ---- Views ----
+
+Shape infer_size(Shape shape, int64_t numel) {
+  int64_t infer = -1;
+  Shape known_dims;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0) fail("only one dimension can be inferred");
+      infer = int64_t(i);
+    } else if (shape[i] < 0) {
+      fail("invalid shape dimension " + std::to_string(shape[i]));
+    } else {
+      known_dims.push_back(shape[i]);
+    }
+  }
+  int64_t known = checked_numel(known_dims);
+  bool ok = infer >= 0 ? known != 0 && numel % known == 0 : known == numel;
+  if (!ok) fail("shape '" + shape_str(shape) + "' is invalid for input of size " + std::to_string(numel));
+  if (infer >= 0) shape[size_t(infer)] = numel / known;
+  return shape;
+}
+
+Tensor view_impl(const Tensor& x, const Shape& size) {
+  Shape shape = infer_size(size, x.numel());
+  Shape st;
+  if (!compute_view_strides(x.sizes(), x.strides(), shape, &st))
+    fail("view size is not compatible with input tensor's size and stride (at least one dimension "
+         "spans across two contiguous subspaces). Use .reshape(...) instead.");
+  return view_of(x, shape, st, x.storage_offset());
+}
+
+Tensor reshape_impl(const Tensor& x, const Shape& size) {
+  Shape shape = infer_size(size, x.numel());
+  Shape st;
+  if (compute_view_strides(x.sizes(), x.strides(), shape, &st))
+    return view_of(x, shape, st, x.storage_offset());
+  Tensor y = x.clone();
+  return view_of(y, shape, contiguous_strides(shape), 0);
+}
+
+Tensors k_view(const KernelCall& c) { return {view_impl(c.tensor("self"), c.arg("size").ints)}; }
+Tensors k_reshape(const KernelCall& c) {
+  return {reshape_impl(c.tensor("self"), c.arg("shape").ints)};
+}
+
+Tensors k_permute(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Shape& dims = c.arg("dims").ints;
+  if (int64_t(dims.size()) != x.dim())
+    fail("permute(sparse_coo): number of dimensions in the tensor input does not match the length "
+         "of the desired ordering of dimensions i.e. input.dim() = " + std::to_string(x.dim()) +
+         " is not equal to len(dims) = " + std::to_string(dims.size()));
+  Shape s, st;
+  std::vector<bool> seen(dims.size(), false);
+  for (int64_t d : dims) {
+    int64_t w = wrap(d, x.dim());
+    if (seen[size_t(w)]) fail("permute(): duplicate dims are not allowed");
+    seen[size_t(w)] = true;
+    s.push_back(x.size(w));
+    st.push_back(x.stride(w));
+  }
+  return {view_of(x, s, st, x.storage_offset())};
+}
+
+Tensors k_transpose(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  int64_t a = wrap(c.arg("dim0").i, x.dim()), b = wrap(c.arg("dim1").i, x.dim());
+  if (x.dim() == 0) return {x};
+  Shape s = x.sizes(), st = x.strides();
+  std::swap(s[size_t(a)], s[size_t(b)]);
+  std::swap(st[size_t(a)], st[size_t(b)]);
+  return {view_of(x, s, st, x.storage_offset())};
+}
+
+Tensors k_expand(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Shape& size = c.arg("size").ints;
+  if (int64_t(size.size()) < x.dim())
+    fail("expand: the number of sizes provided (" + std::to_string(size.size()) +
+         ") must be greater or equal to the number of dimensions in the tensor (" +
+         std::to_string(x.dim()) + ")");
+  size_t n = size.size(), k = size_t(x.dim());
+  Shape s(n), st(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (i < n - k) {
+      if (size[i] < 0)
+        fail("expand: the expanded size of the tensor (" + std::to_string(size[i]) +
+             ") isn't allowed in a leading, non-existing dimension " + std::to_string(i));
+      s[i] = size[i];
+      st[i] = 0;
+      continue;
+    }
+    int64_t d = int64_t(i - (n - k));
+    int64_t want = size[i] == -1 ? x.size(d) : size[i];
+    if (want == x.size(d)) {
+      s[i] = want;
+      st[i] = x.stride(d);
+    } else if (x.size(d) == 1 && want >= 0) {
+      s[i] = want;
+      st[i] = 0;
+    } else {
+      fail("the expanded size of the tensor (" + std::to_string(want) +
+           ") must match the existing size (" + std::to_string(x.size(d)) +
+           ") at non-singleton dimension " + std::to_string(i) + ".  Target sizes: " +
+           shape_str(size) + ".  Tensor sizes: " + shape_str(x.sizes()));
+    }
+  }
+  checked_numel(s);
+  return {view_of(x, s, st, x.storage_offset())};
+}
+
+Tensor slice_impl(const Tensor& x, int64_t dim, const Arg& start, const Arg& end, int64_t step) {
+  if (x.dim() == 0) fail("slice() cannot be applied to a 0-dim tensor");
+  int64_t d = wrap(dim, x.dim());
+  if (step <= 0) fail("slice step must be positive, got " + std::to_string(step));
+  int64_t size = x.size(d);
+  int64_t s = start.is_none() ? 0 : start.i, e = end.is_none() ? size : end.i;
+  if (s < 0) s = s < -size ? 0 : s + size;
+  if (e < 0) e = e < -size ? 0 : e + size;
+  s = std::min(s, size);
+  e = std::min(e, size);
+  if (e < s) e = s;
+  int64_t len = (e - s + step - 1) / step;
+  Shape sz = x.sizes(), st = x.strides();
+  sz[size_t(d)] = len;
+  st[size_t(d)] = x.stride(d) * step;
+  return view_of(x, sz, st, x.storage_offset() + s * x.stride(d));
+}
+
+Tensors k_slice(const KernelCall& c) {
+  return {slice_impl(c.tensor("self"), c.arg("dim").i, c.arg("start"), c.arg("end"),
+                     c.arg("step").i)};
+}
+
+Tensors k_select(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) fail("select() cannot be applied to a 0-dim tensor");
+  int64_t d = wrap(c.arg("dim").i, x.dim());
+  int64_t i = c.arg("index").i, size = x.size(d);
+  if (i < -size || i >= size)
+    fail("select(): index " + std::to_string(i) + " out of range for tensor of size " +
+         shape_str(x.sizes()) + " at dimension " + std::to_string(d));
+  if (i < 0) i += size;
+  Shape sz = x.sizes(), st = x.strides();
+  sz.erase(sz.begin() + d);
+  st.erase(st.begin() + d);
+  return {view_of(x, sz, st, x.storage_offset() + i * x.stride(d))};
+}
+
+Tensors k_as_strided(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Shape& size = c.arg("size").ints;
+  const Shape& stride = c.arg("stride").ints;
+  if (size.size() != stride.size())
+    fail("as_strided: mismatch in length of strides and shape (" + std::to_string(size.size()) +
+         " sizes, " + std::to_string(stride.size()) + " strides)");
+  const Arg& off = c.arg("storage_offset");
+  return {x.as_strided(size, stride, off.is_none() ? x.storage_offset() : off.i)};
+}
+
+Tensors k_unsqueeze(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {unsqueeze_view(x, wrap(c.arg("dim").i, x.dim() + 1))};
+}
+
+Tensor squeeze_dims(const Tensor& x, const std::vector<bool>& drop) {
+  Shape s, st;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (!(drop[size_t(d)] && x.size(d) == 1)) {
+      s.push_back(x.size(d));
+      st.push_back(x.stride(d));
+    }
+  return view_of(x, s, st, x.storage_offset());
+}
+
+Tensors k_squeeze(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  std::vector<bool> drop(size_t(x.dim()), false);
+  const Arg& dims = c.arg("dim");
+  std::vector<int64_t> list = dims.kind == Arg::Kind::Ints ? dims.ints : Shape{dims.i};
+  for (int64_t d : list) {
+    int64_t w = wrap(d, x.dim());
+    if (x.dim() > 0) drop[size_t(w)] = true;
+  }
+  return {squeeze_dims(x, drop)};
+}
+
+Tensors k_alias(const KernelCall& c) { return {c.tensor("self")}; }
+
+Tensors k_split(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) fail("split expects at least a 1-dimensional tensor");
+  int64_t d = wrap(c.arg("dim").i, x.dim());
+  int64_t size = x.size(d);
+  Shape sizes;
+  if (c.node.schema->index_of("split_sizes") >= 0) {
+    sizes = c.arg("split_sizes").ints;
+    int64_t total = 0;
+    for (int64_t s : sizes) {
+      if (s < 0) fail("split_with_sizes expects split_sizes to be non-negative, got " + shape_str(sizes));
+      total += s;
+    }
+    if (total != size)
+      fail("split_with_sizes expects split_sizes to sum exactly to " + std::to_string(size) +
+           " (input tensor's size at dimension " + std::to_string(d) + "), but got split_sizes=" +
+           shape_str(sizes));
+  } else {
+    int64_t ss = c.arg("split_size").i;
+    if (ss < 0 || (ss == 0 && size != 0))
+      fail("split_size can only be 0 if dimension size is 0, but got dimension size of " +
+           std::to_string(size));
+    int64_t n = ss == 0 ? 1 : std::max<int64_t>((size + ss - 1) / ss, 1);
+    for (int64_t i = 0; i < n; ++i) sizes.push_back(std::min(ss, size - i * ss));
+  }
+  Tensors out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice_impl(x, d, Arg::of_int(at), Arg::of_int(at + s), 1));
+    at += s;
+  }
+  return out;
+}
+
+Tensors k_flatten(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) return {reshape_impl(x, {1})};
+  int64_t s = wrap(c.arg("start_dim").i, x.dim()), e = wrap(c.arg("end_dim").i, x.dim());
+  if (s > e) fail("flatten() has invalid args: start_dim cannot come after end_dim");
+  if (s == e) return {x};
+  Shape shape(x.sizes().begin(), x.sizes().begin() + s);
+  int64_t prod = 1;
+  for (int64_t d = s; d <= e; ++d) prod *= x.size(d);
+  shape.push_back(prod);
+  shape.insert(shape.end(), x.sizes().begin() + e + 1, x.sizes().end());
+  return {reshape_impl(x, shape)};
+}
+
+Tensors k_unflatten(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) fail("unflatten() cannot be applied to a 0-dim tensor");
+  int64_t d = wrap(c.arg("dim").i, x.dim());
+  const Shape& sizes = c.arg("sizes").ints;
+  if (sizes.empty()) fail("unflatten: sizes must be non-empty");
+  Shape inferred = infer_size(sizes, x.size(d));
+  Shape shape(x.sizes().begin(), x.sizes().begin() + d);
+  shape.insert(shape.end(), inferred.begin(), inferred.end());
+  shape.insert(shape.end(), x.sizes().begin() + d + 1, x.sizes().end());
+  return {view_impl(x, shape)};
+}
+
+Tensors k_contiguous(const KernelCall& c) { return {c.tensor("self").contiguous()}; }
+
+// ---- Copies and conversions ----
+
+Tensors k_clone(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {x.to(c.fdt(x.dtype()))};
+}
+
+Tensors k_to_copy(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& dt = c.arg("dtype");
+  return {x.to(c.fdt(dt.is_none() ? x.dtype() : dt.dtype()))};
+}
+
+Tensors k_to_dtype(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  DType dt = c.fdt(c.arg("dtype").dtype());
+  if (dt == x.dtype() && !c.arg("copy").b) return {x};
+  return {x.to(dt)};
+}
+
+Tensors k_copy(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.sizes());
+  out.copy_from(c.tensor("src"));
+  return {out};
+}
+
+Tensors k_slice_scatter(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& src = c.tensor("src");
+  Tensor out = x.to(c.fdt(x.dtype()));
+  Tensor dst = slice_impl(out, c.arg("dim").i, c.arg("start"), c.arg("end"), c.arg("step").i);
+  if (dst.sizes() != src.sizes())
+    fail("slice_scatter: expected src to have a size equal to the slice of self. src size = " +
+         shape_str(src.sizes()) + ", slice size = " + shape_str(dst.sizes()));
+  dst.copy_from(src);
+  return {out};
+}
+
+Tensors k_dropout(const KernelCall& c) {
+  double p = c.arg("p").f;
+  if (p < 0 || p > 1) fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (c.arg("train").b && p != 0)
+    fail("dropout in training mode is not supported by the reference interpreter");
+  return {c.tensor("input")};
+}
+
+Tensors k_assert_tensor_metadata(const KernelCall& c) {
+  const Tensor& a = c.tensor("a");
+  const Arg& size = c.arg("size");
+  if (!size.is_none() && size.ints != a.sizes())
+    fail("tensor metadata mismatch: expected size " + shape_str(size.ints) + ", got " +
+         shape_str(a.sizes()));
+  const Arg& dt = c.arg("dtype");
+  if (!dt.is_none() && c.fdt(dt.dtype()) != a.dtype())
+    fail("tensor metadata mismatch: expected dtype " + dname(c.fdt(dt.dtype())) + ", got " +
+         dname(a.dtype()));
+  // Strides are deliberately not compared: reference kernels return contiguous results where
+  // PyTorch may return another layout with the same values.
+  return {};
+}
+
+Tensors k_lift_fresh_copy(const KernelCall& c) { return {c.tensor("self").clone()}; }
+
+// ---- Factories ----
+
+DType factory_dtype(const KernelCall& c, DType fallback) {
+  const Arg& dt = c.arg("dtype");
+  return c.fdt(dt.is_none() ? fallback : dt.dtype());
+}
+
+Tensor filled(DType dt, const Shape& size, const Arg& value) {
+  Tensor t = Tensor::empty(dt, size);
+  Tensor v = Tensor::empty(dt, {});
+  if (value.kind == Arg::Kind::Int && !is_floating(dt)) v.store_int(0, value.i);
+  else v.store(0, value.scalar());
+  t.copy_from(v);
+  return t;
+}
+
+Tensors k_full(const KernelCall& c) {
+  const Arg& v = c.arg("fill_value");
+  return {filled(factory_dtype(c, scalar_dtype(v, c.default_float())), c.arg("size").ints, v)};
+}
+
+Tensors k_full_like(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {filled(factory_dtype(c, x.dtype()), x.sizes(), c.arg("fill_value"))};
+}
+
+Tensors k_zeros(const KernelCall& c) {
+  return {Tensor::empty(factory_dtype(c, c.default_float()), c.arg("size").ints)};
+}
+
+Tensors k_new_zeros(const KernelCall& c) {
+  return {Tensor::empty(factory_dtype(c, c.tensor("self").dtype()), c.arg("size").ints)};
+}
+
+Tensors k_scalar_tensor(const KernelCall& c) {
+  return {filled(factory_dtype(c, c.default_float()), {}, c.arg("s"))};
+}
+
+Tensors k_arange(const KernelCall& c) {
+  const OpSchema& s = *c.node.schema;
+  Arg start = s.index_of("start") >= 0 ? c.arg("start") : Arg::of_int(0);
+  Arg end = c.arg("end");
+  Arg step = s.index_of("step") >= 0 ? c.arg("step") : Arg::of_int(1);
+  bool any_float = start.kind == Arg::Kind::Float || end.kind == Arg::Kind::Float ||
+                   step.kind == Arg::Kind::Float;
+  DType dt = factory_dtype(c, any_float ? c.default_float() : DType::I64);
+  double a = start.scalar(), b = end.scalar(), st = step.scalar();
+  if (st == 0) fail("arange: step must be nonzero");
+  if (!std::isfinite(a) || !std::isfinite(b)) fail("arange: unsupported range: " + std::to_string(a) + " -> " + std::to_string(b));
+  if ((st > 0 && b < a) || (st < 0 && b > a)) fail("arange: upper bound and larger bound inconsistent with step sign");
+  double len = std::ceil((b - a) / st);
+  if (len > double(Tensor::kMaxBytes)) fail("arange: too many elements");
+  int64_t n = int64_t(len);
+  Tensor out = Tensor::empty(dt, {n});
+  bool ints = start.kind == Arg::Kind::Int && step.kind == Arg::Kind::Int && !is_floating(dt);
+  for (int64_t i = 0; i < n; ++i) {
+    if (ints) out.store_int(i, wrap_add(start.i, wrap_mul(step.i, i)));
+    else out.store(i, a + st * double(i));
+  }
+  return {out};
+}
+
+// ---- In-place ops: compute out of place, then write into self ----
+
+Tensors write_back(const Tensor& self, const Tensor& r) {
+  if (!can_cast(r.dtype(), self.dtype()))
+    fail("result type " + dname(r.dtype()) + " can't be cast to the desired output type " +
+         dname(self.dtype()));
+  if (r.sizes() != self.sizes())
+    fail("output with shape " + shape_str(self.sizes()) + " doesn't match the broadcast shape " +
+         shape_str(r.sizes()));
+  self.copy_from(r);
+  return {self};
+}
+
+Tensors k_relu_(const KernelCall& c) { return write_back(c.tensor("self"), k_relu(c)[0]); }
+Tensors k_silu_(const KernelCall& c) { return write_back(c.tensor("self"), k_silu(c)[0]); }
+Tensors k_hardswish_(const KernelCall& c) {
+  return write_back(c.tensor("self"), k_hardswish(c)[0]);
+}
+Tensors k_add_(const KernelCall& c) { return write_back(c.tensor("self"), k_add(c)[0]); }
+
+Tensors k_fill_(const KernelCall& c) {
+  const Tensor& self = c.tensor("self");
+  const Arg& v = c.arg("value");
+  if (v.kind == Arg::Kind::Tensor) {
+    const Tensor& t = c.tensor("value");
+    if (t.dim() != 0)
+      fail("fill_ only supports 0-dimension value tensor but got tensor with " +
+           std::to_string(t.dim()) + " dimensions");
+    self.copy_from(t);
+  } else {
+    self.copy_from(filled(self.dtype(), {}, v));
+  }
+  return {self};
+}
+
+// ---- The table ----
+
+struct KernelRow {
+  std::string_view target;
+  KernelFn fn;
+};
+
+const KernelRow kKernels[] = {
+    {"aten._assert_tensor_metadata.default", k_assert_tensor_metadata},
+    {"aten._log_softmax.default", k_log_softmax},
+    {"aten._native_batch_norm_legit_no_training.default", k_native_batch_norm_no_training},
+    {"aten._softmax.default", k_softmax},
+    {"aten._to_copy.default", k_to_copy},
+    {"aten.abs.default", k_abs},
+    {"aten.adaptive_avg_pool2d.default", k_adaptive_avg_pool2d},
+    {"aten.add.Scalar", k_add},
+    {"aten.add.Tensor", k_add},
+    {"aten.add_.Tensor", k_add_},
+    {"aten.addmm.default", k_addmm},
+    {"aten.alias.default", k_alias},
+    {"aten.amax.default", k_amax},
+    {"aten.any.dim", k_any},
+    {"aten.arange.default", k_arange},
+    {"aten.arange.start", k_arange},
+    {"aten.arange.start_step", k_arange},
+    {"aten.argmax.default", k_argmax},
+    {"aten.as_strided.default", k_as_strided},
+    {"aten.batch_norm.default", k_batch_norm},
+    {"aten.bmm.default", k_bmm},
+    {"aten.cat.default", k_cat},
+    {"aten.clamp.default", k_clamp},
+    {"aten.clone.default", k_clone},
+    {"aten.constant_pad_nd.default", k_constant_pad_nd},
+    {"aten.contiguous.default", k_contiguous},
+    {"aten.conv2d.default", k_conv2d},
+    {"aten.convolution.default", k_convolution},
+    {"aten.copy.default", k_copy},
+    {"aten.cos.default", k_cos},
+    {"aten.div.Scalar", k_div},
+    {"aten.div.Tensor", k_div},
+    {"aten.dropout.default", k_dropout},
+    {"aten.embedding.default", k_embedding},
+    {"aten.eq.Scalar", k_cmp<0>},
+    {"aten.eq.Tensor", k_cmp<0>},
+    {"aten.erf.default", k_erf},
+    {"aten.exp.default", k_exp},
+    {"aten.expand.default", k_expand},
+    {"aten.fill_.Scalar", k_fill_},
+    {"aten.fill_.Tensor", k_fill_},
+    {"aten.flatten.using_ints", k_flatten},
+    {"aten.fmod.Scalar", k_fmod},
+    {"aten.full.default", k_full},
+    {"aten.full_like.default", k_full_like},
+    {"aten.gather.default", k_gather},
+    {"aten.ge.Scalar", k_cmp<5>},
+    {"aten.ge.Tensor", k_cmp<5>},
+    {"aten.gelu.default", k_gelu},
+    {"aten.gt.Scalar", k_cmp<4>},
+    {"aten.gt.Tensor", k_cmp<4>},
+    {"aten.hardsigmoid.default", k_hardsigmoid},
+    {"aten.hardswish.default", k_hardswish},
+    {"aten.hardswish_.default", k_hardswish_},
+    {"aten.index.Tensor", k_index},
+    {"aten.index_select.default", k_index_select},
+    {"aten.layer_norm.default", k_layer_norm},
+    {"aten.le.Scalar", k_cmp<3>},
+    {"aten.le.Tensor", k_cmp<3>},
+    {"aten.lift_fresh_copy.default", k_lift_fresh_copy},
+    {"aten.linear.default", k_linear},
+    {"aten.log.default", k_log},
+    {"aten.log_softmax.int", k_log_softmax},
+    {"aten.logical_and.default", k_logical_and},
+    {"aten.logical_not.default", k_logical_not},
+    {"aten.lt.Scalar", k_cmp<2>},
+    {"aten.lt.Tensor", k_cmp<2>},
+    {"aten.masked_fill.Scalar", k_masked_fill},
+    {"aten.matmul.default", k_matmul},
+    {"aten.max_pool2d.default", k_max_pool2d},
+    {"aten.max_pool2d_with_indices.default", k_max_pool2d_with_indices},
+    {"aten.maximum.default", k_maximum},
+    {"aten.mean.default", k_mean},
+    {"aten.mean.dim", k_mean},
+    {"aten.min.other", k_minimum},
+    {"aten.minimum.default", k_minimum},
+    {"aten.mm.default", k_mm},
+    {"aten.mul.Scalar", k_mul},
+    {"aten.mul.Tensor", k_mul},
+    {"aten.native_layer_norm.default", k_native_layer_norm},
+    {"aten.ne.Scalar", k_cmp<1>},
+    {"aten.ne.Tensor", k_cmp<1>},
+    {"aten.neg.default", k_neg},
+    {"aten.new_zeros.default", k_new_zeros},
+    {"aten.pad.default", k_pad},
+    {"aten.permute.default", k_permute},
+    {"aten.pow.Tensor_Scalar", k_pow},
+    {"aten.pow.Tensor_Tensor", k_pow},
+    {"aten.reciprocal.default", k_reciprocal},
+    {"aten.relu.default", k_relu},
+    {"aten.relu_.default", k_relu_},
+    {"aten.reshape.default", k_reshape},
+    {"aten.roll.default", k_roll},
+    {"aten.rsqrt.default", k_rsqrt},
+    {"aten.scalar_tensor.default", k_scalar_tensor},
+    {"aten.scaled_dot_product_attention.default", k_sdpa},
+    {"aten.select.int", k_select},
+    {"aten.sigmoid.default", k_sigmoid},
+    {"aten.sign.default", k_sign},
+    {"aten.silu.default", k_silu},
+    {"aten.silu_.default", k_silu_},
+    {"aten.sin.default", k_sin},
+    {"aten.slice.Tensor", k_slice},
+    {"aten.slice_scatter.default", k_slice_scatter},
+    {"aten.softmax.int", k_softmax},
+    {"aten.split.Tensor", k_split},
+    {"aten.split_with_sizes.default", k_split},
+    {"aten.sqrt.default", k_sqrt},
+    {"aten.squeeze.dim", k_squeeze},
+    {"aten.squeeze.dims", k_squeeze},
+    {"aten.sub.Tensor", k_sub},
+    {"aten.sum.default", k_sum},
+    {"aten.sum.dim_IntList", k_sum},
+    {"aten.tanh.default", k_tanh},
+    {"aten.to.dtype", k_to_dtype},
+    {"aten.transpose.int", k_transpose},
+    {"aten.unflatten.int", k_unflatten},
+    {"aten.unsqueeze.default", k_unsqueeze},
+    {"aten.view.default", k_view},
+    {"aten.where.ScalarOther", k_where},
+    {"aten.where.self", k_where},
+    {"aten.zeros.default", k_zeros},
+};
+
+} // namespace
+
+bool compute_view_strides(const Shape& oldshape, const Shape& oldstride, const Shape& newshape,
+                          Shape* out) {
+  if (oldshape.empty()) {
+    *out = Shape(newshape.size(), 1);
+    return true;
+  }
+  int64_t numel = checked_numel(oldshape);
+  if (numel == 0 && oldshape == newshape) {
+    *out = oldstride;
+    return true;
+  }
+  Shape ns(newshape.size(), 0);
+  if (numel == 0) {
+    for (int64_t d = int64_t(newshape.size()) - 1; d >= 0; --d)
+      ns[size_t(d)] = d == int64_t(newshape.size()) - 1
+                          ? 1
+                          : std::max<int64_t>(newshape[size_t(d) + 1], 1) * ns[size_t(d) + 1];
+    *out = ns;
+    return true;
+  }
+  int64_t view_d = int64_t(newshape.size()) - 1;
+  int64_t chunk_base_stride = oldstride.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t td = int64_t(oldshape.size()) - 1; td >= 0; --td) {
+    tensor_numel *= oldshape[size_t(td)];
+    if (td == 0 || (oldshape[size_t(td) - 1] != 1 &&
+                    oldstride[size_t(td) - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || newshape[size_t(view_d)] == 1)) {
+        ns[size_t(view_d)] = view_numel * chunk_base_stride;
+        view_numel *= newshape[size_t(view_d)];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (td > 0) {
+        chunk_base_stride = oldstride[size_t(td) - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return false;
+  *out = ns;
+  return true;
+}
+
+KernelFn find_kernel(std::string_view target) {
+  for (const KernelRow& r : kKernels)
+    if (r.target == target) return r.fn;
+  return nullptr;
+}
+
+std::vector<std::string_view> kernel_targets() {
+  std::vector<std::string_view> out;
+  for (const KernelRow& r : kKernels) out.push_back(r.target);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<Tensor> run_kernel(const KernelCall& call) {
+  assert(call.node.schema && "node without schema");
+  KernelFn fn = find_kernel(call.node.target);
+  if (!fn) throw TensorError("the reference interpreter has no kernel for " + call.node.target);
+  return fn(call);
+}
+
+} // namespace fxc
