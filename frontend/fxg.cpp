@@ -328,15 +328,32 @@ private:
         const json& m = *declared[i][k];
         const std::string what = "\"meta\" of output '" + g_.values[n.outputs[k]].name + "'";
         const TensorMeta& got = g_.values[n.outputs[k]].meta;
-        TensorMeta want = got;
-        want.dtype = dtype(get(m, "dtype", what), what + ".dtype");
-        want.sizes = shape(get(m, "shape", what), what + ".shape");
-        if (const json* s = find(m, "strides")) want.strides = int_list(*s, what + ".strides");
-        if (const json* o = find(m, "storage_offset")) want.storage_offset = integer(*o, what + ".storage_offset");
-        if (!(want == got))
-          fail("output '" + g_.values[n.outputs[k]].name + "' is " + format_meta_with_strides(got) +
-                   " but the file says " + format_meta_with_strides(want),
+        const DType dt = dtype(get(m, "dtype", what), what + ".dtype");
+        const std::vector<int64_t> sizes = shape(get(m, "shape", what), what + ".shape");
+        // Strides and storage offset are compared only when the file gives them.
+        const json* sj = find(m, "strides");
+        const json* oj = find(m, "storage_offset");
+        const std::vector<int64_t> strides = sj ? int_list(*sj, what + ".strides") : got.strides;
+        const int64_t offset = oj ? integer(*oj, what + ".storage_offset") : got.storage_offset;
+        if (dt != got.dtype || sizes != got.sizes || strides != got.strides || offset != got.storage_offset) {
+          auto describe = [&](DType t, const std::vector<int64_t>& sz, const std::vector<int64_t>& st, int64_t off) {
+            TensorMeta d;
+            d.dtype = t;
+            d.sizes = sz;
+            std::string s = format_meta(d);
+            if (sj) {
+              s += "{";
+              for (size_t i = 0; i < st.size(); ++i) s += (i ? ", " : "") + std::to_string(st[i]);
+              s += "}";
+            }
+            if (oj) s += "+" + std::to_string(off);
+            return s;
+          };
+          const std::string is = describe(got.dtype, got.sizes, got.strides, got.storage_offset);
+          const std::string said = describe(dt, sizes, strides, offset);
+          fail("output '" + g_.values[n.outputs[k]].name + "' is " + is + " but the file says " + said,
                n.name, n.target);
+        }
       }
     }
   }

@@ -182,7 +182,7 @@ def main():
 
     write("bad_arg.fxg", fxg([x], [{"name": "s", "target": "aten.sum.dim_IntList",
                                    "args": [{"ref": "x"}, {"ref": "x"}]}], ["s"]))
-    expect("bad_arg.fxg", "bad_arg.fxg: error: node 's' (aten.sum.dim_IntList): argument 'dim' expects int[1]?, got tensor")
+    expect("bad_arg.fxg", "bad_arg.fxg: error: node 's' (aten.sum.dim_IntList): argument 'dim' expects int[]?, got tensor")
 
     write("shape_mismatch.fxg", fxg([x, w], [{"name": "mm", "target": "aten.mm.default",
                                             "args": [{"ref": "x"}, {"ref": "w"}]}], ["mm"]))
