@@ -1,3 +1,27 @@
-// fxc's entry point (the full command line is built in driver/options.cpp).
+// fxc's entry point: parse the command line, run the pipeline, map failures to exit codes.
+#include "driver/driver.h"
+#include "driver/options.h"
+#include "frontend/diag.h"
+
 #include <cstdio>
-int main() { std::puts("fxc " FXC_VERSION); }
+#include <exception>
+
+int main(int argc, char** argv) {
+  fxc::Options opts;
+  if (auto status = fxc::parse_options(argc, argv, &opts)) return *status;
+  try {
+    return fxc::run_driver(opts);
+  } catch (const fxc::Error& e) {
+    fxc::report_error(opts, e);
+    return 1;
+  } catch (const fxc::UsageError& e) {
+    std::fprintf(stderr, "fxc: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "fxc: internal compiler error: %s\n"
+                 "please report this bug with the command line and the input graph (%s)\n",
+                 e.what(), opts.input.c_str());
+    return 70;
+  }
+}

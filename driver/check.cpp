@@ -1,0 +1,82 @@
+// Checking a run's results: --expect against a safetensors file, --check-accuracy against float64.
+#include "driver/check.h"
+
+#include "runtime/compare.h"
+
+#include <cstdio>
+
+namespace fxc {
+
+namespace {
+std::string fmt(const char* f, double a, double b = 0) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, f, a, b);
+  return buf;
+}
+} // namespace
+
+CheckReport check_expected(const NamedTensors& results,
+                           const std::map<std::string, WeightData>& expected, double rtol,
+                           double atol, bool train) {
+  CheckReport rep;
+  int checked = 0;
+  for (const auto& [key, w] : expected) {
+    bool is_output = key.rfind("output_", 0) == 0;
+    bool is_grad = key.rfind("grad.", 0) == 0;
+    if (!is_output && !(is_grad && train)) continue;
+    ++checked;
+    const Tensor* actual = nullptr;
+    for (const auto& [name, t] : results)
+      if (name == key) actual = &t;
+    if (!actual) {
+      rep.ok = false;
+      rep.text += key + ": missing: the run produced no such " + (is_grad ? "gradient" : "output") + "\n";
+      continue;
+    }
+    CompareOptions co;
+    co.rtol = rtol;
+    co.atol = atol;
+    CompareResult r = compare_tensors(*actual, Tensor::from_weight(w), co);
+    if (r.ok) {
+      rep.text += key + ": ok " + format_meta(actual->meta()) +
+                  fmt(" (max abs error %.3g, max rel error %.3g)\n", r.max_abs_error, r.max_rel_error);
+      continue;
+    }
+    rep.ok = false;
+    rep.text += key + ": MISMATCH " + r.message;
+    if (!r.worst_index.empty() || r.numel == 1)
+      rep.text += fmt("; max abs error %.6g, max rel error %.6g", r.max_abs_error, r.max_rel_error) +
+                  ", worst element " + format_index(r.worst_index) +
+                  fmt(": got %.9g, expected %.9g", r.worst_actual, r.worst_expected) + ", " +
+                  std::to_string(r.mismatches) + " of " + std::to_string(r.numel) + " elements differ";
+    rep.text += "\n";
+  }
+  if (checked == 0) {
+    rep.ok = false;
+    rep.text += std::string("no output_<i>") + (train ? " or grad.* " : " ") + "keys to compare\n";
+  }
+  return rep;
+}
+
+CheckReport check_accuracy(const NamedTensors& results, const std::vector<Tensor>& base,
+                           const std::vector<Tensor>& fp64) {
+  CheckReport rep;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& [name, res] = results[i];
+    if (i >= base.size() || i >= fp64.size()) break;
+    if (!is_floating(res.dtype())) {
+      CompareResult r = compare_tensors(res, base[i], CompareOptions{0, 0, true, true});
+      rep.ok &= r.ok;
+      rep.text += name + (r.ok ? ": ok (exact)\n" : ": FAIL " + r.message + "\n");
+      continue;
+    }
+    AccuracyResult a = same_with_fp64_ref(base[i], res, fp64[i]);
+    rep.ok &= a.ok;
+    rep.text += name + (a.ok ? ": ok" : ": FAIL") +
+                fmt(" (RMSE vs float64: %.3g; eager float32's: %.3g", a.res_error, a.ref_error) +
+                fmt("; multiplier %.3g)", a.multiplier) + (a.ok ? "" : " " + a.message) + "\n";
+  }
+  return rep;
+}
+
+} // namespace fxc

@@ -1,0 +1,29 @@
+// Checking a run's results: --expect against a safetensors file, --check-accuracy against float64.
+#pragma once
+
+#include "driver/pipeline.h"
+#include "frontend/graph.h"
+
+#include <map>
+#include <string>
+
+namespace fxc {
+
+struct CheckReport {
+  bool ok = true;
+  std::string text; ///< one line per checked tensor; failures say max errors and worst index
+};
+
+/// Compares every result whose name the file holds as `output_<i>` (and, in train mode,
+/// `grad.*`); other keys (input_<i>, ...) are ignored. An expected output or gradient that the
+/// run did not produce is a failure, and so is a file with nothing to compare.
+CheckReport check_expected(const NamedTensors& results,
+                           const std::map<std::string, WeightData>& expected, double rtol,
+                           double atol, bool train);
+
+/// Judges each result like torch._dynamo's same(ref, res, fp64_ref): `base` is the float32
+/// eager result, `fp64` the float64 reference, both in the order of `results`.
+CheckReport check_accuracy(const NamedTensors& results, const std::vector<Tensor>& base,
+                           const std::vector<Tensor>& fp64);
+
+} // namespace fxc

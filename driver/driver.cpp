@@ -1,0 +1,234 @@
+// The driver: from parsed options to an exit status — import, pipeline, emit, run, check.
+#include "driver/driver.h"
+
+#include "driver/pipeline.h"
+#include "frontend/fxg.h"
+#include "frontend/import.h"
+#include "frontend/printer.h"
+#include "frontend/random.h"
+#include "frontend/safetensors.h"
+#include "driver/check.h"
+#include "runtime/interpreter.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace fxc {
+
+namespace fs = std::filesystem;
+
+void report_error(const Options& opts, const Error& e) {
+  if (opts.diagnostics == "json") {
+    nlohmann::ordered_json j = {{"severity", "error"}, {"file", e.file()}, {"node", e.node()},
+                                {"op", e.op()}, {"message", e.message()}};
+    std::fprintf(stderr, "%s\n", j.dump().c_str());
+    return;
+  }
+  std::fprintf(stderr, "%s\n", e.what());
+}
+
+namespace {
+
+// Rejects flags whose features are not built yet, so that nothing is silently ignored.
+void check_supported(const Options& o) {
+  auto unsupported = [](const std::string& what) {
+    throw UsageError(what + " is not yet supported");
+  };
+  if (o.bench) unsupported("--bench");
+  if (o.bisect) unsupported("--bisect");
+  if (o.minify) unsupported("--minify");
+  if (!o.inject_bug.empty()) unsupported("--inject-bug");
+  if (!o.trace.empty()) unsupported("--trace");
+  if (o.md || !o.mf.empty() || !o.mt.empty()) unsupported("writing dependency files (-MD/-MF/-MT)");
+  if (!o.cache_dir.empty()) unsupported("--cache-dir (the compile cache)");
+  if (o.max_autotune) unsupported("--max-autotune");
+  if (!o.plugins.empty()) unsupported("--plugin");
+  if (o.allow_tf32) unsupported("--allow-tf32");
+  if (!o.log.empty()) unsupported("--log");
+  if (o.device == DeviceKind::Cuda) unsupported("--device=cuda");
+  if (o.emit_asm || o.emit == "llvm" || o.emit == "ptx" || o.emit == "obj" || o.emit == "cpp")
+    unsupported("--emit=" + (o.emit.empty() ? std::string("llvm (-S)") : o.emit));
+  if (o.emit.empty() && !o.run && !o.check_accuracy)
+    unsupported("writing a .fxo artifact (the default action); use --run or --emit=fx|fxg,");
+  if (const char* logs = std::getenv("FXC_LOGS"); logs && *logs) unsupported("FXC_LOGS");
+}
+
+std::string stem_of(const std::string& path) {
+  std::string name = fs::path(path).filename().string();
+  for (const char* ext : {".fxg.zst", ".fxg", ".pt2", ".fxo"})
+    if (name.size() > strlen(ext) && name.compare(name.size() - strlen(ext), strlen(ext), ext) == 0)
+      return name.substr(0, name.size() - strlen(ext));
+  return fs::path(name).stem().string();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  std::ofstream f(path, std::ios::binary);
+  f.write(text.data(), std::streamsize(text.size()));
+  if (!f) throw Error(path, "cannot write output file");
+}
+
+// The upper bound for random integer inputs: embedding indices stay below the table size.
+int64_t random_int_bound(const Graph& g, ValueId v) {
+  int64_t bound = 2;
+  bool found = false;
+  for (const Node& n : g.nodes) {
+    if (n.target != "aten.embedding.default") continue;
+    if (n.arg("indices").tensor != v) continue;
+    int64_t rows = g.values[n.arg("weight").tensor].meta.sizes.at(0);
+    bound = found ? std::min(bound, rows) : rows;
+    found = true;
+  }
+  return bound;
+}
+
+// User inputs from --inputs (by input_<i> or by the graph's input name), else seeded random.
+std::vector<Tensor> load_inputs(const Graph& g, const Options& o) {
+  std::vector<Tensor> inputs;
+  std::map<std::string, WeightData> file;
+  if (!o.inputs.empty()) file = read_safetensors(o.inputs);
+  int k = 0;
+  for (const GraphInput& in : g.inputs) {
+    if (in.kind != InputKind::UserInput) continue;
+    const Value& v = g.values[in.value];
+    std::string key = "input_" + std::to_string(k);
+    uint64_t seed = o.seed * 1000003ull + uint64_t(k);
+    ++k;
+    if (!o.inputs.empty()) {
+      auto it = file.find(key);
+      if (it == file.end()) it = file.find(v.name);
+      if (it == file.end())
+        throw Error(o.inputs, "no tensor '" + key + "' or '" + v.name + "' for graph input '" +
+                                  v.name + "'");
+      Tensor t = Tensor::from_weight(it->second);
+      if (t.dtype() != v.meta.dtype || t.sizes() != v.meta.sizes)
+        throw Error(o.inputs, "input '" + v.name + "': expected " + format_meta(v.meta) + ", got " +
+                                  format_meta(t.meta()));
+      inputs.push_back(t);
+      continue;
+    }
+    Tensor t = Tensor::empty(v.meta.dtype, v.meta.sizes);
+    fill_random(v.meta.dtype, size_t(t.numel()), seed, t.raw_data(), 0,
+                random_int_bound(g, in.value));
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+void write_outputs(const std::string& path, const NamedTensors& results) {
+  std::vector<Tensor> keep;
+  std::vector<SafetensorsEntry> entries;
+  for (const auto& [name, t] : results) {
+    keep.push_back(t.contiguous());
+    entries.push_back({name, keep.back().meta(), keep.back().raw_data()});
+    entries.back().meta.strides = contiguous_strides(entries.back().meta.sizes);
+    entries.back().meta.storage_offset = 0;
+  }
+  write_safetensors(path, entries);
+}
+
+std::string summarize(const Tensor& t) {
+  Tensor c = t.contiguous();
+  double sum = 0, sq = 0, mn = INFINITY, mx = -INFINITY;
+  int64_t n = c.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    double x = c.load(i);
+    sum += x;
+    sq += x * x;
+    mn = std::min(mn, x);
+    mx = std::max(mx, x);
+  }
+  char buf[256];
+  if (n == 0) return format_meta(t.meta()) + " (empty)";
+  std::snprintf(buf, sizeof buf, "%s mean=%.6g std=%.6g min=%.6g max=%.6g",
+                format_meta(t.meta()).c_str(), sum / n,
+                std::sqrt(std::max(0.0, sq / n - (sum / n) * (sum / n))), mn, mx);
+  return buf;
+}
+
+int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
+  const Options& o = c.opts;
+  auto t0 = std::chrono::steady_clock::now();
+  NamedTensors results = c.executable->run(inputs);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  c.trace.log("run", std::string("executed with backend ") + backend_name(o.backend), ms);
+  if (o.verbose) std::fprintf(stderr, "fxc: run: %.3f ms\n", ms);
+
+  if (!o.outputs.empty()) write_outputs(o.outputs, results);
+  int status = 0;
+  if (!o.expect.empty()) {
+    auto expected = read_safetensors(o.expect);
+    CheckReport rep = check_expected(results, expected, o.rtol, o.atol, o.mode == Mode::Train);
+    std::fputs(rep.text.c_str(), rep.ok ? stdout : stderr);
+    if (!rep.ok) {
+      std::fprintf(stderr, "%s: error: outputs do not match (rtol=%g, atol=%g)\n", o.expect.c_str(),
+                   o.rtol, o.atol);
+      status = 1;
+    }
+  }
+  if (o.check_accuracy) {
+    InterpretOptions f64;
+    f64.float64 = true;
+    std::vector<Tensor> ref = interpret(c.source, inputs, f64);
+    InterpretOptions f32;
+    std::vector<Tensor> base = interpret(c.source, inputs, f32);
+    CheckReport rep = check_accuracy(results, base, ref);
+    std::fputs(rep.text.c_str(), rep.ok ? stdout : stderr);
+    if (!rep.ok) {
+      std::fprintf(stderr, "%s: error: accuracy check failed against the float64 reference\n",
+                   o.input.c_str());
+      status = 1;
+    }
+  }
+  if (o.outputs.empty() && o.expect.empty() && !o.check_accuracy)
+    for (const auto& [name, t] : results) std::printf("%s: %s\n", name.c_str(), summarize(t).c_str());
+  return status;
+}
+
+} // namespace
+
+int run_driver(const Options& o) {
+  check_supported(o);
+  std::string debug_dir = o.debug_dir;
+  if (debug_dir.empty())
+    if (const char* env = std::getenv("FXC_COMPILE_DEBUG"); env && std::string(env) == "1")
+      debug_dir = "fxc_compile_debug";
+  DebugTrace trace = debug_dir.empty() ? DebugTrace() : DebugTrace(debug_dir);
+
+  auto t0 = std::chrono::steady_clock::now();
+  Compilation c{o, trace, import_graph(o.input), {}, {}, nullptr};
+  c.source.name = stem_of(o.input);
+  double import_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  trace.log("frontend", "imported " + o.input + " (" + std::to_string(c.source.nodes.size()) +
+                            " nodes)", import_ms);
+  if (o.verbose) std::fprintf(stderr, "fxc: import: %.3f ms\n", import_ms);
+
+  if (o.emit == "fx") {
+    write_text(o.output, print_readable(c.source));
+    trace.finish();
+    return 0;
+  }
+  if (o.emit == "fxg") {
+    write_fxg(c.source, o.output.empty() ? stem_of(o.input) + ".fxg" : o.output);
+    trace.finish();
+    return 0;
+  }
+
+  run_pipeline(c);
+  int status = run_and_check(c, load_inputs(c.source, o));
+  trace.finish();
+  if (trace.enabled()) std::fprintf(stderr, "fxc: debug trace written to %s\n", trace.root().c_str());
+  return status;
+}
+
+} // namespace fxc

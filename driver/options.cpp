@@ -1,0 +1,187 @@
+// The command line: every flag of DESIGN.md §3, parsed with CLI11.
+#include "driver/options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace fxc {
+
+const char* backend_name(Backend b) {
+  switch (b) {
+  case Backend::Eager: return "eager";
+  case Backend::AotEager: return "aot_eager";
+  case Backend::AotEagerDecompPartition: return "aot_eager_decomp_partition";
+  case Backend::Inductor: return "inductor";
+  }
+  return "?";
+}
+
+bool expand_response_files(std::vector<std::string>* args, std::string* error) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    if (i == 0 || a.size() < 2 || a[0] != '@') {
+      out.push_back(a);
+      continue;
+    }
+    std::ifstream f(a.substr(1));
+    if (!f) {
+      *error = a.substr(1) + ": error: cannot read response file";
+      return false;
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string text = ss.str(), word;
+    bool in_word = false;
+    char quote = 0;
+    for (size_t k = 0; k < text.size(); ++k) {
+      char c = text[k];
+      if (quote) {
+        if (c == quote) quote = 0;
+        else if (c == '\\' && quote == '"' && k + 1 < text.size()) word += text[++k];
+        else word += c;
+      } else if (c == '\'' || c == '"') {
+        quote = c;
+        in_word = true;
+      } else if (c == '\\' && k + 1 < text.size()) {
+        word += text[++k];
+        in_word = true;
+      } else if (std::isspace((unsigned char)c)) {
+        if (in_word) out.push_back(word);
+        word.clear();
+        in_word = false;
+      } else {
+        word += c;
+        in_word = true;
+      }
+    }
+    if (quote) {
+      *error = a.substr(1) + ": error: unterminated quote in response file";
+      return false;
+    }
+    if (in_word) out.push_back(word);
+  }
+  *args = std::move(out);
+  return true;
+}
+
+namespace {
+
+const char* kDescription =
+    "fxc compiles PyTorch graphs (torch.export .pt2 archives, .fxg / .fxg.zst graph files).\n"
+    "The default action compiles <graph> to <stem>.fxo; --run executes it, --emit writes one\n"
+    "intermediate instead.";
+
+const char* kFooter =
+    "Environment: FXC_COMPILE_DEBUG=1, FXC_LOGS=<list>, FXC_CACHE_DIR, FXC_REPRO_AFTER,\n"
+    "FXC_REPRO_LEVEL.  Exit status: 0 ok, 1 bad input or failed check, 2 usage error,\n"
+    "70 internal compiler error.  See fxc(1).";
+
+} // namespace
+
+std::optional<int> parse_options(int argc, char** argv, Options* o) {
+  std::vector<std::string> args(argv, argv + argc);
+  std::string err;
+  if (!expand_response_files(&args, &err)) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 2;
+  }
+
+  CLI::App app{kDescription, "fxc"};
+  app.footer(kFooter);
+  app.get_formatter()->column_width(40);
+  bool version = false;
+  app.add_option("graph", o->input, "Graph file: .pt2, .fxg or .fxg.zst");
+  app.add_option("-o", o->output, "Output file");
+  std::map<std::string, Backend> backends{{"eager", Backend::Eager},
+                                          {"aot_eager", Backend::AotEager},
+                                          {"aot_eager_decomp_partition", Backend::AotEagerDecompPartition},
+                                          {"inductor", Backend::Inductor}};
+  app.add_option("--backend", o->backend, "Pipeline prefix to run (default inductor)")
+      ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case))
+      ->option_text("eager|aot_eager|aot_eager_decomp_partition|inductor");
+  std::map<std::string, DeviceKind> devices{{"cpu", DeviceKind::Cpu}, {"cuda", DeviceKind::Cuda}};
+  app.add_option("--device", o->device, "Target device (default: cuda when present, else cpu)")
+      ->transform(CLI::CheckedTransformer(devices, CLI::ignore_case))
+      ->option_text("cpu|cuda");
+  std::map<std::string, Mode> modes{{"inference", Mode::Inference}, {"train", Mode::Train}};
+  app.add_option("--mode", o->mode, "inference (default) or train (forward + backward)")
+      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case))
+      ->option_text("inference|train");
+  app.add_flag("--run", o->run, "Compile, then execute once");
+  app.add_option("--inputs", o->inputs, "Inputs by name (input_0.. or graph input names); default: seeded random")
+      ->option_text("<f.safetensors>");
+  app.add_option("--outputs", o->outputs, "Write outputs (and gradients in train mode)")
+      ->option_text("<f.safetensors>");
+  app.add_option("--expect", o->expect, "Compare outputs with these (output_<i>, grad.<name>)")
+      ->option_text("<f.safetensors>");
+  app.add_option("--rtol", o->rtol, "Relative tolerance for --expect (default 1e-4)");
+  app.add_option("--atol", o->atol, "Absolute tolerance for --expect (default 1e-5)");
+  app.add_option("--seed", o->seed, "Seed for random inputs (default 0)");
+  app.add_flag("--check-accuracy", o->check_accuracy, "Compare against the float64 eager reference");
+  app.add_flag("--bench", o->bench, "Time the compiled graph");
+  app.add_flag("--bisect", o->bisect, "Run every backend in stage order, report the first that fails");
+  app.add_flag("--minify", o->minify, "Shrink a failing graph to a minimal repro");
+  app.add_option("--inject-bug", o->inject_bug, "Testing only: plant a codegen bug in <op>")
+      ->option_text("<op>:compile_error|runtime_error|accuracy");
+  app.add_option("--debug-dir", o->debug_dir, "Write the debug trace there")->option_text("<dir>");
+  app.add_option("--log", o->log, "Log components and artifacts (like TORCH_LOGS); 'help' lists them")
+      ->option_text("<list>");
+  app.add_option("--emit", o->emit, "Write one intermediate instead of the artifact")
+      ->check(CLI::IsMember({"fxg", "fx", "llvm", "ptx", "obj", "cpp"}))
+      ->option_text("fxg|fx|llvm|ptx|obj|cpp");
+  app.add_flag("-S", o->emit_asm, "Same as --emit=ptx for cuda, --emit=llvm for cpu");
+  app.add_option("--trace", o->trace, "Chrome trace of compile passes and kernel runs")
+      ->option_text("<f.json>");
+  app.add_flag("--MD,-M{D}", o->md, "Write a Make dependency file");
+  app.add_option("--MF", o->mf, "Dependency file name")->option_text("<file>");
+  app.add_option("--MT", o->mt, "Target name in the dependency file")->option_text("<target>");
+  app.add_option("--cache-dir", o->cache_dir, "Compile cache directory (default $XDG_CACHE_HOME/fxc)")
+      ->option_text("<dir>");
+  app.add_flag("--no-cache", o->no_cache, "Do not use the compile cache");
+  app.add_flag("--max-autotune", o->max_autotune, "Benchmark candidate configs and keep the fastest");
+  app.add_flag("--verify-each", o->verify_each, "Run the graph verifier after every stage");
+  app.add_option("--diagnostics", o->diagnostics, "Diagnostic format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->option_text("text|json");
+  app.add_option("--cuda-arch", o->cuda_arch, "CUDA architecture (default sm_90)");
+  app.add_flag("--allow-tf32", o->allow_tf32, "Allow TF32 in cuBLAS matmuls");
+  app.add_option("--plugin", o->plugins, "Load custom ops from a shared library")->option_text("<lib.so>");
+  app.add_flag("-v", o->verbose, "Print what the driver does, stage by stage, with timings");
+  app.add_flag("--version", version, "Print the version and exit");
+
+  // -MD/-MF/-MT are spelled with one dash like clang's; CLI11 wants two for long names.
+  std::vector<std::string> fixed;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-MD") fixed.push_back("--MD");
+    else if (a == "-MF" || a == "-MT") fixed.push_back("-" + a);
+    else fixed.push_back(a);
+  }
+  std::reverse(fixed.begin(), fixed.end()); // CLI11 parses a reversed vector
+  try {
+    app.parse(fixed);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "fxc: error: %s\n", e.what());
+    std::fprintf(stderr, "Run 'fxc --help' for usage.\n");
+    return 2;
+  }
+  if (version) {
+    std::printf("fxc version %s\n", FXC_VERSION);
+    return 0;
+  }
+  if (o->input.empty()) {
+    std::fprintf(stderr, "fxc: error: no input graph\nRun 'fxc --help' for usage.\n");
+    return 2;
+  }
+  return std::nullopt;
+}
+
+} // namespace fxc

@@ -1,0 +1,56 @@
+// The command line: every flag of DESIGN.md §3, parsed with CLI11.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fxc {
+
+enum class Backend { Eager, AotEager, AotEagerDecompPartition, Inductor };
+enum class Mode { Inference, Train };
+enum class DeviceKind { Auto, Cpu, Cuda };
+
+/// Stage names in pipeline order; a backend runs a prefix of them.
+const char* backend_name(Backend b);
+
+struct Options {
+  std::string input;            ///< the graph file
+  std::string output;           ///< -o
+  Backend backend = Backend::Inductor;
+  DeviceKind device = DeviceKind::Auto;
+  Mode mode = Mode::Inference;
+  bool run = false;
+  std::string inputs, outputs, expect;
+  double rtol = 1e-4, atol = 1e-5; ///< defaults suited to float32 (see man page)
+  uint64_t seed = 0;
+  bool check_accuracy = false;
+  bool bench = false, bisect = false, minify = false;
+  std::string inject_bug;
+  std::string debug_dir;
+  std::string log;
+  std::string emit;             ///< fxg|fx|llvm|ptx|obj|cpp; "" = default action
+  bool emit_asm = false;        ///< -S
+  std::string trace;
+  bool md = false;
+  std::string mf, mt;
+  std::string cache_dir;
+  bool no_cache = false;
+  bool max_autotune = false;
+  bool verbose = false;
+  bool verify_each = false;
+  std::string diagnostics = "text";
+  std::string cuda_arch = "sm_90";
+  bool allow_tf32 = false;
+  std::vector<std::string> plugins;
+};
+
+/// Parses argv (after expanding @response-files). Returns the exit status to use immediately
+/// (0 after --help/--version, 2 on a usage error, having printed the message), or nullopt to go on.
+std::optional<int> parse_options(int argc, char** argv, Options* opts);
+
+/// Expands "@file" arguments into the whitespace-separated (quote-aware) words of the file.
+/// Returns false and sets *error if a response file cannot be read.
+bool expand_response_files(std::vector<std::string>* args, std::string* error);
+
+} // namespace fxc

@@ -1,0 +1,53 @@
+// The one pipeline (DESIGN.md §1): every backend runs a prefix of the stage list.
+#pragma once
+
+#include "driver/debug_trace.h"
+#include "driver/options.h"
+#include "frontend/graph.h"
+#include "runtime/tensor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fxc {
+
+/// One graph the pipeline carries: the inference graph, or the forward and backward graphs of
+/// train mode. `folder` is its debug-trace folder name (model__0_forward_1.0).
+struct StageGraph {
+  std::string role; ///< "inference", "forward" or "backward"
+  std::string folder;
+  Graph graph;
+};
+
+/// Named tensors a run produces: output_<i>, grad.<fqn>, grad.input_<i>.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+/// What --run executes once the pipeline is done (the interpreter for eager/aot backends,
+/// compiled code for inductor).
+class Executable {
+public:
+  virtual ~Executable() = default;
+  /// Runs on the user inputs; train mode also runs the backward with output gradients of ones.
+  virtual NamedTensors run(const std::vector<Tensor>& user_inputs) = 0;
+};
+
+struct Compilation {
+  const Options& opts;
+  DebugTrace& trace;
+  Graph source;                   ///< the imported graph (frontend output)
+  std::vector<StageGraph> graphs; ///< current graphs, rewritten by each stage
+  std::string aot_log;            ///< partition decisions (train mode)
+  std::unique_ptr<Executable> executable;
+};
+
+/// Runs the stages of `c.opts.backend` (a prefix of: frontend, aot, decompose, inductor) on
+/// c.source, logging each with its wall time (-v and fxc/debug.log), writing per-graph debug
+/// artifacts, and finally sets c.executable.
+void run_pipeline(Compilation& c);
+
+/// Number of stages a backend runs (eager 1 ... inductor 4).
+int stage_count(Backend b);
+
+} // namespace fxc

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The error corpus: every test/error/<case>.* input must make fxc exit 1 with the diagnostic
+# in <case>.expected, and never crash. Usage: error.sh <path-to-fxc>
+set -u
+fxc=$1
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+dir=$src/test/error
+fail=0; n=0
+for exp in "$dir"/*.expected; do
+  case_name=$(basename "$exp" .expected)
+  input=$(ls "$dir/$case_name".* | grep -v '\.expected$' | grep -v '\.args$' | head -n 1)
+  if [ -z "$input" ]; then echo "FAIL $case_name: no input file"; fail=1; continue; fi
+  args=(--emit=fx -o /dev/null)
+  [ -f "$dir/$case_name.args" ] && read -r -a args < "$dir/$case_name.args"
+  n=$((n + 1))
+  out=$(cd "$dir" && "$fxc" "${args[@]}" "$(basename "$input")" 2>&1 >/dev/null)
+  status=$?
+  want=$(cat "$exp")
+  if [ "$status" -ne 1 ]; then
+    echo "FAIL $case_name: exit status $status (want 1): $out"; fail=1
+  elif [[ "$out" != *"$want"* ]]; then
+    echo "FAIL $case_name: message"; echo "  got:  $out"; echo "  want: $want"; fail=1
+  elif [ "$(printf '%s\n' "$out" | grep -c 'error:')" -ne 1 ]; then
+    echo "FAIL $case_name: expected exactly one diagnostic, got: $out"; fail=1
+  fi
+done
+[ "$n" -gt 0 ] || { echo "FAIL: no cases in $dir"; exit 1; }
+[ $fail -eq 0 ] && echo "error corpus: $n cases ok"
+exit $fail

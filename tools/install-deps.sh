@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs fxc's build and test dependencies from Debian 12's packages (run as root).
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config
+      llvm-19-dev llvm-19-tools libcli11-dev nlohmann-json3-dev doctest-dev
+      libzstd-dev zstd libzip-dev libopenblas-dev python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
