@@ -277,6 +277,7 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
   AotGraphs r;
   r.num_user_outputs = jg.num_fw_outputs;
   r.grad_names = jg.grad_names;
+  r.grad_input_index = jg.grad_input_index;
   r.tangent_output_index = jg.tangent_output_index;
   std::vector<ValueId> saved_ids;
   for (ValueId v = 0; v < ValueId(j.values.size()); ++v)

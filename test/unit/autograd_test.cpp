@@ -1,0 +1,311 @@
+// Gradient checks for every derivative rule: analytic (joint graph, partitioned, interpreted in
+// float64) against central finite differences of the forward graph.
+#include "aot_testing.h"
+
+#include "frontend/diag.h"
+#include "passes/autograd.h"
+
+using namespace fxc;
+using namespace fxc::testing;
+
+namespace {
+
+void unary(std::string_view target, std::vector<int64_t> sizes, double lo = -1, double hi = 1) {
+  INFO(target);
+  TestGraph tg;
+  ValueId x = tg.input("x", sizes, lo, hi);
+  tg.output(tg.op(target, {T(x)}));
+  check_gradients(tg);
+}
+
+void binary(std::string_view target, std::vector<int64_t> a, std::vector<int64_t> b,
+            std::vector<CallArg> extra = {}, double lo = -1, double hi = 1) {
+  INFO(target);
+  TestGraph tg;
+  ValueId x = tg.input("x", a, lo, hi), y = tg.input("y", b, lo, hi);
+  std::vector<CallArg> call = {T(x), T(y)};
+  call.insert(call.end(), extra.begin(), extra.end());
+  tg.output(tg.op(target, call));
+  check_gradients(tg);
+}
+
+} // namespace
+
+TEST_CASE("autograd: elementwise binary ops with broadcasting") {
+  for (auto [a, b] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{2, 1, 3}, {4, 1}}, {{}, {2, 3}}}) {
+    binary("aten.add.Tensor", a, b);
+    binary("aten.add.Tensor", a, b, {KW("alpha", Arg::of_float(2.5))});
+    binary("aten.sub.Tensor", a, b, {KW("alpha", Arg::of_float(-0.5))});
+    binary("aten.mul.Tensor", a, b);
+    binary("aten.div.Tensor", a, b, {}, 0.5, 2.0);
+    binary("aten.maximum.default", a, b);
+    binary("aten.minimum.default", a, b);
+    binary("aten.pow.Tensor_Tensor", a, b, {}, 0.5, 2.0);
+  }
+}
+
+TEST_CASE("autograd: elementwise unary ops") {
+  for (std::vector<int64_t> s : {std::vector<int64_t>{5}, std::vector<int64_t>{2, 3, 4}}) {
+    for (const char* op : {"aten.neg.default", "aten.exp.default", "aten.tanh.default",
+                           "aten.sigmoid.default", "aten.relu.default", "aten.erf.default",
+                           "aten.abs.default", "aten.sin.default", "aten.cos.default",
+                           "aten.silu.default", "aten.clone.default", "aten.gelu.default"})
+      unary(op, s);
+    for (const char* op : {"aten.log.default", "aten.rsqrt.default", "aten.sqrt.default",
+                           "aten.reciprocal.default"})
+      unary(op, s, 0.3, 2.0);
+    unary("aten.hardswish.default", s, -5, 5);
+    unary("aten.hardsigmoid.default", s, -5, 5);
+  }
+}
+
+TEST_CASE("autograd: ops with scalar arguments") {
+  auto with = [](std::string_view target, std::vector<CallArg> extra, double lo = -1,
+                 double hi = 1) {
+    INFO(target);
+    TestGraph tg;
+    ValueId x = tg.input("x", {3, 5}, lo, hi);
+    std::vector<CallArg> call = {T(x)};
+    call.insert(call.end(), extra.begin(), extra.end());
+    tg.output(tg.op(target, call));
+    check_gradients(tg);
+  };
+  with("aten.add.Scalar", {F(1.5)});
+  with("aten.mul.Scalar", {F(-3.0)});
+  with("aten.div.Scalar", {F(4.0)});
+  with("aten.pow.Tensor_Scalar", {F(3.0)});
+  with("aten.pow.Tensor_Scalar", {F(2.0)});
+  with("aten.pow.Tensor_Scalar", {F(-1.5)}, 0.5, 2.0);
+  with("aten.clamp.default", {F(-0.5), F(0.4)});
+  with("aten.gelu.default", {KW("approximate", Arg::of_string("tanh"))}, -3, 3);
+  with("aten.gelu.default", {KW("approximate", Arg::of_string("none"))}, -3, 3);
+  with("aten._to_copy.default", {KW("dtype", Arg::of_dtype(DType::F64))});
+}
+
+TEST_CASE("autograd: where and masked_fill route the gradient by the condition") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {4, 3}), y = tg.input("y", {3});
+  ValueId c = tg.op("aten.gt.Scalar", {T(x), F(0.0)});
+  tg.output(tg.op("aten.where.self", {T(c), T(x), T(y)}));
+  tg.output(tg.op("aten.where.ScalarOther", {T(c), T(y), F(2.0)}));
+  tg.output(tg.op("aten.masked_fill.Scalar", {T(x), T(c), F(-1.0)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: reductions") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4, 5});
+  tg.output(tg.op("aten.sum.default", {T(x)}));
+  tg.output(tg.op("aten.sum.dim_IntList", {T(x), Is({1}), B(false)}));
+  tg.output(tg.op("aten.sum.dim_IntList", {T(x), Is({0, -1}), B(true)}));
+  tg.output(tg.op("aten.mean.dim", {T(x), Is({-1}), B(true)}));
+  tg.output(tg.op("aten.mean.dim", {T(x), Is({0, 2}), B(false)}));
+  tg.output(tg.op("aten.mean.default", {T(x)}));
+  tg.output(tg.op("aten.amax.default", {T(x), Is({1}), B(false)}));
+  tg.output(tg.op("aten.amax.default", {T(x), Is({0, 2}), B(true)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: softmax and log_softmax") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 5}, -2, 2);
+  tg.output(tg.op("aten._softmax.default", {T(x), I(-1), B(false)}));
+  tg.output(tg.op("aten.softmax.int", {T(x), I(1)}));
+  tg.output(tg.op("aten._log_softmax.default", {T(x), I(2), B(false)}));
+  tg.output(tg.op("aten.log_softmax.int", {T(x), I(0)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: layer norm (native and composite)") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4}, -2, 2);
+  ValueId w = tg.weight("ln.weight", {3, 4}), b = tg.weight("ln.bias", {3, 4});
+  ValueId w1 = tg.weight("ln1.weight", {4});
+  auto outs = tg.ops("aten.native_layer_norm.default", {T(x), Is({3, 4}), T(w), T(b), F(1e-5)});
+  tg.output(outs[0]);
+  tg.output(tg.op("aten.layer_norm.default", {T(x), Is({4}), T(w1)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: batch norm in eval mode") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4, 2}, -2, 2);
+  ValueId w = tg.weight("bn.weight", {3}), b = tg.weight("bn.bias", {3});
+  ValueId rm = tg.weight("bn.running_mean", {3}, -1, 1, InputKind::Buffer);
+  ValueId rv = tg.weight("bn.running_var", {3}, 0.5, 2, InputKind::Buffer);
+  auto outs = tg.ops("aten._native_batch_norm_legit_no_training.default",
+                     {T(x), T(w), T(b), T(rm), T(rv), F(0.1), F(1e-5)});
+  tg.output(outs[0]);
+  tg.output(tg.op("aten.batch_norm.default",
+                  {T(x), T(w), {"", Arg::none()}, T(rm), T(rv), B(false), F(0.1), F(1e-5), B(true)}));
+  AotGraphs aot = check_gradients(tg);
+  // Buffers get no gradient: only x, weight and bias.
+  CHECK(aot.grad_names == std::vector<std::string>{"grad.bn.weight", "grad.bn.bias", "grad.input_0"});
+}
+
+TEST_CASE("autograd: matrix products") {
+  TestGraph tg;
+  ValueId a = tg.input("a", {3, 4}), b = tg.input("b", {4, 5}), c = tg.input("c", {5});
+  ValueId ba = tg.input("ba", {2, 3, 4}), bb = tg.input("bb", {2, 4, 2});
+  tg.output(tg.op("aten.mm.default", {T(a), T(b)}));
+  tg.output(tg.op("aten.addmm.default", {T(c), T(a), T(b), KW("beta", Arg::of_float(0.5)),
+                                         KW("alpha", Arg::of_float(2.0))}));
+  tg.output(tg.op("aten.bmm.default", {T(ba), T(bb)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: linear and matmul") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4}), w = tg.weight("fc.weight", {5, 4});
+  ValueId bias = tg.weight("fc.bias", {5});
+  tg.output(tg.op("aten.linear.default", {T(x), T(w), T(bias)}));
+  ValueId x2 = tg.input("x2", {3, 4});
+  tg.output(tg.op("aten.linear.default", {T(x2), T(w)}));
+  ValueId m = tg.input("m", {4, 2}), v = tg.input("v", {4}), bm = tg.input("bm", {2, 1, 4, 3});
+  tg.output(tg.op("aten.matmul.default", {T(x), T(m)}));   // 3-D x 2-D
+  tg.output(tg.op("aten.matmul.default", {T(x), T(v)}));   // 3-D x 1-D
+  tg.output(tg.op("aten.matmul.default", {T(v), T(v)}));   // dot
+  tg.output(tg.op("aten.matmul.default", {T(x), T(bm)}));  // broadcast batch
+  tg.output(tg.op("aten.matmul.default", {T(v), T(bm)}));  // 1-D x batched
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: convolution with stride, padding, dilation and groups") {
+  struct Conv {
+    std::vector<int64_t> x, w, stride, pad, dil;
+    int64_t groups;
+  };
+  for (const Conv& c : {Conv{{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+                        Conv{{1, 4, 8, 7}, {6, 2, 3, 2}, {2, 3}, {1, 0}, {1, 2}, 2},
+                        Conv{{2, 2, 5, 5}, {2, 1, 3, 3}, {2, 2}, {2, 2}, {1, 1}, 2}}) {
+    TestGraph tg;
+    ValueId x = tg.input("x", c.x), w = tg.weight("conv.weight", c.w);
+    ValueId b = tg.weight("conv.bias", {c.w[0]});
+    tg.output(tg.op("aten.convolution.default", {T(x), T(w), T(b), Is(c.stride), Is(c.pad),
+                                                 Is(c.dil), B(false), Is({0, 0}), I(c.groups)}));
+    tg.output(tg.op("aten.conv2d.default",
+                    {T(x), T(w), {"", Arg::none()}, Is(c.stride), Is(c.pad), Is(c.dil), I(c.groups)}));
+    check_gradients(tg);
+  }
+}
+
+TEST_CASE("autograd: pooling") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 6, 5});
+  auto mp = tg.ops("aten.max_pool2d_with_indices.default", {T(x), Is({2, 2})});
+  tg.output(mp[0]);
+  tg.output(tg.op("aten.max_pool2d.default", {T(x), Is({3, 2}), Is({2, 1}), Is({1, 0})}));
+  tg.output(tg.op("aten.adaptive_avg_pool2d.default", {T(x), Is({1, 1})}));
+  tg.output(tg.op("aten.adaptive_avg_pool2d.default", {T(x), Is({3, 5})}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: embedding accumulates repeated ids; integer inputs get no gradient") {
+  TestGraph tg;
+  ValueId w = tg.weight("emb.weight", {6, 3});
+  ValueId ids = tg.input_values("ids", DType::I64, {2, 4}, {1, 5, 1, 0, 3, 3, 3, 2});
+  ValueId w2 = tg.weight("emb2.weight", {6, 3});
+  tg.output(tg.op("aten.embedding.default", {T(w), T(ids)}));
+  tg.output(tg.op("aten.embedding.default", {T(w2), T(ids), I(3)}));
+  AotGraphs aot = check_gradients(tg);
+  CHECK(aot.grad_names == std::vector<std::string>{"grad.emb.weight", "grad.emb2.weight"});
+}
+
+TEST_CASE("autograd: gather and index_select") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4});
+  ValueId idx = tg.input_values("idx", DType::I64, {3, 2}, {0, 3, 1, 1, 2, 0});
+  ValueId sel = tg.input_values("sel", DType::I64, {3}, {2, 0, 2});
+  tg.output(tg.op("aten.gather.default", {T(x), I(1), T(idx)}));
+  tg.output(tg.op("aten.index_select.default", {T(x), I(0), T(sel)}));
+  tg.output(tg.op("aten.index_select.default", {T(x), I(1), T(sel)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: views and data movement") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4});
+  tg.output(tg.op("aten.view.default", {T(x), Is({6, 4})}));
+  tg.output(tg.op("aten.reshape.default", {T(x), Is({4, -1})}));
+  tg.output(tg.op("aten.permute.default", {T(x), Is({2, 0, 1})}));
+  tg.output(tg.op("aten.transpose.int", {T(x), I(0), I(-1)}));
+  tg.output(tg.op("aten.unsqueeze.default", {T(x), I(1)}));
+  tg.output(tg.op("aten.flatten.using_ints", {T(x), I(1)}));
+  ValueId s = tg.input("s", {3, 1});
+  tg.output(tg.op("aten.expand.default", {T(s), Is({2, 3, 5})}));
+  tg.output(tg.op("aten.squeeze.dim", {T(s), I(1)}));
+  tg.output(tg.op("aten.slice.Tensor", {T(x), I(2), I(1), I(4), I(2)}));
+  tg.output(tg.op("aten.slice.Tensor", {T(x), I(1), I(-2)}));
+  tg.output(tg.op("aten.select.int", {T(x), I(1), I(-1)}));
+  for (ValueId part : tg.ops("aten.split.Tensor", {T(x), I(3), I(2)})) tg.output(part);
+  auto parts = tg.ops("aten.split_with_sizes.default", {T(x), Is({1, 2}), I(1)});
+  tg.output(parts[1]); // the other part gets a zero gradient
+  tg.output(tg.op("aten.cat.default", {{"", Arg::of_tensors({x, x})}, I(1)}));
+  tg.output(tg.op("aten.constant_pad_nd.default", {T(x), Is({1, 2, 0, -1})}));
+  tg.output(tg.op("aten.roll.default", {T(x), Is({1, -2}), Is({0, 2})}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: scaled_dot_product_attention through its decomposition") {
+  TestGraph tg;
+  ValueId q = tg.input("q", {2, 2, 4, 3}), k = tg.input("k", {2, 2, 5, 3});
+  ValueId v = tg.input("v", {2, 2, 5, 2});
+  ValueId mask = tg.input_values("mask", DType::Bool, {4, 5},
+                                 {1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1});
+  ValueId fmask = tg.input("fmask", {4, 5});
+  tg.output(tg.op("aten.scaled_dot_product_attention.default", {T(q), T(k), T(v)}));
+  ValueId q2 = tg.input("q2", {2, 2, 5, 3});
+  tg.output(tg.op("aten.scaled_dot_product_attention.default",
+                  {T(q2), T(k), T(v), {"", Arg::none()}, F(0.0), B(true)}));
+  tg.output(tg.op("aten.scaled_dot_product_attention.default",
+                  {T(q), T(k), T(v), T(mask), KW("scale", Arg::of_float(0.7))}));
+  tg.output(tg.op("aten.scaled_dot_product_attention.default", {T(q), T(k), T(v), T(fmask)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: both partitioners give the same gradients") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {4, 6}), w = tg.weight("fc.weight", {5, 6});
+  ValueId h = tg.op("aten.linear.default", {T(x), T(w)});
+  ValueId gl = tg.op("aten.gelu.default", {T(h), KW("approximate", Arg::of_string("tanh"))});
+  tg.output(tg.op("aten._softmax.default", {T(gl), I(-1), B(false)}));
+  check_gradients(tg, PartitionStrategy::Default);
+  check_gradients(tg, PartitionStrategy::MinCut);
+}
+
+TEST_CASE("autograd: joint graph layout") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3});
+  ValueId ids = tg.input_values("ids", DType::I64, {2}, {0, 1});
+  ValueId w = tg.weight("w", {3});
+  ValueId unused = tg.weight("unused", {2});
+  ValueId buf = tg.weight("buf", {3}, -1, 1, InputKind::Buffer);
+  (void)unused;
+  ValueId y = tg.op("aten.mul.Tensor", {T(x), T(w)});
+  tg.output(tg.op("aten.add.Tensor", {T(y), T(buf)}));
+  tg.output(ids);
+  JointGraph jg = build_joint_graph(tg.g);
+  CHECK(jg.num_primals == 5);
+  CHECK(jg.num_fw_outputs == 2);
+  CHECK(jg.tangent_output_index == std::vector<size_t>{0}); // the int output has no tangent
+  CHECK(jg.graph.inputs.size() == 6);
+  CHECK(jg.graph.inputs[5].fqn == "tangents_1");
+  CHECK(jg.grad_names == std::vector<std::string>{"grad.w", "grad.unused", "grad.input_0"});
+  CHECK(jg.graph.outputs.size() == 5);
+  // The unused parameter gets zeros of its shape.
+  ValueId gz = jg.graph.outputs[3];
+  CHECK(jg.graph.nodes[size_t(jg.graph.values[size_t(gz)].producer)].target == "aten.zeros.default");
+  CHECK(jg.graph.values[size_t(gz)].meta.sizes == std::vector<int64_t>{2});
+}
+
+TEST_CASE("autograd: unsupported cases are diagnosed with the node") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3});
+  tg.output(tg.op("aten.dropout.default", {T(x), F(0.5), B(true)}));
+  CHECK_THROWS_WITH_AS(build_joint_graph(tg.g), doctest::Contains("training mode"), Error);
+  TestGraph t2;
+  ValueId y = t2.input("y", {2, 3});
+  t2.output(t2.op("aten.fmod.Scalar", {T(y), F(0.5)}));
+  CHECK_THROWS_WITH_AS(build_joint_graph(t2.g), doctest::Contains("no derivative rule"), Error);
+}

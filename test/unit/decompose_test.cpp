@@ -1,0 +1,159 @@
+// Decomposition tests: each decomposed graph computes what the original computes, with only
+// core ops left; real fixtures still reproduce PyTorch's outputs after decomposition.
+#include "aot_testing.h"
+
+#include "frontend/diag.h"
+#include "frontend/import.h"
+#include "frontend/safetensors.h"
+#include "passes/decompose.h"
+#include "runtime/compare.h"
+
+#include <algorithm>
+
+using namespace fxc;
+using namespace fxc::testing;
+
+namespace {
+
+/// Decomposes tg's graph and checks: no decomposable op is left (unless `kept` names it), and
+/// every output matches the original's (float64).
+Graph check_decomposition(TestGraph& tg, std::vector<std::string> kept = {}) {
+  Graph d = decompose(tg.g);
+  for (const Node& n : d.nodes) {
+    INFO(n.name << " " << n.target);
+    if (std::find(kept.begin(), kept.end(), n.target) == kept.end())
+      CHECK_FALSE(has_decomposition(n.target));
+  }
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs), got = interpret(d, tg.inputs);
+  REQUIRE(want.size() == got.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    CompareOptions o;
+    o.rtol = 1e-10;
+    o.atol = 1e-12;
+    CompareResult r = compare_tensors(got[k], want[k], o);
+    INFO("output " << k << ": " << r.message);
+    CHECK(r.ok);
+  }
+  return d;
+}
+
+} // namespace
+
+TEST_CASE("decompose: activations") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 7}, -5, 5);
+  tg.output(tg.op("aten.gelu.default", {T(x)}));
+  tg.output(tg.op("aten.gelu.default", {T(x), KW("approximate", Arg::of_string("tanh"))}));
+  tg.output(tg.op("aten.silu.default", {T(x)}));
+  tg.output(tg.op("aten.hardswish.default", {T(x)}));
+  tg.output(tg.op("aten.hardsigmoid.default", {T(x)}));
+  tg.output(tg.op("aten.dropout.default", {T(x), F(0.1), B(false)}));
+  Graph d = check_decomposition(tg);
+  // The value replacing gelu keeps its name.
+  CHECK(d.find_value("gelu") != kNoValue);
+  CHECK(d.values[size_t(d.find_value("gelu"))].producer >= 0);
+}
+
+TEST_CASE("decompose: softmax, log_softmax, layer and batch norm") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4, 5}, -3, 3);
+  tg.output(tg.op("aten._softmax.default", {T(x), I(-1), B(false)}));
+  tg.output(tg.op("aten.softmax.int", {T(x), I(1)}));
+  tg.output(tg.op("aten._log_softmax.default", {T(x), I(2), B(false)}));
+  tg.output(tg.op("aten.log_softmax.int", {T(x), I(-1)}));
+  ValueId w = tg.weight("ln.weight", {4, 5}), b = tg.weight("ln.bias", {4, 5});
+  for (ValueId o : tg.ops("aten.native_layer_norm.default", {T(x), Is({4, 5}), T(w), T(b), F(1e-5)}))
+    tg.output(o);
+  tg.output(tg.op("aten.layer_norm.default", {T(x), Is({5})}));
+  ValueId bw = tg.weight("bn.weight", {3}), bb = tg.weight("bn.bias", {3});
+  ValueId rm = tg.weight("bn.running_mean", {3}, -1, 1, InputKind::Buffer);
+  ValueId rv = tg.weight("bn.running_var", {3}, 0.5, 2, InputKind::Buffer);
+  for (ValueId o : tg.ops("aten._native_batch_norm_legit_no_training.default",
+                          {T(x), T(bw), T(bb), T(rm), T(rv), F(0.1), F(1e-5)}))
+    tg.output(o);
+  tg.output(tg.op("aten.batch_norm.default", {T(x), T(bw), T(bb), T(rm), T(rv), B(false), F(0.1),
+                                              F(1e-3), B(true)}));
+  check_decomposition(tg);
+}
+
+TEST_CASE("decompose: linear, matmul, conv2d") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4}), w = tg.weight("fc.weight", {5, 4});
+  ValueId b = tg.weight("fc.bias", {5});
+  tg.output(tg.op("aten.linear.default", {T(x), T(w), T(b)}));
+  tg.output(tg.op("aten.linear.default", {T(tg.input("x2", {3, 4})), T(w)}));
+  ValueId m = tg.input("m", {4, 2}), v = tg.input("v", {4}), bm = tg.input("bm", {2, 1, 4, 3});
+  tg.output(tg.op("aten.matmul.default", {T(x), T(m)}));
+  tg.output(tg.op("aten.matmul.default", {T(x), T(v)}));
+  tg.output(tg.op("aten.matmul.default", {T(v), T(v)}));
+  tg.output(tg.op("aten.matmul.default", {T(v), T(m)}));
+  tg.output(tg.op("aten.matmul.default", {T(x), T(bm)}));
+  ValueId img = tg.input("img", {1, 2, 6, 6}), cw = tg.weight("conv.weight", {4, 2, 3, 3});
+  tg.output(tg.op("aten.conv2d.default", {T(img), T(cw), {"", Arg::none()}, Is({2, 2}), Is({1, 1})}));
+  check_decomposition(tg);
+}
+
+TEST_CASE("decompose: scaled_dot_product_attention with masks, causal and scale") {
+  TestGraph tg;
+  ValueId q = tg.input("q", {2, 2, 4, 3}), k = tg.input("k", {2, 2, 5, 3});
+  ValueId v = tg.input("v", {2, 2, 5, 2});
+  ValueId mask = tg.input_values("mask", DType::Bool, {4, 5},
+                                 {1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1});
+  ValueId fmask = tg.input("fmask", {2, 1, 4, 5});
+  tg.output(tg.op("aten.scaled_dot_product_attention.default", {T(q), T(k), T(v)}));
+  tg.output(tg.op("aten.scaled_dot_product_attention.default",
+                  {T(q), T(k), T(v), {"", Arg::none()}, F(0.0), B(true)}));
+  // Row 1 of the mask is all False: PyTorch's safe softmax gives zeros there, not NaN.
+  tg.output(tg.op("aten.scaled_dot_product_attention.default",
+                  {T(q), T(k), T(v), T(mask), KW("scale", Arg::of_float(0.3))}));
+  tg.output(tg.op("aten.scaled_dot_product_attention.default", {T(q), T(k), T(v), T(fmask)}));
+  check_decomposition(tg);
+}
+
+TEST_CASE("decompose: views, pooling and split") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4, 6});
+  tg.output(tg.op("aten.transpose.int", {T(x), I(1), I(-1)}));
+  tg.output(tg.op("aten.reshape.default", {T(x), Is({6, -1})}));
+  tg.output(tg.op("aten.flatten.using_ints", {T(x), I(1)}));
+  tg.output(tg.op("aten.unflatten.int", {T(x), I(3), Is({2, 3})}));
+  for (ValueId o : tg.ops("aten.split.Tensor", {T(x), I(4), I(3)})) tg.output(o);
+  tg.output(tg.op("aten.max_pool2d.default", {T(x), Is({2, 2})}));
+  tg.output(tg.op("aten.adaptive_avg_pool2d.default", {T(x), Is({1, 1})}));
+  tg.output(tg.op("aten.adaptive_avg_pool2d.default", {T(x), Is({2, 3})}));
+  // 4 x 6 -> 3 x 4 is not an even split: the op stays.
+  tg.output(tg.op("aten.adaptive_avg_pool2d.default", {T(x), Is({3, 4})}));
+  tg.output(tg.op("aten.pad.default", {T(x), Is({1, 1}), KW("value", Arg::of_float(2.0))}));
+  check_decomposition(tg, {"aten.adaptive_avg_pool2d.default"});
+}
+
+TEST_CASE("decompose: training-mode dropout is diagnosed") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3});
+  tg.output(tg.op("aten.dropout.default", {T(x), F(0.5), B(true)}));
+  CHECK_THROWS_WITH_AS(decompose(tg.g), doctest::Contains("training mode"), Error);
+}
+
+TEST_CASE("decompose: real fixtures keep PyTorch's outputs") {
+  for (const char* name : {"mlp", "block", "convnet", "norms", "embed", "berttiny"}) {
+    INFO(name);
+    std::string base = std::string(FXC_FIXTURES_DIR) + "/" + name;
+    Graph g = import_pt2(base + ".pt2");
+    Graph d = decompose(g);
+    for (const Node& n : d.nodes) CHECK_FALSE(has_decomposition(n.target));
+    auto io = read_safetensors(base + ".io.safetensors");
+    std::vector<Tensor> inputs;
+    for (int i = 0; io.count("input_" + std::to_string(i)); ++i)
+      inputs.push_back(Tensor::from_weight(io.at("input_" + std::to_string(i))));
+    std::vector<Tensor> outs = interpret(d, inputs);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      Tensor want = Tensor::from_weight(io.at("output_" + std::to_string(k)));
+      CompareOptions o;
+      o.rtol = 1e-4;
+      o.atol = 1e-5;
+      CompareResult r = compare_tensors(outs[k], want, o);
+      INFO("output " << k << ": " << r.message);
+      CHECK(r.ok);
+    }
+  }
+}
