@@ -1484,6 +1484,54 @@ Tensors k_index(const KernelCall& c) {
   return {out};
 }
 
+Tensors k_scatter_add(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& index = c.tensor("index");
+  const Tensor& src = c.tensor("src");
+  if (index.dtype() != DType::I64)
+    fail("scatter_add(): expected dtype i64 for index, got " + dname(index.dtype()));
+  if (src.dtype() != x.dtype())
+    fail("scatter_add(): expected self and src to have the same dtype, got " + dname(x.dtype()) +
+         " and " + dname(src.dtype()));
+  int64_t dim = wrap(c.arg("dim").i, x.dim());
+  int64_t r = std::max<int64_t>(x.dim(), 1);
+  if (std::max<int64_t>(index.dim(), 1) != r || std::max<int64_t>(src.dim(), 1) != r)
+    fail("scatter_add(): index and src must have as many dimensions as self");
+  auto size_or_1 = [](const Tensor& t, int64_t d) { return t.dim() ? t.size(d) : 1; };
+  for (int64_t d = 0; d < index.dim(); ++d) {
+    if (index.size(d) > size_or_1(src, d))
+      fail("scatter_add(): expected index " + shape_str(index.sizes()) +
+           " to be no larger than src " + shape_str(src.sizes()) + " in every dimension");
+    if (d != dim && index.size(d) > size_or_1(x, d))
+      fail("scatter_add(): expected index " + shape_str(index.sizes()) +
+           " to be no larger than self " + shape_str(x.sizes()) + " apart from dimension " +
+           std::to_string(dim));
+  }
+  DType dt = c.fdt(x.dtype());
+  std::vector<double> acc = values(x);
+  std::vector<int64_t> xstr = contiguous_strides(x.sizes());
+  int64_t dsize = size_or_1(x, dim);
+  int64_t n = index.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, ioff = 0, soff = 0;
+    std::vector<int64_t> mi(size_t(index.dim()));
+    for (int64_t d = index.dim() - 1; d >= 0; --d) {
+      mi[size_t(d)] = rem % index.size(d);
+      rem /= index.size(d);
+      ioff += mi[size_t(d)] * index.stride(d);
+      soff += mi[size_t(d)] * src.stride(d);
+    }
+    int64_t v = index.load_int(ioff);
+    if (v < 0 || v >= dsize)
+      fail("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(dim) +
+           " with size " + std::to_string(dsize));
+    int64_t o = 0;
+    for (int64_t d = 0; d < x.dim(); ++d) o += (d == dim ? v : mi[size_t(d)]) * xstr[size_t(d)];
+    acc[size_t(o)] += src.load(soff);
+  }
+  return {make(dt, x.sizes(), acc)};
+}
+
 // ---- Joining, padding, scatter ----
 
 Tensors k_cat(const KernelCall& c) {
@@ -2123,6 +2171,7 @@ const KernelRow kKernels[] = {
     {"aten.rsqrt.default", k_rsqrt},
     {"aten.scalar_tensor.default", k_scalar_tensor},
     {"aten.scaled_dot_product_attention.default", k_sdpa},
+    {"aten.scatter_add.default", k_scatter_add},
     {"aten.select.int", k_select},
     {"aten.sigmoid.default", k_sigmoid},
     {"aten.sign.default", k_sign},

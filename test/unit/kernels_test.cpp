@@ -1,0 +1,260 @@
+// Unit tests for the reference kernels: every op in the schema table, checked against values
+// computed independently here (float64 formulas, hand-computed cases) and error cases.
+#include "runtime/kernels.h"
+#include "runtime_test_util.h"
+
+#include "frontend/schema.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+using namespace fxc;
+using namespace fxc::test;
+
+namespace {
+const double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Tolerances for comparing a result stored in `dt` with a float64 formula.
+double rtol_for(DType dt) {
+  switch (dt) {
+  case DType::F16: return 1e-3;
+  case DType::BF16: return 8e-3;
+  case DType::F32: return 1e-6;
+  default: return 1e-12;
+  }
+}
+
+Vals map(const Vals& v, const std::function<double(double)>& f) {
+  Vals r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = f(v[i]);
+  return r;
+}
+
+// The values `t` holds once rounded to its dtype (what a kernel actually reads).
+Vals held(const Tensor& t) { return t.to_vector(); }
+} // namespace
+
+TEST_CASE("kernels: every op in the schema table has a reference kernel") {
+  for (const OpSchema* s : all_schemas()) {
+    bool has = find_kernel(s->target) != nullptr;
+    CHECK_MESSAGE(has, s->target);
+  }
+  for (std::string_view t : kernel_targets()) {
+    bool has = find_schema(t) != nullptr;
+    CHECK_MESSAGE(has, t);
+  }
+  bool unknown = find_kernel("aten.nonexistent.default") != nullptr;
+  CHECK_FALSE(unknown);
+}
+
+TEST_CASE("kernels: unary float ops match float64 formulas across shapes and dtypes") {
+  struct Row {
+    const char* target;
+    std::function<double(double)> f;
+    double lo, hi;
+  };
+  const Row rows[] = {
+      {"aten.exp.default", [](double x) { return std::exp(x); }, -3, 3},
+      {"aten.log.default", [](double x) { return std::log(x); }, 0.1, 5},
+      {"aten.sqrt.default", [](double x) { return std::sqrt(x); }, 0, 9},
+      {"aten.rsqrt.default", [](double x) { return 1 / std::sqrt(x); }, 0.1, 9},
+      {"aten.erf.default", [](double x) { return std::erf(x); }, -3, 3},
+      {"aten.sin.default", [](double x) { return std::sin(x); }, -6, 6},
+      {"aten.cos.default", [](double x) { return std::cos(x); }, -6, 6},
+      {"aten.tanh.default", [](double x) { return std::tanh(x); }, -4, 4},
+      {"aten.sigmoid.default", [](double x) { return 1 / (1 + std::exp(-x)); }, -6, 6},
+      {"aten.reciprocal.default", [](double x) { return 1 / x; }, 0.5, 4},
+      {"aten.silu.default", [](double x) { return x / (1 + std::exp(-x)); }, -6, 6},
+      {"aten.hardswish.default", [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; }, -5, 5},
+      {"aten.hardsigmoid.default", [](double x) { return std::min(std::max(x + 3, 0.0), 6.0) / 6; }, -5, 5},
+      {"aten.relu.default", [](double x) { return x > 0 ? x : 0; }, -3, 3},
+      {"aten.abs.default", [](double x) { return std::fabs(x); }, -3, 3},
+      {"aten.neg.default", [](double x) { return -x; }, -3, 3},
+      {"aten.sign.default", [](double x) { return double((x > 0) - (x < 0)); }, -3, 3},
+      {"aten.gelu.default", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -4, 4},
+  };
+  const DType dts[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
+  const Shape shapes[] = {{}, {0}, {1}, {3, 1, 4}};
+  uint64_t seed = 1;
+  for (const Row& r : rows)
+    for (DType dt : dts)
+      for (const Shape& sh : shapes) {
+        CAPTURE(r.target);
+        CAPTURE(dtype_name(dt));
+        Tensor x = R(dt, sh, seed++, r.lo, r.hi);
+        check(op1(r.target, {x}), dt, sh, map(held(x), r.f), rtol_for(dt), rtol_for(dt) * 1e-3);
+        // Non-contiguous input: a transposed view.
+        Vals v = rand_vals(6, seed++, r.lo, r.hi);
+        Tensor xt = transposed(dt, 2, 3, v);
+        check(op1(r.target, {xt}), dt, {2, 3}, map(held(xt), r.f), rtol_for(dt), rtol_for(dt) * 1e-3);
+      }
+}
+
+TEST_CASE("kernels: unary ops on integers promote, keep the dtype, or fail") {
+  Tensor i = L({4}, {-2, 0, 1, 4});
+  check(op1("aten.exp.default", {i}), DType::F32, {4}, {std::exp(-2.0), 1, std::exp(1.0), std::exp(4.0)});
+  check(op1("aten.sqrt.default", {i}), DType::F32, {4}, {kNaN, 0, 1, 2});
+  check(op1("aten.reciprocal.default", {i}), DType::F32, {4}, {-0.5, kInf, 1, 0.25});
+  check(op1("aten.relu.default", {i}), DType::I64, {4}, {0, 0, 1, 4});
+  check(op1("aten.abs.default", {i}), DType::I64, {4}, {2, 0, 1, 4});
+  check(op1("aten.neg.default", {i}), DType::I64, {4}, {2, 0, -1, -4});
+  check(op1("aten.sign.default", {i}), DType::I64, {4}, {-1, 0, 1, 1});
+  check(op1("aten.sigmoid.default", {B({2}, {1, 0})}), DType::F32, {2}, {1 / (1 + std::exp(-1.0)), 0.5});
+  CHECK(op_error("aten.gelu.default", {i}).find("not implemented for i64") != std::string::npos);
+  CHECK(op_error("aten.silu.default", {i}).find("not implemented") != std::string::npos);
+  CHECK(op_error("aten.hardswish.default", {i}).find("not implemented") != std::string::npos);
+  CHECK(op_error("aten.neg.default", {B({1}, {1})}).find("bool") != std::string::npos);
+  // float64 mode: integer inputs promote to f64.
+  check(op1("aten.exp.default", {i}, true), DType::F64, {4}, {std::exp(-2.0), 1, std::exp(1.0), std::exp(4.0)}, 1e-15);
+  // NaN propagates through relu and sign maps NaN to 0 (PyTorch's CPU behaviour).
+  check(op1("aten.relu.default", {F({2}, {kNaN, -1})}), DType::F32, {2}, {kNaN, 0});
+}
+
+TEST_CASE("kernels: gelu tanh approximation and bad approximate argument") {
+  Tensor x = D({5}, {-3, -0.5, 0, 0.7, 2.5});
+  auto f = [](double v) {
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  };
+  check(op1("aten.gelu.default", {x, {"approximate", S("tanh")}}), DType::F64, {5}, map(held(x), f), 1e-14);
+  CHECK(op_error("aten.gelu.default", {x, {"approximate", S("fast")}}).find("none or tanh") != std::string::npos);
+  CHECK(op1("aten.gelu.default", {x}).at({3}) == doctest::Approx(0.7 * 0.5 * (1 + std::erf(0.7 / std::sqrt(2.0)))));
+}
+
+TEST_CASE("kernels: binary arithmetic broadcasts over non-contiguous operands") {
+  Vals av = rand_vals(6, 11), bv = rand_vals(4, 12);
+  Tensor a = transposed(DType::F32, 2, 3, av).as_strided({2, 1, 3}, {1, 1, 2}, 0); // [2,1,3]
+  Tensor b = F({4, 1}, bv);
+  Vals ah = held(a), bh = held(b);
+  auto expect = [&](std::function<double(double, double)> f) {
+    Vals r;
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 3; ++k) r.push_back(double(float(f(ah[size_t(i * 3 + k)], bh[size_t(j)]))));
+    return r;
+  };
+  check(op1("aten.add.Tensor", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return x + y; }));
+  check(op1("aten.add.Tensor", {a, b, {"alpha", I(3)}}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return x + 3 * y; }));
+  check(op1("aten.sub.Tensor", {a, b, {"alpha", Fl(0.5)}}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return x - 0.5 * y; }));
+  check(op1("aten.mul.Tensor", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return x * y; }));
+  check(op1("aten.div.Tensor", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return x / y; }));
+  check(op1("aten.maximum.default", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return std::max(x, y); }));
+  check(op1("aten.minimum.default", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return std::min(x, y); }));
+  check(op1("aten.min.other", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return std::min(x, y); }));
+  // Expanded (stride 0) operand and size-0 broadcasting.
+  Tensor e = F({1}, {2}).as_strided({3}, {0}, 0);
+  check(op1("aten.mul.Tensor", {e, F({3}, {1, 2, 3})}), DType::F32, {3}, {2, 4, 6});
+  check(op1("aten.add.Tensor", {F({0, 3}, {}), F({3}, {1, 2, 3})}), DType::F32, {0, 3}, {});
+  CHECK(op_error("aten.add.Tensor", {F({2}, {1, 2}), F({3}, {1, 2, 3})}).find("broadcast") != std::string::npos);
+}
+
+TEST_CASE("kernels: scalar overloads and PyTorch type promotion") {
+  // int tensor with float scalar -> default float; with int scalar -> stays int.
+  check(op1("aten.add.Scalar", {T(DType::I32, {2}, {1, 2}), Fl(0.5)}), DType::F32, {2}, {1.5, 2.5});
+  check(op1("aten.add.Scalar", {T(DType::I32, {2}, {1, 2}), I(5)}), DType::I32, {2}, {6, 7});
+  check(op1("aten.mul.Scalar", {T(DType::I16, {2}, {3, -4}), I(2)}), DType::I16, {2}, {6, -8});
+  check(op1("aten.div.Scalar", {L({2}, {3, -4}), I(2)}), DType::F32, {2}, {1.5, -2});
+  check(op1("aten.div.Tensor", {L({2}, {1, 0}), L({2}, {0, 0})}), DType::F32, {2}, {kInf, kNaN});
+  // 0-dim tensors rank below dimensioned tensors of the same category.
+  check(op1("aten.add.Tensor", {F({2}, {1, 2}), D({}, {0.5})}), DType::F32, {2}, {1.5, 2.5});
+  check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1}), F({}, {0.25})}), DType::F16, {1}, {1.25});
+  check(op1("aten.add.Tensor", {L({2}, {1, 2}), D({}, {0.5})}), DType::F64, {2}, {1.5, 2.5});
+  check(op1("aten.add.Tensor", {T(DType::U8, {1}, {200}), T(DType::I8, {1}, {-100})}), DType::I16, {1}, {100});
+  check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1}), T(DType::BF16, {1}, {1})}), DType::F32, {1}, {2});
+  check(op1("aten.add.Tensor", {B({2}, {1, 0}), B({2}, {1, 0})}), DType::Bool, {2}, {1, 0});
+  check(op1("aten.mul.Scalar", {B({2}, {1, 0}), I(3)}), DType::I64, {2}, {3, 0});
+  check(op1("aten.add.Scalar", {T(DType::F16, {2}, {1, 2}), Fl(0.5)}), DType::F16, {2}, {1.5, 2.5});
+  CHECK(op_error("aten.sub.Tensor", {B({1}, {1}), B({1}, {0})}).find("bool") != std::string::npos);
+  CHECK(op_error("aten.add.Tensor", {L({1}, {1}), L({1}, {1}), {"alpha", Fl(0.5)}}).find("alpha") != std::string::npos);
+  // Integer arithmetic wraps like PyTorch's.
+  check(op1("aten.add.Tensor", {T(DType::I32, {1}, {2147483647}), T(DType::I32, {1}, {1})}), DType::I32, {1}, {-2147483648.0});
+  check(op1("aten.mul.Tensor", {T(DType::U8, {1}, {16}), T(DType::U8, {1}, {17})}), DType::U8, {1}, {16});
+  // f16 results round once from the exact value.
+  check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1024}), T(DType::F16, {1}, {0.5})}), DType::F16, {1}, {1024});
+  check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1025}), T(DType::F16, {1}, {0.5})}), DType::F16, {1}, {1026});
+  // float64 mode: float scalars with int tensors give f64.
+  check(op1("aten.mul.Scalar", {L({1}, {3}), Fl(0.1)}, true), DType::F64, {1}, {0.30000000000000004}, 0, 0);
+}
+
+TEST_CASE("kernels: maximum/minimum propagate NaN; integer versions stay integral") {
+  check(op1("aten.maximum.default", {F({3}, {kNaN, 1, 2}), F({3}, {0, kNaN, 1})}), DType::F32, {3}, {kNaN, kNaN, 2});
+  check(op1("aten.minimum.default", {L({3}, {5, -1, 2}), L({3}, {4, 0, 2})}), DType::I64, {3}, {4, -1, 2});
+}
+
+TEST_CASE("kernels: pow with integer and float exponents") {
+  check(op1("aten.pow.Tensor_Scalar", {L({4}, {-3, 0, 2, 5}), I(3)}), DType::I64, {4}, {-27, 0, 8, 125});
+  check(op1("aten.pow.Tensor_Scalar", {L({2}, {4, 9}), Fl(0.5)}), DType::F32, {2}, {2, 3});
+  check(op1("aten.pow.Tensor_Scalar", {F({3}, {-2, 0.5, 3}), I(2)}), DType::F32, {3}, {4, 0.25, 9});
+  check(op1("aten.pow.Tensor_Scalar", {F({2}, {-8, 4}), Fl(1.0 / 3)}), DType::F32, {2}, {kNaN, std::pow(4.0, 1.0 / 3)});
+  CHECK(op_error("aten.pow.Tensor_Scalar", {L({1}, {2}), I(-1)}).find("negative") != std::string::npos);
+  check(op1("aten.pow.Tensor_Tensor", {L({4}, {2, 1, -1, 2}), L({4}, {10, -3, -3, -1})}), DType::I64, {4}, {1024, 1, -1, 0});
+  check(op1("aten.pow.Tensor_Tensor", {F({2, 1}, {2, 3}), F({2}, {2, 0.5})}), DType::F32, {2, 2},
+        {4, std::sqrt(2.0), 9, std::sqrt(3.0)});
+  check(op1("aten.pow.Tensor_Scalar", {T(DType::I64, {1}, {3}), I(40)}), DType::I64, {1},
+        {double(int64_t(12157665459056928801ull))}); // 3^40 wraps like int64 arithmetic
+}
+
+TEST_CASE("kernels: fmod follows C semantics and rejects integer division by zero") {
+  check(op1("aten.fmod.Scalar", {F({4}, {-7, 7, 5.5, -0.5}), I(3)}), DType::F32, {4}, {-1, 1, 2.5, -0.5});
+  check(op1("aten.fmod.Scalar", {L({3}, {-7, 7, 6}), I(3)}), DType::I64, {3}, {-1, 1, 0});
+  check(op1("aten.fmod.Scalar", {L({2}, {-7, 7}), Fl(2.5)}), DType::F32, {2}, {-2, 2});
+  CHECK(op_error("aten.fmod.Scalar", {L({1}, {1}), I(0)}) == "ZeroDivisionError");
+  check(op1("aten.fmod.Scalar", {F({1}, {1}), I(0)}), DType::F32, {1}, {kNaN});
+}
+
+TEST_CASE("kernels: comparisons, both overloads, NaN and scalar rounding") {
+  Tensor a = F({4}, {1, 2, kNaN, 4});
+  Tensor b = F({4}, {1, 3, kNaN, 3});
+  struct Row { const char* name; Vals tensor, scalar; };
+  const Row rows[] = {
+      {"eq", {1, 0, 0, 0}, {0, 1, 0, 0}}, {"ne", {0, 1, 1, 1}, {1, 0, 1, 1}},
+      {"lt", {0, 1, 0, 0}, {1, 0, 0, 0}}, {"le", {1, 1, 0, 0}, {1, 1, 0, 0}},
+      {"gt", {0, 0, 0, 1}, {0, 0, 0, 1}}, {"ge", {1, 0, 0, 1}, {0, 1, 0, 1}},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.name);
+    check(op1(std::string("aten.") + r.name + ".Tensor", {a, b}), DType::Bool, {4}, r.tensor);
+    check(op1(std::string("aten.") + r.name + ".Scalar", {a, I(2)}), DType::Bool, {4}, r.scalar);
+  }
+  // The scalar is converted to the tensor's dtype first, as PyTorch does.
+  check(op1("aten.eq.Scalar", {F({1}, {0.1}), Fl(0.1)}), DType::Bool, {1}, {1});
+  check(op1("aten.eq.Scalar", {D({1}, {0.1}), Fl(0.1)}), DType::Bool, {1}, {1});
+  check(op1("aten.gt.Scalar", {L({2}, {0, 1}), Fl(0.5)}), DType::Bool, {2}, {0, 1});
+  // Broadcasting comparisons, integer operands compared exactly.
+  Tensor big = L({2}, {double((int64_t(1) << 53) + 1), 5});
+  big.store_int(0, (int64_t(1) << 53) + 1);
+  Tensor big2 = L({1}, {0});
+  big2.store_int(0, int64_t(1) << 53);
+  check(op1("aten.ne.Tensor", {big, big2}), DType::Bool, {2}, {1, 1});
+  check(op1("aten.lt.Tensor", {L({2, 1}, {1, 5}), L({3}, {0, 2, 6})}), DType::Bool, {2, 3}, {0, 1, 1, 0, 0, 1});
+}
+
+TEST_CASE("kernels: logical ops, where and masked_fill") {
+  check(op1("aten.logical_not.default", {F({3}, {0, 2, kNaN})}), DType::Bool, {3}, {1, 0, 0});
+  check(op1("aten.logical_and.default", {F({3}, {0, 2, kNaN}), L({3}, {1, 1, 3})}), DType::Bool, {3}, {0, 1, 1});
+  Tensor cond = B({2, 1}, {1, 0});
+  check(op1("aten.where.self", {cond, F({3}, {1, 2, 3}), L({2, 3}, {7, 8, 9, 10, 11, 12})}), DType::F32, {2, 3},
+        {1, 2, 3, 10, 11, 12});
+  check(op1("aten.where.ScalarOther", {cond, L({2}, {1, 2}), I(-5)}), DType::I64, {2, 2}, {1, 2, -5, -5});
+  check(op1("aten.where.ScalarOther", {cond, L({2}, {1, 2}), Fl(0.5)}), DType::F32, {2, 2}, {1, 2, 0.5, 0.5});
+  check(op1("aten.where.self", {B({}, {1}), D({}, {-kInf}), F({2}, {1, 2})}), DType::F32, {2}, {-kInf, -kInf});
+  CHECK(op_error("aten.where.self", {F({1}, {1}), F({1}, {1}), F({1}, {2})}).find("boolean") != std::string::npos);
+  Tensor x = F({2, 2}, {1, 2, 3, 4});
+  check(op1("aten.masked_fill.Scalar", {x, B({2}, {0, 1}), Fl(-kInf)}), DType::F32, {2, 2}, {1, -kInf, 3, -kInf});
+  check(op1("aten.masked_fill.Scalar", {L({3}, {1, 2, 3}), B({2, 1}, {1, 0}), I(9)}), DType::I64, {2, 3},
+        {9, 9, 9, 1, 2, 3});
+  CHECK(op_error("aten.masked_fill.Scalar", {x, F({2}, {0, 1}), I(1)}).find("boolean") != std::string::npos);
+}
+
+TEST_CASE("kernels: clamp with one or both bounds, integers and NaN") {
+  Tensor x = F({5}, {-3, -0.5, 0.5, 3, kNaN});
+  check(op1("aten.clamp.default", {x, Fl(-1), Fl(1)}), DType::F32, {5}, {-1, -0.5, 0.5, 1, kNaN});
+  check(op1("aten.clamp.default", {x, {"min", I(0)}}), DType::F32, {5}, {0, 0, 0.5, 3, kNaN});
+  check(op1("aten.clamp.default", {x, {"max", I(0)}}), DType::F32, {5}, {-3, -0.5, 0, 0, kNaN});
+  check(op1("aten.clamp.default", {L({3}, {-5, 0, 5}), I(-2), I(2)}), DType::I64, {3}, {-2, 0, 2});
+  check(op1("aten.clamp.default", {L({3}, {-5, 0, 5}), Fl(-2.5), None()}), DType::F32, {3}, {-2.5, 0, 5});
+  CHECK(op_error("aten.clamp.default", {x}).find("at least one") != std::string::npos);
+}
