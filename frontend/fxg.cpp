@@ -197,6 +197,8 @@ public:
 
   Graph run() {
     std::string text = load_text();
+    if (json_nesting_depth(text) > kMaxJsonDepth)
+      throw Error(path_, "malformed JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     json doc;
     try {
       doc = json::parse(text);
@@ -386,6 +388,9 @@ private:
     meta.dtype = dtype(get(in, "dtype", what), what + ".dtype");
     meta.sizes = shape(get(in, "shape", what), what + ".shape");
     meta.strides = contiguous_strides(meta.sizes);
+    int64_t nbytes;
+    if (!view_extent_bytes(meta.sizes, meta.strides, 0, int64_t(dtype_size(meta.dtype)), &nbytes))
+      fail("size of " + what + " overflows");
     gi.fqn = name;
     if (const json* f = find(in, "fqn")) gi.fqn = str(*f, what + ".fqn");
     if (const json* p = find(in, "persistent")) {

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -73,6 +74,23 @@ bool view_extent_bytes(const std::vector<int64_t>& sizes, const std::vector<int6
   int64_t elems;
   if (!checked_add(storage_offset, last, &elems) || !checked_add(elems, 1, &elems)) return false;
   return checked_mul(elems, itemsize, out);
+}
+
+size_t json_nesting_depth(const std::string& text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return deepest;
 }
 
 std::string dirname_of(const std::string& path) {

@@ -27,6 +27,11 @@ bool checked_mul(int64_t a, int64_t b, int64_t* out);
 bool view_extent_bytes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
                        int64_t storage_offset, int64_t itemsize, int64_t* out);
 
+/// Deepest nesting of [ and { in JSON text (strings skipped). Readers refuse texts nested
+/// deeper than kMaxJsonDepth before parsing, so nothing recurses without bound on them.
+size_t json_nesting_depth(const std::string& text);
+constexpr size_t kMaxJsonDepth = 512;
+
 /// "dir/" part of a path, "" when there is none.
 std::string dirname_of(const std::string& path);
 /// Last path component with `suffix` removed when the name ends with it ("a/mlp.pt2" -> "mlp").

@@ -109,6 +109,9 @@ json read_json_entry(zip_t* z, const std::string& path, const std::string& name)
   if (e->size > kMaxJsonBytes) throw Error(path, "entry '" + name + "' is too large for JSON");
   std::string text(size_t(e->size), '\0');
   read_entry(z, path, name, e->index, reinterpret_cast<std::byte*>(text.data()), e->size);
+  if (json_nesting_depth(text) > kMaxJsonDepth)
+    throw Error(path, "malformed JSON in '" + name + "': nested deeper than " + std::to_string(kMaxJsonDepth) +
+                          " levels");
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw Error(path, "malformed JSON in '" + name + "'");
   return j;
@@ -267,10 +270,15 @@ private:
     return best;
   }
 
-  TensorMeta recorded_meta(const std::string& name) const {
+  // The metadata torch.export recorded for value `name`; `display` names it in errors.
+  TensorMeta recorded_meta(const std::string& name, const std::string& display = {}) const {
     auto it = tensor_values_->find(name);
     if (it == tensor_values_->end()) r_.fail("no tensor_values entry for '" + name + "'");
-    return parse_tensor_meta(r_, *it);
+    TensorMeta m = parse_tensor_meta(r_, *it);
+    int64_t bytes;
+    if (!view_extent_bytes(m.sizes, m.strides, m.storage_offset, int64_t(dtype_size(m.dtype)), &bytes))
+      throw Error(path_, "size of '" + (display.empty() ? name : display) + "' overflows");
+    return m;
   }
 
   ValueId define(const std::string& name, TensorMeta meta, const std::string& node = {},
@@ -328,7 +336,7 @@ private:
       auto it = specs.find(name);
       if (it == specs.end()) r_.fail("graph input '" + name + "' has no input spec");
       GraphInput gi;
-      gi.value = define(name, recorded_meta(name));
+      gi.value = define(name, recorded_meta(name, it->second.fqn));
       gi.kind = it->second.kind;
       gi.fqn = it->second.fqn;
       gi.persistent = it->second.persistent;

@@ -88,6 +88,8 @@ std::map<std::string, WeightData> read_safetensors(const std::string& path) {
                           " exceeds the file size " + std::to_string(file_size));
   std::string header(header_len, '\0');
   read_file_range(path, 8, header_len, reinterpret_cast<std::byte*>(header.data()));
+  if (json_nesting_depth(header) > kMaxJsonDepth)
+    throw Error(path, "malformed safetensors header: nested too deeply");
   json j = json::parse(header, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw Error(path, "malformed safetensors header: not valid JSON");
   if (!j.is_object()) throw Error(path, "malformed safetensors header: not a JSON object");

@@ -197,6 +197,9 @@ def main():
                                    "init": {"rule": "gaussian", "seed": 1}}], [], ["x"]))
     expect("bad_init.fxg", "bad_init.fxg: error: input 'p': unknown init rule 'gaussian'")
 
+    write("deep.fxg", '{"format": "fxg", "version": 1, "inputs": ' + "[" * 1000 + "]" * 1000 + "}\n")
+    expect("deep.fxg", "deep.fxg: error: malformed JSON: nested deeper than 512 levels")
+
     write("corrupt.fxg.zst", b"\x28\xb5\x2f\xfd" + b"\x00garbage that is not a zstd frame")
     expect("corrupt.fxg.zst", "corrupt.fxg.zst: error: corrupt zstd data")
 
