@@ -258,3 +258,224 @@ TEST_CASE("kernels: clamp with one or both bounds, integers and NaN") {
   check(op1("aten.clamp.default", {L({3}, {-5, 0, 5}), Fl(-2.5), None()}), DType::F32, {3}, {-2.5, 0, 5});
   CHECK(op_error("aten.clamp.default", {x}).find("at least one") != std::string::npos);
 }
+
+TEST_CASE("kernels: sum and mean reduce in double over any dims") {
+  // [1e8, 1, -1e8] sums to 1 only with a wide accumulator.
+  check(op1("aten.sum.default", {F({3}, {1e8, 1, -1e8})}), DType::F32, {}, {1});
+  Vals v = rand_vals(24, 21);
+  Tensor x = F({2, 3, 4}, v);
+  Vals h = held(x);
+  auto at = [&](int i, int j, int k) { return h[size_t(i * 12 + j * 4 + k)]; };
+  Vals s02, m1;
+  for (int j = 0; j < 3; ++j) {
+    double s = 0;
+    for (int i = 0; i < 2; ++i)
+      for (int k = 0; k < 4; ++k) s += at(i, j, k);
+    s02.push_back(s);
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 4; ++k) m1.push_back((at(i, 0, k) + at(i, 1, k) + at(i, 2, k)) / 3);
+  check(op1("aten.sum.dim_IntList", {x, Is({0, -1})}), DType::F32, {3}, s02);
+  check(op1("aten.sum.dim_IntList", {x, Is({2, 0}), Bo(true)}), DType::F32, {1, 3, 1}, s02);
+  check(op1("aten.mean.dim", {x, Is({1})}), DType::F32, {2, 4}, m1);
+  check(op1("aten.mean.dim", {x, Is({-2}), Bo(true)}), DType::F32, {2, 1, 4}, m1);
+  double total = 0;
+  for (double e : h) total += e;
+  check(op1("aten.sum.dim_IntList", {x, None()}), DType::F32, {}, {total});
+  check(op1("aten.sum.dim_IntList", {x, Is({})}), DType::F32, {}, {total});
+  check(op1("aten.mean.default", {x}), DType::F32, {}, {total / 24});
+  // Non-contiguous input.
+  Tensor t = transposed(DType::F32, 2, 3, {1, 2, 3, 4, 5, 6});
+  check(op1("aten.sum.dim_IntList", {t, Is({1})}), DType::F32, {2}, {1 + 2 + 3, 4 + 5 + 6});
+  // Integer and bool sums give i64; dtype keyword converts first.
+  check(op1("aten.sum.default", {B({3}, {1, 1, 0})}), DType::I64, {}, {2});
+  check(op1("aten.sum.default", {T(DType::I32, {2}, {2147483647, 1})}), DType::I64, {}, {2147483648.0});
+  check(op1("aten.sum.default", {L({2}, {1, 2}), {"dtype", Dt(DType::F16)}}), DType::F16, {}, {3});
+  check(op1("aten.mean.dim", {L({2}, {1, 2}), Is({0}), Bo(false), {"dtype", Dt(DType::F64)}}), DType::F64, {}, {1.5});
+  CHECK(op_error("aten.mean.default", {L({2}, {1, 2})}).find("could not infer output dtype") != std::string::npos);
+  // Empty and 0-dim reductions.
+  check(op1("aten.sum.dim_IntList", {F({0, 3}, {}), Is({0})}), DType::F32, {3}, {0, 0, 0});
+  check(op1("aten.mean.dim", {F({0, 3}, {}), Is({0})}), DType::F32, {3}, {kNaN, kNaN, kNaN});
+  check(op1("aten.sum.dim_IntList", {F({}, {5}), Is({0})}), DType::F32, {}, {5});
+  CHECK(op_error("aten.sum.dim_IntList", {x, Is({1, -2})}).find("multiple times") != std::string::npos);
+  CHECK(op_error("aten.sum.dim_IntList", {x, Is({3})}).find("out of range") != std::string::npos);
+}
+
+TEST_CASE("kernels: amax, any and argmax") {
+  Tensor x = F({2, 3}, {1, 5, 5, -1, kNaN, 2});
+  check(op1("aten.amax.default", {x, Is({1})}), DType::F32, {2}, {5, kNaN});
+  check(op1("aten.amax.default", {x, Is({0}), Bo(true)}), DType::F32, {1, 3}, {1, kNaN, 5});
+  check(op1("aten.amax.default", {L({2, 2}, {3, -9, 7, 1})}), DType::I64, {}, {7});
+  CHECK(op_error("aten.amax.default", {F({0, 2}, {}), Is({0})}).find("non-zero size") != std::string::npos);
+  check(op1("aten.any.dim", {F({2, 3}, {0, 0, 0, 0, kNaN, 0}), I(1)}), DType::Bool, {2}, {0, 1});
+  check(op1("aten.any.dim", {L({2, 2}, {0, 1, 0, 0}), I(0), Bo(true)}), DType::Bool, {1, 2}, {0, 1});
+  check(op1("aten.argmax.default", {x, I(1)}), DType::I64, {2}, {1, 1}); // first max; NaN wins
+  check(op1("aten.argmax.default", {F({2, 3}, {1, 5, 5, 7, 0, 7})}), DType::I64, {}, {3});
+  check(op1("aten.argmax.default", {F({2, 3}, {1, 5, 5, 7, 0, 7}), None(), Bo(true)}), DType::I64, {1, 1}, {3});
+  check(op1("aten.argmax.default", {F({2, 3}, {1, 5, 5, 7, 0, 7}), I(0), Bo(true)}), DType::I64, {1, 3}, {1, 0, 1});
+  CHECK(op_error("aten.argmax.default", {F({0}, {})}).find("numel() == 0") != std::string::npos);
+}
+
+TEST_CASE("kernels: softmax and log_softmax subtract the max and honour dims and dtypes") {
+  Tensor x = F({2, 3}, {1000, 1001, 1002, -kInf, 0, 1});
+  auto soft = [](Vals r) {
+    double m = *std::max_element(r.begin(), r.end()), s = 0;
+    for (double v : r) s += std::exp(v - m);
+    for (double& v : r) v = std::exp(v - m) / s;
+    return r;
+  };
+  Vals r0 = soft({1000, 1001, 1002}), r1 = soft({-kInf, 0, 1});
+  Vals expect = r0;
+  expect.insert(expect.end(), r1.begin(), r1.end());
+  check(op1("aten._softmax.default", {x, I(1), Bo(false)}), DType::F32, {2, 3}, expect);
+  check(op1("aten.softmax.int", {x, I(-1)}), DType::F32, {2, 3}, expect);
+  Vals lexpect = map(expect, [](double v) { return std::log(v); });
+  check(op1("aten._log_softmax.default", {x, I(1), Bo(false)}), DType::F32, {2, 3}, lexpect, 1e-6, 1e-6);
+  check(op1("aten.log_softmax.int", {x, I(1)}), DType::F32, {2, 3}, lexpect, 1e-6, 1e-6);
+  // Along dim 0 of a transposed input.
+  Tensor t = transposed(DType::F32, 3, 2, {1, 4, 2, 5, 3, 6}); // rows (1,4) (2,5) (3,6)
+  Vals c0 = soft({1, 2, 3}), c1 = soft({4, 5, 6});
+  check(op1("aten._softmax.default", {t, I(0), Bo(false)}), DType::F32, {3, 2}, {c0[0], c1[0], c0[1], c1[1], c0[2], c1[2]});
+  // half_to_float and dtype keywords.
+  Tensor h = T(DType::F16, {3}, {1, 2, 3});
+  check(op1("aten._softmax.default", {h, I(0), Bo(true)}), DType::F32, {3}, soft({1, 2, 3}));
+  check(op1("aten.softmax.int", {h, I(0), Dt(DType::F64)}), DType::F64, {3}, soft({1, 2, 3}), 1e-14);
+  check(op1("aten._softmax.default", {h, I(0), Bo(false)}), DType::F16, {3}, soft({1, 2, 3}), 1e-3);
+  CHECK(op_error("aten._softmax.default", {x, I(0), Bo(true)}).find("half_to_float") != std::string::npos);
+  CHECK(op_error("aten.softmax.int", {L({2}, {1, 2}), I(0)}).find("not implemented") != std::string::npos);
+  check(op1("aten.softmax.int", {F({}, {3}), I(0)}), DType::F32, {}, {1});
+  check(op1("aten.softmax.int", {F({2}, {-kInf, -kInf}), I(0)}), DType::F32, {2}, {kNaN, kNaN});
+}
+
+TEST_CASE("kernels: layer norm with population variance, affine parameters and saved stats") {
+  Vals v = rand_vals(2 * 3 * 4, 31), wv = rand_vals(12, 32), bv = rand_vals(12, 33);
+  Tensor x = D({2, 3, 4}, v), w = D({3, 4}, wv), b = D({3, 4}, bv);
+  double eps = 1e-5;
+  Vals expect, mean, rstd, expect_last;
+  for (int i = 0; i < 2; ++i) {
+    double m = 0, var = 0;
+    for (int j = 0; j < 12; ++j) m += v[size_t(i * 12 + j)];
+    m /= 12;
+    for (int j = 0; j < 12; ++j) var += (v[size_t(i * 12 + j)] - m) * (v[size_t(i * 12 + j)] - m);
+    var /= 12;
+    for (int j = 0; j < 12; ++j)
+      expect.push_back((v[size_t(i * 12 + j)] - m) / std::sqrt(var + eps) * wv[size_t(j)] + bv[size_t(j)]);
+    mean.push_back(m);
+    rstd.push_back(1 / std::sqrt(var + eps));
+  }
+  check(op1("aten.layer_norm.default", {x, Is({3, 4}), w, b, Fl(eps)}), DType::F64, {2, 3, 4}, expect, 1e-12, 1e-12);
+  auto r = op("aten.native_layer_norm.default", {x, Is({3, 4}), w, b, Fl(eps)});
+  REQUIRE(r.size() == 3);
+  check(r[0], DType::F64, {2, 3, 4}, expect, 1e-12, 1e-12);
+  check(r[1], DType::F64, {2, 1, 1}, mean, 1e-12, 1e-12);
+  check(r[2], DType::F64, {2, 1, 1}, rstd, 1e-12, 1e-12);
+  // Without affine parameters, over the last dim only, f32.
+  for (int row = 0; row < 6; ++row) {
+    double m = 0, var = 0;
+    for (int j = 0; j < 4; ++j) m += double(float(v[size_t(row * 4 + j)]));
+    m /= 4;
+    for (int j = 0; j < 4; ++j) var += std::pow(double(float(v[size_t(row * 4 + j)])) - m, 2);
+    var /= 4;
+    for (int j = 0; j < 4; ++j) expect_last.push_back((double(float(v[size_t(row * 4 + j)])) - m) / std::sqrt(var + 0.1));
+  }
+  check(op1("aten.layer_norm.default", {F({2, 3, 4}, v), Is({4}), None(), None(), Fl(0.1)}), DType::F32, {2, 3, 4}, expect_last, 1e-5, 1e-6);
+  CHECK(op_error("aten.layer_norm.default", {x, Is({4, 3})}).find("normalized_shape") != std::string::npos);
+  CHECK(op_error("aten.layer_norm.default", {x, Is({4}), D({3}, {1, 1, 1})}).find("weight") != std::string::npos);
+}
+
+TEST_CASE("kernels: batch norm in evaluation mode and its core ATen form") {
+  Vals v = rand_vals(2 * 3 * 2 * 2, 41);
+  Tensor x = F({2, 3, 2, 2}, v);
+  Vals rm = {0.1, -0.2, 0.3}, rv = {1.5, 0.5, 2.0}, w = {1, 2, -1}, b = {0, 0.5, 1};
+  double eps = 1e-3;
+  Vals h = held(x), expect;
+  for (size_t i = 0; i < h.size(); ++i) {
+    size_t ch = (i / 4) % 3;
+    expect.push_back((h[i] - double(float(rm[ch]))) / std::sqrt(double(float(rv[ch])) + eps) * w[ch] + b[ch]);
+  }
+  Tensor tw = F({3}, w), tb = F({3}, b), trm = F({3}, rm), trv = F({3}, rv);
+  check(op1("aten.batch_norm.default", {x, tw, tb, trm, trv, Bo(false), Fl(0.1), Fl(eps), Bo(true)}),
+        DType::F32, {2, 3, 2, 2}, expect, 1e-5, 1e-6);
+  auto r = op("aten._native_batch_norm_legit_no_training.default", {x, tw, tb, trm, trv, Fl(0.1), Fl(eps)});
+  REQUIRE(r.size() == 3);
+  check(r[0], DType::F32, {2, 3, 2, 2}, expect, 1e-5, 1e-6);
+  check(r[1], DType::F32, {0}, {});
+  check(r[2], DType::F32, {0}, {});
+  CHECK(op_error("aten.batch_norm.default", {x, tw, tb, trm, trv, Bo(true), Fl(0.1), Fl(eps), Bo(true)}) ==
+        "batch_norm in training mode is not supported by the reference interpreter");
+  CHECK(op_error("aten.batch_norm.default", {x, tw, tb, F({2}, {0, 0}), trv, Bo(false), Fl(0.1), Fl(eps), Bo(true)})
+            .find("running_mean") != std::string::npos);
+}
+
+namespace {
+// Reference matrix product of row-major [n,k] x [k,m].
+Vals matmul_ref(const Vals& a, const Vals& b, int n, int k, int m) {
+  Vals r(size_t(n * m), 0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < m; ++j)
+      for (int p = 0; p < k; ++p) r[size_t(i * m + j)] += a[size_t(i * k + p)] * b[size_t(p * m + j)];
+  return r;
+}
+} // namespace
+
+TEST_CASE("kernels: mm, bmm, addmm, linear and matmul over every rank case") {
+  Vals a = rand_vals(6, 51), b = rand_vals(12, 52), c = rand_vals(8, 53);
+  Tensor A = D({2, 3}, a), Bm = D({3, 4}, b);
+  Vals ab = matmul_ref(a, b, 2, 3, 4);
+  check(op1("aten.mm.default", {A, Bm}), DType::F64, {2, 4}, ab, 1e-14, 1e-14);
+  check(op1("aten.matmul.default", {A, Bm}), DType::F64, {2, 4}, ab, 1e-14, 1e-14);
+  // Transposed operands.
+  Tensor At = transposed(DType::F64, 2, 3, a);
+  check(op1("aten.mm.default", {At, Bm}), DType::F64, {2, 4}, ab, 1e-14, 1e-14);
+  // addmm: beta * self + alpha * (A @ B), with self broadcast.
+  Tensor bias = D({4}, {1, 2, 3, 4});
+  Vals addmm = ab;
+  for (size_t i = 0; i < addmm.size(); ++i) addmm[i] = 0.5 * (1 + double(i % 4)) + 2 * ab[i];
+  check(op1("aten.addmm.default", {bias, A, Bm, {"beta", Fl(0.5)}, {"alpha", I(2)}}), DType::F64, {2, 4}, addmm, 1e-14, 1e-14);
+  // beta = 0 ignores NaN in self.
+  check(op1("aten.addmm.default", {D({1}, {kNaN}), A, Bm, {"beta", I(0)}}), DType::F64, {2, 4}, ab, 1e-14, 1e-14);
+  // linear: x @ W^T + b, with 3-D input.
+  Tensor W = D({4, 3}, rand_vals(12, 54));
+  Vals wt(12);
+  Vals wv = held(W);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j) wt[size_t(j * 4 + i)] = wv[size_t(i * 3 + j)];
+  Vals lin = matmul_ref(a, wt, 2, 3, 4);
+  for (size_t i = 0; i < lin.size(); ++i) lin[i] += 1 + double(i % 4);
+  check(op1("aten.linear.default", {D({1, 2, 3}, a), W, bias}), DType::F64, {1, 2, 4}, lin, 1e-14, 1e-14);
+  check(op1("aten.linear.default", {D({3}, {1, 0, 0}), W}), DType::F64, {4}, {wv[0], wv[3], wv[6], wv[9]});
+  // matmul rank cases: 1-D x 1-D, 1-D x 2-D, 2-D x 1-D, batched broadcast.
+  check(op1("aten.matmul.default", {D({3}, {1, 2, 3}), D({3}, {4, 5, 6})}), DType::F64, {}, {32});
+  check(op1("aten.matmul.default", {D({3}, {1, 2, 3}), Bm}), DType::F64, {4}, matmul_ref({1, 2, 3}, b, 1, 3, 4), 1e-14, 1e-14);
+  check(op1("aten.matmul.default", {A, D({3}, {1, 2, 3})}), DType::F64, {2}, matmul_ref(a, {1, 2, 3}, 2, 3, 1), 1e-14, 1e-14);
+  Vals x3 = rand_vals(2 * 2 * 3, 55);
+  Tensor X3 = D({2, 1, 2, 3}, x3);      // batch [2, 1]
+  Tensor Y3 = D({3, 3, 4}, rand_vals(36, 56)); // batch [3]
+  Tensor out = op1("aten.matmul.default", {X3, Y3});
+  REQUIRE(out.sizes() == Shape{2, 3, 2, 4});
+  Vals yv = held(Y3);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      Vals xa(x3.begin() + i * 6, x3.begin() + i * 6 + 6), yb(yv.begin() + j * 12, yv.begin() + j * 12 + 12);
+      Vals r = matmul_ref(xa, yb, 2, 3, 4);
+      for (int e = 0; e < 8; ++e) CHECK(out.at({i, j, e / 4, e % 4}) == doctest::Approx(r[size_t(e)]).epsilon(1e-13));
+    }
+  Tensor v1 = op1("aten.matmul.default", {D({3}, {1, 1, 1}), Y3});
+  CHECK(v1.sizes() == Shape{3, 4});
+  // bmm with an expanded batch operand.
+  Tensor bb = D({1, 3, 4}, b).as_strided({2, 3, 4}, {0, 4, 1}, 0);
+  Tensor bmm = op1("aten.bmm.default", {D({2, 2, 3}, {a[0], a[1], a[2], a[3], a[4], a[5], 1, 0, 0, 0, 1, 0}), bb});
+  check(bmm, DType::F64, {2, 2, 4},
+        [&] { Vals r = ab; Vals r2 = matmul_ref({1, 0, 0, 0, 1, 0}, b, 2, 3, 4); r.insert(r.end(), r2.begin(), r2.end()); return r; }(),
+        1e-14, 1e-14);
+  // f32 accumulation happens in double: a long dot product of alternating large terms.
+  Vals big, ones;
+  for (int i = 0; i < 999; ++i) { big.push_back(i % 3 == 0 ? 1e8 : i % 3 == 1 ? 1 : -1e8); ones.push_back(1); }
+  check(op1("aten.mm.default", {F({1, 999}, big), F({999, 1}, ones)}), DType::F32, {1, 1}, {333});
+  // Errors.
+  CHECK(op_error("aten.mm.default", {A, A}).find("cannot be multiplied") != std::string::npos);
+  CHECK(op_error("aten.mm.default", {A, F({3, 4}, b)}).find("same dtype") != std::string::npos);
+  CHECK(op_error("aten.bmm.default", {A, Bm}).find("3-D") != std::string::npos);
+  CHECK(op_error("aten.matmul.default", {D({}, {1}), A}).find("at least 1D") != std::string::npos);
+  CHECK(op_error("aten.matmul.default", {D({2, 2, 3}, x3), D({3, 3, 4}, rand_vals(36, 1))}).find("broadcast") != std::string::npos);
+}
