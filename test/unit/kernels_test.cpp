@@ -479,3 +479,187 @@ TEST_CASE("kernels: mm, bmm, addmm, linear and matmul over every rank case") {
   CHECK(op_error("aten.matmul.default", {D({}, {1}), A}).find("at least 1D") != std::string::npos);
   CHECK(op_error("aten.matmul.default", {D({2, 2, 3}, x3), D({3, 3, 4}, rand_vals(36, 1))}).find("broadcast") != std::string::npos);
 }
+
+namespace {
+// Direct 2-D convolution written out: x [N,C,H,W], w [O,C/g,KH,KW].
+Vals conv_ref(const Vals& x, Shape xs, const Vals& w, Shape ws, const Vals& bias, int s0, int s1,
+              int p0, int p1, int d0, int d1, int groups, Shape* out_shape) {
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], O = ws[0], CG = ws[1], KH = ws[2], KW = ws[3];
+  int64_t OH = (H + 2 * p0 - d0 * (KH - 1) - 1) / s0 + 1, OW = (W + 2 * p1 - d1 * (KW - 1) - 1) / s1 + 1;
+  *out_shape = {N, O, OH, OW};
+  Vals r;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = bias.empty() ? 0 : bias[size_t(o)];
+          int64_t g = o / (O / groups);
+          for (int64_t c = 0; c < CG; ++c)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t ih = oh * s0 - p0 + kh * d0, iw = ow * s1 - p1 + kw * d1;
+                if (ih < 0 || iw < 0 || ih >= H || iw >= W) continue;
+                acc += x[size_t(((n * C + g * CG + c) * H + ih) * W + iw)] * w[size_t(((o * CG + c) * KH + kh) * KW + kw)];
+              }
+          r.push_back(acc);
+        }
+  return r;
+}
+} // namespace
+
+TEST_CASE("kernels: conv2d and convolution with stride, padding, dilation and groups") {
+  Vals x = rand_vals(2 * 4 * 5 * 6, 61), w = rand_vals(6 * 2 * 3 * 2, 62), b = rand_vals(6, 63);
+  Tensor X = D({2, 4, 5, 6}, x), W = D({6, 2, 3, 2}, w), Bb = D({6}, b);
+  Shape os;
+  Vals expect = conv_ref(x, {2, 4, 5, 6}, w, {6, 2, 3, 2}, b, 2, 1, 1, 0, 1, 2, 2, &os);
+  check(op1("aten.conv2d.default", {X, W, Bb, Is({2, 1}), Is({1, 0}), Is({1, 2}), I(2)}), DType::F64, os, expect, 1e-13, 1e-13);
+  check(op1("aten.convolution.default", {X, W, Bb, Is({2, 1}), Is({1, 0}), Is({1, 2}), Bo(false), Is({0, 0}), I(2)}),
+        DType::F64, os, expect, 1e-13, 1e-13);
+  // Defaults, no bias, single int parameters broadcast to both dims.
+  Tensor W1 = D({3, 4, 3, 3}, rand_vals(108, 64));
+  Vals e2 = conv_ref(x, {2, 4, 5, 6}, held(W1), {3, 4, 3, 3}, {}, 1, 1, 1, 1, 1, 1, 1, &os);
+  check(op1("aten.conv2d.default", {X, W1, None(), Is({1}), Is({1})}), DType::F64, os, e2, 1e-13, 1e-13);
+  // Unbatched input.
+  Tensor x0 = D({4, 5, 6}, Vals(x.begin(), x.begin() + 120));
+  Vals e3 = conv_ref(Vals(x.begin(), x.begin() + 120), {1, 4, 5, 6}, held(W1), {3, 4, 3, 3}, {}, 1, 1, 0, 0, 1, 1, 1, &os);
+  check(op1("aten.conv2d.default", {x0, W1}), DType::F64, {3, 3, 4}, e3, 1e-13, 1e-13);
+  // 1-D convolution through convolution.
+  Tensor x1 = D({1, 2, 5}, {1, 2, 3, 4, 5, 0, 1, 0, 1, 0});
+  Tensor w1 = D({1, 2, 2}, {1, -1, 2, 0});
+  check(op1("aten.convolution.default", {x1, w1, None(), Is({1}), Is({0}), Is({1}), Bo(false), Is({0}), I(1)}),
+        DType::F64, {1, 1, 4}, {-1, 1, -1, 1});
+  CHECK(op_error("aten.convolution.default", {X, W, Bb, Is({1}), Is({0}), Is({1}), Bo(true), Is({0}), I(2)}) ==
+        "transposed convolution is not supported by the reference interpreter");
+  CHECK(op_error("aten.conv2d.default", {X, W}).find("channels") != std::string::npos);
+  CHECK(op_error("aten.conv2d.default", {D({1, 4, 2, 2}, Vals(16, 1)), W1}).find("too small") != std::string::npos);
+}
+
+TEST_CASE("kernels: max_pool2d with ceil_mode, padding, dilation and flat indices") {
+  // 1 x 1 x 4 x 5 plane with distinct values.
+  Vals v;
+  for (int i = 0; i < 20; ++i) v.push_back(double((i * 7) % 20));
+  Tensor x = F({1, 1, 4, 5}, v);
+  auto ref = [&](int k, int s, int p, int d, bool ceil, Shape* shape, Vals* idx) {
+    auto outsz = [&](int in) {
+      int num = in + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
+      int o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+      if (ceil && (o - 1) * s >= in + p) --o;
+      return o;
+    };
+    int OH = outsz(4), OW = outsz(5);
+    *shape = {1, 1, OH, OW};
+    Vals r;
+    idx->clear();
+    for (int oh = 0; oh < OH; ++oh)
+      for (int ow = 0; ow < OW; ++ow) {
+        double best = -kInf;
+        int bi = -1;
+        for (int i = 0; i < k; ++i)
+          for (int j = 0; j < k; ++j) {
+            int h = oh * s - p + i * d, w = ow * s - p + j * d;
+            if (h < 0 || w < 0 || h >= 4 || w >= 5) continue;
+            if (v[size_t(h * 5 + w)] > best) { best = v[size_t(h * 5 + w)]; bi = h * 5 + w; }
+          }
+        r.push_back(best);
+        idx->push_back(bi);
+      }
+    return r;
+  };
+  struct Case { int k, s, p, d; bool ceil; };
+  for (Case cs : {Case{2, 2, 0, 1, false}, Case{2, 2, 0, 1, true}, Case{3, 2, 1, 1, true},
+                  Case{2, 1, 1, 2, false}, Case{3, 3, 1, 1, true}}) {
+    CAPTURE(cs.k);
+    CAPTURE(cs.ceil);
+    Shape shape;
+    Vals idx;
+    Vals expect = ref(cs.k, cs.s, cs.p, cs.d, cs.ceil, &shape, &idx);
+    auto r = op("aten.max_pool2d_with_indices.default", {x, Is({cs.k}), Is({cs.s}), Is({cs.p}), Is({cs.d}), Bo(cs.ceil)});
+    REQUIRE(r.size() == 2);
+    check(r[0], DType::F32, shape, expect);
+    check(r[1], DType::I64, shape, idx);
+    check(op1("aten.max_pool2d.default", {x, Is({cs.k, cs.k}), Is({cs.s, cs.s}), Is({cs.p}), Is({cs.d}), Bo(cs.ceil)}),
+          DType::F32, shape, expect);
+  }
+  // Default stride = kernel size; 3-D input; NaN wins.
+  check(op1("aten.max_pool2d.default", {F({1, 2, 2}, {1, kNaN, 3, 2}), Is({2})}), DType::F32, {1, 1, 1}, {kNaN});
+  CHECK(op_error("aten.max_pool2d.default", {x, Is({2}), Is({2}), Is({2})}).find("half") != std::string::npos);
+}
+
+TEST_CASE("kernels: adaptive_avg_pool2d uses PyTorch's start/end windows") {
+  Vals v = rand_vals(5 * 7, 71);
+  Tensor x = D({1, 1, 5, 7}, v);
+  Vals expect;
+  int OH = 3, OW = 4;
+  for (int oh = 0; oh < OH; ++oh)
+    for (int ow = 0; ow < OW; ++ow) {
+      int h0 = (oh * 5) / OH, h1 = int(std::ceil((oh + 1) * 5.0 / OH));
+      int w0 = (ow * 7) / OW, w1 = int(std::ceil((ow + 1) * 7.0 / OW));
+      double s = 0;
+      for (int h = h0; h < h1; ++h)
+        for (int w = w0; w < w1; ++w) s += v[size_t(h * 7 + w)];
+      expect.push_back(s / ((h1 - h0) * (w1 - w0)));
+    }
+  check(op1("aten.adaptive_avg_pool2d.default", {x, Is({3, 4})}), DType::F64, {1, 1, 3, 4}, expect, 1e-14, 1e-14);
+  check(op1("aten.adaptive_avg_pool2d.default", {F({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}), Is({1, 1})}), DType::F32,
+        {2, 1, 1}, {2.5, 6.5});
+  CHECK(op_error("aten.adaptive_avg_pool2d.default", {F({4}, {1, 2, 3, 4}), Is({1, 1})}).find("3-D or 4-D") != std::string::npos);
+}
+
+namespace {
+// Attention for one head: q [L,E], k [S,E], v [S,Ev] with an additive mask [L,S].
+Vals attention_ref(const Vals& q, const Vals& k, const Vals& v, int L, int S, int E, int Ev,
+                   const Vals& mask, double scale) {
+  Vals out;
+  for (int i = 0; i < L; ++i) {
+    Vals s(static_cast<size_t>(S));
+    double m = -kInf;
+    for (int j = 0; j < S; ++j) {
+      double d = 0;
+      for (int e = 0; e < E; ++e) d += q[size_t(i * E + e)] * k[size_t(j * E + e)];
+      s[size_t(j)] = d * scale + (mask.empty() ? 0 : mask[size_t(i * S + j)]);
+      m = std::max(m, s[size_t(j)]);
+    }
+    double z = 0;
+    for (double x : s) z += std::exp(x - m);
+    for (int f = 0; f < Ev; ++f) {
+      double acc = 0;
+      for (int j = 0; j < S; ++j) acc += (m == -kInf ? 0 : std::exp(s[size_t(j)] - m) / z) * v[size_t(j * Ev + f)];
+      out.push_back(acc);
+    }
+  }
+  return out;
+}
+} // namespace
+
+TEST_CASE("kernels: scaled_dot_product_attention with masks, causal and scale") {
+  int L = 3, S = 4, E = 2, Ev = 3;
+  Vals q = rand_vals(size_t(L * E), 81), k = rand_vals(size_t(S * E), 82), v = rand_vals(size_t(S * Ev), 83);
+  Tensor Q = D({1, 1, 3, 2}, q), K = D({1, 1, 4, 2}, k), V = D({1, 1, 4, 3}, v);
+  double sc = 1 / std::sqrt(2.0);
+  check(op1("aten.scaled_dot_product_attention.default", {Q, K, V}), DType::F64, {1, 1, 3, 3},
+        attention_ref(q, k, v, L, S, E, Ev, {}, sc), 1e-13, 1e-13);
+  Vals causal(static_cast<size_t>(L * S));
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j < S; ++j) causal[size_t(i * S + j)] = j > i ? -kInf : 0;
+  check(op1("aten.scaled_dot_product_attention.default", {Q, K, V, {"is_causal", Bo(true)}}), DType::F64, {1, 1, 3, 3},
+        attention_ref(q, k, v, L, S, E, Ev, causal, sc), 1e-13, 1e-13);
+  Vals bm = {1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1}; // row 1 fully masked -> zeros
+  Vals add(bm.size());
+  for (size_t i = 0; i < bm.size(); ++i) add[i] = bm[i] != 0 ? 0 : -kInf;
+  Tensor out = op1("aten.scaled_dot_product_attention.default", {Q, K, V, B({3, 4}, bm)});
+  check(out, DType::F64, {1, 1, 3, 3}, attention_ref(q, k, v, L, S, E, Ev, add, sc), 1e-13, 1e-13);
+  CHECK(out.at({0, 0, 1, 2}) == 0);
+  Vals fm = rand_vals(12, 84);
+  check(op1("aten.scaled_dot_product_attention.default", {Q, K, V, D({1, 3, 4}, fm), {"scale", Fl(0.3)}}), DType::F64,
+        {1, 1, 3, 3}, attention_ref(q, k, v, L, S, E, Ev, fm, 0.3), 1e-13, 1e-13);
+  // Batch broadcasting of key/value and f32 results.
+  Tensor out2 = op1("aten.scaled_dot_product_attention.default", {F({2, 3, 2}, rand_vals(12, 85)), F({1, 4, 2}, k), F({1, 4, 3}, v)});
+  CHECK(out2.sizes() == Shape{2, 3, 3});
+  CHECK(op_error("aten.scaled_dot_product_attention.default", {Q, K, V, None(), Fl(0.1)}).find("dropout_p") != std::string::npos);
+  CHECK(op_error("aten.scaled_dot_product_attention.default", {Q, K, V, B({3, 4}, bm), Fl(0), Bo(true)}).find("is_causal") != std::string::npos);
+  CHECK(op_error("aten.scaled_dot_product_attention.default",
+                 {D({1, 4, 3, 2}, rand_vals(24, 1)), D({1, 2, 4, 2}, rand_vals(16, 2)), D({1, 2, 4, 3}, rand_vals(24, 3)),
+                  {"enable_gqa", Bo(true)}}).find("enable_gqa") != std::string::npos);
+  check(op1("aten.scaled_dot_product_attention.default", {Q, K, V, {"enable_gqa", Bo(true)}}), DType::F64, {1, 1, 3, 3},
+        attention_ref(q, k, v, L, S, E, Ev, {}, sc), 1e-13, 1e-13);
+}
