@@ -663,3 +663,269 @@ TEST_CASE("kernels: scaled_dot_product_attention with masks, causal and scale") 
   check(op1("aten.scaled_dot_product_attention.default", {Q, K, V, {"enable_gqa", Bo(true)}}), DType::F64, {1, 1, 3, 3},
         attention_ref(q, k, v, L, S, E, Ev, {}, sc), 1e-13, 1e-13);
 }
+
+TEST_CASE("kernels: embedding, gather, index_select and scatter_add with range checks") {
+  Tensor w = F({4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
+  check(op1("aten.embedding.default", {w, L({2, 2}, {3, 0, 1, 1})}), DType::F32, {2, 2, 2}, {30, 31, 0, 1, 10, 11, 10, 11});
+  check(op1("aten.embedding.default", {w, T(DType::I32, {}, {2})}), DType::F32, {2}, {20, 21});
+  CHECK(op_error("aten.embedding.default", {w, L({1}, {4})}).find("index 4 is out of range") != std::string::npos);
+  CHECK(op_error("aten.embedding.default", {w, L({1}, {-1})}).find("out of range") != std::string::npos);
+  CHECK(op_error("aten.embedding.default", {w, F({1}, {1})}).find("i64") != std::string::npos);
+  Tensor x = F({2, 3}, {1, 2, 3, 4, 5, 6});
+  check(op1("aten.gather.default", {x, I(1), L({2, 2}, {2, 0, 1, 1})}), DType::F32, {2, 2}, {3, 1, 5, 5});
+  check(op1("aten.gather.default", {x, I(0), L({1, 3}, {1, 0, 1})}), DType::F32, {1, 3}, {4, 2, 6});
+  check(op1("aten.gather.default", {transposed(DType::F32, 3, 2, {1, 4, 2, 5, 3, 6}), I(-1), L({3, 1}, {1, 0, 1})}),
+        DType::F32, {3, 1}, {4, 2, 6});
+  CHECK(op_error("aten.gather.default", {x, I(1), L({1, 1}, {3})}).find("out of bounds") != std::string::npos);
+  CHECK(op_error("aten.gather.default", {x, I(1), T(DType::I32, {1, 1}, {0})}).find("i64") != std::string::npos);
+  check(op1("aten.index_select.default", {x, I(1), L({3}, {2, 2, 0})}), DType::F32, {2, 3}, {3, 3, 1, 6, 6, 4});
+  check(op1("aten.index_select.default", {x, I(-2), T(DType::I32, {1}, {1})}), DType::F32, {1, 3}, {4, 5, 6});
+  check(op1("aten.index_select.default", {x, I(0), L({0}, {})}), DType::F32, {0, 3}, {});
+  CHECK(op_error("aten.index_select.default", {x, I(0), L({1}, {2})}).find("out of range") != std::string::npos);
+  check(op1("aten.scatter_add.default", {F({2, 3}, {0, 0, 0, 1, 1, 1}), I(1), L({2, 2}, {2, 2, 0, 1}), F({2, 2}, {5, 6, 7, 8})}),
+        DType::F32, {2, 3}, {0, 0, 11, 8, 9, 1});
+  CHECK(op_error("aten.scatter_add.default", {x, I(0), L({1, 1}, {5}), F({1, 1}, {1})}).find("out of bounds") != std::string::npos);
+}
+
+TEST_CASE("kernels: advanced indexing with None entries, masks and negative indices") {
+  Vals v;
+  for (int i = 0; i < 24; ++i) v.push_back(i);
+  Tensor x = F({2, 3, 4}, v); // x[i][j][k] = 12i + 4j + k
+  // x[[1, 0]] -> [2, 3, 4]
+  Tensor r = op1("aten.index.Tensor", {x, std::vector<Tensor>{L({2}, {1, 0})}});
+  CHECK(r.sizes() == Shape{2, 3, 4});
+  CHECK(r.at({0, 2, 3}) == 23);
+  CHECK(r.at({1, 0, 1}) == 1);
+  // x[:, [2, -1]] -> [2, 2, 4]
+  r = op1("aten.index.Tensor", {x, std::vector<Tensor>{Tensor(), L({2}, {2, -1})}});
+  CHECK(r.sizes() == Shape{2, 2, 4});
+  CHECK(r.at({1, 0, 3}) == 12 + 8 + 3);
+  CHECK(r.at({1, 1, 0}) == 12 + 8);
+  // Adjacent index tensors broadcast together: x[:, [[0], [2]], [1, 3]] -> [2, 2, 2]
+  r = op1("aten.index.Tensor", {x, std::vector<Tensor>{Tensor(), L({2, 1}, {0, 2}), L({2}, {1, 3})}});
+  CHECK(r.sizes() == Shape{2, 2, 2});
+  CHECK(r.at({1, 1, 0}) == 12 + 8 + 1);
+  CHECK(r.at({0, 0, 1}) == 3);
+  // Separated by None: the broadcast dims go first: x[[0, 1], :, [3, 0]] -> [2, 3]
+  r = op1("aten.index.Tensor", {x, std::vector<Tensor>{L({2}, {0, 1}), Tensor(), L({2}, {3, 0})}});
+  check(r, DType::F32, {2, 3}, {3, 7, 11, 12, 16, 20});
+  // Boolean mask over the first two dims.
+  Tensor m = B({2, 3}, {1, 0, 0, 0, 0, 1});
+  r = op1("aten.index.Tensor", {x, std::vector<Tensor>{m}});
+  check(r, DType::F32, {2, 4}, {0, 1, 2, 3, 20, 21, 22, 23});
+  CHECK(op_error("aten.index.Tensor", {x, std::vector<Tensor>{L({1}, {2})}}).find("out of bounds") != std::string::npos);
+  CHECK(op_error("aten.index.Tensor", {x, std::vector<Tensor>{B({3}, {1, 0, 1})}}).find("mask") != std::string::npos);
+  CHECK(op_error("aten.index.Tensor", {x, std::vector<Tensor>{F({1}, {0})}}).find("indices") != std::string::npos);
+}
+
+TEST_CASE("kernels: cat, roll and constant padding") {
+  Tensor a = F({2, 2}, {1, 2, 3, 4});
+  check(op1("aten.cat.default", {std::vector<Tensor>{a, L({1, 2}, {5, 6})}}), DType::F32, {3, 2}, {1, 2, 3, 4, 5, 6});
+  check(op1("aten.cat.default", {std::vector<Tensor>{a, transposed(DType::F32, 2, 1, {7, 8}), F({0}, {})}, I(-1)}),
+        DType::F32, {2, 3}, {1, 2, 7, 3, 4, 8});
+  check(op1("aten.cat.default", {std::vector<Tensor>{T(DType::I32, {1}, {1}), T(DType::F16, {1}, {0.5})}}), DType::F16, {2}, {1, 0.5});
+  CHECK(op_error("aten.cat.default", {std::vector<Tensor>{a, F({1, 3}, {1, 2, 3})}}).find("sizes of tensors must match") != std::string::npos);
+  CHECK(op_error("aten.cat.default", {std::vector<Tensor>{a, F({2}, {1, 2})}}).find("same number of dimensions") != std::string::npos);
+  Tensor r = F({2, 3}, {1, 2, 3, 4, 5, 6});
+  check(op1("aten.roll.default", {r, Is({1})}), DType::F32, {2, 3}, {6, 1, 2, 3, 4, 5});
+  check(op1("aten.roll.default", {r, Is({-1}), Is({1})}), DType::F32, {2, 3}, {2, 3, 1, 5, 6, 4});
+  check(op1("aten.roll.default", {r, Is({1, 4}), Is({0, 1})}), DType::F32, {2, 3}, {6, 4, 5, 3, 1, 2});
+  CHECK(op_error("aten.roll.default", {r, Is({1, 2})}).find("shifts") != std::string::npos);
+  // Padding: last dim (1, 2), second-to-last (0, -1) crops one row.
+  Tensor p = op1("aten.constant_pad_nd.default", {r, Is({1, 2, 0, -1}), Fl(9)});
+  check(p, DType::F32, {1, 6}, {9, 1, 2, 3, 9, 9});
+  check(op1("aten.constant_pad_nd.default", {L({2}, {1, 2}), Is({1, 0})}), DType::I64, {3}, {0, 1, 2});
+  check(op1("aten.pad.default", {r, Is({0, 0, 1, 0}), S("constant"), Fl(-1)}), DType::F32, {3, 3}, {-1, -1, -1, 1, 2, 3, 4, 5, 6});
+  check(op1("aten.pad.default", {F({2}, {1, 2}), Is({1, 1})}), DType::F32, {4}, {0, 1, 2, 0});
+  CHECK(op_error("aten.pad.default", {r, Is({1, 1}), S("reflect")}) == "pad mode 'reflect' is not supported by the reference interpreter");
+  CHECK(op_error("aten.constant_pad_nd.default", {r, Is({-2, -2})}).find("negative output size") != std::string::npos);
+  CHECK(op_error("aten.constant_pad_nd.default", {r, Is({1})}).find("divisible by 2") != std::string::npos);
+}
+
+TEST_CASE("kernels: computeStride decides when a reshape is a view") {
+  Shape out;
+  CHECK(compute_view_strides({2, 3, 4}, {12, 4, 1}, {6, 4}, &out));
+  CHECK(out == Shape{4, 1});
+  CHECK(compute_view_strides({2, 3}, {1, 2}, {2, 3, 1}, &out)); // transposed, adding a size-1 dim
+  CHECK(out == Shape{1, 2, 2});
+  CHECK_FALSE(compute_view_strides({2, 3}, {1, 2}, {6}, &out));
+  CHECK(compute_view_strides({4, 1, 3}, {3, 100, 1}, {2, 2, 3}, &out)); // size-1 dims are free
+  CHECK(out == Shape{6, 3, 1});
+  CHECK(compute_view_strides({}, {}, {1, 1}, &out));
+  CHECK(out == Shape{1, 1});
+  CHECK(compute_view_strides({0, 3}, {3, 1}, {3, 0}, &out));
+  CHECK(compute_view_strides({2, 2, 3}, {0, 3, 1}, {2, 6}, &out)); // expanded outer dim
+  CHECK(out == Shape{0, 1});
+}
+
+TEST_CASE("kernels: view ops share storage and compute PyTorch's strides") {
+  Vals v;
+  for (int i = 0; i < 24; ++i) v.push_back(i);
+  Tensor x = F({2, 3, 4}, v);
+  Tensor y = op1("aten.view.default", {x, Is({6, -1})});
+  CHECK(y.storage() == x.storage());
+  CHECK(y.sizes() == Shape{6, 4});
+  CHECK(op_error("aten.view.default", {x, Is({5, -1})}).find("invalid for input of size 24") != std::string::npos);
+  CHECK(op_error("aten.view.default", {x, Is({-1, -1})}).find("only one dimension") != std::string::npos);
+  Tensor t = op1("aten.transpose.int", {x, I(0), I(-1)});
+  CHECK(t.storage() == x.storage());
+  CHECK(t.sizes() == Shape{4, 3, 2});
+  CHECK(t.strides() == Shape{1, 4, 12});
+  CHECK(op_error("aten.view.default", {t, Is({24})}).find("reshape") != std::string::npos);
+  Tensor rs = op1("aten.reshape.default", {t, Is({24})});
+  CHECK(rs.storage() != x.storage()); // not viewable: a copy
+  CHECK(rs.at({1}) == 12);
+  Tensor rv = op1("aten.reshape.default", {x, Is({4, 6})});
+  CHECK(rv.storage() == x.storage());
+  Tensor p = op1("aten.permute.default", {x, Is({2, 0, 1})});
+  CHECK(p.sizes() == Shape{4, 2, 3});
+  CHECK(p.at({3, 1, 2}) == 12 + 8 + 3);
+  CHECK(op_error("aten.permute.default", {x, Is({0, 0, 1})}).find("duplicate") != std::string::npos);
+  Tensor e = op1("aten.expand.default", {F({3, 1}, {1, 2, 3}), Is({2, -1, 4})});
+  CHECK(e.sizes() == Shape{2, 3, 4});
+  CHECK(e.strides() == Shape{0, 1, 0});
+  CHECK(e.at({1, 2, 3}) == 3);
+  CHECK(op_error("aten.expand.default", {F({3}, {1, 2, 3}), Is({4})}).find("must match") != std::string::npos);
+  CHECK(op_error("aten.expand.default", {F({3}, {1, 2, 3}), Is({-1, 3})}).find("leading") != std::string::npos);
+  Tensor s = op1("aten.slice.Tensor", {x, I(2), I(1), I(std::numeric_limits<int64_t>::max()), I(2)});
+  CHECK(s.sizes() == Shape{2, 3, 2});
+  CHECK(s.storage_offset() == 1);
+  CHECK(s.at({1, 2, 1}) == 12 + 8 + 3);
+  check(op1("aten.slice.Tensor", {F({5}, {0, 1, 2, 3, 4}), I(0), I(-3), I(-1)}), DType::F32, {2}, {2, 3});
+  check(op1("aten.slice.Tensor", {F({5}, {0, 1, 2, 3, 4}), I(0), I(4), I(2)}), DType::F32, {0}, {});
+  check(op1("aten.slice.Tensor", {F({3}, {0, 1, 2}), I(0), None(), None()}), DType::F32, {3}, {0, 1, 2});
+  CHECK(op_error("aten.slice.Tensor", {x, I(0), I(0), I(1), I(0)}).find("positive") != std::string::npos);
+  Tensor sel = op1("aten.select.int", {x, I(1), I(-1)});
+  CHECK(sel.sizes() == Shape{2, 4});
+  CHECK(sel.at({1, 0}) == 12 + 8);
+  CHECK(op_error("aten.select.int", {x, I(1), I(3)}).find("out of range") != std::string::npos);
+  Tensor as = op1("aten.as_strided.default", {x, Is({2, 2}), Is({1, 12}), I(5)});
+  check(as, DType::F32, {2, 2}, {5, 17, 6, 18});
+  check(op1("aten.as_strided.default", {sel, Is({2}), Is({1})}), DType::F32, {2}, {8, 9});
+  CHECK(op_error("aten.as_strided.default", {x, Is({2}), Is({20}), I(5)}).find("storage") != std::string::npos);
+  Tensor u = op1("aten.unsqueeze.default", {x, I(-1)});
+  CHECK(u.sizes() == Shape{2, 3, 4, 1});
+  CHECK(u.strides() == Shape{12, 4, 1, 1});
+  CHECK(op1("aten.unsqueeze.default", {x, I(1)}).strides() == Shape{12, 12, 4, 1});
+  CHECK(op1("aten.unsqueeze.default", {F({}, {1}), I(0)}).sizes() == Shape{1});
+  Tensor q = F({1, 3, 1}, {1, 2, 3});
+  CHECK(op1("aten.squeeze.dim", {q, I(0)}).sizes() == Shape{3, 1});
+  CHECK(op1("aten.squeeze.dim", {q, I(1)}).sizes() == Shape{1, 3, 1});
+  CHECK(op1("aten.squeeze.dims", {q, Is({0, -1})}).sizes() == Shape{3});
+  CHECK(op1("aten.squeeze.dims", {F({}, {1}), Is({0})}).sizes() == Shape{});
+  CHECK(op1("aten.alias.default", {x}).storage() == x.storage());
+  auto parts = op("aten.split.Tensor", {x, I(3), I(2)});
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[0].sizes() == Shape{2, 3, 3});
+  CHECK(parts[1].sizes() == Shape{2, 3, 1});
+  CHECK(parts[1].at({0, 0, 0}) == 3);
+  CHECK(parts[1].storage() == x.storage());
+  auto ws = op("aten.split_with_sizes.default", {x, Is({1, 2}), I(1)});
+  REQUIRE(ws.size() == 2);
+  CHECK(ws[1].sizes() == Shape{2, 2, 4});
+  CHECK(ws[1].at({0, 0, 0}) == 4);
+  CHECK(op_error("aten.split_with_sizes.default", {x, Is({1, 1}), I(1)}).find("sum exactly") != std::string::npos);
+  Tensor f = op1("aten.flatten.using_ints", {x, I(1)});
+  CHECK(f.sizes() == Shape{2, 12});
+  CHECK(f.storage() == x.storage());
+  CHECK(op1("aten.flatten.using_ints", {F({}, {3})}).sizes() == Shape{1});
+  Tensor ft = op1("aten.flatten.using_ints", {t});
+  CHECK(ft.storage() != x.storage());
+  CHECK(ft.at({1}) == 12);
+  Tensor uf = op1("aten.unflatten.int", {x, I(-1), Is({2, -1})});
+  CHECK(uf.sizes() == Shape{2, 3, 2, 2});
+  CHECK(uf.storage() == x.storage());
+  CHECK(op_error("aten.unflatten.int", {x, I(2), Is({3, -1})}).find("invalid") != std::string::npos);
+  CHECK(op1("aten.contiguous.default", {x}).storage() == x.storage());
+  Tensor ct = op1("aten.contiguous.default", {t});
+  CHECK(ct.storage() != x.storage());
+  CHECK(ct.is_contiguous());
+  CHECK(ct.to_vector() == t.to_vector());
+}
+
+TEST_CASE("kernels: copies, conversions and slice_scatter") {
+  Tensor x = F({2, 2}, {1.5, -2.5, 3, 4});
+  Tensor c = op1("aten.clone.default", {x});
+  CHECK(c.storage() != x.storage());
+  CHECK(c.to_vector() == x.to_vector());
+  check(op1("aten._to_copy.default", {x, {"dtype", Dt(DType::I32)}}), DType::I32, {2, 2}, {1, -2, 3, 4});
+  check(op1("aten._to_copy.default", {x}), DType::F32, {2, 2}, {1.5, -2.5, 3, 4});
+  CHECK(op1("aten.to.dtype", {x, Dt(DType::F32)}).storage() == x.storage());
+  CHECK(op1("aten.to.dtype", {x, Dt(DType::F32), Bo(false), Bo(true)}).storage() != x.storage());
+  check(op1("aten.to.dtype", {x, Dt(DType::BF16)}), DType::BF16, {2, 2}, {1.5, -2.5, 3, 4});
+  check(op1("aten.to.dtype", {x, Dt(DType::Bool)}), DType::Bool, {2, 2}, {1, 1, 1, 1});
+  check(op1("aten.copy.default", {x, L({2}, {7, 8})}), DType::F32, {2, 2}, {7, 8, 7, 8});
+  Tensor lf = op1("aten.lift_fresh_copy.default", {x});
+  CHECK(lf.storage() != x.storage());
+  check(lf, DType::F32, {2, 2}, {1.5, -2.5, 3, 4});
+  check(op1("aten.slice_scatter.default", {F({2, 4}, {0, 0, 0, 0, 0, 0, 0, 0}), F({2, 2}, {1, 2, 3, 4}), I(1), I(1), None(), I(2)}),
+        DType::F32, {2, 4}, {0, 1, 0, 2, 0, 3, 0, 4});
+  CHECK(op_error("aten.slice_scatter.default", {F({4}, {0, 0, 0, 0}), F({3}, {1, 2, 3}), I(0), I(0), I(2)}).find("slice") != std::string::npos);
+}
+
+TEST_CASE("kernels: in-place ops mutate their input's storage and return it") {
+  Tensor x = F({4}, {-1, 2, -3, 4});
+  auto r = op("aten.relu_.default", {x});
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].storage() == x.storage());
+  CHECK(x.to_vector() == Vals{0, 2, 0, 4});
+  // Through a view: only the viewed elements change.
+  Tensor base = F({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor col = base.as_strided({2}, {3}, 1);
+  op("aten.add_.Tensor", {col, F({}, {10}), {"alpha", I(2)}});
+  CHECK(base.to_vector() == Vals{1, 22, 3, 4, 25, 6});
+  // Aliasing operands: x += x^T computes from the old values.
+  Tensor sq = F({2, 2}, {1, 2, 3, 4});
+  op("aten.add_.Tensor", {sq, sq.as_strided({2, 2}, {1, 2}, 0)});
+  CHECK(sq.to_vector() == Vals{2, 5, 5, 8});
+  Tensor s = D({2}, {-1, 1});
+  op("aten.silu_.default", {s});
+  CHECK(s.to_vector()[1] == doctest::Approx(1 / (1 + std::exp(-1.0))));
+  Tensor h = D({2}, {-4, 1});
+  op("aten.hardswish_.default", {h});
+  CHECK(h.to_vector() == Vals{0, 1 * 4.0 / 6});
+  Tensor f = L({3}, {1, 2, 3});
+  op("aten.fill_.Scalar", {f, I(7)});
+  CHECK(f.to_vector() == Vals{7, 7, 7});
+  op("aten.fill_.Tensor", {f, F({}, {2.9})});
+  CHECK(f.to_vector() == Vals{2, 2, 2});
+  CHECK(op_error("aten.fill_.Tensor", {f, F({1}, {2})}).find("0-dimension") != std::string::npos);
+  CHECK(op_error("aten.add_.Tensor", {L({2}, {1, 2}), F({2}, {0.5, 0.5})}).find("can't be cast") != std::string::npos);
+  CHECK(op_error("aten.add_.Tensor", {F({2}, {1, 2}), F({2, 2}, {1, 1, 1, 1})}).find("doesn't match") != std::string::npos);
+}
+
+TEST_CASE("kernels: dropout, _assert_tensor_metadata and factories") {
+  Tensor x = F({2}, {1, 2});
+  CHECK(op1("aten.dropout.default", {x, Fl(0.5), Bo(false)}).storage() == x.storage());
+  CHECK(op1("aten.dropout.default", {x, Fl(0), Bo(true)}).to_vector() == Vals{1, 2});
+  CHECK(op_error("aten.dropout.default", {x, Fl(0.5), Bo(true)}) ==
+        "dropout in training mode is not supported by the reference interpreter");
+  CHECK(op_error("aten.dropout.default", {x, Fl(1.5), Bo(false)}).find("between 0 and 1") != std::string::npos);
+  CHECK(op("aten._assert_tensor_metadata.default", {x, Is({2}), None(), Dt(DType::F32)}).empty());
+  CHECK(op_error("aten._assert_tensor_metadata.default", {x, Is({3})}).find("size") != std::string::npos);
+  CHECK(op_error("aten._assert_tensor_metadata.default", {x, None(), None(), Dt(DType::F16)}).find("dtype") != std::string::npos);
+  CHECK(op("aten._assert_tensor_metadata.default", {D({2}, {1, 2}), None(), None(), Dt(DType::F32)}, true).empty());
+  check(op1("aten.arange.default", {I(4)}), DType::I64, {4}, {0, 1, 2, 3});
+  check(op1("aten.arange.default", {Fl(2.5)}), DType::F32, {3}, {0, 1, 2});
+  check(op1("aten.arange.start", {I(2), I(5), {"dtype", Dt(DType::F16)}}), DType::F16, {3}, {2, 3, 4});
+  check(op1("aten.arange.start_step", {I(10), I(0), I(-3)}), DType::I64, {4}, {10, 7, 4, 1});
+  check(op1("aten.arange.start_step", {Fl(0), Fl(1), Fl(0.25)}), DType::F32, {4}, {0, 0.25, 0.5, 0.75});
+  check(op1("aten.arange.start_step", {I(0), I(1), Fl(0.3)}, true), DType::F64, {4}, {0, 0.3, 0.6, 0.8999999999999999}, 0, 1e-15);
+  CHECK(op_error("aten.arange.start_step", {I(0), I(5), I(0)}).find("nonzero") != std::string::npos);
+  CHECK(op_error("aten.arange.start_step", {I(0), I(5), I(-1)}).find("inconsistent") != std::string::npos);
+  check(op1("aten.full.default", {Is({2, 1}), Fl(1.5)}), DType::F32, {2, 1}, {1.5, 1.5});
+  check(op1("aten.full.default", {Is({2}), I(3)}), DType::I64, {2}, {3, 3});
+  check(op1("aten.full.default", {Is({1}), Bo(true)}), DType::Bool, {1}, {1});
+  check(op1("aten.full.default", {Is({1}), Fl(-kInf), {"dtype", Dt(DType::BF16)}}), DType::BF16, {1}, {-kInf});
+  check(op1("aten.full.default", {Is({2}), Fl(1.5)}, true), DType::F64, {2}, {1.5, 1.5});
+  check(op1("aten.full_like.default", {L({2}, {0, 0}), I(5)}), DType::I64, {2}, {5, 5});
+  check(op1("aten.full_like.default", {L({2}, {0, 0}), Fl(0.5), {"dtype", Dt(DType::F32)}}), DType::F32, {2}, {0.5, 0.5});
+  check(op1("aten.zeros.default", {Is({2, 0})}), DType::F32, {2, 0}, {});
+  check(op1("aten.zeros.default", {Is({2}), {"dtype", Dt(DType::I32)}}), DType::I32, {2}, {0, 0});
+  check(op1("aten.new_zeros.default", {T(DType::F16, {1}, {3}), Is({3})}), DType::F16, {3}, {0, 0, 0});
+  check(op1("aten.scalar_tensor.default", {I(3)}), DType::F32, {}, {3});
+  check(op1("aten.scalar_tensor.default", {Fl(-kInf), {"dtype", Dt(DType::F16)}}), DType::F16, {}, {-kInf});
+  check(op1("aten.scalar_tensor.default", {I(3)}, true), DType::F64, {}, {3});
+  CHECK(op_error("aten.zeros.default", {Is({-1})}).find("negative") != std::string::npos);
+  CHECK(op_error("aten.full.default", {Is({int64_t(1) << 30, int64_t(1) << 30}), I(0)}).find("too large") != std::string::npos);
+}
