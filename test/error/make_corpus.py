@@ -186,7 +186,8 @@ def main():
 
     write("shape_mismatch.fxg", fxg([x, w], [{"name": "mm", "target": "aten.mm.default",
                                             "args": [{"ref": "x"}, {"ref": "w"}]}], ["mm"]))
-    expect("shape_mismatch.fxg", "shape_mismatch.fxg: error: node 'mm' (aten.mm.default): ")
+    expect("shape_mismatch.fxg",
+           "shape_mismatch.fxg: error: node 'mm' (aten.mm.default): self is f32[8, 64] but mat2 is f32[32, 10]")
 
     write("meta_mismatch.fxg", fxg([x], [{"name": "r", "target": "aten.relu.default", "args": [{"ref": "x"}],
                                           "meta": [{"dtype": "f32", "shape": [8, 65]}]}], ["r"]))

@@ -99,12 +99,12 @@ fs::path temp_dir(const std::string& name) {
 } // namespace
 
 TEST_CASE("pt2: every fixture imports with the inputs and nodes of its graph.txt") {
-  for (const char* name : kFixtures) {
+  for (const std::string name : kFixtures) {
     CAPTURE(name);
-    Graph g = import_pt2(fixture(std::string(name) + ".pt2"));
-    Counts c = count_graph_txt(fixture(std::string(name) + ".graph.txt"));
+    Graph g = import_pt2(fixture(name + ".pt2"));
+    Counts c = count_graph_txt(fixture(name + ".graph.txt"));
     CHECK(g.name == name);
-    CHECK(g.source == fixture(std::string(name) + ".pt2"));
+    CHECK(g.source == fixture(name + ".pt2"));
     CHECK(g.inputs.size() == c.inputs);
     CHECK(g.nodes.size() == c.nodes);
     CHECK(!g.outputs.empty());
