@@ -5,6 +5,7 @@
 #include "frontend/schema.h"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 #include <zip.h>
 
 #include <cstring>
@@ -231,6 +232,27 @@ TEST_CASE("pt2: fqns that share an entry share one storage, views checked agains
   std::string past = (dir / "past.pt2").string();
   rewrite_zip(fixture("mlp.pt2"), past, {{cfg_name, cfg2.substr(0, bias) + tail}});
   CHECK(error_of(past) == past + ": error: entry 'mlp/data/weights/weight_1' has 1024 bytes but its tensors need 1028");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("pt2: outputs the exporter did not record get inferred metadata") {
+  fs::path dir = temp_dir("unrecorded");
+  const std::string entry = "block.core/models/model.json";
+  auto model = nlohmann::json::parse(read_zip_entry(fixture("block.core.pt2"), entry));
+  auto& tv = model["graph_module"]["graph"]["tensor_values"];
+  REQUIRE(tv.erase("native_layer_norm_unused_1") == 1);
+  REQUIRE(tv.erase("getitem_4") == 1); // a split output
+  std::string path = (dir / "unrecorded.pt2").string();
+  rewrite_zip(fixture("block.core.pt2"), path, {{entry, model.dump()}});
+  Graph g = import_pt2(path);
+  Graph ref = import_pt2(fixture("block.core.pt2"));
+  for (const char* name : {"native_layer_norm_unused_1", "getitem_4"}) {
+    CAPTURE(name);
+    ValueId v = g.find_value(name);
+    REQUIRE(v != kNoValue);
+    CHECK(g.values[v].meta == ref.values[ref.find_value(name)].meta);
+  }
+  CHECK(format_meta(g.values[g.find_value("native_layer_norm_unused_1")].meta) == "f32[2, 16, 1]");
   fs::remove_all(dir);
 }
 
