@@ -30,7 +30,8 @@ constexpr int kVersion = 1;
 constexpr size_t kMaxFxgBytes = size_t(1) << 30;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string fxg_stem(const std::string& path) {
@@ -81,7 +82,8 @@ void run_init(const WeightInit& init, const TensorMeta& meta, std::byte* dst) {
   if (r == "zeros") return fill_value(meta.dtype, n, 0.0, dst);
   if (r == "ones") return fill_value(meta.dtype, n, 1.0, dst);
   if (r == "full") return fill_value(meta.dtype, n, param(init, "value"), dst);
-  if (r == "arange") return fill_arange(meta.dtype, n, param(init, "start"), param(init, "step"), dst);
+  if (r == "arange")
+    return fill_arange(meta.dtype, n, param(init, "start"), param(init, "step"), dst);
   if (r == "uniform")
     return fill_uniform(meta.dtype, n, init.seed, param(init, "low"), param(init, "high"), dst);
   if (r == "normal")
@@ -117,16 +119,23 @@ ojson float_json(double v) {
 
 ojson arg_json(const Graph& g, const Arg& a) {
   using K = Arg::Kind;
-  auto name = [&](ValueId v) -> ojson { return v == kNoValue ? ojson(nullptr) : ojson(g.values[v].name); };
+  auto name = [&](ValueId v) -> ojson {
+    return v == kNoValue ? ojson(nullptr) : ojson(g.values[v].name);
+  };
   switch (a.kind) {
-  case K::None: return nullptr;
-  case K::Int: return a.i;
+  case K::None:
+    return nullptr;
+  case K::Int:
+    return a.i;
   case K::Float:
     if (std::isfinite(a.f)) return a.f;
     return ojson{{"float", float_json(a.f)}};
-  case K::Bool: return a.b;
-  case K::String: return a.s;
-  case K::Ints: return ojson{{"ints", a.ints}};
+  case K::Bool:
+    return a.b;
+  case K::String:
+    return a.s;
+  case K::Ints:
+    return ojson{{"ints", a.ints}};
   case K::Floats: {
     ojson l = ojson::array();
     for (double f : a.floats) l.push_back(float_json(f));
@@ -137,20 +146,24 @@ ojson arg_json(const Graph& g, const Arg& a) {
     for (bool b : a.bools) l.push_back(b);
     return ojson{{"bools", l}};
   }
-  case K::Tensor: return ojson{{"ref", name(a.tensor)}};
+  case K::Tensor:
+    return ojson{{"ref", name(a.tensor)}};
   case K::Tensors: {
     ojson l = ojson::array();
     for (ValueId v : a.tensors) l.push_back(name(v));
     return ojson{{"refs", l}};
   }
-  case K::DType: return ojson{{"dtype", std::string(dtype_name(a.dtype()))}};
-  case K::Device: return ojson{{"device", device_name(a.device)}};
+  case K::DType:
+    return ojson{{"dtype", std::string(dtype_name(a.dtype()))}};
+  case K::Device:
+    return ojson{{"device", device_name(a.device)}};
   case K::MemoryFormat:
     for (const NamedCode& m : kMemoryFormats)
       if (m.code == a.i) return ojson{{"memory_format", m.name}};
     assert(false && "unknown memory format");
     return nullptr;
-  case K::Layout: return ojson{{"layout", "strided"}};
+  case K::Layout:
+    return ojson{{"layout", "strided"}};
   }
   assert(false && "unknown arg kind");
   return nullptr;
@@ -198,14 +211,16 @@ public:
   Graph run() {
     std::string text = load_text();
     if (json_nesting_depth(text) > kMaxJsonDepth)
-      throw Error(path_, "malformed JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      throw Error(path_, "malformed JSON: nested deeper than " + std::to_string(kMaxJsonDepth) +
+                             " levels");
     json doc;
     try {
       doc = json::parse(text);
     } catch (const json::parse_error& e) {
       std::string msg = e.what();
       size_t close = msg.find("] ");
-      if (msg.rfind("[json.exception", 0) == 0 && close != std::string::npos) msg = msg.substr(close + 2);
+      if (msg.rfind("[json.exception", 0) == 0 && close != std::string::npos)
+        msg = msg.substr(close + 2);
       throw Error(path_, "malformed JSON: " + msg);
     }
     g_.source = path_;
@@ -219,7 +234,8 @@ public:
   }
 
 private:
-  [[noreturn]] void fail(const std::string& msg, const std::string& node = {}, const std::string& op = {}) const {
+  [[noreturn]] void fail(const std::string& msg, const std::string& node = {},
+                         const std::string& op = {}) const {
     throw Error(path_, msg, node, op);
   }
 
@@ -228,7 +244,8 @@ private:
     if (bytes.size() < 4 || (unsigned char)bytes[0] != 0x28 || (unsigned char)bytes[1] != 0xB5 ||
         (unsigned char)bytes[2] != 0x2F || (unsigned char)bytes[3] != 0xFD)
       return bytes;
-    std::unique_ptr<ZSTD_DStream, size_t (*)(ZSTD_DStream*)> ds(ZSTD_createDStream(), ZSTD_freeDStream);
+    std::unique_ptr<ZSTD_DStream, size_t (*)(ZSTD_DStream*)> ds(ZSTD_createDStream(),
+                                                                ZSTD_freeDStream);
     ZSTD_initDStream(ds.get());
     std::string out;
     std::vector<char> buf(ZSTD_DStreamOutSize());
@@ -262,7 +279,8 @@ private:
     return j.get<std::string>();
   }
   int64_t integer(const json& j, const std::string& what) const {
-    if (!j.is_number_integer() || (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX)))
+    if (!j.is_number_integer() ||
+        (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX)))
       fail(what + " must be an integer");
     return j.get<int64_t>();
   }
@@ -298,12 +316,14 @@ private:
 
   void read(const json& doc) {
     if (!doc.is_object()) fail("an .fxg file is a JSON object");
-    if (const json* f = find(doc, "format"); !f || *f != "fxg") fail("not an fxg graph: \"format\" must be \"fxg\"");
+    if (const json* f = find(doc, "format"); !f || *f != "fxg")
+      fail("not an fxg graph: \"format\" must be \"fxg\"");
     int64_t version = integer(get(doc, "version", "the graph"), "\"version\"");
     if (version != kVersion)
       fail("unsupported fxg version " + std::to_string(version) + " (this fxc reads version " +
            std::to_string(kVersion) + ")");
-    static const std::set<std::string> known = {"format", "version", "name", "inputs", "nodes", "outputs"};
+    static const std::set<std::string> known = {"format", "version", "name",
+                                                "inputs", "nodes",   "outputs"};
     for (auto it = doc.begin(); it != doc.end(); ++it)
       if (!known.count(it.key())) fail("unknown key \"" + it.key() + "\" at the top level");
     if (const json* n = find(doc, "name")) g_.name = str(*n, "\"name\"");
@@ -337,8 +357,10 @@ private:
         const json* oj = find(m, "storage_offset");
         const std::vector<int64_t> strides = sj ? int_list(*sj, what + ".strides") : got.strides;
         const int64_t offset = oj ? integer(*oj, what + ".storage_offset") : got.storage_offset;
-        if (dt != got.dtype || sizes != got.sizes || strides != got.strides || offset != got.storage_offset) {
-          auto describe = [&](DType t, const std::vector<int64_t>& sz, const std::vector<int64_t>& st, int64_t off) {
+        if (dt != got.dtype || sizes != got.sizes || strides != got.strides ||
+            offset != got.storage_offset) {
+          auto describe = [&](DType t, const std::vector<int64_t>& sz,
+                              const std::vector<int64_t>& st, int64_t off) {
             TensorMeta d;
             d.dtype = t;
             d.sizes = sz;
@@ -353,7 +375,8 @@ private:
           };
           const std::string is = describe(got.dtype, got.sizes, got.strides, got.storage_offset);
           const std::string said = describe(dt, sizes, strides, offset);
-          fail("output '" + g_.values[n.outputs[k]].name + "' is " + is + " but the file says " + said,
+          fail("output '" + g_.values[n.outputs[k]].name + "' is " + is + " but the file says " +
+                   said,
                n.name, n.target);
         }
       }
@@ -372,18 +395,23 @@ private:
   void read_input(const json& in) {
     const std::string name = str(get(in, "name", "an input"), "an input's \"name\"");
     const std::string what = "input '" + name + "'";
-    static const std::set<std::string> known = {"name", "kind", "fqn", "dtype", "shape",
+    static const std::set<std::string> known = {"name",       "kind", "fqn",  "dtype", "shape",
                                                 "persistent", "init", "file", "key"};
     for (auto it = in.begin(); it != in.end(); ++it)
       if (!known.count(it.key())) fail(what + ": unknown key \"" + it.key() + "\"");
     GraphInput gi;
     std::string kind = "user_input";
     if (const json* k = find(in, "kind")) kind = str(*k, what + ".kind");
-    if (kind == "user_input") gi.kind = InputKind::UserInput;
-    else if (kind == "parameter") gi.kind = InputKind::Parameter;
-    else if (kind == "buffer") gi.kind = InputKind::Buffer;
-    else if (kind == "constant") gi.kind = InputKind::Constant;
-    else fail(what + ": unknown kind '" + kind + "' (user_input, parameter, buffer, constant)");
+    if (kind == "user_input")
+      gi.kind = InputKind::UserInput;
+    else if (kind == "parameter")
+      gi.kind = InputKind::Parameter;
+    else if (kind == "buffer")
+      gi.kind = InputKind::Buffer;
+    else if (kind == "constant")
+      gi.kind = InputKind::Constant;
+    else
+      fail(what + ": unknown kind '" + kind + "' (user_input, parameter, buffer, constant)");
     TensorMeta meta;
     meta.dtype = dtype(get(in, "dtype", what), what + ".dtype");
     meta.sizes = shape(get(in, "shape", what), what + ".shape");
@@ -401,11 +429,13 @@ private:
     const json* init = find(in, "init");
     const json* file = find(in, "file");
     if (gi.kind == InputKind::UserInput) {
-      if (init || file || find(in, "key")) fail(what + ": a user input takes no \"init\" or \"file\"");
+      if (init || file || find(in, "key"))
+        fail(what + ": a user input takes no \"init\" or \"file\"");
     } else {
       if (!init == !file) fail(what + ": a " + kind + " needs exactly one of \"init\" or \"file\"");
       if (g_.weights.count(gi.fqn)) fail(what + ": fqn '" + gi.fqn + "' is used twice");
-      g_.weights.emplace(gi.fqn, init ? read_init(*init, meta, what) : read_file_weight(in, *file, meta, gi.fqn, what));
+      g_.weights.emplace(gi.fqn, init ? read_init(*init, meta, what)
+                                      : read_file_weight(in, *file, meta, gi.fqn, what));
     }
     g_.inputs.push_back(gi);
   }
@@ -426,10 +456,12 @@ private:
       }
       bool ok = false;
       for (const RuleParam& p : rule->params) ok |= it.key() == p.name;
-      if (!ok) fail(what + ": init rule '" + rule_name + "' takes no parameter \"" + it.key() + "\"");
+      if (!ok)
+        fail(what + ": init rule '" + rule_name + "' takes no parameter \"" + it.key() + "\"");
       init.params[it.key()] = number(it.value(), what + ".init." + it.key());
     }
-    if (rule->random && !j.contains("seed")) fail(what + ": init rule '" + rule_name + "' needs a \"seed\"");
+    if (rule->random && !j.contains("seed"))
+      fail(what + ": init rule '" + rule_name + "' needs a \"seed\"");
     for (const RuleParam& p : rule->params) {
       if (init.params.count(p.name)) continue;
       if (!std::isnan(p.default_value)) {
@@ -448,12 +480,13 @@ private:
     int64_t nbytes;
     if (!view_extent_bytes(meta.sizes, meta.strides, 0, int64_t(dtype_size(meta.dtype)), &nbytes))
       fail("size of '" + what + "' overflows");
-    w.storage = Storage::lazy(size_t(nbytes), [init, meta](std::byte* dst, size_t) { run_init(init, meta, dst); });
+    w.storage = Storage::lazy(size_t(nbytes),
+                              [init, meta](std::byte* dst, size_t) { run_init(init, meta, dst); });
     return w;
   }
 
-  WeightData read_file_weight(const json& in, const json& file, const TensorMeta& meta, const std::string& fqn,
-                              const std::string& what) {
+  WeightData read_file_weight(const json& in, const json& file, const TensorMeta& meta,
+                              const std::string& fqn, const std::string& what) {
     std::string f = str(file, what + ".file");
     std::string key = fqn;
     if (const json* k = find(in, "key")) key = str(*k, what + ".key");
@@ -464,17 +497,18 @@ private:
     if (it == cached->second.end()) fail(what + ": '" + f + "' has no tensor '" + key + "'");
     const WeightData& w = it->second;
     if (w.meta.dtype != meta.dtype || w.meta.sizes != meta.sizes)
-      fail(what + ": '" + f + "' holds " + format_meta(w.meta) + " for '" + key + "' but the graph declares " +
-           format_meta(meta));
+      fail(what + ": '" + f + "' holds " + format_meta(w.meta) + " for '" + key +
+           "' but the graph declares " + format_meta(meta));
     return w;
   }
 
   // Returns the node's declared "meta" entries (empty when absent) for checking after inference.
   std::vector<const json*> read_node(const json& n) {
     const std::string name = str(get(n, "name", "a node"), "a node's \"name\"");
-    const std::string target = normalize_target(str(get(n, "target", "node '" + name + "'"), "\"target\""));
-    static const std::set<std::string> known = {"name", "target", "args", "outputs", "meta", "stack_trace",
-                                                "nn_module_stack"};
+    const std::string target =
+        normalize_target(str(get(n, "target", "node '" + name + "'"), "\"target\""));
+    static const std::set<std::string> known = {"name", "target",      "args",           "outputs",
+                                                "meta", "stack_trace", "nn_module_stack"};
     for (auto it = n.begin(); it != n.end(); ++it)
       if (!known.count(it.key())) fail("unknown key \"" + it.key() + "\"", name, target);
     if (!node_names_.insert(name).second) fail("node name is used twice", name, target);
@@ -510,12 +544,15 @@ private:
       for (const json& e : *o) outs.push_back(str(e, "an output name"));
       if (!list_return && outs.size() != rets.size())
         fail("node lists " + std::to_string(outs.size()) + " outputs but the op returns " +
-             std::to_string(rets.size()), name, target);
+                 std::to_string(rets.size()),
+             name, target);
     } else if (rets.size() == 1 && !list_return) {
       outs.push_back(name);
     } else if (!rets.empty()) {
-      fail("the op returns " + std::string(list_return ? "a list" : std::to_string(rets.size()) + " tensors") +
-           "; name them in \"outputs\"", name, target);
+      fail("the op returns " +
+               std::string(list_return ? "a list" : std::to_string(rets.size()) + " tensors") +
+               "; name them in \"outputs\"",
+           name, target);
     }
     std::vector<const json*> metas;
     if (const json* m = find(n, "meta")) {
@@ -524,7 +561,8 @@ private:
       for (const json& e : *m) metas.push_back(&e);
     }
     if (const json* s = find(n, "stack_trace")) node.stack_trace = str(*s, "\"stack_trace\"");
-    if (const json* s = find(n, "nn_module_stack")) node.nn_module_stack = str(*s, "\"nn_module_stack\"");
+    if (const json* s = find(n, "nn_module_stack"))
+      node.nn_module_stack = str(*s, "\"nn_module_stack\"");
     const int32_t index = int32_t(g_.nodes.size());
     for (size_t i = 0; i < outs.size(); ++i) {
       ValueId v = define(outs[i], TensorMeta{}, name, target);
@@ -582,11 +620,14 @@ private:
       std::string s = str(v, "\"device\"");
       Device d;
       std::string type = s.substr(0, s.find(':'));
-      if (type == "cuda") d.kind = Device::CUDA;
-      else if (type != "cpu") fail("unknown device '" + s + "'", node, op);
+      if (type == "cuda")
+        d.kind = Device::CUDA;
+      else if (type != "cpu")
+        fail("unknown device '" + s + "'", node, op);
       if (s.size() > type.size()) {
         std::string idx = s.substr(type.size() + 1);
-        if (idx.empty() || idx.size() > 4 || idx.find_first_not_of("0123456789") != std::string::npos)
+        if (idx.empty() || idx.size() > 4 ||
+            idx.find_first_not_of("0123456789") != std::string::npos)
           fail("bad device index in '" + s + "'", node, op);
         d.index = std::stoi(idx);
       }
@@ -636,7 +677,9 @@ std::vector<std::byte> contiguous_bytes(const WeightData& w) {
 
 } // namespace
 
-Graph import_fxg(const std::string& path) { return FxgReader(path).run(); }
+Graph import_fxg(const std::string& path) {
+  return FxgReader(path).run();
+}
 
 std::string fxg_to_json(const Graph& g, const FxgWriteOptions& opts) {
   std::string out = "{\n  \"format\": \"fxg\",\n  \"version\": " + std::to_string(kVersion) + ",\n";
@@ -653,7 +696,9 @@ std::string fxg_to_json(const Graph& g, const FxgWriteOptions& opts) {
     if (!in.persistent) j["persistent"] = false;
     if (in.kind != InputKind::UserInput) {
       auto w = g.weights.find(in.fqn);
-      if (w == g.weights.end()) throw Error(g.source, "no weights for " + std::string(input_kind_name(in.kind)) + " '" + in.fqn + "'");
+      if (w == g.weights.end())
+        throw Error(g.source, "no weights for " + std::string(input_kind_name(in.kind)) + " '" +
+                                  in.fqn + "'");
       if (w->second.init) {
         ojson init;
         init["rule"] = w->second.init->rule;
@@ -663,7 +708,8 @@ std::string fxg_to_json(const Graph& g, const FxgWriteOptions& opts) {
         j["init"] = init;
       } else {
         if (opts.weights_file.empty())
-          throw Error(g.source, "weight '" + in.fqn + "' has no init rule; its values need a .safetensors file");
+          throw Error(g.source, "weight '" + in.fqn +
+                                    "' has no init rule; its values need a .safetensors file");
         j["file"] = opts.weights_file;
         j["key"] = in.fqn;
       }
@@ -687,8 +733,10 @@ std::string fxg_to_json(const Graph& g, const FxgWriteOptions& opts) {
         gap = true;
         continue;
       }
-      if (s.kwarg_only || gap) args.push_back(ojson{{"name", s.name}, {"value", arg_json(g, n.args[a])}});
-      else args.push_back(arg_json(g, n.args[a]));
+      if (s.kwarg_only || gap)
+        args.push_back(ojson{{"name", s.name}, {"value", arg_json(g, n.args[a])}});
+      else
+        args.push_back(arg_json(g, n.args[a]));
     }
     j["args"] = args;
     if (!(n.outputs.size() == 1 && g.values[n.outputs[0]].name == n.name)) {

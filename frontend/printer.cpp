@@ -13,16 +13,26 @@ namespace {
 
 std::string_view torch_dtype_name(DType t) {
   switch (t) {
-  case DType::Bool: return "torch.bool";
-  case DType::U8: return "torch.uint8";
-  case DType::I8: return "torch.int8";
-  case DType::I16: return "torch.int16";
-  case DType::I32: return "torch.int32";
-  case DType::I64: return "torch.int64";
-  case DType::F16: return "torch.float16";
-  case DType::BF16: return "torch.bfloat16";
-  case DType::F32: return "torch.float32";
-  case DType::F64: return "torch.float64";
+  case DType::Bool:
+    return "torch.bool";
+  case DType::U8:
+    return "torch.uint8";
+  case DType::I8:
+    return "torch.int8";
+  case DType::I16:
+    return "torch.int16";
+  case DType::I32:
+    return "torch.int32";
+  case DType::I64:
+    return "torch.int64";
+  case DType::F16:
+    return "torch.float16";
+  case DType::BF16:
+    return "torch.bfloat16";
+  case DType::F32:
+    return "torch.float32";
+  case DType::F64:
+    return "torch.float64";
   }
   assert(false && "unknown dtype");
   return "?";
@@ -30,10 +40,14 @@ std::string_view torch_dtype_name(DType t) {
 
 std::string_view memory_format_name(int64_t code) {
   switch (MemoryFormat(code)) {
-  case MemoryFormat::Contiguous: return "torch.contiguous_format";
-  case MemoryFormat::ChannelsLast: return "torch.channels_last";
-  case MemoryFormat::ChannelsLast3d: return "torch.channels_last_3d";
-  case MemoryFormat::Preserve: return "torch.preserve_format";
+  case MemoryFormat::Contiguous:
+    return "torch.contiguous_format";
+  case MemoryFormat::ChannelsLast:
+    return "torch.channels_last";
+  case MemoryFormat::ChannelsLast3d:
+    return "torch.channels_last_3d";
+  case MemoryFormat::Preserve:
+    return "torch.preserve_format";
   }
   assert(false && "unknown memory format");
   return "?";
@@ -74,8 +88,10 @@ std::string python_string(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
     if (c == '\\' || c == '\'') out += '\\';
-    if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -131,22 +147,35 @@ std::string format_arg(const Graph& g, const Arg& a) {
   using K = Arg::Kind;
   auto name = [&](ValueId v) { return v == kNoValue ? std::string("None") : g.values[v].name; };
   switch (a.kind) {
-  case K::None: return "None";
-  case K::Int: return std::to_string(a.i);
-  case K::Float: return python_float(a.f);
-  case K::Bool: return a.b ? "True" : "False";
-  case K::String: return python_string(a.s);
-  case K::Ints: return list(a.ints, [](int64_t x) { return std::to_string(x); });
-  case K::Floats: return list(a.floats, python_float);
-  case K::Bools: return list(a.bools, [](bool b) { return std::string(b ? "True" : "False"); });
-  case K::Tensor: return name(a.tensor);
-  case K::Tensors: return list(a.tensors, name);
-  case K::DType: return std::string(torch_dtype_name(a.dtype()));
+  case K::None:
+    return "None";
+  case K::Int:
+    return std::to_string(a.i);
+  case K::Float:
+    return python_float(a.f);
+  case K::Bool:
+    return a.b ? "True" : "False";
+  case K::String:
+    return python_string(a.s);
+  case K::Ints:
+    return list(a.ints, [](int64_t x) { return std::to_string(x); });
+  case K::Floats:
+    return list(a.floats, python_float);
+  case K::Bools:
+    return list(a.bools, [](bool b) { return std::string(b ? "True" : "False"); });
+  case K::Tensor:
+    return name(a.tensor);
+  case K::Tensors:
+    return list(a.tensors, name);
+  case K::DType:
+    return std::string(torch_dtype_name(a.dtype()));
   case K::Device:
     return "device(type='" + std::string(a.device.kind == Device::CUDA ? "cuda" : "cpu") + "'" +
            (a.device.index >= 0 ? ", index=" + std::to_string(a.device.index) : "") + ")";
-  case K::MemoryFormat: return std::string(memory_format_name(a.i));
-  case K::Layout: return "torch.strided";
+  case K::MemoryFormat:
+    return std::string(memory_format_name(a.i));
+  case K::Layout:
+    return "torch.strided";
   }
   assert(false && "unknown arg kind");
   return "?";
@@ -164,7 +193,8 @@ std::string print_readable(const Graph& g) {
   for (const Node& n : g.nodes) {
     assert(n.schema && n.args.size() == n.schema->args.size() && "node not bound to its schema");
     std::string summary = n.stack_trace.empty() ? "" : stack_summary(n.stack_trace);
-    if (n.stack_trace.empty() && !prev_summary.empty()) summary = "No stacktrace found for following nodes";
+    if (n.stack_trace.empty() && !prev_summary.empty())
+      summary = "No stacktrace found for following nodes";
     if (!summary.empty() && summary != prev_summary) {
       if (!first) out += "\n";
       out += "    # " + summary + "\n";
@@ -187,7 +217,8 @@ std::string print_readable(const Graph& g) {
       call += format_arg(g, n.args[i]);
     }
     call += ")";
-    const bool single = n.schema->returns.size() == 1 && !n.schema->returns[0].is_list && n.outputs.size() == 1;
+    const bool single =
+        n.schema->returns.size() == 1 && !n.schema->returns[0].is_list && n.outputs.size() == 1;
     if (single) {
       out += "    " + annotated(n.outputs[0]) + " = " + call + "\n";
       continue;
@@ -197,7 +228,8 @@ std::string print_readable(const Graph& g) {
       out += "    " + annotated(n.outputs[i]) + " = " + n.name + "[" + std::to_string(i) + "]\n";
   }
   out += "    return (";
-  for (size_t i = 0; i < g.outputs.size(); ++i) out += (i ? ", " : "") + g.values[g.outputs[i]].name;
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    out += (i ? ", " : "") + g.values[g.outputs[i]].name;
   out += g.outputs.size() == 1 ? ",)\n" : ")\n";
   return out;
 }

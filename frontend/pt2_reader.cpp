@@ -93,8 +93,7 @@ void read_entry(zip_t* z, const std::string& path, const std::string& name, zip_
   uint64_t got = 0;
   while (got < n) {
     zip_int64_t r = zip_fread(f.get(), dst + got, n - got);
-    if (r < 0)
-      throw Error(path, "cannot read entry '" + name + "': " + zip_file_strerror(f.get()));
+    if (r < 0) throw Error(path, "cannot read entry '" + name + "': " + zip_file_strerror(f.get()));
     if (r == 0) break;
     got += uint64_t(r);
   }
@@ -110,8 +109,8 @@ json read_json_entry(zip_t* z, const std::string& path, const std::string& name)
   std::string text(size_t(e->size), '\0');
   read_entry(z, path, name, e->index, reinterpret_cast<std::byte*>(text.data()), e->size);
   if (json_nesting_depth(text) > kMaxJsonDepth)
-    throw Error(path, "malformed JSON in '" + name + "': nested deeper than " + std::to_string(kMaxJsonDepth) +
-                          " levels");
+    throw Error(path, "malformed JSON in '" + name + "': nested deeper than " +
+                          std::to_string(kMaxJsonDepth) + " levels");
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw Error(path, "malformed JSON in '" + name + "'");
   return j;
@@ -183,16 +182,21 @@ TensorMeta parse_tensor_meta(const Reader& r, const json& j) {
     m.sizes.push_back(r.sym_int(s, "size"));
     if (m.sizes.back() < 0) r.fail("negative size");
   }
-  for (const json& s : r.array(j, "strides", "tensor meta")) m.strides.push_back(r.sym_int(s, "stride"));
-  if (m.strides.size() != m.sizes.size()) r.fail("tensor meta has " + std::to_string(m.sizes.size()) +
-                                                 " sizes but " + std::to_string(m.strides.size()) + " strides");
-  if (const json* off = r.find(j, "storage_offset")) m.storage_offset = r.sym_int(*off, "storage_offset");
+  for (const json& s : r.array(j, "strides", "tensor meta"))
+    m.strides.push_back(r.sym_int(s, "stride"));
+  if (m.strides.size() != m.sizes.size())
+    r.fail("tensor meta has " + std::to_string(m.sizes.size()) + " sizes but " +
+           std::to_string(m.strides.size()) + " strides");
+  if (const json* off = r.find(j, "storage_offset"))
+    m.storage_offset = r.sym_int(*off, "storage_offset");
   if (const json* layout = r.find(j, "layout"); layout && r.integer(*layout, "layout") != 7)
     r.fail("only strided tensors are supported (layout " + layout->dump() + ")");
   if (const json* dev = r.find(j, "device"); dev && !dev->is_null()) {
     std::string type = r.str(r.get(*dev, "type", "device"), "device type");
-    if (type == "cuda") m.device.kind = Device::CUDA;
-    else if (type != "cpu") r.fail("unsupported device '" + type + "'");
+    if (type == "cuda")
+      m.device.kind = Device::CUDA;
+    else if (type != "cpu")
+      r.fail("unsupported device '" + type + "'");
     if (const json* idx = r.find(*dev, "index"); idx && !idx->is_null())
       m.device.index = int(r.integer(*idx, "device index"));
   }
@@ -202,8 +206,10 @@ TensorMeta parse_tensor_meta(const Reader& r, const json& j) {
 Device parse_device(const Reader& r, const json& dev) {
   Device d;
   std::string type = r.str(r.get(dev, "type", "device"), "device type");
-  if (type == "cuda") d.kind = Device::CUDA;
-  else if (type != "cpu") r.fail("unsupported device '" + type + "'");
+  if (type == "cuda")
+    d.kind = Device::CUDA;
+  else if (type != "cpu")
+    r.fail("unsupported device '" + type + "'");
   if (const json* idx = r.find(dev, "index"); idx && !idx->is_null())
     d.index = int(r.integer(*idx, "device index"));
   return d;
@@ -257,16 +263,20 @@ private:
       const char* c = zip_get_name(z, zip_uint64_t(i), ZIP_FL_ENC_RAW);
       if (!c) throw Error(path_, "cannot read the name of entry " + std::to_string(i));
       std::string name = c;
-      if (escapes_archive(name)) throw Error(path_, "entry name escapes the archive: '" + name + "'");
+      if (escapes_archive(name))
+        throw Error(path_, "entry name escapes the archive: '" + name + "'");
       if (name.back() == '/') continue; // directories
       const std::string suffix = "models/model.json";
-      bool match = name == suffix || (name.size() > suffix.size() &&
-                                      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-                                      name[name.size() - suffix.size() - 1] == '/');
-      if (match && (best.empty() || name.size() < best.size() || (name.size() == best.size() && name < best)))
+      bool match = name == suffix ||
+                   (name.size() > suffix.size() &&
+                    name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+                    name[name.size() - suffix.size() - 1] == '/');
+      if (match && (best.empty() || name.size() < best.size() ||
+                    (name.size() == best.size() && name < best)))
         best = name;
     }
-    if (best.empty()) throw Error(path_, "not a torch.export archive: no '*/models/model.json' entry");
+    if (best.empty())
+      throw Error(path_, "not a torch.export archive: no '*/models/model.json' entry");
     return best;
   }
 
@@ -276,7 +286,8 @@ private:
     if (it == tensor_values_->end()) r_.fail("no tensor_values entry for '" + name + "'");
     TensorMeta m = parse_tensor_meta(r_, *it);
     int64_t bytes;
-    if (!view_extent_bytes(m.sizes, m.strides, m.storage_offset, int64_t(dtype_size(m.dtype)), &bytes))
+    if (!view_extent_bytes(m.sizes, m.strides, m.storage_offset, int64_t(dtype_size(m.dtype)),
+                           &bytes))
       throw Error(path_, "size of '" + (display.empty() ? name : display) + "' overflows");
     return m;
   }
@@ -307,11 +318,14 @@ private:
       if (kind == "user_input") {
         const json& arg = r_.get(body, "arg", "user_input");
         const json* t = r_.find(arg, "as_tensor");
-        if (!t) r_.fail("user input " + arg.dump() + " is not a tensor; only tensor inputs are supported");
+        if (!t)
+          r_.fail("user input " + arg.dump() +
+                  " is not a tensor; only tensor inputs are supported");
         name = r_.str(r_.get(*t, "name", "user_input"), "input name");
         spec = {InputKind::UserInput, name};
       } else if (kind == "parameter" || kind == "buffer" || kind == "tensor_constant") {
-        name = r_.str(r_.get(r_.get(body, "arg", kind.c_str()), "name", kind.c_str()), "input name");
+        name =
+            r_.str(r_.get(r_.get(body, "arg", kind.c_str()), "name", kind.c_str()), "input name");
         const char* fqn_key = kind == "parameter" ? "parameter_name"
                               : kind == "buffer"  ? "buffer_name"
                                                   : "tensor_constant_name";
@@ -319,7 +333,8 @@ private:
                     : kind == "buffer"  ? InputKind::Buffer
                                         : InputKind::Constant;
         spec.fqn = r_.str(r_.get(body, fqn_key, kind.c_str()), fqn_key);
-        if (const json* p = r_.find(body, "persistent"); p && p->is_boolean()) spec.persistent = p->get<bool>();
+        if (const json* p = r_.find(body, "persistent"); p && p->is_boolean())
+          spec.persistent = p->get<bool>();
       } else {
         r_.fail("input kind '" + kind + "' is not supported");
       }
@@ -327,8 +342,8 @@ private:
     }
     const json& inputs = r_.array(graph, "inputs", "graph");
     if (inputs.size() != specs.size())
-      r_.fail("graph has " + std::to_string(inputs.size()) + " inputs but the signature describes " +
-              std::to_string(specs.size()));
+      r_.fail("graph has " + std::to_string(inputs.size()) +
+              " inputs but the signature describes " + std::to_string(specs.size()));
     for (const json& in : inputs) {
       const json* t = r_.find(in, "as_tensor");
       if (!t) r_.fail("graph input " + in.dump() + " is not a tensor");
@@ -358,10 +373,13 @@ private:
 
   Arg convert_arg(const json& arg, const std::string& argname, const std::string& node,
                   const std::string& op) {
-    if (!arg.is_object() || arg.size() != 1) r_.fail("argument '" + argname + "' is not a one-key object", node, op);
+    if (!arg.is_object() || arg.size() != 1)
+      r_.fail("argument '" + argname + "' is not a one-key object", node, op);
     const std::string k = arg.begin().key();
     const json& v = arg.begin().value();
-    auto bad = [&](const std::string& why) -> Arg { r_.fail("argument '" + argname + "': " + why, node, op); };
+    auto bad = [&](const std::string& why) -> Arg {
+      r_.fail("argument '" + argname + "': " + why, node, op);
+    };
     auto ints = [&](const json& list) {
       if (!list.is_array()) bad(k + " is not a list");
       std::vector<int64_t> out;
@@ -380,9 +398,12 @@ private:
       if (!v.is_array()) return bad("as_optional_tensors is not a list");
       std::vector<ValueId> ts;
       for (const json& t : v) {
-        if (const json* tt = r_.find(t, "as_tensor")) ts.push_back(use(tensor_name(*tt, node, op), node, op));
-        else if (r_.find(t, "as_none")) ts.push_back(kNoValue);
-        else return bad("optional tensor " + t.dump() + " is neither a tensor nor None");
+        if (const json* tt = r_.find(t, "as_tensor"))
+          ts.push_back(use(tensor_name(*tt, node, op), node, op));
+        else if (r_.find(t, "as_none"))
+          ts.push_back(kNoValue);
+        else
+          return bad("optional tensor " + t.dump() + " is neither a tensor nor None");
       }
       return Arg::of_tensors(ts);
     }
@@ -441,8 +462,10 @@ private:
       const std::string argname = r_.str(r_.get(in, "name", "node input"), "argument name");
       int64_t kind = 1;
       if (const json* kj = r_.find(in, "kind")) kind = r_.integer(*kj, "argument kind");
-      if (kind != 1 && kind != 2) r_.fail("argument '" + argname + "' has kind " + std::to_string(kind), name, target);
-      call.push_back({kind == 2 ? argname : std::string(), convert_arg(r_.get(in, "arg", "node input"), argname, name, target)});
+      if (kind != 1 && kind != 2)
+        r_.fail("argument '" + argname + "' has kind " + std::to_string(kind), name, target);
+      call.push_back({kind == 2 ? argname : std::string(),
+                      convert_arg(r_.get(in, "arg", "node input"), argname, name, target)});
     }
     std::string err;
     if (!bind_args(*node.schema, call, &node.args, &node.given, &err)) {
@@ -450,7 +473,8 @@ private:
       // PyTorch wraps them exactly as the Scalar overload does, so use that overload.
       const OpSchema* alt = scalar_overload(target);
       std::string ignored;
-      if (!alt || !bind_args(*alt, call, &node.args, &node.given, &ignored)) r_.fail(err, name, target);
+      if (!alt || !bind_args(*alt, call, &node.args, &node.given, &ignored))
+        r_.fail(err, name, target);
       node.schema = alt;
       node.target = alt->target;
     }
@@ -458,19 +482,24 @@ private:
     // Output names, in order; a list return (split) gives them as one as_tensors list.
     std::vector<std::string> outs;
     for (const json& o : r_.array(n, "outputs", "node")) {
-      if (const json* t = r_.find(o, "as_tensor")) outs.push_back(tensor_name(*t, name, target));
+      if (const json* t = r_.find(o, "as_tensor"))
+        outs.push_back(tensor_name(*t, name, target));
       else if (const json* ts = r_.find(o, "as_tensors"); ts && ts->is_array())
         for (const json& t : *ts) outs.push_back(tensor_name(t, name, target));
-      else r_.fail("output " + o.dump() + " is not a tensor; only tensor outputs are supported", name, target);
+      else
+        r_.fail("output " + o.dump() + " is not a tensor; only tensor outputs are supported", name,
+                target);
     }
     const auto& rets = node.schema->returns;
     bool list_return = rets.size() == 1 && rets[0].is_list;
     if (!list_return && outs.size() != rets.size())
       r_.fail("node has " + std::to_string(outs.size()) + " outputs but the op returns " +
-              std::to_string(rets.size()), name, target);
+                  std::to_string(rets.size()),
+              name, target);
 
     if (const json* md = r_.find(n, "metadata"); md && md->is_object()) {
-      if (const json* st = r_.find(*md, "stack_trace"); st && st->is_string()) node.stack_trace = st->get<std::string>();
+      if (const json* st = r_.find(*md, "stack_trace"); st && st->is_string())
+        node.stack_trace = st->get<std::string>();
       if (const json* ms = r_.find(*md, "nn_module_stack"); ms && ms->is_string())
         node.nn_module_stack = ms->get<std::string>();
     }
@@ -479,17 +508,21 @@ private:
     std::vector<TensorMeta> metas(outs.size());
     bool missing = false;
     for (size_t i = 0; i < outs.size(); ++i) {
-      if (tensor_values_->contains(outs[i])) metas[i] = recorded_meta(outs[i]);
-      else missing = true;
+      if (tensor_values_->contains(outs[i]))
+        metas[i] = recorded_meta(outs[i]);
+      else
+        missing = true;
     }
     const int32_t index = int32_t(g_.nodes.size());
     if (missing) {
       MetaFn fn = find_meta(target);
-      if (!fn) r_.fail("output metadata is missing and fxc cannot infer it for this op", name, target);
+      if (!fn)
+        r_.fail("output metadata is missing and fxc cannot infer it for this op", name, target);
       std::vector<TensorMeta> inferred = fn(g_, node);
       if (inferred.size() != outs.size())
-        r_.fail("the op's meta function gives " + std::to_string(inferred.size()) + " outputs, the node has " +
-                std::to_string(outs.size()), name, target);
+        r_.fail("the op's meta function gives " + std::to_string(inferred.size()) +
+                    " outputs, the node has " + std::to_string(outs.size()),
+                name, target);
       for (size_t i = 0; i < outs.size(); ++i)
         if (!tensor_values_->contains(outs[i])) metas[i] = inferred[i];
     }
@@ -529,7 +562,7 @@ private:
     for (const char* folder : {"weights", "constants"}) {
       std::string dir = top_ + "data/" + folder + "/";
       std::string file = dir + (std::string(folder) == "weights" ? "model_weights_config.json"
-                                                                  : "model_constants_config.json");
+                                                                 : "model_constants_config.json");
       if (!find_entry(z, path_, file)) continue;
       json j = read_json_entry(z, path_, file);
       Reader cr(path_, file);
@@ -578,8 +611,8 @@ private:
       }
       const TensorMeta& vm = g_.values[in.value].meta;
       if (vm.dtype != p.w.meta.dtype || vm.sizes != p.w.meta.sizes)
-        throw Error(path_, "weights of " + what + " are " + format_meta(p.w.meta) + " but the graph uses " +
-                               format_meta(vm));
+        throw Error(path_, "weights of " + what + " are " + format_meta(p.w.meta) +
+                               " but the graph uses " + format_meta(vm));
       int64_t needed;
       if (!view_extent_bytes(p.w.meta.sizes, p.w.meta.strides, p.w.meta.storage_offset,
                              int64_t(dtype_size(p.w.meta.dtype)), &needed))
@@ -593,13 +626,15 @@ private:
       auto info = find_entry(z, path_, name);
       if (!info) throw Error(path_, "archive has no entry '" + name + "'");
       if (uint64_t(s.needed) > info->size)
-        throw Error(path_, "entry '" + name + "' has " + std::to_string(info->size) + " bytes but its tensors need " +
-                               std::to_string(s.needed));
+        throw Error(path_, "entry '" + name + "' has " + std::to_string(info->size) +
+                               " bytes but its tensors need " + std::to_string(s.needed));
       std::string archive = path_, entry = name;
       s.storage = Storage::lazy(size_t(s.needed), [archive, entry](std::byte* dst, size_t n) {
         ZipPtr zz = open_zip(archive);
         auto e = find_entry(zz.get(), archive, entry);
-        if (!e) throw Error(archive, "archive has no entry '" + entry + "' (changed since it was opened?)");
+        if (!e)
+          throw Error(archive,
+                      "archive has no entry '" + entry + "' (changed since it was opened?)");
         read_entry(zz.get(), archive, entry, e->index, dst, n);
       });
     }
@@ -619,6 +654,8 @@ private:
 
 } // namespace
 
-Graph import_pt2(const std::string& path) { return Pt2Importer(path).run(); }
+Graph import_pt2(const std::string& path) {
+  return Pt2Importer(path).run();
+}
 
 } // namespace fxc

@@ -23,7 +23,9 @@ uint64_t Rng::next_u64() {
   return z ^ (z >> 31);
 }
 
-double Rng::uniform() { return double(next_u64() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+  return double(next_u64() >> 11) * 0x1.0p-53;
+}
 
 int64_t Rng::uniform_int(int64_t low, int64_t high) {
   assert(low < high && "empty integer range");
@@ -100,10 +102,14 @@ uint32_t round_to_small_float(double v, int ebits, int mbits) {
 
 template <typename T> void store_int(double v, std::byte* dst) {
   T x = 0;
-  if (std::isnan(v)) x = 0;
-  else if (v <= double(std::numeric_limits<T>::min())) x = std::numeric_limits<T>::min();
-  else if (v >= double(std::numeric_limits<T>::max())) x = std::numeric_limits<T>::max();
-  else x = T(v);
+  if (std::isnan(v))
+    x = 0;
+  else if (v <= double(std::numeric_limits<T>::min()))
+    x = std::numeric_limits<T>::min();
+  else if (v >= double(std::numeric_limits<T>::max()))
+    x = std::numeric_limits<T>::max();
+  else
+    x = T(v);
   std::memcpy(dst, &x, sizeof(T));
 }
 
@@ -116,11 +122,16 @@ void store_element(DType t, double v, std::byte* dst) {
     std::memcpy(dst, &x, 1);
     return;
   }
-  case DType::U8: return store_int<uint8_t>(v, dst);
-  case DType::I8: return store_int<int8_t>(v, dst);
-  case DType::I16: return store_int<int16_t>(v, dst);
-  case DType::I32: return store_int<int32_t>(v, dst);
-  case DType::I64: return store_int<int64_t>(v, dst);
+  case DType::U8:
+    return store_int<uint8_t>(v, dst);
+  case DType::I8:
+    return store_int<int8_t>(v, dst);
+  case DType::I16:
+    return store_int<int16_t>(v, dst);
+  case DType::I32:
+    return store_int<int32_t>(v, dst);
+  case DType::I64:
+    return store_int<int64_t>(v, dst);
   case DType::F16: {
     uint16_t x = uint16_t(round_to_small_float(v, 5, 10));
     std::memcpy(dst, &x, 2);
@@ -136,7 +147,9 @@ void store_element(DType t, double v, std::byte* dst) {
     std::memcpy(dst, &x, 4);
     return;
   }
-  case DType::F64: std::memcpy(dst, &v, 8); return;
+  case DType::F64:
+    std::memcpy(dst, &v, 8);
+    return;
   }
   assert(false && "unknown dtype");
 }
@@ -152,8 +165,10 @@ void fill_random(DType t, size_t n, uint64_t seed, std::byte* dst, int64_t int_l
       store_element(t, double(rng.next_u64() >> 63), dst);
     } else {
       int64_t x = rng.uniform_int(int_low, int_high);
-      if (t == DType::I64) std::memcpy(dst, &x, 8);
-      else store_element(t, double(x), dst);
+      if (t == DType::I64)
+        std::memcpy(dst, &x, 8);
+      else
+        store_element(t, double(x), dst);
     }
   }
 }
@@ -161,7 +176,8 @@ void fill_random(DType t, size_t n, uint64_t seed, std::byte* dst, int64_t int_l
 void fill_uniform(DType t, size_t n, uint64_t seed, double low, double high, std::byte* dst) {
   Rng rng(seed);
   const size_t sz = dtype_size(t);
-  for (size_t i = 0; i < n; ++i, dst += sz) store_element(t, low + (high - low) * rng.uniform(), dst);
+  for (size_t i = 0; i < n; ++i, dst += sz)
+    store_element(t, low + (high - low) * rng.uniform(), dst);
 }
 
 void fill_normal(DType t, size_t n, uint64_t seed, double mean, double std, std::byte* dst) {

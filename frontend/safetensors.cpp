@@ -68,8 +68,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
                          &nbytes))
     return fail("size of shape " + format_meta(e.meta) + " overflows");
   if (nbytes != e.end - e.begin)
-    return fail(format_meta(e.meta) + " needs " + std::to_string(nbytes) + " bytes but data_offsets span " +
-                std::to_string(e.end - e.begin));
+    return fail(format_meta(e.meta) + " needs " + std::to_string(nbytes) +
+                " bytes but data_offsets span " + std::to_string(e.end - e.begin));
   return e;
 }
 
@@ -77,9 +77,11 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
 
 std::map<std::string, WeightData> read_safetensors(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) throw Error(path, std::string("cannot read: ") + std::strerror(errno));
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(path, std::string("cannot read: ") + std::strerror(errno));
   const uint64_t file_size = uint64_t(st.st_size);
-  if (file_size < 8) throw Error(path, "not a safetensors file: shorter than its 8-byte header length");
+  if (file_size < 8)
+    throw Error(path, "not a safetensors file: shorter than its 8-byte header length");
   unsigned char len_bytes[8];
   read_file_range(path, 0, 8, reinterpret_cast<std::byte*>(len_bytes));
   const uint64_t header_len = read_u64_le(len_bytes);
@@ -110,9 +112,9 @@ std::map<std::string, WeightData> read_safetensors(const std::string& path) {
   int64_t pos = 0;
   for (const Entry* e : by_offset) {
     if (e->end > data_len)
-      throw Error(path, "tensor '" + e->name + "': data_offsets [" + std::to_string(e->begin) + ", " +
-                            std::to_string(e->end) + "] lie outside the " + std::to_string(data_len) +
-                            "-byte data section");
+      throw Error(path, "tensor '" + e->name + "': data_offsets [" + std::to_string(e->begin) +
+                            ", " + std::to_string(e->end) + "] lie outside the " +
+                            std::to_string(data_len) + "-byte data section");
     if (e->begin != pos)
       throw Error(path, "tensor '" + e->name + "': data_offsets " +
                             std::string(e->begin < pos ? "overlap the previous tensor"
@@ -120,7 +122,8 @@ std::map<std::string, WeightData> read_safetensors(const std::string& path) {
     pos = e->end;
   }
   if (pos != data_len)
-    throw Error(path, "data section has " + std::to_string(data_len - pos) + " bytes no tensor uses");
+    throw Error(path,
+                "data section has " + std::to_string(data_len - pos) + " bytes no tensor uses");
 
   std::map<std::string, WeightData> out;
   for (const Entry& e : entries) {
@@ -147,7 +150,8 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsEnt
   for (size_t i = 0; i < sorted.size(); ++i) {
     const SafetensorsEntry& e = *sorted[i];
     if (e.name == "__metadata__") throw Error(path, "tensor name '__metadata__' is reserved");
-    if (i > 0 && sorted[i - 1]->name == e.name) throw Error(path, "tensor '" + e.name + "' written twice");
+    if (i > 0 && sorted[i - 1]->name == e.name)
+      throw Error(path, "tensor '" + e.name + "' written twice");
     int64_t nbytes;
     if (!view_extent_bytes(e.meta.sizes, contiguous_strides(e.meta.sizes), 0,
                            int64_t(dtype_size(e.meta.dtype)), &nbytes))

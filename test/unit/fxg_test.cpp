@@ -17,10 +17,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kFixtures[] = {"mlp",   "mlp.core",   "block", "block.core", "convnet",  "convnet.core",
-                                 "norms", "norms.core", "embed", "embed.core", "berttiny", "berttiny.core"};
+const char* const kFixtures[] = {"mlp",     "mlp.core",     "block",    "block.core",
+                                 "convnet", "convnet.core", "norms",    "norms.core",
+                                 "embed",   "embed.core",   "berttiny", "berttiny.core"};
 
-std::string fixture(const std::string& name) { return std::string(FXC_FIXTURES_DIR) + "/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(FXC_FIXTURES_DIR) + "/" + name;
+}
 
 fs::path temp_dir() {
   fs::path d = fs::temp_directory_path() / ("fxc_fxg_test_" + std::to_string(::getpid()));
@@ -79,8 +82,10 @@ TEST_CASE("fxg: every fixture round-trips through .fxg and .fxg.zst with identic
       write_fxg(g, path);
       CHECK(fs::exists(dir / (name + ".safetensors")) == !g.weights.empty()); // norms has none
       std::string bytes = slurp(path);
-      if (ext == ".fxg.zst") CHECK((unsigned char)bytes[0] == 0x28);
-      else CHECK(bytes.rfind("{\n  \"format\": \"fxg\",\n  \"version\": 1,", 0) == 0);
+      if (ext == ".fxg.zst")
+        CHECK((unsigned char)bytes[0] == 0x28);
+      else
+        CHECK(bytes.rfind("{\n  \"format\": \"fxg\",\n  \"version\": 1,", 0) == 0);
       Graph back = import_graph(path);
       CHECK(print_readable(back) == printed);
       CHECK(back.name == name);
@@ -112,8 +117,10 @@ TEST_CASE("fxg: examples/mlp.fxg builds its weights from init rules, determinist
   CHECK(g.name == "mlp");
   REQUIRE(g.nodes.size() == 6);
   CHECK(format_meta(g.values[g.outputs[0]].meta) == "f32[1024, 1024]");
-  CHECK(print_readable(g).find("    linear: \"f32[1024, 1024]\" = aten.linear.default(x, p_fc1_weight, p_fc1_bias)\n") !=
-        std::string::npos);
+  CHECK(
+      print_readable(g).find(
+          "    linear: \"f32[1024, 1024]\" = aten.linear.default(x, p_fc1_weight, p_fc1_bias)\n") !=
+      std::string::npos);
   const WeightData& w = g.weights.at("fc1.weight");
   REQUIRE(w.init);
   CHECK(w.init->rule == "kaiming_uniform");
@@ -144,8 +151,8 @@ TEST_CASE("fxg: examples/mlp.fxg builds its weights from init rules, determinist
   write_fxg(g, out);
   CHECK_FALSE(fs::exists(dir / "rules.safetensors"));
   std::string text = slurp(out);
-  CHECK(text.find("\"init\": {\"rule\": \"kaiming_uniform\", \"a\": 2.23606797749979, \"fan_in\": 1024.0, \"seed\": 1}") !=
-        std::string::npos);
+  CHECK(text.find("\"init\": {\"rule\": \"kaiming_uniform\", \"a\": 2.23606797749979, \"fan_in\": "
+                  "1024.0, \"seed\": 1}") != std::string::npos);
   Graph back = import_graph(out);
   check_same_weights(g, back);
   CHECK(print_readable(back) == print_readable(g));
@@ -178,11 +185,15 @@ TEST_CASE("fxg: hand-written literals, keywords and rules read as documented") {
   Graph g = import_graph(path);
   CHECK(g.name == "hand");
   const std::string p = print_readable(g);
-  CHECK(p.find("    gelu: \"f32[2, 3]\" = aten.gelu.default(x, approximate = 'tanh')\n") != std::string::npos);
-  CHECK(p.find("    full: \"f32[2, 3]\" = aten.full.default([2, 3], -inf, dtype = torch.float32, device = "
+  CHECK(p.find("    gelu: \"f32[2, 3]\" = aten.gelu.default(x, approximate = 'tanh')\n") !=
+        std::string::npos);
+  CHECK(p.find("    full: \"f32[2, 3]\" = aten.full.default([2, 3], -inf, dtype = torch.float32, "
+               "device = "
                "device(type='cpu'), pin_memory = False)\n") != std::string::npos);
-  CHECK(p.find("    add: \"f32[2, 3]\" = aten.add.Tensor(gelu, full, alpha = 2.0)\n") != std::string::npos);
-  CHECK(p.find("    split = aten.split.Tensor(add, 1, 1)\n    s0: \"f32[2, 1]\" = split[0]\n") != std::string::npos);
+  CHECK(p.find("    add: \"f32[2, 3]\" = aten.add.Tensor(gelu, full, alpha = 2.0)\n") !=
+        std::string::npos);
+  CHECK(p.find("    split = aten.split.Tensor(add, 1, 1)\n    s0: \"f32[2, 1]\" = split[0]\n") !=
+        std::string::npos);
   CHECK(p.find("    cat: \"f32[2, 2]\" = aten.cat.default([s2, s0], -1)\n") != std::string::npos);
   CHECK(p.find("    return (cat, s1)\n") != std::string::npos);
   CHECK_FALSE(g.inputs[1].persistent);
@@ -200,29 +211,58 @@ TEST_CASE("fxg: readers reject bad graphs with one diagnostic") {
     CHECK_MESSAGE(e.rfind(p + ": error: ", 0) == 0, e);
     return e.substr(e.find(": error: ") + 9);
   };
-  const std::string head = R"({"format": "fxg", "version": 1, "inputs": [{"name": "x", "dtype": "f32", "shape": [4]}], )";
-  CHECK(err("fmt.fxg", R"({"format": "onnx", "version": 1})") == "not an fxg graph: \"format\" must be \"fxg\"");
-  CHECK(err("key.fxg", head + R"("nodes": [], "outputs": ["x"], "extra": 1})") == "unknown key \"extra\" at the top level");
-  CHECK(err("out.fxg", head + R"("nodes": [], "outputs": ["y"]})") == "graph output names undefined value 'y'");
-  CHECK(err("dup.fxg", head + R"("nodes": [{"name": "x", "target": "aten.relu.default", "args": [{"ref": "x"}]}], "outputs": []})") ==
-        "node 'x' (aten.relu.default): value 'x' is defined twice");
-  CHECK(err("kw.fxg", head + R"("nodes": [{"name": "r", "target": "aten.gelu.default", "args": [{"name": "approximate", "value": "tanh"}, {"ref": "x"}]}], "outputs": []})") ==
-        "node 'r' (aten.gelu.default): positional argument after a keyword argument");
-  CHECK(err("enc.fxg", head + R"("nodes": [{"name": "r", "target": "aten.relu.default", "args": [{"tensor": "x"}]}], "outputs": []})") ==
-        "node 'r' (aten.relu.default): unknown argument encoding {\"tensor\": ...} (see docs/fxg.md)");
-  CHECK(err("outs.fxg", head + R"("nodes": [{"name": "s", "target": "aten.split.Tensor", "args": [{"ref": "x"}, 2]}], "outputs": []})") ==
-        "node 's' (aten.split.Tensor): the op returns a list; name them in \"outputs\"");
-  CHECK(err("seed.fxg", R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "kind": "parameter", "dtype": "f32", "shape": [4], "init": {"rule": "normal"}}], "nodes": [], "outputs": []})") ==
-        "input 'w': init rule 'normal' needs a \"seed\"");
-  CHECK(err("fan.fxg", R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "kind": "parameter", "dtype": "f32", "shape": [4], "init": {"rule": "kaiming_uniform", "seed": 1}}], "nodes": [], "outputs": []})") ==
-        "input 'w': init rule 'kaiming_uniform' needs \"fan_in\"");
-  CHECK(err("both.fxg", R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "kind": "parameter", "dtype": "f32", "shape": [4]}], "nodes": [], "outputs": []})") ==
-        "input 'w': a parameter needs exactly one of \"init\" or \"file\"");
-  CHECK(err("dtype.fxg", R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "dtype": "f33", "shape": [4]}], "nodes": [], "outputs": []})") ==
-        "input 'w'.dtype: unknown dtype 'f33'");
-  CHECK(err("big.fxg", R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "dtype": "f32", "shape": [4294967296, 4294967296]}], "nodes": [], "outputs": []})") ==
-        "input 'w'.shape has a negative or overflowing size");
-  std::string nofile = write_text("nofile.fxg", R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "kind": "parameter", "dtype": "f32", "shape": [4], "file": "nope.safetensors"}], "nodes": [], "outputs": []})");
+  const std::string head =
+      R"({"format": "fxg", "version": 1, "inputs": [{"name": "x", "dtype": "f32", "shape": [4]}], )";
+  CHECK(err("fmt.fxg", R"({"format": "onnx", "version": 1})") ==
+        "not an fxg graph: \"format\" must be \"fxg\"");
+  CHECK(err("key.fxg", head + R"("nodes": [], "outputs": ["x"], "extra": 1})") ==
+        "unknown key \"extra\" at the top level");
+  CHECK(err("out.fxg", head + R"("nodes": [], "outputs": ["y"]})") ==
+        "graph output names undefined value 'y'");
+  CHECK(
+      err("dup.fxg",
+          head +
+              R"("nodes": [{"name": "x", "target": "aten.relu.default", "args": [{"ref": "x"}]}], "outputs": []})") ==
+      "node 'x' (aten.relu.default): value 'x' is defined twice");
+  CHECK(
+      err("kw.fxg",
+          head +
+              R"("nodes": [{"name": "r", "target": "aten.gelu.default", "args": [{"name": "approximate", "value": "tanh"}, {"ref": "x"}]}], "outputs": []})") ==
+      "node 'r' (aten.gelu.default): positional argument after a keyword argument");
+  CHECK(
+      err("enc.fxg",
+          head +
+              R"("nodes": [{"name": "r", "target": "aten.relu.default", "args": [{"tensor": "x"}]}], "outputs": []})") ==
+      "node 'r' (aten.relu.default): unknown argument encoding {\"tensor\": ...} (see "
+      "docs/fxg.md)");
+  CHECK(
+      err("outs.fxg",
+          head +
+              R"("nodes": [{"name": "s", "target": "aten.split.Tensor", "args": [{"ref": "x"}, 2]}], "outputs": []})") ==
+      "node 's' (aten.split.Tensor): the op returns a list; name them in \"outputs\"");
+  CHECK(
+      err("seed.fxg",
+          R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "kind": "parameter", "dtype": "f32", "shape": [4], "init": {"rule": "normal"}}], "nodes": [], "outputs": []})") ==
+      "input 'w': init rule 'normal' needs a \"seed\"");
+  CHECK(
+      err("fan.fxg",
+          R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "kind": "parameter", "dtype": "f32", "shape": [4], "init": {"rule": "kaiming_uniform", "seed": 1}}], "nodes": [], "outputs": []})") ==
+      "input 'w': init rule 'kaiming_uniform' needs \"fan_in\"");
+  CHECK(
+      err("both.fxg",
+          R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "kind": "parameter", "dtype": "f32", "shape": [4]}], "nodes": [], "outputs": []})") ==
+      "input 'w': a parameter needs exactly one of \"init\" or \"file\"");
+  CHECK(
+      err("dtype.fxg",
+          R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "dtype": "f33", "shape": [4]}], "nodes": [], "outputs": []})") ==
+      "input 'w'.dtype: unknown dtype 'f33'");
+  CHECK(
+      err("big.fxg",
+          R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "dtype": "f32", "shape": [4294967296, 4294967296]}], "nodes": [], "outputs": []})") ==
+      "input 'w'.shape has a negative or overflowing size");
+  std::string nofile = write_text(
+      "nofile.fxg",
+      R"({"format": "fxg", "version": 1, "inputs": [{"name": "w", "kind": "parameter", "dtype": "f32", "shape": [4], "file": "nope.safetensors"}], "nodes": [], "outputs": []})");
   CHECK(error_of(nofile).find("nope.safetensors: error: cannot read: ") != std::string::npos);
   // Writing a graph with file-backed weights but no weights file is refused.
   Graph g = import_pt2(fixture("mlp.pt2"));

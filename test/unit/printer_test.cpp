@@ -11,7 +11,9 @@ using namespace fxc;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(FXC_FIXTURES_DIR) + "/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(FXC_FIXTURES_DIR) + "/" + name;
+}
 
 bool has_line(const std::string& text, const std::string& line) {
   return text.find("\n" + line + "\n") != std::string::npos;
@@ -47,7 +49,8 @@ Graph relu_chain(const std::vector<std::string>& traces) {
 TEST_CASE("printer: mlp prints like PyTorch's print_readable") {
   Graph g = import_pt2(fixture("mlp.pt2"));
   const std::string want =
-      "def forward(self, p_fc1_weight: \"f32[256, 256]\", p_fc1_bias: \"f32[256]\", p_fc2_weight: \"f32[256, 256]\", "
+      "def forward(self, p_fc1_weight: \"f32[256, 256]\", p_fc1_bias: \"f32[256]\", p_fc2_weight: "
+      "\"f32[256, 256]\", "
       "p_fc2_bias: \"f32[256]\", x: \"f32[64, 256]\"):\n"
       "    # File: fixtures_probe.py:14 in forward, code: x = F.relu(s.fc1(x)) ** 2\n"
       "    linear: \"f32[64, 256]\" = aten.linear.default(x, p_fc1_weight, p_fc1_bias)\n"
@@ -64,15 +67,21 @@ TEST_CASE("printer: mlp prints like PyTorch's print_readable") {
 
 TEST_CASE("printer: multi-output nodes, keywords and literals") {
   std::string core = print_readable(import_pt2(fixture("block.core.pt2")));
-  CHECK(has_line(core, "    native_layer_norm = aten.native_layer_norm.default(x, [128], p_ln1_weight, p_ln1_bias, 1e-05)"));
+  CHECK(has_line(core, "    native_layer_norm = aten.native_layer_norm.default(x, [128], "
+                       "p_ln1_weight, p_ln1_bias, 1e-05)"));
   CHECK(has_line(core, "    getitem: \"f32[2, 16, 128]\" = native_layer_norm[0]"));
   CHECK(has_line(core, "    native_layer_norm_unused_1: \"f32[2, 16, 1]\" = native_layer_norm[1]"));
-  CHECK(has_line(core, "    split_with_sizes = aten.split_with_sizes.default(view_1, [128, 128, 128], 2)"));
+  CHECK(has_line(
+      core, "    split_with_sizes = aten.split_with_sizes.default(view_1, [128, 128, 128], 2)"));
   CHECK(has_line(core, "    getitem_5: \"f32[2, 16, 128]\" = split_with_sizes[2]"));
-  CHECK(has_line(core, "    full: \"b8[16, 16]\" = aten.full.default([16, 16], True, dtype = torch.bool, layout = "
-                       "torch.strided, device = device(type='cpu'), pin_memory = False)"));
-  CHECK(has_line(core, "    scalar_tensor: \"f32[]\" = aten.scalar_tensor.default(-inf, dtype = torch.float32, "
-                       "device = device(type='cpu'))"));
+  CHECK(has_line(
+      core,
+      "    full: \"b8[16, 16]\" = aten.full.default([16, 16], True, dtype = torch.bool, layout = "
+      "torch.strided, device = device(type='cpu'), pin_memory = False)"));
+  CHECK(has_line(
+      core,
+      "    scalar_tensor: \"f32[]\" = aten.scalar_tensor.default(-inf, dtype = torch.float32, "
+      "device = device(type='cpu'))"));
   std::string block = print_readable(import_pt2(fixture("block.pt2")));
   CHECK(block.find("= aten.gelu.default(linear_2, approximate = 'tanh')\n") != std::string::npos);
   CHECK(block.find("    return (add_1,)\n") != std::string::npos);
@@ -113,8 +122,9 @@ TEST_CASE("printer: arguments format like Python") {
 }
 
 TEST_CASE("printer: source comments come from the user's innermost frame") {
-  const std::string user = "File \"model.py\", line 3, in forward\n    y = f(x)\n"
-                           "  File \"/usr/lib/python3/site-packages/torch/f.py\", line 9, in f\n    return g(x)";
+  const std::string user =
+      "File \"model.py\", line 3, in forward\n    y = f(x)\n"
+      "  File \"/usr/lib/python3/site-packages/torch/f.py\", line 9, in f\n    return g(x)";
   const std::string lib = "File \"/x/site-packages/torch/a.py\", line 1, in a\n    b()\n"
                           "  File \"/x/site-packages/torch/b.py\", line 2, in b\n    c()";
   std::string out = print_readable(relu_chain({user, user, "", lib}));

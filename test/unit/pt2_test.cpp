@@ -20,10 +20,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kFixtures[] = {"mlp",   "mlp.core",   "block", "block.core", "convnet",  "convnet.core",
-                                 "norms", "norms.core", "embed", "embed.core", "berttiny", "berttiny.core"};
+const char* const kFixtures[] = {"mlp",     "mlp.core",     "block",    "block.core",
+                                 "convnet", "convnet.core", "norms",    "norms.core",
+                                 "embed",   "embed.core",   "berttiny", "berttiny.core"};
 
-std::string fixture(const std::string& name) { return std::string(FXC_FIXTURES_DIR) + "/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(FXC_FIXTURES_DIR) + "/" + name;
+}
 
 // Placeholders and ATen calls in PyTorch's printout (operator.getitem lines are not nodes in fxc:
 // a multi-output node owns its outputs).
@@ -67,7 +70,8 @@ std::string read_zip_entry(const std::string& archive, const std::string& entry)
 }
 
 // Copies `src` to `dst`, replacing the entries named in `replace`.
-void rewrite_zip(const std::string& src, const std::string& dst, const std::map<std::string, std::string>& replace) {
+void rewrite_zip(const std::string& src, const std::string& dst,
+                 const std::map<std::string, std::string>& replace) {
   int err = 0;
   zip_t* in = zip_open(src.c_str(), ZIP_RDONLY, &err);
   REQUIRE(in);
@@ -92,7 +96,8 @@ void rewrite_zip(const std::string& src, const std::string& dst, const std::map<
 }
 
 fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("fxc_pt2_test_" + std::to_string(::getpid()) + "_" + name);
+  fs::path d =
+      fs::temp_directory_path() / ("fxc_pt2_test_" + std::to_string(::getpid()) + "_" + name);
   fs::create_directories(d);
   return d;
 }
@@ -189,7 +194,8 @@ TEST_CASE("pt2: berttiny keeps non-persistent buffers under constants") {
   // Scalar overload, which PyTorch's wrapped-number rule makes equivalent.
   bool scalar_add = false;
   for (const Node& n : g.nodes)
-    if (n.name == "add_2") scalar_add = n.target == "aten.add.Scalar" && n.arg("other") == Arg::of_int(0);
+    if (n.name == "add_2")
+      scalar_add = n.target == "aten.add.Scalar" && n.arg("other") == Arg::of_int(0);
   CHECK(scalar_add);
 }
 
@@ -207,7 +213,8 @@ TEST_CASE("pt2: fqns that share an entry share one storage, views checked agains
   REQUIRE(bias != std::string::npos);
   std::string tail = cfg.substr(bias);
   replace_first(tail, "\"path_name\": \"weight_1\"", "\"path_name\": \"weight_0\"");
-  replace_first(tail, "\"storage_offset\": {\"as_int\": 0}", "\"storage_offset\": {\"as_int\": 256}");
+  replace_first(tail, "\"storage_offset\": {\"as_int\": 0}",
+                "\"storage_offset\": {\"as_int\": 256}");
   cfg = cfg.substr(0, bias) + tail;
   std::string shared = (dir / "shared.pt2").string();
   rewrite_zip(fixture("mlp.pt2"), shared, {{cfg_name, cfg}});
@@ -231,7 +238,9 @@ TEST_CASE("pt2: fqns that share an entry share one storage, views checked agains
   replace_first(tail, "\"storage_offset\": {\"as_int\": 0}", "\"storage_offset\": {\"as_int\": 1}");
   std::string past = (dir / "past.pt2").string();
   rewrite_zip(fixture("mlp.pt2"), past, {{cfg_name, cfg2.substr(0, bias) + tail}});
-  CHECK(error_of(past) == past + ": error: entry 'mlp/data/weights/weight_1' has 1024 bytes but its tensors need 1028");
+  CHECK(error_of(past) ==
+        past +
+            ": error: entry 'mlp/data/weights/weight_1' has 1024 bytes but its tensors need 1028");
   fs::remove_all(dir);
 }
 
@@ -263,8 +272,11 @@ TEST_CASE("import: dispatch by content, and unknown files are refused") {
   CHECK(import_graph(copy).nodes.size() == 4); // a zip, whatever its name
   std::string junk = (dir / "junk.txt").string();
   std::ofstream(junk) << "hello";
-  CHECK(error_of(junk) == junk + ": error: not a graph file: expected a .pt2 archive (zip) or an .fxg / .fxg.zst graph");
-  CHECK(error_of((dir / "missing.pt2").string()).find("missing.pt2: error: cannot read: ") != std::string::npos);
+  CHECK(error_of(junk) ==
+        junk +
+            ": error: not a graph file: expected a .pt2 archive (zip) or an .fxg / .fxg.zst graph");
+  CHECK(error_of((dir / "missing.pt2").string()).find("missing.pt2: error: cannot read: ") !=
+        std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -277,7 +289,8 @@ TEST_CASE("io: every error-corpus case fails with its expected message") {
     std::string input;
     for (const auto& f : fs::directory_iterator(dir)) {
       std::string n = f.path().filename().string();
-      if (n.rfind(stem + ".", 0) == 0 && n != stem + ".expected" && n != stem + ".args") input = f.path().string();
+      if (n.rfind(stem + ".", 0) == 0 && n != stem + ".expected" && n != stem + ".args")
+        input = f.path().string();
     }
     CAPTURE(stem);
     REQUIRE(!input.empty());

@@ -94,7 +94,7 @@ TEST_CASE("random: f16/bf16 conversion rounds to nearest even") {
   CHECK(bits16(DType::F16, 1.0) == 0x3c00);
   CHECK(bits16(DType::F16, -2.0) == 0xc000);
   CHECK(bits16(DType::F16, 65504.0) == 0x7bff);
-  CHECK(bits16(DType::F16, 65520.0) == 0x7c00); // rounds up to infinity
+  CHECK(bits16(DType::F16, 65520.0) == 0x7c00);              // rounds up to infinity
   CHECK(bits16(DType::F16, std::ldexp(1.0, -24)) == 0x0001); // smallest subnormal
   CHECK(bits16(DType::F16, std::ldexp(1.0, -26)) == 0x0000);
   CHECK(bits16(DType::F16, 1.0 + std::ldexp(1.0, -11)) == 0x3c00); // tie to even
