@@ -380,6 +380,11 @@ bool coerce(const ArgSchema& a, Arg* v) {
 }
 } // namespace
 
+bool arg_matches(const ArgSchema& schema, const Arg& a) {
+  Arg v = a;
+  return coerce(schema, &v) && v == a;
+}
+
 bool bind_args(const OpSchema& schema, const std::vector<CallArg>& call, std::vector<Arg>* args,
                std::vector<bool>* given, std::string* error) {
   const size_t n = schema.args.size();

@@ -62,6 +62,10 @@ struct CallArg {
 bool bind_args(const OpSchema& schema, const std::vector<CallArg>& call, std::vector<Arg>* args,
                std::vector<bool>* given, std::string* error);
 
+/// Whether `a` is exactly what bind_args stores for an argument declared as `schema` (the
+/// verifier's kind check on already-bound nodes).
+bool arg_matches(const ArgSchema& schema, const Arg& a);
+
 /// Human-readable name of a schema type ("int[]", "Tensor?", "Scalar").
 std::string arg_type_name(const ArgSchema& a);
 /// Human-readable name of an argument's kind ("int", "tensor", "int list").

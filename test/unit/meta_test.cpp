@@ -1,0 +1,386 @@
+// Unit tests for the meta functions, shape propagation and the fixture metadata they must match.
+#include "frontend/builder.h"
+#include "frontend/diag.h"
+#include "frontend/import.h"
+#include "frontend/meta.h"
+#include "frontend/shape_prop.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace fxc;
+
+namespace {
+
+using Sizes = std::vector<int64_t>;
+
+TensorMeta meta(DType t, Sizes sizes, Sizes strides = {}, int64_t offset = 0) {
+  TensorMeta m;
+  m.dtype = t;
+  m.strides = strides.empty() && !sizes.empty() ? contiguous_strides(sizes) : strides;
+  m.sizes = std::move(sizes);
+  m.storage_offset = offset;
+  return m;
+}
+
+struct G {
+  Graph g;
+  G() { g.source = "test.fxg"; }
+  ValueId in(const std::string& name, TensorMeta m) {
+    ValueId v = g.add_value(name, std::move(m));
+    g.inputs.push_back({v, InputKind::UserInput, name, true});
+    return v;
+  }
+  const TensorMeta& op(std::string_view target, std::vector<CallArg> call) {
+    return g.values[size_t(add_node1(g, target, std::move(call)))].meta;
+  }
+  std::vector<TensorMeta> ops(std::string_view target, std::vector<CallArg> call) {
+    std::vector<TensorMeta> out;
+    for (ValueId v : add_node(g, target, std::move(call))) out.push_back(g.values[size_t(v)].meta);
+    return out;
+  }
+  // The message of the fxc::Error the call throws, or "" when it succeeds.
+  std::string error(std::string_view target, std::vector<CallArg> call) {
+    try {
+      add_node(g, target, std::move(call));
+    } catch (const Error& e) {
+      return e.message();
+    }
+    return "";
+  }
+};
+
+CallArg T(ValueId v) { return {"", Arg::of_tensor(v)}; }
+CallArg I(int64_t v) { return {"", Arg::of_int(v)}; }
+CallArg F(double v) { return {"", Arg::of_float(v)}; }
+CallArg B(bool v) { return {"", Arg::of_bool(v)}; }
+CallArg Is(Sizes v) { return {"", Arg::of_ints(std::move(v))}; }
+CallArg Ts(std::vector<ValueId> v) { return {"", Arg::of_tensors(std::move(v))}; }
+CallArg KW(std::string name, Arg a) { return {std::move(name), std::move(a)}; }
+
+} // namespace
+
+TEST_CASE("meta: type promotion follows torch.result_type") {
+  G t;
+  ValueId i32 = t.in("i32", meta(DType::I32, {4}));
+  ValueId i64 = t.in("i64", meta(DType::I64, {4}));
+  ValueId b = t.in("b", meta(DType::Bool, {4}));
+  ValueId u8 = t.in("u8", meta(DType::U8, {4}));
+  ValueId i8 = t.in("i8", meta(DType::I8, {4}));
+  ValueId f16 = t.in("f16", meta(DType::F16, {4}));
+  ValueId bf16 = t.in("bf16", meta(DType::BF16, {4}));
+  ValueId f64_0d = t.in("f64_0d", meta(DType::F64, {}));
+  ValueId i64_0d = t.in("i64_0d", meta(DType::I64, {}));
+  // An int tensor with a Python float promotes to the default dtype; a Python int keeps it.
+  CHECK(t.op("aten.add.Scalar", {T(i32), F(1.5)}).dtype == DType::F32);
+  CHECK(t.op("aten.mul.Scalar", {T(i32), I(3)}).dtype == DType::I32);
+  CHECK(t.op("aten.mul.Scalar", {T(f16), F(3.0)}).dtype == DType::F16);
+  CHECK(t.op("aten.add.Scalar", {T(b), I(1)}).dtype == DType::I64);
+  CHECK(t.op("aten.add.Tensor", {T(i32), T(i64)}).dtype == DType::I64);
+  CHECK(t.op("aten.add.Tensor", {T(b), T(b)}).dtype == DType::Bool);
+  CHECK(t.op("aten.add.Tensor", {T(u8), T(i8)}).dtype == DType::I16);
+  CHECK(t.op("aten.add.Tensor", {T(f16), T(bf16)}).dtype == DType::F32);
+  // Zero-dim tensors count only when they are of a higher category.
+  CHECK(t.op("aten.add.Tensor", {T(f16), T(f64_0d)}).dtype == DType::F16);
+  CHECK(t.op("aten.add.Tensor", {T(i32), T(f64_0d)}).dtype == DType::F64);
+  CHECK(t.op("aten.add.Tensor", {T(i32), T(i64_0d)}).dtype == DType::I32);
+  // Comparisons give bool, true division of ints float, sums of ints i64.
+  CHECK(t.op("aten.lt.Scalar", {T(f16), F(0.5)}).dtype == DType::Bool);
+  CHECK(t.op("aten.eq.Tensor", {T(i32), T(i64)}).dtype == DType::Bool);
+  CHECK(t.op("aten.div.Tensor", {T(i32), T(i64)}).dtype == DType::F32);
+  CHECK(t.op("aten.div.Scalar", {T(i64), I(2)}).dtype == DType::F32);
+  CHECK(t.op("aten.sum.default", {T(b)}).dtype == DType::I64);
+  CHECK(t.op("aten.sum.dim_IntList", {T(i32), Is({0})}).dtype == DType::I64);
+  CHECK(t.op("aten.sqrt.default", {T(i64)}).dtype == DType::F32);
+  CHECK(t.op("aten.where.self", {T(b), T(i32), T(f16)}).dtype == DType::F16);
+  CHECK(t.op("aten.to.dtype", {T(i32), KW("dtype", Arg::of_dtype(DType::F16))}).dtype == DType::F16);
+  CHECK(t.op("aten._to_copy.default", {T(i32), KW("dtype", Arg::of_dtype(DType::BF16))}).dtype == DType::BF16);
+  CHECK(t.error("aten.mean.dim", {T(i64), Is({0})}).find("could not infer output dtype") != std::string::npos);
+  CHECK(t.op("aten.mean.dim", {T(i64), Is({0}), KW("dtype", Arg::of_dtype(DType::F64))}).dtype == DType::F64);
+  CHECK(t.error("aten.sub.Tensor", {T(b), T(b)}).find("two bool tensors") != std::string::npos);
+}
+
+TEST_CASE("meta: factories infer dtypes from their scalars") {
+  G t;
+  CHECK(t.op("aten.arange.default", {I(5)}).dtype == DType::I64);
+  CHECK(t.op("aten.arange.default", {I(5)}).sizes == Sizes{5});
+  CHECK(t.op("aten.arange.start_step", {I(0), F(1.0), F(0.25)}).dtype == DType::F32);
+  CHECK(t.op("aten.arange.start_step", {I(0), F(1.0), F(0.25)}).sizes == Sizes{4});
+  CHECK(t.op("aten.arange.start_step", {I(10), I(0), I(-3)}).sizes == Sizes{4});
+  CHECK(t.op("aten.arange.start", {I(0), I(4), KW("dtype", Arg::of_dtype(DType::F16))}).dtype == DType::F16);
+  CHECK(t.error("aten.arange.start_step", {I(0), I(4), I(0)}) == "step must be nonzero");
+  CHECK(t.op("aten.full.default", {Is({2, 3}), F(0.5)}).dtype == DType::F32);
+  CHECK(t.op("aten.full.default", {Is({2, 3}), I(7)}).dtype == DType::I64);
+  CHECK(t.op("aten.full.default", {Is({2, 3}), B(true)}).dtype == DType::Bool);
+  CHECK(t.op("aten.full.default", {Is({2, 3}), B(true)}).strides == Sizes{3, 1});
+  CHECK(t.op("aten.zeros.default", {Is({2})}).dtype == DType::F32);
+  CHECK(t.op("aten.scalar_tensor.default", {F(-1.0)}).sizes.empty());
+  CHECK(t.error("aten.full.default", {Is({-1, 2}), F(0)}).find("negative dimension -1") != std::string::npos);
+}
+
+TEST_CASE("meta: broadcasting") {
+  CHECK(broadcast_shapes({8, 1, 6}, {7, 1}) == Sizes{8, 7, 6});
+  CHECK(broadcast_shapes({}, {3}) == Sizes{3});
+  CHECK(broadcast_shapes({0}, {1}) == Sizes{0});
+  CHECK_THROWS_AS(broadcast_shapes({8, 64}, {32, 10}), std::invalid_argument);
+  G t;
+  ValueId a = t.in("a", meta(DType::F32, {8, 64}));
+  ValueId b = t.in("b", meta(DType::F32, {32, 10}));
+  ValueId c = t.in("c", meta(DType::F32, {64}));
+  CHECK(t.op("aten.add.Tensor", {T(a), T(c)}).sizes == Sizes{8, 64});
+  CHECK(t.error("aten.add.Tensor", {T(a), T(b)}) == "cannot broadcast f32[8, 64] with f32[32, 10]");
+  CHECK(t.error("aten.add.Tensor", {T(a), T(b), KW("alpha", Arg::of_int(2))}) ==
+        "cannot broadcast f32[8, 64] with f32[32, 10]");
+}
+
+TEST_CASE("meta: wrap_dim") {
+  CHECK(wrap_dim(-1, 3) == 2);
+  CHECK(wrap_dim(0, 0) == 0);
+  CHECK(wrap_dim(-1, 0) == 0);
+  CHECK_THROWS_AS(wrap_dim(3, 3), std::out_of_range);
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {2, 3}));
+  CHECK(t.error("aten.softmax.int", {T(x), I(2)}) ==
+        "dimension out of range (expected to be in range of [-2, 1], but got 2)");
+}
+
+TEST_CASE("meta: pointwise outputs follow TensorIterator's layout") {
+  G t;
+  ValueId a = t.in("a", meta(DType::F32, {4, 3}, {1, 4}));   // a transposed [3, 4]
+  ValueId b = t.in("b", meta(DType::F32, {4, 3}, {1, 4}));
+  ValueId c = t.in("c", meta(DType::F32, {4, 3}));           // contiguous
+  ValueId r = t.in("r", meta(DType::F32, {3}));              // broadcast row
+  ValueId cl = t.in("cl", meta(DType::F32, {2, 3, 4, 5}, {60, 1, 15, 3})); // channels_last
+  ValueId piece = t.in("piece", meta(DType::F32, {2, 4, 16, 32}, {6144, 32, 384, 1}, 128));
+  CHECK(t.op("aten.add.Tensor", {T(a), T(b)}).strides == Sizes{1, 4});
+  CHECK(t.op("aten.add.Tensor", {T(c), T(c)}).strides == Sizes{3, 1});
+  // Mixed layouts: the first operand decides the order.
+  CHECK(t.op("aten.mul.Tensor", {T(a), T(c)}).strides == Sizes{1, 4});
+  CHECK(t.op("aten.mul.Tensor", {T(c), T(a)}).strides == Sizes{3, 1});
+  CHECK(t.op("aten.add.Tensor", {T(a), T(r)}).strides == Sizes{1, 4});
+  CHECK(t.op("aten.relu.default", {T(cl)}).strides == Sizes{60, 1, 15, 3});
+  // A non-dense split piece gives dense strides in its own dimension order, offset 0.
+  const TensorMeta& m = t.op("aten.mul.Scalar", {T(piece), F(0.5)});
+  CHECK(m.strides == Sizes{2048, 32, 128, 1});
+  CHECK(m.storage_offset == 0);
+  // clone keeps dense layouts, makes others dense in the same order; contiguous_format resets.
+  CHECK(t.op("aten.clone.default", {T(a)}).strides == Sizes{1, 4});
+  CHECK(t.op("aten.clone.default", {T(piece)}).strides == Sizes{2048, 32, 128, 1});
+  CHECK(t.op("aten.clone.default", {T(a), KW("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))})
+            .strides == Sizes{3, 1});
+  CHECK(t.op("aten.full_like.default", {T(a), F(0)}).strides == Sizes{1, 4});
+  CHECK(t.op("aten.contiguous.default", {T(a)}).strides == Sizes{3, 1});
+  // Reductions and matmuls are contiguous.
+  CHECK(t.op("aten.sum.dim_IntList", {T(a), Is({0}), B(true)}).strides == Sizes{3, 1});
+}
+
+TEST_CASE("meta: view strides, reshape copies and slice offsets") {
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {2, 3, 4}));
+  ValueId xt = add_node1(t.g, "aten.transpose.int", {T(x), I(1), I(2)});
+  CHECK(t.g.values[size_t(xt)].meta.sizes == Sizes{2, 4, 3});
+  CHECK(t.g.values[size_t(xt)].meta.strides == Sizes{12, 1, 4});
+  // Merging the transposed dims is impossible as a view; splitting the batch dim is fine.
+  CHECK(t.error("aten.view.default", {T(xt), Is({2, 12})}).find("view size [2, 12] is not compatible") == 0);
+  CHECK(t.op("aten.view.default", {T(xt), Is({2, 1, 4, 3})}).strides == Sizes{12, 4, 1, 4});
+  CHECK(t.op("aten.view.default", {T(x), Is({-1, 4})}).sizes == Sizes{6, 4});
+  CHECK(t.error("aten.view.default", {T(x), Is({5, -1})}) == "shape '[5, -1]' is invalid for input of size 24");
+  CHECK(t.error("aten.view.default", {T(x), Is({-1, -1})}) == "only one dimension can be inferred");
+  const TensorMeta& r = t.op("aten.reshape.default", {T(xt), Is({2, 12})});
+  CHECK(r.strides == Sizes{12, 1});
+  CHECK(r.storage_offset == 0);
+  // Slices move the offset; clamped bounds; steps multiply the stride.
+  const TensorMeta& s = t.op("aten.slice.Tensor", {T(x), I(2), I(1), I(100), I(2)});
+  CHECK(s.sizes == Sizes{2, 3, 2});
+  CHECK(s.strides == Sizes{12, 4, 2});
+  CHECK(s.storage_offset == 1);
+  const TensorMeta& s2 = t.op("aten.slice.Tensor", {T(x), I(1), I(-2)});
+  CHECK(s2.sizes == Sizes{2, 2, 4});
+  CHECK(s2.storage_offset == 4);
+  CHECK(t.op("aten.slice.Tensor", {T(x), I(0), I(5), I(9)}).sizes == Sizes{0, 3, 4});
+  const TensorMeta& sel = t.op("aten.select.int", {T(x), I(1), I(-1)});
+  CHECK(sel.sizes == Sizes{2, 4});
+  CHECK(sel.storage_offset == 8);
+  CHECK(t.error("aten.select.int", {T(x), I(1), I(3)}).find("index 3 out of range") != std::string::npos);
+  // expand: new leading dims and broadcast dims get stride 0.
+  ValueId row = t.in("row", meta(DType::F32, {1, 16}, {64, 1}));
+  CHECK(t.op("aten.expand.default", {T(row), Is({2, 16})}).strides == Sizes{0, 1});
+  CHECK(t.op("aten.expand.default", {T(row), Is({3, -1, 16})}).strides == Sizes{0, 64, 1});
+  CHECK(t.error("aten.expand.default", {T(x), Is({2, 5, 4})}).find("must match the existing size (3)") !=
+        std::string::npos);
+  CHECK(t.op("aten.unsqueeze.default", {T(x), I(-1)}).strides == Sizes{12, 4, 1, 1});
+  CHECK(t.op("aten.unsqueeze.default", {T(x), I(1)}).strides == Sizes{12, 12, 4, 1});
+  CHECK(t.op("aten.permute.default", {T(x), Is({2, 0, 1})}).strides == Sizes{1, 12, 4});
+  CHECK(t.op("aten.flatten.using_ints", {T(x), I(1)}).sizes == Sizes{2, 12});
+  CHECK(t.op("aten.unflatten.int", {T(x), I(2), Is({2, -1})}).strides == Sizes{12, 4, 2, 1});
+  ValueId sq = t.in("sq", meta(DType::F32, {1, 3, 1}));
+  CHECK(t.op("aten.squeeze.dims", {T(sq), Is({0, 1, 2})}).sizes == Sizes{3});
+  CHECK(t.op("aten.squeeze.dim", {T(sq), I(-1)}).sizes == Sizes{1, 3});
+  // split pieces are slices of the input.
+  auto pieces = t.ops("aten.split.Tensor", {T(x), I(3), I(2)});
+  REQUIRE(pieces.size() == 2);
+  CHECK(pieces[1].sizes == Sizes{2, 3, 1});
+  CHECK(pieces[1].storage_offset == 3);
+  auto sized = t.ops("aten.split_with_sizes.default", {T(x), Is({1, 2}), I(1)});
+  REQUIRE(sized.size() == 2);
+  CHECK(sized[1].storage_offset == 4);
+  CHECK(t.error("aten.split_with_sizes.default", {T(x), Is({1, 1}), I(1)})
+            .find("to sum exactly to 3") != std::string::npos);
+  const TensorMeta& as = t.op("aten.as_strided.default", {T(x), Is({2, 2}), Is({1, 2}), I(5)});
+  CHECK(as.strides == Sizes{1, 2});
+  CHECK(as.storage_offset == 5);
+}
+
+TEST_CASE("meta: matrix products") {
+  G t;
+  ValueId a = t.in("a", meta(DType::F32, {8, 64}));
+  ValueId w = t.in("w", meta(DType::F32, {32, 10}));
+  ValueId w2 = t.in("w2", meta(DType::F32, {64, 10}));
+  ValueId bias = t.in("bias", meta(DType::F32, {10}));
+  ValueId v = t.in("v", meta(DType::F32, {64}));
+  ValueId b3 = t.in("b3", meta(DType::F32, {5, 8, 64}));
+  ValueId b4 = t.in("b4", meta(DType::F32, {2, 1, 64, 3}));
+  ValueId d = t.in("d", meta(DType::F64, {64, 10}));
+  CHECK(t.error("aten.addmm.default", {T(bias), T(a), T(w)}) == "mat1 is f32[8, 64] but mat2 is f32[32, 10]");
+  CHECK(t.op("aten.addmm.default", {T(bias), T(a), T(w2)}).sizes == Sizes{8, 10});
+  CHECK(t.error("aten.mm.default", {T(a), T(w)}) == "self is f32[8, 64] but mat2 is f32[32, 10]");
+  CHECK(t.error("aten.mm.default", {T(a), T(d)}).find("expected the same dtype") != std::string::npos);
+  CHECK(t.op("aten.matmul.default", {T(v), T(v)}).sizes == Sizes{});
+  CHECK(t.op("aten.matmul.default", {T(a), T(v)}).sizes == Sizes{8});
+  CHECK(t.op("aten.matmul.default", {T(v), T(w2)}).sizes == Sizes{10});
+  CHECK(t.op("aten.matmul.default", {T(b3), T(w2)}).sizes == Sizes{5, 8, 10});
+  CHECK(t.op("aten.matmul.default", {T(b3), T(v)}).sizes == Sizes{5, 8});
+  CHECK(t.op("aten.matmul.default", {T(b3), T(b4)}).sizes == Sizes{2, 5, 8, 3});
+  CHECK(t.op("aten.matmul.default", {T(v), T(b4)}).sizes == Sizes{2, 1, 3});
+  CHECK(t.error("aten.matmul.default", {T(b3), T(w)}) == "self is f32[5, 8, 64] but other is f32[32, 10]");
+  CHECK(t.op("aten.bmm.default", {T(b3), T(add_node1(t.g, "aten.expand.default", {T(w2), Is({5, 64, 10})}))}).sizes ==
+        Sizes{5, 8, 10});
+  ValueId lw = t.in("lw", meta(DType::F32, {10, 64}));
+  CHECK(t.op("aten.linear.default", {T(b3), T(lw), T(bias)}).sizes == Sizes{5, 8, 10});
+  CHECK(t.error("aten.linear.default", {T(b3), T(w2)}) == "input is f32[5, 8, 64] but weight is f32[64, 10]");
+}
+
+TEST_CASE("meta: convolution and pooling sizes") {
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {4, 3, 32, 32}));
+  ValueId w = t.in("w", meta(DType::F32, {16, 3, 3, 3}));
+  ValueId wg = t.in("wg", meta(DType::F32, {16, 1, 3, 3}));
+  ValueId b = t.in("b", meta(DType::F32, {16}));
+  CHECK(t.op("aten.conv2d.default", {T(x), T(w), T(b), Is({1, 1}), Is({1, 1})}).sizes == Sizes{4, 16, 32, 32});
+  CHECK(t.op("aten.conv2d.default", {T(x), T(w), T(b), Is({2}), Is({0}), Is({2})}).sizes == Sizes{4, 16, 14, 14});
+  CHECK(t.op("aten.convolution.default", {T(x), T(w), T(b), Is({2, 2}), Is({1, 1}), Is({1, 1}), B(false),
+                                          Is({0, 0}), I(1)})
+            .sizes == Sizes{4, 16, 16, 16});
+  ValueId x16 = t.in("x16", meta(DType::F32, {4, 16, 8, 8}));
+  CHECK(t.op("aten.conv2d.default", {T(x16), T(wg), T(b), Is({1}), Is({1}), Is({1}), I(16)}).sizes ==
+        Sizes{4, 16, 8, 8});
+  ValueId wt = t.in("wt", meta(DType::F32, {16, 8, 4, 4}));
+  CHECK(t.op("aten.convolution.default", {T(x16), T(wt), {"", Arg::none()}, Is({2, 2}), Is({1, 1}), Is({1, 1}),
+                                          B(true), Is({0, 0}), I(1)})
+            .sizes == Sizes{4, 8, 16, 16});
+  CHECK(t.error("aten.conv2d.default", {T(x16), T(w)}).find("to have 3 channels, but got 16") != std::string::npos);
+  ValueId unb = t.in("unb", meta(DType::F32, {3, 10, 10}));
+  const TensorMeta& u = t.op("aten.conv2d.default", {T(unb), T(w)});
+  CHECK(u.sizes == Sizes{16, 8, 8});
+  CHECK(u.strides == Sizes{64, 8, 1});
+  // channels_last inputs give channels_last outputs.
+  ValueId cl = t.in("cl", meta(DType::F32, {4, 3, 32, 32}, {3072, 1, 96, 3}));
+  CHECK(t.op("aten.conv2d.default", {T(cl), T(w)}).strides == Sizes{14400, 1, 480, 16});
+  CHECK(t.op("aten.max_pool2d.default", {T(x), Is({2, 2})}).sizes == Sizes{4, 3, 16, 16});
+  ValueId odd = t.in("odd", meta(DType::F32, {1, 1, 5, 5}));
+  CHECK(t.op("aten.max_pool2d.default", {T(odd), Is({2}), Is({2})}).sizes == Sizes{1, 1, 2, 2});
+  CHECK(t.op("aten.max_pool2d.default", {T(odd), Is({2}), Is({2}), Is({0}), Is({1}), B(true)}).sizes ==
+        Sizes{1, 1, 3, 3});
+  auto mp = t.ops("aten.max_pool2d_with_indices.default", {T(x), Is({3}), Is({2}), Is({1})});
+  REQUIRE(mp.size() == 2);
+  CHECK(mp[0].sizes == Sizes{4, 3, 16, 16});
+  CHECK(mp[1].dtype == DType::I64);
+  CHECK(t.error("aten.max_pool2d.default", {T(x), Is({3}), Is({2}), Is({2})}).find("pad should be at most half") == 0);
+  CHECK(t.op("aten.adaptive_avg_pool2d.default", {T(x), Is({1, 1})}).strides == Sizes{3, 1, 1, 1});
+  CHECK(t.op("aten.adaptive_avg_pool2d.default", {T(cl), Is({1, 1})}).strides == Sizes{3, 1, 3, 3});
+}
+
+TEST_CASE("meta: indexing, cat, pad, attention and norms") {
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {5, 6, 7}));
+  ValueId i = t.in("i", meta(DType::I64, {2, 3}));
+  ValueId j = t.in("j", meta(DType::I64, {3}));
+  ValueId none = kNoValue;
+  CHECK(t.op("aten.index.Tensor", {T(x), Ts({i})}).sizes == Sizes{2, 3, 6, 7});
+  CHECK(t.op("aten.index.Tensor", {T(x), Ts({none, i, j})}).sizes == Sizes{5, 2, 3});
+  // Non-adjacent indices move the indexed dims to the front.
+  const TensorMeta& front = t.op("aten.index.Tensor", {T(x), Ts({i, none, j})});
+  CHECK(front.sizes == Sizes{2, 3, 6});
+  CHECK(front.strides == Sizes{18, 6, 1});
+  const TensorMeta& mid = t.op("aten.index.Tensor", {T(x), Ts({none, j})});
+  CHECK(mid.sizes == Sizes{5, 3, 7});
+  CHECK(mid.strides == Sizes{21, 7, 1});
+  CHECK(t.error("aten.index.Tensor", {T(x), Ts({none, none, none, j})}).find("too many indices") == 0);
+  CHECK(t.op("aten.gather.default", {T(x), I(1), T(t.in("gi", meta(DType::I64, {5, 2, 7})))}).sizes ==
+        Sizes{5, 2, 7});
+  CHECK(t.op("aten.index_select.default", {T(x), I(2), T(j)}).sizes == Sizes{5, 6, 3});
+  ValueId emb = t.in("emb", meta(DType::BF16, {100, 16}));
+  const TensorMeta& e = t.op("aten.embedding.default", {T(emb), T(i)});
+  CHECK(e.sizes == Sizes{2, 3, 16});
+  CHECK(e.dtype == DType::BF16);
+  ValueId y = t.in("y", meta(DType::F64, {5, 2, 7}));
+  const TensorMeta& c = t.op("aten.cat.default", {Ts({x, y}), I(1)});
+  CHECK(c.sizes == Sizes{5, 8, 7});
+  CHECK(c.dtype == DType::F64);
+  CHECK(t.error("aten.cat.default", {Ts({x, y}), I(2)}).find("sizes of tensors must match except in dimension 2") == 0);
+  CHECK(t.op("aten.roll.default", {T(x), Is({1}), Is({0})}).sizes == Sizes{5, 6, 7});
+  CHECK(t.op("aten.constant_pad_nd.default", {T(x), Is({1, 2, -1, 0})}).sizes == Sizes{5, 5, 10});
+  CHECK(t.op("aten.pad.default", {T(x), Is({1, 1}), {"", Arg::of_string("reflect")}}).sizes == Sizes{5, 6, 9});
+  CHECK(t.error("aten.constant_pad_nd.default", {T(x), Is({1, 2, 3})}).find("must be even") != std::string::npos);
+  ValueId q = t.in("q", meta(DType::F32, {2, 4, 16, 32}));
+  ValueId kv = t.in("kv", meta(DType::F32, {2, 4, 8, 32}));
+  ValueId v64 = t.in("v64", meta(DType::F32, {2, 4, 8, 64}));
+  CHECK(t.op("aten.scaled_dot_product_attention.default", {T(q), T(kv), T(kv)}).sizes == Sizes{2, 4, 16, 32});
+  CHECK(t.op("aten.scaled_dot_product_attention.default", {T(q), T(kv), T(v64)}).sizes == Sizes{2, 4, 16, 64});
+  ValueId ln_w = t.in("ln_w", meta(DType::F32, {32}));
+  auto ln = t.ops("aten.native_layer_norm.default", {T(q), Is({32}), T(ln_w), T(ln_w), F(1e-5)});
+  REQUIRE(ln.size() == 3);
+  CHECK(ln[1].sizes == Sizes{2, 4, 16, 1});
+  CHECK(ln[1].dtype == DType::F32);
+  CHECK(t.error("aten.layer_norm.default", {T(q), Is({16})}).find("given normalized_shape=[16]") == 0);
+}
+
+TEST_CASE("meta: every op in the schema table has a meta function") {
+  for (const OpSchema* s : all_schemas()) {
+    bool has_meta = find_meta(s->target) != nullptr;
+    CHECK_MESSAGE(has_meta, s->target);
+  }
+  bool unknown = find_meta("aten.no_such_op.default") == nullptr;
+  CHECK(unknown);
+}
+
+TEST_CASE("meta: propagate_shapes rewrites outputs from inputs") {
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {2, 3}));
+  ValueId y = add_node1(t.g, "aten.relu.default", {T(x)});
+  ValueId z = add_node1(t.g, "aten.sum.dim_IntList", {T(y), Is({1})});
+  t.g.values[size_t(x)].meta = meta(DType::F64, {4, 5});
+  CHECK_FALSE(check_recorded_shapes(t.g).empty());
+  propagate_shapes(t.g);
+  CHECK(t.g.values[size_t(z)].meta.sizes == Sizes{4});
+  CHECK(t.g.values[size_t(z)].meta.dtype == DType::F64);
+  CHECK(check_recorded_shapes(t.g).empty());
+}
+
+TEST_CASE("meta: inferred metadata equals what torch.export recorded, for every fixture") {
+  for (const char* name : {"mlp", "block", "convnet", "norms", "embed", "berttiny"}) {
+    for (std::string suffix : {"", ".core"}) {
+      std::string path = std::string(FXC_FIXTURES_DIR) + "/" + name + suffix + ".pt2";
+      CAPTURE(path);
+      Graph g = import_pt2(path);
+      CHECK(g.nodes.size() > 0);
+      std::vector<std::string> diffs = check_recorded_shapes(g);
+      for (const std::string& d : diffs) CAPTURE(d);
+      std::string all;
+      for (const std::string& d : diffs) all += d + "\n";
+      CHECK_MESSAGE(diffs.empty(), all);
+    }
+  }
+}
