@@ -66,6 +66,7 @@ public:
            const MinifyOptions& opts)
       : pred_(pred), opts_(opts) {
     check_inputs(g, inputs);
+    note("minifying " + describe(g));
     cur_.graph = g;
     cur_.origin.resize(g.values.size());
     for (size_t v = 0; v < g.values.size(); ++v) cur_.origin[v] = ValueId(v);
@@ -75,7 +76,6 @@ public:
   MinifyResult run() {
     MinifyResult res;
     res.initial_nodes = int64_t(cur_.graph.nodes.size());
-    note("minifying " + describe(cur_.graph));
     try {
       if (!fails(cur_))
         throw Error(cur_.graph.source, "the graph does not fail before minifying, so there is "
@@ -230,8 +230,8 @@ private:
   void accept(State s, const std::string& strategy) {
     const Graph& a = cur_.graph;
     const Graph& b = s.graph;
-    std::string line = std::to_string(a.nodes.size()) + " nodes → " +
-                       std::to_string(b.nodes.size()) + " nodes: " + strategy;
+    std::string line =
+        plural(a.nodes.size(), "node") + " → " + plural(b.nodes.size(), "node") + ": " + strategy;
     if (a.outputs.size() != b.outputs.size())
       line += " (outputs " + std::to_string(a.outputs.size()) + " → " +
               std::to_string(b.outputs.size()) + ")";
@@ -317,15 +317,21 @@ private:
     // Binary search for the shortest failing prefix; prefix n-1 is the graph itself.
     int64_t lo = 0, hi = n - 1;
     std::optional<State> best;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      std::optional<State> s = prepare(prefix(mid, last), cur_.origin);
-      if (s && fails(*s)) {
-        hi = mid;
-        best = std::move(s);
-      } else {
-        lo = mid + 1;
+    try {
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        std::optional<State> s = prepare(prefix(mid, last), cur_.origin);
+        if (s && fails(*s)) {
+          hi = mid;
+          best = std::move(s);
+        } else {
+          lo = mid + 1;
+        }
       }
+    } catch (const CallLimitReached&) {
+      // Keep the shortest failing prefix found before the budget ran out.
+      if (best) accept(std::move(*best), "truncate suffix");
+      throw;
     }
     if (!best) return false;
     accept(std::move(*best), "truncate suffix");
