@@ -3,6 +3,7 @@
 
 #include "frontend/schema.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace fxc {
@@ -151,6 +152,28 @@ ValueId Emit::cat(std::vector<ValueId> xs, int64_t d) {
 
 ValueId Emit::zeros(std::vector<int64_t> s, DType ty) {
   return op("aten.zeros.default", {ints(std::move(s)), kw("dtype", Arg::of_dtype(ty))});
+}
+
+ValueId Emit::restride(ValueId a, const TensorMeta& want) {
+  TensorMeta have = meta(a);
+  if (have.sizes != want.sizes || have.strides == want.strides ||
+      want.strides.size() != want.sizes.size())
+    return a;
+  std::vector<int64_t> perm = all_dims(int64_t(want.sizes.size()));
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t x, int64_t y) {
+    return want.strides[size_t(x)] > want.strides[size_t(y)];
+  });
+  std::vector<int64_t> phys, inv(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) {
+    phys.push_back(want.sizes[size_t(perm[k])]);
+    inv[size_t(perm[k])] = int64_t(k);
+  }
+  std::vector<int64_t> dense = contiguous_strides(phys);
+  for (size_t k = 0; k < perm.size(); ++k)
+    if (phys[k] != 1 && dense[k] != want.strides[size_t(perm[k])]) return a;
+  ValueId c = op("aten.clone.default",
+                 {t(permute(a, perm)), kw("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))});
+  return permute(c, inv);
 }
 
 ValueId Emit::pad_dim(ValueId a, int64_t d, int64_t lo, int64_t hi) {

@@ -76,6 +76,9 @@ public:
                         int64_t step = 1);
   ValueId cat(std::vector<ValueId> xs, int64_t dim);
   ValueId zeros(std::vector<int64_t> sizes, DType t);
+  /// `a` with `want`'s strides when `want` is a dense permuted layout (a copy in that order,
+  /// viewed back); `a` itself when the strides already match or `want` is not dense.
+  ValueId restride(ValueId a, const TensorMeta& want);
   /// Pads (positive) or crops (negative) `a` along `dim` by lo/hi elements.
   ValueId pad_dim(ValueId a, int64_t dim, int64_t lo, int64_t hi);
 

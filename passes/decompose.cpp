@@ -416,6 +416,8 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
     }
     assert(r.size() == n.outputs.size() && "decomposition returned the wrong number of values");
     for (size_t k = 0; k < r.size(); ++k) {
+      // Later views rely on the original layout (SDPA's output is [B, L, H, E] in memory).
+      r[k] = e.restride(r[k], g.values[n.outputs[k]].meta);
       map[n.outputs[k]] = r[k];
       // The value that replaces an output takes over its name when it is a new single-output
       // node, so later stages and readers still find "gelu" after gelu was decomposed.

@@ -8,6 +8,8 @@
 #include "passes/partition.h"
 #include "runtime/compare.h"
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 using namespace fxc;
@@ -113,7 +115,7 @@ TEST_CASE("partition: the log is deterministic and lists every saved value") {
 
 TEST_CASE("partition: min-cut saves fewer bytes than the default on block and berttiny") {
   for (const char* name : {"block", "berttiny", "block.core", "berttiny.core"}) {
-    INFO(name);
+    INFO(std::string(name));
     std::string base = std::string(name).substr(0, std::string(name).find('.'));
     Graph g = import_pt2(fixture(std::string(name) + ".pt2"));
     AotGraphs def = aot_autograd(g, PartitionStrategy::Default);
@@ -142,7 +144,7 @@ TEST_CASE("partition: fixtures reproduce PyTorch's gradients") {
     std::vector<Tensor> inputs = fixture_inputs(base);
     for (int variant = 0; variant < 3; ++variant) {
       std::string file = std::string(base) + (variant == 1 ? ".core.pt2" : ".pt2");
-      INFO(file << (variant == 2 ? " (decomposed)" : ""));
+      INFO(file << (variant == 2 ? std::string(" (decomposed)") : std::string()));
       Graph g = import_pt2(fixture(file));
       if (variant == 2) g = decompose(g);
       AotGraphs aot = aot_autograd(g, variant == 0 ? PartitionStrategy::Default
@@ -158,7 +160,13 @@ TEST_CASE("partition: fixtures reproduce PyTorch's gradients") {
         auto it = ref.find(aot.grad_names[k]);
         INFO(aot.grad_names[k]);
         REQUIRE(it != ref.end());
-        check_close(s.grads[k], Tensor::from_weight(it->second), 1e-4, 1e-5, aot.grad_names[k]);
+        // Float32 sums carry an absolute error proportional to the size of their terms, not of
+        // the result: near-zero gradient entries of a large-valued gradient (mlp's fc1.weight
+        // reaches ~6) differ from PyTorch's by ~2e-5. Scale atol by the tensor's magnitude.
+        Tensor want = Tensor::from_weight(it->second);
+        double peak = 1.0;
+        for (double v : want.to_vector()) peak = std::max(peak, std::abs(v));
+        check_close(s.grads[k], want, 1e-4, 1e-5 * peak, aot.grad_names[k]);
       }
     }
   }
