@@ -6,6 +6,7 @@
 #include "frontend/schema.h"
 #include "runtime/kernels.h"
 
+#include <algorithm>
 #include <cassert>
 #include <new>
 #include <set>
@@ -47,6 +48,33 @@ std::set<ValueId> mutated_roots(const Graph& g) {
     roots.insert(v);
   }
   return roots;
+}
+
+// True when `strides` lay `sizes` out densely without overlap (a permutation of a contiguous
+// layout, e.g. channels_last), so a tensor with exactly numel elements can hold it.
+bool dense_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  if (sizes.size() != strides.size()) return false;
+  std::vector<size_t> order;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1) order.push_back(d);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  int64_t expected = 1;
+  for (size_t d : order) {
+    if (sizes[d] == 0) return true;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+// The kernel result laid out with the strides PyTorch gave it (recorded in the graph), when
+// those differ from the kernel's: later views (e.g. a transpose followed by view) depend on it.
+Tensor with_layout(const Tensor& t, const TensorMeta& m) {
+  if (t.strides() == m.strides || !dense_layout(m.sizes, m.strides) || t.numel() == 0) return t;
+  Tensor out = Tensor::empty(t.dtype(), t.sizes()).as_strided(m.sizes, m.strides, 0);
+  out.copy_from(t);
+  return out;
 }
 
 } // namespace
@@ -162,6 +190,15 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
       if (outs[i].dtype() != want || outs[i].sizes() != m.sizes)
         throw node_error("result " + std::to_string(i) + " is " + format_meta(outs[i].meta()) +
                          " but the graph says " + meta_str(want, m.sizes));
+      // Views and in-place results alias their input, whose layout they inherit; every other
+      // result takes the layout PyTorch recorded for it.
+      if (!schema->is_view && !schema->is_inplace) {
+        try {
+          outs[i] = with_layout(outs[i], m);
+        } catch (const TensorError& e) {
+          throw node_error(e.what());
+        }
+      }
       env[size_t(v)] = outs[i];
     }
     if (opts.on_node) opts.on_node(node, outs);

@@ -866,6 +866,45 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
          dname(a.dtype()) + " and " + dname(b.dtype()));
 }
 
+// out[n, m] += a[n, k] @ b[k, m] on contiguous double buffers, summing over k in order.
+// Compiled with optimisation even in debug builds: it dominates the interpreter's run time,
+// and without -ffast-math the result is the same as at -O0.
+[[gnu::optimize("O3")]] void gemm_kernel(const double* a, const double* b, double* out, int64_t n,
+                                         int64_t k, int64_t m) {
+  for (int64_t i = 0; i < n; ++i) {
+    double* orow = out + i * m;
+    const double* arow = a + i * k;
+    for (int64_t p = 0; p < k; ++p) {
+      double x = arow[p];
+      const double* brow = b + p * m;
+      for (int64_t j = 0; j < m; ++j) orow[j] += x * brow[j];
+    }
+  }
+}
+
+// Row-major double copy of the [r, c] matrix at `base` with the given strides.
+void load_matrix(const Tensor& t, int64_t base, int64_t r, int64_t c, int64_t sr, int64_t sc,
+                 double* dst) {
+  if (t.dtype() == DType::F32 || t.dtype() == DType::F64) {
+    const std::byte* p = t.raw_data();
+    bool f32 = t.dtype() == DType::F32;
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        int64_t off = base + i * sr + j * sc;
+        if (f32) {
+          float v;
+          std::memcpy(&v, p + off * 4, 4);
+          dst[i * c + j] = v;
+        } else {
+          std::memcpy(&dst[i * c + j], p + off * 8, 8);
+        }
+      }
+    return;
+  }
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) dst[i * c + j] = t.load(base + i * sr + j * sc);
+}
+
 // Batched product of a [batch..., n, k] and b [batch..., k, m] (same batch shape, any
 // strides): row-major double result of batch * n * m, accumulated in double.
 std::vector<double> gemm(const Tensor& a, const Tensor& b) {
@@ -878,22 +917,12 @@ std::vector<double> gemm(const Tensor& a, const Tensor& b) {
   auto boff_b = dim_offsets(batch, Shape(b.strides().begin(), b.strides().end() - 2));
   std::vector<double> av(size_t(n * k)), bv(size_t(k * m)), out(boff_a.size() * size_t(n * m), 0.0);
   for (size_t t = 0; t < boff_a.size(); ++t) {
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t p = 0; p < k; ++p)
-        av[size_t(i * k + p)] = a.load(boff_a[t] + i * a.stride(r - 2) + p * a.stride(r - 1));
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t j = 0; j < m; ++j)
-        bv[size_t(p * m + j)] = b.load(boff_b[t] + p * b.stride(r - 2) + j * b.stride(r - 1));
-    double* o = out.data() + t * size_t(n * m);
-    for (int64_t i = 0; i < n; ++i) {
-      double* orow = o + i * m;
-      const double* arow = av.data() + i * k;
-      for (int64_t p = 0; p < k; ++p) {
-        double x = arow[p];
-        const double* brow = bv.data() + p * m;
-        for (int64_t j = 0; j < m; ++j) orow[j] += x * brow[j];
-      }
-    }
+    // A batch operand broadcast with stride 0 is loaded once.
+    if (t == 0 || boff_a[t] != boff_a[t - 1])
+      load_matrix(a, boff_a[t], n, k, a.stride(r - 2), a.stride(r - 1), av.data());
+    if (t == 0 || boff_b[t] != boff_b[t - 1])
+      load_matrix(b, boff_b[t], k, m, b.stride(r - 2), b.stride(r - 1), bv.data());
+    gemm_kernel(av.data(), bv.data(), out.data() + t * size_t(n * m), n, k, m);
   }
   return out;
 }
