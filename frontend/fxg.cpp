@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <type_traits>
 
 namespace fxc {
 
@@ -346,39 +347,43 @@ private:
     // Recorded metadata must agree with inference.
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
-      for (size_t k = 0; k < declared[i].size(); ++k) {
-        const json& m = *declared[i][k];
-        const std::string what = "\"meta\" of output '" + g_.values[n.outputs[k]].name + "'";
-        const TensorMeta& got = g_.values[n.outputs[k]].meta;
-        const DType dt = dtype(get(m, "dtype", what), what + ".dtype");
-        const std::vector<int64_t> sizes = shape(get(m, "shape", what), what + ".shape");
-        // Strides and storage offset are compared only when the file gives them.
-        const json* sj = find(m, "strides");
-        const json* oj = find(m, "storage_offset");
-        const std::vector<int64_t> strides = sj ? int_list(*sj, what + ".strides") : got.strides;
-        const int64_t offset = oj ? integer(*oj, what + ".storage_offset") : got.storage_offset;
-        if (dt != got.dtype || sizes != got.sizes || strides != got.strides ||
-            offset != got.storage_offset) {
-          auto describe = [&](DType t, const std::vector<int64_t>& sz,
-                              const std::vector<int64_t>& st, int64_t off) {
-            TensorMeta d;
-            d.dtype = t;
-            d.sizes = sz;
-            std::string s = format_meta(d);
-            if (sj) {
-              s += "{";
-              for (size_t i = 0; i < st.size(); ++i) s += (i ? ", " : "") + std::to_string(st[i]);
-              s += "}";
-            }
-            if (oj) s += "+" + std::to_string(off);
-            return s;
-          };
-          const std::string is = describe(got.dtype, got.sizes, got.strides, got.storage_offset);
-          const std::string said = describe(dt, sizes, strides, offset);
-          fail("output '" + g_.values[n.outputs[k]].name + "' is " + is + " but the file says " +
-                   said,
-               n.name, n.target);
-        }
+      within_node(n.name, n.target, [&] { check_declared_meta(n, declared[i]); });
+    }
+  }
+
+  void check_declared_meta(const Node& n, const std::vector<const json*>& declared) {
+    for (size_t k = 0; k < declared.size(); ++k) {
+      const json& m = *declared[k];
+      const std::string what = "\"meta\" of output '" + g_.values[n.outputs[k]].name + "'";
+      const TensorMeta& got = g_.values[n.outputs[k]].meta;
+      const DType dt = dtype(get(m, "dtype", what), what + ".dtype");
+      const std::vector<int64_t> sizes = shape(get(m, "shape", what), what + ".shape");
+      // Strides and storage offset are compared only when the file gives them.
+      const json* sj = find(m, "strides");
+      const json* oj = find(m, "storage_offset");
+      const std::vector<int64_t> strides = sj ? int_list(*sj, what + ".strides") : got.strides;
+      const int64_t offset = oj ? integer(*oj, what + ".storage_offset") : got.storage_offset;
+      if (dt != got.dtype || sizes != got.sizes || strides != got.strides ||
+          offset != got.storage_offset) {
+        auto describe = [&](DType t, const std::vector<int64_t>& sz, const std::vector<int64_t>& st,
+                            int64_t off) {
+          TensorMeta d;
+          d.dtype = t;
+          d.sizes = sz;
+          std::string s = format_meta(d);
+          if (sj) {
+            s += "{";
+            for (size_t i = 0; i < st.size(); ++i) s += (i ? ", " : "") + std::to_string(st[i]);
+            s += "}";
+          }
+          if (oj) s += "+" + std::to_string(off);
+          return s;
+        };
+        const std::string is = describe(got.dtype, got.sizes, got.strides, got.storage_offset);
+        const std::string said = describe(dt, sizes, strides, offset);
+        fail("output '" + g_.values[n.outputs[k]].name + "' is " + is + " but the file says " +
+                 said,
+             n.name, n.target);
       }
     }
   }
@@ -503,10 +508,26 @@ private:
   }
 
   // Returns the node's declared "meta" entries (empty when absent) for checking after inference.
+  // Errors found inside a node name it, even when raised by a generic accessor.
+  template <typename F>
+  std::invoke_result_t<F> within_node(const std::string& name, const std::string& target, F f) {
+    try {
+      return f();
+    } catch (const Error& e) {
+      if (!e.node().empty() || e.file() != path_) throw;
+      throw Error(path_, e.message(), name, target);
+    }
+  }
+
   std::vector<const json*> read_node(const json& n) {
     const std::string name = str(get(n, "name", "a node"), "a node's \"name\"");
     const std::string target =
         normalize_target(str(get(n, "target", "node '" + name + "'"), "\"target\""));
+    return within_node(name, target, [&] { return read_node_body(n, name, target); });
+  }
+
+  std::vector<const json*> read_node_body(const json& n, const std::string& name,
+                                          const std::string& target) {
     static const std::set<std::string> known = {"name", "target",      "args",           "outputs",
                                                 "meta", "stack_trace", "nn_module_stack"};
     for (auto it = n.begin(); it != n.end(); ++it)

@@ -452,6 +452,18 @@ private:
     const std::string name = r_.str(r_.get(n, "name", "node"), "node name");
     const std::string raw_target = r_.str(r_.get(n, "target", "node"), "node target");
     const std::string target = normalize_target(raw_target);
+    // Errors found inside a node name it, even when raised by a generic accessor.
+    try {
+      read_node_body(n, name, target);
+    } catch (const Error& e) {
+      if (!e.node().empty() || e.file() != path_) throw;
+      std::string msg = e.message();
+      if (msg.rfind("model.json: ", 0) == 0) msg = msg.substr(12);
+      throw Error(path_, msg, name, target);
+    }
+  }
+
+  void read_node_body(const json& n, const std::string& name, const std::string& target) {
     Node node;
     node.name = name;
     node.target = target;
