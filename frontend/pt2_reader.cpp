@@ -34,9 +34,11 @@ struct ZipFileCloser {
 };
 using ZipFilePtr = std::unique_ptr<zip_file_t, ZipFileCloser>;
 
-ZipPtr open_zip(const std::string& path) {
+// `strict` checks every entry's local header against the central directory (at import; the
+// lazy weight loaders reopen an archive that already passed).
+ZipPtr open_zip(const std::string& path, bool strict = true) {
   int err = 0;
-  zip_t* z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &err);
+  zip_t* z = zip_open(path.c_str(), ZIP_RDONLY | (strict ? ZIP_CHECKCONS : 0), &err);
   if (z) return ZipPtr(z);
   zip_error_t ze;
   zip_error_init_with_code(&ze, err);
@@ -642,7 +644,7 @@ private:
                                " bytes but its tensors need " + std::to_string(s.needed));
       std::string archive = path_, entry = name;
       s.storage = Storage::lazy(size_t(s.needed), [archive, entry](std::byte* dst, size_t n) {
-        ZipPtr zz = open_zip(archive);
+        ZipPtr zz = open_zip(archive, /*strict=*/false);
         auto e = find_entry(zz.get(), archive, entry);
         if (!e)
           throw Error(archive,
