@@ -339,11 +339,15 @@ private:
   }
 
   /// Replaces nodes [start, end) by the concrete values of what the rest of the graph uses.
-  std::optional<GraphRemap> replace_window(size_t start, size_t end) {
+  /// With `keep_before`, values computed before the window that only the window used become
+  /// outputs, so the nodes computing them stay alive instead of becoming dead code.
+  std::optional<GraphRemap> replace_window(size_t start, size_t end, bool keep_before) {
     const Graph& g = cur_.graph;
     std::vector<int64_t> last = last_uses(g);
     SubgraphSpec spec;
     spec.keep_node.assign(g.nodes.size(), true);
+    spec.outputs = g.outputs;
+    std::vector<bool> boundary(g.values.size(), false);
     for (size_t i = start; i < end; ++i) {
       spec.keep_node[i] = false;
       for (ValueId v : g.nodes[i].outputs) {
@@ -351,18 +355,32 @@ private:
         if (!concrete_[cur_.origin[v]].defined()) return std::nullopt;
         spec.new_inputs.push_back(v);
       }
+      for (ValueId v : g.nodes[i].tensor_inputs()) {
+        int32_t p = g.values[v].producer;
+        boundary[v] = keep_before && p >= 0 && size_t(p) < start && last[v] < int64_t(end);
+      }
     }
-    spec.outputs = g.outputs;
+    size_t plain_outputs = spec.outputs.size();
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (boundary[v]) spec.outputs.push_back(ValueId(v));
+    if (keep_before && spec.outputs.size() == plain_outputs) return std::nullopt;
     return extract_subgraph(g, spec);
   }
 
   bool delta_debug(int64_t gran) {
     bool progress = false;
+    std::string what = "delta debugging (window " + std::to_string(gran) + ")";
     for (size_t start = 0; start < cur_.graph.nodes.size();) {
       size_t end = std::min(cur_.graph.nodes.size(), start + size_t(gran));
-      std::optional<GraphRemap> r = replace_window(start, end);
-      std::string what = "delta debugging (window " + std::to_string(gran) + ")";
+      std::optional<GraphRemap> r = replace_window(start, end, false);
       if (r && attempt(std::move(*r), cur_.origin, what)) {
+        progress = true;
+        continue;
+      }
+      // The window may have been needed only to keep earlier nodes alive: retry with the
+      // values it consumed as outputs.
+      r = replace_window(start, end, true);
+      if (r && attempt(std::move(*r), cur_.origin, what + ", inputs kept as outputs")) {
         progress = true;
         continue;
       }

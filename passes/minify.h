@@ -9,7 +9,10 @@
 //   - truncating a suffix: keep nodes [0, k] and return every value of that prefix the rest
 //     of the graph used; k is found by binary search (about log2(n) predicate calls);
 //   - delta debugging over node windows: replace a window of nodes by their concrete values
-//     (new user inputs), with window sizes halving from the largest power of two down to 1.
+//     (new user inputs), with window sizes halving from the largest power of two down to 1;
+//     when that fails and the window was the only user of values computed before it, retry
+//     with those values as extra outputs, so failures that need two distant nodes shrink to
+//     those two nodes (the extra outputs are dropped later when they are not needed).
 // Concrete values of every intermediate come from one run of the reference interpreter over
 // the original graph. Every candidate passes verify_graph before the predicate sees it.
 // Progress is measured by (nodes, outputs, inputs, weights) decreasing lexicographically, so

@@ -165,6 +165,26 @@ TEST_CASE("minify: a failure that needs two nodes keeps both") {
   CHECK_NOTHROW(verify_graph(r.graph));
 }
 
+TEST_CASE("minify: two distant nodes that fail together are both kept, and nothing between") {
+  Graph g = chain(400, -1);
+  std::string a = g.nodes[40].name, b = g.nodes[361].name;
+  auto both = [&](const Graph& c, const std::vector<Tensor>&) {
+    bool has_a = false, has_b = false;
+    for (const Node& n : c.nodes) {
+      has_a |= n.name == a;
+      has_b |= n.name == b;
+    }
+    return has_a && has_b;
+  };
+  MinifyResult r = minify(g, chain_inputs(), both);
+  MESSAGE("two distant nodes in 400: " << r.predicate_calls << " predicate calls");
+  REQUIRE(r.graph.nodes.size() == 2);
+  CHECK(r.graph.nodes[0].name == a);
+  CHECK(r.graph.nodes[1].name == b);
+  CHECK_NOTHROW(verify_graph(r.graph));
+  CHECK(r.predicate_calls < 200);
+}
+
 TEST_CASE("minify: unused outputs are dropped and weights become inputs") {
   Graph g;
   g.source = "w.fxg";
