@@ -2,7 +2,7 @@
 # The error corpus: every test/error/<case>.* input must make fxc exit 1 with the diagnostic
 # in <case>.expected, and never crash. Usage: error.sh <path-to-fxc>
 set -u
-fxc=$1
+fxc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 dir=$src/test/error
 fail=0; n=0
