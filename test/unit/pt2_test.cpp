@@ -91,6 +91,13 @@ void rewrite_zip(const std::string& src, const std::string& dst,
     REQUIRE(s);
     REQUIRE(zip_file_add(out, name.c_str(), s, ZIP_FL_OVERWRITE) >= 0);
   }
+  for (const auto& [name, bytes] : replace) { // entries the source does not have
+    if (zip_name_locate(in, name.c_str(), 0) >= 0) continue;
+    keep.push_back(bytes);
+    zip_source_t* s = zip_source_buffer(out, keep.back().data(), keep.back().size(), 0);
+    REQUIRE(s);
+    REQUIRE(zip_file_add(out, name.c_str(), s, ZIP_FL_OVERWRITE) >= 0);
+  }
   REQUIRE(zip_close(out) == 0);
   zip_discard(in);
 }
@@ -262,6 +269,39 @@ TEST_CASE("pt2: outputs the exporter did not record get inferred metadata") {
     CHECK(g.values[v].meta == ref.values[ref.find_value(name)].meta);
   }
   CHECK(format_meta(g.values[g.find_value("native_layer_norm_unused_1")].meta) == "f32[2, 16, 1]");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("pt2: lifted tensor constants come from the constants folder") {
+  fs::path dir = temp_dir("constant");
+  const std::string model_entry = "mlp/models/model.json";
+  const std::string weights_entry = "mlp/data/weights/model_weights_config.json";
+  const std::string constants_entry = "mlp/data/constants/model_constants_config.json";
+  auto model = nlohmann::json::parse(read_zip_entry(fixture("mlp.pt2"), model_entry));
+  auto weights = nlohmann::json::parse(read_zip_entry(fixture("mlp.pt2"), weights_entry));
+  auto constants = nlohmann::json::parse(read_zip_entry(fixture("mlp.pt2"), constants_entry));
+  // fc1.bias becomes the lifted constant "lifted_tensor_0" stored as constants/tensor_0.
+  model["graph_module"]["signature"]["input_specs"][1] = {
+      {"tensor_constant",
+       {{"arg", {{"name", "p_fc1_bias"}}}, {"tensor_constant_name", "lifted_tensor_0"}}}};
+  auto item = weights["config"]["fc1.bias"];
+  weights["config"].erase("fc1.bias");
+  item["path_name"] = "tensor_0";
+  constants["config"]["lifted_tensor_0"] = item;
+  std::string bias = read_zip_entry(fixture("mlp.pt2"), "mlp/data/weights/weight_1");
+  std::string path = (dir / "constant.pt2").string();
+  rewrite_zip(fixture("mlp.pt2"), path,
+              {{model_entry, model.dump()},
+               {weights_entry, weights.dump()},
+               {constants_entry, constants.dump()},
+               {"mlp/data/constants/tensor_0", bias}});
+  Graph g = import_pt2(path);
+  CHECK(g.inputs[1].kind == InputKind::Constant);
+  CHECK(g.inputs[1].fqn == "lifted_tensor_0");
+  const WeightData& w = g.weights.at("lifted_tensor_0");
+  CHECK(format_meta(w.meta) == "f32[256]");
+  CHECK(std::memcmp(w.storage->data(), bias.data(), bias.size()) == 0);
+  CHECK(g.weights.count("fc1.bias") == 0);
   fs::remove_all(dir);
 }
 
