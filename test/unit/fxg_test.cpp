@@ -274,3 +274,30 @@ TEST_CASE("fxg: readers reject bad graphs with one diagnostic") {
   }
   fs::remove_all(temp_dir());
 }
+
+TEST_CASE("fxg: strided and offset weight views are written as contiguous tensors") {
+  // A 3x2 view with strides {1, 3} at offset 1 into 7 floats: the transpose of rows of 3.
+  auto storage = std::make_shared<Storage>(7 * sizeof(float));
+  float* s = reinterpret_cast<float*>(storage->data());
+  for (int i = 0; i < 7; ++i) s[i] = float(i);
+  Graph g;
+  g.name = "view";
+  TensorMeta m;
+  m.sizes = {3, 2};
+  m.strides = {1, 3};
+  m.storage_offset = 1;
+  ValueId w = g.add_value("p_w", m);
+  g.inputs.push_back({w, InputKind::Parameter, "w"});
+  g.weights["w"] = WeightData{storage, m, std::nullopt};
+  g.outputs = {w};
+  fs::path dir = temp_dir();
+  write_fxg(g, (dir / "view.fxg").string());
+  Graph back = import_graph((dir / "view.fxg").string());
+  const WeightData& b = back.weights.at("w");
+  CHECK(format_meta(b.meta) == "f32[3, 2]");
+  CHECK(b.meta.is_contiguous());
+  const float* f = reinterpret_cast<const float*>(b.storage->data());
+  const float want[] = {1, 4, 2, 5, 3, 6}; // element (i, j) = s[1 + i + 3 j]
+  for (int i = 0; i < 6; ++i) CHECK(f[i] == want[i]);
+  fs::remove_all(dir);
+}
