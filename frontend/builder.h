@@ -21,6 +21,10 @@ public:
   bool contains(std::string_view name) const { return used_.count(std::string(name)) != 0; }
   /// Returns `hint`, else `hint_<n>` for the smallest free n >= 1, and records it as used.
   std::string take(std::string_view hint);
+  /// Like take() but records nothing.
+  std::string peek(std::string_view hint);
+  /// Records a name as used.
+  void add(const std::string& name) { used_.insert(name); }
 
 private:
   std::unordered_set<std::string> used_;
@@ -39,8 +43,10 @@ std::vector<ValueId> add_node(Graph& g, std::string_view target, std::vector<Cal
 ValueId add_node1(Graph& g, std::string_view target, std::vector<CallArg> call,
                   std::string_view name_hint = {}, NameCache* names = nullptr);
 
-/// A name not yet used by any value or node in g: `hint`, else `hint_1`, `hint_2`, ...
-/// Linear in the size of g; use a NameCache when adding many nodes.
+/// A name not yet used by any value or node in g: `hint`, else `hint_1`, `hint_2`, ... (the
+/// smallest free suffix). Without a NameCache, add_node keeps one per thread for the graph it
+/// last extended and checks each name it proposes against g, so names are always unique; after
+/// names were changed in place, a suffix may be skipped.
 std::string unique_name(const Graph& g, std::string_view hint);
 
 } // namespace fxc

@@ -427,7 +427,8 @@ public:
     for (int64_t d : dims) {
       int64_t w = dim(d, rank);
       if (rank == 0) continue;
-      if (mask[size_t(w)]) fail("dim " + std::to_string(w) + " appears multiple times in the list of dims");
+      if (mask[size_t(w)])
+        fail("dim " + std::to_string(w) + " appears multiple times in the list of dims");
       mask[size_t(w)] = true;
     }
     return mask;
@@ -446,9 +447,12 @@ public:
   void check_sizes(const Sizes& sz) const {
     __int128 n = 1;
     for (int64_t s : sz) {
-      if (s < 0) fail("trying to create a tensor with negative dimension " + std::to_string(s) + ": " + join(sz));
+      if (s < 0)
+        fail("trying to create a tensor with negative dimension " + std::to_string(s) + ": " +
+             join(sz));
       n *= s;
-      if (n > std::numeric_limits<int64_t>::max()) fail("size " + join(sz) + " has too many elements");
+      if (n > std::numeric_limits<int64_t>::max())
+        fail("size " + join(sz) + " has too many elements");
     }
   }
 
@@ -512,8 +516,10 @@ TensorMeta iter_output(const Ctx& c, const std::vector<Operand>& ops, DType dt) 
 DType result_type(const std::vector<Operand>& ops) {
   ResultType r;
   for (const Operand& o : ops) {
-    if (o.t) r.tensor(*o.t);
-    else r.scalar(o.scalar);
+    if (o.t)
+      r.tensor(*o.t);
+    else
+      r.scalar(o.scalar);
   }
   return r.result();
 }
@@ -571,7 +577,8 @@ template <Bin K> Metas binary(const Graph& g, const Node& n) {
   if (K == Bin::TrueDiv && !is_floating(common)) out = DType::F32;
   if (K == Bin::Compare || K == Bin::Logical) out = DType::Bool;
   if (K == Bin::Sub && a.t && b.t && a.t->dtype == DType::Bool && b.t->dtype == DType::Bool)
-    c.fail("subtraction, the '-' operator, with two bool tensors is not supported; use logical_xor");
+    c.fail(
+        "subtraction, the '-' operator, with two bool tensors is not supported; use logical_xor");
   if (K == Bin::Arith || K == Bin::Sub) {
     if (n.schema && n.schema->index_of("alpha") >= 0) alpha_check(c, common, c.arg("alpha"));
   }
@@ -587,13 +594,14 @@ Metas add_inplace(const Graph& g, const Node& n) {
   Operand other = c.operand("other");
   DType common = result_type({{&self, {}}, other});
   if (!can_cast(common, self.dtype))
-    c.fail("result type " + std::string(dtype_name(common)) + " can't be cast to the desired output type " +
-           std::string(dtype_name(self.dtype)));
+    c.fail("result type " + std::string(dtype_name(common)) +
+           " can't be cast to the desired output type " + std::string(dtype_name(self.dtype)));
   alpha_check(c, common, c.arg("alpha"));
   if (other.t) {
     Sizes shape = broadcast_all(c, {&self, other.t});
     if (shape != self.sizes)
-      c.fail("output with shape " + join(self.sizes) + " doesn't match the broadcast shape " + join(shape));
+      c.fail("output with shape " + join(self.sizes) + " doesn't match the broadcast shape " +
+             join(shape));
   }
   return {self};
 }
@@ -657,7 +665,8 @@ Metas dropout(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("input");
   double p = c.float_("p");
-  if (!(p >= 0 && p <= 1)) c.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (!(p >= 0 && p <= 1))
+    c.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
   if (p == 0 || !c.bool_("train") || x.numel() == 0) return {x}; // returns the input itself
   return {iter_output(c, {{&x, {}}}, x.dtype)};
 }
@@ -668,13 +677,17 @@ Metas dropout(const Graph& g, const Node& n) {
 Sizes reduce_shape(const Sizes& in, const std::vector<bool>& mask, bool keepdim) {
   Sizes out;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (!mask[d]) out.push_back(in[d]);
-    else if (keepdim) out.push_back(1);
+    if (!mask[d])
+      out.push_back(in[d]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
 
-std::vector<bool> all_dims(int64_t rank) { return std::vector<bool>(size_t(rank), true); }
+std::vector<bool> all_dims(int64_t rank) {
+  return std::vector<bool>(size_t(rank), true);
+}
 
 // dim=None or dim=[] reduces every dimension.
 std::vector<bool> reduce_mask(const Ctx& c, const TensorMeta& x, std::string_view name) {
@@ -696,17 +709,20 @@ Metas sum_default(const Graph& g, const Node& n) {
 Metas sum_dim(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
-  return {make(sum_dtype(c, x), reduce_shape(x.sizes, reduce_mask(c, x, "dim"), c.bool_("keepdim")), x.device)};
+  return {make(sum_dtype(c, x), reduce_shape(x.sizes, reduce_mask(c, x, "dim"), c.bool_("keepdim")),
+               x.device)};
 }
 
 DType mean_dtype(const Ctx& c, const TensorMeta& x) {
   auto dt = c.opt_dtype("dtype");
   if (dt && !is_floating(*dt))
-    c.fail("mean(): could not infer output dtype. Optional dtype must be a floating point dtype, got " +
+    c.fail("mean(): could not infer output dtype. Optional dtype must be a floating point dtype, "
+           "got " +
            std::string(dtype_name(*dt)));
   if (!dt && !is_floating(x.dtype))
-    c.fail("mean(): could not infer output dtype. Input dtype must be a floating point dtype, got " +
-           format_meta(x));
+    c.fail(
+        "mean(): could not infer output dtype. Input dtype must be a floating point dtype, got " +
+        format_meta(x));
   return dt ? *dt : x.dtype;
 }
 
@@ -723,7 +739,8 @@ Metas mean_dim(const Graph& g, const Node& n) {
   return {make(dt, reduce_shape(x.sizes, reduce_mask(c, x, "dim"), c.bool_("keepdim")), x.device)};
 }
 
-void zero_numel_check(const Ctx& c, const TensorMeta& x, const std::vector<bool>& mask, const char* op) {
+void zero_numel_check(const Ctx& c, const TensorMeta& x, const std::vector<bool>& mask,
+                      const char* op) {
   for (size_t d = 0; d < mask.size(); ++d)
     if (mask[d] && x.sizes[d] == 0)
       c.fail(std::string(op) + "(): expected reduction dim " + std::to_string(d) +
@@ -755,7 +772,8 @@ Metas argmax(const Graph& g, const Node& n) {
     mask = c.dim_mask({*d}, x.dim());
     zero_numel_check(c, x, mask, "argmax");
   } else {
-    if (x.numel() == 0) c.fail("argmax(): expected reduction dim to be specified for input.numel() == 0");
+    if (x.numel() == 0)
+      c.fail("argmax(): expected reduction dim to be specified for input.numel() == 0");
     mask = all_dims(x.dim());
   }
   return {make(DType::I64, reduce_shape(x.sizes, mask, c.bool_("keepdim")), x.device)};
@@ -779,7 +797,8 @@ Metas softmax_int(const Graph& g, const Node& n) {
   const TensorMeta& x = c.tensor("self");
   c.dim(c.int_("dim"), x.dim());
   DType dt = c.opt_dtype("dtype").value_or(x.dtype);
-  if (!is_floating(dt)) c.fail("softmax needs a floating point input or dtype, got " + format_meta(x));
+  if (!is_floating(dt))
+    c.fail("softmax needs a floating point input or dtype, got " + format_meta(x));
   return {make(dt, x.sizes, x.device)};
 }
 
@@ -824,13 +843,14 @@ Metas layer_norm(const Graph& g, const Node& n) {
 // Checks shared by batch_norm and _native_batch_norm_legit_no_training; returns the output.
 Metas batch_norm_impl(const Ctx& c, bool training) {
   const TensorMeta& x = c.tensor("input");
-  if (x.dim() < 2) c.fail("batch_norm expects an input with at least 2 dimensions, got " + format_meta(x));
+  if (x.dim() < 2)
+    c.fail("batch_norm expects an input with at least 2 dimensions, got " + format_meta(x));
   const int64_t C = x.sizes[1];
   for (const char* w : {"weight", "bias", "running_mean", "running_var"}) {
     const TensorMeta* t = c.opt_tensor(w);
     if (t && (t->dim() != 1 || t->sizes[0] != C))
-      c.fail(std::string(w) + " should contain " + std::to_string(C) + " elements, but " + w + " is " +
-             format_meta(*t));
+      c.fail(std::string(w) + " should contain " + std::to_string(C) + " elements, but " + w +
+             " is " + format_meta(*t));
   }
   if (!training && (!c.opt_tensor("running_mean") || !c.opt_tensor("running_var")))
     c.fail("running_mean and running_var must be defined in evaluation mode");
@@ -895,14 +915,15 @@ Metas bmm(const Graph& g, const Node& n) {
   const TensorMeta& y = c.tensor("mat2");
   if (x.dim() != 3) c.fail("batch1 must be a 3D tensor, but " + c.desc("self"));
   if (y.dim() != 3) c.fail("batch2 must be a 3D tensor, but " + c.desc("mat2"));
-  if (x.sizes[0] != y.sizes[0] || x.sizes[2] != y.sizes[1]) c.fail(c.desc("self") + " but " + c.desc("mat2"));
+  if (x.sizes[0] != y.sizes[0] || x.sizes[2] != y.sizes[1])
+    c.fail(c.desc("self") + " but " + c.desc("mat2"));
   check_mm_dtypes(c, "self", "mat2");
   return {make(x.dtype, {x.sizes[0], x.sizes[1], y.sizes[2]}, x.device)};
 }
 
 // torch.matmul's shape rules; every path in _matmul_impl returns a contiguous result.
-TensorMeta matmul_meta(const Ctx& c, const TensorMeta& x, const TensorMeta& y, const std::string& xd,
-                       const std::string& yd) {
+TensorMeta matmul_meta(const Ctx& c, const TensorMeta& x, const TensorMeta& y,
+                       const std::string& xd, const std::string& yd) {
   const int64_t d1 = x.dim(), d2 = y.dim();
   if (d1 == 0 || d2 == 0)
     c.fail("both arguments to matmul need to be at least 1D, but " + xd + " and " + yd);
@@ -960,13 +981,16 @@ TensorMeta conv_meta(const Ctx& c, const TensorMeta& x, const TensorMeta& w, con
   if (nd < 3) c.fail("expected a batched input with at least 3 dimensions, got " + format_meta(x));
   const size_t sp = size_t(nd - 2);
   if (w.dim() != nd)
-    c.fail("expected " + std::to_string(w.dim()) + "-dimensional input for " + std::to_string(w.dim()) +
-           "-dimensional weight " + join(w.sizes) + ", but got input " + format_meta(x));
-  if (x.dtype != w.dtype) c.fail("input is " + format_meta(x) + " but weight is " + format_meta(w) + " (dtypes differ)");
+    c.fail("expected " + std::to_string(w.dim()) + "-dimensional input for " +
+           std::to_string(w.dim()) + "-dimensional weight " + join(w.sizes) + ", but got input " +
+           format_meta(x));
+  if (x.dtype != w.dtype)
+    c.fail("input is " + format_meta(x) + " but weight is " + format_meta(w) + " (dtypes differ)");
   auto fit = [&](Sizes& v, const char* what) {
     if (v.size() == 1) v.assign(sp, v[0]);
     if (v.size() != sp)
-      c.fail(std::string(what) + " " + join(v) + " does not match " + std::to_string(sp) + " spatial dimensions");
+      c.fail(std::string(what) + " " + join(v) + " does not match " + std::to_string(sp) +
+             " spatial dimensions");
   };
   fit(stride, "stride");
   fit(pad, "padding");
@@ -981,8 +1005,9 @@ TensorMeta conv_meta(const Ctx& c, const TensorMeta& x, const TensorMeta& w, con
   int64_t out_ch;
   if (transposed) {
     if (x.sizes[1] != w.sizes[0])
-      c.fail("given transposed=1 and weight " + join(w.sizes) + ", expected input " + join(x.sizes) +
-             " to have " + std::to_string(w.sizes[0]) + " channels, but got " + std::to_string(x.sizes[1]));
+      c.fail("given transposed=1 and weight " + join(w.sizes) + ", expected input " +
+             join(x.sizes) + " to have " + std::to_string(w.sizes[0]) + " channels, but got " +
+             std::to_string(x.sizes[1]));
     out_ch = c.checked(__int128(w.sizes[1]) * groups, "output channels");
   } else {
     if (w.sizes[0] % groups != 0)
@@ -999,7 +1024,8 @@ TensorMeta conv_meta(const Ctx& c, const TensorMeta& x, const TensorMeta& w, con
     c.fail("given weight " + join(w.sizes) + ", expected bias to be 1-dimensional with " +
            std::to_string(out_ch) + " elements, but bias is " + format_meta(*bias));
   if (bias && bias->dtype != x.dtype)
-    c.fail("input is " + format_meta(x) + " but bias is " + format_meta(*bias) + " (dtypes differ)");
+    c.fail("input is " + format_meta(x) + " but bias is " + format_meta(*bias) +
+           " (dtypes differ)");
   Sizes out{x.sizes[0], out_ch};
   for (size_t i = 0; i < sp; ++i) {
     __int128 in = x.sizes[2 + i], k = w.sizes[2 + i];
@@ -1010,8 +1036,8 @@ TensorMeta conv_meta(const Ctx& c, const TensorMeta& x, const TensorMeta& w, con
       __int128 eff = in + 2 * __int128(pad[i]) - __int128(dil[i]) * (k - 1) - 1;
       if (eff < 0)
         c.fail("calculated padded input size per channel is smaller than the kernel: input " +
-               join(x.sizes) + ", weight " + join(w.sizes) + ", padding " + join(pad) + ", dilation " +
-               join(dil));
+               join(x.sizes) + ", weight " + join(w.sizes) + ", padding " + join(pad) +
+               ", dilation " + join(dil));
       o = eff / stride[i] + 1;
     }
     if (o <= 0 || o > INT64_MAX)
@@ -1021,14 +1047,16 @@ TensorMeta conv_meta(const Ctx& c, const TensorMeta& x, const TensorMeta& w, con
   }
   if (x.sizes[1] == 0) out[1] = 0;
   c.check_sizes(out);
-  bool cl = nd == 4 && (suggests_channels_last(x) || (x.device.kind == Device::CUDA && suggests_channels_last(w)));
-  return cl ? make_strided(x.dtype, out, channels_last_strides(out), x.device) : make(x.dtype, out, x.device);
+  bool cl = nd == 4 && (suggests_channels_last(x) ||
+                        (x.device.kind == Device::CUDA && suggests_channels_last(w)));
+  return cl ? make_strided(x.dtype, out, channels_last_strides(out), x.device)
+            : make(x.dtype, out, x.device);
 }
 
 Metas convolution(const Graph& g, const Node& n) {
   Ctx c(g, n);
-  return {conv_meta(c, c.tensor("input"), c.tensor("weight"), c.opt_tensor("bias"), c.ints("stride"),
-                    c.ints("padding"), c.ints("dilation"), c.bool_("transposed"),
+  return {conv_meta(c, c.tensor("input"), c.tensor("weight"), c.opt_tensor("bias"),
+                    c.ints("stride"), c.ints("padding"), c.ints("dilation"), c.bool_("transposed"),
                     c.ints("output_padding"), c.int_("groups"))};
 }
 
@@ -1042,9 +1070,9 @@ Metas conv2d(const Graph& g, const Node& n) {
     in.sizes.insert(in.sizes.begin(), 1);
     in.strides.insert(in.strides.begin(), x.sizes[0] * x.strides[0]);
   }
-  TensorMeta out = conv_meta(c, in, c.tensor("weight"), c.opt_tensor("bias"), c.ints_n("stride", 2),
-                             c.ints_n("padding", 2), c.ints_n("dilation", 2), false, {0, 0},
-                             c.int_("groups"));
+  TensorMeta out =
+      conv_meta(c, in, c.tensor("weight"), c.opt_tensor("bias"), c.ints_n("stride", 2),
+                c.ints_n("padding", 2), c.ints_n("dilation", 2), false, {0, 0}, c.int_("groups"));
   if (x.dim() == 3) {
     out.sizes.erase(out.sizes.begin());
     out.strides.erase(out.strides.begin());
@@ -1069,7 +1097,8 @@ PoolGeom max_pool_geom(const Ctx& c) {
   if (x.dim() != 3 && x.dim() != 4)
     c.fail("max_pool2d expects a 3D or 4D (batch mode) input, but " + c.desc("self"));
   for (int64_t d = x.dim() == 4 ? 1 : 0; d < x.dim(); ++d)
-    if (x.sizes[size_t(d)] == 0) c.fail("max_pool2d expects a non-empty input, but " + c.desc("self"));
+    if (x.sizes[size_t(d)] == 0)
+      c.fail("max_pool2d expects a non-empty input, but " + c.desc("self"));
   for (int i = 0; i < 2; ++i) {
     if (k[i] <= 0) c.fail("kernel size should be greater than zero, but got " + join(k));
     if (st[i] <= 0) c.fail("stride should be greater than zero, but got " + join(st));
@@ -1082,7 +1111,8 @@ PoolGeom max_pool_geom(const Ctx& c) {
   r.out.assign(x.sizes.begin(), x.sizes.end() - 2);
   for (int i = 0; i < 2; ++i) {
     __int128 in = x.sizes[x.sizes.size() - 2 + i];
-    __int128 num = in + 2 * __int128(pad[i]) - __int128(dil[i]) * (k[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
+    __int128 num =
+        in + 2 * __int128(pad[i]) - __int128(dil[i]) * (k[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
     __int128 o = (num >= 0 ? num / st[i] : -((-num + st[i] - 1) / st[i])) + 1; // div_rtn
     if (ceil_mode && (o - 1) * st[i] >= in + pad[i]) --o;
     if (o < 1 || o > INT64_MAX)
@@ -1094,7 +1124,8 @@ PoolGeom max_pool_geom(const Ctx& c) {
 }
 
 TensorMeta pool_out(DType dt, const PoolGeom& p, Device dev) {
-  return p.channels_last ? make_strided(dt, p.out, channels_last_strides(p.out), dev) : make(dt, p.out, dev);
+  return p.channels_last ? make_strided(dt, p.out, channels_last_strides(p.out), dev)
+                         : make(dt, p.out, dev);
 }
 
 Metas max_pool2d(const Graph& g, const Node& n) {
@@ -1115,12 +1146,14 @@ Metas adaptive_avg_pool2d(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
   Sizes os = c.ints_n("output_size", 2);
-  if (os[0] < 0 || os[1] < 0) c.fail("adaptive_avg_pool2d: elements of output_size must be >= 0, got " + join(os));
+  if (os[0] < 0 || os[1] < 0)
+    c.fail("adaptive_avg_pool2d: elements of output_size must be >= 0, got " + join(os));
   if (x.dim() != 3 && x.dim() != 4)
     c.fail("adaptive_avg_pool2d(): expected a 3D or 4D tensor, but " + c.desc("self"));
   for (int64_t d = 1; d < x.dim(); ++d)
     if (x.sizes[size_t(d)] == 0)
-      c.fail("adaptive_avg_pool2d(): expected input to have non-zero size for non-batch dimensions, but " +
+      c.fail("adaptive_avg_pool2d(): expected input to have non-zero size for non-batch "
+             "dimensions, but " +
              c.desc("self"));
   PoolGeom p;
   p.out.assign(x.sizes.begin(), x.sizes.end() - 2);
@@ -1144,7 +1177,8 @@ Metas sdpa(const Graph& g, const Node& n) {
   if (q.dtype != k.dtype || q.dtype != v.dtype)
     c.fail("expected query, key and value to have the same dtype, but " + c.desc("query") + ", " +
            c.desc("key") + " and " + c.desc("value"));
-  if (!is_floating(q.dtype)) c.fail("scaled_dot_product_attention needs floating point inputs, but " + c.desc("query"));
+  if (!is_floating(q.dtype))
+    c.fail("scaled_dot_product_attention needs floating point inputs, but " + c.desc("query"));
   if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
     c.fail("query, key and value must have at least 2 dimensions, but " + c.desc("query") + ", " +
            c.desc("key") + " and " + c.desc("value"));
@@ -1152,7 +1186,8 @@ Metas sdpa(const Graph& g, const Node& n) {
     c.fail("explicit attn_mask should not be set when is_causal=True");
   if (mask && mask->dtype != DType::Bool && mask->dtype != q.dtype)
     c.fail("attn_mask must be bool or match the query dtype, but " + c.desc("attn_mask"));
-  if (q.sizes.back() != k.sizes.back()) c.fail(c.desc("query") + " but " + c.desc("key") + " (head sizes differ)");
+  if (q.sizes.back() != k.sizes.back())
+    c.fail(c.desc("query") + " but " + c.desc("key") + " (head sizes differ)");
   if (k.sizes[k.sizes.size() - 2] != v.sizes[v.sizes.size() - 2])
     c.fail(c.desc("key") + " but " + c.desc("value") + " (sequence lengths differ)");
   const bool gqa = c.bool_("enable_gqa");
@@ -1160,9 +1195,11 @@ Metas sdpa(const Graph& g, const Node& n) {
   Sizes qb(q.sizes.begin(), q.sizes.end() - 2), kb(k.sizes.begin(), k.sizes.end() - 2),
       vb(v.sizes.begin(), v.sizes.end() - 2);
   if (gqa && q.dim() >= 3 && k.dim() == q.dim() && v.dim() == q.dim()) {
-    int64_t hq = q.sizes[q.sizes.size() - 3], hk = k.sizes[k.sizes.size() - 3], hv = v.sizes[v.sizes.size() - 3];
+    int64_t hq = q.sizes[q.sizes.size() - 3], hk = k.sizes[k.sizes.size() - 3],
+            hv = v.sizes[v.sizes.size() - 3];
     if (hk == 0 || hv == 0 || hq % hk != 0 || hq % hv != 0)
-      c.fail("with enable_gqa, the number of query heads must be a multiple of the key/value heads, but " +
+      c.fail("with enable_gqa, the number of query heads must be a multiple of the key/value "
+             "heads, but " +
              c.desc("query") + ", " + c.desc("key") + " and " + c.desc("value"));
     kb[kb.size() - 1] = hq;
     vb[vb.size() - 1] = hq;
@@ -1171,8 +1208,8 @@ Metas sdpa(const Graph& g, const Node& n) {
   try {
     batch = broadcast_shapes(broadcast_shapes(qb, kb), vb);
   } catch (const std::invalid_argument&) {
-    c.fail("batch dimensions of " + c.desc("query") + ", " + c.desc("key") + " and " + c.desc("value") +
-           " cannot be broadcast");
+    c.fail("batch dimensions of " + c.desc("query") + ", " + c.desc("key") + " and " +
+           c.desc("value") + " cannot be broadcast");
   }
   Sizes out = batch;
   out.push_back(q.sizes[q.sizes.size() - 2]);
@@ -1185,9 +1222,12 @@ Metas sdpa(const Graph& g, const Node& n) {
     try {
       b = broadcast_shapes(mask->sizes, scores);
     } catch (const std::invalid_argument&) {
-      c.fail(c.desc("attn_mask") + " but the attention scores are " + join(scores) + " (cannot broadcast)");
+      c.fail(c.desc("attn_mask") + " but the attention scores are " + join(scores) +
+             " (cannot broadcast)");
     }
-    if (b != scores) c.fail(c.desc("attn_mask") + " but the attention scores are " + join(scores) + " (cannot broadcast)");
+    if (b != scores)
+      c.fail(c.desc("attn_mask") + " but the attention scores are " + join(scores) +
+             " (cannot broadcast)");
   }
   // Which kernel runs decides the layout: the fused kernels give empty_like(query), the math
   // fallback a contiguous result.
@@ -1230,14 +1270,17 @@ Metas sdpa(const Graph& g, const Node& n) {
 // ---------------------------------------------------------------------------------------------
 // Indexing.
 
-bool is_index_dtype(DType t) { return t == DType::I64 || t == DType::I32; }
+bool is_index_dtype(DType t) {
+  return t == DType::I64 || t == DType::I32;
+}
 
 Metas embedding(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& w = c.tensor("weight");
   const TensorMeta& idx = c.tensor("indices");
   if (w.dim() != 2) c.fail("'weight' must be 2-D, but " + c.desc("weight"));
-  if (!is_index_dtype(idx.dtype)) c.fail("expected indices of dtype i64 or i32, but " + c.desc("indices"));
+  if (!is_index_dtype(idx.dtype))
+    c.fail("expected indices of dtype i64 or i32, but " + c.desc("indices"));
   Sizes out = idx.sizes;
   out.push_back(w.sizes[1]);
   return {make(w.dtype, out, w.device)};
@@ -1249,14 +1292,16 @@ Metas gather(const Graph& g, const Node& n) {
   const TensorMeta& idx = c.tensor("index");
   int64_t d = c.dim(c.int_("dim"), self.dim());
   if (idx.numel() != 0) {
-    if (!is_index_dtype(idx.dtype)) c.fail("gather(): expected an i64 or i32 index, but " + c.desc("index"));
+    if (!is_index_dtype(idx.dtype))
+      c.fail("gather(): expected an i64 or i32 index, but " + c.desc("index"));
     if (std::max<int64_t>(idx.dim(), 1) != std::max<int64_t>(self.dim(), 1))
-      c.fail("index tensor must have the same number of dimensions as input tensor, but " + c.desc("index") +
-             " and " + c.desc("self"));
+      c.fail("index tensor must have the same number of dimensions as input tensor, but " +
+             c.desc("index") + " and " + c.desc("self"));
     for (int64_t i = 0; i < idx.dim(); ++i)
       if (i != d && self.dim() > 0 && idx.sizes[size_t(i)] > self.sizes[size_t(i)])
-        c.fail("size does not match at dimension " + std::to_string(i) + ": expected " + c.desc("index") +
-               " to be no larger than " + c.desc("self") + " apart from dimension " + std::to_string(d));
+        c.fail("size does not match at dimension " + std::to_string(i) + ": expected " +
+               c.desc("index") + " to be no larger than " + c.desc("self") +
+               " apart from dimension " + std::to_string(d));
   }
   return {make(self.dtype, idx.sizes, self.device)};
 }
@@ -1267,18 +1312,20 @@ Metas scatter_add(const Graph& g, const Node& n) {
   const TensorMeta& idx = c.tensor("index");
   const TensorMeta& src = c.tensor("src");
   int64_t d = c.dim(c.int_("dim"), self.dim());
-  if (idx.dtype != DType::I64) c.fail("scatter_add(): expected an i64 index, but " + c.desc("index"));
-  if (src.dtype != self.dtype) c.fail(c.desc("self") + " but " + c.desc("src") + " (expected the same dtype)");
+  if (idx.dtype != DType::I64)
+    c.fail("scatter_add(): expected an i64 index, but " + c.desc("index"));
+  if (src.dtype != self.dtype)
+    c.fail(c.desc("self") + " but " + c.desc("src") + " (expected the same dtype)");
   if (idx.numel() != 0) {
     int64_t r = std::max<int64_t>(self.dim(), 1);
     if (std::max<int64_t>(idx.dim(), 1) != r || std::max<int64_t>(src.dim(), 1) != r)
-      c.fail("index, self and src must have the same number of dimensions, but " + c.desc("index") + ", " +
-             c.desc("self") + " and " + c.desc("src"));
+      c.fail("index, self and src must have the same number of dimensions, but " + c.desc("index") +
+             ", " + c.desc("self") + " and " + c.desc("src"));
     for (int64_t i = 0; i < idx.dim(); ++i) {
       if (idx.sizes[size_t(i)] > src.sizes[size_t(i)] ||
           (i != d && idx.sizes[size_t(i)] > self.sizes[size_t(i)]))
-        c.fail("expected " + c.desc("index") + " to be no larger than " + c.desc("src") + " and, apart from dimension " +
-               std::to_string(d) + ", than " + c.desc("self"));
+        c.fail("expected " + c.desc("index") + " to be no larger than " + c.desc("src") +
+               " and, apart from dimension " + std::to_string(d) + ", than " + c.desc("self"));
     }
   }
   return {make(self.dtype, self.sizes, self.device)};
@@ -1289,11 +1336,15 @@ Metas index_select(const Graph& g, const Node& n) {
   const TensorMeta& self = c.tensor("self");
   const TensorMeta& idx = c.tensor("index");
   int64_t d = c.dim(c.int_("dim"), self.dim());
-  if (idx.dim() > 1) c.fail("index_select(): index is supposed to be a vector, but " + c.desc("index"));
-  if (!is_index_dtype(idx.dtype)) c.fail("index_select(): expected an i64 or i32 index, but " + c.desc("index"));
+  if (idx.dim() > 1)
+    c.fail("index_select(): index is supposed to be a vector, but " + c.desc("index"));
+  if (!is_index_dtype(idx.dtype))
+    c.fail("index_select(): expected an i64 or i32 index, but " + c.desc("index"));
   Sizes out = self.sizes;
-  if (self.dim() > 0) out[size_t(d)] = idx.numel();
-  else if (idx.numel() != 1) c.fail("index_select(): index to select a 0-dim tensor must have one element");
+  if (self.dim() > 0)
+    out[size_t(d)] = idx.numel();
+  else if (idx.numel() != 1)
+    c.fail("index_select(): index to select a 0-dim tensor must have one element");
   return {make(self.dtype, out, self.device)};
 }
 
@@ -1324,9 +1375,12 @@ Metas index_tensor(const Graph& g, const Node& n) {
   int state = 0;
   bool contiguous_subspace = true;
   for (bool b : is_idx) {
-    if (state == 0 && b) state = 1;
-    else if (state == 1 && !b) state = 2;
-    else if (state == 2 && b) contiguous_subspace = false;
+    if (state == 0 && b)
+      state = 1;
+    else if (state == 1 && !b)
+      state = 2;
+    else if (state == 2 && b)
+      contiguous_subspace = false;
   }
   // transposeToFront when not adjacent.
   std::vector<size_t> order;
@@ -1338,7 +1392,10 @@ Metas index_tensor(const Graph& g, const Node& n) {
   Sizes before, after, strides_before, strides_after;
   bool seen = false;
   for (size_t p : order) {
-    if (is_idx[p]) { seen = true; continue; }
+    if (is_idx[p]) {
+      seen = true;
+      continue;
+    }
     (seen ? after : before).push_back(self.sizes[p]);
     (seen ? strides_after : strides_before).push_back(self.strides[p]);
   }
@@ -1354,7 +1411,8 @@ Metas index_tensor(const Graph& g, const Node& n) {
   std::vector<size_t> perm; // compute_elementwise_output_logical_to_physical_perm (fastest first)
   bool contig = is_contig(out, rst), cl = is_cl_contig(out, rst);
   if (contig && !cl) return {make(self.dtype, out, self.device)};
-  if (cl && !contig) return {make_strided(self.dtype, out, channels_last_strides(out), self.device)};
+  if (cl && !contig)
+    return {make_strided(self.dtype, out, channels_last_strides(out), self.device)};
   perm = sort_dims({rst}, out);
   return {make_strided(self.dtype, out, strides_for_perm(out, perm, true), self.device)};
 }
@@ -1369,7 +1427,8 @@ Metas cat(const Graph& g, const Node& n) {
   for (size_t i = 0; i < ts.size(); ++i) {
     if (!ts[i]) c.fail("torch.cat(): tensor " + std::to_string(i) + " is None");
     if (ts[i]->dim() == 0)
-      c.fail("zero-dimensional tensor (at position " + std::to_string(i) + ") cannot be concatenated");
+      c.fail("zero-dimensional tensor (at position " + std::to_string(i) +
+             ") cannot be concatenated");
   }
   auto skip = [](const TensorMeta* t) { return t->sizes == Sizes{0}; };
   const TensorMeta* first = nullptr;
@@ -1391,13 +1450,14 @@ Metas cat(const Graph& g, const Node& n) {
     const TensorMeta* t = ts[i];
     if (skip(t)) continue;
     if (t->dim() != first->dim())
-      c.fail("tensors must have the same number of dimensions: tensor " + std::to_string(first_i) + " is " +
-             format_meta(*first) + " but tensor " + std::to_string(i) + " is " + format_meta(*t));
+      c.fail("tensors must have the same number of dimensions: tensor " + std::to_string(first_i) +
+             " is " + format_meta(*first) + " but tensor " + std::to_string(i) + " is " +
+             format_meta(*t));
     for (int64_t k = 0; k < t->dim(); ++k)
       if (k != d && t->sizes[size_t(k)] != first->sizes[size_t(k)])
-        c.fail("sizes of tensors must match except in dimension " + std::to_string(d) + ": tensor " +
-               std::to_string(first_i) + " is " + format_meta(*first) + " but tensor " + std::to_string(i) +
-               " is " + format_meta(*t));
+        c.fail("sizes of tensors must match except in dimension " + std::to_string(d) +
+               ": tensor " + std::to_string(first_i) + " is " + format_meta(*first) +
+               " but tensor " + std::to_string(i) + " is " + format_meta(*t));
     total += t->sizes[size_t(d)];
   }
   Sizes out = first->sizes;
@@ -1405,7 +1465,8 @@ Metas cat(const Graph& g, const Node& n) {
   // cat_compute_output_memory_format: channels_last only when every input suggests it.
   bool cl = true;
   for (const TensorMeta* t : ts) cl &= suggests_channels_last(*t);
-  return {make_format(dt, out, dev, cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous, nullptr)};
+  return {make_format(dt, out, dev, cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous,
+                      nullptr)};
 }
 
 Metas roll(const Graph& g, const Node& n) {
@@ -1424,11 +1485,13 @@ Metas roll(const Graph& g, const Node& n) {
 
 // constant_pad_nd's shape and layout; also used by pad(mode="constant").
 TensorMeta constant_pad(const Ctx& c, const TensorMeta& x, const Sizes& pad) {
-  if (pad.size() % 2 != 0) c.fail("length of pad must be even but instead it equals " + std::to_string(pad.size()));
+  if (pad.size() % 2 != 0)
+    c.fail("length of pad must be even but instead it equals " + std::to_string(pad.size()));
   const int64_t l_pad = int64_t(pad.size() / 2);
   if (l_pad > x.dim())
-    c.fail("length of pad should be no more than twice the number of dimensions of the input; pad " +
-           join(pad) + " but the input is " + format_meta(x));
+    c.fail(
+        "length of pad should be no more than twice the number of dimensions of the input; pad " +
+        join(pad) + " but the input is " + format_meta(x));
   TensorMeta narrowed = x;
   Sizes out = x.sizes;
   bool all_non_positive = true;
@@ -1441,14 +1504,15 @@ TensorMeta constant_pad(const Ctx& c, const TensorMeta& x, const Sizes& pad) {
              " resulted in a negative output size at dimension " + std::to_string(i));
     out[size_t(i)] = c.checked(o, "padded size");
     if (pad[pi] > 0 || pad[pi + 1] > 0) all_non_positive = false;
-    int64_t narrowed_size = x.sizes[size_t(i)] + std::min<int64_t>(pad[pi], 0) + std::min<int64_t>(pad[pi + 1], 0);
+    int64_t narrowed_size =
+        x.sizes[size_t(i)] + std::min<int64_t>(pad[pi], 0) + std::min<int64_t>(pad[pi + 1], 0);
     narrowed.sizes[size_t(i)] = std::max<int64_t>(narrowed_size, 0);
   }
   c.check_sizes(out);
   if (all_non_positive) return empty_like_preserve(narrowed, x.dtype); // narrow(...).clone()
-  return make_format(x.dtype, out, x.device,
-                     suggests_channels_last(x) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous,
-                     nullptr);
+  return make_format(
+      x.dtype, out, x.device,
+      suggests_channels_last(x) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous, nullptr);
 }
 
 Metas constant_pad_nd(const Graph& g, const Node& n) {
@@ -1476,16 +1540,19 @@ Metas pad(const Graph& g, const Node& n) {
     size_t d = size_t(x.dim() - 1 - i);
     int64_t a = p[size_t(2 * i)], b = p[size_t(2 * i + 1)];
     if (mode == "reflect" && (a >= x.sizes[d] || b >= x.sizes[d]))
-      c.fail("padding size should be less than the corresponding input dimension, but got padding (" +
-             std::to_string(a) + ", " + std::to_string(b) + ") at dimension " + std::to_string(d) +
-             " of input " + join(x.sizes));
+      c.fail(
+          "padding size should be less than the corresponding input dimension, but got padding (" +
+          std::to_string(a) + ", " + std::to_string(b) + ") at dimension " + std::to_string(d) +
+          " of input " + join(x.sizes));
     if (mode == "circular" && (a > x.sizes[d] || b > x.sizes[d]))
       c.fail("padding value causes wrapping around more than once: padding (" + std::to_string(a) +
-             ", " + std::to_string(b) + ") at dimension " + std::to_string(d) + " of input " + join(x.sizes));
+             ", " + std::to_string(b) + ") at dimension " + std::to_string(d) + " of input " +
+             join(x.sizes));
     __int128 o = __int128(x.sizes[d]) + a + b;
     if (o < 1)
-      c.fail("input size " + std::to_string(x.sizes[d]) + " with padding (" + std::to_string(a) + ", " +
-             std::to_string(b) + ") gives an output size below 1 at dimension " + std::to_string(d));
+      c.fail("input size " + std::to_string(x.sizes[d]) + " with padding (" + std::to_string(a) +
+             ", " + std::to_string(b) + ") gives an output size below 1 at dimension " +
+             std::to_string(d));
     out[d] = c.checked(o, "padded size");
   }
   c.check_sizes(out);
@@ -1509,7 +1576,8 @@ Sizes infer_size(const Ctx& c, const Sizes& shape, int64_t numel) {
       infer = d;
     } else if (shape[d] >= 0) {
       newsize *= shape[d];
-      if (newsize > std::numeric_limits<int64_t>::max()) c.fail("shape '" + join(shape) + "' has too many elements");
+      if (newsize > std::numeric_limits<int64_t>::max())
+        c.fail("shape '" + join(shape) + "' has too many elements");
     } else {
       c.fail("invalid shape dimension " + std::to_string(shape[d]));
     }
@@ -1528,16 +1596,18 @@ Sizes infer_size(const Ctx& c, const Sizes& shape, int64_t numel) {
 }
 
 // computeStride (ATen/TensorUtils.cpp): strides for viewing (oldshape, oldstride) as newshape.
-std::optional<Sizes> compute_stride(const Sizes& oldshape, const Sizes& oldstride, const Sizes& newshape) {
+std::optional<Sizes> compute_stride(const Sizes& oldshape, const Sizes& oldstride,
+                                    const Sizes& newshape) {
   if (oldshape.empty()) return Sizes(newshape.size(), 1);
   const int64_t numel = numel_of(oldshape);
   if (numel == 0 && oldshape == newshape) return oldstride;
   Sizes newstride(newshape.size());
   if (numel == 0) {
     for (int64_t d = int64_t(newshape.size()) - 1; d >= 0; --d)
-      newstride[size_t(d)] = d == int64_t(newshape.size()) - 1
-                                 ? 1
-                                 : std::max<int64_t>(newshape[size_t(d + 1)], 1) * newstride[size_t(d + 1)];
+      newstride[size_t(d)] =
+          d == int64_t(newshape.size()) - 1
+              ? 1
+              : std::max<int64_t>(newshape[size_t(d + 1)], 1) * newstride[size_t(d + 1)];
     return newstride;
   }
   int64_t view_d = int64_t(newshape.size()) - 1;
@@ -1578,7 +1648,8 @@ Metas view(const Graph& g, const Node& n) {
 
 TensorMeta reshape_meta(const Ctx& c, const TensorMeta& x, const Sizes& requested) {
   Sizes shape = infer_size(c, requested, x.numel());
-  if (auto st = compute_stride(x.sizes, x.strides, shape)) return view_of(x, shape, *st, x.storage_offset);
+  if (auto st = compute_stride(x.sizes, x.strides, shape))
+    return view_of(x, shape, *st, x.storage_offset);
   return make(x.dtype, shape, x.device); // clone(contiguous_format) then view
 }
 
@@ -1623,7 +1694,8 @@ Metas permute(const Graph& g, const Node& n) {
   const TensorMeta& x = c.tensor("self");
   const Sizes& dims = c.ints("dims");
   if (int64_t(dims.size()) != x.dim())
-    c.fail("permute: the number of dims " + join(dims) + " does not match the input's rank (" + format_meta(x) + ")");
+    c.fail("permute: the number of dims " + join(dims) + " does not match the input's rank (" +
+           format_meta(x) + ")");
   Sizes sz, st;
   std::vector<bool> seen(dims.size(), false);
   for (int64_t d : dims) {
@@ -1654,26 +1726,29 @@ Metas expand(const Graph& g, const Node& n) {
   const int64_t nd = int64_t(sizes.size()), td = x.dim();
   if (nd < td)
     c.fail("expand: the number of sizes provided (" + std::to_string(nd) +
-           ") must be greater or equal to the number of dimensions in the tensor (" + format_meta(x) + ")");
+           ") must be greater or equal to the number of dimensions in the tensor (" +
+           format_meta(x) + ")");
   Sizes osz(static_cast<size_t>(nd)), ost(static_cast<size_t>(nd), 0);
   for (int64_t i = nd - 1; i >= 0; --i) {
     int64_t off = nd - 1 - i, d = td - 1 - off;
     int64_t size = d >= 0 ? x.sizes[size_t(d)] : 1;
-    int64_t stride = d >= 0 ? x.strides[size_t(d)]
+    int64_t stride = d >= 0       ? x.strides[size_t(d)]
                      : i + 1 < nd ? osz[size_t(i + 1)] * ost[size_t(i + 1)]
                                   : 0;
     int64_t target = sizes[size_t(i)];
     if (target == -1) {
       if (d < 0)
-        c.fail("the expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension " +
+        c.fail("the expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
+               "dimension " +
                std::to_string(i));
       target = size;
     }
     if (target < 0) c.fail("expand: invalid size " + std::to_string(target) + " in " + join(sizes));
     if (size != target) {
       if (size != 1)
-        c.fail("the expanded size of the tensor (" + std::to_string(target) + ") must match the existing size (" +
-               std::to_string(size) + ") at non-singleton dimension " + std::to_string(i) + ": target sizes " +
+        c.fail("the expanded size of the tensor (" + std::to_string(target) +
+               ") must match the existing size (" + std::to_string(size) +
+               ") at non-singleton dimension " + std::to_string(i) + ": target sizes " +
                join(sizes) + ", tensor is " + format_meta(x));
       size = target;
       stride = 0;
@@ -1694,12 +1769,17 @@ TensorMeta slice_meta(const Ctx& c, const TensorMeta& x, int64_t d, std::optiona
   if (s == std::numeric_limits<int64_t>::max()) s = 0;
   if (s < 0) s += size;
   if (e < 0) e += size;
-  if (s < 0) s = 0;
-  else if (s >= size) s = size;
-  if (e < s) e = s;
-  else if (e >= size) e = size;
+  if (s < 0)
+    s = 0;
+  else if (s >= size)
+    s = size;
+  if (e < s)
+    e = s;
+  else if (e >= size)
+    e = size;
   TensorMeta out = x;
-  out.storage_offset = c.checked(__int128(x.storage_offset) + __int128(s) * x.strides[size_t(d)], "storage offset");
+  out.storage_offset =
+      c.checked(__int128(x.storage_offset) + __int128(s) * x.strides[size_t(d)], "storage offset");
   out.sizes[size_t(d)] = (e - s + step - 1) / step;
   out.strides[size_t(d)] = c.checked(__int128(x.strides[size_t(d)]) * step, "slice stride");
   return out;
@@ -1722,8 +1802,8 @@ Metas select(const Graph& g, const Node& n) {
   int64_t d = c.dim(c.int_("dim"), x.dim());
   int64_t i = c.int_("index"), size = x.sizes[size_t(d)];
   if (i < -size || i >= size)
-    c.fail("select(): index " + std::to_string(i) + " out of range for tensor of size " + join(x.sizes) +
-           " at dimension " + std::to_string(d));
+    c.fail("select(): index " + std::to_string(i) + " out of range for tensor of size " +
+           join(x.sizes) + " at dimension " + std::to_string(d));
   if (i < 0) i += size;
   TensorMeta out = x;
   out.storage_offset = x.storage_offset + i * x.strides[size_t(d)];
@@ -1773,9 +1853,11 @@ Metas split(const Graph& g, const Node& n) {
   if (x.dim() == 0) c.fail("split expects at least a 1-dimensional tensor");
   int64_t d = c.dim(c.int_("dim"), x.dim());
   int64_t s = c.int_("split_size"), size = x.sizes[size_t(d)];
-  if (s < 0) c.fail("split expects split_size be non-negative, but got split_size=" + std::to_string(s));
+  if (s < 0)
+    c.fail("split expects split_size be non-negative, but got split_size=" + std::to_string(s));
   if (s == 0 && size != 0)
-    c.fail("split_size can only be 0 if dimension size is 0, but got dimension size of " + std::to_string(size));
+    c.fail("split_size can only be 0 if dimension size is 0, but got dimension size of " +
+           std::to_string(size));
   int64_t pieces = s == 0 ? 1 : std::max<int64_t>((size + s - 1) / s, 1);
   Metas out;
   for (int64_t i = 0; i < pieces; ++i) {
@@ -1793,12 +1875,15 @@ Metas split_with_sizes(const Graph& g, const Node& n) {
   const Sizes& sizes = c.ints("split_sizes");
   __int128 sum = 0;
   for (int64_t s : sizes) {
-    if (s < 0) c.fail("split_with_sizes expects split_sizes have only non-negative entries, but got " + join(sizes));
+    if (s < 0)
+      c.fail("split_with_sizes expects split_sizes have only non-negative entries, but got " +
+             join(sizes));
     sum += s;
   }
   if (sum != x.sizes[size_t(d)])
-    c.fail("split_with_sizes expects split_sizes to sum exactly to " + std::to_string(x.sizes[size_t(d)]) +
-           " (input tensor's size at dimension " + std::to_string(d) + "), but got split_sizes=" + join(sizes));
+    c.fail("split_with_sizes expects split_sizes to sum exactly to " +
+           std::to_string(x.sizes[size_t(d)]) + " (input tensor's size at dimension " +
+           std::to_string(d) + "), but got split_sizes=" + join(sizes));
   Metas out;
   int64_t start = 0;
   for (int64_t s : sizes) {
@@ -1832,8 +1917,10 @@ Metas contiguous(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
   MemoryFormat mf = c.memory_format("memory_format", MemoryFormat::Contiguous);
-  if (mf == MemoryFormat::Preserve) c.fail("preserve memory format is unsupported by the contiguous operator");
-  bool already = mf == MemoryFormat::ChannelsLast ? is_cl_contig(x.sizes, x.strides) : is_contig(x.sizes, x.strides);
+  if (mf == MemoryFormat::Preserve)
+    c.fail("preserve memory format is unsupported by the contiguous operator");
+  bool already = mf == MemoryFormat::ChannelsLast ? is_cl_contig(x.sizes, x.strides)
+                                                  : is_contig(x.sizes, x.strides);
   if (already) return {x};
   return {make_format(x.dtype, x.sizes, x.device, mf, nullptr)};
 }
@@ -1848,14 +1935,16 @@ TensorMeta to_copy_meta(const Ctx& c, const TensorMeta& x, DType dt, Device dev,
     return out;
   }
   if (mf == MemoryFormat::ChannelsLast && x.dim() != 4)
-    c.fail("required rank 4 tensor to use channels_last format, but the input is " + format_meta(x));
+    c.fail("required rank 4 tensor to use channels_last format, but the input is " +
+           format_meta(x));
   return make_format(dt, x.sizes, dev, mf, nullptr);
 }
 
 Metas to_copy(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
-  return {to_copy_meta(c, x, c.opt_dtype("dtype").value_or(x.dtype), c.opt_device("device").value_or(x.device),
+  return {to_copy_meta(c, x, c.opt_dtype("dtype").value_or(x.dtype),
+                       c.opt_device("device").value_or(x.device),
                        c.memory_format("memory_format", MemoryFormat::Preserve))};
 }
 
@@ -1873,7 +1962,8 @@ Metas clone(const Graph& g, const Node& n) {
   const TensorMeta& x = c.tensor("self");
   MemoryFormat mf = c.memory_format("memory_format", MemoryFormat::Preserve);
   if (mf == MemoryFormat::ChannelsLast && x.dim() != 4)
-    c.fail("required rank 4 tensor to use channels_last format, but the input is " + format_meta(x));
+    c.fail("required rank 4 tensor to use channels_last format, but the input is " +
+           format_meta(x));
   return {make_format(x.dtype, x.sizes, x.device, mf, &x)};
 }
 
@@ -1894,7 +1984,8 @@ Metas copy(const Graph& g, const Node& n) {
   const TensorMeta& self = c.tensor("self");
   const TensorMeta& src = c.tensor("src");
   Sizes b = broadcast_all(c, {&self, &src});
-  if (b != self.sizes) c.fail(c.desc("src") + " but " + c.desc("self") + " (src must broadcast to self)");
+  if (b != self.sizes)
+    c.fail(c.desc("src") + " but " + c.desc("self") + " (src must broadcast to self)");
   return {clone_preserve_strides(self)};
 }
 
@@ -1906,15 +1997,17 @@ Metas slice_scatter(const Graph& g, const Node& n) {
   int64_t d = c.dim(c.int_("dim"), self.dim());
   TensorMeta sl = slice_meta(c, self, d, c.opt_int("start"), c.opt_int("end"), c.int_("step"));
   if (sl.sizes != src.sizes)
-    c.fail("expected src to have a size equal to the slice of self: " + c.desc("src") + " but the slice is " +
-           join(sl.sizes));
+    c.fail("expected src to have a size equal to the slice of self: " + c.desc("src") +
+           " but the slice is " + join(sl.sizes));
   return {clone_preserve_strides(self)};
 }
 
 // ---------------------------------------------------------------------------------------------
 // Factories.
 
-Device factory_device(const Ctx& c) { return c.opt_device("device").value_or(Device{}); }
+Device factory_device(const Ctx& c) {
+  return c.opt_device("device").value_or(Device{});
+}
 
 Metas full(const Graph& g, const Node& n) {
   Ctx c(g, n);
@@ -1942,7 +2035,8 @@ Metas new_zeros(const Graph& g, const Node& n) {
   const TensorMeta& x = c.tensor("self");
   const Sizes& sz = c.ints("size");
   c.check_sizes(sz);
-  return {make(c.opt_dtype("dtype").value_or(x.dtype), sz, c.opt_device("device").value_or(x.device))};
+  return {
+      make(c.opt_dtype("dtype").value_or(x.dtype), sz, c.opt_device("device").value_or(x.device))};
 }
 
 Metas full_like(const Graph& g, const Node& n) {
@@ -1963,18 +2057,22 @@ Metas arange(const Graph& g, const Node& n) {
   Arg end = c.arg("end");
   Arg step = pi >= 0 ? c.arg("step") : Arg::of_int(1);
   for (const Arg* a : {&start, &end, &step})
-    if (!is_scalar_kind(a->kind)) c.fail("arange expects numbers, got " + std::string(arg_kind_name(a->kind)));
-  bool any_float = start.kind == Arg::Kind::Float || end.kind == Arg::Kind::Float || step.kind == Arg::Kind::Float;
+    if (!is_scalar_kind(a->kind))
+      c.fail("arange expects numbers, got " + std::string(arg_kind_name(a->kind)));
+  bool any_float = start.kind == Arg::Kind::Float || end.kind == Arg::Kind::Float ||
+                   step.kind == Arg::Kind::Float;
   DType dt = c.opt_dtype("dtype").value_or(any_float ? DType::F32 : DType::I64);
   double xs = start.scalar(), xe = end.scalar(), xst = step.scalar();
-  if (!std::isfinite(xs) || !std::isfinite(xe)) c.fail("unsupported range: " + std::to_string(xs) + " -> " + std::to_string(xe));
+  if (!std::isfinite(xs) || !std::isfinite(xe))
+    c.fail("unsupported range: " + std::to_string(xs) + " -> " + std::to_string(xe));
   if (xst == 0) c.fail("step must be nonzero");
   if (!((xst > 0 && xe >= xs) || (xst < 0 && xe <= xs)))
     c.fail("upper bound and larger bound inconsistent with step sign");
   double size_d;
   if (!is_floating(dt)) {
     // Integer arange: the bounds are truncated to integers first.
-    __int128 is = __int128(std::trunc(xs)), ie = __int128(std::trunc(xe)), ist = __int128(std::trunc(xst));
+    __int128 is = __int128(std::trunc(xs)), ie = __int128(std::trunc(xe)),
+             ist = __int128(std::trunc(xst));
     if (ist == 0) c.fail("step must be nonzero");
     __int128 sgn = ist > 0 ? 1 : -1;
     size_d = double((ie - is + ist - sgn) / ist);
@@ -1994,11 +2092,14 @@ Metas assert_tensor_metadata(const Graph& g, const Node& n) {
   if (c.has("size") && c.ints("size") != a.sizes)
     c.fail("tensor size mismatch: expected " + join(c.ints("size")) + ", got " + format_meta(a));
   if (c.has("stride") && c.ints("stride") != a.strides)
-    c.fail("tensor stride mismatch: expected " + join(c.ints("stride")) + ", got " + join(a.strides));
+    c.fail("tensor stride mismatch: expected " + join(c.ints("stride")) + ", got " +
+           join(a.strides));
   if (auto dt = c.opt_dtype("dtype"); dt && *dt != a.dtype)
-    c.fail("tensor dtype mismatch: expected " + std::string(dtype_name(*dt)) + ", got " + format_meta(a));
+    c.fail("tensor dtype mismatch: expected " + std::string(dtype_name(*dt)) + ", got " +
+           format_meta(a));
   if (auto dev = c.opt_device("device"); dev && dev->kind != a.device.kind)
-    c.fail("tensor device mismatch: expected " + device_name(*dev) + ", got " + device_name(a.device));
+    c.fail("tensor device mismatch: expected " + device_name(*dev) + ", got " +
+           device_name(a.device));
   return {};
 }
 
@@ -2152,16 +2253,17 @@ MetaFn find_meta(std::string_view target) {
   return it == table.end() ? nullptr : it->second;
 }
 
-std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a,
+                                      const std::vector<int64_t>& b) {
   const size_t n = std::max(a.size(), b.size());
   std::vector<int64_t> out(n);
   for (size_t i = 0; i < n; ++i) {
     const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (x != y && x != 1 && y != 1)
-      throw std::invalid_argument("shapes " + join(a) + " and " + join(b) + " cannot be broadcast: size " +
-                                  std::to_string(x) + " vs " + std::to_string(y) + " at dimension " +
-                                  std::to_string(i));
+      throw std::invalid_argument("shapes " + join(a) + " and " + join(b) +
+                                  " cannot be broadcast: size " + std::to_string(x) + " vs " +
+                                  std::to_string(y) + " at dimension " + std::to_string(i));
     out[i] = x == 1 ? y : x;
   }
   return out;
@@ -2170,8 +2272,9 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::
 int64_t wrap_dim(int64_t dim, int64_t rank) {
   const int64_t r = std::max<int64_t>(rank, 1);
   if (dim < -r || dim >= r)
-    throw std::out_of_range("dimension out of range (expected to be in range of [" + std::to_string(-r) +
-                            ", " + std::to_string(r - 1) + "], but got " + std::to_string(dim) + ")");
+    throw std::out_of_range("dimension out of range (expected to be in range of [" +
+                            std::to_string(-r) + ", " + std::to_string(r - 1) + "], but got " +
+                            std::to_string(dim) + ")");
   return dim < 0 ? dim + r : dim;
 }
 

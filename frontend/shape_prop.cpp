@@ -41,7 +41,8 @@ std::vector<TensorMeta> infer(const Graph& g, const Node& n) {
 void propagate_shapes(Graph& g) {
   for (const Node& n : g.nodes) {
     std::vector<TensorMeta> metas = infer(g, n);
-    for (size_t i = 0; i < metas.size(); ++i) g.values[size_t(n.outputs[i])].meta = std::move(metas[i]);
+    for (size_t i = 0; i < metas.size(); ++i)
+      g.values[size_t(n.outputs[i])].meta = std::move(metas[i]);
   }
 }
 
@@ -58,8 +59,8 @@ std::vector<std::string> check_recorded_shapes(const Graph& g) {
     for (size_t i = 0; i < metas.size(); ++i) {
       const Value& v = g.values[size_t(n.outputs[i])];
       if (v.meta == metas[i]) continue;
-      diffs.push_back("node '" + n.name + "' (" + n.target + ") output '" + v.name + "': recorded " +
-                      describe(v.meta) + ", inferred " + describe(metas[i]));
+      diffs.push_back("node '" + n.name + "' (" + n.target + ") output '" + v.name +
+                      "': recorded " + describe(v.meta) + ", inferred " + describe(metas[i]));
     }
   }
   return diffs;

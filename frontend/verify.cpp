@@ -23,7 +23,8 @@ public:
     for (size_t i = 0; i < g_.nodes.size(); ++i) check_node(int32_t(i));
     for (ValueId v : g_.outputs) {
       if (!valid(v)) fail("graph output refers to unknown value #" + std::to_string(v));
-      if (!defined_[size_t(v)]) fail("graph output '" + g_.values[size_t(v)].name + "' is never defined");
+      if (!defined_[size_t(v)])
+        fail("graph output '" + g_.values[size_t(v)].name + "' is never defined");
     }
   }
 
@@ -48,13 +49,15 @@ private:
   void check_inputs() {
     std::unordered_set<std::string_view> fqns;
     for (const GraphInput& in : g_.inputs) {
-      if (!valid(in.value)) fail("graph input '" + in.fqn + "' refers to unknown value #" + std::to_string(in.value));
+      if (!valid(in.value))
+        fail("graph input '" + in.fqn + "' refers to unknown value #" + std::to_string(in.value));
       const Value& v = g_.values[size_t(in.value)];
       if (defined_[size_t(in.value)]) fail("value '" + v.name + "' is a graph input twice");
       if (v.producer != -1) fail("graph input '" + v.name + "' also has a producing node");
       defined_[size_t(in.value)] = true;
       if (in.kind == InputKind::UserInput) continue;
-      if (!fqns.insert(in.fqn).second) fail(std::string(input_kind_name(in.kind)) + " '" + in.fqn + "' is listed twice");
+      if (!fqns.insert(in.fqn).second)
+        fail(std::string(input_kind_name(in.kind)) + " '" + in.fqn + "' is listed twice");
       check_weight(in, v);
     }
   }
@@ -66,29 +69,37 @@ private:
     if (it == g_.weights.end() || !it->second.storage) fail(what + " has no weights");
     const WeightData& w = it->second;
     if (w.meta.dtype != v.meta.dtype || w.meta.sizes != v.meta.sizes)
-      fail(what + " holds " + format_meta(w.meta) + " but graph input '" + v.name + "' is " + format_meta(v.meta));
+      fail(what + " holds " + format_meta(w.meta) + " but graph input '" + v.name + "' is " +
+           format_meta(v.meta));
     if (w.meta.strides.size() != w.meta.sizes.size() || w.meta.storage_offset < 0)
       fail(what + " has malformed strides or storage offset");
     __int128 extent = 0; // one past the last element reached, in elements
     bool empty = false;
     for (size_t d = 0; d < w.meta.sizes.size(); ++d) {
-      if (w.meta.sizes[d] < 0 || w.meta.strides[d] < 0) fail(what + " has a negative size or stride");
+      if (w.meta.sizes[d] < 0 || w.meta.strides[d] < 0)
+        fail(what + " has a negative size or stride");
       if (w.meta.sizes[d] == 0) empty = true;
       extent += __int128(w.meta.sizes[d] - 1) * w.meta.strides[d];
       if (extent > (__int128(1) << 100)) fail(what + " has sizes and strides too large to address");
     }
-    __int128 need = empty ? 0 : (extent + 1 + w.meta.storage_offset) * __int128(dtype_size(w.meta.dtype));
+    __int128 need =
+        empty ? 0 : (extent + 1 + w.meta.storage_offset) * __int128(dtype_size(w.meta.dtype));
     if (need > __int128(w.storage->nbytes()))
-      fail(what + " needs " + std::to_string(int64_t(need)) + " bytes for " + format_meta_with_strides(w.meta) +
-           " but its storage holds " + std::to_string(w.storage->nbytes()));
+      fail(what + " needs " + std::to_string(int64_t(need)) + " bytes for " +
+           format_meta_with_strides(w.meta) + " but its storage holds " +
+           std::to_string(w.storage->nbytes()));
   }
 
   void check_arg(const Node& n, const ArgSchema& s, const Arg& a) const {
     if (!arg_matches(s, a))
-      fail("argument '" + s.name + "' expects " + arg_type_name(s) + ", got " + std::string(arg_kind_name(a.kind)), &n);
+      fail("argument '" + s.name + "' expects " + arg_type_name(s) + ", got " +
+               std::string(arg_kind_name(a.kind)),
+           &n);
     auto use = [&](ValueId v) {
-      if (!valid(v)) fail("argument '" + s.name + "' refers to unknown value #" + std::to_string(v), &n);
-      if (!defined_[size_t(v)]) fail("uses '" + g_.values[size_t(v)].name + "' before it is defined", &n);
+      if (!valid(v))
+        fail("argument '" + s.name + "' refers to unknown value #" + std::to_string(v), &n);
+      if (!defined_[size_t(v)])
+        fail("uses '" + g_.values[size_t(v)].name + "' before it is defined", &n);
     };
     if (a.kind == Arg::Kind::Tensor) use(a.tensor);
     if (a.kind == Arg::Kind::Tensors)
@@ -104,28 +115,39 @@ private:
     if (!s) fail("unknown op '" + n.target + "'", &n);
     if (n.schema != s) fail("the node's schema does not match its target", &n);
     if (n.args.size() != s->args.size())
-      fail("has " + std::to_string(n.args.size()) + " arguments but the schema takes " + std::to_string(s->args.size()), &n);
+      fail("has " + std::to_string(n.args.size()) + " arguments but the schema takes " +
+               std::to_string(s->args.size()),
+           &n);
     if (n.given.size() != n.args.size())
-      fail("has " + std::to_string(n.given.size()) + " 'given' flags for " + std::to_string(n.args.size()) + " arguments", &n);
+      fail("has " + std::to_string(n.given.size()) + " 'given' flags for " +
+               std::to_string(n.args.size()) + " arguments",
+           &n);
     for (size_t i = 0; i < n.args.size(); ++i) check_arg(n, s->args[i], n.args[i]);
     const bool list_return = s->returns.size() == 1 && s->returns[0].is_list;
     if (!list_return && n.outputs.size() != s->returns.size())
-      fail("has " + std::to_string(n.outputs.size()) + " outputs but the op returns " + std::to_string(s->returns.size()), &n);
+      fail("has " + std::to_string(n.outputs.size()) + " outputs but the op returns " +
+               std::to_string(s->returns.size()),
+           &n);
     MetaFn fn = find_meta(n.target);
     if (!fn) fail("no meta function for this op", &n);
     std::vector<TensorMeta> metas = fn(g_, n);
     if (metas.size() != n.outputs.size())
-      fail("the op gives " + std::to_string(metas.size()) + " outputs but the node has " + std::to_string(n.outputs.size()), &n);
+      fail("the op gives " + std::to_string(metas.size()) + " outputs but the node has " +
+               std::to_string(n.outputs.size()),
+           &n);
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       ValueId v = n.outputs[i];
-      if (!valid(v)) fail("output " + std::to_string(i) + " refers to unknown value #" + std::to_string(v), &n);
+      if (!valid(v))
+        fail("output " + std::to_string(i) + " refers to unknown value #" + std::to_string(v), &n);
       const Value& val = g_.values[size_t(v)];
       if (defined_[size_t(v)]) fail("defines '" + val.name + "', which is already defined", &n);
       if (val.producer != index || val.output_index != int32_t(i))
         fail("output '" + val.name + "' does not name this node as its producer", &n);
       if (!(val.meta == metas[i]))
-        fail("output '" + val.name + "' is " + format_meta_with_strides(val.meta) + " on " + device_name(val.meta.device) +
-             " but the op gives " + format_meta_with_strides(metas[i]) + " on " + device_name(metas[i].device), &n);
+        fail("output '" + val.name + "' is " + format_meta_with_strides(val.meta) + " on " +
+                 device_name(val.meta.device) + " but the op gives " +
+                 format_meta_with_strides(metas[i]) + " on " + device_name(metas[i].device),
+             &n);
       defined_[size_t(v)] = true;
     }
   }
@@ -136,6 +158,8 @@ private:
 
 } // namespace
 
-void verify_graph(const Graph& g) { Verifier(g).run(); }
+void verify_graph(const Graph& g) {
+  Verifier(g).run();
+}
 
 } // namespace fxc

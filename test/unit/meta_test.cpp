@@ -52,13 +52,27 @@ struct G {
   }
 };
 
-CallArg T(ValueId v) { return {"", Arg::of_tensor(v)}; }
-CallArg I(int64_t v) { return {"", Arg::of_int(v)}; }
-CallArg F(double v) { return {"", Arg::of_float(v)}; }
-CallArg B(bool v) { return {"", Arg::of_bool(v)}; }
-CallArg Is(Sizes v) { return {"", Arg::of_ints(std::move(v))}; }
-CallArg Ts(std::vector<ValueId> v) { return {"", Arg::of_tensors(std::move(v))}; }
-CallArg KW(std::string name, Arg a) { return {std::move(name), std::move(a)}; }
+CallArg T(ValueId v) {
+  return {"", Arg::of_tensor(v)};
+}
+CallArg I(int64_t v) {
+  return {"", Arg::of_int(v)};
+}
+CallArg F(double v) {
+  return {"", Arg::of_float(v)};
+}
+CallArg B(bool v) {
+  return {"", Arg::of_bool(v)};
+}
+CallArg Is(Sizes v) {
+  return {"", Arg::of_ints(std::move(v))};
+}
+CallArg Ts(std::vector<ValueId> v) {
+  return {"", Arg::of_tensors(std::move(v))};
+}
+CallArg KW(std::string name, Arg a) {
+  return {std::move(name), std::move(a)};
+}
 
 } // namespace
 
@@ -95,10 +109,14 @@ TEST_CASE("meta: type promotion follows torch.result_type") {
   CHECK(t.op("aten.sum.dim_IntList", {T(i32), Is({0})}).dtype == DType::I64);
   CHECK(t.op("aten.sqrt.default", {T(i64)}).dtype == DType::F32);
   CHECK(t.op("aten.where.self", {T(b), T(i32), T(f16)}).dtype == DType::F16);
-  CHECK(t.op("aten.to.dtype", {T(i32), KW("dtype", Arg::of_dtype(DType::F16))}).dtype == DType::F16);
-  CHECK(t.op("aten._to_copy.default", {T(i32), KW("dtype", Arg::of_dtype(DType::BF16))}).dtype == DType::BF16);
-  CHECK(t.error("aten.mean.dim", {T(i64), Is({0})}).find("could not infer output dtype") != std::string::npos);
-  CHECK(t.op("aten.mean.dim", {T(i64), Is({0}), KW("dtype", Arg::of_dtype(DType::F64))}).dtype == DType::F64);
+  CHECK(t.op("aten.to.dtype", {T(i32), KW("dtype", Arg::of_dtype(DType::F16))}).dtype ==
+        DType::F16);
+  CHECK(t.op("aten._to_copy.default", {T(i32), KW("dtype", Arg::of_dtype(DType::BF16))}).dtype ==
+        DType::BF16);
+  CHECK(t.error("aten.mean.dim", {T(i64), Is({0})}).find("could not infer output dtype") !=
+        std::string::npos);
+  CHECK(t.op("aten.mean.dim", {T(i64), Is({0}), KW("dtype", Arg::of_dtype(DType::F64))}).dtype ==
+        DType::F64);
   CHECK(t.error("aten.sub.Tensor", {T(b), T(b)}).find("two bool tensors") != std::string::npos);
 }
 
@@ -109,7 +127,8 @@ TEST_CASE("meta: factories infer dtypes from their scalars") {
   CHECK(t.op("aten.arange.start_step", {I(0), F(1.0), F(0.25)}).dtype == DType::F32);
   CHECK(t.op("aten.arange.start_step", {I(0), F(1.0), F(0.25)}).sizes == Sizes{4});
   CHECK(t.op("aten.arange.start_step", {I(10), I(0), I(-3)}).sizes == Sizes{4});
-  CHECK(t.op("aten.arange.start", {I(0), I(4), KW("dtype", Arg::of_dtype(DType::F16))}).dtype == DType::F16);
+  CHECK(t.op("aten.arange.start", {I(0), I(4), KW("dtype", Arg::of_dtype(DType::F16))}).dtype ==
+        DType::F16);
   CHECK(t.error("aten.arange.start_step", {I(0), I(4), I(0)}) == "step must be nonzero");
   CHECK(t.op("aten.full.default", {Is({2, 3}), F(0.5)}).dtype == DType::F32);
   CHECK(t.op("aten.full.default", {Is({2, 3}), I(7)}).dtype == DType::I64);
@@ -117,7 +136,8 @@ TEST_CASE("meta: factories infer dtypes from their scalars") {
   CHECK(t.op("aten.full.default", {Is({2, 3}), B(true)}).strides == Sizes{3, 1});
   CHECK(t.op("aten.zeros.default", {Is({2})}).dtype == DType::F32);
   CHECK(t.op("aten.scalar_tensor.default", {F(-1.0)}).sizes.empty());
-  CHECK(t.error("aten.full.default", {Is({-1, 2}), F(0)}).find("negative dimension -1") != std::string::npos);
+  CHECK(t.error("aten.full.default", {Is({-1, 2}), F(0)}).find("negative dimension -1") !=
+        std::string::npos);
 }
 
 TEST_CASE("meta: broadcasting") {
@@ -148,10 +168,10 @@ TEST_CASE("meta: wrap_dim") {
 
 TEST_CASE("meta: pointwise outputs follow TensorIterator's layout") {
   G t;
-  ValueId a = t.in("a", meta(DType::F32, {4, 3}, {1, 4}));   // a transposed [3, 4]
+  ValueId a = t.in("a", meta(DType::F32, {4, 3}, {1, 4})); // a transposed [3, 4]
   ValueId b = t.in("b", meta(DType::F32, {4, 3}, {1, 4}));
-  ValueId c = t.in("c", meta(DType::F32, {4, 3}));           // contiguous
-  ValueId r = t.in("r", meta(DType::F32, {3}));              // broadcast row
+  ValueId c = t.in("c", meta(DType::F32, {4, 3}));                         // contiguous
+  ValueId r = t.in("r", meta(DType::F32, {3}));                            // broadcast row
   ValueId cl = t.in("cl", meta(DType::F32, {2, 3, 4, 5}, {60, 1, 15, 3})); // channels_last
   ValueId piece = t.in("piece", meta(DType::F32, {2, 4, 16, 32}, {6144, 32, 384, 1}, 128));
   CHECK(t.op("aten.add.Tensor", {T(a), T(b)}).strides == Sizes{1, 4});
@@ -168,7 +188,8 @@ TEST_CASE("meta: pointwise outputs follow TensorIterator's layout") {
   // clone keeps dense layouts, makes others dense in the same order; contiguous_format resets.
   CHECK(t.op("aten.clone.default", {T(a)}).strides == Sizes{1, 4});
   CHECK(t.op("aten.clone.default", {T(piece)}).strides == Sizes{2048, 32, 128, 1});
-  CHECK(t.op("aten.clone.default", {T(a), KW("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))})
+  CHECK(t.op("aten.clone.default",
+             {T(a), KW("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))})
             .strides == Sizes{3, 1});
   CHECK(t.op("aten.full_like.default", {T(a), F(0)}).strides == Sizes{1, 4});
   CHECK(t.op("aten.contiguous.default", {T(a)}).strides == Sizes{3, 1});
@@ -183,10 +204,12 @@ TEST_CASE("meta: view strides, reshape copies and slice offsets") {
   CHECK(t.g.values[size_t(xt)].meta.sizes == Sizes{2, 4, 3});
   CHECK(t.g.values[size_t(xt)].meta.strides == Sizes{12, 1, 4});
   // Merging the transposed dims is impossible as a view; splitting the batch dim is fine.
-  CHECK(t.error("aten.view.default", {T(xt), Is({2, 12})}).find("view size [2, 12] is not compatible") == 0);
+  CHECK(t.error("aten.view.default", {T(xt), Is({2, 12})})
+            .find("view size [2, 12] is not compatible") == 0);
   CHECK(t.op("aten.view.default", {T(xt), Is({2, 1, 4, 3})}).strides == Sizes{12, 4, 1, 4});
   CHECK(t.op("aten.view.default", {T(x), Is({-1, 4})}).sizes == Sizes{6, 4});
-  CHECK(t.error("aten.view.default", {T(x), Is({5, -1})}) == "shape '[5, -1]' is invalid for input of size 24");
+  CHECK(t.error("aten.view.default", {T(x), Is({5, -1})}) ==
+        "shape '[5, -1]' is invalid for input of size 24");
   CHECK(t.error("aten.view.default", {T(x), Is({-1, -1})}) == "only one dimension can be inferred");
   const TensorMeta& r = t.op("aten.reshape.default", {T(xt), Is({2, 12})});
   CHECK(r.strides == Sizes{12, 1});
@@ -203,13 +226,14 @@ TEST_CASE("meta: view strides, reshape copies and slice offsets") {
   const TensorMeta& sel = t.op("aten.select.int", {T(x), I(1), I(-1)});
   CHECK(sel.sizes == Sizes{2, 4});
   CHECK(sel.storage_offset == 8);
-  CHECK(t.error("aten.select.int", {T(x), I(1), I(3)}).find("index 3 out of range") != std::string::npos);
+  CHECK(t.error("aten.select.int", {T(x), I(1), I(3)}).find("index 3 out of range") !=
+        std::string::npos);
   // expand: new leading dims and broadcast dims get stride 0.
   ValueId row = t.in("row", meta(DType::F32, {1, 16}, {64, 1}));
   CHECK(t.op("aten.expand.default", {T(row), Is({2, 16})}).strides == Sizes{0, 1});
   CHECK(t.op("aten.expand.default", {T(row), Is({3, -1, 16})}).strides == Sizes{0, 64, 1});
-  CHECK(t.error("aten.expand.default", {T(x), Is({2, 5, 4})}).find("must match the existing size (3)") !=
-        std::string::npos);
+  CHECK(t.error("aten.expand.default", {T(x), Is({2, 5, 4})})
+            .find("must match the existing size (3)") != std::string::npos);
   CHECK(t.op("aten.unsqueeze.default", {T(x), I(-1)}).strides == Sizes{12, 4, 1, 1});
   CHECK(t.op("aten.unsqueeze.default", {T(x), I(1)}).strides == Sizes{12, 12, 4, 1});
   CHECK(t.op("aten.permute.default", {T(x), Is({2, 0, 1})}).strides == Sizes{1, 12, 4});
@@ -243,10 +267,12 @@ TEST_CASE("meta: matrix products") {
   ValueId b3 = t.in("b3", meta(DType::F32, {5, 8, 64}));
   ValueId b4 = t.in("b4", meta(DType::F32, {2, 1, 64, 3}));
   ValueId d = t.in("d", meta(DType::F64, {64, 10}));
-  CHECK(t.error("aten.addmm.default", {T(bias), T(a), T(w)}) == "mat1 is f32[8, 64] but mat2 is f32[32, 10]");
+  CHECK(t.error("aten.addmm.default", {T(bias), T(a), T(w)}) ==
+        "mat1 is f32[8, 64] but mat2 is f32[32, 10]");
   CHECK(t.op("aten.addmm.default", {T(bias), T(a), T(w2)}).sizes == Sizes{8, 10});
   CHECK(t.error("aten.mm.default", {T(a), T(w)}) == "self is f32[8, 64] but mat2 is f32[32, 10]");
-  CHECK(t.error("aten.mm.default", {T(a), T(d)}).find("expected the same dtype") != std::string::npos);
+  CHECK(t.error("aten.mm.default", {T(a), T(d)}).find("expected the same dtype") !=
+        std::string::npos);
   CHECK(t.op("aten.matmul.default", {T(v), T(v)}).sizes == Sizes{});
   CHECK(t.op("aten.matmul.default", {T(a), T(v)}).sizes == Sizes{8});
   CHECK(t.op("aten.matmul.default", {T(v), T(w2)}).sizes == Sizes{10});
@@ -254,12 +280,15 @@ TEST_CASE("meta: matrix products") {
   CHECK(t.op("aten.matmul.default", {T(b3), T(v)}).sizes == Sizes{5, 8});
   CHECK(t.op("aten.matmul.default", {T(b3), T(b4)}).sizes == Sizes{2, 5, 8, 3});
   CHECK(t.op("aten.matmul.default", {T(v), T(b4)}).sizes == Sizes{2, 1, 3});
-  CHECK(t.error("aten.matmul.default", {T(b3), T(w)}) == "self is f32[5, 8, 64] but other is f32[32, 10]");
-  CHECK(t.op("aten.bmm.default", {T(b3), T(add_node1(t.g, "aten.expand.default", {T(w2), Is({5, 64, 10})}))}).sizes ==
-        Sizes{5, 8, 10});
+  CHECK(t.error("aten.matmul.default", {T(b3), T(w)}) ==
+        "self is f32[5, 8, 64] but other is f32[32, 10]");
+  CHECK(t.op("aten.bmm.default",
+             {T(b3), T(add_node1(t.g, "aten.expand.default", {T(w2), Is({5, 64, 10})}))})
+            .sizes == Sizes{5, 8, 10});
   ValueId lw = t.in("lw", meta(DType::F32, {10, 64}));
   CHECK(t.op("aten.linear.default", {T(b3), T(lw), T(bias)}).sizes == Sizes{5, 8, 10});
-  CHECK(t.error("aten.linear.default", {T(b3), T(w2)}) == "input is f32[5, 8, 64] but weight is f32[64, 10]");
+  CHECK(t.error("aten.linear.default", {T(b3), T(w2)}) ==
+        "input is f32[5, 8, 64] but weight is f32[64, 10]");
 }
 
 TEST_CASE("meta: convolution and pooling sizes") {
@@ -268,19 +297,30 @@ TEST_CASE("meta: convolution and pooling sizes") {
   ValueId w = t.in("w", meta(DType::F32, {16, 3, 3, 3}));
   ValueId wg = t.in("wg", meta(DType::F32, {16, 1, 3, 3}));
   ValueId b = t.in("b", meta(DType::F32, {16}));
-  CHECK(t.op("aten.conv2d.default", {T(x), T(w), T(b), Is({1, 1}), Is({1, 1})}).sizes == Sizes{4, 16, 32, 32});
-  CHECK(t.op("aten.conv2d.default", {T(x), T(w), T(b), Is({2}), Is({0}), Is({2})}).sizes == Sizes{4, 16, 14, 14});
-  CHECK(t.op("aten.convolution.default", {T(x), T(w), T(b), Is({2, 2}), Is({1, 1}), Is({1, 1}), B(false),
-                                          Is({0, 0}), I(1)})
+  CHECK(t.op("aten.conv2d.default", {T(x), T(w), T(b), Is({1, 1}), Is({1, 1})}).sizes ==
+        Sizes{4, 16, 32, 32});
+  CHECK(t.op("aten.conv2d.default", {T(x), T(w), T(b), Is({2}), Is({0}), Is({2})}).sizes ==
+        Sizes{4, 16, 14, 14});
+  CHECK(t.op("aten.convolution.default",
+             {T(x), T(w), T(b), Is({2, 2}), Is({1, 1}), Is({1, 1}), B(false), Is({0, 0}), I(1)})
             .sizes == Sizes{4, 16, 16, 16});
   ValueId x16 = t.in("x16", meta(DType::F32, {4, 16, 8, 8}));
-  CHECK(t.op("aten.conv2d.default", {T(x16), T(wg), T(b), Is({1}), Is({1}), Is({1}), I(16)}).sizes ==
-        Sizes{4, 16, 8, 8});
+  CHECK(
+      t.op("aten.conv2d.default", {T(x16), T(wg), T(b), Is({1}), Is({1}), Is({1}), I(16)}).sizes ==
+      Sizes{4, 16, 8, 8});
   ValueId wt = t.in("wt", meta(DType::F32, {16, 8, 4, 4}));
-  CHECK(t.op("aten.convolution.default", {T(x16), T(wt), {"", Arg::none()}, Is({2, 2}), Is({1, 1}), Is({1, 1}),
-                                          B(true), Is({0, 0}), I(1)})
+  CHECK(t.op("aten.convolution.default", {T(x16),
+                                          T(wt),
+                                          {"", Arg::none()},
+                                          Is({2, 2}),
+                                          Is({1, 1}),
+                                          Is({1, 1}),
+                                          B(true),
+                                          Is({0, 0}),
+                                          I(1)})
             .sizes == Sizes{4, 8, 16, 16});
-  CHECK(t.error("aten.conv2d.default", {T(x16), T(w)}).find("to have 3 channels, but got 16") != std::string::npos);
+  CHECK(t.error("aten.conv2d.default", {T(x16), T(w)}).find("to have 3 channels, but got 16") !=
+        std::string::npos);
   ValueId unb = t.in("unb", meta(DType::F32, {3, 10, 10}));
   const TensorMeta& u = t.op("aten.conv2d.default", {T(unb), T(w)});
   CHECK(u.sizes == Sizes{16, 8, 8});
@@ -291,13 +331,14 @@ TEST_CASE("meta: convolution and pooling sizes") {
   CHECK(t.op("aten.max_pool2d.default", {T(x), Is({2, 2})}).sizes == Sizes{4, 3, 16, 16});
   ValueId odd = t.in("odd", meta(DType::F32, {1, 1, 5, 5}));
   CHECK(t.op("aten.max_pool2d.default", {T(odd), Is({2}), Is({2})}).sizes == Sizes{1, 1, 2, 2});
-  CHECK(t.op("aten.max_pool2d.default", {T(odd), Is({2}), Is({2}), Is({0}), Is({1}), B(true)}).sizes ==
-        Sizes{1, 1, 3, 3});
+  CHECK(t.op("aten.max_pool2d.default", {T(odd), Is({2}), Is({2}), Is({0}), Is({1}), B(true)})
+            .sizes == Sizes{1, 1, 3, 3});
   auto mp = t.ops("aten.max_pool2d_with_indices.default", {T(x), Is({3}), Is({2}), Is({1})});
   REQUIRE(mp.size() == 2);
   CHECK(mp[0].sizes == Sizes{4, 3, 16, 16});
   CHECK(mp[1].dtype == DType::I64);
-  CHECK(t.error("aten.max_pool2d.default", {T(x), Is({3}), Is({2}), Is({2})}).find("pad should be at most half") == 0);
+  CHECK(t.error("aten.max_pool2d.default", {T(x), Is({3}), Is({2}), Is({2})})
+            .find("pad should be at most half") == 0);
   CHECK(t.op("aten.adaptive_avg_pool2d.default", {T(x), Is({1, 1})}).strides == Sizes{3, 1, 1, 1});
   CHECK(t.op("aten.adaptive_avg_pool2d.default", {T(cl), Is({1, 1})}).strides == Sizes{3, 1, 3, 3});
 }
@@ -317,9 +358,11 @@ TEST_CASE("meta: indexing, cat, pad, attention and norms") {
   const TensorMeta& mid = t.op("aten.index.Tensor", {T(x), Ts({none, j})});
   CHECK(mid.sizes == Sizes{5, 3, 7});
   CHECK(mid.strides == Sizes{21, 7, 1});
-  CHECK(t.error("aten.index.Tensor", {T(x), Ts({none, none, none, j})}).find("too many indices") == 0);
-  CHECK(t.op("aten.gather.default", {T(x), I(1), T(t.in("gi", meta(DType::I64, {5, 2, 7})))}).sizes ==
-        Sizes{5, 2, 7});
+  CHECK(t.error("aten.index.Tensor", {T(x), Ts({none, none, none, j})}).find("too many indices") ==
+        0);
+  CHECK(
+      t.op("aten.gather.default", {T(x), I(1), T(t.in("gi", meta(DType::I64, {5, 2, 7})))}).sizes ==
+      Sizes{5, 2, 7});
   CHECK(t.op("aten.index_select.default", {T(x), I(2), T(j)}).sizes == Sizes{5, 6, 3});
   ValueId emb = t.in("emb", meta(DType::BF16, {100, 16}));
   const TensorMeta& e = t.op("aten.embedding.default", {T(emb), T(i)});
@@ -329,22 +372,28 @@ TEST_CASE("meta: indexing, cat, pad, attention and norms") {
   const TensorMeta& c = t.op("aten.cat.default", {Ts({x, y}), I(1)});
   CHECK(c.sizes == Sizes{5, 8, 7});
   CHECK(c.dtype == DType::F64);
-  CHECK(t.error("aten.cat.default", {Ts({x, y}), I(2)}).find("sizes of tensors must match except in dimension 2") == 0);
+  CHECK(t.error("aten.cat.default", {Ts({x, y}), I(2)})
+            .find("sizes of tensors must match except in dimension 2") == 0);
   CHECK(t.op("aten.roll.default", {T(x), Is({1}), Is({0})}).sizes == Sizes{5, 6, 7});
   CHECK(t.op("aten.constant_pad_nd.default", {T(x), Is({1, 2, -1, 0})}).sizes == Sizes{5, 5, 10});
-  CHECK(t.op("aten.pad.default", {T(x), Is({1, 1}), {"", Arg::of_string("reflect")}}).sizes == Sizes{5, 6, 9});
-  CHECK(t.error("aten.constant_pad_nd.default", {T(x), Is({1, 2, 3})}).find("must be even") != std::string::npos);
+  CHECK(t.op("aten.pad.default", {T(x), Is({1, 1}), {"", Arg::of_string("reflect")}}).sizes ==
+        Sizes{5, 6, 9});
+  CHECK(t.error("aten.constant_pad_nd.default", {T(x), Is({1, 2, 3})}).find("must be even") !=
+        std::string::npos);
   ValueId q = t.in("q", meta(DType::F32, {2, 4, 16, 32}));
   ValueId kv = t.in("kv", meta(DType::F32, {2, 4, 8, 32}));
   ValueId v64 = t.in("v64", meta(DType::F32, {2, 4, 8, 64}));
-  CHECK(t.op("aten.scaled_dot_product_attention.default", {T(q), T(kv), T(kv)}).sizes == Sizes{2, 4, 16, 32});
-  CHECK(t.op("aten.scaled_dot_product_attention.default", {T(q), T(kv), T(v64)}).sizes == Sizes{2, 4, 16, 64});
+  CHECK(t.op("aten.scaled_dot_product_attention.default", {T(q), T(kv), T(kv)}).sizes ==
+        Sizes{2, 4, 16, 32});
+  CHECK(t.op("aten.scaled_dot_product_attention.default", {T(q), T(kv), T(v64)}).sizes ==
+        Sizes{2, 4, 16, 64});
   ValueId ln_w = t.in("ln_w", meta(DType::F32, {32}));
   auto ln = t.ops("aten.native_layer_norm.default", {T(q), Is({32}), T(ln_w), T(ln_w), F(1e-5)});
   REQUIRE(ln.size() == 3);
   CHECK(ln[1].sizes == Sizes{2, 4, 16, 1});
   CHECK(ln[1].dtype == DType::F32);
-  CHECK(t.error("aten.layer_norm.default", {T(q), Is({16})}).find("given normalized_shape=[16]") == 0);
+  CHECK(t.error("aten.layer_norm.default", {T(q), Is({16})}).find("given normalized_shape=[16]") ==
+        0);
 }
 
 TEST_CASE("meta: every op in the schema table has a meta function") {
