@@ -253,4 +253,20 @@ Logger& process_logger() {
   return logger;
 }
 
+int configure_process_logger(std::string_view flag_spec, std::ostream& out, std::ostream& err) {
+  std::string error;
+  bool help = false;
+  std::optional<Logger> l = Logger::from_environment(flag_spec, &error, &help);
+  if (!l) {
+    err << "fxc: error: " << error << "\n";
+    return 2;
+  }
+  if (help) {
+    out << log_help_text();
+    return 0;
+  }
+  process_logger() = std::move(*l);
+  return -1;
+}
+
 } // namespace fxc

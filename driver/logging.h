@@ -106,4 +106,9 @@ private:
 /// The process-wide logger the driver configures once from flags; starts as Logger().
 Logger& process_logger();
 
+/// The driver's one call: configures process_logger() from FXC_LOGS, `flag_spec` (--log) and
+/// FXC_LOGS_OUT. Returns -1 to go on; 0 after printing log_help_text() to `out` (help was
+/// asked for); 2 after printing "fxc: error: <message>" to `err` (a usage error).
+int configure_process_logger(std::string_view flag_spec, std::ostream& out, std::ostream& err);
+
 } // namespace fxc

@@ -182,3 +182,21 @@ TEST_CASE("logging: from_environment reads FXC_LOGS, --log and FXC_LOGS_OUT") {
   REQUIRE(Logger::from_environment("help", &err, &help));
   CHECK(help);
 }
+
+TEST_CASE("logging: configure_process_logger maps help to 0, errors to 2, else installs") {
+  ::unsetenv("FXC_LOGS");
+  ::unsetenv("FXC_LOGS_OUT");
+  std::ostringstream out, err;
+  CHECK(configure_process_logger("help", out, err) == 0);
+  CHECK(out.str() == log_help_text());
+  CHECK(err.str().empty());
+  std::ostringstream out2, err2;
+  CHECK(configure_process_logger("fusion,typo", out2, err2) == 2);
+  CHECK(err2.str().find("fxc: error: --log: unknown log setting 'typo'; valid settings: ") == 0);
+  CHECK(out2.str().empty());
+  CHECK(configure_process_logger("+cache,schedule", out2, err2) == -1);
+  CHECK(process_logger().enabled(Artifact::Schedule));
+  CHECK(process_logger().enabled(Component::Cache, Level::Debug));
+  CHECK(configure_process_logger("", out2, err2) == -1);
+  CHECK_FALSE(process_logger().enabled(Artifact::Schedule));
+}
