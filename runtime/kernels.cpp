@@ -871,13 +871,19 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
 // and without -ffast-math the result is the same as at -O0.
 [[gnu::optimize("O3")]] void gemm_kernel(const double* a, const double* b, double* out, int64_t n,
                                          int64_t k, int64_t m) {
-  for (int64_t i = 0; i < n; ++i) {
-    double* orow = out + i * m;
-    const double* arow = a + i * k;
-    for (int64_t p = 0; p < k; ++p) {
-      double x = arow[p];
-      const double* brow = b + p * m;
-      for (int64_t j = 0; j < m; ++j) orow[j] += x * brow[j];
+  // Blocks of rows of b stay in cache across all rows of a; each out[i, j] still sums its k
+  // products in ascending order.
+  const int64_t kBlock = 64;
+  for (int64_t p0 = 0; p0 < k; p0 += kBlock) {
+    int64_t p1 = std::min(k, p0 + kBlock);
+    for (int64_t i = 0; i < n; ++i) {
+      double* orow = out + i * m;
+      const double* arow = a + i * k;
+      for (int64_t p = p0; p < p1; ++p) {
+        double x = arow[p];
+        const double* brow = b + p * m;
+        for (int64_t j = 0; j < m; ++j) orow[j] += x * brow[j];
+      }
     }
   }
 }
