@@ -1,0 +1,172 @@
+// compile_inductor: the lowering → fusion → memory plan → LLVM → host plan pipeline.
+#include "codegen/inductor.h"
+
+#include "codegen/llvm_codegen.h"
+#include "frontend/diag.h"
+#include "passes/fuse.h"
+#include "passes/lower.h"
+#include "passes/memory_plan.h"
+#include "runtime/plan_executor.h"
+#include "runtime/thread_pool.h"
+
+#include <algorithm>
+#include <cassert>
+#include <mutex>
+
+namespace fxc {
+
+struct CompiledGraph::Impl {
+  std::string source;
+  std::unique_ptr<KernelCompiler> compiler; // owns the JIT-compiled code
+  Plan plan;
+  std::unique_ptr<ThreadPool> pool;
+  std::mutex run_mu; // the pool runs one plan at a time
+  std::string pre, post, log;
+  std::vector<GeneratedKernel> kernels;
+  int externs = 0;
+  int64_t peak = 0;
+};
+
+std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& user_inputs) const {
+  assert(impl && "run() on an empty CompiledGraph");
+  std::lock_guard<std::mutex> lock(impl->run_mu);
+  return execute_plan(impl->plan, user_inputs, *impl->pool, impl->source);
+}
+
+const std::string& CompiledGraph::ir_pre_fusion() const { return impl->pre; }
+const std::string& CompiledGraph::ir_post_fusion() const { return impl->post; }
+const std::string& CompiledGraph::fusion_log() const { return impl->log; }
+const std::vector<GeneratedKernel>& CompiledGraph::kernels() const { return impl->kernels; }
+int CompiledGraph::num_kernels() const { return int(impl->kernels.size()); }
+int CompiledGraph::num_extern_calls() const { return impl->externs; }
+int64_t CompiledGraph::peak_bytes() const { return impl->peak; }
+
+namespace {
+
+PlanView view_of(const MemoryPlan& mp, const Buffer& b, int id, std::vector<int64_t> sizes,
+                 std::vector<int64_t> strides, int64_t offset) {
+  PlanView v;
+  v.slot = mp.slot_of[id];
+  assert(v.slot >= 0 && "buffer without storage");
+  v.meta.dtype = b.dtype;
+  v.meta.sizes = std::move(sizes);
+  v.meta.strides = std::move(strides);
+  v.meta.storage_offset = offset;
+  return v;
+}
+
+PlanView contiguous_view(const MemoryPlan& mp, const LoopProgram& p, int id) {
+  const Buffer& b = p.buffers[id];
+  return view_of(mp, b, id, b.sizes, contiguous_strides(b.sizes), 0);
+}
+
+} // namespace
+
+CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
+  auto impl = std::make_shared<CompiledGraph::Impl>();
+  impl->source = g.source;
+  LowerOptions lo;
+  lo.inline_limit = opts.inline_limit;
+  LoopProgram p = lower(g, lo);
+  impl->pre = print_loop_program(p);
+  FuseOptions fo;
+  fo.enable = opts.fuse;
+  Schedule s = fuse(p, fo);
+  impl->post = print_schedule(p, s);
+  MemoryPlanOptions mo;
+  mo.reuse = mo.inplace = opts.reuse_memory;
+  MemoryPlan mp = plan_memory(p, s, mo);
+  for (auto& l : p.log) impl->log += l + "\n";
+  impl->log += s.log + mp.log;
+  impl->peak = mp.peak_bytes;
+  impl->pool = std::make_unique<ThreadPool>(opts.num_threads);
+  impl->compiler = make_x86_compiler();
+
+  Plan& plan = impl->plan;
+  plan.slot_bytes = mp.slot_bytes;
+  for (int b = 0; b < int(p.buffers.size()); ++b) {
+    const Buffer& buf = p.buffers[b];
+    if (buf.kind != Buffer::Kind::Input) continue;
+    if (buf.input_index >= 0) {
+      if (size_t(buf.input_index) >= plan.input_slots.size()) {
+        plan.input_slots.resize(buf.input_index + 1, -1);
+        plan.input_metas.resize(buf.input_index + 1);
+      }
+      plan.input_slots[buf.input_index] = mp.slot_of[b];
+      TensorMeta m;
+      m.dtype = buf.dtype;
+      m.sizes = buf.sizes;
+      m.strides = contiguous_strides(buf.sizes);
+      plan.input_metas[buf.input_index] = m;
+      continue;
+    }
+    auto it = g.weights.find(buf.weight);
+    if (it == g.weights.end() || !it->second.storage)
+      throw Error(g.source, "no data for weight '" + buf.weight + "'");
+    TensorMeta want;
+    want.dtype = buf.dtype;
+    want.sizes = buf.sizes;
+    if (it->second.meta.dtype != buf.dtype || it->second.meta.sizes != buf.sizes)
+      throw Error(g.source, "weight '" + buf.weight + "' is " + format_meta(it->second.meta) +
+                                " but the graph uses it as " + format_meta(want));
+    Tensor t = Tensor::from_weight(it->second).contiguous();
+    if (t.storage_offset() != 0) t = t.clone();
+    plan.constant_slots.push_back({mp.slot_of[b], t});
+  }
+  std::vector<int> kernel_index(s.kernels.size(), -1);
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    for (int sl : mp.alloc_before[i]) plan.steps.push_back({PlanStep::Kind::Alloc, sl});
+    const ScheduleItem& item = s.items[i];
+    if (item.is_kernel) {
+      const Kernel& k = s.kernels[item.index];
+      std::vector<int> args = k.inputs;
+      for (int o : k.outputs)
+        if (std::find(args.begin(), args.end(), o) == args.end()) args.push_back(o);
+      std::vector<bool> noalias(args.size(), true);
+      for (size_t a = 0; a < args.size(); ++a)
+        for (size_t b = 0; b < args.size(); ++b)
+          if (a != b && mp.slot_of[args[a]] == mp.slot_of[args[b]]) noalias[a] = false;
+      std::string ll = impl->compiler->add_kernel(p, k, args, noalias);
+      impl->kernels.push_back({k.name, ll});
+      PlanKernel pk;
+      pk.name = k.name;
+      for (int a : args) pk.arg_slots.push_back(mp.slot_of[a]);
+      pk.xnumel = k.xnumel;
+      int64_t work_per_row = std::max<int64_t>(k.rnumel, 1) * int64_t(k.members.size());
+      int64_t grain = std::max<int64_t>(1, 16384 / work_per_row);
+      int64_t max_tasks = int64_t(impl->pool->size()) * 8;
+      grain = std::max(grain, (k.xnumel + max_tasks - 1) / max_tasks);
+      pk.grain = grain;
+      kernel_index[item.index] = int(plan.kernels.size());
+      plan.kernels.push_back(pk);
+      if (k.xnumel > 0) plan.steps.push_back({PlanStep::Kind::Kernel, kernel_index[item.index]});
+    } else {
+      const Buffer& b = p.buffers[item.index];
+      PlanExtern e;
+      e.kind = b.call.kind == ExternCall::Kind::Gemm ? PlanExtern::Kind::Gemm : PlanExtern::Kind::Fallback;
+      e.name = b.origins.empty() ? b.name : b.origins[0];
+      for (const ExternOperand& o : b.call.operands)
+        e.inputs.push_back(view_of(mp, p.buffers[o.buffer], o.buffer, o.sizes, o.strides, o.offset));
+      for (int o : b.call.outputs) e.outputs.push_back(contiguous_view(mp, p, o));
+      e.graph = b.call.graph;
+      plan.externs.push_back(e);
+      plan.steps.push_back({PlanStep::Kind::Extern, int(plan.externs.size()) - 1});
+      ++impl->externs;
+    }
+    for (int sl : mp.free_after[i]) plan.steps.push_back({PlanStep::Kind::Free, sl});
+  }
+  for (const OutputView& o : p.outputs) {
+    PlanView v;
+    v.slot = mp.slot_of[o.buffer];
+    v.meta = o.meta;
+    plan.outputs.push_back(v);
+  }
+  impl->compiler->finalize();
+  for (size_t ki = 0; ki < s.kernels.size(); ++ki)
+    plan.kernels[kernel_index[ki]].fn = impl->compiler->lookup(s.kernels[ki].name);
+  CompiledGraph cg;
+  cg.impl = impl;
+  return cg;
+}
+
+} // namespace fxc

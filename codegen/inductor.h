@@ -1,0 +1,57 @@
+// The inductor backend's entry point: lower, fuse, plan memory, generate code, run.
+//
+//   CompiledGraph cg = compile_inductor(graph, {});
+//   std::vector<Tensor> outs = cg.run(user_inputs);
+//
+// compile_inductor() expects a graph after decompositions (passes/decompose.h), though any
+// graph works: ops without a lowering run as fallback extern calls (see lower.h). The texts
+// behind the debug trace are available from the result: ir_pre_fusion.txt (the loop IR of
+// every buffer), ir_post_fusion.txt (kernels, stages and members), kernels/<name>.ll, and the
+// fusion and memory-planning logs.
+#pragma once
+
+#include "frontend/graph.h"
+#include "runtime/tensor.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fxc {
+
+struct InductorOptions {
+  int num_threads = 0;       ///< worker threads for kernels; 0: all hardware threads
+  bool fuse = true;          ///< false: one kernel per buffer (for bisecting fusion)
+  bool reuse_memory = true;  ///< memory planner: reuse freed buffers and write in place
+  int inline_limit = 48;     ///< see LowerOptions::inline_limit
+};
+
+struct GeneratedKernel {
+  std::string name; ///< "fused_addmm_relu_pow_0"
+  std::string ll;   ///< its LLVM IR as generated (before optimization)
+};
+
+class CompiledGraph {
+public:
+  /// Runs the compiled graph on the user inputs (graph order). Throws fxc::Error when the inputs
+  /// do not match the graph (count, dtype, shape) or a fallback kernel fails.
+  std::vector<Tensor> run(const std::vector<Tensor>& user_inputs) const;
+
+  const std::string& ir_pre_fusion() const;
+  const std::string& ir_post_fusion() const;
+  const std::string& fusion_log() const;   ///< fusion decisions, fallbacks, memory plan
+  const std::vector<GeneratedKernel>& kernels() const;
+  int num_kernels() const;                 ///< generated (fused) kernels
+  int num_extern_calls() const;            ///< BLAS and fallback calls
+  int64_t peak_bytes() const;              ///< planned peak of intermediate buffers
+
+  struct Impl;
+  std::shared_ptr<Impl> impl;
+};
+
+/// Compiles `g` for the host CPU. Throws fxc::Error for graphs that cannot be lowered
+/// (missing metadata, malformed arguments) and when LLVM fails.
+CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts = {});
+
+} // namespace fxc

@@ -1,0 +1,489 @@
+// The generic LLVM IR emitter for fused kernels: row loop, stages, r loops, value expressions.
+#include "codegen/llvm_codegen.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace fxc {
+
+namespace {
+
+bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
+bool is_unsigned(DType t) { return t == DType::Bool || t == DType::U8; }
+
+class Emitter {
+public:
+  Emitter(Target& t, llvm::Module& m, const LoopProgram& p, const Kernel& k)
+      : target_(t), m_(m), ctx_(m.getContext()), b_(ctx_), p_(p), k_(k) {}
+
+  llvm::Function* run(const std::vector<int>& args, const std::vector<bool>& noalias);
+
+private:
+  /// Register type of a dtype: i1 for bool, float for f16/bf16 (computed in f32).
+  llvm::Type* reg_type(DType t) {
+    switch (t) {
+    case DType::Bool: return b_.getInt1Ty();
+    case DType::U8:
+    case DType::I8: return b_.getInt8Ty();
+    case DType::I16: return b_.getInt16Ty();
+    case DType::I32: return b_.getInt32Ty();
+    case DType::I64: return b_.getInt64Ty();
+    case DType::F16:
+    case DType::BF16:
+    case DType::F32: return b_.getFloatTy();
+    case DType::F64: return b_.getDoubleTy();
+    }
+    return b_.getFloatTy();
+  }
+  llvm::Type* mem_type(DType t) {
+    if (t == DType::Bool) return b_.getInt8Ty();
+    if (t == DType::F16) return b_.getHalfTy();
+    if (t == DType::BF16) return b_.getBFloatTy();
+    return reg_type(t);
+  }
+  llvm::Value* constant(double f, int64_t i, DType t) {
+    if (is_floating(t)) return llvm::ConstantFP::get(reg_type(t), f);
+    return llvm::ConstantInt::get(reg_type(t), uint64_t(i), !is_unsigned(t));
+  }
+
+  llvm::Value* index(const IndexExpr& e);
+  llvm::Value* value(const VPtr& e);
+  llvm::Value* load(int buffer, const IndexExpr& ix, DType t);
+  void store(int buffer, llvm::Value* offset, llvm::Value* v, DType t);
+  llvm::Value* cast(llvm::Value* v, DType from, DType to);
+  llvm::Value* unary(VOp op, llvm::Value* a, DType t);
+  llvm::Value* binary(VOp op, llvm::Value* a, llvm::Value* c, DType t);
+  llvm::Value* call_libm(const char* name32, const char* name64, llvm::Value* a, DType t);
+  llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::Value* a) {
+    return b_.CreateUnaryIntrinsic(id, a);
+  }
+  llvm::Value* reduce_init(ReduceOp op, DType t);
+  void emit_stage(const KernelStage& st);
+
+  Target& target_;
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  const LoopProgram& p_;
+  const Kernel& k_;
+  llvm::Function* fn_ = nullptr;
+  KernelEntry entry_;
+  std::map<int, llvm::Value*> buf_ptr_;  ///< buffer id → argument pointer
+  std::map<int, llvm::Value*> row_vals_; ///< per-row values of this x iteration
+  std::map<const VExpr*, llvm::Value*> memo_; ///< values of the current loop body
+  /// Member bodies in terms of x and r; kept alive for the whole kernel because memo_ is keyed
+  /// by node address.
+  std::map<int, VPtr> bodies_;
+  llvm::Value* x_ = nullptr;
+  llvm::Value* r_ = nullptr;
+};
+
+llvm::Value* Emitter::index(const IndexExpr& e) {
+  llvm::Value* acc = b_.getInt64(uint64_t(e.constant()));
+  for (auto& [a, c] : e.terms()) {
+    llvm::Value* v = nullptr;
+    switch (a.kind) {
+    case IndexAtom::Kind::Var:
+      assert((a.id == kXVar || a.id == kRVar) && "unsubstituted variable in a kernel");
+      v = a.id == kXVar ? x_ : r_;
+      break;
+    case IndexAtom::Kind::Indirect: {
+      llvm::Value* raw = cast(value(a.value), a.value->dtype, DType::I64);
+      // Clamp into bounds: a bad index never reads outside the buffer.
+      llvm::Value* lo = b_.getInt64(0);
+      llvm::Value* hi = b_.getInt64(uint64_t(std::max<int64_t>(a.extent - 1, 0)));
+      v = b_.CreateSelect(b_.CreateICmpSLT(raw, lo), lo, raw);
+      v = b_.CreateSelect(b_.CreateICmpSGT(v, hi), hi, v);
+      break;
+    }
+    case IndexAtom::Kind::FloorDiv:
+    case IndexAtom::Kind::Mod: {
+      llvm::Value* x = index(*a.arg);
+      llvm::Value* d = b_.getInt64(uint64_t(a.divisor));
+      bool nonneg = a.arg->range().first >= 0;
+      if (a.kind == IndexAtom::Kind::FloorDiv) {
+        if (nonneg) {
+          v = b_.CreateUDiv(x, d);
+        } else {
+          llvm::Value* q = b_.CreateSDiv(x, d);
+          llvm::Value* fix = b_.CreateICmpSLT(b_.CreateSRem(x, d), b_.getInt64(0));
+          v = b_.CreateSub(q, b_.CreateZExt(fix, b_.getInt64Ty()));
+        }
+      } else {
+        if (nonneg) {
+          v = b_.CreateURem(x, d);
+        } else {
+          llvm::Value* r = b_.CreateSRem(x, d);
+          llvm::Value* neg = b_.CreateICmpSLT(r, b_.getInt64(0));
+          v = b_.CreateSelect(neg, b_.CreateAdd(r, d), r);
+        }
+      }
+      break;
+    }
+    }
+    acc = b_.CreateAdd(acc, c == 1 ? v : b_.CreateMul(v, b_.getInt64(uint64_t(c))));
+  }
+  return acc;
+}
+
+llvm::Value* Emitter::load(int buffer, const IndexExpr& ix, DType t) {
+  auto rv = row_vals_.find(buffer);
+  if (rv != row_vals_.end()) return rv->second;
+  auto it = buf_ptr_.find(buffer);
+  assert(it != buf_ptr_.end() && "kernel reads a buffer that is not an argument");
+  llvm::Value* ptr = b_.CreateGEP(mem_type(t), it->second, index(ix));
+  llvm::Value* v = b_.CreateLoad(mem_type(t), ptr);
+  if (t == DType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
+  if (is_half(t)) return b_.CreateFPExt(v, b_.getFloatTy());
+  return v;
+}
+
+void Emitter::store(int buffer, llvm::Value* offset, llvm::Value* v, DType t) {
+  auto it = buf_ptr_.find(buffer);
+  assert(it != buf_ptr_.end() && "kernel writes a buffer that is not an argument");
+  if (t == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
+  if (is_half(t)) v = b_.CreateFPTrunc(v, mem_type(t));
+  b_.CreateStore(v, b_.CreateGEP(mem_type(t), it->second, offset));
+}
+
+llvm::Value* Emitter::cast(llvm::Value* v, DType from, DType to) {
+  if (from == to) return v;
+  llvm::Type* dt = reg_type(to);
+  if (to == DType::Bool) {
+    if (is_floating(from)) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+    return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  }
+  if (is_floating(from) && is_floating(to)) {
+    if (is_half(to)) {
+      // Round to the narrow type, then keep computing in f32.
+      llvm::Value* n = b_.CreateFPCast(v, mem_type(to));
+      return b_.CreateFPExt(n, b_.getFloatTy());
+    }
+    return b_.CreateFPCast(v, dt);
+  }
+  if (is_floating(from))
+    return b_.CreateIntrinsic(is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+                              {dt, v->getType()}, {v});
+  if (is_floating(to)) {
+    llvm::Value* f = is_unsigned(from) ? b_.CreateUIToFP(v, dt) : b_.CreateSIToFP(v, dt);
+    return is_half(to) ? cast(f, DType::F32, to) : f;
+  }
+  return b_.CreateIntCast(v, dt, !is_unsigned(from));
+}
+
+llvm::Value* Emitter::call_libm(const char* name32, const char* name64, llvm::Value* a, DType t) {
+  bool dbl = t == DType::F64;
+  llvm::Type* ty = dbl ? b_.getDoubleTy() : b_.getFloatTy();
+  llvm::FunctionCallee f = m_.getOrInsertFunction(dbl ? name64 : name32, ty, ty);
+  if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
+    fn->setDoesNotThrow();
+    fn->setOnlyAccessesInaccessibleMemory();
+  }
+  return b_.CreateCall(f, {a});
+}
+
+llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
+  bool fl = is_floating(t);
+  llvm::Type* ty = reg_type(t);
+  auto one = [&] { return llvm::ConstantFP::get(ty, 1.0); };
+  if (!fl && op != VOp::Neg && op != VOp::Abs && op != VOp::Not) {
+    // Transcendental ops on integers compute in f32 (the lowering casts first; keep safe here).
+    llvm::Value* f = cast(a, t, DType::F32);
+    return cast(unary(op, f, DType::F32), DType::F32, t);
+  }
+  switch (op) {
+  case VOp::Neg: return fl ? b_.CreateFNeg(a) : b_.CreateNeg(a);
+  case VOp::Abs:
+    if (fl) return intrinsic(llvm::Intrinsic::fabs, a);
+    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a, b_.getFalse());
+  case VOp::Not: return b_.CreateNot(cast(a, t, DType::Bool));
+  case VOp::Exp: return intrinsic(llvm::Intrinsic::exp, a);
+  case VOp::Log: return intrinsic(llvm::Intrinsic::log, a);
+  case VOp::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, a);
+  case VOp::Rsqrt: return b_.CreateFDiv(one(), intrinsic(llvm::Intrinsic::sqrt, a));
+  case VOp::Reciprocal: return b_.CreateFDiv(one(), a);
+  case VOp::Sigmoid:
+    return b_.CreateFDiv(one(), b_.CreateFAdd(one(), intrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(a))));
+  case VOp::Tanh: return call_libm("tanhf", "tanh", a, t);
+  case VOp::Erf: return call_libm("erff", "erf", a, t);
+  case VOp::Log1p: return call_libm("log1pf", "log1p", a, t);
+  case VOp::Expm1: return call_libm("expm1f", "expm1", a, t);
+  case VOp::Sin: return intrinsic(llvm::Intrinsic::sin, a);
+  case VOp::Cos: return intrinsic(llvm::Intrinsic::cos, a);
+  case VOp::Floor: return intrinsic(llvm::Intrinsic::floor, a);
+  case VOp::Ceil: return intrinsic(llvm::Intrinsic::ceil, a);
+  case VOp::Round: return intrinsic(llvm::Intrinsic::roundeven, a);
+  default: break;
+  }
+  assert(false && "not a unary op");
+  return a;
+}
+
+llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
+  bool fl = is_floating(t), un = is_unsigned(t);
+  if (t == DType::Bool) {
+    switch (op) {
+    case VOp::Add:
+    case VOp::Max:
+    case VOp::Or: return b_.CreateOr(a, c);
+    case VOp::Mul:
+    case VOp::Min:
+    case VOp::And: return b_.CreateAnd(a, c);
+    case VOp::Sub:
+    case VOp::Ne: return b_.CreateXor(a, c);
+    case VOp::Eq: return b_.CreateNot(b_.CreateXor(a, c));
+    default: break;
+    }
+  }
+  switch (op) {
+  case VOp::Add: return fl ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
+  case VOp::Sub: return fl ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
+  case VOp::Mul: return fl ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
+  case VOp::Div:
+    if (fl) return b_.CreateFDiv(a, c);
+    return cast(b_.CreateFDiv(cast(a, t, DType::F64), cast(c, t, DType::F64)), DType::F64, t);
+  case VOp::FloorDivide:
+    if (fl) return intrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(a, c));
+    {
+      // Division by zero gives 0 instead of trapping.
+      llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
+      llvm::Value* isz = b_.CreateICmpEQ(c, zero);
+      llvm::Value* safe = b_.CreateSelect(isz, llvm::ConstantInt::get(a->getType(), 1), c);
+      llvm::Value* q = un ? b_.CreateUDiv(a, safe) : b_.CreateSDiv(a, safe);
+      if (!un) {
+        llvm::Value* r = b_.CreateSRem(a, safe);
+        llvm::Value* adj = b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                                        b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(safe, zero)));
+        q = b_.CreateSub(q, b_.CreateZExt(adj, a->getType()));
+      }
+      return b_.CreateSelect(isz, zero, q);
+    }
+  case VOp::Pow: {
+    if (!fl) return cast(binary(op, cast(a, t, DType::F64), cast(c, t, DType::F64), DType::F64), DType::F64, t);
+    if (auto* k = llvm::dyn_cast<llvm::ConstantFP>(c)) {
+      double e = k->getValueAPF().convertToDouble();
+      if (e == 1.0) return a;
+      if (e == 2.0) return b_.CreateFMul(a, a);
+      if (e == 3.0) return b_.CreateFMul(b_.CreateFMul(a, a), a);
+      if (e == 0.5) return intrinsic(llvm::Intrinsic::sqrt, a);
+      if (e == -1.0) return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0), a);
+    }
+    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, c);
+  }
+  case VOp::Max:
+  case VOp::Min: {
+    bool mx = op == VOp::Max;
+    if (!fl)
+      return b_.CreateBinaryIntrinsic(mx ? (un ? llvm::Intrinsic::umax : llvm::Intrinsic::smax)
+                                         : (un ? llvm::Intrinsic::umin : llvm::Intrinsic::smin), a, c);
+    // NaN propagates, as in PyTorch.
+    llvm::Value* pick_a = mx ? b_.CreateFCmpOGT(a, c) : b_.CreateFCmpOLT(a, c);
+    pick_a = b_.CreateOr(pick_a, b_.CreateFCmpUNO(a, a));
+    return b_.CreateSelect(pick_a, a, c);
+  }
+  case VOp::Eq: return fl ? b_.CreateFCmpOEQ(a, c) : b_.CreateICmpEQ(a, c);
+  case VOp::Ne: return fl ? b_.CreateFCmpUNE(a, c) : b_.CreateICmpNE(a, c);
+  case VOp::Lt: return fl ? b_.CreateFCmpOLT(a, c) : un ? b_.CreateICmpULT(a, c) : b_.CreateICmpSLT(a, c);
+  case VOp::Le: return fl ? b_.CreateFCmpOLE(a, c) : un ? b_.CreateICmpULE(a, c) : b_.CreateICmpSLE(a, c);
+  case VOp::Gt: return fl ? b_.CreateFCmpOGT(a, c) : un ? b_.CreateICmpUGT(a, c) : b_.CreateICmpSGT(a, c);
+  case VOp::Ge: return fl ? b_.CreateFCmpOGE(a, c) : un ? b_.CreateICmpUGE(a, c) : b_.CreateICmpSGE(a, c);
+  case VOp::And: return b_.CreateAnd(cast(a, t, DType::Bool), cast(c, t, DType::Bool));
+  case VOp::Or: return b_.CreateOr(cast(a, t, DType::Bool), cast(c, t, DType::Bool));
+  default: break;
+  }
+  assert(false && "not a binary op");
+  return a;
+}
+
+llvm::Value* Emitter::value(const VPtr& e) {
+  auto it = memo_.find(e.get());
+  if (it != memo_.end()) return it->second;
+  llvm::Value* v = nullptr;
+  switch (e->op) {
+  case VOp::Const: v = constant(e->fval, e->ival, e->dtype); break;
+  case VOp::Load: v = load(e->buffer, e->index, e->dtype); break;
+  case VOp::Index: v = cast(index(e->index), DType::I64, e->dtype); break;
+  case VOp::Cast: v = cast(value(e->args[0]), e->args[0]->dtype, e->dtype); break;
+  case VOp::Where:
+    v = b_.CreateSelect(value(e->args[0]), value(e->args[1]), value(e->args[2]));
+    break;
+  default:
+    if (vop_is_unary(e->op)) {
+      v = unary(e->op, value(e->args[0]), e->args[0]->dtype);
+    } else {
+      v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);
+    }
+  }
+  memo_[e.get()] = v;
+  return v;
+}
+
+llvm::Value* Emitter::reduce_init(ReduceOp op, DType t) {
+  bool fl = is_floating(t);
+  switch (op) {
+  case ReduceOp::Sum: return constant(0, 0, t);
+  case ReduceOp::Any: return b_.getFalse();
+  case ReduceOp::Max:
+  case ReduceOp::ArgMax:
+    if (fl) return constant(-std::numeric_limits<double>::infinity(), 0, t);
+    if (t == DType::Bool) return b_.getFalse();
+    return llvm::ConstantInt::get(reg_type(t), llvm::APInt::getSignedMinValue(reg_type(t)->getIntegerBitWidth()));
+  case ReduceOp::Min:
+  case ReduceOp::ArgMin:
+    if (fl) return constant(std::numeric_limits<double>::infinity(), 0, t);
+    if (t == DType::Bool) return b_.getTrue();
+    return llvm::ConstantInt::get(reg_type(t), llvm::APInt::getSignedMaxValue(reg_type(t)->getIntegerBitWidth()));
+  }
+  return nullptr;
+}
+
+void Emitter::emit_stage(const KernelStage& st) {
+  llvm::IntegerType* i64 = b_.getInt64Ty();
+  memo_.clear();
+  if (!st.loop) {
+    for (int mi : st.members) {
+      const KernelMember& m = k_.members[mi];
+      const Buffer& buf = p_.buffers[m.buffer];
+      llvm::Value* v = value(bodies_[m.buffer]);
+      row_vals_[m.buffer] = v;
+      if (m.store) store(m.buffer, x_, v, buf.dtype);
+    }
+    memo_.clear();
+    return;
+  }
+  // Accumulators live in allocas in the entry block (promoted to registers by SROA).
+  llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  std::map<int, llvm::AllocaInst*> acc, arg;
+  for (int mi : st.members) {
+    const KernelMember& m = k_.members[mi];
+    const Buffer& buf = p_.buffers[m.buffer];
+    if (m.role != MemberRole::Reduce) continue;
+    DType vt = buf.body->dtype;
+    acc[m.buffer] = eb.CreateAlloca(reg_type(vt));
+    b_.CreateStore(reduce_init(buf.reduce, vt), acc[m.buffer]);
+    if (buf.reduce == ReduceOp::ArgMax || buf.reduce == ReduceOp::ArgMin) {
+      arg[m.buffer] = eb.CreateAlloca(i64);
+      b_.CreateStore(b_.getInt64(0), arg[m.buffer]);
+    }
+  }
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "r.head", fn_);
+  llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "r.body", fn_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "r.exit", fn_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::PHINode* r = b_.CreatePHI(i64, 2, "r");
+  r->addIncoming(entry_.rstart, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(r, b_.getInt64(uint64_t(k_.rnumel))), body, exit);
+  b_.SetInsertPoint(body);
+  r_ = r;
+  llvm::Value* xr = b_.CreateAdd(b_.CreateMul(x_, b_.getInt64(uint64_t(k_.rnumel))), r);
+  for (int mi : st.members) {
+    const KernelMember& m = k_.members[mi];
+    const Buffer& buf = p_.buffers[m.buffer];
+    llvm::Value* v = value(bodies_[m.buffer]);
+    if (m.role == MemberRole::Inner) {
+      store(m.buffer, xr, v, buf.dtype);
+      continue;
+    }
+    DType vt = buf.body->dtype;
+    llvm::Value* a = b_.CreateLoad(reg_type(vt), acc[m.buffer]);
+    llvm::Value* n = nullptr;
+    bool fl = is_floating(vt);
+    switch (buf.reduce) {
+    case ReduceOp::Sum:
+      if (fl) {
+        llvm::FastMathFlags fm;
+        fm.setAllowReassoc();
+        n = b_.CreateFAdd(a, v);
+        if (auto* inst = llvm::dyn_cast<llvm::Instruction>(n)) inst->setFastMathFlags(fm);
+      } else {
+        n = binary(VOp::Add, a, v, vt);
+      }
+      break;
+    case ReduceOp::Max: n = binary(VOp::Max, a, v, vt); break;
+    case ReduceOp::Min: n = binary(VOp::Min, a, v, vt); break;
+    case ReduceOp::Any: n = b_.CreateOr(a, cast(v, vt, DType::Bool)); break;
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin: {
+      bool mx = buf.reduce == ReduceOp::ArgMax;
+      llvm::Value* better = fl ? (mx ? b_.CreateFCmpOGT(v, a) : b_.CreateFCmpOLT(v, a))
+                               : binary(mx ? VOp::Gt : VOp::Lt, v, a, vt);
+      if (fl) better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(a, a)));
+      llvm::Value* first = b_.CreateICmpEQ(r, entry_.rstart);
+      better = b_.CreateOr(better, first);
+      n = b_.CreateSelect(better, v, a);
+      llvm::Value* oi = b_.CreateLoad(i64, arg[m.buffer]);
+      b_.CreateStore(b_.CreateSelect(better, r, oi), arg[m.buffer]);
+      break;
+    }
+    }
+    b_.CreateStore(n, acc[m.buffer]);
+  }
+  llvm::Value* rn = b_.CreateAdd(r, entry_.rstep, "r.next", true, true);
+  r->addIncoming(rn, b_.GetInsertBlock());
+  b_.CreateBr(head);
+  b_.SetInsertPoint(exit);
+  memo_.clear();
+  r_ = nullptr;
+  for (int mi : st.members) {
+    const KernelMember& m = k_.members[mi];
+    if (m.role != MemberRole::Reduce) continue;
+    const Buffer& buf = p_.buffers[m.buffer];
+    DType vt = buf.body->dtype;
+    llvm::Value* a = b_.CreateLoad(reg_type(vt), acc[m.buffer]);
+    llvm::Value* idx = arg.count(m.buffer) ? b_.CreateLoad(i64, arg[m.buffer]) : nullptr;
+    a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
+    llvm::Value* res = idx ? idx : cast(a, vt, buf.dtype);
+    row_vals_[m.buffer] = res;
+    if (m.store) store(m.buffer, x_, res, buf.dtype);
+  }
+}
+
+llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<bool>& noalias) {
+  target_.prepare_module(m_);
+  fn_ = target_.begin_kernel(m_, b_, k_.name, noalias, &entry_);
+  for (size_t i = 0; i < args.size(); ++i) buf_ptr_[args[i]] = entry_.buffers[i];
+  for (auto& m : k_.members) {
+    const Buffer& b = p_.buffers[m.buffer];
+    bodies_[m.buffer] = substitute(b.body, member_subst(b, m.role, k_.xnumel, k_.rnumel));
+  }
+  llvm::IntegerType* i64 = b_.getInt64Ty();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "x.head", fn_);
+  llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "x.body", fn_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "x.exit", fn_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::PHINode* x = b_.CreatePHI(i64, 2, "x");
+  x->addIncoming(entry_.xbegin, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(x, entry_.xend), body, exit);
+  b_.SetInsertPoint(body);
+  x_ = x;
+  row_vals_.clear();
+  for (const KernelStage& st : k_.stages) emit_stage(st);
+  llvm::Value* xn = b_.CreateAdd(x, b_.getInt64(1), "x.next", true, true);
+  x->addIncoming(xn, b_.GetInsertBlock());
+  b_.CreateBr(head);
+  b_.SetInsertPoint(exit);
+  target_.end_kernel(m_, b_, fn_);
+  return fn_;
+}
+
+} // namespace
+
+llvm::Function* emit_kernel(Target& target, llvm::Module& m, const LoopProgram& p, const Kernel& k,
+                            const std::vector<int>& args, const std::vector<bool>& noalias) {
+  Emitter e(target, m, p, k);
+  return e.run(args, noalias);
+}
+
+} // namespace fxc

@@ -1,0 +1,62 @@
+// The code generation target interface (CPU now, NVPTX later), in the style of Halide's
+// CodeGen_LLVM: the generic emitter asks the target how a kernel's iteration space maps to
+// threads and how partial reductions are combined; capability fields steer the choices.
+#pragma once
+
+#include "passes/loop_ir.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Function;
+class IRBuilderBase;
+class Module;
+class Value;
+} // namespace llvm
+
+namespace fxc {
+
+struct TargetCaps {
+  std::string name;                 ///< "x86-64", "nvptx64"
+  bool host = true;                 ///< kernels run in this process (JIT) vs on a device
+  bool parallel_rows = true;        ///< rows (x) are spread over workers: threads or blocks
+  bool cooperative_reduction = false; ///< several threads share one row's reduction
+  bool has_shared_memory = false;
+  int max_threads_per_block = 1;
+  int vector_bits = 256;            ///< preferred SIMD width for the r loop
+};
+
+/// What the target's kernel entry provides to the generic emitter.
+struct KernelEntry {
+  std::vector<llvm::Value*> buffers; ///< one pointer per kernel argument
+  llvm::Value* xbegin = nullptr;     ///< rows [xbegin, xend) computed by this invocation (i64)
+  llvm::Value* xend = nullptr;
+  llvm::Value* rstart = nullptr;     ///< this thread's first r and its stride (i64)
+  llvm::Value* rstep = nullptr;
+};
+
+class Target {
+public:
+  virtual ~Target() = default;
+  virtual const TargetCaps& caps() const = 0;
+  /// Sets the triple and data layout.
+  virtual void prepare_module(llvm::Module& m) = 0;
+  /// Creates the kernel function with the target's ABI and positions `b` in its body.
+  /// noalias[i] says argument i shares memory with no other argument.
+  virtual llvm::Function* begin_kernel(llvm::Module& m, llvm::IRBuilderBase& b,
+                                       const std::string& name, const std::vector<bool>& noalias,
+                                       KernelEntry* entry) = 0;
+  /// Combines this thread's partial result of a reduction with the other threads of its row
+  /// (identity when one thread owns a row). `index` is the position for arg reductions.
+  virtual llvm::Value* combine_partial(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* partial,
+                                       llvm::Value** index) = 0;
+  /// Finishes the kernel (return, wrapper, attributes, annotations).
+  virtual void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* f) = 0;
+};
+
+/// The host CPU target (x86-64): rows split across the thread pool, one thread per row.
+std::unique_ptr<Target> make_x86_target();
+
+} // namespace fxc

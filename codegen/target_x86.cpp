@@ -1,0 +1,217 @@
+// The x86-64 host target: kernel ABI, row-parallel mapping, O3 pipeline and ORC LLJIT loading.
+#include "codegen/llvm_codegen.h"
+#include "codegen/target.h"
+#include "frontend/diag.h"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <mutex>
+
+namespace fxc {
+
+namespace {
+
+void init_llvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+std::string to_string(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return os.str();
+}
+
+/// The kernel ABI is `void name(ptr args, i64 xbegin, i64 xend)`; the body lives in an
+/// always-inline `name.body(i64, i64, ptr noalias...)` so that noalias arguments become alias
+/// scopes after inlining and the r loops vectorize.
+class X86Target : public Target {
+public:
+  explicit X86Target(std::string cpu = {}, std::string features = {},
+                     std::string triple = {}, std::string layout = {})
+      : cpu_(std::move(cpu)), features_(std::move(features)), triple_(std::move(triple)),
+        layout_(std::move(layout)) {
+    caps_.name = "x86-64";
+    caps_.host = true;
+    caps_.parallel_rows = true;
+    caps_.cooperative_reduction = false;
+    caps_.has_shared_memory = false;
+    caps_.max_threads_per_block = 1;
+    caps_.vector_bits = features_.find("+avx512f") != std::string::npos ? 512 : 256;
+  }
+  const TargetCaps& caps() const override { return caps_; }
+
+  void prepare_module(llvm::Module& m) override {
+    m.setTargetTriple(triple_.empty() ? "x86_64-unknown-linux-gnu" : triple_);
+    if (!layout_.empty()) m.setDataLayout(layout_);
+  }
+
+  llvm::Function* begin_kernel(llvm::Module& m, llvm::IRBuilderBase& b, const std::string& name,
+                               const std::vector<bool>& noalias, KernelEntry* entry) override {
+    llvm::LLVMContext& ctx = m.getContext();
+    std::vector<llvm::Type*> params = {b.getInt64Ty(), b.getInt64Ty()};
+    for (size_t i = 0; i < noalias.size(); ++i) params.push_back(b.getPtrTy());
+    auto* fty = llvm::FunctionType::get(b.getVoidTy(), params, false);
+    auto* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name + ".body", m);
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    for (size_t i = 0; i < noalias.size(); ++i) {
+      if (noalias[i]) f->addParamAttr(unsigned(i + 2), llvm::Attribute::NoAlias);
+      f->addParamAttr(unsigned(i + 2), llvm::Attribute::NoCapture);
+    }
+    add_cpu_attrs(f);
+    f->getArg(0)->setName("xbegin");
+    f->getArg(1)->setName("xend");
+    auto* bb = llvm::BasicBlock::Create(ctx, "entry", f);
+    b.SetInsertPoint(bb);
+    entry->buffers.clear();
+    for (size_t i = 0; i < noalias.size(); ++i) {
+      f->getArg(unsigned(i + 2))->setName("buf" + std::to_string(i));
+      entry->buffers.push_back(f->getArg(unsigned(i + 2)));
+    }
+    entry->xbegin = f->getArg(0);
+    entry->xend = f->getArg(1);
+    entry->rstart = b.getInt64(0);
+    entry->rstep = b.getInt64(1);
+    return f;
+  }
+
+  llvm::Value* combine_partial(llvm::IRBuilderBase&, ReduceOp, llvm::Value* partial,
+                               llvm::Value**) override {
+    return partial; // one thread owns each row
+  }
+
+  void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* body) override {
+    b.CreateRetVoid();
+    std::string name = body->getName().str();
+    name = name.substr(0, name.size() - 5); // strip ".body"
+    llvm::LLVMContext& ctx = m.getContext();
+    auto* fty = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getInt64Ty(), b.getInt64Ty()}, false);
+    auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    add_cpu_attrs(f);
+    f->getArg(0)->setName("args");
+    f->getArg(1)->setName("xbegin");
+    f->getArg(2)->setName("xend");
+    llvm::IRBuilder<> eb(llvm::BasicBlock::Create(ctx, "entry", f));
+    std::vector<llvm::Value*> call_args = {f->getArg(1), f->getArg(2)};
+    unsigned nbuf = body->arg_size() - 2;
+    for (unsigned i = 0; i < nbuf; ++i) {
+      llvm::Value* slot = eb.CreateConstInBoundsGEP1_64(eb.getPtrTy(), f->getArg(0), i);
+      call_args.push_back(eb.CreateLoad(eb.getPtrTy(), slot, "arg" + std::to_string(i)));
+    }
+    eb.CreateCall(body, call_args);
+    eb.CreateRetVoid();
+  }
+
+private:
+  void add_cpu_attrs(llvm::Function* f) {
+    if (!cpu_.empty()) f->addFnAttr("target-cpu", cpu_);
+    if (!features_.empty()) f->addFnAttr("target-features", features_);
+  }
+  TargetCaps caps_;
+  std::string cpu_, features_, triple_, layout_;
+};
+
+class X86Compiler : public KernelCompiler {
+public:
+  X86Compiler() {
+    init_llvm();
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) throw Error("", "cannot detect the host CPU: " + to_string(jtmb.takeError()));
+    jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    auto tm = jtmb->createTargetMachine();
+    if (!tm) throw Error("", "cannot create the host target machine: " + to_string(tm.takeError()));
+    tm_ = std::move(*tm);
+    target_ = std::make_unique<X86Target>(tm_->getTargetCPU().str(), tm_->getTargetFeatureString().str(),
+                                          tm_->getTargetTriple().str(),
+                                          tm_->createDataLayout().getStringRepresentation());
+    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+    if (!jit) throw Error("", "cannot start the JIT: " + to_string(jit.takeError()));
+    jit_ = std::move(*jit);
+    auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        jit_->getDataLayout().getGlobalPrefix());
+    if (!gen) throw Error("", "cannot resolve host symbols: " + to_string(gen.takeError()));
+    jit_->getMainJITDylib().addGenerator(std::move(*gen));
+    ctx_ = std::make_unique<llvm::orc::ThreadSafeContext>(std::make_unique<llvm::LLVMContext>());
+  }
+
+  std::string add_kernel(const LoopProgram& p, const Kernel& k, const std::vector<int>& args,
+                         const std::vector<bool>& noalias) override {
+    auto m = std::make_unique<llvm::Module>(k.name, *ctx_->getContext());
+    m->setSourceFileName(k.name);
+    emit_kernel(*target_, *m, p, k, args, noalias);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    if (llvm::verifyModule(*m, &os)) {
+      if (getenv("FXC_DUMP_BAD_LL")) m->print(llvm::errs(), nullptr);
+      throw Error("", "internal error: generated kernel " + k.name + " is invalid: " + os.str());
+    }
+    text.clear();
+    m->print(os, nullptr);
+    os.flush();
+    pending_.push_back(std::move(m));
+    return text;
+  }
+
+  void finalize() override {
+    for (auto& m : pending_) {
+      optimize(*m);
+      llvm::Error e = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), *ctx_));
+      if (e) throw Error("", "JIT failed: " + to_string(std::move(e)));
+    }
+    pending_.clear();
+  }
+
+  KernelFn lookup(const std::string& name) override {
+    auto sym = jit_->lookup(name);
+    if (!sym) throw Error("", "JIT lookup of " + name + " failed: " + to_string(sym.takeError()));
+    return sym->toPtr<KernelFn>();
+  }
+
+private:
+  void optimize(llvm::Module& m) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm_.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(m, mam);
+  }
+
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  std::unique_ptr<X86Target> target_;
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::unique_ptr<llvm::orc::ThreadSafeContext> ctx_;
+  std::vector<std::unique_ptr<llvm::Module>> pending_;
+};
+
+} // namespace
+
+std::unique_ptr<Target> make_x86_target() { return std::make_unique<X86Target>(); }
+
+std::unique_ptr<KernelCompiler> make_x86_compiler() { return std::make_unique<X86Compiler>(); }
+
+} // namespace fxc

@@ -1,0 +1,306 @@
+// Fusion scheduler: greedy, byte-scored grouping of loop-IR buffers into kernels.
+#include "passes/fuse.h"
+
+#include <algorithm>
+#include <cassert>
+#include <set>
+
+namespace fxc {
+
+std::string_view member_role_name(MemberRole r) {
+  switch (r) {
+  case MemberRole::Inner: return "inner";
+  case MemberRole::Outer: return "outer";
+  case MemberRole::Reduce: return "reduce";
+  }
+  return "?";
+}
+
+std::map<int, IndexExpr> member_subst(const Buffer& b, MemberRole role, int64_t xnumel,
+                                      int64_t rnumel) {
+  IndexExpr x = IndexExpr::var(kXVar, xnumel), r = IndexExpr::var(kRVar, rnumel);
+  std::map<int, IndexExpr> s;
+  IndexExpr lin = role == MemberRole::Inner ? x * rnumel + r : x;
+  auto idx = unravel_index(lin, b.sizes);
+  for (size_t i = 0; i < idx.size(); ++i) s[int(i)] = idx[i];
+  if (role == MemberRole::Reduce) {
+    auto ridx = unravel_index(r, b.rsizes);
+    for (size_t j = 0; j < ridx.size(); ++j) s[kRVarBase + int(j)] = ridx[j];
+  }
+  return s;
+}
+
+namespace {
+
+struct Group {
+  bool is_extern = false;
+  int extern_buffer = -1;
+  int64_t x = 1, r = 1;
+  bool has_reduction = false;
+  std::vector<KernelMember> members;
+};
+
+class Fuser {
+public:
+  Fuser(const LoopProgram& p, const FuseOptions& o) : p_(p), opts_(o) {
+    group_of_.assign(p.buffers.size(), -1);
+    reads_.resize(p.buffers.size());
+    for (size_t b = 0; b < p.buffers.size(); ++b) reads_[b] = p.reads(int(b));
+  }
+
+  Schedule run();
+
+private:
+  /// The role of b and the kernel shape if b joins g; false when the shapes do not fit.
+  bool fit(const Group& g, const Buffer& b, MemberRole* role, int64_t* x, int64_t* r) const {
+    int64_t n = b.numel();
+    if (b.kind == Buffer::Kind::Reduction) {
+      *role = MemberRole::Reduce;
+      if (g.has_reduction) {
+        *x = g.x, *r = g.r;
+        return n == g.x && b.rnumel() == g.r;
+      }
+      *x = n, *r = b.rnumel();
+      return n * b.rnumel() == g.x * g.r;
+    }
+    *x = g.x, *r = g.r;
+    if (n == g.x * g.r) {
+      *role = MemberRole::Inner;
+      return true;
+    }
+    *role = MemberRole::Outer;
+    return g.has_reduction && n == g.x;
+  }
+  MemberRole role_in(const Group& g, int b) const {
+    for (auto& m : g.members)
+      if (m.buffer == b) return m.role;
+    assert(false && "buffer is not a member of the group");
+    return MemberRole::Inner;
+  }
+  /// Every read of an in-kernel buffer stays in the reading row.
+  bool deps_ok(int gi, const Buffer& b, MemberRole role, int64_t x, int64_t r) const {
+    const Group& g = groups_[gi];
+    auto s = member_subst(b, role, x, r);
+    IndexExpr xv = IndexExpr::var(kXVar, x);
+    bool ok = true;
+    for_each_load(b.body, [&](const VExpr& l) {
+      if (!ok || group_of_[l.buffer] != gi) return;
+      IndexExpr ix = l.index.substitute(s);
+      MemberRole pr = role_in(g, l.buffer);
+      if (pr == MemberRole::Inner) ok = ix.floordiv(r) == xv;
+      else ok = ix == xv;
+    });
+    return ok;
+  }
+  int64_t bytes_saved(int gi, int b) const {
+    int64_t saved = 0;
+    for (int q : reads_[b]) {
+      if (group_of_[q] == gi) {
+        saved += p_.buffers[q].nbytes();
+        continue;
+      }
+      for (auto& m : groups_[gi].members)
+        if (std::binary_search(reads_[m.buffer].begin(), reads_[m.buffer].end(), q)) {
+          saved += p_.buffers[q].nbytes();
+          break;
+        }
+    }
+    return saved;
+  }
+  int producer_group(int q) const {
+    const Buffer& b = p_.buffers[q];
+    if (b.kind == Buffer::Kind::Input) return -1;
+    if (b.kind == Buffer::Kind::ExternOutput) return group_of_[b.extern_owner];
+    return group_of_[q];
+  }
+  void finish(Schedule& s);
+
+  const LoopProgram& p_;
+  FuseOptions opts_;
+  std::vector<int> group_of_;
+  std::vector<std::vector<int>> reads_;
+  std::vector<Group> groups_;
+};
+
+Schedule Fuser::run() {
+  Schedule s;
+  for (int b = 0; b < int(p_.buffers.size()); ++b) {
+    const Buffer& buf = p_.buffers[b];
+    if (buf.kind == Buffer::Kind::Input) continue;
+    if (buf.kind == Buffer::Kind::ExternOutput) {
+      group_of_[b] = group_of_[buf.extern_owner];
+      continue;
+    }
+    if (buf.kind == Buffer::Kind::Extern) {
+      Group g;
+      g.is_extern = true;
+      g.extern_buffer = b;
+      groups_.push_back(g);
+      group_of_[b] = int(groups_.size()) - 1;
+      continue;
+    }
+    int lo = -1;
+    for (int q : reads_[b]) lo = std::max(lo, producer_group(q));
+    int best = -1;
+    int64_t best_score = 0;
+    MemberRole best_role = MemberRole::Inner;
+    int64_t bx = 0, br = 0;
+    for (int gi = int(groups_.size()) - 1; opts_.enable && gi >= std::max(lo, 0); --gi) {
+      const Group& g = groups_[gi];
+      if (g.is_extern) continue;
+      MemberRole role;
+      int64_t x, r;
+      if (!fit(g, buf, &role, &x, &r) || !deps_ok(gi, buf, role, x, r)) continue;
+      int64_t score = bytes_saved(gi, b);
+      if (score > best_score) {
+        best = gi, best_score = score, best_role = role, bx = x, br = r;
+      }
+    }
+    if (best >= 0) {
+      Group& g = groups_[best];
+      g.x = bx, g.r = br;
+      g.has_reduction = g.has_reduction || best_role == MemberRole::Reduce;
+      g.members.push_back({b, best_role, true});
+      group_of_[b] = best;
+      s.log += "fuse " + buf.name + " (" + std::string(member_role_name(best_role)) +
+               ") into group " + std::to_string(best) + " [" + p_.buffers[g.members[0].buffer].name +
+               "]: saves " + std::to_string(best_score) + " bytes\n";
+      continue;
+    }
+    Group g;
+    if (buf.kind == Buffer::Kind::Reduction) {
+      g.x = buf.numel(), g.r = buf.rnumel(), g.has_reduction = true;
+      g.members.push_back({b, MemberRole::Reduce, true});
+    } else {
+      int64_t last = buf.sizes.empty() ? 1 : buf.sizes.back();
+      g.r = last == 0 ? 1 : last;
+      g.x = last == 0 ? 0 : buf.numel() / last;
+      g.members.push_back({b, MemberRole::Inner, true});
+    }
+    groups_.push_back(g);
+    group_of_[b] = int(groups_.size()) - 1;
+    s.log += "new group " + std::to_string(group_of_[b]) + " for " + buf.name + "\n";
+  }
+  finish(s);
+  return s;
+}
+
+void Fuser::finish(Schedule& s) {
+  // Which buffers are needed outside their group.
+  std::vector<bool> outside(p_.buffers.size(), false);
+  for (auto& o : p_.outputs) outside[o.buffer] = true;
+  for (int b = 0; b < int(p_.buffers.size()); ++b)
+    for (int q : reads_[b])
+      if (group_of_[q] != group_of_[b] || p_.buffers[b].kind == Buffer::Kind::Extern) outside[q] = true;
+  std::map<std::string, int> name_count;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    Group& g = groups_[gi];
+    if (g.is_extern) {
+      s.items.push_back({false, g.extern_buffer});
+      continue;
+    }
+    Kernel k;
+    k.xnumel = g.x;
+    k.rnumel = g.r;
+    std::vector<std::string> ops;
+    std::set<int> ins;
+    for (auto& m : g.members) {
+      m.store = m.role == MemberRole::Inner || outside[m.buffer];
+      const Buffer& b = p_.buffers[m.buffer];
+      for (const std::string& op : b.origin_ops)
+        if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+      for (int q : reads_[m.buffer])
+        if (group_of_[q] != int(gi) || role_in(g, q) == MemberRole::Inner) ins.insert(q);
+      if (m.store) k.outputs.push_back(m.buffer);
+    }
+    for (int q : ins)
+      if (group_of_[q] != int(gi)) k.inputs.push_back(q);
+    // Stages: a new loop when a member reads a per-row value or another row position produced
+    // in the current loop; per-row members gather in scalar stages between loops.
+    std::map<int, int> stage_of;
+    for (int mi = 0; mi < int(g.members.size()); ++mi) {
+      const KernelMember& m = g.members[mi];
+      bool loop = m.role != MemberRole::Outer;
+      bool join = !k.stages.empty() && k.stages.back().loop == loop;
+      if (join && loop) {
+        int cur = int(k.stages.size()) - 1;
+        const Buffer& b = p_.buffers[m.buffer];
+        auto sub = member_subst(b, m.role, g.x, g.r);
+        IndexExpr same = IndexExpr::var(kXVar, g.x) * g.r + IndexExpr::var(kRVar, g.r);
+        for_each_load(b.body, [&](const VExpr& l) {
+          auto it = stage_of.find(l.buffer);
+          if (it == stage_of.end() || it->second != cur) return;
+          MemberRole pr = role_in(g, l.buffer);
+          if (pr != MemberRole::Inner || l.index.substitute(sub) != same) join = false;
+        });
+      }
+      if (!join) k.stages.push_back({loop, {}});
+      k.stages.back().members.push_back(mi);
+      stage_of[m.buffer] = int(k.stages.size()) - 1;
+    }
+    k.members = g.members;
+    std::string base;
+    int count = 0;
+    for (auto& o : ops) {
+      if (count++ == 6) break;
+      base += "_" + o;
+    }
+    base = "fused" + (base.empty() ? std::string("_kernel") : base);
+    k.name = base + "_" + std::to_string(s.kernels.size());
+    s.items.push_back({true, int(s.kernels.size())});
+    s.kernels.push_back(std::move(k));
+  }
+  for (auto& k : s.kernels) {
+    s.log += "kernel " + k.name + ": " + std::to_string(k.members.size()) + " members, x < " +
+             std::to_string(k.xnumel) + ", r < " + std::to_string(k.rnumel) + "\n";
+  }
+}
+
+} // namespace
+
+Schedule fuse(const LoopProgram& p, const FuseOptions& opts) {
+  Fuser f(p, opts);
+  return f.run();
+}
+
+std::string print_schedule(const LoopProgram& p, const Schedule& s) {
+  std::string out;
+  for (auto& item : s.items) {
+    if (!item.is_kernel) {
+      const Buffer& b = p.buffers[item.index];
+      out += "extern " + b.name + " = " + b.call.op +
+             (b.call.kind == ExternCall::Kind::Gemm ? " (blas)" : " (fallback)") + "(";
+      for (size_t i = 0; i < b.call.operands.size(); ++i)
+        out += (i ? ", " : "") + p.buffers[b.call.operands[i].buffer].name;
+      out += ")\n";
+      continue;
+    }
+    const Kernel& k = s.kernels[item.index];
+    out += "kernel " + k.name + ": x < " + std::to_string(k.xnumel) + ", r < " +
+           std::to_string(k.rnumel) + "\n";
+    for (size_t si = 0; si < k.stages.size(); ++si) {
+      const KernelStage& st = k.stages[si];
+      out += "  stage " + std::to_string(si) + (st.loop ? " (loop over r)" : " (per x)") + "\n";
+      for (int mi : st.members) {
+        const KernelMember& m = k.members[mi];
+        const Buffer& b = p.buffers[m.buffer];
+        out += "    " + b.name + " (" + std::string(member_role_name(m.role)) +
+               (m.store ? ", stored" : ", register") + ")";
+        if (m.role == MemberRole::Reduce) out += " reduce " + std::string(reduce_op_name(b.reduce));
+        out += "\n";
+        auto sub = member_subst(b, m.role, k.xnumel, k.rnumel);
+        std::string res;
+        out += print_body(substitute(b.body, sub), p, "      ", &res);
+        if (m.store)
+          out += "      store(" + b.name + ", " +
+                 (m.role == MemberRole::Inner
+                      ? (IndexExpr::var(kXVar, k.xnumel) * k.rnumel + IndexExpr::var(kRVar, k.rnumel)).str()
+                      : IndexExpr::var(kXVar, k.xnumel).str()) +
+                 ", " + res + ")\n";
+      }
+    }
+  }
+  return out;
+}
+
+} // namespace fxc

@@ -1,0 +1,206 @@
+// The loop-level IR of the inductor backend: symbolic index expressions, value expressions and
+// buffers (pointwise, reduction, extern), with a deterministic text printer.
+//
+// Every materialized tensor is a Buffer with contiguous row-major layout. A pointwise buffer
+// computes element (x0, .., xn) as a value expression over loads of other buffers at symbolic
+// element offsets; a reduction buffer folds a value expression over reduction variables r0..rk;
+// an extern buffer is produced by a library call (BLAS) or a reference kernel. Views never
+// become buffers: they are index arithmetic inside the loads (IndexExpr), simplified
+// symbolically (floor division and modulo of affine forms over variables with known ranges).
+#pragma once
+
+#include "frontend/graph.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fxc {
+
+struct VExpr;
+using VPtr = std::shared_ptr<const VExpr>;
+class IndexExpr;
+
+/// A non-affine piece of an index expression: a variable, a floor division or modulo of an
+/// expression by a positive constant, or a data-dependent (indirect) integer value.
+struct IndexAtom {
+  enum class Kind : uint8_t { Var, FloorDiv, Mod, Indirect };
+  Kind kind = Kind::Var;
+  int id = 0;          ///< Var: the symbol id
+  int64_t extent = 0;  ///< Var: values lie in [0, extent); Indirect: clamped to [0, extent)
+  int64_t divisor = 0; ///< FloorDiv, Mod
+  std::shared_ptr<const IndexExpr> arg; ///< FloorDiv, Mod
+  VPtr value;          ///< Indirect: an integer-valued expression
+  std::string key;     ///< Indirect: printed form of `value`, for ordering and equality
+};
+
+/// A symbolic integer: constant + sum(coeff * atom), kept canonical (terms sorted, no zero
+/// coefficients, floor-division/modulo pairs recombined), so structurally equal expressions
+/// compare equal.
+class IndexExpr {
+public:
+  IndexExpr(int64_t c = 0) : constant_(c) {}
+  /// The variable `id` ranging over [0, extent).
+  static IndexExpr var(int id, int64_t extent);
+  /// A data-dependent index, clamped into [0, extent) when evaluated.
+  static IndexExpr indirect(VPtr value, int64_t extent);
+
+  bool is_const() const { return terms_.empty(); }
+  int64_t constant() const { return constant_; }
+  const std::vector<std::pair<IndexAtom, int64_t>>& terms() const { return terms_; }
+  /// The coefficient of variable `id` when the expression is affine in plain variables.
+  bool is_affine() const;
+  int64_t coeff_of_var(int id) const;
+
+  friend IndexExpr operator+(const IndexExpr& a, const IndexExpr& b);
+  friend IndexExpr operator-(const IndexExpr& a, const IndexExpr& b);
+  friend IndexExpr operator*(const IndexExpr& a, int64_t c);
+  /// floor(this / d), d > 0, simplified using the ranges of the variables.
+  IndexExpr floordiv(int64_t d) const;
+  /// this mod d (result in [0, d)), d > 0, simplified likewise.
+  IndexExpr mod(int64_t d) const;
+  /// Inclusive bounds over all values of the variables (saturating).
+  std::pair<int64_t, int64_t> range() const;
+  /// Replaces variables simultaneously (also inside indirect values).
+  IndexExpr substitute(const std::map<int, IndexExpr>& subst) const;
+
+  std::string str() const;
+  bool operator==(const IndexExpr& o) const;
+  bool operator!=(const IndexExpr& o) const { return !(*this == o); }
+
+private:
+  void add_term(const IndexAtom& a, int64_t c);
+  void canonicalize();
+  int64_t constant_ = 0;
+  std::vector<std::pair<IndexAtom, int64_t>> terms_;
+};
+
+/// Total order on atoms (deterministic, structural).
+int compare_atoms(const IndexAtom& a, const IndexAtom& b);
+
+/// Operations of value expressions.
+enum class VOp : uint8_t {
+  Const, Load, Index, Cast,                                        // leaves and conversion
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Not, Log1p, Expm1, Sin, Cos, Floor, Ceil,
+  Round, Reciprocal,                                               // unary
+  Add, Sub, Mul, Div, FloorDivide, Pow, Max, Min, Eq, Ne, Lt, Le, Gt, Ge, And, Or, // binary
+  Where,                                                           // ternary
+};
+std::string_view vop_name(VOp op);
+bool vop_is_unary(VOp op);
+bool vop_is_binary(VOp op);
+bool vop_is_compare(VOp op);
+
+/// One node of a value expression (an immutable DAG; shared subexpressions are computed once).
+struct VExpr {
+  VOp op = VOp::Const;
+  DType dtype = DType::F32; ///< the type of the result (Bool for comparisons)
+  double fval = 0;          ///< Const (floating types)
+  int64_t ival = 0;         ///< Const (integral and bool types)
+  int buffer = -1;          ///< Load: buffer id
+  IndexExpr index;          ///< Load: element offset into the buffer; Index: the value
+  std::vector<VPtr> args;
+};
+
+VPtr v_const(double v, DType t);
+VPtr v_load(int buffer, IndexExpr index, DType t);
+VPtr v_index(IndexExpr index, DType t);
+VPtr v_cast(VPtr a, DType t);
+VPtr v_unary(VOp op, VPtr a);
+/// Both operands must have the same dtype; comparisons give Bool.
+VPtr v_binary(VOp op, VPtr a, VPtr b);
+VPtr v_where(VPtr cond, VPtr a, VPtr b);
+/// Replaces variables in every index of the expression.
+VPtr substitute(const VPtr& e, const std::map<int, IndexExpr>& subst);
+/// Calls f(load) for every Load node (each node once, in DFS order, indirect indices included).
+void for_each_load(const VPtr& e, const std::function<void(const VExpr&)>& f);
+/// Number of distinct nodes.
+int expr_size(const VPtr& e);
+
+enum class ReduceOp : uint8_t { Sum, Max, Min, Any, ArgMax, ArgMin };
+std::string_view reduce_op_name(ReduceOp op);
+
+/// An operand of an extern call: a strided view of a buffer.
+struct ExternOperand {
+  int buffer = -1;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+};
+
+/// A call to a library or reference kernel. Outputs are contiguous buffers.
+struct ExternCall {
+  enum class Kind : uint8_t { Gemm, Fallback };
+  Kind kind = Kind::Fallback;
+  std::string op;                      ///< "mm", "bmm", or the fallback node's target
+  std::vector<ExternOperand> operands; ///< Gemm: A, B (batched for bmm)
+  std::vector<int> outputs;            ///< buffer ids written (the first is the owning buffer)
+  /// Fallback: a one-node graph whose user inputs are `operands` in order, outputs in order.
+  std::shared_ptr<const Graph> graph;
+};
+
+struct Buffer {
+  enum class Kind : uint8_t { Input, Pointwise, Reduction, Extern, ExternOutput };
+  Kind kind = Kind::Pointwise;
+  std::string name;              ///< "buf3", or "arg0_1"/"p_fc1_weight" for inputs
+  DType dtype = DType::F32;
+  std::vector<int64_t> sizes;    ///< contiguous row-major
+  std::vector<std::string> origins; ///< graph nodes computed here ("addmm", "relu", ...)
+  std::vector<std::string> origin_ops; ///< op base names, each once ("addmm", "relu")
+  // Pointwise / Reduction
+  std::vector<IndexExpr> vars;   ///< one variable per output dim
+  std::vector<IndexExpr> rvars;  ///< Reduction: one variable per reduced dim
+  std::vector<int64_t> rsizes;   ///< Reduction: extent of each reduced dim
+  VPtr body;                     ///< value per element (per reduction step)
+  ReduceOp reduce = ReduceOp::Sum;
+  // Input
+  int input_index = -1;          ///< position among the graph's user inputs, or -1
+  std::string weight;            ///< fqn of a parameter/buffer/constant
+  // Extern / ExternOutput
+  ExternCall call;               ///< Extern
+  int extern_owner = -1;         ///< ExternOutput: the Extern buffer that writes it
+
+  int64_t numel() const;
+  int64_t rnumel() const; ///< product of reduction extents (1 for non-reductions)
+  int64_t nbytes() const { return numel() * int64_t(dtype_size(dtype)); }
+};
+
+/// A graph output: a strided view of a buffer.
+struct OutputView {
+  int buffer = -1;
+  TensorMeta meta; ///< sizes, strides and offset into the buffer
+};
+
+struct LoopProgram {
+  std::string source;
+  std::vector<Buffer> buffers;
+  std::vector<OutputView> outputs;
+  std::vector<std::string> log; ///< lowering decisions (fallbacks, realizations)
+
+  /// Buffers that `b` reads (sorted, unique), including extern operands.
+  std::vector<int> reads(int b) const;
+};
+
+/// Symbol ids: variables of buffer dims are 0.., reduction variables kRVarBase.., the kernel's
+/// outer and inner loop variables kXVar and kRVar.
+constexpr int kRVarBase = 1000;
+constexpr int kXVar = 2000;
+constexpr int kRVar = 2001;
+std::string var_name(int id);
+
+/// Row-major linear offset of `idx` in a tensor of `sizes` with `strides`.
+IndexExpr linear_index(const std::vector<IndexExpr>& idx, const std::vector<int64_t>& strides,
+                       int64_t offset = 0);
+/// Splits a linear index over row-major `sizes` into one index per dim.
+std::vector<IndexExpr> unravel_index(const IndexExpr& linear, const std::vector<int64_t>& sizes);
+
+/// Prints one value expression as "tmp" lines ending in the line that names the result.
+std::string print_body(const VPtr& body, const LoopProgram& p, const std::string& indent,
+                       std::string* result_name);
+/// Prints every buffer: kind, dtype/sizes, reads, loop body; extern calls marked.
+std::string print_loop_program(const LoopProgram& p);
+
+} // namespace fxc

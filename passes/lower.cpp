@@ -1,0 +1,1149 @@
+// Lowering of graph nodes to loop-IR buffers: one row per op in the lowering table.
+#include "passes/lower.h"
+
+#include "frontend/diag.h"
+#include "frontend/schema.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <functional>
+#include <set>
+
+namespace fxc {
+
+std::string op_base_name(const std::string& target) {
+  std::string s = target;
+  if (s.rfind("aten.", 0) == 0) s = s.substr(5);
+  size_t dot = s.find('.');
+  if (dot != std::string::npos) s = s.substr(0, dot);
+  while (!s.empty() && s.front() == '_') s.erase(s.begin());
+  return s;
+}
+
+namespace {
+
+/// A lowered value: element `vars` of a tensor of `sizes` is `body`. Realized values (graph
+/// inputs, buffers) have body = load(buffer, contiguous offset).
+struct LVal {
+  int id = -1; ///< unique per lowering (memoization key)
+  DType dtype = DType::F32;
+  std::vector<int64_t> sizes;
+  VPtr body;
+  int buffer = -1;
+  std::set<int> origins; ///< graph node indices computed in `body`
+};
+
+std::vector<IndexExpr> make_vars(const std::vector<int64_t>& sizes, int base = 0) {
+  std::vector<IndexExpr> v;
+  for (size_t i = 0; i < sizes.size(); ++i) v.push_back(IndexExpr::var(base + int(i), sizes[i]));
+  return v;
+}
+
+int64_t numel_of(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t x : s) n *= x;
+  return n;
+}
+
+class Lowerer;
+using LowerFn = void (*)(Lowerer& L, int node);
+
+class Lowerer {
+public:
+  Lowerer(const Graph& g, const LowerOptions& o) : g_(g), opts_(o), uses_(g.use_counts()) {
+    p_.source = g.source;
+    vals_.resize(g.values.size());
+  }
+
+  LoopProgram run();
+
+  // ---- helpers used by the lowering rules
+  const Graph& g() const { return g_; }
+  const Node& node(int n) const { return g_.nodes[n]; }
+  [[noreturn]] void fail(int n, const std::string& msg) const {
+    throw Error(g_.source, msg, node(n).name, node(n).target);
+  }
+  const TensorMeta& out_meta(int n, int i = 0) const {
+    if (size_t(i) >= node(n).outputs.size()) fail(n, "missing output " + std::to_string(i));
+    return g_.values[node(n).outputs[i]].meta;
+  }
+  LVal& val(int n, ValueId v) {
+    if (v < 0 || size_t(v) >= vals_.size() || !vals_[v].body)
+      fail(n, "operand is not computed before its use");
+    return vals_[v];
+  }
+  LVal& input(int n, const std::string& name) {
+    const Arg& a = node(n).arg(name);
+    if (a.kind != Arg::Kind::Tensor) fail(n, "argument '" + name + "' must be a tensor");
+    return val(n, a.tensor);
+  }
+  const LVal* opt_input(int n, const std::string& name) {
+    const Arg& a = node(n).arg(name);
+    if (a.kind != Arg::Kind::Tensor) return nullptr;
+    return &val(n, a.tensor);
+  }
+
+  /// Element `idx` of value `v` (memoized so diamonds share one subexpression).
+  VPtr at(const LVal& v, const std::vector<IndexExpr>& idx) {
+    assert(idx.size() == v.sizes.size() && "index rank differs from the value rank");
+    std::string key = std::to_string(v.id);
+    for (auto& i : idx) key += "|" + i.str();
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    std::map<int, IndexExpr> s;
+    for (size_t i = 0; i < idx.size(); ++i) s[int(i)] = idx[i];
+    VPtr r = substitute(v.body, s);
+    memo_[key] = r;
+    return r;
+  }
+  /// Broadcast read: `v` aligned to the trailing dims of `out_idx`.
+  VPtr bcast(const LVal& v, const std::vector<IndexExpr>& out_idx) {
+    size_t r = v.sizes.size(), R = out_idx.size();
+    assert(r <= R && "broadcast operand has a higher rank than the result");
+    std::vector<IndexExpr> idx(r);
+    for (size_t j = 0; j < r; ++j) idx[j] = v.sizes[j] == 1 ? IndexExpr(0) : out_idx[j + R - r];
+    return at(v, idx);
+  }
+
+  LVal make_val(DType t, std::vector<int64_t> sizes, VPtr body, std::set<int> origins) {
+    LVal v;
+    v.id = next_id_++;
+    v.dtype = t;
+    v.sizes = std::move(sizes);
+    v.body = std::move(body);
+    v.origins = std::move(origins);
+    return v;
+  }
+  /// A pointwise value computed from `fn(vars)`, carrying the origins of `inputs` that are not
+  /// realized plus node n.
+  LVal pointwise(int n, DType t, std::vector<int64_t> sizes,
+                 const std::function<VPtr(const std::vector<IndexExpr>&)>& fn,
+                 std::vector<const LVal*> inputs) {
+    std::set<int> o = {n};
+    for (auto* in : inputs)
+      if (in && in->buffer < 0) o.insert(in->origins.begin(), in->origins.end());
+    auto vars = make_vars(sizes);
+    VPtr body = fn(vars);
+    return make_val(t, std::move(sizes), body, o);
+  }
+  void set_output(int n, int i, LVal v) {
+    ValueId id = node(n).outputs[i];
+    const TensorMeta& m = g_.values[id].meta;
+    if (numel_of(m.sizes) != numel_of(v.sizes)) fail(n, "lowered output has the wrong size");
+    if (m.sizes != v.sizes) v = reshape(v, m.sizes);
+    if (v.dtype != m.dtype) {
+      LVal c = v;
+      c.id = next_id_++;
+      c.dtype = m.dtype;
+      c.body = v_cast(v.body, m.dtype);
+      c.buffer = -1;
+      v = c;
+    }
+    vals_[id] = std::move(v);
+  }
+
+  LVal reshape(const LVal& v, const std::vector<int64_t>& sizes) {
+    auto vars = make_vars(sizes);
+    IndexExpr lin = linear_index(vars, contiguous_strides(sizes));
+    VPtr body = at(v, unravel_index(lin, v.sizes));
+    LVal r = make_val(v.dtype, sizes, body, v.origins);
+    r.buffer = -1;
+    if (v.buffer >= 0) r.origins.clear();
+    return r;
+  }
+  /// A view: element idx of the result is element map(idx) of `v`.
+  LVal view(int n, const LVal& v, std::vector<int64_t> sizes,
+            const std::function<std::vector<IndexExpr>(const std::vector<IndexExpr>&)>& map) {
+    auto vars = make_vars(sizes);
+    VPtr body = at(v, map(vars));
+    std::set<int> o;
+    if (v.buffer < 0) o = v.origins;
+    return make_val(v.dtype, std::move(sizes), body, o);
+  }
+
+  int add_buffer(Buffer b) {
+    b.name = "buf" + std::to_string(p_.buffers.size());
+    p_.buffers.push_back(std::move(b));
+    return int(p_.buffers.size()) - 1;
+  }
+  void set_origins(Buffer& b, const std::set<int>& origins) {
+    for (int n : origins) {
+      b.origins.push_back(node(n).name);
+      std::string op = op_base_name(node(n).target);
+      if (std::find(b.origin_ops.begin(), b.origin_ops.end(), op) == b.origin_ops.end())
+        b.origin_ops.push_back(op);
+    }
+  }
+  LVal load_of(int buf, std::set<int> origins) {
+    const Buffer& b = p_.buffers[buf];
+    auto vars = make_vars(b.sizes);
+    LVal v = make_val(b.dtype, b.sizes,
+                      v_load(buf, linear_index(vars, contiguous_strides(b.sizes)), b.dtype),
+                      std::move(origins));
+    v.buffer = buf;
+    return v;
+  }
+  /// Materializes `v` as a pointwise buffer (no-op when it already is one).
+  void realize(LVal& v) {
+    if (v.buffer >= 0) return;
+    Buffer b;
+    b.kind = Buffer::Kind::Pointwise;
+    b.dtype = v.dtype;
+    b.sizes = v.sizes;
+    b.vars = make_vars(v.sizes);
+    b.body = v.body;
+    set_origins(b, v.origins);
+    int id = add_buffer(std::move(b));
+    v = load_of(id, v.origins);
+  }
+  /// A reduction over `rdims` of an input of `in_sizes`; `fn(in_idx)` gives the value reduced.
+  /// Returns the keepdim-shaped result.
+  LVal reduce(int n, ReduceOp op, DType acc, const std::vector<int64_t>& in_sizes,
+              std::vector<int64_t> rdims,
+              const std::function<VPtr(const std::vector<IndexExpr>&)>& fn,
+              std::vector<const LVal*> inputs) {
+    std::sort(rdims.begin(), rdims.end());
+    rdims.erase(std::unique(rdims.begin(), rdims.end()), rdims.end());
+    Buffer b;
+    b.kind = Buffer::Kind::Reduction;
+    b.reduce = op;
+    b.dtype = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin ? DType::I64
+              : op == ReduceOp::Any                            ? DType::Bool
+                                                               : acc;
+    b.sizes = in_sizes;
+    for (int64_t d : rdims) b.sizes[d] = 1;
+    b.vars = make_vars(b.sizes);
+    std::vector<IndexExpr> in_idx = b.vars;
+    for (size_t j = 0; j < rdims.size(); ++j) {
+      IndexExpr rv = IndexExpr::var(kRVarBase + int(j), in_sizes[rdims[j]]);
+      b.rvars.push_back(rv);
+      b.rsizes.push_back(in_sizes[rdims[j]]);
+      in_idx[rdims[j]] = rv;
+    }
+    VPtr body = fn(in_idx);
+    b.body = op == ReduceOp::Any ? v_cast(body, DType::Bool)
+             : op == ReduceOp::ArgMax || op == ReduceOp::ArgMin ? body
+                                                                 : v_cast(body, acc);
+    std::set<int> o = {n};
+    for (auto* in : inputs)
+      if (in && in->buffer < 0) o.insert(in->origins.begin(), in->origins.end());
+    set_origins(b, o);
+    int id = add_buffer(std::move(b));
+    return load_of(id, {n});
+  }
+  /// A strided operand for an extern call (realizing `v` when it is not a strided view).
+  ExternOperand operand(LVal& v) {
+    if (v.body->op == VOp::Load && v.body->index.is_affine()) {
+      const IndexExpr& ix = v.body->index;
+      bool ok = true;
+      for (auto& [a, c] : ix.terms()) ok = ok && a.id < int(v.sizes.size());
+      if (ok && v.body->dtype == p_.buffers[v.body->buffer].dtype) {
+        ExternOperand o;
+        o.buffer = v.body->buffer;
+        o.sizes = v.sizes;
+        for (size_t i = 0; i < v.sizes.size(); ++i) o.strides.push_back(ix.coeff_of_var(int(i)));
+        o.offset = ix.constant();
+        return o;
+      }
+    }
+    realize(v);
+    return operand(v);
+  }
+  int extern_buffer(int n, ExternCall call, DType t, std::vector<int64_t> sizes) {
+    Buffer b;
+    b.kind = Buffer::Kind::Extern;
+    b.dtype = t;
+    b.sizes = std::move(sizes);
+    b.call = std::move(call);
+    set_origins(b, {n});
+    int id = add_buffer(std::move(b));
+    p_.buffers[id].call.outputs.insert(p_.buffers[id].call.outputs.begin(), id);
+    return id;
+  }
+  /// out = a @ b through BLAS; a [.., M, K], b [.., K, N] (same batch dims).
+  LVal gemm(int n, LVal& a, LVal& b, const std::vector<int64_t>& out_sizes) {
+    ExternCall c;
+    c.kind = ExternCall::Kind::Gemm;
+    c.op = a.sizes.size() == 3 ? "bmm" : "mm";
+    c.operands = {operand(a), operand(b)};
+    int id = extern_buffer(n, std::move(c), a.dtype, out_sizes);
+    return load_of(id, {n});
+  }
+  void fallback(int n, const std::string& why);
+
+  LoopProgram p_;
+  std::vector<LVal> vals_;
+
+private:
+  const Graph& g_;
+  LowerOptions opts_;
+  std::vector<int> uses_;
+  std::map<std::string, VPtr> memo_;
+  int next_id_ = 0;
+};
+
+// ---------------------------------------------------------------- rule helpers
+
+/// Operand `name` of node n at out_idx, converted to `t`: a broadcast tensor or a scalar.
+VPtr operand_at(Lowerer& L, int n, const std::string& name, const std::vector<IndexExpr>& idx,
+                DType t) {
+  const Arg& a = L.node(n).arg(name);
+  if (a.kind == Arg::Kind::Tensor) return v_cast(L.bcast(L.val(n, a.tensor), idx), t);
+  if (a.kind == Arg::Kind::None) L.fail(n, "argument '" + name + "' is missing");
+  return v_const(a.scalar(), t);
+}
+
+const LVal* tensor_arg(Lowerer& L, int n, const std::string& name) {
+  const Arg& a = L.node(n).arg(name);
+  return a.kind == Arg::Kind::Tensor ? &L.val(n, a.tensor) : nullptr;
+}
+
+/// The dtype in which a comparison of the two operands is evaluated.
+DType compare_dtype(Lowerer& L, int n, const std::string& x, const std::string& y) {
+  const Arg& a = L.node(n).arg(x);
+  const Arg& b = L.node(n).arg(y);
+  auto dt = [&](const Arg& v) -> std::optional<DType> {
+    if (v.kind == Arg::Kind::Tensor) return L.val(n, v.tensor).dtype;
+    return std::nullopt;
+  };
+  auto da = dt(a), db = dt(b);
+  if (da && db) return promote_types(*da, *db);
+  DType t = da ? *da : *db;
+  const Arg& s = da ? b : a;
+  if (s.kind == Arg::Kind::Float && !is_floating(t)) return DType::F32;
+  return t;
+}
+
+const LVal* opt_input_or_null(Lowerer& L, int n, const std::string& name) {
+  return L.opt_input(n, name);
+}
+
+VPtr gelu_expr(VPtr x, bool tanh_approx) {
+  DType t = x->dtype;
+  auto c = [&](double v) { return v_const(v, t); };
+  VPtr inner;
+  if (tanh_approx) {
+    VPtr x3 = v_binary(VOp::Mul, v_binary(VOp::Mul, x, x), x);
+    inner = v_unary(VOp::Tanh, v_binary(VOp::Mul, c(0.7978845608028654),
+                                        v_binary(VOp::Add, x, v_binary(VOp::Mul, c(0.044715), x3))));
+  } else {
+    inner = v_unary(VOp::Erf, v_binary(VOp::Mul, x, c(0.7071067811865476)));
+  }
+  return v_binary(VOp::Mul, v_binary(VOp::Mul, c(0.5), x), v_binary(VOp::Add, c(1.0), inner));
+}
+
+void unary(Lowerer& L, int n, const std::function<VPtr(VPtr)>& f) {
+  const TensorMeta& m = L.out_meta(n);
+  LVal& x = L.input(n, "self");
+  DType t = m.dtype;
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes, [&](auto& idx) { return f(v_cast(L.at(x, idx), t)); },
+                           {&x}));
+}
+
+#define UNARY(NAME, EXPR)                                                                          \
+  void NAME(Lowerer& L, int n) {                                                                  \
+    unary(L, n, [](VPtr x) -> VPtr { return EXPR; });                                             \
+  }
+UNARY(lower_abs, v_unary(VOp::Abs, x))
+UNARY(lower_neg, v_unary(VOp::Neg, x))
+UNARY(lower_exp, v_unary(VOp::Exp, x))
+UNARY(lower_log, v_unary(VOp::Log, x))
+UNARY(lower_sqrt, v_unary(VOp::Sqrt, x))
+UNARY(lower_rsqrt, v_unary(VOp::Rsqrt, x))
+UNARY(lower_tanh, v_unary(VOp::Tanh, x))
+UNARY(lower_sigmoid, v_unary(VOp::Sigmoid, x))
+UNARY(lower_erf, v_unary(VOp::Erf, x))
+UNARY(lower_sin, v_unary(VOp::Sin, x))
+UNARY(lower_cos, v_unary(VOp::Cos, x))
+UNARY(lower_reciprocal, v_unary(VOp::Reciprocal, x))
+UNARY(lower_relu, v_binary(VOp::Max, x, v_const(0, x->dtype)))
+UNARY(lower_silu, v_binary(VOp::Mul, x, v_unary(VOp::Sigmoid, x)))
+UNARY(lower_hardsigmoid,
+      v_binary(VOp::Min, v_binary(VOp::Max, v_binary(VOp::Add, v_binary(VOp::Div, x, v_const(6, x->dtype)), v_const(0.5, x->dtype)), v_const(0, x->dtype)), v_const(1, x->dtype)))
+UNARY(lower_hardswish,
+      v_binary(VOp::Mul, x, v_binary(VOp::Min, v_binary(VOp::Max, v_binary(VOp::Add, v_binary(VOp::Div, x, v_const(6, x->dtype)), v_const(0.5, x->dtype)), v_const(0, x->dtype)), v_const(1, x->dtype))))
+UNARY(lower_sign,
+      v_binary(VOp::Sub, v_cast(v_binary(VOp::Gt, x, v_const(0, x->dtype)), x->dtype), v_cast(v_binary(VOp::Lt, x, v_const(0, x->dtype)), x->dtype)))
+#undef UNARY
+
+void lower_logical_not(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  LVal& x = L.input(n, "self");
+  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
+    return v_cast(v_unary(VOp::Not, v_cast(L.at(x, idx), DType::Bool)), m.dtype);
+  }, {&x}));
+}
+
+void lower_gelu(Lowerer& L, int n) {
+  bool t = L.node(n).arg("approximate").s == "tanh";
+  if (t) unary(L, n, [](VPtr x) { return gelu_expr(x, true); });
+  else unary(L, n, [](VPtr x) { return gelu_expr(x, false); });
+}
+
+void lower_clamp(Lowerer& L, int n) {
+  const Arg lo = L.node(n).arg("min"), hi = L.node(n).arg("max");
+  unary(L, n, [&](VPtr x) {
+    if (!lo.is_none()) x = v_binary(VOp::Max, x, v_const(lo.scalar(), x->dtype));
+    if (!hi.is_none()) x = v_binary(VOp::Min, x, v_const(hi.scalar(), x->dtype));
+    return x;
+  });
+}
+
+/// Binary arithmetic, evaluated in the output dtype; alpha scales `other` when present.
+void binary(Lowerer& L, int n, VOp op, bool has_alpha, bool reverse = false) {
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  double alpha = has_alpha ? L.node(n).arg("alpha").scalar() : 1.0;
+  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
+    VPtr a = operand_at(L, n, "self", idx, t);
+    VPtr b = operand_at(L, n, "other", idx, t);
+    if (alpha != 1.0) b = v_binary(VOp::Mul, b, v_const(alpha, t));
+    return reverse ? v_binary(op, b, a) : v_binary(op, a, b);
+  }, {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+}
+
+void lower_add(Lowerer& L, int n) { binary(L, n, VOp::Add, true); }
+void lower_sub(Lowerer& L, int n) { binary(L, n, VOp::Sub, true); }
+void lower_mul(Lowerer& L, int n) { binary(L, n, VOp::Mul, false); }
+void lower_div(Lowerer& L, int n) { binary(L, n, VOp::Div, false); }
+void lower_maximum(Lowerer& L, int n) { binary(L, n, VOp::Max, false); }
+void lower_minimum(Lowerer& L, int n) { binary(L, n, VOp::Min, false); }
+
+void lower_pow(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
+    return v_binary(VOp::Pow, operand_at(L, n, "self", idx, t), operand_at(L, n, "exponent", idx, t));
+  }, {tensor_arg(L, n, "self"), tensor_arg(L, n, "exponent")}));
+}
+
+void compare(Lowerer& L, int n, VOp op, const char* x = "self", const char* y = "other") {
+  const TensorMeta& m = L.out_meta(n);
+  DType c = compare_dtype(L, n, x, y);
+  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
+    VPtr r = v_binary(op, operand_at(L, n, x, idx, c), operand_at(L, n, y, idx, c));
+    return v_cast(r, m.dtype);
+  }, {tensor_arg(L, n, x), tensor_arg(L, n, y)}));
+}
+void lower_eq(Lowerer& L, int n) { compare(L, n, VOp::Eq); }
+void lower_ne(Lowerer& L, int n) { compare(L, n, VOp::Ne); }
+void lower_lt(Lowerer& L, int n) { compare(L, n, VOp::Lt); }
+void lower_le(Lowerer& L, int n) { compare(L, n, VOp::Le); }
+void lower_gt(Lowerer& L, int n) { compare(L, n, VOp::Gt); }
+void lower_ge(Lowerer& L, int n) { compare(L, n, VOp::Ge); }
+
+void lower_logical_and(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
+    return v_cast(v_binary(VOp::And, operand_at(L, n, "self", idx, DType::Bool),
+                           operand_at(L, n, "other", idx, DType::Bool)), m.dtype);
+  }, {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+}
+
+void lower_where(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
+    return v_where(operand_at(L, n, "condition", idx, DType::Bool),
+                   operand_at(L, n, "self", idx, t), operand_at(L, n, "other", idx, t));
+  }, {tensor_arg(L, n, "condition"), tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+}
+
+void lower_masked_fill(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
+    return v_where(operand_at(L, n, "mask", idx, DType::Bool), operand_at(L, n, "value", idx, t),
+                   operand_at(L, n, "self", idx, t));
+  }, {tensor_arg(L, n, "self"), tensor_arg(L, n, "mask")}));
+}
+
+/// full, zeros, scalar_tensor, full_like, new_zeros: a constant of the output's dtype.
+void constant_fill(Lowerer& L, int n, double v) {
+  const TensorMeta& m = L.out_meta(n);
+  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto&) { return v_const(v, m.dtype); }, {}));
+}
+void lower_full(Lowerer& L, int n) { constant_fill(L, n, L.node(n).arg("fill_value").scalar()); }
+void lower_zeros(Lowerer& L, int n) { constant_fill(L, n, 0); }
+void lower_scalar_tensor(Lowerer& L, int n) { constant_fill(L, n, L.node(n).arg("s").scalar()); }
+
+void lower_arange(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  const TensorMeta& m = L.out_meta(n);
+  int si = nd.schema->index_of("start"), pi = nd.schema->index_of("step");
+  double start = si >= 0 ? nd.args[si].scalar() : 0.0;
+  double step = pi >= 0 ? nd.args[pi].scalar() : 1.0;
+  DType t = m.dtype;
+  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
+    VPtr i = v_index(idx.empty() ? IndexExpr(0) : idx[0], t);
+    return v_binary(VOp::Add, v_const(start, t), v_binary(VOp::Mul, v_const(step, t), i));
+  }, {}));
+}
+
+void lower_copy_like(Lowerer& L, int n) { unary(L, n, [](VPtr x) { return x; }); }
+
+void lower_copy(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  LVal& src = L.input(n, "src");
+  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
+    return v_cast(L.bcast(src, idx), m.dtype);
+  }, {&src}));
+}
+
+// ---- views
+
+int64_t wrap(Lowerer& L, int n, int64_t d, int64_t rank) {
+  int64_t r = rank == 0 ? 1 : rank;
+  if (d < -r || d >= r) L.fail(n, "dim " + std::to_string(d) + " out of range");
+  return d < 0 ? d + r : d;
+}
+
+void lower_reshape(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  if (numel_of(m.sizes) != numel_of(x.sizes)) L.fail(n, "reshape changes the number of elements");
+  LVal r = L.reshape(x, m.sizes);
+  if (x.buffer >= 0) r.origins.clear();
+  L.set_output(n, 0, r);
+}
+
+void lower_permute(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  auto dims = L.node(n).arg("dims").ints;
+  if (dims.size() != x.sizes.size()) L.fail(n, "permute needs one dim per input dim");
+  std::vector<int64_t> sizes;
+  for (auto& d : dims) {
+    d = wrap(L, n, d, int64_t(x.sizes.size()));
+    sizes.push_back(x.sizes[d]);
+  }
+  L.set_output(n, 0, L.view(n, x, sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in(idx.size());
+    for (size_t i = 0; i < dims.size(); ++i) in[dims[i]] = idx[i];
+    return in;
+  }));
+}
+
+void lower_transpose(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  int64_t r = int64_t(x.sizes.size());
+  int64_t a = wrap(L, n, L.node(n).arg("dim0").i, r), b = wrap(L, n, L.node(n).arg("dim1").i, r);
+  std::vector<int64_t> sizes = x.sizes;
+  if (r > 0) std::swap(sizes[a], sizes[b]);
+  L.set_output(n, 0, L.view(n, x, sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    if (r > 0) std::swap(in[a], in[b]);
+    return in;
+  }));
+}
+
+void lower_transpose_t(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  std::vector<int64_t> sizes(x.sizes.rbegin(), x.sizes.rend());
+  L.set_output(n, 0, L.view(n, x, sizes, [](auto& idx) {
+    return std::vector<IndexExpr>(idx.rbegin(), idx.rend());
+  }));
+}
+
+void lower_expand(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  if (m.sizes.size() < x.sizes.size()) L.fail(n, "expand to fewer dims");
+  L.set_output(n, 0, L.view(n, x, m.sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in(x.sizes.size());
+    size_t off = idx.size() - in.size();
+    for (size_t j = 0; j < in.size(); ++j) in[j] = x.sizes[j] == 1 ? IndexExpr(0) : idx[j + off];
+    return in;
+  }));
+}
+
+/// unsqueeze/squeeze: the same elements with size-1 dims added or removed.
+void lower_same_order_view(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  LVal r = L.reshape(x, m.sizes);
+  if (x.buffer >= 0) r.origins.clear();
+  L.set_output(n, 0, r);
+}
+
+void lower_slice(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const Node& nd = L.node(n);
+  int64_t d = wrap(L, n, nd.arg("dim").i, int64_t(x.sizes.size()));
+  int64_t size = x.sizes[d];
+  int64_t start = nd.arg("start").is_none() ? 0 : nd.arg("start").i;
+  int64_t end = nd.arg("end").is_none() ? size : nd.arg("end").i;
+  int64_t step = nd.arg("step").i;
+  if (step <= 0) L.fail(n, "slice step must be positive");
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  std::vector<int64_t> sizes = x.sizes;
+  sizes[d] = (end - start + step - 1) / step;
+  L.set_output(n, 0, L.view(n, x, sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    in[d] = idx[d] * step + IndexExpr(start);
+    return in;
+  }));
+}
+
+void lower_select(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const Node& nd = L.node(n);
+  int64_t d = wrap(L, n, nd.arg("dim").i, int64_t(x.sizes.size()));
+  int64_t i = nd.arg("index").i;
+  if (i < 0) i += x.sizes[d];
+  if (i < 0 || i >= x.sizes[d]) L.fail(n, "select index out of range");
+  std::vector<int64_t> sizes = x.sizes;
+  sizes.erase(sizes.begin() + d);
+  L.set_output(n, 0, L.view(n, x, sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    in.insert(in.begin() + d, IndexExpr(i));
+    return in;
+  }));
+}
+
+void lower_split(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const Node& nd = L.node(n);
+  int64_t d = wrap(L, n, nd.arg("dim").i, int64_t(x.sizes.size()));
+  int64_t start = 0;
+  for (size_t k = 0; k < nd.outputs.size(); ++k) {
+    std::vector<int64_t> sizes = L.g().values[nd.outputs[k]].meta.sizes;
+    if (sizes.size() != x.sizes.size()) L.fail(n, "split output has the wrong rank");
+    int64_t s0 = start;
+    L.set_output(n, int(k), L.view(n, x, sizes, [&](auto& idx) {
+      std::vector<IndexExpr> in = idx;
+      in[d] = idx[d] + IndexExpr(s0);
+      return in;
+    }));
+    start += sizes[d];
+  }
+  if (start > x.sizes[d]) L.fail(n, "split sizes exceed the input");
+}
+
+// ---- reductions
+
+std::vector<int64_t> reduce_dims(Lowerer& L, int n, const Arg& dim, int64_t rank) {
+  std::vector<int64_t> dims;
+  if (dim.kind == Arg::Kind::Int) dims = {dim.i};
+  else if (dim.kind == Arg::Kind::Ints) dims = dim.ints;
+  if (dims.empty())
+    for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
+  for (auto& d : dims) d = wrap(L, n, d, rank);
+  if (rank == 0) dims.clear();
+  return dims;
+}
+
+void simple_reduce(Lowerer& L, int n, ReduceOp op, bool mean) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  int di = nd.schema->index_of("dim");
+  Arg dim = di >= 0 ? nd.args[di] : Arg::none();
+  auto dims = reduce_dims(L, n, dim, int64_t(x.sizes.size()));
+  DType acc = op == ReduceOp::Any ? DType::Bool : m.dtype;
+  LVal r = L.reduce(n, op, acc, x.sizes, dims, [&](auto& idx) { return L.at(x, idx); }, {&x});
+  if (mean) {
+    int64_t cnt = 1;
+    for (int64_t d : dims) cnt *= x.sizes[d];
+    LVal rr = r;
+    r = L.pointwise(n, acc, rr.sizes, [&](auto& idx) {
+      return v_binary(VOp::Div, L.at(rr, idx), v_const(double(cnt), acc));
+    }, {&rr});
+  }
+  L.set_output(n, 0, r);
+}
+void lower_sum(Lowerer& L, int n) { simple_reduce(L, n, ReduceOp::Sum, false); }
+void lower_mean(Lowerer& L, int n) { simple_reduce(L, n, ReduceOp::Sum, true); }
+void lower_amax(Lowerer& L, int n) { simple_reduce(L, n, ReduceOp::Max, false); }
+void lower_any(Lowerer& L, int n) { simple_reduce(L, n, ReduceOp::Any, false); }
+// Without a dim, argmax reduces over every dim: the row-major order of the reduction variables
+// makes the position the flat index, as PyTorch defines it.
+void lower_argmax(Lowerer& L, int n) { simple_reduce(L, n, ReduceOp::ArgMax, false); }
+
+/// softmax / log_softmax over `dim`: max, sum of exp, then the pointwise result.
+void softmax_like(Lowerer& L, int n, bool log) {
+  LVal& x0 = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  int64_t d = wrap(L, n, L.node(n).arg("dim").i, int64_t(x0.sizes.size()));
+  std::vector<int64_t> dims = x0.sizes.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{d};
+  LVal x = L.pointwise(n, t, x0.sizes, [&](auto& idx) { return v_cast(L.at(x0, idx), t); }, {&x0});
+  LVal mx = L.reduce(n, ReduceOp::Max, t, x.sizes, dims, [&](auto& idx) { return L.at(x, idx); }, {&x});
+  auto shifted = [&](auto& idx) { return v_binary(VOp::Sub, L.at(x, idx), L.bcast(mx, idx)); };
+  LVal sum = L.reduce(n, ReduceOp::Sum, t, x.sizes, dims,
+                      [&](auto& idx) { return v_unary(VOp::Exp, shifted(idx)); }, {&x});
+  L.set_output(n, 0, L.pointwise(n, t, x.sizes, [&](auto& idx) {
+    if (log) return v_binary(VOp::Sub, shifted(idx), v_unary(VOp::Log, L.bcast(sum, idx)));
+    return v_binary(VOp::Div, v_unary(VOp::Exp, shifted(idx)), L.bcast(sum, idx));
+  }, {&x}));
+}
+void lower_softmax(Lowerer& L, int n) { softmax_like(L, n, false); }
+void lower_log_softmax(Lowerer& L, int n) { softmax_like(L, n, true); }
+
+/// Layer norm over the trailing dims: two-pass mean and variance, then the affine epilogue.
+void layer_norm(Lowerer& L, int n, bool native) {
+  LVal& x0 = L.input(n, "input");
+  const Node& nd = L.node(n);
+  auto norm = nd.arg("normalized_shape").ints;
+  double eps = nd.arg("eps").scalar();
+  int64_t rank = int64_t(x0.sizes.size());
+  if (int64_t(norm.size()) > rank) L.fail(n, "normalized_shape has more dims than the input");
+  std::vector<int64_t> dims;
+  int64_t cnt = 1;
+  for (int64_t i = rank - int64_t(norm.size()); i < rank; ++i) {
+    if (x0.sizes[i] != norm[i - (rank - int64_t(norm.size()))])
+      L.fail(n, "normalized_shape does not match the input's trailing dims");
+    dims.push_back(i);
+    cnt *= x0.sizes[i];
+  }
+  const LVal* w = opt_input_or_null(L, n, "weight");
+  const LVal* b = opt_input_or_null(L, n, "bias");
+  DType t = x0.dtype == DType::F64 ? DType::F64 : DType::F32;
+  LVal x = L.pointwise(n, t, x0.sizes, [&](auto& idx) { return v_cast(L.at(x0, idx), t); }, {&x0});
+  LVal s1 = L.reduce(n, ReduceOp::Sum, t, x.sizes, dims, [&](auto& idx) { return L.at(x, idx); }, {&x});
+  LVal mean = L.pointwise(n, t, s1.sizes, [&](auto& idx) {
+    return v_binary(VOp::Div, L.at(s1, idx), v_const(double(cnt), t));
+  }, {&s1});
+  LVal s2 = L.reduce(n, ReduceOp::Sum, t, x.sizes, dims, [&](auto& idx) {
+    VPtr c = v_binary(VOp::Sub, L.at(x, idx), L.bcast(mean, idx));
+    return v_binary(VOp::Mul, c, c);
+  }, {&x, &mean});
+  LVal rstd = L.pointwise(n, t, s2.sizes, [&](auto& idx) {
+    return v_unary(VOp::Rsqrt, v_binary(VOp::Add, v_binary(VOp::Div, L.at(s2, idx), v_const(double(cnt), t)),
+                                        v_const(eps, t)));
+  }, {&s2});
+  DType ot = L.out_meta(n).dtype;
+  L.set_output(n, 0, L.pointwise(n, ot, x.sizes, [&](auto& idx) {
+    VPtr y = v_binary(VOp::Mul, v_binary(VOp::Sub, L.at(x, idx), L.bcast(mean, idx)), L.bcast(rstd, idx));
+    if (w) y = v_binary(VOp::Mul, y, v_cast(L.bcast(*w, idx), t));
+    if (b) y = v_binary(VOp::Add, y, v_cast(L.bcast(*b, idx), t));
+    return v_cast(y, ot);
+  }, {&x, &mean, &rstd, w, b}));
+  if (native) {
+    L.set_output(n, 1, mean);
+    L.set_output(n, 2, rstd);
+  }
+}
+void lower_native_layer_norm(Lowerer& L, int n) { layer_norm(L, n, true); }
+void lower_layer_norm(Lowerer& L, int n) { layer_norm(L, n, false); }
+
+void batch_norm_eval(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "input");
+  const LVal* w = opt_input_or_null(L, n, "weight");
+  const LVal* b = opt_input_or_null(L, n, "bias");
+  const LVal* rm = opt_input_or_null(L, n, "running_mean");
+  const LVal* rv = opt_input_or_null(L, n, "running_var");
+  if (!rm || !rv || x.sizes.size() < 2) L.fail(n, "eval batch norm needs running statistics");
+  double eps = nd.arg("eps").scalar();
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  auto ch = [&](const LVal* v, const std::vector<IndexExpr>& idx) {
+    return v_cast(L.at(*v, {idx[1]}), t);
+  };
+  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
+    VPtr y = v_binary(VOp::Mul, v_binary(VOp::Sub, v_cast(L.at(x, idx), t), ch(rm, idx)),
+                      v_unary(VOp::Rsqrt, v_binary(VOp::Add, ch(rv, idx), v_const(eps, t))));
+    if (w) y = v_binary(VOp::Mul, y, ch(w, idx));
+    if (b) y = v_binary(VOp::Add, y, ch(b, idx));
+    return y;
+  }, {&x, w, b, rm, rv}));
+  for (size_t i = 1; i < nd.outputs.size(); ++i) {
+    const TensorMeta& mi = L.out_meta(n, int(i));
+    L.set_output(n, int(i), L.pointwise(n, mi.dtype, mi.sizes, [&](auto&) { return v_const(0, mi.dtype); }, {}));
+  }
+}
+void lower_native_batch_norm_no_training(Lowerer& L, int n) { batch_norm_eval(L, n); }
+void lower_batch_norm(Lowerer& L, int n) {
+  if (L.node(n).arg("training").b) {
+    L.fallback(n, "training-mode batch_norm");
+    return;
+  }
+  batch_norm_eval(L, n);
+}
+
+void lower_max_pool2d(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  bool with_indices = nd.outputs.size() > 1;
+  if (with_indices) {
+    auto uses = L.g().use_counts();
+    if (uses[nd.outputs[1]] > 0) {
+      L.fallback(n, "max_pool2d indices are used");
+      return;
+    }
+  }
+  LVal& x = L.input(n, "self");
+  auto k = nd.arg("kernel_size").ints, s = nd.arg("stride").ints, p = nd.arg("padding").ints,
+       dl = nd.arg("dilation").ints;
+  if (s.empty()) s = k;
+  if (k.size() == 1) k = {k[0], k[0]};
+  if (s.size() == 1) s = {s[0], s[0]};
+  if (p.size() == 1) p = {p[0], p[0]};
+  if (dl.size() == 1) dl = {dl[0], dl[0]};
+  if (k.size() != 2 || s.size() != 2 || p.size() != 2 || dl.size() != 2 || x.sizes.size() != 4) {
+    L.fallback(n, "max_pool2d arguments not lowered");
+    return;
+  }
+  const TensorMeta& m = L.out_meta(n);
+  if (p[0] || p[1] || nd.arg("ceil_mode").b || m.sizes.size() != 4) {
+    L.fallback(n, "padded or ceil-mode max_pool2d");
+    return;
+  }
+  // A max reduction over the window: in-bounds by construction without padding.
+  std::vector<int64_t> in_sizes = {m.sizes[0], m.sizes[1], m.sizes[2], m.sizes[3], k[0], k[1]};
+  LVal r = L.reduce(n, ReduceOp::Max, m.dtype, in_sizes, {4, 5}, [&](auto& idx) {
+    return L.at(x, {idx[0], idx[1], idx[2] * s[0] + idx[4] * dl[0], idx[3] * s[1] + idx[5] * dl[1]});
+  }, {&x});
+  L.set_output(n, 0, L.reshape(r, m.sizes));
+  if (with_indices) {
+    const TensorMeta& mi = L.out_meta(n, 1);
+    L.set_output(n, 1, L.pointwise(n, mi.dtype, mi.sizes, [&](auto&) { return v_const(0, mi.dtype); }, {}));
+  }
+}
+
+// ---- indexing
+
+void lower_embedding(Lowerer& L, int n) {
+  LVal& w = L.input(n, "weight");
+  LVal& ids = L.input(n, "indices");
+  const TensorMeta& m = L.out_meta(n);
+  if (w.sizes.size() != 2) L.fail(n, "embedding weight must be 2-D");
+  L.set_output(n, 0, L.pointwise(n, w.dtype, m.sizes, [&](auto& idx) {
+    std::vector<IndexExpr> id_idx(idx.begin(), idx.end() - 1);
+    IndexExpr row = IndexExpr::indirect(v_cast(L.at(ids, id_idx), DType::I64), w.sizes[0]);
+    return L.at(w, {row, idx.back()});
+  }, {&w, &ids}));
+}
+
+void lower_gather(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  LVal& ix = L.input(n, "index");
+  const TensorMeta& m = L.out_meta(n);
+  int64_t d = wrap(L, n, L.node(n).arg("dim").i, int64_t(x.sizes.size()));
+  if (ix.sizes.size() != x.sizes.size()) L.fail(n, "gather index rank differs from the input");
+  L.set_output(n, 0, L.pointwise(n, x.dtype, m.sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    in[d] = IndexExpr::indirect(v_cast(L.at(ix, idx), DType::I64), x.sizes[d]);
+    return L.at(x, in);
+  }, {&x, &ix}));
+}
+
+void lower_index_select(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  LVal& ix = L.input(n, "index");
+  const TensorMeta& m = L.out_meta(n);
+  int64_t d = wrap(L, n, L.node(n).arg("dim").i, int64_t(x.sizes.size()));
+  L.set_output(n, 0, L.pointwise(n, x.dtype, m.sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    in[d] = IndexExpr::indirect(v_cast(L.at(ix, {ix.sizes.empty() ? IndexExpr(0) : idx[d]}), DType::I64),
+                                x.sizes[d]);
+    if (ix.sizes.empty()) in[d] = IndexExpr::indirect(v_cast(L.at(ix, {}), DType::I64), x.sizes[d]);
+    return L.at(x, in);
+  }, {&x, &ix}));
+}
+
+// ---- matmuls
+
+bool gemm_dtype_ok(DType t) { return t == DType::F32 || t == DType::F64; }
+
+void lower_mm(Lowerer& L, int n) {
+  LVal& a = L.input(n, "self");
+  LVal& b = L.input(n, "mat2");
+  const TensorMeta& m = L.out_meta(n);
+  if (a.sizes.size() != b.sizes.size() || (a.sizes.size() != 2 && a.sizes.size() != 3) ||
+      !gemm_dtype_ok(a.dtype) || a.dtype != b.dtype) {
+    L.fallback(n, "matmul operands not supported by BLAS");
+    return;
+  }
+  L.set_output(n, 0, L.gemm(n, a, b, m.sizes));
+}
+
+void lower_addmm(Lowerer& L, int n) {
+  LVal& bias = L.input(n, "self");
+  LVal& a = L.input(n, "mat1");
+  LVal& b = L.input(n, "mat2");
+  const TensorMeta& m = L.out_meta(n);
+  if (a.sizes.size() != 2 || b.sizes.size() != 2 || !gemm_dtype_ok(a.dtype) || a.dtype != b.dtype) {
+    L.fallback(n, "addmm operands not supported by BLAS");
+    return;
+  }
+  double beta = L.node(n).arg("beta").scalar(), alpha = L.node(n).arg("alpha").scalar();
+  LVal prod = L.gemm(n, a, b, m.sizes);
+  DType t = m.dtype;
+  // The bias and scaling are a pointwise epilogue, fused with whatever consumes the result.
+  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
+    VPtr p = L.at(prod, idx);
+    if (alpha != 1.0) p = v_binary(VOp::Mul, p, v_const(alpha, t));
+    if (beta == 0.0) return p;
+    VPtr c = v_cast(L.bcast(bias, idx), t);
+    if (beta != 1.0) c = v_binary(VOp::Mul, c, v_const(beta, t));
+    return v_binary(VOp::Add, p, c);
+  }, {&bias}));
+}
+
+void lower_linear(Lowerer& L, int n) {
+  LVal& x = L.input(n, "input");
+  LVal& w = L.input(n, "weight");
+  const LVal* bias = opt_input_or_null(L, n, "bias");
+  const TensorMeta& m = L.out_meta(n);
+  if (x.sizes.empty() || w.sizes.size() != 2 || !gemm_dtype_ok(x.dtype) || x.dtype != w.dtype) {
+    L.fallback(n, "linear operands not supported by BLAS");
+    return;
+  }
+  int64_t K = x.sizes.back(), N = w.sizes[0], M = numel_of(x.sizes) / std::max<int64_t>(K, 1);
+  LVal x2 = L.reshape(x, {M, K});
+  LVal wt = L.view(n, w, {K, N}, [](auto& idx) { return std::vector<IndexExpr>{idx[1], idx[0]}; });
+  LVal prod = L.gemm(n, x2, wt, {M, N});
+  LVal out = L.reshape(prod, m.sizes);
+  DType t = m.dtype;
+  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
+    VPtr p = L.at(out, idx);
+    if (bias) p = v_binary(VOp::Add, p, v_cast(L.bcast(*bias, idx), t));
+    return p;
+  }, {bias}));
+}
+
+struct Rule {
+  const char* target;
+  LowerFn fn;
+};
+
+// One row per op. Ops absent here become fallback extern calls.
+const Rule kRules[] = {
+    {"aten._log_softmax.default", lower_log_softmax},
+    {"aten._native_batch_norm_legit_no_training.default", lower_native_batch_norm_no_training},
+    {"aten._softmax.default", lower_softmax},
+    {"aten._to_copy.default", lower_copy_like},
+    {"aten._unsafe_view.default", lower_reshape},
+    {"aten.abs.default", lower_abs},
+    {"aten.add.Scalar", lower_add},
+    {"aten.add.Tensor", lower_add},
+    {"aten.addmm.default", lower_addmm},
+    {"aten.alias.default", lower_copy_like},
+    {"aten.amax.default", lower_amax},
+    {"aten.any.dim", lower_any},
+    {"aten.arange.default", lower_arange},
+    {"aten.arange.start", lower_arange},
+    {"aten.arange.start_step", lower_arange},
+    {"aten.argmax.default", lower_argmax},
+    {"aten.batch_norm.default", lower_batch_norm},
+    {"aten.bmm.default", lower_mm},
+    {"aten.clamp.default", lower_clamp},
+    {"aten.clone.default", lower_copy_like},
+    {"aten.contiguous.default", lower_copy_like},
+    {"aten.copy.default", lower_copy},
+    {"aten.cos.default", lower_cos},
+    {"aten.detach.default", lower_copy_like},
+    {"aten.div.Scalar", lower_div},
+    {"aten.div.Tensor", lower_div},
+    {"aten.embedding.default", lower_embedding},
+    {"aten.eq.Scalar", lower_eq},
+    {"aten.eq.Tensor", lower_eq},
+    {"aten.erf.default", lower_erf},
+    {"aten.exp.default", lower_exp},
+    {"aten.expand.default", lower_expand},
+    {"aten.flatten.using_ints", lower_reshape},
+    {"aten.full.default", lower_full},
+    {"aten.full_like.default", lower_full},
+    {"aten.gather.default", lower_gather},
+    {"aten.ge.Scalar", lower_ge},
+    {"aten.ge.Tensor", lower_ge},
+    {"aten.gelu.default", lower_gelu},
+    {"aten.gt.Scalar", lower_gt},
+    {"aten.gt.Tensor", lower_gt},
+    {"aten.hardsigmoid.default", lower_hardsigmoid},
+    {"aten.hardswish.default", lower_hardswish},
+    {"aten.index_select.default", lower_index_select},
+    {"aten.layer_norm.default", lower_layer_norm},
+    {"aten.le.Scalar", lower_le},
+    {"aten.le.Tensor", lower_le},
+    {"aten.lift_fresh_copy.default", lower_copy_like},
+    {"aten.linear.default", lower_linear},
+    {"aten.log.default", lower_log},
+    {"aten.log_softmax.int", lower_log_softmax},
+    {"aten.logical_and.default", lower_logical_and},
+    {"aten.logical_not.default", lower_logical_not},
+    {"aten.lt.Scalar", lower_lt},
+    {"aten.lt.Tensor", lower_lt},
+    {"aten.masked_fill.Scalar", lower_masked_fill},
+    {"aten.max_pool2d.default", lower_max_pool2d},
+    {"aten.max_pool2d_with_indices.default", lower_max_pool2d},
+    {"aten.maximum.default", lower_maximum},
+    {"aten.mean.default", lower_mean},
+    {"aten.mean.dim", lower_mean},
+    {"aten.min.other", lower_minimum},
+    {"aten.minimum.default", lower_minimum},
+    {"aten.mm.default", lower_mm},
+    {"aten.mul.Scalar", lower_mul},
+    {"aten.mul.Tensor", lower_mul},
+    {"aten.native_layer_norm.default", lower_native_layer_norm},
+    {"aten.ne.Scalar", lower_ne},
+    {"aten.ne.Tensor", lower_ne},
+    {"aten.neg.default", lower_neg},
+    {"aten.new_zeros.default", lower_zeros},
+    {"aten.permute.default", lower_permute},
+    {"aten.pow.Tensor_Scalar", lower_pow},
+    {"aten.pow.Tensor_Tensor", lower_pow},
+    {"aten.reciprocal.default", lower_reciprocal},
+    {"aten.relu.default", lower_relu},
+    {"aten.reshape.default", lower_reshape},
+    {"aten.rsqrt.default", lower_rsqrt},
+    {"aten.scalar_tensor.default", lower_scalar_tensor},
+    {"aten.select.int", lower_select},
+    {"aten.sigmoid.default", lower_sigmoid},
+    {"aten.sign.default", lower_sign},
+    {"aten.silu.default", lower_silu},
+    {"aten.sin.default", lower_sin},
+    {"aten.slice.Tensor", lower_slice},
+    {"aten.softmax.int", lower_softmax},
+    {"aten.split.Tensor", lower_split},
+    {"aten.split_with_sizes.default", lower_split},
+    {"aten.sqrt.default", lower_sqrt},
+    {"aten.squeeze.default", lower_same_order_view},
+    {"aten.squeeze.dim", lower_same_order_view},
+    {"aten.squeeze.dims", lower_same_order_view},
+    {"aten.sub.Scalar", lower_sub},
+    {"aten.sub.Tensor", lower_sub},
+    {"aten.sum.default", lower_sum},
+    {"aten.sum.dim_IntList", lower_sum},
+    {"aten.t.default", lower_transpose_t},
+    {"aten.tanh.default", lower_tanh},
+    {"aten.to.dtype", lower_copy_like},
+    {"aten.transpose.int", lower_transpose},
+    {"aten.unflatten.int", lower_reshape},
+    {"aten.unsqueeze.default", lower_same_order_view},
+    {"aten.view.default", lower_reshape},
+    {"aten.where.ScalarOther", lower_where},
+    {"aten.where.self", lower_where},
+    {"aten.zeros.default", lower_zeros},
+    {"aten.zeros_like.default", lower_zeros},
+};
+
+LowerFn find_rule(const std::string& target) {
+  for (const Rule& r : kRules)
+    if (target == r.target) return r.fn;
+  return nullptr;
+}
+
+} // namespace
+
+void Lowerer::fallback(int n, const std::string& why) {
+  const Node& nd = node(n);
+  auto g1 = std::make_shared<Graph>();
+  g1->source = g_.source;
+  g1->name = nd.name;
+  ExternCall c;
+  c.kind = ExternCall::Kind::Fallback;
+  c.op = nd.target;
+  std::map<ValueId, ValueId> remap;
+  Node copy = nd;
+  auto map_value = [&](ValueId v) -> ValueId {
+    if (v == kNoValue) return v;
+    auto it = remap.find(v);
+    if (it != remap.end()) return it->second;
+    LVal& lv = val(n, v);
+    ExternOperand op = operand(lv);
+    c.operands.push_back(op);
+    TensorMeta meta = g_.values[v].meta;
+    meta.sizes = op.sizes;
+    meta.strides = contiguous_strides(op.sizes);
+    meta.storage_offset = 0;
+    ValueId nv = g1->add_value(g_.values[v].name, meta);
+    GraphInput gi;
+    gi.value = nv;
+    gi.kind = InputKind::UserInput;
+    gi.fqn = g_.values[v].name;
+    g1->inputs.push_back(gi);
+    remap[v] = nv;
+    return nv;
+  };
+  for (Arg& a : copy.args) {
+    if (a.kind == Arg::Kind::Tensor) a.tensor = map_value(a.tensor);
+    if (a.kind == Arg::Kind::Tensors)
+      for (ValueId& v : a.tensors) v = map_value(v);
+  }
+  copy.outputs.clear();
+  for (ValueId o : nd.outputs) {
+    ValueId nv = g1->add_value(g_.values[o].name, g_.values[o].meta);
+    g1->values[nv].producer = 0;
+    g1->values[nv].output_index = int32_t(copy.outputs.size());
+    copy.outputs.push_back(nv);
+    g1->outputs.push_back(nv);
+  }
+  g1->nodes.push_back(copy);
+  c.graph = g1;
+  p_.log.push_back("fallback: node '" + nd.name + "' (" + nd.target + "): " + why);
+  const TensorMeta& m0 = out_meta(n, 0);
+  int owner = extern_buffer(n, c, m0.dtype, m0.sizes);
+  vals_[nd.outputs[0]] = load_of(owner, {n});
+  for (size_t i = 1; i < nd.outputs.size(); ++i) {
+    const TensorMeta& mi = out_meta(n, int(i));
+    Buffer b;
+    b.kind = Buffer::Kind::ExternOutput;
+    b.dtype = mi.dtype;
+    b.sizes = mi.sizes;
+    b.extern_owner = owner;
+    set_origins(b, {n});
+    int id = add_buffer(std::move(b));
+    p_.buffers[owner].call.outputs.push_back(id);
+    vals_[nd.outputs[i]] = load_of(id, {n});
+  }
+}
+
+LoopProgram Lowerer::run() {
+  int user = 0;
+  for (const GraphInput& in : g_.inputs) {
+    const Value& v = g_.values[in.value];
+    Buffer b;
+    b.kind = Buffer::Kind::Input;
+    b.dtype = v.meta.dtype;
+    b.sizes = v.meta.sizes;
+    if (in.kind == InputKind::UserInput) b.input_index = user++;
+    else b.weight = in.fqn;
+    int id = add_buffer(std::move(b));
+    p_.buffers[id].name = v.name;
+    vals_[in.value] = load_of(id, {});
+  }
+  for (int n = 0; n < int(g_.nodes.size()); ++n) {
+    const Node& nd = g_.nodes[n];
+    if (!nd.schema) throw Error(g_.source, "op has no schema", nd.name, nd.target);
+    if (nd.outputs.empty()) continue;
+    LowerFn fn = find_rule(nd.target);
+    if (fn) fn(*this, n);
+    else fallback(n, "no lowering");
+    for (ValueId o : nd.outputs) {
+      LVal& v = vals_[o];
+      if (!v.body) fail(n, "output was not lowered");
+      if (v.buffer < 0 && uses_[o] >= 2 && expr_size(v.body) > opts_.inline_limit) {
+        p_.log.push_back("realize: " + g_.values[o].name + " (" + std::to_string(uses_[o]) +
+                         " users, " + std::to_string(expr_size(v.body)) + " nodes)");
+        realize(v);
+      }
+    }
+  }
+  for (ValueId o : g_.outputs) {
+    if (o < 0 || size_t(o) >= vals_.size() || !vals_[o].body)
+      throw Error(g_.source, "graph output is not computed");
+    LVal& v = vals_[o];
+    ExternOperand op = operand(v);
+    OutputView ov;
+    ov.buffer = op.buffer;
+    ov.meta.dtype = v.dtype;
+    ov.meta.sizes = op.sizes;
+    ov.meta.strides = op.strides;
+    ov.meta.storage_offset = op.offset;
+    p_.outputs.push_back(ov);
+  }
+  return std::move(p_);
+}
+
+LoopProgram lower(const Graph& g, const LowerOptions& opts) {
+  Lowerer L(g, opts);
+  return L.run();
+}
+
+} // namespace fxc

@@ -1,0 +1,32 @@
+// Lowering: a Graph (after decompositions) to the loop-level IR.
+#pragma once
+
+#include "frontend/graph.h"
+#include "passes/loop_ir.h"
+
+namespace fxc {
+
+struct LowerOptions {
+  /// A pointwise value with two or more users is materialized when its body has more nodes
+  /// than this; smaller bodies are recomputed (inlined) in every consumer.
+  int inline_limit = 48;
+};
+
+/// Lowers every node of `g` to buffers of the loop IR.
+///
+/// Pointwise ops and views become value/index expressions that are inlined into their consumers
+/// (views are pure index arithmetic); reductions (sum, mean, amax, any, softmax, layer norm,
+/// max pooling) become reduction buffers with the producing pointwise chain as prologue;
+/// mm/bmm/addmm/linear become BLAS extern calls whose bias and scaling become a pointwise
+/// epilogue; any other op becomes a fallback extern call running the reference kernel, logged in
+/// LoopProgram::log. A value is materialized when it is a graph output, an extern operand that
+/// is not a strided view, or a large value with several users.
+///
+/// Requires value metadata (dtype, sizes) on every value. Throws fxc::Error (file, node) when a
+/// node's arguments do not fit its op. Covered by test/unit/lower_test.cpp.
+LoopProgram lower(const Graph& g, const LowerOptions& opts = {});
+
+/// "addmm" for "aten.addmm.default", "softmax" for "aten._softmax.default".
+std::string op_base_name(const std::string& target);
+
+} // namespace fxc

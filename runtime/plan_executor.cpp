@@ -1,0 +1,206 @@
+// Executes a compiled host plan: storage slots, parallel kernel launches, BLAS and fallback calls.
+#include "runtime/plan_executor.h"
+
+#include "frontend/diag.h"
+#include "runtime/interpreter.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+namespace fxc {
+
+namespace {
+
+// CBLAS entry points, opened at run time so that fxc links and runs without a BLAS (the
+// reference loop below is used then). Enum values are CBLAS's.
+enum { kRowMajor = 101, kNoTrans = 111, kTrans = 112 };
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int,
+                         float, float*, int);
+using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*,
+                         int, double, double*, int);
+
+struct Blas {
+  SgemmFn sgemm = nullptr;
+  DgemmFn dgemm = nullptr;
+};
+
+const Blas& blas() {
+  static Blas b;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const char* lib : {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3", "libblas.so.3"}) {
+      void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+      if (!h) continue;
+      b.sgemm = reinterpret_cast<SgemmFn>(dlsym(h, "cblas_sgemm"));
+      b.dgemm = reinterpret_cast<DgemmFn>(dlsym(h, "cblas_dgemm"));
+      if (b.sgemm && b.dgemm) return;
+      b = Blas{};
+    }
+  });
+  return b;
+}
+
+/// C = op(A) op(B) (row-major) by plain loops, accumulating in double.
+template <class T>
+void gemm_loops(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, int64_t lda,
+                const T* b, int64_t ldb, T* c, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += double(ta ? a[k * lda + i] : a[i * lda + k]) * double(tb ? b[j * ldb + k] : b[k * ldb + j]);
+      c[i * ldc + j] = T(acc);
+    }
+}
+
+struct MatLayout {
+  bool trans = false;
+  int64_t ld = 1;
+  bool ok = false;
+};
+
+/// How BLAS can read a rows x cols matrix with strides (s0, s1), without copying.
+MatLayout mat_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
+  MatLayout m;
+  if ((cols == 1 || s1 == 1) && (rows == 1 || s0 >= std::max<int64_t>(cols, 1))) {
+    m.ok = true;
+    m.ld = rows == 1 ? std::max<int64_t>(cols, 1) : s0;
+    return m;
+  }
+  if ((rows == 1 || s0 == 1) && (cols == 1 || s1 >= std::max<int64_t>(rows, 1))) {
+    m.ok = true;
+    m.trans = true;
+    m.ld = cols == 1 ? std::max<int64_t>(rows, 1) : s1;
+  }
+  return m;
+}
+
+Tensor view_of(const std::vector<std::shared_ptr<Storage>>& slots, const PlanView& v) {
+  return Tensor(slots[v.slot], v.meta);
+}
+
+void run_gemm(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& slots,
+              const std::string& source) {
+  Tensor a = view_of(slots, e.inputs[0]), b = view_of(slots, e.inputs[1]);
+  Tensor c = view_of(slots, e.outputs[0]);
+  bool batched = a.dim() == 3;
+  int64_t B = batched ? a.size(0) : 1;
+  int o = batched ? 1 : 0;
+  int64_t M = a.size(o), K = a.size(o + 1), N = b.size(o + 1);
+  if (b.size(o) != K || c.size(o) != M || c.size(o + 1) != N || (batched && b.size(0) != B))
+    throw Error(source, "matmul operand shapes do not agree", e.name);
+  MatLayout la = mat_layout(M, K, a.stride(o), a.stride(o + 1));
+  MatLayout lb = mat_layout(K, N, b.stride(o), b.stride(o + 1));
+  if (!la.ok) {
+    a = a.contiguous();
+    la = mat_layout(M, K, a.stride(o), a.stride(o + 1));
+  }
+  if (!lb.ok) {
+    b = b.contiguous();
+    lb = mat_layout(K, N, b.stride(o), b.stride(o + 1));
+  }
+  int64_t sa = batched ? a.stride(0) : 0, sb = batched ? b.stride(0) : 0, sc = M * N;
+  for (int64_t i = 0; i < B; ++i) {
+    if (M == 0 || N == 0) break;
+    if (K == 0) {
+      std::memset(c.raw_data() + i * sc * dtype_size(c.dtype()), 0, size_t(sc) * dtype_size(c.dtype()));
+      continue;
+    }
+    int ta = la.trans ? kTrans : kNoTrans, tb = lb.trans ? kTrans : kNoTrans;
+    const Blas& bl = blas();
+    if (c.dtype() == DType::F32) {
+      const float *pa = a.data<float>() + i * sa, *pb = b.data<float>() + i * sb;
+      float* pc = c.data<float>() + i * sc;
+      if (bl.sgemm)
+        bl.sgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, pa, int(la.ld), pb, int(lb.ld), 0.0f, pc, int(N));
+      else
+        gemm_loops(la.trans, lb.trans, M, N, K, pa, la.ld, pb, lb.ld, pc, N);
+    } else if (c.dtype() == DType::F64) {
+      const double *pa = a.data<double>() + i * sa, *pb = b.data<double>() + i * sb;
+      double* pc = c.data<double>() + i * sc;
+      if (bl.dgemm)
+        bl.dgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0, pa, int(la.ld), pb, int(lb.ld), 0.0, pc, int(N));
+      else
+        gemm_loops(la.trans, lb.trans, M, N, K, pa, la.ld, pb, lb.ld, pc, N);
+    } else {
+      throw Error(source, "BLAS matmul needs f32 or f64 operands", e.name);
+    }
+  }
+}
+
+void run_fallback(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& slots,
+                  const std::string& source) {
+  std::vector<Tensor> ins;
+  for (auto& v : e.inputs) ins.push_back(view_of(slots, v));
+  std::vector<Tensor> outs = interpret(*e.graph, ins);
+  if (outs.size() != e.outputs.size())
+    throw Error(source, "reference kernel returned " + std::to_string(outs.size()) + " outputs", e.name);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    Tensor dst = view_of(slots, e.outputs[i]);
+    Tensor src = outs[i];
+    if (src.numel() != dst.numel())
+      throw Error(source, "reference kernel output " + std::to_string(i) + " has " +
+                              std::to_string(src.numel()) + " elements, expected " +
+                              std::to_string(dst.numel()), e.name);
+    src = src.dtype() == dst.dtype() ? src.contiguous() : src.to(dst.dtype());
+    std::memcpy(dst.raw_data(), src.raw_data(), size_t(dst.numel()) * dtype_size(dst.dtype()));
+  }
+}
+
+} // namespace
+
+std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& user_inputs,
+                                 ThreadPool& pool, const std::string& source) {
+  if (user_inputs.size() != plan.input_slots.size())
+    throw Error(source, "expected " + std::to_string(plan.input_slots.size()) + " inputs, got " +
+                            std::to_string(user_inputs.size()));
+  std::vector<std::shared_ptr<Storage>> slots(plan.slot_bytes.size());
+  std::vector<Tensor> keep; // contiguous copies of inputs live until the run ends
+  for (size_t i = 0; i < user_inputs.size(); ++i) {
+    const Tensor& t = user_inputs[i];
+    const TensorMeta& m = plan.input_metas[i];
+    if (t.dtype() != m.dtype || t.sizes() != m.sizes)
+      throw Error(source, "input " + std::to_string(i) + " is " + format_meta(t.meta()) +
+                              " but the graph expects " + format_meta(m));
+    Tensor c = t.contiguous();
+    if (c.storage_offset() != 0) c = c.clone();
+    keep.push_back(c);
+    slots[plan.input_slots[i]] = c.storage();
+  }
+  for (auto& [slot, t] : plan.constant_slots) slots[slot] = t.storage();
+  std::vector<void*> args;
+  for (const PlanStep& s : plan.steps) {
+    switch (s.kind) {
+    case PlanStep::Kind::Alloc:
+      slots[s.index] = std::make_shared<Storage>(size_t(std::max<int64_t>(plan.slot_bytes[s.index], 1)));
+      break;
+    case PlanStep::Kind::Free: slots[s.index].reset(); break;
+    case PlanStep::Kind::Kernel: {
+      const PlanKernel& k = plan.kernels[s.index];
+      args.clear();
+      for (int a : k.arg_slots) args.push_back(slots[a]->data());
+      int64_t grain = std::max<int64_t>(k.grain, 1);
+      int64_t tasks = (k.xnumel + grain - 1) / grain;
+      void* const* argv = args.data();
+      KernelFn fn = k.fn;
+      int64_t xn = k.xnumel;
+      pool.parallel_for(tasks, [&](int64_t t) { fn(argv, t * grain, std::min(xn, (t + 1) * grain)); });
+      break;
+    }
+    case PlanStep::Kind::Extern: {
+      const PlanExtern& e = plan.externs[s.index];
+      if (e.kind == PlanExtern::Kind::Gemm) run_gemm(e, slots, source);
+      else run_fallback(e, slots, source);
+      break;
+    }
+    }
+  }
+  std::vector<Tensor> outs;
+  for (const PlanView& v : plan.outputs) outs.push_back(view_of(slots, v));
+  return outs;
+}
+
+} // namespace fxc

@@ -1,0 +1,68 @@
+// The host plan of a compiled graph (allocate, run kernel, call extern, free) and its executor.
+//
+// Codegen fills a Plan with compiled kernel entry points; this file runs it without knowing how
+// the kernels were made (no LLVM here). Storage slots hold buffers; the memory planner decides
+// which buffers share a slot.
+#pragma once
+
+#include "frontend/graph.h"
+#include "runtime/tensor.h"
+#include "runtime/thread_pool.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fxc {
+
+/// A compiled kernel: computes rows [xbegin, xend) of its iteration space. args[i] is the base
+/// pointer of the i-th buffer argument.
+using KernelFn = void (*)(void* const* args, int64_t xbegin, int64_t xend);
+
+/// A strided view of a slot's storage.
+struct PlanView {
+  int slot = -1;
+  TensorMeta meta; ///< dtype, sizes, strides and offset (elements) into the slot
+};
+
+struct PlanKernel {
+  std::string name;
+  KernelFn fn = nullptr;
+  std::vector<int> arg_slots; ///< one per kernel argument
+  int64_t xnumel = 0;
+  int64_t grain = 1; ///< rows per task
+};
+
+struct PlanExtern {
+  enum class Kind : uint8_t { Gemm, Fallback };
+  Kind kind = Kind::Fallback;
+  std::string name;
+  std::vector<PlanView> inputs;   ///< Gemm: A [(B,) M, K], B [(B,) K, N]
+  std::vector<PlanView> outputs;  ///< contiguous
+  std::shared_ptr<const Graph> graph; ///< Fallback: one node; inputs are its user inputs
+};
+
+struct PlanStep {
+  enum class Kind : uint8_t { Alloc, Free, Kernel, Extern };
+  Kind kind = Kind::Kernel;
+  int index = -1; ///< slot (Alloc, Free), kernel or extern index
+};
+
+struct Plan {
+  std::vector<int64_t> slot_bytes;  ///< size of each storage slot
+  std::vector<int> input_slots;     ///< slot of each user input, in order (contiguous copies)
+  std::vector<TensorMeta> input_metas;
+  std::vector<std::pair<int, Tensor>> constant_slots; ///< weights bound at compile time
+  std::vector<PlanKernel> kernels;
+  std::vector<PlanExtern> externs;
+  std::vector<PlanStep> steps;
+  std::vector<PlanView> outputs;
+};
+
+/// Runs the plan on the user inputs; returns the outputs (views of plan-owned storage).
+/// Throws fxc::Error when the inputs do not match the plan (count, dtype, shape) or an extern
+/// call fails.
+std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& user_inputs,
+                                 ThreadPool& pool, const std::string& source = {});
+
+} // namespace fxc
