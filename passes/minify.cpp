@@ -133,29 +133,39 @@ private:
   }
 
   /// Concrete values of every value of the original graph: user inputs, weights, and every
-  /// intermediate from one reference run. Copies are taken so later in-place ops cannot change
-  /// them. A failing reference run leaves the values after the failing node unknown.
+  /// intermediate from one reference run. Values that may become inputs are kept contiguous
+  /// at offset 0 (copied only when they are not). When the graph has in-place ops everything
+  /// is copied, so later ops cannot change what was recorded. A failing reference run leaves
+  /// the values after the failing node unknown.
   void compute_concrete(const Graph& g, const std::vector<Tensor>& inputs) {
+    bool copy = has_inplace(g);
+    auto keep = [copy](const Tensor& t) {
+      return copy || !t.is_contiguous() || t.storage_offset() != 0 ? t.clone() : t;
+    };
     concrete_.assign(g.values.size(), Tensor());
     size_t k = 0;
     for (const GraphInput& in : g.inputs) {
       if (in.kind == InputKind::UserInput) {
-        concrete_[in.value] = inputs[k++];
+        concrete_[in.value] = copy ? inputs[k].clone() : inputs[k];
+        ++k;
         continue;
       }
       auto it = g.weights.find(in.fqn);
       assert(it != g.weights.end() && "weight input without weights");
-      concrete_[in.value] = Tensor::from_weight(it->second).clone();
+      concrete_[in.value] = keep(Tensor::from_weight(it->second));
     }
     InterpretOptions io;
     size_t known = 0;
     io.on_node = [&](const Node& n, const std::vector<Tensor>& outs) {
       for (size_t i = 0; i < n.outputs.size() && i < outs.size(); ++i)
-        if (outs[i].defined()) concrete_[n.outputs[i]] = outs[i].clone();
+        if (outs[i].defined()) concrete_[n.outputs[i]] = keep(outs[i]);
       ++known;
     };
+    std::vector<Tensor> run_inputs = inputs;
+    if (copy)
+      for (Tensor& t : run_inputs) t = t.clone();
     try {
-      interpret(g, inputs, io);
+      interpret(g, run_inputs, io);
       note("reference run: concrete values for all " + plural(g.nodes.size(), "node"));
     } catch (const std::exception& e) {
       note("reference run failed after " + plural(known, "node") + " (" + e.what() +
