@@ -245,6 +245,29 @@ TEST_CASE("minify: a run-time error is minified even though the reference run fa
   CHECK(lines[1].rfind("reference run failed after 3 nodes", 0) == 0);
 }
 
+TEST_CASE("minify: in-place ops do not corrupt the recorded values or the caller's inputs") {
+  Graph g;
+  g.source = "inplace.fxg";
+  ValueId x = add_input(g, "x", {4});
+  ValueId a = binary(g, "aten.add.Tensor", x, x);
+  unary(g, "aten.relu_.default", a);
+  ValueId t = unary(g, "aten.tanh.default", a);
+  g.outputs = {binary(g, "aten.mul.Tensor", t, x)};
+  std::vector<Tensor> in = chain_inputs();
+  auto has_relu_ = [](const Graph& c, const std::vector<Tensor>& inputs) {
+    interpret(c, inputs); // mutates its inputs through relu_
+    for (const Node& n : c.nodes)
+      if (n.target == "aten.relu_.default") return true;
+    return false;
+  };
+  MinifyResult r = minify(g, in, has_relu_);
+  REQUIRE(r.graph.nodes.size() == 1);
+  CHECK(r.graph.nodes[0].target == "aten.relu_.default");
+  REQUIRE(r.inputs.size() == 1);
+  CHECK(r.inputs[0].to_vector() == std::vector<double>{-2, 1, 4, -6});
+  CHECK(in[0].to_vector() == std::vector<double>{-1, 0.5, 2, -3});
+}
+
 TEST_CASE("minify: the predicate-call limit stops the search with a failing graph") {
   Graph g = chain(40, 30);
   MinifyOptions opts;
