@@ -1,6 +1,7 @@
 // Test helpers for the runtime tests: tensors from literals, single-op kernel calls, closeness.
 #pragma once
 
+#include "frontend/meta.h"
 #include "frontend/schema.h"
 #include "runtime/kernels.h"
 #include "runtime/tensor.h"
@@ -106,7 +107,36 @@ inline std::vector<Tensor> op(const std::string& target, std::vector<In> args,
     if (a.kind == Arg::Kind::Tensors)
       for (ValueId v : a.tensors) kc.lists[i].push_back(v == kNoValue ? Tensor() : values[size_t(v)]);
   }
-  return run_kernel(kc);
+  std::vector<Tensor> out = run_kernel(kc);
+  // The meta function of the op must predict the kernel's dtypes and shapes (not in float64
+  // mode, which the metas do not model).
+  MetaFn meta = find_meta(target);
+  if (!float64 && meta) {
+    Graph g;
+    for (size_t i = 0; i < values.size(); ++i) g.add_value("v" + std::to_string(i), values[i].meta());
+    std::vector<TensorMeta> metas;
+    std::string meta_error;
+    try {
+      metas = meta(g, node);
+    } catch (const std::exception& e) {
+      meta_error = e.what();
+    }
+    // Metas may refuse what needs the data (boolean masks) or a CUDA device; kernels run anyway.
+    if (meta_error.find("data-dependent") != std::string::npos ||
+        meta_error.find("on CUDA") != std::string::npos)
+      return out;
+    CHECK_MESSAGE(meta_error.empty(), target << ": the meta function fails where the kernel succeeds: "
+                                              << meta_error);
+    if (meta_error.empty()) {
+      CHECK_MESSAGE(metas.size() == out.size(), target << ": meta returns " << metas.size()
+                                                       << " results, the kernel " << out.size());
+      for (size_t i = 0; i < std::min(metas.size(), out.size()); ++i)
+        CHECK_MESSAGE((metas[i].dtype == out[i].dtype() && metas[i].sizes == out[i].sizes()),
+                      target << " result " << i << ": meta says " << format_meta(metas[i])
+                             << ", the kernel produced " << format_meta(out[i].meta()));
+    }
+  }
+  return out;
 }
 
 /// The single result of a one-output op.
