@@ -237,6 +237,13 @@ int64_t content_gcd(const IndexExpr& e) {
   return g;
 }
 
+IndexExpr single_term(const IndexAtom& a) {
+  if (a.kind == IndexAtom::Kind::Var) return IndexExpr::var(a.id, a.extent);
+  if (a.kind == IndexAtom::Kind::Indirect) return IndexExpr::indirect(a.value, a.extent);
+  if (a.kind == IndexAtom::Kind::FloorDiv) return a.arg->floordiv(a.divisor);
+  return a.arg->mod(a.divisor);
+}
+
 IndexExpr divide_exact(const IndexExpr& e, int64_t g) {
   IndexExpr r(e.constant() / g);
   for (auto& [a, c] : e.terms()) {
@@ -248,6 +255,36 @@ IndexExpr divide_exact(const IndexExpr& e, int64_t g) {
     r = r + atom_expr * (c / g);
   }
   return r;
+}
+
+
+/// Splits e into g*M + s with g | d, g > 1 and s in [0, g): then floor(e / d) = floor(M / (d/g))
+/// and e mod d = g * (M mod d/g) + s. Tries the terms with the largest coefficients as M.
+bool split_aligned(const IndexExpr& e, int64_t d, int64_t* g_out, IndexExpr* m_out,
+                   IndexExpr* s_out) {
+  std::vector<std::pair<IndexAtom, int64_t>> terms = e.terms();
+  std::stable_sort(terms.begin(), terms.end(), [](auto& a, auto& b) {
+    return std::abs(a.second) > std::abs(b.second);
+  });
+  for (size_t k = 1; k < terms.size() + 1; ++k) {
+    int64_t g = d;
+    for (size_t i = 0; i < k; ++i) g = std::gcd(g, std::abs(terms[i].second));
+    if (g <= 1) return false;
+    IndexExpr big, small(e.constant());
+    for (size_t i = 0; i < terms.size(); ++i) {
+      IndexExpr t = single_term(terms[i].first);
+      if (i < k) big = big + t * (terms[i].second / g);
+      else small = small + t * terms[i].second;
+    }
+    auto [lo, hi] = small.range();
+    if (lo >= 0 && hi < g) {
+      *g_out = g;
+      *m_out = big;
+      *s_out = small;
+      return true;
+    }
+  }
+  return false;
 }
 
 } // namespace
@@ -267,6 +304,8 @@ IndexExpr IndexExpr::floordiv(int64_t d) const {
   if (floor_div(lo, d) == floor_div(hi, d)) return q + IndexExpr(floor_div(lo, d));
   int64_t g = std::gcd(content_gcd(rest), d);
   if (g > 1) return q + divide_exact(rest, g).floordiv(d / g);
+  IndexExpr m, small;
+  if (split_aligned(rest, d, &g, &m, &small)) return q + m.floordiv(d / g);
   if (rest.constant_ == 0 && rest.terms_.size() == 1 && rest.terms_[0].second == 1 &&
       rest.terms_[0].first.kind == IndexAtom::Kind::FloorDiv) {
     const IndexAtom& inner = rest.terms_[0].first;
@@ -291,6 +330,8 @@ IndexExpr IndexExpr::mod(int64_t d) const {
   if (lo >= 0 && hi < d) return rest;
   int64_t g = std::gcd(content_gcd(rest), d);
   if (g > 1) return divide_exact(rest, g).mod(d / g) * g;
+  IndexExpr m, small;
+  if (split_aligned(rest, d, &g, &m, &small)) return m.mod(d / g) * g + small;
   if (rest.constant_ == 0 && rest.terms_.size() == 1 && rest.terms_[0].second == 1 &&
       rest.terms_[0].first.kind == IndexAtom::Kind::Mod &&
       rest.terms_[0].first.divisor % d == 0)

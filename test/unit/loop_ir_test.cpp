@@ -18,6 +18,12 @@ TEST_CASE("loop_ir: floor division and modulo of affine forms simplify with vari
   // gcd: (4*r + 8) // 4 = r + 2 and (6*x) % 4 = 2*((3*x) % 2).
   CHECK((r * 4 + IndexExpr(8)).floordiv(4) == r + IndexExpr(2));
   CHECK((x * 6).mod(4).str() == "2*((3*x) % 2)");
+  // Aligned splits: (128*x + r) // 2048 = x // 16 when r < 128, and the pieces recombine.
+  IndexExpr x2 = IndexExpr::var(kXVar, 32), r2 = IndexExpr::var(kRVar, 128);
+  IndexExpr l2 = x2 * 128 + r2;
+  CHECK(l2.floordiv(2048) == x2.floordiv(16));
+  CHECK(l2.mod(2048) == x2.mod(16) * 128 + r2);
+  CHECK(l2.floordiv(2048) * 2048 + l2.mod(2048) == l2);
   // Nested divisions merge.
   CHECK(lin.floordiv(8).floordiv(64) == x);
 }
