@@ -1050,11 +1050,16 @@ Tensors k_linear(const KernelCall& c) {
 
 // ---- Convolution and pooling ----
 
+// A per-spatial-dim parameter (stride, padding, ...) with n entries; one entry applies to all.
+// Values are bounded so that size arithmetic with them cannot overflow.
 Shape expand_param(const Shape& p, size_t n, const char* what) {
-  if (p.size() == n) return p;
-  if (p.size() == 1) return Shape(n, p[0]);
-  fail(std::string(what) + " must have 1 or " + std::to_string(n) + " elements, got " +
-       std::to_string(p.size()));
+  if (p.size() != n && p.size() != 1)
+    fail(std::string(what) + " must have 1 or " + std::to_string(n) + " elements, got " +
+         std::to_string(p.size()));
+  for (int64_t v : p)
+    if (v < -(int64_t(1) << 20) || v > (int64_t(1) << 20))
+      fail(std::string(what) + " value " + std::to_string(v) + " is out of range");
+  return p.size() == n ? p : Shape(n, p[0]);
 }
 
 // 2-D convolution of x [N, C, H, W] with w [O, C/groups, KH, KW].
@@ -1645,6 +1650,9 @@ Tensors k_roll(const KernelCall& c) {
 
 Tensor constant_pad(const Tensor& x, const Shape& pad, double value, DType dt) {
   if (pad.size() % 2 != 0) fail("padding length must be divisible by 2, got " + std::to_string(pad.size()));
+  for (int64_t p : pad)
+    if (p < -(int64_t(1) << 40) || p > (int64_t(1) << 40))
+      fail("padding " + std::to_string(p) + " is out of range");
   if (int64_t(pad.size() / 2) > x.dim())
     fail("padding length " + std::to_string(pad.size()) + " is too large for a " +
          std::to_string(x.dim()) + "-D input");

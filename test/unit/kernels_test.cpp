@@ -929,3 +929,15 @@ TEST_CASE("kernels: dropout, _assert_tensor_metadata and factories") {
   CHECK(op_error("aten.zeros.default", {Is({-1})}).find("negative") != std::string::npos);
   CHECK(op_error("aten.full.default", {Is({int64_t(1) << 30, int64_t(1) << 30}), I(0)}).find("too large") != std::string::npos);
 }
+
+TEST_CASE("kernels: hostile sizes and parameters fail cleanly") {
+  Tensor x = F({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor w = F({1, 1, 1, 1}, {1});
+  CHECK(op_error("aten.conv2d.default", {x, w, None(), Is({int64_t(1) << 62})}).find("out of range") != std::string::npos);
+  CHECK(op_error("aten.max_pool2d.default", {x, Is({2}), Is({2}), Is({0}), Is({int64_t(1) << 40})}).find("out of range") != std::string::npos);
+  CHECK(op_error("aten.constant_pad_nd.default", {x, Is({int64_t(1) << 62, 0})}).find("out of range") != std::string::npos);
+  CHECK(op_error("aten.expand.default", {F({1}, {1}), Is({int64_t(1) << 40, int64_t(1) << 40})}).find("overflow") != std::string::npos);
+  CHECK(op_error("aten.view.default", {x, Is({int64_t(1) << 62, 4, -1})}).find("overflow") != std::string::npos);
+  CHECK(op_error("aten.arange.default", {Fl(1e300)}).find("too many") != std::string::npos);
+  CHECK(op_error("aten.new_zeros.default", {x, Is({int64_t(1) << 62, 16})}).find("overflow") != std::string::npos);
+}
