@@ -346,19 +346,6 @@ void native_layer_norm(GradCtx& c) {
   layer_norm_from_stats(c, c.out(1), c.out(2));
 }
 
-void layer_norm(GradCtx& c) {
-  // The composite op saves nothing: recompute the statistics in the backward.
-  Emit& e = c.e;
-  ValueId x = c.in("input");
-  int64_t rank = e.dim(x), k = int64_t(c.arg("normalized_shape").ints.size());
-  std::vector<int64_t> dims;
-  for (int64_t d = rank - k; d < rank; ++d) dims.push_back(d);
-  ValueId mean = e.mean(x, dims, true);
-  ValueId xc = e.sub(x, mean);
-  ValueId rstd = e.unary("rsqrt", e.add_s(e.mean(e.mul(xc, xc), dims, true), c.arg("eps").f));
-  layer_norm_from_stats(c, mean, rstd);
-}
-
 void batch_norm_eval(GradCtx& c) {
   c.only_first_output();
   if (c.n.schema->index_of("training") >= 0 && c.arg("training").b)
@@ -551,14 +538,6 @@ void pool_grad_from_indices(GradCtx& c, ValueId indices) {
 void max_pool2d_with_indices(GradCtx& c) {
   c.only_first_output();
   pool_grad_from_indices(c, c.out(1));
-}
-
-void max_pool2d(GradCtx& c) {
-  // The indices are not an output here: recompute them (the partitioner decides where).
-  std::vector<CallArg> call;
-  for (const Arg& a : c.n.args) call.push_back({"", a});
-  ValueId idx = c.e.call("aten.max_pool2d_with_indices.default", std::move(call))[1];
-  pool_grad_from_indices(c, idx);
 }
 
 void adaptive_avg_pool2d(GradCtx& c) {
@@ -765,13 +744,11 @@ const GradRow kDerivatives[] = {
     {"aten.hardsigmoid.default", hardsigmoid},
     {"aten.hardswish.default", hardswish},
     {"aten.index_select.default", index_select},
-    {"aten.layer_norm.default", layer_norm},
     {"aten.lift_fresh_copy.default", identity},
     {"aten.linear.default", linear},
     {"aten.log.default", log},
     {"aten.log_softmax.int", log_softmax},
     {"aten.masked_fill.Scalar", masked_fill},
-    {"aten.max_pool2d.default", max_pool2d},
     {"aten.max_pool2d_with_indices.default", max_pool2d_with_indices},
     {"aten.maximum.default", maximum},
     {"aten.mean.default", mean_default},
@@ -848,8 +825,9 @@ ValueId accumulate(Emit& e, const std::vector<ValueId>& parts) {
 bool has_derivative(std::string_view target) { return find_rule(target) != nullptr; }
 
 JointGraph build_joint_graph(const Graph& fw_in) {
-  // Ops with no rule of their own are differentiated through their decomposition.
-  Graph fw = decompose_if(fw_in, [](const Node& n) {
+  // Composite norms and pooling become the ops that return what their backward reads; ops
+  // with no rule of their own are differentiated through their decomposition.
+  Graph fw = decompose_if(to_autograd_forms(fw_in), [](const Node& n) {
     return !has_derivative(n.target) && !non_differentiable(n.target);
   });
   JointGraph jg;

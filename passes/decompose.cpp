@@ -390,18 +390,46 @@ const DecompRow kDecompositions[] = {
     {"aten.unflatten.int", to_shape},
 };
 
-const DecompRow* find_row(std::string_view target) {
-  for (const DecompRow& r : kDecompositions)
+std::vector<ValueId> layer_norm_to_native(Emit& e, const DNode& d) {
+  return {e.call("aten.native_layer_norm.default",
+                 {Emit::t(d.tensor("input")), {"", d.arg("normalized_shape")}, {"", d.arg("weight")},
+                  {"", d.arg("bias")}, Emit::f(d.arg("eps").f)})[0]};
+}
+
+std::vector<ValueId> batch_norm_to_native(Emit& e, const DNode& d) {
+  if (d.arg("training").b || !d.has("running_mean") || !d.has("running_var")) return {};
+  return {e.call("aten._native_batch_norm_legit_no_training.default",
+                 {Emit::t(d.tensor("input")), {"", d.arg("weight")}, {"", d.arg("bias")},
+                  Emit::t(d.tensor("running_mean")), Emit::t(d.tensor("running_var")),
+                  Emit::f(d.arg("momentum").f), Emit::f(d.arg("eps").f)})[0]};
+}
+
+/// Composite ops rewritten to the ATen op that returns what their backward needs (mean/rstd,
+/// pooling indices), as PyTorch's autograd does, so the forward computes it once.
+const DecompRow kAutogradForms[] = {
+    {"aten.batch_norm.default", batch_norm_to_native},
+    {"aten.layer_norm.default", layer_norm_to_native},
+    {"aten.max_pool2d.default", max_pool2d},
+};
+
+template <size_t N>
+const DecompRow* find_in(const DecompRow (&table)[N], std::string_view target) {
+  for (const DecompRow& r : table)
     if (r.target == target) return &r;
   return nullptr;
 }
 
+const DecompRow* find_row(std::string_view target) { return find_in(kDecompositions, target); }
+
+using RowFinder = const DecompRow* (*)(std::string_view);
+
 /// One pass over g; returns whether anything was decomposed.
-bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& select, Graph& out) {
+bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& select, RowFinder find,
+                    Graph& out) {
   ValueMap map = copy_inputs(g, out);
   bool changed = false;
   for (const Node& n : g.nodes) {
-    const DecompRow* row = find_row(n.target);
+    const DecompRow* row = find(n.target);
     if (!row || !select(n)) {
       copy_node(g, n, out, map);
       continue;
@@ -444,7 +472,7 @@ Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& selec
   // Each round expands one level; rows emit ops at most a few levels deep (sdpa -> _softmax).
   for (int round = 0; round < 16; ++round) {
     Graph next;
-    if (!decompose_once(cur, select, next)) return next;
+    if (!decompose_once(cur, select, find_row, next)) return next;
     cur = std::move(next);
   }
   assert(false && "decompositions did not reach a fixpoint");
@@ -453,6 +481,14 @@ Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& selec
 
 Graph decompose(const Graph& g) {
   return decompose_if(g, [](const Node&) { return true; });
+}
+
+Graph to_autograd_forms(const Graph& g) {
+  Graph out;
+  decompose_once(
+      g, [](const Node&) { return true; },
+      [](std::string_view t) { return find_in(kAutogradForms, t); }, out);
+  return out;
 }
 
 } // namespace fxc

@@ -29,6 +29,11 @@ Graph decompose(const Graph& g);
 /// selected decomposition emits).
 Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& select);
 
+/// Rewrites layer_norm, batch_norm (eval) and max_pool2d into native_layer_norm,
+/// _native_batch_norm_legit_no_training and max_pool2d_with_indices, whose extra outputs
+/// (mean/rstd, indices) are what the backward reads, as PyTorch's autograd does.
+Graph to_autograd_forms(const Graph& g);
+
 /// Whether the table has a row for this normalised target.
 bool has_decomposition(std::string_view target);
 
