@@ -89,16 +89,21 @@ Tensor view_of(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
   return Tensor(t.storage(), m);
 }
 
+// The hot loops below (offsets, gathering values, storing results) are compiled with
+// optimisation even in debug builds: they dominate the interpreter's run time. They only move
+// and convert values, so optimisation cannot change results.
+
 // Element offsets (relative to raw_data) of every index over the given dims, row-major.
-std::vector<int64_t> dim_offsets(const Shape& sizes, const Shape& strides) {
+[[gnu::optimize("O3")]] std::vector<int64_t> dim_offsets(const Shape& sizes, const Shape& strides) {
   int64_t n = checked_numel(sizes);
   std::vector<int64_t> out(size_t(n), 0);
   if (n == 0) return out;
-  std::vector<int64_t> idx(sizes.size(), 0);
+  size_t nd = sizes.size();
+  std::vector<int64_t> idx(nd, 0);
   int64_t off = 0;
   for (int64_t i = 0; i < n; ++i) {
     out[size_t(i)] = off;
-    for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
+    for (size_t d = nd; d-- > 0;) {
       off += strides[d];
       if (++idx[d] < sizes[d]) break;
       off -= strides[d] * sizes[d];
@@ -110,19 +115,51 @@ std::vector<int64_t> dim_offsets(const Shape& sizes, const Shape& strides) {
 
 std::vector<int64_t> all_offsets(const Tensor& t) { return dim_offsets(t.sizes(), t.strides()); }
 
+template <class T>
+[[gnu::optimize("O3")]] void gather_as(const std::byte* base, const std::vector<int64_t>& off,
+                                       double* dst) {
+  for (size_t i = 0; i < off.size(); ++i) {
+    T v;
+    std::memcpy(&v, base + off[i] * int64_t(sizeof(T)), sizeof(T));
+    dst[i] = double(v);
+  }
+}
+
 // Values of t in row-major order, as double.
 std::vector<double> values(const Tensor& t) {
   std::vector<int64_t> off = all_offsets(t);
   std::vector<double> v(off.size());
-  for (size_t i = 0; i < off.size(); ++i) v[i] = t.load(off[i]);
+  const std::byte* base = off.empty() ? nullptr : t.raw_data();
+  switch (t.dtype()) {
+  case DType::F32: gather_as<float>(base, off, v.data()); break;
+  case DType::F64: gather_as<double>(base, off, v.data()); break;
+  case DType::I64: gather_as<int64_t>(base, off, v.data()); break;
+  case DType::I32: gather_as<int32_t>(base, off, v.data()); break;
+  default:
+    for (size_t i = 0; i < off.size(); ++i) v[i] = t.load(off[i]);
+  }
   return v;
+}
+
+template <class T>
+[[gnu::optimize("O3")]] void scatter_as(std::byte* base, const std::vector<double>& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    T x = T(v[i]);
+    std::memcpy(base + i * sizeof(T), &x, sizeof(T));
+  }
 }
 
 // A contiguous tensor of `dtype` from row-major double values (rounded on store).
 Tensor make(DType dtype, Shape sizes, const std::vector<double>& v) {
   Tensor t = Tensor::empty(dtype, std::move(sizes));
   assert(int64_t(v.size()) == t.numel() && "value count differs from the shape");
-  for (size_t i = 0; i < v.size(); ++i) t.store(int64_t(i), v[i]);
+  if (v.empty()) return t;
+  switch (dtype) {
+  case DType::F32: scatter_as<float>(t.raw_data(), v); break;
+  case DType::F64: scatter_as<double>(t.raw_data(), v); break;
+  default:
+    for (size_t i = 0; i < v.size(); ++i) t.store(int64_t(i), v[i]);
+  }
   return t;
 }
 
@@ -195,37 +232,35 @@ Tensor elementwise(const Tensors& ins, DType compute, DType out_dtype, FloatFn f
   assert(ins.size() <= 4 && "elementwise supports at most 4 inputs");
   Shape shape;
   for (const Tensor& t : ins) shape = broadcast(shape, t.sizes());
-  Tensor out = Tensor::empty(out_dtype, shape);
   size_t k = ins.size();
   Tensors ex(k);
   for (size_t j = 0; j < k; ++j) ex[j] = expand_to(ins[j], shape);
-  int64_t n = out.numel();
-  if (n == 0) return out;
-  bool use_float = is_floating(compute) || !fi;
-  std::vector<int64_t> idx(shape.size(), 0);
-  int64_t off[4] = {0, 0, 0, 0};
-  double dv[4];
+  int64_t n = checked_numel(shape);
+  if (is_floating(compute) || !fi) {
+    std::vector<std::vector<double>> in(k);
+    for (size_t j = 0; j < k; ++j) {
+      in[j] = values(ex[j]);
+      if (ex[j].dtype() != compute)
+        for (double& v : in[j]) v = round_to_dtype(v, compute);
+    }
+    std::vector<double> out(static_cast<size_t>(n));
+    double dv[4];
+    for (size_t i = 0; i < out.size(); ++i) {
+      for (size_t j = 0; j < k; ++j) dv[j] = in[j][i];
+      out[i] = ff(dv, extra);
+    }
+    return make(out_dtype, shape, out);
+  }
+  Tensor out = Tensor::empty(out_dtype, shape);
+  std::vector<std::vector<int64_t>> off(k);
+  for (size_t j = 0; j < k; ++j) off[j] = all_offsets(ex[j]);
   int64_t iv[4];
   for (int64_t i = 0; i < n; ++i) {
-    if (use_float) {
-      for (size_t j = 0; j < k; ++j) {
-        double v = ex[j].load(off[j]);
-        dv[j] = ex[j].dtype() == compute ? v : round_to_dtype(v, compute);
-      }
-      out.store(i, ff(dv, extra));
-    } else {
-      for (size_t j = 0; j < k; ++j) {
-        int64_t v = ex[j].load_int(off[j]);
-        iv[j] = ex[j].dtype() == compute ? v : cast_int(v, compute);
-      }
-      out.store_int(i, fi(iv, extra));
+    for (size_t j = 0; j < k; ++j) {
+      int64_t v = ex[j].load_int(off[j][size_t(i)]);
+      iv[j] = ex[j].dtype() == compute ? v : cast_int(v, compute);
     }
-    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
-      for (size_t j = 0; j < k; ++j) off[j] += ex[j].stride(d);
-      if (++idx[d] < shape[d]) break;
-      for (size_t j = 0; j < k; ++j) off[j] -= ex[j].stride(d) * shape[d];
-      idx[d] = 0;
-    }
+    out.store_int(i, fi(iv, extra));
   }
   return out;
 }
@@ -786,29 +821,29 @@ Tensors layer_norm_impl(const KernelCall& c) {
   for (int64_t d = axis; d < x.dim(); ++d) red[size_t(d)] = true;
   ReduceLayout L = reduce_layout(x, red, true);
   DType dt = c.fdt(x.dtype());
-  Tensor out = Tensor::empty(dt, x.sizes());
   Shape stat_shape = L.out_shape;
-  Tensor mean = Tensor::empty(dt, stat_shape), rstd = Tensor::empty(dt, stat_shape);
   std::vector<double> wv = w.defined() ? values(w) : std::vector<double>();
   std::vector<double> bv = b.defined() ? values(b) : std::vector<double>();
-  std::vector<double> row(L.inner.size());
+  // The normalised dims are the trailing ones, so row i is xv[i * n, (i + 1) * n).
+  std::vector<double> xv = values(x), yv(xv.size()), mv(L.outer.size()), rv(L.outer.size());
   for (size_t i = 0; i < L.outer.size(); ++i) {
+    const double* row = xv.data() + i * size_t(n);
     double s = 0;
-    for (size_t j = 0; j < row.size(); ++j) s += row[j] = x.load(L.outer[i] + L.inner[j]);
+    for (int64_t j = 0; j < n; ++j) s += row[j];
     double mu = s / double(n), var = 0;
-    for (double v : row) var += (v - mu) * (v - mu);
+    for (int64_t j = 0; j < n; ++j) var += (row[j] - mu) * (row[j] - mu);
     var /= double(n);
     double r = 1.0 / std::sqrt(var + eps);
-    for (size_t j = 0; j < row.size(); ++j) {
+    for (int64_t j = 0; j < n; ++j) {
       double y = (row[j] - mu) * r;
-      if (!wv.empty()) y *= wv[j];
-      if (!bv.empty()) y += bv[j];
-      out.store(int64_t(i * row.size() + j), y);
+      if (!wv.empty()) y *= wv[size_t(j)];
+      if (!bv.empty()) y += bv[size_t(j)];
+      yv[i * size_t(n) + size_t(j)] = y;
     }
-    mean.store(int64_t(i), mu);
-    rstd.store(int64_t(i), r);
+    mv[i] = mu;
+    rv[i] = r;
   }
-  return {out, mean, rstd};
+  return {make(dt, x.sizes(), yv), make(dt, stat_shape, mv), make(dt, stat_shape, rv)};
 }
 
 Tensors k_layer_norm(const KernelCall& c) { return {layer_norm_impl(c)[0]}; }
@@ -1007,19 +1042,11 @@ Tensors k_bmm(const KernelCall& c) {
 // beta * bias + alpha * product, with bias broadcast to the product's shape.
 Tensor add_bias(const std::vector<double>& prod, const Shape& shape, const Tensor& bias,
                 double beta, double alpha, DType dt) {
-  Tensor out = Tensor::empty(dt, shape);
-  Tensor bx;
-  std::vector<int64_t> boff;
-  if (bias.defined() && beta != 0) {
-    bx = expand_to(bias, shape);
-    boff = all_offsets(bx);
-  }
-  for (size_t i = 0; i < prod.size(); ++i) {
-    double v = alpha * prod[i];
-    if (!boff.empty()) v += beta * bx.load(boff[i]);
-    out.store(int64_t(i), v);
-  }
-  return out;
+  std::vector<double> out(prod.size());
+  std::vector<double> bv;
+  if (bias.defined() && beta != 0) bv = values(expand_to(bias, shape));
+  for (size_t i = 0; i < prod.size(); ++i) out[i] = alpha * prod[i] + (bv.empty() ? 0.0 : beta * bv[i]);
+  return make(dt, shape, out);
 }
 
 Tensors k_addmm(const KernelCall& c) {
