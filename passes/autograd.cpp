@@ -589,6 +589,66 @@ void index_select(GradCtx& c) {
                                                  Emit::i(dim), Emit::t(idx), Emit::t(g)}));
 }
 
+/// Advanced indexing x[i0, i1, ...]: the gradient scatters back at the linearised positions
+/// of the indexed dims (moved to the front), duplicates accumulating.
+void index_tensor(GradCtx& c) {
+  Emit& e = c.e;
+  ValueId x = c.in("self"), g = c.go();
+  std::vector<int64_t> xs = c.sizes(x);
+  const std::vector<ValueId>& idx = c.arg("indices").tensors;
+  std::vector<int64_t> dims, rest_dims, bs;
+  for (size_t d = 0; d < xs.size(); ++d)
+    (d < idx.size() && idx[d] != kNoValue ? dims : rest_dims).push_back(int64_t(d));
+  if (dims.empty()) c.fail("indexing without index tensors");
+  for (int64_t d : dims) {
+    if (!is_integral(e.dtype(idx[size_t(d)]))) c.fail("mask indexing has no derivative rule");
+    std::vector<int64_t> s = e.sizes(idx[size_t(d)]);
+    // Broadcast the index shapes (right-aligned, 1 stretches).
+    if (s.size() > bs.size()) bs.insert(bs.begin(), s.size() - bs.size(), 1);
+    for (size_t k = 0; k < s.size(); ++k) {
+      int64_t& b = bs[bs.size() - s.size() + k];
+      if (b == 1) b = s[k];
+      else if (s[k] != 1 && s[k] != b) c.fail("index tensors do not broadcast");
+    }
+  }
+  bool adjacent = dims.back() - dims.front() + 1 == int64_t(dims.size());
+  size_t before = adjacent ? size_t(dims.front()) : 0; // kept dims ahead of the index dims
+  // The gradient as [index shape..., kept dims...].
+  std::vector<int64_t> perm_g;
+  for (size_t k = 0; k < bs.size(); ++k) perm_g.push_back(int64_t(before + k));
+  for (size_t k = 0; k < size_t(e.dim(g)); ++k)
+    if (k < before || k >= before + bs.size()) perm_g.push_back(int64_t(k));
+  if (before > 0) g = e.permute(g, perm_g);
+  ValueId flat = kNoValue;
+  int64_t stride = 1;
+  for (size_t j = dims.size(); j-- > 0;) {
+    int64_t n = xs[size_t(dims[j])];
+    ValueId t = e.expand(idx[size_t(dims[j])], bs);
+    t = e.where(e.cmp_s("lt", t, 0), e.op("aten.add.Scalar", {Emit::t(t), Emit::i(n)}), t);
+    if (stride != 1) t = e.op("aten.mul.Scalar", {Emit::t(t), Emit::i(stride)});
+    flat = flat == kNoValue ? t : e.add(flat, t);
+    stride *= n;
+  }
+  int64_t m = 1;
+  for (int64_t b : bs) m *= b;
+  std::vector<int64_t> rows = {m}, table = {stride}, ones = {m}, xp;
+  for (int64_t d : dims) xp.push_back(xs[size_t(d)]);
+  for (int64_t d : rest_dims) {
+    rows.push_back(xs[size_t(d)]);
+    table.push_back(xs[size_t(d)]);
+    ones.push_back(1);
+    xp.push_back(xs[size_t(d)]);
+  }
+  ValueId where_to = e.expand(e.reshape(flat, ones), rows);
+  ValueId gx = e.op("aten.scatter_add.default", {Emit::t(e.zeros(table, e.dtype(x))), Emit::i(0),
+                                                  Emit::t(where_to), Emit::t(e.reshape(g, rows))});
+  gx = e.reshape(gx, xp);
+  std::vector<int64_t> order = dims, inv(xs.size());
+  order.insert(order.end(), rest_dims.begin(), rest_dims.end());
+  for (size_t k = 0; k < order.size(); ++k) inv[size_t(order[k])] = int64_t(k);
+  c.give(x, e.permute(gx, inv));
+}
+
 void scatter_add(GradCtx& c) {
   c.give("self", c.go());
   if (c.needs("src"))
@@ -743,6 +803,7 @@ const GradRow kDerivatives[] = {
     {"aten.gelu.default", gelu},
     {"aten.hardsigmoid.default", hardsigmoid},
     {"aten.hardswish.default", hardswish},
+    {"aten.index.Tensor", index_tensor},
     {"aten.index_select.default", index_select},
     {"aten.lift_fresh_copy.default", identity},
     {"aten.linear.default", linear},

@@ -236,6 +236,23 @@ TEST_CASE("autograd: gather and index_select") {
   check_gradients(tg);
 }
 
+TEST_CASE("autograd: advanced indexing accumulates at the indexed positions") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {5, 4}), y = tg.input("y", {4, 5, 2}), z = tg.input("z", {3, 4, 5});
+  ValueId i23 = tg.input_values("i23", DType::I64, {2, 3}, {0, 4, 4, 1, -1, 2});
+  ValueId i3 = tg.input_values("i3", DType::I64, {3}, {1, 3, 1});
+  ValueId j3 = tg.input_values("j3", DType::I64, {3}, {-1, 0, -1});
+  ValueId j1 = tg.input_values("j1", DType::I64, {1}, {2});
+  auto index = [&](ValueId self, std::vector<ValueId> idx) {
+    return tg.op("aten.index.Tensor", {T(self), {"", Arg::of_tensors(std::move(idx))}});
+  };
+  tg.output(index(x, {i23}));                 // x[i23]
+  tg.output(index(y, {i3, j3}));              // y[i, j]: both leading dims
+  tg.output(index(z, {kNoValue, i3}));        // z[:, i]: kept dim ahead of the index
+  tg.output(index(z, {j1, kNoValue, i3}));    // z[j, :, i]: index dims apart, result first
+  check_gradients(tg);
+}
+
 TEST_CASE("autograd: views and data movement") {
   TestGraph tg;
   ValueId x = tg.input("x", {2, 3, 4});
