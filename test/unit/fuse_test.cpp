@@ -1,0 +1,157 @@
+// Unit tests for fusion and memory planning: kernel counts, roles, reuse, and the values computed.
+#include "aot_testing.h"
+#include "codegen/inductor.h"
+#include "passes/fuse.h"
+#include "passes/lower.h"
+#include "passes/memory_plan.h"
+#include "runtime/compare.h"
+
+#include <doctest/doctest.h>
+
+using namespace fxc;
+using namespace fxc::testing;
+
+namespace {
+
+ValueId f32_input(TestGraph& tg, const std::string& name, std::vector<int64_t> sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return tg.input_values(name, DType::F32, sizes, tg.random_values(n, -2, 2));
+}
+
+/// Compiles tg, checks every output against the reference interpreter, returns the result.
+CompiledGraph compile_and_check(TestGraph& tg, InductorOptions opts = {}) {
+  CompiledGraph cg = compile_inductor(tg.g, opts);
+  auto got = cg.run(tg.inputs);
+  auto want = interpret(tg.g, tg.inputs);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CompareOptions co;
+    co.rtol = 1e-4; // float32 sums in a different order than the reference's double
+    co.atol = 1e-5;
+    CompareResult r = compare_tensors(got[i], want[i], co);
+    INFO("output " << i << ": " << r.message);
+    CHECK(r.ok);
+  }
+  return cg;
+}
+
+} // namespace
+
+TEST_CASE("fuse: softmax is one kernel with two reductions kept in registers") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {6, 33});
+  tg.output(tg.op("aten._softmax.default", {T(x), I(-1), B(false)}));
+  CompiledGraph cg = compile_and_check(tg);
+  CHECK(cg.num_kernels() == 1);
+  CHECK(cg.num_extern_calls() == 0);
+  LoopProgram p = lower(tg.g);
+  Schedule s = fuse(p);
+  REQUIRE(s.kernels.size() == 1);
+  const Kernel& k = s.kernels[0];
+  CHECK(k.name == "fused_softmax_0");
+  CHECK(k.xnumel == 6);
+  CHECK(k.rnumel == 33);
+  REQUIRE(k.members.size() == 3);
+  CHECK(k.members[0].role == MemberRole::Reduce);
+  CHECK_FALSE(k.members[0].store);
+  CHECK(k.members[2].role == MemberRole::Inner);
+  CHECK(k.outputs == std::vector<int>{3});
+  CHECK(k.stages.size() == 3);
+}
+
+TEST_CASE("fuse: a pointwise chain after a matmul is one epilogue kernel") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {8, 16});
+  ValueId w = f32_input(tg, "w", {16, 16});
+  ValueId b = f32_input(tg, "b", {16});
+  ValueId h = tg.op("aten.addmm.default", {T(b), T(x), T(w)});
+  ValueId r = tg.op("aten.relu.default", {T(h)});
+  tg.output(tg.op("aten.pow.Tensor_Scalar", {T(r), F(2.0)}));
+  CompiledGraph cg = compile_and_check(tg);
+  CHECK(cg.num_kernels() == 1);
+  CHECK(cg.num_extern_calls() == 1);
+  REQUIRE(cg.kernels().size() == 1);
+  CHECK(cg.kernels()[0].name == "fused_addmm_relu_pow_0");
+}
+
+TEST_CASE("fuse: sibling reductions over the same input share a kernel (horizontal fusion)") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {5, 40});
+  tg.output(tg.op("aten.sum.dim_IntList", {T(x), Is({1})}));
+  tg.output(tg.op("aten.amax.default", {T(x), Is({1})}));
+  CompiledGraph cg = compile_and_check(tg);
+  CHECK(cg.num_kernels() == 1);
+  Schedule s = fuse(lower(tg.g));
+  REQUIRE(s.kernels.size() == 1);
+  // Independent reductions run in the same loop over r.
+  CHECK(s.kernels[0].stages.size() == 1);
+  CHECK(s.log.find("saves 800 bytes") != std::string::npos);
+}
+
+TEST_CASE("fuse: disabled fusion gives one kernel per buffer with the same values") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {4, 12});
+  tg.output(tg.op("aten._softmax.default", {T(x), I(1), B(false)}));
+  InductorOptions o;
+  o.fuse = false;
+  CompiledGraph cg = compile_and_check(tg, o);
+  CHECK(cg.num_kernels() == 3);
+}
+
+TEST_CASE("fuse: reductions over a leading dim and broadcasts stay correct") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {7, 3, 5});
+  ValueId m = tg.op("aten.mean.dim", {T(x), Is({0}), B(true)});
+  ValueId d = tg.op("aten.sub.Tensor", {T(x), T(m)});
+  tg.output(tg.op("aten.mul.Tensor", {T(d), T(d)}));
+  tg.output(tg.op("aten.sum.dim_IntList", {T(x), Is({0, 2})}));
+  compile_and_check(tg);
+}
+
+TEST_CASE("fuse: a read of another row's reduction is not fused") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {4, 4});
+  ValueId s = tg.op("aten.sum.dim_IntList", {T(x), Is({1}), B(true)});
+  // out[i, j] = x[i, j] + sum(x[j, :]): row i needs every row's sum.
+  ValueId st = tg.op("aten.permute.default", {T(s), Is({1, 0})});
+  tg.output(tg.op("aten.add.Tensor", {T(x), T(st)}));
+  CompiledGraph cg = compile_and_check(tg);
+  CHECK(cg.num_kernels() == 2);
+}
+
+TEST_CASE("memory plan: dead buffers of the same size are reused and peak is below the total") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {16, 16});
+  ValueId w = f32_input(tg, "w", {16, 16});
+  ValueId v = x;
+  for (int i = 0; i < 4; ++i) {
+    ValueId mm = tg.op("aten.mm.default", {T(v), T(w)});
+    v = tg.op("aten.relu.default", {T(mm)});
+  }
+  tg.output(v);
+  CompiledGraph cg = compile_and_check(tg);
+  LoopProgram p = lower(tg.g);
+  Schedule s = fuse(p);
+  MemoryPlan mp = plan_memory(p, s);
+  CHECK(mp.log.find("reuse:") != std::string::npos);
+  CHECK(mp.peak_bytes < mp.total_bytes);
+  CHECK(mp.peak_bytes <= 3 * 16 * 16 * 4);
+  CHECK(cg.peak_bytes() == mp.peak_bytes);
+}
+
+TEST_CASE("memory plan: a pointwise kernel writes in place over its dead input") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {8, 8});
+  ValueId w = f32_input(tg, "w", {8, 8});
+  ValueId mm = tg.op("aten.mm.default", {T(x), T(w)});
+  ValueId r = tg.op("aten.relu.default", {T(mm)});
+  tg.output(tg.op("aten.mm.default", {T(r), T(w)}));
+  LoopProgram p = lower(tg.g);
+  Schedule s = fuse(p);
+  MemoryPlan mp = plan_memory(p, s);
+  // buf2 is the first matmul's result, buf3 the relu over it.
+  CHECK(mp.log.find("inplace: buf3 reuses buf2 in fused_relu_0") != std::string::npos);
+  CHECK(mp.slot_of[2] == mp.slot_of[3]);
+  compile_and_check(tg);
+}
