@@ -56,6 +56,16 @@ void DebugTrace::write(const std::string& relpath, const std::string& content,
   entries_.push_back({relpath, stage, graph, fnv1a_hex(content), content.size()});
 }
 
+void DebugTrace::record(const std::string& relpath, const std::string& stage,
+                        const std::string& graph) {
+  if (!enabled()) return;
+  std::ifstream f(fs::path(root_) / relpath, std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f.good() && !f.eof()) throw Error(relpath, "cannot read debug trace file");
+  if (content.empty()) throw Error(relpath, "debug trace artifact is empty (stage '" + stage + "')");
+  entries_.push_back({relpath, stage, graph, fnv1a_hex(content), content.size()});
+}
+
 void DebugTrace::log(const std::string& stage, const std::string& message, double ms) {
   if (!enabled()) return;
   log_ += "[" + stage + "] " + message;

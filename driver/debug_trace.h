@@ -23,6 +23,9 @@ public:
   /// a trace and getting an empty file must never pass silently.
   void write(const std::string& relpath, const std::string& content, const std::string& stage,
              const std::string& graph = {});
+  /// Records a file that was written under root() by other means (e.g. write_fxg) in the
+  /// index; an empty or missing file is an error (fxc::Error).
+  void record(const std::string& relpath, const std::string& stage, const std::string& graph = {});
   /// Appends a line to fxc/debug.log: "[<stage>] <message>" (+ " (<ms> ms)" when ms >= 0).
   void log(const std::string& stage, const std::string& message, double ms = -1);
   /// Writes fxc/debug.log and index.json (every file with stage, graph, size and hash).

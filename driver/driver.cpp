@@ -57,6 +57,8 @@ void check_supported(const Options& o) {
   if (o.emit.empty() && !o.run && !o.check_accuracy)
     unsupported("writing a .fxo artifact (the default action); use --run or --emit=fx|fxg,");
   if (const char* logs = std::getenv("FXC_LOGS"); logs && *logs) unsupported("FXC_LOGS");
+  if (o.mode == Mode::Train && o.backend == Backend::Eager)
+    throw UsageError("--mode=train needs AOT autograd: use --backend=aot_eager or a later backend");
 }
 
 std::string stem_of(const std::string& path) {
@@ -205,7 +207,7 @@ int run_driver(const Options& o) {
   DebugTrace trace = debug_dir.empty() ? DebugTrace() : DebugTrace(debug_dir);
 
   auto t0 = std::chrono::steady_clock::now();
-  Compilation c{o, trace, import_graph(o.input), {}, {}, nullptr};
+  Compilation c(o, trace, import_graph(o.input));
   c.source.name = stem_of(o.input);
   double import_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

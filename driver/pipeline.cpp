@@ -1,33 +1,60 @@
 // The one pipeline (DESIGN.md §1): the stage list, in order; each backend runs a prefix of it.
 #include "driver/pipeline.h"
 
+#include "frontend/diag.h"
+#include "frontend/fxg.h"
 #include "frontend/printer.h"
 #include "frontend/verify.h"
+#include "passes/autograd.h"
+#include "passes/decompose.h"
+#include "passes/partition.h"
 #include "runtime/interpreter.h"
+#ifdef FXC_HAVE_CODEGEN
+#include "codegen/inductor.h"
+#endif
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace fxc {
 
 namespace {
 
-// Runs graphs with the reference interpreter: the executable of the eager and aot backends.
-class InterpretedExecutable : public Executable {
+using GraphRunner = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// Runs the pipeline's graphs: one inference graph, or train mode's forward then backward with
+// output gradients of ones (as out.sum().backward()).
+class GraphExecutable : public Executable {
 public:
-  explicit InterpretedExecutable(const Compilation& c) : graphs_(c.graphs) {}
+  GraphExecutable(const Compilation& c, std::vector<GraphRunner> runners)
+      : runners_(std::move(runners)), train_(c.opts.mode == Mode::Train), aot_(c.aot) {}
 
   NamedTensors run(const std::vector<Tensor>& user_inputs) override {
     NamedTensors out;
-    const Graph& g = graphs_.front().graph;
-    std::vector<Tensor> results = interpret(g, user_inputs);
-    for (size_t i = 0; i < results.size(); ++i)
-      out.emplace_back("output_" + std::to_string(i), std::move(results[i]));
+    std::vector<Tensor> fw = runners_.at(0)(user_inputs);
+    size_t n_user = train_ ? aot_->num_user_outputs : fw.size();
+    for (size_t i = 0; i < n_user; ++i) out.emplace_back("output_" + std::to_string(i), fw[i]);
+    if (!train_) return out;
+    std::vector<Tensor> bw_in(fw.begin() + long(n_user), fw.end());
+    for (size_t k : aot_->tangent_output_index) {
+      const Tensor& o = fw.at(k);
+      Tensor ones = Tensor::empty(o.dtype(), o.sizes());
+      for (int64_t i = 0; i < ones.numel(); ++i) ones.store(i, 1.0);
+      bw_in.push_back(ones);
+    }
+    std::vector<Tensor> grads = runners_.at(1)(bw_in);
+    for (size_t i = 0; i < grads.size() && i < aot_->grad_names.size(); ++i)
+      out.emplace_back(aot_->grad_names[i], grads[i]);
     return out;
   }
 
 private:
-  std::vector<StageGraph> graphs_;
+  std::vector<GraphRunner> runners_;
+  bool train_;
+  std::shared_ptr<const AotGraphs> aot_;
 };
 
 void write_graph_artifacts(Compilation& c, const char* stage, const char* file) {
@@ -35,23 +62,112 @@ void write_graph_artifacts(Compilation& c, const char* stage, const char* file) 
     c.trace.write("inductor/" + sg.folder + "/" + file, print_readable(sg.graph), stage, sg.folder);
 }
 
+// A standalone graph file per graph that reproduces it with fxc (weights beside it).
+void write_runnable_graphs(Compilation& c) {
+  if (!c.trace.enabled()) return;
+  for (const StageGraph& sg : c.graphs) {
+    std::string rel = "inductor/" + sg.folder + "/fx_graph_runnable.fxg";
+    std::filesystem::create_directories(std::filesystem::path(c.trace.root()) / "inductor" / sg.folder);
+    write_fxg(sg.graph, c.trace.root() + "/" + rel);
+    c.trace.record(rel, "frontend", sg.folder);
+  }
+}
+
+std::string folder_name(const Compilation& c, const char* role, int n, int k) {
+  return c.source.name + "__0_" + role + "_" + std::to_string(n) + "." + std::to_string(k);
+}
+
 // Stage 1: the frontend. Import already happened; verify the graph and set up the one
 // inference graph that later stages rewrite.
 void stage_frontend(Compilation& c) {
   verify_graph(c.source);
   c.graphs.clear();
-  c.graphs.push_back({"inference", c.source.name + "__0_inference_0.0", c.source});
-  write_graph_artifacts(c, "frontend", "fx_graph_readable.txt");
+  c.graphs.push_back({"inference", folder_name(c, "inference", 0, 0), c.source});
+  if (c.opts.mode == Mode::Inference) {
+    write_graph_artifacts(c, "frontend", "fx_graph_readable.txt");
+    write_runnable_graphs(c);
+  }
 }
+
+void set_train_graphs(Compilation& c, const AotGraphs& aot) {
+  c.graphs.clear();
+  c.graphs.push_back({"forward", folder_name(c, "forward", 1, 0), aot.forward});
+  c.graphs.push_back({"backward", folder_name(c, "backward", 2, 1), aot.backward});
+  c.aot = std::make_shared<AotGraphs>(aot);
+}
+
+// Stage 2: AOT autograd. Train mode builds the joint graph and splits it with the default
+// partitioner (save what the backward reads); inference has no backward.
+void stage_aot(Compilation& c) {
+  if (c.opts.mode == Mode::Inference) {
+    c.trace.log("aot", "inference mode: no joint graph");
+    return;
+  }
+  c.joint = std::make_shared<JointGraph>(build_joint_graph(c.source));
+  AotGraphs aot = partition_joint(*c.joint, PartitionStrategy::Default);
+  c.aot_log = aot.log;
+  set_train_graphs(c, aot);
+  c.trace.write("aot/aot_" + c.source.name + "___0_debug.log", c.aot_log, "aot");
+  write_graph_artifacts(c, "aot", "fx_graph_readable.txt");
+  write_runnable_graphs(c);
+}
+
+// Stage 3: decompositions, then (train mode) the min-cut rematerialization partitioner on the
+// decomposed joint graph, so both graphs are decomposed exactly as inductor will see them.
+void stage_decompose(Compilation& c) {
+  if (c.opts.mode == Mode::Inference) {
+    c.graphs.front().graph = decompose(c.graphs.front().graph);
+    write_graph_artifacts(c, "decompose", "fx_graph_transformed.txt");
+    return;
+  }
+  int64_t default_bytes = c.aot->saved_bytes;
+  c.joint->graph = decompose(c.joint->graph);
+  AotGraphs aot = partition_joint(*c.joint, PartitionStrategy::MinCut);
+  std::ostringstream log;
+  log << c.aot_log << "\n=== after decompositions: min-cut rematerialization partition ===\n"
+      << aot.log << "\nsaved bytes: default partition " << default_bytes << ", min-cut "
+      << aot.saved_bytes << "\n";
+  c.aot_log = log.str();
+  set_train_graphs(c, aot);
+  c.trace.write("aot/aot_" + c.source.name + "___0_debug.log", c.aot_log, "decompose");
+  write_graph_artifacts(c, "decompose", "fx_graph_transformed.txt");
+}
+
+#ifdef FXC_HAVE_CODEGEN
+// Stage 4: inductor — lowering, fusion, memory planning and code generation per graph.
+void stage_inductor(Compilation& c) {
+  if (c.opts.device == DeviceKind::Cuda) throw std::runtime_error("unreachable: cuda rejected");
+  c.compiled.clear();
+  for (const StageGraph& sg : c.graphs) {
+    auto cg = std::make_shared<CompiledGraph>(compile_inductor(sg.graph, {}));
+    std::string dir = "inductor/" + sg.folder + "/";
+    c.trace.write(dir + "ir_pre_fusion.txt", cg->ir_pre_fusion(), "inductor", sg.folder);
+    c.trace.write(dir + "ir_post_fusion.txt", cg->ir_post_fusion(), "inductor", sg.folder);
+    for (const GeneratedKernel& k : cg->kernels())
+      c.trace.write(dir + "kernels/" + k.name + ".ll", k.ll, "inductor", sg.folder);
+    c.trace.log("inductor", sg.folder + ": " + std::to_string(cg->num_kernels()) +
+                                " generated kernels, " + std::to_string(cg->num_extern_calls()) +
+                                " extern calls, planned peak " + std::to_string(cg->peak_bytes()) +
+                                " bytes");
+    c.compiled.push_back(cg);
+  }
+}
+#endif
 
 struct Stage {
   const char* name;
   void (*run)(Compilation&);
 };
 
-// The pipeline. Order matters: each stage consumes the previous one's graphs.
+// The pipeline. Order matters: each stage consumes the previous one's graphs, and a backend
+// is the prefix of this list up to its own stage (stage_count).
 const Stage kStages[] = {
     {"frontend", stage_frontend},
+    {"aot", stage_aot},
+    {"decompose", stage_decompose},
+#ifdef FXC_HAVE_CODEGEN
+    {"inductor", stage_inductor},
+#endif
 };
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -74,8 +190,8 @@ void run_pipeline(Compilation& c) {
   int n = stage_count(c.opts.backend);
   int available = int(sizeof kStages / sizeof kStages[0]);
   if (n > available)
-    throw std::runtime_error(std::string("backend '") + backend_name(c.opts.backend) +
-                             "' needs stages that are not built yet");
+    throw Error(c.opts.input, std::string("backend '") + backend_name(c.opts.backend) +
+                                  "' is not available: this fxc was built without LLVM");
   for (int i = 0; i < n; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     kStages[i].run(c);
@@ -85,7 +201,17 @@ void run_pipeline(Compilation& c) {
     c.trace.log(kStages[i].name, "done", ms);
     if (c.opts.verbose) std::fprintf(stderr, "fxc: %s: %.3f ms\n", kStages[i].name, ms);
   }
-  c.executable = std::make_unique<InterpretedExecutable>(c);
+  std::vector<GraphRunner> runners;
+  if (!c.compiled.empty()) {
+    for (auto cg : c.compiled)
+      runners.push_back([cg](const std::vector<Tensor>& in) { return cg->run(in); });
+  } else {
+    for (const StageGraph& sg : c.graphs) {
+      auto g = std::make_shared<Graph>(sg.graph);
+      runners.push_back([g](const std::vector<Tensor>& in) { return interpret(*g, in); });
+    }
+  }
+  c.executable = std::make_unique<GraphExecutable>(c, std::move(runners));
 }
 
 } // namespace fxc

@@ -13,6 +13,10 @@
 
 namespace fxc {
 
+struct JointGraph;
+struct AotGraphs;
+class CompiledGraph;
+
 /// One graph the pipeline carries: the inference graph, or the forward and backward graphs of
 /// train mode. `folder` is its debug-trace folder name (model__0_forward_1.0).
 struct StageGraph {
@@ -34,11 +38,15 @@ public:
 };
 
 struct Compilation {
+  Compilation(const Options& o, DebugTrace& t, Graph g) : opts(o), trace(t), source(std::move(g)) {}
   const Options& opts;
   DebugTrace& trace;
   Graph source;                   ///< the imported graph (frontend output)
   std::vector<StageGraph> graphs; ///< current graphs, rewritten by each stage
-  std::string aot_log;            ///< partition decisions (train mode)
+  std::shared_ptr<JointGraph> joint;             ///< train mode: the joint graph (aot stage)
+  std::shared_ptr<const AotGraphs> aot;          ///< train mode: the partition in use
+  std::string aot_log;                           ///< partition decisions (train mode)
+  std::vector<std::shared_ptr<CompiledGraph>> compiled; ///< inductor: one per graph
   std::unique_ptr<Executable> executable;
 };
 

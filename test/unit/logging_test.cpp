@@ -1,8 +1,5 @@
 // Unit tests for the log knobs (driver/logging.h): parsing, help text and emission.
-//
-// driver/*.cpp are compiled only into the fxc executable, not into fxc_unit, so this test
-// compiles driver/logging.cpp into itself.
-#include "driver/logging.cpp"
+#include "driver/logging.h"
 
 #include <doctest/doctest.h>
 

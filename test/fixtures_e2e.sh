@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# End to end: every fixture (default and core-ATen export) through every backend reproduces
+# PyTorch's outputs, and in train mode PyTorch's gradients. Usage: fixtures_e2e.sh <fxc> [backend...]
+set -u
+fxc=$1; shift
+backends=("$@")
+[ ${#backends[@]} -gt 0 ] || backends=(eager aot_eager aot_eager_decomp_partition inductor)
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fx=$src/test/fixtures
+fail=0; n=0
+run() { # run <label> <args...>
+  local label=$1; shift
+  n=$((n + 1))
+  if out=$("$fxc" "$@" 2>&1); then echo "ok   $label"
+  else echo "FAIL $label"; echo "$out" | head -12 | sed 's/^/     /'; fail=1; fi
+}
+for b in "${backends[@]}"; do
+  for io in "$fx"/*.io.safetensors; do
+    name=$(basename "$io" .io.safetensors)
+    for g in "$fx/$name.pt2" "$fx/$name.core.pt2"; do
+      run "$b inference $(basename "$g")" --backend=$b --device=cpu --run --inputs "$io" --expect "$io" "$g"
+      # Gradients: PyTorch accumulates the batch sums of weight gradients in float32, so
+      # elements of magnitude ~5 carry absolute errors of ~2e-5; atol 1e-4 covers that.
+      if [ "$b" != eager ] && [ -f "$fx/$name.grad.safetensors" ]; then
+        run "$b train $(basename "$g")" --backend=$b --device=cpu --mode=train --run --inputs "$io" \
+          --expect "$fx/$name.grad.safetensors" --atol 1e-4 "$g"
+      fi
+    done
+  done
+done
+echo "$n runs"
+exit $fail
