@@ -776,7 +776,7 @@ Tensors softmax_family(const KernelCall& c, bool log) {
   DType out = x.dtype();
   if (c.node.schema->index_of("half_to_float") >= 0) {
     if (c.arg("half_to_float").b) {
-      if (x.dtype() != DType::F16 && x.dtype() != DType::BF16)
+      if (x.dtype() != DType::F16 && x.dtype() != DType::BF16 && !c.float64)
         fail("conversion from " + dname(x.dtype()) + " to f32 is not supported with half_to_float");
       out = DType::F32;
     }

@@ -941,3 +941,16 @@ TEST_CASE("kernels: hostile sizes and parameters fail cleanly") {
   CHECK(op_error("aten.arange.default", {Fl(1e300)}).find("too many") != std::string::npos);
   CHECK(op_error("aten.new_zeros.default", {x, Is({int64_t(1) << 62, 16})}).find("overflow") != std::string::npos);
 }
+
+TEST_CASE("kernels: float64 mode produces f64 wherever PyTorch would produce a float") {
+  Tensor h = D({3}, {1, 2, 3}); // in float64 mode every floating input is already f64
+  CHECK(op1("aten._softmax.default", {h, I(0), Bo(true)}, true).dtype() == DType::F64);
+  CHECK(op1("aten.to.dtype", {h, Dt(DType::F16)}, true).dtype() == DType::F64);
+  CHECK(op1("aten._to_copy.default", {L({1}, {1}), {"dtype", Dt(DType::BF16)}}, true).dtype() == DType::F64);
+  CHECK(op1("aten.div.Tensor", {L({1}, {1}), L({1}, {3})}, true).item() == 1.0 / 3);
+  CHECK(op1("aten.arange.default", {Fl(2)}, true).dtype() == DType::F64);
+  CHECK(op1("aten.zeros.default", {Is({1})}, true).dtype() == DType::F64);
+  CHECK(op1("aten.mean.default", {h, {"dtype", Dt(DType::F32)}}, true).dtype() == DType::F64);
+  CHECK(op1("aten.arange.default", {I(2)}, true).dtype() == DType::I64);
+  CHECK(op1("aten.to.dtype", {h, Dt(DType::I32)}, true).dtype() == DType::I32);
+}
