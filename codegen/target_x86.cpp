@@ -160,7 +160,6 @@ public:
     std::string text;
     llvm::raw_string_ostream os(text);
     if (llvm::verifyModule(*m, &os)) {
-      if (getenv("FXC_DUMP_BAD_LL")) m->print(llvm::errs(), nullptr);
       throw Error("", "internal error: generated kernel " + k.name + " is invalid: " + os.str());
     }
     text.clear();
