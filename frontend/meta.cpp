@@ -831,7 +831,8 @@ Metas native_layer_norm(const Graph& g, const Node& n) {
   DType stat_dt = x.device.kind == Device::CPU || !is_floating(x.dtype) || x.dtype == DType::F64
                       ? x.dtype
                       : DType::F32;
-  TensorMeta out = iter_output(c, {{&x, {}}}, x.dtype);
+  // The CPU and CUDA kernels normalise input.contiguous() into a contiguous output.
+  TensorMeta out = make(x.dtype, x.sizes, x.device);
   return {out, make(stat_dt, stat, x.device), make(stat_dt, stat, x.device)};
 }
 
@@ -854,7 +855,10 @@ Metas batch_norm_impl(const Ctx& c, bool training) {
   }
   if (!training && (!c.opt_tensor("running_mean") || !c.opt_tensor("running_var")))
     c.fail("running_mean and running_var must be defined in evaluation mode");
-  TensorMeta out = iter_output(c, {{&x, {}}}, x.dtype);
+  // empty_like(input, input.suggest_memory_format())
+  TensorMeta out = make_format(
+      x.dtype, x.sizes, x.device,
+      suggests_channels_last(x) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous, nullptr);
   DType stat_dt = is_floating(x.dtype) && dtype_size(x.dtype) < 4 ? DType::F32 : x.dtype;
   Sizes stat = training || x.device.kind != Device::CPU ? Sizes{C} : Sizes{0};
   return {out, make(stat_dt, stat, x.device), make(stat_dt, stat, x.device)};
@@ -1480,7 +1484,10 @@ Metas roll(const Graph& g, const Node& n) {
   if (!dims.empty() && dims.size() != shifts.size())
     c.fail("shifts and dimensions must align: shifts " + join(shifts) + ", dims " + join(dims));
   for (int64_t d : dims) c.dim(d, x.dim());
-  return {make(x.dtype, x.sizes, x.device)};
+  // Eager roll concatenates two slices, so the result takes the input's suggested format.
+  return {make_format(
+      x.dtype, x.sizes, x.device,
+      suggests_channels_last(x) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous, nullptr)};
 }
 
 // constant_pad_nd's shape and layout; also used by pad(mode="constant").
@@ -1680,6 +1687,17 @@ Metas unflatten(const Graph& g, const Node& n) {
   int64_t d = c.dim(c.int_("dim"), x.dim());
   const Sizes& sizes = c.ints("sizes");
   if (sizes.empty()) c.fail("unflatten: sizes must be non-empty");
+  __int128 known = 1;
+  int64_t inferred_dims = 0;
+  for (int64_t s : sizes) {
+    if (s == -1)
+      ++inferred_dims;
+    else
+      known *= s;
+  }
+  if (inferred_dims == 0 && known != x.sizes[size_t(d)])
+    c.fail("unflatten: provided sizes " + join(sizes) + " don't multiply up to the size of dim " +
+           std::to_string(d) + " (" + std::to_string(x.sizes[size_t(d)]) + ") in the input tensor");
   Sizes inferred = infer_size(c, sizes, x.sizes[size_t(d)]);
   Sizes shape(x.sizes.begin(), x.sizes.begin() + d);
   shape.insert(shape.end(), inferred.begin(), inferred.end());
