@@ -98,8 +98,8 @@ CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,
                 "greatest absolute difference: " + num(r.max_abs_error) + " at index " +
                 format_index(r.worst_index) + " (actual " + num(r.worst_actual) + ", expected " +
                 num(r.worst_expected) + "; up to " + num(atol) + " allowed)\n" +
-                "greatest relative difference: " + num(r.max_rel_error) + " (up to " +
-                num(rtol) + " allowed)";
+                "greatest relative difference: " + num(r.max_rel_error) + " (up to " + num(rtol) +
+                " allowed)";
   }
   return r;
 }
@@ -109,7 +109,8 @@ AccuracyResult same_with_fp64_ref(const Tensor& ref0, const Tensor& res, const T
   AccuracyResult r;
   Tensor ref = ref0;
   if (ref.sizes() != res.sizes()) {
-    r.message = "shape mismatch: ref " + format_meta(ref.meta()) + ", res " + format_meta(res.meta());
+    r.message =
+        "shape mismatch: ref " + format_meta(ref.meta()) + ", res " + format_meta(res.meta());
     return r;
   }
   if (opts.exact_dtype && ref.dtype() != res.dtype()) {
@@ -167,10 +168,11 @@ AccuracyResult same_with_fp64_ref(const Tensor& ref0, const Tensor& res, const T
   int64_t n = fp64_ref.numel();
   r.multiplier = res.dtype() == DType::BF16 ? 3.0 : 2.0;
   bool larger = opts.use_larger_multiplier_for_smaller_tensor;
-  if (larger && n <= 10 && opts.tol >= 4e-2) r.multiplier = 10.0;
-  else if (larger && n <= 500 && opts.tol >= 4e-2) r.multiplier = 5.0;
-  else if (n < 1000 || (ref.dim() == 4 && ref.size(3) == 1 && ref.size(2) == 1) ||
-           opts.tol >= 2e-2)
+  if (larger && n <= 10 && opts.tol >= 4e-2)
+    r.multiplier = 10.0;
+  else if (larger && n <= 500 && opts.tol >= 4e-2)
+    r.multiplier = 5.0;
+  else if (n < 1000 || (ref.dim() == 4 && ref.size(3) == 1 && ref.size(2) == 1) || opts.tol >= 2e-2)
     r.multiplier = 3.0;
   r.ok = r.res_error <= r.multiplier * r.ref_error + opts.tol / 10.0;
   if (!r.ok && opts.equal_nan && std::isnan(r.ref_error) && std::isnan(r.res_error)) r.ok = true;

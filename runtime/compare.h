@@ -19,11 +19,11 @@ struct CompareOptions {
 /// |actual - expected| <= atol + rtol * |expected| (infinities must match exactly).
 struct CompareResult {
   bool ok = false;
-  std::string message;          ///< why it failed ("shape mismatch: ...", summary); empty when ok
+  std::string message; ///< why it failed ("shape mismatch: ...", summary); empty when ok
   int64_t numel = 0;
-  int64_t mismatches = 0;       ///< elements outside tolerance
-  double max_abs_error = 0;     ///< over all elements (NaN-vs-number counts as infinite)
-  double max_rel_error = 0;     ///< |a - e| / |e| (infinite where e == 0 and a != 0)
+  int64_t mismatches = 0;           ///< elements outside tolerance
+  double max_abs_error = 0;         ///< over all elements (NaN-vs-number counts as infinite)
+  double max_rel_error = 0;         ///< |a - e| / |e| (infinite where e == 0 and a != 0)
   std::vector<int64_t> worst_index; ///< multi-index of the element with the largest abs error
   double worst_actual = 0, worst_expected = 0;
 };
@@ -45,11 +45,11 @@ struct AccuracyOptions {
 /// The verdict of torch._dynamo.utils.same(ref, res, fp64_ref) for one tensor.
 struct AccuracyResult {
   bool ok = false;
-  std::string message;    ///< explanation when not ok (or the path that passed)
-  bool allclose = false;  ///< passed the plain allclose(ref, res, tol, tol) first
-  double res_error = 0;   ///< RMSE(res, fp64_ref)
-  double ref_error = 0;   ///< RMSE(ref, fp64_ref)
-  double multiplier = 0;  ///< res_error must be <= multiplier * ref_error + tol / 10
+  std::string message;   ///< explanation when not ok (or the path that passed)
+  bool allclose = false; ///< passed the plain allclose(ref, res, tol, tol) first
+  double res_error = 0;  ///< RMSE(res, fp64_ref)
+  double ref_error = 0;  ///< RMSE(ref, fp64_ref)
+  double multiplier = 0; ///< res_error must be <= multiplier * ref_error + tol / 10
   double cos_similarity = 0;
 };
 

@@ -16,7 +16,9 @@ namespace fxc {
 namespace {
 
 // The dtype a value has at run time: floating dtypes become f64 in float64 mode.
-DType run_dtype(DType t, bool float64) { return float64 && is_floating(t) ? DType::F64 : t; }
+DType run_dtype(DType t, bool float64) {
+  return float64 && is_floating(t) ? DType::F64 : t;
+}
 
 std::string meta_str(DType dtype, const std::vector<int64_t>& sizes) {
   TensorMeta m;
@@ -108,8 +110,7 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
     } else {
       what = std::string(input_kind_name(in.kind)) + " '" + in.fqn + "'";
       auto it = g.weights.find(in.fqn);
-      if (it == g.weights.end() || !it->second.storage)
-        throw Error(g.source, what + ": no data");
+      if (it == g.weights.end() || !it->second.storage) throw Error(g.source, what + ": no data");
       try {
         t = Tensor::from_weight(it->second);
       } catch (const TensorError& e) {
@@ -117,11 +118,13 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
       }
     }
     if (t.dtype() != val.meta.dtype || t.sizes() != val.meta.sizes)
-      throw Error(g.source, what + ": expected " + format_meta(val.meta) + ", got " +
-                                format_meta(t.meta()));
+      throw Error(g.source,
+                  what + ": expected " + format_meta(val.meta) + ", got " + format_meta(t.meta()));
     try {
-      if (f64 && is_floating(t.dtype())) t = t.to(DType::F64);
-      else if (in.kind != InputKind::UserInput && mutated.count(in.value)) t = t.clone();
+      if (f64 && is_floating(t.dtype()))
+        t = t.to(DType::F64);
+      else if (in.kind != InputKind::UserInput && mutated.count(in.value))
+        t = t.clone();
     } catch (const TensorError& e) {
       throw Error(g.source, what + ": " + e.what());
     }

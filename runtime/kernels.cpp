@@ -31,7 +31,9 @@ namespace {
 using Shape = std::vector<int64_t>;
 using Tensors = std::vector<Tensor>;
 
-[[noreturn]] void fail(const std::string& msg) { throw TensorError(msg); }
+[[noreturn]] void fail(const std::string& msg) {
+  throw TensorError(msg);
+}
 
 std::string shape_str(const Shape& s) {
   std::string r = "[";
@@ -39,7 +41,9 @@ std::string shape_str(const Shape& s) {
   return r + "]";
 }
 
-std::string dname(DType t) { return std::string(dtype_name(t)); }
+std::string dname(DType t) {
+  return std::string(dtype_name(t));
+}
 
 // Wraps a possibly negative dim into [0, rank); 0-dim tensors accept 0 and -1.
 int64_t wrap(int64_t d, int64_t rank) {
@@ -71,7 +75,8 @@ Tensor expand_to(const Tensor& t, const Shape& shape) {
   Shape st(n, 0);
   for (size_t i = 0; i < k; ++i) {
     size_t o = n - k + i;
-    if (t.size(int64_t(i)) == shape[o]) st[o] = t.stride(int64_t(i));
+    if (t.size(int64_t(i)) == shape[o])
+      st[o] = t.stride(int64_t(i));
     else if (t.size(int64_t(i)) != 1)
       fail("cannot broadcast " + shape_str(t.sizes()) + " to " + shape_str(shape));
   }
@@ -113,7 +118,9 @@ Tensor view_of(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
   return out;
 }
 
-std::vector<int64_t> all_offsets(const Tensor& t) { return dim_offsets(t.sizes(), t.strides()); }
+std::vector<int64_t> all_offsets(const Tensor& t) {
+  return dim_offsets(t.sizes(), t.strides());
+}
 
 template <class T>
 [[gnu::optimize("O3")]] void gather_as(const std::byte* base, const std::vector<int64_t>& off,
@@ -131,10 +138,18 @@ std::vector<double> values(const Tensor& t) {
   std::vector<double> v(off.size());
   const std::byte* base = off.empty() ? nullptr : t.raw_data();
   switch (t.dtype()) {
-  case DType::F32: gather_as<float>(base, off, v.data()); break;
-  case DType::F64: gather_as<double>(base, off, v.data()); break;
-  case DType::I64: gather_as<int64_t>(base, off, v.data()); break;
-  case DType::I32: gather_as<int32_t>(base, off, v.data()); break;
+  case DType::F32:
+    gather_as<float>(base, off, v.data());
+    break;
+  case DType::F64:
+    gather_as<double>(base, off, v.data());
+    break;
+  case DType::I64:
+    gather_as<int64_t>(base, off, v.data());
+    break;
+  case DType::I32:
+    gather_as<int32_t>(base, off, v.data());
+    break;
   default:
     for (size_t i = 0; i < off.size(); ++i) v[i] = t.load(off[i]);
   }
@@ -155,8 +170,12 @@ Tensor make(DType dtype, Shape sizes, const std::vector<double>& v) {
   assert(int64_t(v.size()) == t.numel() && "value count differs from the shape");
   if (v.empty()) return t;
   switch (dtype) {
-  case DType::F32: scatter_as<float>(t.raw_data(), v); break;
-  case DType::F64: scatter_as<double>(t.raw_data(), v); break;
+  case DType::F32:
+    scatter_as<float>(t.raw_data(), v);
+    break;
+  case DType::F64:
+    scatter_as<double>(t.raw_data(), v);
+    break;
   default:
     for (size_t i = 0; i < v.size(); ++i) t.store(int64_t(i), v[i]);
   }
@@ -169,7 +188,9 @@ struct TypeState {
   std::optional<DType> dim, zero, wrapped;
 };
 
-DType promote_opt(std::optional<DType> a, DType b) { return a ? promote_types(*a, b) : b; }
+DType promote_opt(std::optional<DType> a, DType b) {
+  return a ? promote_types(*a, b) : b;
+}
 
 std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
   if (!higher) return lower;
@@ -180,8 +201,10 @@ std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> l
 }
 
 void add_tensor(TypeState& s, const Tensor& t) {
-  if (t.dim() == 0) s.zero = promote_opt(s.zero, t.dtype());
-  else s.dim = promote_opt(s.dim, t.dtype());
+  if (t.dim() == 0)
+    s.zero = promote_opt(s.zero, t.dtype());
+  else
+    s.dim = promote_opt(s.dim, t.dtype());
 }
 
 DType scalar_dtype(const Arg& a, DType default_float) {
@@ -215,7 +238,9 @@ bool can_cast(DType from, DType to) {
   return true;
 }
 
-double scalar_value(const Arg& a) { return a.scalar(); }
+double scalar_value(const Arg& a) {
+  return a.scalar();
+}
 
 int64_t cast_int(int64_t v, DType t);
 
@@ -268,33 +293,59 @@ Tensor elementwise(const Tensors& ins, DType compute, DType out_dtype, FloatFn f
 // An int64 as an integral/bool dtype would hold it (C++ conversion: wraps).
 int64_t cast_int(int64_t v, DType t) {
   switch (t) {
-  case DType::Bool: return v != 0;
-  case DType::U8: return uint8_t(v);
-  case DType::I8: return int8_t(v);
-  case DType::I16: return int16_t(v);
-  case DType::I32: return int32_t(v);
-  default: return v;
+  case DType::Bool:
+    return v != 0;
+  case DType::U8:
+    return uint8_t(v);
+  case DType::I8:
+    return int8_t(v);
+  case DType::I16:
+    return int16_t(v);
+  case DType::I32:
+    return int32_t(v);
+  default:
+    return v;
   }
 }
 
 // Wraparound integer arithmetic (PyTorch integer ops wrap on overflow).
-int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
-int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
-int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+int64_t wrap_add(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) + uint64_t(b));
+}
+int64_t wrap_sub(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) - uint64_t(b));
+}
+int64_t wrap_mul(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) * uint64_t(b));
+}
 
 // ---- Unary ops ----
 
-double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double gelu_erf(double x) {
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
 double gelu_tanh(double x) {
   const double k = std::sqrt(2.0 / M_PI);
   return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
 }
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
-double hardsigmoid(double x) { return std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0; }
-double hardswish(double x) { return x * std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0; }
-double relu(double x) { return std::isnan(x) ? x : (x > 0 ? x : 0.0); }
-double sign(double x) { return double((0 < x) - (x < 0)); }
+double sigmoid(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
+double silu(double x) {
+  return x / (1.0 + std::exp(-x));
+}
+double hardsigmoid(double x) {
+  return std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0;
+}
+double hardswish(double x) {
+  return x * std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0;
+}
+double relu(double x) {
+  return std::isnan(x) ? x : (x > 0 ? x : 0.0);
+}
+double sign(double x) {
+  return double((0 < x) - (x < 0));
+}
 
 enum class UnaryKind {
   Promote,   // integer/bool inputs compute in the default float dtype (exp, sqrt, ...)
@@ -312,11 +363,15 @@ Tensor unary(const KernelCall& c, const Tensor& x, UnaryKind kind, FloatFn ff, I
   return elementwise({x}, dt, dt, ff, fi, extra);
 }
 
-#define UNARY_FLOAT(fn, KIND, expr)                                                               \
-  std::vector<Tensor> k_##fn(const KernelCall& c) {                                              \
-    return {unary(c, c.tensor("self"), UnaryKind::KIND,                                          \
-                  [](const double* v, const double*) { double x = v[0]; return (expr); },      \
-                  nullptr, #fn)};                                                                 \
+#define UNARY_FLOAT(fn, KIND, expr)                                                                \
+  std::vector<Tensor> k_##fn(const KernelCall& c) {                                                \
+    return {unary(                                                                                 \
+        c, c.tensor("self"), UnaryKind::KIND,                                                      \
+        [](const double* v, const double*) {                                                       \
+          double x = v[0];                                                                         \
+          return (expr);                                                                           \
+        },                                                                                         \
+        nullptr, #fn)};                                                                            \
   }
 
 UNARY_FLOAT(exp, Promote, std::exp(x))
@@ -341,7 +396,9 @@ Tensor relu_of(const KernelCall& c, const Tensor& x) {
       [](const int64_t* v, const double*) { return std::max<int64_t>(v[0], 0); }, "relu");
 }
 
-Tensors k_relu(const KernelCall& c) { return {relu_of(c, c.tensor("self"))}; }
+Tensors k_relu(const KernelCall& c) {
+  return {relu_of(c, c.tensor("self"))};
+}
 
 Tensors k_neg(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
@@ -356,8 +413,7 @@ Tensors k_abs(const KernelCall& c) {
   return {unary(
       c, c.tensor("self"), UnaryKind::Keep,
       [](const double* v, const double*) { return std::fabs(v[0]); },
-      [](const int64_t* v, const double*) { return v[0] < 0 ? wrap_sub(0, v[0]) : v[0]; },
-      "abs")};
+      [](const int64_t* v, const double*) { return v[0] < 0 ? wrap_sub(0, v[0]) : v[0]; }, "abs")};
 }
 
 Tensors k_sign(const KernelCall& c) {
@@ -371,19 +427,17 @@ Tensors k_gelu(const KernelCall& c) {
   const std::string& approx = c.arg("approximate").s;
   if (approx != "none" && approx != "tanh")
     fail("approximate argument must be either none or tanh, got '" + approx + "'");
-  FloatFn f = approx == "tanh" ? FloatFn([](const double* v, const double*) {
-    return gelu_tanh(v[0]);
-  })
-                               : FloatFn([](const double* v, const double*) {
-                                   return gelu_erf(v[0]);
-                                 });
+  FloatFn f = approx == "tanh"
+                  ? FloatFn([](const double* v, const double*) { return gelu_tanh(v[0]); })
+                  : FloatFn([](const double* v, const double*) { return gelu_erf(v[0]); });
   return {unary(c, c.tensor("self"), UnaryKind::FloatOnly, f, nullptr, "gelu")};
 }
 
 Tensors k_logical_not(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
-  return {elementwise({x}, DType::F64, DType::Bool,
-                      [](const double* v, const double*) { return double(v[0] == 0); }, nullptr)};
+  return {elementwise(
+      {x}, DType::F64, DType::Bool,
+      [](const double* v, const double*) { return double(v[0] == 0); }, nullptr)};
 }
 
 // ---- Binary arithmetic ----
@@ -420,12 +474,18 @@ Tensor add_like(const KernelCall& c, bool subtract) {
   return elementwise(
       {op.a, op.b}, op.common, op.common,
       [](const double* v, const double* e) { return v[0] + e[0] * v[1]; },
-      [](const int64_t* v, const double* e) { return wrap_add(v[0], wrap_mul(int64_t(e[1]), v[1])); },
+      [](const int64_t* v, const double* e) {
+        return wrap_add(v[0], wrap_mul(int64_t(e[1]), v[1]));
+      },
       extra);
 }
 
-Tensors k_add(const KernelCall& c) { return {add_like(c, false)}; }
-Tensors k_sub(const KernelCall& c) { return {add_like(c, true)}; }
+Tensors k_add(const KernelCall& c) {
+  return {add_like(c, false)};
+}
+Tensors k_sub(const KernelCall& c) {
+  return {add_like(c, true)};
+}
 
 Tensors k_mul(const KernelCall& c) {
   Binary op = binary_operands(c);
@@ -438,12 +498,16 @@ Tensors k_mul(const KernelCall& c) {
 Tensors k_div(const KernelCall& c) {
   Binary op = binary_operands(c);
   DType dt = is_floating(op.common) ? op.common : c.default_float();
-  return {elementwise({op.a, op.b}, dt, dt,
-                      [](const double* v, const double*) { return v[0] / v[1]; }, nullptr)};
+  return {elementwise(
+      {op.a, op.b}, dt, dt, [](const double* v, const double*) { return v[0] / v[1]; }, nullptr)};
 }
 
-double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
-double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+double nan_max(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+}
+double nan_min(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+}
 
 Tensors k_maximum(const KernelCall& c) {
   Binary op = binary_operands(c);
@@ -504,22 +568,34 @@ Tensors k_fmod(const KernelCall& c) {
 
 template <int Op> double cmp(const double* v, const double*) {
   switch (Op) {
-  case 0: return v[0] == v[1];
-  case 1: return v[0] != v[1];
-  case 2: return v[0] < v[1];
-  case 3: return v[0] <= v[1];
-  case 4: return v[0] > v[1];
-  default: return v[0] >= v[1];
+  case 0:
+    return v[0] == v[1];
+  case 1:
+    return v[0] != v[1];
+  case 2:
+    return v[0] < v[1];
+  case 3:
+    return v[0] <= v[1];
+  case 4:
+    return v[0] > v[1];
+  default:
+    return v[0] >= v[1];
   }
 }
 template <int Op> int64_t icmp(const int64_t* v, const double*) {
   switch (Op) {
-  case 0: return v[0] == v[1];
-  case 1: return v[0] != v[1];
-  case 2: return v[0] < v[1];
-  case 3: return v[0] <= v[1];
-  case 4: return v[0] > v[1];
-  default: return v[0] >= v[1];
+  case 0:
+    return v[0] == v[1];
+  case 1:
+    return v[0] != v[1];
+  case 2:
+    return v[0] < v[1];
+  case 3:
+    return v[0] <= v[1];
+  case 4:
+    return v[0] > v[1];
+  default:
+    return v[0] >= v[1];
   }
 }
 
@@ -529,9 +605,9 @@ template <int Op> Tensors k_cmp(const KernelCall& c) {
 }
 
 Tensors k_logical_and(const KernelCall& c) {
-  return {elementwise({c.tensor("self"), c.tensor("other")}, DType::F64, DType::Bool,
-                      [](const double* v, const double*) { return double(v[0] != 0 && v[1] != 0); },
-                      nullptr)};
+  return {elementwise(
+      {c.tensor("self"), c.tensor("other")}, DType::F64, DType::Bool,
+      [](const double* v, const double*) { return double(v[0] != 0 && v[1] != 0); }, nullptr)};
 }
 
 Tensors k_where(const KernelCall& c) {
@@ -552,8 +628,7 @@ Tensors k_masked_fill(const KernelCall& c) {
   if (mask.dtype() != DType::Bool)
     fail("masked_fill only supports boolean masks, but got mask with dtype " + dname(mask.dtype()));
   const Arg& value = c.arg("value");
-  if (!is_floating(x.dtype()) && value.kind == Arg::Kind::Float &&
-      value.f != std::trunc(value.f))
+  if (!is_floating(x.dtype()) && value.kind == Arg::Kind::Float && value.f != std::trunc(value.f))
     fail("value cannot be converted to type " + dname(x.dtype()) + " without overflow");
   Tensor v = Tensor::scalar(x.dtype(), value.scalar());
   return {elementwise(
@@ -572,8 +647,10 @@ Tensors k_clamp(const KernelCall& c) {
   // Bounds become 0-dim tensors of the common dtype; extra[] says which bounds exist.
   auto bound = [&](const Arg& a) {
     Tensor t = Tensor::empty(dt, {});
-    if (a.kind == Arg::Kind::Int && !is_floating(dt)) t.store_int(0, a.i);
-    else if (!a.is_none()) t.store(0, a.scalar());
+    if (a.kind == Arg::Kind::Int && !is_floating(dt))
+      t.store_int(0, a.i);
+    else if (!a.is_none())
+      t.store(0, a.scalar());
     return t;
   };
   double extra[2] = {double(!lo.is_none()), double(!hi.is_none())};
@@ -602,8 +679,10 @@ std::vector<bool> reduced_dims(const Tensor& t, const Arg& dims) {
   int64_t r = t.dim();
   std::vector<bool> red(size_t(std::max<int64_t>(r, 0)), false);
   std::vector<int64_t> list;
-  if (dims.kind == Arg::Kind::Ints) list = dims.ints;
-  else if (dims.kind == Arg::Kind::Int) list = {dims.i};
+  if (dims.kind == Arg::Kind::Ints)
+    list = dims.ints;
+  else if (dims.kind == Arg::Kind::Int)
+    list = {dims.i};
   if (list.empty()) {
     std::fill(red.begin(), red.end(), true);
     return red;
@@ -611,7 +690,8 @@ std::vector<bool> reduced_dims(const Tensor& t, const Arg& dims) {
   std::vector<bool> seen(size_t(std::max<int64_t>(r, 1)), false);
   for (int64_t d : list) {
     int64_t w = wrap(d, r);
-    if (seen[size_t(w)]) fail("dim " + std::to_string(w) + " appears multiple times in the list of dims");
+    if (seen[size_t(w)])
+      fail("dim " + std::to_string(w) + " appears multiple times in the list of dims");
     seen[size_t(w)] = true;
     if (r > 0) red[size_t(w)] = true;
   }
@@ -669,7 +749,8 @@ Tensors k_mean(const KernelCall& c) {
   const Arg& dt = c.arg("dtype");
   if (dt.is_none() && !is_floating(x.dtype()))
     fail("mean(): could not infer output dtype. Input dtype must be either a floating point or "
-         "complex dtype. Got: " + dname(x.dtype()));
+         "complex dtype. Got: " +
+         dname(x.dtype()));
   DType out = c.fdt(dt.is_none() ? x.dtype() : dt.dtype());
   if (!is_floating(out)) fail("mean(): the output dtype must be floating, got " + dname(out));
   bool has_dim = c.node.schema->index_of("dim") >= 0;
@@ -722,14 +803,16 @@ Tensors k_argmax(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Arg& dim = c.arg("dim");
   bool keepdim = c.arg("keepdim").b;
-  if (x.numel() == 0) fail("argmax(): expected reduction dim to be specified for input.numel() == 0");
+  if (x.numel() == 0)
+    fail("argmax(): expected reduction dim to be specified for input.numel() == 0");
   ReduceLayout L;
   if (dim.is_none()) {
     std::vector<bool> red(size_t(x.dim()), true);
     L = reduce_layout(x, red, keepdim);
   } else {
     L = reduce_layout(x, reduced_dims(x, Arg::of_ints({dim.i})), keepdim);
-    if (L.inner.empty() && !L.outer.empty()) fail("argmax(): expected reduction dim to have non-zero size");
+    if (L.inner.empty() && !L.outer.empty())
+      fail("argmax(): expected reduction dim to have non-zero size");
   }
   Tensor o = Tensor::empty(DType::I64, L.out_shape);
   for (size_t i = 0; i < L.outer.size(); ++i) {
@@ -738,7 +821,10 @@ Tensors k_argmax(const KernelCall& c) {
     for (size_t j = 0; j < L.inner.size(); ++j) {
       double v = x.load(L.outer[i] + L.inner[j]);
       if (arg >= 0 && std::isnan(best)) break; // the first NaN is the maximum
-      if (arg < 0 || v > best || std::isnan(v)) { best = v; arg = int64_t(j); }
+      if (arg < 0 || v > best || std::isnan(v)) {
+        best = v;
+        arg = int64_t(j);
+      }
     }
     o.store_int(int64_t(i), arg);
   }
@@ -792,8 +878,12 @@ Tensors softmax_family(const KernelCall& c, bool log) {
   return {softmax_impl(x, c.arg("dim").i, out, log)};
 }
 
-Tensors k_softmax(const KernelCall& c) { return softmax_family(c, false); }
-Tensors k_log_softmax(const KernelCall& c) { return softmax_family(c, true); }
+Tensors k_softmax(const KernelCall& c) {
+  return softmax_family(c, false);
+}
+Tensors k_log_softmax(const KernelCall& c) {
+  return softmax_family(c, true);
+}
 
 // Checks that the optional affine tensor has `n` elements.
 void check_affine(const Tensor& t, int64_t n, const char* what) {
@@ -846,13 +936,18 @@ Tensors layer_norm_impl(const KernelCall& c) {
   return {make(dt, x.sizes(), yv), make(dt, stat_shape, mv), make(dt, stat_shape, rv)};
 }
 
-Tensors k_layer_norm(const KernelCall& c) { return {layer_norm_impl(c)[0]}; }
-Tensors k_native_layer_norm(const KernelCall& c) { return layer_norm_impl(c); }
+Tensors k_layer_norm(const KernelCall& c) {
+  return {layer_norm_impl(c)[0]};
+}
+Tensors k_native_layer_norm(const KernelCall& c) {
+  return layer_norm_impl(c);
+}
 
 // Inference batch norm over channel dim 1 with the running statistics.
 Tensor batch_norm_eval(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& rm,
                        const Tensor& rv, double eps, DType dt) {
-  if (x.dim() < 2) fail("batch_norm expects an input with at least 2 dims, got " + shape_str(x.sizes()));
+  if (x.dim() < 2)
+    fail("batch_norm expects an input with at least 2 dims, got " + shape_str(x.sizes()));
   if (!rm.defined() || !rv.defined())
     fail("batch_norm in evaluation mode needs running_mean and running_var");
   int64_t C = x.size(1);
@@ -1045,7 +1140,8 @@ Tensor add_bias(const std::vector<double>& prod, const Shape& shape, const Tenso
   std::vector<double> out(prod.size());
   std::vector<double> bv;
   if (bias.defined() && beta != 0) bv = values(expand_to(bias, shape));
-  for (size_t i = 0; i < prod.size(); ++i) out[i] = alpha * prod[i] + (bv.empty() ? 0.0 : beta * bv[i]);
+  for (size_t i = 0; i < prod.size(); ++i)
+    out[i] = alpha * prod[i] + (bv.empty() ? 0.0 : beta * bv[i]);
   return make(dt, shape, out);
 }
 
@@ -1054,13 +1150,14 @@ Tensors k_addmm(const KernelCall& c) {
   const Tensor& a = c.tensor("mat1");
   const Tensor& b = c.tensor("mat2");
   if (a.dim() != 2 || b.dim() != 2)
-    fail("addmm expects 2-D matrices, got " + shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
+    fail("addmm expects 2-D matrices, got " + shape_str(a.sizes()) + " and " +
+         shape_str(b.sizes()));
   check_same_dtype(a, b, "addmm");
   check_same_dtype(self, a, "addmm");
   Shape shape;
   auto v = matmul_values(a, b, &shape);
-  return {add_bias(v, shape, self, c.arg("beta").scalar(), c.arg("alpha").scalar(),
-                   c.fdt(a.dtype()))};
+  return {
+      add_bias(v, shape, self, c.arg("beta").scalar(), c.arg("alpha").scalar(), c.fdt(a.dtype()))};
 }
 
 Tensors k_linear(const KernelCall& c) {
@@ -1069,7 +1166,8 @@ Tensors k_linear(const KernelCall& c) {
   const Tensor& bias = c.tensor("bias");
   check_same_dtype(x, w, "linear");
   if (bias.defined()) check_same_dtype(x, bias, "linear");
-  if (w.dim() != 1 && w.dim() != 2) fail("linear expects a 1-D or 2-D weight, got " + shape_str(w.sizes()));
+  if (w.dim() != 1 && w.dim() != 2)
+    fail("linear expects a 1-D or 2-D weight, got " + shape_str(w.sizes()));
   Shape shape;
   auto v = matmul_values(x, w.dim() == 2 ? transpose_last(w) : w, &shape);
   return {add_bias(v, shape, bias, 1.0, 1.0, c.fdt(x.dtype()))};
@@ -1109,13 +1207,14 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& bias, Shape s
          " channels, but got " + std::to_string(C) + " channels instead");
   if (O % groups != 0)
     fail("given groups=" + std::to_string(groups) + ", expected weight to be divisible by " +
-         std::to_string(groups) + " at dimension 0, but got weight of size " + shape_str(w.sizes()));
+         std::to_string(groups) + " at dimension 0, but got weight of size " +
+         shape_str(w.sizes()));
   check_affine(bias, O, "bias");
   int64_t OH = (H + 2 * pad[0] - dil[0] * (KH - 1) - 1) / stride[0] + 1;
   int64_t OW = (W + 2 * pad[1] - dil[1] * (KW - 1) - 1) / stride[1] + 1;
   if (H + 2 * pad[0] - dil[0] * (KH - 1) - 1 < 0 || W + 2 * pad[1] - dil[1] * (KW - 1) - 1 < 0)
-    fail("calculated output size is too small for input " + shape_str(x.sizes()) +
-         " and kernel " + shape_str(w.sizes()));
+    fail("calculated output size is too small for input " + shape_str(x.sizes()) + " and kernel " +
+         shape_str(w.sizes()));
   std::vector<double> xv = values(x), wv = values(w);
   std::vector<double> bv = bias.defined() ? values(bias) : std::vector<double>(size_t(O), 0.0);
   Tensor out = Tensor::empty(dt, {N, O, OH, OW});
@@ -1156,8 +1255,9 @@ Tensors k_conv2d(const KernelCall& c) {
                            expand_param(c.arg("padding").ints, 2, "padding"),
                            expand_param(c.arg("dilation").ints, 2, "dilation"), c.arg("groups").i,
                            c.fdt(x.dtype()));
-  if (unbatched) out = view_of(out, Shape(out.sizes().begin() + 1, out.sizes().end()),
-                               Shape(out.strides().begin() + 1, out.strides().end()), 0);
+  if (unbatched)
+    out = view_of(out, Shape(out.sizes().begin() + 1, out.sizes().end()),
+                  Shape(out.strides().begin() + 1, out.strides().end()), 0);
   return {out};
 }
 
@@ -1169,7 +1269,8 @@ Tensors k_convolution(const KernelCall& c) {
   Shape stride = c.arg("stride").ints, pad = c.arg("padding").ints, dil = c.arg("dilation").ints;
   bool one_d = x.dim() == 3;
   if (one_d) { // 1-D convolution as 2-D with height 1
-    if (w.dim() != 3) fail("expected a 3-D weight for 1-D convolution, got " + shape_str(w.sizes()));
+    if (w.dim() != 3)
+      fail("expected a 3-D weight for 1-D convolution, got " + shape_str(w.sizes()));
     x = unsqueeze_view(x, 2);
     w = unsqueeze_view(w, 2);
     stride = {1, expand_param(stride, 1, "stride")[0]};
@@ -1213,7 +1314,8 @@ Tensors max_pool(const KernelCall& c, bool with_indices) {
   }
   int64_t H = x.size(x.dim() - 2), W = x.size(x.dim() - 1);
   int64_t planes = checked_numel(Shape(x.sizes().begin(), x.sizes().end() - 2));
-  int64_t OH = pool_out(H, k[0], p[0], s[0], d[0], ceil), OW = pool_out(W, k[1], p[1], s[1], d[1], ceil);
+  int64_t OH = pool_out(H, k[0], p[0], s[0], d[0], ceil),
+          OW = pool_out(W, k[1], p[1], s[1], d[1], ceil);
   if (OH <= 0 || OW <= 0)
     fail("given input size " + shape_str(x.sizes()) + ", the calculated output size is too small");
   Shape osz(x.sizes().begin(), x.sizes().end() - 2);
@@ -1252,8 +1354,12 @@ Tensors max_pool(const KernelCall& c, bool with_indices) {
   return {out};
 }
 
-Tensors k_max_pool2d(const KernelCall& c) { return max_pool(c, false); }
-Tensors k_max_pool2d_with_indices(const KernelCall& c) { return max_pool(c, true); }
+Tensors k_max_pool2d(const KernelCall& c) {
+  return max_pool(c, false);
+}
+Tensors k_max_pool2d_with_indices(const KernelCall& c) {
+  return max_pool(c, true);
+}
 
 Tensors k_adaptive_avg_pool2d(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
@@ -1306,13 +1412,14 @@ Tensors k_sdpa(const KernelCall& c) {
   if (c.arg("enable_gqa").b && q.dim() >= 3 && q.size(q.dim() - 3) != k.size(k.dim() - 3))
     fail("scaled_dot_product_attention with enable_gqa and differing head counts (" +
          std::to_string(q.size(q.dim() - 3)) + " query heads, " +
-         std::to_string(k.size(k.dim() - 3)) + " key heads) is not supported by the reference "
+         std::to_string(k.size(k.dim() - 3)) +
+         " key heads) is not supported by the reference "
          "interpreter");
   int64_t L = q.size(q.dim() - 2), E = q.size(q.dim() - 1);
   int64_t S = k.size(k.dim() - 2), Ev = v.size(v.dim() - 1);
   if (k.size(k.dim() - 1) != E)
-    fail("scaled_dot_product_attention: query has " + std::to_string(E) +
-         " features but key has " + std::to_string(k.size(k.dim() - 1)));
+    fail("scaled_dot_product_attention: query has " + std::to_string(E) + " features but key has " +
+         std::to_string(k.size(k.dim() - 1)));
   if (v.size(v.dim() - 2) != S)
     fail("scaled_dot_product_attention: key has " + std::to_string(S) +
          " positions but value has " + std::to_string(v.size(v.dim() - 2)));
@@ -1325,7 +1432,8 @@ Tensors k_sdpa(const KernelCall& c) {
     return s;
   };
   // scores = q @ k^T, computed in double for every batch entry.
-  std::vector<double> scores = gemm(expand_to(q, with({L, E})), expand_to(transpose_last(k), with({E, S})));
+  std::vector<double> scores =
+      gemm(expand_to(q, with({L, E})), expand_to(transpose_last(k), with({E, S})));
   double scale = c.arg("scale").is_none() ? 1.0 / std::sqrt(double(E)) : c.arg("scale").f;
   std::vector<double> madd;
   if (mask.defined()) {
@@ -1355,7 +1463,8 @@ Tensors k_sdpa(const KernelCall& c) {
       double sum = 0;
       for (int64_t j = 0; j < S; ++j) sum += std::exp(scores[row + size_t(j)] - mxv);
       for (int64_t j = 0; j < S; ++j)
-        probs[row + size_t(j)] = mxv == -INFINITY ? 0.0 : std::exp(scores[row + size_t(j)] - mxv) / sum;
+        probs[row + size_t(j)] =
+            mxv == -INFINITY ? 0.0 : std::exp(scores[row + size_t(j)] - mxv) / sum;
     }
   // out = probs @ v
   Tensor pt = make(DType::F64, with({L, S}), probs);
@@ -1430,7 +1539,8 @@ Tensors k_index_select(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Tensor& index = c.tensor("index");
   check_index_dtype(index, "index_select");
-  if (index.dim() > 1) fail("index_select(): index must be 0-D or 1-D, got " + shape_str(index.sizes()));
+  if (index.dim() > 1)
+    fail("index_select(): index must be 0-D or 1-D, got " + shape_str(index.sizes()));
   int64_t dim = wrap(c.arg("dim").i, x.dim());
   Tensor xs = x.dim() == 0 ? unsqueeze_view(x, 0) : x;
   std::vector<int64_t> idx = {};
@@ -1464,7 +1574,8 @@ Tensors k_index(const KernelCall& c) {
   for (const Tensor& t : c.list("indices")) {
     if (!t.defined() || (t.dtype() != DType::Bool && t.dtype() != DType::U8)) {
       if (t.defined() && !is_integral(t.dtype()))
-        fail("tensors used as indices must be long, int, byte or bool tensors, got " + dname(t.dtype()));
+        fail("tensors used as indices must be long, int, byte or bool tensors, got " +
+             dname(t.dtype()));
       idx.push_back(t);
       continue;
     }
@@ -1506,8 +1617,10 @@ Tensors k_index(const KernelCall& c) {
   std::vector<int64_t> rest_dims_before, rest_dims_after;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (idx[size_t(d)].defined()) continue;
-    if (adjacent && d < pos.front()) rest_dims_before.push_back(d);
-    else rest_dims_after.push_back(d);
+    if (adjacent && d < pos.front())
+      rest_dims_before.push_back(d);
+    else
+      rest_dims_after.push_back(d);
   }
   Shape out_shape;
   for (int64_t d : rest_dims_before) out_shape.push_back(x.size(d));
@@ -1527,10 +1640,14 @@ Tensors k_index(const KernelCall& c) {
   for (int64_t d : rest_dims_after) nafter *= x.size(d);
   auto rest_offsets = [&](const std::vector<int64_t>& dims) {
     Shape s, st;
-    for (int64_t d : dims) { s.push_back(x.size(d)); st.push_back(x.stride(d)); }
+    for (int64_t d : dims) {
+      s.push_back(x.size(d));
+      st.push_back(x.stride(d));
+    }
     return dim_offsets(s, st);
   };
-  std::vector<int64_t> before_off = rest_offsets(rest_dims_before), after_off = rest_offsets(rest_dims_after);
+  std::vector<int64_t> before_off = rest_offsets(rest_dims_before),
+                       after_off = rest_offsets(rest_dims_after);
   for (int64_t bi = 0; bi < nb && n > 0; ++bi) {
     int64_t src = 0;
     for (size_t j = 0; j < pos.size(); ++j) {
@@ -1627,7 +1744,8 @@ Tensors k_cat(const KernelCall& c) {
       if (d != dim && t.size(d) != f.size(d))
         fail("sizes of tensors must match except in dimension " + std::to_string(dim) +
              ". Expected size " + std::to_string(f.size(d)) + " but got size " +
-             std::to_string(t.size(d)) + " for tensor number " + std::to_string(i) + " in the list");
+             std::to_string(t.size(d)) + " for tensor number " + std::to_string(i) +
+             " in the list");
     shape[size_t(dim)] += t.size(dim);
   }
   Tensor out = Tensor::empty(dt, shape);
@@ -1646,7 +1764,8 @@ Tensors k_roll(const KernelCall& c) {
   const Shape& shifts = c.arg("shifts").ints;
   const Shape& dims = c.arg("dims").ints;
   if (dims.empty() && shifts.size() != 1)
-    fail("roll: shifts must have one element when dims is empty, got " + std::to_string(shifts.size()));
+    fail("roll: shifts must have one element when dims is empty, got " +
+         std::to_string(shifts.size()));
   if (!dims.empty() && dims.size() != shifts.size())
     fail("roll: shifts and dims must align: shifts has " + std::to_string(shifts.size()) +
          " elements, dims has " + std::to_string(dims.size()));
@@ -1676,7 +1795,8 @@ Tensors k_roll(const KernelCall& c) {
 }
 
 Tensor constant_pad(const Tensor& x, const Shape& pad, double value, DType dt) {
-  if (pad.size() % 2 != 0) fail("padding length must be divisible by 2, got " + std::to_string(pad.size()));
+  if (pad.size() % 2 != 0)
+    fail("padding length must be divisible by 2, got " + std::to_string(pad.size()));
   for (int64_t p : pad)
     if (p < -(int64_t(1) << 40) || p > (int64_t(1) << 40))
       fail("padding " + std::to_string(p) + " is out of range");
@@ -1702,8 +1822,10 @@ Tensor constant_pad(const Tensor& x, const Shape& pad, double value, DType dt) {
       int64_t o = rem % out_shape[size_t(d)];
       rem /= out_shape[size_t(d)];
       int64_t s = o - lo[size_t(d)];
-      if (s < 0 || s >= x.size(d)) inside = false;
-      else src += s * x.stride(d);
+      if (s < 0 || s >= x.size(d))
+        inside = false;
+      else
+        src += s * x.stride(d);
     }
     out.store(i, inside ? x.load(src) : value);
   }
@@ -1741,7 +1863,8 @@ Shape infer_size(Shape shape, int64_t numel) {
   }
   int64_t known = checked_numel(known_dims);
   bool ok = infer >= 0 ? known != 0 && numel % known == 0 : known == numel;
-  if (!ok) fail("shape '" + shape_str(shape) + "' is invalid for input of size " + std::to_string(numel));
+  if (!ok)
+    fail("shape '" + shape_str(shape) + "' is invalid for input of size " + std::to_string(numel));
   if (infer >= 0) shape[size_t(infer)] = numel / known;
   return shape;
 }
@@ -1764,7 +1887,9 @@ Tensor reshape_impl(const Tensor& x, const Shape& size) {
   return view_of(y, shape, contiguous_strides(shape), 0);
 }
 
-Tensors k_view(const KernelCall& c) { return {view_impl(c.tensor("self"), c.arg("size").ints)}; }
+Tensors k_view(const KernelCall& c) {
+  return {view_impl(c.tensor("self"), c.arg("size").ints)};
+}
 Tensors k_reshape(const KernelCall& c) {
   return {reshape_impl(c.tensor("self"), c.arg("shape").ints)};
 }
@@ -1774,8 +1899,8 @@ Tensors k_permute(const KernelCall& c) {
   const Shape& dims = c.arg("dims").ints;
   if (int64_t(dims.size()) != x.dim())
     fail("permute(sparse_coo): number of dimensions in the tensor input does not match the length "
-         "of the desired ordering of dimensions i.e. input.dim() = " + std::to_string(x.dim()) +
-         " is not equal to len(dims) = " + std::to_string(dims.size()));
+         "of the desired ordering of dimensions i.e. input.dim() = " +
+         std::to_string(x.dim()) + " is not equal to len(dims) = " + std::to_string(dims.size()));
   Shape s, st;
   std::vector<bool> seen(dims.size(), false);
   for (int64_t d : dims) {
@@ -1827,8 +1952,8 @@ Tensors k_expand(const KernelCall& c) {
     } else {
       fail("the expanded size of the tensor (" + std::to_string(want) +
            ") must match the existing size (" + std::to_string(x.size(d)) +
-           ") at non-singleton dimension " + std::to_string(i) + ".  Target sizes: " +
-           shape_str(size) + ".  Tensor sizes: " + shape_str(x.sizes()));
+           ") at non-singleton dimension " + std::to_string(i) +
+           ".  Target sizes: " + shape_str(size) + ".  Tensor sizes: " + shape_str(x.sizes()));
     }
   }
   checked_numel(s);
@@ -1854,8 +1979,8 @@ Tensor slice_impl(const Tensor& x, int64_t dim, const Arg& start, const Arg& end
 }
 
 Tensors k_slice(const KernelCall& c) {
-  return {slice_impl(c.tensor("self"), c.arg("dim").i, c.arg("start"), c.arg("end"),
-                     c.arg("step").i)};
+  return {
+      slice_impl(c.tensor("self"), c.arg("dim").i, c.arg("start"), c.arg("end"), c.arg("step").i)};
 }
 
 Tensors k_select(const KernelCall& c) {
@@ -1911,7 +2036,9 @@ Tensors k_squeeze(const KernelCall& c) {
   return {squeeze_dims(x, drop)};
 }
 
-Tensors k_alias(const KernelCall& c) { return {c.tensor("self")}; }
+Tensors k_alias(const KernelCall& c) {
+  return {c.tensor("self")};
+}
 
 Tensors k_split(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
@@ -1923,13 +2050,14 @@ Tensors k_split(const KernelCall& c) {
     sizes = c.arg("split_sizes").ints;
     int64_t total = 0;
     for (int64_t s : sizes) {
-      if (s < 0) fail("split_with_sizes expects split_sizes to be non-negative, got " + shape_str(sizes));
+      if (s < 0)
+        fail("split_with_sizes expects split_sizes to be non-negative, got " + shape_str(sizes));
       total += s;
     }
     if (total != size)
       fail("split_with_sizes expects split_sizes to sum exactly to " + std::to_string(size) +
-           " (input tensor's size at dimension " + std::to_string(d) + "), but got split_sizes=" +
-           shape_str(sizes));
+           " (input tensor's size at dimension " + std::to_string(d) +
+           "), but got split_sizes=" + shape_str(sizes));
   } else {
     int64_t ss = c.arg("split_size").i;
     if (ss < 0 || (ss == 0 && size != 0))
@@ -1974,7 +2102,9 @@ Tensors k_unflatten(const KernelCall& c) {
   return {view_impl(x, shape)};
 }
 
-Tensors k_contiguous(const KernelCall& c) { return {c.tensor("self").contiguous()}; }
+Tensors k_contiguous(const KernelCall& c) {
+  return {c.tensor("self").contiguous()};
+}
 
 // ---- Copies and conversions ----
 
@@ -2017,7 +2147,8 @@ Tensors k_slice_scatter(const KernelCall& c) {
 
 Tensors k_dropout(const KernelCall& c) {
   double p = c.arg("p").f;
-  if (p < 0 || p > 1) fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (p < 0 || p > 1)
+    fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
   if (c.arg("train").b && p != 0)
     fail("dropout in training mode is not supported by the reference interpreter");
   return {c.tensor("input")};
@@ -2038,7 +2169,9 @@ Tensors k_assert_tensor_metadata(const KernelCall& c) {
   return {};
 }
 
-Tensors k_lift_fresh_copy(const KernelCall& c) { return {c.tensor("self").clone()}; }
+Tensors k_lift_fresh_copy(const KernelCall& c) {
+  return {c.tensor("self").clone()};
+}
 
 // ---- Factories ----
 
@@ -2050,8 +2183,10 @@ DType factory_dtype(const KernelCall& c, DType fallback) {
 Tensor filled(DType dt, const Shape& size, const Arg& value) {
   Tensor t = Tensor::empty(dt, size);
   Tensor v = Tensor::empty(dt, {});
-  if (value.kind == Arg::Kind::Int && !is_floating(dt)) v.store_int(0, value.i);
-  else v.store(0, value.scalar());
+  if (value.kind == Arg::Kind::Int && !is_floating(dt))
+    v.store_int(0, value.i);
+  else
+    v.store(0, value.scalar());
   t.copy_from(v);
   return t;
 }
@@ -2088,16 +2223,20 @@ Tensors k_arange(const KernelCall& c) {
   DType dt = factory_dtype(c, any_float ? c.default_float() : DType::I64);
   double a = start.scalar(), b = end.scalar(), st = step.scalar();
   if (st == 0) fail("arange: step must be nonzero");
-  if (!std::isfinite(a) || !std::isfinite(b)) fail("arange: unsupported range: " + std::to_string(a) + " -> " + std::to_string(b));
-  if ((st > 0 && b < a) || (st < 0 && b > a)) fail("arange: upper bound and larger bound inconsistent with step sign");
+  if (!std::isfinite(a) || !std::isfinite(b))
+    fail("arange: unsupported range: " + std::to_string(a) + " -> " + std::to_string(b));
+  if ((st > 0 && b < a) || (st < 0 && b > a))
+    fail("arange: upper bound and larger bound inconsistent with step sign");
   double len = std::ceil((b - a) / st);
   if (len > double(Tensor::kMaxBytes)) fail("arange: too many elements");
   int64_t n = int64_t(len);
   Tensor out = Tensor::empty(dt, {n});
   bool ints = start.kind == Arg::Kind::Int && step.kind == Arg::Kind::Int && !is_floating(dt);
   for (int64_t i = 0; i < n; ++i) {
-    if (ints) out.store_int(i, wrap_add(start.i, wrap_mul(step.i, i)));
-    else out.store(i, a + st * double(i));
+    if (ints)
+      out.store_int(i, wrap_add(start.i, wrap_mul(step.i, i)));
+    else
+      out.store(i, a + st * double(i));
   }
   return {out};
 }
@@ -2115,12 +2254,18 @@ Tensors write_back(const Tensor& self, const Tensor& r) {
   return {self};
 }
 
-Tensors k_relu_(const KernelCall& c) { return write_back(c.tensor("self"), k_relu(c)[0]); }
-Tensors k_silu_(const KernelCall& c) { return write_back(c.tensor("self"), k_silu(c)[0]); }
+Tensors k_relu_(const KernelCall& c) {
+  return write_back(c.tensor("self"), k_relu(c)[0]);
+}
+Tensors k_silu_(const KernelCall& c) {
+  return write_back(c.tensor("self"), k_silu(c)[0]);
+}
 Tensors k_hardswish_(const KernelCall& c) {
   return write_back(c.tensor("self"), k_hardswish(c)[0]);
 }
-Tensors k_add_(const KernelCall& c) { return write_back(c.tensor("self"), k_add(c)[0]); }
+Tensors k_add_(const KernelCall& c) {
+  return write_back(c.tensor("self"), k_add(c)[0]);
+}
 
 Tensors k_fill_(const KernelCall& c) {
   const Tensor& self = c.tensor("self");

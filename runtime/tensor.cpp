@@ -26,7 +26,7 @@ uint16_t float_to_half(float f) {
   uint32_t ax = x & 0x7fffffffu;
   if (ax > 0x7f800000u) return sign | 0x7e00 | uint16_t((ax >> 13) & 0x3ff); // NaN stays NaN
   if (ax >= 0x477ff000u) return sign | 0x7c00; // >= 65520 rounds to infinity
-  if (ax >= 0x38800000u) { // normal half
+  if (ax >= 0x38800000u) {                     // normal half
     uint32_t e = (ax >> 23) - 127 + 15, m = ax & 0x7fffff;
     uint32_t h = (e << 10) | (m >> 13), rem = m & 0x1fff;
     if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h; // carries into the exponent correctly
@@ -42,7 +42,9 @@ uint16_t float_to_half(float f) {
   return sign | uint16_t(h);
 }
 
-float bf16_to_float(uint16_t b) { return std::bit_cast<float>(uint32_t(b) << 16); }
+float bf16_to_float(uint16_t b) {
+  return std::bit_cast<float>(uint32_t(b) << 16);
+}
 
 uint16_t float_to_bf16(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
@@ -65,16 +67,26 @@ int64_t to_int64(double v) {
 
 double round_to_dtype(double v, DType dtype) {
   switch (dtype) {
-  case DType::Bool: return v != 0 ? 1.0 : 0.0;
-  case DType::U8: return double(uint8_t(to_int64(v)));
-  case DType::I8: return double(int8_t(to_int64(v)));
-  case DType::I16: return double(int16_t(to_int64(v)));
-  case DType::I32: return double(int32_t(to_int64(v)));
-  case DType::I64: return double(to_int64(v));
-  case DType::F16: return half_to_float(float_to_half(float(v)));
-  case DType::BF16: return bf16_to_float(float_to_bf16(float(v)));
-  case DType::F32: return double(float(v));
-  case DType::F64: return v;
+  case DType::Bool:
+    return v != 0 ? 1.0 : 0.0;
+  case DType::U8:
+    return double(uint8_t(to_int64(v)));
+  case DType::I8:
+    return double(int8_t(to_int64(v)));
+  case DType::I16:
+    return double(int16_t(to_int64(v)));
+  case DType::I32:
+    return double(int32_t(to_int64(v)));
+  case DType::I64:
+    return double(to_int64(v));
+  case DType::F16:
+    return half_to_float(float_to_half(float(v)));
+  case DType::BF16:
+    return bf16_to_float(float_to_bf16(float(v)));
+  case DType::F32:
+    return double(float(v));
+  case DType::F64:
+    return v;
   }
   return v;
 }
@@ -115,7 +127,9 @@ Tensor Tensor::from_values(DType dtype, std::vector<int64_t> sizes,
   return t;
 }
 
-Tensor Tensor::scalar(DType dtype, double v) { return from_values(dtype, {}, {v}); }
+Tensor Tensor::scalar(DType dtype, double v) {
+  return from_values(dtype, {}, {v});
+}
 
 namespace {
 
@@ -130,8 +144,8 @@ void check_in_bounds(const TensorMeta& m, size_t nbytes) {
   int64_t extent = 0;
   for (size_t d = 0; d < m.sizes.size(); ++d) {
     if (m.strides[d] < 0) throw TensorError("negative strides are not supported");
-    if (m.sizes[d] > 1 && m.strides[d] > (std::numeric_limits<int64_t>::max() - extent) /
-                                             (m.sizes[d] - 1))
+    if (m.sizes[d] > 1 &&
+        m.strides[d] > (std::numeric_limits<int64_t>::max() - extent) / (m.sizes[d] - 1))
       throw TensorError("view extent overflows");
     extent += (m.sizes[d] - 1) * m.strides[d];
   }
@@ -172,17 +186,20 @@ Tensor Tensor::to(DType dtype) const {
   return out;
 }
 
-Tensor Tensor::clone() const { return to(dtype()); }
+Tensor Tensor::clone() const {
+  return to(dtype());
+}
 
 void Tensor::copy_from(const Tensor& src) const {
   // Broadcast src to this shape: align trailing dims, size-1 dims get stride 0.
   int64_t nd = dim(), sd = src.dim();
-  if (sd > nd) throw TensorError("cannot copy " + format_meta(src.meta()) + " into " +
-                                 format_meta(meta_));
+  if (sd > nd)
+    throw TensorError("cannot copy " + format_meta(src.meta()) + " into " + format_meta(meta_));
   std::vector<int64_t> sstr(nd, 0);
   for (int64_t d = 0; d < sd; ++d) {
     int64_t od = nd - sd + d;
-    if (src.size(d) == sizes()[od]) sstr[od] = src.stride(d);
+    if (src.size(d) == sizes()[od])
+      sstr[od] = src.stride(d);
     else if (src.size(d) != 1)
       throw TensorError("cannot copy " + format_meta(src.meta()) + " into " + format_meta(meta_));
   }
@@ -196,9 +213,12 @@ void Tensor::copy_from(const Tensor& src) const {
   std::byte* dbase = raw_data();
   const std::byte* sbase = src.raw_data();
   for (int64_t i = 0; i < n; ++i) {
-    if (same) std::memcpy(dbase + dofs * item, sbase + so * item, item);
-    else if (as_int) store_int(dofs, src.load_int(so));
-    else store(dofs, src.load(so));
+    if (same)
+      std::memcpy(dbase + dofs * item, sbase + so * item, item);
+    else if (as_int)
+      store_int(dofs, src.load_int(so));
+    else
+      store(dofs, src.load(so));
     for (int64_t d = nd - 1; d >= 0; --d) {
       so += sstr[d];
       dofs += strides()[d];
@@ -235,16 +255,26 @@ double Tensor::load(int64_t k) const {
     return v;
   };
   switch (dtype()) {
-  case DType::Bool: return rd((uint8_t*)nullptr) != 0 ? 1.0 : 0.0;
-  case DType::U8: return rd((uint8_t*)nullptr);
-  case DType::I8: return rd((int8_t*)nullptr);
-  case DType::I16: return rd((int16_t*)nullptr);
-  case DType::I32: return rd((int32_t*)nullptr);
-  case DType::I64: return double(rd((int64_t*)nullptr));
-  case DType::F16: return half_to_float(rd((uint16_t*)nullptr));
-  case DType::BF16: return bf16_to_float(rd((uint16_t*)nullptr));
-  case DType::F32: return rd((float*)nullptr);
-  case DType::F64: return rd((double*)nullptr);
+  case DType::Bool:
+    return rd((uint8_t*)nullptr) != 0 ? 1.0 : 0.0;
+  case DType::U8:
+    return rd((uint8_t*)nullptr);
+  case DType::I8:
+    return rd((int8_t*)nullptr);
+  case DType::I16:
+    return rd((int16_t*)nullptr);
+  case DType::I32:
+    return rd((int32_t*)nullptr);
+  case DType::I64:
+    return double(rd((int64_t*)nullptr));
+  case DType::F16:
+    return half_to_float(rd((uint16_t*)nullptr));
+  case DType::BF16:
+    return bf16_to_float(rd((uint16_t*)nullptr));
+  case DType::F32:
+    return rd((float*)nullptr);
+  case DType::F64:
+    return rd((double*)nullptr);
   }
   return 0;
 }
@@ -253,16 +283,36 @@ void Tensor::store(int64_t k, double v) const {
   std::byte* p = raw_data() + k * int64_t(dtype_size(dtype()));
   auto wr = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
   switch (dtype()) {
-  case DType::Bool: wr(uint8_t(v != 0)); return;
-  case DType::U8: wr(uint8_t(to_int64(v))); return;
-  case DType::I8: wr(int8_t(to_int64(v))); return;
-  case DType::I16: wr(int16_t(to_int64(v))); return;
-  case DType::I32: wr(int32_t(to_int64(v))); return;
-  case DType::I64: wr(to_int64(v)); return;
-  case DType::F16: wr(float_to_half(float(v))); return;
-  case DType::BF16: wr(float_to_bf16(float(v))); return;
-  case DType::F32: wr(float(v)); return;
-  case DType::F64: wr(v); return;
+  case DType::Bool:
+    wr(uint8_t(v != 0));
+    return;
+  case DType::U8:
+    wr(uint8_t(to_int64(v)));
+    return;
+  case DType::I8:
+    wr(int8_t(to_int64(v)));
+    return;
+  case DType::I16:
+    wr(int16_t(to_int64(v)));
+    return;
+  case DType::I32:
+    wr(int32_t(to_int64(v)));
+    return;
+  case DType::I64:
+    wr(to_int64(v));
+    return;
+  case DType::F16:
+    wr(float_to_half(float(v)));
+    return;
+  case DType::BF16:
+    wr(float_to_bf16(float(v)));
+    return;
+  case DType::F32:
+    wr(float(v));
+    return;
+  case DType::F64:
+    wr(v);
+    return;
   }
 }
 
@@ -275,13 +325,20 @@ int64_t Tensor::load_int(int64_t k) const {
     return int64_t(v);
   };
   switch (dtype()) {
-  case DType::Bool: return rd((uint8_t*)nullptr) != 0;
-  case DType::U8: return rd((uint8_t*)nullptr);
-  case DType::I8: return rd((int8_t*)nullptr);
-  case DType::I16: return rd((int16_t*)nullptr);
-  case DType::I32: return rd((int32_t*)nullptr);
-  case DType::I64: return rd((int64_t*)nullptr);
-  default: return 0;
+  case DType::Bool:
+    return rd((uint8_t*)nullptr) != 0;
+  case DType::U8:
+    return rd((uint8_t*)nullptr);
+  case DType::I8:
+    return rd((int8_t*)nullptr);
+  case DType::I16:
+    return rd((int16_t*)nullptr);
+  case DType::I32:
+    return rd((int32_t*)nullptr);
+  case DType::I64:
+    return rd((int64_t*)nullptr);
+  default:
+    return 0;
   }
 }
 
@@ -290,13 +347,26 @@ void Tensor::store_int(int64_t k, int64_t v) const {
   std::byte* p = raw_data() + k * int64_t(dtype_size(dtype()));
   auto wr = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
   switch (dtype()) {
-  case DType::Bool: wr(uint8_t(v != 0)); return;
-  case DType::U8: wr(uint8_t(v)); return;
-  case DType::I8: wr(int8_t(v)); return;
-  case DType::I16: wr(int16_t(v)); return;
-  case DType::I32: wr(int32_t(v)); return;
-  case DType::I64: wr(v); return;
-  default: return;
+  case DType::Bool:
+    wr(uint8_t(v != 0));
+    return;
+  case DType::U8:
+    wr(uint8_t(v));
+    return;
+  case DType::I8:
+    wr(int8_t(v));
+    return;
+  case DType::I16:
+    wr(int16_t(v));
+    return;
+  case DType::I32:
+    wr(int32_t(v));
+    return;
+  case DType::I64:
+    wr(v);
+    return;
+  default:
+    return;
   }
 }
 

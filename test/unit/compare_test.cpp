@@ -90,27 +90,34 @@ TEST_CASE("compare: same() with an fp64 reference follows torch._dynamo.utils.sa
   CHECK_FALSE(no.ok);
   CHECK(no.message.find("RMSE (res-fp64)") == 0);
   // Fewer than 1000 elements: multiplier 3; bf16 results: multiplier 3.
-  AccuracyResult small = same_with_fp64_ref(F({10}, Vals(10, 1.01)), F({10}, Vals(10, 1.029)), D({10}, Vals(10, 1)));
+  AccuracyResult small =
+      same_with_fp64_ref(F({10}, Vals(10, 1.01)), F({10}, Vals(10, 1.029)), D({10}, Vals(10, 1)));
   CHECK(small.multiplier == 3.0);
   CHECK(small.ok);
-  AccuracyResult bf = same_with_fp64_ref(T(DType::BF16, {2000}, ref), T(DType::BF16, {2000}, good), D({2000}, base));
+  AccuracyResult bf = same_with_fp64_ref(T(DType::BF16, {2000}, ref), T(DType::BF16, {2000}, good),
+                                         D({2000}, base));
   CHECK(bf.multiplier == 3.0);
   // 4-D tensors with 1x1 spatial dims also get 3.
-  AccuracyResult k1 = same_with_fp64_ref(F({2000, 1, 1, 1}, ref), F({2000, 1, 1, 1}, bad), D({2000, 1, 1, 1}, base));
+  AccuracyResult k1 = same_with_fp64_ref(F({2000, 1, 1, 1}, ref), F({2000, 1, 1, 1}, bad),
+                                         D({2000, 1, 1, 1}, base));
   CHECK(k1.multiplier == 3.0);
   CHECK(k1.ok);
   // use_larger_multiplier_for_smaller_tensor with a large tol.
   AccuracyOptions lg;
   lg.tol = 0.04;
   lg.use_larger_multiplier_for_smaller_tensor = true;
-  CHECK(same_with_fp64_ref(F({10}, Vals(10, 1.1)), F({10}, Vals(10, 1.5)), D({10}, Vals(10, 1)), lg).multiplier == 10.0);
-  CHECK(same_with_fp64_ref(F({100}, Vals(100, 1.1)), F({100}, Vals(100, 1.5)), D({100}, Vals(100, 1)), lg).multiplier == 5.0);
+  CHECK(same_with_fp64_ref(F({10}, Vals(10, 1.1)), F({10}, Vals(10, 1.5)), D({10}, Vals(10, 1)), lg)
+            .multiplier == 10.0);
+  CHECK(same_with_fp64_ref(F({100}, Vals(100, 1.1)), F({100}, Vals(100, 1.5)),
+                           D({100}, Vals(100, 1)), lg)
+            .multiplier == 5.0);
   // No fp64 reference: only allclose counts.
   AccuracyResult nofp = same_with_fp64_ref(F({2000}, ref), F({2000}, good), Tensor());
   CHECK_FALSE(nofp.ok);
   CHECK(nofp.message.find("allclose not within tol") != std::string::npos);
   // dtype and shape mismatches; booleans compare as uint8.
-  CHECK(same_with_fp64_ref(F({1}, {1}), D({1}, {1}), D({1}, {1})).message == "dtype mismatch f32, f64");
+  CHECK(same_with_fp64_ref(F({1}, {1}), D({1}, {1}), D({1}, {1})).message ==
+        "dtype mismatch f32, f64");
   CHECK_FALSE(same_with_fp64_ref(F({1}, {1}), F({2}, {1, 1}), D({1}, {1})).ok);
   CHECK(same_with_fp64_ref(B({2}, {1, 0}), B({2}, {1, 0}), Tensor()).ok);
   CHECK_FALSE(same_with_fp64_ref(B({2}, {1, 0}), B({2}, {1, 1}), Tensor()).ok);

@@ -55,17 +55,24 @@ ValueId user_input(Graph& g, const std::string& name, TensorMeta m) {
   return v;
 }
 
-ValueId weight(Graph& g, const std::string& fqn, const Tensor& t, InputKind kind = InputKind::Parameter) {
+ValueId weight(Graph& g, const std::string& fqn, const Tensor& t,
+               InputKind kind = InputKind::Parameter) {
   ValueId v = g.add_value("p_" + fqn, t.meta());
   g.inputs.push_back({v, kind, fqn, true});
   g.weights[fqn] = WeightData{t.storage(), t.meta(), std::nullopt};
   return v;
 }
 
-CallArg pos(Arg a) { return {"", std::move(a)}; }
-CallArg pos_t(ValueId v) { return {"", Arg::of_tensor(v)}; }
+CallArg pos(Arg a) {
+  return {"", std::move(a)};
+}
+CallArg pos_t(ValueId v) {
+  return {"", Arg::of_tensor(v)};
+}
 
-Tensor from_weight_data(const WeightData& w) { return Tensor::from_weight(w); }
+Tensor from_weight_data(const WeightData& w) {
+  return Tensor::from_weight(w);
+}
 
 } // namespace
 
@@ -123,14 +130,16 @@ TEST_CASE("interpreter: checks user inputs and names the failing node") {
     CHECK(e.message() == "input 'x': expected f32[2, 3], got f32[3, 3]");
     CHECK(e.file() == "toy.fxg");
   }
-  CHECK_THROWS_WITH_AS(interpret(g, {D({2, 3}, Vals(6, 0))}), "toy.fxg: error: input 'x': expected f32[2, 3], got f64[2, 3]", Error);
+  CHECK_THROWS_WITH_AS(interpret(g, {D({2, 3}, Vals(6, 0))}),
+                       "toy.fxg: error: input 'x': expected f32[2, 3], got f64[2, 3]", Error);
   CHECK_THROWS_WITH_AS(interpret(g, {}), "toy.fxg: error: expected 1 inputs, got 0", Error);
   // A kernel failure names the node and op.
   Graph bad = g;
   bad.nodes[1].target = "aten.embedding.default";
   bad.nodes[1].schema = find_schema("aten.embedding.default");
   std::string err;
-  REQUIRE(bind_args(*bad.nodes[1].schema, {pos_t(y), pos_t(x)}, &bad.nodes[1].args, &bad.nodes[1].given, &err));
+  REQUIRE(bind_args(*bad.nodes[1].schema, {pos_t(y), pos_t(x)}, &bad.nodes[1].args,
+                    &bad.nodes[1].given, &err));
   try {
     interpret(bad, {F({2, 3}, {1, -1, 2, -3, 4, 5})});
     FAIL("expected an error");
@@ -143,11 +152,14 @@ TEST_CASE("interpreter: checks user inputs and names the failing node") {
   Graph wrong = g;
   wrong.values[size_t(z)].meta = meta(DType::F16, {2, 3});
   CHECK_THROWS_WITH_AS(interpret(wrong, {F({2, 3}, Vals(6, 0))}),
-                       "toy.fxg: error: node 'relu' (aten.relu.default): result 0 is f32[2, 3] but the graph says f16[2, 3]", Error);
+                       "toy.fxg: error: node 'relu' (aten.relu.default): result 0 is f32[2, 3] but "
+                       "the graph says f16[2, 3]",
+                       Error);
   // Missing weight data.
   Graph nodata = g;
   nodata.weights.clear();
-  CHECK_THROWS_WITH_AS(interpret(nodata, {F({2, 3}, Vals(6, 0))}), "toy.fxg: error: parameter 'fc.weight': no data", Error);
+  CHECK_THROWS_WITH_AS(interpret(nodata, {F({2, 3}, Vals(6, 0))}),
+                       "toy.fxg: error: parameter 'fc.weight': no data", Error);
 }
 
 TEST_CASE("interpreter: float64 mode, on_node, freeing and in-place weights") {
@@ -156,7 +168,8 @@ TEST_CASE("interpreter: float64 mode, on_node, freeing and in-place weights") {
   ValueId b = weight(g, "bias", F({3}, {0.1, 0.2, 0.3}), InputKind::Buffer);
   ValueId a = node(g, "aten.add.Tensor", {pos_t(x), pos_t(b)}, {meta(DType::F32, {3})}, "add")[0];
   ValueId e = node(g, "aten.exp.default", {pos_t(a)}, {meta(DType::F32, {3})}, "exp")[0];
-  ValueId m = node(g, "aten.mul.Scalar", {pos_t(e), pos(Arg::of_float(0.1))}, {meta(DType::F32, {3})}, "mul")[0];
+  ValueId m = node(g, "aten.mul.Scalar", {pos_t(e), pos(Arg::of_float(0.1))},
+                   {meta(DType::F32, {3})}, "mul")[0];
   // relu_ on the buffer: the graph's weight bytes must stay untouched.
   ValueId r = node(g, "aten.relu_.default", {pos_t(b)}, {meta(DType::F32, {3})}, "relu_")[0];
   ValueId s = node(g, "aten.sum.default", {pos_t(m)}, {meta(DType::F32, {})}, "sum")[0];
@@ -175,15 +188,18 @@ TEST_CASE("interpreter: float64 mode, on_node, freeing and in-place weights") {
   CHECK(seen == std::vector<std::string>{"add", "exp", "mul", "relu_", "sum"});
   CHECK(add_freed_before_sum);
   double expect = 0;
-  for (int i = 0; i < 3; ++i) expect += std::exp(double(float(float(xs[size_t(i)]) + float(0.1 * (i + 1))))) * double(0.1f);
+  for (int i = 0; i < 3; ++i)
+    expect += std::exp(double(float(float(xs[size_t(i)]) + float(0.1 * (i + 1))))) * double(0.1f);
   CHECK(out[0].dtype() == DType::F32);
   CHECK(out[0].item() == doctest::Approx(expect).epsilon(1e-6));
   check(out[1], DType::F32, {3}, {0.1, 0.2, 0.3});
-  CHECK(Tensor::from_weight(g.weights.at("bias")).to_vector() == F({3}, {0.1, 0.2, 0.3}).to_vector());
+  CHECK(Tensor::from_weight(g.weights.at("bias")).to_vector() ==
+        F({3}, {0.1, 0.2, 0.3}).to_vector());
   auto out64 = interpret(g, {F({3}, xs)}, {true, {}});
   CHECK(out64[0].dtype() == DType::F64);
   double e64 = 0;
-  for (int i = 0; i < 3; ++i) e64 += std::exp(double(float(xs[size_t(i)])) + double(float(0.1 * (i + 1)))) * 0.1;
+  for (int i = 0; i < 3; ++i)
+    e64 += std::exp(double(float(xs[size_t(i)])) + double(float(0.1 * (i + 1)))) * 0.1;
   CHECK(std::fabs(out64[0].item() - e64) < 1e-14);
 }
 
@@ -196,12 +212,15 @@ TEST_CASE("interpreter: synthetic 1000-node graph timing") {
   ValueId x = user_input(g, "x", meta(DType::F32, {M, D}));
   Tensor W = R(DType::F32, {D, D}, 5, -0.03, 0.03), bias = R(DType::F32, {D}, 6, -0.1, 0.1);
   Tensor gamma = R(DType::F32, {D}, 7, 0.9, 1.1), beta = R(DType::F32, {D}, 8, -0.1, 0.1);
-  ValueId w = weight(g, "w", W), bv = weight(g, "b", bias), gv = weight(g, "g", gamma), be = weight(g, "beta", beta);
+  ValueId w = weight(g, "w", W), bv = weight(g, "b", bias), gv = weight(g, "g", gamma),
+          be = weight(g, "beta", beta);
   ValueId h = x;
   for (int i = 0; i < blocks; ++i) {
-    ValueId l = add_node1(g, "aten.linear.default", {pos_t(h), pos_t(w), pos_t(bv)}, "linear", &names);
-    ValueId n = add_node1(g, "aten.layer_norm.default",
-                          {pos_t(l), pos(Arg::of_ints({D})), pos_t(gv), pos_t(be)}, "layer_norm", &names);
+    ValueId l =
+        add_node1(g, "aten.linear.default", {pos_t(h), pos_t(w), pos_t(bv)}, "linear", &names);
+    ValueId n =
+        add_node1(g, "aten.layer_norm.default",
+                  {pos_t(l), pos(Arg::of_ints({D})), pos_t(gv), pos_t(be)}, "layer_norm", &names);
     ValueId a = add_node1(g, "aten.gelu.default", {pos_t(n)}, "gelu", &names);
     h = add_node1(g, "aten.add.Tensor", {pos_t(h), pos_t(a)}, "add", &names);
   }
@@ -211,8 +230,8 @@ TEST_CASE("interpreter: synthetic 1000-node graph timing") {
   auto t0 = std::chrono::steady_clock::now();
   auto out = interpret(g, {input});
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  MESSAGE("eager interpreter ran " << g.nodes.size() << " nodes (64x768 linear+layer_norm+gelu+add) in "
-                                   << secs << " s");
+  MESSAGE("eager interpreter ran "
+          << g.nodes.size() << " nodes (64x768 linear+layer_norm+gelu+add) in " << secs << " s");
   // Sample value: recompute row 3 through all blocks independently in double, rounding to f32
   // after each op like the f32 graph does.
   Vals wv = W.to_vector(), bb = bias.to_vector(), gg = gamma.to_vector(), be2 = beta.to_vector();
@@ -231,7 +250,8 @@ TEST_CASE("interpreter: synthetic 1000-node graph timing") {
     for (double v : l) var += (v - mu) * (v - mu);
     var /= double(D);
     for (int64_t o = 0; o < D; ++o) {
-      double nv = double(float((l[size_t(o)] - mu) / std::sqrt(var + 1e-5) * gg[size_t(o)] + be2[size_t(o)]));
+      double nv = double(
+          float((l[size_t(o)] - mu) / std::sqrt(var + 1e-5) * gg[size_t(o)] + be2[size_t(o)]));
       double gl = double(float(0.5 * nv * (1 + std::erf(nv / std::sqrt(2.0)))));
       a[size_t(o)] = double(float(row[size_t(o)] + gl));
     }

@@ -21,10 +21,14 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Tolerances for comparing a result stored in `dt` with a float64 formula.
 double rtol_for(DType dt) {
   switch (dt) {
-  case DType::F16: return 1e-3;
-  case DType::BF16: return 8e-3;
-  case DType::F32: return 1e-6;
-  default: return 1e-12;
+  case DType::F16:
+    return 1e-3;
+  case DType::BF16:
+    return 8e-3;
+  case DType::F32:
+    return 1e-6;
+  default:
+    return 1e-12;
   }
 }
 
@@ -35,7 +39,9 @@ Vals map(const Vals& v, const std::function<double(double)>& f) {
 }
 
 // The values `t` holds once rounded to its dtype (what a kernel actually reads).
-Vals held(const Tensor& t) { return t.to_vector(); }
+Vals held(const Tensor& t) {
+  return t.to_vector();
+}
 } // namespace
 
 TEST_CASE("kernels: every op in the schema table has a reference kernel") {
@@ -69,13 +75,16 @@ TEST_CASE("kernels: unary float ops match float64 formulas across shapes and dty
       {"aten.sigmoid.default", [](double x) { return 1 / (1 + std::exp(-x)); }, -6, 6},
       {"aten.reciprocal.default", [](double x) { return 1 / x; }, 0.5, 4},
       {"aten.silu.default", [](double x) { return x / (1 + std::exp(-x)); }, -6, 6},
-      {"aten.hardswish.default", [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; }, -5, 5},
-      {"aten.hardsigmoid.default", [](double x) { return std::min(std::max(x + 3, 0.0), 6.0) / 6; }, -5, 5},
+      {"aten.hardswish.default",
+       [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; }, -5, 5},
+      {"aten.hardsigmoid.default", [](double x) { return std::min(std::max(x + 3, 0.0), 6.0) / 6; },
+       -5, 5},
       {"aten.relu.default", [](double x) { return x > 0 ? x : 0; }, -3, 3},
       {"aten.abs.default", [](double x) { return std::fabs(x); }, -3, 3},
       {"aten.neg.default", [](double x) { return -x; }, -3, 3},
       {"aten.sign.default", [](double x) { return double((x > 0) - (x < 0)); }, -3, 3},
-      {"aten.gelu.default", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -4, 4},
+      {"aten.gelu.default", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
+       -4, 4},
   };
   const DType dts[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
   const Shape shapes[] = {{}, {0}, {1}, {3, 1, 4}};
@@ -90,26 +99,30 @@ TEST_CASE("kernels: unary float ops match float64 formulas across shapes and dty
         // Non-contiguous input: a transposed view.
         Vals v = rand_vals(6, seed++, r.lo, r.hi);
         Tensor xt = transposed(dt, 2, 3, v);
-        check(op1(r.target, {xt}), dt, {2, 3}, map(held(xt), r.f), rtol_for(dt), rtol_for(dt) * 1e-3);
+        check(op1(r.target, {xt}), dt, {2, 3}, map(held(xt), r.f), rtol_for(dt),
+              rtol_for(dt) * 1e-3);
       }
 }
 
 TEST_CASE("kernels: unary ops on integers promote, keep the dtype, or fail") {
   Tensor i = L({4}, {-2, 0, 1, 4});
-  check(op1("aten.exp.default", {i}), DType::F32, {4}, {std::exp(-2.0), 1, std::exp(1.0), std::exp(4.0)});
+  check(op1("aten.exp.default", {i}), DType::F32, {4},
+        {std::exp(-2.0), 1, std::exp(1.0), std::exp(4.0)});
   check(op1("aten.sqrt.default", {i}), DType::F32, {4}, {kNaN, 0, 1, 2});
   check(op1("aten.reciprocal.default", {i}), DType::F32, {4}, {-0.5, kInf, 1, 0.25});
   check(op1("aten.relu.default", {i}), DType::I64, {4}, {0, 0, 1, 4});
   check(op1("aten.abs.default", {i}), DType::I64, {4}, {2, 0, 1, 4});
   check(op1("aten.neg.default", {i}), DType::I64, {4}, {2, 0, -1, -4});
   check(op1("aten.sign.default", {i}), DType::I64, {4}, {-1, 0, 1, 1});
-  check(op1("aten.sigmoid.default", {B({2}, {1, 0})}), DType::F32, {2}, {1 / (1 + std::exp(-1.0)), 0.5});
+  check(op1("aten.sigmoid.default", {B({2}, {1, 0})}), DType::F32, {2},
+        {1 / (1 + std::exp(-1.0)), 0.5});
   CHECK(op_error("aten.gelu.default", {i}).find("not implemented for i64") != std::string::npos);
   CHECK(op_error("aten.silu.default", {i}).find("not implemented") != std::string::npos);
   CHECK(op_error("aten.hardswish.default", {i}).find("not implemented") != std::string::npos);
   CHECK(op_error("aten.neg.default", {B({1}, {1})}).find("bool") != std::string::npos);
   // float64 mode: integer inputs promote to f64.
-  check(op1("aten.exp.default", {i}, true), DType::F64, {4}, {std::exp(-2.0), 1, std::exp(1.0), std::exp(4.0)}, 1e-15);
+  check(op1("aten.exp.default", {i}, true), DType::F64, {4},
+        {std::exp(-2.0), 1, std::exp(1.0), std::exp(4.0)}, 1e-15);
   // NaN propagates through relu and sign maps NaN to 0 (PyTorch's CPU behaviour).
   check(op1("aten.relu.default", {F({2}, {kNaN, -1})}), DType::F32, {2}, {kNaN, 0});
 }
@@ -119,9 +132,12 @@ TEST_CASE("kernels: gelu tanh approximation and bad approximate argument") {
   auto f = [](double v) {
     return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
   };
-  check(op1("aten.gelu.default", {x, {"approximate", S("tanh")}}), DType::F64, {5}, map(held(x), f), 1e-14);
-  CHECK(op_error("aten.gelu.default", {x, {"approximate", S("fast")}}).find("none or tanh") != std::string::npos);
-  CHECK(op1("aten.gelu.default", {x}).at({3}) == doctest::Approx(0.7 * 0.5 * (1 + std::erf(0.7 / std::sqrt(2.0)))));
+  check(op1("aten.gelu.default", {x, {"approximate", S("tanh")}}), DType::F64, {5}, map(held(x), f),
+        1e-14);
+  CHECK(op_error("aten.gelu.default", {x, {"approximate", S("fast")}}).find("none or tanh") !=
+        std::string::npos);
+  CHECK(op1("aten.gelu.default", {x}).at({3}) ==
+        doctest::Approx(0.7 * 0.5 * (1 + std::erf(0.7 / std::sqrt(2.0)))));
 }
 
 TEST_CASE("kernels: binary arithmetic broadcasts over non-contiguous operands") {
@@ -133,22 +149,32 @@ TEST_CASE("kernels: binary arithmetic broadcasts over non-contiguous operands") 
     Vals r;
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 4; ++j)
-        for (int k = 0; k < 3; ++k) r.push_back(double(float(f(ah[size_t(i * 3 + k)], bh[size_t(j)]))));
+        for (int k = 0; k < 3; ++k)
+          r.push_back(double(float(f(ah[size_t(i * 3 + k)], bh[size_t(j)]))));
     return r;
   };
-  check(op1("aten.add.Tensor", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return x + y; }));
-  check(op1("aten.add.Tensor", {a, b, {"alpha", I(3)}}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return x + 3 * y; }));
-  check(op1("aten.sub.Tensor", {a, b, {"alpha", Fl(0.5)}}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return x - 0.5 * y; }));
-  check(op1("aten.mul.Tensor", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return x * y; }));
-  check(op1("aten.div.Tensor", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return x / y; }));
-  check(op1("aten.maximum.default", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return std::max(x, y); }));
-  check(op1("aten.minimum.default", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return std::min(x, y); }));
-  check(op1("aten.min.other", {a, b}), DType::F32, {2, 4, 3}, expect([](double x, double y) { return std::min(x, y); }));
+  check(op1("aten.add.Tensor", {a, b}), DType::F32, {2, 4, 3},
+        expect([](double x, double y) { return x + y; }));
+  check(op1("aten.add.Tensor", {a, b, {"alpha", I(3)}}), DType::F32, {2, 4, 3},
+        expect([](double x, double y) { return x + 3 * y; }));
+  check(op1("aten.sub.Tensor", {a, b, {"alpha", Fl(0.5)}}), DType::F32, {2, 4, 3},
+        expect([](double x, double y) { return x - 0.5 * y; }));
+  check(op1("aten.mul.Tensor", {a, b}), DType::F32, {2, 4, 3},
+        expect([](double x, double y) { return x * y; }));
+  check(op1("aten.div.Tensor", {a, b}), DType::F32, {2, 4, 3},
+        expect([](double x, double y) { return x / y; }));
+  check(op1("aten.maximum.default", {a, b}), DType::F32, {2, 4, 3},
+        expect([](double x, double y) { return std::max(x, y); }));
+  check(op1("aten.minimum.default", {a, b}), DType::F32, {2, 4, 3},
+        expect([](double x, double y) { return std::min(x, y); }));
+  check(op1("aten.min.other", {a, b}), DType::F32, {2, 4, 3},
+        expect([](double x, double y) { return std::min(x, y); }));
   // Expanded (stride 0) operand and size-0 broadcasting.
   Tensor e = F({1}, {2}).as_strided({3}, {0}, 0);
   check(op1("aten.mul.Tensor", {e, F({3}, {1, 2, 3})}), DType::F32, {3}, {2, 4, 6});
   check(op1("aten.add.Tensor", {F({0, 3}, {}), F({3}, {1, 2, 3})}), DType::F32, {0, 3}, {});
-  CHECK(op_error("aten.add.Tensor", {F({2}, {1, 2}), F({3}, {1, 2, 3})}).find("broadcast") != std::string::npos);
+  CHECK(op_error("aten.add.Tensor", {F({2}, {1, 2}), F({3}, {1, 2, 3})}).find("broadcast") !=
+        std::string::npos);
 }
 
 TEST_CASE("kernels: scalar overloads and PyTorch type promotion") {
@@ -162,35 +188,49 @@ TEST_CASE("kernels: scalar overloads and PyTorch type promotion") {
   check(op1("aten.add.Tensor", {F({2}, {1, 2}), D({}, {0.5})}), DType::F32, {2}, {1.5, 2.5});
   check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1}), F({}, {0.25})}), DType::F16, {1}, {1.25});
   check(op1("aten.add.Tensor", {L({2}, {1, 2}), D({}, {0.5})}), DType::F64, {2}, {1.5, 2.5});
-  check(op1("aten.add.Tensor", {T(DType::U8, {1}, {200}), T(DType::I8, {1}, {-100})}), DType::I16, {1}, {100});
-  check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1}), T(DType::BF16, {1}, {1})}), DType::F32, {1}, {2});
+  check(op1("aten.add.Tensor", {T(DType::U8, {1}, {200}), T(DType::I8, {1}, {-100})}), DType::I16,
+        {1}, {100});
+  check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1}), T(DType::BF16, {1}, {1})}), DType::F32,
+        {1}, {2});
   check(op1("aten.add.Tensor", {B({2}, {1, 0}), B({2}, {1, 0})}), DType::Bool, {2}, {1, 0});
   check(op1("aten.mul.Scalar", {B({2}, {1, 0}), I(3)}), DType::I64, {2}, {3, 0});
   check(op1("aten.add.Scalar", {T(DType::F16, {2}, {1, 2}), Fl(0.5)}), DType::F16, {2}, {1.5, 2.5});
   CHECK(op_error("aten.sub.Tensor", {B({1}, {1}), B({1}, {0})}).find("bool") != std::string::npos);
-  CHECK(op_error("aten.add.Tensor", {L({1}, {1}), L({1}, {1}), {"alpha", Fl(0.5)}}).find("alpha") != std::string::npos);
+  CHECK(op_error("aten.add.Tensor", {L({1}, {1}), L({1}, {1}), {"alpha", Fl(0.5)}}).find("alpha") !=
+        std::string::npos);
   // Integer arithmetic wraps like PyTorch's.
-  check(op1("aten.add.Tensor", {T(DType::I32, {1}, {2147483647}), T(DType::I32, {1}, {1})}), DType::I32, {1}, {-2147483648.0});
-  check(op1("aten.mul.Tensor", {T(DType::U8, {1}, {16}), T(DType::U8, {1}, {17})}), DType::U8, {1}, {16});
+  check(op1("aten.add.Tensor", {T(DType::I32, {1}, {2147483647}), T(DType::I32, {1}, {1})}),
+        DType::I32, {1}, {-2147483648.0});
+  check(op1("aten.mul.Tensor", {T(DType::U8, {1}, {16}), T(DType::U8, {1}, {17})}), DType::U8, {1},
+        {16});
   // f16 results round once from the exact value.
-  check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1024}), T(DType::F16, {1}, {0.5})}), DType::F16, {1}, {1024});
-  check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1025}), T(DType::F16, {1}, {0.5})}), DType::F16, {1}, {1026});
+  check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1024}), T(DType::F16, {1}, {0.5})}), DType::F16,
+        {1}, {1024});
+  check(op1("aten.add.Tensor", {T(DType::F16, {1}, {1025}), T(DType::F16, {1}, {0.5})}), DType::F16,
+        {1}, {1026});
   // float64 mode: float scalars with int tensors give f64.
-  check(op1("aten.mul.Scalar", {L({1}, {3}), Fl(0.1)}, true), DType::F64, {1}, {0.30000000000000004}, 0, 0);
+  check(op1("aten.mul.Scalar", {L({1}, {3}), Fl(0.1)}, true), DType::F64, {1},
+        {0.30000000000000004}, 0, 0);
 }
 
 TEST_CASE("kernels: maximum/minimum propagate NaN; integer versions stay integral") {
-  check(op1("aten.maximum.default", {F({3}, {kNaN, 1, 2}), F({3}, {0, kNaN, 1})}), DType::F32, {3}, {kNaN, kNaN, 2});
-  check(op1("aten.minimum.default", {L({3}, {5, -1, 2}), L({3}, {4, 0, 2})}), DType::I64, {3}, {4, -1, 2});
+  check(op1("aten.maximum.default", {F({3}, {kNaN, 1, 2}), F({3}, {0, kNaN, 1})}), DType::F32, {3},
+        {kNaN, kNaN, 2});
+  check(op1("aten.minimum.default", {L({3}, {5, -1, 2}), L({3}, {4, 0, 2})}), DType::I64, {3},
+        {4, -1, 2});
 }
 
 TEST_CASE("kernels: pow with integer and float exponents") {
-  check(op1("aten.pow.Tensor_Scalar", {L({4}, {-3, 0, 2, 5}), I(3)}), DType::I64, {4}, {-27, 0, 8, 125});
+  check(op1("aten.pow.Tensor_Scalar", {L({4}, {-3, 0, 2, 5}), I(3)}), DType::I64, {4},
+        {-27, 0, 8, 125});
   check(op1("aten.pow.Tensor_Scalar", {L({2}, {4, 9}), Fl(0.5)}), DType::F32, {2}, {2, 3});
   check(op1("aten.pow.Tensor_Scalar", {F({3}, {-2, 0.5, 3}), I(2)}), DType::F32, {3}, {4, 0.25, 9});
-  check(op1("aten.pow.Tensor_Scalar", {F({2}, {-8, 4}), Fl(1.0 / 3)}), DType::F32, {2}, {kNaN, std::pow(4.0, 1.0 / 3)});
-  CHECK(op_error("aten.pow.Tensor_Scalar", {L({1}, {2}), I(-1)}).find("negative") != std::string::npos);
-  check(op1("aten.pow.Tensor_Tensor", {L({4}, {2, 1, -1, 2}), L({4}, {10, -3, -3, -1})}), DType::I64, {4}, {1024, 1, -1, 0});
+  check(op1("aten.pow.Tensor_Scalar", {F({2}, {-8, 4}), Fl(1.0 / 3)}), DType::F32, {2},
+        {kNaN, std::pow(4.0, 1.0 / 3)});
+  CHECK(op_error("aten.pow.Tensor_Scalar", {L({1}, {2}), I(-1)}).find("negative") !=
+        std::string::npos);
+  check(op1("aten.pow.Tensor_Tensor", {L({4}, {2, 1, -1, 2}), L({4}, {10, -3, -3, -1})}),
+        DType::I64, {4}, {1024, 1, -1, 0});
   check(op1("aten.pow.Tensor_Tensor", {F({2, 1}, {2, 3}), F({2}, {2, 0.5})}), DType::F32, {2, 2},
         {4, std::sqrt(2.0), 9, std::sqrt(3.0)});
   check(op1("aten.pow.Tensor_Scalar", {T(DType::I64, {1}, {3}), I(40)}), DType::I64, {1},
@@ -198,7 +238,8 @@ TEST_CASE("kernels: pow with integer and float exponents") {
 }
 
 TEST_CASE("kernels: fmod follows C semantics and rejects integer division by zero") {
-  check(op1("aten.fmod.Scalar", {F({4}, {-7, 7, 5.5, -0.5}), I(3)}), DType::F32, {4}, {-1, 1, 2.5, -0.5});
+  check(op1("aten.fmod.Scalar", {F({4}, {-7, 7, 5.5, -0.5}), I(3)}), DType::F32, {4},
+        {-1, 1, 2.5, -0.5});
   check(op1("aten.fmod.Scalar", {L({3}, {-7, 7, 6}), I(3)}), DType::I64, {3}, {-1, 1, 0});
   check(op1("aten.fmod.Scalar", {L({2}, {-7, 7}), Fl(2.5)}), DType::F32, {2}, {-2, 2});
   CHECK(op_error("aten.fmod.Scalar", {L({1}, {1}), I(0)}) == "ZeroDivisionError");
@@ -208,7 +249,10 @@ TEST_CASE("kernels: fmod follows C semantics and rejects integer division by zer
 TEST_CASE("kernels: comparisons, both overloads, NaN and scalar rounding") {
   Tensor a = F({4}, {1, 2, kNaN, 4});
   Tensor b = F({4}, {1, 3, kNaN, 3});
-  struct Row { const char* name; Vals tensor, scalar; };
+  struct Row {
+    const char* name;
+    Vals tensor, scalar;
+  };
   const Row rows[] = {
       {"eq", {1, 0, 0, 0}, {0, 1, 0, 0}}, {"ne", {0, 1, 1, 1}, {1, 0, 1, 1}},
       {"lt", {0, 1, 0, 0}, {1, 0, 0, 0}}, {"le", {1, 1, 0, 0}, {1, 1, 0, 0}},
@@ -229,24 +273,32 @@ TEST_CASE("kernels: comparisons, both overloads, NaN and scalar rounding") {
   Tensor big2 = L({1}, {0});
   big2.store_int(0, int64_t(1) << 53);
   check(op1("aten.ne.Tensor", {big, big2}), DType::Bool, {2}, {1, 1});
-  check(op1("aten.lt.Tensor", {L({2, 1}, {1, 5}), L({3}, {0, 2, 6})}), DType::Bool, {2, 3}, {0, 1, 1, 0, 0, 1});
+  check(op1("aten.lt.Tensor", {L({2, 1}, {1, 5}), L({3}, {0, 2, 6})}), DType::Bool, {2, 3},
+        {0, 1, 1, 0, 0, 1});
 }
 
 TEST_CASE("kernels: logical ops, where and masked_fill") {
   check(op1("aten.logical_not.default", {F({3}, {0, 2, kNaN})}), DType::Bool, {3}, {1, 0, 0});
-  check(op1("aten.logical_and.default", {F({3}, {0, 2, kNaN}), L({3}, {1, 1, 3})}), DType::Bool, {3}, {0, 1, 1});
+  check(op1("aten.logical_and.default", {F({3}, {0, 2, kNaN}), L({3}, {1, 1, 3})}), DType::Bool,
+        {3}, {0, 1, 1});
   Tensor cond = B({2, 1}, {1, 0});
-  check(op1("aten.where.self", {cond, F({3}, {1, 2, 3}), L({2, 3}, {7, 8, 9, 10, 11, 12})}), DType::F32, {2, 3},
-        {1, 2, 3, 10, 11, 12});
-  check(op1("aten.where.ScalarOther", {cond, L({2}, {1, 2}), I(-5)}), DType::I64, {2, 2}, {1, 2, -5, -5});
-  check(op1("aten.where.ScalarOther", {cond, L({2}, {1, 2}), Fl(0.5)}), DType::F32, {2, 2}, {1, 2, 0.5, 0.5});
-  check(op1("aten.where.self", {B({}, {1}), D({}, {-kInf}), F({2}, {1, 2})}), DType::F32, {2}, {-kInf, -kInf});
-  CHECK(op_error("aten.where.self", {F({1}, {1}), F({1}, {1}), F({1}, {2})}).find("boolean") != std::string::npos);
+  check(op1("aten.where.self", {cond, F({3}, {1, 2, 3}), L({2, 3}, {7, 8, 9, 10, 11, 12})}),
+        DType::F32, {2, 3}, {1, 2, 3, 10, 11, 12});
+  check(op1("aten.where.ScalarOther", {cond, L({2}, {1, 2}), I(-5)}), DType::I64, {2, 2},
+        {1, 2, -5, -5});
+  check(op1("aten.where.ScalarOther", {cond, L({2}, {1, 2}), Fl(0.5)}), DType::F32, {2, 2},
+        {1, 2, 0.5, 0.5});
+  check(op1("aten.where.self", {B({}, {1}), D({}, {-kInf}), F({2}, {1, 2})}), DType::F32, {2},
+        {-kInf, -kInf});
+  CHECK(op_error("aten.where.self", {F({1}, {1}), F({1}, {1}), F({1}, {2})}).find("boolean") !=
+        std::string::npos);
   Tensor x = F({2, 2}, {1, 2, 3, 4});
-  check(op1("aten.masked_fill.Scalar", {x, B({2}, {0, 1}), Fl(-kInf)}), DType::F32, {2, 2}, {1, -kInf, 3, -kInf});
-  check(op1("aten.masked_fill.Scalar", {L({3}, {1, 2, 3}), B({2, 1}, {1, 0}), I(9)}), DType::I64, {2, 3},
-        {9, 9, 9, 1, 2, 3});
-  CHECK(op_error("aten.masked_fill.Scalar", {x, F({2}, {0, 1}), I(1)}).find("boolean") != std::string::npos);
+  check(op1("aten.masked_fill.Scalar", {x, B({2}, {0, 1}), Fl(-kInf)}), DType::F32, {2, 2},
+        {1, -kInf, 3, -kInf});
+  check(op1("aten.masked_fill.Scalar", {L({3}, {1, 2, 3}), B({2, 1}, {1, 0}), I(9)}), DType::I64,
+        {2, 3}, {9, 9, 9, 1, 2, 3});
+  CHECK(op_error("aten.masked_fill.Scalar", {x, F({2}, {0, 1}), I(1)}).find("boolean") !=
+        std::string::npos);
 }
 
 TEST_CASE("kernels: clamp with one or both bounds, integers and NaN") {
@@ -255,7 +307,8 @@ TEST_CASE("kernels: clamp with one or both bounds, integers and NaN") {
   check(op1("aten.clamp.default", {x, {"min", I(0)}}), DType::F32, {5}, {0, 0, 0.5, 3, kNaN});
   check(op1("aten.clamp.default", {x, {"max", I(0)}}), DType::F32, {5}, {-3, -0.5, 0, 0, kNaN});
   check(op1("aten.clamp.default", {L({3}, {-5, 0, 5}), I(-2), I(2)}), DType::I64, {3}, {-2, 0, 2});
-  check(op1("aten.clamp.default", {L({3}, {-5, 0, 5}), Fl(-2.5), None()}), DType::F32, {3}, {-2.5, 0, 5});
+  check(op1("aten.clamp.default", {L({3}, {-5, 0, 5}), Fl(-2.5), None()}), DType::F32, {3},
+        {-2.5, 0, 5});
   CHECK(op_error("aten.clamp.default", {x}).find("at least one") != std::string::npos);
 }
 
@@ -289,15 +342,19 @@ TEST_CASE("kernels: sum and mean reduce in double over any dims") {
   check(op1("aten.sum.dim_IntList", {t, Is({1})}), DType::F32, {2}, {1 + 2 + 3, 4 + 5 + 6});
   // Integer and bool sums give i64; dtype keyword converts first.
   check(op1("aten.sum.default", {B({3}, {1, 1, 0})}), DType::I64, {}, {2});
-  check(op1("aten.sum.default", {T(DType::I32, {2}, {2147483647, 1})}), DType::I64, {}, {2147483648.0});
+  check(op1("aten.sum.default", {T(DType::I32, {2}, {2147483647, 1})}), DType::I64, {},
+        {2147483648.0});
   check(op1("aten.sum.default", {L({2}, {1, 2}), {"dtype", Dt(DType::F16)}}), DType::F16, {}, {3});
-  check(op1("aten.mean.dim", {L({2}, {1, 2}), Is({0}), Bo(false), {"dtype", Dt(DType::F64)}}), DType::F64, {}, {1.5});
-  CHECK(op_error("aten.mean.default", {L({2}, {1, 2})}).find("could not infer output dtype") != std::string::npos);
+  check(op1("aten.mean.dim", {L({2}, {1, 2}), Is({0}), Bo(false), {"dtype", Dt(DType::F64)}}),
+        DType::F64, {}, {1.5});
+  CHECK(op_error("aten.mean.default", {L({2}, {1, 2})}).find("could not infer output dtype") !=
+        std::string::npos);
   // Empty and 0-dim reductions.
   check(op1("aten.sum.dim_IntList", {F({0, 3}, {}), Is({0})}), DType::F32, {3}, {0, 0, 0});
   check(op1("aten.mean.dim", {F({0, 3}, {}), Is({0})}), DType::F32, {3}, {kNaN, kNaN, kNaN});
   check(op1("aten.sum.dim_IntList", {F({}, {5}), Is({0})}), DType::F32, {}, {5});
-  CHECK(op_error("aten.sum.dim_IntList", {x, Is({1, -2})}).find("multiple times") != std::string::npos);
+  CHECK(op_error("aten.sum.dim_IntList", {x, Is({1, -2})}).find("multiple times") !=
+        std::string::npos);
   CHECK(op_error("aten.sum.dim_IntList", {x, Is({3})}).find("out of range") != std::string::npos);
 }
 
@@ -306,13 +363,17 @@ TEST_CASE("kernels: amax, any and argmax") {
   check(op1("aten.amax.default", {x, Is({1})}), DType::F32, {2}, {5, kNaN});
   check(op1("aten.amax.default", {x, Is({0}), Bo(true)}), DType::F32, {1, 3}, {1, kNaN, 5});
   check(op1("aten.amax.default", {L({2, 2}, {3, -9, 7, 1})}), DType::I64, {}, {7});
-  CHECK(op_error("aten.amax.default", {F({0, 2}, {}), Is({0})}).find("non-zero size") != std::string::npos);
+  CHECK(op_error("aten.amax.default", {F({0, 2}, {}), Is({0})}).find("non-zero size") !=
+        std::string::npos);
   check(op1("aten.any.dim", {F({2, 3}, {0, 0, 0, 0, kNaN, 0}), I(1)}), DType::Bool, {2}, {0, 1});
-  check(op1("aten.any.dim", {L({2, 2}, {0, 1, 0, 0}), I(0), Bo(true)}), DType::Bool, {1, 2}, {0, 1});
+  check(op1("aten.any.dim", {L({2, 2}, {0, 1, 0, 0}), I(0), Bo(true)}), DType::Bool, {1, 2},
+        {0, 1});
   check(op1("aten.argmax.default", {x, I(1)}), DType::I64, {2}, {1, 1}); // first max; NaN wins
   check(op1("aten.argmax.default", {F({2, 3}, {1, 5, 5, 7, 0, 7})}), DType::I64, {}, {3});
-  check(op1("aten.argmax.default", {F({2, 3}, {1, 5, 5, 7, 0, 7}), None(), Bo(true)}), DType::I64, {1, 1}, {3});
-  check(op1("aten.argmax.default", {F({2, 3}, {1, 5, 5, 7, 0, 7}), I(0), Bo(true)}), DType::I64, {1, 3}, {1, 0, 1});
+  check(op1("aten.argmax.default", {F({2, 3}, {1, 5, 5, 7, 0, 7}), None(), Bo(true)}), DType::I64,
+        {1, 1}, {3});
+  check(op1("aten.argmax.default", {F({2, 3}, {1, 5, 5, 7, 0, 7}), I(0), Bo(true)}), DType::I64,
+        {1, 3}, {1, 0, 1});
   CHECK(op_error("aten.argmax.default", {F({0}, {})}).find("numel() == 0") != std::string::npos);
 }
 
@@ -330,19 +391,24 @@ TEST_CASE("kernels: softmax and log_softmax subtract the max and honour dims and
   check(op1("aten._softmax.default", {x, I(1), Bo(false)}), DType::F32, {2, 3}, expect);
   check(op1("aten.softmax.int", {x, I(-1)}), DType::F32, {2, 3}, expect);
   Vals lexpect = map(expect, [](double v) { return std::log(v); });
-  check(op1("aten._log_softmax.default", {x, I(1), Bo(false)}), DType::F32, {2, 3}, lexpect, 1e-6, 1e-6);
+  check(op1("aten._log_softmax.default", {x, I(1), Bo(false)}), DType::F32, {2, 3}, lexpect, 1e-6,
+        1e-6);
   check(op1("aten.log_softmax.int", {x, I(1)}), DType::F32, {2, 3}, lexpect, 1e-6, 1e-6);
   // Along dim 0 of a transposed input.
   Tensor t = transposed(DType::F32, 3, 2, {1, 4, 2, 5, 3, 6}); // rows (1,4) (2,5) (3,6)
   Vals c0 = soft({1, 2, 3}), c1 = soft({4, 5, 6});
-  check(op1("aten._softmax.default", {t, I(0), Bo(false)}), DType::F32, {3, 2}, {c0[0], c1[0], c0[1], c1[1], c0[2], c1[2]});
+  check(op1("aten._softmax.default", {t, I(0), Bo(false)}), DType::F32, {3, 2},
+        {c0[0], c1[0], c0[1], c1[1], c0[2], c1[2]});
   // half_to_float and dtype keywords.
   Tensor h = T(DType::F16, {3}, {1, 2, 3});
   check(op1("aten._softmax.default", {h, I(0), Bo(true)}), DType::F32, {3}, soft({1, 2, 3}));
-  check(op1("aten.softmax.int", {h, I(0), Dt(DType::F64)}), DType::F64, {3}, soft({1, 2, 3}), 1e-14);
+  check(op1("aten.softmax.int", {h, I(0), Dt(DType::F64)}), DType::F64, {3}, soft({1, 2, 3}),
+        1e-14);
   check(op1("aten._softmax.default", {h, I(0), Bo(false)}), DType::F16, {3}, soft({1, 2, 3}), 1e-3);
-  CHECK(op_error("aten._softmax.default", {x, I(0), Bo(true)}).find("half_to_float") != std::string::npos);
-  CHECK(op_error("aten.softmax.int", {L({2}, {1, 2}), I(0)}).find("not implemented") != std::string::npos);
+  CHECK(op_error("aten._softmax.default", {x, I(0), Bo(true)}).find("half_to_float") !=
+        std::string::npos);
+  CHECK(op_error("aten.softmax.int", {L({2}, {1, 2}), I(0)}).find("not implemented") !=
+        std::string::npos);
   check(op1("aten.softmax.int", {F({}, {3}), I(0)}), DType::F32, {}, {1});
   check(op1("aten.softmax.int", {F({2}, {-kInf, -kInf}), I(0)}), DType::F32, {2}, {kNaN, kNaN});
 }
@@ -359,11 +425,13 @@ TEST_CASE("kernels: layer norm with population variance, affine parameters and s
     for (int j = 0; j < 12; ++j) var += (v[size_t(i * 12 + j)] - m) * (v[size_t(i * 12 + j)] - m);
     var /= 12;
     for (int j = 0; j < 12; ++j)
-      expect.push_back((v[size_t(i * 12 + j)] - m) / std::sqrt(var + eps) * wv[size_t(j)] + bv[size_t(j)]);
+      expect.push_back((v[size_t(i * 12 + j)] - m) / std::sqrt(var + eps) * wv[size_t(j)] +
+                       bv[size_t(j)]);
     mean.push_back(m);
     rstd.push_back(1 / std::sqrt(var + eps));
   }
-  check(op1("aten.layer_norm.default", {x, Is({3, 4}), w, b, Fl(eps)}), DType::F64, {2, 3, 4}, expect, 1e-12, 1e-12);
+  check(op1("aten.layer_norm.default", {x, Is({3, 4}), w, b, Fl(eps)}), DType::F64, {2, 3, 4},
+        expect, 1e-12, 1e-12);
   auto r = op("aten.native_layer_norm.default", {x, Is({3, 4}), w, b, Fl(eps)});
   REQUIRE(r.size() == 3);
   check(r[0], DType::F64, {2, 3, 4}, expect, 1e-12, 1e-12);
@@ -376,11 +444,15 @@ TEST_CASE("kernels: layer norm with population variance, affine parameters and s
     m /= 4;
     for (int j = 0; j < 4; ++j) var += std::pow(double(float(v[size_t(row * 4 + j)])) - m, 2);
     var /= 4;
-    for (int j = 0; j < 4; ++j) expect_last.push_back((double(float(v[size_t(row * 4 + j)])) - m) / std::sqrt(var + 0.1));
+    for (int j = 0; j < 4; ++j)
+      expect_last.push_back((double(float(v[size_t(row * 4 + j)])) - m) / std::sqrt(var + 0.1));
   }
-  check(op1("aten.layer_norm.default", {F({2, 3, 4}, v), Is({4}), None(), None(), Fl(0.1)}), DType::F32, {2, 3, 4}, expect_last, 1e-5, 1e-6);
-  CHECK(op_error("aten.layer_norm.default", {x, Is({4, 3})}).find("normalized_shape") != std::string::npos);
-  CHECK(op_error("aten.layer_norm.default", {x, Is({4}), D({3}, {1, 1, 1})}).find("weight") != std::string::npos);
+  check(op1("aten.layer_norm.default", {F({2, 3, 4}, v), Is({4}), None(), None(), Fl(0.1)}),
+        DType::F32, {2, 3, 4}, expect_last, 1e-5, 1e-6);
+  CHECK(op_error("aten.layer_norm.default", {x, Is({4, 3})}).find("normalized_shape") !=
+        std::string::npos);
+  CHECK(op_error("aten.layer_norm.default", {x, Is({4}), D({3}, {1, 1, 1})}).find("weight") !=
+        std::string::npos);
 }
 
 TEST_CASE("kernels: batch norm in evaluation mode and its core ATen form") {
@@ -391,19 +463,24 @@ TEST_CASE("kernels: batch norm in evaluation mode and its core ATen form") {
   Vals h = held(x), expect;
   for (size_t i = 0; i < h.size(); ++i) {
     size_t ch = (i / 4) % 3;
-    expect.push_back((h[i] - double(float(rm[ch]))) / std::sqrt(double(float(rv[ch])) + eps) * w[ch] + b[ch]);
+    expect.push_back(
+        (h[i] - double(float(rm[ch]))) / std::sqrt(double(float(rv[ch])) + eps) * w[ch] + b[ch]);
   }
   Tensor tw = F({3}, w), tb = F({3}, b), trm = F({3}, rm), trv = F({3}, rv);
-  check(op1("aten.batch_norm.default", {x, tw, tb, trm, trv, Bo(false), Fl(0.1), Fl(eps), Bo(true)}),
-        DType::F32, {2, 3, 2, 2}, expect, 1e-5, 1e-6);
-  auto r = op("aten._native_batch_norm_legit_no_training.default", {x, tw, tb, trm, trv, Fl(0.1), Fl(eps)});
+  check(
+      op1("aten.batch_norm.default", {x, tw, tb, trm, trv, Bo(false), Fl(0.1), Fl(eps), Bo(true)}),
+      DType::F32, {2, 3, 2, 2}, expect, 1e-5, 1e-6);
+  auto r = op("aten._native_batch_norm_legit_no_training.default",
+              {x, tw, tb, trm, trv, Fl(0.1), Fl(eps)});
   REQUIRE(r.size() == 3);
   check(r[0], DType::F32, {2, 3, 2, 2}, expect, 1e-5, 1e-6);
   check(r[1], DType::F32, {0}, {});
   check(r[2], DType::F32, {0}, {});
-  CHECK(op_error("aten.batch_norm.default", {x, tw, tb, trm, trv, Bo(true), Fl(0.1), Fl(eps), Bo(true)}) ==
+  CHECK(op_error("aten.batch_norm.default",
+                 {x, tw, tb, trm, trv, Bo(true), Fl(0.1), Fl(eps), Bo(true)}) ==
         "batch_norm in training mode is not supported by the reference interpreter");
-  CHECK(op_error("aten.batch_norm.default", {x, tw, tb, F({2}, {0, 0}), trv, Bo(false), Fl(0.1), Fl(eps), Bo(true)})
+  CHECK(op_error("aten.batch_norm.default",
+                 {x, tw, tb, F({2}, {0, 0}), trv, Bo(false), Fl(0.1), Fl(eps), Bo(true)})
             .find("running_mean") != std::string::npos);
 }
 
@@ -413,7 +490,8 @@ Vals matmul_ref(const Vals& a, const Vals& b, int n, int k, int m) {
   Vals r(size_t(n * m), 0);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < m; ++j)
-      for (int p = 0; p < k; ++p) r[size_t(i * m + j)] += a[size_t(i * k + p)] * b[size_t(p * m + j)];
+      for (int p = 0; p < k; ++p)
+        r[size_t(i * m + j)] += a[size_t(i * k + p)] * b[size_t(p * m + j)];
   return r;
 }
 } // namespace
@@ -431,9 +509,11 @@ TEST_CASE("kernels: mm, bmm, addmm, linear and matmul over every rank case") {
   Tensor bias = D({4}, {1, 2, 3, 4});
   Vals addmm = ab;
   for (size_t i = 0; i < addmm.size(); ++i) addmm[i] = 0.5 * (1 + double(i % 4)) + 2 * ab[i];
-  check(op1("aten.addmm.default", {bias, A, Bm, {"beta", Fl(0.5)}, {"alpha", I(2)}}), DType::F64, {2, 4}, addmm, 1e-14, 1e-14);
+  check(op1("aten.addmm.default", {bias, A, Bm, {"beta", Fl(0.5)}, {"alpha", I(2)}}), DType::F64,
+        {2, 4}, addmm, 1e-14, 1e-14);
   // beta = 0 ignores NaN in self.
-  check(op1("aten.addmm.default", {D({1}, {kNaN}), A, Bm, {"beta", I(0)}}), DType::F64, {2, 4}, ab, 1e-14, 1e-14);
+  check(op1("aten.addmm.default", {D({1}, {kNaN}), A, Bm, {"beta", I(0)}}), DType::F64, {2, 4}, ab,
+        1e-14, 1e-14);
   // linear: x @ W^T + b, with 3-D input.
   Tensor W = D({4, 3}, rand_vals(12, 54));
   Vals wt(12);
@@ -442,42 +522,59 @@ TEST_CASE("kernels: mm, bmm, addmm, linear and matmul over every rank case") {
     for (int j = 0; j < 3; ++j) wt[size_t(j * 4 + i)] = wv[size_t(i * 3 + j)];
   Vals lin = matmul_ref(a, wt, 2, 3, 4);
   for (size_t i = 0; i < lin.size(); ++i) lin[i] += 1 + double(i % 4);
-  check(op1("aten.linear.default", {D({1, 2, 3}, a), W, bias}), DType::F64, {1, 2, 4}, lin, 1e-14, 1e-14);
-  check(op1("aten.linear.default", {D({3}, {1, 0, 0}), W}), DType::F64, {4}, {wv[0], wv[3], wv[6], wv[9]});
+  check(op1("aten.linear.default", {D({1, 2, 3}, a), W, bias}), DType::F64, {1, 2, 4}, lin, 1e-14,
+        1e-14);
+  check(op1("aten.linear.default", {D({3}, {1, 0, 0}), W}), DType::F64, {4},
+        {wv[0], wv[3], wv[6], wv[9]});
   // matmul rank cases: 1-D x 1-D, 1-D x 2-D, 2-D x 1-D, batched broadcast.
   check(op1("aten.matmul.default", {D({3}, {1, 2, 3}), D({3}, {4, 5, 6})}), DType::F64, {}, {32});
-  check(op1("aten.matmul.default", {D({3}, {1, 2, 3}), Bm}), DType::F64, {4}, matmul_ref({1, 2, 3}, b, 1, 3, 4), 1e-14, 1e-14);
-  check(op1("aten.matmul.default", {A, D({3}, {1, 2, 3})}), DType::F64, {2}, matmul_ref(a, {1, 2, 3}, 2, 3, 1), 1e-14, 1e-14);
+  check(op1("aten.matmul.default", {D({3}, {1, 2, 3}), Bm}), DType::F64, {4},
+        matmul_ref({1, 2, 3}, b, 1, 3, 4), 1e-14, 1e-14);
+  check(op1("aten.matmul.default", {A, D({3}, {1, 2, 3})}), DType::F64, {2},
+        matmul_ref(a, {1, 2, 3}, 2, 3, 1), 1e-14, 1e-14);
   Vals x3 = rand_vals(2 * 2 * 3, 55);
-  Tensor X3 = D({2, 1, 2, 3}, x3);      // batch [2, 1]
+  Tensor X3 = D({2, 1, 2, 3}, x3);             // batch [2, 1]
   Tensor Y3 = D({3, 3, 4}, rand_vals(36, 56)); // batch [3]
   Tensor out = op1("aten.matmul.default", {X3, Y3});
   REQUIRE(out.sizes() == Shape{2, 3, 2, 4});
   Vals yv = held(Y3);
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j) {
-      Vals xa(x3.begin() + i * 6, x3.begin() + i * 6 + 6), yb(yv.begin() + j * 12, yv.begin() + j * 12 + 12);
+      Vals xa(x3.begin() + i * 6, x3.begin() + i * 6 + 6),
+          yb(yv.begin() + j * 12, yv.begin() + j * 12 + 12);
       Vals r = matmul_ref(xa, yb, 2, 3, 4);
-      for (int e = 0; e < 8; ++e) CHECK(out.at({i, j, e / 4, e % 4}) == doctest::Approx(r[size_t(e)]).epsilon(1e-13));
+      for (int e = 0; e < 8; ++e)
+        CHECK(out.at({i, j, e / 4, e % 4}) == doctest::Approx(r[size_t(e)]).epsilon(1e-13));
     }
   Tensor v1 = op1("aten.matmul.default", {D({3}, {1, 1, 1}), Y3});
   CHECK(v1.sizes() == Shape{3, 4});
   // bmm with an expanded batch operand.
   Tensor bb = D({1, 3, 4}, b).as_strided({2, 3, 4}, {0, 4, 1}, 0);
-  Tensor bmm = op1("aten.bmm.default", {D({2, 2, 3}, {a[0], a[1], a[2], a[3], a[4], a[5], 1, 0, 0, 0, 1, 0}), bb});
-  check(bmm, DType::F64, {2, 2, 4},
-        [&] { Vals r = ab; Vals r2 = matmul_ref({1, 0, 0, 0, 1, 0}, b, 2, 3, 4); r.insert(r.end(), r2.begin(), r2.end()); return r; }(),
-        1e-14, 1e-14);
+  Tensor bmm = op1("aten.bmm.default",
+                   {D({2, 2, 3}, {a[0], a[1], a[2], a[3], a[4], a[5], 1, 0, 0, 0, 1, 0}), bb});
+  check(
+      bmm, DType::F64, {2, 2, 4},
+      [&] {
+        Vals r = ab;
+        Vals r2 = matmul_ref({1, 0, 0, 0, 1, 0}, b, 2, 3, 4);
+        r.insert(r.end(), r2.begin(), r2.end());
+        return r;
+      }(),
+      1e-14, 1e-14);
   // f32 accumulation happens in double: a long dot product of alternating large terms.
   Vals big, ones;
-  for (int i = 0; i < 999; ++i) { big.push_back(i % 3 == 0 ? 1e8 : i % 3 == 1 ? 1 : -1e8); ones.push_back(1); }
+  for (int i = 0; i < 999; ++i) {
+    big.push_back(i % 3 == 0 ? 1e8 : i % 3 == 1 ? 1 : -1e8);
+    ones.push_back(1);
+  }
   check(op1("aten.mm.default", {F({1, 999}, big), F({999, 1}, ones)}), DType::F32, {1, 1}, {333});
   // Errors.
   CHECK(op_error("aten.mm.default", {A, A}).find("cannot be multiplied") != std::string::npos);
   CHECK(op_error("aten.mm.default", {A, F({3, 4}, b)}).find("same dtype") != std::string::npos);
   CHECK(op_error("aten.bmm.default", {A, Bm}).find("3-D") != std::string::npos);
   CHECK(op_error("aten.matmul.default", {D({}, {1}), A}).find("at least 1D") != std::string::npos);
-  CHECK(op_error("aten.matmul.default", {D({2, 2, 3}, x3), D({3, 3, 4}, rand_vals(36, 1))}).find("broadcast") != std::string::npos);
+  CHECK(op_error("aten.matmul.default", {D({2, 2, 3}, x3), D({3, 3, 4}, rand_vals(36, 1))})
+            .find("broadcast") != std::string::npos);
 }
 
 namespace {
@@ -485,7 +582,8 @@ namespace {
 Vals conv_ref(const Vals& x, Shape xs, const Vals& w, Shape ws, const Vals& bias, int s0, int s1,
               int p0, int p1, int d0, int d1, int groups, Shape* out_shape) {
   int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], O = ws[0], CG = ws[1], KH = ws[2], KW = ws[3];
-  int64_t OH = (H + 2 * p0 - d0 * (KH - 1) - 1) / s0 + 1, OW = (W + 2 * p1 - d1 * (KW - 1) - 1) / s1 + 1;
+  int64_t OH = (H + 2 * p0 - d0 * (KH - 1) - 1) / s0 + 1,
+          OW = (W + 2 * p1 - d1 * (KW - 1) - 1) / s1 + 1;
   *out_shape = {N, O, OH, OW};
   Vals r;
   for (int64_t n = 0; n < N; ++n)
@@ -499,7 +597,8 @@ Vals conv_ref(const Vals& x, Shape xs, const Vals& w, Shape ws, const Vals& bias
               for (int64_t kw = 0; kw < KW; ++kw) {
                 int64_t ih = oh * s0 - p0 + kh * d0, iw = ow * s1 - p1 + kw * d1;
                 if (ih < 0 || iw < 0 || ih >= H || iw >= W) continue;
-                acc += x[size_t(((n * C + g * CG + c) * H + ih) * W + iw)] * w[size_t(((o * CG + c) * KH + kh) * KW + kw)];
+                acc += x[size_t(((n * C + g * CG + c) * H + ih) * W + iw)] *
+                       w[size_t(((o * CG + c) * KH + kh) * KW + kw)];
               }
           r.push_back(acc);
         }
@@ -512,26 +611,33 @@ TEST_CASE("kernels: conv2d and convolution with stride, padding, dilation and gr
   Tensor X = D({2, 4, 5, 6}, x), W = D({6, 2, 3, 2}, w), Bb = D({6}, b);
   Shape os;
   Vals expect = conv_ref(x, {2, 4, 5, 6}, w, {6, 2, 3, 2}, b, 2, 1, 1, 0, 1, 2, 2, &os);
-  check(op1("aten.conv2d.default", {X, W, Bb, Is({2, 1}), Is({1, 0}), Is({1, 2}), I(2)}), DType::F64, os, expect, 1e-13, 1e-13);
-  check(op1("aten.convolution.default", {X, W, Bb, Is({2, 1}), Is({1, 0}), Is({1, 2}), Bo(false), Is({0, 0}), I(2)}),
+  check(op1("aten.conv2d.default", {X, W, Bb, Is({2, 1}), Is({1, 0}), Is({1, 2}), I(2)}),
+        DType::F64, os, expect, 1e-13, 1e-13);
+  check(op1("aten.convolution.default",
+            {X, W, Bb, Is({2, 1}), Is({1, 0}), Is({1, 2}), Bo(false), Is({0, 0}), I(2)}),
         DType::F64, os, expect, 1e-13, 1e-13);
   // Defaults, no bias, single int parameters broadcast to both dims.
   Tensor W1 = D({3, 4, 3, 3}, rand_vals(108, 64));
   Vals e2 = conv_ref(x, {2, 4, 5, 6}, held(W1), {3, 4, 3, 3}, {}, 1, 1, 1, 1, 1, 1, 1, &os);
-  check(op1("aten.conv2d.default", {X, W1, None(), Is({1}), Is({1})}), DType::F64, os, e2, 1e-13, 1e-13);
+  check(op1("aten.conv2d.default", {X, W1, None(), Is({1}), Is({1})}), DType::F64, os, e2, 1e-13,
+        1e-13);
   // Unbatched input.
   Tensor x0 = D({4, 5, 6}, Vals(x.begin(), x.begin() + 120));
-  Vals e3 = conv_ref(Vals(x.begin(), x.begin() + 120), {1, 4, 5, 6}, held(W1), {3, 4, 3, 3}, {}, 1, 1, 0, 0, 1, 1, 1, &os);
+  Vals e3 = conv_ref(Vals(x.begin(), x.begin() + 120), {1, 4, 5, 6}, held(W1), {3, 4, 3, 3}, {}, 1,
+                     1, 0, 0, 1, 1, 1, &os);
   check(op1("aten.conv2d.default", {x0, W1}), DType::F64, {3, 3, 4}, e3, 1e-13, 1e-13);
   // 1-D convolution through convolution.
   Tensor x1 = D({1, 2, 5}, {1, 2, 3, 4, 5, 0, 1, 0, 1, 0});
   Tensor w1 = D({1, 2, 2}, {1, -1, 2, 0});
-  check(op1("aten.convolution.default", {x1, w1, None(), Is({1}), Is({0}), Is({1}), Bo(false), Is({0}), I(1)}),
+  check(op1("aten.convolution.default",
+            {x1, w1, None(), Is({1}), Is({0}), Is({1}), Bo(false), Is({0}), I(1)}),
         DType::F64, {1, 1, 4}, {-1, 1, -1, 1});
-  CHECK(op_error("aten.convolution.default", {X, W, Bb, Is({1}), Is({0}), Is({1}), Bo(true), Is({0}), I(2)}) ==
+  CHECK(op_error("aten.convolution.default",
+                 {X, W, Bb, Is({1}), Is({0}), Is({1}), Bo(true), Is({0}), I(2)}) ==
         "transposed convolution is not supported by the reference interpreter");
   CHECK(op_error("aten.conv2d.default", {X, W}).find("channels") != std::string::npos);
-  CHECK(op_error("aten.conv2d.default", {D({1, 4, 2, 2}, Vals(16, 1)), W1}).find("too small") != std::string::npos);
+  CHECK(op_error("aten.conv2d.default", {D({1, 4, 2, 2}, Vals(16, 1)), W1}).find("too small") !=
+        std::string::npos);
 }
 
 TEST_CASE("kernels: max_pool2d with ceil_mode, padding, dilation and flat indices") {
@@ -558,14 +664,20 @@ TEST_CASE("kernels: max_pool2d with ceil_mode, padding, dilation and flat indice
           for (int j = 0; j < k; ++j) {
             int h = oh * s - p + i * d, w = ow * s - p + j * d;
             if (h < 0 || w < 0 || h >= 4 || w >= 5) continue;
-            if (v[size_t(h * 5 + w)] > best) { best = v[size_t(h * 5 + w)]; bi = h * 5 + w; }
+            if (v[size_t(h * 5 + w)] > best) {
+              best = v[size_t(h * 5 + w)];
+              bi = h * 5 + w;
+            }
           }
         r.push_back(best);
         idx->push_back(bi);
       }
     return r;
   };
-  struct Case { int k, s, p, d; bool ceil; };
+  struct Case {
+    int k, s, p, d;
+    bool ceil;
+  };
   for (Case cs : {Case{2, 2, 0, 1, false}, Case{2, 2, 0, 1, true}, Case{3, 2, 1, 1, true},
                   Case{2, 1, 1, 2, false}, Case{3, 3, 1, 1, true}}) {
     CAPTURE(cs.k);
@@ -573,16 +685,20 @@ TEST_CASE("kernels: max_pool2d with ceil_mode, padding, dilation and flat indice
     Shape shape;
     Vals idx;
     Vals expect = ref(cs.k, cs.s, cs.p, cs.d, cs.ceil, &shape, &idx);
-    auto r = op("aten.max_pool2d_with_indices.default", {x, Is({cs.k}), Is({cs.s}), Is({cs.p}), Is({cs.d}), Bo(cs.ceil)});
+    auto r = op("aten.max_pool2d_with_indices.default",
+                {x, Is({cs.k}), Is({cs.s}), Is({cs.p}), Is({cs.d}), Bo(cs.ceil)});
     REQUIRE(r.size() == 2);
     check(r[0], DType::F32, shape, expect);
     check(r[1], DType::I64, shape, idx);
-    check(op1("aten.max_pool2d.default", {x, Is({cs.k, cs.k}), Is({cs.s, cs.s}), Is({cs.p}), Is({cs.d}), Bo(cs.ceil)}),
+    check(op1("aten.max_pool2d.default",
+              {x, Is({cs.k, cs.k}), Is({cs.s, cs.s}), Is({cs.p}), Is({cs.d}), Bo(cs.ceil)}),
           DType::F32, shape, expect);
   }
   // Default stride = kernel size; 3-D input; NaN wins.
-  check(op1("aten.max_pool2d.default", {F({1, 2, 2}, {1, kNaN, 3, 2}), Is({2})}), DType::F32, {1, 1, 1}, {kNaN});
-  CHECK(op_error("aten.max_pool2d.default", {x, Is({2}), Is({2}), Is({2})}).find("half") != std::string::npos);
+  check(op1("aten.max_pool2d.default", {F({1, 2, 2}, {1, kNaN, 3, 2}), Is({2})}), DType::F32,
+        {1, 1, 1}, {kNaN});
+  CHECK(op_error("aten.max_pool2d.default", {x, Is({2}), Is({2}), Is({2})}).find("half") !=
+        std::string::npos);
 }
 
 TEST_CASE("kernels: adaptive_avg_pool2d uses PyTorch's start/end windows") {
@@ -599,10 +715,13 @@ TEST_CASE("kernels: adaptive_avg_pool2d uses PyTorch's start/end windows") {
         for (int w = w0; w < w1; ++w) s += v[size_t(h * 7 + w)];
       expect.push_back(s / ((h1 - h0) * (w1 - w0)));
     }
-  check(op1("aten.adaptive_avg_pool2d.default", {x, Is({3, 4})}), DType::F64, {1, 1, 3, 4}, expect, 1e-14, 1e-14);
-  check(op1("aten.adaptive_avg_pool2d.default", {F({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}), Is({1, 1})}), DType::F32,
-        {2, 1, 1}, {2.5, 6.5});
-  CHECK(op_error("aten.adaptive_avg_pool2d.default", {F({4}, {1, 2, 3, 4}), Is({1, 1})}).find("3-D or 4-D") != std::string::npos);
+  check(op1("aten.adaptive_avg_pool2d.default", {x, Is({3, 4})}), DType::F64, {1, 1, 3, 4}, expect,
+        1e-14, 1e-14);
+  check(
+      op1("aten.adaptive_avg_pool2d.default", {F({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}), Is({1, 1})}),
+      DType::F32, {2, 1, 1}, {2.5, 6.5});
+  CHECK(op_error("aten.adaptive_avg_pool2d.default", {F({4}, {1, 2, 3, 4}), Is({1, 1})})
+            .find("3-D or 4-D") != std::string::npos);
 }
 
 namespace {
@@ -623,7 +742,8 @@ Vals attention_ref(const Vals& q, const Vals& k, const Vals& v, int L, int S, in
     for (double x : s) z += std::exp(x - m);
     for (int f = 0; f < Ev; ++f) {
       double acc = 0;
-      for (int j = 0; j < S; ++j) acc += (m == -kInf ? 0 : std::exp(s[size_t(j)] - m) / z) * v[size_t(j * Ev + f)];
+      for (int j = 0; j < S; ++j)
+        acc += (m == -kInf ? 0 : std::exp(s[size_t(j)] - m) / z) * v[size_t(j * Ev + f)];
       out.push_back(acc);
     }
   }
@@ -633,7 +753,8 @@ Vals attention_ref(const Vals& q, const Vals& k, const Vals& v, int L, int S, in
 
 TEST_CASE("kernels: scaled_dot_product_attention with masks, causal and scale") {
   int L = 3, S = 4, E = 2, Ev = 3;
-  Vals q = rand_vals(size_t(L * E), 81), k = rand_vals(size_t(S * E), 82), v = rand_vals(size_t(S * Ev), 83);
+  Vals q = rand_vals(size_t(L * E), 81), k = rand_vals(size_t(S * E), 82),
+       v = rand_vals(size_t(S * Ev), 83);
   Tensor Q = D({1, 1, 3, 2}, q), K = D({1, 1, 4, 2}, k), V = D({1, 1, 4, 3}, v);
   double sc = 1 / std::sqrt(2.0);
   check(op1("aten.scaled_dot_product_attention.default", {Q, K, V}), DType::F64, {1, 1, 3, 3},
@@ -641,8 +762,8 @@ TEST_CASE("kernels: scaled_dot_product_attention with masks, causal and scale") 
   Vals causal(static_cast<size_t>(L * S));
   for (int i = 0; i < L; ++i)
     for (int j = 0; j < S; ++j) causal[size_t(i * S + j)] = j > i ? -kInf : 0;
-  check(op1("aten.scaled_dot_product_attention.default", {Q, K, V, {"is_causal", Bo(true)}}), DType::F64, {1, 1, 3, 3},
-        attention_ref(q, k, v, L, S, E, Ev, causal, sc), 1e-13, 1e-13);
+  check(op1("aten.scaled_dot_product_attention.default", {Q, K, V, {"is_causal", Bo(true)}}),
+        DType::F64, {1, 1, 3, 3}, attention_ref(q, k, v, L, S, E, Ev, causal, sc), 1e-13, 1e-13);
   Vals bm = {1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1}; // row 1 fully masked -> zeros
   Vals add(bm.size());
   for (size_t i = 0; i < bm.size(); ++i) add[i] = bm[i] != 0 ? 0 : -kInf;
@@ -650,41 +771,60 @@ TEST_CASE("kernels: scaled_dot_product_attention with masks, causal and scale") 
   check(out, DType::F64, {1, 1, 3, 3}, attention_ref(q, k, v, L, S, E, Ev, add, sc), 1e-13, 1e-13);
   CHECK(out.at({0, 0, 1, 2}) == 0);
   Vals fm = rand_vals(12, 84);
-  check(op1("aten.scaled_dot_product_attention.default", {Q, K, V, D({1, 3, 4}, fm), {"scale", Fl(0.3)}}), DType::F64,
-        {1, 1, 3, 3}, attention_ref(q, k, v, L, S, E, Ev, fm, 0.3), 1e-13, 1e-13);
+  check(op1("aten.scaled_dot_product_attention.default",
+            {Q, K, V, D({1, 3, 4}, fm), {"scale", Fl(0.3)}}),
+        DType::F64, {1, 1, 3, 3}, attention_ref(q, k, v, L, S, E, Ev, fm, 0.3), 1e-13, 1e-13);
   // Batch broadcasting of key/value and f32 results.
-  Tensor out2 = op1("aten.scaled_dot_product_attention.default", {F({2, 3, 2}, rand_vals(12, 85)), F({1, 4, 2}, k), F({1, 4, 3}, v)});
+  Tensor out2 = op1("aten.scaled_dot_product_attention.default",
+                    {F({2, 3, 2}, rand_vals(12, 85)), F({1, 4, 2}, k), F({1, 4, 3}, v)});
   CHECK(out2.sizes() == Shape{2, 3, 3});
-  CHECK(op_error("aten.scaled_dot_product_attention.default", {Q, K, V, None(), Fl(0.1)}).find("dropout_p") != std::string::npos);
-  CHECK(op_error("aten.scaled_dot_product_attention.default", {Q, K, V, B({3, 4}, bm), Fl(0), Bo(true)}).find("is_causal") != std::string::npos);
+  CHECK(op_error("aten.scaled_dot_product_attention.default", {Q, K, V, None(), Fl(0.1)})
+            .find("dropout_p") != std::string::npos);
   CHECK(op_error("aten.scaled_dot_product_attention.default",
-                 {D({1, 4, 3, 2}, rand_vals(24, 1)), D({1, 2, 4, 2}, rand_vals(16, 2)), D({1, 2, 4, 3}, rand_vals(24, 3)),
-                  {"enable_gqa", Bo(true)}}).find("enable_gqa") != std::string::npos);
-  check(op1("aten.scaled_dot_product_attention.default", {Q, K, V, {"enable_gqa", Bo(true)}}), DType::F64, {1, 1, 3, 3},
-        attention_ref(q, k, v, L, S, E, Ev, {}, sc), 1e-13, 1e-13);
+                 {Q, K, V, B({3, 4}, bm), Fl(0), Bo(true)})
+            .find("is_causal") != std::string::npos);
+  CHECK(op_error("aten.scaled_dot_product_attention.default", {D({1, 4, 3, 2}, rand_vals(24, 1)),
+                                                               D({1, 2, 4, 2}, rand_vals(16, 2)),
+                                                               D({1, 2, 4, 3}, rand_vals(24, 3)),
+                                                               {"enable_gqa", Bo(true)}})
+            .find("enable_gqa") != std::string::npos);
+  check(op1("aten.scaled_dot_product_attention.default", {Q, K, V, {"enable_gqa", Bo(true)}}),
+        DType::F64, {1, 1, 3, 3}, attention_ref(q, k, v, L, S, E, Ev, {}, sc), 1e-13, 1e-13);
 }
 
 TEST_CASE("kernels: embedding, gather, index_select and scatter_add with range checks") {
   Tensor w = F({4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
-  check(op1("aten.embedding.default", {w, L({2, 2}, {3, 0, 1, 1})}), DType::F32, {2, 2, 2}, {30, 31, 0, 1, 10, 11, 10, 11});
+  check(op1("aten.embedding.default", {w, L({2, 2}, {3, 0, 1, 1})}), DType::F32, {2, 2, 2},
+        {30, 31, 0, 1, 10, 11, 10, 11});
   check(op1("aten.embedding.default", {w, T(DType::I32, {}, {2})}), DType::F32, {2}, {20, 21});
-  CHECK(op_error("aten.embedding.default", {w, L({1}, {4})}).find("index 4 is out of range") != std::string::npos);
-  CHECK(op_error("aten.embedding.default", {w, L({1}, {-1})}).find("out of range") != std::string::npos);
+  CHECK(op_error("aten.embedding.default", {w, L({1}, {4})}).find("index 4 is out of range") !=
+        std::string::npos);
+  CHECK(op_error("aten.embedding.default", {w, L({1}, {-1})}).find("out of range") !=
+        std::string::npos);
   CHECK(op_error("aten.embedding.default", {w, F({1}, {1})}).find("i64") != std::string::npos);
   Tensor x = F({2, 3}, {1, 2, 3, 4, 5, 6});
-  check(op1("aten.gather.default", {x, I(1), L({2, 2}, {2, 0, 1, 1})}), DType::F32, {2, 2}, {3, 1, 5, 5});
+  check(op1("aten.gather.default", {x, I(1), L({2, 2}, {2, 0, 1, 1})}), DType::F32, {2, 2},
+        {3, 1, 5, 5});
   check(op1("aten.gather.default", {x, I(0), L({1, 3}, {1, 0, 1})}), DType::F32, {1, 3}, {4, 2, 6});
-  check(op1("aten.gather.default", {transposed(DType::F32, 3, 2, {1, 4, 2, 5, 3, 6}), I(-1), L({3, 1}, {1, 0, 1})}),
+  check(op1("aten.gather.default",
+            {transposed(DType::F32, 3, 2, {1, 4, 2, 5, 3, 6}), I(-1), L({3, 1}, {1, 0, 1})}),
         DType::F32, {3, 1}, {4, 2, 6});
-  CHECK(op_error("aten.gather.default", {x, I(1), L({1, 1}, {3})}).find("out of bounds") != std::string::npos);
-  CHECK(op_error("aten.gather.default", {x, I(1), T(DType::I32, {1, 1}, {0})}).find("i64") != std::string::npos);
-  check(op1("aten.index_select.default", {x, I(1), L({3}, {2, 2, 0})}), DType::F32, {2, 3}, {3, 3, 1, 6, 6, 4});
-  check(op1("aten.index_select.default", {x, I(-2), T(DType::I32, {1}, {1})}), DType::F32, {1, 3}, {4, 5, 6});
+  CHECK(op_error("aten.gather.default", {x, I(1), L({1, 1}, {3})}).find("out of bounds") !=
+        std::string::npos);
+  CHECK(op_error("aten.gather.default", {x, I(1), T(DType::I32, {1, 1}, {0})}).find("i64") !=
+        std::string::npos);
+  check(op1("aten.index_select.default", {x, I(1), L({3}, {2, 2, 0})}), DType::F32, {2, 3},
+        {3, 3, 1, 6, 6, 4});
+  check(op1("aten.index_select.default", {x, I(-2), T(DType::I32, {1}, {1})}), DType::F32, {1, 3},
+        {4, 5, 6});
   check(op1("aten.index_select.default", {x, I(0), L({0}, {})}), DType::F32, {0, 3}, {});
-  CHECK(op_error("aten.index_select.default", {x, I(0), L({1}, {2})}).find("out of range") != std::string::npos);
-  check(op1("aten.scatter_add.default", {F({2, 3}, {0, 0, 0, 1, 1, 1}), I(1), L({2, 2}, {2, 2, 0, 1}), F({2, 2}, {5, 6, 7, 8})}),
+  CHECK(op_error("aten.index_select.default", {x, I(0), L({1}, {2})}).find("out of range") !=
+        std::string::npos);
+  check(op1("aten.scatter_add.default", {F({2, 3}, {0, 0, 0, 1, 1, 1}), I(1),
+                                         L({2, 2}, {2, 2, 0, 1}), F({2, 2}, {5, 6, 7, 8})}),
         DType::F32, {2, 3}, {0, 0, 11, 8, 9, 1});
-  CHECK(op_error("aten.scatter_add.default", {x, I(0), L({1, 1}, {5}), F({1, 1}, {1})}).find("out of bounds") != std::string::npos);
+  CHECK(op_error("aten.scatter_add.default", {x, I(0), L({1, 1}, {5}), F({1, 1}, {1})})
+            .find("out of bounds") != std::string::npos);
 }
 
 TEST_CASE("kernels: advanced indexing with None entries, masks and negative indices") {
@@ -702,7 +842,8 @@ TEST_CASE("kernels: advanced indexing with None entries, masks and negative indi
   CHECK(r.at({1, 0, 3}) == 12 + 8 + 3);
   CHECK(r.at({1, 1, 0}) == 12 + 8);
   // Adjacent index tensors broadcast together: x[:, [[0], [2]], [1, 3]] -> [2, 2, 2]
-  r = op1("aten.index.Tensor", {x, std::vector<Tensor>{Tensor(), L({2, 1}, {0, 2}), L({2}, {1, 3})}});
+  r = op1("aten.index.Tensor",
+          {x, std::vector<Tensor>{Tensor(), L({2, 1}, {0, 2}), L({2}, {1, 3})}});
   CHECK(r.sizes() == Shape{2, 2, 2});
   CHECK(r.at({1, 1, 0}) == 12 + 8 + 1);
   CHECK(r.at({0, 0, 1}) == 3);
@@ -713,33 +854,49 @@ TEST_CASE("kernels: advanced indexing with None entries, masks and negative indi
   Tensor m = B({2, 3}, {1, 0, 0, 0, 0, 1});
   r = op1("aten.index.Tensor", {x, std::vector<Tensor>{m}});
   check(r, DType::F32, {2, 4}, {0, 1, 2, 3, 20, 21, 22, 23});
-  CHECK(op_error("aten.index.Tensor", {x, std::vector<Tensor>{L({1}, {2})}}).find("out of bounds") != std::string::npos);
-  CHECK(op_error("aten.index.Tensor", {x, std::vector<Tensor>{B({3}, {1, 0, 1})}}).find("mask") != std::string::npos);
-  CHECK(op_error("aten.index.Tensor", {x, std::vector<Tensor>{F({1}, {0})}}).find("indices") != std::string::npos);
+  CHECK(
+      op_error("aten.index.Tensor", {x, std::vector<Tensor>{L({1}, {2})}}).find("out of bounds") !=
+      std::string::npos);
+  CHECK(op_error("aten.index.Tensor", {x, std::vector<Tensor>{B({3}, {1, 0, 1})}}).find("mask") !=
+        std::string::npos);
+  CHECK(op_error("aten.index.Tensor", {x, std::vector<Tensor>{F({1}, {0})}}).find("indices") !=
+        std::string::npos);
 }
 
 TEST_CASE("kernels: cat, roll and constant padding") {
   Tensor a = F({2, 2}, {1, 2, 3, 4});
-  check(op1("aten.cat.default", {std::vector<Tensor>{a, L({1, 2}, {5, 6})}}), DType::F32, {3, 2}, {1, 2, 3, 4, 5, 6});
-  check(op1("aten.cat.default", {std::vector<Tensor>{a, transposed(DType::F32, 2, 1, {7, 8}), F({0}, {})}, I(-1)}),
+  check(op1("aten.cat.default", {std::vector<Tensor>{a, L({1, 2}, {5, 6})}}), DType::F32, {3, 2},
+        {1, 2, 3, 4, 5, 6});
+  check(op1("aten.cat.default",
+            {std::vector<Tensor>{a, transposed(DType::F32, 2, 1, {7, 8}), F({0}, {})}, I(-1)}),
         DType::F32, {2, 3}, {1, 2, 7, 3, 4, 8});
-  check(op1("aten.cat.default", {std::vector<Tensor>{T(DType::I32, {1}, {1}), T(DType::F16, {1}, {0.5})}}), DType::F16, {2}, {1, 0.5});
-  CHECK(op_error("aten.cat.default", {std::vector<Tensor>{a, F({1, 3}, {1, 2, 3})}}).find("sizes of tensors must match") != std::string::npos);
-  CHECK(op_error("aten.cat.default", {std::vector<Tensor>{a, F({2}, {1, 2})}}).find("same number of dimensions") != std::string::npos);
+  check(op1("aten.cat.default",
+            {std::vector<Tensor>{T(DType::I32, {1}, {1}), T(DType::F16, {1}, {0.5})}}),
+        DType::F16, {2}, {1, 0.5});
+  CHECK(op_error("aten.cat.default", {std::vector<Tensor>{a, F({1, 3}, {1, 2, 3})}})
+            .find("sizes of tensors must match") != std::string::npos);
+  CHECK(op_error("aten.cat.default", {std::vector<Tensor>{a, F({2}, {1, 2})}})
+            .find("same number of dimensions") != std::string::npos);
   Tensor r = F({2, 3}, {1, 2, 3, 4, 5, 6});
   check(op1("aten.roll.default", {r, Is({1})}), DType::F32, {2, 3}, {6, 1, 2, 3, 4, 5});
   check(op1("aten.roll.default", {r, Is({-1}), Is({1})}), DType::F32, {2, 3}, {2, 3, 1, 5, 6, 4});
-  check(op1("aten.roll.default", {r, Is({1, 4}), Is({0, 1})}), DType::F32, {2, 3}, {6, 4, 5, 3, 1, 2});
+  check(op1("aten.roll.default", {r, Is({1, 4}), Is({0, 1})}), DType::F32, {2, 3},
+        {6, 4, 5, 3, 1, 2});
   CHECK(op_error("aten.roll.default", {r, Is({1, 2})}).find("shifts") != std::string::npos);
   // Padding: last dim (1, 2), second-to-last (0, -1) crops one row.
   Tensor p = op1("aten.constant_pad_nd.default", {r, Is({1, 2, 0, -1}), Fl(9)});
   check(p, DType::F32, {1, 6}, {9, 1, 2, 3, 9, 9});
-  check(op1("aten.constant_pad_nd.default", {L({2}, {1, 2}), Is({1, 0})}), DType::I64, {3}, {0, 1, 2});
-  check(op1("aten.pad.default", {r, Is({0, 0, 1, 0}), S("constant"), Fl(-1)}), DType::F32, {3, 3}, {-1, -1, -1, 1, 2, 3, 4, 5, 6});
+  check(op1("aten.constant_pad_nd.default", {L({2}, {1, 2}), Is({1, 0})}), DType::I64, {3},
+        {0, 1, 2});
+  check(op1("aten.pad.default", {r, Is({0, 0, 1, 0}), S("constant"), Fl(-1)}), DType::F32, {3, 3},
+        {-1, -1, -1, 1, 2, 3, 4, 5, 6});
   check(op1("aten.pad.default", {F({2}, {1, 2}), Is({1, 1})}), DType::F32, {4}, {0, 1, 2, 0});
-  CHECK(op_error("aten.pad.default", {r, Is({1, 1}), S("reflect")}) == "pad mode 'reflect' is not supported by the reference interpreter");
-  CHECK(op_error("aten.constant_pad_nd.default", {r, Is({-2, -2})}).find("negative output size") != std::string::npos);
-  CHECK(op_error("aten.constant_pad_nd.default", {r, Is({1})}).find("divisible by 2") != std::string::npos);
+  CHECK(op_error("aten.pad.default", {r, Is({1, 1}), S("reflect")}) ==
+        "pad mode 'reflect' is not supported by the reference interpreter");
+  CHECK(op_error("aten.constant_pad_nd.default", {r, Is({-2, -2})}).find("negative output size") !=
+        std::string::npos);
+  CHECK(op_error("aten.constant_pad_nd.default", {r, Is({1})}).find("divisible by 2") !=
+        std::string::npos);
 }
 
 TEST_CASE("kernels: computeStride decides when a reshape is a view") {
@@ -765,8 +922,10 @@ TEST_CASE("kernels: view ops share storage and compute PyTorch's strides") {
   Tensor y = op1("aten.view.default", {x, Is({6, -1})});
   CHECK(y.storage() == x.storage());
   CHECK(y.sizes() == Shape{6, 4});
-  CHECK(op_error("aten.view.default", {x, Is({5, -1})}).find("invalid for input of size 24") != std::string::npos);
-  CHECK(op_error("aten.view.default", {x, Is({-1, -1})}).find("only one dimension") != std::string::npos);
+  CHECK(op_error("aten.view.default", {x, Is({5, -1})}).find("invalid for input of size 24") !=
+        std::string::npos);
+  CHECK(op_error("aten.view.default", {x, Is({-1, -1})}).find("only one dimension") !=
+        std::string::npos);
   Tensor t = op1("aten.transpose.int", {x, I(0), I(-1)});
   CHECK(t.storage() == x.storage());
   CHECK(t.sizes() == Shape{4, 3, 2});
@@ -780,21 +939,28 @@ TEST_CASE("kernels: view ops share storage and compute PyTorch's strides") {
   Tensor p = op1("aten.permute.default", {x, Is({2, 0, 1})});
   CHECK(p.sizes() == Shape{4, 2, 3});
   CHECK(p.at({3, 1, 2}) == 12 + 8 + 3);
-  CHECK(op_error("aten.permute.default", {x, Is({0, 0, 1})}).find("duplicate") != std::string::npos);
+  CHECK(op_error("aten.permute.default", {x, Is({0, 0, 1})}).find("duplicate") !=
+        std::string::npos);
   Tensor e = op1("aten.expand.default", {F({3, 1}, {1, 2, 3}), Is({2, -1, 4})});
   CHECK(e.sizes() == Shape{2, 3, 4});
   CHECK(e.strides() == Shape{0, 1, 0});
   CHECK(e.at({1, 2, 3}) == 3);
-  CHECK(op_error("aten.expand.default", {F({3}, {1, 2, 3}), Is({4})}).find("must match") != std::string::npos);
-  CHECK(op_error("aten.expand.default", {F({3}, {1, 2, 3}), Is({-1, 3})}).find("leading") != std::string::npos);
-  Tensor s = op1("aten.slice.Tensor", {x, I(2), I(1), I(std::numeric_limits<int64_t>::max()), I(2)});
+  CHECK(op_error("aten.expand.default", {F({3}, {1, 2, 3}), Is({4})}).find("must match") !=
+        std::string::npos);
+  CHECK(op_error("aten.expand.default", {F({3}, {1, 2, 3}), Is({-1, 3})}).find("leading") !=
+        std::string::npos);
+  Tensor s =
+      op1("aten.slice.Tensor", {x, I(2), I(1), I(std::numeric_limits<int64_t>::max()), I(2)});
   CHECK(s.sizes() == Shape{2, 3, 2});
   CHECK(s.storage_offset() == 1);
   CHECK(s.at({1, 2, 1}) == 12 + 8 + 3);
-  check(op1("aten.slice.Tensor", {F({5}, {0, 1, 2, 3, 4}), I(0), I(-3), I(-1)}), DType::F32, {2}, {2, 3});
+  check(op1("aten.slice.Tensor", {F({5}, {0, 1, 2, 3, 4}), I(0), I(-3), I(-1)}), DType::F32, {2},
+        {2, 3});
   check(op1("aten.slice.Tensor", {F({5}, {0, 1, 2, 3, 4}), I(0), I(4), I(2)}), DType::F32, {0}, {});
-  check(op1("aten.slice.Tensor", {F({3}, {0, 1, 2}), I(0), None(), None()}), DType::F32, {3}, {0, 1, 2});
-  CHECK(op_error("aten.slice.Tensor", {x, I(0), I(0), I(1), I(0)}).find("positive") != std::string::npos);
+  check(op1("aten.slice.Tensor", {F({3}, {0, 1, 2}), I(0), None(), None()}), DType::F32, {3},
+        {0, 1, 2});
+  CHECK(op_error("aten.slice.Tensor", {x, I(0), I(0), I(1), I(0)}).find("positive") !=
+        std::string::npos);
   Tensor sel = op1("aten.select.int", {x, I(1), I(-1)});
   CHECK(sel.sizes() == Shape{2, 4});
   CHECK(sel.at({1, 0}) == 12 + 8);
@@ -802,7 +968,8 @@ TEST_CASE("kernels: view ops share storage and compute PyTorch's strides") {
   Tensor as = op1("aten.as_strided.default", {x, Is({2, 2}), Is({1, 12}), I(5)});
   check(as, DType::F32, {2, 2}, {5, 17, 6, 18});
   check(op1("aten.as_strided.default", {sel, Is({2}), Is({1})}), DType::F32, {2}, {8, 9});
-  CHECK(op_error("aten.as_strided.default", {x, Is({2}), Is({20}), I(5)}).find("storage") != std::string::npos);
+  CHECK(op_error("aten.as_strided.default", {x, Is({2}), Is({20}), I(5)}).find("storage") !=
+        std::string::npos);
   Tensor u = op1("aten.unsqueeze.default", {x, I(-1)});
   CHECK(u.sizes() == Shape{2, 3, 4, 1});
   CHECK(u.strides() == Shape{12, 4, 1, 1});
@@ -824,7 +991,8 @@ TEST_CASE("kernels: view ops share storage and compute PyTorch's strides") {
   REQUIRE(ws.size() == 2);
   CHECK(ws[1].sizes() == Shape{2, 2, 4});
   CHECK(ws[1].at({0, 0, 0}) == 4);
-  CHECK(op_error("aten.split_with_sizes.default", {x, Is({1, 1}), I(1)}).find("sum exactly") != std::string::npos);
+  CHECK(op_error("aten.split_with_sizes.default", {x, Is({1, 1}), I(1)}).find("sum exactly") !=
+        std::string::npos);
   Tensor f = op1("aten.flatten.using_ints", {x, I(1)});
   CHECK(f.sizes() == Shape{2, 12});
   CHECK(f.storage() == x.storage());
@@ -835,7 +1003,8 @@ TEST_CASE("kernels: view ops share storage and compute PyTorch's strides") {
   Tensor uf = op1("aten.unflatten.int", {x, I(-1), Is({2, -1})});
   CHECK(uf.sizes() == Shape{2, 3, 2, 2});
   CHECK(uf.storage() == x.storage());
-  CHECK(op_error("aten.unflatten.int", {x, I(2), Is({3, -1})}).find("invalid") != std::string::npos);
+  CHECK(op_error("aten.unflatten.int", {x, I(2), Is({3, -1})}).find("invalid") !=
+        std::string::npos);
   CHECK(op1("aten.contiguous.default", {x}).storage() == x.storage());
   Tensor ct = op1("aten.contiguous.default", {t});
   CHECK(ct.storage() != x.storage());
@@ -848,7 +1017,8 @@ TEST_CASE("kernels: copies, conversions and slice_scatter") {
   Tensor c = op1("aten.clone.default", {x});
   CHECK(c.storage() != x.storage());
   CHECK(c.to_vector() == x.to_vector());
-  check(op1("aten._to_copy.default", {x, {"dtype", Dt(DType::I32)}}), DType::I32, {2, 2}, {1, -2, 3, 4});
+  check(op1("aten._to_copy.default", {x, {"dtype", Dt(DType::I32)}}), DType::I32, {2, 2},
+        {1, -2, 3, 4});
   check(op1("aten._to_copy.default", {x}), DType::F32, {2, 2}, {1.5, -2.5, 3, 4});
   CHECK(op1("aten.to.dtype", {x, Dt(DType::F32)}).storage() == x.storage());
   CHECK(op1("aten.to.dtype", {x, Dt(DType::F32), Bo(false), Bo(true)}).storage() != x.storage());
@@ -858,9 +1028,12 @@ TEST_CASE("kernels: copies, conversions and slice_scatter") {
   Tensor lf = op1("aten.lift_fresh_copy.default", {x});
   CHECK(lf.storage() != x.storage());
   check(lf, DType::F32, {2, 2}, {1.5, -2.5, 3, 4});
-  check(op1("aten.slice_scatter.default", {F({2, 4}, {0, 0, 0, 0, 0, 0, 0, 0}), F({2, 2}, {1, 2, 3, 4}), I(1), I(1), None(), I(2)}),
+  check(op1("aten.slice_scatter.default", {F({2, 4}, {0, 0, 0, 0, 0, 0, 0, 0}),
+                                           F({2, 2}, {1, 2, 3, 4}), I(1), I(1), None(), I(2)}),
         DType::F32, {2, 4}, {0, 1, 0, 2, 0, 3, 0, 4});
-  CHECK(op_error("aten.slice_scatter.default", {F({4}, {0, 0, 0, 0}), F({3}, {1, 2, 3}), I(0), I(0), I(2)}).find("slice") != std::string::npos);
+  CHECK(op_error("aten.slice_scatter.default",
+                 {F({4}, {0, 0, 0, 0}), F({3}, {1, 2, 3}), I(0), I(0), I(2)})
+            .find("slice") != std::string::npos);
 }
 
 TEST_CASE("kernels: in-place ops mutate their input's storage and return it") {
@@ -890,8 +1063,10 @@ TEST_CASE("kernels: in-place ops mutate their input's storage and return it") {
   op("aten.fill_.Tensor", {f, F({}, {2.9})});
   CHECK(f.to_vector() == Vals{2, 2, 2});
   CHECK(op_error("aten.fill_.Tensor", {f, F({1}, {2})}).find("0-dimension") != std::string::npos);
-  CHECK(op_error("aten.add_.Tensor", {L({2}, {1, 2}), F({2}, {0.5, 0.5})}).find("can't be cast") != std::string::npos);
-  CHECK(op_error("aten.add_.Tensor", {F({2}, {1, 2}), F({2, 2}, {1, 1, 1, 1})}).find("doesn't match") != std::string::npos);
+  CHECK(op_error("aten.add_.Tensor", {L({2}, {1, 2}), F({2}, {0.5, 0.5})}).find("can't be cast") !=
+        std::string::npos);
+  CHECK(op_error("aten.add_.Tensor", {F({2}, {1, 2}), F({2, 2}, {1, 1, 1, 1})})
+            .find("doesn't match") != std::string::npos);
 }
 
 TEST_CASE("kernels: dropout, _assert_tensor_metadata and factories") {
@@ -900,53 +1075,75 @@ TEST_CASE("kernels: dropout, _assert_tensor_metadata and factories") {
   CHECK(op1("aten.dropout.default", {x, Fl(0), Bo(true)}).to_vector() == Vals{1, 2});
   CHECK(op_error("aten.dropout.default", {x, Fl(0.5), Bo(true)}) ==
         "dropout in training mode is not supported by the reference interpreter");
-  CHECK(op_error("aten.dropout.default", {x, Fl(1.5), Bo(false)}).find("between 0 and 1") != std::string::npos);
+  CHECK(op_error("aten.dropout.default", {x, Fl(1.5), Bo(false)}).find("between 0 and 1") !=
+        std::string::npos);
   CHECK(op("aten._assert_tensor_metadata.default", {x, Is({2}), None(), Dt(DType::F32)}).empty());
-  CHECK(op_error("aten._assert_tensor_metadata.default", {x, Is({3})}).find("size") != std::string::npos);
-  CHECK(op_error("aten._assert_tensor_metadata.default", {x, None(), None(), Dt(DType::F16)}).find("dtype") != std::string::npos);
-  CHECK(op("aten._assert_tensor_metadata.default", {D({2}, {1, 2}), None(), None(), Dt(DType::F32)}, true).empty());
+  CHECK(op_error("aten._assert_tensor_metadata.default", {x, Is({3})}).find("size") !=
+        std::string::npos);
+  CHECK(op_error("aten._assert_tensor_metadata.default", {x, None(), None(), Dt(DType::F16)})
+            .find("dtype") != std::string::npos);
+  CHECK(op("aten._assert_tensor_metadata.default", {D({2}, {1, 2}), None(), None(), Dt(DType::F32)},
+           true)
+            .empty());
   check(op1("aten.arange.default", {I(4)}), DType::I64, {4}, {0, 1, 2, 3});
   check(op1("aten.arange.default", {Fl(2.5)}), DType::F32, {3}, {0, 1, 2});
-  check(op1("aten.arange.start", {I(2), I(5), {"dtype", Dt(DType::F16)}}), DType::F16, {3}, {2, 3, 4});
+  check(op1("aten.arange.start", {I(2), I(5), {"dtype", Dt(DType::F16)}}), DType::F16, {3},
+        {2, 3, 4});
   check(op1("aten.arange.start_step", {I(10), I(0), I(-3)}), DType::I64, {4}, {10, 7, 4, 1});
-  check(op1("aten.arange.start_step", {Fl(0), Fl(1), Fl(0.25)}), DType::F32, {4}, {0, 0.25, 0.5, 0.75});
-  check(op1("aten.arange.start_step", {I(0), I(1), Fl(0.3)}, true), DType::F64, {4}, {0, 0.3, 0.6, 0.8999999999999999}, 0, 1e-15);
-  CHECK(op_error("aten.arange.start_step", {I(0), I(5), I(0)}).find("nonzero") != std::string::npos);
-  CHECK(op_error("aten.arange.start_step", {I(0), I(5), I(-1)}).find("inconsistent") != std::string::npos);
+  check(op1("aten.arange.start_step", {Fl(0), Fl(1), Fl(0.25)}), DType::F32, {4},
+        {0, 0.25, 0.5, 0.75});
+  check(op1("aten.arange.start_step", {I(0), I(1), Fl(0.3)}, true), DType::F64, {4},
+        {0, 0.3, 0.6, 0.8999999999999999}, 0, 1e-15);
+  CHECK(op_error("aten.arange.start_step", {I(0), I(5), I(0)}).find("nonzero") !=
+        std::string::npos);
+  CHECK(op_error("aten.arange.start_step", {I(0), I(5), I(-1)}).find("inconsistent") !=
+        std::string::npos);
   check(op1("aten.full.default", {Is({2, 1}), Fl(1.5)}), DType::F32, {2, 1}, {1.5, 1.5});
   check(op1("aten.full.default", {Is({2}), I(3)}), DType::I64, {2}, {3, 3});
   check(op1("aten.full.default", {Is({1}), Bo(true)}), DType::Bool, {1}, {1});
-  check(op1("aten.full.default", {Is({1}), Fl(-kInf), {"dtype", Dt(DType::BF16)}}), DType::BF16, {1}, {-kInf});
+  check(op1("aten.full.default", {Is({1}), Fl(-kInf), {"dtype", Dt(DType::BF16)}}), DType::BF16,
+        {1}, {-kInf});
   check(op1("aten.full.default", {Is({2}), Fl(1.5)}, true), DType::F64, {2}, {1.5, 1.5});
   check(op1("aten.full_like.default", {L({2}, {0, 0}), I(5)}), DType::I64, {2}, {5, 5});
-  check(op1("aten.full_like.default", {L({2}, {0, 0}), Fl(0.5), {"dtype", Dt(DType::F32)}}), DType::F32, {2}, {0.5, 0.5});
+  check(op1("aten.full_like.default", {L({2}, {0, 0}), Fl(0.5), {"dtype", Dt(DType::F32)}}),
+        DType::F32, {2}, {0.5, 0.5});
   check(op1("aten.zeros.default", {Is({2, 0})}), DType::F32, {2, 0}, {});
   check(op1("aten.zeros.default", {Is({2}), {"dtype", Dt(DType::I32)}}), DType::I32, {2}, {0, 0});
-  check(op1("aten.new_zeros.default", {T(DType::F16, {1}, {3}), Is({3})}), DType::F16, {3}, {0, 0, 0});
+  check(op1("aten.new_zeros.default", {T(DType::F16, {1}, {3}), Is({3})}), DType::F16, {3},
+        {0, 0, 0});
   check(op1("aten.scalar_tensor.default", {I(3)}), DType::F32, {}, {3});
-  check(op1("aten.scalar_tensor.default", {Fl(-kInf), {"dtype", Dt(DType::F16)}}), DType::F16, {}, {-kInf});
+  check(op1("aten.scalar_tensor.default", {Fl(-kInf), {"dtype", Dt(DType::F16)}}), DType::F16, {},
+        {-kInf});
   check(op1("aten.scalar_tensor.default", {I(3)}, true), DType::F64, {}, {3});
   CHECK(op_error("aten.zeros.default", {Is({-1})}).find("negative") != std::string::npos);
-  CHECK(op_error("aten.full.default", {Is({int64_t(1) << 30, int64_t(1) << 30}), I(0)}).find("too large") != std::string::npos);
+  CHECK(op_error("aten.full.default", {Is({int64_t(1) << 30, int64_t(1) << 30}), I(0)})
+            .find("too large") != std::string::npos);
 }
 
 TEST_CASE("kernels: hostile sizes and parameters fail cleanly") {
   Tensor x = F({1, 1, 2, 2}, {1, 2, 3, 4});
   Tensor w = F({1, 1, 1, 1}, {1});
-  CHECK(op_error("aten.conv2d.default", {x, w, None(), Is({int64_t(1) << 62})}).find("out of range") != std::string::npos);
-  CHECK(op_error("aten.max_pool2d.default", {x, Is({2}), Is({2}), Is({0}), Is({int64_t(1) << 40})}).find("out of range") != std::string::npos);
-  CHECK(op_error("aten.constant_pad_nd.default", {x, Is({int64_t(1) << 62, 0})}).find("out of range") != std::string::npos);
-  CHECK(op_error("aten.expand.default", {F({1}, {1}), Is({int64_t(1) << 40, int64_t(1) << 40})}).find("overflow") != std::string::npos);
-  CHECK(op_error("aten.view.default", {x, Is({int64_t(1) << 62, 4, -1})}).find("overflow") != std::string::npos);
+  CHECK(op_error("aten.conv2d.default", {x, w, None(), Is({int64_t(1) << 62})})
+            .find("out of range") != std::string::npos);
+  CHECK(op_error("aten.max_pool2d.default", {x, Is({2}), Is({2}), Is({0}), Is({int64_t(1) << 40})})
+            .find("out of range") != std::string::npos);
+  CHECK(op_error("aten.constant_pad_nd.default", {x, Is({int64_t(1) << 62, 0})})
+            .find("out of range") != std::string::npos);
+  CHECK(op_error("aten.expand.default", {F({1}, {1}), Is({int64_t(1) << 40, int64_t(1) << 40})})
+            .find("overflow") != std::string::npos);
+  CHECK(op_error("aten.view.default", {x, Is({int64_t(1) << 62, 4, -1})}).find("overflow") !=
+        std::string::npos);
   CHECK(op_error("aten.arange.default", {Fl(1e300)}).find("too many") != std::string::npos);
-  CHECK(op_error("aten.new_zeros.default", {x, Is({int64_t(1) << 62, 16})}).find("overflow") != std::string::npos);
+  CHECK(op_error("aten.new_zeros.default", {x, Is({int64_t(1) << 62, 16})}).find("overflow") !=
+        std::string::npos);
 }
 
 TEST_CASE("kernels: float64 mode produces f64 wherever PyTorch would produce a float") {
   Tensor h = D({3}, {1, 2, 3}); // in float64 mode every floating input is already f64
   CHECK(op1("aten._softmax.default", {h, I(0), Bo(true)}, true).dtype() == DType::F64);
   CHECK(op1("aten.to.dtype", {h, Dt(DType::F16)}, true).dtype() == DType::F64);
-  CHECK(op1("aten._to_copy.default", {L({1}, {1}), {"dtype", Dt(DType::BF16)}}, true).dtype() == DType::F64);
+  CHECK(op1("aten._to_copy.default", {L({1}, {1}), {"dtype", Dt(DType::BF16)}}, true).dtype() ==
+        DType::F64);
   CHECK(op1("aten.div.Tensor", {L({1}, {1}), L({1}, {3})}, true).item() == 1.0 / 3);
   CHECK(op1("aten.arange.default", {Fl(2)}, true).dtype() == DType::F64);
   CHECK(op1("aten.zeros.default", {Is({1})}, true).dtype() == DType::F64);

@@ -21,10 +21,18 @@ using Vals = std::vector<double>;
 inline Tensor T(DType dt, Shape sizes, const Vals& v) {
   return Tensor::from_values(dt, std::move(sizes), v);
 }
-inline Tensor F(Shape sizes, const Vals& v) { return T(DType::F32, std::move(sizes), v); }
-inline Tensor D(Shape sizes, const Vals& v) { return T(DType::F64, std::move(sizes), v); }
-inline Tensor L(Shape sizes, const Vals& v) { return T(DType::I64, std::move(sizes), v); }
-inline Tensor B(Shape sizes, const Vals& v) { return T(DType::Bool, std::move(sizes), v); }
+inline Tensor F(Shape sizes, const Vals& v) {
+  return T(DType::F32, std::move(sizes), v);
+}
+inline Tensor D(Shape sizes, const Vals& v) {
+  return T(DType::F64, std::move(sizes), v);
+}
+inline Tensor L(Shape sizes, const Vals& v) {
+  return T(DType::I64, std::move(sizes), v);
+}
+inline Tensor B(Shape sizes, const Vals& v) {
+  return T(DType::Bool, std::move(sizes), v);
+}
 
 /// Deterministic pseudo-random values in [lo, hi).
 inline Vals rand_vals(size_t n, uint64_t seed, double lo = -2, double hi = 2) {
@@ -61,13 +69,27 @@ struct In {
   In(std::string n, std::vector<Tensor> t) : name(std::move(n)), v(std::move(t)) {}
   In(std::string n, Arg a) : name(std::move(n)), v(std::move(a)) {}
 };
-inline Arg I(int64_t v) { return Arg::of_int(v); }
-inline Arg Fl(double v) { return Arg::of_float(v); }
-inline Arg Bo(bool v) { return Arg::of_bool(v); }
-inline Arg Is(std::vector<int64_t> v) { return Arg::of_ints(std::move(v)); }
-inline Arg Dt(DType t) { return Arg::of_dtype(t); }
-inline Arg S(std::string s) { return Arg::of_string(std::move(s)); }
-inline Arg None() { return Arg::none(); }
+inline Arg I(int64_t v) {
+  return Arg::of_int(v);
+}
+inline Arg Fl(double v) {
+  return Arg::of_float(v);
+}
+inline Arg Bo(bool v) {
+  return Arg::of_bool(v);
+}
+inline Arg Is(std::vector<int64_t> v) {
+  return Arg::of_ints(std::move(v));
+}
+inline Arg Dt(DType t) {
+  return Arg::of_dtype(t);
+}
+inline Arg S(std::string s) {
+  return Arg::of_string(std::move(s));
+}
+inline Arg None() {
+  return Arg::none();
+}
 
 /// Binds `args` to the schema of `target` and runs its reference kernel.
 inline std::vector<Tensor> op(const std::string& target, std::vector<In> args,
@@ -83,7 +105,10 @@ inline std::vector<Tensor> op(const std::string& target, std::vector<In> args,
     } else if (auto* ts = std::get_if<std::vector<Tensor>>(&a.v)) {
       std::vector<ValueId> ids;
       for (const Tensor& t : *ts) {
-        if (!t.defined()) { ids.push_back(kNoValue); continue; }
+        if (!t.defined()) {
+          ids.push_back(kNoValue);
+          continue;
+        }
         values.push_back(t);
         ids.push_back(ValueId(values.size() - 1));
       }
@@ -105,7 +130,8 @@ inline std::vector<Tensor> op(const std::string& target, std::vector<In> args,
     const Arg& a = node.args[i];
     if (a.kind == Arg::Kind::Tensor) kc.tensors[i] = values[size_t(a.tensor)];
     if (a.kind == Arg::Kind::Tensors)
-      for (ValueId v : a.tensors) kc.lists[i].push_back(v == kNoValue ? Tensor() : values[size_t(v)]);
+      for (ValueId v : a.tensors)
+        kc.lists[i].push_back(v == kNoValue ? Tensor() : values[size_t(v)]);
   }
   std::vector<Tensor> out = run_kernel(kc);
   // The meta function of the op must predict the kernel's dtypes and shapes (not in float64
@@ -113,7 +139,8 @@ inline std::vector<Tensor> op(const std::string& target, std::vector<In> args,
   MetaFn meta = find_meta(target);
   if (!float64 && meta) {
     Graph g;
-    for (size_t i = 0; i < values.size(); ++i) g.add_value("v" + std::to_string(i), values[i].meta());
+    for (size_t i = 0; i < values.size(); ++i)
+      g.add_value("v" + std::to_string(i), values[i].meta());
     std::vector<TensorMeta> metas;
     std::string meta_error;
     try {
@@ -125,8 +152,8 @@ inline std::vector<Tensor> op(const std::string& target, std::vector<In> args,
     if (meta_error.find("data-dependent") != std::string::npos ||
         meta_error.find("on CUDA") != std::string::npos)
       return out;
-    CHECK_MESSAGE(meta_error.empty(), target << ": the meta function fails where the kernel succeeds: "
-                                              << meta_error);
+    CHECK_MESSAGE(meta_error.empty(),
+                  target << ": the meta function fails where the kernel succeeds: " << meta_error);
     if (meta_error.empty()) {
       CHECK_MESSAGE(metas.size() == out.size(), target << ": meta returns " << metas.size()
                                                        << " results, the kernel " << out.size());

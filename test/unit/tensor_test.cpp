@@ -52,11 +52,11 @@ TEST_CASE("tensor: float16 conversion of known values rounds to nearest even") {
   CHECK(float_to_half(1e10f) == 0x7c00);
   CHECK(float_to_half(-0.0f) == 0x8000);
   CHECK(float_to_half(std::ldexp(1.0f, -24)) == 0x0001);
-  CHECK(float_to_half(std::ldexp(1.0f, -25)) == 0x0000);             // tie -> even (0)
-  CHECK(float_to_half(std::ldexp(3.0f, -25)) == 0x0002);             // 1.5 ulp -> 2
-  CHECK(float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);      // tie -> even
-  CHECK(float_to_half(1.0f + std::ldexp(3.0f, -11)) == 0x3c02);      // tie -> even (up)
-  CHECK(float_to_half(std::ldexp(1023.5f, -24)) == 0x0400);          // rounds into the normals
+  CHECK(float_to_half(std::ldexp(1.0f, -25)) == 0x0000);        // tie -> even (0)
+  CHECK(float_to_half(std::ldexp(3.0f, -25)) == 0x0002);        // 1.5 ulp -> 2
+  CHECK(float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3c00); // tie -> even
+  CHECK(float_to_half(1.0f + std::ldexp(3.0f, -11)) == 0x3c02); // tie -> even (up)
+  CHECK(float_to_half(std::ldexp(1023.5f, -24)) == 0x0400);     // rounds into the normals
   uint16_t nan = float_to_half(std::nanf(""));
   CHECK((nan & 0x7c00) == 0x7c00);
   CHECK((nan & 0x3ff) != 0);
@@ -83,10 +83,10 @@ TEST_CASE("tensor: float16 round trip of every half and rounding of random float
 
 TEST_CASE("tensor: bfloat16 conversion rounds to nearest even and keeps NaN") {
   CHECK(float_to_bf16(1.0f) == 0x3f80);
-  CHECK(float_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);     // tie -> even
-  CHECK(float_to_bf16(1.0f + std::ldexp(3.0f, -8)) == 0x3f82);     // tie -> even (up)
-  CHECK(float_to_bf16(1.0f + std::ldexp(1.0f, -7)) == 0x3f81);     // exact
-  CHECK(float_to_bf16(3.4e38f) == 0x7f80);                          // overflows to inf
+  CHECK(float_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3f80); // tie -> even
+  CHECK(float_to_bf16(1.0f + std::ldexp(3.0f, -8)) == 0x3f82); // tie -> even (up)
+  CHECK(float_to_bf16(1.0f + std::ldexp(1.0f, -7)) == 0x3f81); // exact
+  CHECK(float_to_bf16(3.4e38f) == 0x7f80);                     // overflows to inf
   CHECK(std::isnan(bf16_to_float(float_to_bf16(std::nanf("")))));
   for (uint32_t b = 0; b < 65536; ++b) {
     if ((b & 0x7f80) == 0x7f80 && (b & 0x7f)) continue;
@@ -95,12 +95,22 @@ TEST_CASE("tensor: bfloat16 conversion rounds to nearest even and keeps NaN") {
 }
 
 TEST_CASE("tensor: load and store for every dtype") {
-  struct Row { DType dt; double in, out; };
+  struct Row {
+    DType dt;
+    double in, out;
+  };
   const Row rows[] = {
-      {DType::Bool, 0.5, 1}, {DType::Bool, 0, 0}, {DType::U8, 300, 44}, {DType::I8, -130, 126},
-      {DType::I16, -3.7, -3}, {DType::I32, 2147483648.0, -2147483648.0}, {DType::I64, 1e15, 1e15},
-      {DType::F16, 0.1, 0.0999755859375}, {DType::BF16, 0.1, 0.10009765625},
-      {DType::F32, 0.1, double(0.1f)}, {DType::F64, 0.1, 0.1},
+      {DType::Bool, 0.5, 1},
+      {DType::Bool, 0, 0},
+      {DType::U8, 300, 44},
+      {DType::I8, -130, 126},
+      {DType::I16, -3.7, -3},
+      {DType::I32, 2147483648.0, -2147483648.0},
+      {DType::I64, 1e15, 1e15},
+      {DType::F16, 0.1, 0.0999755859375},
+      {DType::BF16, 0.1, 0.10009765625},
+      {DType::F32, 0.1, double(0.1f)},
+      {DType::F64, 0.1, 0.1},
   };
   for (const Row& r : rows) {
     CAPTURE(dtype_name(r.dt));
