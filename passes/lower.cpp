@@ -769,13 +769,6 @@ void lower_batch_norm(Lowerer& L, int n) {
 void lower_max_pool2d(Lowerer& L, int n) {
   const Node& nd = L.node(n);
   bool with_indices = nd.outputs.size() > 1;
-  if (with_indices) {
-    auto uses = L.g().use_counts();
-    if (uses[nd.outputs[1]] > 0) {
-      L.fallback(n, "max_pool2d indices are used");
-      return;
-    }
-  }
   LVal& x = L.input(n, "self");
   auto k = nd.arg("kernel_size").ints, s = nd.arg("stride").ints, p = nd.arg("padding").ints,
        dl = nd.arg("dilation").ints;
@@ -799,10 +792,23 @@ void lower_max_pool2d(Lowerer& L, int n) {
     return L.at(x, {idx[0], idx[1], idx[2] * s[0] + idx[4] * dl[0], idx[3] * s[1] + idx[5] * dl[1]});
   }, {&x});
   L.set_output(n, 0, L.reshape(r, m.sizes));
-  if (with_indices) {
-    const TensorMeta& mi = L.out_meta(n, 1);
-    L.set_output(n, 1, L.pointwise(n, mi.dtype, mi.sizes, [&](auto&) { return v_const(0, mi.dtype); }, {}));
-  }
+  if (!with_indices) return;
+  // Indices: the window position of the max (first on ties, NaN wins), as a flat h*W + w.
+  LVal pos = L.reduce(n, ReduceOp::ArgMax, m.dtype, in_sizes, {4, 5}, [&](auto& idx) {
+    return L.at(x, {idx[0], idx[1], idx[2] * s[0] + idx[4] * dl[0], idx[3] * s[1] + idx[5] * dl[1]});
+  }, {&x});
+  const TensorMeta& mi = L.out_meta(n, 1);
+  int64_t W = x.sizes[3];
+  LVal flat = L.reshape(pos, m.sizes);
+  L.set_output(n, 1, L.pointwise(n, DType::I64, m.sizes, [&](auto& idx) {
+    auto c = [](int64_t v) { return v_const(double(v), DType::I64); };
+    VPtr a = L.at(flat, idx);
+    VPtr kh = v_binary(VOp::FloorDivide, a, c(k[1]));
+    VPtr kw = v_binary(VOp::Sub, a, v_binary(VOp::Mul, kh, c(k[1])));
+    VPtr ih = v_binary(VOp::Add, v_index(idx[2] * s[0], DType::I64), v_binary(VOp::Mul, kh, c(dl[0])));
+    VPtr iw = v_binary(VOp::Add, v_index(idx[3] * s[1], DType::I64), v_binary(VOp::Mul, kw, c(dl[1])));
+    return v_cast(v_binary(VOp::Add, v_binary(VOp::Mul, ih, c(W)), iw), mi.dtype);
+  }, {&flat}));
 }
 
 // ---- indexing
@@ -844,6 +850,114 @@ void lower_index_select(Lowerer& L, int n) {
     if (ix.sizes.empty()) in[d] = IndexExpr::indirect(v_cast(L.at(ix, {}), DType::I64), x.sizes[d]);
     return L.at(x, in);
   }, {&x, &ix}));
+}
+
+// ---- indexing with bounds: cat, padding, slice_scatter
+
+/// `e` when it always lies in [0, extent); otherwise the same index clamped into that range
+/// (used for loads on the untaken side of a select, which must stay inside the buffer).
+IndexExpr clamped(const IndexExpr& e, int64_t extent) {
+  auto [lo, hi] = e.range();
+  if (lo >= 0 && hi < extent) return e;
+  return IndexExpr::indirect(v_index(e, DType::I64), extent);
+}
+
+VPtr index_lt(const IndexExpr& e, int64_t bound) {
+  return v_binary(VOp::Lt, v_index(e, DType::I64), v_const(double(bound), DType::I64));
+}
+VPtr index_ge(const IndexExpr& e, int64_t bound) {
+  return v_binary(VOp::Ge, v_index(e, DType::I64), v_const(double(bound), DType::I64));
+}
+
+void lower_cat(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  const TensorMeta& m = L.out_meta(n);
+  std::vector<LVal*> parts;
+  for (ValueId v : nd.arg("tensors").tensors) {
+    LVal& t = L.val(n, v);
+    // Legacy empty 1-D tensors take no part, as in PyTorch.
+    if (t.sizes.size() == 1 && t.sizes[0] == 0 && m.sizes.size() != 1) continue;
+    parts.push_back(&t);
+  }
+  if (parts.empty()) L.fail(n, "cat of no tensors");
+  int64_t d = wrap(L, n, nd.arg("dim").i, int64_t(m.sizes.size()));
+  std::vector<int64_t> offsets;
+  int64_t off = 0;
+  for (LVal* t : parts) {
+    if (t->sizes.size() != m.sizes.size()) L.fail(n, "cat inputs differ in rank");
+    offsets.push_back(off);
+    off += t->sizes[d];
+  }
+  if (off != m.sizes[d]) L.fail(n, "cat sizes do not add up to the output");
+  std::vector<const LVal*> ins(parts.begin(), parts.end());
+  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
+    VPtr v;
+    for (size_t k = parts.size(); k-- > 0;) {
+      if (parts[k]->sizes[d] == 0) continue;
+      std::vector<IndexExpr> in = idx;
+      in[d] = clamped(idx[d] - IndexExpr(offsets[k]), parts[k]->sizes[d]);
+      VPtr here = v_cast(L.at(*parts[k], in), m.dtype);
+      v = v ? v_where(index_lt(idx[d], offsets[k] + parts[k]->sizes[d]), here, v) : here;
+    }
+    return v ? v : v_const(0, m.dtype);
+  }, ins));
+}
+
+void lower_constant_pad_nd(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  auto pad = nd.arg("pad").ints;
+  double value = nd.arg("value").scalar();
+  size_t r = x.sizes.size();
+  if (pad.size() % 2 != 0 || pad.size() / 2 > r || m.sizes.size() != r)
+    L.fail(n, "pad needs pairs of sizes for at most every dim");
+  std::vector<int64_t> lo(r, 0);
+  for (size_t j = 0; j < pad.size() / 2; ++j) lo[r - 1 - j] = pad[2 * j];
+  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in(r);
+    VPtr inside;
+    for (size_t d = 0; d < r; ++d) {
+      IndexExpr e = idx[d] - IndexExpr(lo[d]);
+      in[d] = clamped(e, x.sizes[d]);
+      if (in[d] == e) continue;
+      VPtr ok = v_binary(VOp::And, index_ge(e, 0), index_lt(e, x.sizes[d]));
+      inside = inside ? v_binary(VOp::And, inside, ok) : ok;
+    }
+    if (numel_of(x.sizes) == 0) return v_const(value, m.dtype);
+    VPtr v = v_cast(L.at(x, in), m.dtype);
+    return inside ? v_where(inside, v, v_const(value, m.dtype)) : v;
+  }, {&x}));
+}
+
+void lower_slice_scatter(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& self = L.input(n, "self");
+  LVal& src = L.input(n, "src");
+  const TensorMeta& m = L.out_meta(n);
+  int64_t d = wrap(L, n, nd.arg("dim").i, int64_t(self.sizes.size()));
+  int64_t size = self.sizes[d];
+  int64_t start = nd.arg("start").is_none() ? 0 : nd.arg("start").i;
+  int64_t end = nd.arg("end").is_none() ? size : nd.arg("end").i;
+  int64_t step = nd.arg("step").i;
+  if (step <= 0) L.fail(n, "slice_scatter step must be positive");
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  if (src.sizes.size() != self.sizes.size() || src.sizes[d] != (end - start + step - 1) / step)
+    L.fail(n, "slice_scatter source does not fit the slice");
+  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
+    VPtr base = v_cast(L.at(self, idx), m.dtype);
+    if (src.sizes[d] == 0) return base;
+    IndexExpr rel = idx[d] - IndexExpr(start);
+    std::vector<IndexExpr> in = idx;
+    in[d] = clamped(rel.floordiv(step), src.sizes[d]);
+    VPtr hit = v_binary(VOp::And, index_ge(rel, 0), index_lt(idx[d], end));
+    if (step != 1)
+      hit = v_binary(VOp::And, hit, v_binary(VOp::Eq, v_index(rel.mod(step), DType::I64), v_const(0, DType::I64)));
+    return v_where(hit, v_cast(L.at(src, in), m.dtype), base);
+  }, {&self, &src}));
 }
 
 // ---- matmuls
@@ -932,9 +1046,11 @@ const Rule kRules[] = {
     {"aten.argmax.default", lower_argmax},
     {"aten.batch_norm.default", lower_batch_norm},
     {"aten.bmm.default", lower_mm},
+    {"aten.cat.default", lower_cat},
     {"aten.clamp.default", lower_clamp},
     {"aten.clone.default", lower_copy_like},
     {"aten.contiguous.default", lower_copy_like},
+    {"aten.constant_pad_nd.default", lower_constant_pad_nd},
     {"aten.copy.default", lower_copy},
     {"aten.cos.default", lower_cos},
     {"aten.detach.default", lower_copy_like},
@@ -999,6 +1115,7 @@ const Rule kRules[] = {
     {"aten.silu.default", lower_silu},
     {"aten.sin.default", lower_sin},
     {"aten.slice.Tensor", lower_slice},
+    {"aten.slice_scatter.default", lower_slice_scatter},
     {"aten.softmax.int", lower_softmax},
     {"aten.split.Tensor", lower_split},
     {"aten.split_with_sizes.default", lower_split},

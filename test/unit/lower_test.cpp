@@ -1,6 +1,8 @@
 // Unit tests for lowering graphs to the loop IR: views as index arithmetic, reductions, externs.
 #include "aot_testing.h"
+#include "codegen/inductor.h"
 #include "passes/lower.h"
+#include "runtime/compare.h"
 
 #include <doctest/doctest.h>
 
@@ -13,6 +15,19 @@ ValueId f32_input(TestGraph& tg, const std::string& name, std::vector<int64_t> s
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
   return tg.input_values(name, DType::F32, sizes, tg.random_values(n, -2, 2));
+}
+
+/// Compiles tg with the inductor backend and checks its outputs against the interpreter.
+void check_compiled(TestGraph& tg) {
+  CompiledGraph cg = compile_inductor(tg.g, {});
+  auto got = cg.run(tg.inputs);
+  auto want = interpret(tg.g, tg.inputs);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CompareResult r = compare_tensors(got[i], want[i]);
+    INFO("output " << i << ": " << r.message);
+    CHECK(r.ok);
+  }
 }
 
 int count_kind(const LoopProgram& p, Buffer::Kind k) {
@@ -88,14 +103,45 @@ TEST_CASE("lower: an op without a lowering becomes a logged fallback extern call
   TestGraph tg;
   ValueId x = f32_input(tg, "x", {2, 3});
   ValueId y = f32_input(tg, "y", {2, 3});
-  ValueId c = tg.op("aten.cat.default", {{"", Arg::of_tensors({x, y})}, I(0)});
+  ValueId s = tg.op("aten.add.Tensor", {T(x), T(y)});
+  ValueId c = tg.op("aten.roll.default", {T(s), Is({1}), Is({0})});
   tg.output(tg.op("aten.relu.default", {T(c)}));
   LoopProgram lp = lower(tg.g);
   REQUIRE(count_kind(lp, Buffer::Kind::Extern) == 1);
-  CHECK(lp.buffers[2].call.kind == ExternCall::Kind::Fallback);
-  CHECK(lp.buffers[2].call.operands.size() == 2);
+  // The add is realized for the call, which reads it as one operand.
+  CHECK(lp.buffers[2].kind == Buffer::Kind::Pointwise);
+  CHECK(lp.buffers[3].call.kind == ExternCall::Kind::Fallback);
+  CHECK(lp.buffers[3].call.operands.size() == 1);
   REQUIRE(lp.log.size() == 1);
-  CHECK(lp.log[0] == "fallback: node 'cat' (aten.cat.default): no lowering");
+  CHECK(lp.log[0] == "fallback: node 'roll' (aten.roll.default): no lowering");
+  check_compiled(tg);
+}
+
+TEST_CASE("lower: cat, constant_pad_nd and slice_scatter are selects over clamped loads") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {3, 4});
+  ValueId y = f32_input(tg, "y", {2, 4});
+  ValueId c = tg.op("aten.cat.default", {{"", Arg::of_tensors({x, y})}, I(0)});
+  ValueId p = tg.op("aten.constant_pad_nd.default", {T(c), Is({1, 2, 0, 1}), F(0.5)});
+  ValueId z = f32_input(tg, "z", {6, 2});
+  tg.output(p);
+  tg.output(tg.op("aten.slice_scatter.default", {T(p), T(z), I(1), I(1), I(5), I(2)}));
+  LoopProgram lp = lower(tg.g);
+  CHECK(count_kind(lp, Buffer::Kind::Extern) == 0);
+  CHECK(print_loop_program(lp).find("indirect(") != std::string::npos);
+  check_compiled(tg);
+}
+
+TEST_CASE("lower: max_pool2d with indices is a max and an argmax over the window") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {2, 3, 6, 8});
+  auto outs = tg.ops("aten.max_pool2d_with_indices.default", {T(x), Is({2, 2}), Is({2, 2})});
+  tg.output(outs[0]);
+  tg.output(outs[1]);
+  LoopProgram lp = lower(tg.g);
+  CHECK(count_kind(lp, Buffer::Kind::Extern) == 0);
+  CHECK(count_kind(lp, Buffer::Kind::Reduction) == 2);
+  check_compiled(tg);
 }
 
 TEST_CASE("lower: embedding reads rows through an indirect, clamped index") {
