@@ -23,11 +23,11 @@ std::string Emit::hint(std::string_view target) const {
 }
 
 std::vector<ValueId> Emit::call(std::string_view target, std::vector<CallArg> args) {
-  return add_node(g_, target, std::move(args), hint(target));
+  return add_node(g_, target, std::move(args), hint(target), names_);
 }
 
 ValueId Emit::op(std::string_view target, std::vector<CallArg> args) {
-  return add_node1(g_, target, std::move(args), hint(target));
+  return add_node1(g_, target, std::move(args), hint(target), names_);
 }
 
 ValueId Emit::add(ValueId a, ValueId b) { return op("aten.add.Tensor", {t(a), t(b)}); }
@@ -194,7 +194,12 @@ ValueId Emit::pad_dim(ValueId a, int64_t d, int64_t lo, int64_t hi) {
 ValueId Emit::mm(ValueId a, ValueId b) { return op("aten.mm.default", {t(a), t(b)}); }
 ValueId Emit::bmm(ValueId a, ValueId b) { return op("aten.bmm.default", {t(a), t(b)}); }
 
-ValueMap copy_inputs(const Graph& src, Graph& dst, const std::vector<bool>& keep_input) {
+std::string fresh_value_name(const Graph& g, std::string_view hint, NameCache* names) {
+  return names ? names->take(hint) : unique_name(g, hint);
+}
+
+ValueMap copy_inputs(const Graph& src, Graph& dst, const std::vector<bool>& keep_input,
+                     NameCache* names) {
   dst.source = src.source;
   dst.name = src.name;
   ValueMap map(src.values.size(), kNoValue);
@@ -202,7 +207,7 @@ ValueMap copy_inputs(const Graph& src, Graph& dst, const std::vector<bool>& keep
     if (!keep_input.empty() && !keep_input[k]) continue;
     const GraphInput& in = src.inputs[k];
     const Value& v = src.values[in.value];
-    ValueId nv = dst.add_value(unique_name(dst, v.name), v.meta);
+    ValueId nv = dst.add_value(fresh_value_name(dst, v.name, names), v.meta);
     GraphInput copy = in;
     copy.value = nv;
     dst.inputs.push_back(copy);
@@ -232,15 +237,15 @@ std::vector<Arg> remap_args(const Node& n, const ValueMap& map) {
   return args;
 }
 
-void copy_node(const Graph& src, const Node& n, Graph& dst, ValueMap& map) {
+void copy_node(const Graph& src, const Node& n, Graph& dst, ValueMap& map, NameCache* names) {
   Node m = n;
   m.args = remap_args(n, map);
-  m.name = unique_name(dst, n.name);
+  m.name = fresh_value_name(dst, n.name, names);
   m.outputs.clear();
   int32_t idx = int32_t(dst.nodes.size());
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     const Value& v = src.values[n.outputs[k]];
-    std::string name = v.name == n.name ? m.name : unique_name(dst, v.name);
+    std::string name = v.name == n.name ? m.name : fresh_value_name(dst, v.name, names);
     ValueId nv = dst.add_value(name, v.meta);
     dst.values[nv].producer = idx;
     dst.values[nv].output_index = int32_t(k);

@@ -16,10 +16,12 @@
 namespace fxc {
 
 /// Appends ops to a graph. Nodes are named after `prefix` + "_" + the op's base name when a
-/// prefix is given (decompositions: "gelu_mul"), else after the op ("mul_3").
+/// prefix is given (decompositions: "gelu_mul"), else after the op ("mul_3"). `names`, when
+/// given, is a NameCache of g that every name added to g goes through.
 class Emit {
 public:
-  Emit(Graph& g, std::string prefix = {}) : g_(g), prefix_(std::move(prefix)) {}
+  Emit(Graph& g, std::string prefix = {}, NameCache* names = nullptr)
+      : g_(g), prefix_(std::move(prefix)), names_(names) {}
 
   Graph& graph() { return g_; }
   TensorMeta meta(ValueId v) const { return g_.values[v].meta; }
@@ -90,6 +92,7 @@ private:
   std::string hint(std::string_view target) const;
   Graph& g_;
   std::string prefix_;
+  NameCache* names_;
 };
 
 /// Maps every value of a source graph to a value of a destination graph (kNoValue: unmapped).
@@ -97,13 +100,18 @@ using ValueMap = std::vector<ValueId>;
 
 /// Starts `dst` with src's source, name and weights and a copy of each input (same names and
 /// metadata) unless `keep_input` says otherwise; returns the map with those inputs filled in.
-ValueMap copy_inputs(const Graph& src, Graph& dst,
-                     const std::vector<bool>& keep_input = {});
+/// `names`, when given, is a NameCache of dst (here and in copy_node).
+ValueMap copy_inputs(const Graph& src, Graph& dst, const std::vector<bool>& keep_input = {},
+                     NameCache* names = nullptr);
 
 /// Appends a copy of `n` (a node of src) to dst with its tensor arguments remapped through
 /// `map` (all of which must be mapped); the outputs keep their names (made unique in dst) and
 /// metadata, and are recorded in `map`.
-void copy_node(const Graph& src, const Node& n, Graph& dst, ValueMap& map);
+void copy_node(const Graph& src, const Node& n, Graph& dst, ValueMap& map,
+               NameCache* names = nullptr);
+
+/// A fresh name in g: through `names` when given, else unique_name().
+std::string fresh_value_name(const Graph& g, std::string_view hint, NameCache* names);
 
 /// The node's arguments with every tensor reference rewritten through `map`.
 std::vector<Arg> remap_args(const Node& n, const ValueMap& map);

@@ -925,7 +925,8 @@ JointGraph build_joint_graph(const Graph& fw_in) {
     if (requires_grad[size_t(o)]) contrib[size_t(o)].push_back(t);
   }
 
-  Emit e(g);
+  NameCache names(g);
+  Emit e(g, {}, &names);
   for (size_t idx = num_fw_nodes; idx-- > 0;) {
     const Node& n = g.nodes[idx];
     bool wanted = false;
@@ -933,7 +934,7 @@ JointGraph build_joint_graph(const Graph& fw_in) {
     if (!wanted) continue;
     const GradRow* row = find_rule(n.target);
     if (!row) throw Error(g.source, "no derivative rule for this op", n.name, n.target);
-    GradCtx c{g, Emit(g), n, {}, requires_grad, {}};
+    GradCtx c{g, Emit(g, {}, &names), n, {}, requires_grad, {}};
     for (ValueId o : c.n.outputs) c.gout.push_back(accumulate(e, contrib[size_t(o)]));
     row->rule(c);
     for (auto& [input, grad] : c.grads) {

@@ -426,20 +426,21 @@ using RowFinder = const DecompRow* (*)(std::string_view);
 /// One pass over g; returns whether anything was decomposed.
 bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& select, RowFinder find,
                     Graph& out) {
-  ValueMap map = copy_inputs(g, out);
+  NameCache names(out);
+  ValueMap map = copy_inputs(g, out, {}, &names);
   bool changed = false;
   for (const Node& n : g.nodes) {
     const DecompRow* row = find(n.target);
     if (!row || !select(n)) {
-      copy_node(g, n, out, map);
+      copy_node(g, n, out, map, &names);
       continue;
     }
-    Emit e(out, n.name);
+    Emit e(out, n.name, &names);
     DNode d{g, n, remap_args(n, map)};
     size_t first_new = out.nodes.size();
     std::vector<ValueId> r = row->fn(e, d);
     if (r.empty()) {
-      copy_node(g, n, out, map);
+      copy_node(g, n, out, map, &names);
       continue;
     }
     assert(r.size() == n.outputs.size() && "decomposition returned the wrong number of values");
@@ -452,9 +453,9 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
       Value& v = out.values[r[k]];
       const std::string& orig = g.values[n.outputs[k]].name;
       if (v.producer < int32_t(first_new) || out.nodes[v.producer].outputs.size() != 1 ||
-          unique_name(out, orig) != orig)
+          names.contains(orig))
         continue;
-      v.name = orig;
+      v.name = names.take(orig);
       out.nodes[v.producer].name = orig;
     }
     changed = true;

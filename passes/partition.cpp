@@ -294,7 +294,8 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
   std::vector<char> in_fw = ancestors(j, fw_roots);
   std::vector<bool> keep(j.inputs.size(), false);
   for (size_t k = 0; k < jg.num_primals; ++k) keep[k] = true;
-  ValueMap fmap = copy_inputs(j, r.forward, keep);
+  NameCache fnames(r.forward);
+  ValueMap fmap = copy_inputs(j, r.forward, keep, &fnames);
   std::vector<char> fw_node(j.nodes.size(), 0);
   for (size_t i = 0; i < j.nodes.size(); ++i) {
     const Node& n = j.nodes[i];
@@ -302,7 +303,7 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
     for (ValueId o : n.outputs) any = any || in_fw[size_t(o)];
     if (!any) continue;
     fw_node[i] = 1;
-    copy_node(j, n, r.forward, fmap);
+    copy_node(j, n, r.forward, fmap, &fnames);
   }
   for (ValueId v : fw_roots) {
     assert(fmap[size_t(v)] != kNoValue && "forward output not computed by the forward graph");
@@ -312,11 +313,12 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
   // Backward: from the gradients back to the saved values and tangents.
   r.backward.source = j.source;
   r.backward.name = j.name;
+  NameCache bnames(r.backward);
   ValueMap bmap(j.values.size(), kNoValue);
   std::vector<char> stop(j.values.size(), 0);
   auto add_input = [&](ValueId v) {
     const Value& val = j.values[size_t(v)];
-    ValueId nv = r.backward.add_value(unique_name(r.backward, val.name), val.meta);
+    ValueId nv = r.backward.add_value(bnames.take(val.name), val.meta);
     r.backward.inputs.push_back({nv, InputKind::UserInput, r.backward.values[nv].name, true});
     bmap[size_t(v)] = nv;
     stop[size_t(v)] = 1;
@@ -333,7 +335,7 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
     for (ValueId in : n.tensor_inputs())
       assert(bmap[size_t(in)] != kNoValue && "backward reads a value that was neither saved "
                                              "nor computed in the backward");
-    copy_node(j, n, r.backward, bmap);
+    copy_node(j, n, r.backward, bmap, &bnames);
     if (fw_node[i]) r.recomputed.push_back(n.name);
   }
   for (ValueId v : grads) {
