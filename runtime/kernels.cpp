@@ -1543,7 +1543,7 @@ Tensors k_index_select(const KernelCall& c) {
     fail("index_select(): index must be 0-D or 1-D, got " + shape_str(index.sizes()));
   int64_t dim = wrap(c.arg("dim").i, x.dim());
   Tensor xs = x.dim() == 0 ? unsqueeze_view(x, 0) : x;
-  std::vector<int64_t> idx = {};
+  std::vector<int64_t> idx;
   for (int64_t off : all_offsets(index)) idx.push_back(index.load_int(off));
   int64_t dsize = xs.size(dim);
   for (int64_t v : idx)
@@ -1898,7 +1898,7 @@ Tensors k_permute(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Shape& dims = c.arg("dims").ints;
   if (int64_t(dims.size()) != x.dim())
-    fail("permute(sparse_coo): number of dimensions in the tensor input does not match the length "
+    fail("permute(): number of dimensions in the tensor input does not match the length "
          "of the desired ordering of dimensions i.e. input.dim() = " +
          std::to_string(x.dim()) + " is not equal to len(dims) = " + std::to_string(dims.size()));
   Shape s, st;

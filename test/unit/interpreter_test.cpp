@@ -261,3 +261,59 @@ TEST_CASE("interpreter: synthetic 1000-node graph timing") {
   for (int64_t o = 0; o < D; o += 97)
     CHECK(out[0].at({3, o}) == doctest::Approx(row[size_t(o)]).epsilon(1e-4));
 }
+
+TEST_CASE("interpreter: results take the layout PyTorch recorded, so later views work") {
+  // y = clone(x) recorded with transposed strides (as PyTorch's preserve_format would give
+  // for a transposed input); y.transpose(0, 1).view(6) is only valid in that layout.
+  Graph g;
+  ValueId x = user_input(g, "x", meta(DType::F32, {2, 3}));
+  TensorMeta tm = meta(DType::F32, {2, 3});
+  tm.strides = {1, 2};
+  ValueId y = node(g, "aten.clone.default", {pos_t(x)}, {tm}, "clone")[0];
+  TensorMeta tt = meta(DType::F32, {3, 2});
+  ValueId t = node(g, "aten.transpose.int", {pos_t(y), pos(Arg::of_int(0)), pos(Arg::of_int(1))},
+                   {tt}, "transpose")[0];
+  ValueId v = node(g, "aten.view.default", {pos_t(t), pos(Arg::of_ints({6}))},
+                   {meta(DType::F32, {6})}, "view")[0];
+  g.outputs = {v, y};
+  auto out = interpret(g, {F({2, 3}, {1, 2, 3, 4, 5, 6})});
+  check(out[0], DType::F32, {6}, {1, 4, 2, 5, 3, 6});
+  CHECK(out[1].strides() == Shape{1, 2});
+  check(out[1], DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  // Without the recorded layout the same view is rejected, naming the node.
+  g.values[size_t(y)].meta.strides = {3, 1};
+  CHECK_THROWS_WITH_AS(
+      interpret(g, {F({2, 3}, {1, 2, 3, 4, 5, 6})}),
+      doctest::Contains("node 'view' (aten.view.default): view size is not compatible"), Error);
+}
+
+TEST_CASE("interpreter: multi-output, list-output and no-output nodes") {
+  Graph g;
+  ValueId x = user_input(g, "x", meta(DType::F32, {4, 2}));
+  auto parts = node(g, "aten.split.Tensor", {pos_t(x), pos(Arg::of_int(3))},
+                    {meta(DType::F32, {3, 2}), meta(DType::F32, {1, 2})}, "split");
+  node(g, "aten._assert_tensor_metadata.default", {pos_t(parts[1]), pos(Arg::of_ints({1, 2}))}, {},
+       "check");
+  auto ln =
+      node(g, "aten.native_layer_norm.default",
+           {pos_t(parts[0]), pos(Arg::of_ints({2})), pos(Arg::none()), pos(Arg::none()),
+            pos(Arg::of_float(0))},
+           {meta(DType::F32, {3, 2}), meta(DType::F32, {3, 1}), meta(DType::F32, {3, 1})}, "ln");
+  g.outputs = {ln[0], ln[1], parts[1]};
+  auto out = interpret(g, {F({4, 2}, {1, 3, 0, 2, 5, 6, 7, 8})});
+  REQUIRE(out.size() == 3);
+  check(out[0], DType::F32, {3, 2}, {-1, 1, -1, 1, -1, 1});
+  check(out[1], DType::F32, {3, 1}, {2, 1, 5.5});
+  check(out[2], DType::F32, {1, 2}, {7, 8});
+  // A node whose output count differs from the kernel's is an error, not a crash.
+  Graph bad = g;
+  bad.nodes[0].outputs.pop_back();
+  CHECK_THROWS_WITH_AS(interpret(bad, {F({4, 2}, Vals(8, 0))}),
+                       doctest::Contains("returned 2 results but the node has 1 outputs"), Error);
+  // An unknown op is reported with its node.
+  Graph unk = g;
+  unk.nodes[2].target = "aten.frobnicate.default";
+  unk.nodes[2].schema = nullptr;
+  CHECK_THROWS_WITH_AS(interpret(unk, {F({4, 2}, Vals(8, 0))}),
+                       doctest::Contains("node 'ln' (aten.frobnicate.default): unknown op"), Error);
+}
