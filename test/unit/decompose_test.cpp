@@ -127,6 +127,36 @@ TEST_CASE("decompose: views, pooling and split") {
   check_decomposition(tg, {"aten.adaptive_avg_pool2d.default"});
 }
 
+TEST_CASE("decompose: autograd forms return the statistics and indices the backward reads") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4, 4});
+  ValueId w = tg.weight("ln.weight", {4});
+  ValueId rm = tg.weight("bn.running_mean", {3}, -1, 1, InputKind::Buffer);
+  ValueId rv = tg.weight("bn.running_var", {3}, 0.5, 2, InputKind::Buffer);
+  tg.output(tg.op("aten.layer_norm.default", {T(x), Is({4}), T(w)}));
+  tg.output(tg.op("aten.batch_norm.default", {T(x), {"", Arg::none()}, {"", Arg::none()}, T(rm),
+                                              T(rv), B(false), F(0.1), F(1e-5), B(true)}));
+  tg.output(tg.op("aten.max_pool2d.default", {T(x), Is({2, 2})}));
+  Graph d = to_autograd_forms(tg.g);
+  std::vector<std::string> targets;
+  for (const Node& n : d.nodes) targets.push_back(n.target);
+  CHECK(targets == std::vector<std::string>{"aten.native_layer_norm.default",
+                                            "aten._native_batch_norm_legit_no_training.default",
+                                            "aten.max_pool2d_with_indices.default"});
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs), got = interpret(d, tg.inputs);
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < want.size(); ++k) CHECK(got[k].to_vector() == want[k].to_vector());
+  // Training-mode batch norm has no eval form and stays as it is.
+  TestGraph t2;
+  ValueId y = t2.input("y", {2, 3, 4});
+  t2.output(t2.op("aten.batch_norm.default", {T(y), {"", Arg::none()}, {"", Arg::none()},
+                                              {"", Arg::none()}, {"", Arg::none()}, B(true), F(0.1),
+                                              F(1e-5), B(true)}));
+  Graph d2 = to_autograd_forms(t2.g);
+  REQUIRE(d2.nodes.size() == 1);
+  CHECK(d2.nodes[0].target == "aten.batch_norm.default");
+}
+
 TEST_CASE("decompose: training-mode dropout is diagnosed") {
   TestGraph tg;
   ValueId x = tg.input("x", {3});
