@@ -193,9 +193,15 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
       if (outs[i].dtype() != want || outs[i].sizes() != m.sizes)
         throw node_error("result " + std::to_string(i) + " is " + format_meta(outs[i].meta()) +
                          " but the graph says " + meta_str(want, m.sizes));
-      // Views and in-place results alias their input, whose layout they inherit; every other
-      // result takes the layout PyTorch recorded for it.
-      if (!schema->is_view && !schema->is_inplace) {
+      // Results that alias an operand (views, in-place ops, identities) inherit its layout;
+      // fresh results (including reshapes that had to copy) take the layout PyTorch recorded.
+      bool aliases = false;
+      for (const Tensor& t : call.tensors)
+        aliases = aliases || (t.defined() && t.storage() == outs[i].storage());
+      for (const auto& list : call.lists)
+        for (const Tensor& t : list)
+          aliases = aliases || (t.defined() && t.storage() == outs[i].storage());
+      if (!aliases) {
         try {
           outs[i] = with_layout(outs[i], m);
         } catch (const TensorError& e) {

@@ -317,3 +317,25 @@ TEST_CASE("interpreter: multi-output, list-output and no-output nodes") {
   CHECK_THROWS_WITH_AS(interpret(unk, {F({4, 2}, Vals(8, 0))}),
                        doctest::Contains("node 'ln' (aten.frobnicate.default): unknown op"), Error);
 }
+
+TEST_CASE("interpreter: copying view ops take the recorded layout, aliasing ones keep theirs") {
+  Graph g;
+  ValueId x = user_input(g, "x", meta(DType::F32, {2, 3}));
+  TensorMeta tt = meta(DType::F32, {3, 2});
+  tt.strides = {1, 3};
+  ValueId t = node(g, "aten.transpose.int", {pos_t(x), pos(Arg::of_int(0)), pos(Arg::of_int(1))},
+                   {tt}, "t")[0];
+  // to(f16) of the transposed view copies; PyTorch keeps the transposed layout.
+  TensorMeta hm = meta(DType::F16, {3, 2});
+  hm.strides = {1, 3};
+  ValueId h = node(g, "aten.to.dtype", {pos_t(t), pos(Arg::of_dtype(DType::F16))}, {hm}, "to")[0];
+  ValueId d =
+      node(g, "aten.dropout.default", {pos_t(t), pos(Arg::of_float(0.1)), pos(Arg::of_bool(false))},
+           {tt}, "dropout")[0];
+  g.outputs = {h, d};
+  Tensor in = F({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto out = interpret(g, {in});
+  CHECK(out[0].strides() == Shape{1, 3});
+  check(out[0], DType::F16, {3, 2}, {1, 4, 2, 5, 3, 6});
+  CHECK(out[1].storage() == in.storage());
+}
