@@ -325,8 +325,13 @@ public:
     if (m.strides.size() != m.sizes.size())
       fail("'" + g_.values[size_t(v)].name + "' has " + std::to_string(m.sizes.size()) +
            " sizes but " + std::to_string(m.strides.size()) + " strides");
-    for (int64_t s : m.sizes)
+    __int128 numel = 1;
+    for (int64_t s : m.sizes) {
       if (s < 0) fail("'" + g_.values[size_t(v)].name + "' has a negative size " + join(m.sizes));
+      numel *= s;
+      if (numel > std::numeric_limits<int64_t>::max())
+        fail("'" + g_.values[size_t(v)].name + "' has too many elements " + join(m.sizes));
+    }
     return m;
   }
   const TensorMeta& tensor(std::string_view name) const {
@@ -376,7 +381,6 @@ public:
     if (a.kind != Arg::Kind::Bool) expected(name, "a bool", a);
     return a.b;
   }
-  bool opt_bool(std::string_view name, bool dflt) const { return has(name) ? bool_(name) : dflt; }
   const Sizes& ints(std::string_view name) const {
     const Arg& a = arg(name);
     if (a.kind != Arg::Kind::Ints) expected(name, "an int list", a);
@@ -454,12 +458,6 @@ public:
       if (n > std::numeric_limits<int64_t>::max())
         fail("size " + join(sz) + " has too many elements");
     }
-  }
-
-  Device device() const {
-    for (ValueId v : n_.tensor_inputs())
-      if (v >= 0 && size_t(v) < g_.values.size()) return g_.values[size_t(v)].meta.device;
-    return Device{};
   }
 
 private:
@@ -1072,7 +1070,7 @@ Metas conv2d(const Graph& g, const Node& n) {
   TensorMeta in = x;
   if (x.dim() == 3) { // unbatched: unsqueeze(0), then squeeze the result
     in.sizes.insert(in.sizes.begin(), 1);
-    in.strides.insert(in.strides.begin(), x.sizes[0] * x.strides[0]);
+    in.strides.insert(in.strides.begin(), c.checked(__int128(x.sizes[0]) * x.strides[0], "stride"));
   }
   TensorMeta out =
       conv_meta(c, in, c.tensor("weight"), c.opt_tensor("bias"), c.ints_n("stride", 2),
@@ -1617,6 +1615,8 @@ std::optional<Sizes> compute_stride(const Sizes& oldshape, const Sizes& oldstrid
               : std::max<int64_t>(newshape[size_t(d + 1)], 1) * newstride[size_t(d + 1)];
     return newstride;
   }
+  for (int64_t st : oldstride)
+    if (st < 0 || st > (int64_t(1) << 62) / std::max<int64_t>(numel, 1)) return std::nullopt;
   int64_t view_d = int64_t(newshape.size()) - 1;
   int64_t chunk_base_stride = oldstride.back();
   int64_t tensor_numel = 1, view_numel = 1;
@@ -1750,9 +1750,10 @@ Metas expand(const Graph& g, const Node& n) {
   for (int64_t i = nd - 1; i >= 0; --i) {
     int64_t off = nd - 1 - i, d = td - 1 - off;
     int64_t size = d >= 0 ? x.sizes[size_t(d)] : 1;
-    int64_t stride = d >= 0       ? x.strides[size_t(d)]
-                     : i + 1 < nd ? osz[size_t(i + 1)] * ost[size_t(i + 1)]
-                                  : 0;
+    int64_t stride = d >= 0 ? x.strides[size_t(d)]
+                     : i + 1 < nd
+                         ? c.checked(__int128(osz[size_t(i + 1)]) * ost[size_t(i + 1)], "stride")
+                         : 0;
     int64_t target = sizes[size_t(i)];
     if (target == -1) {
       if (d < 0)
@@ -1798,7 +1799,7 @@ TensorMeta slice_meta(const Ctx& c, const TensorMeta& x, int64_t d, std::optiona
   TensorMeta out = x;
   out.storage_offset =
       c.checked(__int128(x.storage_offset) + __int128(s) * x.strides[size_t(d)], "storage offset");
-  out.sizes[size_t(d)] = (e - s + step - 1) / step;
+  out.sizes[size_t(d)] = int64_t((__int128(e) - s + step - 1) / step);
   out.strides[size_t(d)] = c.checked(__int128(x.strides[size_t(d)]) * step, "slice stride");
   return out;
 }
@@ -1824,7 +1825,8 @@ Metas select(const Graph& g, const Node& n) {
            join(x.sizes) + " at dimension " + std::to_string(d));
   if (i < 0) i += size;
   TensorMeta out = x;
-  out.storage_offset = x.storage_offset + i * x.strides[size_t(d)];
+  out.storage_offset =
+      c.checked(__int128(x.storage_offset) + __int128(i) * x.strides[size_t(d)], "storage offset");
   out.sizes.erase(out.sizes.begin() + d);
   out.strides.erase(out.strides.begin() + d);
   return {out};
@@ -1835,7 +1837,8 @@ Metas unsqueeze(const Graph& g, const Node& n) {
   const TensorMeta& x = c.tensor("self");
   int64_t d = c.dim(c.int_("dim"), x.dim() + 1);
   TensorMeta out = x;
-  int64_t st = d >= x.dim() ? 1 : x.sizes[size_t(d)] * x.strides[size_t(d)];
+  int64_t st =
+      d >= x.dim() ? 1 : c.checked(__int128(x.sizes[size_t(d)]) * x.strides[size_t(d)], "stride");
   out.sizes.insert(out.sizes.begin() + d, 1);
   out.strides.insert(out.strides.begin() + d, st);
   return {out};
