@@ -3,6 +3,7 @@
 
 #include "frontend/builder.h"
 #include "frontend/graph.h"
+#include "frontend/verify.h"
 #include "passes/partition.h"
 #include "runtime/interpreter.h"
 #include "runtime/tensor.h"
@@ -104,6 +105,8 @@ inline double weighted_output(const Graph& g, const std::vector<Tensor>& inputs,
 inline AotGraphs check_gradients(TestGraph& tg, PartitionStrategy strategy = PartitionStrategy::MinCut,
                                  double eps = 1e-6, double tol = 1e-6) {
   AotGraphs aot = aot_autograd(tg.g, strategy);
+  verify_graph(aot.forward);
+  verify_graph(aot.backward);
   std::vector<Tensor> fw_out = interpret(aot.forward, tg.inputs);
   REQUIRE(fw_out.size() == aot.num_user_outputs + aot.saved.size());
   std::vector<Tensor> tangents, bw_in(fw_out.begin() + long(aot.num_user_outputs), fw_out.end());

@@ -5,6 +5,7 @@
 #include "frontend/diag.h"
 #include "frontend/import.h"
 #include "frontend/safetensors.h"
+#include "frontend/verify.h"
 #include "passes/decompose.h"
 #include "runtime/compare.h"
 
@@ -19,6 +20,7 @@ namespace {
 /// every output matches the original's (float64).
 Graph check_decomposition(TestGraph& tg, std::vector<std::string> kept = {}) {
   Graph d = decompose(tg.g);
+  verify_graph(d);
   for (const Node& n : d.nodes) {
     INFO(n.name << " " << n.target);
     if (std::find(kept.begin(), kept.end(), n.target) == kept.end())
@@ -170,6 +172,7 @@ TEST_CASE("decompose: real fixtures keep PyTorch's outputs") {
     std::string base = std::string(FXC_FIXTURES_DIR) + "/" + name;
     Graph g = import_pt2(base + ".pt2");
     Graph d = decompose(g);
+    verify_graph(d);
     for (const Node& n : d.nodes) CHECK_FALSE(has_decomposition(n.target));
     auto io = read_safetensors(base + ".io.safetensors");
     std::vector<Tensor> inputs;

@@ -4,6 +4,7 @@
 
 #include "frontend/import.h"
 #include "frontend/safetensors.h"
+#include "frontend/verify.h"
 #include "passes/decompose.h"
 #include "passes/partition.h"
 #include "runtime/compare.h"
@@ -152,6 +153,8 @@ TEST_CASE("partition: fixtures reproduce PyTorch's gradients") {
       if (variant == 2) g = decompose(g);
       AotGraphs aot = aot_autograd(g, variant == 0 ? PartitionStrategy::Default
                                                    : PartitionStrategy::MinCut);
+      verify_graph(aot.forward);
+      verify_graph(aot.backward);
       TrainStep s = run_step(aot, inputs);
       for (size_t k = 0; k < s.outputs.size(); ++k)
         check_close(s.outputs[k], Tensor::from_weight(ref.at("output_" + std::to_string(k))),
