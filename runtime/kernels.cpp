@@ -12,6 +12,13 @@
 #include <optional>
 #include <sstream>
 
+// Hot loops are optimised even in debug builds (GCC only; other compilers use the build's level).
+#if defined(__GNUC__) && !defined(__clang__)
+#define FXC_OPTIMIZED [[gnu::optimize("O3")]]
+#else
+#define FXC_OPTIMIZED
+#endif
+
 namespace fxc {
 
 const Tensor& KernelCall::tensor(std::string_view name) const {
@@ -99,7 +106,7 @@ Tensor view_of(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
 // and convert values, so optimisation cannot change results.
 
 // Element offsets (relative to raw_data) of every index over the given dims, row-major.
-[[gnu::optimize("O3")]] std::vector<int64_t> dim_offsets(const Shape& sizes, const Shape& strides) {
+FXC_OPTIMIZED std::vector<int64_t> dim_offsets(const Shape& sizes, const Shape& strides) {
   int64_t n = checked_numel(sizes);
   std::vector<int64_t> out(size_t(n), 0);
   if (n == 0) return out;
@@ -123,8 +130,7 @@ std::vector<int64_t> all_offsets(const Tensor& t) {
 }
 
 template <class T>
-[[gnu::optimize("O3")]] void gather_as(const std::byte* base, const std::vector<int64_t>& off,
-                                       double* dst) {
+FXC_OPTIMIZED void gather_as(const std::byte* base, const std::vector<int64_t>& off, double* dst) {
   for (size_t i = 0; i < off.size(); ++i) {
     T v;
     std::memcpy(&v, base + off[i] * int64_t(sizeof(T)), sizeof(T));
@@ -156,8 +162,7 @@ std::vector<double> values(const Tensor& t) {
   return v;
 }
 
-template <class T>
-[[gnu::optimize("O3")]] void scatter_as(std::byte* base, const std::vector<double>& v) {
+template <class T> FXC_OPTIMIZED void scatter_as(std::byte* base, const std::vector<double>& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     T x = T(v[i]);
     std::memcpy(base + i * sizeof(T), &x, sizeof(T));
@@ -999,8 +1004,8 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
 // out[n, m] += a[n, k] @ b[k, m] on contiguous double buffers, summing over k in order.
 // Compiled with optimisation even in debug builds: it dominates the interpreter's run time,
 // and without -ffast-math the result is the same as at -O0.
-[[gnu::optimize("O3")]] void gemm_kernel(const double* a, const double* b, double* out, int64_t n,
-                                         int64_t k, int64_t m) {
+FXC_OPTIMIZED void gemm_kernel(const double* a, const double* b, double* out, int64_t n, int64_t k,
+                               int64_t m) {
   // Blocks of rows of b stay in cache across all rows of a; each out[i, j] still sums its k
   // products in ascending order.
   const int64_t kBlock = 64;
