@@ -15,7 +15,9 @@ std::string op_base_name(std::string_view target) {
   return std::string(t.substr(0, dot));
 }
 
-int64_t value_bytes(const TensorMeta& m) { return m.numel() * int64_t(dtype_size(m.dtype)); }
+int64_t value_bytes(const TensorMeta& m) {
+  return m.numel() * int64_t(dtype_size(m.dtype));
+}
 
 std::string Emit::hint(std::string_view target) const {
   if (prefix_.empty()) return {};
@@ -30,15 +32,33 @@ ValueId Emit::op(std::string_view target, std::vector<CallArg> args) {
   return add_node1(g_, target, std::move(args), hint(target), names_);
 }
 
-ValueId Emit::add(ValueId a, ValueId b) { return op("aten.add.Tensor", {t(a), t(b)}); }
-ValueId Emit::sub(ValueId a, ValueId b) { return op("aten.sub.Tensor", {t(a), t(b)}); }
-ValueId Emit::mul(ValueId a, ValueId b) { return op("aten.mul.Tensor", {t(a), t(b)}); }
-ValueId Emit::div(ValueId a, ValueId b) { return op("aten.div.Tensor", {t(a), t(b)}); }
-ValueId Emit::add_s(ValueId a, double s) { return op("aten.add.Scalar", {t(a), f(s)}); }
-ValueId Emit::mul_s(ValueId a, double s) { return op("aten.mul.Scalar", {t(a), f(s)}); }
-ValueId Emit::div_s(ValueId a, double s) { return op("aten.div.Scalar", {t(a), f(s)}); }
-ValueId Emit::rsub_s(double s, ValueId a) { return add_s(unary("neg", a), s); }
-ValueId Emit::pow_s(ValueId a, double e) { return op("aten.pow.Tensor_Scalar", {t(a), f(e)}); }
+ValueId Emit::add(ValueId a, ValueId b) {
+  return op("aten.add.Tensor", {t(a), t(b)});
+}
+ValueId Emit::sub(ValueId a, ValueId b) {
+  return op("aten.sub.Tensor", {t(a), t(b)});
+}
+ValueId Emit::mul(ValueId a, ValueId b) {
+  return op("aten.mul.Tensor", {t(a), t(b)});
+}
+ValueId Emit::div(ValueId a, ValueId b) {
+  return op("aten.div.Tensor", {t(a), t(b)});
+}
+ValueId Emit::add_s(ValueId a, double s) {
+  return op("aten.add.Scalar", {t(a), f(s)});
+}
+ValueId Emit::mul_s(ValueId a, double s) {
+  return op("aten.mul.Scalar", {t(a), f(s)});
+}
+ValueId Emit::div_s(ValueId a, double s) {
+  return op("aten.div.Scalar", {t(a), f(s)});
+}
+ValueId Emit::rsub_s(double s, ValueId a) {
+  return add_s(unary("neg", a), s);
+}
+ValueId Emit::pow_s(ValueId a, double e) {
+  return op("aten.pow.Tensor_Scalar", {t(a), f(e)});
+}
 
 ValueId Emit::unary(std::string_view name, ValueId a) {
   return op("aten." + std::string(name) + ".default", {t(a)});
@@ -135,7 +155,9 @@ ValueId Emit::expand(ValueId a, std::vector<int64_t> s) {
   return op("aten.expand.default", {t(a), ints(std::move(s))});
 }
 
-ValueId Emit::unsqueeze(ValueId a, int64_t d) { return op("aten.unsqueeze.default", {t(a), i(d)}); }
+ValueId Emit::unsqueeze(ValueId a, int64_t d) {
+  return op("aten.unsqueeze.default", {t(a), i(d)});
+}
 
 ValueId Emit::slice(ValueId a, int64_t d, int64_t start, int64_t end, int64_t step) {
   return op("aten.slice.Tensor", {t(a), i(d), i(start), i(end), i(step)});
@@ -171,8 +193,9 @@ ValueId Emit::restride(ValueId a, const TensorMeta& want) {
   std::vector<int64_t> dense = contiguous_strides(phys);
   for (size_t k = 0; k < perm.size(); ++k)
     if (phys[k] != 1 && dense[k] != want.strides[size_t(perm[k])]) return a;
-  ValueId c = op("aten.clone.default",
-                 {t(permute(a, perm)), kw("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))});
+  ValueId c = op(
+      "aten.clone.default",
+      {t(permute(a, perm)), kw("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))});
   return permute(c, inv);
 }
 
@@ -191,8 +214,12 @@ ValueId Emit::pad_dim(ValueId a, int64_t d, int64_t lo, int64_t hi) {
   return op("aten.constant_pad_nd.default", {t(a), ints(pad)});
 }
 
-ValueId Emit::mm(ValueId a, ValueId b) { return op("aten.mm.default", {t(a), t(b)}); }
-ValueId Emit::bmm(ValueId a, ValueId b) { return op("aten.bmm.default", {t(a), t(b)}); }
+ValueId Emit::mm(ValueId a, ValueId b) {
+  return op("aten.mm.default", {t(a), t(b)});
+}
+ValueId Emit::bmm(ValueId a, ValueId b) {
+  return op("aten.bmm.default", {t(a), t(b)});
+}
 
 std::string fresh_value_name(const Graph& g, std::string_view hint, NameCache* names) {
   return names ? names->take(hint) : unique_name(g, hint);

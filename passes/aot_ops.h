@@ -51,7 +51,7 @@ public:
   ValueId div_s(ValueId a, double s);
   ValueId rsub_s(double s, ValueId a); ///< s - a
   ValueId pow_s(ValueId a, double e);
-  ValueId unary(std::string_view name, ValueId a); ///< "exp" -> aten.exp.default
+  ValueId unary(std::string_view name, ValueId a);           ///< "exp" -> aten.exp.default
   ValueId cmp_s(std::string_view name, ValueId a, double s); ///< "gt" -> aten.gt.Scalar
   ValueId cmp(std::string_view name, ValueId a, ValueId b);  ///< "eq" -> aten.eq.Tensor
   ValueId where(ValueId cond, ValueId a, ValueId b);

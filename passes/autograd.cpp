@@ -56,14 +56,16 @@ struct GradCtx {
   /// Only the first output may carry a gradient (norms' saved statistics, pooling indices).
   void only_first_output() const {
     for (size_t k = 1; k < gout.size(); ++k)
-      if (gout[k] != kNoValue) fail("gradients through output " + std::to_string(k) +
-                                    " are not supported");
+      if (gout[k] != kNoValue)
+        fail("gradients through output " + std::to_string(k) + " are not supported");
   }
 };
 
 using GradRule = void (*)(GradCtx& c);
 
-int64_t wrap(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+int64_t wrap(int64_t d, int64_t rank) {
+  return d < 0 ? d + rank : d;
+}
 
 std::vector<int64_t> reduced_dims(const GradCtx& c, const Arg& dim, int64_t rank) {
   std::vector<int64_t> dims;
@@ -95,7 +97,9 @@ std::vector<int64_t> spatial(const Arg& a, size_t n) {
   return a.ints;
 }
 
-ValueId first_input(const GradCtx& c) { return c.n.args[0].tensor; }
+ValueId first_input(const GradCtx& c) {
+  return c.n.args[0].tensor;
+}
 
 // ---- Pointwise -------------------------------------------------------------------------------
 
@@ -111,14 +115,18 @@ void sub_tensor(GradCtx& c) {
   if (c.needs("other")) c.give("other", c.e.mul_s(c.go(), -alpha));
 }
 
-void identity(GradCtx& c) { c.give(first_input(c), c.go()); }
+void identity(GradCtx& c) {
+  c.give(first_input(c), c.go());
+}
 
 void mul_tensor(GradCtx& c) {
   if (c.needs("self")) c.give("self", c.e.mul(c.go(), c.in("other")));
   if (c.needs("other")) c.give("other", c.e.mul(c.go(), c.in("self")));
 }
 
-void mul_scalar(GradCtx& c) { c.give("self", c.e.mul_s(c.go(), c.arg("other").scalar())); }
+void mul_scalar(GradCtx& c) {
+  c.give("self", c.e.mul_s(c.go(), c.arg("other").scalar()));
+}
 
 void div_tensor(GradCtx& c) {
   if (c.needs("self")) c.give("self", c.e.div(c.go(), c.in("other")));
@@ -126,12 +134,22 @@ void div_tensor(GradCtx& c) {
     c.give("other", c.e.mul(c.e.unary("neg", c.go()), c.e.div(c.out(), c.in("other"))));
 }
 
-void div_scalar(GradCtx& c) { c.give("self", c.e.div_s(c.go(), c.arg("other").scalar())); }
+void div_scalar(GradCtx& c) {
+  c.give("self", c.e.div_s(c.go(), c.arg("other").scalar()));
+}
 
-void neg(GradCtx& c) { c.give("self", c.e.unary("neg", c.go())); }
-void exp(GradCtx& c) { c.give("self", c.e.mul(c.go(), c.out())); }
-void log(GradCtx& c) { c.give("self", c.e.div(c.go(), c.in("self"))); }
-void sin(GradCtx& c) { c.give("self", c.e.mul(c.go(), c.e.unary("cos", c.in("self")))); }
+void neg(GradCtx& c) {
+  c.give("self", c.e.unary("neg", c.go()));
+}
+void exp(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.out()));
+}
+void log(GradCtx& c) {
+  c.give("self", c.e.div(c.go(), c.in("self")));
+}
+void sin(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.e.unary("cos", c.in("self"))));
+}
 
 void cos(GradCtx& c) {
   c.give("self", c.e.mul(c.go(), c.e.unary("neg", c.e.unary("sin", c.in("self")))));
@@ -147,7 +165,9 @@ void sigmoid(GradCtx& c) {
   c.give("self", c.e.mul(c.go(), c.e.mul(y, c.e.rsub_s(1.0, y))));
 }
 
-void relu(GradCtx& c) { c.give("self", c.e.where_s(c.e.cmp_s("gt", c.out(), 0), c.go(), 0.0)); }
+void relu(GradCtx& c) {
+  c.give("self", c.e.where_s(c.e.cmp_s("gt", c.out(), 0), c.go(), 0.0));
+}
 
 void erf(GradCtx& c) {
   ValueId x = c.in("self");
@@ -159,14 +179,18 @@ void rsqrt(GradCtx& c) {
   c.give("self", c.e.mul(c.go(), c.e.mul_s(c.e.pow_s(c.out(), 3.0), -0.5)));
 }
 
-void sqrt(GradCtx& c) { c.give("self", c.e.div(c.go(), c.e.mul_s(c.out(), 2.0))); }
+void sqrt(GradCtx& c) {
+  c.give("self", c.e.div(c.go(), c.e.mul_s(c.out(), 2.0)));
+}
 
 void reciprocal(GradCtx& c) {
   ValueId y = c.out();
   c.give("self", c.e.mul(c.go(), c.e.unary("neg", c.e.mul(y, y))));
 }
 
-void abs(GradCtx& c) { c.give("self", c.e.mul(c.go(), c.e.unary("sign", c.in("self")))); }
+void abs(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.e.unary("sign", c.in("self"))));
+}
 
 void pow_tensor_scalar(GradCtx& c) {
   double p = c.arg("exponent").scalar();
@@ -180,8 +204,8 @@ void pow_tensor_scalar(GradCtx& c) {
 void pow_tensor_tensor(GradCtx& c) {
   ValueId x = c.in("self"), p = c.in("exponent");
   if (c.needs("self")) {
-    ValueId d = c.e.mul(p, c.e.op("aten.pow.Tensor_Tensor", {Emit::t(x),
-                                                             Emit::t(c.e.add_s(p, -1.0))}));
+    ValueId d =
+        c.e.mul(p, c.e.op("aten.pow.Tensor_Tensor", {Emit::t(x), Emit::t(c.e.add_s(p, -1.0))}));
     c.give("self", c.e.mul(c.go(), d));
   }
   if (c.needs("exponent")) {
@@ -212,8 +236,12 @@ void extremum(GradCtx& c, const char* self_wins, const char* other_wins) {
   if (c.needs("other"))
     c.give("other", c.e.where(tie, half, c.e.where_s(c.e.cmp(other_wins, a, b), c.go(), 0.0)));
 }
-void maximum(GradCtx& c) { extremum(c, "gt", "lt"); }
-void minimum(GradCtx& c) { extremum(c, "lt", "gt"); }
+void maximum(GradCtx& c) {
+  extremum(c, "gt", "lt");
+}
+void minimum(GradCtx& c) {
+  extremum(c, "lt", "gt");
+}
 
 void gelu(GradCtx& c) {
   ValueId x = c.in("self");
@@ -230,8 +258,7 @@ void gelu(GradCtx& c) {
     d = e.add(left, right);
   } else {
     ValueId cdf = e.mul_s(e.add_s(e.unary("erf", e.mul_s(x, M_SQRT1_2)), 1.0), 0.5);
-    ValueId pdf =
-        e.mul_s(e.unary("exp", e.mul_s(e.mul(x, x), -0.5)), 1.0 / std::sqrt(2.0 * M_PI));
+    ValueId pdf = e.mul_s(e.unary("exp", e.mul_s(e.mul(x, x), -0.5)), 1.0 / std::sqrt(2.0 * M_PI));
     d = e.add(cdf, e.mul(x, pdf));
   }
   c.give("self", e.mul(c.go(), d));
@@ -253,8 +280,8 @@ void hardswish(GradCtx& c) {
 
 void hardsigmoid(GradCtx& c) {
   ValueId x = c.in("self");
-  ValueId inside = c.e.op("aten.logical_and.default", {Emit::t(c.e.cmp_s("gt", x, -3.0)),
-                                                       Emit::t(c.e.cmp_s("lt", x, 3.0))});
+  ValueId inside = c.e.op("aten.logical_and.default",
+                          {Emit::t(c.e.cmp_s("gt", x, -3.0)), Emit::t(c.e.cmp_s("lt", x, 3.0))});
   c.give("self", c.e.where_s(inside, c.e.div_s(c.go(), 6.0), 0.0));
 }
 
@@ -274,7 +301,9 @@ void masked_fill(GradCtx& c) {
 
 // ---- Reductions and normalisation --------------------------------------------------------------
 
-void sum_default(GradCtx& c) { c.give("self", c.e.expand(c.go(), c.sizes(c.in("self")))); }
+void sum_default(GradCtx& c) {
+  c.give("self", c.e.expand(c.go(), c.sizes(c.in("self"))));
+}
 
 void sum_dim(GradCtx& c) {
   ValueId x = c.in("self");
@@ -285,7 +314,9 @@ void sum_dim(GradCtx& c) {
 
 void mean_default(GradCtx& c) {
   std::vector<int64_t> xs = c.sizes(c.in("self"));
-  c.give("self", c.e.expand(c.e.div_s(c.go(), double(count_of(xs, reduced_dims(c, {}, int64_t(xs.size()))))), xs));
+  c.give("self",
+         c.e.expand(
+             c.e.div_s(c.go(), double(count_of(xs, reduced_dims(c, {}, int64_t(xs.size()))))), xs));
 }
 
 void mean_dim(GradCtx& c) {
@@ -413,17 +444,22 @@ ValueId flip(Emit& e, ValueId v, int64_t dim) {
   int64_t n = e.sizes(v)[size_t(dim)];
   if (n == 1) return v;
   ValueId idx = e.op("aten.arange.start_step", {Emit::i(n - 1), Emit::i(-1), Emit::i(-1),
-                                                 Emit::kw("dtype", Arg::of_dtype(DType::I64))});
+                                                Emit::kw("dtype", Arg::of_dtype(DType::I64))});
   return e.op("aten.index_select.default", {Emit::t(v), Emit::i(dim), Emit::t(idx)});
 }
 
 ValueId conv(Emit& e, ValueId x, ValueId w, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
              int64_t groups) {
-  return e.op("aten.convolution.default",
-              {Emit::t(x), Emit::t(w), {"", Arg::none()}, Emit::ints(stride), Emit::ints(padding),
-               Emit::ints(dilation), Emit::b(false),
-               Emit::ints(std::vector<int64_t>(stride.size(), 0)), Emit::i(groups)});
+  return e.op("aten.convolution.default", {Emit::t(x),
+                                           Emit::t(w),
+                                           {"", Arg::none()},
+                                           Emit::ints(stride),
+                                           Emit::ints(padding),
+                                           Emit::ints(dilation),
+                                           Emit::b(false),
+                                           Emit::ints(std::vector<int64_t>(stride.size(), 0)),
+                                           Emit::i(groups)});
 }
 
 /// d(input) of a convolution: the stride-dilated, re-padded gradient convolved with the
@@ -531,7 +567,7 @@ void pool_grad_from_indices(GradCtx& c, ValueId indices) {
   ValueId idx = e.reshape(indices, {planes, out_plane});
   ValueId src = e.reshape(c.go(), {planes, out_plane});
   ValueId gx = e.op("aten.scatter_add.default", {Emit::t(e.zeros({planes, in_plane}, e.dtype(x))),
-                                                  Emit::i(1), Emit::t(idx), Emit::t(src)});
+                                                 Emit::i(1), Emit::t(idx), Emit::t(src)});
   c.give(x, e.reshape(gx, xs));
 }
 
@@ -567,7 +603,7 @@ void embedding(GradCtx& c) {
   int64_t pad = c.arg("padding_idx").i;
   if (pad >= 0) src = e.where_s(e.cmp_s("ne", flat, double(pad)), src, 0.0);
   ValueId gw = e.op("aten.scatter_add.default", {Emit::t(e.zeros(ws, e.dtype(w))), Emit::i(0),
-                                                  Emit::t(e.expand(flat, {k, dim})), Emit::t(src)});
+                                                 Emit::t(e.expand(flat, {k, dim})), Emit::t(src)});
   c.give(w, gw);
 }
 
@@ -586,7 +622,7 @@ void index_select(GradCtx& c) {
   shape[size_t(dim)] = c.e.meta(c.in("index")).numel();
   ValueId idx = c.e.expand(c.e.reshape(c.in("index"), shape), c.sizes(g));
   c.give(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(c.sizes(x), c.e.dtype(x))),
-                                                 Emit::i(dim), Emit::t(idx), Emit::t(g)}));
+                                                Emit::i(dim), Emit::t(idx), Emit::t(g)}));
 }
 
 /// Advanced indexing x[i0, i1, ...]: the gradient scatters back at the linearised positions
@@ -607,8 +643,10 @@ void index_tensor(GradCtx& c) {
     if (s.size() > bs.size()) bs.insert(bs.begin(), s.size() - bs.size(), 1);
     for (size_t k = 0; k < s.size(); ++k) {
       int64_t& b = bs[bs.size() - s.size() + k];
-      if (b == 1) b = s[k];
-      else if (s[k] != 1 && s[k] != b) c.fail("index tensors do not broadcast");
+      if (b == 1)
+        b = s[k];
+      else if (s[k] != 1 && s[k] != b)
+        c.fail("index tensors do not broadcast");
     }
   }
   bool adjacent = dims.back() - dims.front() + 1 == int64_t(dims.size());
@@ -641,7 +679,7 @@ void index_tensor(GradCtx& c) {
   }
   ValueId where_to = e.expand(e.reshape(flat, ones), rows);
   ValueId gx = e.op("aten.scatter_add.default", {Emit::t(e.zeros(table, e.dtype(x))), Emit::i(0),
-                                                  Emit::t(where_to), Emit::t(e.reshape(g, rows))});
+                                                 Emit::t(where_to), Emit::t(e.reshape(g, rows))});
   gx = e.reshape(gx, xp);
   std::vector<int64_t> order = dims, inv(xs.size());
   order.insert(order.end(), rest_dims.begin(), rest_dims.end());
@@ -656,7 +694,8 @@ void scatter_add(GradCtx& c) {
                          {Emit::t(c.go()), {"", c.arg("dim")}, Emit::t(c.in("index"))}));
 }
 
-// ---- Views and data movement ----------------------------------------------------------------------
+// ---- Views and data movement
+// ----------------------------------------------------------------------
 
 void reshape_back(GradCtx& c) {
   ValueId x = first_input(c);
@@ -711,8 +750,8 @@ void slice_scatter(GradCtx& c) {
   auto [s, e] = slice_bounds(c.arg("start"), c.arg("end"), bs[size_t(dim)]);
   int64_t step = c.arg("step").i;
   if (c.needs("self"))
-    c.give("self", c.e.slice_scatter(c.go(), c.e.zeros(c.sizes(src), c.e.dtype(c.go())), dim, s,
-                                     e, step));
+    c.give("self",
+           c.e.slice_scatter(c.go(), c.e.zeros(c.sizes(src), c.e.dtype(c.go())), dim, s, e, step));
   if (c.needs(src)) c.give(src, c.e.slice(c.go(), dim, s, e, step));
 }
 
@@ -721,9 +760,8 @@ void split(GradCtx& c) {
   int64_t dim = wrap(c.arg("dim").i, c.e.dim(x));
   std::vector<ValueId> parts;
   for (size_t k = 0; k < c.n.outputs.size(); ++k)
-    parts.push_back(c.gout[k] != kNoValue
-                        ? c.gout[k]
-                        : c.e.zeros(c.sizes(c.out(k)), c.e.dtype(c.out(k))));
+    parts.push_back(c.gout[k] != kNoValue ? c.gout[k]
+                                          : c.e.zeros(c.sizes(c.out(k)), c.e.dtype(c.out(k))));
   c.give(x, parts.size() == 1 ? parts[0] : c.e.cat(parts, dim));
 }
 
@@ -752,8 +790,8 @@ void constant_pad_nd(GradCtx& c) {
 void roll(GradCtx& c) {
   std::vector<int64_t> shifts = c.arg("shifts").ints;
   for (int64_t& s : shifts) s = -s;
-  c.give("self", c.e.op("aten.roll.default",
-                        {Emit::t(c.go()), Emit::ints(shifts), {"", c.arg("dims")}}));
+  c.give("self",
+         c.e.op("aten.roll.default", {Emit::t(c.go()), Emit::ints(shifts), {"", c.arg("dims")}}));
 }
 
 void dropout(GradCtx& c) {
@@ -761,7 +799,9 @@ void dropout(GradCtx& c) {
   c.give("input", c.go());
 }
 
-void copy(GradCtx& c) { c.give("src", c.go()); }
+void copy(GradCtx& c) {
+  c.give("src", c.go());
+}
 
 struct GradRow {
   std::string_view target;
@@ -857,9 +897,11 @@ const GradRow kDerivatives[] = {
 
 /// Ops whose float outputs do not depend differentiably on their inputs.
 const std::string_view kNonDifferentiable[] = {
-    "aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.full.default",
-    "aten.full_like.default", "aten.new_zeros.default", "aten.scalar_tensor.default",
-    "aten.sign.default", "aten.zeros.default", "aten._assert_tensor_metadata.default",
+    "aten.arange.default",        "aten.arange.start",
+    "aten.arange.start_step",     "aten.full.default",
+    "aten.full_like.default",     "aten.new_zeros.default",
+    "aten.scalar_tensor.default", "aten.sign.default",
+    "aten.zeros.default",         "aten._assert_tensor_metadata.default",
 };
 
 const GradRow* find_rule(std::string_view target) {
@@ -883,7 +925,9 @@ ValueId accumulate(Emit& e, const std::vector<ValueId>& parts) {
 
 } // namespace
 
-bool has_derivative(std::string_view target) { return find_rule(target) != nullptr; }
+bool has_derivative(std::string_view target) {
+  return find_rule(target) != nullptr;
+}
 
 JointGraph build_joint_graph(const Graph& fw_in) {
   // Composite norms and pooling become the ops that return what their backward reads; ops
@@ -907,7 +951,8 @@ JointGraph build_joint_graph(const Graph& fw_in) {
     if (non_differentiable(n.target)) continue;
     bool any = false;
     for (ValueId v : n.tensor_inputs()) any = any || requires_grad[size_t(v)];
-    for (ValueId o : n.outputs) requires_grad[size_t(o)] = any && is_floating(g.values[o].meta.dtype);
+    for (ValueId o : n.outputs)
+      requires_grad[size_t(o)] = any && is_floating(g.values[o].meta.dtype);
   }
 
   // One tangent per float output, seeding that output's gradient.

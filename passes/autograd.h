@@ -26,8 +26,8 @@ namespace fxc {
 /// order) and per float user input. Parameters or inputs no gradient reaches get zeros.
 struct JointGraph {
   Graph graph;
-  size_t num_primals = 0;     ///< graph.inputs[0, num_primals) are the forward's inputs
-  size_t num_fw_outputs = 0;  ///< graph.outputs[0, num_fw_outputs) are the forward's outputs
+  size_t num_primals = 0;    ///< graph.inputs[0, num_primals) are the forward's inputs
+  size_t num_fw_outputs = 0; ///< graph.outputs[0, num_fw_outputs) are the forward's outputs
   /// For each gradient output (graph.outputs[num_fw_outputs + k]): the index of its input in
   /// graph.inputs, and its name as PyTorch's gradient files spell it ("grad.fc1.weight",
   /// "grad.input_0" for user input 0).

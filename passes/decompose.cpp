@@ -36,7 +36,9 @@ struct DNode {
 /// Returns one value per output of the node, or an empty vector to keep the node as it is.
 using DecompFn = std::vector<ValueId> (*)(Emit& e, const DNode& d);
 
-int64_t wrap(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+int64_t wrap(int64_t d, int64_t rank) {
+  return d < 0 ? d + rank : d;
+}
 
 std::vector<int64_t> last_dims(int64_t rank, int64_t k) {
   std::vector<int64_t> dims;
@@ -130,7 +132,9 @@ std::vector<ValueId> layer_norm_parts(Emit& e, const DNode& d) {
   return {out, mean, rstd};
 }
 
-std::vector<ValueId> layer_norm(Emit& e, const DNode& d) { return {layer_norm_parts(e, d)[0]}; }
+std::vector<ValueId> layer_norm(Emit& e, const DNode& d) {
+  return {layer_norm_parts(e, d)[0]};
+}
 
 std::vector<ValueId> native_layer_norm(Emit& e, const DNode& d) {
   std::vector<ValueId> r = layer_norm_parts(e, d);
@@ -153,8 +157,8 @@ std::vector<ValueId> batch_norm(Emit& e, const DNode& d) {
   if (d.arg("training").b) d.fail("batch norm in training mode has no decomposition");
   if (!d.has("running_mean") || !d.has("running_var"))
     d.fail("batch norm without running statistics has no decomposition");
-  return {batch_norm_eval(e, d, d.tensor("input"), d.tensor("running_mean"),
-                          d.tensor("running_var"))};
+  return {
+      batch_norm_eval(e, d, d.tensor("input"), d.tensor("running_mean"), d.tensor("running_var"))};
 }
 
 std::vector<ValueId> native_batch_norm_no_training(Emit& e, const DNode& d) {
@@ -171,7 +175,8 @@ ValueId fold_batch(Emit& e, ValueId v, const std::vector<int64_t>& batch) {
   std::vector<int64_t> full = batch;
   full.push_back(s[s.size() - 2]);
   full.push_back(s[s.size() - 1]);
-  if (s.size() < full.size()) v = e.reshape(v, [&] {
+  if (s.size() < full.size())
+    v = e.reshape(v, [&] {
       std::vector<int64_t> r(full.size() - s.size(), 1);
       r.insert(r.end(), s.begin(), s.end());
       return r;
@@ -213,8 +218,7 @@ std::vector<ValueId> sdpa(Emit& e, const DNode& d) {
   bool masked = false;
   if (d.arg("is_causal").b) {
     ValueId rows = e.unsqueeze(
-        e.op("aten.arange.default", {Emit::i(L), Emit::kw("dtype", Arg::of_dtype(DType::I64))}),
-        1);
+        e.op("aten.arange.default", {Emit::i(L), Emit::kw("dtype", Arg::of_dtype(DType::I64))}), 1);
     ValueId cols =
         e.op("aten.arange.default", {Emit::i(S), Emit::kw("dtype", Arg::of_dtype(DType::I64))});
     scores = e.where_s(e.cmp("ge", rows, cols), scores, -INFINITY);
@@ -269,8 +273,8 @@ std::vector<ValueId> matmul(Emit& e, const DNode& d) {
   if (bs.size() <= 2) {
     // Fold a's batch dims into the rows of one mm.
     ValueId b2 = bs.size() == 1 ? e.unsqueeze(b, 1) : b;
-    ValueId a2 = as.size() == 1 ? e.unsqueeze(a, 0)
-                                : e.reshape(a, {prod(as, 0, as.size() - 1), as.back()});
+    ValueId a2 =
+        as.size() == 1 ? e.unsqueeze(a, 0) : e.reshape(a, {prod(as, 0, as.size() - 1), as.back()});
     std::vector<int64_t> rs(as.begin(), as.end() - 1);
     if (bs.size() == 2) rs.push_back(bs[1]);
     return {e.reshape(e.mm(a2, b2), rs)};
@@ -297,11 +301,15 @@ std::vector<int64_t> spatial(const Arg& a, size_t n) {
 std::vector<ValueId> conv2d(Emit& e, const DNode& d) {
   ValueId x = d.tensor("input"), w = d.tensor("weight");
   size_t sp = size_t(std::max<int64_t>(e.dim(w) - 2, 0));
-  std::vector<CallArg> call = {Emit::t(x), Emit::t(w), {"", d.arg("bias")},
+  std::vector<CallArg> call = {Emit::t(x),
+                               Emit::t(w),
+                               {"", d.arg("bias")},
                                Emit::ints(spatial(d.arg("stride"), sp)),
                                Emit::ints(spatial(d.arg("padding"), sp)),
-                               Emit::ints(spatial(d.arg("dilation"), sp)), Emit::b(false),
-                               Emit::ints(std::vector<int64_t>(sp, 0)), Emit::i(d.arg("groups").i)};
+                               Emit::ints(spatial(d.arg("dilation"), sp)),
+                               Emit::b(false),
+                               Emit::ints(std::vector<int64_t>(sp, 0)),
+                               Emit::i(d.arg("groups").i)};
   return {e.op("aten.convolution.default", std::move(call))};
 }
 
@@ -391,17 +399,23 @@ const DecompRow kDecompositions[] = {
 };
 
 std::vector<ValueId> layer_norm_to_native(Emit& e, const DNode& d) {
-  return {e.call("aten.native_layer_norm.default",
-                 {Emit::t(d.tensor("input")), {"", d.arg("normalized_shape")}, {"", d.arg("weight")},
-                  {"", d.arg("bias")}, Emit::f(d.arg("eps").f)})[0]};
+  return {e.call("aten.native_layer_norm.default", {Emit::t(d.tensor("input")),
+                                                    {"", d.arg("normalized_shape")},
+                                                    {"", d.arg("weight")},
+                                                    {"", d.arg("bias")},
+                                                    Emit::f(d.arg("eps").f)})[0]};
 }
 
 std::vector<ValueId> batch_norm_to_native(Emit& e, const DNode& d) {
   if (d.arg("training").b || !d.has("running_mean") || !d.has("running_var")) return {};
   return {e.call("aten._native_batch_norm_legit_no_training.default",
-                 {Emit::t(d.tensor("input")), {"", d.arg("weight")}, {"", d.arg("bias")},
-                  Emit::t(d.tensor("running_mean")), Emit::t(d.tensor("running_var")),
-                  Emit::f(d.arg("momentum").f), Emit::f(d.arg("eps").f)})[0]};
+                 {Emit::t(d.tensor("input")),
+                  {"", d.arg("weight")},
+                  {"", d.arg("bias")},
+                  Emit::t(d.tensor("running_mean")),
+                  Emit::t(d.tensor("running_var")),
+                  Emit::f(d.arg("momentum").f),
+                  Emit::f(d.arg("eps").f)})[0]};
 }
 
 /// Composite ops rewritten to the ATen op that returns what their backward needs (mean/rstd,
@@ -412,14 +426,15 @@ const DecompRow kAutogradForms[] = {
     {"aten.max_pool2d.default", max_pool2d},
 };
 
-template <size_t N>
-const DecompRow* find_in(const DecompRow (&table)[N], std::string_view target) {
+template <size_t N> const DecompRow* find_in(const DecompRow (&table)[N], std::string_view target) {
   for (const DecompRow& r : table)
     if (r.target == target) return &r;
   return nullptr;
 }
 
-const DecompRow* find_row(std::string_view target) { return find_in(kDecompositions, target); }
+const DecompRow* find_row(std::string_view target) {
+  return find_in(kDecompositions, target);
+}
 
 using RowFinder = const DecompRow* (*)(std::string_view);
 
@@ -466,7 +481,9 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
 
 } // namespace
 
-bool has_decomposition(std::string_view target) { return find_row(target) != nullptr; }
+bool has_decomposition(std::string_view target) {
+  return find_row(target) != nullptr;
+}
 
 Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& select) {
   Graph cur = g;

@@ -20,23 +20,69 @@ namespace {
 /// Ops cheap enough to recompute in the backward (pointwise, views, factories); PyTorch's
 /// partitioner keeps a similar allowlist. Everything else is never recomputed.
 const std::string_view kRecomputable[] = {
-    "aten._to_copy.default", "aten.abs.default", "aten.add.Scalar", "aten.add.Tensor",
-    "aten.alias.default", "aten.arange.default", "aten.arange.start", "aten.arange.start_step",
-    "aten.clamp.default", "aten.clone.default", "aten.constant_pad_nd.default",
-    "aten.cos.default", "aten.div.Scalar", "aten.div.Tensor", "aten.dropout.default",
-    "aten.eq.Scalar", "aten.eq.Tensor", "aten.erf.default", "aten.exp.default",
-    "aten.fmod.Scalar", "aten.full.default", "aten.full_like.default", "aten.ge.Scalar",
-    "aten.ge.Tensor", "aten.gelu.default", "aten.gt.Scalar", "aten.gt.Tensor",
-    "aten.hardsigmoid.default", "aten.hardswish.default", "aten.le.Scalar", "aten.le.Tensor",
-    "aten.lift_fresh_copy.default", "aten.log.default", "aten.logical_and.default",
-    "aten.logical_not.default", "aten.lt.Scalar", "aten.lt.Tensor", "aten.masked_fill.Scalar",
-    "aten.maximum.default", "aten.min.other", "aten.minimum.default", "aten.mul.Scalar",
-    "aten.mul.Tensor", "aten.ne.Scalar", "aten.ne.Tensor", "aten.neg.default",
-    "aten.new_zeros.default", "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor",
-    "aten.reciprocal.default", "aten.relu.default", "aten.rsqrt.default",
-    "aten.scalar_tensor.default", "aten.sigmoid.default", "aten.sign.default",
-    "aten.silu.default", "aten.sin.default", "aten.sqrt.default", "aten.sub.Tensor",
-    "aten.tanh.default", "aten.where.ScalarOther", "aten.where.self", "aten.zeros.default",
+    "aten._to_copy.default",
+    "aten.abs.default",
+    "aten.add.Scalar",
+    "aten.add.Tensor",
+    "aten.alias.default",
+    "aten.arange.default",
+    "aten.arange.start",
+    "aten.arange.start_step",
+    "aten.clamp.default",
+    "aten.clone.default",
+    "aten.constant_pad_nd.default",
+    "aten.cos.default",
+    "aten.div.Scalar",
+    "aten.div.Tensor",
+    "aten.dropout.default",
+    "aten.eq.Scalar",
+    "aten.eq.Tensor",
+    "aten.erf.default",
+    "aten.exp.default",
+    "aten.fmod.Scalar",
+    "aten.full.default",
+    "aten.full_like.default",
+    "aten.ge.Scalar",
+    "aten.ge.Tensor",
+    "aten.gelu.default",
+    "aten.gt.Scalar",
+    "aten.gt.Tensor",
+    "aten.hardsigmoid.default",
+    "aten.hardswish.default",
+    "aten.le.Scalar",
+    "aten.le.Tensor",
+    "aten.lift_fresh_copy.default",
+    "aten.log.default",
+    "aten.logical_and.default",
+    "aten.logical_not.default",
+    "aten.lt.Scalar",
+    "aten.lt.Tensor",
+    "aten.masked_fill.Scalar",
+    "aten.maximum.default",
+    "aten.min.other",
+    "aten.minimum.default",
+    "aten.mul.Scalar",
+    "aten.mul.Tensor",
+    "aten.ne.Scalar",
+    "aten.ne.Tensor",
+    "aten.neg.default",
+    "aten.new_zeros.default",
+    "aten.pow.Tensor_Scalar",
+    "aten.pow.Tensor_Tensor",
+    "aten.reciprocal.default",
+    "aten.relu.default",
+    "aten.rsqrt.default",
+    "aten.scalar_tensor.default",
+    "aten.sigmoid.default",
+    "aten.sign.default",
+    "aten.silu.default",
+    "aten.sin.default",
+    "aten.sqrt.default",
+    "aten.sub.Tensor",
+    "aten.tanh.default",
+    "aten.where.ScalarOther",
+    "aten.where.self",
+    "aten.zeros.default",
 };
 
 bool recomputable(const Node& n) {
@@ -132,9 +178,9 @@ private:
 
 /// Per-value facts about the joint graph that both strategies use.
 struct JointInfo {
-  std::vector<char> live;       ///< an ancestor of some output
+  std::vector<char> live;        ///< an ancestor of some output
   std::vector<char> tangent_dep; ///< depends on a tangent: must be computed in the backward
-  std::vector<char> fw_needed;  ///< an ancestor of a forward output
+  std::vector<char> fw_needed;   ///< an ancestor of a forward output
   std::vector<char> is_primal;
   std::vector<std::vector<int>> users; ///< nodes reading each value
 };
@@ -227,8 +273,7 @@ std::vector<char> min_cut_saved(const JointGraph& jg, const JointInfo& info) {
     const Node& n = g.nodes[i];
     int64_t d = 1 << 20;
     for (ValueId o : n.outputs) d = std::min(d, dist[size_t(o)]);
-    for (ValueId in : n.tensor_inputs())
-      dist[size_t(in)] = std::min(dist[size_t(in)], d + 1);
+    for (ValueId in : n.tensor_inputs()) dist[size_t(in)] = std::min(dist[size_t(in)], d + 1);
   }
 
   for (ValueId v = 0; v < nv; ++v) {
@@ -241,8 +286,8 @@ std::vector<char> min_cut_saved(const JointGraph& jg, const JointInfo& info) {
     bool banned = p >= 0 && !recomputable(g.nodes[size_t(p)]);
     if (info.is_primal[size_t(v)] || (banned && info.fw_needed[size_t(v)]))
       flow.add_edge(source, in_of(v), MaxFlow::kInf);
-    int64_t weight = value_bytes(g.values[size_t(v)].meta) * 1024 +
-                     std::min<int64_t>(dist[size_t(v)], 1000);
+    int64_t weight =
+        value_bytes(g.values[size_t(v)].meta) * 1024 + std::min<int64_t>(dist[size_t(v)], 1000);
     flow.add_edge(in_of(v), out_of(v), weight);
     for (int user : info.users[size_t(v)])
       for (ValueId o : g.nodes[size_t(user)].outputs)
@@ -272,8 +317,8 @@ std::string_view partition_strategy_name(PartitionStrategy s) {
 AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
   const Graph& j = jg.graph;
   JointInfo info = analyse(jg);
-  std::vector<char> saved = strategy == PartitionStrategy::Default ? default_saved(jg, info)
-                                                                   : min_cut_saved(jg, info);
+  std::vector<char> saved =
+      strategy == PartitionStrategy::Default ? default_saved(jg, info) : min_cut_saved(jg, info);
   AotGraphs r;
   r.num_user_outputs = jg.num_fw_outputs;
   r.grad_names = jg.grad_names;

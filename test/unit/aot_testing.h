@@ -53,7 +53,8 @@ struct TestGraph {
   /// A float64 user input with uniform random values in [lo, hi).
   ValueId input(const std::string& name, std::vector<int64_t> sizes, double lo = -1.0,
                 double hi = 1.0) {
-    return input_values(name, DType::F64, sizes, random_values(meta(DType::F64, sizes).numel(), lo, hi));
+    return input_values(name, DType::F64, sizes,
+                        random_values(meta(DType::F64, sizes).numel(), lo, hi));
   }
 
   /// A parameter (or buffer) with random float64 values, stored in g.weights under `fqn`.
@@ -79,12 +80,24 @@ struct TestGraph {
   void output(ValueId v) { g.outputs.push_back(v); }
 };
 
-inline CallArg T(ValueId v) { return {"", Arg::of_tensor(v)}; }
-inline CallArg I(int64_t v) { return {"", Arg::of_int(v)}; }
-inline CallArg F(double v) { return {"", Arg::of_float(v)}; }
-inline CallArg B(bool v) { return {"", Arg::of_bool(v)}; }
-inline CallArg Is(std::vector<int64_t> v) { return {"", Arg::of_ints(std::move(v))}; }
-inline CallArg KW(std::string name, Arg a) { return {std::move(name), std::move(a)}; }
+inline CallArg T(ValueId v) {
+  return {"", Arg::of_tensor(v)};
+}
+inline CallArg I(int64_t v) {
+  return {"", Arg::of_int(v)};
+}
+inline CallArg F(double v) {
+  return {"", Arg::of_float(v)};
+}
+inline CallArg B(bool v) {
+  return {"", Arg::of_bool(v)};
+}
+inline CallArg Is(std::vector<int64_t> v) {
+  return {"", Arg::of_ints(std::move(v))};
+}
+inline CallArg KW(std::string name, Arg a) {
+  return {std::move(name), std::move(a)};
+}
 
 /// sum_k <tangent_k, output_k> of the original graph (the scalar whose gradient is checked).
 inline double weighted_output(const Graph& g, const std::vector<Tensor>& inputs,
@@ -102,7 +115,8 @@ inline double weighted_output(const Graph& g, const std::vector<Tensor>& inputs,
 /// Runs the partitioned forward and backward graphs on random tangents and compares every
 /// gradient with central finite differences of the original graph (float64 throughout).
 /// Returns the AOT graphs for further checks.
-inline AotGraphs check_gradients(TestGraph& tg, PartitionStrategy strategy = PartitionStrategy::MinCut,
+inline AotGraphs check_gradients(TestGraph& tg,
+                                 PartitionStrategy strategy = PartitionStrategy::MinCut,
                                  double eps = 1e-6, double tol = 1e-6) {
   AotGraphs aot = aot_autograd(tg.g, strategy);
   verify_graph(aot.forward);
@@ -112,7 +126,8 @@ inline AotGraphs check_gradients(TestGraph& tg, PartitionStrategy strategy = Par
   std::vector<Tensor> tangents, bw_in(fw_out.begin() + long(aot.num_user_outputs), fw_out.end());
   for (size_t k : aot.tangent_output_index) {
     const Tensor& o = fw_out[k];
-    tangents.push_back(Tensor::from_values(o.dtype(), o.sizes(), tg.random_values(o.numel(), -1, 1)));
+    tangents.push_back(
+        Tensor::from_values(o.dtype(), o.sizes(), tg.random_values(o.numel(), -1, 1)));
     bw_in.push_back(tangents.back());
   }
   std::vector<Tensor> grads = interpret(aot.backward, bw_in);

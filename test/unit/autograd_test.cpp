@@ -47,13 +47,13 @@ TEST_CASE("autograd: elementwise binary ops with broadcasting") {
 
 TEST_CASE("autograd: elementwise unary ops") {
   for (std::vector<int64_t> s : {std::vector<int64_t>{5}, std::vector<int64_t>{2, 3, 4}}) {
-    for (const char* op : {"aten.neg.default", "aten.exp.default", "aten.tanh.default",
-                           "aten.sigmoid.default", "aten.relu.default", "aten.erf.default",
-                           "aten.abs.default", "aten.sin.default", "aten.cos.default",
-                           "aten.silu.default", "aten.clone.default", "aten.gelu.default"})
+    for (const char* op :
+         {"aten.neg.default", "aten.exp.default", "aten.tanh.default", "aten.sigmoid.default",
+          "aten.relu.default", "aten.erf.default", "aten.abs.default", "aten.sin.default",
+          "aten.cos.default", "aten.silu.default", "aten.clone.default", "aten.gelu.default"})
       unary(op, s);
-    for (const char* op : {"aten.log.default", "aten.rsqrt.default", "aten.sqrt.default",
-                           "aten.reciprocal.default"})
+    for (const char* op :
+         {"aten.log.default", "aten.rsqrt.default", "aten.sqrt.default", "aten.reciprocal.default"})
       unary(op, s, 0.3, 2.0);
     unary("aten.hardswish.default", s, -5, 5);
     unary("aten.hardsigmoid.default", s, -5, 5);
@@ -137,11 +137,13 @@ TEST_CASE("autograd: batch norm in eval mode") {
   auto outs = tg.ops("aten._native_batch_norm_legit_no_training.default",
                      {T(x), T(w), T(b), T(rm), T(rv), F(0.1), F(1e-5)});
   tg.output(outs[0]);
-  tg.output(tg.op("aten.batch_norm.default",
-                  {T(x), T(w), {"", Arg::none()}, T(rm), T(rv), B(false), F(0.1), F(1e-5), B(true)}));
+  tg.output(
+      tg.op("aten.batch_norm.default",
+            {T(x), T(w), {"", Arg::none()}, T(rm), T(rv), B(false), F(0.1), F(1e-5), B(true)}));
   AotGraphs aot = check_gradients(tg);
   // Buffers get no gradient: only x, weight and bias.
-  CHECK(aot.grad_names == std::vector<std::string>{"grad.bn.weight", "grad.bn.bias", "grad.input_0"});
+  CHECK(aot.grad_names ==
+        std::vector<std::string>{"grad.bn.weight", "grad.bn.bias", "grad.input_0"});
 }
 
 TEST_CASE("autograd: matrix products") {
@@ -163,11 +165,11 @@ TEST_CASE("autograd: linear and matmul") {
   ValueId x2 = tg.input("x2", {3, 4});
   tg.output(tg.op("aten.linear.default", {T(x2), T(w)}));
   ValueId m = tg.input("m", {4, 2}), v = tg.input("v", {4}), bm = tg.input("bm", {2, 1, 4, 3});
-  tg.output(tg.op("aten.matmul.default", {T(x), T(m)}));   // 3-D x 2-D
-  tg.output(tg.op("aten.matmul.default", {T(x), T(v)}));   // 3-D x 1-D
-  tg.output(tg.op("aten.matmul.default", {T(v), T(v)}));   // dot
-  tg.output(tg.op("aten.matmul.default", {T(x), T(bm)}));  // broadcast batch
-  tg.output(tg.op("aten.matmul.default", {T(v), T(bm)}));  // 1-D x batched
+  tg.output(tg.op("aten.matmul.default", {T(x), T(m)}));  // 3-D x 2-D
+  tg.output(tg.op("aten.matmul.default", {T(x), T(v)}));  // 3-D x 1-D
+  tg.output(tg.op("aten.matmul.default", {T(v), T(v)}));  // dot
+  tg.output(tg.op("aten.matmul.default", {T(x), T(bm)})); // broadcast batch
+  tg.output(tg.op("aten.matmul.default", {T(v), T(bm)})); // 1-D x batched
   check_gradients(tg);
 }
 
@@ -184,8 +186,9 @@ TEST_CASE("autograd: convolution with stride, padding, dilation and groups") {
     ValueId b = tg.weight("conv.bias", {c.w[0]});
     tg.output(tg.op("aten.convolution.default", {T(x), T(w), T(b), Is(c.stride), Is(c.pad),
                                                  Is(c.dil), B(false), Is({0, 0}), I(c.groups)}));
-    tg.output(tg.op("aten.conv2d.default",
-                    {T(x), T(w), {"", Arg::none()}, Is(c.stride), Is(c.pad), Is(c.dil), I(c.groups)}));
+    tg.output(
+        tg.op("aten.conv2d.default",
+              {T(x), T(w), {"", Arg::none()}, Is(c.stride), Is(c.pad), Is(c.dil), I(c.groups)}));
     check_gradients(tg);
   }
 }
@@ -246,10 +249,10 @@ TEST_CASE("autograd: advanced indexing accumulates at the indexed positions") {
   auto index = [&](ValueId self, std::vector<ValueId> idx) {
     return tg.op("aten.index.Tensor", {T(self), {"", Arg::of_tensors(std::move(idx))}});
   };
-  tg.output(index(x, {i23}));                 // x[i23]
-  tg.output(index(y, {i3, j3}));              // y[i, j]: both leading dims
-  tg.output(index(z, {kNoValue, i3}));        // z[:, i]: kept dim ahead of the index
-  tg.output(index(z, {j1, kNoValue, i3}));    // z[j, :, i]: index dims apart, result first
+  tg.output(index(x, {i23}));              // x[i23]
+  tg.output(index(y, {i3, j3}));           // y[i, j]: both leading dims
+  tg.output(index(z, {kNoValue, i3}));     // z[:, i]: kept dim ahead of the index
+  tg.output(index(z, {j1, kNoValue, i3})); // z[j, :, i]: index dims apart, result first
   check_gradients(tg);
 }
 
@@ -325,7 +328,8 @@ TEST_CASE("autograd: joint graph layout") {
   CHECK(jg.graph.outputs.size() == 5);
   // The unused parameter gets zeros of its shape.
   ValueId gz = jg.graph.outputs[3];
-  CHECK(jg.graph.nodes[size_t(jg.graph.values[size_t(gz)].producer)].target == "aten.zeros.default");
+  CHECK(jg.graph.nodes[size_t(jg.graph.values[size_t(gz)].producer)].target ==
+        "aten.zeros.default");
   CHECK(jg.graph.values[size_t(gz)].meta.sizes == std::vector<int64_t>{2});
 }
 

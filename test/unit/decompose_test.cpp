@@ -64,7 +64,8 @@ TEST_CASE("decompose: softmax, log_softmax, layer and batch norm") {
   tg.output(tg.op("aten._log_softmax.default", {T(x), I(2), B(false)}));
   tg.output(tg.op("aten.log_softmax.int", {T(x), I(-1)}));
   ValueId w = tg.weight("ln.weight", {4, 5}), b = tg.weight("ln.bias", {4, 5});
-  for (ValueId o : tg.ops("aten.native_layer_norm.default", {T(x), Is({4, 5}), T(w), T(b), F(1e-5)}))
+  for (ValueId o :
+       tg.ops("aten.native_layer_norm.default", {T(x), Is({4, 5}), T(w), T(b), F(1e-5)}))
     tg.output(o);
   tg.output(tg.op("aten.layer_norm.default", {T(x), Is({5})}));
   ValueId bw = tg.weight("bn.weight", {3}), bb = tg.weight("bn.bias", {3});
@@ -73,8 +74,8 @@ TEST_CASE("decompose: softmax, log_softmax, layer and batch norm") {
   for (ValueId o : tg.ops("aten._native_batch_norm_legit_no_training.default",
                           {T(x), T(bw), T(bb), T(rm), T(rv), F(0.1), F(1e-5)}))
     tg.output(o);
-  tg.output(tg.op("aten.batch_norm.default", {T(x), T(bw), T(bb), T(rm), T(rv), B(false), F(0.1),
-                                              F(1e-3), B(true)}));
+  tg.output(tg.op("aten.batch_norm.default",
+                  {T(x), T(bw), T(bb), T(rm), T(rv), B(false), F(0.1), F(1e-3), B(true)}));
   check_decomposition(tg);
 }
 
@@ -91,7 +92,8 @@ TEST_CASE("decompose: linear, matmul, conv2d") {
   tg.output(tg.op("aten.matmul.default", {T(v), T(m)}));
   tg.output(tg.op("aten.matmul.default", {T(x), T(bm)}));
   ValueId img = tg.input("img", {1, 2, 6, 6}), cw = tg.weight("conv.weight", {4, 2, 3, 3});
-  tg.output(tg.op("aten.conv2d.default", {T(img), T(cw), {"", Arg::none()}, Is({2, 2}), Is({1, 1})}));
+  tg.output(
+      tg.op("aten.conv2d.default", {T(img), T(cw), {"", Arg::none()}, Is({2, 2}), Is({1, 1})}));
   check_decomposition(tg);
 }
 
@@ -136,8 +138,15 @@ TEST_CASE("decompose: autograd forms return the statistics and indices the backw
   ValueId rm = tg.weight("bn.running_mean", {3}, -1, 1, InputKind::Buffer);
   ValueId rv = tg.weight("bn.running_var", {3}, 0.5, 2, InputKind::Buffer);
   tg.output(tg.op("aten.layer_norm.default", {T(x), Is({4}), T(w)}));
-  tg.output(tg.op("aten.batch_norm.default", {T(x), {"", Arg::none()}, {"", Arg::none()}, T(rm),
-                                              T(rv), B(false), F(0.1), F(1e-5), B(true)}));
+  tg.output(tg.op("aten.batch_norm.default", {T(x),
+                                              {"", Arg::none()},
+                                              {"", Arg::none()},
+                                              T(rm),
+                                              T(rv),
+                                              B(false),
+                                              F(0.1),
+                                              F(1e-5),
+                                              B(true)}));
   tg.output(tg.op("aten.max_pool2d.default", {T(x), Is({2, 2})}));
   Graph d = to_autograd_forms(tg.g);
   std::vector<std::string> targets;
@@ -151,9 +160,15 @@ TEST_CASE("decompose: autograd forms return the statistics and indices the backw
   // Training-mode batch norm has no eval form and stays as it is.
   TestGraph t2;
   ValueId y = t2.input("y", {2, 3, 4});
-  t2.output(t2.op("aten.batch_norm.default", {T(y), {"", Arg::none()}, {"", Arg::none()},
-                                              {"", Arg::none()}, {"", Arg::none()}, B(true), F(0.1),
-                                              F(1e-5), B(true)}));
+  t2.output(t2.op("aten.batch_norm.default", {T(y),
+                                              {"", Arg::none()},
+                                              {"", Arg::none()},
+                                              {"", Arg::none()},
+                                              {"", Arg::none()},
+                                              B(true),
+                                              F(0.1),
+                                              F(1e-5),
+                                              B(true)}));
   Graph d2 = to_autograd_forms(t2.g);
   REQUIRE(d2.nodes.size() == 1);
   CHECK(d2.nodes[0].target == "aten.batch_norm.default");

@@ -18,7 +18,9 @@ using namespace fxc::testing;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(FXC_FIXTURES_DIR) + "/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(FXC_FIXTURES_DIR) + "/" + name;
+}
 
 std::vector<Tensor> fixture_inputs(const std::string& name) {
   auto io = read_safetensors(fixture(name + ".io.safetensors"));
@@ -41,8 +43,8 @@ TrainStep run_step(const AotGraphs& aot, const std::vector<Tensor>& inputs) {
   std::vector<Tensor> bw_in(fw.begin() + long(aot.num_user_outputs), fw.end());
   for (size_t k : aot.tangent_output_index) {
     const Tensor& o = fw[k];
-    bw_in.push_back(Tensor::from_values(o.dtype(), o.sizes(),
-                                        std::vector<double>(size_t(o.numel()), 1.0)));
+    bw_in.push_back(
+        Tensor::from_values(o.dtype(), o.sizes(), std::vector<double>(size_t(o.numel()), 1.0)));
   }
   s.grads = interpret(aot.backward, bw_in);
   return s;
@@ -60,11 +62,18 @@ void check_close(const Tensor& got, const Tensor& want, double rtol, double atol
 
 /// Ops the min-cut partitioner must never recompute.
 bool expensive(const std::string& target) {
-  static const std::set<std::string> kOps = {
-      "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.convolution.default",
-      "aten.sum.dim_IntList", "aten.mean.dim", "aten.amax.default", "aten._softmax.default",
-      "aten.native_layer_norm.default", "aten.embedding.default",
-      "aten.max_pool2d_with_indices.default", "aten.scaled_dot_product_attention.default"};
+  static const std::set<std::string> kOps = {"aten.mm.default",
+                                             "aten.bmm.default",
+                                             "aten.addmm.default",
+                                             "aten.convolution.default",
+                                             "aten.sum.dim_IntList",
+                                             "aten.mean.dim",
+                                             "aten.amax.default",
+                                             "aten._softmax.default",
+                                             "aten.native_layer_norm.default",
+                                             "aten.embedding.default",
+                                             "aten.max_pool2d_with_indices.default",
+                                             "aten.scaled_dot_product_attention.default"};
   return kOps.count(target) > 0;
 }
 
@@ -151,14 +160,14 @@ TEST_CASE("partition: fixtures reproduce PyTorch's gradients") {
       INFO(file << (variant == 2 ? std::string(" (decomposed)") : std::string()));
       Graph g = import_pt2(fixture(file));
       if (variant == 2) g = decompose(g);
-      AotGraphs aot = aot_autograd(g, variant == 0 ? PartitionStrategy::Default
-                                                   : PartitionStrategy::MinCut);
+      AotGraphs aot =
+          aot_autograd(g, variant == 0 ? PartitionStrategy::Default : PartitionStrategy::MinCut);
       verify_graph(aot.forward);
       verify_graph(aot.backward);
       TrainStep s = run_step(aot, inputs);
       for (size_t k = 0; k < s.outputs.size(); ++k)
-        check_close(s.outputs[k], Tensor::from_weight(ref.at("output_" + std::to_string(k))),
-                    1e-4, 1e-5, "output_" + std::to_string(k));
+        check_close(s.outputs[k], Tensor::from_weight(ref.at("output_" + std::to_string(k))), 1e-4,
+                    1e-5, "output_" + std::to_string(k));
       size_t expected = 0;
       for (const auto& [key, w] : ref) expected += key.rfind("grad.", 0) == 0;
       CHECK(aot.grad_names.size() == expected);
