@@ -710,20 +710,25 @@ struct ReduceLayout {
   Shape out_shape; // with or without kept dims
 };
 
-ReduceLayout reduce_layout(const Tensor& t, const std::vector<bool>& red, bool keepdim) {
+ReduceLayout reduce_layout(const Shape& sizes, const Shape& strides, const std::vector<bool>& red,
+                           bool keepdim) {
   Shape osz, ost, isz, ist, out_shape;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (red[size_t(d)]) {
-      isz.push_back(t.size(d));
-      ist.push_back(t.stride(d));
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (red[d]) {
+      isz.push_back(sizes[d]);
+      ist.push_back(strides[d]);
       if (keepdim) out_shape.push_back(1);
     } else {
-      osz.push_back(t.size(d));
-      ost.push_back(t.stride(d));
-      out_shape.push_back(t.size(d));
+      osz.push_back(sizes[d]);
+      ost.push_back(strides[d]);
+      out_shape.push_back(sizes[d]);
     }
   }
   return {dim_offsets(osz, ost), dim_offsets(isz, ist), out_shape};
+}
+
+ReduceLayout reduce_layout(const Tensor& t, const std::vector<bool>& red, bool keepdim) {
+  return reduce_layout(t.sizes(), t.strides(), red, keepdim);
 }
 
 Tensors k_sum(const KernelCall& c) {
@@ -842,24 +847,23 @@ Tensor softmax_impl(const Tensor& in, int64_t dim, DType out_dtype, bool log) {
   int64_t d = wrap(dim, in.dim());
   std::vector<bool> red(size_t(in.dim()), false);
   if (in.dim() > 0) red[size_t(d)] = true;
-  ReduceLayout L = reduce_layout(in, red, true);
-  Tensor out = Tensor::empty(out_dtype, in.sizes());
-  ReduceLayout O = reduce_layout(out, red, true);
-  std::vector<double> row(L.inner.size());
-  for (size_t i = 0; i < L.outer.size(); ++i) {
+  // Offsets into a contiguous tensor of in's shape are row-major linear indices, which index
+  // both the gathered input values and the result.
+  ReduceLayout O = reduce_layout(in.sizes(), contiguous_strides(in.sizes()), red, true);
+  std::vector<double> xv = values(in), yv(xv.size()), row(O.inner.size());
+  for (size_t i = 0; i < O.outer.size(); ++i) {
     double mx = -std::numeric_limits<double>::infinity();
     for (size_t j = 0; j < row.size(); ++j) {
-      row[j] = in.load(L.outer[i] + L.inner[j]);
+      row[j] = xv[size_t(O.outer[i] + O.inner[j])];
       mx = std::isnan(row[j]) || std::isnan(mx) ? NAN : std::max(mx, row[j]);
     }
     double s = 0;
     for (double v : row) s += std::exp(v - mx);
-    for (size_t j = 0; j < row.size(); ++j) {
-      double r = log ? row[j] - mx - std::log(s) : std::exp(row[j] - mx) / s;
-      out.store(O.outer[i] + O.inner[j], r);
-    }
+    for (size_t j = 0; j < row.size(); ++j)
+      yv[size_t(O.outer[i] + O.inner[j])] =
+          log ? row[j] - mx - std::log(s) : std::exp(row[j] - mx) / s;
   }
-  return out;
+  return make(out_dtype, in.sizes(), yv);
 }
 
 Tensors softmax_family(const KernelCall& c, bool log) {
