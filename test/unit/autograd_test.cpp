@@ -342,4 +342,22 @@ TEST_CASE("autograd: unsupported cases are diagnosed with the node") {
   ValueId y = t2.input("y", {2, 3});
   t2.output(t2.op("aten.fmod.Scalar", {T(y), F(0.5)}));
   CHECK_THROWS_WITH_AS(build_joint_graph(t2.g), doctest::Contains("no derivative rule"), Error);
+  TestGraph t3;
+  ValueId z = t3.input("z", {1, 2, 4, 4}), w = t3.weight("w", {2, 3, 3, 3});
+  t3.output(t3.op("aten.convolution.default", {T(z),
+                                               T(w),
+                                               {"", Arg::none()},
+                                               Is({1, 1}),
+                                               Is({0, 0}),
+                                               Is({1, 1}),
+                                               B(true),
+                                               Is({0, 0}),
+                                               I(1)}));
+  CHECK_THROWS_WITH_AS(build_joint_graph(t3.g), doctest::Contains("transposed convolution"), Error);
+  TestGraph t4;
+  ValueId u = t4.input("u", {2, 4});
+  auto ln = t4.ops("aten.native_layer_norm.default",
+                   {T(u), Is({4}), {"", Arg::none()}, {"", Arg::none()}, F(1e-5)});
+  t4.output(ln[2]); // rstd as an output: no rule for its gradient
+  CHECK_THROWS_WITH_AS(build_joint_graph(t4.g), doctest::Contains("output 2"), Error);
 }
