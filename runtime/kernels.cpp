@@ -627,15 +627,15 @@ Tensors k_where(const KernelCall& c) {
       [](const int64_t* v, const double*) { return v[0] != 0 ? v[1] : v[2]; })};
 }
 
+Tensor filled(DType dt, const Shape& size, const Arg& value);
+
 Tensors k_masked_fill(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Tensor& mask = c.tensor("mask");
   if (mask.dtype() != DType::Bool)
     fail("masked_fill only supports boolean masks, but got mask with dtype " + dname(mask.dtype()));
   const Arg& value = c.arg("value");
-  if (!is_floating(x.dtype()) && value.kind == Arg::Kind::Float && value.f != std::trunc(value.f))
-    fail("value cannot be converted to type " + dname(x.dtype()) + " without overflow");
-  Tensor v = Tensor::scalar(x.dtype(), value.scalar());
+  Tensor v = filled(x.dtype(), {}, value); // a fractional value truncates for integer tensors
   return {elementwise(
       {x, mask, v}, x.dtype(), x.dtype(),
       [](const double* a, const double*) { return a[1] != 0 ? a[2] : a[0]; },

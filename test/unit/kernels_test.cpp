@@ -1151,3 +1151,13 @@ TEST_CASE("kernels: float64 mode produces f64 wherever PyTorch would produce a f
   CHECK(op1("aten.arange.default", {I(2)}, true).dtype() == DType::I64);
   CHECK(op1("aten.to.dtype", {h, Dt(DType::I32)}, true).dtype() == DType::I32);
 }
+
+TEST_CASE("kernels: masked_fill converts the value to the tensor's dtype") {
+  check(op1("aten.masked_fill.Scalar", {L({2}, {1, 2}), B({2}, {1, 0}), Fl(2.7)}), DType::I64, {2},
+        {2, 2});
+  Tensor big =
+      op1("aten.masked_fill.Scalar", {L({1}, {0}), B({1}, {1}), I((int64_t(1) << 62) + 1)});
+  CHECK(big.load_int(0) == (int64_t(1) << 62) + 1);
+  check(op1("aten.masked_fill.Scalar", {T(DType::F16, {1}, {0}), B({1}, {1}), Fl(0.1)}), DType::F16,
+        {1}, {0.0999755859375}, 0, 0);
+}
