@@ -8,6 +8,7 @@
 #include "frontend/random.h"
 #include "frontend/safetensors.h"
 #include "driver/check.h"
+#include "driver/logging.h"
 #include "runtime/interpreter.h"
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 namespace fxc {
 
@@ -50,13 +52,11 @@ void check_supported(const Options& o) {
   if (o.max_autotune) unsupported("--max-autotune");
   if (!o.plugins.empty()) unsupported("--plugin");
   if (o.allow_tf32) unsupported("--allow-tf32");
-  if (!o.log.empty()) unsupported("--log");
   if (o.device == DeviceKind::Cuda) unsupported("--device=cuda");
   if (o.emit_asm || o.emit == "llvm" || o.emit == "ptx" || o.emit == "obj" || o.emit == "cpp")
     unsupported("--emit=" + (o.emit.empty() ? std::string("llvm (-S)") : o.emit));
   if (o.emit.empty() && !o.run && !o.check_accuracy)
     unsupported("writing a .fxo artifact (the default action); use --run or --emit=fx|fxg,");
-  if (const char* logs = std::getenv("FXC_LOGS"); logs && *logs) unsupported("FXC_LOGS");
   if (o.mode == Mode::Train && o.backend == Backend::Eager)
     throw UsageError("--mode=train needs AOT autograd: use --backend=aot_eager or a later backend");
 }
@@ -157,6 +157,24 @@ std::string summarize(const Tensor& t) {
   return buf;
 }
 
+// The guards the compiled graph assumes of its inputs, and whether this run's inputs pass them.
+void log_guards(const Graph& g, const std::vector<Tensor>& inputs) {
+  Logger& log = process_logger();
+  if (!log.enabled(Artifact::Guards)) return;
+  std::string text;
+  size_t k = 0;
+  for (const GraphInput& in : g.inputs) {
+    if (in.kind != InputKind::UserInput) continue;
+    const TensorMeta& m = g.values[in.value].meta;
+    bool ok = k < inputs.size() && inputs[k].dtype() == m.dtype && inputs[k].sizes() == m.sizes;
+    text += "input_" + std::to_string(k) + " '" + g.values[in.value].name + "': dtype " +
+            std::string(dtype_name(m.dtype)) + ", shape " + format_meta(m) + ", device " +
+            device_name(m.device) + (ok ? " (passes)" : " (FAILS)") + "\n";
+    ++k;
+  }
+  log.artifact(Artifact::Guards, text);
+}
+
 int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   const Options& o = c.opts;
   auto t0 = std::chrono::steady_clock::now();
@@ -199,6 +217,7 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
 } // namespace
 
 int run_driver(const Options& o) {
+  if (int status = configure_process_logger(o.log, std::cout, std::cerr); status >= 0) return status;
   check_supported(o);
   std::string debug_dir = o.debug_dir;
   if (debug_dir.empty())
@@ -227,7 +246,9 @@ int run_driver(const Options& o) {
   }
 
   run_pipeline(c);
-  int status = run_and_check(c, load_inputs(c.source, o));
+  std::vector<Tensor> inputs = load_inputs(c.source, o);
+  log_guards(c.source, inputs);
+  int status = run_and_check(c, inputs);
   trace.finish();
   if (trace.enabled()) std::fprintf(stderr, "fxc: debug trace written to %s\n", trace.root().c_str());
   return status;

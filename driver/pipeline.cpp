@@ -1,6 +1,7 @@
 // The one pipeline (DESIGN.md §1): the stage list, in order; each backend runs a prefix of it.
 #include "driver/pipeline.h"
 
+#include "driver/logging.h"
 #include "frontend/diag.h"
 #include "frontend/fxg.h"
 #include "frontend/printer.h"
@@ -73,6 +74,14 @@ void write_runnable_graphs(Compilation& c) {
   }
 }
 
+void log_aot_graphs(const Compilation& c, const std::string& what) {
+  Logger& log = process_logger();
+  if (!log.enabled(Artifact::AotGraphs)) return;
+  for (const StageGraph& sg : c.graphs)
+    log.artifact(Artifact::AotGraphs, "===== " + sg.role + " graph, " + what + " =====\n" +
+                                          print_readable(sg.graph));
+}
+
 std::string folder_name(const Compilation& c, const char* role, int n, int k) {
   return c.source.name + "__0_" + role + "_" + std::to_string(n) + "." + std::to_string(k);
 }
@@ -108,6 +117,7 @@ void stage_aot(Compilation& c) {
   c.aot_log = aot.log;
   set_train_graphs(c, aot);
   c.trace.write("aot/aot_" + c.source.name + "___0_debug.log", c.aot_log, "aot");
+  log_aot_graphs(c, "aot_eager (default partition)");
   write_graph_artifacts(c, "aot", "fx_graph_readable.txt");
   write_runnable_graphs(c);
 }
@@ -130,6 +140,7 @@ void stage_decompose(Compilation& c) {
   c.aot_log = log.str();
   set_train_graphs(c, aot);
   c.trace.write("aot/aot_" + c.source.name + "___0_debug.log", c.aot_log, "decompose");
+  log_aot_graphs(c, "after decompositions (min-cut partition)");
   write_graph_artifacts(c, "decompose", "fx_graph_transformed.txt");
 }
 
@@ -145,6 +156,12 @@ void stage_inductor(Compilation& c) {
     c.trace.write(dir + "ir_post_fusion.txt", cg->ir_post_fusion(), "inductor", sg.folder);
     for (const GeneratedKernel& k : cg->kernels())
       c.trace.write(dir + "kernels/" + k.name + ".ll", k.ll, "inductor", sg.folder);
+    Logger& log = process_logger();
+    log.artifact(Artifact::IrPreFusion, "===== " + sg.folder + " =====\n" + cg->ir_pre_fusion());
+    log.artifact(Artifact::IrPostFusion, "===== " + sg.folder + " =====\n" + cg->ir_post_fusion());
+    log.artifact(Artifact::Fusion, cg->fusion_log());
+    for (const GeneratedKernel& k : cg->kernels())
+      log.artifact(Artifact::OutputCode, "===== kernel " + k.name + " =====\n" + k.ll);
     c.trace.log("inductor", sg.folder + ": " + std::to_string(cg->num_kernels()) +
                                 " generated kernels, " + std::to_string(cg->num_extern_calls()) +
                                 " extern calls, planned peak " + std::to_string(cg->peak_bytes()) +
