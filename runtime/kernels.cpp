@@ -243,10 +243,6 @@ bool can_cast(DType from, DType to) {
   return true;
 }
 
-double scalar_value(const Arg& a) {
-  return a.scalar();
-}
-
 int64_t cast_int(int64_t v, DType t);
 
 // ---- Elementwise engine ----
@@ -447,6 +443,9 @@ Tensors k_logical_not(const KernelCall& c) {
 
 // ---- Binary arithmetic ----
 
+// A tensor of `size` filled with a Scalar argument (integers exactly); defined with the factories.
+Tensor filled(DType dt, const Shape& size, const Arg& value);
+
 // The second operand of a `.Tensor` or `.Scalar` overload: the tensor "other", or the scalar
 // as a 0-dim tensor of the common dtype (so it is rounded as PyTorch rounds wrapped scalars).
 struct Binary {
@@ -463,7 +462,7 @@ Binary binary_operands(const KernelCall& c, const char* other = "other") {
     return {a, b, common};
   }
   DType common = result_type({a}, {o}, c);
-  return {a, Tensor::scalar(common, scalar_value(o)), common};
+  return {a, filled(common, {}, o), common};
 }
 
 Tensor add_like(const KernelCall& c, bool subtract) {
@@ -626,8 +625,6 @@ Tensors k_where(const KernelCall& c) {
       [](const double* v, const double*) { return v[0] != 0 ? v[1] : v[2]; },
       [](const int64_t* v, const double*) { return v[0] != 0 ? v[1] : v[2]; })};
 }
-
-Tensor filled(DType dt, const Shape& size, const Arg& value);
 
 Tensors k_masked_fill(const KernelCall& c) {
   const Tensor& x = c.tensor("self");

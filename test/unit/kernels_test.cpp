@@ -1161,3 +1161,14 @@ TEST_CASE("kernels: masked_fill converts the value to the tensor's dtype") {
   check(op1("aten.masked_fill.Scalar", {T(DType::F16, {1}, {0}), B({1}, {1}), Fl(0.1)}), DType::F16,
         {1}, {0.0999755859375}, 0, 0);
 }
+
+TEST_CASE("kernels: integer scalars keep full int64 precision") {
+  Tensor x = L({1}, {0});
+  x.store_int(0, (int64_t(1) << 62) + 1);
+  Tensor r = op1("aten.add.Scalar", {x, I(2)});
+  CHECK(r.load_int(0) == (int64_t(1) << 62) + 3);
+  Tensor e = op1("aten.eq.Scalar", {x, I((int64_t(1) << 62) + 1)});
+  CHECK(e.item() == 1);
+  Tensor w = op1("aten.where.ScalarOther", {B({1}, {0}), x, I((int64_t(1) << 62) + 7)});
+  CHECK(w.load_int(0) == (int64_t(1) << 62) + 7);
+}
