@@ -55,6 +55,11 @@ private:
       if (defined_[size_t(in.value)]) fail("value '" + v.name + "' is a graph input twice");
       if (v.producer != -1) fail("graph input '" + v.name + "' also has a producing node");
       defined_[size_t(in.value)] = true;
+      if (v.meta.strides.size() != v.meta.sizes.size())
+        fail("graph input '" + v.name + "' has " + std::to_string(v.meta.sizes.size()) +
+             " sizes but " + std::to_string(v.meta.strides.size()) + " strides");
+      for (int64_t s : v.meta.sizes)
+        if (s < 0) fail("graph input '" + v.name + "' has a negative size");
       if (in.kind == InputKind::UserInput) continue;
       if (!fqns.insert(in.fqn).second)
         fail(std::string(input_kind_name(in.kind)) + " '" + in.fqn + "' is listed twice");

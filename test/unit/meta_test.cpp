@@ -396,6 +396,49 @@ TEST_CASE("meta: indexing, cat, pad, attention and norms") {
         0);
 }
 
+TEST_CASE("meta: attention layout depends on the kernel PyTorch would pick") {
+  G t;
+  // A query that is a split piece viewed as heads (as in the block fixture): the fused CPU
+  // kernel gives empty_like(query), dense in the query's own dimension order.
+  ValueId q = t.in("q", meta(DType::F32, {2, 4, 16, 32}, {6144, 32, 384, 1}));
+  ValueId k = t.in("k", meta(DType::F32, {2, 4, 16, 32}, {6144, 32, 384, 1}, 128));
+  CHECK(t.op("aten.scaled_dot_product_attention.default", {T(q), T(k), T(k)}).strides ==
+        Sizes{2048, 32, 128, 1});
+  // Dropout sends it to the math fallback, whose result is contiguous.
+  CHECK(t.op("aten.scaled_dot_product_attention.default",
+             {T(q), T(k), T(k), {"", Arg::none()}, F(0.1)})
+            .strides == Sizes{2048, 512, 32, 1});
+  ValueId mask = t.in("mask", meta(DType::Bool, {16, 16}));
+  CHECK(t.error("aten.scaled_dot_product_attention.default",
+                {T(q), T(k), T(k), T(mask), F(0.0), B(true)}) ==
+        "explicit attn_mask should not be set when is_causal=True");
+  ValueId bad_mask = t.in("bad_mask", meta(DType::Bool, {16, 15}));
+  CHECK(t.error("aten.scaled_dot_product_attention.default", {T(q), T(k), T(k), T(bad_mask)})
+            .find("attn_mask is b8[16, 15] but the attention scores are [2, 4, 16, 16]") == 0);
+}
+
+TEST_CASE("meta: operand and device checks") {
+  G t;
+  ValueId cpu = t.in("cpu", meta(DType::F32, {3}));
+  TensorMeta on_gpu = meta(DType::F32, {3});
+  on_gpu.device = Device{Device::CUDA, 0};
+  ValueId gpu = t.in("gpu", on_gpu);
+  ValueId gpu_scalar_ok = t.in("cpu0d", meta(DType::F32, {}));
+  CHECK(t.error("aten.add.Tensor", {T(cpu), T(gpu)}) ==
+        "expected all tensors on the same device, but found cpu and cuda:0");
+  CHECK(t.op("aten.mul.Tensor", {T(gpu), T(gpu_scalar_ok)}).device == Device{Device::CUDA, 0});
+  ValueId i = t.in("i", meta(DType::I64, {3}));
+  CHECK(t.op("aten.clamp.default", {T(i), {"", Arg::of_int(0)}, {"", Arg::of_float(2.5)}}).dtype ==
+        DType::F32);
+  CHECK(
+      t.op("aten.where.ScalarOther", {T(t.in("c", meta(DType::Bool, {3}))), T(i), F(0.5)}).dtype ==
+      DType::F32);
+  CHECK(t.error("aten.clamp.default", {T(i)}) ==
+        "clamp: at least one of 'min' or 'max' must not be None");
+  CHECK(t.error("aten._softmax.default", {T(i), I(0), B(false)}) ==
+        "softmax needs a floating point input, got i64[3]");
+}
+
 TEST_CASE("meta: every op in the schema table has a meta function") {
   for (const OpSchema* s : all_schemas()) {
     bool has_meta = find_meta(s->target) != nullptr;
