@@ -60,8 +60,8 @@ CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,
   std::vector<double> a = actual.to_vector(), e = expected.to_vector();
   const double inf = std::numeric_limits<double>::infinity();
   r.numel = int64_t(a.size());
-  int64_t worst = -1;
-  double worst_err = -1;
+  int64_t worst = -1, violation = -1;
+  double worst_err = -1, worst_ratio = -1;
   for (size_t i = 0; i < a.size(); ++i) {
     double x = a[i], y = e[i], abs_err, rel_err;
     bool ok;
@@ -76,7 +76,16 @@ CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,
       rel_err = y != 0 ? abs_err / std::fabs(y) : (abs_err != 0 ? inf : 0);
       ok = abs_err <= atol + rtol * std::fabs(y);
     }
-    if (!ok) ++r.mismatches;
+    if (!ok) {
+      ++r.mismatches;
+      // How far outside the tolerance: the element most out of tolerance is reported too.
+      double allowed = atol + rtol * (std::isfinite(y) ? std::fabs(y) : 0);
+      double ratio = allowed > 0 ? abs_err / allowed : inf;
+      if (ratio > worst_ratio || violation < 0) {
+        worst_ratio = ratio;
+        violation = int64_t(i);
+      }
+    }
     r.max_abs_error = std::max(r.max_abs_error, abs_err);
     r.max_rel_error = std::max(r.max_rel_error, rel_err);
     if (abs_err > worst_err) {
@@ -89,17 +98,23 @@ CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,
     r.worst_actual = a[size_t(worst)];
     r.worst_expected = e[size_t(worst)];
   }
+  if (violation >= 0) {
+    r.violation_index = unravel(violation, actual.sizes());
+    r.violation_actual = a[size_t(violation)];
+    r.violation_expected = e[size_t(violation)];
+  }
   r.ok = r.mismatches == 0;
   if (!r.ok) {
     char pct[32];
     std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * double(r.mismatches) / double(r.numel));
-    r.message = "mismatched elements: " + std::to_string(r.mismatches) + " / " +
-                std::to_string(r.numel) + " (" + pct + ")\n" +
-                "greatest absolute difference: " + num(r.max_abs_error) + " at index " +
-                format_index(r.worst_index) + " (actual " + num(r.worst_actual) + ", expected " +
-                num(r.worst_expected) + "; up to " + num(atol) + " allowed)\n" +
-                "greatest relative difference: " + num(r.max_rel_error) + " (up to " + num(rtol) +
-                " allowed)";
+    r.message =
+        "mismatched elements: " + std::to_string(r.mismatches) + " / " + std::to_string(r.numel) +
+        " (" + pct + ")\n" + "greatest absolute difference: " + num(r.max_abs_error) +
+        " at index " + format_index(r.worst_index) + " (actual " + num(r.worst_actual) +
+        ", expected " + num(r.worst_expected) + "; up to " + num(atol) + " allowed)\n" +
+        "greatest relative difference: " + num(r.max_rel_error) + " (up to " + num(rtol) +
+        " allowed)\n" + "most out of tolerance: index " + format_index(r.violation_index) +
+        " (actual " + num(r.violation_actual) + ", expected " + num(r.violation_expected) + ")";
   }
   return r;
 }

@@ -26,6 +26,9 @@ struct CompareResult {
   double max_rel_error = 0;         ///< |a - e| / |e| (infinite where e == 0 and a != 0)
   std::vector<int64_t> worst_index; ///< multi-index of the element with the largest abs error
   double worst_actual = 0, worst_expected = 0;
+  /// The mismatching element furthest outside atol + rtol * |expected| (empty when ok).
+  std::vector<int64_t> violation_index;
+  double violation_actual = 0, violation_expected = 0;
 };
 
 CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,

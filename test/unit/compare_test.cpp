@@ -36,6 +36,16 @@ TEST_CASE("compare: allclose statistics, worst element and message") {
   CHECK(r.worst_expected == 5);
   CHECK(r.message.find("mismatched elements: 1 / 6 (16.7%)") == 0);
   CHECK(r.message.find("at index (1, 1)") != std::string::npos);
+  CHECK(r.violation_index == std::vector<int64_t>{1, 1});
+  // The element furthest outside the tolerance need not have the largest absolute error.
+  CompareOptions t;
+  t.rtol = 1e-3;
+  t.atol = 1e-6;
+  CompareResult v = compare_tensors(F({3}, {1000.5, 0.001, 2}), F({3}, {1000, 0.0011, 2}), t);
+  CHECK(v.mismatches == 1);
+  CHECK(v.worst_index == std::vector<int64_t>{0});
+  CHECK(v.violation_index == std::vector<int64_t>{1});
+  CHECK(v.message.find("most out of tolerance: index (1,)") != std::string::npos);
   // atol alone admits small absolute errors around zero.
   o.rtol = 0;
   o.atol = 1e-3;
