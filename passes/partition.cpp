@@ -397,6 +397,8 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
     log << "saved " << s.name << ": " << format_meta(s.meta) << " " << s.bytes << " bytes\n";
   for (const std::string& n : r.recomputed) log << "recomputed " << n << "\n";
   log << "total saved: " << r.saved.size() << " values, " << r.saved_bytes << " bytes\n";
+  log << "\n===== forward graph =====\n" << print_readable(r.forward);
+  log << "\n===== backward graph =====\n" << print_readable(r.backward);
   r.log = log.str();
   return r;
 }

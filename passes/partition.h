@@ -50,7 +50,8 @@ struct AotGraphs {
   std::vector<size_t> grad_input_index;     ///< the original input of each gradient
   std::vector<size_t> tangent_output_index; ///< forward output each tangent seeds
   /// Deterministic text for aot/aot_model___0_debug.log: the joint graph, each saved value with
-  /// its bytes, each recomputed node, and the total saved bytes.
+  /// its bytes, each recomputed node, the total saved bytes, then the forward and backward
+  /// graphs.
   std::string log;
 };
 
