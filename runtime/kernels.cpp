@@ -1193,6 +1193,26 @@ Shape expand_param(const Shape& p, size_t n, const char* what) {
   return p.size() == n ? p : Shape(n, p[0]);
 }
 
+// Unfolds the [C, H, W] image x into col[(c, kh, kw), (oh, ow)] (zeros where the window
+// reaches into the padding).
+FXC_OPTIMIZED void im2col(const double* x, int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW,
+                          int64_t OH, int64_t OW, const Shape& stride, const Shape& pad,
+                          const Shape& dil, double* col) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        double* row = col + ((c * KH + kh) * KW + kw) * OH * OW;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          int64_t ih = oh * stride[0] - pad[0] + kh * dil[0];
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            int64_t iw = ow * stride[1] - pad[1] + kw * dil[1];
+            bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+            row[oh * OW + ow] = inside ? x[(c * H + ih) * W + iw] : 0.0;
+          }
+        }
+      }
+}
+
 // 2-D convolution of x [N, C, H, W] with w [O, C/groups, KH, KW].
 Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& bias, Shape stride, Shape pad,
                    Shape dil, int64_t groups, DType dt) {
@@ -1221,34 +1241,30 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& bias, Shape s
   if (H + 2 * pad[0] - dil[0] * (KH - 1) - 1 < 0 || W + 2 * pad[1] - dil[1] * (KW - 1) - 1 < 0)
     fail("calculated output size is too small for input " + shape_str(x.sizes()) + " and kernel " +
          shape_str(w.sizes()));
+  Shape out_shape{N, O, OH, OW};
+  int64_t patch = checked_numel({CG, KH, KW}), npix = checked_numel({OH, OW});
+  if (checked_numel(out_shape) > Tensor::kMaxBytes / 8 ||
+      checked_numel({patch, npix}) > Tensor::kMaxBytes / 8)
+    fail("convolution of " + shape_str(x.sizes()) + " with " + shape_str(w.sizes()) +
+         " is too large");
   std::vector<double> xv = values(x), wv = values(w);
-  std::vector<double> bv = bias.defined() ? values(bias) : std::vector<double>(size_t(O), 0.0);
-  Tensor out = Tensor::empty(dt, {N, O, OH, OW});
+  std::vector<double> bv = bias.defined() ? values(bias) : std::vector<double>();
+  std::vector<double> out(size_t(N * O * npix), 0.0), col(size_t(patch * npix));
   int64_t opg = O / groups;
-  int64_t idx = 0;
+  // Per image and group: out[o, pixel] = sum over (c, kh, kw) of w[o, c, kh, kw] * x[c, ih, iw],
+  // as a product of the weights and the unfolded input patches.
   for (int64_t nn = 0; nn < N; ++nn)
-    for (int64_t o = 0; o < O; ++o) {
-      int64_t g = o / opg;
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          double acc = bv[size_t(o)];
-          for (int64_t cg = 0; cg < CG; ++cg) {
-            int64_t ch = g * CG + cg;
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              int64_t ih = oh * stride[0] - pad[0] + kh * dil[0];
-              if (ih < 0 || ih >= H) continue;
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                int64_t iw = ow * stride[1] - pad[1] + kw * dil[1];
-                if (iw < 0 || iw >= W) continue;
-                acc += xv[size_t(((nn * C + ch) * H + ih) * W + iw)] *
-                       wv[size_t(((o * CG + cg) * KH + kh) * KW + kw)];
-              }
-            }
-          }
-          out.store(idx++, acc);
-        }
+    for (int64_t g = 0; g < groups; ++g) {
+      im2col(xv.data() + (nn * C + g * CG) * H * W, CG, H, W, KH, KW, OH, OW, stride, pad, dil,
+             col.data());
+      gemm_kernel(wv.data() + g * opg * patch, col.data(), out.data() + (nn * O + g * opg) * npix,
+                  opg, patch, npix);
     }
-  return out;
+  if (!bv.empty())
+    for (int64_t nn = 0; nn < N; ++nn)
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t p = 0; p < npix; ++p) out[size_t((nn * O + o) * npix + p)] += bv[size_t(o)];
+  return make(dt, out_shape, out);
 }
 
 Tensors k_conv2d(const KernelCall& c) {
