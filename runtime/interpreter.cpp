@@ -90,6 +90,14 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
       throw Error(g.source, "value id " + std::to_string(v) + " is out of range");
   };
 
+  // Every value id the graph mentions must exist before anything indexes by it.
+  for (const GraphInput& in : g.inputs) check_value(in.value);
+  for (ValueId v : g.outputs) check_value(v);
+  for (const Node& n : g.nodes) {
+    for (ValueId v : n.tensor_inputs()) check_value(v);
+    for (ValueId v : n.outputs) check_value(v);
+  }
+
   // Graph inputs: user inputs in order, weights from g.weights.
   size_t n_user = 0;
   for (const GraphInput& in : g.inputs) n_user += in.kind == InputKind::UserInput;

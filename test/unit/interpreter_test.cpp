@@ -155,6 +155,14 @@ TEST_CASE("interpreter: checks user inputs and names the failing node") {
                        "toy.fxg: error: node 'relu' (aten.relu.default): result 0 is f32[2, 3] but "
                        "the graph says f16[2, 3]",
                        Error);
+  // Dangling value ids are errors, not crashes.
+  Graph dangling = g;
+  dangling.nodes[1].args[0].tensor = 99;
+  CHECK_THROWS_WITH_AS(interpret(dangling, {F({2, 3}, Vals(6, 0))}),
+                       "toy.fxg: error: value id 99 is out of range", Error);
+  Graph dangling_out = g;
+  dangling_out.outputs = {-5};
+  CHECK_THROWS_AS(interpret(dangling_out, {F({2, 3}, Vals(6, 0))}), Error);
   // Missing weight data.
   Graph nodata = g;
   nodata.weights.clear();
