@@ -20,6 +20,12 @@ struct InterpretOptions {
 /// Runs `g` on the user inputs (in the order of g's UserInput entries); parameters, buffers
 /// and constants come from g.weights. Each intermediate is released after its last use.
 /// Returns the graph outputs. Throws fxc::Error (file + node) on kernel failures.
+///
+/// Each user input must have the dtype and shape of its graph value ("input 'x': expected
+/// f32[64, 256], got f32[32, 256]"). Every result is checked against its value's dtype and
+/// shape (f64 for floating values in float64 mode); fresh results take the strides recorded
+/// in the graph, as PyTorch laid them out, so later views behave as in PyTorch. Weights that
+/// an in-place node mutates are copied first, so g.weights is never modified.
 std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_inputs,
                               const InterpretOptions& opts = {});
 
