@@ -4,6 +4,7 @@
 #include "frontend/printer.h"
 #include "frontend/schema.h"
 #include "passes/aot_ops.h"
+#include "passes/decompose.h"
 
 #include <algorithm>
 #include <cassert>
@@ -324,6 +325,14 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
   r.grad_names = jg.grad_names;
   r.grad_input_index = jg.grad_input_index;
   r.tangent_output_index = jg.tangent_output_index;
+  // What the default partitioner saves, for comparison in the log.
+  std::vector<char> baseline =
+      strategy == PartitionStrategy::Default ? saved : default_saved(jg, info);
+  for (ValueId v = 0; v < ValueId(j.values.size()); ++v)
+    if (baseline[size_t(v)]) {
+      ++r.default_saved_values;
+      r.default_saved_bytes += value_bytes(j.values[size_t(v)].meta);
+    }
   std::vector<ValueId> saved_ids;
   for (ValueId v = 0; v < ValueId(j.values.size()); ++v)
     if (saved[size_t(v)]) {
@@ -397,14 +406,21 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
     log << "saved " << s.name << ": " << format_meta(s.meta) << " " << s.bytes << " bytes\n";
   for (const std::string& n : r.recomputed) log << "recomputed " << n << "\n";
   log << "total saved: " << r.saved.size() << " values, " << r.saved_bytes << " bytes\n";
+  log << "default partitioner saves: " << r.default_saved_values << " values, "
+      << r.default_saved_bytes << " bytes\n";
   log << "\n===== forward graph =====\n" << print_readable(r.forward);
   log << "\n===== backward graph =====\n" << print_readable(r.backward);
   r.log = log.str();
   return r;
 }
 
-AotGraphs aot_autograd(const Graph& forward, PartitionStrategy strategy) {
-  return partition_joint(build_joint_graph(forward), strategy);
+AotGraphs aot_autograd(const Graph& forward, PartitionStrategy strategy, bool decompose_graphs) {
+  if (!decompose_graphs) return partition_joint(build_joint_graph(forward), strategy);
+  // Inductor sees only core ops: the forward before differentiating, and the backward's ops
+  // (the joint graph) before partitioning.
+  JointGraph jg = build_joint_graph(decompose(forward));
+  jg.graph = decompose(jg.graph);
+  return partition_joint(jg, strategy);
 }
 
 } // namespace fxc

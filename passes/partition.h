@@ -44,21 +44,29 @@ struct AotGraphs {
   size_t num_user_outputs = 0;
   std::vector<SavedValue> saved;
   int64_t saved_bytes = 0;
+  /// What the default partitioner saves on the same joint graph (equal to the above for the
+  /// default strategy), so that the log shows both numbers.
+  int64_t default_saved_values = 0;
+  int64_t default_saved_bytes = 0;
   /// Names of forward nodes the backward computes again instead of reading a saved value.
   std::vector<std::string> recomputed;
   std::vector<std::string> grad_names;      ///< "grad.fc1.weight", "grad.input_0", ...
   std::vector<size_t> grad_input_index;     ///< the original input of each gradient
   std::vector<size_t> tangent_output_index; ///< forward output each tangent seeds
   /// Deterministic text for aot/aot_model___0_debug.log: the joint graph, each saved value with
-  /// its bytes, each recomputed node, the total saved bytes, then the forward and backward
-  /// graphs.
+  /// its bytes, each recomputed node, the total saved bytes and what the default partitioner
+  /// would save, then the forward and backward graphs.
   std::string log;
 };
 
 /// Splits a joint graph into forward and backward graphs with the given strategy.
 AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy);
 
-/// build_joint_graph() followed by partition_joint(). Throws what build_joint_graph throws.
-AotGraphs aot_autograd(const Graph& forward, PartitionStrategy strategy);
+/// build_joint_graph() followed by partition_joint(). With `decompose_graphs`
+/// (aot_eager_decomp_partition, inductor) the forward is decomposed before differentiating
+/// and the joint graph again before partitioning, so both graphs hold only core ops. Throws
+/// what build_joint_graph and decompose throw.
+AotGraphs aot_autograd(const Graph& forward, PartitionStrategy strategy,
+                       bool decompose_graphs = false);
 
 } // namespace fxc

@@ -130,10 +130,13 @@ TEST_CASE("partition: min-cut saves fewer bytes than the default on block and be
     std::string base = name.substr(0, name.find_first_of(". "));
     bool decomposed = name.find(" decomposed") != std::string::npos;
     Graph g = import_pt2(fixture(decomposed ? base + ".pt2" : name + ".pt2"));
-    if (decomposed) g = decompose(g);
-    AotGraphs def = aot_autograd(g, PartitionStrategy::Default);
-    AotGraphs mc = aot_autograd(g, PartitionStrategy::MinCut);
+    AotGraphs def = aot_autograd(g, PartitionStrategy::Default, decomposed);
+    AotGraphs mc = aot_autograd(g, PartitionStrategy::MinCut, decomposed);
     CHECK(mc.saved_bytes < def.saved_bytes);
+    CHECK(mc.default_saved_bytes == def.saved_bytes);
+    CHECK(mc.log.find("default partitioner saves: " + std::to_string(def.saved.size()) +
+                      " values, " + std::to_string(def.saved_bytes) + " bytes") !=
+          std::string::npos);
     CHECK_FALSE(mc.recomputed.empty());
     for (const std::string& n : mc.recomputed) {
       const Graph& fw = mc.forward;
@@ -159,9 +162,11 @@ TEST_CASE("partition: fixtures reproduce PyTorch's gradients") {
       std::string file = std::string(base) + (variant == 1 ? ".core.pt2" : ".pt2");
       INFO(file << (variant == 2 ? std::string(" (decomposed)") : std::string()));
       Graph g = import_pt2(fixture(file));
-      if (variant == 2) g = decompose(g);
-      AotGraphs aot =
-          aot_autograd(g, variant == 0 ? PartitionStrategy::Default : PartitionStrategy::MinCut);
+      AotGraphs aot = aot_autograd(
+          g, variant == 0 ? PartitionStrategy::Default : PartitionStrategy::MinCut, variant == 2);
+      if (variant == 2)
+        for (const Graph* part : {&aot.forward, &aot.backward})
+          for (const Node& n : part->nodes) CHECK_FALSE(has_decomposition(n.target));
       verify_graph(aot.forward);
       verify_graph(aot.backward);
       TrainStep s = run_step(aot, inputs);
