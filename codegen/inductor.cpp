@@ -67,6 +67,15 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
   impl->source = g.source;
   LowerOptions lo;
   lo.inline_limit = opts.inline_limit;
+  if (!opts.inject_bug.empty()) {
+    size_t colon = opts.inject_bug.find(':');
+    std::string kind = colon == std::string::npos ? "" : opts.inject_bug.substr(colon + 1);
+    if (colon == 0 || (kind != "compile_error" && kind != "runtime_error" && kind != "accuracy"))
+      throw Error("", "--inject-bug expects <op>:compile_error|runtime_error|accuracy, got '" +
+                          opts.inject_bug + "'");
+    lo.inject_op = opts.inject_bug.substr(0, colon);
+    lo.inject_kind = kind;
+  }
   LoopProgram p = lower(g, lo);
   impl->pre = print_loop_program(p);
   FuseOptions fo;
@@ -126,6 +135,16 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
       for (size_t a = 0; a < args.size(); ++a)
         for (size_t b = 0; b < args.size(); ++b)
           if (a != b && mp.slot_of[args[a]] == mp.slot_of[args[b]]) noalias[a] = false;
+      // Testing only: a planted bug in a node computed by this kernel.
+      std::string planted, planted_node;
+      for (const KernelMember& m : k.members)
+        for (const std::string& origin : p.buffers[m.buffer].origins)
+          if (p.injected.count(origin) && planted.empty()) {
+            planted = p.injected.at(origin);
+            planted_node = origin;
+          }
+      if (planted == "compile_error")
+        throw Error(g.source, "injected compile error in generated kernel " + k.name, planted_node);
       std::string ll = impl->compiler->add_kernel(p, k, args, noalias);
       impl->kernels.push_back({k.name, ll});
       PlanKernel pk;
@@ -137,6 +156,8 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
       int64_t max_tasks = int64_t(impl->pool->size()) * 8;
       grain = std::max(grain, (k.xnumel + max_tasks - 1) / max_tasks);
       pk.grain = grain;
+      if (planted == "runtime_error")
+        pk.fail = "injected runtime error in kernel " + k.name + " (node '" + planted_node + "')";
       kernel_index[item.index] = int(plan.kernels.size());
       plan.kernels.push_back(pk);
       if (k.xnumel > 0) plan.steps.push_back({PlanStep::Kind::Kernel, kernel_index[item.index]});

@@ -25,6 +25,9 @@ struct InductorOptions {
   bool fuse = true;          ///< false: one kernel per buffer (for bisecting fusion)
   bool reuse_memory = true;  ///< memory planner: reuse freed buffers and write in place
   int inline_limit = 48;     ///< see LowerOptions::inline_limit
+  /// Testing only: "<op>:compile_error|runtime_error|accuracy" plants that bug in the code
+  /// generated for <op> (compile_inductor throws; run() throws; results are off by one).
+  std::string inject_bug;
 };
 
 struct GeneratedKernel {

@@ -179,6 +179,8 @@ struct LoopProgram {
   std::vector<Buffer> buffers;
   std::vector<OutputView> outputs;
   std::vector<std::string> log; ///< lowering decisions (fallbacks, realizations)
+  /// Testing only: node names with a planted "compile_error" or "runtime_error" bug.
+  std::map<std::string, std::string> injected;
 
   /// Buffers that `b` reads (sorted, unique), including extern operands.
   std::vector<int> reads(int b) const;

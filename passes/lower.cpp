@@ -271,6 +271,7 @@ public:
     return load_of(id, {n});
   }
   void fallback(int n, const std::string& why);
+  void inject_bug(int n);
 
   LoopProgram p_;
   std::vector<LVal> vals_;
@@ -1211,6 +1212,22 @@ void Lowerer::fallback(int n, const std::string& why) {
   }
 }
 
+void Lowerer::inject_bug(int n) {
+  const Node& nd = node(n);
+  p_.log.push_back("inject: " + opts_.inject_kind + " bug in node '" + nd.name + "'");
+  if (opts_.inject_kind != "accuracy") {
+    p_.injected[nd.name] = opts_.inject_kind;
+    return;
+  }
+  for (ValueId o : nd.outputs) {
+    LVal v = vals_[o];
+    if (v.dtype == DType::Bool) continue;
+    vals_[o] = pointwise(n, v.dtype, v.sizes, [&](auto& idx) {
+      return v_binary(VOp::Add, at(v, idx), v_const(1, v.dtype));
+    }, {&v});
+  }
+}
+
 LoopProgram Lowerer::run() {
   int user = 0;
   for (const GraphInput& in : g_.inputs) {
@@ -1232,6 +1249,7 @@ LoopProgram Lowerer::run() {
     LowerFn fn = find_rule(nd.target);
     if (fn) fn(*this, n);
     else fallback(n, "no lowering");
+    if (!opts_.inject_op.empty() && op_base_name(nd.target) == opts_.inject_op) inject_bug(n);
     for (ValueId o : nd.outputs) {
       LVal& v = vals_[o];
       if (!v.body) fail(n, "output was not lowered");

@@ -10,6 +10,11 @@ struct LowerOptions {
   /// A pointwise value with two or more users is materialized when its body has more nodes
   /// than this; smaller bodies are recomputed (inlined) in every consumer.
   int inline_limit = 48;
+  /// Testing only (--inject-bug): nodes of this op (base name, "relu") get a planted bug.
+  std::string inject_op;
+  /// "accuracy" adds 1 to the op's results here; "compile_error" and "runtime_error" are
+  /// recorded in LoopProgram::injected for code generation and the plan to act on.
+  std::string inject_kind;
 };
 
 /// Lowers every node of `g` to buffers of the loop IR.

@@ -180,6 +180,7 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
     case PlanStep::Kind::Free: slots[s.index].reset(); break;
     case PlanStep::Kind::Kernel: {
       const PlanKernel& k = plan.kernels[s.index];
+      if (!k.fail.empty()) throw Error(source, k.fail, k.name);
       args.clear();
       for (int a : k.arg_slots) args.push_back(slots[a]->data());
       int64_t grain = std::max<int64_t>(k.grain, 1);

@@ -31,6 +31,7 @@ struct PlanKernel {
   std::vector<int> arg_slots; ///< one per kernel argument
   int64_t xnumel = 0;
   int64_t grain = 1; ///< rows per task
+  std::string fail;  ///< testing only (--inject-bug): running the kernel throws this message
 };
 
 struct PlanExtern {

@@ -1,5 +1,6 @@
 // End-to-end tests of the inductor backend: fixtures compiled to LLVM kernels and run.
 #include "codegen/inductor.h"
+#include "frontend/diag.h"
 #include "frontend/import.h"
 #include "frontend/safetensors.h"
 #include "passes/decompose.h"
@@ -88,4 +89,28 @@ TEST_CASE("codegen: decomposed fixtures match PyTorch's outputs") {
   for (const char* m : {"mlp", "norms", "block", "embed"}) {
     SUBCASE(m) { check_fixture(m, std::string(m) + ".pt2", true); }
   }
+}
+
+TEST_CASE("codegen: --inject-bug plants compile, runtime and accuracy bugs in one op's kernel") {
+  Graph g = import_graph(fixture("mlp.core.pt2"));
+  IO io = read_io("mlp");
+  InductorOptions o;
+  o.inject_bug = "relu:compile_error";
+  CHECK_THROWS_WITH_AS(compile_inductor(g, o),
+                       doctest::Contains("injected compile error in generated kernel fused_addmm_relu_pow_0"),
+                       Error);
+  o.inject_bug = "relu:runtime_error";
+  CompiledGraph rt = compile_inductor(g, o);
+  CHECK_THROWS_WITH_AS(rt.run(io.inputs), doctest::Contains("injected runtime error"), Error);
+  o.inject_bug = "relu:accuracy";
+  CompiledGraph acc = compile_inductor(g, o);
+  auto outs = acc.run(io.inputs);
+  CHECK_FALSE(compare_tensors(outs[0], io.outputs[0]).ok);
+  CHECK(acc.fusion_log().find("inject: accuracy bug in node 'relu'") != std::string::npos);
+  o.inject_bug = "relu:wrong";
+  CHECK_THROWS_AS(compile_inductor(g, o), Error);
+  // An op the graph does not have changes nothing.
+  o.inject_bug = "sigmoid:accuracy";
+  CHECK(compare_tensors(compile_inductor(g, o).run(io.inputs)[0], io.outputs[0],
+                        CompareOptions{1e-4, 1e-4, true, true}).ok);
 }
