@@ -8,7 +8,9 @@
 #include "frontend/random.h"
 #include "frontend/safetensors.h"
 #include "driver/check.h"
+#include "driver/failure_tools.h"
 #include "driver/logging.h"
+#include "driver/tensor_io.h"
 #include "runtime/interpreter.h"
 
 #include <nlohmann/json.hpp>
@@ -43,8 +45,7 @@ void check_supported(const Options& o) {
     throw UsageError(what + " is not yet supported");
   };
   if (o.bench) unsupported("--bench");
-  if (o.bisect) unsupported("--bisect");
-  if (o.minify) unsupported("--minify");
+  if (o.bisect && o.minify) throw UsageError("--bisect and --minify cannot be combined");
   if (!o.inject_bug.empty()) unsupported("--inject-bug");
   if (!o.trace.empty()) unsupported("--trace");
   if (o.md || !o.mf.empty() || !o.mt.empty()) unsupported("writing dependency files (-MD/-MF/-MT)");
@@ -55,7 +56,7 @@ void check_supported(const Options& o) {
   if (o.device == DeviceKind::Cuda) unsupported("--device=cuda");
   if (o.emit_asm || o.emit == "llvm" || o.emit == "ptx" || o.emit == "obj" || o.emit == "cpp")
     unsupported("--emit=" + (o.emit.empty() ? std::string("llvm (-S)") : o.emit));
-  if (o.emit.empty() && !o.run && !o.check_accuracy)
+  if (o.emit.empty() && !o.run && !o.check_accuracy && !o.bisect && !o.minify)
     unsupported("writing a .fxo artifact (the default action); use --run or --emit=fx|fxg,");
   if (o.mode == Mode::Train && o.backend == Backend::Eager)
     throw UsageError("--mode=train needs AOT autograd: use --backend=aot_eager or a later backend");
@@ -77,84 +78,6 @@ void write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f.write(text.data(), std::streamsize(text.size()));
   if (!f) throw Error(path, "cannot write output file");
-}
-
-// The upper bound for random integer inputs: embedding indices stay below the table size.
-int64_t random_int_bound(const Graph& g, ValueId v) {
-  int64_t bound = 2;
-  bool found = false;
-  for (const Node& n : g.nodes) {
-    if (n.target != "aten.embedding.default") continue;
-    if (n.arg("indices").tensor != v) continue;
-    int64_t rows = g.values[n.arg("weight").tensor].meta.sizes.at(0);
-    bound = found ? std::min(bound, rows) : rows;
-    found = true;
-  }
-  return bound;
-}
-
-// User inputs from --inputs (by input_<i> or by the graph's input name), else seeded random.
-std::vector<Tensor> load_inputs(const Graph& g, const Options& o) {
-  std::vector<Tensor> inputs;
-  std::map<std::string, WeightData> file;
-  if (!o.inputs.empty()) file = read_safetensors(o.inputs);
-  int k = 0;
-  for (const GraphInput& in : g.inputs) {
-    if (in.kind != InputKind::UserInput) continue;
-    const Value& v = g.values[in.value];
-    std::string key = "input_" + std::to_string(k);
-    uint64_t seed = o.seed * 1000003ull + uint64_t(k);
-    ++k;
-    if (!o.inputs.empty()) {
-      auto it = file.find(key);
-      if (it == file.end()) it = file.find(v.name);
-      if (it == file.end())
-        throw Error(o.inputs, "no tensor '" + key + "' or '" + v.name + "' for graph input '" +
-                                  v.name + "'");
-      Tensor t = Tensor::from_weight(it->second);
-      if (t.dtype() != v.meta.dtype || t.sizes() != v.meta.sizes)
-        throw Error(o.inputs, "input '" + v.name + "': expected " + format_meta(v.meta) + ", got " +
-                                  format_meta(t.meta()));
-      inputs.push_back(t);
-      continue;
-    }
-    Tensor t = Tensor::empty(v.meta.dtype, v.meta.sizes);
-    fill_random(v.meta.dtype, size_t(t.numel()), seed, t.raw_data(), 0,
-                random_int_bound(g, in.value));
-    inputs.push_back(t);
-  }
-  return inputs;
-}
-
-void write_outputs(const std::string& path, const NamedTensors& results) {
-  std::vector<Tensor> keep;
-  std::vector<SafetensorsEntry> entries;
-  for (const auto& [name, t] : results) {
-    keep.push_back(t.contiguous());
-    entries.push_back({name, keep.back().meta(), keep.back().raw_data()});
-    entries.back().meta.strides = contiguous_strides(entries.back().meta.sizes);
-    entries.back().meta.storage_offset = 0;
-  }
-  write_safetensors(path, entries);
-}
-
-std::string summarize(const Tensor& t) {
-  Tensor c = t.contiguous();
-  double sum = 0, sq = 0, mn = INFINITY, mx = -INFINITY;
-  int64_t n = c.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    double x = c.load(i);
-    sum += x;
-    sq += x * x;
-    mn = std::min(mn, x);
-    mx = std::max(mx, x);
-  }
-  char buf[256];
-  if (n == 0) return format_meta(t.meta()) + " (empty)";
-  std::snprintf(buf, sizeof buf, "%s mean=%.6g std=%.6g min=%.6g max=%.6g",
-                format_meta(t.meta()).c_str(), sum / n,
-                std::sqrt(std::max(0.0, sq / n - (sum / n) * (sum / n))), mn, mx);
-  return buf;
 }
 
 // The guards the compiled graph assumes of its inputs, and whether this run's inputs pass them.
@@ -183,7 +106,7 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   c.trace.log("run", std::string("executed with backend ") + backend_name(o.backend), ms);
   if (o.verbose) std::fprintf(stderr, "fxc: run: %.3f ms\n", ms);
 
-  if (!o.outputs.empty()) write_outputs(o.outputs, results);
+  if (!o.outputs.empty()) write_named_tensors(o.outputs, results);
   int status = 0;
   if (!o.expect.empty()) {
     auto expected = read_safetensors(o.expect);
@@ -244,6 +167,9 @@ int run_driver(const Options& o) {
     trace.finish();
     return 0;
   }
+
+  if (o.bisect) return run_bisect(o, c.source, load_inputs(c.source, o));
+  if (o.minify) return run_minify(o, c.source, load_inputs(c.source, o));
 
   run_pipeline(c);
   std::vector<Tensor> inputs = load_inputs(c.source, o);

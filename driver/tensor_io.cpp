@@ -1,0 +1,101 @@
+// Tensors in and out of the driver: user inputs (file or seeded random), result files, summaries.
+#include "driver/tensor_io.h"
+
+#include "frontend/diag.h"
+#include "frontend/random.h"
+#include "frontend/safetensors.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace fxc {
+
+namespace {
+// The upper bound for random integer inputs: embedding indices stay below the table size.
+int64_t random_int_bound(const Graph& g, ValueId v) {
+  int64_t bound = 2;
+  bool found = false;
+  for (const Node& n : g.nodes) {
+    if (n.target != "aten.embedding.default") continue;
+    if (n.arg("indices").tensor != v) continue;
+    int64_t rows = g.values[n.arg("weight").tensor].meta.sizes.at(0);
+    bound = found ? std::min(bound, rows) : rows;
+    found = true;
+  }
+  return bound;
+}
+
+} // namespace
+
+// User inputs from --inputs (by input_<i> or by the graph's input name), else seeded random.
+std::vector<Tensor> load_inputs(const Graph& g, const Options& o) {
+  std::vector<Tensor> inputs;
+  std::map<std::string, WeightData> file;
+  if (!o.inputs.empty()) file = read_safetensors(o.inputs);
+  int k = 0;
+  for (const GraphInput& in : g.inputs) {
+    if (in.kind != InputKind::UserInput) continue;
+    const Value& v = g.values[in.value];
+    std::string key = "input_" + std::to_string(k);
+    uint64_t seed = o.seed * 1000003ull + uint64_t(k);
+    ++k;
+    if (!o.inputs.empty()) {
+      auto it = file.find(key);
+      if (it == file.end()) it = file.find(v.name);
+      if (it == file.end())
+        throw Error(o.inputs, "no tensor '" + key + "' or '" + v.name + "' for graph input '" +
+                                  v.name + "'");
+      Tensor t = Tensor::from_weight(it->second);
+      if (t.dtype() != v.meta.dtype || t.sizes() != v.meta.sizes)
+        throw Error(o.inputs, "input '" + v.name + "': expected " + format_meta(v.meta) + ", got " +
+                                  format_meta(t.meta()));
+      inputs.push_back(t);
+      continue;
+    }
+    Tensor t = Tensor::empty(v.meta.dtype, v.meta.sizes);
+    fill_random(v.meta.dtype, size_t(t.numel()), seed, t.raw_data(), 0,
+                random_int_bound(g, in.value));
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+void write_named_tensors(const std::string& path, const NamedTensors& results) {
+  std::vector<Tensor> keep;
+  std::vector<SafetensorsEntry> entries;
+  for (const auto& [name, t] : results) {
+    keep.push_back(t.contiguous());
+    entries.push_back({name, keep.back().meta(), keep.back().raw_data()});
+    entries.back().meta.strides = contiguous_strides(entries.back().meta.sizes);
+    entries.back().meta.storage_offset = 0;
+  }
+  write_safetensors(path, entries);
+}
+
+std::string summarize(const Tensor& t) {
+  Tensor c = t.contiguous();
+  double sum = 0, sq = 0, mn = INFINITY, mx = -INFINITY;
+  int64_t n = c.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    double x = c.load(i);
+    sum += x;
+    sq += x * x;
+    mn = std::min(mn, x);
+    mx = std::max(mx, x);
+  }
+  char buf[256];
+  if (n == 0) return format_meta(t.meta()) + " (empty)";
+  std::snprintf(buf, sizeof buf, "%s mean=%.6g std=%.6g min=%.6g max=%.6g",
+                format_meta(t.meta()).c_str(), sum / n,
+                std::sqrt(std::max(0.0, sq / n - (sum / n) * (sum / n))), mn, mx);
+  return buf;
+}
+
+
+NamedTensors read_named_tensors(const std::string& path) {
+  NamedTensors out;
+  for (const auto& [name, w] : read_safetensors(path)) out.emplace_back(name, Tensor::from_weight(w).clone());
+  return out;
+}
+
+} // namespace fxc

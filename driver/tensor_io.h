@@ -1,0 +1,27 @@
+// Tensors in and out of the driver: user inputs (file or seeded random), result files, summaries.
+#pragma once
+
+#include "driver/options.h"
+#include "driver/pipeline.h"
+#include "frontend/graph.h"
+#include "runtime/tensor.h"
+
+#include <string>
+#include <vector>
+
+namespace fxc {
+
+/// User inputs from --inputs (by input_<i> or by the graph's input name), else seeded random
+/// values (floating N(0,1); integers below the embedding table size when they index one).
+std::vector<Tensor> load_inputs(const Graph& g, const Options& o);
+
+/// Writes named tensors (contiguous) to a .safetensors file.
+void write_named_tensors(const std::string& path, const NamedTensors& tensors);
+
+/// Reads every tensor of a .safetensors file into memory (owned copies).
+NamedTensors read_named_tensors(const std::string& path);
+
+/// "f32[64, 256] mean=... std=... min=... max=..."
+std::string summarize(const Tensor& t);
+
+} // namespace fxc
