@@ -1,6 +1,7 @@
 // compile_inductor: the lowering → fusion → memory plan → LLVM → host plan pipeline.
 #include "codegen/inductor.h"
 
+#include "codegen/cpp_wrapper.h"
 #include "codegen/llvm_codegen.h"
 #include "frontend/diag.h"
 #include "passes/fuse.h"
@@ -21,7 +22,7 @@ struct CompiledGraph::Impl {
   Plan plan;
   std::unique_ptr<ThreadPool> pool;
   std::mutex run_mu; // the pool runs one plan at a time
-  std::string pre, post, log;
+  std::string pre, post, log, output_code;
   std::vector<GeneratedKernel> kernels;
   int externs = 0;
   int64_t peak = 0;
@@ -36,6 +37,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& user_inputs) c
 const std::string& CompiledGraph::ir_pre_fusion() const { return impl->pre; }
 const std::string& CompiledGraph::ir_post_fusion() const { return impl->post; }
 const std::string& CompiledGraph::fusion_log() const { return impl->log; }
+const std::string& CompiledGraph::output_code() const { return impl->output_code; }
 const std::vector<GeneratedKernel>& CompiledGraph::kernels() const { return impl->kernels; }
 int CompiledGraph::num_kernels() const { return int(impl->kernels.size()); }
 int CompiledGraph::num_extern_calls() const { return impl->externs; }
@@ -182,6 +184,7 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     v.meta = o.meta;
     plan.outputs.push_back(v);
   }
+  impl->output_code = render_cpp_wrapper(plan, g.source);
   impl->compiler->finalize();
   for (size_t ki = 0; ki < s.kernels.size(); ++ki)
     plan.kernels[kernel_index[ki]].fn = impl->compiler->lookup(s.kernels[ki].name);

@@ -6,8 +6,9 @@
 // compile_inductor() expects a graph after decompositions (passes/decompose.h), though any
 // graph works: ops without a lowering run as fallback extern calls (see lower.h). The texts
 // behind the debug trace are available from the result: ir_pre_fusion.txt (the loop IR of
-// every buffer), ir_post_fusion.txt (kernels, stages and members), kernels/<name>.ll, and the
-// fusion and memory-planning logs.
+// every buffer), ir_post_fusion.txt (kernels, stages and members), kernels/<name>.ll,
+// output_code.cpp (a C++ program running the plan over those kernels), and the fusion and
+// memory-planning logs.
 #pragma once
 
 #include "frontend/graph.h"
@@ -44,6 +45,8 @@ public:
   const std::string& ir_pre_fusion() const;
   const std::string& ir_post_fusion() const;
   const std::string& fusion_log() const;   ///< fusion decisions, fallbacks, memory plan
+  /// output_code.cpp: the host plan as a standalone C++ program (see codegen/cpp_wrapper.h).
+  const std::string& output_code() const;
   const std::vector<GeneratedKernel>& kernels() const;
   int num_kernels() const;                 ///< generated (fused) kernels
   int num_extern_calls() const;            ///< BLAS and fallback calls

@@ -56,28 +56,6 @@ void gemm_loops(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, i
     }
 }
 
-struct MatLayout {
-  bool trans = false;
-  int64_t ld = 1;
-  bool ok = false;
-};
-
-/// How BLAS can read a rows x cols matrix with strides (s0, s1), without copying.
-MatLayout mat_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
-  MatLayout m;
-  if ((cols == 1 || s1 == 1) && (rows == 1 || s0 >= std::max<int64_t>(cols, 1))) {
-    m.ok = true;
-    m.ld = rows == 1 ? std::max<int64_t>(cols, 1) : s0;
-    return m;
-  }
-  if ((rows == 1 || s0 == 1) && (cols == 1 || s1 >= std::max<int64_t>(rows, 1))) {
-    m.ok = true;
-    m.trans = true;
-    m.ld = cols == 1 ? std::max<int64_t>(rows, 1) : s1;
-  }
-  return m;
-}
-
 Tensor view_of(const std::vector<std::shared_ptr<Storage>>& slots, const PlanView& v) {
   return Tensor(slots[v.slot], v.meta);
 }
@@ -92,15 +70,15 @@ void run_gemm(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& 
   int64_t M = a.size(o), K = a.size(o + 1), N = b.size(o + 1);
   if (b.size(o) != K || c.size(o) != M || c.size(o + 1) != N || (batched && b.size(0) != B))
     throw Error(source, "matmul operand shapes do not agree", e.name);
-  MatLayout la = mat_layout(M, K, a.stride(o), a.stride(o + 1));
-  MatLayout lb = mat_layout(K, N, b.stride(o), b.stride(o + 1));
+  BlasMatrix la = blas_matrix(M, K, a.stride(o), a.stride(o + 1));
+  BlasMatrix lb = blas_matrix(K, N, b.stride(o), b.stride(o + 1));
   if (!la.ok) {
     a = a.contiguous();
-    la = mat_layout(M, K, a.stride(o), a.stride(o + 1));
+    la = blas_matrix(M, K, a.stride(o), a.stride(o + 1));
   }
   if (!lb.ok) {
     b = b.contiguous();
-    lb = mat_layout(K, N, b.stride(o), b.stride(o + 1));
+    lb = blas_matrix(K, N, b.stride(o), b.stride(o + 1));
   }
   int64_t sa = batched ? a.stride(0) : 0, sb = batched ? b.stride(0) : 0, sc = M * N;
   for (int64_t i = 0; i < B; ++i) {
@@ -151,6 +129,21 @@ void run_fallback(const PlanExtern& e, const std::vector<std::shared_ptr<Storage
 }
 
 } // namespace
+
+BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
+  BlasMatrix m;
+  if ((cols == 1 || s1 == 1) && (rows == 1 || s0 >= std::max<int64_t>(cols, 1))) {
+    m.ok = true;
+    m.ld = rows == 1 ? std::max<int64_t>(cols, 1) : s0;
+    return m;
+  }
+  if ((rows == 1 || s0 == 1) && (cols == 1 || s1 >= std::max<int64_t>(rows, 1))) {
+    m.ok = true;
+    m.trans = true;
+    m.ld = cols == 1 ? std::max<int64_t>(rows, 1) : s1;
+  }
+  return m;
+}
 
 std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& user_inputs,
                                  ThreadPool& pool, const std::string& source) {

@@ -60,6 +60,15 @@ struct Plan {
   std::vector<PlanView> outputs;
 };
 
+/// How a BLAS gemm reads a rows x cols matrix with element strides (s0, s1) in place: row-major
+/// (trans = false) or transposed, with leading dimension ld; ok = false when it must be copied.
+struct BlasMatrix {
+  bool ok = false;
+  bool trans = false;
+  int64_t ld = 1;
+};
+BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s0, int64_t s1);
+
 /// Runs the plan on the user inputs; returns the outputs (views of plan-owned storage).
 /// Throws fxc::Error when the inputs do not match the plan (count, dtype, shape) or an extern
 /// call fails.

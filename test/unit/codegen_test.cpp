@@ -114,3 +114,23 @@ TEST_CASE("codegen: --inject-bug plants compile, runtime and accuracy bugs in on
   CHECK(compare_tensors(compile_inductor(g, o).run(io.inputs)[0], io.outputs[0],
                         CompareOptions{1e-4, 1e-4, true, true}).ok);
 }
+
+TEST_CASE("codegen: output_code.cpp renders the host plan as a program with main()") {
+  Graph g = import_graph(fixture("mlp.core.pt2"));
+  CompiledGraph cg = compile_inductor(g, {});
+  const std::string& c = cg.output_code();
+  CHECK(c.find("extern \"C\" void fused_addmm_relu_pow_0(void* const* args, int64_t xbegin, int64_t xend);") !=
+        std::string::npos);
+  // x [64, 256] @ permute(fc1.weight): row-major A, transposed B read in place.
+  CHECK(c.find("cblas_sgemm(101, 111, 112, 64, 256, 256, 1, A + i * 0, 256, Bm + i * 0, 256, 0, C + i * 16384, 256);") !=
+        std::string::npos);
+  CHECK(c.find("launch(fused_addmm_relu_pow_1, args, 64,") != std::string::npos);
+  CHECK(c.find("int main(int argc, char** argv)") != std::string::npos);
+  CHECK(c.find("FXC_WITH_RUNTIME") == std::string::npos);
+  // The same plan renders the same text.
+  CHECK(compile_inductor(g, {}).output_code() == c);
+  // A convolution runs through fxc's reference kernels, which the program says it needs.
+  CompiledGraph conv = compile_inductor(import_graph(fixture("convnet.core.pt2")), {});
+  CHECK(conv.output_code().find("#error \"this graph calls fxc reference kernels") != std::string::npos);
+  CHECK(conv.output_code().find("aten.convolution.default") != std::string::npos);
+}

@@ -1,0 +1,262 @@
+// output_code.cpp rendering: the host plan as straight-line C++ calling the generated kernels.
+#include "codegen/cpp_wrapper.h"
+
+#include "frontend/fxg.h"
+
+#include <set>
+#include <sstream>
+
+namespace fxc {
+
+namespace {
+
+/// Element type spelled in C++ for random fills and BLAS calls.
+std::string c_type(DType t) {
+  switch (t) {
+  case DType::F32: return "float";
+  case DType::F64: return "double";
+  case DType::I64: return "int64_t";
+  case DType::I32: return "int32_t";
+  case DType::I16: return "int16_t";
+  case DType::F16:
+  case DType::BF16: return "uint16_t";
+  case DType::I8: return "int8_t";
+  case DType::U8:
+  case DType::Bool: return "uint8_t";
+  }
+  return "uint8_t";
+}
+
+/// The fill call for a slot holding `numel` elements of `t`.
+std::string fill_call(int slot, DType t, int64_t numel, int seed) {
+  std::string kind = is_floating(t) && t != DType::F16 && t != DType::BF16 ? "fill_float"
+                     : t == DType::F16 || t == DType::BF16                ? "fill_zero"
+                                                                            : "fill_int";
+  return "  " + kind + "(static_cast<" + c_type(t) + "*>(slot[" + std::to_string(slot) + "]), " +
+         std::to_string(numel) + ", " + std::to_string(seed) + ");\n";
+}
+
+std::string ptr(const PlanView& v) {
+  return "static_cast<" + c_type(v.meta.dtype) + "*>(slot[" + std::to_string(v.slot) + "]) + " +
+         std::to_string(v.meta.storage_offset);
+}
+
+std::string render_gemm(const PlanExtern& e) {
+  const TensorMeta &a = e.inputs[0].meta, &b = e.inputs[1].meta, &c = e.outputs[0].meta;
+  bool batched = a.sizes.size() == 3;
+  int o = batched ? 1 : 0;
+  int64_t B = batched ? a.sizes[0] : 1, M = a.sizes[o], K = a.sizes[o + 1], N = b.sizes[o + 1];
+  BlasMatrix la = blas_matrix(M, K, a.strides[o], a.strides[o + 1]);
+  BlasMatrix lb = blas_matrix(K, N, b.strides[o], b.strides[o + 1]);
+  std::string t = c_type(c.dtype);
+  std::ostringstream s;
+  s << "  { // " << e.name << ": [" << B << " x] " << M << "x" << K << " @ " << K << "x" << N << "\n";
+  s << "    const " << t << "* A = " << ptr(e.inputs[0]) << ";\n";
+  s << "    const " << t << "* Bm = " << ptr(e.inputs[1]) << ";\n";
+  s << "    " << t << "* C = " << ptr(e.outputs[0]) << ";\n";
+  s << "    for (int64_t i = 0; i < " << B << "; ++i) {\n";
+  int64_t sa = batched ? a.strides[0] : 0, sb = batched ? b.strides[0] : 0;
+  if (la.ok && lb.ok && K > 0 && (c.dtype == DType::F32 || c.dtype == DType::F64)) {
+    s << "      cblas_" << (c.dtype == DType::F32 ? "s" : "d") << "gemm(101, "
+      << (la.trans ? 112 : 111) << ", " << (lb.trans ? 112 : 111) << ", " << M << ", " << N
+      << ", " << K << ", 1, A + i * " << sa << ", " << la.ld << ", Bm + i * " << sb << ", "
+      << lb.ld << ", 0, C + i * " << M * N << ", " << N << ");\n";
+  } else {
+    // Strides BLAS cannot read in place: plain loops over the strided operands.
+    s << "      for (int64_t m = 0; m < " << M << "; ++m)\n"
+      << "        for (int64_t n = 0; n < " << N << "; ++n) {\n"
+      << "          double acc = 0;\n"
+      << "          for (int64_t k = 0; k < " << K << "; ++k)\n"
+      << "            acc += double(A[i * " << sa << " + m * " << a.strides[o] << " + k * "
+      << a.strides[o + 1] << "]) * double(Bm[i * " << sb << " + k * " << b.strides[o]
+      << " + n * " << b.strides[o + 1] << "]);\n"
+      << "          C[i * " << M * N << " + m * " << N << " + n] = " << t << "(acc);\n"
+      << "        }\n";
+  }
+  s << "    }\n  }\n";
+  return s.str();
+}
+
+std::string meta_literal(const TensorMeta& m) {
+  std::string s = "{";
+  for (size_t i = 0; i < m.sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(m.sizes[i]);
+  s += "}, {";
+  for (size_t i = 0; i < m.strides.size(); ++i) s += (i ? ", " : "") + std::to_string(m.strides[i]);
+  return s + "}, " + std::to_string(m.storage_offset);
+}
+
+std::string render_fallback(const PlanExtern& e, int index, const Plan& plan) {
+  std::ostringstream s;
+  s << "  { // " << e.name << ": fxc reference kernel for " << e.graph->nodes[0].target << "\n";
+  s << "    std::vector<fxc::Tensor> in;\n";
+  for (const PlanView& v : e.inputs)
+    s << "    in.push_back(host_view(" << v.slot << ", fxc::DType(" << int(v.meta.dtype) << "), "
+      << meta_literal(v.meta) << "));\n";
+  s << "    auto out = fxc::interpret(fallback_graph(" << index << "), in);\n";
+  for (size_t i = 0; i < e.outputs.size(); ++i) {
+    const PlanView& v = e.outputs[i];
+    s << "    copy_out(out[" << i << "], slot[" << v.slot << "], " << plan.slot_bytes[v.slot]
+      << ");\n";
+  }
+  s << "  }\n";
+  return s.str();
+}
+
+} // namespace
+
+std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
+  std::ostringstream s;
+  std::vector<int> fallbacks;
+  for (int i = 0; i < int(plan.externs.size()); ++i)
+    if (plan.externs[i].kind == PlanExtern::Kind::Fallback) fallbacks.push_back(i);
+  s << "// output_code.cpp: the host plan of " << (source.empty() ? "<graph>" : source)
+    << ", generated by fxc's inductor backend (CPU).\n"
+    << "//\n"
+    << "// Build and run from the directory holding this file and kernels/:\n"
+    << "//   for f in kernels/*.ll; do llc-19 -O2 -filetype=obj -relocation-model=pic \"$f\" -o \"${f%.ll}.o\"; done\n"
+    << "//   g++ -std=c++20 -O2 output_code.cpp kernels/*.o -lopenblas -lpthread -o model && ./model [runs]\n";
+  if (!fallbacks.empty()) {
+    std::set<std::string> ops;
+    for (int i : fallbacks) ops.insert(plan.externs[i].graph->nodes[0].target);
+    s << "// This graph calls fxc's reference kernels for";
+    for (auto& op : ops) s << " " << op;
+    s << "; add\n"
+      << "//   -DFXC_WITH_RUNTIME -I<fxc source> <fxc build>/libfxc_runtime.a <fxc build>/libfxc_frontend.a -lzstd -lzip\n";
+  }
+  s << "// Inputs and weights are seeded random values; the program prints its median time.\n\n";
+  s << "#include <algorithm>\n#include <atomic>\n#include <chrono>\n#include <cstdint>\n"
+    << "#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <random>\n"
+    << "#include <thread>\n#include <vector>\n";
+  if (!fallbacks.empty()) {
+    s << "\n#ifndef FXC_WITH_RUNTIME\n"
+      << "#error \"this graph calls fxc reference kernels: build with -DFXC_WITH_RUNTIME (see the top)\"\n"
+      << "#endif\n"
+      << "#include \"frontend/import.h\"\n#include \"runtime/interpreter.h\"\n#include <fstream>\n";
+  }
+  s << "\nusing KernelFn = void (*)(void* const*, int64_t, int64_t);\n";
+  std::set<std::string> declared;
+  for (const PlanKernel& k : plan.kernels)
+    if (declared.insert(k.name).second)
+      s << "extern \"C\" void " << k.name << "(void* const* args, int64_t xbegin, int64_t xend);\n";
+  s << "extern \"C\" void cblas_sgemm(int, int, int, int, int, int, float, const float*, int,\n"
+    << "                            const float*, int, float, float*, int);\n"
+    << "extern \"C\" void cblas_dgemm(int, int, int, int, int, int, double, const double*, int,\n"
+    << "                            const double*, int, double, double*, int);\n\n";
+  s << "namespace {\n\n";
+  s << "void* slot[" << std::max<size_t>(plan.slot_bytes.size(), 1) << "] = {};\n";
+  s << "const int64_t slot_bytes[" << std::max<size_t>(plan.slot_bytes.size(), 1) << "] = {";
+  for (size_t i = 0; i < plan.slot_bytes.size(); ++i) s << (i ? ", " : "") << plan.slot_bytes[i];
+  if (plan.slot_bytes.empty()) s << "0";
+  s << "};\n\n";
+  s << "// Outputs of the previous run are released when their slot is allocated again.\n"
+    << "void alloc_slot(int i) {\n"
+    << "  std::free(slot[i]);\n"
+    << "  slot[i] = std::calloc(size_t(std::max<int64_t>(slot_bytes[i], 1)), 1);\n"
+    << "}\n\n"
+    << "// Rows [0, xnumel) in chunks of `grain`, spread over the hardware threads.\n"
+    << "void launch(KernelFn fn, void* const* args, int64_t xnumel, int64_t grain) {\n"
+    << "  int64_t tasks = (xnumel + grain - 1) / grain;\n"
+    << "  unsigned nt = unsigned(std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), tasks));\n"
+    << "  std::atomic<int64_t> next{0};\n"
+    << "  auto work = [&] {\n"
+    << "    for (int64_t t; (t = next++) < tasks;) fn(args, t * grain, std::min(xnumel, (t + 1) * grain));\n"
+    << "  };\n"
+    << "  std::vector<std::thread> pool;\n"
+    << "  for (unsigned i = 1; i < nt; ++i) pool.emplace_back(work);\n"
+    << "  work();\n"
+    << "  for (auto& t : pool) t.join();\n"
+    << "}\n\n"
+    << "template <class T> void fill_float(T* p, int64_t n, unsigned seed) {\n"
+    << "  std::mt19937 g(seed);\n"
+    << "  std::uniform_real_distribution<double> d(-1, 1);\n"
+    << "  for (int64_t i = 0; i < n; ++i) p[i] = T(d(g));\n"
+    << "}\n"
+    << "template <class T> void fill_int(T* p, int64_t n, unsigned seed) {\n"
+    << "  std::mt19937 g(seed);\n"
+    << "  for (int64_t i = 0; i < n; ++i) p[i] = T(g() % 2);\n"
+    << "}\n"
+    << "template <class T> void fill_zero(T* p, int64_t n, unsigned) { std::memset(p, 0, size_t(n) * sizeof(T)); }\n\n";
+  if (!fallbacks.empty()) {
+    s << "fxc::Tensor host_view(int i, fxc::DType t, std::vector<int64_t> sizes, std::vector<int64_t> strides,\n"
+      << "                      int64_t offset) {\n"
+      << "  auto st = std::make_shared<fxc::Storage>(size_t(std::max<int64_t>(slot_bytes[i], 1)));\n"
+      << "  std::memcpy(st->data(), slot[i], size_t(slot_bytes[i]));\n"
+      << "  return fxc::Tensor(st, fxc::TensorMeta{t, sizes, strides, offset, {}});\n"
+      << "}\n"
+      << "void copy_out(const fxc::Tensor& t, void* dst, int64_t bytes) {\n"
+      << "  fxc::Tensor c = t.contiguous();\n"
+      << "  std::memcpy(dst, c.raw_data(), size_t(bytes));\n"
+      << "}\n"
+      << "const fxc::Graph& fallback_graph(int i) {\n"
+      << "  static std::vector<fxc::Graph> graphs;\n"
+      << "  static const char* const fxg[] = {\n";
+    for (size_t j = 0; j < plan.externs.size(); ++j) {
+      const PlanExtern& e = plan.externs[j];
+      std::string json = e.kind == PlanExtern::Kind::Fallback ? fxg_to_json(*e.graph, {}) : "";
+      s << "      R\"fxc_fxg(" << json << ")fxc_fxg\",\n";
+    }
+    s << "  };\n"
+      << "  if (graphs.empty()) {\n"
+      << "    for (const char* text : fxg) {\n"
+      << "      if (!*text) { graphs.emplace_back(); continue; }\n"
+      << "      std::string path = \"output_code_fallback.fxg\";\n"
+      << "      std::ofstream(path) << text;\n"
+      << "      graphs.push_back(fxc::import_fxg(path));\n"
+      << "    }\n"
+      << "  }\n"
+      << "  return graphs[i];\n"
+      << "}\n\n";
+  }
+  s << "void run() {\n";
+  for (const PlanStep& st : plan.steps) {
+    switch (st.kind) {
+    case PlanStep::Kind::Alloc:
+      s << "  alloc_slot(" << st.index << ");\n";
+      break;
+    case PlanStep::Kind::Free:
+      s << "  std::free(slot[" << st.index << "]);\n  slot[" << st.index << "] = nullptr;\n";
+      break;
+    case PlanStep::Kind::Kernel: {
+      const PlanKernel& k = plan.kernels[st.index];
+      s << "  {\n    void* args[] = {";
+      for (size_t i = 0; i < k.arg_slots.size(); ++i) s << (i ? ", " : "") << "slot[" << k.arg_slots[i] << "]";
+      if (k.arg_slots.empty()) s << "nullptr";
+      s << "};\n    launch(" << k.name << ", args, " << k.xnumel << ", " << k.grain << ");\n  }\n";
+      break;
+    }
+    case PlanStep::Kind::Extern: {
+      const PlanExtern& e = plan.externs[st.index];
+      s << (e.kind == PlanExtern::Kind::Gemm ? render_gemm(e) : render_fallback(e, st.index, plan));
+      break;
+    }
+    }
+  }
+  s << "}\n\n} // namespace\n\n";
+  s << "int main(int argc, char** argv) {\n"
+    << "  int runs = argc > 1 ? std::atoi(argv[1]) : 20;\n"
+    << "  if (runs < 1) runs = 1;\n";
+  int seed = 0;
+  for (size_t i = 0; i < plan.input_slots.size(); ++i) {
+    int sl = plan.input_slots[i];
+    s << "  alloc_slot(" << sl << "); // input " << i << "\n";
+    s << fill_call(sl, plan.input_metas[i].dtype, plan.input_metas[i].numel(), seed++);
+  }
+  for (auto& [sl, t] : plan.constant_slots) {
+    s << "  alloc_slot(" << sl << "); // weight\n";
+    s << fill_call(sl, t.dtype(), t.numel(), seed++);
+  }
+  s << "  run(); // warm-up\n"
+    << "  std::vector<double> ms;\n"
+    << "  for (int i = 0; i < runs; ++i) {\n"
+    << "    auto t0 = std::chrono::steady_clock::now();\n"
+    << "    run();\n"
+    << "    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());\n"
+    << "  }\n"
+    << "  std::sort(ms.begin(), ms.end());\n"
+    << "  std::printf(\"median %.4f ms over %d runs\\n\", ms[ms.size() / 2], runs);\n"
+    << "  return 0;\n"
+    << "}\n";
+  return s.str();
+}
+
+} // namespace fxc
