@@ -1172,3 +1172,31 @@ TEST_CASE("kernels: integer scalars keep full int64 precision") {
   Tensor w = op1("aten.where.ScalarOther", {B({1}, {0}), x, I((int64_t(1) << 62) + 7)});
   CHECK(w.load_int(0) == (int64_t(1) << 62) + 7);
 }
+
+TEST_CASE("kernels: empty and size-1 shapes through products, norms and joins") {
+  check(op1("aten.mm.default", {F({2, 0}, {}), F({0, 3}, {})}), DType::F32, {2, 3}, Vals(6, 0));
+  check(op1("aten.bmm.default", {F({0, 2, 3}, {}), F({0, 3, 1}, {})}), DType::F32, {0, 2, 1}, {});
+  check(op1("aten.addmm.default", {F({1}, {5}), F({1, 0}, {}), F({0, 2}, {})}), DType::F32, {1, 2},
+        {5, 5});
+  check(op1("aten.matmul.default", {F({0}, {}), F({0}, {})}), DType::F32, {}, {0});
+  check(op1("aten.softmax.int", {F({2, 0}, {}), I(1)}), DType::F32, {2, 0}, {});
+  check(op1("aten.layer_norm.default", {F({0, 4}, {}), Is({4})}), DType::F32, {0, 4}, {});
+  check(op1("aten.layer_norm.default", {F({2, 1}, {3, -7}), Is({1})}), DType::F32, {2, 1}, {0, 0});
+  check(op1("aten.cat.default", {std::vector<Tensor>{F({0}, {}), F({0}, {})}}), DType::F32, {0},
+        {});
+  check(op1("aten.cat.default", {std::vector<Tensor>{F({0, 2}, {}), F({1, 2}, {1, 2})}}),
+        DType::F32, {1, 2}, {1, 2});
+  check(op1("aten.sum.dim_IntList", {F({1, 1, 1}, {4}), Is({1}), Bo(true)}), DType::F32, {1, 1, 1},
+        {4});
+  check(op1("aten.max_pool2d.default", {F({1, 1, 1, 1}, {7}), Is({1})}), DType::F32, {1, 1, 1, 1},
+        {7});
+  check(op1("aten.embedding.default", {F({3, 2}, {0, 1, 2, 3, 4, 5}), L({0}, {})}), DType::F32,
+        {0, 2}, {});
+  check(op1("aten.index_select.default", {F({}, {9}), I(0), L({1}, {0})}), DType::F32, {}, {9});
+  check(op1("aten.gather.default", {F({}, {9}), I(0), L({}, {0})}), DType::F32, {}, {9});
+  check(op1("aten.where.self", {B({0, 1}, {}), F({3}, {1, 2, 3}), F({1}, {0})}), DType::F32, {0, 3},
+        {});
+  check(op1("aten.scaled_dot_product_attention.default",
+            {F({1, 0, 2}, {}), F({1, 3, 2}, Vals(6, 1)), F({1, 3, 2}, Vals(6, 1))}),
+        DType::F32, {1, 0, 2}, {});
+}
