@@ -6,9 +6,11 @@
 #include "passes/decompose.h"
 #include "runtime/compare.h"
 #include "runtime/interpreter.h"
+#include "runtime/thread_pool.h"
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <string>
 
 using namespace fxc;
@@ -133,4 +135,34 @@ TEST_CASE("codegen: output_code.cpp renders the host plan as a program with main
   CompiledGraph conv = compile_inductor(import_graph(fixture("convnet.core.pt2")), {});
   CHECK(conv.output_code().find("#error \"this graph calls fxc reference kernels") != std::string::npos);
   CHECK(conv.output_code().find("aten.convolution.default") != std::string::npos);
+}
+
+TEST_CASE("codegen: the thread pool runs every task exactly once, repeatedly") {
+  ThreadPool pool(4);
+  CHECK(pool.size() == 4);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<std::atomic<int>> hits(97);
+    pool.parallel_for(97, [&](int64_t i) { hits[i]++; });
+    for (auto& h : hits) REQUIRE(h.load() == 1);
+  }
+  int64_t count = 0;
+  pool.parallel_for(0, [&](int64_t) { ++count; });
+  CHECK(count == 0);
+  ThreadPool single(1);
+  single.parallel_for(5, [&](int64_t) { ++count; });
+  CHECK(count == 5);
+}
+
+TEST_CASE("codegen: kernels split over threads give the same result as one thread") {
+  Graph g = import_graph(fixture("norms.core.pt2"));
+  IO io = read_io("norms");
+  InductorOptions one;
+  one.num_threads = 1;
+  InductorOptions many;
+  many.num_threads = 4;
+  auto a = compile_inductor(g, one).run(io.inputs);
+  auto b = compile_inductor(g, many).run(io.inputs);
+  CompareOptions exact;
+  exact.rtol = exact.atol = 0;
+  CHECK(compare_tensors(a[0], b[0], exact).ok);
 }

@@ -155,3 +155,30 @@ TEST_CASE("memory plan: a pointwise kernel writes in place over its dead input")
   CHECK(mp.slot_of[2] == mp.slot_of[3]);
   compile_and_check(tg);
 }
+
+TEST_CASE("fuse: integer, bool and half-precision values compute like the interpreter") {
+  TestGraph tg;
+  ValueId a = tg.input_values("a", DType::I64, {3, 5}, tg.random_values(15, -50, 50));
+  ValueId h = tg.input_values("h", DType::BF16, {3, 5}, tg.random_values(15, -4, 4));
+  ValueId f = tg.input_values("f", DType::F16, {3, 5}, tg.random_values(15, -4, 4));
+  ValueId s = tg.op("aten.sum.dim_IntList", {T(a), Is({1})});
+  tg.output(s);
+  ValueId gt = tg.op("aten.gt.Scalar", {T(a), I(10)});
+  tg.output(tg.op("aten.any.dim", {T(gt), I(1)}));
+  tg.output(tg.op("aten.argmax.default", {T(a), KW("dim", Arg::of_int(1))}));
+  tg.output(tg.op("aten.mul.Tensor", {T(h), T(h)}));
+  tg.output(tg.op("aten.add.Tensor", {T(f), T(h)}));
+  ValueId w = tg.op("aten.where.self", {T(gt), T(h), T(h)});
+  tg.output(tg.op("aten.amax.default", {T(w), Is({0})}));
+  compile_and_check(tg);
+}
+
+TEST_CASE("fuse: gather and index_select read through indirect indices") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {4, 6});
+  ValueId i = tg.input_values("i", DType::I64, {4, 3}, {0, 5, 2, 1, 1, 4, 3, 0, 5, 2, 2, 2});
+  ValueId j = tg.input_values("j", DType::I64, {2}, {3, 1});
+  tg.output(tg.op("aten.gather.default", {T(x), I(1), T(i)}));
+  tg.output(tg.op("aten.index_select.default", {T(x), I(0), T(j)}));
+  compile_and_check(tg);
+}
