@@ -839,6 +839,7 @@ const GradRow kDerivatives[] = {
     {"aten.exp.default", exp},
     {"aten.expand.default", identity},
     {"aten.flatten.using_ints", reshape_back},
+    {"aten.fmod.Scalar", identity},
     {"aten.gather.default", gather},
     {"aten.gelu.default", gelu},
     {"aten.hardsigmoid.default", hardsigmoid},
