@@ -298,6 +298,38 @@ TEST_CASE("autograd: scaled_dot_product_attention through its decomposition") {
   check_gradients(tg);
 }
 
+TEST_CASE("autograd: a small residual network end to end") {
+  // conv-bn-relu, max_pool2d(3, 2, 1), a residual block with a strided 1x1 downsample,
+  // global average pool and a linear head: the ResNet pattern.
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 2, 8, 8});
+  auto conv = [&](ValueId in, const std::string& name, std::vector<int64_t> w, int64_t stride,
+                  int64_t pad) {
+    ValueId wt = tg.weight(name + ".weight", w);
+    return tg.op("aten.conv2d.default",
+                 {T(in), T(wt), {"", Arg::none()}, Is({stride, stride}), Is({pad, pad})});
+  };
+  auto bn = [&](ValueId in, const std::string& name, int64_t c) {
+    ValueId w = tg.weight(name + ".weight", {c}), b = tg.weight(name + ".bias", {c});
+    ValueId rm = tg.weight(name + ".running_mean", {c}, -1, 1, InputKind::Buffer);
+    ValueId rv = tg.weight(name + ".running_var", {c}, 0.5, 2, InputKind::Buffer);
+    return tg.op("aten.batch_norm.default",
+                 {T(in), T(w), T(b), T(rm), T(rv), B(false), F(0.1), F(1e-5), B(true)});
+  };
+  ValueId h = tg.op("aten.relu.default", {T(bn(conv(x, "conv1", {3, 2, 3, 3}, 1, 1), "bn1", 3))});
+  h = tg.op("aten.max_pool2d.default", {T(h), Is({3, 3}), Is({2, 2}), Is({1, 1})});
+  ValueId r = tg.op("aten.relu.default", {T(bn(conv(h, "c2", {4, 3, 3, 3}, 2, 1), "bn2", 4))});
+  r = bn(conv(r, "c3", {4, 4, 3, 3}, 1, 1), "bn3", 4);
+  ValueId down = bn(conv(h, "down", {4, 3, 1, 1}, 2, 0), "bnd", 4);
+  ValueId y = tg.op("aten.relu.default", {T(tg.op("aten.add.Tensor", {T(r), T(down)}))});
+  y = tg.op("aten.flatten.using_ints",
+            {T(tg.op("aten.adaptive_avg_pool2d.default", {T(y), Is({1, 1})})), I(1)});
+  ValueId fc = tg.weight("fc.weight", {3, 4}), fb = tg.weight("fc.bias", {3});
+  tg.output(tg.op("aten.linear.default", {T(y), T(fc), T(fb)}));
+  check_gradients(tg, PartitionStrategy::MinCut);
+  check_gradients(tg, PartitionStrategy::Default);
+}
+
 TEST_CASE("autograd: both partitioners give the same gradients") {
   TestGraph tg;
   ValueId x = tg.input("x", {4, 6}), w = tg.weight("fc.weight", {5, 6});
