@@ -1416,10 +1416,29 @@ Tensors k_adaptive_avg_pool2d(const KernelCall& c) {
 
 // ---- Attention ----
 
+Tensor reshape_impl(const Tensor& x, const Shape& size);
+
+// Grouped-query attention: repeats each of t's heads (dim -3) so that it has `heads` of them,
+// as repeat_interleave does (result head j is input head j / (heads / t's heads)).
+Tensor repeat_heads(const Tensor& t, int64_t heads, const char* what) {
+  int64_t r = t.dim(), hk = t.size(r - 3);
+  if (hk == heads) return t;
+  if (hk == 0 || heads % hk != 0)
+    fail("scaled_dot_product_attention: the number of heads in " + std::string(what) + " (" +
+         std::to_string(hk) + ") must divide the number of heads in query (" +
+         std::to_string(heads) + ")");
+  Shape sz = t.sizes(), st = t.strides();
+  sz.insert(sz.begin() + (r - 2), heads / hk);
+  st.insert(st.begin() + (r - 2), 0);
+  Shape out = t.sizes();
+  out[size_t(r - 3)] = heads;
+  return reshape_impl(view_of(t, sz, st, t.storage_offset()), out);
+}
+
 Tensors k_sdpa(const KernelCall& c) {
   const Tensor& q = c.tensor("query");
-  const Tensor& k = c.tensor("key");
-  const Tensor& v = c.tensor("value");
+  Tensor k = c.tensor("key");
+  Tensor v = c.tensor("value");
   const Tensor& mask = c.tensor("attn_mask");
   if (c.arg("dropout_p").f != 0)
     fail("scaled_dot_product_attention with dropout_p != 0 is not supported by the reference "
@@ -1431,12 +1450,10 @@ Tensors k_sdpa(const KernelCall& c) {
     fail("scaled_dot_product_attention expects query, key and value of at least 2 dims");
   check_same_dtype(q, k, "scaled_dot_product_attention");
   check_same_dtype(q, v, "scaled_dot_product_attention");
-  if (c.arg("enable_gqa").b && q.dim() >= 3 && q.size(q.dim() - 3) != k.size(k.dim() - 3))
-    fail("scaled_dot_product_attention with enable_gqa and differing head counts (" +
-         std::to_string(q.size(q.dim() - 3)) + " query heads, " +
-         std::to_string(k.size(k.dim() - 3)) +
-         " key heads) is not supported by the reference "
-         "interpreter");
+  if (c.arg("enable_gqa").b && q.dim() >= 3 && k.dim() >= 3 && v.dim() >= 3) {
+    k = repeat_heads(k, q.size(q.dim() - 3), "key");
+    v = repeat_heads(v, q.size(q.dim() - 3), "value");
+  }
   int64_t L = q.size(q.dim() - 2), E = q.size(q.dim() - 1);
   int64_t S = k.size(k.dim() - 2), Ev = v.size(v.dim() - 1);
   if (k.size(k.dim() - 1) != E)

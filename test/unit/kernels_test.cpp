@@ -783,11 +783,26 @@ TEST_CASE("kernels: scaled_dot_product_attention with masks, causal and scale") 
   CHECK(op_error("aten.scaled_dot_product_attention.default",
                  {Q, K, V, B({3, 4}, bm), Fl(0), Bo(true)})
             .find("is_causal") != std::string::npos);
-  CHECK(op_error("aten.scaled_dot_product_attention.default", {D({1, 4, 3, 2}, rand_vals(24, 1)),
-                                                               D({1, 2, 4, 2}, rand_vals(16, 2)),
-                                                               D({1, 2, 4, 3}, rand_vals(24, 3)),
+  // Grouped-query attention: 4 query heads share 2 key/value heads (heads 0,1 -> 0; 2,3 -> 1).
+  Vals q4 = rand_vals(24, 1), k2 = rand_vals(16, 2), v2 = rand_vals(24, 3);
+  Tensor gqa = op1(
+      "aten.scaled_dot_product_attention.default",
+      {D({1, 4, 3, 2}, q4), D({1, 2, 4, 2}, k2), D({1, 2, 4, 3}, v2), {"enable_gqa", Bo(true)}});
+  REQUIRE(gqa.sizes() == Shape{1, 4, 3, 3});
+  for (int h = 0; h < 4; ++h) {
+    int kv = h / 2;
+    Vals ref = attention_ref(Vals(q4.begin() + h * 6, q4.begin() + h * 6 + 6),
+                             Vals(k2.begin() + kv * 8, k2.begin() + kv * 8 + 8),
+                             Vals(v2.begin() + kv * 12, v2.begin() + kv * 12 + 12), 3, 4, 2, 3, {},
+                             1 / std::sqrt(2.0));
+    for (int e = 0; e < 9; ++e)
+      CHECK(gqa.at({0, h, e / 3, e % 3}) == doctest::Approx(ref[size_t(e)]).epsilon(1e-12));
+  }
+  CHECK(op_error("aten.scaled_dot_product_attention.default", {D({1, 3, 3, 2}, rand_vals(18, 1)),
+                                                               D({1, 2, 4, 2}, k2),
+                                                               D({1, 2, 4, 3}, v2),
                                                                {"enable_gqa", Bo(true)}})
-            .find("enable_gqa") != std::string::npos);
+            .find("must divide") != std::string::npos);
   check(op1("aten.scaled_dot_product_attention.default", {Q, K, V, {"enable_gqa", Bo(true)}}),
         DType::F64, {1, 1, 3, 3}, attention_ref(q, k, v, L, S, E, Ev, {}, sc), 1e-13, 1e-13);
 }
