@@ -63,6 +63,20 @@ int64_t to_int64(double v) {
   return int64_t(v);
 }
 
+// f32 -> f64 over n contiguous elements; optimised even in debug builds (GCC), since
+// float64 mode converts every weight this way. Conversion is exact, so optimisation is safe.
+#if defined(__GNUC__) && !defined(__clang__)
+[[gnu::optimize("O3")]]
+#endif
+void widen_f32(const std::byte* src, std::byte* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float f;
+    std::memcpy(&f, src + i * 4, 4);
+    double d = f;
+    std::memcpy(dst + i * 8, &d, 8);
+  }
+}
+
 } // namespace
 
 double round_to_dtype(double v, DType dtype) {
@@ -205,6 +219,17 @@ void Tensor::copy_from(const Tensor& src) const {
   }
   int64_t n = numel();
   if (n == 0) return;
+  // Fast paths for dense copies (weights converted to f64, clones): same shape, both contiguous.
+  if (src.sizes() == sizes() && src.is_contiguous() && is_contiguous()) {
+    if (src.dtype() == dtype()) {
+      std::memcpy(raw_data(), src.raw_data(), size_t(n) * dtype_size(dtype()));
+      return;
+    }
+    if (src.dtype() == DType::F32 && dtype() == DType::F64) {
+      widen_f32(src.raw_data(), raw_data(), n);
+      return;
+    }
+  }
   std::vector<int64_t> idx(nd, 0);
   int64_t so = 0, dofs = 0;
   bool as_int = !is_floating(dtype()) && !is_floating(src.dtype());

@@ -190,3 +190,17 @@ TEST_CASE("tensor: sizes and views from files are checked") {
   w.meta.storage_offset = 1;
   CHECK_THROWS_AS(Tensor::from_weight(w), TensorError);
 }
+
+TEST_CASE("tensor: dense conversions and clones keep every value") {
+  Vals v = rand_vals(1000, 3, -1e6, 1e6);
+  Tensor f = F({10, 100}, v);
+  Tensor d = f.to(DType::F64);
+  Vals fv = f.to_vector(), dv = d.to_vector();
+  REQUIRE(dv.size() == 1000);
+  for (size_t i = 0; i < dv.size(); ++i) CHECK(dv[i] == fv[i]);
+  Tensor c = d.clone();
+  CHECK(c.storage() != d.storage());
+  CHECK(c.to_vector() == dv);
+  Tensor row = f.as_strided({100}, {1}, 300); // contiguous view with an offset
+  CHECK(row.to(DType::F64).to_vector() == Vals(fv.begin() + 300, fv.begin() + 400));
+}
