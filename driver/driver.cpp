@@ -7,6 +7,7 @@
 #include "frontend/printer.h"
 #include "frontend/random.h"
 #include "frontend/safetensors.h"
+#include "driver/bench.h"
 #include "driver/check.h"
 #include "driver/failure_tools.h"
 #include "driver/logging.h"
@@ -44,7 +45,6 @@ void check_supported(const Options& o) {
   auto unsupported = [](const std::string& what) {
     throw UsageError(what + " is not yet supported");
   };
-  if (o.bench) unsupported("--bench");
   if (o.bisect && o.minify) throw UsageError("--bisect and --minify cannot be combined");
   if (!o.inject_bug.empty()) unsupported("--inject-bug");
   if (!o.trace.empty()) unsupported("--trace");
@@ -56,7 +56,7 @@ void check_supported(const Options& o) {
   if (o.device == DeviceKind::Cuda) unsupported("--device=cuda");
   if (o.emit_asm || o.emit == "llvm" || o.emit == "ptx" || o.emit == "obj" || o.emit == "cpp")
     unsupported("--emit=" + (o.emit.empty() ? std::string("llvm (-S)") : o.emit));
-  if (o.emit.empty() && !o.run && !o.check_accuracy && !o.bisect && !o.minify)
+  if (o.emit.empty() && !o.run && !o.check_accuracy && !o.bisect && !o.minify && !o.bench)
     unsupported("writing a .fxo artifact (the default action); use --run or --emit=fx|fxg,");
   if (o.mode == Mode::Train && o.backend == Backend::Eager)
     throw UsageError("--mode=train needs AOT autograd: use --backend=aot_eager or a later backend");
@@ -174,6 +174,12 @@ int run_driver(const Options& o) {
   run_pipeline(c);
   std::vector<Tensor> inputs = load_inputs(c.source, o);
   log_guards(c.source, inputs);
+  if (o.bench) {
+    BenchResult r = bench(*c.executable, inputs, c.source, BenchOptions{});
+    std::printf("%s: %s: %s\n", o.input.c_str(), backend_name(o.backend), format_bench(r).c_str());
+    trace.finish();
+    return 0;
+  }
   int status = run_and_check(c, inputs);
   trace.finish();
   if (trace.enabled()) std::fprintf(stderr, "fxc: debug trace written to %s\n", trace.root().c_str());
