@@ -39,6 +39,20 @@ const std::string& CompiledGraph::ir_post_fusion() const { return impl->post; }
 const std::string& CompiledGraph::fusion_log() const { return impl->log; }
 const std::string& CompiledGraph::output_code() const { return impl->output_code; }
 const std::vector<GeneratedKernel>& CompiledGraph::kernels() const { return impl->kernels; }
+namespace {
+std::vector<std::pair<std::string, std::string>> kernel_texts(const std::vector<GeneratedKernel>& ks) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& k : ks) out.push_back({k.name, k.ll});
+  return out;
+}
+} // namespace
+
+std::string CompiledGraph::llvm_module(bool optimized) const {
+  return link_kernels_ll(kernel_texts(impl->kernels), optimized);
+}
+std::string CompiledGraph::object_code() const {
+  return emit_kernels_object(kernel_texts(impl->kernels));
+}
 int CompiledGraph::num_kernels() const { return int(impl->kernels.size()); }
 int CompiledGraph::num_extern_calls() const { return impl->externs; }
 int64_t CompiledGraph::peak_bytes() const { return impl->peak; }

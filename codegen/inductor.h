@@ -48,6 +48,11 @@ public:
   /// output_code.cpp: the host plan as a standalone C++ program (see codegen/cpp_wrapper.h).
   const std::string& output_code() const;
   const std::vector<GeneratedKernel>& kernels() const;
+  /// Every kernel linked into one LLVM module (--emit=llvm), optimized or as generated.
+  std::string llvm_module(bool optimized = false) const;
+  /// Every kernel as one x86-64 ELF relocatable object (--emit=obj); each kernel's entry point
+  /// `void <name>(void* const* args, int64_t xbegin, int64_t xend)` is exported.
+  std::string object_code() const;
   int num_kernels() const;                 ///< generated (fused) kernels
   int num_extern_calls() const;            ///< BLAS and fallback calls
   int64_t peak_bytes() const;              ///< planned peak of intermediate buffers

@@ -29,7 +29,15 @@ public:
   virtual KernelFn lookup(const std::string& name) = 0;
 };
 
-/// The host compiler; `threads_hint` is unused by code generation and kept for the plan.
+/// The host compiler.
 std::unique_ptr<KernelCompiler> make_x86_compiler();
+
+/// Links the kernels' LLVM IR (name, .ll text) into one module. Returns its text after the
+/// same O2 pipeline the JIT uses when `optimize`, else as generated. Throws fxc::Error.
+std::string link_kernels_ll(const std::vector<std::pair<std::string, std::string>>& kernels,
+                            bool optimize);
+/// The linked, optimized kernels as an x86-64 ELF relocatable object (position independent),
+/// exporting each kernel's entry point. Throws fxc::Error.
+std::string emit_kernels_object(const std::vector<std::pair<std::string, std::string>>& kernels);
 
 } // namespace fxc

@@ -10,7 +10,11 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/Support/SourceMgr.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -132,16 +136,60 @@ private:
   std::string cpu_, features_, triple_, layout_;
 };
 
+std::unique_ptr<llvm::TargetMachine> host_machine(bool pic) {
+  init_llvm();
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) throw Error("", "cannot detect the host CPU: " + to_string(jtmb.takeError()));
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+  if (pic) jtmb->setRelocationModel(llvm::Reloc::PIC_);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) throw Error("", "cannot create the host target machine: " + to_string(tm.takeError()));
+  return std::move(*tm);
+}
+
+void run_o2(llvm::Module& m, llvm::TargetMachine* tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  mpm.run(m, mam);
+}
+
+/// Parses and links the kernels' IR texts into one module named "kernels".
+std::unique_ptr<llvm::Module> link_all(llvm::LLVMContext& ctx,
+                                       const std::vector<std::pair<std::string, std::string>>& ks) {
+  auto all = std::make_unique<llvm::Module>("kernels", ctx);
+  all->setSourceFileName("kernels");
+  for (auto& [name, text] : ks) {
+    llvm::SMDiagnostic diag;
+    auto buf = llvm::MemoryBuffer::getMemBuffer(text, name, false);
+    std::unique_ptr<llvm::Module> m = llvm::parseIR(buf->getMemBufferRef(), diag, ctx);
+    if (!m) throw Error("", "internal error: kernel " + name + " does not parse: " + diag.getMessage().str());
+    if (all->getDataLayoutStr().empty()) {
+      all->setDataLayout(m->getDataLayout());
+      all->setTargetTriple(m->getTargetTriple());
+    }
+    if (llvm::Linker::linkModules(*all, std::move(m)))
+      throw Error("", "internal error: kernel " + name + " does not link");
+  }
+  return all;
+}
+
 class X86Compiler : public KernelCompiler {
 public:
   X86Compiler() {
     init_llvm();
+    tm_ = host_machine(false);
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (!jtmb) throw Error("", "cannot detect the host CPU: " + to_string(jtmb.takeError()));
     jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
-    auto tm = jtmb->createTargetMachine();
-    if (!tm) throw Error("", "cannot create the host target machine: " + to_string(tm.takeError()));
-    tm_ = std::move(*tm);
     target_ = std::make_unique<X86Target>(tm_->getTargetCPU().str(), tm_->getTargetFeatureString().str(),
                                           tm_->getTargetTriple().str(),
                                           tm_->createDataLayout().getStringRepresentation());
@@ -188,20 +236,7 @@ public:
   }
 
 private:
-  void optimize(llvm::Module& m) {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm_.get());
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
-    mpm.run(m, mam);
-  }
+  void optimize(llvm::Module& m) { run_o2(m, tm_.get()); }
 
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::unique_ptr<X86Target> target_;
@@ -215,5 +250,35 @@ private:
 std::unique_ptr<Target> make_x86_target() { return std::make_unique<X86Target>(); }
 
 std::unique_ptr<KernelCompiler> make_x86_compiler() { return std::make_unique<X86Compiler>(); }
+
+std::string link_kernels_ll(const std::vector<std::pair<std::string, std::string>>& kernels,
+                            bool optimize) {
+  llvm::LLVMContext ctx;
+  auto m = link_all(ctx, kernels);
+  if (optimize) {
+    auto tm = host_machine(false);
+    run_o2(*m, tm.get());
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  m->print(os, nullptr);
+  os.flush();
+  return text;
+}
+
+std::string emit_kernels_object(const std::vector<std::pair<std::string, std::string>>& kernels) {
+  llvm::LLVMContext ctx;
+  auto m = link_all(ctx, kernels);
+  auto tm = host_machine(true);
+  m->setDataLayout(tm->createDataLayout());
+  run_o2(*m, tm.get());
+  llvm::SmallVector<char, 0> obj;
+  llvm::raw_svector_ostream os(obj);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    throw Error("", "internal error: the host target cannot emit object files");
+  pm.run(*m);
+  return std::string(obj.begin(), obj.end());
+}
 
 } // namespace fxc

@@ -17,7 +17,9 @@ using namespace fxc;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(FXC_FIXTURES_DIR) + "/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(FXC_FIXTURES_DIR) + "/" + name;
+}
 
 struct IO {
   std::vector<Tensor> inputs, outputs;
@@ -89,7 +91,9 @@ TEST_CASE("codegen: every fixture matches PyTorch's outputs") {
 
 TEST_CASE("codegen: decomposed fixtures match PyTorch's outputs") {
   for (const char* m : {"mlp", "norms", "block", "embed"}) {
-    SUBCASE(m) { check_fixture(m, std::string(m) + ".pt2", true); }
+    SUBCASE(m) {
+      check_fixture(m, std::string(m) + ".pt2", true);
+    }
   }
 }
 
@@ -98,9 +102,10 @@ TEST_CASE("codegen: --inject-bug plants compile, runtime and accuracy bugs in on
   IO io = read_io("mlp");
   InductorOptions o;
   o.inject_bug = "relu:compile_error";
-  CHECK_THROWS_WITH_AS(compile_inductor(g, o),
-                       doctest::Contains("injected compile error in generated kernel fused_addmm_relu_pow_0"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      compile_inductor(g, o),
+      doctest::Contains("injected compile error in generated kernel fused_addmm_relu_pow_0"),
+      Error);
   o.inject_bug = "relu:runtime_error";
   CompiledGraph rt = compile_inductor(g, o);
   CHECK_THROWS_WITH_AS(rt.run(io.inputs), doctest::Contains("injected runtime error"), Error);
@@ -114,18 +119,19 @@ TEST_CASE("codegen: --inject-bug plants compile, runtime and accuracy bugs in on
   // An op the graph does not have changes nothing.
   o.inject_bug = "sigmoid:accuracy";
   CHECK(compare_tensors(compile_inductor(g, o).run(io.inputs)[0], io.outputs[0],
-                        CompareOptions{1e-4, 1e-4, true, true}).ok);
+                        CompareOptions{1e-4, 1e-4, true, true})
+            .ok);
 }
 
 TEST_CASE("codegen: output_code.cpp renders the host plan as a program with main()") {
   Graph g = import_graph(fixture("mlp.core.pt2"));
   CompiledGraph cg = compile_inductor(g, {});
   const std::string& c = cg.output_code();
-  CHECK(c.find("extern \"C\" void fused_addmm_relu_pow_0(void* const* args, int64_t xbegin, int64_t xend);") !=
-        std::string::npos);
+  CHECK(c.find("extern \"C\" void fused_addmm_relu_pow_0(void* const* args, int64_t xbegin, "
+               "int64_t xend);") != std::string::npos);
   // x [64, 256] @ permute(fc1.weight): row-major A, transposed B read in place.
-  CHECK(c.find("cblas_sgemm(101, 111, 112, 64, 256, 256, 1, A + i * 0, 256, Bm + i * 0, 256, 0, C + i * 16384, 256);") !=
-        std::string::npos);
+  CHECK(c.find("cblas_sgemm(101, 111, 112, 64, 256, 256, 1, A + i * 0, 256, Bm + i * 0, 256, 0, C "
+               "+ i * 16384, 256);") != std::string::npos);
   CHECK(c.find("launch(fused_addmm_relu_pow_1, args, 64,") != std::string::npos);
   CHECK(c.find("int main(int argc, char** argv)") != std::string::npos);
   CHECK(c.find("FXC_WITH_RUNTIME") == std::string::npos);
@@ -133,7 +139,8 @@ TEST_CASE("codegen: output_code.cpp renders the host plan as a program with main
   CHECK(compile_inductor(g, {}).output_code() == c);
   // A convolution runs through fxc's reference kernels, which the program says it needs.
   CompiledGraph conv = compile_inductor(import_graph(fixture("convnet.core.pt2")), {});
-  CHECK(conv.output_code().find("#error \"this graph calls fxc reference kernels") != std::string::npos);
+  CHECK(conv.output_code().find("#error \"this graph calls fxc reference kernels") !=
+        std::string::npos);
   CHECK(conv.output_code().find("aten.convolution.default") != std::string::npos);
 }
 
@@ -165,4 +172,18 @@ TEST_CASE("codegen: kernels split over threads give the same result as one threa
   CompareOptions exact;
   exact.rtol = exact.atol = 0;
   CHECK(compare_tensors(a[0], b[0], exact).ok);
+}
+
+TEST_CASE("codegen: the kernels link into one module and one ELF object") {
+  CompiledGraph cg = compile_inductor(import_graph(fixture("mlp.core.pt2")), {});
+  std::string ll = cg.llvm_module();
+  CHECK(ll.find("define void @fused_addmm_relu_pow_0(ptr") != std::string::npos);
+  CHECK(ll.find("define void @fused_addmm_relu_pow_1(ptr") != std::string::npos);
+  // Optimized, the r loop is vectorized.
+  CHECK(cg.llvm_module(true).find("x float>") != std::string::npos);
+  std::string obj = cg.object_code();
+  REQUIRE(obj.size() > 64);
+  CHECK(obj.substr(0, 4) == "\x7f"
+                            "ELF");
+  CHECK(obj.find("fused_addmm_relu_pow_1") != std::string::npos);
 }
