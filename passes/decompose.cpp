@@ -264,6 +264,22 @@ std::vector<ValueId> linear(Emit& e, const DNode& d) {
   return {e.reshape(y, ys)};
 }
 
+/// addmm stays one extern matmul with a fused bias unless splitting helps, as in Inductor's
+/// decomposition: a 1-row product with a small mat2 becomes a pointwise multiply and a sum,
+/// and non-unit beta/alpha become scalings around mm + add.
+std::vector<ValueId> addmm(Emit& e, const DNode& d) {
+  ValueId bias = d.tensor("self"), a = d.tensor("mat1"), b = d.tensor("mat2");
+  double beta = d.arg("beta").scalar(), alpha = d.arg("alpha").scalar();
+  std::vector<int64_t> as = e.sizes(a), bs = e.sizes(b);
+  if (as.size() != 2 || bs.size() != 2) return {};
+  bool tiny = as[0] == 1 && bs[0] <= 16 && bs[1] <= 16;
+  if (!tiny && beta == 1 && alpha == 1) return {};
+  ValueId prod = tiny ? e.sum(e.mul(e.permute(a, {1, 0}), b), {0}, true) : e.mm(a, b);
+  if (alpha != 1) prod = e.mul_s(prod, alpha);
+  if (beta == 0) return {prod};
+  return {e.add(prod, beta == 1 ? bias : e.mul_s(bias, beta))};
+}
+
 std::vector<ValueId> matmul(Emit& e, const DNode& d) {
   ValueId a = d.tensor("self"), b = d.tensor("other");
   std::vector<int64_t> as = e.sizes(a), bs = e.sizes(b);
@@ -375,6 +391,7 @@ const DecompRow kDecompositions[] = {
     {"aten._native_batch_norm_legit_no_training.default", native_batch_norm_no_training},
     {"aten._softmax.default", softmax},
     {"aten.adaptive_avg_pool2d.default", adaptive_avg_pool2d},
+    {"aten.addmm.default", addmm},
     {"aten.batch_norm.default", batch_norm},
     {"aten.conv2d.default", conv2d},
     {"aten.dropout.default", dropout},

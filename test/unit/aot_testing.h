@@ -4,6 +4,7 @@
 #include "frontend/builder.h"
 #include "frontend/graph.h"
 #include "frontend/verify.h"
+#include "passes/decompose.h"
 #include "passes/partition.h"
 #include "runtime/interpreter.h"
 #include "runtime/tensor.h"
@@ -97,6 +98,16 @@ inline CallArg Is(std::vector<int64_t> v) {
 }
 inline CallArg KW(std::string name, Arg a) {
   return {std::move(name), std::move(a)};
+}
+
+/// Whether decompose() would leave `g` as it is: every op is core or a kept composite
+/// (an addmm Inductor keeps, an adaptive pool with an uneven split).
+inline bool fully_decomposed(const Graph& g) {
+  Graph again = decompose(g);
+  if (again.nodes.size() != g.nodes.size()) return false;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (again.nodes[i].target != g.nodes[i].target) return false;
+  return true;
 }
 
 /// sum_k <tangent_k, output_k> of the original graph (the scalar whose gradient is checked).
