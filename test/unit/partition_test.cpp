@@ -154,17 +154,25 @@ TEST_CASE("partition: min-cut saves fewer bytes than the default on block and be
 }
 
 TEST_CASE("partition: fixtures reproduce PyTorch's gradients") {
-  // Each fixture as exported, as core ATen, and decomposed (aot_eager_decomp_partition).
+  // Each fixture as exported, as core ATen, decomposed before differentiating and after
+  // (aot_autograd's decompose_graphs), and with only the joint graph decomposed.
   for (const char* base : {"mlp", "block", "convnet", "norms", "embed"}) {
     auto ref = read_safetensors(fixture(std::string(base) + ".grad.safetensors"));
     std::vector<Tensor> inputs = fixture_inputs(base);
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 4; ++variant) {
       std::string file = std::string(base) + (variant == 1 ? ".core.pt2" : ".pt2");
-      INFO(file << (variant == 2 ? std::string(" (decomposed)") : std::string()));
+      INFO(file << " variant " << variant);
       Graph g = import_pt2(fixture(file));
-      AotGraphs aot = aot_autograd(
-          g, variant == 0 ? PartitionStrategy::Default : PartitionStrategy::MinCut, variant == 2);
-      if (variant == 2) {
+      AotGraphs aot;
+      if (variant == 3) {
+        JointGraph jg = build_joint_graph(g);
+        jg.graph = decompose(jg.graph);
+        aot = partition_joint(jg, PartitionStrategy::MinCut);
+      } else {
+        aot = aot_autograd(g, variant == 0 ? PartitionStrategy::Default : PartitionStrategy::MinCut,
+                           variant == 2);
+      }
+      if (variant >= 2) {
         CHECK(fully_decomposed(aot.forward));
         CHECK(fully_decomposed(aot.backward));
       }
