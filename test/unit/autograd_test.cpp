@@ -340,6 +340,19 @@ TEST_CASE("autograd: both partitioners give the same gradients") {
   check_gradients(tg, PartitionStrategy::MinCut);
 }
 
+TEST_CASE("autograd: repeated outputs, an input returned as is, and a value used twice") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4}), w = tg.weight("w", {4});
+  ValueId y = tg.op("aten.mul.Tensor", {T(x), T(w)});
+  ValueId z = tg.op("aten.mul.Tensor", {T(y), T(y)});
+  tg.output(y);
+  tg.output(y);
+  tg.output(x);
+  tg.output(z);
+  check_gradients(tg, PartitionStrategy::MinCut);
+  check_gradients(tg, PartitionStrategy::Default);
+}
+
 TEST_CASE("autograd: joint graph layout") {
   TestGraph tg;
   ValueId x = tg.input("x", {2, 3});
