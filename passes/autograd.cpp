@@ -515,6 +515,7 @@ void convolution_common(GradCtx& c, const std::vector<int64_t>& s, const std::ve
   Emit& e = c.e;
   ValueId x = c.in("input"), w = c.in("weight"), g = c.go();
   std::vector<int64_t> xs = c.sizes(x), ws = c.sizes(w);
+  if (ws.size() < 3) c.fail("convolution weight needs at least one spatial dimension");
   size_t sp = ws.size() - 2;
   if (xs.size() != ws.size()) c.fail("unbatched convolution backward is not supported");
   if (s.size() != sp || p.size() != sp || d.size() != sp || groups < 1)
