@@ -194,6 +194,15 @@ TEST_CASE("autograd: convolution with stride, padding, dilation and groups") {
   }
 }
 
+TEST_CASE("autograd: 1-D convolution") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 4, 9}), w = tg.weight("conv.weight", {6, 2, 3});
+  tg.output(
+      tg.op("aten.convolution.default",
+            {T(x), T(w), {"", Arg::none()}, Is({2}), Is({1}), Is({2}), B(false), Is({0}), I(2)}));
+  check_gradients(tg);
+}
+
 TEST_CASE("autograd: pooling") {
   TestGraph tg;
   ValueId x = tg.input("x", {2, 3, 6, 5});
