@@ -390,7 +390,9 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
       assert(bmap[size_t(in)] != kNoValue && "backward reads a value that was neither saved "
                                              "nor computed in the backward");
     copy_node(j, n, r.backward, bmap, &bnames);
-    if (fw_node[i]) r.recomputed.push_back(n.name);
+    if (!fw_node[i]) continue;
+    r.recomputed.push_back(n.name);
+    r.recomputed_targets.push_back(n.target);
   }
   for (ValueId v : grads) {
     assert(bmap[size_t(v)] != kNoValue && "gradient not computed by the backward graph");
@@ -404,7 +406,8 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
       << " nodes\n";
   for (const SavedValue& s : r.saved)
     log << "saved " << s.name << ": " << format_meta(s.meta) << " " << s.bytes << " bytes\n";
-  for (const std::string& n : r.recomputed) log << "recomputed " << n << "\n";
+  for (size_t k = 0; k < r.recomputed.size(); ++k)
+    log << "recomputed " << r.recomputed[k] << " (" << r.recomputed_targets[k] << ")\n";
   log << "total saved: " << r.saved.size() << " values, " << r.saved_bytes << " bytes\n";
   log << "default partitioner saves: " << r.default_saved_values << " values, "
       << r.default_saved_bytes << " bytes\n";

@@ -50,9 +50,10 @@ struct AotGraphs {
   int64_t default_saved_bytes = 0;
   /// Names of forward nodes the backward computes again instead of reading a saved value.
   std::vector<std::string> recomputed;
-  std::vector<std::string> grad_names;      ///< "grad.fc1.weight", "grad.input_0", ...
-  std::vector<size_t> grad_input_index;     ///< the original input of each gradient
-  std::vector<size_t> tangent_output_index; ///< forward output each tangent seeds
+  std::vector<std::string> recomputed_targets; ///< their ops, "aten.tanh.default"
+  std::vector<std::string> grad_names;         ///< "grad.fc1.weight", "grad.input_0", ...
+  std::vector<size_t> grad_input_index;        ///< the original input of each gradient
+  std::vector<size_t> tangent_output_index;    ///< forward output each tangent seeds
   /// Deterministic text for aot/aot_model___0_debug.log: the joint graph, each saved value with
   /// its bytes, each recomputed node, the total saved bytes and what the default partitioner
   /// would save, then the forward and backward graphs.
