@@ -347,3 +347,19 @@ TEST_CASE("interpreter: copying view ops take the recorded layout, aliasing ones
   check(out[0], DType::F16, {3, 2}, {1, 4, 2, 5, 3, 6});
   CHECK(out[1].storage() == in.storage());
 }
+
+TEST_CASE("interpreter: in-place ops through views of a weight leave g.weights unchanged") {
+  Graph g;
+  ValueId w = weight(g, "w", F({3}, {-1, 2, -3}), InputKind::Buffer);
+  ValueId u = node(g, "aten.unsqueeze.default", {pos_t(w), pos(Arg::of_int(0))},
+                   {meta(DType::F32, {1, 3})}, "u")[0];
+  ValueId r = node(g, "aten.relu_.default", {pos_t(u)}, {meta(DType::F32, {1, 3})}, "relu_")[0];
+  ValueId s =
+      node(g, "aten.add.Tensor", {pos_t(w), pos_t(r)}, {meta(DType::F32, {1, 3})}, "add")[0];
+  g.outputs = {s};
+  for (int run = 0; run < 2; ++run) {
+    auto out = interpret(g, {});
+    check(out[0], DType::F32, {1, 3}, {0, 4, 0}); // w itself was mutated by relu_ through the view
+  }
+  CHECK(Tensor::from_weight(g.weights.at("w")).to_vector() == Vals{-1, 2, -3});
+}
