@@ -1022,6 +1022,54 @@ void lower_linear(Lowerer& L, int n) {
   }, {bias}));
 }
 
+/// 2-D convolution as im2col (a pointwise buffer), one batched BLAS call with the weight
+/// broadcast over the batch, and the bias as a pointwise epilogue that fuses with what follows.
+void lower_convolution(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "input");
+  LVal& w = L.input(n, "weight");
+  const LVal* bias = opt_input_or_null(L, n, "bias");
+  const TensorMeta& m = L.out_meta(n);
+  int ti = nd.schema->index_of("transposed");
+  bool transposed = ti >= 0 && nd.args[ti].b;
+  auto two = [](std::vector<int64_t> v) { return v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v; };
+  auto st = two(nd.arg("stride").ints), pd = two(nd.arg("padding").ints), dl = two(nd.arg("dilation").ints);
+  if (transposed || nd.arg("groups").i != 1 || x.sizes.size() != 4 || w.sizes.size() != 4 ||
+      m.sizes.size() != 4 || st.size() != 2 || pd.size() != 2 || dl.size() != 2 ||
+      !gemm_dtype_ok(x.dtype) || x.dtype != w.dtype || w.sizes[1] != x.sizes[1]) {
+    L.fallback(n, "convolution other than 2-D, ungrouped, f32/f64");
+    return;
+  }
+  int64_t N = x.sizes[0], C = x.sizes[1], H = x.sizes[2], W = x.sizes[3];
+  int64_t O = w.sizes[0], KH = w.sizes[2], KW = w.sizes[3], OH = m.sizes[2], OW = m.sizes[3];
+  int64_t CKK = C * KH * KW, Lo = OH * OW;
+  LVal cols = L.pointwise(n, x.dtype, {N, CKK, Lo}, [&](auto& idx) {
+    IndexExpr c = idx[1].floordiv(KH * KW), kh = idx[1].floordiv(KW).mod(KH), kw = idx[1].mod(KW);
+    IndexExpr oh = idx[2].floordiv(OW), ow = idx[2].mod(OW);
+    IndexExpr ih = oh * st[0] + kh * dl[0] - IndexExpr(pd[0]);
+    IndexExpr iw = ow * st[1] + kw * dl[1] - IndexExpr(pd[1]);
+    IndexExpr cih = clamped(ih, H), ciw = clamped(iw, W);
+    VPtr v = L.at(x, {idx[0], c, cih, ciw});
+    VPtr inside;
+    auto add = [&](VPtr ok) { inside = inside ? v_binary(VOp::And, inside, ok) : ok; };
+    if (!(cih == ih)) add(v_binary(VOp::And, index_ge(ih, 0), index_lt(ih, H)));
+    if (!(ciw == iw)) add(v_binary(VOp::And, index_ge(iw, 0), index_lt(iw, W)));
+    return inside ? v_where(inside, v, v_const(0, x.dtype)) : v;
+  }, {&x});
+  LVal wb = L.view(n, w, {N, O, CKK}, [&](auto& idx) {
+    return std::vector<IndexExpr>{idx[1], idx[2].floordiv(KH * KW), idx[2].floordiv(KW).mod(KH),
+                                  idx[2].mod(KW)};
+  });
+  LVal prod = L.gemm(n, wb, cols, {N, O, Lo});
+  LVal out = L.reshape(prod, m.sizes);
+  DType t = m.dtype;
+  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
+    VPtr p = L.at(out, idx);
+    if (bias) p = v_binary(VOp::Add, p, v_cast(L.at(*bias, {idx[1]}), t));
+    return p;
+  }, {bias}));
+}
+
 struct Rule {
   const char* target;
   LowerFn fn;
@@ -1052,6 +1100,8 @@ const Rule kRules[] = {
     {"aten.clone.default", lower_copy_like},
     {"aten.contiguous.default", lower_copy_like},
     {"aten.constant_pad_nd.default", lower_constant_pad_nd},
+    {"aten.conv2d.default", lower_convolution},
+    {"aten.convolution.default", lower_convolution},
     {"aten.copy.default", lower_copy},
     {"aten.cos.default", lower_cos},
     {"aten.detach.default", lower_copy_like},

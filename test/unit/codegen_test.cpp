@@ -1,4 +1,5 @@
 // End-to-end tests of the inductor backend: fixtures compiled to LLVM kernels and run.
+#include "aot_testing.h"
 #include "codegen/inductor.h"
 #include "frontend/diag.h"
 #include "frontend/import.h"
@@ -137,11 +138,16 @@ TEST_CASE("codegen: output_code.cpp renders the host plan as a program with main
   CHECK(c.find("FXC_WITH_RUNTIME") == std::string::npos);
   // The same plan renders the same text.
   CHECK(compile_inductor(g, {}).output_code() == c);
-  // A convolution runs through fxc's reference kernels, which the program says it needs.
-  CompiledGraph conv = compile_inductor(import_graph(fixture("convnet.core.pt2")), {});
-  CHECK(conv.output_code().find("#error \"this graph calls fxc reference kernels") !=
+  // An op without a lowering runs through fxc's reference kernels, which the program needs.
+  fxc::testing::TestGraph tg;
+  ValueId x = tg.input("x", {4, 3});
+  tg.output(tg.op("aten.roll.default",
+                  {fxc::testing::T(x), fxc::testing::Is({1}), fxc::testing::Is({0})}));
+  CompiledGraph roll = compile_inductor(tg.g, {});
+  CHECK(roll.output_code().find("#error \"this graph calls fxc reference kernels") !=
         std::string::npos);
-  CHECK(conv.output_code().find("aten.convolution.default") != std::string::npos);
+  CHECK(roll.output_code().find("fxc::interpret(fallback_graph(0), in)") != std::string::npos);
+  CHECK(roll.output_code().find("aten.roll.default") != std::string::npos);
 }
 
 TEST_CASE("codegen: the thread pool runs every task exactly once, repeatedly") {

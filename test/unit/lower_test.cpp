@@ -169,3 +169,22 @@ TEST_CASE("lower: large values with several users are materialized once") {
   REQUIRE(!lp.log.empty());
   CHECK(lp.log[0].rfind("realize: sin_29", 0) == 0);
 }
+
+TEST_CASE("lower: convolution is im2col, one batched BLAS call and a bias epilogue") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {2, 3, 7, 6});
+  ValueId w = f32_input(tg, "w", {4, 3, 3, 2});
+  ValueId b = f32_input(tg, "b", {4});
+  tg.output(tg.op("aten.convolution.default", {T(x), T(w), T(b), Is({2, 1}), Is({1, 1}), Is({1, 2}),
+                                               B(false), Is({0, 0}), I(1)}));
+  LoopProgram lp = lower(tg.g);
+  REQUIRE(count_kind(lp, Buffer::Kind::Extern) == 1);
+  const Buffer* mm = nullptr;
+  for (auto& buf : lp.buffers)
+    if (buf.kind == Buffer::Kind::Extern) mm = &buf;
+  CHECK(mm->call.kind == ExternCall::Kind::Gemm);
+  CHECK(mm->call.op == "bmm");
+  // The weight is read in place, broadcast over the batch.
+  CHECK(mm->call.operands[0].strides == std::vector<int64_t>{0, 18, 1});
+  check_compiled(tg);
+}
