@@ -26,12 +26,32 @@ std::string join(const Sizes& v) {
   return s + "]";
 }
 
+// Thrown when sizes or strides do not fit in int64; the table's wrapper turns it into an Error.
+struct SizeOverflow {};
+
+int64_t mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw SizeOverflow{};
+  return r;
+}
+
+// Row-major strides (sizes below 1 count as 1, as in PyTorch).
+Sizes dense_strides(const Sizes& sizes) {
+  Sizes st(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = acc;
+    acc = mul(acc, std::max<int64_t>(sizes[i], 1));
+  }
+  return st;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Layout predicates and stride builders (c10/core/TensorImpl.h, c10/core/MemoryFormat.h).
 
 int64_t numel_of(const Sizes& sz) {
   int64_t n = 1;
-  for (int64_t s : sz) n *= s;
+  for (int64_t s : sz) n = mul(n, s);
   return n;
 }
 
@@ -99,8 +119,8 @@ Sizes channels_last_strides(const Sizes& sz) {
   Sizes st(4);
   st[1] = 1;
   st[3] = sz[1];
-  st[2] = st[3] * sz[3];
-  st[0] = st[2] * sz[2];
+  st[2] = mul(st[3], sz[3]);
+  st[0] = mul(st[2], sz[2]);
   return st;
 }
 
@@ -148,7 +168,7 @@ Sizes strides_for_perm(const Sizes& shape, const std::vector<size_t>& perm, bool
   int64_t next = 1;
   for (size_t p : perm) {
     st[p] = next;
-    next *= clamp ? std::max<int64_t>(shape[p], 1) : shape[p];
+    next = mul(next, clamp ? std::max<int64_t>(shape[p], 1) : shape[p]);
   }
   return st;
 }
@@ -177,7 +197,7 @@ Sizes iter_strides(const std::vector<const TensorMeta*>& ins, const Sizes& shape
       cl &= is_cl_contig(t->sizes, t->strides);
       dense &= is_non_overlapping_and_dense(t->sizes, t->strides);
     }
-    if (contig) return contiguous_strides(shape);
+    if (contig) return dense_strides(shape);
     if (cl) return channels_last_strides(shape);
     if (dense) {
       bool same_strides = true;
@@ -186,7 +206,7 @@ Sizes iter_strides(const std::vector<const TensorMeta*>& ins, const Sizes& shape
     }
   }
   const size_t nd = shape.size();
-  if (nd <= 1) return contiguous_strides(shape);
+  if (nd <= 1) return dense_strides(shape);
   std::vector<Sizes> strides;
   for (const TensorMeta* t : ins) {
     Sizes st(nd, 0);
@@ -196,14 +216,14 @@ Sizes iter_strides(const std::vector<const TensorMeta*>& ins, const Sizes& shape
     strides.push_back(std::move(st));
   }
   auto perm = sort_dims(strides, shape);
-  if (is_reversed(perm)) return contiguous_strides(shape);
+  if (is_reversed(perm)) return dense_strides(shape);
   return strides_for_perm(shape, perm, false);
 }
 
 TensorMeta make(DType dt, Sizes sizes, Device dev) {
   TensorMeta m;
   m.dtype = dt;
-  m.strides = contiguous_strides(sizes);
+  m.strides = dense_strides(sizes);
   m.sizes = std::move(sizes);
   m.device = dev;
   return m;
@@ -1263,7 +1283,7 @@ Metas sdpa(const Graph& g, const Node& n) {
     }
     // memory-efficient: empty(B, L, H, Ev).transpose(1, 2)
     Sizes blhe{out[0], out[2], out[1], out[3]};
-    Sizes st = contiguous_strides(blhe);
+    Sizes st = dense_strides(blhe);
     return {make_strided(q.dtype, out, {st[0], st[2], st[1], st[3]}, q.device)};
   }
   return {make(q.dtype, out, q.device)};
@@ -1690,10 +1710,13 @@ Metas unflatten(const Graph& g, const Node& n) {
   __int128 known = 1;
   int64_t inferred_dims = 0;
   for (int64_t s : sizes) {
+    if (s < -1) c.fail("unflatten: invalid size " + std::to_string(s) + " in " + join(sizes));
     if (s == -1)
       ++inferred_dims;
     else
       known *= s;
+    if (known > std::numeric_limits<int64_t>::max())
+      c.fail("unflatten: sizes " + join(sizes) + " are too large");
   }
   if (inferred_dims == 0 && known != x.sizes[size_t(d)])
     c.fail("unflatten: provided sizes " + join(sizes) + " don't multiply up to the size of dim " +
@@ -1879,7 +1902,7 @@ Metas split(const Graph& g, const Node& n) {
   if (s == 0 && size != 0)
     c.fail("split_size can only be 0 if dimension size is 0, but got dimension size of " +
            std::to_string(size));
-  int64_t pieces = s == 0 ? 1 : std::max<int64_t>((size + s - 1) / s, 1);
+  int64_t pieces = s == 0 ? 1 : std::max<int64_t>(int64_t((__int128(size) + s - 1) / s), 1);
   Metas out;
   for (int64_t i = 0; i < pieces; ++i) {
     int64_t start = i * s, len = std::min(s, size - start);
@@ -2127,135 +2150,144 @@ Metas assert_tensor_metadata(const Graph& g, const Node& n) {
 // ---------------------------------------------------------------------------------------------
 // The table: one row per op.
 
+// Runs F, reporting sizes that overflow int64 as an error of the node.
+template <MetaFn F> Metas guarded(const Graph& g, const Node& n) {
+  try {
+    return F(g, n);
+  } catch (const SizeOverflow&) {
+    throw Error(g.source, "sizes or strides overflow 64-bit integers", n.name, n.target);
+  }
+}
+
 struct Row {
   const char* target;
   MetaFn fn;
 };
 
 const Row kMeta[] = {
-    {"aten._assert_tensor_metadata.default", assert_tensor_metadata},
-    {"aten._log_softmax.default", softmax_internal},
-    {"aten._native_batch_norm_legit_no_training.default", batch_norm_no_training},
-    {"aten._softmax.default", softmax_internal},
-    {"aten._to_copy.default", to_copy},
-    {"aten.abs.default", unary<Out::Same>},
-    {"aten.adaptive_avg_pool2d.default", adaptive_avg_pool2d},
-    {"aten.add.Scalar", binary<Bin::Arith>},
-    {"aten.add.Tensor", binary<Bin::Arith>},
-    {"aten.add_.Tensor", add_inplace},
-    {"aten.addmm.default", addmm},
-    {"aten.alias.default", alias},
-    {"aten.amax.default", amax},
-    {"aten.any.dim", any_dim},
-    {"aten.arange.default", arange},
-    {"aten.arange.start", arange},
-    {"aten.arange.start_step", arange},
-    {"aten.argmax.default", argmax},
-    {"aten.as_strided.default", as_strided},
-    {"aten.batch_norm.default", batch_norm},
-    {"aten.bmm.default", bmm},
-    {"aten.cat.default", cat},
-    {"aten.clamp.default", clamp},
-    {"aten.clone.default", clone},
-    {"aten.constant_pad_nd.default", constant_pad_nd},
-    {"aten.contiguous.default", contiguous},
-    {"aten.conv2d.default", conv2d},
-    {"aten.convolution.default", convolution},
-    {"aten.copy.default", copy},
-    {"aten.cos.default", unary<Out::Float>},
-    {"aten.div.Scalar", binary<Bin::TrueDiv>},
-    {"aten.div.Tensor", binary<Bin::TrueDiv>},
-    {"aten.dropout.default", dropout},
-    {"aten.embedding.default", embedding},
-    {"aten.eq.Scalar", binary<Bin::Compare>},
-    {"aten.eq.Tensor", binary<Bin::Compare>},
-    {"aten.erf.default", unary<Out::Float>},
-    {"aten.exp.default", unary<Out::Float>},
-    {"aten.expand.default", expand},
-    {"aten.fill_.Scalar", inplace},
-    {"aten.fill_.Tensor", fill_tensor},
-    {"aten.flatten.using_ints", flatten},
-    {"aten.fmod.Scalar", binary<Bin::Arith>},
-    {"aten.full.default", full},
-    {"aten.full_like.default", full_like},
-    {"aten.gather.default", gather},
-    {"aten.ge.Scalar", binary<Bin::Compare>},
-    {"aten.ge.Tensor", binary<Bin::Compare>},
-    {"aten.gelu.default", gelu},
-    {"aten.gt.Scalar", binary<Bin::Compare>},
-    {"aten.gt.Tensor", binary<Bin::Compare>},
-    {"aten.hardsigmoid.default", unary<Out::Same>},
-    {"aten.hardswish.default", unary<Out::Same>},
-    {"aten.hardswish_.default", inplace},
-    {"aten.index.Tensor", index_tensor},
-    {"aten.index_select.default", index_select},
-    {"aten.layer_norm.default", layer_norm},
-    {"aten.le.Scalar", binary<Bin::Compare>},
-    {"aten.le.Tensor", binary<Bin::Compare>},
-    {"aten.lift_fresh_copy.default", lift_fresh_copy},
-    {"aten.linear.default", linear},
-    {"aten.log.default", unary<Out::Float>},
-    {"aten.log_softmax.int", softmax_int},
-    {"aten.logical_and.default", binary<Bin::Logical>},
-    {"aten.logical_not.default", unary<Out::Bool>},
-    {"aten.lt.Scalar", binary<Bin::Compare>},
-    {"aten.lt.Tensor", binary<Bin::Compare>},
-    {"aten.masked_fill.Scalar", masked_fill},
-    {"aten.matmul.default", matmul},
-    {"aten.max_pool2d.default", max_pool2d},
-    {"aten.max_pool2d_with_indices.default", max_pool2d_with_indices},
-    {"aten.maximum.default", binary<Bin::Arith>},
-    {"aten.mean.default", mean_default},
-    {"aten.mean.dim", mean_dim},
-    {"aten.min.other", binary<Bin::Arith>},
-    {"aten.minimum.default", binary<Bin::Arith>},
-    {"aten.mm.default", mm},
-    {"aten.mul.Scalar", binary<Bin::Arith>},
-    {"aten.mul.Tensor", binary<Bin::Arith>},
-    {"aten.native_layer_norm.default", native_layer_norm},
-    {"aten.ne.Scalar", binary<Bin::Compare>},
-    {"aten.ne.Tensor", binary<Bin::Compare>},
-    {"aten.neg.default", neg},
-    {"aten.new_zeros.default", new_zeros},
-    {"aten.pad.default", pad},
-    {"aten.permute.default", permute},
-    {"aten.pow.Tensor_Scalar", binary<Bin::Pow>},
-    {"aten.pow.Tensor_Tensor", binary<Bin::Pow>},
-    {"aten.reciprocal.default", unary<Out::Float>},
-    {"aten.relu.default", unary<Out::Same>},
-    {"aten.relu_.default", inplace},
-    {"aten.reshape.default", reshape},
-    {"aten.roll.default", roll},
-    {"aten.rsqrt.default", unary<Out::Float>},
-    {"aten.scalar_tensor.default", scalar_tensor},
-    {"aten.scaled_dot_product_attention.default", sdpa},
-    {"aten.scatter_add.default", scatter_add},
-    {"aten.select.int", select},
-    {"aten.sigmoid.default", unary<Out::Float>},
-    {"aten.sign.default", unary<Out::Same>},
-    {"aten.silu.default", unary<Out::Same>},
-    {"aten.silu_.default", inplace},
-    {"aten.sin.default", unary<Out::Float>},
-    {"aten.slice.Tensor", slice},
-    {"aten.slice_scatter.default", slice_scatter},
-    {"aten.softmax.int", softmax_int},
-    {"aten.split.Tensor", split},
-    {"aten.split_with_sizes.default", split_with_sizes},
-    {"aten.sqrt.default", unary<Out::Float>},
-    {"aten.squeeze.dim", squeeze_dim},
-    {"aten.squeeze.dims", squeeze_dims},
-    {"aten.sub.Tensor", binary<Bin::Sub>},
-    {"aten.sum.default", sum_default},
-    {"aten.sum.dim_IntList", sum_dim},
-    {"aten.tanh.default", unary<Out::Float>},
-    {"aten.to.dtype", to_dtype},
-    {"aten.transpose.int", transpose},
-    {"aten.unflatten.int", unflatten},
-    {"aten.unsqueeze.default", unsqueeze},
-    {"aten.view.default", view},
-    {"aten.where.ScalarOther", where_scalar_other},
-    {"aten.where.self", where_self},
-    {"aten.zeros.default", zeros},
+    {"aten._assert_tensor_metadata.default", guarded<assert_tensor_metadata>},
+    {"aten._log_softmax.default", guarded<softmax_internal>},
+    {"aten._native_batch_norm_legit_no_training.default", guarded<batch_norm_no_training>},
+    {"aten._softmax.default", guarded<softmax_internal>},
+    {"aten._to_copy.default", guarded<to_copy>},
+    {"aten.abs.default", guarded<unary<Out::Same>>},
+    {"aten.adaptive_avg_pool2d.default", guarded<adaptive_avg_pool2d>},
+    {"aten.add.Scalar", guarded<binary<Bin::Arith>>},
+    {"aten.add.Tensor", guarded<binary<Bin::Arith>>},
+    {"aten.add_.Tensor", guarded<add_inplace>},
+    {"aten.addmm.default", guarded<addmm>},
+    {"aten.alias.default", guarded<alias>},
+    {"aten.amax.default", guarded<amax>},
+    {"aten.any.dim", guarded<any_dim>},
+    {"aten.arange.default", guarded<arange>},
+    {"aten.arange.start", guarded<arange>},
+    {"aten.arange.start_step", guarded<arange>},
+    {"aten.argmax.default", guarded<argmax>},
+    {"aten.as_strided.default", guarded<as_strided>},
+    {"aten.batch_norm.default", guarded<batch_norm>},
+    {"aten.bmm.default", guarded<bmm>},
+    {"aten.cat.default", guarded<cat>},
+    {"aten.clamp.default", guarded<clamp>},
+    {"aten.clone.default", guarded<clone>},
+    {"aten.constant_pad_nd.default", guarded<constant_pad_nd>},
+    {"aten.contiguous.default", guarded<contiguous>},
+    {"aten.conv2d.default", guarded<conv2d>},
+    {"aten.convolution.default", guarded<convolution>},
+    {"aten.copy.default", guarded<copy>},
+    {"aten.cos.default", guarded<unary<Out::Float>>},
+    {"aten.div.Scalar", guarded<binary<Bin::TrueDiv>>},
+    {"aten.div.Tensor", guarded<binary<Bin::TrueDiv>>},
+    {"aten.dropout.default", guarded<dropout>},
+    {"aten.embedding.default", guarded<embedding>},
+    {"aten.eq.Scalar", guarded<binary<Bin::Compare>>},
+    {"aten.eq.Tensor", guarded<binary<Bin::Compare>>},
+    {"aten.erf.default", guarded<unary<Out::Float>>},
+    {"aten.exp.default", guarded<unary<Out::Float>>},
+    {"aten.expand.default", guarded<expand>},
+    {"aten.fill_.Scalar", guarded<inplace>},
+    {"aten.fill_.Tensor", guarded<fill_tensor>},
+    {"aten.flatten.using_ints", guarded<flatten>},
+    {"aten.fmod.Scalar", guarded<binary<Bin::Arith>>},
+    {"aten.full.default", guarded<full>},
+    {"aten.full_like.default", guarded<full_like>},
+    {"aten.gather.default", guarded<gather>},
+    {"aten.ge.Scalar", guarded<binary<Bin::Compare>>},
+    {"aten.ge.Tensor", guarded<binary<Bin::Compare>>},
+    {"aten.gelu.default", guarded<gelu>},
+    {"aten.gt.Scalar", guarded<binary<Bin::Compare>>},
+    {"aten.gt.Tensor", guarded<binary<Bin::Compare>>},
+    {"aten.hardsigmoid.default", guarded<unary<Out::Same>>},
+    {"aten.hardswish.default", guarded<unary<Out::Same>>},
+    {"aten.hardswish_.default", guarded<inplace>},
+    {"aten.index.Tensor", guarded<index_tensor>},
+    {"aten.index_select.default", guarded<index_select>},
+    {"aten.layer_norm.default", guarded<layer_norm>},
+    {"aten.le.Scalar", guarded<binary<Bin::Compare>>},
+    {"aten.le.Tensor", guarded<binary<Bin::Compare>>},
+    {"aten.lift_fresh_copy.default", guarded<lift_fresh_copy>},
+    {"aten.linear.default", guarded<linear>},
+    {"aten.log.default", guarded<unary<Out::Float>>},
+    {"aten.log_softmax.int", guarded<softmax_int>},
+    {"aten.logical_and.default", guarded<binary<Bin::Logical>>},
+    {"aten.logical_not.default", guarded<unary<Out::Bool>>},
+    {"aten.lt.Scalar", guarded<binary<Bin::Compare>>},
+    {"aten.lt.Tensor", guarded<binary<Bin::Compare>>},
+    {"aten.masked_fill.Scalar", guarded<masked_fill>},
+    {"aten.matmul.default", guarded<matmul>},
+    {"aten.max_pool2d.default", guarded<max_pool2d>},
+    {"aten.max_pool2d_with_indices.default", guarded<max_pool2d_with_indices>},
+    {"aten.maximum.default", guarded<binary<Bin::Arith>>},
+    {"aten.mean.default", guarded<mean_default>},
+    {"aten.mean.dim", guarded<mean_dim>},
+    {"aten.min.other", guarded<binary<Bin::Arith>>},
+    {"aten.minimum.default", guarded<binary<Bin::Arith>>},
+    {"aten.mm.default", guarded<mm>},
+    {"aten.mul.Scalar", guarded<binary<Bin::Arith>>},
+    {"aten.mul.Tensor", guarded<binary<Bin::Arith>>},
+    {"aten.native_layer_norm.default", guarded<native_layer_norm>},
+    {"aten.ne.Scalar", guarded<binary<Bin::Compare>>},
+    {"aten.ne.Tensor", guarded<binary<Bin::Compare>>},
+    {"aten.neg.default", guarded<neg>},
+    {"aten.new_zeros.default", guarded<new_zeros>},
+    {"aten.pad.default", guarded<pad>},
+    {"aten.permute.default", guarded<permute>},
+    {"aten.pow.Tensor_Scalar", guarded<binary<Bin::Pow>>},
+    {"aten.pow.Tensor_Tensor", guarded<binary<Bin::Pow>>},
+    {"aten.reciprocal.default", guarded<unary<Out::Float>>},
+    {"aten.relu.default", guarded<unary<Out::Same>>},
+    {"aten.relu_.default", guarded<inplace>},
+    {"aten.reshape.default", guarded<reshape>},
+    {"aten.roll.default", guarded<roll>},
+    {"aten.rsqrt.default", guarded<unary<Out::Float>>},
+    {"aten.scalar_tensor.default", guarded<scalar_tensor>},
+    {"aten.scaled_dot_product_attention.default", guarded<sdpa>},
+    {"aten.scatter_add.default", guarded<scatter_add>},
+    {"aten.select.int", guarded<select>},
+    {"aten.sigmoid.default", guarded<unary<Out::Float>>},
+    {"aten.sign.default", guarded<unary<Out::Same>>},
+    {"aten.silu.default", guarded<unary<Out::Same>>},
+    {"aten.silu_.default", guarded<inplace>},
+    {"aten.sin.default", guarded<unary<Out::Float>>},
+    {"aten.slice.Tensor", guarded<slice>},
+    {"aten.slice_scatter.default", guarded<slice_scatter>},
+    {"aten.softmax.int", guarded<softmax_int>},
+    {"aten.split.Tensor", guarded<split>},
+    {"aten.split_with_sizes.default", guarded<split_with_sizes>},
+    {"aten.sqrt.default", guarded<unary<Out::Float>>},
+    {"aten.squeeze.dim", guarded<squeeze_dim>},
+    {"aten.squeeze.dims", guarded<squeeze_dims>},
+    {"aten.sub.Tensor", guarded<binary<Bin::Sub>>},
+    {"aten.sum.default", guarded<sum_default>},
+    {"aten.sum.dim_IntList", guarded<sum_dim>},
+    {"aten.tanh.default", guarded<unary<Out::Float>>},
+    {"aten.to.dtype", guarded<to_dtype>},
+    {"aten.transpose.int", guarded<transpose>},
+    {"aten.unflatten.int", guarded<unflatten>},
+    {"aten.unsqueeze.default", guarded<unsqueeze>},
+    {"aten.view.default", guarded<view>},
+    {"aten.where.ScalarOther", guarded<where_scalar_other>},
+    {"aten.where.self", guarded<where_self>},
+    {"aten.zeros.default", guarded<zeros>},
 };
 
 } // namespace
