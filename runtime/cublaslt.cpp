@@ -1,0 +1,355 @@
+// cuBLASLt via dlopen: problem checks, the row-major to column-major mapping, heuristic matmul.
+#include "runtime/cublaslt.h"
+
+#include <cassert>
+#include <climits>
+#include <dlfcn.h>
+
+#if defined(FXC_HAVE_CUDA_HEADERS) && __has_include(<cublasLt.h>)
+#define FXC_HAVE_CUBLASLT_HEADERS 1
+#include <cublasLt.h>
+#endif
+
+namespace fxc::cuda {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& msg) {
+  throw CudaError("matmul: " + msg);
+}
+
+// a * b + c, or a throw naming `what` when it overflows int64.
+int64_t checked_span(int64_t a, int64_t b, int64_t c, const char* what) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r) || __builtin_add_overflow(r, c, &r))
+    bad(std::string(what) + " overflows");
+  return r;
+}
+
+} // namespace
+
+MatmulProblem normalize(const MatmulProblem& p) {
+  MatmulProblem q = p;
+  if (q.dtype != DType::F32 && q.dtype != DType::F16 && q.dtype != DType::BF16)
+    bad("unsupported dtype " + std::string(dtype_name(q.dtype)) + " (f32, f16 and bf16 are)");
+  auto dim = [](int64_t v, const char* name) {
+    if (v < 1 || v > INT32_MAX)
+      bad(std::string(name) + " = " + std::to_string(v) + " is outside [1, 2^31-1]");
+  };
+  dim(q.m, "m");
+  dim(q.n, "n");
+  dim(q.k, "k");
+  dim(q.batch, "batch");
+  int64_t a_cols = q.trans_a ? q.m : q.k, a_rows = q.trans_a ? q.k : q.m;
+  int64_t b_cols = q.trans_b ? q.k : q.n, b_rows = q.trans_b ? q.n : q.k;
+  auto ld = [](int64_t& v, int64_t cols, const char* name) {
+    if (v == 0) v = cols;
+    if (v < cols)
+      bad(std::string(name) + " = " + std::to_string(v) + " is less than the row length " +
+          std::to_string(cols));
+  };
+  ld(q.lda, a_cols, "lda");
+  ld(q.ldb, b_cols, "ldb");
+  ld(q.ldd, q.n, "ldd");
+  int64_t a_span = checked_span(a_rows - 1, q.lda, a_cols, "A's extent");
+  int64_t b_span = checked_span(b_rows - 1, q.ldb, b_cols, "B's extent");
+  int64_t d_span = checked_span(q.m - 1, q.ldd, q.n, "D's extent");
+  if (q.stride_a < 0 || q.stride_b < 0 || q.stride_d < 0) bad("negative batch stride");
+  if (q.batch > 1) {
+    if (q.stride_d == 0) q.stride_d = checked_span(q.m, q.ldd, 0, "D's batch stride");
+    if (q.stride_d < d_span)
+      bad("batches of D overlap (stride_d " + std::to_string(q.stride_d) + " < " +
+          std::to_string(d_span) + ")");
+    checked_span(q.batch - 1, q.stride_a, a_span, "A's batched extent");
+    checked_span(q.batch - 1, q.stride_b, b_span, "B's batched extent");
+    checked_span(q.batch - 1, q.stride_d, d_span, "D's batched extent");
+  }
+  if (q.dtype != DType::F32) q.allow_tf32 = false; // TF32 is a float32 mode only
+  return q;
+}
+
+ColumnMajorGemm column_major(const MatmulProblem& p) {
+  // Row-major X [r, c] with row stride ld is column-major Xᵀ [c, r] with the same ld. So
+  // D [m, n] is Dᵀ [n, m] = op(B)ᵀ [n, k] · op(A)ᵀ [k, m] with B first and A second.
+  ColumnMajorGemm g;
+  g.trans_first = p.trans_b;
+  g.first_rows = p.trans_b ? p.k : p.n;
+  g.first_cols = p.trans_b ? p.n : p.k;
+  g.ld_first = p.ldb;
+  g.trans_second = p.trans_a;
+  g.second_rows = p.trans_a ? p.m : p.k;
+  g.second_cols = p.trans_a ? p.k : p.m;
+  g.ld_second = p.lda;
+  g.d_rows = p.n;
+  g.d_cols = p.m;
+  g.ld_d = p.ldd;
+  return g;
+}
+
+#if defined(FXC_HAVE_CUBLASLT_HEADERS)
+
+#define FXC_LT_FUNCTIONS(X)                                                                        \
+  X(cublasLtCreate)                                                                                \
+  X(cublasLtDestroy)                                                                               \
+  X(cublasLtGetVersion)                                                                            \
+  X(cublasLtGetStatusName)                                                                         \
+  X(cublasLtGetStatusString)                                                                       \
+  X(cublasLtMatmulDescCreate)                                                                      \
+  X(cublasLtMatmulDescDestroy)                                                                     \
+  X(cublasLtMatmulDescSetAttribute)                                                                \
+  X(cublasLtMatrixLayoutCreate)                                                                    \
+  X(cublasLtMatrixLayoutDestroy)                                                                   \
+  X(cublasLtMatrixLayoutSetAttribute)                                                              \
+  X(cublasLtMatmulPreferenceCreate)                                                                \
+  X(cublasLtMatmulPreferenceDestroy)                                                               \
+  X(cublasLtMatmulPreferenceSetAttribute)                                                          \
+  X(cublasLtMatmulAlgoGetHeuristic)                                                                \
+  X(cublasLtMatmul)
+
+struct CublasLt::Api {
+  void* lib = nullptr;
+#define FXC_LT_MEMBER(fn) decltype(&::fn) fn = nullptr;
+  FXC_LT_FUNCTIONS(FXC_LT_MEMBER)
+#undef FXC_LT_MEMBER
+};
+
+namespace {
+
+constexpr const char* kNoLt = "cuBLASLt not available: ";
+
+std::unique_ptr<CublasLt::Api> load_lt() {
+  auto api = std::make_unique<CublasLt::Api>();
+  std::string tried;
+  api->lib = open_library({"libcublasLt.so.13", "libcublasLt.so.12",
+                           "/usr/local/cuda/lib64/libcublasLt.so.13",
+                           "/usr/local/cuda/lib64/libcublasLt.so.12"},
+                          &tried);
+  if (!api->lib) throw CudaError(kNoLt + tried);
+#define FXC_LT_RESOLVE(fn)                                                                         \
+  api->fn = reinterpret_cast<decltype(api->fn)>(dlsym(api->lib, #fn));                             \
+  if (!api->fn) throw CudaError(std::string(kNoLt) + "the library lacks " #fn);
+  FXC_LT_FUNCTIONS(FXC_LT_RESOLVE)
+#undef FXC_LT_RESOLVE
+  return api;
+}
+
+struct LtSingleton {
+  std::unique_ptr<CublasLt> lt;
+  std::string error;
+};
+
+cudaDataType_t data_type(DType t) {
+  switch (t) {
+  case DType::F32:
+    return CUDA_R_32F;
+  case DType::F16:
+    return CUDA_R_16F;
+  case DType::BF16:
+    return CUDA_R_16BF;
+  default:
+    break;
+  }
+  assert(false && "normalize() admits only f32, f16 and bf16");
+  return CUDA_R_32F;
+}
+
+cublasLtEpilogue_t epilogue_of(Epilogue e) {
+  switch (e) {
+  case Epilogue::None:
+    return CUBLASLT_EPILOGUE_DEFAULT;
+  case Epilogue::Bias:
+    return CUBLASLT_EPILOGUE_BIAS;
+  case Epilogue::ReluBias:
+    return CUBLASLT_EPILOGUE_RELU_BIAS;
+  case Epilogue::GeluBias:
+    return CUBLASLT_EPILOGUE_GELU_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// Largest power of two (at most 256) dividing the address: what the heuristic may assume.
+uint32_t alignment_of(DevicePtr p) {
+  uint32_t a = 256;
+  while (a > 1 && p % a != 0) a /= 2;
+  return a;
+}
+
+} // namespace
+
+CublasLt& CublasLt::get() {
+  Context& ctx = Context::get(); // the "no CUDA driver/device" error comes first
+  static LtSingleton s = [&] {
+    LtSingleton r;
+    try {
+      r.lt.reset(new CublasLt(ctx, load_lt()));
+    } catch (const CudaError& e) {
+      std::string msg = e.what();
+      r.error = msg.rfind(kNoLt, 0) == 0 ? msg : kNoLt + msg;
+    }
+    return r;
+  }();
+  if (!s.lt) throw CudaError(s.error);
+  return *s.lt;
+}
+
+std::string CublasLt::unavailable_reason() {
+  try {
+    get();
+    return "";
+  } catch (const CudaError& e) {
+    return e.what();
+  }
+}
+
+CublasLt::CublasLt(Context& ctx, std::unique_ptr<Api> api) : ctx_(ctx), api_(std::move(api)) {
+  version_ = api_->cublasLtGetVersion();
+  cublasLtHandle_t h = nullptr;
+  check(api_->cublasLtCreate(&h), "cublasLtCreate");
+  handle_ = h;
+  try {
+    workspace_ = ctx_.mem_alloc(kWorkspaceBytes);
+  } catch (...) {
+    api_->cublasLtDestroy(h);
+    throw;
+  }
+}
+
+CublasLt::~CublasLt() {
+  // Errors are ignored: at process exit the driver may already be shutting down.
+  try {
+    ctx_.make_current();
+    ctx_.synchronize();
+    ctx_.mem_free(workspace_);
+  } catch (const CudaError&) {
+  }
+  api_->cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
+}
+
+void CublasLt::check(int status, const char* call) const {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  const char* name = api_->cublasLtGetStatusName(cublasStatus_t(status));
+  const char* text = api_->cublasLtGetStatusString(cublasStatus_t(status));
+  throw CudaError(std::string(call) +
+                  " failed: " + (name ? name : "status " + std::to_string(status)) +
+                  (text ? std::string(" (") + text + ")" : ""));
+}
+
+void CublasLt::matmul(const MatmulProblem& problem, DevicePtr a, DevicePtr b, DevicePtr bias,
+                      DevicePtr d) {
+  MatmulProblem p = normalize(problem);
+  bool wants_bias = p.epilogue != Epilogue::None;
+  if (wants_bias && bias == 0) bad("the epilogue needs a bias");
+  if (!wants_bias && bias != 0) bad("a bias was given without a bias epilogue");
+  if (a == 0 || b == 0 || d == 0) bad("null operand");
+  ctx_.make_current();
+  const Api& L = *api_;
+  ColumnMajorGemm g = column_major(p);
+  cudaDataType_t dt = data_type(p.dtype);
+  cublasComputeType_t compute = p.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+
+  // Descriptors are released however this function leaves.
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, dl = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  struct Release {
+    const Api& L;
+    cublasLtMatmulDesc_t& op;
+    cublasLtMatrixLayout_t &first, &second, &dl;
+    cublasLtMatmulPreference_t& pref;
+    ~Release() {
+      if (pref) L.cublasLtMatmulPreferenceDestroy(pref);
+      if (dl) L.cublasLtMatrixLayoutDestroy(dl);
+      if (second) L.cublasLtMatrixLayoutDestroy(second);
+      if (first) L.cublasLtMatrixLayoutDestroy(first);
+      if (op) L.cublasLtMatmulDescDestroy(op);
+    }
+  } release{L, op, first, second, dl, pref};
+
+  check(L.cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  auto set_desc = [&](cublasLtMatmulDescAttributes_t attr, const void* v, size_t size) {
+    check(L.cublasLtMatmulDescSetAttribute(op, attr, v, size), "cublasLtMatmulDescSetAttribute");
+  };
+  cublasOperation_t ta = g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+  set_desc(CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
+  set_desc(CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+  cublasLtEpilogue_t epi = epilogue_of(p.epilogue);
+  set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
+  if (wants_bias) {
+    const void* bias_ptr = reinterpret_cast<const void*>(uintptr_t(bias));
+    set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof(bias_ptr));
+  }
+
+  auto layout = [&](cublasLtMatrixLayout_t& l, int64_t rows, int64_t cols, int64_t ld,
+                    int64_t stride) {
+    check(L.cublasLtMatrixLayoutCreate(&l, dt, uint64_t(rows), uint64_t(cols), ld),
+          "cublasLtMatrixLayoutCreate");
+    if (p.batch == 1) return;
+    int32_t count = int32_t(p.batch);
+    check(L.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                             sizeof(count)),
+          "cublasLtMatrixLayoutSetAttribute(batch count)");
+    check(L.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                             &stride, sizeof(stride)),
+          "cublasLtMatrixLayoutSetAttribute(batch stride)");
+  };
+  layout(first, g.first_rows, g.first_cols, g.ld_first, p.stride_b);
+  layout(second, g.second_rows, g.second_cols, g.ld_second, p.stride_a);
+  layout(dl, g.d_rows, g.d_cols, g.ld_d, p.stride_d);
+
+  check(L.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* v, size_t size) {
+    check(L.cublasLtMatmulPreferenceSetAttribute(pref, attr, v, size),
+          "cublasLtMatmulPreferenceSetAttribute");
+  };
+  uint64_t ws = kWorkspaceBytes;
+  set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  uint32_t align_first = alignment_of(b), align_second = alignment_of(a), align_d = alignment_of(d);
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_first, sizeof(align_first));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_second, sizeof(align_second));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d));
+
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  check(L.cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), op, first, second,
+                                         dl, dl, pref, 1, &result, &found),
+        "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0)
+    bad("cuBLASLt has no algorithm for m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
+        " k=" + std::to_string(p.k) + " batch=" + std::to_string(p.batch) + " " +
+        std::string(dtype_name(p.dtype)));
+
+  auto ptr = [](DevicePtr x) { return reinterpret_cast<void*>(uintptr_t(x)); };
+  check(L.cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), op, &p.alpha, ptr(b), first,
+                         ptr(a), second, &p.beta, ptr(d), dl, ptr(d), dl, &result.algo,
+                         ptr(workspace_), kWorkspaceBytes,
+                         static_cast<cudaStream_t>(ctx_.stream())),
+        "cublasLtMatmul");
+}
+
+#else // no cuBLASLt headers at build time
+
+struct CublasLt::Api {};
+
+CublasLt& CublasLt::get() {
+  Context::get(); // the "no CUDA driver/device" error when CUDA is missing altogether
+  throw CudaError("cuBLASLt not available: fxc was built without cublasLt.h");
+}
+std::string CublasLt::unavailable_reason() {
+  try {
+    get();
+  } catch (const CudaError& e) {
+    return e.what();
+  }
+  return "";
+}
+CublasLt::~CublasLt() = default;
+void CublasLt::matmul(const MatmulProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr) {
+  normalize(p);
+  throw CudaError("cuBLASLt not available: fxc was built without cublasLt.h");
+}
+
+#endif
+
+} // namespace fxc::cuda

@@ -1,0 +1,105 @@
+// The caching device allocator: rounding, bucketed reuse, out-of-memory retry, statistics.
+#include "runtime/cuda_alloc.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+namespace fxc::cuda {
+
+size_t CachingAllocator::round_size(size_t bytes) {
+  assert(bytes <= kMaxBytes && "round_size beyond kMaxBytes");
+  if (bytes < kSmallLimit)
+    return std::max<size_t>(1, (bytes + kSmallGranule - 1) / kSmallGranule) * kSmallGranule;
+  return (bytes + kLargeGranule - 1) / kLargeGranule * kLargeGranule;
+}
+
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  try {
+    empty_cache_locked();
+    for (const auto& [p, size] : live_) backend_.release(p);
+  } catch (const CudaError&) {
+    // The driver may already be shutting down at process exit; nothing more can be freed.
+  }
+}
+
+DevicePtr CachingAllocator::allocate(size_t bytes) {
+  if (bytes > kMaxBytes)
+    throw CudaError("device allocation of " + std::to_string(bytes) + " bytes is too large");
+  size_t size = round_size(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.requests;
+  DevicePtr p = 0;
+  // The smallest cached block of this size or at most a quarter larger.
+  auto it = free_.lower_bound(size);
+  if (it != free_.end() && it->first <= size + size / 4) {
+    size = it->first;
+    p = it->second.back();
+    it->second.pop_back();
+    if (it->second.empty()) free_.erase(it);
+    stats_.bytes_cached -= int64_t(size);
+    ++stats_.cache_hits;
+  } else {
+    try {
+      p = backend_.allocate(size);
+    } catch (const CudaError&) {
+      if (stats_.bytes_cached == 0) throw;
+      ++stats_.oom_retries;
+      empty_cache_locked();
+      p = backend_.allocate(size);
+    }
+    ++stats_.device_allocs;
+  }
+  assert(p != 0 && "backend returned a null block");
+  assert(!live_.count(p) && "backend returned a live block");
+  live_[p] = size;
+  stats_.bytes_in_use += int64_t(size);
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  return p;
+}
+
+void CachingAllocator::free(DevicePtr p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(p);
+  assert(it != live_.end() && "free of a block this allocator does not own (or a double free)");
+  if (it == live_.end()) return;
+  size_t size = it->second;
+  live_.erase(it);
+  free_[size].push_back(p);
+  stats_.bytes_in_use -= int64_t(size);
+  stats_.bytes_cached += int64_t(size);
+}
+
+size_t CachingAllocator::block_size(DevicePtr p) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(p);
+  assert(it != live_.end() && "block_size of a block this allocator does not own");
+  return it == live_.end() ? 0 : it->second;
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  empty_cache_locked();
+}
+
+void CachingAllocator::empty_cache_locked() {
+  // Blocks leave the cache one at a time, so a failing release leaves the counts true.
+  while (!free_.empty()) {
+    auto it = free_.begin();
+    while (!it->second.empty()) {
+      backend_.release(it->second.back());
+      it->second.pop_back();
+      stats_.bytes_cached -= int64_t(it->first);
+      ++stats_.device_frees;
+    }
+    free_.erase(it);
+  }
+}
+
+AllocatorStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+} // namespace fxc::cuda

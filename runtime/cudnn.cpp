@@ -1,0 +1,305 @@
+// cuDNN via dlopen: conv2d shape checks, descriptors, algorithm choice, forward and bias.
+#include "runtime/cudnn.h"
+
+#include <cassert>
+#include <climits>
+#include <dlfcn.h>
+#include <vector>
+
+#if defined(FXC_HAVE_CUDA_HEADERS) && __has_include(<cudnn.h>)
+#define FXC_HAVE_CUDNN_HEADERS 1
+#include <cudnn.h>
+#endif
+
+namespace fxc::cuda {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& msg) {
+  throw CudaError("conv2d: " + msg);
+}
+
+} // namespace
+
+std::array<int64_t, 4> conv2d_output_sizes(const Conv2dProblem& p) {
+  auto in_range = [](int64_t v, int64_t lo, const char* name) {
+    if (v < lo || v > INT32_MAX)
+      bad(std::string(name) + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) +
+          ", 2^31-1]");
+  };
+  in_range(p.n, 1, "batch");
+  in_range(p.c, 1, "input channels");
+  in_range(p.h, 1, "input height");
+  in_range(p.w, 1, "input width");
+  in_range(p.k, 1, "output channels");
+  in_range(p.r, 1, "kernel height");
+  in_range(p.s, 1, "kernel width");
+  in_range(p.stride_h, 1, "stride");
+  in_range(p.stride_w, 1, "stride");
+  in_range(p.pad_h, 0, "padding");
+  in_range(p.pad_w, 0, "padding");
+  in_range(p.dilation_h, 1, "dilation");
+  in_range(p.dilation_w, 1, "dilation");
+  in_range(p.groups, 1, "groups");
+  if (p.c % p.groups != 0 || p.k % p.groups != 0)
+    bad("channels " + std::to_string(p.c) + " -> " + std::to_string(p.k) + " do not divide into " +
+        std::to_string(p.groups) + " groups");
+  // All operands below are < 2^31, so these int64 products cannot overflow.
+  int64_t out_h = (p.h + 2 * p.pad_h - p.dilation_h * (p.r - 1) - 1) / p.stride_h + 1;
+  int64_t out_w = (p.w + 2 * p.pad_w - p.dilation_w * (p.s - 1) - 1) / p.stride_w + 1;
+  if (p.h + 2 * p.pad_h < p.dilation_h * (p.r - 1) + 1 ||
+      p.w + 2 * p.pad_w < p.dilation_w * (p.s - 1) + 1)
+    bad("the kernel (" + std::to_string(p.r) + "x" + std::to_string(p.s) +
+        ", dilated) is larger than the padded input (" + std::to_string(p.h + 2 * p.pad_h) + "x" +
+        std::to_string(p.w + 2 * p.pad_w) + ")");
+  // cuDNN's legacy descriptors take int strides: every tensor must have under 2^31 elements.
+  auto numel_ok = [](int64_t a, int64_t b, int64_t c, int64_t d, const char* name) {
+    __int128 v = __int128(a) * b * c * d;
+    if (v > INT32_MAX) bad(std::string(name) + " has 2^31 or more elements");
+  };
+  numel_ok(p.n, p.c, p.h, p.w, "the input");
+  numel_ok(p.k, p.c / p.groups, p.r, p.s, "the weight");
+  numel_ok(p.n, p.k, out_h, out_w, "the output");
+  return {p.n, p.k, out_h, out_w};
+}
+
+#if defined(FXC_HAVE_CUDNN_HEADERS)
+
+#define FXC_DNN_FUNCTIONS(X)                                                                       \
+  X(cudnnGetVersion)                                                                               \
+  X(cudnnGetErrorString)                                                                           \
+  X(cudnnCreate)                                                                                   \
+  X(cudnnDestroy)                                                                                  \
+  X(cudnnSetStream)                                                                                \
+  X(cudnnCreateTensorDescriptor)                                                                   \
+  X(cudnnSetTensor4dDescriptor)                                                                    \
+  X(cudnnDestroyTensorDescriptor)                                                                  \
+  X(cudnnCreateFilterDescriptor)                                                                   \
+  X(cudnnSetFilter4dDescriptor)                                                                    \
+  X(cudnnDestroyFilterDescriptor)                                                                  \
+  X(cudnnCreateConvolutionDescriptor)                                                              \
+  X(cudnnSetConvolution2dDescriptor)                                                               \
+  X(cudnnSetConvolutionGroupCount)                                                                 \
+  X(cudnnSetConvolutionMathType)                                                                   \
+  X(cudnnDestroyConvolutionDescriptor)                                                             \
+  X(cudnnGetConvolution2dForwardOutputDim)                                                         \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)                                                        \
+  X(cudnnGetConvolutionForwardWorkspaceSize)                                                       \
+  X(cudnnConvolutionForward)                                                                       \
+  X(cudnnAddTensor)
+
+struct Cudnn::Api {
+  void* lib = nullptr;
+#define FXC_DNN_MEMBER(fn) decltype(&::fn) fn = nullptr;
+  FXC_DNN_FUNCTIONS(FXC_DNN_MEMBER)
+#undef FXC_DNN_MEMBER
+};
+
+namespace {
+
+constexpr const char* kNoDnn = "cuDNN not available: ";
+
+std::unique_ptr<Cudnn::Api> load_dnn() {
+  auto api = std::make_unique<Cudnn::Api>();
+  std::string tried;
+  api->lib = open_library({"libcudnn.so.9"}, &tried);
+  if (!api->lib)
+    throw CudaError(kNoDnn + tried +
+                    " (put the folder holding libcudnn.so.9 on LD_LIBRARY_PATH; see docs/gpu.md)");
+#define FXC_DNN_RESOLVE(fn)                                                                        \
+  api->fn = reinterpret_cast<decltype(api->fn)>(dlsym(api->lib, #fn));                             \
+  if (!api->fn) throw CudaError(std::string(kNoDnn) + "libcudnn.so.9 lacks " #fn);
+  FXC_DNN_FUNCTIONS(FXC_DNN_RESOLVE)
+#undef FXC_DNN_RESOLVE
+  return api;
+}
+
+struct DnnSingleton {
+  std::unique_ptr<Cudnn> dnn;
+  std::string error;
+};
+
+} // namespace
+
+Cudnn& Cudnn::get() {
+  Context& ctx = Context::get(); // the "no CUDA driver/device" error comes first
+  static DnnSingleton s = [&] {
+    DnnSingleton r;
+    try {
+      r.dnn.reset(new Cudnn(ctx, load_dnn()));
+    } catch (const CudaError& e) {
+      std::string msg = e.what();
+      r.error = msg.rfind(kNoDnn, 0) == 0 ? msg : kNoDnn + msg;
+    }
+    return r;
+  }();
+  if (!s.dnn) throw CudaError(s.error);
+  return *s.dnn;
+}
+
+std::string Cudnn::unavailable_reason() {
+  try {
+    get();
+    return "";
+  } catch (const CudaError& e) {
+    return e.what();
+  }
+}
+
+Cudnn::Cudnn(Context& ctx, std::unique_ptr<Api> api) : ctx_(ctx), api_(std::move(api)) {
+  version_ = api_->cudnnGetVersion();
+  if (version_ < 90000)
+    throw CudaError(std::string(kNoDnn) + "libcudnn.so.9 reports version " +
+                    std::to_string(version_));
+  cudnnHandle_t h = nullptr;
+  check(api_->cudnnCreate(&h), "cudnnCreate");
+  handle_ = h;
+  try {
+    check(api_->cudnnSetStream(h, static_cast<cudaStream_t>(ctx_.stream())), "cudnnSetStream");
+  } catch (...) {
+    api_->cudnnDestroy(h);
+    throw;
+  }
+}
+
+Cudnn::~Cudnn() {
+  // Errors are ignored: at process exit the driver may already be shutting down.
+  try {
+    ctx_.make_current();
+    ctx_.synchronize();
+    if (workspace_) ctx_.mem_free(workspace_);
+  } catch (const CudaError&) {
+  }
+  api_->cudnnDestroy(static_cast<cudnnHandle_t>(handle_));
+}
+
+void Cudnn::check(int status, const char* call) const {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  const char* text = api_->cudnnGetErrorString(cudnnStatus_t(status));
+  throw CudaError(std::string(call) +
+                  " failed: " + (text ? text : "status " + std::to_string(status)));
+}
+
+DevicePtr Cudnn::workspace(size_t bytes) {
+  if (bytes == 0) return 0;
+  if (bytes <= workspace_bytes_) return workspace_;
+  // The old workspace may still be in use by queued work: wait before freeing it.
+  if (workspace_) {
+    ctx_.synchronize();
+    ctx_.mem_free(workspace_);
+    workspace_ = 0;
+    workspace_bytes_ = 0;
+  }
+  workspace_ = ctx_.mem_alloc(bytes);
+  workspace_bytes_ = bytes;
+  return workspace_;
+}
+
+void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, DevicePtr bias,
+                           DevicePtr y) {
+  std::array<int64_t, 4> out = conv2d_output_sizes(p);
+  if (x == 0 || w == 0 || y == 0) bad("null operand");
+  ctx_.make_current();
+  const Api& D = *api_;
+  cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
+
+  cudnnTensorDescriptor_t xd = nullptr, yd = nullptr, bd = nullptr;
+  cudnnFilterDescriptor_t wd = nullptr;
+  cudnnConvolutionDescriptor_t cd = nullptr;
+  struct Release {
+    const Api& D;
+    cudnnTensorDescriptor_t &xd, &yd, &bd;
+    cudnnFilterDescriptor_t& wd;
+    cudnnConvolutionDescriptor_t& cd;
+    ~Release() {
+      if (cd) D.cudnnDestroyConvolutionDescriptor(cd);
+      if (wd) D.cudnnDestroyFilterDescriptor(wd);
+      if (bd) D.cudnnDestroyTensorDescriptor(bd);
+      if (yd) D.cudnnDestroyTensorDescriptor(yd);
+      if (xd) D.cudnnDestroyTensorDescriptor(xd);
+    }
+  } release{D, xd, yd, bd, wd, cd};
+
+  auto tensor = [&](cudnnTensorDescriptor_t& t, int64_t n, int64_t c, int64_t hh, int64_t ww) {
+    check(D.cudnnCreateTensorDescriptor(&t), "cudnnCreateTensorDescriptor");
+    check(D.cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(c),
+                                       int(hh), int(ww)),
+          "cudnnSetTensor4dDescriptor");
+  };
+  tensor(xd, p.n, p.c, p.h, p.w);
+  tensor(yd, out[0], out[1], out[2], out[3]);
+  check(D.cudnnCreateFilterDescriptor(&wd), "cudnnCreateFilterDescriptor");
+  check(D.cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(p.k),
+                                     int(p.c / p.groups), int(p.r), int(p.s)),
+        "cudnnSetFilter4dDescriptor");
+  check(D.cudnnCreateConvolutionDescriptor(&cd), "cudnnCreateConvolutionDescriptor");
+  // PyTorch's conv2d is a cross-correlation, as is CUDNN_CROSS_CORRELATION.
+  check(D.cudnnSetConvolution2dDescriptor(cd, int(p.pad_h), int(p.pad_w), int(p.stride_h),
+                                          int(p.stride_w), int(p.dilation_h), int(p.dilation_w),
+                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+        "cudnnSetConvolution2dDescriptor");
+  check(D.cudnnSetConvolutionGroupCount(cd, int(p.groups)), "cudnnSetConvolutionGroupCount");
+  check(D.cudnnSetConvolutionMathType(cd, p.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+        "cudnnSetConvolutionMathType");
+
+  int dn = 0, dc = 0, dh = 0, dw = 0;
+  check(D.cudnnGetConvolution2dForwardOutputDim(cd, xd, wd, &dn, &dc, &dh, &dw),
+        "cudnnGetConvolution2dForwardOutputDim");
+  assert(dn == out[0] && dc == out[1] && dh == out[2] && dw == out[3] &&
+         "cuDNN and conv2d_output_sizes disagree on the output shape");
+
+  // cuDNN ranks the algorithms; take the first that ran its checks and fits the workspace.
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+  int returned = 0;
+  check(D.cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, int(perf.size()), &returned,
+                                                 perf.data()),
+        "cudnnGetConvolutionForwardAlgorithm_v7");
+  const cudnnConvolutionFwdAlgoPerf_t* chosen = nullptr;
+  for (int i = 0; i < returned && !chosen; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspaceBytes &&
+        (p.allow_tf32 || perf[i].mathType != CUDNN_TENSOR_OP_MATH))
+      chosen = &perf[i];
+  if (!chosen)
+    bad("cuDNN offers no algorithm within " + std::to_string(kMaxWorkspaceBytes) +
+        " workspace bytes");
+  size_t ws_bytes = 0;
+  check(D.cudnnGetConvolutionForwardWorkspaceSize(h, xd, wd, cd, yd, chosen->algo, &ws_bytes),
+        "cudnnGetConvolutionForwardWorkspaceSize");
+  DevicePtr ws = workspace(ws_bytes);
+
+  auto ptr = [](DevicePtr v) { return reinterpret_cast<void*>(uintptr_t(v)); };
+  float one = 1.0f, zero = 0.0f;
+  check(D.cudnnConvolutionForward(h, &one, xd, ptr(x), wd, ptr(w), cd, chosen->algo, ptr(ws),
+                                  ws_bytes, &zero, yd, ptr(y)),
+        "cudnnConvolutionForward");
+  if (bias) {
+    tensor(bd, 1, p.k, 1, 1);
+    check(D.cudnnAddTensor(h, &one, bd, ptr(bias), &one, yd, ptr(y)), "cudnnAddTensor");
+  }
+}
+
+#else // no cuDNN headers at build time
+
+struct Cudnn::Api {};
+
+Cudnn& Cudnn::get() {
+  Context::get(); // the "no CUDA driver/device" error when CUDA is missing altogether
+  throw CudaError("cuDNN not available: fxc was built without cudnn.h");
+}
+std::string Cudnn::unavailable_reason() {
+  try {
+    get();
+  } catch (const CudaError& e) {
+    return e.what();
+  }
+  return "";
+}
+Cudnn::~Cudnn() = default;
+void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr) {
+  conv2d_output_sizes(p);
+  throw CudaError("cuDNN not available: fxc was built without cudnn.h");
+}
+
+#endif
+
+} // namespace fxc::cuda

@@ -1,0 +1,71 @@
+// 2-D convolution forward through cuDNN 9, opened with dlopen (the convolution extern kernel).
+//
+// cuDNN is not part of the CUDA toolkit: fxc finds libcudnn.so.9 by its soname through
+// LD_LIBRARY_PATH and the loader cache only (on the GPU machine it ships with PyTorch, in
+// site-packages/nvidia/cudnn/lib). The legacy cudnnConvolutionForward API is used, with the
+// algorithm cuDNN's heuristics rank first among those whose workspace fits. Float32 convolutions
+// use FMA math (exact float32, PyTorch's default) unless TF32 is allowed.
+#pragma once
+
+#include "frontend/dtype.h"
+#include "runtime/cuda_driver.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace fxc::cuda {
+
+/// y = conv2d(x, w) (+ bias[k] broadcast over n, h, w), all contiguous NCHW float32; the weight
+/// is [k, c / groups, r, s], as PyTorch's.
+struct Conv2dProblem {
+  int64_t n = 0, c = 0, h = 0, w = 0; ///< input
+  int64_t k = 0, r = 0, s = 0;        ///< output channels, kernel height and width
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;
+  bool allow_tf32 = false;
+};
+
+/// The output sizes [n, k, out_h, out_w] (PyTorch's formula). Throws CudaError("conv2d: ...")
+/// when a size is out of cuDNN's int32 range, channels do not divide by groups, or the output
+/// would be empty. Runs on the host only.
+std::array<int64_t, 4> conv2d_output_sizes(const Conv2dProblem& p);
+
+class Cudnn {
+public:
+  /// The process's cuDNN handle bound to Context::get()'s stream. Throws CudaError("cuDNN not
+  /// available: ...") when libcudnn.so.9 is not on the library path (or the context's "no CUDA
+  /// driver/device" error first).
+  static Cudnn& get();
+  /// Empty when get() succeeds, else its message. Never throws.
+  static std::string unavailable_reason();
+
+  Cudnn(const Cudnn&) = delete;
+  Cudnn& operator=(const Cudnn&) = delete;
+  ~Cudnn();
+
+  /// Queues y = conv2d(x, w) + bias on the context's stream; `bias` (k floats) may be 0.
+  void conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, DevicePtr bias,
+                      DevicePtr y);
+  /// cudnnGetVersion(), e.g. 91900 for 9.19.0.
+  size_t version() const { return version_; }
+  /// The largest workspace an algorithm may ask for.
+  static constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
+
+  struct Api; ///< the resolved entry points (defined in cudnn.cpp)
+
+private:
+  Cudnn(Context& ctx, std::unique_ptr<Api> api);
+  void check(int status, const char* call) const;
+  DevicePtr workspace(size_t bytes);
+  Context& ctx_;
+  std::unique_ptr<Api> api_;
+  void* handle_ = nullptr;
+  DevicePtr workspace_ = 0;
+  size_t workspace_bytes_ = 0;
+  size_t version_ = 0;
+};
+
+} // namespace fxc::cuda

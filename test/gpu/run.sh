@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The GPU test script: run on the GPU machine from the repository root, with the package that
+# tools/build-gpu.sh put in carry/ (it builds nothing). Runs the unit tests' GPU cases (a missing
+# GPU is a failure here), the same cases under compute-sanitizer memcheck, and the end-to-end
+# fixtures with the carried fxc. Logs go to $OUT (the device tool's output folder) or gpu-logs/.
+# Exits non-zero when any step fails. Usage: bash test/gpu/run.sh [package.tar.gz]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+pkg=${1:-$root/carry/fxc-gpu.tar.gz}
+out=${OUT:-$root/gpu-logs}
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if ! tar -C "$work" -xzf "$pkg"; then
+  echo "error: cannot unpack $pkg (run tools/build-gpu.sh and carry carry/)" >&2
+  exit 2
+fi
+bin=$work/fxc-gpu/bin
+
+# Libraries: the packed ones, cuBLASLt from the toolkit, cuDNN from PyTorch's environment. fxc
+# itself only searches the library path for cuDNN (docs/gpu.md); this script puts it there.
+libpath=$work/fxc-gpu/lib
+cudnn=$(python3 -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
+[ -f "$cudnn/libcudnn.so.9" ] || cudnn=$(dirname "$(find / -xdev -name libcudnn.so.9 -print -quit 2>/dev/null)")
+[ -n "$cudnn" ] && libpath=$libpath:$cudnn
+[ -d /usr/local/cuda/lib64 ] && libpath=$libpath:/usr/local/cuda/lib64
+export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export FXC_REQUIRE_CUDA=1 FXC_TEST_VADD_CUBIN=$work/fxc-gpu/vadd.cubin
+
+{
+  echo "commit: $(cat "$work/fxc-gpu/COMMIT")"
+  echo "kernel: $(uname -r)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  echo "cudnn dir: ${cudnn:-not found}"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+} 2>&1 | tee "$out/env.log"
+
+declare -a summary
+status=0
+step() { # step <name> <log> <command...>: runs the command, logs it, records PASS/FAIL
+  local name=$1 log=$2
+  shift 2
+  echo "=== $name"
+  local t0=$SECONDS
+  "$@" >"$out/$log" 2>&1
+  local rc=$?
+  tail -25 "$out/$log"
+  if [ $rc -eq 0 ]; then summary+=("PASS  $name ($((SECONDS - t0)) s)"); else
+    summary+=("FAIL  $name (exit $rc, $((SECONDS - t0)) s, see $log)")
+    status=1
+  fi
+}
+
+step "unit tests, CUDA cases" unit.log "$bin/fxc_unit" -tc='cuda*'
+
+# compute-sanitizer works on Firecracker machines, not on gVisor ones (KINDS.md): there it
+# refuses the device, which is reported as such rather than as a failure of fxc. The case
+# that provokes API errors on purpose is left out.
+if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  step "compute-sanitizer memcheck" memcheck.log "$cs" --tool memcheck --error-exitcode 3 \
+    "$bin/fxc_unit" -tc='cuda gpu*' -tce='*checked errors*'
+  if grep -q "Device not supported" "$out/memcheck.log"; then
+    summary[-1]="N/A   compute-sanitizer memcheck: the device is not supported on this machine (gVisor?)"
+    status=$((status))
+  fi
+else
+  summary+=("FAIL  compute-sanitizer memcheck: compute-sanitizer not found")
+  status=1
+fi
+
+# End to end with the carried fxc: its statically linked LLVM (the inductor backend JITs x86-64)
+# and its packed libraries work on this machine's image.
+step "fixtures end to end (carried fxc)" e2e.log timeout 300 bash "$root/test/fixtures_e2e.sh" \
+  "$bin/fxc" eager inductor
+# GPU end-to-end checks: test/gpu/e2e/*.sh, each given the carried fxc.
+n_e2e=0
+for t in "$root"/test/gpu/e2e/*.sh; do
+  [ -f "$t" ] || continue
+  n_e2e=$((n_e2e + 1))
+  step "gpu e2e $(basename "$t" .sh)" "e2e-$(basename "$t" .sh).log" bash "$t" "$bin/fxc"
+done
+summary+=("INFO  $n_e2e GPU end-to-end script(s) in test/gpu/e2e")
+
+echo "=== summary"
+printf '%s\n' "${summary[@]}" | tee "$out/summary.log"
+exit $status

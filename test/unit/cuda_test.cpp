@@ -1,0 +1,675 @@
+// Unit tests for the CUDA runtime: the no-driver error, the caching allocator, matmul and conv
+// problem checks (everywhere); PTX modules, launches, cuBLASLt and cuDNN against host references
+// (on a GPU: test/gpu/run.sh sets FXC_REQUIRE_CUDA=1, which turns a missing GPU into a failure).
+#include "runtime/cublaslt.h"
+#include "runtime/cuda_alloc.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/cudnn.h"
+#include "runtime/tensor.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+using namespace fxc;
+using namespace fxc::cuda;
+
+namespace {
+
+// PTX of a vector add c[i] = a[i] + b[i] for i < n, made by
+// `llc-19 -march=nvptx64 -mcpu=sm_90 -O2 test/gpu/vadd.ll` (comments dropped).
+const char* kVaddPtx = R"(
+.version 7.8
+.target sm_90
+.address_size 64
+
+.visible .entry vadd(
+	.param .u64 vadd_param_0,
+	.param .u64 vadd_param_1,
+	.param .u64 vadd_param_2,
+	.param .u32 vadd_param_3
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<6>;
+	.reg .f32 	%f<4>;
+	.reg .b64 	%rd<8>;
+
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, %ctaid.x;
+	ld.param.u32 	%r3, [vadd_param_3];
+	mov.u32 	%r4, %ntid.x;
+	mad.lo.s32 	%r5, %r2, %r4, %r1;
+	setp.ge.s32 	%p1, %r5, %r3;
+	@%p1 bra 	$L__BB0_2;
+	ld.param.u64 	%rd4, [vadd_param_0];
+	ld.param.u64 	%rd5, [vadd_param_1];
+	ld.param.u64 	%rd6, [vadd_param_2];
+	mul.wide.s32 	%rd7, %r5, 4;
+	add.s64 	%rd1, %rd4, %rd7;
+	add.s64 	%rd2, %rd5, %rd7;
+	add.s64 	%rd3, %rd6, %rd7;
+	ld.global.f32 	%f1, [%rd1];
+	ld.global.f32 	%f2, [%rd2];
+	add.rn.f32 	%f3, %f1, %f2;
+	st.global.f32 	[%rd3], %f3;
+$L__BB0_2:
+	ret;
+}
+)";
+
+bool require_cuda() {
+  const char* s = std::getenv("FXC_REQUIRE_CUDA");
+  return s && std::string(s) == "1";
+}
+
+// True when the GPU cases can run. Otherwise says why in a MESSAGE, or fails when the run must
+// have a GPU (FXC_REQUIRE_CUDA=1, set by test/gpu/run.sh).
+bool gpu_ready(const std::string& why) {
+  if (why.empty()) return true;
+  if (require_cuda())
+    FAIL_CHECK("FXC_REQUIRE_CUDA=1 but " << why);
+  else
+    MESSAGE("GPU case skipped: " << why);
+  return false;
+}
+bool gpu_ready() {
+  return gpu_ready(Context::unavailable_reason());
+}
+
+// A fake device for the allocator: hands out 256-aligned addresses up to `capacity` bytes.
+struct FakeMemory : DeviceMemory {
+  size_t capacity = size_t(1) << 40;
+  size_t used = 0;
+  DevicePtr next = 0x10000;
+  std::map<DevicePtr, size_t> live;
+  int allocs = 0, releases = 0;
+  DevicePtr allocate(size_t bytes) override {
+    if (used + bytes > capacity) throw CudaError("fake: out of memory");
+    DevicePtr p = next;
+    next += (bytes + 255) / 256 * 256;
+    live[p] = bytes;
+    used += bytes;
+    ++allocs;
+    return p;
+  }
+  void release(DevicePtr p) override {
+    auto it = live.find(p);
+    REQUIRE(it != live.end());
+    used -= it->second;
+    live.erase(it);
+    ++releases;
+  }
+};
+
+// A device buffer from the caching allocator, freed on scope exit.
+struct Buffer {
+  CachingAllocator& alloc;
+  DevicePtr ptr;
+  Buffer(CachingAllocator& a, size_t bytes) : alloc(a), ptr(a.allocate(bytes)) {}
+  ~Buffer() { alloc.free(ptr); }
+};
+
+CachingAllocator& device_allocator() {
+  static DriverMemory memory(Context::get());
+  static CachingAllocator alloc(memory);
+  return alloc;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// ‖out − ref‖ / ‖ref‖; infinity when out holds a NaN.
+double rel_error(const std::vector<double>& out, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (std::isnan(out[i])) return INFINITY;
+    num += (out[i] - ref[i]) * (out[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+// Values as stored in `dt` (rounded), and back to double.
+std::vector<uint8_t> encode(const std::vector<float>& v, DType dt) {
+  std::vector<uint8_t> bytes(v.size() * dtype_size(dt));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt == DType::F32) {
+      std::memcpy(&bytes[i * 4], &v[i], 4);
+      continue;
+    }
+    uint16_t h = dt == DType::BF16 ? float_to_bf16(v[i]) : float_to_half(v[i]);
+    std::memcpy(&bytes[i * 2], &h, 2);
+  }
+  return bytes;
+}
+std::vector<double> decode(const std::vector<uint8_t>& bytes, DType dt) {
+  size_t es = dtype_size(dt);
+  std::vector<double> v(bytes.size() / es);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt == DType::F32) {
+      float f;
+      std::memcpy(&f, &bytes[i * 4], 4);
+      v[i] = f;
+      continue;
+    }
+    uint16_t h;
+    std::memcpy(&h, &bytes[i * 2], 2);
+    v[i] = dt == DType::BF16 ? bf16_to_float(h) : half_to_float(h);
+  }
+  return v;
+}
+
+double gelu_tanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+// The host reference of a normalized MatmulProblem over decoded (rounded) operands; D holds
+// beta's input.
+std::vector<double> reference_matmul(const MatmulProblem& p, const std::vector<double>& a,
+                                     const std::vector<double>& b, const std::vector<double>& bias,
+                                     std::vector<double> d, bool erf_gelu = false) {
+  for (int64_t t = 0; t < p.batch; ++t)
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; ++j) {
+        double acc = 0;
+        for (int64_t l = 0; l < p.k; ++l) {
+          double av = a[t * p.stride_a + (p.trans_a ? l * p.lda + i : i * p.lda + l)];
+          double bv = b[t * p.stride_b + (p.trans_b ? j * p.ldb + l : l * p.ldb + j)];
+          acc += av * bv;
+        }
+        double& out = d[t * p.stride_d + i * p.ldd + j];
+        double v = p.alpha * acc + p.beta * out;
+        if (p.epilogue != Epilogue::None) v += bias[j];
+        if (p.epilogue == Epilogue::ReluBias) v = std::max(v, 0.0);
+        if (p.epilogue == Epilogue::GeluBias)
+          v = erf_gelu ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))) : gelu_tanh(v);
+        out = v;
+      }
+  return d;
+}
+
+// Runs `p` through cuBLASLt on random data and returns ‖out − ref‖ / ‖ref‖ over every element
+// of D (rows' padding included, which must keep its initial values). `erf_error`, when given,
+// receives the error against the exact (erf) GELU instead of the tanh approximation.
+double run_matmul(const MatmulProblem& problem, uint32_t seed, double* erf_error = nullptr) {
+  Context& ctx = Context::get();
+  MatmulProblem p = normalize(problem);
+  int64_t a_len = (p.batch - 1) * p.stride_a + (p.trans_a ? p.k : p.m) * p.lda;
+  int64_t b_len = (p.batch - 1) * p.stride_b + (p.trans_b ? p.n : p.k) * p.ldb;
+  int64_t d_len = (p.batch - 1) * p.stride_d + p.m * p.ldd;
+  std::vector<uint8_t> a = encode(random_floats(a_len, seed), p.dtype);
+  std::vector<uint8_t> b = encode(random_floats(b_len, seed + 1), p.dtype);
+  std::vector<uint8_t> bias = encode(random_floats(p.n, seed + 2), p.dtype);
+  std::vector<uint8_t> d0 = encode(random_floats(d_len, seed + 3), p.dtype);
+  CachingAllocator& alloc = device_allocator();
+  Buffer da(alloc, a.size()), db(alloc, b.size()), dbias(alloc, bias.size()), dd(alloc, d0.size());
+  ctx.copy_to_device(da.ptr, a.data(), a.size());
+  ctx.copy_to_device(db.ptr, b.data(), b.size());
+  ctx.copy_to_device(dbias.ptr, bias.data(), bias.size());
+  ctx.copy_to_device(dd.ptr, d0.data(), d0.size());
+  bool with_bias = p.epilogue != Epilogue::None;
+  CublasLt::get().matmul(problem, da.ptr, db.ptr, with_bias ? dbias.ptr : 0, dd.ptr);
+  std::vector<uint8_t> out(d0.size());
+  ctx.copy_to_host(out.data(), dd.ptr, out.size());
+  std::vector<double> ref = reference_matmul(p, decode(a, p.dtype), decode(b, p.dtype),
+                                             decode(bias, p.dtype), decode(d0, p.dtype));
+  std::vector<double> got = decode(out, p.dtype);
+  if (erf_error)
+    *erf_error = rel_error(got, reference_matmul(p, decode(a, p.dtype), decode(b, p.dtype),
+                                                 decode(bias, p.dtype), decode(d0, p.dtype), true));
+  if (p.epilogue == Epilogue::ReluBias)
+    for (size_t i = 0; i < ref.size(); ++i)
+      if (ref[i] == 0.0 && got[i] != 0.0) return INFINITY; // relu writes exact zeros
+  return rel_error(got, ref);
+}
+
+} // namespace
+
+TEST_CASE("cuda: without a driver or device every entry point gives one clean error") {
+  std::string why = Context::unavailable_reason();
+  if (why.empty()) {
+    const DeviceInfo& info = Context::get().info();
+    MESSAGE("CUDA device: " << info.name << " " << info.arch() << ", " << info.multiprocessors
+                            << " SMs, driver " << info.driver_version);
+    CHECK(!info.name.empty());
+    CHECK(info.cc_major >= 5);
+    CHECK(info.multiprocessors > 0);
+    CHECK(info.total_memory > 0);
+    CHECK(info.driver_version >= 12000);
+    CHECK(info.max_threads_per_block >= 1024);
+    CHECK(info.arch().rfind("sm_", 0) == 0);
+    return;
+  }
+  CHECK_FALSE(require_cuda());
+  CHECK(why.rfind("no CUDA driver/device: ", 0) == 0);
+  CHECK_THROWS_WITH_AS(Context::get(), why.c_str(), CudaError);
+  // The libraries report the driver's absence first, not their own.
+  CHECK_THROWS_WITH_AS(CublasLt::get(), why.c_str(), CudaError);
+  CHECK_THROWS_WITH_AS(Cudnn::get(), why.c_str(), CudaError);
+  CHECK(CublasLt::unavailable_reason() == why);
+  CHECK(Cudnn::unavailable_reason() == why);
+}
+
+TEST_CASE("cuda: the caching allocator rounds sizes into buckets") {
+  CHECK(CachingAllocator::round_size(0) == 512);
+  CHECK(CachingAllocator::round_size(1) == 512);
+  CHECK(CachingAllocator::round_size(512) == 512);
+  CHECK(CachingAllocator::round_size(513) == 1024);
+  CHECK(CachingAllocator::round_size((1 << 20) - 1) == 1 << 20);
+  CHECK(CachingAllocator::round_size(1 << 20) == 2 << 20);
+  CHECK(CachingAllocator::round_size((2 << 20) + 1) == 4 << 20);
+  CHECK(CachingAllocator::round_size(5 << 20) == 6 << 20);
+  FakeMemory mem;
+  CachingAllocator alloc(mem);
+  CHECK_THROWS_WITH_AS(alloc.allocate(CachingAllocator::kMaxBytes + 1),
+                       doctest::Contains("is too large"), CudaError);
+  CHECK(mem.allocs == 0);
+}
+
+TEST_CASE("cuda: the caching allocator reuses freed blocks of the same bucket") {
+  FakeMemory mem;
+  {
+    CachingAllocator alloc(mem);
+    DevicePtr a = alloc.allocate(1000);
+    CHECK(alloc.block_size(a) == 1024);
+    alloc.free(a);
+    DevicePtr b = alloc.allocate(900); // same 1024-byte bucket
+    CHECK(b == a);
+    DevicePtr c = alloc.allocate(1000); // a is live: a new block
+    CHECK(c != a);
+    AllocatorStats s = alloc.stats();
+    CHECK(s.requests == 3);
+    CHECK(s.cache_hits == 1);
+    CHECK(s.device_allocs == 2);
+    CHECK(s.bytes_in_use == 2048);
+    CHECK(s.bytes_cached == 0);
+
+    // A cached block at most a quarter larger than the request is taken, a larger one is not.
+    DevicePtr big = alloc.allocate(2560);
+    alloc.free(big);
+    DevicePtr fits = alloc.allocate(2048); // 2560 <= 2048 + 512
+    CHECK(fits == big);
+    CHECK(alloc.block_size(fits) == 2560);
+    alloc.free(fits);
+    DevicePtr too_small = alloc.allocate(1536); // 2560 > 1536 + 384
+    CHECK(too_small != big);
+    s = alloc.stats();
+    CHECK(s.cache_hits == 2);
+    CHECK(s.bytes_cached == 2560);
+    CHECK(s.bytes_in_use == 2048 + 1536);
+    CHECK(s.peak_bytes_in_use == 2048 + 2560);
+
+    // Large blocks are 2 MiB granules.
+    DevicePtr l = alloc.allocate(5 << 20);
+    CHECK(alloc.block_size(l) == 6 << 20);
+    alloc.free(l);
+    CHECK(alloc.allocate((5 << 20) + 7) == l);
+
+    alloc.free(b);
+    alloc.free(c);
+    alloc.empty_cache();
+    s = alloc.stats();
+    CHECK(s.bytes_cached == 0);
+    CHECK(s.device_frees == 3);  // b, c and `big`
+    CHECK(mem.live.size() == 2); // too_small and l are still live
+  }
+  CHECK(mem.live.empty()); // the destructor returns live and cached blocks
+  CHECK(mem.releases == mem.allocs);
+}
+
+TEST_CASE("cuda: the caching allocator empties its cache and retries when out of memory") {
+  FakeMemory mem;
+  mem.capacity = 4 << 20;
+  CachingAllocator alloc(mem);
+  DevicePtr a = alloc.allocate(2 << 20);
+  DevicePtr b = alloc.allocate(2 << 20);
+  alloc.free(a);
+  alloc.free(b);
+  DevicePtr c = alloc.allocate(4 << 20); // needs the cached 4 MiB back
+  AllocatorStats s = alloc.stats();
+  CHECK(s.oom_retries == 1);
+  CHECK(s.device_frees == 2);
+  CHECK(s.bytes_cached == 0);
+  CHECK(s.bytes_in_use == 4 << 20);
+  // Nothing cached to give back: the backend's error reaches the caller.
+  CHECK_THROWS_WITH_AS(alloc.allocate(512), "fake: out of memory", CudaError);
+  alloc.free(c);
+}
+
+TEST_CASE("cuda: matmul problems are checked and mapped to column-major cuBLASLt operands") {
+  MatmulProblem p;
+  p.m = 4, p.n = 5, p.k = 6;
+  MatmulProblem q = normalize(p);
+  CHECK(q.lda == 6);
+  CHECK(q.ldb == 5);
+  CHECK(q.ldd == 5);
+  ColumnMajorGemm g = column_major(q);
+  // Dᵀ [5, 4] = Bᵀ [5, 6] · Aᵀ [6, 4]: B's row-major [6, 5] is column-major [5, 6].
+  CHECK(!g.trans_first);
+  CHECK(g.first_rows == 5);
+  CHECK(g.first_cols == 6);
+  CHECK(g.ld_first == 5);
+  CHECK(!g.trans_second);
+  CHECK(g.second_rows == 6);
+  CHECK(g.second_cols == 4);
+  CHECK(g.ld_second == 6);
+  CHECK(g.d_rows == 5);
+  CHECK(g.d_cols == 4);
+  CHECK(g.ld_d == 5);
+
+  p.trans_a = p.trans_b = true; // A stored [6, 4], B stored [5, 6]
+  p.batch = 3;
+  q = normalize(p);
+  CHECK(q.lda == 4);
+  CHECK(q.ldb == 6);
+  CHECK(q.stride_d == 20); // packed batches of D
+  g = column_major(q);
+  CHECK(g.trans_first);
+  CHECK(g.first_rows == 6);
+  CHECK(g.first_cols == 5);
+  CHECK(g.trans_second);
+  CHECK(g.second_rows == 4);
+  CHECK(g.second_cols == 6);
+
+  MatmulProblem bf = p;
+  bf.dtype = DType::BF16;
+  bf.allow_tf32 = true;
+  CHECK_FALSE(normalize(bf).allow_tf32); // TF32 is a float32 mode
+
+  auto fails = [](MatmulProblem x, const char* msg) {
+    CHECK_THROWS_WITH_AS(normalize(x), doctest::Contains(msg), CudaError);
+  };
+  MatmulProblem x = p;
+  x.dtype = DType::F64;
+  fails(x, "unsupported dtype f64");
+  x = p;
+  x.k = 0;
+  fails(x, "k = 0 is outside");
+  x = p;
+  x.lda = 3;
+  fails(x, "lda = 3 is less than the row length 4");
+  x = p;
+  x.stride_d = 19;
+  fails(x, "batches of D overlap");
+  x = p;
+  x.stride_a = -1;
+  fails(x, "negative batch stride");
+  x = p;
+  x.ldd = int64_t(1) << 62;
+  fails(x, "D's extent overflows");
+}
+
+TEST_CASE("cuda: conv2d output sizes follow PyTorch's formula and reject bad shapes") {
+  Conv2dProblem p;
+  p.n = 2, p.c = 4, p.h = 7, p.w = 9, p.k = 6, p.r = 3, p.s = 2;
+  p.stride_h = 2, p.pad_h = 1, p.dilation_w = 2, p.groups = 2;
+  // out_h = (7 + 2 - 2 - 1) / 2 + 1 = 4; out_w = (9 - 2 - 1) / 1 + 1 = 7
+  CHECK(conv2d_output_sizes(p) == std::array<int64_t, 4>{2, 6, 4, 7});
+  Conv2dProblem x = p;
+  x.groups = 4;
+  CHECK_THROWS_WITH_AS(conv2d_output_sizes(x), doctest::Contains("do not divide into 4 groups"),
+                       CudaError);
+  x = p;
+  x.r = 10;
+  CHECK_THROWS_WITH_AS(conv2d_output_sizes(x), doctest::Contains("larger than the padded input"),
+                       CudaError);
+  x = p;
+  x.stride_w = 0;
+  CHECK_THROWS_WITH_AS(conv2d_output_sizes(x), doctest::Contains("stride = 0"), CudaError);
+  x = p;
+  x.n = 1 << 20, x.c = 1 << 12;
+  CHECK_THROWS_WITH_AS(conv2d_output_sizes(x), doctest::Contains("2^31 or more elements"),
+                       CudaError);
+}
+
+TEST_CASE("cuda gpu: a PTX vector add loads, launches and computes a + b") {
+  if (!gpu_ready()) return;
+  Context& ctx = Context::get();
+  std::unique_ptr<Module> mod = ctx.load_module(kVaddPtx, "vadd.ptx");
+  MESSAGE("JIT info log: " << mod->info_log());
+  void* fn = mod->function("vadd");
+  const int n = 1000003; // not a multiple of the block
+  std::vector<float> a = random_floats(n, 1), b = random_floats(n, 2);
+  CachingAllocator& alloc = device_allocator();
+  Buffer da(alloc, n * 4), db(alloc, n * 4), dc(alloc, n * 4 + 4);
+  ctx.copy_to_device(da.ptr, a.data(), n * 4);
+  ctx.copy_to_device(db.ptr, b.data(), n * 4);
+  ctx.fill_bytes(dc.ptr, 0xff, n * 4 + 4); // NaN everywhere, one sentinel past the end
+  int n_arg = n;
+  void* args[] = {&da.ptr, &db.ptr, &dc.ptr, &n_arg};
+  unsigned block = 256;
+  ctx.launch(fn, {unsigned((n + block - 1) / block)}, {block}, 0, args, "vadd");
+  ctx.synchronize();
+  std::vector<float> c(n + 1);
+  ctx.copy_to_host(c.data(), dc.ptr, (n + 1) * 4);
+  int wrong = 0;
+  for (int i = 0; i < n; ++i) wrong += c[i] != a[i] + b[i];
+  CHECK(wrong == 0);
+  CHECK(std::isnan(c[n])); // the guard i < n held
+}
+
+TEST_CASE("cuda gpu: cubin images load like PTX") {
+  if (!gpu_ready()) return;
+  const char* path = std::getenv("FXC_TEST_VADD_CUBIN");
+  if (!path) {
+    if (require_cuda())
+      FAIL_CHECK("FXC_TEST_VADD_CUBIN is not set (test/gpu/run.sh sets it)");
+    else
+      MESSAGE("GPU case skipped: FXC_TEST_VADD_CUBIN is not set");
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Context& ctx = Context::get();
+  std::unique_ptr<Module> mod = ctx.load_module(ss.str(), "vadd.cubin");
+  void* fn = mod->function("vadd");
+  std::vector<float> a = random_floats(300, 3), b = random_floats(300, 4), c(300);
+  CachingAllocator& alloc = device_allocator();
+  Buffer da(alloc, 1200), db(alloc, 1200), dc(alloc, 1200);
+  ctx.copy_to_device(da.ptr, a.data(), 1200);
+  ctx.copy_to_device(db.ptr, b.data(), 1200);
+  int n = 300;
+  void* args[] = {&da.ptr, &db.ptr, &dc.ptr, &n};
+  ctx.launch(fn, {3}, {128}, 0, args, "vadd");
+  ctx.copy_to_host(c.data(), dc.ptr, 1200);
+  for (int i = 0; i < 300; ++i) CHECK(c[i] == a[i] + b[i]);
+}
+
+TEST_CASE("cuda gpu: bad modules, unknown kernels and refused launches give checked errors") {
+  if (!gpu_ready()) return;
+  Context& ctx = Context::get();
+  std::string bad_ptx = std::string(kVaddPtx);
+  bad_ptx.replace(bad_ptx.find("add.rn.f32"), 10, "frobnicate");
+  try {
+    ctx.load_module(bad_ptx, "bad.ptx");
+    FAIL_CHECK("bad PTX loaded");
+  } catch (const CudaError& e) {
+    std::string msg = e.what();
+    MESSAGE(msg);
+    CHECK(msg.find("loading module 'bad.ptx' failed: CUDA_ERROR_INVALID_PTX") != std::string::npos);
+    CHECK(msg.find("JIT log:") != std::string::npos);
+    CHECK(msg.find("frobnicate") != std::string::npos); // ptxas names the bad instruction
+  }
+  CHECK_THROWS_WITH_AS(ctx.load_module(std::string("x\0y", 3), "nul.ptx"),
+                       "module 'nul.ptx': PTX text contains a NUL byte", CudaError);
+  std::unique_ptr<Module> mod = ctx.load_module(kVaddPtx, "vadd.ptx");
+  CHECK_THROWS_WITH_AS(mod->function("nope"), "module 'vadd.ptx' has no kernel 'nope'", CudaError);
+  void* fn = mod->function("vadd");
+  CachingAllocator& alloc = device_allocator();
+  Buffer d(alloc, 4096);
+  int n = 1024;
+  void* args[] = {&d.ptr, &d.ptr, &d.ptr, &n};
+  CHECK_THROWS_WITH_AS(ctx.launch(fn, {1}, {4096}, 0, args, "vadd"),
+                       doctest::Contains("launching 'vadd' (grid 1x1x1, block 4096x1x1, 0 shared "
+                                         "bytes) failed: CUDA_ERROR_INVALID_VALUE"),
+                       CudaError);
+  // The context survives a refused launch.
+  std::vector<float> ones(n, 1.0f), out(n);
+  ctx.copy_to_device(d.ptr, ones.data(), n * 4);
+  ctx.launch(fn, {4}, {256}, 0, args, "vadd");
+  ctx.copy_to_host(out.data(), d.ptr, n * 4);
+  CHECK(out[0] == 2.0f);
+  CHECK(out[n - 1] == 2.0f);
+}
+
+TEST_CASE("cuda gpu: events time queued work and device memory is reused through the cache") {
+  if (!gpu_ready()) return;
+  Context& ctx = Context::get();
+  DriverMemory mem(ctx);
+  CachingAllocator alloc(mem);
+  auto [free0, total] = ctx.mem_info();
+  CHECK(free0 <= total);
+  CHECK(total > 0);
+  DevicePtr p = alloc.allocate(64 << 20);
+  CHECK(p % 256 == 0);
+  std::unique_ptr<Event> start = ctx.create_event(), end = ctx.create_event();
+  start->record();
+  ctx.fill_bytes(p, 0x3c, 64 << 20);
+  end->record();
+  CHECK(end->elapsed_ms_since(*start) >= 0.0f);
+  std::vector<uint8_t> tail(16);
+  ctx.copy_to_host(tail.data(), p + (64 << 20) - 16, 16);
+  CHECK(tail == std::vector<uint8_t>(16, 0x3c));
+  alloc.free(p);
+  CHECK(alloc.allocate(63 << 20) == p); // same 64 MiB bucket
+  AllocatorStats s = alloc.stats();
+  CHECK(s.device_allocs == 1);
+  CHECK(s.cache_hits == 1);
+  alloc.free(p);
+  alloc.empty_cache();
+  CHECK(alloc.stats().device_frees == 1);
+  // The driver's reading moves with the allocation (other processes may also allocate).
+  MESSAGE("free device memory: " << free0 << " of " << total << " bytes");
+}
+
+TEST_CASE("cuda gpu: cuBLASLt matmuls match a float64 host reference") {
+  if (!gpu_ready(CublasLt::unavailable_reason())) return;
+  MESSAGE("cuBLASLt version " << CublasLt::get().version());
+  struct Case {
+    const char* what;
+    MatmulProblem p;
+    double tol;
+  };
+  std::vector<Case> cases;
+  auto add = [&](const char* what, DType dt, int64_t m, int64_t n, int64_t k, Epilogue e,
+                 double tol) {
+    MatmulProblem p;
+    p.dtype = dt, p.m = m, p.n = n, p.k = k, p.epilogue = e;
+    cases.push_back({what, p, tol});
+    return &cases.back().p;
+  };
+  add("f32 mm", DType::F32, 37, 53, 29, Epilogue::None, 1e-6);
+  add("f32 addmm", DType::F32, 64, 48, 80, Epilogue::Bias, 1e-6);
+  add("f32 addmm relu", DType::F32, 33, 65, 17, Epilogue::ReluBias, 1e-6);
+  add("f32 addmm gelu(tanh)", DType::F32, 40, 24, 56, Epilogue::GeluBias, 1e-5);
+  add("bf16 addmm", DType::BF16, 64, 128, 96, Epilogue::Bias, 1e-2);
+  add("f16 addmm relu", DType::F16, 48, 64, 32, Epilogue::ReluBias, 2e-3);
+  add("bf16 gelu", DType::BF16, 32, 64, 64, Epilogue::GeluBias, 1e-2);
+  MatmulProblem* t =
+      add("f32 bmm, transposed operands", DType::F32, 19, 23, 31, Epilogue::None, 1e-6);
+  t->trans_a = t->trans_b = true, t->batch = 4;
+  t = add("f32 bmm, broadcast B, padded rows", DType::F32, 21, 22, 20, Epilogue::Bias, 1e-6);
+  t->batch = 3, t->ldd = 30, t->lda = 25, t->stride_a = 21 * 25, t->stride_b = 0;
+  t = add("f32 alpha/beta", DType::F32, 16, 16, 16, Epilogue::None, 1e-6);
+  t->alpha = 0.5f, t->beta = 1.0f;
+  t = add("bf16 bmm", DType::BF16, 32, 32, 64, Epilogue::None, 1e-2);
+  t->batch = 5;
+  uint32_t seed = 100;
+  for (const Case& c : cases) {
+    double erf_err = 0;
+    double err = run_matmul(c.p, seed += 10, &erf_err);
+    INFO(c.what << ": relative error " << err);
+    CHECK(err < c.tol);
+    // PyTorch's addmm+gelu epilogue is gelu(approximate='tanh'); cuBLASLt's must match it
+    // better than it matches the exact GELU.
+    if (c.p.epilogue == Epilogue::GeluBias && c.p.dtype == DType::F32) {
+      MESSAGE(c.what << ": error against tanh GELU " << err << ", against erf GELU " << erf_err);
+      CHECK(err < erf_err);
+    }
+  }
+
+  // TF32 only when asked: float32 stays exact-ish, TF32 rounds the inputs to 10 mantissa bits.
+  MatmulProblem big;
+  big.m = big.n = 512, big.k = 1024;
+  double f32_err = run_matmul(big, 7);
+  big.allow_tf32 = true;
+  double tf32_err = run_matmul(big, 7);
+  MESSAGE("512x512x1024 relative error: f32 " << f32_err << ", tf32 " << tf32_err);
+  CHECK(f32_err < 1e-6);
+  CHECK(tf32_err < 5e-3);
+  CHECK(tf32_err > 10 * f32_err);
+
+  MatmulProblem p;
+  p.m = p.n = p.k = 8;
+  p.epilogue = Epilogue::Bias;
+  Buffer d(device_allocator(), 256 * 4);
+  CHECK_THROWS_WITH_AS(CublasLt::get().matmul(p, d.ptr, d.ptr, 0, d.ptr),
+                       "matmul: the epilogue needs a bias", CudaError);
+}
+
+TEST_CASE("cuda gpu: cuDNN conv2d matches a float64 host reference") {
+  if (!gpu_ready(Cudnn::unavailable_reason())) return;
+  MESSAGE("cuDNN version " << Cudnn::get().version());
+  Context& ctx = Context::get();
+  auto run = [&](const Conv2dProblem& p, bool with_bias, uint32_t seed) {
+    std::array<int64_t, 4> o = conv2d_output_sizes(p);
+    int64_t cg = p.c / p.groups, kg = p.k / p.groups;
+    std::vector<float> x = random_floats(p.n * p.c * p.h * p.w, seed);
+    std::vector<float> w = random_floats(p.k * cg * p.r * p.s, seed + 1);
+    std::vector<float> bias = random_floats(p.k, seed + 2);
+    size_t ylen = size_t(o[0] * o[1] * o[2] * o[3]);
+    CachingAllocator& alloc = device_allocator();
+    Buffer dx(alloc, x.size() * 4), dw(alloc, w.size() * 4), db(alloc, bias.size() * 4),
+        dy(alloc, ylen * 4);
+    ctx.copy_to_device(dx.ptr, x.data(), x.size() * 4);
+    ctx.copy_to_device(dw.ptr, w.data(), w.size() * 4);
+    ctx.copy_to_device(db.ptr, bias.data(), bias.size() * 4);
+    ctx.fill_bytes(dy.ptr, 0xff, ylen * 4);
+    Cudnn::get().conv2d_forward(p, dx.ptr, dw.ptr, with_bias ? db.ptr : 0, dy.ptr);
+    std::vector<float> y(ylen);
+    ctx.copy_to_host(y.data(), dy.ptr, ylen * 4);
+    std::vector<double> got(y.begin(), y.end()), ref(ylen);
+    for (int64_t n = 0; n < o[0]; ++n)
+      for (int64_t k = 0; k < p.k; ++k)
+        for (int64_t oh = 0; oh < o[2]; ++oh)
+          for (int64_t ow = 0; ow < o[3]; ++ow) {
+            double acc = with_bias ? bias[k] : 0.0;
+            int64_t g = k / kg;
+            for (int64_t c = 0; c < cg; ++c)
+              for (int64_t r = 0; r < p.r; ++r)
+                for (int64_t s = 0; s < p.s; ++s) {
+                  int64_t ih = oh * p.stride_h - p.pad_h + r * p.dilation_h;
+                  int64_t iw = ow * p.stride_w - p.pad_w + s * p.dilation_w;
+                  if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
+                  acc += double(x[((n * p.c + g * cg + c) * p.h + ih) * p.w + iw]) *
+                         w[((k * cg + c) * p.r + r) * p.s + s];
+                }
+            ref[((n * p.k + k) * o[2] + oh) * o[3] + ow] = acc;
+          }
+    return rel_error(got, ref);
+  };
+  Conv2dProblem p;
+  p.n = 2, p.c = 4, p.h = 11, p.w = 13, p.k = 6, p.r = 3, p.s = 3;
+  p.stride_h = 2, p.pad_h = 1, p.pad_w = 2, p.dilation_w = 2, p.groups = 2;
+  double e1 = run(p, true, 11);
+  CHECK(e1 < 1e-6);
+  Conv2dProblem q;
+  q.n = 3, q.c = 16, q.h = 28, q.w = 28, q.k = 32, q.r = 5, q.s = 5, q.pad_h = q.pad_w = 2;
+  double e2 = run(q, false, 21);
+  CHECK(e2 < 1e-6);
+  MESSAGE("conv2d relative errors: grouped+bias " << e1 << ", 16->32 5x5 " << e2);
+}

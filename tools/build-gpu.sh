@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds fxc and fxc_unit for the GPU machine and packs them into carry/fxc-gpu.tar.gz.
+#
+# LLVM is linked statically (-DFXC_STATIC_LLVM=ON): the GPU machine has no LLVM. The binaries
+# are stripped and packed with the shared libraries that machine's image may lack (everything
+# ldd names except the C library family and libstdc++/libgcc_s, which it has in newer versions),
+# plus test/gpu/vadd.ll compiled to a cubin for the cubin-loading test. carry/ is ignored by git
+# (.gitignore and .git/info/exclude); name it in the device `run` tool's `carry` parameter and
+# run test/gpu/run.sh there (docs/gpu.md).
+#
+# Usage: tools/build-gpu.sh            (build dir: build-gpu, or $FXC_GPU_BUILD; jobs: $JOBS or 2)
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${FXC_GPU_BUILD:-$src/build-gpu}
+carry=$src/carry
+jobs=${JOBS:-2}
+
+cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFXC_STATIC_LLVM=ON >/dev/null
+ninja -C "$build" -j"$jobs" fxc fxc_unit
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+pkg=$stage/fxc-gpu
+mkdir -p "$pkg/bin" "$pkg/lib"
+for b in fxc fxc_unit; do
+  if ldd "$build/$b" | grep -q 'libLLVM'; then
+    echo "error: $build/$b links libLLVM dynamically; FXC_STATIC_LLVM did not take effect" >&2
+    exit 1
+  fi
+  strip --strip-unneeded -o "$pkg/bin/$b" "$build/$b"
+done
+ldd "$build/fxc" "$build/fxc_unit" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+  while read -r lib; do
+    case $(basename "$lib") in
+    libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libstdc++.so* | libgcc_s.so*) ;;
+    *) cp -L "$lib" "$pkg/lib/" ;;
+    esac
+  done
+
+llc=$(command -v llc-19 || true)
+ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -z "$llc" ] || [ ! -x "$ptxas" ]; then
+  echo "error: llc-19 and ptxas are needed for the test cubin (llc-19: '${llc}', ptxas: '$ptxas')" >&2
+  exit 1
+fi
+"$llc" -march=nvptx64 -mcpu=sm_90 -O2 "$src/test/gpu/vadd.ll" -o "$stage/vadd.ptx"
+"$ptxas" -arch=sm_90 "$stage/vadd.ptx" -o "$pkg/vadd.cubin"
+git -C "$src" rev-parse --short HEAD >"$pkg/COMMIT" 2>/dev/null || echo unknown >"$pkg/COMMIT"
+
+mkdir -p "$carry"
+tar -C "$stage" -czf "$carry/fxc-gpu.tar.gz" fxc-gpu
+exclude=$(git -C "$src" rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/carry/' "$exclude" 2>/dev/null || echo '/carry/' >>"$exclude"
+echo "packed $(du -h "$carry/fxc-gpu.tar.gz" | cut -f1) into $carry/fxc-gpu.tar.gz:"
+tar -tzvf "$carry/fxc-gpu.tar.gz" | awk '{print "  " $3 "  " $6}'
