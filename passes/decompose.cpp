@@ -5,8 +5,10 @@
 #include "frontend/schema.h"
 #include "passes/aot_ops.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
