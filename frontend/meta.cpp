@@ -1632,7 +1632,7 @@ std::optional<Sizes> compute_stride(const Sizes& oldshape, const Sizes& oldstrid
       newstride[size_t(d)] =
           d == int64_t(newshape.size()) - 1
               ? 1
-              : std::max<int64_t>(newshape[size_t(d + 1)], 1) * newstride[size_t(d + 1)];
+              : mul(std::max<int64_t>(newshape[size_t(d + 1)], 1), newstride[size_t(d + 1)]);
     return newstride;
   }
   for (int64_t st : oldstride)
@@ -2115,6 +2115,9 @@ Metas arange(const Graph& g, const Node& n) {
   double size_d;
   if (!is_floating(dt)) {
     // Integer arange: the bounds are truncated to integers first.
+    for (double v : {xs, xe, xst})
+      if (!(std::fabs(v) < 9.2e18))
+        c.fail("arange bounds or step out of range for " + std::string(dtype_name(dt)));
     __int128 is = __int128(std::trunc(xs)), ie = __int128(std::trunc(xe)),
              ist = __int128(std::trunc(xst));
     if (ist == 0) c.fail("step must be nonzero");

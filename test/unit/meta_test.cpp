@@ -4,9 +4,11 @@
 #include "frontend/import.h"
 #include "frontend/meta.h"
 #include "frontend/shape_prop.h"
+#include "frontend/verify.h"
 
 #include <doctest/doctest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -437,6 +439,89 @@ TEST_CASE("meta: operand and device checks") {
         "clamp: at least one of 'min' or 'max' must not be None");
   CHECK(t.error("aten._softmax.default", {T(i), I(0), B(false)}) ==
         "softmax needs a floating point input, got i64[3]");
+}
+
+namespace {
+
+// Random arguments of the kinds each schema declares, with extreme values mixed in.
+struct Fuzzer {
+  std::mt19937_64 rng{2026};
+  int64_t pick(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  }
+  int64_t wild() {
+    const int64_t extremes[] = {INT64_MAX, INT64_MIN, -1, 0, int64_t(1) << 40, int64_t(1) << 62};
+    return pick(0, 2) ? pick(-3, 6) : extremes[pick(0, 5)];
+  }
+  TensorMeta tensor() {
+    const DType dts[] = {DType::Bool, DType::U8, DType::I32, DType::I64, DType::F16, DType::F32};
+    Sizes sizes;
+    for (int64_t i = pick(0, 4); i > 0; --i) sizes.push_back(pick(0, 8) == 0 ? 0 : pick(1, 5));
+    TensorMeta m = meta(dts[pick(0, 5)], sizes);
+    if (pick(0, 2) == 0)
+      for (int64_t& st : m.strides) st = pick(0, 3) == 0 ? (wild() & 0xffffff) : pick(0, 40);
+    m.storage_offset = pick(0, 3) == 0 ? pick(0, 100) : 0;
+    return m;
+  }
+  Arg arg(const ArgSchema& a) {
+    if (a.is_list && a.type == ArgType::Tensor) {
+      std::vector<ValueId> ts;
+      for (int64_t i = pick(0, 3); i > 0; --i) ts.push_back(ValueId(pick(0, 3)));
+      return Arg::of_tensors(ts);
+    }
+    if (a.is_list) {
+      Sizes v;
+      for (int64_t i = pick(0, 5); i > 0; --i) v.push_back(wild());
+      return Arg::of_ints(v);
+    }
+    switch (a.type) {
+    case ArgType::Tensor:
+      return Arg::of_tensor(ValueId(pick(0, 3)));
+    case ArgType::Int:
+    case ArgType::SymInt:
+      return Arg::of_int(wild());
+    case ArgType::Float:
+      return Arg::of_float(pick(0, 3) ? 0.0 : 1e300);
+    case ArgType::Bool:
+      return Arg::of_bool(pick(0, 1));
+    case ArgType::Scalar:
+      return pick(0, 1) ? Arg::of_int(wild()) : Arg::of_float(pick(0, 1) ? 1.5 : 1e308);
+    case ArgType::ScalarType:
+      return Arg::of_dtype(DType(pick(0, 9)));
+    case ArgType::MemoryFormat:
+      return Arg::of_memory_format(MemoryFormat(pick(1, 4)));
+    case ArgType::Str:
+      return Arg::of_string(pick(0, 1) ? "none" : "reflect");
+    default:
+      return Arg::none();
+    }
+  }
+};
+
+} // namespace
+
+TEST_CASE("meta: random and extreme arguments give metadata or an fxc::Error, never a crash") {
+  Fuzzer f;
+  int built = 0;
+  for (int iter = 0; iter < 60; ++iter) {
+    for (const OpSchema* s : all_schemas()) {
+      G t;
+      for (int i = 0; i < 4; ++i) t.in("in" + std::to_string(i), f.tensor());
+      std::vector<CallArg> call;
+      for (const ArgSchema& a : s->args)
+        if (!a.has_default || f.pick(0, 2) != 0) call.push_back({a.name, f.arg(a)});
+      CAPTURE(s->target);
+      try {
+        std::vector<ValueId> outs = add_node(t.g, s->target, call);
+        t.g.outputs = outs;
+        verify_graph(t.g); // metadata is deterministic and consistent with the schema
+        ++built;
+      } catch (const Error& e) {
+        CHECK(!e.message().empty());
+      }
+    }
+  }
+  CHECK(built > 500);
 }
 
 TEST_CASE("meta: every op in the schema table has a meta function") {
