@@ -141,6 +141,24 @@ ValueId Emit::reshape(ValueId a, std::vector<int64_t> s) {
 }
 
 ValueId Emit::permute(ValueId a, std::vector<int64_t> dims) {
+  // permute(permute(x, p), q) is permute(x, p[q]); x itself when that is the identity.
+  int32_t p = g_.values[a].producer;
+  if (p >= 0 && g_.nodes[p].target == "aten.permute.default") {
+    const Node& inner = g_.nodes[p];
+    const std::vector<int64_t>& first = inner.args[1].ints;
+    int64_t rank = int64_t(first.size());
+    bool identity = true;
+    std::vector<int64_t> composed;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      int64_t q = dims[k] < 0 ? dims[k] + rank : dims[k];
+      int64_t f = first[size_t(q)] < 0 ? first[size_t(q)] + rank : first[size_t(q)];
+      composed.push_back(f);
+      identity = identity && f == int64_t(k);
+    }
+    ValueId base = inner.args[0].tensor;
+    if (identity) return base;
+    return op("aten.permute.default", {t(base), ints(std::move(composed))});
+  }
   return op("aten.permute.default", {t(a), ints(std::move(dims))});
 }
 

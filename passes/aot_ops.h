@@ -69,8 +69,8 @@ public:
   // Views and data movement.
   ValueId view(ValueId a, std::vector<int64_t> sizes);
   ValueId reshape(ValueId a, std::vector<int64_t> sizes);
-  ValueId permute(ValueId a, std::vector<int64_t> dims);
-  ValueId transpose(ValueId a, int64_t d0, int64_t d1); ///< as a permute
+  ValueId permute(ValueId a, std::vector<int64_t> dims); ///< folds permutes of permutes
+  ValueId transpose(ValueId a, int64_t d0, int64_t d1);  ///< as a permute
   ValueId expand(ValueId a, std::vector<int64_t> sizes);
   ValueId unsqueeze(ValueId a, int64_t d);
   ValueId slice(ValueId a, int64_t dim, int64_t start, int64_t end, int64_t step = 1);

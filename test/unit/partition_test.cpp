@@ -11,7 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 using namespace fxc;
 using namespace fxc::testing;
@@ -197,4 +200,27 @@ TEST_CASE("partition: fixtures reproduce PyTorch's gradients") {
       }
     }
   }
+}
+
+TEST_CASE("partition: decisions on mlp, block and convnet match the golden file") {
+  // The partition section of the log (saved values, recomputed nodes, totals) for each
+  // fixture. A change in any decision shows up as a diff; FXC_UPDATE_GOLDEN=1 rewrites it.
+  std::string text;
+  for (const char* name : {"mlp.core", "block", "convnet"}) {
+    std::string log = aot_autograd(import_pt2(fixture(std::string(name) + ".pt2")),
+                                   PartitionStrategy::MinCut, true)
+                          .log;
+    size_t from = log.find("===== partition"), to = log.find("\n===== forward graph");
+    REQUIRE(from != std::string::npos);
+    REQUIRE(to != std::string::npos);
+    text += "# " + std::string(name) + "\n" + log.substr(from, to - from) + "\n";
+  }
+  std::string path = std::string(FXC_SOURCE_DIR) + "/test/golden/aot_partition.txt";
+  if (std::getenv("FXC_UPDATE_GOLDEN")) std::ofstream(path, std::ios::binary) << text;
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), path << " is missing (FXC_UPDATE_GOLDEN=1 writes it)");
+  std::stringstream want;
+  want << in.rdbuf();
+  INFO("rerun with FXC_UPDATE_GOLDEN=1 to accept a deliberate change of " << path);
+  CHECK(text == want.str());
 }
