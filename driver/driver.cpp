@@ -45,8 +45,16 @@ void check_supported(const Options& o) {
   auto unsupported = [](const std::string& what) {
     throw UsageError(what + " is not yet supported");
   };
+  for (const char* env : {"FXC_REPRO_AFTER", "FXC_REPRO_LEVEL", "FXC_CACHE_DIR"})
+    if (const char* v = std::getenv(env); v && *v) unsupported(env);
   if (o.bisect && o.minify) throw UsageError("--bisect and --minify cannot be combined");
-  if (!o.inject_bug.empty()) unsupported("--inject-bug");
+  if (!o.inject_bug.empty()) {
+    auto colon = o.inject_bug.find(':');
+    std::string kind = colon == std::string::npos ? "" : o.inject_bug.substr(colon + 1);
+    if (colon == 0 || (kind != "compile_error" && kind != "runtime_error" && kind != "accuracy"))
+      throw UsageError("--inject-bug expects <op>:compile_error|runtime_error|accuracy, got '" +
+                       o.inject_bug + "'");
+  }
   if (!o.trace.empty()) unsupported("--trace");
   if (o.md || !o.mf.empty() || !o.mt.empty()) unsupported("writing dependency files (-MD/-MF/-MT)");
   if (!o.cache_dir.empty()) unsupported("--cache-dir (the compile cache)");

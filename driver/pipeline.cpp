@@ -150,18 +150,21 @@ void stage_inductor(Compilation& c) {
   if (c.opts.device == DeviceKind::Cuda) throw std::runtime_error("unreachable: cuda rejected");
   c.compiled.clear();
   for (const StageGraph& sg : c.graphs) {
-    auto cg = std::make_shared<CompiledGraph>(compile_inductor(sg.graph, {}));
+    InductorOptions io;
+    io.inject_bug = c.opts.inject_bug;
+    auto cg = std::make_shared<CompiledGraph>(compile_inductor(sg.graph, io));
     std::string dir = "inductor/" + sg.folder + "/";
     c.trace.write(dir + "ir_pre_fusion.txt", cg->ir_pre_fusion(), "inductor", sg.folder);
     c.trace.write(dir + "ir_post_fusion.txt", cg->ir_post_fusion(), "inductor", sg.folder);
+    c.trace.write(dir + "output_code.cpp", cg->output_code(), "inductor", sg.folder);
     for (const GeneratedKernel& k : cg->kernels())
       c.trace.write(dir + "kernels/" + k.name + ".ll", k.ll, "inductor", sg.folder);
     Logger& log = process_logger();
     log.artifact(Artifact::IrPreFusion, "===== " + sg.folder + " =====\n" + cg->ir_pre_fusion());
     log.artifact(Artifact::IrPostFusion, "===== " + sg.folder + " =====\n" + cg->ir_post_fusion());
     log.artifact(Artifact::Fusion, cg->fusion_log());
-    for (const GeneratedKernel& k : cg->kernels())
-      log.artifact(Artifact::OutputCode, "===== kernel " + k.name + " =====\n" + k.ll);
+    log.artifact(Artifact::OutputCode, "===== " + sg.folder + "/output_code.cpp =====\n" +
+                                           cg->output_code());
     c.trace.log("inductor", sg.folder + ": " + std::to_string(cg->num_kernels()) +
                                 " generated kernels, " + std::to_string(cg->num_extern_calls()) +
                                 " extern calls, planned peak " + std::to_string(cg->peak_bytes()) +

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The failure tools end to end: planted bugs (--inject-bug) in relu's generated code are found
+# by --bisect (stage inductor, first diverging node a relu) and shrunk by --minify to a repro of
+# at most 3 nodes including the relu whose repro.sh fails with the bug and passes without it;
+# the same for the MLP example in train mode. Usage: failure_tools.sh <fxc>
+set -u
+fxc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fx=$src/test/fixtures
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; [ -f "$tmp/out" ] && sed 's/^/     /' "$tmp/out" | tail -15; fail=1; }
+
+bisect_case() { # bisect_case <label> <args...>
+  local label=$1; shift
+  "$fxc" --bisect "$@" >"$tmp/out" 2>&1; local st=$?
+  if [ $st -eq 1 ] && [ "$(tail -n 1 "$tmp/out")" = "first failing stage: inductor" ] &&
+     grep -q "^first diverging node: relu[_0-9]* (aten.relu" "$tmp/out"; then ok "bisect $label"
+  else bad "bisect $label (exit $st)"; fi
+}
+minify_case() { # minify_case <label> <args...>
+  local label=$1; shift
+  local d=$tmp/min_$label; mkdir -p "$d"
+  "$fxc" --minify --debug-dir="$d" "$@" >"$tmp/out" 2>&1; local st=$?
+  local n; n=$(sed -n 's/^minified to \([0-9]*\) nodes$/\1/p' "$tmp/out")
+  if [ $st -ne 1 ] || [ -z "$n" ] || [ "$n" -gt 3 ]; then bad "minify $label: exit $st, nodes '${n}'"; return; fi
+  if ! "$fxc" --emit=fx "$d/minifier/repro.fxg" | grep -q "aten.relu"; then bad "minify $label: repro has no relu"; return; fi
+  if FXC="$fxc" sh "$d/minifier/repro.sh" >/dev/null 2>&1; then bad "minify $label: repro.sh passes with the bug"; return; fi
+  sed 's/ --inject-bug=[^ ]*//' "$d/minifier/repro.sh" > "$d/minifier/fixed.sh"
+  if ! FXC="$fxc" sh "$d/minifier/fixed.sh" >"$tmp/out" 2>&1; then bad "minify $label: repro fails without the bug"; return; fi
+  ok "minify $label ($n nodes; repro.sh fails with the bug, passes without)"
+}
+
+for g in block convnet; do
+  for kind in accuracy compile_error runtime_error; do
+    bisect_case "$g $kind" --inject-bug=relu:$kind "$fx/$g.pt2"
+    minify_case "${g}_$kind" --inject-bug=relu:$kind "$fx/$g.pt2"
+  done
+done
+mlp_small=$tmp/mlp_small.fxg
+sed 's/1024/64/g' "$src/examples/mlp.fxg" > "$mlp_small"
+for kind in accuracy runtime_error; do
+  bisect_case "mlp train $kind" --mode=train --inject-bug=relu:$kind "$mlp_small"
+  minify_case "mlp_train_$kind" --mode=train --inject-bug=relu:$kind "$mlp_small"
+done
+
+"$fxc" --bisect "$fx/block.pt2" >"$tmp/out" 2>&1
+if [ $? -eq 0 ] && [ "$(tail -n 1 "$tmp/out")" = "all stages match eager" ]; then ok "bisect without a bug passes"; else bad "bisect without a bug"; fi
+"$fxc" --minify "$fx/mlp.pt2" >"$tmp/out" 2>&1
+if [ $? -eq 0 ] && grep -q "no failure to minify" "$tmp/out"; then ok "minify without a bug has nothing to do"; else bad "minify without a bug"; fi
+"$fxc" --inject-bug=relu:typo --run "$fx/mlp.pt2" >"$tmp/out" 2>&1
+[ $? -eq 2 ] && ok "bad --inject-bug kind is a usage error" || bad "bad --inject-bug kind"
+exit $fail
