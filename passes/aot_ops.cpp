@@ -190,8 +190,10 @@ ValueId Emit::cat(std::vector<ValueId> xs, int64_t d) {
   return op("aten.cat.default", {{"", Arg::of_tensors(std::move(xs))}, i(d)});
 }
 
-ValueId Emit::zeros(std::vector<int64_t> s, DType ty) {
-  return op("aten.zeros.default", {ints(std::move(s)), kw("dtype", Arg::of_dtype(ty))});
+ValueId Emit::zeros(std::vector<int64_t> s, const TensorMeta& like) {
+  std::vector<CallArg> call = {ints(std::move(s)), kw("dtype", Arg::of_dtype(like.dtype))};
+  if (like.device != Device{}) call.push_back(kw("device", Arg::of_device(like.device)));
+  return op("aten.zeros.default", std::move(call));
 }
 
 ValueId Emit::restride(ValueId a, const TensorMeta& want) {

@@ -77,7 +77,8 @@ public:
   ValueId slice_scatter(ValueId base, ValueId src, int64_t dim, int64_t start, int64_t end,
                         int64_t step = 1);
   ValueId cat(std::vector<ValueId> xs, int64_t dim);
-  ValueId zeros(std::vector<int64_t> sizes, DType t);
+  /// Zeros of `sizes` with `like`'s dtype and device.
+  ValueId zeros(std::vector<int64_t> sizes, const TensorMeta& like);
   /// `a` with `want`'s strides when `want` is a dense permuted layout (a copy in that order,
   /// viewed back); `a` itself when the strides already match or `want` is not dense.
   ValueId restride(ValueId a, const TensorMeta& want);

@@ -475,7 +475,7 @@ ValueId conv_input_grad(Emit& e, ValueId g, ValueId w, const std::vector<int64_t
       std::vector<int64_t> dil = e.sizes(g);
       int64_t len = (out_len - 1) * s[i] + 1;
       dil[2 + i] = len;
-      g = e.slice_scatter(e.zeros(dil, e.dtype(g)), g, axis, 0, len, s[i]);
+      g = e.slice_scatter(e.zeros(dil, e.meta(g)), g, axis, 0, len, s[i]);
     }
     int64_t len = e.sizes(g)[2 + i], k = ws[2 + i];
     int64_t lo = (k - 1) * d[i] - p[i];
@@ -567,7 +567,7 @@ void pool_grad_from_indices(GradCtx& c, ValueId indices) {
   int64_t in_plane = xs[xs.size() - 2] * xs.back(), out_plane = gs[gs.size() - 2] * gs.back();
   ValueId idx = e.reshape(indices, {planes, out_plane});
   ValueId src = e.reshape(c.go(), {planes, out_plane});
-  ValueId gx = e.op("aten.scatter_add.default", {Emit::t(e.zeros({planes, in_plane}, e.dtype(x))),
+  ValueId gx = e.op("aten.scatter_add.default", {Emit::t(e.zeros({planes, in_plane}, e.meta(x))),
                                                  Emit::i(1), Emit::t(idx), Emit::t(src)});
   c.give(x, e.reshape(gx, xs));
 }
@@ -603,7 +603,7 @@ void embedding(GradCtx& c) {
   ValueId flat = e.reshape(ids, {k, 1});
   int64_t pad = c.arg("padding_idx").i;
   if (pad >= 0) src = e.where_s(e.cmp_s("ne", flat, double(pad)), src, 0.0);
-  ValueId gw = e.op("aten.scatter_add.default", {Emit::t(e.zeros(ws, e.dtype(w))), Emit::i(0),
+  ValueId gw = e.op("aten.scatter_add.default", {Emit::t(e.zeros(ws, e.meta(w))), Emit::i(0),
                                                  Emit::t(e.expand(flat, {k, dim})), Emit::t(src)});
   c.give(w, gw);
 }
@@ -612,7 +612,7 @@ void gather(GradCtx& c) {
   ValueId x = c.in("self");
   int64_t dim = wrap(c.arg("dim").i, c.e.dim(x));
   c.give(x, c.e.op("aten.scatter_add.default",
-                   {Emit::t(c.e.zeros(c.sizes(x), c.e.dtype(x))), Emit::i(dim),
+                   {Emit::t(c.e.zeros(c.sizes(x), c.e.meta(x))), Emit::i(dim),
                     Emit::t(c.in("index")), Emit::t(c.go())}));
 }
 
@@ -622,7 +622,7 @@ void index_select(GradCtx& c) {
   std::vector<int64_t> shape(size_t(c.e.dim(g)), 1);
   shape[size_t(dim)] = c.e.meta(c.in("index")).numel();
   ValueId idx = c.e.expand(c.e.reshape(c.in("index"), shape), c.sizes(g));
-  c.give(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(c.sizes(x), c.e.dtype(x))),
+  c.give(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(c.sizes(x), c.e.meta(x))),
                                                 Emit::i(dim), Emit::t(idx), Emit::t(g)}));
 }
 
@@ -679,7 +679,7 @@ void index_tensor(GradCtx& c) {
     xp.push_back(xs[size_t(d)]);
   }
   ValueId where_to = e.expand(e.reshape(flat, ones), rows);
-  ValueId gx = e.op("aten.scatter_add.default", {Emit::t(e.zeros(table, e.dtype(x))), Emit::i(0),
+  ValueId gx = e.op("aten.scatter_add.default", {Emit::t(e.zeros(table, e.meta(x))), Emit::i(0),
                                                  Emit::t(where_to), Emit::t(e.reshape(g, rows))});
   gx = e.reshape(gx, xp);
   std::vector<int64_t> order = dims, inv(xs.size());
@@ -732,7 +732,7 @@ void slice(GradCtx& c) {
   int64_t dim = wrap(c.arg("dim").i, int64_t(xs.size()));
   auto [s, e] = slice_bounds(c.arg("start"), c.arg("end"), xs[size_t(dim)]);
   int64_t step = c.arg("step").i;
-  c.give(x, c.e.slice_scatter(c.e.zeros(xs, c.e.dtype(x)), c.go(), dim, s, e, step));
+  c.give(x, c.e.slice_scatter(c.e.zeros(xs, c.e.meta(x)), c.go(), dim, s, e, step));
 }
 
 void select(GradCtx& c) {
@@ -740,7 +740,7 @@ void select(GradCtx& c) {
   std::vector<int64_t> xs = c.sizes(x);
   int64_t dim = wrap(c.arg("dim").i, int64_t(xs.size()));
   int64_t idx = wrap(c.arg("index").i, xs[size_t(dim)]);
-  c.give(x, c.e.slice_scatter(c.e.zeros(xs, c.e.dtype(x)), c.e.unsqueeze(c.go(), dim), dim, idx,
+  c.give(x, c.e.slice_scatter(c.e.zeros(xs, c.e.meta(x)), c.e.unsqueeze(c.go(), dim), dim, idx,
                               idx + 1));
 }
 
@@ -752,7 +752,7 @@ void slice_scatter(GradCtx& c) {
   int64_t step = c.arg("step").i;
   if (c.needs("self"))
     c.give("self",
-           c.e.slice_scatter(c.go(), c.e.zeros(c.sizes(src), c.e.dtype(c.go())), dim, s, e, step));
+           c.e.slice_scatter(c.go(), c.e.zeros(c.sizes(src), c.e.meta(c.go())), dim, s, e, step));
   if (c.needs(src)) c.give(src, c.e.slice(c.go(), dim, s, e, step));
 }
 
@@ -762,7 +762,7 @@ void split(GradCtx& c) {
   std::vector<ValueId> parts;
   for (size_t k = 0; k < c.n.outputs.size(); ++k)
     parts.push_back(c.gout[k] != kNoValue ? c.gout[k]
-                                          : c.e.zeros(c.sizes(c.out(k)), c.e.dtype(c.out(k))));
+                                          : c.e.zeros(c.sizes(c.out(k)), c.e.meta(c.out(k))));
   c.give(x, parts.size() == 1 ? parts[0] : c.e.cat(parts, dim));
 }
 
@@ -998,7 +998,7 @@ JointGraph build_joint_graph(const Graph& fw_in) {
       TensorMeta m = g.values[in.value].meta;
       if (!want || !is_floating(m.dtype)) continue;
       ValueId grad = accumulate(e, contrib[size_t(in.value)]);
-      if (grad == kNoValue) grad = e.zeros(m.sizes, m.dtype);
+      if (grad == kNoValue) grad = e.zeros(m.sizes, m);
       g.outputs.push_back(grad);
       jg.grad_input_index.push_back(k);
       if (pass == 0) {

@@ -167,8 +167,8 @@ std::vector<ValueId> native_batch_norm_no_training(Emit& e, const DNode& d) {
   ValueId out =
       batch_norm_eval(e, d, d.tensor("input"), d.tensor("running_mean"), d.tensor("running_var"));
   // The eval kernel returns empty save_mean/save_rstd; reproduce their metadata.
-  return {out, e.zeros(d.out_meta(1).sizes, d.out_meta(1).dtype),
-          e.zeros(d.out_meta(2).sizes, d.out_meta(2).dtype)};
+  return {out, e.zeros(d.out_meta(1).sizes, d.out_meta(1)),
+          e.zeros(d.out_meta(2).sizes, d.out_meta(2))};
 }
 
 /// Broadcasts `v`'s leading (batch) dims to `batch` and folds them into one.
