@@ -13,6 +13,13 @@ namespace fxc {
 /// fxc::Error (naming g.source and the node) when the operands are inconsistent, e.g.
 /// "mat1 is f32[8, 64] but mat2 is f32[32, 10]". Views get PyTorch's strides and
 /// storage offset relative to their base.
+///
+/// The rules are PyTorch's: dtypes follow torch.result_type (Python numbers, also where a
+/// Tensor argument holds a number, promote like wrapped numbers); pointwise outputs take
+/// TensorIterator's layout; preserve_format copies follow empty_like; reductions, matrix
+/// products and factories are contiguous; convolution and pooling keep channels_last inputs
+/// channels_last; the fused CPU attention kernel returns empty_like(query). Sizes or strides
+/// that overflow int64 are errors, never undefined behaviour.
 using MetaFn = std::vector<TensorMeta> (*)(const Graph& g, const Node& n);
 
 /// The meta function for a normalised target, or nullptr.
