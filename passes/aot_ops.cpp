@@ -190,6 +190,12 @@ ValueId Emit::cat(std::vector<ValueId> xs, int64_t d) {
   return op("aten.cat.default", {{"", Arg::of_tensors(std::move(xs))}, i(d)});
 }
 
+ValueId Emit::arange(int64_t start, int64_t end, int64_t step, const Device& device) {
+  std::vector<CallArg> call = {i(start), i(end), i(step), kw("dtype", Arg::of_dtype(DType::I64))};
+  if (device != Device{}) call.push_back(kw("device", Arg::of_device(device)));
+  return op("aten.arange.start_step", std::move(call));
+}
+
 ValueId Emit::zeros(std::vector<int64_t> s, const TensorMeta& like) {
   std::vector<CallArg> call = {ints(std::move(s)), kw("dtype", Arg::of_dtype(like.dtype))};
   if (like.device != Device{}) call.push_back(kw("device", Arg::of_device(like.device)));

@@ -77,6 +77,8 @@ public:
   ValueId slice_scatter(ValueId base, ValueId src, int64_t dim, int64_t start, int64_t end,
                         int64_t step = 1);
   ValueId cat(std::vector<ValueId> xs, int64_t dim);
+  /// int64 [start, end) by step on `device`.
+  ValueId arange(int64_t start, int64_t end, int64_t step, const Device& device);
   /// Zeros of `sizes` with `like`'s dtype and device.
   ValueId zeros(std::vector<int64_t> sizes, const TensorMeta& like);
   /// `a` with `want`'s strides when `want` is a dense permuted layout (a copy in that order,

@@ -443,8 +443,7 @@ void linear(GradCtx& c) {
 ValueId flip(Emit& e, ValueId v, int64_t dim) {
   int64_t n = e.sizes(v)[size_t(dim)];
   if (n == 1) return v;
-  ValueId idx = e.op("aten.arange.start_step", {Emit::i(n - 1), Emit::i(-1), Emit::i(-1),
-                                                Emit::kw("dtype", Arg::of_dtype(DType::I64))});
+  ValueId idx = e.arange(n - 1, -1, -1, e.meta(v).device);
   return e.op("aten.index_select.default", {Emit::t(v), Emit::i(dim), Emit::t(idx)});
 }
 

@@ -219,10 +219,8 @@ std::vector<ValueId> sdpa(Emit& e, const DNode& d) {
   ValueId scores = e.reshape(e.mul_s(e.bmm(q3, kt), scale), score_sizes);
   bool masked = false;
   if (d.arg("is_causal").b) {
-    ValueId rows = e.unsqueeze(
-        e.op("aten.arange.default", {Emit::i(L), Emit::kw("dtype", Arg::of_dtype(DType::I64))}), 1);
-    ValueId cols =
-        e.op("aten.arange.default", {Emit::i(S), Emit::kw("dtype", Arg::of_dtype(DType::I64))});
+    Device dev = e.meta(q).device;
+    ValueId rows = e.unsqueeze(e.arange(0, L, 1, dev), 1), cols = e.arange(0, S, 1, dev);
     scores = e.where_s(e.cmp("ge", rows, cols), scores, -INFINITY);
     masked = true;
   }
