@@ -85,10 +85,6 @@ ValueId Emit::cast(ValueId a, DType ty) {
   return op("aten._to_copy.default", {t(a), kw("dtype", Arg::of_dtype(ty))});
 }
 
-ValueId Emit::scalar(double v, DType ty) {
-  return op("aten.scalar_tensor.default", {f(v), kw("dtype", Arg::of_dtype(ty))});
-}
-
 namespace {
 std::vector<int64_t> all_dims(int64_t rank) {
   std::vector<int64_t> d;

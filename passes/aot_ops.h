@@ -57,7 +57,6 @@ public:
   ValueId where(ValueId cond, ValueId a, ValueId b);
   ValueId where_s(ValueId cond, ValueId a, double other); ///< where(cond, a, other)
   ValueId cast(ValueId a, DType t);  ///< _to_copy(a, dtype=t), or a when it already has t
-  ValueId scalar(double v, DType t); ///< a 0-d tensor
 
   // Reductions.
   ValueId sum(ValueId a, std::vector<int64_t> dims, bool keepdim);
