@@ -78,6 +78,24 @@ PlanView contiguous_view(const MemoryPlan& mp, const LoopProgram& p, int id) {
 
 } // namespace
 
+PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts, const std::string& arch,
+                                const std::string& libdevice) {
+  LowerOptions lo;
+  lo.inline_limit = opts.inline_limit;
+  LoopProgram p = lower(g, lo);
+  FuseOptions fo;
+  fo.enable = opts.fuse;
+  Schedule s = fuse(p, fo);
+  PtxProgram out;
+  out.ir_pre_fusion = print_loop_program(p);
+  out.ir_post_fusion = print_schedule(p, s);
+  for (auto& l : p.log) out.fusion_log += l + "\n";
+  out.fusion_log += s.log;
+  for (PtxKernel& k : generate_ptx(p, s, arch, libdevice))
+    out.kernels.push_back({k.name, std::move(k.ll), std::move(k.ptx), k.xnumel, k.block, int(k.args.size())});
+  return out;
+}
+
 CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
   auto impl = std::make_shared<CompiledGraph::Impl>();
   impl->source = g.source;

@@ -61,6 +61,27 @@ public:
   std::shared_ptr<Impl> impl;
 };
 
+/// The kernels of a graph compiled for NVIDIA GPUs (--device=cuda, --emit=ptx); extern calls
+/// and the host plan are the same as on the CPU (see ir_post_fusion).
+struct PtxKernelInfo {
+  std::string name;
+  std::string ll;
+  std::string ptx;
+  int64_t grid = 0; ///< blocks: one per row
+  int block = 32;   ///< threads per block
+  int num_buffers = 0; ///< pointer parameters before the trailing i64 row count
+};
+struct PtxProgram {
+  std::string ir_pre_fusion, ir_post_fusion, fusion_log;
+  std::vector<PtxKernelInfo> kernels;
+};
+
+/// Lowers and fuses `g` like compile_inductor() and generates PTX for `arch` ("sm_90"), with
+/// math from `libdevice`. Throws fxc::Error.
+PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts = {},
+                                const std::string& arch = "sm_90",
+                                const std::string& libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+
 /// Compiles `g` for the host CPU. Throws fxc::Error for graphs that cannot be lowered
 /// (missing metadata, malformed arguments) and when LLVM fails.
 CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts = {});

@@ -61,7 +61,11 @@ private:
   llvm::Value* cast(llvm::Value* v, DType from, DType to);
   llvm::Value* unary(VOp op, llvm::Value* a, DType t);
   llvm::Value* binary(VOp op, llvm::Value* a, llvm::Value* c, DType t);
-  llvm::Value* call_libm(const char* name32, const char* name64, llvm::Value* a, DType t);
+  llvm::Value* math(VOp op, llvm::Value* a, DType t, llvm::Value* c = nullptr) {
+    std::vector<llvm::Value*> args = {a};
+    if (c) args.push_back(c);
+    return target_.math(b_, m_, op, args, t == DType::F64);
+  }
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::Value* a) {
     return b_.CreateUnaryIntrinsic(id, a);
   }
@@ -179,17 +183,6 @@ llvm::Value* Emitter::cast(llvm::Value* v, DType from, DType to) {
   return b_.CreateIntCast(v, dt, !is_unsigned(from));
 }
 
-llvm::Value* Emitter::call_libm(const char* name32, const char* name64, llvm::Value* a, DType t) {
-  bool dbl = t == DType::F64;
-  llvm::Type* ty = dbl ? b_.getDoubleTy() : b_.getFloatTy();
-  llvm::FunctionCallee f = m_.getOrInsertFunction(dbl ? name64 : name32, ty, ty);
-  if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
-    fn->setDoesNotThrow();
-    fn->setOnlyAccessesInaccessibleMemory();
-  }
-  return b_.CreateCall(f, {a});
-}
-
 llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
   bool fl = is_floating(t);
   llvm::Type* ty = reg_type(t);
@@ -205,19 +198,19 @@ llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
     if (fl) return intrinsic(llvm::Intrinsic::fabs, a);
     return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a, b_.getFalse());
   case VOp::Not: return b_.CreateNot(cast(a, t, DType::Bool));
-  case VOp::Exp: return intrinsic(llvm::Intrinsic::exp, a);
-  case VOp::Log: return intrinsic(llvm::Intrinsic::log, a);
+  case VOp::Exp:
+  case VOp::Log:
+  case VOp::Tanh:
+  case VOp::Erf:
+  case VOp::Log1p:
+  case VOp::Expm1:
+  case VOp::Sin:
+  case VOp::Cos: return math(op, a, t);
   case VOp::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, a);
   case VOp::Rsqrt: return b_.CreateFDiv(one(), intrinsic(llvm::Intrinsic::sqrt, a));
   case VOp::Reciprocal: return b_.CreateFDiv(one(), a);
   case VOp::Sigmoid:
-    return b_.CreateFDiv(one(), b_.CreateFAdd(one(), intrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(a))));
-  case VOp::Tanh: return call_libm("tanhf", "tanh", a, t);
-  case VOp::Erf: return call_libm("erff", "erf", a, t);
-  case VOp::Log1p: return call_libm("log1pf", "log1p", a, t);
-  case VOp::Expm1: return call_libm("expm1f", "expm1", a, t);
-  case VOp::Sin: return intrinsic(llvm::Intrinsic::sin, a);
-  case VOp::Cos: return intrinsic(llvm::Intrinsic::cos, a);
+    return b_.CreateFDiv(one(), b_.CreateFAdd(one(), math(VOp::Exp, b_.CreateFNeg(a), t)));
   case VOp::Floor: return intrinsic(llvm::Intrinsic::floor, a);
   case VOp::Ceil: return intrinsic(llvm::Intrinsic::ceil, a);
   case VOp::Round: return intrinsic(llvm::Intrinsic::roundeven, a);
@@ -276,7 +269,7 @@ llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
       if (e == 0.5) return intrinsic(llvm::Intrinsic::sqrt, a);
       if (e == -1.0) return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0), a);
     }
-    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, c);
+    return math(VOp::Pow, a, t, c);
   }
   case VOp::Max:
   case VOp::Min: {
@@ -469,7 +462,10 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
   b_.SetInsertPoint(body);
   x_ = x;
   row_vals_.clear();
-  for (const KernelStage& st : k_.stages) emit_stage(st);
+  for (size_t i = 0; i < k_.stages.size(); ++i) {
+    if (i > 0) target_.end_stage(b_);
+    emit_stage(k_.stages[i]);
+  }
   llvm::Value* xn = b_.CreateAdd(x, b_.getInt64(1), "x.next", true, true);
   x->addIncoming(xn, b_.GetInsertBlock());
   b_.CreateBr(head);

@@ -32,6 +32,25 @@ public:
 /// The host compiler.
 std::unique_ptr<KernelCompiler> make_x86_compiler();
 
+/// One kernel for NVIDIA GPUs. Launch: grid (xnumel), block (block) threads, no dynamic shared
+/// memory; parameters: a pointer per buffer in `args` (each a distinct allocation), then
+/// xnumel as i64.
+struct PtxKernel {
+  std::string name;
+  std::string ll;  ///< LLVM IR as generated (before libdevice and optimization)
+  std::string ptx;
+  std::vector<int> args; ///< buffer ids, in parameter order
+  int64_t xnumel = 0;
+  int block = 32;  ///< threads per block: a power of two covering rnumel, at most 1024
+};
+
+/// Generates PTX for every kernel of `s` for `arch` ("sm_90"), linking the math functions
+/// from `libdevice` (libdevice.10.bc). Throws fxc::Error when LLVM or libdevice fail.
+std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s, const std::string& arch,
+                                    const std::string& libdevice);
+/// Threads per block for a row of rnumel elements.
+int ptx_block_size(int64_t rnumel);
+
 /// Links the kernels' LLVM IR (name, .ll text) into one module. Returns its text after the
 /// same O2 pipeline the JIT uses when `optimize`, else as generated. Throws fxc::Error.
 std::string link_kernels_ll(const std::vector<std::pair<std::string, std::string>>& kernels,

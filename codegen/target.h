@@ -52,11 +52,22 @@ public:
   /// (identity when one thread owns a row). `index` is the position for arg reductions.
   virtual llvm::Value* combine_partial(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* partial,
                                        llvm::Value** index) = 0;
+  /// A math function the target provides its own way (exp, log, tanh, erf, log1p, expm1, sin,
+  /// cos, pow): LLVM intrinsics and the C library on the host, libdevice on NVPTX. `args` are
+  /// float or double values (`f64`).
+  virtual llvm::Value* math(llvm::IRBuilderBase& b, llvm::Module& m, VOp op,
+                            const std::vector<llvm::Value*>& args, bool f64) = 0;
+  /// Between two stages of a row: makes one stage's stores visible to the next stage's loads by
+  /// the other threads of the row (nothing when one thread owns a row).
+  virtual void end_stage(llvm::IRBuilderBase& b) = 0;
   /// Finishes the kernel (return, wrapper, attributes, annotations).
   virtual void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* f) = 0;
 };
 
 /// The host CPU target (x86-64): rows split across the thread pool, one thread per row.
 std::unique_ptr<Target> make_x86_target();
+/// NVPTX: one thread block per row, its threads striding over r and combining reductions
+/// through shared memory; math through libdevice.
+std::unique_ptr<Target> make_nvptx_target(const std::string& arch);
 
 } // namespace fxc

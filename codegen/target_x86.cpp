@@ -20,6 +20,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <cassert>
 #include <mutex>
 
 namespace fxc {
@@ -104,6 +105,26 @@ public:
     return partial; // one thread owns each row
   }
 
+  llvm::Value* math(llvm::IRBuilderBase& b, llvm::Module& m, VOp op,
+                    const std::vector<llvm::Value*>& args, bool f64) override {
+    switch (op) {
+    case VOp::Exp: return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
+    case VOp::Log: return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, args[0]);
+    case VOp::Sin: return b.CreateUnaryIntrinsic(llvm::Intrinsic::sin, args[0]);
+    case VOp::Cos: return b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, args[0]);
+    case VOp::Pow: return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
+    case VOp::Tanh: return libm(b, m, f64 ? "tanh" : "tanhf", args[0]);
+    case VOp::Erf: return libm(b, m, f64 ? "erf" : "erff", args[0]);
+    case VOp::Log1p: return libm(b, m, f64 ? "log1p" : "log1pf", args[0]);
+    case VOp::Expm1: return libm(b, m, f64 ? "expm1" : "expm1f", args[0]);
+    default: break;
+    }
+    assert(false && "not a math function");
+    return args[0];
+  }
+
+  void end_stage(llvm::IRBuilderBase&) override {} // one thread owns each row
+
   void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* body) override {
     b.CreateRetVoid();
     std::string name = body->getName().str();
@@ -128,6 +149,15 @@ public:
   }
 
 private:
+  llvm::Value* libm(llvm::IRBuilderBase& b, llvm::Module& m, const char* name, llvm::Value* a) {
+    llvm::Type* ty = a->getType();
+    llvm::FunctionCallee f = m.getOrInsertFunction(name, ty, ty);
+    if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
+      fn->setDoesNotThrow();
+      fn->setOnlyAccessesInaccessibleMemory();
+    }
+    return b.CreateCall(f, {a});
+  }
   void add_cpu_attrs(llvm::Function* f) {
     if (!cpu_.empty()) f->addFnAttr("target-cpu", cpu_);
     if (!features_.empty()) f->addFnAttr("target-features", features_);

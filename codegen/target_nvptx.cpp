@@ -1,0 +1,335 @@
+// The NVPTX target: one block per row, block-wide reductions in shared memory, libdevice math,
+// PTX through LLVM's NVPTX back end.
+#include "codegen/llvm_codegen.h"
+#include "codegen/target.h"
+#include "frontend/diag.h"
+
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include <algorithm>
+#include <cassert>
+#include <mutex>
+
+extern "C" {
+void LLVMInitializeNVPTXTargetInfo();
+void LLVMInitializeNVPTXTarget();
+void LLVMInitializeNVPTXTargetMC();
+void LLVMInitializeNVPTXAsmPrinter();
+}
+
+namespace fxc {
+
+namespace {
+
+constexpr const char* kTriple = "nvptx64-nvidia-cuda";
+constexpr const char* kLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
+constexpr int kMaxBlock = 1024;
+
+/// libdevice's name for a math function.
+std::string libdevice_name(VOp op, bool f64) {
+  const char* base = nullptr;
+  switch (op) {
+  case VOp::Exp: base = "exp"; break;
+  case VOp::Log: base = "log"; break;
+  case VOp::Tanh: base = "tanh"; break;
+  case VOp::Erf: base = "erf"; break;
+  case VOp::Log1p: base = "log1p"; break;
+  case VOp::Expm1: base = "expm1"; break;
+  case VOp::Sin: base = "sin"; break;
+  case VOp::Cos: base = "cos"; break;
+  case VOp::Pow: base = "pow"; break;
+  default: assert(false && "not a math function"); base = "exp";
+  }
+  return std::string("__nv_") + base + (f64 ? "" : "f");
+}
+
+class NvptxTarget : public Target {
+public:
+  explicit NvptxTarget(std::string arch) : arch_(std::move(arch)) {
+    caps_.name = "nvptx64";
+    caps_.host = false;
+    caps_.parallel_rows = true;
+    caps_.cooperative_reduction = true;
+    caps_.has_shared_memory = true;
+    caps_.max_threads_per_block = kMaxBlock;
+    caps_.vector_bits = 32;
+  }
+  const TargetCaps& caps() const override { return caps_; }
+
+  void prepare_module(llvm::Module& m) override {
+    m.setTargetTriple(kTriple);
+    m.setDataLayout(kLayout);
+  }
+
+  /// `void name(ptr buf0, ..., i64 xnumel)`: block x computes row x; its threads stride over r.
+  llvm::Function* begin_kernel(llvm::Module& m, llvm::IRBuilderBase& b, const std::string& name,
+                               const std::vector<bool>& noalias, KernelEntry* entry) override {
+    std::vector<llvm::Type*> params(noalias.size(), b.getPtrTy());
+    params.push_back(b.getInt64Ty());
+    auto* f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
+                                     llvm::Function::ExternalLinkage, name, m);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    for (size_t i = 0; i < noalias.size(); ++i) {
+      if (noalias[i]) f->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+      f->getArg(unsigned(i))->setName("buf" + std::to_string(i));
+    }
+    f->getArg(unsigned(noalias.size()))->setName("xnumel");
+    llvm::LLVMContext& ctx = m.getContext();
+    llvm::Metadata* md[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(ctx, "kernel"),
+                            llvm::ValueAsMetadata::get(b.getInt32(1))};
+    m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, md));
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+    entry->buffers.clear();
+    for (size_t i = 0; i < noalias.size(); ++i) entry->buffers.push_back(f->getArg(unsigned(i)));
+    llvm::Value* xnumel = f->getArg(unsigned(noalias.size()));
+    llvm::Value* x = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), b.getInt64Ty());
+    entry->xbegin = x;
+    entry->xend = b.CreateSelect(b.CreateICmpSLT(x, xnumel), b.CreateAdd(x, b.getInt64(1)), x);
+    entry->rstart = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
+    entry->rstep = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), b.getInt64Ty());
+    return f;
+  }
+
+  /// Tree reduction of the block's partials in shared memory (block size a power of two).
+  llvm::Value* combine_partial(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* partial,
+                               llvm::Value** index) override {
+    llvm::Module& m = *b.GetInsertBlock()->getModule();
+    llvm::Function* f = b.GetInsertBlock()->getParent();
+    llvm::LLVMContext& ctx = m.getContext();
+    bool is_bool = partial->getType()->isIntegerTy(1);
+    llvm::Type* st = is_bool ? b.getInt8Ty() : partial->getType();
+    llvm::GlobalVariable* vals = shared_array(m, st);
+    llvm::GlobalVariable* idxs = index ? shared_array(m, b.getInt64Ty()) : nullptr;
+    llvm::Value* tid = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
+    llvm::Value* ntid = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), b.getInt64Ty());
+    auto slot = [&](llvm::GlobalVariable* g, llvm::Type* t, llvm::Value* i) {
+      return b.CreateInBoundsGEP(g->getValueType(), g, {b.getInt64(0), i});
+    };
+    auto to_mem = [&](llvm::Value* v) { return is_bool ? b.CreateZExt(v, b.getInt8Ty()) : v; };
+    auto from_mem = [&](llvm::Value* v) { return is_bool ? b.CreateICmpNE(v, b.getInt8(0)) : v; };
+    b.CreateStore(to_mem(partial), slot(vals, st, tid));
+    if (idxs) b.CreateStore(*index, slot(idxs, b.getInt64Ty(), tid));
+    barrier(b);
+    llvm::Value* half = b.CreateLShr(ntid, 1);
+    llvm::BasicBlock* pre = b.GetInsertBlock();
+    llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx, "red.head", f);
+    llvm::BasicBlock* work = llvm::BasicBlock::Create(ctx, "red.work", f);
+    llvm::BasicBlock* sync = llvm::BasicBlock::Create(ctx, "red.sync", f);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, "red.done", f);
+    b.CreateBr(head);
+    b.SetInsertPoint(head);
+    llvm::PHINode* s = b.CreatePHI(b.getInt64Ty(), 2, "s");
+    s->addIncoming(half, pre);
+    llvm::Value* active = b.CreateICmpUGT(s, b.getInt64(0));
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx, "red.body", f);
+    b.CreateCondBr(active, body, done);
+    b.SetInsertPoint(body);
+    b.CreateCondBr(b.CreateICmpULT(tid, s), work, sync);
+    b.SetInsertPoint(work);
+    llvm::Value* other = b.CreateAdd(tid, s);
+    llvm::Value* a = from_mem(b.CreateLoad(st, slot(vals, st, tid)));
+    llvm::Value* c = from_mem(b.CreateLoad(st, slot(vals, st, other)));
+    if (idxs) {
+      llvm::Value* ai = b.CreateLoad(b.getInt64Ty(), slot(idxs, b.getInt64Ty(), tid));
+      llvm::Value* ci = b.CreateLoad(b.getInt64Ty(), slot(idxs, b.getInt64Ty(), other));
+      llvm::Value* take = arg_better(b, op == ReduceOp::ArgMax, c, ci, a, ai);
+      b.CreateStore(to_mem(b.CreateSelect(take, c, a)), slot(vals, st, tid));
+      b.CreateStore(b.CreateSelect(take, ci, ai), slot(idxs, b.getInt64Ty(), tid));
+    } else {
+      b.CreateStore(to_mem(combine(b, op, a, c)), slot(vals, st, tid));
+    }
+    b.CreateBr(sync);
+    b.SetInsertPoint(sync);
+    barrier(b);
+    s->addIncoming(b.CreateLShr(s, 1), sync);
+    b.CreateBr(head);
+    b.SetInsertPoint(done);
+    llvm::Value* result = from_mem(b.CreateLoad(st, slot(vals, st, b.getInt64(0))));
+    if (idxs) *index = b.CreateLoad(b.getInt64Ty(), slot(idxs, b.getInt64Ty(), b.getInt64(0)));
+    barrier(b); // the arrays are reused by the next reduction
+    return result;
+  }
+
+  llvm::Value* math(llvm::IRBuilderBase& b, llvm::Module& m, VOp op,
+                    const std::vector<llvm::Value*>& args, bool f64) override {
+    llvm::Type* t = args[0]->getType();
+    std::vector<llvm::Type*> params(args.size(), t);
+    llvm::FunctionCallee fn =
+        m.getOrInsertFunction(libdevice_name(op, f64), llvm::FunctionType::get(t, params, false));
+    return b.CreateCall(fn, args);
+  }
+
+  void end_stage(llvm::IRBuilderBase& b) override { barrier(b); }
+
+  void end_kernel(llvm::Module&, llvm::IRBuilderBase& b, llvm::Function*) override {
+    b.CreateRetVoid();
+  }
+
+private:
+  static llvm::Value* sreg(llvm::IRBuilderBase& b, llvm::Intrinsic::ID id) {
+    return b.CreateIntrinsic(id, {}, {});
+  }
+  static void barrier(llvm::IRBuilderBase& b) {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+  }
+  static llvm::GlobalVariable* shared_array(llvm::Module& m, llvm::Type* t) {
+    std::string name;
+    llvm::raw_string_ostream os(name);
+    os << "fxc.reduce.";
+    t->print(os);
+    os.flush();
+    if (auto* g = m.getNamedGlobal(name)) return g;
+    auto* at = llvm::ArrayType::get(t, kMaxBlock);
+    auto* g = new llvm::GlobalVariable(m, at, false, llvm::GlobalValue::InternalLinkage,
+                                       llvm::UndefValue::get(at), name, nullptr,
+                                       llvm::GlobalValue::NotThreadLocal, 3);
+    g->setAlignment(llvm::Align(8));
+    return g;
+  }
+  static llvm::Value* combine(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* a, llvm::Value* c) {
+    bool fl = a->getType()->isFloatingPointTy();
+    switch (op) {
+    case ReduceOp::Sum: return fl ? b.CreateFAdd(a, c) : b.CreateAdd(a, c);
+    case ReduceOp::Any: return b.CreateOr(a, c);
+    case ReduceOp::Max:
+    case ReduceOp::Min: {
+      bool mx = op == ReduceOp::Max;
+      if (a->getType()->isIntegerTy(1)) return mx ? b.CreateOr(a, c) : b.CreateAnd(a, c);
+      if (!fl)
+        return b.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, a, c);
+      llvm::Value* pick = mx ? b.CreateFCmpOGT(a, c) : b.CreateFCmpOLT(a, c);
+      return b.CreateSelect(b.CreateOr(pick, b.CreateFCmpUNO(a, a)), a, c);
+    }
+    default: break;
+    }
+    assert(false && "arg reductions combine through arg_better");
+    return a;
+  }
+  /// Whether (c, ci) beats (a, ai): a larger (smaller) value, NaN first, ties to the lower index.
+  static llvm::Value* arg_better(llvm::IRBuilderBase& b, bool mx, llvm::Value* c, llvm::Value* ci,
+                                 llvm::Value* a, llvm::Value* ai) {
+    bool fl = a->getType()->isFloatingPointTy();
+    llvm::Value* strictly = fl ? (mx ? b.CreateFCmpOGT(c, a) : b.CreateFCmpOLT(c, a))
+                               : (mx ? b.CreateICmpSGT(c, a) : b.CreateICmpSLT(c, a));
+    llvm::Value* same = fl ? b.CreateFCmpOEQ(c, a) : b.CreateICmpEQ(c, a);
+    llvm::Value* better = b.CreateOr(strictly, b.CreateAnd(same, b.CreateICmpSLT(ci, ai)));
+    if (fl) {
+      llvm::Value* cn = b.CreateFCmpUNO(c, c), *an = b.CreateFCmpUNO(a, a);
+      better = b.CreateOr(b.CreateAnd(cn, b.CreateNot(an)), b.CreateAnd(b.CreateAnd(cn, an), b.CreateICmpSLT(ci, ai)));
+      better = b.CreateOr(better, b.CreateAnd(b.CreateNot(an), b.CreateAnd(b.CreateNot(cn), b.CreateOr(strictly, b.CreateAnd(same, b.CreateICmpSLT(ci, ai))))));
+    }
+    return better;
+  }
+
+  TargetCaps caps_;
+  std::string arch_;
+};
+
+void init_nvptx() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+std::string print_module(const llvm::Module& m) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  m.print(os, nullptr);
+  os.flush();
+  return text;
+}
+
+} // namespace
+
+std::unique_ptr<Target> make_nvptx_target(const std::string& arch) {
+  return std::make_unique<NvptxTarget>(arch);
+}
+
+int ptx_block_size(int64_t rnumel) {
+  int b = 32;
+  while (b < kMaxBlock && b < rnumel) b *= 2;
+  return b;
+}
+
+std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s, const std::string& arch,
+                                    const std::string& libdevice) {
+  init_nvptx();
+  std::string err;
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(kTriple, err);
+  if (!t) throw Error("", "LLVM has no NVPTX back end: " + err);
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+      kTriple, arch, "", llvm::TargetOptions(), std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Default));
+  if (!tm) throw Error("", "cannot create an NVPTX target machine for " + arch);
+  auto lib = llvm::MemoryBuffer::getFile(libdevice);
+  if (!lib) throw Error(libdevice, "cannot read libdevice: " + lib.getError().message());
+  std::vector<PtxKernel> out;
+  for (const Kernel& k : s.kernels) {
+    llvm::LLVMContext ctx;
+    auto m = std::make_unique<llvm::Module>(k.name, ctx);
+    m->setSourceFileName(k.name);
+    NvptxTarget target(arch);
+    PtxKernel pk;
+    pk.name = k.name;
+    pk.args = k.inputs;
+    for (int o : k.outputs)
+      if (std::find(pk.args.begin(), pk.args.end(), o) == pk.args.end()) pk.args.push_back(o);
+    pk.xnumel = k.xnumel;
+    pk.block = ptx_block_size(k.rnumel);
+    emit_kernel(target, *m, p, k, pk.args, std::vector<bool>(pk.args.size(), true));
+    std::string verr;
+    llvm::raw_string_ostream vos(verr);
+    if (llvm::verifyModule(*m, &vos))
+      throw Error("", "internal error: generated kernel " + k.name + " is invalid: " + vos.str());
+    pk.ll = print_module(*m);
+    // libdevice: only the functions used, then the NVPTX pipeline (NVVMReflect included).
+    auto libmod = llvm::parseBitcodeFile(lib.get()->getMemBufferRef(), ctx);
+    if (!libmod) throw Error(libdevice, "cannot parse libdevice");
+    (*libmod)->setTargetTriple(kTriple);
+    (*libmod)->setDataLayout(kLayout);
+    if (llvm::Linker::linkModules(*m, std::move(*libmod), llvm::Linker::LinkOnlyNeeded))
+      throw Error("", "internal error: libdevice does not link into " + k.name);
+    m->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
+    {
+      llvm::LoopAnalysisManager lam;
+      llvm::FunctionAnalysisManager fam;
+      llvm::CGSCCAnalysisManager cgam;
+      llvm::ModuleAnalysisManager mam;
+      llvm::PassBuilder pb(tm.get());
+      pb.registerModuleAnalyses(mam);
+      pb.registerCGSCCAnalyses(cgam);
+      pb.registerFunctionAnalyses(fam);
+      pb.registerLoopAnalyses(lam);
+      pb.crossRegisterProxies(lam, fam, cgam, mam);
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(*m, mam);
+    }
+    llvm::SmallVector<char, 0> ptx;
+    llvm::raw_svector_ostream os(ptx);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      throw Error("", "internal error: the NVPTX back end cannot emit PTX");
+    pm.run(*m);
+    pk.ptx.assign(ptx.begin(), ptx.end());
+    out.push_back(std::move(pk));
+  }
+  return out;
+}
+
+} // namespace fxc
