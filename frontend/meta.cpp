@@ -1502,10 +1502,9 @@ Metas roll(const Graph& g, const Node& n) {
   if (!dims.empty() && dims.size() != shifts.size())
     c.fail("shifts and dimensions must align: shifts " + join(shifts) + ", dims " + join(dims));
   for (int64_t d : dims) c.dim(d, x.dim());
-  // Eager roll concatenates two slices, so the result takes the input's suggested format.
-  return {make_format(
-      x.dtype, x.sizes, x.device,
-      suggests_channels_last(x) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous, nullptr)};
+  // torch.export records the meta registration's empty_like(input) (eager CPU roll returns the
+  // input's suggested format instead; they differ only for permuted inputs).
+  return {empty_like_preserve(x, x.dtype)};
 }
 
 // constant_pad_nd's shape and layout; also used by pad(mode="constant").
