@@ -1,5 +1,4 @@
-// Reads op cases as JSON lines on stdin and prints the metadata fxc infers for each (meta_oracle.py
-// drives it).
+// Prints the metadata fxc infers for op cases read as JSON lines (driven by meta_oracle.py).
 #include "frontend/builder.h"
 #include "frontend/diag.h"
 #include <iostream>
