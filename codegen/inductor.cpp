@@ -34,13 +34,24 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& user_inputs) c
   return execute_plan(impl->plan, user_inputs, *impl->pool, impl->source);
 }
 
-const std::string& CompiledGraph::ir_pre_fusion() const { return impl->pre; }
-const std::string& CompiledGraph::ir_post_fusion() const { return impl->post; }
-const std::string& CompiledGraph::fusion_log() const { return impl->log; }
-const std::string& CompiledGraph::output_code() const { return impl->output_code; }
-const std::vector<GeneratedKernel>& CompiledGraph::kernels() const { return impl->kernels; }
+const std::string& CompiledGraph::ir_pre_fusion() const {
+  return impl->pre;
+}
+const std::string& CompiledGraph::ir_post_fusion() const {
+  return impl->post;
+}
+const std::string& CompiledGraph::fusion_log() const {
+  return impl->log;
+}
+const std::string& CompiledGraph::output_code() const {
+  return impl->output_code;
+}
+const std::vector<GeneratedKernel>& CompiledGraph::kernels() const {
+  return impl->kernels;
+}
 namespace {
-std::vector<std::pair<std::string, std::string>> kernel_texts(const std::vector<GeneratedKernel>& ks) {
+std::vector<std::pair<std::string, std::string>>
+kernel_texts(const std::vector<GeneratedKernel>& ks) {
   std::vector<std::pair<std::string, std::string>> out;
   for (auto& k : ks) out.push_back({k.name, k.ll});
   return out;
@@ -53,9 +64,15 @@ std::string CompiledGraph::llvm_module(bool optimized) const {
 std::string CompiledGraph::object_code() const {
   return emit_kernels_object(kernel_texts(impl->kernels));
 }
-int CompiledGraph::num_kernels() const { return int(impl->kernels.size()); }
-int CompiledGraph::num_extern_calls() const { return impl->externs; }
-int64_t CompiledGraph::peak_bytes() const { return impl->peak; }
+int CompiledGraph::num_kernels() const {
+  return int(impl->kernels.size());
+}
+int CompiledGraph::num_extern_calls() const {
+  return impl->externs;
+}
+int64_t CompiledGraph::peak_bytes() const {
+  return impl->peak;
+}
 
 namespace {
 
@@ -78,8 +95,8 @@ PlanView contiguous_view(const MemoryPlan& mp, const LoopProgram& p, int id) {
 
 } // namespace
 
-PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts, const std::string& arch,
-                                const std::string& libdevice) {
+PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts,
+                                const std::string& arch, const std::string& libdevice) {
   LowerOptions lo;
   lo.inline_limit = opts.inline_limit;
   LoopProgram p = lower(g, lo);
@@ -92,7 +109,8 @@ PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts, con
   for (auto& l : p.log) out.fusion_log += l + "\n";
   out.fusion_log += s.log;
   for (PtxKernel& k : generate_ptx(p, s, arch, libdevice))
-    out.kernels.push_back({k.name, std::move(k.ll), std::move(k.ptx), k.xnumel, k.block, int(k.args.size())});
+    out.kernels.push_back(
+        {k.name, std::move(k.ll), std::move(k.ptx), k.xnumel, k.block, int(k.args.size())});
   return out;
 }
 
@@ -198,10 +216,12 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     } else {
       const Buffer& b = p.buffers[item.index];
       PlanExtern e;
-      e.kind = b.call.kind == ExternCall::Kind::Gemm ? PlanExtern::Kind::Gemm : PlanExtern::Kind::Fallback;
+      e.kind = b.call.kind == ExternCall::Kind::Gemm ? PlanExtern::Kind::Gemm
+                                                     : PlanExtern::Kind::Fallback;
       e.name = b.origins.empty() ? b.name : b.origins[0];
       for (const ExternOperand& o : b.call.operands)
-        e.inputs.push_back(view_of(mp, p.buffers[o.buffer], o.buffer, o.sizes, o.strides, o.offset));
+        e.inputs.push_back(
+            view_of(mp, p.buffers[o.buffer], o.buffer, o.sizes, o.strides, o.offset));
       for (int o : b.call.outputs) e.outputs.push_back(contiguous_view(mp, p, o));
       e.graph = b.call.graph;
       plan.externs.push_back(e);

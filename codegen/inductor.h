@@ -22,10 +22,10 @@
 namespace fxc {
 
 struct InductorOptions {
-  int num_threads = 0;       ///< worker threads for kernels; 0: all hardware threads
-  bool fuse = true;          ///< false: one kernel per buffer (for bisecting fusion)
-  bool reuse_memory = true;  ///< memory planner: reuse freed buffers and write in place
-  int inline_limit = 48;     ///< see LowerOptions::inline_limit
+  int num_threads = 0;      ///< worker threads for kernels; 0: all hardware threads
+  bool fuse = true;         ///< false: one kernel per buffer (for bisecting fusion)
+  bool reuse_memory = true; ///< memory planner: reuse freed buffers and write in place
+  int inline_limit = 48;    ///< see LowerOptions::inline_limit
   /// Testing only: "<op>:compile_error|runtime_error|accuracy" plants that bug in the code
   /// generated for <op> (compile_inductor throws; run() throws; results are off by one).
   std::string inject_bug;
@@ -44,7 +44,7 @@ public:
 
   const std::string& ir_pre_fusion() const;
   const std::string& ir_post_fusion() const;
-  const std::string& fusion_log() const;   ///< fusion decisions, fallbacks, memory plan
+  const std::string& fusion_log() const; ///< fusion decisions, fallbacks, memory plan
   /// output_code.cpp: the host plan as a standalone C++ program (see codegen/cpp_wrapper.h).
   const std::string& output_code() const;
   const std::vector<GeneratedKernel>& kernels() const;
@@ -53,9 +53,9 @@ public:
   /// Every kernel as one x86-64 ELF relocatable object (--emit=obj); each kernel's entry point
   /// `void <name>(void* const* args, int64_t xbegin, int64_t xend)` is exported.
   std::string object_code() const;
-  int num_kernels() const;                 ///< generated (fused) kernels
-  int num_extern_calls() const;            ///< BLAS and fallback calls
-  int64_t peak_bytes() const;              ///< planned peak of intermediate buffers
+  int num_kernels() const;      ///< generated (fused) kernels
+  int num_extern_calls() const; ///< BLAS and fallback calls
+  int64_t peak_bytes() const;   ///< planned peak of intermediate buffers
 
   struct Impl;
   std::shared_ptr<Impl> impl;
@@ -67,8 +67,8 @@ struct PtxKernelInfo {
   std::string name;
   std::string ll;
   std::string ptx;
-  int64_t grid = 0; ///< blocks: one per row
-  int block = 32;   ///< threads per block
+  int64_t grid = 0;    ///< blocks: one per row
+  int block = 32;      ///< threads per block
   int num_buffers = 0; ///< pointer parameters before the trailing i64 row count
 };
 struct PtxProgram {
@@ -78,9 +78,9 @@ struct PtxProgram {
 
 /// Lowers and fuses `g` like compile_inductor() and generates PTX for `arch` ("sm_90"), with
 /// math from `libdevice`. Throws fxc::Error.
-PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts = {},
-                                const std::string& arch = "sm_90",
-                                const std::string& libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+PtxProgram compile_inductor_ptx(
+    const Graph& g, const InductorOptions& opts = {}, const std::string& arch = "sm_90",
+    const std::string& libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
 
 /// Compiles `g` for the host CPU. Throws fxc::Error for graphs that cannot be lowered
 /// (missing metadata, malformed arguments) and when LLVM fails.

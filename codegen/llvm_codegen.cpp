@@ -16,8 +16,12 @@ namespace fxc {
 
 namespace {
 
-bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
-bool is_unsigned(DType t) { return t == DType::Bool || t == DType::U8; }
+bool is_half(DType t) {
+  return t == DType::F16 || t == DType::BF16;
+}
+bool is_unsigned(DType t) {
+  return t == DType::Bool || t == DType::U8;
+}
 
 class Emitter {
 public:
@@ -30,16 +34,23 @@ private:
   /// Register type of a dtype: i1 for bool, float for f16/bf16 (computed in f32).
   llvm::Type* reg_type(DType t) {
     switch (t) {
-    case DType::Bool: return b_.getInt1Ty();
+    case DType::Bool:
+      return b_.getInt1Ty();
     case DType::U8:
-    case DType::I8: return b_.getInt8Ty();
-    case DType::I16: return b_.getInt16Ty();
-    case DType::I32: return b_.getInt32Ty();
-    case DType::I64: return b_.getInt64Ty();
+    case DType::I8:
+      return b_.getInt8Ty();
+    case DType::I16:
+      return b_.getInt16Ty();
+    case DType::I32:
+      return b_.getInt32Ty();
+    case DType::I64:
+      return b_.getInt64Ty();
     case DType::F16:
     case DType::BF16:
-    case DType::F32: return b_.getFloatTy();
-    case DType::F64: return b_.getDoubleTy();
+    case DType::F32:
+      return b_.getFloatTy();
+    case DType::F64:
+      return b_.getDoubleTy();
     }
     return b_.getFloatTy();
   }
@@ -80,8 +91,8 @@ private:
   const Kernel& k_;
   llvm::Function* fn_ = nullptr;
   KernelEntry entry_;
-  std::map<int, llvm::Value*> buf_ptr_;  ///< buffer id → argument pointer
-  std::map<int, llvm::Value*> row_vals_; ///< per-row values of this x iteration
+  std::map<int, llvm::Value*> buf_ptr_;       ///< buffer id → argument pointer
+  std::map<int, llvm::Value*> row_vals_;      ///< per-row values of this x iteration
   std::map<const VExpr*, llvm::Value*> memo_; ///< values of the current loop body
   /// Member bodies in terms of x and r; kept alive for the whole kernel because memo_ is keyed
   /// by node address.
@@ -174,7 +185,8 @@ llvm::Value* Emitter::cast(llvm::Value* v, DType from, DType to) {
     return b_.CreateFPCast(v, dt);
   }
   if (is_floating(from))
-    return b_.CreateIntrinsic(is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+    return b_.CreateIntrinsic(is_unsigned(to) ? llvm::Intrinsic::fptoui_sat
+                                              : llvm::Intrinsic::fptosi_sat,
                               {dt, v->getType()}, {v});
   if (is_floating(to)) {
     llvm::Value* f = is_unsigned(from) ? b_.CreateUIToFP(v, dt) : b_.CreateSIToFP(v, dt);
@@ -193,11 +205,13 @@ llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
     return cast(unary(op, f, DType::F32), DType::F32, t);
   }
   switch (op) {
-  case VOp::Neg: return fl ? b_.CreateFNeg(a) : b_.CreateNeg(a);
+  case VOp::Neg:
+    return fl ? b_.CreateFNeg(a) : b_.CreateNeg(a);
   case VOp::Abs:
     if (fl) return intrinsic(llvm::Intrinsic::fabs, a);
     return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a, b_.getFalse());
-  case VOp::Not: return b_.CreateNot(cast(a, t, DType::Bool));
+  case VOp::Not:
+    return b_.CreateNot(cast(a, t, DType::Bool));
   case VOp::Exp:
   case VOp::Log:
   case VOp::Tanh:
@@ -205,16 +219,24 @@ llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
   case VOp::Log1p:
   case VOp::Expm1:
   case VOp::Sin:
-  case VOp::Cos: return math(op, a, t);
-  case VOp::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, a);
-  case VOp::Rsqrt: return b_.CreateFDiv(one(), intrinsic(llvm::Intrinsic::sqrt, a));
-  case VOp::Reciprocal: return b_.CreateFDiv(one(), a);
+  case VOp::Cos:
+    return math(op, a, t);
+  case VOp::Sqrt:
+    return intrinsic(llvm::Intrinsic::sqrt, a);
+  case VOp::Rsqrt:
+    return b_.CreateFDiv(one(), intrinsic(llvm::Intrinsic::sqrt, a));
+  case VOp::Reciprocal:
+    return b_.CreateFDiv(one(), a);
   case VOp::Sigmoid:
     return b_.CreateFDiv(one(), b_.CreateFAdd(one(), math(VOp::Exp, b_.CreateFNeg(a), t)));
-  case VOp::Floor: return intrinsic(llvm::Intrinsic::floor, a);
-  case VOp::Ceil: return intrinsic(llvm::Intrinsic::ceil, a);
-  case VOp::Round: return intrinsic(llvm::Intrinsic::roundeven, a);
-  default: break;
+  case VOp::Floor:
+    return intrinsic(llvm::Intrinsic::floor, a);
+  case VOp::Ceil:
+    return intrinsic(llvm::Intrinsic::ceil, a);
+  case VOp::Round:
+    return intrinsic(llvm::Intrinsic::roundeven, a);
+  default:
+    break;
   }
   assert(false && "not a unary op");
   return a;
@@ -226,20 +248,28 @@ llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
     switch (op) {
     case VOp::Add:
     case VOp::Max:
-    case VOp::Or: return b_.CreateOr(a, c);
+    case VOp::Or:
+      return b_.CreateOr(a, c);
     case VOp::Mul:
     case VOp::Min:
-    case VOp::And: return b_.CreateAnd(a, c);
+    case VOp::And:
+      return b_.CreateAnd(a, c);
     case VOp::Sub:
-    case VOp::Ne: return b_.CreateXor(a, c);
-    case VOp::Eq: return b_.CreateNot(b_.CreateXor(a, c));
-    default: break;
+    case VOp::Ne:
+      return b_.CreateXor(a, c);
+    case VOp::Eq:
+      return b_.CreateNot(b_.CreateXor(a, c));
+    default:
+      break;
     }
   }
   switch (op) {
-  case VOp::Add: return fl ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
-  case VOp::Sub: return fl ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
-  case VOp::Mul: return fl ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
+  case VOp::Add:
+    return fl ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
+  case VOp::Sub:
+    return fl ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
+  case VOp::Mul:
+    return fl ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
   case VOp::Div:
     if (fl) return b_.CreateFDiv(a, c);
     return cast(b_.CreateFDiv(cast(a, t, DType::F64), cast(c, t, DType::F64)), DType::F64, t);
@@ -253,14 +283,17 @@ llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
       llvm::Value* q = un ? b_.CreateUDiv(a, safe) : b_.CreateSDiv(a, safe);
       if (!un) {
         llvm::Value* r = b_.CreateSRem(a, safe);
-        llvm::Value* adj = b_.CreateAnd(b_.CreateICmpNE(r, zero),
-                                        b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(safe, zero)));
+        llvm::Value* adj =
+            b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                         b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(safe, zero)));
         q = b_.CreateSub(q, b_.CreateZExt(adj, a->getType()));
       }
       return b_.CreateSelect(isz, zero, q);
     }
   case VOp::Pow: {
-    if (!fl) return cast(binary(op, cast(a, t, DType::F64), cast(c, t, DType::F64), DType::F64), DType::F64, t);
+    if (!fl)
+      return cast(binary(op, cast(a, t, DType::F64), cast(c, t, DType::F64), DType::F64),
+                  DType::F64, t);
     if (auto* k = llvm::dyn_cast<llvm::ConstantFP>(c)) {
       double e = k->getValueAPF().convertToDouble();
       if (e == 1.0) return a;
@@ -276,21 +309,31 @@ llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
     bool mx = op == VOp::Max;
     if (!fl)
       return b_.CreateBinaryIntrinsic(mx ? (un ? llvm::Intrinsic::umax : llvm::Intrinsic::smax)
-                                         : (un ? llvm::Intrinsic::umin : llvm::Intrinsic::smin), a, c);
+                                         : (un ? llvm::Intrinsic::umin : llvm::Intrinsic::smin),
+                                      a, c);
     // NaN propagates, as in PyTorch.
     llvm::Value* pick_a = mx ? b_.CreateFCmpOGT(a, c) : b_.CreateFCmpOLT(a, c);
     pick_a = b_.CreateOr(pick_a, b_.CreateFCmpUNO(a, a));
     return b_.CreateSelect(pick_a, a, c);
   }
-  case VOp::Eq: return fl ? b_.CreateFCmpOEQ(a, c) : b_.CreateICmpEQ(a, c);
-  case VOp::Ne: return fl ? b_.CreateFCmpUNE(a, c) : b_.CreateICmpNE(a, c);
-  case VOp::Lt: return fl ? b_.CreateFCmpOLT(a, c) : un ? b_.CreateICmpULT(a, c) : b_.CreateICmpSLT(a, c);
-  case VOp::Le: return fl ? b_.CreateFCmpOLE(a, c) : un ? b_.CreateICmpULE(a, c) : b_.CreateICmpSLE(a, c);
-  case VOp::Gt: return fl ? b_.CreateFCmpOGT(a, c) : un ? b_.CreateICmpUGT(a, c) : b_.CreateICmpSGT(a, c);
-  case VOp::Ge: return fl ? b_.CreateFCmpOGE(a, c) : un ? b_.CreateICmpUGE(a, c) : b_.CreateICmpSGE(a, c);
-  case VOp::And: return b_.CreateAnd(cast(a, t, DType::Bool), cast(c, t, DType::Bool));
-  case VOp::Or: return b_.CreateOr(cast(a, t, DType::Bool), cast(c, t, DType::Bool));
-  default: break;
+  case VOp::Eq:
+    return fl ? b_.CreateFCmpOEQ(a, c) : b_.CreateICmpEQ(a, c);
+  case VOp::Ne:
+    return fl ? b_.CreateFCmpUNE(a, c) : b_.CreateICmpNE(a, c);
+  case VOp::Lt:
+    return fl ? b_.CreateFCmpOLT(a, c) : un ? b_.CreateICmpULT(a, c) : b_.CreateICmpSLT(a, c);
+  case VOp::Le:
+    return fl ? b_.CreateFCmpOLE(a, c) : un ? b_.CreateICmpULE(a, c) : b_.CreateICmpSLE(a, c);
+  case VOp::Gt:
+    return fl ? b_.CreateFCmpOGT(a, c) : un ? b_.CreateICmpUGT(a, c) : b_.CreateICmpSGT(a, c);
+  case VOp::Ge:
+    return fl ? b_.CreateFCmpOGE(a, c) : un ? b_.CreateICmpUGE(a, c) : b_.CreateICmpSGE(a, c);
+  case VOp::And:
+    return b_.CreateAnd(cast(a, t, DType::Bool), cast(c, t, DType::Bool));
+  case VOp::Or:
+    return b_.CreateOr(cast(a, t, DType::Bool), cast(c, t, DType::Bool));
+  default:
+    break;
   }
   assert(false && "not a binary op");
   return a;
@@ -301,10 +344,18 @@ llvm::Value* Emitter::value(const VPtr& e) {
   if (it != memo_.end()) return it->second;
   llvm::Value* v = nullptr;
   switch (e->op) {
-  case VOp::Const: v = constant(e->fval, e->ival, e->dtype); break;
-  case VOp::Load: v = load(e->buffer, e->index, e->dtype); break;
-  case VOp::Index: v = cast(index(e->index), DType::I64, e->dtype); break;
-  case VOp::Cast: v = cast(value(e->args[0]), e->args[0]->dtype, e->dtype); break;
+  case VOp::Const:
+    v = constant(e->fval, e->ival, e->dtype);
+    break;
+  case VOp::Load:
+    v = load(e->buffer, e->index, e->dtype);
+    break;
+  case VOp::Index:
+    v = cast(index(e->index), DType::I64, e->dtype);
+    break;
+  case VOp::Cast:
+    v = cast(value(e->args[0]), e->args[0]->dtype, e->dtype);
+    break;
   case VOp::Where:
     v = b_.CreateSelect(value(e->args[0]), value(e->args[1]), value(e->args[2]));
     break;
@@ -322,18 +373,22 @@ llvm::Value* Emitter::value(const VPtr& e) {
 llvm::Value* Emitter::reduce_init(ReduceOp op, DType t) {
   bool fl = is_floating(t);
   switch (op) {
-  case ReduceOp::Sum: return constant(0, 0, t);
-  case ReduceOp::Any: return b_.getFalse();
+  case ReduceOp::Sum:
+    return constant(0, 0, t);
+  case ReduceOp::Any:
+    return b_.getFalse();
   case ReduceOp::Max:
   case ReduceOp::ArgMax:
     if (fl) return constant(-std::numeric_limits<double>::infinity(), 0, t);
     if (t == DType::Bool) return b_.getFalse();
-    return llvm::ConstantInt::get(reg_type(t), llvm::APInt::getSignedMinValue(reg_type(t)->getIntegerBitWidth()));
+    return llvm::ConstantInt::get(
+        reg_type(t), llvm::APInt::getSignedMinValue(reg_type(t)->getIntegerBitWidth()));
   case ReduceOp::Min:
   case ReduceOp::ArgMin:
     if (fl) return constant(std::numeric_limits<double>::infinity(), 0, t);
     if (t == DType::Bool) return b_.getTrue();
-    return llvm::ConstantInt::get(reg_type(t), llvm::APInt::getSignedMaxValue(reg_type(t)->getIntegerBitWidth()));
+    return llvm::ConstantInt::get(
+        reg_type(t), llvm::APInt::getSignedMaxValue(reg_type(t)->getIntegerBitWidth()));
   }
   return nullptr;
 }
@@ -402,15 +457,22 @@ void Emitter::emit_stage(const KernelStage& st) {
         n = binary(VOp::Add, a, v, vt);
       }
       break;
-    case ReduceOp::Max: n = binary(VOp::Max, a, v, vt); break;
-    case ReduceOp::Min: n = binary(VOp::Min, a, v, vt); break;
-    case ReduceOp::Any: n = b_.CreateOr(a, cast(v, vt, DType::Bool)); break;
+    case ReduceOp::Max:
+      n = binary(VOp::Max, a, v, vt);
+      break;
+    case ReduceOp::Min:
+      n = binary(VOp::Min, a, v, vt);
+      break;
+    case ReduceOp::Any:
+      n = b_.CreateOr(a, cast(v, vt, DType::Bool));
+      break;
     case ReduceOp::ArgMax:
     case ReduceOp::ArgMin: {
       bool mx = buf.reduce == ReduceOp::ArgMax;
       llvm::Value* better = fl ? (mx ? b_.CreateFCmpOGT(v, a) : b_.CreateFCmpOLT(v, a))
                                : binary(mx ? VOp::Gt : VOp::Lt, v, a, vt);
-      if (fl) better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(a, a)));
+      if (fl)
+        better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(a, a)));
       llvm::Value* first = b_.CreateICmpEQ(r, entry_.rstart);
       better = b_.CreateOr(better, first);
       n = b_.CreateSelect(better, v, a);

@@ -21,7 +21,8 @@ class KernelCompiler {
 public:
   virtual ~KernelCompiler() = default;
   /// Generates LLVM IR for `k` and queues it for compilation; returns its .ll text.
-  virtual std::string add_kernel(const LoopProgram& p, const Kernel& k, const std::vector<int>& args,
+  virtual std::string add_kernel(const LoopProgram& p, const Kernel& k,
+                                 const std::vector<int>& args,
                                  const std::vector<bool>& noalias) = 0;
   /// Optimizes (O3) and JIT-compiles every queued kernel. Throws fxc::Error on failure.
   virtual void finalize() = 0;
@@ -37,17 +38,17 @@ std::unique_ptr<KernelCompiler> make_x86_compiler();
 /// xnumel as i64.
 struct PtxKernel {
   std::string name;
-  std::string ll;  ///< LLVM IR as generated (before libdevice and optimization)
+  std::string ll; ///< LLVM IR as generated (before libdevice and optimization)
   std::string ptx;
   std::vector<int> args; ///< buffer ids, in parameter order
   int64_t xnumel = 0;
-  int block = 32;  ///< threads per block: a power of two covering rnumel, at most 1024
+  int block = 32; ///< threads per block: a power of two covering rnumel, at most 1024
 };
 
 /// Generates PTX for every kernel of `s` for `arch` ("sm_90"), linking the math functions
 /// from `libdevice` (libdevice.10.bc). Throws fxc::Error when LLVM or libdevice fail.
-std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s, const std::string& arch,
-                                    const std::string& libdevice);
+std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
+                                    const std::string& arch, const std::string& libdevice);
 /// Threads per block for a row of rnumel elements.
 int ptx_block_size(int64_t rnumel);
 

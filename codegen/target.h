@@ -19,13 +19,13 @@ class Value;
 namespace fxc {
 
 struct TargetCaps {
-  std::string name;                 ///< "x86-64", "nvptx64"
-  bool host = true;                 ///< kernels run in this process (JIT) vs on a device
-  bool parallel_rows = true;        ///< rows (x) are spread over workers: threads or blocks
+  std::string name;                   ///< "x86-64", "nvptx64"
+  bool host = true;                   ///< kernels run in this process (JIT) vs on a device
+  bool parallel_rows = true;          ///< rows (x) are spread over workers: threads or blocks
   bool cooperative_reduction = false; ///< several threads share one row's reduction
   bool has_shared_memory = false;
   int max_threads_per_block = 1;
-  int vector_bits = 256;            ///< preferred SIMD width for the r loop
+  int vector_bits = 256; ///< preferred SIMD width for the r loop
 };
 
 /// What the target's kernel entry provides to the generic emitter.
@@ -33,7 +33,7 @@ struct KernelEntry {
   std::vector<llvm::Value*> buffers; ///< one pointer per kernel argument
   llvm::Value* xbegin = nullptr;     ///< rows [xbegin, xend) computed by this invocation (i64)
   llvm::Value* xend = nullptr;
-  llvm::Value* rstart = nullptr;     ///< this thread's first r and its stride (i64)
+  llvm::Value* rstart = nullptr; ///< this thread's first r and its stride (i64)
   llvm::Value* rstep = nullptr;
 };
 

@@ -43,16 +43,36 @@ constexpr int kMaxBlock = 1024;
 std::string libdevice_name(VOp op, bool f64) {
   const char* base = nullptr;
   switch (op) {
-  case VOp::Exp: base = "exp"; break;
-  case VOp::Log: base = "log"; break;
-  case VOp::Tanh: base = "tanh"; break;
-  case VOp::Erf: base = "erf"; break;
-  case VOp::Log1p: base = "log1p"; break;
-  case VOp::Expm1: base = "expm1"; break;
-  case VOp::Sin: base = "sin"; break;
-  case VOp::Cos: base = "cos"; break;
-  case VOp::Pow: base = "pow"; break;
-  default: assert(false && "not a math function"); base = "exp";
+  case VOp::Exp:
+    base = "exp";
+    break;
+  case VOp::Log:
+    base = "log";
+    break;
+  case VOp::Tanh:
+    base = "tanh";
+    break;
+  case VOp::Erf:
+    base = "erf";
+    break;
+  case VOp::Log1p:
+    base = "log1p";
+    break;
+  case VOp::Expm1:
+    base = "expm1";
+    break;
+  case VOp::Sin:
+    base = "sin";
+    break;
+  case VOp::Cos:
+    base = "cos";
+    break;
+  case VOp::Pow:
+    base = "pow";
+    break;
+  default:
+    assert(false && "not a math function");
+    base = "exp";
   }
   return std::string("__nv_") + base + (f64 ? "" : "f");
 }
@@ -96,11 +116,14 @@ public:
     entry->buffers.clear();
     for (size_t i = 0; i < noalias.size(); ++i) entry->buffers.push_back(f->getArg(unsigned(i)));
     llvm::Value* xnumel = f->getArg(unsigned(noalias.size()));
-    llvm::Value* x = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), b.getInt64Ty());
+    llvm::Value* x =
+        b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), b.getInt64Ty());
     entry->xbegin = x;
     entry->xend = b.CreateSelect(b.CreateICmpSLT(x, xnumel), b.CreateAdd(x, b.getInt64(1)), x);
-    entry->rstart = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
-    entry->rstep = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), b.getInt64Ty());
+    entry->rstart =
+        b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
+    entry->rstep =
+        b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), b.getInt64Ty());
     return f;
   }
 
@@ -114,8 +137,10 @@ public:
     llvm::Type* st = is_bool ? b.getInt8Ty() : partial->getType();
     llvm::GlobalVariable* vals = shared_array(m, st);
     llvm::GlobalVariable* idxs = index ? shared_array(m, b.getInt64Ty()) : nullptr;
-    llvm::Value* tid = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
-    llvm::Value* ntid = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), b.getInt64Ty());
+    llvm::Value* tid =
+        b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
+    llvm::Value* ntid =
+        b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), b.getInt64Ty());
     auto slot = [&](llvm::GlobalVariable* g, llvm::Type* t, llvm::Value* i) {
       return b.CreateInBoundsGEP(g->getValueType(), g, {b.getInt64(0), i});
     };
@@ -203,8 +228,10 @@ private:
   static llvm::Value* combine(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* a, llvm::Value* c) {
     bool fl = a->getType()->isFloatingPointTy();
     switch (op) {
-    case ReduceOp::Sum: return fl ? b.CreateFAdd(a, c) : b.CreateAdd(a, c);
-    case ReduceOp::Any: return b.CreateOr(a, c);
+    case ReduceOp::Sum:
+      return fl ? b.CreateFAdd(a, c) : b.CreateAdd(a, c);
+    case ReduceOp::Any:
+      return b.CreateOr(a, c);
     case ReduceOp::Max:
     case ReduceOp::Min: {
       bool mx = op == ReduceOp::Max;
@@ -214,7 +241,8 @@ private:
       llvm::Value* pick = mx ? b.CreateFCmpOGT(a, c) : b.CreateFCmpOLT(a, c);
       return b.CreateSelect(b.CreateOr(pick, b.CreateFCmpUNO(a, a)), a, c);
     }
-    default: break;
+    default:
+      break;
     }
     assert(false && "arg reductions combine through arg_better");
     return a;
@@ -228,9 +256,14 @@ private:
     llvm::Value* same = fl ? b.CreateFCmpOEQ(c, a) : b.CreateICmpEQ(c, a);
     llvm::Value* better = b.CreateOr(strictly, b.CreateAnd(same, b.CreateICmpSLT(ci, ai)));
     if (fl) {
-      llvm::Value* cn = b.CreateFCmpUNO(c, c), *an = b.CreateFCmpUNO(a, a);
-      better = b.CreateOr(b.CreateAnd(cn, b.CreateNot(an)), b.CreateAnd(b.CreateAnd(cn, an), b.CreateICmpSLT(ci, ai)));
-      better = b.CreateOr(better, b.CreateAnd(b.CreateNot(an), b.CreateAnd(b.CreateNot(cn), b.CreateOr(strictly, b.CreateAnd(same, b.CreateICmpSLT(ci, ai))))));
+      llvm::Value *cn = b.CreateFCmpUNO(c, c), *an = b.CreateFCmpUNO(a, a);
+      better = b.CreateOr(b.CreateAnd(cn, b.CreateNot(an)),
+                          b.CreateAnd(b.CreateAnd(cn, an), b.CreateICmpSLT(ci, ai)));
+      better = b.CreateOr(
+          better, b.CreateAnd(b.CreateNot(an),
+                              b.CreateAnd(b.CreateNot(cn),
+                                          b.CreateOr(strictly,
+                                                     b.CreateAnd(same, b.CreateICmpSLT(ci, ai))))));
     }
     return better;
   }
@@ -269,14 +302,15 @@ int ptx_block_size(int64_t rnumel) {
   return b;
 }
 
-std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s, const std::string& arch,
-                                    const std::string& libdevice) {
+std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
+                                    const std::string& arch, const std::string& libdevice) {
   init_nvptx();
   std::string err;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (!t) throw Error("", "LLVM has no NVPTX back end: " + err);
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      kTriple, arch, "", llvm::TargetOptions(), std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Default));
+  std::unique_ptr<llvm::TargetMachine> tm(
+      t->createTargetMachine(kTriple, arch, "", llvm::TargetOptions(), std::nullopt, std::nullopt,
+                             llvm::CodeGenOptLevel::Default));
   if (!tm) throw Error("", "cannot create an NVPTX target machine for " + arch);
   auto lib = llvm::MemoryBuffer::getFile(libdevice);
   if (!lib) throw Error(libdevice, "cannot read libdevice: " + lib.getError().message());

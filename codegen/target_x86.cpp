@@ -9,13 +9,13 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Module.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Linker/Linker.h>
-#include <llvm/Support/SourceMgr.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -51,8 +51,8 @@ std::string to_string(llvm::Error e) {
 /// scopes after inlining and the r loops vectorize.
 class X86Target : public Target {
 public:
-  explicit X86Target(std::string cpu = {}, std::string features = {},
-                     std::string triple = {}, std::string layout = {})
+  explicit X86Target(std::string cpu = {}, std::string features = {}, std::string triple = {},
+                     std::string layout = {})
       : cpu_(std::move(cpu)), features_(std::move(features)), triple_(std::move(triple)),
         layout_(std::move(layout)) {
     caps_.name = "x86-64";
@@ -108,16 +108,26 @@ public:
   llvm::Value* math(llvm::IRBuilderBase& b, llvm::Module& m, VOp op,
                     const std::vector<llvm::Value*>& args, bool f64) override {
     switch (op) {
-    case VOp::Exp: return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
-    case VOp::Log: return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, args[0]);
-    case VOp::Sin: return b.CreateUnaryIntrinsic(llvm::Intrinsic::sin, args[0]);
-    case VOp::Cos: return b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, args[0]);
-    case VOp::Pow: return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
-    case VOp::Tanh: return libm(b, m, f64 ? "tanh" : "tanhf", args[0]);
-    case VOp::Erf: return libm(b, m, f64 ? "erf" : "erff", args[0]);
-    case VOp::Log1p: return libm(b, m, f64 ? "log1p" : "log1pf", args[0]);
-    case VOp::Expm1: return libm(b, m, f64 ? "expm1" : "expm1f", args[0]);
-    default: break;
+    case VOp::Exp:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
+    case VOp::Log:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, args[0]);
+    case VOp::Sin:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::sin, args[0]);
+    case VOp::Cos:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, args[0]);
+    case VOp::Pow:
+      return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
+    case VOp::Tanh:
+      return libm(b, m, f64 ? "tanh" : "tanhf", args[0]);
+    case VOp::Erf:
+      return libm(b, m, f64 ? "erf" : "erff", args[0]);
+    case VOp::Log1p:
+      return libm(b, m, f64 ? "log1p" : "log1pf", args[0]);
+    case VOp::Expm1:
+      return libm(b, m, f64 ? "expm1" : "expm1f", args[0]);
+    default:
+      break;
     }
     assert(false && "not a math function");
     return args[0];
@@ -130,7 +140,8 @@ public:
     std::string name = body->getName().str();
     name = name.substr(0, name.size() - 5); // strip ".body"
     llvm::LLVMContext& ctx = m.getContext();
-    auto* fty = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getInt64Ty(), b.getInt64Ty()}, false);
+    auto* fty = llvm::FunctionType::get(b.getVoidTy(),
+                                        {b.getPtrTy(), b.getInt64Ty(), b.getInt64Ty()}, false);
     auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m);
     f->addFnAttr(llvm::Attribute::NoUnwind);
     add_cpu_attrs(f);
@@ -201,7 +212,9 @@ std::unique_ptr<llvm::Module> link_all(llvm::LLVMContext& ctx,
     llvm::SMDiagnostic diag;
     auto buf = llvm::MemoryBuffer::getMemBuffer(text, name, false);
     std::unique_ptr<llvm::Module> m = llvm::parseIR(buf->getMemBufferRef(), diag, ctx);
-    if (!m) throw Error("", "internal error: kernel " + name + " does not parse: " + diag.getMessage().str());
+    if (!m)
+      throw Error("",
+                  "internal error: kernel " + name + " does not parse: " + diag.getMessage().str());
     if (all->getDataLayoutStr().empty()) {
       all->setDataLayout(m->getDataLayout());
       all->setTargetTriple(m->getTargetTriple());
@@ -220,9 +233,9 @@ public:
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (!jtmb) throw Error("", "cannot detect the host CPU: " + to_string(jtmb.takeError()));
     jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
-    target_ = std::make_unique<X86Target>(tm_->getTargetCPU().str(), tm_->getTargetFeatureString().str(),
-                                          tm_->getTargetTriple().str(),
-                                          tm_->createDataLayout().getStringRepresentation());
+    target_ = std::make_unique<X86Target>(
+        tm_->getTargetCPU().str(), tm_->getTargetFeatureString().str(),
+        tm_->getTargetTriple().str(), tm_->createDataLayout().getStringRepresentation());
     auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
     if (!jit) throw Error("", "cannot start the JIT: " + to_string(jit.takeError()));
     jit_ = std::move(*jit);
@@ -277,9 +290,13 @@ private:
 
 } // namespace
 
-std::unique_ptr<Target> make_x86_target() { return std::make_unique<X86Target>(); }
+std::unique_ptr<Target> make_x86_target() {
+  return std::make_unique<X86Target>();
+}
 
-std::unique_ptr<KernelCompiler> make_x86_compiler() { return std::make_unique<X86Compiler>(); }
+std::unique_ptr<KernelCompiler> make_x86_compiler() {
+  return std::make_unique<X86Compiler>();
+}
 
 std::string link_kernels_ll(const std::vector<std::pair<std::string, std::string>>& kernels,
                             bool optimize) {

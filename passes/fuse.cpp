@@ -9,9 +9,12 @@ namespace fxc {
 
 std::string_view member_role_name(MemberRole r) {
   switch (r) {
-  case MemberRole::Inner: return "inner";
-  case MemberRole::Outer: return "outer";
-  case MemberRole::Reduce: return "reduce";
+  case MemberRole::Inner:
+    return "inner";
+  case MemberRole::Outer:
+    return "outer";
+  case MemberRole::Reduce:
+    return "reduce";
   }
   return "?";
 }
@@ -87,8 +90,10 @@ private:
       if (!ok || group_of_[l.buffer] != gi) return;
       IndexExpr ix = l.index.substitute(s);
       MemberRole pr = role_in(g, l.buffer);
-      if (pr == MemberRole::Inner) ok = ix.floordiv(r) == xv;
-      else ok = ix == xv;
+      if (pr == MemberRole::Inner)
+        ok = ix.floordiv(r) == xv;
+      else
+        ok = ix == xv;
     });
     return ok;
   }
@@ -163,8 +168,9 @@ Schedule Fuser::run() {
       g.members.push_back({b, best_role, true});
       group_of_[b] = best;
       s.log += "fuse " + buf.name + " (" + std::string(member_role_name(best_role)) +
-               ") into group " + std::to_string(best) + " [" + p_.buffers[g.members[0].buffer].name +
-               "]: saves " + std::to_string(best_score) + " bytes\n";
+               ") into group " + std::to_string(best) + " [" +
+               p_.buffers[g.members[0].buffer].name + "]: saves " + std::to_string(best_score) +
+               " bytes\n";
       continue;
     }
     Group g;
@@ -191,7 +197,8 @@ void Fuser::finish(Schedule& s) {
   for (auto& o : p_.outputs) outside[o.buffer] = true;
   for (int b = 0; b < int(p_.buffers.size()); ++b)
     for (int q : reads_[b])
-      if (group_of_[q] != group_of_[b] || p_.buffers[b].kind == Buffer::Kind::Extern) outside[q] = true;
+      if (group_of_[q] != group_of_[b] || p_.buffers[b].kind == Buffer::Kind::Extern)
+        outside[q] = true;
   std::map<std::string, int> name_count;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     Group& g = groups_[gi];
@@ -292,11 +299,13 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
         std::string res;
         out += print_body(substitute(b.body, sub), p, "      ", &res);
         if (m.store)
-          out += "      store(" + b.name + ", " +
-                 (m.role == MemberRole::Inner
-                      ? (IndexExpr::var(kXVar, k.xnumel) * k.rnumel + IndexExpr::var(kRVar, k.rnumel)).str()
-                      : IndexExpr::var(kXVar, k.xnumel).str()) +
-                 ", " + res + ")\n";
+          out +=
+              "      store(" + b.name + ", " +
+              (m.role == MemberRole::Inner
+                   ? (IndexExpr::var(kXVar, k.xnumel) * k.rnumel + IndexExpr::var(kRVar, k.rnumel))
+                         .str()
+                   : IndexExpr::var(kXVar, k.xnumel).str()) +
+              ", " + res + ")\n";
       }
     }
   }

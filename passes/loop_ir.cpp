@@ -14,14 +14,18 @@ namespace {
 
 constexpr int64_t kBig = int64_t(1) << 62;
 
-int64_t sat(__int128 v) { return v > kBig ? kBig : v < -kBig ? -kBig : int64_t(v); }
+int64_t sat(__int128 v) {
+  return v > kBig ? kBig : v < -kBig ? -kBig : int64_t(v);
+}
 
 int64_t floor_div(int64_t a, int64_t d) {
   int64_t q = a / d;
   if ((a % d != 0) && ((a < 0) != (d < 0))) --q;
   return q;
 }
-int64_t py_mod(int64_t a, int64_t d) { return a - floor_div(a, d) * d; }
+int64_t py_mod(int64_t a, int64_t d) {
+  return a - floor_div(a, d) * d;
+}
 
 std::string inline_expr(const VPtr& e);
 
@@ -41,11 +45,16 @@ std::string const_str(const VExpr& e) {
 
 std::string inline_expr(const VPtr& e) {
   switch (e->op) {
-  case VOp::Const: return const_str(*e);
-  case VOp::Load: return "load(buf" + std::to_string(e->buffer) + ", " + e->index.str() + ")";
-  case VOp::Index: return "index(" + e->index.str() + ")";
-  case VOp::Cast: return "to_" + std::string(dtype_name(e->dtype)) + "(" + inline_expr(e->args[0]) + ")";
-  default: break;
+  case VOp::Const:
+    return const_str(*e);
+  case VOp::Load:
+    return "load(buf" + std::to_string(e->buffer) + ", " + e->index.str() + ")";
+  case VOp::Index:
+    return "index(" + e->index.str() + ")";
+  case VOp::Cast:
+    return "to_" + std::string(dtype_name(e->dtype)) + "(" + inline_expr(e->args[0]) + ")";
+  default:
+    break;
   }
   std::string s = std::string(vop_name(e->op)) + "(";
   for (size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + inline_expr(e->args[i]);
@@ -200,7 +209,9 @@ IndexExpr operator*(const IndexExpr& a, int64_t c) {
   return r;
 }
 
-IndexExpr operator-(const IndexExpr& a, const IndexExpr& b) { return a + b * -1; }
+IndexExpr operator-(const IndexExpr& a, const IndexExpr& b) {
+  return a + b * -1;
+}
 
 std::pair<int64_t, int64_t> IndexExpr::range() const {
   __int128 lo = constant_, hi = constant_;
@@ -208,7 +219,10 @@ std::pair<int64_t, int64_t> IndexExpr::range() const {
     int64_t alo = 0, ahi = 0;
     switch (a.kind) {
     case IndexAtom::Kind::Var:
-    case IndexAtom::Kind::Indirect: alo = 0; ahi = a.extent - 1; break;
+    case IndexAtom::Kind::Indirect:
+      alo = 0;
+      ahi = a.extent - 1;
+      break;
     case IndexAtom::Kind::FloorDiv: {
       auto [l, h] = a.arg->range();
       alo = floor_div(l, a.divisor);
@@ -223,8 +237,10 @@ std::pair<int64_t, int64_t> IndexExpr::range() const {
       break;
     }
     }
-    if (c > 0) lo += __int128(c) * alo, hi += __int128(c) * ahi;
-    else lo += __int128(c) * ahi, hi += __int128(c) * alo;
+    if (c > 0)
+      lo += __int128(c) * alo, hi += __int128(c) * ahi;
+    else
+      lo += __int128(c) * ahi, hi += __int128(c) * alo;
   }
   return {sat(lo), sat(hi)};
 }
@@ -248,24 +264,26 @@ IndexExpr divide_exact(const IndexExpr& e, int64_t g) {
   IndexExpr r(e.constant() / g);
   for (auto& [a, c] : e.terms()) {
     IndexExpr atom_expr;
-    if (a.kind == IndexAtom::Kind::Var) atom_expr = IndexExpr::var(a.id, a.extent);
-    else if (a.kind == IndexAtom::Kind::Indirect) atom_expr = IndexExpr::indirect(a.value, a.extent);
-    else if (a.kind == IndexAtom::Kind::FloorDiv) atom_expr = a.arg->floordiv(a.divisor);
-    else atom_expr = a.arg->mod(a.divisor);
+    if (a.kind == IndexAtom::Kind::Var)
+      atom_expr = IndexExpr::var(a.id, a.extent);
+    else if (a.kind == IndexAtom::Kind::Indirect)
+      atom_expr = IndexExpr::indirect(a.value, a.extent);
+    else if (a.kind == IndexAtom::Kind::FloorDiv)
+      atom_expr = a.arg->floordiv(a.divisor);
+    else
+      atom_expr = a.arg->mod(a.divisor);
     r = r + atom_expr * (c / g);
   }
   return r;
 }
-
 
 /// Splits e into g*M + s with g | d, g > 1 and s in [0, g): then floor(e / d) = floor(M / (d/g))
 /// and e mod d = g * (M mod d/g) + s. Tries the terms with the largest coefficients as M.
 bool split_aligned(const IndexExpr& e, int64_t d, int64_t* g_out, IndexExpr* m_out,
                    IndexExpr* s_out) {
   std::vector<std::pair<IndexAtom, int64_t>> terms = e.terms();
-  std::stable_sort(terms.begin(), terms.end(), [](auto& a, auto& b) {
-    return std::abs(a.second) > std::abs(b.second);
-  });
+  std::stable_sort(terms.begin(), terms.end(),
+                   [](auto& a, auto& b) { return std::abs(a.second) > std::abs(b.second); });
   for (size_t k = 1; k < terms.size() + 1; ++k) {
     int64_t g = d;
     for (size_t i = 0; i < k; ++i) g = std::gcd(g, std::abs(terms[i].second));
@@ -273,8 +291,10 @@ bool split_aligned(const IndexExpr& e, int64_t d, int64_t* g_out, IndexExpr* m_o
     IndexExpr big, small(e.constant());
     for (size_t i = 0; i < terms.size(); ++i) {
       IndexExpr t = single_term(terms[i].first);
-      if (i < k) big = big + t * (terms[i].second / g);
-      else small = small + t * terms[i].second;
+      if (i < k)
+        big = big + t * (terms[i].second / g);
+      else
+        small = small + t * terms[i].second;
     }
     auto [lo, hi] = small.range();
     if (lo >= 0 && hi < g) {
@@ -295,8 +315,10 @@ IndexExpr IndexExpr::floordiv(int64_t d) const {
   if (is_const()) return IndexExpr(floor_div(constant_, d));
   IndexExpr q(floor_div(constant_, d)), rest(py_mod(constant_, d));
   for (auto& [a, c] : terms_) {
-    if (c % d == 0) q.terms_.push_back({a, c / d});
-    else rest.terms_.push_back({a, c});
+    if (c % d == 0)
+      q.terms_.push_back({a, c / d});
+    else
+      rest.terms_.push_back({a, c});
   }
   q.canonicalize();
   rest.canonicalize();
@@ -333,8 +355,7 @@ IndexExpr IndexExpr::mod(int64_t d) const {
   IndexExpr m, small;
   if (split_aligned(rest, d, &g, &m, &small)) return m.mod(d / g) * g + small;
   if (rest.constant_ == 0 && rest.terms_.size() == 1 && rest.terms_[0].second == 1 &&
-      rest.terms_[0].first.kind == IndexAtom::Kind::Mod &&
-      rest.terms_[0].first.divisor % d == 0)
+      rest.terms_[0].first.kind == IndexAtom::Kind::Mod && rest.terms_[0].first.divisor % d == 0)
     return rest.terms_[0].first.arg->mod(d);
   IndexExpr r;
   r.terms_.push_back({make_divmod(IndexAtom::Kind::Mod, rest, d), 1});
@@ -354,8 +375,12 @@ IndexExpr IndexExpr::substitute(const std::map<int, IndexExpr>& subst) const {
     case IndexAtom::Kind::Indirect:
       t = IndexExpr::indirect(fxc::substitute(a.value, subst), a.extent);
       break;
-    case IndexAtom::Kind::FloorDiv: t = a.arg->substitute(subst).floordiv(a.divisor); break;
-    case IndexAtom::Kind::Mod: t = a.arg->substitute(subst).mod(a.divisor); break;
+    case IndexAtom::Kind::FloorDiv:
+      t = a.arg->substitute(subst).floordiv(a.divisor);
+      break;
+    case IndexAtom::Kind::Mod:
+      t = a.arg->substitute(subst).mod(a.divisor);
+      break;
     }
     r = r + t * c;
   }
@@ -382,14 +407,24 @@ std::string IndexExpr::str() const {
   for (auto& [a, c] : terms_) {
     std::string atom;
     switch (a.kind) {
-    case IndexAtom::Kind::Var: atom = var_name(a.id); break;
-    case IndexAtom::Kind::Indirect: atom = "indirect(" + a.key + ")"; break;
-    case IndexAtom::Kind::FloorDiv: atom = "((" + a.arg->str() + ") // " + std::to_string(a.divisor) + ")"; break;
-    case IndexAtom::Kind::Mod: atom = "((" + a.arg->str() + ") % " + std::to_string(a.divisor) + ")"; break;
+    case IndexAtom::Kind::Var:
+      atom = var_name(a.id);
+      break;
+    case IndexAtom::Kind::Indirect:
+      atom = "indirect(" + a.key + ")";
+      break;
+    case IndexAtom::Kind::FloorDiv:
+      atom = "((" + a.arg->str() + ") // " + std::to_string(a.divisor) + ")";
+      break;
+    case IndexAtom::Kind::Mod:
+      atom = "((" + a.arg->str() + ") % " + std::to_string(a.divisor) + ")";
+      break;
     }
     int64_t mag = c < 0 ? -c : c;
-    if (s.empty()) s = c < 0 ? "-" : "";
-    else s += c < 0 ? " - " : " + ";
+    if (s.empty())
+      s = c < 0 ? "-" : "";
+    else
+      s += c < 0 ? " - " : " + ";
     s += mag == 1 ? atom : std::to_string(mag) + "*" + atom;
   }
   if (s.empty()) return std::to_string(constant_);
@@ -421,60 +456,108 @@ std::vector<IndexExpr> unravel_index(const IndexExpr& linear, const std::vector<
 
 std::string_view vop_name(VOp op) {
   switch (op) {
-  case VOp::Const: return "constant";
-  case VOp::Load: return "load";
-  case VOp::Index: return "index";
-  case VOp::Cast: return "to_dtype";
-  case VOp::Neg: return "neg";
-  case VOp::Abs: return "abs";
-  case VOp::Exp: return "exp";
-  case VOp::Log: return "log";
-  case VOp::Sqrt: return "sqrt";
-  case VOp::Rsqrt: return "rsqrt";
-  case VOp::Tanh: return "tanh";
-  case VOp::Sigmoid: return "sigmoid";
-  case VOp::Erf: return "erf";
-  case VOp::Not: return "logical_not";
-  case VOp::Log1p: return "log1p";
-  case VOp::Expm1: return "expm1";
-  case VOp::Sin: return "sin";
-  case VOp::Cos: return "cos";
-  case VOp::Floor: return "floor";
-  case VOp::Ceil: return "ceil";
-  case VOp::Round: return "round";
-  case VOp::Reciprocal: return "reciprocal";
-  case VOp::Add: return "add";
-  case VOp::Sub: return "sub";
-  case VOp::Mul: return "mul";
-  case VOp::Div: return "truediv";
-  case VOp::FloorDivide: return "floordiv";
-  case VOp::Pow: return "pow";
-  case VOp::Max: return "maximum";
-  case VOp::Min: return "minimum";
-  case VOp::Eq: return "eq";
-  case VOp::Ne: return "ne";
-  case VOp::Lt: return "lt";
-  case VOp::Le: return "le";
-  case VOp::Gt: return "gt";
-  case VOp::Ge: return "ge";
-  case VOp::And: return "logical_and";
-  case VOp::Or: return "logical_or";
-  case VOp::Where: return "where";
+  case VOp::Const:
+    return "constant";
+  case VOp::Load:
+    return "load";
+  case VOp::Index:
+    return "index";
+  case VOp::Cast:
+    return "to_dtype";
+  case VOp::Neg:
+    return "neg";
+  case VOp::Abs:
+    return "abs";
+  case VOp::Exp:
+    return "exp";
+  case VOp::Log:
+    return "log";
+  case VOp::Sqrt:
+    return "sqrt";
+  case VOp::Rsqrt:
+    return "rsqrt";
+  case VOp::Tanh:
+    return "tanh";
+  case VOp::Sigmoid:
+    return "sigmoid";
+  case VOp::Erf:
+    return "erf";
+  case VOp::Not:
+    return "logical_not";
+  case VOp::Log1p:
+    return "log1p";
+  case VOp::Expm1:
+    return "expm1";
+  case VOp::Sin:
+    return "sin";
+  case VOp::Cos:
+    return "cos";
+  case VOp::Floor:
+    return "floor";
+  case VOp::Ceil:
+    return "ceil";
+  case VOp::Round:
+    return "round";
+  case VOp::Reciprocal:
+    return "reciprocal";
+  case VOp::Add:
+    return "add";
+  case VOp::Sub:
+    return "sub";
+  case VOp::Mul:
+    return "mul";
+  case VOp::Div:
+    return "truediv";
+  case VOp::FloorDivide:
+    return "floordiv";
+  case VOp::Pow:
+    return "pow";
+  case VOp::Max:
+    return "maximum";
+  case VOp::Min:
+    return "minimum";
+  case VOp::Eq:
+    return "eq";
+  case VOp::Ne:
+    return "ne";
+  case VOp::Lt:
+    return "lt";
+  case VOp::Le:
+    return "le";
+  case VOp::Gt:
+    return "gt";
+  case VOp::Ge:
+    return "ge";
+  case VOp::And:
+    return "logical_and";
+  case VOp::Or:
+    return "logical_or";
+  case VOp::Where:
+    return "where";
   }
   return "?";
 }
 
-bool vop_is_unary(VOp op) { return op >= VOp::Neg && op <= VOp::Reciprocal; }
-bool vop_is_binary(VOp op) { return op >= VOp::Add && op <= VOp::Or; }
-bool vop_is_compare(VOp op) { return op >= VOp::Eq && op <= VOp::Ge; }
+bool vop_is_unary(VOp op) {
+  return op >= VOp::Neg && op <= VOp::Reciprocal;
+}
+bool vop_is_binary(VOp op) {
+  return op >= VOp::Add && op <= VOp::Or;
+}
+bool vop_is_compare(VOp op) {
+  return op >= VOp::Eq && op <= VOp::Ge;
+}
 
 VPtr v_const(double v, DType t) {
   auto e = std::make_shared<VExpr>();
   e->op = VOp::Const;
   e->dtype = t;
-  if (is_floating(t)) e->fval = v;
-  else if (t == DType::Bool) e->ival = v != 0;
-  else e->ival = int64_t(v);
+  if (is_floating(t))
+    e->fval = v;
+  else if (t == DType::Bool)
+    e->ival = v != 0;
+  else
+    e->ival = int64_t(v);
   return e;
 }
 
@@ -596,12 +679,18 @@ int expr_size(const VPtr& e) {
 
 std::string_view reduce_op_name(ReduceOp op) {
   switch (op) {
-  case ReduceOp::Sum: return "sum";
-  case ReduceOp::Max: return "max";
-  case ReduceOp::Min: return "min";
-  case ReduceOp::Any: return "any";
-  case ReduceOp::ArgMax: return "argmax";
-  case ReduceOp::ArgMin: return "argmin";
+  case ReduceOp::Sum:
+    return "sum";
+  case ReduceOp::Max:
+    return "max";
+  case ReduceOp::Min:
+    return "min";
+  case ReduceOp::Any:
+    return "any";
+  case ReduceOp::ArgMax:
+    return "argmax";
+  case ReduceOp::ArgMin:
+    return "argmin";
   }
   return "?";
 }
@@ -640,11 +729,16 @@ std::string sizes_str(const std::vector<int64_t>& s) {
 
 std::string kind_name(Buffer::Kind k) {
   switch (k) {
-  case Buffer::Kind::Input: return "InputBuffer";
-  case Buffer::Kind::Pointwise: return "ComputedBuffer(pointwise)";
-  case Buffer::Kind::Reduction: return "ComputedBuffer(reduction)";
-  case Buffer::Kind::Extern: return "ExternKernel";
-  case Buffer::Kind::ExternOutput: return "MultiOutput";
+  case Buffer::Kind::Input:
+    return "InputBuffer";
+  case Buffer::Kind::Pointwise:
+    return "ComputedBuffer(pointwise)";
+  case Buffer::Kind::Reduction:
+    return "ComputedBuffer(reduction)";
+  case Buffer::Kind::Extern:
+    return "ExternKernel";
+  case Buffer::Kind::ExternOutput:
+    return "MultiOutput";
   }
   return "?";
 }
@@ -663,15 +757,21 @@ std::string print_body(const VPtr& body, const LoopProgram& p, const std::string
     for (auto& a : e->args) args.push_back(rec(a));
     std::string rhs;
     switch (e->op) {
-    case VOp::Const: rhs = "constant(" + const_str(*e) + ", " + std::string(dtype_name(e->dtype)) + ")"; break;
+    case VOp::Const:
+      rhs = "constant(" + const_str(*e) + ", " + std::string(dtype_name(e->dtype)) + ")";
+      break;
     case VOp::Load: {
       int b = e->buffer;
       std::string bn = b >= 0 && b < int(p.buffers.size()) ? p.buffers[b].name : "buf?";
       rhs = "load(" + bn + ", " + e->index.str() + ")";
       break;
     }
-    case VOp::Index: rhs = "index_expr(" + e->index.str() + ", " + std::string(dtype_name(e->dtype)) + ")"; break;
-    case VOp::Cast: rhs = "to_dtype(" + args[0] + ", " + std::string(dtype_name(e->dtype)) + ")"; break;
+    case VOp::Index:
+      rhs = "index_expr(" + e->index.str() + ", " + std::string(dtype_name(e->dtype)) + ")";
+      break;
+    case VOp::Cast:
+      rhs = "to_dtype(" + args[0] + ", " + std::string(dtype_name(e->dtype)) + ")";
+      break;
     default:
       rhs = std::string(vop_name(e->op)) + "(";
       for (size_t i = 0; i < args.size(); ++i) rhs += (i ? ", " : "") + args[i];
@@ -709,7 +809,8 @@ std::string print_loop_program(const LoopProgram& p) {
       s += "\n";
     }
     if (buf.kind == Buffer::Kind::Extern) {
-      s += "  extern: " + buf.call.op + (buf.call.kind == ExternCall::Kind::Gemm ? " (blas)" : " (fallback)") + "(";
+      s += "  extern: " + buf.call.op +
+           (buf.call.kind == ExternCall::Kind::Gemm ? " (blas)" : " (fallback)") + "(";
       for (size_t i = 0; i < buf.call.operands.size(); ++i) {
         auto& o = buf.call.operands[i];
         s += (i ? ", " : "") + p.buffers[o.buffer].name + sizes_str(o.sizes) + "{" +
@@ -738,11 +839,12 @@ std::string print_loop_program(const LoopProgram& p) {
     std::string res;
     s += print_body(buf.body, p, "    ", &res);
     std::vector<int64_t> strides = contiguous_strides(buf.sizes);
-    s += "    " + std::string(buf.kind == Buffer::Kind::Reduction ? "reduce_store" : "store") + "(" +
-         buf.name + ", " + linear_index(buf.vars, strides).str() + ", " + res + ")\n";
+    s += "    " + std::string(buf.kind == Buffer::Kind::Reduction ? "reduce_store" : "store") +
+         "(" + buf.name + ", " + linear_index(buf.vars, strides).str() + ", " + res + ")\n";
   }
   s += "outputs:";
-  for (auto& o : p.outputs) s += " " + p.buffers[o.buffer].name + ":" + format_meta_with_strides(o.meta);
+  for (auto& o : p.outputs)
+    s += " " + p.buffers[o.buffer].name + ":" + format_meta_with_strides(o.meta);
   s += "\n";
   return s;
 }

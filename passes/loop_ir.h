@@ -34,8 +34,8 @@ struct IndexAtom {
   int64_t extent = 0;  ///< Var: values lie in [0, extent); Indirect: clamped to [0, extent)
   int64_t divisor = 0; ///< FloorDiv, Mod
   std::shared_ptr<const IndexExpr> arg; ///< FloorDiv, Mod
-  VPtr value;          ///< Indirect: an integer-valued expression
-  std::string key;     ///< Indirect: printed form of `value`, for ordering and equality
+  VPtr value;                           ///< Indirect: an integer-valued expression
+  std::string key; ///< Indirect: printed form of `value`, for ordering and equality
 };
 
 /// A symbolic integer: constant + sum(coeff * atom), kept canonical (terms sorted, no zero
@@ -84,11 +84,45 @@ int compare_atoms(const IndexAtom& a, const IndexAtom& b);
 
 /// Operations of value expressions.
 enum class VOp : uint8_t {
-  Const, Load, Index, Cast,                                        // leaves and conversion
-  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Not, Log1p, Expm1, Sin, Cos, Floor, Ceil,
-  Round, Reciprocal,                                               // unary
-  Add, Sub, Mul, Div, FloorDivide, Pow, Max, Min, Eq, Ne, Lt, Le, Gt, Ge, And, Or, // binary
-  Where,                                                           // ternary
+  Const,
+  Load,
+  Index,
+  Cast, // leaves and conversion
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Sigmoid,
+  Erf,
+  Not,
+  Log1p,
+  Expm1,
+  Sin,
+  Cos,
+  Floor,
+  Ceil,
+  Round,
+  Reciprocal, // unary
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDivide,
+  Pow,
+  Max,
+  Min,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,    // binary
+  Where, // ternary
 };
 std::string_view vop_name(VOp op);
 bool vop_is_unary(VOp op);
@@ -145,23 +179,23 @@ struct ExternCall {
 struct Buffer {
   enum class Kind : uint8_t { Input, Pointwise, Reduction, Extern, ExternOutput };
   Kind kind = Kind::Pointwise;
-  std::string name;              ///< "buf3", or "arg0_1"/"p_fc1_weight" for inputs
+  std::string name; ///< "buf3", or "arg0_1"/"p_fc1_weight" for inputs
   DType dtype = DType::F32;
-  std::vector<int64_t> sizes;    ///< contiguous row-major
-  std::vector<std::string> origins; ///< graph nodes computed here ("addmm", "relu", ...)
+  std::vector<int64_t> sizes;          ///< contiguous row-major
+  std::vector<std::string> origins;    ///< graph nodes computed here ("addmm", "relu", ...)
   std::vector<std::string> origin_ops; ///< op base names, each once ("addmm", "relu")
   // Pointwise / Reduction
-  std::vector<IndexExpr> vars;   ///< one variable per output dim
-  std::vector<IndexExpr> rvars;  ///< Reduction: one variable per reduced dim
-  std::vector<int64_t> rsizes;   ///< Reduction: extent of each reduced dim
-  VPtr body;                     ///< value per element (per reduction step)
+  std::vector<IndexExpr> vars;  ///< one variable per output dim
+  std::vector<IndexExpr> rvars; ///< Reduction: one variable per reduced dim
+  std::vector<int64_t> rsizes;  ///< Reduction: extent of each reduced dim
+  VPtr body;                    ///< value per element (per reduction step)
   ReduceOp reduce = ReduceOp::Sum;
   // Input
-  int input_index = -1;          ///< position among the graph's user inputs, or -1
-  std::string weight;            ///< fqn of a parameter/buffer/constant
+  int input_index = -1; ///< position among the graph's user inputs, or -1
+  std::string weight;   ///< fqn of a parameter/buffer/constant
   // Extern / ExternOutput
-  ExternCall call;               ///< Extern
-  int extern_owner = -1;         ///< ExternOutput: the Extern buffer that writes it
+  ExternCall call;       ///< Extern
+  int extern_owner = -1; ///< ExternOutput: the Extern buffer that writes it
 
   int64_t numel() const;
   int64_t rnumel() const; ///< product of reduction extents (1 for non-reductions)

@@ -222,9 +222,9 @@ public:
       in_idx[rdims[j]] = rv;
     }
     VPtr body = fn(in_idx);
-    b.body = op == ReduceOp::Any ? v_cast(body, DType::Bool)
+    b.body = op == ReduceOp::Any                                ? v_cast(body, DType::Bool)
              : op == ReduceOp::ArgMax || op == ReduceOp::ArgMin ? body
-                                                                 : v_cast(body, acc);
+                                                                : v_cast(body, acc);
     std::set<int> o = {n};
     for (auto* in : inputs)
       if (in && in->buffer < 0) o.insert(in->origins.begin(), in->origins.end());
@@ -326,8 +326,9 @@ VPtr gelu_expr(VPtr x, bool tanh_approx) {
   VPtr inner;
   if (tanh_approx) {
     VPtr x3 = v_binary(VOp::Mul, v_binary(VOp::Mul, x, x), x);
-    inner = v_unary(VOp::Tanh, v_binary(VOp::Mul, c(0.7978845608028654),
-                                        v_binary(VOp::Add, x, v_binary(VOp::Mul, c(0.044715), x3))));
+    inner =
+        v_unary(VOp::Tanh, v_binary(VOp::Mul, c(0.7978845608028654),
+                                    v_binary(VOp::Add, x, v_binary(VOp::Mul, c(0.044715), x3))));
   } else {
     inner = v_unary(VOp::Erf, v_binary(VOp::Mul, x, c(0.7071067811865476)));
   }
@@ -338,14 +339,14 @@ void unary(Lowerer& L, int n, const std::function<VPtr(VPtr)>& f) {
   const TensorMeta& m = L.out_meta(n);
   LVal& x = L.input(n, "self");
   DType t = m.dtype;
-  L.set_output(n, 0,
-               L.pointwise(n, t, m.sizes, [&](auto& idx) { return f(v_cast(L.at(x, idx), t)); },
-                           {&x}));
+  L.set_output(
+      n, 0,
+      L.pointwise(n, t, m.sizes, [&](auto& idx) { return f(v_cast(L.at(x, idx), t)); }, {&x}));
 }
 
 #define UNARY(NAME, EXPR)                                                                          \
-  void NAME(Lowerer& L, int n) {                                                                  \
-    unary(L, n, [](VPtr x) -> VPtr { return EXPR; });                                             \
+  void NAME(Lowerer& L, int n) {                                                                   \
+    unary(L, n, [](VPtr x) -> VPtr { return EXPR; });                                              \
   }
 UNARY(lower_abs, v_unary(VOp::Abs, x))
 UNARY(lower_neg, v_unary(VOp::Neg, x))
@@ -362,25 +363,42 @@ UNARY(lower_reciprocal, v_unary(VOp::Reciprocal, x))
 UNARY(lower_relu, v_binary(VOp::Max, x, v_const(0, x->dtype)))
 UNARY(lower_silu, v_binary(VOp::Mul, x, v_unary(VOp::Sigmoid, x)))
 UNARY(lower_hardsigmoid,
-      v_binary(VOp::Min, v_binary(VOp::Max, v_binary(VOp::Add, v_binary(VOp::Div, x, v_const(6, x->dtype)), v_const(0.5, x->dtype)), v_const(0, x->dtype)), v_const(1, x->dtype)))
+      v_binary(VOp::Min,
+               v_binary(VOp::Max,
+                        v_binary(VOp::Add, v_binary(VOp::Div, x, v_const(6, x->dtype)),
+                                 v_const(0.5, x->dtype)),
+                        v_const(0, x->dtype)),
+               v_const(1, x->dtype)))
 UNARY(lower_hardswish,
-      v_binary(VOp::Mul, x, v_binary(VOp::Min, v_binary(VOp::Max, v_binary(VOp::Add, v_binary(VOp::Div, x, v_const(6, x->dtype)), v_const(0.5, x->dtype)), v_const(0, x->dtype)), v_const(1, x->dtype))))
-UNARY(lower_sign,
-      v_binary(VOp::Sub, v_cast(v_binary(VOp::Gt, x, v_const(0, x->dtype)), x->dtype), v_cast(v_binary(VOp::Lt, x, v_const(0, x->dtype)), x->dtype)))
+      v_binary(VOp::Mul, x,
+               v_binary(VOp::Min,
+                        v_binary(VOp::Max,
+                                 v_binary(VOp::Add, v_binary(VOp::Div, x, v_const(6, x->dtype)),
+                                          v_const(0.5, x->dtype)),
+                                 v_const(0, x->dtype)),
+                        v_const(1, x->dtype))))
+UNARY(lower_sign, v_binary(VOp::Sub, v_cast(v_binary(VOp::Gt, x, v_const(0, x->dtype)), x->dtype),
+                           v_cast(v_binary(VOp::Lt, x, v_const(0, x->dtype)), x->dtype)))
 #undef UNARY
 
 void lower_logical_not(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   LVal& x = L.input(n, "self");
-  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
-    return v_cast(v_unary(VOp::Not, v_cast(L.at(x, idx), DType::Bool)), m.dtype);
-  }, {&x}));
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             return v_cast(v_unary(VOp::Not, v_cast(L.at(x, idx), DType::Bool)),
+                                           m.dtype);
+                           },
+                           {&x}));
 }
 
 void lower_gelu(Lowerer& L, int n) {
   bool t = L.node(n).arg("approximate").s == "tanh";
-  if (t) unary(L, n, [](VPtr x) { return gelu_expr(x, true); });
-  else unary(L, n, [](VPtr x) { return gelu_expr(x, false); });
+  if (t)
+    unary(L, n, [](VPtr x) { return gelu_expr(x, true); });
+  else
+    unary(L, n, [](VPtr x) { return gelu_expr(x, false); });
 }
 
 void lower_clamp(Lowerer& L, int n) {
@@ -397,78 +415,134 @@ void binary(Lowerer& L, int n, VOp op, bool has_alpha, bool reverse = false) {
   const TensorMeta& m = L.out_meta(n);
   DType t = m.dtype;
   double alpha = has_alpha ? L.node(n).arg("alpha").scalar() : 1.0;
-  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
-    VPtr a = operand_at(L, n, "self", idx, t);
-    VPtr b = operand_at(L, n, "other", idx, t);
-    if (alpha != 1.0) b = v_binary(VOp::Mul, b, v_const(alpha, t));
-    return reverse ? v_binary(op, b, a) : v_binary(op, a, b);
-  }, {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr a = operand_at(L, n, "self", idx, t);
+                             VPtr b = operand_at(L, n, "other", idx, t);
+                             if (alpha != 1.0) b = v_binary(VOp::Mul, b, v_const(alpha, t));
+                             return reverse ? v_binary(op, b, a) : v_binary(op, a, b);
+                           },
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
 }
 
-void lower_add(Lowerer& L, int n) { binary(L, n, VOp::Add, true); }
-void lower_sub(Lowerer& L, int n) { binary(L, n, VOp::Sub, true); }
-void lower_mul(Lowerer& L, int n) { binary(L, n, VOp::Mul, false); }
-void lower_div(Lowerer& L, int n) { binary(L, n, VOp::Div, false); }
-void lower_maximum(Lowerer& L, int n) { binary(L, n, VOp::Max, false); }
-void lower_minimum(Lowerer& L, int n) { binary(L, n, VOp::Min, false); }
+void lower_add(Lowerer& L, int n) {
+  binary(L, n, VOp::Add, true);
+}
+void lower_sub(Lowerer& L, int n) {
+  binary(L, n, VOp::Sub, true);
+}
+void lower_mul(Lowerer& L, int n) {
+  binary(L, n, VOp::Mul, false);
+}
+void lower_div(Lowerer& L, int n) {
+  binary(L, n, VOp::Div, false);
+}
+void lower_maximum(Lowerer& L, int n) {
+  binary(L, n, VOp::Max, false);
+}
+void lower_minimum(Lowerer& L, int n) {
+  binary(L, n, VOp::Min, false);
+}
 
 void lower_pow(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   DType t = m.dtype;
-  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
-    return v_binary(VOp::Pow, operand_at(L, n, "self", idx, t), operand_at(L, n, "exponent", idx, t));
-  }, {tensor_arg(L, n, "self"), tensor_arg(L, n, "exponent")}));
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             return v_binary(VOp::Pow, operand_at(L, n, "self", idx, t),
+                                             operand_at(L, n, "exponent", idx, t));
+                           },
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "exponent")}));
 }
 
 void compare(Lowerer& L, int n, VOp op, const char* x = "self", const char* y = "other") {
   const TensorMeta& m = L.out_meta(n);
   DType c = compare_dtype(L, n, x, y);
-  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
-    VPtr r = v_binary(op, operand_at(L, n, x, idx, c), operand_at(L, n, y, idx, c));
-    return v_cast(r, m.dtype);
-  }, {tensor_arg(L, n, x), tensor_arg(L, n, y)}));
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             VPtr r = v_binary(op, operand_at(L, n, x, idx, c),
+                                               operand_at(L, n, y, idx, c));
+                             return v_cast(r, m.dtype);
+                           },
+                           {tensor_arg(L, n, x), tensor_arg(L, n, y)}));
 }
-void lower_eq(Lowerer& L, int n) { compare(L, n, VOp::Eq); }
-void lower_ne(Lowerer& L, int n) { compare(L, n, VOp::Ne); }
-void lower_lt(Lowerer& L, int n) { compare(L, n, VOp::Lt); }
-void lower_le(Lowerer& L, int n) { compare(L, n, VOp::Le); }
-void lower_gt(Lowerer& L, int n) { compare(L, n, VOp::Gt); }
-void lower_ge(Lowerer& L, int n) { compare(L, n, VOp::Ge); }
+void lower_eq(Lowerer& L, int n) {
+  compare(L, n, VOp::Eq);
+}
+void lower_ne(Lowerer& L, int n) {
+  compare(L, n, VOp::Ne);
+}
+void lower_lt(Lowerer& L, int n) {
+  compare(L, n, VOp::Lt);
+}
+void lower_le(Lowerer& L, int n) {
+  compare(L, n, VOp::Le);
+}
+void lower_gt(Lowerer& L, int n) {
+  compare(L, n, VOp::Gt);
+}
+void lower_ge(Lowerer& L, int n) {
+  compare(L, n, VOp::Ge);
+}
 
 void lower_logical_and(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
-  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
-    return v_cast(v_binary(VOp::And, operand_at(L, n, "self", idx, DType::Bool),
-                           operand_at(L, n, "other", idx, DType::Bool)), m.dtype);
-  }, {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             return v_cast(v_binary(VOp::And,
+                                                    operand_at(L, n, "self", idx, DType::Bool),
+                                                    operand_at(L, n, "other", idx, DType::Bool)),
+                                           m.dtype);
+                           },
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
 }
 
 void lower_where(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   DType t = m.dtype;
-  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
-    return v_where(operand_at(L, n, "condition", idx, DType::Bool),
-                   operand_at(L, n, "self", idx, t), operand_at(L, n, "other", idx, t));
-  }, {tensor_arg(L, n, "condition"), tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             return v_where(operand_at(L, n, "condition", idx, DType::Bool),
+                                            operand_at(L, n, "self", idx, t),
+                                            operand_at(L, n, "other", idx, t));
+                           },
+                           {tensor_arg(L, n, "condition"), tensor_arg(L, n, "self"),
+                            tensor_arg(L, n, "other")}));
 }
 
 void lower_masked_fill(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   DType t = m.dtype;
-  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
-    return v_where(operand_at(L, n, "mask", idx, DType::Bool), operand_at(L, n, "value", idx, t),
-                   operand_at(L, n, "self", idx, t));
-  }, {tensor_arg(L, n, "self"), tensor_arg(L, n, "mask")}));
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             return v_where(operand_at(L, n, "mask", idx, DType::Bool),
+                                            operand_at(L, n, "value", idx, t),
+                                            operand_at(L, n, "self", idx, t));
+                           },
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "mask")}));
 }
 
 /// full, zeros, scalar_tensor, full_like, new_zeros: a constant of the output's dtype.
 void constant_fill(Lowerer& L, int n, double v) {
   const TensorMeta& m = L.out_meta(n);
-  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto&) { return v_const(v, m.dtype); }, {}));
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes, [&](auto&) { return v_const(v, m.dtype); }, {}));
 }
-void lower_full(Lowerer& L, int n) { constant_fill(L, n, L.node(n).arg("fill_value").scalar()); }
-void lower_zeros(Lowerer& L, int n) { constant_fill(L, n, 0); }
-void lower_scalar_tensor(Lowerer& L, int n) { constant_fill(L, n, L.node(n).arg("s").scalar()); }
+void lower_full(Lowerer& L, int n) {
+  constant_fill(L, n, L.node(n).arg("fill_value").scalar());
+}
+void lower_zeros(Lowerer& L, int n) {
+  constant_fill(L, n, 0);
+}
+void lower_scalar_tensor(Lowerer& L, int n) {
+  constant_fill(L, n, L.node(n).arg("s").scalar());
+}
 
 void lower_arange(Lowerer& L, int n) {
   const Node& nd = L.node(n);
@@ -477,20 +551,26 @@ void lower_arange(Lowerer& L, int n) {
   double start = si >= 0 ? nd.args[si].scalar() : 0.0;
   double step = pi >= 0 ? nd.args[pi].scalar() : 1.0;
   DType t = m.dtype;
-  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
-    VPtr i = v_index(idx.empty() ? IndexExpr(0) : idx[0], t);
-    return v_binary(VOp::Add, v_const(start, t), v_binary(VOp::Mul, v_const(step, t), i));
-  }, {}));
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr i = v_index(idx.empty() ? IndexExpr(0) : idx[0], t);
+                             return v_binary(VOp::Add, v_const(start, t),
+                                             v_binary(VOp::Mul, v_const(step, t), i));
+                           },
+                           {}));
 }
 
-void lower_copy_like(Lowerer& L, int n) { unary(L, n, [](VPtr x) { return x; }); }
+void lower_copy_like(Lowerer& L, int n) {
+  unary(L, n, [](VPtr x) { return x; });
+}
 
 void lower_copy(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   LVal& src = L.input(n, "src");
-  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
-    return v_cast(L.bcast(src, idx), m.dtype);
-  }, {&src}));
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) { return v_cast(L.bcast(src, idx), m.dtype); }, {&src}));
 }
 
 // ---- views
@@ -629,8 +709,10 @@ void lower_split(Lowerer& L, int n) {
 
 std::vector<int64_t> reduce_dims(Lowerer& L, int n, const Arg& dim, int64_t rank) {
   std::vector<int64_t> dims;
-  if (dim.kind == Arg::Kind::Int) dims = {dim.i};
-  else if (dim.kind == Arg::Kind::Ints) dims = dim.ints;
+  if (dim.kind == Arg::Kind::Int)
+    dims = {dim.i};
+  else if (dim.kind == Arg::Kind::Ints)
+    dims = dim.ints;
   if (dims.empty())
     for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
   for (auto& d : dims) d = wrap(L, n, d, rank);
@@ -651,19 +733,30 @@ void simple_reduce(Lowerer& L, int n, ReduceOp op, bool mean) {
     int64_t cnt = 1;
     for (int64_t d : dims) cnt *= x.sizes[d];
     LVal rr = r;
-    r = L.pointwise(n, acc, rr.sizes, [&](auto& idx) {
-      return v_binary(VOp::Div, L.at(rr, idx), v_const(double(cnt), acc));
-    }, {&rr});
+    r = L.pointwise(
+        n, acc, rr.sizes,
+        [&](auto& idx) { return v_binary(VOp::Div, L.at(rr, idx), v_const(double(cnt), acc)); },
+        {&rr});
   }
   L.set_output(n, 0, r);
 }
-void lower_sum(Lowerer& L, int n) { simple_reduce(L, n, ReduceOp::Sum, false); }
-void lower_mean(Lowerer& L, int n) { simple_reduce(L, n, ReduceOp::Sum, true); }
-void lower_amax(Lowerer& L, int n) { simple_reduce(L, n, ReduceOp::Max, false); }
-void lower_any(Lowerer& L, int n) { simple_reduce(L, n, ReduceOp::Any, false); }
+void lower_sum(Lowerer& L, int n) {
+  simple_reduce(L, n, ReduceOp::Sum, false);
+}
+void lower_mean(Lowerer& L, int n) {
+  simple_reduce(L, n, ReduceOp::Sum, true);
+}
+void lower_amax(Lowerer& L, int n) {
+  simple_reduce(L, n, ReduceOp::Max, false);
+}
+void lower_any(Lowerer& L, int n) {
+  simple_reduce(L, n, ReduceOp::Any, false);
+}
 // Without a dim, argmax reduces over every dim: the row-major order of the reduction variables
 // makes the position the flat index, as PyTorch defines it.
-void lower_argmax(Lowerer& L, int n) { simple_reduce(L, n, ReduceOp::ArgMax, false); }
+void lower_argmax(Lowerer& L, int n) {
+  simple_reduce(L, n, ReduceOp::ArgMax, false);
+}
 
 /// softmax / log_softmax over `dim`: max, sum of exp, then the pointwise result.
 void softmax_like(Lowerer& L, int n, bool log) {
@@ -673,17 +766,27 @@ void softmax_like(Lowerer& L, int n, bool log) {
   int64_t d = wrap(L, n, L.node(n).arg("dim").i, int64_t(x0.sizes.size()));
   std::vector<int64_t> dims = x0.sizes.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{d};
   LVal x = L.pointwise(n, t, x0.sizes, [&](auto& idx) { return v_cast(L.at(x0, idx), t); }, {&x0});
-  LVal mx = L.reduce(n, ReduceOp::Max, t, x.sizes, dims, [&](auto& idx) { return L.at(x, idx); }, {&x});
+  LVal mx =
+      L.reduce(n, ReduceOp::Max, t, x.sizes, dims, [&](auto& idx) { return L.at(x, idx); }, {&x});
   auto shifted = [&](auto& idx) { return v_binary(VOp::Sub, L.at(x, idx), L.bcast(mx, idx)); };
   LVal sum = L.reduce(n, ReduceOp::Sum, t, x.sizes, dims,
                       [&](auto& idx) { return v_unary(VOp::Exp, shifted(idx)); }, {&x});
-  L.set_output(n, 0, L.pointwise(n, t, x.sizes, [&](auto& idx) {
-    if (log) return v_binary(VOp::Sub, shifted(idx), v_unary(VOp::Log, L.bcast(sum, idx)));
-    return v_binary(VOp::Div, v_unary(VOp::Exp, shifted(idx)), L.bcast(sum, idx));
-  }, {&x}));
+  L.set_output(
+      n, 0,
+      L.pointwise(n, t, x.sizes,
+                  [&](auto& idx) {
+                    if (log)
+                      return v_binary(VOp::Sub, shifted(idx), v_unary(VOp::Log, L.bcast(sum, idx)));
+                    return v_binary(VOp::Div, v_unary(VOp::Exp, shifted(idx)), L.bcast(sum, idx));
+                  },
+                  {&x}));
 }
-void lower_softmax(Lowerer& L, int n) { softmax_like(L, n, false); }
-void lower_log_softmax(Lowerer& L, int n) { softmax_like(L, n, true); }
+void lower_softmax(Lowerer& L, int n) {
+  softmax_like(L, n, false);
+}
+void lower_log_softmax(Lowerer& L, int n) {
+  softmax_like(L, n, true);
+}
 
 /// Layer norm over the trailing dims: two-pass mean and variance, then the affine epilogue.
 void layer_norm(Lowerer& L, int n, bool native) {
@@ -705,32 +808,48 @@ void layer_norm(Lowerer& L, int n, bool native) {
   const LVal* b = opt_input_or_null(L, n, "bias");
   DType t = x0.dtype == DType::F64 ? DType::F64 : DType::F32;
   LVal x = L.pointwise(n, t, x0.sizes, [&](auto& idx) { return v_cast(L.at(x0, idx), t); }, {&x0});
-  LVal s1 = L.reduce(n, ReduceOp::Sum, t, x.sizes, dims, [&](auto& idx) { return L.at(x, idx); }, {&x});
-  LVal mean = L.pointwise(n, t, s1.sizes, [&](auto& idx) {
-    return v_binary(VOp::Div, L.at(s1, idx), v_const(double(cnt), t));
-  }, {&s1});
-  LVal s2 = L.reduce(n, ReduceOp::Sum, t, x.sizes, dims, [&](auto& idx) {
-    VPtr c = v_binary(VOp::Sub, L.at(x, idx), L.bcast(mean, idx));
-    return v_binary(VOp::Mul, c, c);
-  }, {&x, &mean});
-  LVal rstd = L.pointwise(n, t, s2.sizes, [&](auto& idx) {
-    return v_unary(VOp::Rsqrt, v_binary(VOp::Add, v_binary(VOp::Div, L.at(s2, idx), v_const(double(cnt), t)),
-                                        v_const(eps, t)));
-  }, {&s2});
+  LVal s1 =
+      L.reduce(n, ReduceOp::Sum, t, x.sizes, dims, [&](auto& idx) { return L.at(x, idx); }, {&x});
+  LVal mean = L.pointwise(
+      n, t, s1.sizes,
+      [&](auto& idx) { return v_binary(VOp::Div, L.at(s1, idx), v_const(double(cnt), t)); }, {&s1});
+  LVal s2 = L.reduce(n, ReduceOp::Sum, t, x.sizes, dims,
+                     [&](auto& idx) {
+                       VPtr c = v_binary(VOp::Sub, L.at(x, idx), L.bcast(mean, idx));
+                       return v_binary(VOp::Mul, c, c);
+                     },
+                     {&x, &mean});
+  LVal rstd = L.pointwise(n, t, s2.sizes,
+                          [&](auto& idx) {
+                            return v_unary(VOp::Rsqrt, v_binary(VOp::Add,
+                                                                v_binary(VOp::Div, L.at(s2, idx),
+                                                                         v_const(double(cnt), t)),
+                                                                v_const(eps, t)));
+                          },
+                          {&s2});
   DType ot = L.out_meta(n).dtype;
-  L.set_output(n, 0, L.pointwise(n, ot, x.sizes, [&](auto& idx) {
-    VPtr y = v_binary(VOp::Mul, v_binary(VOp::Sub, L.at(x, idx), L.bcast(mean, idx)), L.bcast(rstd, idx));
-    if (w) y = v_binary(VOp::Mul, y, v_cast(L.bcast(*w, idx), t));
-    if (b) y = v_binary(VOp::Add, y, v_cast(L.bcast(*b, idx), t));
-    return v_cast(y, ot);
-  }, {&x, &mean, &rstd, w, b}));
+  L.set_output(n, 0,
+               L.pointwise(n, ot, x.sizes,
+                           [&](auto& idx) {
+                             VPtr y = v_binary(VOp::Mul,
+                                               v_binary(VOp::Sub, L.at(x, idx), L.bcast(mean, idx)),
+                                               L.bcast(rstd, idx));
+                             if (w) y = v_binary(VOp::Mul, y, v_cast(L.bcast(*w, idx), t));
+                             if (b) y = v_binary(VOp::Add, y, v_cast(L.bcast(*b, idx), t));
+                             return v_cast(y, ot);
+                           },
+                           {&x, &mean, &rstd, w, b}));
   if (native) {
     L.set_output(n, 1, mean);
     L.set_output(n, 2, rstd);
   }
 }
-void lower_native_layer_norm(Lowerer& L, int n) { layer_norm(L, n, true); }
-void lower_layer_norm(Lowerer& L, int n) { layer_norm(L, n, false); }
+void lower_native_layer_norm(Lowerer& L, int n) {
+  layer_norm(L, n, true);
+}
+void lower_layer_norm(Lowerer& L, int n) {
+  layer_norm(L, n, false);
+}
 
 void batch_norm_eval(Lowerer& L, int n) {
   const Node& nd = L.node(n);
@@ -746,19 +865,28 @@ void batch_norm_eval(Lowerer& L, int n) {
   auto ch = [&](const LVal* v, const std::vector<IndexExpr>& idx) {
     return v_cast(L.at(*v, {idx[1]}), t);
   };
-  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
-    VPtr y = v_binary(VOp::Mul, v_binary(VOp::Sub, v_cast(L.at(x, idx), t), ch(rm, idx)),
-                      v_unary(VOp::Rsqrt, v_binary(VOp::Add, ch(rv, idx), v_const(eps, t))));
-    if (w) y = v_binary(VOp::Mul, y, ch(w, idx));
-    if (b) y = v_binary(VOp::Add, y, ch(b, idx));
-    return y;
-  }, {&x, w, b, rm, rv}));
+  L.set_output(
+      n, 0,
+      L.pointwise(n, t, m.sizes,
+                  [&](auto& idx) {
+                    VPtr y = v_binary(
+                        VOp::Mul, v_binary(VOp::Sub, v_cast(L.at(x, idx), t), ch(rm, idx)),
+                        v_unary(VOp::Rsqrt, v_binary(VOp::Add, ch(rv, idx), v_const(eps, t))));
+                    if (w) y = v_binary(VOp::Mul, y, ch(w, idx));
+                    if (b) y = v_binary(VOp::Add, y, ch(b, idx));
+                    return y;
+                  },
+                  {&x, w, b, rm, rv}));
   for (size_t i = 1; i < nd.outputs.size(); ++i) {
     const TensorMeta& mi = L.out_meta(n, int(i));
-    L.set_output(n, int(i), L.pointwise(n, mi.dtype, mi.sizes, [&](auto&) { return v_const(0, mi.dtype); }, {}));
+    L.set_output(
+        n, int(i),
+        L.pointwise(n, mi.dtype, mi.sizes, [&](auto&) { return v_const(0, mi.dtype); }, {}));
   }
 }
-void lower_native_batch_norm_no_training(Lowerer& L, int n) { batch_norm_eval(L, n); }
+void lower_native_batch_norm_no_training(Lowerer& L, int n) {
+  batch_norm_eval(L, n);
+}
 void lower_batch_norm(Lowerer& L, int n) {
   if (L.node(n).arg("training").b) {
     L.fallback(n, "training-mode batch_norm");
@@ -789,27 +917,39 @@ void lower_max_pool2d(Lowerer& L, int n) {
   }
   // A max reduction over the window: in-bounds by construction without padding.
   std::vector<int64_t> in_sizes = {m.sizes[0], m.sizes[1], m.sizes[2], m.sizes[3], k[0], k[1]};
-  LVal r = L.reduce(n, ReduceOp::Max, m.dtype, in_sizes, {4, 5}, [&](auto& idx) {
-    return L.at(x, {idx[0], idx[1], idx[2] * s[0] + idx[4] * dl[0], idx[3] * s[1] + idx[5] * dl[1]});
-  }, {&x});
+  LVal r = L.reduce(n, ReduceOp::Max, m.dtype, in_sizes, {4, 5},
+                    [&](auto& idx) {
+                      return L.at(x, {idx[0], idx[1], idx[2] * s[0] + idx[4] * dl[0],
+                                      idx[3] * s[1] + idx[5] * dl[1]});
+                    },
+                    {&x});
   L.set_output(n, 0, L.reshape(r, m.sizes));
   if (!with_indices) return;
   // Indices: the window position of the max (first on ties, NaN wins), as a flat h*W + w.
-  LVal pos = L.reduce(n, ReduceOp::ArgMax, m.dtype, in_sizes, {4, 5}, [&](auto& idx) {
-    return L.at(x, {idx[0], idx[1], idx[2] * s[0] + idx[4] * dl[0], idx[3] * s[1] + idx[5] * dl[1]});
-  }, {&x});
+  LVal pos = L.reduce(n, ReduceOp::ArgMax, m.dtype, in_sizes, {4, 5},
+                      [&](auto& idx) {
+                        return L.at(x, {idx[0], idx[1], idx[2] * s[0] + idx[4] * dl[0],
+                                        idx[3] * s[1] + idx[5] * dl[1]});
+                      },
+                      {&x});
   const TensorMeta& mi = L.out_meta(n, 1);
   int64_t W = x.sizes[3];
   LVal flat = L.reshape(pos, m.sizes);
-  L.set_output(n, 1, L.pointwise(n, DType::I64, m.sizes, [&](auto& idx) {
-    auto c = [](int64_t v) { return v_const(double(v), DType::I64); };
-    VPtr a = L.at(flat, idx);
-    VPtr kh = v_binary(VOp::FloorDivide, a, c(k[1]));
-    VPtr kw = v_binary(VOp::Sub, a, v_binary(VOp::Mul, kh, c(k[1])));
-    VPtr ih = v_binary(VOp::Add, v_index(idx[2] * s[0], DType::I64), v_binary(VOp::Mul, kh, c(dl[0])));
-    VPtr iw = v_binary(VOp::Add, v_index(idx[3] * s[1], DType::I64), v_binary(VOp::Mul, kw, c(dl[1])));
-    return v_cast(v_binary(VOp::Add, v_binary(VOp::Mul, ih, c(W)), iw), mi.dtype);
-  }, {&flat}));
+  L.set_output(n, 1,
+               L.pointwise(n, DType::I64, m.sizes,
+                           [&](auto& idx) {
+                             auto c = [](int64_t v) { return v_const(double(v), DType::I64); };
+                             VPtr a = L.at(flat, idx);
+                             VPtr kh = v_binary(VOp::FloorDivide, a, c(k[1]));
+                             VPtr kw = v_binary(VOp::Sub, a, v_binary(VOp::Mul, kh, c(k[1])));
+                             VPtr ih = v_binary(VOp::Add, v_index(idx[2] * s[0], DType::I64),
+                                                v_binary(VOp::Mul, kh, c(dl[0])));
+                             VPtr iw = v_binary(VOp::Add, v_index(idx[3] * s[1], DType::I64),
+                                                v_binary(VOp::Mul, kw, c(dl[1])));
+                             return v_cast(v_binary(VOp::Add, v_binary(VOp::Mul, ih, c(W)), iw),
+                                           mi.dtype);
+                           },
+                           {&flat}));
 }
 
 // ---- indexing
@@ -819,11 +959,15 @@ void lower_embedding(Lowerer& L, int n) {
   LVal& ids = L.input(n, "indices");
   const TensorMeta& m = L.out_meta(n);
   if (w.sizes.size() != 2) L.fail(n, "embedding weight must be 2-D");
-  L.set_output(n, 0, L.pointwise(n, w.dtype, m.sizes, [&](auto& idx) {
-    std::vector<IndexExpr> id_idx(idx.begin(), idx.end() - 1);
-    IndexExpr row = IndexExpr::indirect(v_cast(L.at(ids, id_idx), DType::I64), w.sizes[0]);
-    return L.at(w, {row, idx.back()});
-  }, {&w, &ids}));
+  L.set_output(n, 0,
+               L.pointwise(n, w.dtype, m.sizes,
+                           [&](auto& idx) {
+                             std::vector<IndexExpr> id_idx(idx.begin(), idx.end() - 1);
+                             IndexExpr row = IndexExpr::indirect(
+                                 v_cast(L.at(ids, id_idx), DType::I64), w.sizes[0]);
+                             return L.at(w, {row, idx.back()});
+                           },
+                           {&w, &ids}));
 }
 
 void lower_gather(Lowerer& L, int n) {
@@ -832,11 +976,15 @@ void lower_gather(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   int64_t d = wrap(L, n, L.node(n).arg("dim").i, int64_t(x.sizes.size()));
   if (ix.sizes.size() != x.sizes.size()) L.fail(n, "gather index rank differs from the input");
-  L.set_output(n, 0, L.pointwise(n, x.dtype, m.sizes, [&](auto& idx) {
-    std::vector<IndexExpr> in = idx;
-    in[d] = IndexExpr::indirect(v_cast(L.at(ix, idx), DType::I64), x.sizes[d]);
-    return L.at(x, in);
-  }, {&x, &ix}));
+  L.set_output(n, 0,
+               L.pointwise(n, x.dtype, m.sizes,
+                           [&](auto& idx) {
+                             std::vector<IndexExpr> in = idx;
+                             in[d] =
+                                 IndexExpr::indirect(v_cast(L.at(ix, idx), DType::I64), x.sizes[d]);
+                             return L.at(x, in);
+                           },
+                           {&x, &ix}));
 }
 
 void lower_index_select(Lowerer& L, int n) {
@@ -844,13 +992,19 @@ void lower_index_select(Lowerer& L, int n) {
   LVal& ix = L.input(n, "index");
   const TensorMeta& m = L.out_meta(n);
   int64_t d = wrap(L, n, L.node(n).arg("dim").i, int64_t(x.sizes.size()));
-  L.set_output(n, 0, L.pointwise(n, x.dtype, m.sizes, [&](auto& idx) {
-    std::vector<IndexExpr> in = idx;
-    in[d] = IndexExpr::indirect(v_cast(L.at(ix, {ix.sizes.empty() ? IndexExpr(0) : idx[d]}), DType::I64),
-                                x.sizes[d]);
-    if (ix.sizes.empty()) in[d] = IndexExpr::indirect(v_cast(L.at(ix, {}), DType::I64), x.sizes[d]);
-    return L.at(x, in);
-  }, {&x, &ix}));
+  L.set_output(
+      n, 0,
+      L.pointwise(n, x.dtype, m.sizes,
+                  [&](auto& idx) {
+                    std::vector<IndexExpr> in = idx;
+                    in[d] = IndexExpr::indirect(
+                        v_cast(L.at(ix, {ix.sizes.empty() ? IndexExpr(0) : idx[d]}), DType::I64),
+                        x.sizes[d]);
+                    if (ix.sizes.empty())
+                      in[d] = IndexExpr::indirect(v_cast(L.at(ix, {}), DType::I64), x.sizes[d]);
+                    return L.at(x, in);
+                  },
+                  {&x, &ix}));
 }
 
 // ---- indexing with bounds: cat, padding, slice_scatter
@@ -891,17 +1045,22 @@ void lower_cat(Lowerer& L, int n) {
   }
   if (off != m.sizes[d]) L.fail(n, "cat sizes do not add up to the output");
   std::vector<const LVal*> ins(parts.begin(), parts.end());
-  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
-    VPtr v;
-    for (size_t k = parts.size(); k-- > 0;) {
-      if (parts[k]->sizes[d] == 0) continue;
-      std::vector<IndexExpr> in = idx;
-      in[d] = clamped(idx[d] - IndexExpr(offsets[k]), parts[k]->sizes[d]);
-      VPtr here = v_cast(L.at(*parts[k], in), m.dtype);
-      v = v ? v_where(index_lt(idx[d], offsets[k] + parts[k]->sizes[d]), here, v) : here;
-    }
-    return v ? v : v_const(0, m.dtype);
-  }, ins));
+  L.set_output(n, 0,
+               L.pointwise(
+                   n, m.dtype, m.sizes,
+                   [&](auto& idx) {
+                     VPtr v;
+                     for (size_t k = parts.size(); k-- > 0;) {
+                       if (parts[k]->sizes[d] == 0) continue;
+                       std::vector<IndexExpr> in = idx;
+                       in[d] = clamped(idx[d] - IndexExpr(offsets[k]), parts[k]->sizes[d]);
+                       VPtr here = v_cast(L.at(*parts[k], in), m.dtype);
+                       v = v ? v_where(index_lt(idx[d], offsets[k] + parts[k]->sizes[d]), here, v)
+                             : here;
+                     }
+                     return v ? v : v_const(0, m.dtype);
+                   },
+                   ins));
 }
 
 void lower_constant_pad_nd(Lowerer& L, int n) {
@@ -915,20 +1074,24 @@ void lower_constant_pad_nd(Lowerer& L, int n) {
     L.fail(n, "pad needs pairs of sizes for at most every dim");
   std::vector<int64_t> lo(r, 0);
   for (size_t j = 0; j < pad.size() / 2; ++j) lo[r - 1 - j] = pad[2 * j];
-  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
-    std::vector<IndexExpr> in(r);
-    VPtr inside;
-    for (size_t d = 0; d < r; ++d) {
-      IndexExpr e = idx[d] - IndexExpr(lo[d]);
-      in[d] = clamped(e, x.sizes[d]);
-      if (in[d] == e) continue;
-      VPtr ok = v_binary(VOp::And, index_ge(e, 0), index_lt(e, x.sizes[d]));
-      inside = inside ? v_binary(VOp::And, inside, ok) : ok;
-    }
-    if (numel_of(x.sizes) == 0) return v_const(value, m.dtype);
-    VPtr v = v_cast(L.at(x, in), m.dtype);
-    return inside ? v_where(inside, v, v_const(value, m.dtype)) : v;
-  }, {&x}));
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             std::vector<IndexExpr> in(r);
+                             VPtr inside;
+                             for (size_t d = 0; d < r; ++d) {
+                               IndexExpr e = idx[d] - IndexExpr(lo[d]);
+                               in[d] = clamped(e, x.sizes[d]);
+                               if (in[d] == e) continue;
+                               VPtr ok =
+                                   v_binary(VOp::And, index_ge(e, 0), index_lt(e, x.sizes[d]));
+                               inside = inside ? v_binary(VOp::And, inside, ok) : ok;
+                             }
+                             if (numel_of(x.sizes) == 0) return v_const(value, m.dtype);
+                             VPtr v = v_cast(L.at(x, in), m.dtype);
+                             return inside ? v_where(inside, v, v_const(value, m.dtype)) : v;
+                           },
+                           {&x}));
 }
 
 void lower_slice_scatter(Lowerer& L, int n) {
@@ -948,22 +1111,29 @@ void lower_slice_scatter(Lowerer& L, int n) {
   end = std::clamp<int64_t>(end, start, size);
   if (src.sizes.size() != self.sizes.size() || src.sizes[d] != (end - start + step - 1) / step)
     L.fail(n, "slice_scatter source does not fit the slice");
-  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto& idx) {
-    VPtr base = v_cast(L.at(self, idx), m.dtype);
-    if (src.sizes[d] == 0) return base;
-    IndexExpr rel = idx[d] - IndexExpr(start);
-    std::vector<IndexExpr> in = idx;
-    in[d] = clamped(rel.floordiv(step), src.sizes[d]);
-    VPtr hit = v_binary(VOp::And, index_ge(rel, 0), index_lt(idx[d], end));
-    if (step != 1)
-      hit = v_binary(VOp::And, hit, v_binary(VOp::Eq, v_index(rel.mod(step), DType::I64), v_const(0, DType::I64)));
-    return v_where(hit, v_cast(L.at(src, in), m.dtype), base);
-  }, {&self, &src}));
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             VPtr base = v_cast(L.at(self, idx), m.dtype);
+                             if (src.sizes[d] == 0) return base;
+                             IndexExpr rel = idx[d] - IndexExpr(start);
+                             std::vector<IndexExpr> in = idx;
+                             in[d] = clamped(rel.floordiv(step), src.sizes[d]);
+                             VPtr hit = v_binary(VOp::And, index_ge(rel, 0), index_lt(idx[d], end));
+                             if (step != 1)
+                               hit = v_binary(VOp::And, hit,
+                                              v_binary(VOp::Eq, v_index(rel.mod(step), DType::I64),
+                                                       v_const(0, DType::I64)));
+                             return v_where(hit, v_cast(L.at(src, in), m.dtype), base);
+                           },
+                           {&self, &src}));
 }
 
 // ---- matmuls
 
-bool gemm_dtype_ok(DType t) { return t == DType::F32 || t == DType::F64; }
+bool gemm_dtype_ok(DType t) {
+  return t == DType::F32 || t == DType::F64;
+}
 
 void lower_mm(Lowerer& L, int n) {
   LVal& a = L.input(n, "self");
@@ -990,14 +1160,17 @@ void lower_addmm(Lowerer& L, int n) {
   LVal prod = L.gemm(n, a, b, m.sizes);
   DType t = m.dtype;
   // The bias and scaling are a pointwise epilogue, fused with whatever consumes the result.
-  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
-    VPtr p = L.at(prod, idx);
-    if (alpha != 1.0) p = v_binary(VOp::Mul, p, v_const(alpha, t));
-    if (beta == 0.0) return p;
-    VPtr c = v_cast(L.bcast(bias, idx), t);
-    if (beta != 1.0) c = v_binary(VOp::Mul, c, v_const(beta, t));
-    return v_binary(VOp::Add, p, c);
-  }, {&bias}));
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr p = L.at(prod, idx);
+                             if (alpha != 1.0) p = v_binary(VOp::Mul, p, v_const(alpha, t));
+                             if (beta == 0.0) return p;
+                             VPtr c = v_cast(L.bcast(bias, idx), t);
+                             if (beta != 1.0) c = v_binary(VOp::Mul, c, v_const(beta, t));
+                             return v_binary(VOp::Add, p, c);
+                           },
+                           {&bias}));
 }
 
 void lower_linear(Lowerer& L, int n) {
@@ -1015,11 +1188,14 @@ void lower_linear(Lowerer& L, int n) {
   LVal prod = L.gemm(n, x2, wt, {M, N});
   LVal out = L.reshape(prod, m.sizes);
   DType t = m.dtype;
-  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
-    VPtr p = L.at(out, idx);
-    if (bias) p = v_binary(VOp::Add, p, v_cast(L.bcast(*bias, idx), t));
-    return p;
-  }, {bias}));
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr p = L.at(out, idx);
+                             if (bias) p = v_binary(VOp::Add, p, v_cast(L.bcast(*bias, idx), t));
+                             return p;
+                           },
+                           {bias}));
 }
 
 /// 2-D convolution as im2col (a pointwise buffer), one batched BLAS call with the weight
@@ -1032,8 +1208,11 @@ void lower_convolution(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   int ti = nd.schema->index_of("transposed");
   bool transposed = ti >= 0 && nd.args[ti].b;
-  auto two = [](std::vector<int64_t> v) { return v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v; };
-  auto st = two(nd.arg("stride").ints), pd = two(nd.arg("padding").ints), dl = two(nd.arg("dilation").ints);
+  auto two = [](std::vector<int64_t> v) {
+    return v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
+  };
+  auto st = two(nd.arg("stride").ints), pd = two(nd.arg("padding").ints),
+       dl = two(nd.arg("dilation").ints);
   if (transposed || nd.arg("groups").i != 1 || x.sizes.size() != 4 || w.sizes.size() != 4 ||
       m.sizes.size() != 4 || st.size() != 2 || pd.size() != 2 || dl.size() != 2 ||
       !gemm_dtype_ok(x.dtype) || x.dtype != w.dtype || w.sizes[1] != x.sizes[1]) {
@@ -1043,19 +1222,26 @@ void lower_convolution(Lowerer& L, int n) {
   int64_t N = x.sizes[0], C = x.sizes[1], H = x.sizes[2], W = x.sizes[3];
   int64_t O = w.sizes[0], KH = w.sizes[2], KW = w.sizes[3], OH = m.sizes[2], OW = m.sizes[3];
   int64_t CKK = C * KH * KW, Lo = OH * OW;
-  LVal cols = L.pointwise(n, x.dtype, {N, CKK, Lo}, [&](auto& idx) {
-    IndexExpr c = idx[1].floordiv(KH * KW), kh = idx[1].floordiv(KW).mod(KH), kw = idx[1].mod(KW);
-    IndexExpr oh = idx[2].floordiv(OW), ow = idx[2].mod(OW);
-    IndexExpr ih = oh * st[0] + kh * dl[0] - IndexExpr(pd[0]);
-    IndexExpr iw = ow * st[1] + kw * dl[1] - IndexExpr(pd[1]);
-    IndexExpr cih = clamped(ih, H), ciw = clamped(iw, W);
-    VPtr v = L.at(x, {idx[0], c, cih, ciw});
-    VPtr inside;
-    auto add = [&](VPtr ok) { inside = inside ? v_binary(VOp::And, inside, ok) : ok; };
-    if (!(cih == ih)) add(v_binary(VOp::And, index_ge(ih, 0), index_lt(ih, H)));
-    if (!(ciw == iw)) add(v_binary(VOp::And, index_ge(iw, 0), index_lt(iw, W)));
-    return inside ? v_where(inside, v, v_const(0, x.dtype)) : v;
-  }, {&x});
+  LVal cols = L.pointwise(n, x.dtype, {N, CKK, Lo},
+                          [&](auto& idx) {
+                            IndexExpr c = idx[1].floordiv(KH * KW),
+                                      kh = idx[1].floordiv(KW).mod(KH), kw = idx[1].mod(KW);
+                            IndexExpr oh = idx[2].floordiv(OW), ow = idx[2].mod(OW);
+                            IndexExpr ih = oh * st[0] + kh * dl[0] - IndexExpr(pd[0]);
+                            IndexExpr iw = ow * st[1] + kw * dl[1] - IndexExpr(pd[1]);
+                            IndexExpr cih = clamped(ih, H), ciw = clamped(iw, W);
+                            VPtr v = L.at(x, {idx[0], c, cih, ciw});
+                            VPtr inside;
+                            auto add = [&](VPtr ok) {
+                              inside = inside ? v_binary(VOp::And, inside, ok) : ok;
+                            };
+                            if (!(cih == ih))
+                              add(v_binary(VOp::And, index_ge(ih, 0), index_lt(ih, H)));
+                            if (!(ciw == iw))
+                              add(v_binary(VOp::And, index_ge(iw, 0), index_lt(iw, W)));
+                            return inside ? v_where(inside, v, v_const(0, x.dtype)) : v;
+                          },
+                          {&x});
   LVal wb = L.view(n, w, {N, O, CKK}, [&](auto& idx) {
     return std::vector<IndexExpr>{idx[1], idx[2].floordiv(KH * KW), idx[2].floordiv(KW).mod(KH),
                                   idx[2].mod(KW)};
@@ -1063,11 +1249,14 @@ void lower_convolution(Lowerer& L, int n) {
   LVal prod = L.gemm(n, wb, cols, {N, O, Lo});
   LVal out = L.reshape(prod, m.sizes);
   DType t = m.dtype;
-  L.set_output(n, 0, L.pointwise(n, t, m.sizes, [&](auto& idx) {
-    VPtr p = L.at(out, idx);
-    if (bias) p = v_binary(VOp::Add, p, v_cast(L.at(*bias, {idx[1]}), t));
-    return p;
-  }, {bias}));
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr p = L.at(out, idx);
+                             if (bias) p = v_binary(VOp::Add, p, v_cast(L.at(*bias, {idx[1]}), t));
+                             return p;
+                           },
+                           {bias}));
 }
 
 struct Rule {
@@ -1272,9 +1461,9 @@ void Lowerer::inject_bug(int n) {
   for (ValueId o : nd.outputs) {
     LVal v = vals_[o];
     if (v.dtype == DType::Bool) continue;
-    vals_[o] = pointwise(n, v.dtype, v.sizes, [&](auto& idx) {
-      return v_binary(VOp::Add, at(v, idx), v_const(1, v.dtype));
-    }, {&v});
+    vals_[o] = pointwise(
+        n, v.dtype, v.sizes,
+        [&](auto& idx) { return v_binary(VOp::Add, at(v, idx), v_const(1, v.dtype)); }, {&v});
   }
 }
 
@@ -1286,8 +1475,10 @@ LoopProgram Lowerer::run() {
     b.kind = Buffer::Kind::Input;
     b.dtype = v.meta.dtype;
     b.sizes = v.meta.sizes;
-    if (in.kind == InputKind::UserInput) b.input_index = user++;
-    else b.weight = in.fqn;
+    if (in.kind == InputKind::UserInput)
+      b.input_index = user++;
+    else
+      b.weight = in.fqn;
     int id = add_buffer(std::move(b));
     p_.buffers[id].name = v.name;
     vals_[in.value] = load_of(id, {});
@@ -1297,8 +1488,10 @@ LoopProgram Lowerer::run() {
     if (!nd.schema) throw Error(g_.source, "op has no schema", nd.name, nd.target);
     if (nd.outputs.empty()) continue;
     LowerFn fn = find_rule(nd.target);
-    if (fn) fn(*this, n);
-    else fallback(n, "no lowering");
+    if (fn)
+      fn(*this, n);
+    else
+      fallback(n, "no lowering");
     if (!opts_.inject_op.empty() && op_base_name(nd.target) == opts_.inject_op) inject_bug(n);
     for (ValueId o : nd.outputs) {
       LVal& v = vals_[o];

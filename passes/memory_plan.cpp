@@ -47,8 +47,10 @@ bool inplace_ok(const LoopProgram& p, const Kernel& k, int in, int out) {
         if (l.buffer != in) return;
         // Reads after the write (a later member of the same loop, or a later stage) or at
         // another element would see overwritten data.
-        if (si != out_stage || mi > out_member || m.role != MemberRole::Inner) ok = false;
-        else if (l.index.substitute(sub) != same) ok = false;
+        if (si != out_stage || mi > out_member || m.role != MemberRole::Inner)
+          ok = false;
+        else if (l.index.substitute(sub) != same)
+          ok = false;
       });
     }
   return ok;
@@ -73,7 +75,8 @@ MemoryPlan plan_memory(const LoopProgram& p, const Schedule& s, const MemoryPlan
     return int(mp.slot_bytes.size()) - 1;
   };
   for (size_t b = 0; b < nb; ++b)
-    if (p.buffers[b].kind == Buffer::Kind::Input) mp.slot_of[b] = new_slot(p.buffers[b].nbytes(), true);
+    if (p.buffers[b].kind == Buffer::Kind::Input)
+      mp.slot_of[b] = new_slot(p.buffers[b].nbytes(), true);
   std::multimap<int64_t, int> free_slots; // bytes → slot, smallest slot id first among equals
   int64_t live = 0;
   for (size_t i = 0; i < ni; ++i) {
@@ -102,7 +105,8 @@ MemoryPlan plan_memory(const LoopProgram& p, const Schedule& s, const MemoryPlan
       auto it = opts.reuse ? free_slots.find(bytes) : free_slots.end();
       if (it != free_slots.end()) {
         mp.slot_of[b] = it->second;
-        mp.log += "reuse: " + p.buffers[b].name + " takes slot " + std::to_string(it->second) + "\n";
+        mp.log +=
+            "reuse: " + p.buffers[b].name + " takes slot " + std::to_string(it->second) + "\n";
         free_slots.erase(it);
       } else {
         mp.slot_of[b] = new_slot(bytes, false);

@@ -15,14 +15,14 @@ struct MemoryPlanOptions {
 };
 
 struct MemoryPlan {
-  std::vector<int> slot_of;                    ///< per buffer; -1 when never in memory
+  std::vector<int> slot_of; ///< per buffer; -1 when never in memory
   std::vector<int64_t> slot_bytes;
-  std::vector<bool> slot_is_input;             ///< bound to a graph input or weight
-  std::vector<std::vector<int>> alloc_before;  ///< per schedule item: slots to allocate
-  std::vector<std::vector<int>> free_after;    ///< per schedule item: slots to release
-  int64_t peak_bytes = 0;                      ///< most intermediate bytes alive at once
-  int64_t total_bytes = 0;                     ///< intermediate bytes without any reuse
-  std::string log;                             ///< one line per reuse / in-place decision
+  std::vector<bool> slot_is_input;            ///< bound to a graph input or weight
+  std::vector<std::vector<int>> alloc_before; ///< per schedule item: slots to allocate
+  std::vector<std::vector<int>> free_after;   ///< per schedule item: slots to release
+  int64_t peak_bytes = 0;                     ///< most intermediate bytes alive at once
+  int64_t total_bytes = 0;                    ///< intermediate bytes without any reuse
+  std::string log;                            ///< one line per reuse / in-place decision
 };
 
 /// Assigns storage to every buffer that is read or written in memory by `s`. Inputs and

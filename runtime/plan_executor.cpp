@@ -31,7 +31,8 @@ const Blas& blas() {
   static Blas b;
   static std::once_flag once;
   std::call_once(once, [] {
-    for (const char* lib : {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3", "libblas.so.3"}) {
+    for (const char* lib :
+         {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3", "libblas.so.3"}) {
       void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
       if (!h) continue;
       b.sgemm = reinterpret_cast<SgemmFn>(dlsym(h, "cblas_sgemm"));
@@ -51,7 +52,8 @@ void gemm_loops(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, i
     for (int64_t j = 0; j < N; ++j) {
       double acc = 0;
       for (int64_t k = 0; k < K; ++k)
-        acc += double(ta ? a[k * lda + i] : a[i * lda + k]) * double(tb ? b[j * ldb + k] : b[k * ldb + j]);
+        acc += double(ta ? a[k * lda + i] : a[i * lda + k]) *
+               double(tb ? b[j * ldb + k] : b[k * ldb + j]);
       c[i * ldc + j] = T(acc);
     }
 }
@@ -84,7 +86,8 @@ void run_gemm(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& 
   for (int64_t i = 0; i < B; ++i) {
     if (M == 0 || N == 0) break;
     if (K == 0) {
-      std::memset(c.raw_data() + i * sc * dtype_size(c.dtype()), 0, size_t(sc) * dtype_size(c.dtype()));
+      std::memset(c.raw_data() + i * sc * dtype_size(c.dtype()), 0,
+                  size_t(sc) * dtype_size(c.dtype()));
       continue;
     }
     int ta = la.trans ? kTrans : kNoTrans, tb = lb.trans ? kTrans : kNoTrans;
@@ -93,14 +96,16 @@ void run_gemm(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& 
       const float *pa = a.data<float>() + i * sa, *pb = b.data<float>() + i * sb;
       float* pc = c.data<float>() + i * sc;
       if (bl.sgemm)
-        bl.sgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, pa, int(la.ld), pb, int(lb.ld), 0.0f, pc, int(N));
+        bl.sgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, pa, int(la.ld), pb, int(lb.ld),
+                 0.0f, pc, int(N));
       else
         gemm_loops(la.trans, lb.trans, M, N, K, pa, la.ld, pb, lb.ld, pc, N);
     } else if (c.dtype() == DType::F64) {
       const double *pa = a.data<double>() + i * sa, *pb = b.data<double>() + i * sb;
       double* pc = c.data<double>() + i * sc;
       if (bl.dgemm)
-        bl.dgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0, pa, int(la.ld), pb, int(lb.ld), 0.0, pc, int(N));
+        bl.dgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0, pa, int(la.ld), pb, int(lb.ld),
+                 0.0, pc, int(N));
       else
         gemm_loops(la.trans, lb.trans, M, N, K, pa, la.ld, pb, lb.ld, pc, N);
     } else {
@@ -115,14 +120,17 @@ void run_fallback(const PlanExtern& e, const std::vector<std::shared_ptr<Storage
   for (auto& v : e.inputs) ins.push_back(view_of(slots, v));
   std::vector<Tensor> outs = interpret(*e.graph, ins);
   if (outs.size() != e.outputs.size())
-    throw Error(source, "reference kernel returned " + std::to_string(outs.size()) + " outputs", e.name);
+    throw Error(source, "reference kernel returned " + std::to_string(outs.size()) + " outputs",
+                e.name);
   for (size_t i = 0; i < outs.size(); ++i) {
     Tensor dst = view_of(slots, e.outputs[i]);
     Tensor src = outs[i];
     if (src.numel() != dst.numel())
-      throw Error(source, "reference kernel output " + std::to_string(i) + " has " +
-                              std::to_string(src.numel()) + " elements, expected " +
-                              std::to_string(dst.numel()), e.name);
+      throw Error(source,
+                  "reference kernel output " + std::to_string(i) + " has " +
+                      std::to_string(src.numel()) + " elements, expected " +
+                      std::to_string(dst.numel()),
+                  e.name);
     src = src.dtype() == dst.dtype() ? src.contiguous() : src.to(dst.dtype());
     std::memcpy(dst.raw_data(), src.raw_data(), size_t(dst.numel()) * dtype_size(dst.dtype()));
   }
@@ -168,9 +176,12 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
   for (const PlanStep& s : plan.steps) {
     switch (s.kind) {
     case PlanStep::Kind::Alloc:
-      slots[s.index] = std::make_shared<Storage>(size_t(std::max<int64_t>(plan.slot_bytes[s.index], 1)));
+      slots[s.index] =
+          std::make_shared<Storage>(size_t(std::max<int64_t>(plan.slot_bytes[s.index], 1)));
       break;
-    case PlanStep::Kind::Free: slots[s.index].reset(); break;
+    case PlanStep::Kind::Free:
+      slots[s.index].reset();
+      break;
     case PlanStep::Kind::Kernel: {
       const PlanKernel& k = plan.kernels[s.index];
       if (!k.fail.empty()) throw Error(source, k.fail, k.name);
@@ -181,13 +192,16 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
       void* const* argv = args.data();
       KernelFn fn = k.fn;
       int64_t xn = k.xnumel;
-      pool.parallel_for(tasks, [&](int64_t t) { fn(argv, t * grain, std::min(xn, (t + 1) * grain)); });
+      pool.parallel_for(tasks,
+                        [&](int64_t t) { fn(argv, t * grain, std::min(xn, (t + 1) * grain)); });
       break;
     }
     case PlanStep::Kind::Extern: {
       const PlanExtern& e = plan.externs[s.index];
-      if (e.kind == PlanExtern::Kind::Gemm) run_gemm(e, slots, source);
-      else run_fallback(e, slots, source);
+      if (e.kind == PlanExtern::Kind::Gemm)
+        run_gemm(e, slots, source);
+      else
+        run_fallback(e, slots, source);
       break;
     }
     }

@@ -38,8 +38,8 @@ struct PlanExtern {
   enum class Kind : uint8_t { Gemm, Fallback };
   Kind kind = Kind::Fallback;
   std::string name;
-  std::vector<PlanView> inputs;   ///< Gemm: A [(B,) M, K], B [(B,) K, N]
-  std::vector<PlanView> outputs;  ///< contiguous
+  std::vector<PlanView> inputs;       ///< Gemm: A [(B,) M, K], B [(B,) K, N]
+  std::vector<PlanView> outputs;      ///< contiguous
   std::shared_ptr<const Graph> graph; ///< Fallback: one node; inputs are its user inputs
 };
 
@@ -50,8 +50,8 @@ struct PlanStep {
 };
 
 struct Plan {
-  std::vector<int64_t> slot_bytes;  ///< size of each storage slot
-  std::vector<int> input_slots;     ///< slot of each user input, in order (contiguous copies)
+  std::vector<int64_t> slot_bytes; ///< size of each storage slot
+  std::vector<int> input_slots;    ///< slot of each user input, in order (contiguous copies)
   std::vector<TensorMeta> input_metas;
   std::vector<std::pair<int, Tensor>> constant_slots; ///< weights bound at compile time
   std::vector<PlanKernel> kernels;

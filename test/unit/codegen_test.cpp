@@ -197,7 +197,8 @@ TEST_CASE("codegen: the kernels link into one module and one ELF object") {
   CHECK(obj.find("fused_addmm_relu_pow_1") != std::string::npos);
 }
 
-TEST_CASE("codegen: the same kernels compile to PTX for NVIDIA GPUs (checked by ptxas when present)") {
+TEST_CASE(
+    "codegen: the same kernels compile to PTX for NVIDIA GPUs (checked by ptxas when present)") {
   const std::string libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
   if (!std::ifstream(libdevice)) {
     MESSAGE("libdevice not installed; PTX generation not exercised");
