@@ -142,10 +142,12 @@ std::vector<ValueId> add_node(Graph& g, std::string_view target, std::vector<Cal
   for (ValueId v : n.tensor_inputs())
     if (v < 0 || size_t(v) >= g.values.size())
       throw Error(g.source, "argument refers to unknown value #" + std::to_string(v), hint, t);
-  n.name = fresh_name(g, hint, names);
+  // The name is recorded in `names` only once the node is built, so failures leave no trace.
+  n.name = names ? names->peek(hint) : fresh_name(g, hint, nullptr);
   MetaFn fn = find_meta(t);
   if (!fn) throw Error(g.source, "no meta function for this op", n.name, t);
   std::vector<TensorMeta> metas = fn(g, n);
+  if (names) names->add(n.name);
   const auto& rets = n.schema->returns;
   const bool list_return = rets.size() == 1 && rets[0].is_list;
   assert((list_return || metas.size() == rets.size()) && "meta function disagrees with the schema");

@@ -98,6 +98,11 @@ TEST_CASE("builder: unique_name picks the smallest free suffix") {
   CHECK(names.take("x") == "x_4");
   CHECK(names.take("y") == "y");
   CHECK(names.contains("x_4"));
+  // A node that fails to build takes no name.
+  CHECK_THROWS_AS(add_node(g, "aten.mm.default", {T(0), T(0)}, "y", &names), Error);
+  ValueId y = add_node1(g, "aten.relu.default", {T(0)}, "y", &names);
+  CHECK(y == ValueId(g.values.size() - 1));
+  CHECK(g.values.back().name == "y_1");
 }
 
 TEST_CASE("builder: a 2,000-node graph builds quickly, with the same names either way") {
