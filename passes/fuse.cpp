@@ -129,9 +129,21 @@ private:
 
 Schedule Fuser::run() {
   Schedule s;
+  // Dead code: buffers no output depends on are not scheduled (an extern call stays when any
+  // of its outputs is needed).
+  std::vector<bool> live(p_.buffers.size(), false);
+  for (auto& o : p_.outputs) live[o.buffer] = true;
+  for (int b = int(p_.buffers.size()) - 1; b >= 0; --b)
+    if (live[b])
+      for (int q : reads_[b]) live[q] = true;
   for (int b = 0; b < int(p_.buffers.size()); ++b) {
     const Buffer& buf = p_.buffers[b];
     if (buf.kind == Buffer::Kind::Input) continue;
+    bool owner_live = buf.kind == Buffer::Kind::ExternOutput && live[buf.extern_owner];
+    if (!live[b] && !owner_live) {
+      s.log += "dead: " + buf.name + " (no output depends on it)\n";
+      continue;
+    }
     if (buf.kind == Buffer::Kind::ExternOutput) {
       group_of_[b] = group_of_[buf.extern_owner];
       continue;

@@ -59,8 +59,9 @@ struct Schedule {
 /// the iteration spaces must match (pointwise numel = xnumel * rnumel, or = xnumel after a
 /// reduction; reductions with equal xnumel and rnumel), every in-kernel read must stay within
 /// the same x row, and no producer of the node may run after that kernel. Extern buffers
-/// never fuse. Requires `p` from lower(); guarantees every computed buffer is in exactly one
-/// kernel or extern item and items are in dependency order. Covered by test/unit/fuse_test.cpp.
+/// never fuse. Buffers no graph output depends on are dropped (logged as dead). Requires `p`
+/// from lower(); guarantees every live computed buffer is in exactly one kernel or extern item
+/// and items are in dependency order. Covered by test/unit/fuse_test.cpp.
 Schedule fuse(const LoopProgram& p, const FuseOptions& opts = {});
 
 /// Maps buffer b's variables onto the kernel variables x (< xnumel) and r (< rnumel).

@@ -182,3 +182,20 @@ TEST_CASE("fuse: gather and index_select read through indirect indices") {
   tg.output(tg.op("aten.index_select.default", {T(x), I(0), T(j)}));
   compile_and_check(tg);
 }
+
+TEST_CASE("fuse: buffers no output depends on are not computed") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {4, 8});
+  ValueId w = f32_input(tg, "w", {8, 8});
+  tg.op("aten.sum.dim_IntList", {T(x), Is({1})});     // unused reduction
+  tg.op("aten.mm.default", {T(x), T(w)});            // unused matmul
+  tg.output(tg.op("aten.relu.default", {T(x)}));
+  LoopProgram p = lower(tg.g);
+  Schedule s = fuse(p);
+  CHECK(s.items.size() == 1);
+  CHECK(s.log.find("dead: buf2 (no output depends on it)") != std::string::npos);
+  CHECK(s.log.find("dead: buf3 (no output depends on it)") != std::string::npos);
+  CompiledGraph cg = compile_and_check(tg);
+  CHECK(cg.num_kernels() == 1);
+  CHECK(cg.num_extern_calls() == 0);
+}
