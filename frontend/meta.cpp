@@ -1353,6 +1353,17 @@ Metas scatter_add(const Graph& g, const Node& n) {
   return {make(self.dtype, self.sizes, self.device)};
 }
 
+// meta_index_Tensor's output layout: dense, in the dimension order of the source restrided so
+// that indexed dimensions are broadcast (stride 0).
+TensorMeta index_layout(const TensorMeta& self, const Sizes& out, const Sizes& restrided) {
+  if (self.numel() == 0) return make(self.dtype, out, self.device);
+  bool contig = is_contig(out, restrided), cl = is_cl_contig(out, restrided);
+  if (contig && !cl) return make(self.dtype, out, self.device);
+  if (cl && !contig) return make_strided(self.dtype, out, channels_last_strides(out), self.device);
+  return make_strided(self.dtype, out, strides_for_perm(out, sort_dims({restrided}, out), true),
+                      self.device);
+}
+
 Metas index_select(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& self = c.tensor("self");
@@ -1363,11 +1374,16 @@ Metas index_select(const Graph& g, const Node& n) {
   if (!is_index_dtype(idx.dtype))
     c.fail("index_select(): expected an i64 or i32 index, but " + c.desc("index"));
   Sizes out = self.sizes;
-  if (self.dim() > 0)
-    out[size_t(d)] = idx.numel();
-  else if (idx.numel() != 1)
-    c.fail("index_select(): index to select a 0-dim tensor must have one element");
-  return {make(self.dtype, out, self.device)};
+  if (self.dim() == 0) {
+    if (idx.numel() != 1)
+      c.fail("index_select(): index to select a 0-dim tensor must have one element");
+    return {make(self.dtype, out, self.device)};
+  }
+  out[size_t(d)] = idx.numel();
+  // The fake-tensor implementation is self[:, ..., index]: aten.index's layout rule.
+  Sizes restrided = self.strides;
+  restrided[size_t(d)] = 0;
+  return {index_layout(self, out, restrided)};
 }
 
 // aten.index.Tensor, following meta_index_Tensor (torch/_meta_registrations.py).
@@ -1425,18 +1441,11 @@ Metas index_tensor(const Graph& g, const Node& n) {
   out.insert(out.end(), rep.begin(), rep.end());
   out.insert(out.end(), after.begin(), after.end());
   c.check_sizes(out);
-  if (self.numel() == 0) return {make(self.dtype, out, self.device)};
   // Restrided source: indexed dims become broadcast (stride 0) dims of the replacement shape.
   Sizes rst = strides_before;
   rst.insert(rst.end(), rep.size(), 0);
   rst.insert(rst.end(), strides_after.begin(), strides_after.end());
-  std::vector<size_t> perm; // compute_elementwise_output_logical_to_physical_perm (fastest first)
-  bool contig = is_contig(out, rst), cl = is_cl_contig(out, rst);
-  if (contig && !cl) return {make(self.dtype, out, self.device)};
-  if (cl && !contig)
-    return {make_strided(self.dtype, out, channels_last_strides(out), self.device)};
-  perm = sort_dims({rst}, out);
-  return {make_strided(self.dtype, out, strides_for_perm(out, perm, true), self.device)};
+  return {index_layout(self, out, rst)};
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -366,6 +366,10 @@ TEST_CASE("meta: indexing, cat, pad, attention and norms") {
       t.op("aten.gather.default", {T(x), I(1), T(t.in("gi", meta(DType::I64, {5, 2, 7})))}).sizes ==
       Sizes{5, 2, 7});
   CHECK(t.op("aten.index_select.default", {T(x), I(2), T(j)}).sizes == Sizes{5, 6, 3});
+  // index_select's fake-tensor implementation indexes, so a permuted source keeps its order.
+  ValueId xp = t.in("xp", meta(DType::F32, {2, 3, 4}, {1, 2, 6}));
+  CHECK(t.op("aten.index_select.default", {T(xp), I(1), T(t.in("five", meta(DType::I64, {5})))})
+            .strides == Sizes{1, 2, 10});
   ValueId emb = t.in("emb", meta(DType::BF16, {100, 16}));
   const TensorMeta& e = t.op("aten.embedding.default", {T(emb), T(i)});
   CHECK(e.sizes == Sizes{2, 3, 16});
