@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The failure tools end to end: planted bugs (--inject-bug) in relu's generated code are found
-# by --bisect (stage inductor, first diverging node a relu) and shrunk by --minify to a repro of
-# at most 3 nodes including the relu whose repro.sh fails with the bug and passes without it;
+# The failure tools end to end: planted bugs (--inject-bug) in an op's generated code are found
+# by --bisect (stage inductor, first diverging node that op) and shrunk by --minify to a repro
+# of at most 3 nodes including it, whose repro.sh fails with the bug and passes without it;
 # the same for the MLP example in train mode. Usage: failure_tools.sh <fxc>
 set -u
 fxc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -12,37 +12,39 @@ fail=0
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; [ -f "$tmp/out" ] && sed 's/^/     /' "$tmp/out" | tail -15; fail=1; }
 
-bisect_case() { # bisect_case <label> <args...>
-  local label=$1; shift
+bisect_case() { # bisect_case <label> <node> <args...>: <node> is the expected first diverging node's op
+  local label=$1 node=$2; shift 2
   "$fxc" --bisect "$@" >"$tmp/out" 2>&1; local st=$?
   if [ $st -eq 1 ] && [ "$(tail -n 1 "$tmp/out")" = "first failing stage: inductor" ] &&
-     grep -q "^first diverging node: relu[_0-9]* (aten.relu" "$tmp/out"; then ok "bisect $label"
+     grep -q "^first diverging node: ${node}[_0-9]* (aten.${node}" "$tmp/out"; then ok "bisect $label"
   else bad "bisect $label (exit $st)"; fi
 }
-minify_case() { # minify_case <label> <args...>
-  local label=$1; shift
+minify_case() { # minify_case <label> <op> <args...>: the repro must keep a node of <op>
+  local label=$1 op=$2; shift 2
   local d=$tmp/min_$label; mkdir -p "$d"
   "$fxc" --minify --debug-dir="$d" "$@" >"$tmp/out" 2>&1; local st=$?
   local n; n=$(sed -n 's/^minified to \([0-9]*\) nodes$/\1/p' "$tmp/out")
   if [ $st -ne 1 ] || [ -z "$n" ] || [ "$n" -gt 3 ]; then bad "minify $label: exit $st, nodes '${n}'"; return; fi
-  if ! "$fxc" --emit=fx "$d/minifier/repro.fxg" | grep -q "aten.relu"; then bad "minify $label: repro has no relu"; return; fi
+  if ! "$fxc" --emit=fx "$d/minifier/repro.fxg" | grep -q "aten.$op"; then bad "minify $label: repro has no $op"; return; fi
   if FXC="$fxc" sh "$d/minifier/repro.sh" >/dev/null 2>&1; then bad "minify $label: repro.sh passes with the bug"; return; fi
   sed 's/ --inject-bug=[^ ]*//' "$d/minifier/repro.sh" > "$d/minifier/fixed.sh"
   if ! FXC="$fxc" sh "$d/minifier/fixed.sh" >"$tmp/out" 2>&1; then bad "minify $label: repro fails without the bug"; return; fi
   ok "minify $label ($n nodes; repro.sh fails with the bug, passes without)"
 }
 
-for g in block convnet; do
-  for kind in accuracy compile_error runtime_error; do
-    bisect_case "$g $kind" --inject-bug=relu:$kind "$fx/$g.pt2"
-    minify_case "${g}_$kind" --inject-bug=relu:$kind "$fx/$g.pt2"
-  done
+# convnet has relus; the transformer block has none (its GELU is the tanh form, so the bug is
+# planted in tanh and the first diverging node of the user's graph is the gelu it decomposes).
+for kind in accuracy compile_error runtime_error; do
+  bisect_case "convnet $kind" relu --inject-bug=relu:$kind "$fx/convnet.pt2"
+  minify_case "convnet_$kind" relu --inject-bug=relu:$kind "$fx/convnet.pt2"
+  bisect_case "block $kind" gelu --inject-bug=tanh:$kind "$fx/block.pt2"
+  minify_case "block_$kind" gelu --inject-bug=tanh:$kind "$fx/block.pt2"
 done
 mlp_small=$tmp/mlp_small.fxg
 sed 's/1024/64/g' "$src/examples/mlp.fxg" > "$mlp_small"
 for kind in accuracy runtime_error; do
-  bisect_case "mlp train $kind" --mode=train --inject-bug=relu:$kind "$mlp_small"
-  minify_case "mlp_train_$kind" --mode=train --inject-bug=relu:$kind "$mlp_small"
+  bisect_case "mlp train $kind" relu --mode=train --inject-bug=relu:$kind "$mlp_small"
+  minify_case "mlp_train_$kind" relu --mode=train --inject-bug=relu:$kind "$mlp_small"
 done
 
 "$fxc" --bisect "$fx/block.pt2" >"$tmp/out" 2>&1
