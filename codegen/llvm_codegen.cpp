@@ -311,10 +311,8 @@ llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
       return b_.CreateBinaryIntrinsic(mx ? (un ? llvm::Intrinsic::umax : llvm::Intrinsic::smax)
                                          : (un ? llvm::Intrinsic::umin : llvm::Intrinsic::smin),
                                       a, c);
-    // NaN propagates, as in PyTorch.
-    llvm::Value* pick_a = mx ? b_.CreateFCmpOGT(a, c) : b_.CreateFCmpOLT(a, c);
-    pick_a = b_.CreateOr(pick_a, b_.CreateFCmpUNO(a, a));
-    return b_.CreateSelect(pick_a, a, c);
+    // NaN propagates, as in PyTorch; llvm.maximum/minimum reductions vectorize.
+    return b_.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, a, c);
   }
   case VOp::Eq:
     return fl ? b_.CreateFCmpOEQ(a, c) : b_.CreateICmpEQ(a, c);
