@@ -53,6 +53,11 @@ void DebugTrace::write(const std::string& relpath, const std::string& content,
   std::ofstream f(p, std::ios::binary);
   f.write(content.data(), std::streamsize(content.size()));
   if (!f) throw Error(p.string(), "cannot write debug trace file");
+  for (Entry& e : entries_)
+    if (e.path == relpath) { // rewritten by a later stage: the index describes the final file
+      e = {relpath, stage, graph, fnv1a_hex(content), content.size()};
+      return;
+    }
   entries_.push_back({relpath, stage, graph, fnv1a_hex(content), content.size()});
 }
 

@@ -177,7 +177,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
     std::printf("fxc version %s\n", FXC_VERSION);
     return 0;
   }
-  if (o->input.empty()) {
+  if (o->input.empty() && o->log.find("help") == std::string::npos) {
     std::fprintf(stderr, "fxc: error: no input graph\nRun 'fxc --help' for usage.\n");
     return 2;
   }

@@ -71,6 +71,9 @@ void write_runnable_graphs(Compilation& c) {
     std::filesystem::create_directories(std::filesystem::path(c.trace.root()) / "inductor" / sg.folder);
     write_fxg(sg.graph, c.trace.root() + "/" + rel);
     c.trace.record(rel, "frontend", sg.folder);
+    std::string weights = "inductor/" + sg.folder + "/fx_graph_runnable.safetensors";
+    if (std::filesystem::exists(c.trace.root() + "/" + weights))
+      c.trace.record(weights, "frontend", sg.folder);
   }
 }
 

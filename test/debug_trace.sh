@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The debug trace and the log artifacts: train mode's folder layout (DESIGN.md §4), the aot log
+# with both partitioners' saved bytes, index.json covering every file, and each --log artifact
+# turned on and checked. Usage: debug_trace.sh <fxc>
+set -u
+fxc=$1
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fx=$src/test/fixtures
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+
+"$fxc" --backend=inductor --mode=train --run --debug-dir="$tmp/d" "$fx/block.pt2" >/dev/null 2>&1 || bad "train run with a debug dir"
+run=$(ls -d "$tmp"/d/run_*-pid_* | head -n 1)
+for f in fxc/debug.log index.json aot/aot_block___0_debug.log \
+         inductor/block__0_forward_1.0/fx_graph_readable.txt inductor/block__0_forward_1.0/fx_graph_runnable.fxg \
+         inductor/block__0_forward_1.0/fx_graph_transformed.txt inductor/block__0_forward_1.0/ir_pre_fusion.txt \
+         inductor/block__0_forward_1.0/ir_post_fusion.txt inductor/block__0_forward_1.0/output_code.cpp \
+         inductor/block__0_backward_2.1/fx_graph_readable.txt inductor/block__0_backward_2.1/ir_post_fusion.txt; do
+  [ -s "$run/$f" ] && ok "trace has $f" || bad "trace lacks $f"
+done
+ls "$run"/inductor/block__0_forward_1.0/kernels/*.ll >/dev/null 2>&1 && ok "trace has kernels/*.ll" || bad "no kernels/*.ll"
+line=$(grep "^saved bytes: default partition" "$run/aot/aot_block___0_debug.log")
+d=$(echo "$line" | sed 's/.*default partition \([0-9]*\), min-cut \([0-9]*\)/\1/')
+m=$(echo "$line" | sed 's/.*default partition \([0-9]*\), min-cut \([0-9]*\)/\2/')
+[ -n "$d" ] && [ -n "$m" ] && [ "$m" -lt "$d" ] && ok "min-cut saves fewer bytes ($m < $d)" || bad "aot log saved bytes: '$line'"
+# index.json lists every file of the trace but itself, with size and hash.
+listed=$(python3 -c "import json,sys; print('\n'.join(sorted(f['path'] for f in json.load(open(sys.argv[1]))['files'])))" "$run/index.json")
+actual=$(cd "$run" && find . -type f ! -name index.json | sed 's|^\./||' | sort)
+[ "$listed" = "$actual" ] && ok "index.json lists every file" || { bad "index.json differs from the files"; diff <(echo "$listed") <(echo "$actual") | head; }
+for stage in frontend aot decompose inductor; do
+  grep -q "^\[$stage\] done (" "$run/fxc/debug.log" && ok "debug.log times stage $stage" || bad "debug.log lacks stage $stage"
+done
+
+art() { # art <artifact> <expected substring> <fxc args...>
+  local a=$1 want=$2; shift 2
+  "$fxc" --log="$a" "$@" >"$tmp/out" 2>"$tmp/err"
+  grep -qF -- "$want" "$tmp/err" && ok "--log=$a prints '$want'" || { bad "--log=$a: '$want' not printed"; head -3 "$tmp/err"; }
+}
+art guards "[fxc:guards] input_0 'x': dtype f32" --backend=inductor --run "$fx/mlp.pt2"
+art aot_graphs "[fxc:aot_graphs] ===== backward graph" --backend=aot_eager --mode=train --run "$fx/mlp.pt2"
+art ir_pre_fusion "[fxc:ir_pre_fusion]" --backend=inductor --run "$fx/norms.pt2"
+art ir_post_fusion "[fxc:ir_post_fusion] kernel fused_" --backend=inductor --run "$fx/norms.pt2"
+art output_code "[fxc:output_code] ===== norms__0_inference_0.0/output_code.cpp" --backend=inductor --run "$fx/norms.pt2"
+art fusion "[fxc:fusion]" --backend=inductor --run "$fx/mlp.pt2"
+FXC_LOGS=guards "$fxc" --backend=eager --run "$fx/mlp.pt2" >/dev/null 2>"$tmp/err"
+grep -qF "[fxc:guards]" "$tmp/err" && ok "FXC_LOGS=guards" || bad "FXC_LOGS=guards printed nothing"
+FXC_LOGS=guards FXC_LOGS_OUT="$tmp/log.txt" "$fxc" --backend=eager --run "$fx/mlp.pt2" >/dev/null 2>&1
+grep -qF "[fxc:guards]" "$tmp/log.txt" && ok "FXC_LOGS_OUT receives the logs" || bad "FXC_LOGS_OUT"
+"$fxc" --log=help >"$tmp/out" 2>&1 && grep -q "graph_breaks" "$tmp/out" && ok "--log=help lists artifacts" || bad "--log=help"
+"$fxc" --log=nonsense --run "$fx/mlp.pt2" >/dev/null 2>&1; [ $? -eq 2 ] && ok "--log=nonsense is a usage error" || bad "--log=nonsense"
+exit $fail
