@@ -337,6 +337,7 @@ public:
     return n_.args[size_t(i)];
   }
   bool has(std::string_view name) const { return !arg(name).is_none(); }
+  bool has_arg(std::string_view name) const { return schema_->index_of(name) >= 0; }
 
   const TensorMeta& meta_of(ValueId v, std::string_view name) const {
     if (v < 0 || size_t(v) >= g_.values.size())
@@ -594,12 +595,18 @@ template <Bin K> Metas binary(const Graph& g, const Node& n) {
   DType out = common;
   if (K == Bin::TrueDiv && !is_floating(common)) out = DType::F32;
   if (K == Bin::Compare || K == Bin::Logical) out = DType::Bool;
-  if (K == Bin::Sub && a.t && b.t && a.t->dtype == DType::Bool && b.t->dtype == DType::Bool)
-    c.fail(
-        "subtraction, the '-' operator, with two bool tensors is not supported; use logical_xor");
-  if (K == Bin::Arith || K == Bin::Sub) {
-    if (n.schema && n.schema->index_of("alpha") >= 0) alpha_check(c, common, c.arg("alpha"));
+  if (K == Bin::Sub) {
+    const bool ba = (a.t ? a.t->dtype : scalar_dtype(a.scalar)) == DType::Bool;
+    const bool bb = (b.t ? b.t->dtype : scalar_dtype(b.scalar)) == DType::Bool;
+    if (ba && bb)
+      c.fail("subtraction, the '-' operator, with two bool tensors is not supported; use "
+             "logical_xor");
+    if (ba || bb)
+      c.fail("subtraction, the '-' operator, with a bool tensor is not supported; use "
+             "logical_not to invert a mask");
   }
+  if ((K == Bin::Arith || K == Bin::Sub) && c.has_arg("alpha"))
+    alpha_check(c, common, c.arg("alpha"));
   if (K == Bin::Pow && !b.t && is_integral(a.t ? a.t->dtype : DType::I64) &&
       b.scalar.kind == Arg::Kind::Int && b.scalar.i < 0)
     c.fail("integers to negative integer powers are not allowed");

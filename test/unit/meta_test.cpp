@@ -120,6 +120,7 @@ TEST_CASE("meta: type promotion follows torch.result_type") {
   CHECK(t.op("aten.mean.dim", {T(i64), Is({0}), KW("dtype", Arg::of_dtype(DType::F64))}).dtype ==
         DType::F64);
   CHECK(t.error("aten.sub.Tensor", {T(b), T(b)}).find("two bool tensors") != std::string::npos);
+  CHECK(t.error("aten.sub.Tensor", {T(i32), T(b)}).find("with a bool tensor") != std::string::npos);
 }
 
 TEST_CASE("meta: factories infer dtypes from their scalars") {
