@@ -45,7 +45,7 @@ if [ -z "$llc" ] || [ ! -x "$ptxas" ]; then
 fi
 "$llc" -march=nvptx64 -mcpu=sm_90 -O2 "$src/test/gpu/vadd.ll" -o "$stage/vadd.ptx"
 "$ptxas" -arch=sm_90 "$stage/vadd.ptx" -o "$pkg/vadd.cubin"
-git -C "$src" rev-parse --short HEAD >"$pkg/COMMIT" 2>/dev/null || echo unknown >"$pkg/COMMIT"
+git -C "$src" describe --always --dirty >"$pkg/COMMIT" 2>/dev/null || echo unknown >"$pkg/COMMIT"
 
 mkdir -p "$carry"
 tar -C "$stage" -czf "$carry/fxc-gpu.tar.gz" fxc-gpu

@@ -21,7 +21,10 @@ bin=$work/fxc-gpu/bin
 # itself only searches the library path for cuDNN (docs/gpu.md); this script puts it there.
 libpath=$work/fxc-gpu/lib
 cudnn=$(python3 -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-[ -f "$cudnn/libcudnn.so.9" ] || cudnn=$(dirname "$(find / -xdev -name libcudnn.so.9 -print -quit 2>/dev/null)")
+if [ ! -f "$cudnn/libcudnn.so.9" ]; then
+  found=$(find / -xdev -name libcudnn.so.9 -print -quit 2>/dev/null)
+  cudnn=${found:+$(dirname "$found")}
+fi
 [ -n "$cudnn" ] && libpath=$libpath:$cudnn
 [ -d /usr/local/cuda/lib64 ] && libpath=$libpath:/usr/local/cuda/lib64
 export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -58,11 +61,12 @@ step "unit tests, CUDA cases" unit.log "$bin/fxc_unit" -tc='cuda*'
 # that provokes API errors on purpose is left out.
 if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  step "compute-sanitizer memcheck" memcheck.log "$cs" --tool memcheck --error-exitcode 3 \
+  before=$status
+  step "compute-sanitizer memcheck" memcheck.log timeout 300 "$cs" --tool memcheck --error-exitcode 3 \
     "$bin/fxc_unit" -tc='cuda gpu*' -tce='*checked errors*'
   if grep -q "Device not supported" "$out/memcheck.log"; then
     summary[-1]="N/A   compute-sanitizer memcheck: the device is not supported on this machine (gVisor?)"
-    status=$((status))
+    status=$before
   fi
 else
   summary+=("FAIL  compute-sanitizer memcheck: compute-sanitizer not found")
@@ -71,7 +75,7 @@ fi
 
 # End to end with the carried fxc: its statically linked LLVM (the inductor backend JITs x86-64)
 # and its packed libraries work on this machine's image.
-step "fixtures end to end (carried fxc)" e2e.log timeout 300 bash "$root/test/fixtures_e2e.sh" \
+step "fixtures end to end (carried fxc)" e2e.log timeout 180 bash "$root/test/fixtures_e2e.sh" \
   "$bin/fxc" eager inductor
 # GPU end-to-end checks: test/gpu/e2e/*.sh, each given the carried fxc.
 n_e2e=0

@@ -4,6 +4,7 @@
 #include "runtime/cublaslt.h"
 #include "runtime/cuda_alloc.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/cuda_tensor.h"
 #include "runtime/cudnn.h"
 #include "runtime/tensor.h"
 
@@ -554,6 +555,27 @@ TEST_CASE("cuda gpu: events time queued work and device memory is reused through
   CHECK(alloc.stats().device_frees == 1);
   // The driver's reading moves with the allocation (other processes may also allocate).
   MESSAGE("free device memory: " << free0 << " of " << total << " bytes");
+}
+
+TEST_CASE("cuda gpu: host tensors, strided views included, round-trip through device memory") {
+  if (!gpu_ready()) return;
+  Context& ctx = Context::get();
+  std::vector<double> vals(12);
+  for (int i = 0; i < 12; ++i) vals[i] = 0.25 * i - 1;
+  Tensor t = Tensor::from_values(DType::F32, {3, 4}, vals).as_strided({4, 3}, {1, 4}, 0);
+  CHECK(device_bytes(t) == 48);
+  Buffer d(device_allocator(), device_bytes(t));
+  upload(ctx, t, d.ptr);
+  Tensor back = download(ctx, d.ptr, DType::F32, {4, 3});
+  CHECK(back.is_contiguous());
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j) CHECK(back.data<float>()[i * 3 + j] == float(vals[j * 4 + i]));
+  Tensor h = Tensor::from_values(DType::BF16, {2, 5},
+                                 std::vector<double>(vals.begin(), vals.begin() + 10));
+  Buffer dh(device_allocator(), device_bytes(h));
+  upload(ctx, h, dh.ptr);
+  Tensor hb = download(ctx, dh.ptr, DType::BF16, {2, 5});
+  CHECK(std::memcmp(hb.raw_data(), h.raw_data(), 20) == 0);
 }
 
 TEST_CASE("cuda gpu: cuBLASLt matmuls match a float64 host reference") {
