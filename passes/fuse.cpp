@@ -57,6 +57,9 @@ private:
   /// The role of b and the kernel shape if b joins g; false when the shapes do not fit.
   bool fit(const Group& g, const Buffer& b, MemberRole* role, int64_t* x, int64_t* r) const {
     int64_t n = b.numel();
+    // Empty buffers (or empty reductions) stay alone: their kernels do no work.
+    if (n == 0 || g.x * g.r == 0 || (b.kind == Buffer::Kind::Reduction && b.rnumel() == 0))
+      return false;
     if (b.kind == Buffer::Kind::Reduction) {
       *role = MemberRole::Reduce;
       if (g.has_reduction) {

@@ -443,6 +443,9 @@ IndexExpr linear_index(const std::vector<IndexExpr>& idx, const std::vector<int6
 
 std::vector<IndexExpr> unravel_index(const IndexExpr& linear, const std::vector<int64_t>& sizes) {
   std::vector<IndexExpr> out(sizes.size());
+  // An empty tensor has no element to index: every position is 0.
+  for (int64_t s : sizes)
+    if (s <= 0) return out;
   int64_t stride = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     out[i] = sizes[i] == 1 ? IndexExpr(0) : linear.floordiv(stride).mod(sizes[i]);

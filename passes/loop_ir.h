@@ -230,7 +230,7 @@ std::string var_name(int id);
 /// Row-major linear offset of `idx` in a tensor of `sizes` with `strides`.
 IndexExpr linear_index(const std::vector<IndexExpr>& idx, const std::vector<int64_t>& strides,
                        int64_t offset = 0);
-/// Splits a linear index over row-major `sizes` into one index per dim.
+/// Splits a linear index over row-major `sizes` into one index per dim (all 0 when a size is 0).
 std::vector<IndexExpr> unravel_index(const IndexExpr& linear, const std::vector<int64_t>& sizes);
 
 /// Prints one value expression as "tmp" lines ending in the line that names the result.

@@ -199,3 +199,40 @@ TEST_CASE("fuse: buffers no output depends on are not computed") {
   CHECK(cg.num_kernels() == 1);
   CHECK(cg.num_extern_calls() == 0);
 }
+
+TEST_CASE("fuse: edge graphs (input as output, constants only, 0-dim and repeated outputs)") {
+  {
+    TestGraph tg;
+    ValueId x = f32_input(tg, "x", {3, 2});
+    tg.output(x);
+    tg.output(x);
+    CompiledGraph cg = compile_and_check(tg);
+    CHECK(cg.num_kernels() == 0);
+  }
+  {
+    TestGraph tg;
+    ValueId x = f32_input(tg, "x", {5});
+    ValueId s = tg.op("aten.sum.default", {T(x)});
+    tg.output(s);
+    tg.output(tg.op("aten.mul.Tensor", {T(s), T(s)}));
+    tg.output(tg.op("aten.full.default", {Is({2, 2}), F(1.5)}));
+    tg.output(s);
+    compile_and_check(tg);
+  }
+  {
+    TestGraph tg;
+    ValueId x = f32_input(tg, "x", {0, 4});
+    tg.output(tg.op("aten.relu.default", {T(x)}));
+    tg.output(tg.op("aten.sum.dim_IntList", {T(x), Is({0})}));
+    compile_and_check(tg);
+  }
+}
+
+TEST_CASE("fuse: reductions over an empty dim give the identity") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {0, 4});
+  ValueId s = tg.op("aten.sum.dim_IntList", {T(x), Is({0})});
+  tg.output(s);
+  tg.output(tg.op("aten.add.Tensor", {T(s), T(s)}));
+  compile_and_check(tg);
+}
