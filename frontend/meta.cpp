@@ -1518,9 +1518,17 @@ Metas roll(const Graph& g, const Node& n) {
   if (!dims.empty() && dims.size() != shifts.size())
     c.fail("shifts and dimensions must align: shifts " + join(shifts) + ", dims " + join(dims));
   for (int64_t d : dims) c.dim(d, x.dim());
-  // torch.export records the meta registration's empty_like(input) (eager CPU roll returns the
-  // input's suggested format instead; they differ only for permuted inputs).
-  return {empty_like_preserve(x, x.dtype)};
+  // Fake tensors run the reference implementation: one index_select per rolled dim, or a roll
+  // of the flattened tensor viewed back when no dims are given.
+  if (x.numel() == 0) return {empty_like_preserve(x, x.dtype)};
+  if (dims.empty()) return {make(x.dtype, x.sizes, x.device)};
+  TensorMeta cur = x;
+  for (int64_t d : dims) {
+    Sizes restrided = cur.strides;
+    if (cur.dim() > 0) restrided[size_t(c.dim(d, cur.dim()))] = 0;
+    cur = index_layout(cur, cur.sizes, restrided);
+  }
+  return {cur};
 }
 
 // constant_pad_nd's shape and layout; also used by pad(mode="constant").

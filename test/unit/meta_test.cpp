@@ -382,6 +382,9 @@ TEST_CASE("meta: indexing, cat, pad, attention and norms") {
   CHECK(t.error("aten.cat.default", {Ts({x, y}), I(2)})
             .find("sizes of tensors must match except in dimension 2") == 0);
   CHECK(t.op("aten.roll.default", {T(x), Is({1}), Is({0})}).sizes == Sizes{5, 6, 7});
+  CHECK(t.op("aten.roll.default", {T(x), Is({1}), Is({0})}).strides == Sizes{42, 7, 1});
+  CHECK(t.op("aten.roll.default", {T(xp), Is({1}), Is({1})}).strides == Sizes{1, 2, 6});
+  CHECK(t.op("aten.roll.default", {T(xp), Is({1, 2}), Is({0, 2})}).strides == Sizes{12, 4, 1});
   CHECK(t.op("aten.constant_pad_nd.default", {T(x), Is({1, 2, -1, 0})}).sizes == Sizes{5, 5, 10});
   CHECK(t.op("aten.pad.default", {T(x), Is({1, 1}), {"", Arg::of_string("reflect")}}).sizes ==
         Sizes{5, 6, 9});
