@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 using namespace fxc;
 using namespace fxc::testing;
 
@@ -234,5 +236,17 @@ TEST_CASE("fuse: reductions over an empty dim give the identity") {
   ValueId s = tg.op("aten.sum.dim_IntList", {T(x), Is({0})});
   tg.output(s);
   tg.output(tg.op("aten.add.Tensor", {T(s), T(s)}));
+  compile_and_check(tg);
+}
+
+TEST_CASE("fuse: vectorizable float math (erf, tanh, max) matches libm, infinities and NaN included") {
+  TestGraph tg;
+  std::vector<double> v = tg.random_values(509, -9, 9);
+  v.insert(v.end(), {0.0, -0.0, 1e-6, -3e-5, 1e30, -1e30, INFINITY, -INFINITY, NAN, 3.3159, -5.9465});
+  ValueId x = tg.input_values("x", DType::F32, {int64_t(v.size())}, v);
+  tg.output(tg.op("aten.erf.default", {T(x)}));
+  tg.output(tg.op("aten.tanh.default", {T(x)}));
+  tg.output(tg.op("aten.gelu.default", {T(x), KW("approximate", Arg::of_string("tanh"))}));
+  tg.output(tg.op("aten.amax.default", {T(x), Is({0})}));
   compile_and_check(tg);
 }
