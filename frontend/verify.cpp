@@ -13,6 +13,20 @@ namespace fxc {
 
 namespace {
 
+// Metadata agreement as PyTorch checks it between fake and real tensors: dtype, sizes, device
+// and offset equal, and strides equal where they matter (dimensions of size > 1 of a non-empty
+// tensor); exporters may record any stride for the others.
+bool same_layout(const TensorMeta& a, const TensorMeta& b) {
+  if (a.dtype != b.dtype || a.sizes != b.sizes || a.device != b.device ||
+      a.storage_offset != b.storage_offset || a.strides.size() != b.strides.size())
+    return false;
+  for (int64_t s : a.sizes)
+    if (s == 0) return true;
+  for (size_t d = 0; d < a.sizes.size(); ++d)
+    if (a.sizes[d] > 1 && a.strides[d] != b.strides[d]) return false;
+  return true;
+}
+
 class Verifier {
 public:
   explicit Verifier(const Graph& g) : g_(g), defined_(g.values.size(), false) {}
@@ -148,7 +162,7 @@ private:
       if (defined_[size_t(v)]) fail("defines '" + val.name + "', which is already defined", &n);
       if (val.producer != index || val.output_index != int32_t(i))
         fail("output '" + val.name + "' does not name this node as its producer", &n);
-      if (!(val.meta == metas[i]))
+      if (!same_layout(val.meta, metas[i]))
         fail("output '" + val.name + "' is " + format_meta_with_strides(val.meta) + " on " +
                  device_name(val.meta.device) + " but the op gives " +
                  format_meta_with_strides(metas[i]) + " on " + device_name(metas[i].device),

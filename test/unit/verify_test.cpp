@@ -124,6 +124,19 @@ TEST_CASE("verify: names, outputs and metadata") {
   m.g.values[size_t(m.add)].meta = meta(DType::F32, {4, 9});
   CHECK(verify_error(m.g) == "small.fxg: error: node 'add' (aten.add.Tensor): output 'add' is "
                              "f32[4, 9] on cpu but the op gives f32[4, 8] on cpu");
+  // Strides of size-1 dimensions do not matter; the others do.
+  Small unit;
+  unit.g.values[size_t(unit.x)].meta = meta(DType::F32, {4, 1});
+  unit.g.values[size_t(unit.relu)].meta = meta(DType::F32, {4, 1});
+  unit.g.values[size_t(unit.relu)].meta.strides = {1, 7};
+  unit.g.nodes[1].args[1] = Arg::of_tensor(unit.relu); // add(relu, relu): drop the weight
+  unit.g.values[size_t(unit.add)].meta = meta(DType::F32, {4, 1});
+  unit.g.values[size_t(unit.softmax)].meta = meta(DType::F32, {4, 1});
+  CHECK(verify_error(unit.g) == "");
+  unit.g.values[size_t(unit.relu)].meta.strides = {2, 1};
+  CHECK(verify_error(unit.g).find(
+            "output 'relu' is f32[4, 1]{2, 1} on cpu but the op gives f32[4, 1]") !=
+        std::string::npos);
   Small bad;
   bad.g.values[size_t(bad.w)].meta = meta(DType::F32, {3});
   CHECK(verify_error(bad.g) ==
