@@ -2,11 +2,11 @@
 #include "codegen/llvm_codegen.h"
 #include "codegen/target.h"
 #include "frontend/diag.h"
+#include "runtime/thread_pool.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -22,6 +22,7 @@
 
 #include <cassert>
 #include <mutex>
+#include <thread>
 
 namespace fxc {
 
@@ -285,31 +286,59 @@ public:
         jit_->getDataLayout().getGlobalPrefix());
     if (!gen) throw Error("", "cannot resolve host symbols: " + to_string(gen.takeError()));
     jit_->getMainJITDylib().addGenerator(std::move(*gen));
-    ctx_ = std::make_unique<llvm::orc::ThreadSafeContext>(std::make_unique<llvm::LLVMContext>());
   }
 
   std::string add_kernel(const LoopProgram& p, const Kernel& k, const std::vector<int>& args,
                          const std::vector<bool>& noalias) override {
-    auto m = std::make_unique<llvm::Module>(k.name, *ctx_->getContext());
-    m->setSourceFileName(k.name);
-    emit_kernel(*target_, *m, p, k, args, noalias);
+    Pending pk;
+    pk.ctx = std::make_unique<llvm::LLVMContext>();
+    pk.m = std::make_unique<llvm::Module>(k.name, *pk.ctx);
+    llvm::Module& m = *pk.m;
+    m.setSourceFileName(k.name);
+    emit_kernel(*target_, m, p, k, args, noalias);
     std::string text;
     llvm::raw_string_ostream os(text);
-    if (llvm::verifyModule(*m, &os)) {
+    if (llvm::verifyModule(m, &os)) {
       throw Error("", "internal error: generated kernel " + k.name + " is invalid: " + os.str());
     }
     text.clear();
-    m->print(os, nullptr);
+    m.print(os, nullptr);
     os.flush();
-    pending_.push_back(std::move(m));
+    pending_.push_back(std::move(pk));
     return text;
   }
 
+  // Each kernel has a context of its own, so kernels optimize and compile to object code in
+  // parallel; the JIT then only links the objects.
   void finalize() override {
-    for (auto& m : pending_) {
-      optimize(*m);
-      llvm::Error e = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), *ctx_));
-      if (e) throw Error("", "JIT failed: " + to_string(std::move(e)));
+    size_t n = pending_.size();
+    std::vector<llvm::SmallVector<char, 0>> objs(n);
+    std::vector<std::string> errors(n);
+    unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    ThreadPool pool(int(std::min<size_t>(std::max<size_t>(n, 1), hw)));
+    pool.parallel_for(int64_t(n), [&](int64_t i) {
+      try {
+        auto tm = host_machine(true);
+        llvm::Module& m = *pending_[i].m;
+        m.setDataLayout(tm->createDataLayout());
+        run_o2(m, tm.get());
+        llvm::raw_svector_ostream os(objs[i]);
+        llvm::legacy::PassManager pm;
+        if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+          errors[i] = "the host target cannot emit object files";
+        else
+          pm.run(m);
+      } catch (const Error& e) {
+        errors[i] = e.message();
+      }
+    });
+    for (size_t i = 0; i < n; ++i) {
+      std::string name = pending_[i].m->getName().str();
+      if (!errors[i].empty()) throw Error("", "compiling kernel " + name + " failed: " + errors[i]);
+      auto buf = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(objs[i].data(), objs[i].size()),
+                                                      name + ".o");
+      if (llvm::Error e = jit_->addObjectFile(std::move(buf)))
+        throw Error("", "JIT failed: " + to_string(std::move(e)));
     }
     pending_.clear();
   }
@@ -321,13 +350,15 @@ public:
   }
 
 private:
-  void optimize(llvm::Module& m) { run_o2(m, tm_.get()); }
+  struct Pending {
+    std::unique_ptr<llvm::LLVMContext> ctx;
+    std::unique_ptr<llvm::Module> m; // destroyed before its context (member order)
+  };
 
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::unique_ptr<X86Target> target_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
-  std::unique_ptr<llvm::orc::ThreadSafeContext> ctx_;
-  std::vector<std::unique_ptr<llvm::Module>> pending_;
+  std::vector<Pending> pending_;
 };
 
 } // namespace
