@@ -140,6 +140,14 @@ public:
   /// at the parameter's value. A refused launch throws CudaError naming `what`.
   void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void** args,
               const std::string& what);
+  /// launch() with the kernel's parameters passed by value; each must have the type (size) of
+  /// its PTX parameter: DevicePtr for pointers, int32_t for .u32/.s32, and so on.
+  template <class... Params>
+  void launch_kernel(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes,
+                     const std::string& what, Params... params) {
+    void* args[] = {static_cast<void*>(&params)..., nullptr};
+    launch(function, grid, block, shared_bytes, args, what);
+  }
   std::unique_ptr<Event> create_event();
 
   /// Throws CudaError("<call> failed: <NAME> (<text>)") when `result` is not CUDA_SUCCESS.

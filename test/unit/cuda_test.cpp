@@ -6,6 +6,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_tensor.h"
 #include "runtime/cudnn.h"
+#include "runtime/nvjitlink.h"
 #include "runtime/tensor.h"
 
 #include <doctest/doctest.h>
@@ -435,6 +436,34 @@ TEST_CASE("cuda: conv2d output sizes follow PyTorch's formula and reject bad sha
                        CudaError);
 }
 
+TEST_CASE("cuda: nvJitLink compiles PTX to a cubin without a GPU") {
+  std::string why = nvjitlink_unavailable_reason();
+  CHECK_THROWS_WITH_AS(ptx_to_cubin(kVaddPtx, "sm90", "vadd.ptx"),
+                       "nvJitLink: 'sm90' is not a CUDA architecture (sm_90, sm_90a, ...)",
+                       CudaError);
+  if (!why.empty()) {
+    if (require_cuda())
+      FAIL_CHECK("FXC_REQUIRE_CUDA=1 but " << why);
+    else
+      MESSAGE("case skipped: " << why);
+    return;
+  }
+  std::string cubin = ptx_to_cubin(kVaddPtx, "sm_90", "vadd.ptx");
+  REQUIRE(cubin.size() > 64);
+  CHECK(cubin.compare(0, 4,
+                      "\x7f"
+                      "ELF") == 0);
+  CHECK(cubin.find("vadd") != std::string::npos); // the kernel's symbol
+  std::string bad = kVaddPtx;
+  bad.replace(bad.find("add.rn.f32"), 10, "frobnicate");
+  CHECK_THROWS_WITH_AS(ptx_to_cubin(bad, "sm_90", "bad.ptx"), doctest::Contains("frobnicate"),
+                       CudaError);
+  CHECK_THROWS_WITH_AS(ptx_to_cubin(bad, "sm_90", "bad.ptx"),
+                       doctest::Contains("of 'bad.ptx' failed with code 4"), CudaError);
+  CHECK_THROWS_WITH_AS(ptx_to_cubin(std::string("a\0b", 3), "sm_90", "nul.ptx"),
+                       "nvJitLink: 'nul.ptx': PTX text contains a NUL byte", CudaError);
+}
+
 TEST_CASE("cuda gpu: a PTX vector add loads, launches and computes a + b") {
   if (!gpu_ready()) return;
   Context& ctx = Context::get();
@@ -483,11 +512,30 @@ TEST_CASE("cuda gpu: cubin images load like PTX") {
   Buffer da(alloc, 1200), db(alloc, 1200), dc(alloc, 1200);
   ctx.copy_to_device(da.ptr, a.data(), 1200);
   ctx.copy_to_device(db.ptr, b.data(), 1200);
-  int n = 300;
-  void* args[] = {&da.ptr, &db.ptr, &dc.ptr, &n};
-  ctx.launch(fn, {3}, {128}, 0, args, "vadd");
+  ctx.launch_kernel(fn, {3}, {128}, 0, "vadd", da.ptr, db.ptr, dc.ptr, int32_t(300));
   ctx.copy_to_host(c.data(), dc.ptr, 1200);
   for (int i = 0; i < 300; ++i) CHECK(c[i] == a[i] + b[i]);
+}
+
+TEST_CASE("cuda gpu: a cubin made by nvJitLink loads and computes a + b") {
+  if (!gpu_ready(nvjitlink_unavailable_reason()) || !gpu_ready()) return;
+  Context& ctx = Context::get();
+  std::string cubin = ptx_to_cubin(kVaddPtx, ctx.info().arch(), "vadd.ptx");
+  std::unique_ptr<Module> mod = ctx.load_module(cubin, "vadd.cubin");
+  CHECK(mod->info_log().find("Compiling entry function") == std::string::npos); // no JIT
+  void* fn = mod->function("vadd");
+  const int n = 4097;
+  std::vector<float> a = random_floats(n, 5), b = random_floats(n, 6), c(n);
+  CachingAllocator& alloc = device_allocator();
+  Buffer da(alloc, n * 4), db(alloc, n * 4), dc(alloc, n * 4);
+  ctx.copy_to_device(da.ptr, a.data(), n * 4);
+  ctx.copy_to_device(db.ptr, b.data(), n * 4);
+  ctx.fill_bytes(dc.ptr, 0xff, n * 4);
+  ctx.launch_kernel(fn, {(n + 255) / 256}, {256}, 0, "vadd", da.ptr, db.ptr, dc.ptr, int32_t(n));
+  ctx.copy_to_host(c.data(), dc.ptr, n * 4);
+  int wrong = 0;
+  for (int i = 0; i < n; ++i) wrong += c[i] != a[i] + b[i];
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("cuda gpu: bad modules, unknown kernels and refused launches give checked errors") {
@@ -614,12 +662,13 @@ TEST_CASE("cuda gpu: cuBLASLt matmuls match a float64 host reference") {
   for (const Case& c : cases) {
     double erf_err = 0;
     double err = run_matmul(c.p, seed += 10, &erf_err);
-    INFO(c.what << ": relative error " << err);
+    INFO(std::string(c.what) << ": relative error " << err);
     CHECK(err < c.tol);
     // PyTorch's addmm+gelu epilogue is gelu(approximate='tanh'); cuBLASLt's must match it
     // better than it matches the exact GELU.
     if (c.p.epilogue == Epilogue::GeluBias && c.p.dtype == DType::F32) {
-      MESSAGE(c.what << ": error against tanh GELU " << err << ", against erf GELU " << erf_err);
+      MESSAGE(std::string(c.what) << ": error against tanh GELU " << err << ", against erf GELU "
+                                  << erf_err);
       CHECK(err < erf_err);
     }
   }
