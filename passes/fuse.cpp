@@ -214,7 +214,6 @@ void Fuser::finish(Schedule& s) {
     for (int q : reads_[b])
       if (group_of_[q] != group_of_[b] || p_.buffers[b].kind == Buffer::Kind::Extern)
         outside[q] = true;
-  std::map<std::string, int> name_count;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     Group& g = groups_[gi];
     if (g.is_extern) {

@@ -316,9 +316,6 @@ DType compare_dtype(Lowerer& L, int n, const std::string& x, const std::string& 
   return t;
 }
 
-const LVal* opt_input_or_null(Lowerer& L, int n, const std::string& name) {
-  return L.opt_input(n, name);
-}
 
 VPtr gelu_expr(VPtr x, bool tanh_approx) {
   DType t = x->dtype;
@@ -804,8 +801,8 @@ void layer_norm(Lowerer& L, int n, bool native) {
     dims.push_back(i);
     cnt *= x0.sizes[i];
   }
-  const LVal* w = opt_input_or_null(L, n, "weight");
-  const LVal* b = opt_input_or_null(L, n, "bias");
+  const LVal* w = L.opt_input(n, "weight");
+  const LVal* b = L.opt_input(n, "bias");
   DType t = x0.dtype == DType::F64 ? DType::F64 : DType::F32;
   LVal x = L.pointwise(n, t, x0.sizes, [&](auto& idx) { return v_cast(L.at(x0, idx), t); }, {&x0});
   LVal s1 =
@@ -854,10 +851,10 @@ void lower_layer_norm(Lowerer& L, int n) {
 void batch_norm_eval(Lowerer& L, int n) {
   const Node& nd = L.node(n);
   LVal& x = L.input(n, "input");
-  const LVal* w = opt_input_or_null(L, n, "weight");
-  const LVal* b = opt_input_or_null(L, n, "bias");
-  const LVal* rm = opt_input_or_null(L, n, "running_mean");
-  const LVal* rv = opt_input_or_null(L, n, "running_var");
+  const LVal* w = L.opt_input(n, "weight");
+  const LVal* b = L.opt_input(n, "bias");
+  const LVal* rm = L.opt_input(n, "running_mean");
+  const LVal* rv = L.opt_input(n, "running_var");
   if (!rm || !rv || x.sizes.size() < 2) L.fail(n, "eval batch norm needs running statistics");
   double eps = nd.arg("eps").scalar();
   const TensorMeta& m = L.out_meta(n);
@@ -1176,7 +1173,7 @@ void lower_addmm(Lowerer& L, int n) {
 void lower_linear(Lowerer& L, int n) {
   LVal& x = L.input(n, "input");
   LVal& w = L.input(n, "weight");
-  const LVal* bias = opt_input_or_null(L, n, "bias");
+  const LVal* bias = L.opt_input(n, "bias");
   const TensorMeta& m = L.out_meta(n);
   if (x.sizes.empty() || w.sizes.size() != 2 || !gemm_dtype_ok(x.dtype) || x.dtype != w.dtype) {
     L.fallback(n, "linear operands not supported by BLAS");
@@ -1204,7 +1201,7 @@ void lower_convolution(Lowerer& L, int n) {
   const Node& nd = L.node(n);
   LVal& x = L.input(n, "input");
   LVal& w = L.input(n, "weight");
-  const LVal* bias = opt_input_or_null(L, n, "bias");
+  const LVal* bias = L.opt_input(n, "bias");
   const TensorMeta& m = L.out_meta(n);
   int ti = nd.schema->index_of("transposed");
   bool transposed = ti >= 0 && nd.args[ti].b;
