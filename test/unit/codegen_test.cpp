@@ -204,9 +204,25 @@ TEST_CASE(
     MESSAGE("libdevice not installed; PTX generation not exercised");
     return;
   }
-  for (const char* m : {"mlp", "norms", "block", "convnet"}) {
+  // Arg, bool, integer and f64 reductions exercise every shared-memory combine.
+  fxc::testing::TestGraph tg;
+  {
+    using namespace fxc::testing;
+    ValueId x = tg.input("x", {2, 3, 6, 8});
+    ValueId xf = tg.op("aten._to_copy.default", {T(x), KW("dtype", Arg::of_dtype(DType::F32))});
+    auto mp = tg.ops("aten.max_pool2d_with_indices.default", {T(xf), Is({2, 2}), Is({2, 2})});
+    tg.output(mp[0]);
+    tg.output(mp[1]);
+    tg.output(tg.op("aten.any.dim", {T(tg.op("aten.gt.Scalar", {T(x), F(0.5)})), I(3)}));
+    tg.output(tg.op("aten.amax.default", {T(x), Is({1})}));
+    tg.output(tg.op("aten.sum.dim_IntList", {T(tg.op("aten.gt.Scalar", {T(x), F(0)})), Is({2})}));
+  }
+  std::vector<std::pair<std::string, Graph>> graphs;
+  graphs.push_back({"reductions", tg.g});
+  for (const char* m : {"mlp", "norms", "block", "convnet", "embed", "berttiny"})
+    graphs.push_back({m, decompose(import_graph(fixture(std::string(m) + ".pt2")))});
+  for (auto& [m, g] : graphs) {
     CAPTURE(m);
-    Graph g = decompose(import_graph(fixture(std::string(m) + ".pt2")));
     PtxProgram pp = compile_inductor_ptx(g, {}, "sm_90", libdevice);
     CompiledGraph cg = compile_inductor(g, {});
     REQUIRE(int(pp.kernels.size()) == cg.num_kernels());
