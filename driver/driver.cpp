@@ -5,6 +5,7 @@
 #include "frontend/fxg.h"
 #include "frontend/import.h"
 #include "frontend/printer.h"
+#include "frontend/shape_prop.h"
 #include "frontend/random.h"
 #include "frontend/safetensors.h"
 #include "driver/bench.h"
@@ -106,6 +107,32 @@ void log_guards(const Graph& g, const std::vector<Tensor>& inputs) {
   log.artifact(Artifact::Guards, text);
 }
 
+// When the inputs' sizes differ from the sizes the graph was exported with, the guards fail and
+// the graph is recompiled for the new sizes: the inputs take the new shapes and shape
+// propagation runs again (a node whose arguments bake in the old sizes, e.g. a view, is then
+// reported as an error naming it). Logged under --log=recompiles.
+void specialize_to_inputs(Graph& g, const std::vector<Tensor>& inputs) {
+  std::string reasons;
+  size_t k = 0;
+  for (const GraphInput& in : g.inputs) {
+    if (in.kind != InputKind::UserInput) continue;
+    TensorMeta& m = g.values[in.value].meta;
+    const Tensor& t = inputs.at(k);
+    if (t.sizes() != m.sizes) {
+      reasons += "input_" + std::to_string(k) + " '" + g.values[in.value].name + "': expected " +
+                 format_meta(m) + ", got " + format_meta(t.meta()) + "; ";
+      m.sizes = t.sizes();
+      m.strides = contiguous_strides(m.sizes);
+      m.storage_offset = 0;
+    }
+    ++k;
+  }
+  if (reasons.empty()) return;
+  process_logger().artifact(Artifact::Recompiles, "recompiling " + g.name + " because the guards failed: " +
+                                                      reasons.substr(0, reasons.size() - 2) + "\n");
+  propagate_shapes(g);
+}
+
 int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   const Options& o = c.opts;
   auto t0 = std::chrono::steady_clock::now();
@@ -179,9 +206,10 @@ int run_driver(const Options& o) {
   if (o.bisect) return run_bisect(o, c.source, load_inputs(c.source, o));
   if (o.minify) return run_minify(o, c.source, load_inputs(c.source, o));
 
-  run_pipeline(c);
   std::vector<Tensor> inputs = load_inputs(c.source, o);
   log_guards(c.source, inputs);
+  specialize_to_inputs(c.source, inputs);
+  run_pipeline(c);
   if (o.bench) {
     BenchResult r = bench(*c.executable, inputs, c.source, BenchOptions{});
     std::printf("%s: %s: %s\n", o.input.c_str(), backend_name(o.backend), format_bench(r).c_str());

@@ -46,7 +46,7 @@ std::vector<Tensor> load_inputs(const Graph& g, const Options& o) {
         throw Error(o.inputs, "no tensor '" + key + "' or '" + v.name + "' for graph input '" +
                                   v.name + "'");
       Tensor t = Tensor::from_weight(it->second);
-      if (t.dtype() != v.meta.dtype || t.sizes() != v.meta.sizes)
+      if (t.dtype() != v.meta.dtype || t.dim() != v.meta.dim())
         throw Error(o.inputs, "input '" + v.name + "': expected " + format_meta(v.meta) + ", got " +
                                   format_meta(t.meta()));
       inputs.push_back(t);

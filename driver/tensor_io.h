@@ -13,6 +13,8 @@ namespace fxc {
 
 /// User inputs from --inputs (by input_<i> or by the graph's input name), else seeded random
 /// values (floating N(0,1); integers below the embedding table size when they index one).
+/// A file's tensor must have the input's dtype and rank; its sizes may differ (the driver then
+/// recompiles for them, see specialize_to_inputs).
 std::vector<Tensor> load_inputs(const Graph& g, const Options& o);
 
 /// Writes named tensors (contiguous) to a .safetensors file.

@@ -47,10 +47,20 @@ art fusion "[fxc:fusion]" --backend=inductor --run "$fx/mlp.pt2"
 art graph_breaks "[fxc:graph_breaks] fallback__0_inference_0.0: fallback aten.roll.default: no inductor lowering" --backend=inductor --run "$src/test/graphs/fallback.fxg"
 art schedule "[fxc:schedule] mlp__0_inference_0.0 step 0: extern" --backend=inductor --run "$fx/mlp.pt2"
 art perf_hints "[fxc:perf_hints] fallback__0_inference_0.0: aten.roll.default runs as an unfused fallback" --backend=inductor --run "$src/test/graphs/fallback.fxg"
+python3 - "$tmp/x32.safetensors" <<'PY'
+import json, struct, sys
+data = struct.pack("<%df" % (32 * 256), *[((i * 37) % 101) / 50.0 - 1.0 for i in range(32 * 256)])
+hdr = json.dumps({"input_0": {"dtype": "F32", "shape": [32, 256], "data_offsets": [0, len(data)]}}).encode()
+hdr += b" " * ((8 - len(hdr) % 8) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hdr)) + hdr + data)
+PY
+art recompiles "[fxc:recompiles] recompiling mlp because the guards failed: input_0 'x': expected f32[64, 256], got f32[32, 256]" --backend=inductor --run --inputs "$tmp/x32.safetensors" "$fx/mlp.pt2"
 FXC_LOGS=guards "$fxc" --backend=eager --run "$fx/mlp.pt2" >/dev/null 2>"$tmp/err"
 grep -qF "[fxc:guards]" "$tmp/err" && ok "FXC_LOGS=guards" || bad "FXC_LOGS=guards printed nothing"
 FXC_LOGS=guards FXC_LOGS_OUT="$tmp/log.txt" "$fxc" --backend=eager --run "$fx/mlp.pt2" >/dev/null 2>&1
 grep -qF "[fxc:guards]" "$tmp/log.txt" && ok "FXC_LOGS_OUT receives the logs" || bad "FXC_LOGS_OUT"
+mkdir -p "$tmp/cwd" && (cd "$tmp/cwd" && FXC_COMPILE_DEBUG=1 "$fxc" --backend=eager --run "$fx/mlp.pt2" >/dev/null 2>&1)
+ls "$tmp"/cwd/fxc_compile_debug/run_*-pid_*/index.json >/dev/null 2>&1 && ok "FXC_COMPILE_DEBUG=1 writes ./fxc_compile_debug/run_*" || bad "FXC_COMPILE_DEBUG=1"
 "$fxc" --log=help >"$tmp/out" 2>&1 && grep -q "graph_breaks" "$tmp/out" && ok "--log=help lists artifacts" || bad "--log=help"
 "$fxc" --log=nonsense --run "$fx/mlp.pt2" >/dev/null 2>&1; [ $? -eq 2 ] && ok "--log=nonsense is a usage error" || bad "--log=nonsense"
 exit $fail
