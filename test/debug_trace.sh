@@ -3,7 +3,7 @@
 # with both partitioners' saved bytes, index.json covering every file, and each --log artifact
 # turned on and checked. Usage: debug_trace.sh <fxc>
 set -u
-fxc=$1
+fxc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fx=$src/test/fixtures
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
