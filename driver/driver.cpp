@@ -46,7 +46,7 @@ void check_supported(const Options& o) {
   auto unsupported = [](const std::string& what) {
     throw UsageError(what + " is not yet supported");
   };
-  for (const char* env : {"FXC_REPRO_AFTER", "FXC_REPRO_LEVEL", "FXC_CACHE_DIR"})
+  for (const char* env : {"FXC_CACHE_DIR"})
     if (const char* v = std::getenv(env); v && *v) unsupported(env);
   if (o.bisect && o.minify) throw UsageError("--bisect and --minify cannot be combined");
   if (!o.inject_bug.empty()) {
@@ -105,6 +105,18 @@ void log_guards(const Graph& g, const std::vector<Tensor>& inputs) {
     ++k;
   }
   log.artifact(Artifact::Guards, text);
+}
+
+// FXC_REPRO_LEVEL with the meanings of TORCHDYNAMO_REPRO_LEVEL: 1 writes the failing graph as a
+// repro, 2 minifies compile and run-time failures, 3 always writes the repro first and minifies
+// failures (crashes included), 4 also minifies accuracy failures (a mismatch with eager).
+int repro_level() {
+  const char* v = std::getenv("FXC_REPRO_LEVEL");
+  if (!v || !*v) return 0;
+  std::string s = v;
+  if (s.size() != 1 || s[0] < '1' || s[0] > '4')
+    throw UsageError("FXC_REPRO_LEVEL must be 1, 2, 3 or 4, got '" + s + "'");
+  return s[0] - '0';
 }
 
 // When the inputs' sizes differ from the sizes the graph was exported with, the guards fail and
@@ -209,6 +221,20 @@ int run_driver(const Options& o) {
   std::vector<Tensor> inputs = load_inputs(c.source, o);
   log_guards(c.source, inputs);
   specialize_to_inputs(c.source, inputs);
+  int level = repro_level();
+  if (level == 3) write_repro(o, c.source, inputs, "compilation (FXC_REPRO_LEVEL=3)");
+  if (level > 0) {
+    // Compile and run in a child so that a failure (even a crash) leaves the driver able to
+    // write the repro or minify, as PyTorch does under TORCHDYNAMO_REPRO_LEVEL.
+    ChildOutcome r = run_in_child([&] { return run_backend(o, o.backend, c.source, inputs); });
+    if (r.kind != ChildOutcome::Ok) {
+      std::fprintf(stderr, "%s\n", r.message.c_str());
+      if (level == 1) write_repro(o, c.source, inputs, "failure (FXC_REPRO_LEVEL=1)");
+      else run_minify(o, c.source, inputs);
+      return 1;
+    }
+    if (level == 4 && run_minify(o, c.source, inputs) != 0) return 1;
+  }
   run_pipeline(c);
   if (o.bench) {
     BenchResult r = bench(*c.executable, inputs, c.source, BenchOptions{});

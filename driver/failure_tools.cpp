@@ -5,6 +5,7 @@
 #include "frontend/diag.h"
 #include "frontend/fxg.h"
 #include "passes/graph_utils.h"
+#include "passes/partition.h"
 #include "passes/minify.h"
 #include "runtime/compare.h"
 #include "runtime/interpreter.h"
@@ -244,7 +245,46 @@ int run_bisect(const Options& o, const Graph& g, const std::vector<Tensor>& inpu
   return 1;
 }
 
+int run_minify_graph(const Options& o, const Graph& g, const std::vector<Tensor>& inputs);
+
 namespace {
+
+std::string shell_quote(const std::string& s);
+
+// <dir>/minifier/repro.fxg, repro.inputs.safetensors, repro.expected.safetensors (when
+// `expect`: the reference backend's results) and repro.sh, the one command that shows `kind`.
+void write_repro_files(const Options& o, const Graph& g, const std::vector<Tensor>& inputs,
+                       const std::string& kind, bool expect) {
+  std::string dir = (o.debug_dir.empty() ? std::string(".") : o.debug_dir) + "/minifier";
+  fs::create_directories(dir);
+  Graph repro = g;
+  repro.name = "repro";
+  write_fxg(repro, dir + "/repro.fxg");
+  NamedTensors named_inputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    named_inputs.emplace_back("input_" + std::to_string(i), inputs[i]);
+  write_named_tensors(dir + "/repro.inputs.safetensors", named_inputs);
+  std::string cmd = "--backend=" + std::string(backend_name(o.backend)) + " --device=cpu --mode=" +
+                    (o.mode == Mode::Train ? "train" : "inference") +
+                    " --run --inputs \"$here/repro.inputs.safetensors\"";
+  if (!o.inject_bug.empty()) cmd += " --inject-bug=" + shell_quote(o.inject_bug);
+  if (expect) {
+    Backend ref_backend = o.mode == Mode::Train ? Backend::AotEager : Backend::Eager;
+    write_named_tensors(dir + "/repro.expected.safetensors", run_backend(o, ref_backend, g, inputs));
+    cmd += " --expect \"$here/repro.expected.safetensors\" --rtol " + fmt_err(o.rtol) + " --atol " +
+           fmt_err(o.atol);
+  }
+  cmd += " \"$here/repro.fxg\"";
+  std::ofstream sh(dir + "/repro.sh");
+  sh << "#!/bin/sh\n# Reproduces the " << kind << " of fxc's " << backend_name(o.backend)
+     << " backend (exits non-zero while it fails).\n"
+     << "here=$(cd \"$(dirname \"$0\")\" && pwd)\n"
+     << "exec ${FXC:-fxc} " << cmd << "\n";
+  sh.close();
+  fs::permissions(dir + "/repro.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                  fs::perm_options::add);
+  std::printf("wrote %s/repro.fxg, %s/repro.sh\n", dir.c_str(), dir.c_str());
+}
 
 // What the failing run looks like, so that candidates are held to the same failure.
 struct Failure {
@@ -285,7 +325,57 @@ std::string shell_quote(const std::string& s) {
 
 } // namespace
 
+namespace {
+// FXC_REPRO_AFTER=aot: the graphs inductor compiles (after AOT autograd and decompositions),
+// each with concrete inputs: the forward's are the user inputs; the backward's are the saved
+// values the forward returns plus output gradients of ones.
+std::vector<std::pair<Graph, std::vector<Tensor>>> graphs_after_aot(const Options& o, const Graph& g,
+                                                                    const std::vector<Tensor>& inputs) {
+  Options ao = o;
+  ao.backend = Backend::AotEagerDecompPartition;
+  ao.debug_dir.clear();
+  DebugTrace trace;
+  Compilation c(ao, trace, g);
+  run_pipeline(c);
+  std::vector<std::pair<Graph, std::vector<Tensor>>> out;
+  out.emplace_back(c.graphs.at(0).graph, inputs);
+  if (o.mode != Mode::Train) return out;
+  std::vector<Tensor> fw = interpret(c.graphs[0].graph, inputs);
+  size_t n_user = c.aot->num_user_outputs;
+  std::vector<Tensor> bw_in(fw.begin() + long(n_user), fw.end());
+  for (size_t k : c.aot->tangent_output_index) {
+    Tensor ones = Tensor::empty(fw.at(k).dtype(), fw.at(k).sizes());
+    for (int64_t i = 0; i < ones.numel(); ++i) ones.store(i, 1.0);
+    bw_in.push_back(ones);
+  }
+  out.emplace_back(c.graphs.at(1).graph, bw_in);
+  return out;
+}
+} // namespace
+
 int run_minify(const Options& o, const Graph& g, const std::vector<Tensor>& inputs) {
+  const char* after = std::getenv("FXC_REPRO_AFTER");
+  std::string where = after && *after ? after : "dynamo";
+  if (where != "dynamo" && where != "aot")
+    throw Error("FXC_REPRO_AFTER", "expected 'dynamo' or 'aot', got '" + where + "'");
+  if (where == "aot") {
+    // Minify the first post-AOT graph that fails on its own, compiled in inference mode.
+    Options io = o;
+    io.mode = Mode::Inference;
+    auto graphs = graphs_after_aot(o, g, inputs);
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      Failure f = classify(io, graphs[i].first, graphs[i].second);
+      if (f.kind == ChildOutcome::Ok && !f.accuracy) continue;
+      std::printf("FXC_REPRO_AFTER=aot: the %s graph fails on its own\n", i == 0 ? "forward" : "backward");
+      return run_minify_graph(io, graphs[i].first, graphs[i].second);
+    }
+    std::printf("no failure to minify: every graph after AOT autograd matches the reference on its own\n");
+    return 0;
+  }
+  return run_minify_graph(o, g, inputs);
+}
+
+int run_minify_graph(const Options& o, const Graph& g, const std::vector<Tensor>& inputs) {
   Failure original = classify(o, g, inputs);
   if (original.kind == ChildOutcome::Ok && !original.accuracy) {
     std::printf("no failure to minify: %s matches the reference\n", backend_name(o.backend));
@@ -307,38 +397,14 @@ int run_minify(const Options& o, const Graph& g, const std::vector<Tensor>& inpu
       },
       mo);
 
-  std::string dir = (o.debug_dir.empty() ? std::string(".") : o.debug_dir) + "/minifier";
-  fs::create_directories(dir);
-  Graph repro = res.graph;
-  repro.name = "repro";
-  write_fxg(repro, dir + "/repro.fxg");
-  NamedTensors named_inputs;
-  for (size_t i = 0; i < res.inputs.size(); ++i)
-    named_inputs.emplace_back("input_" + std::to_string(i), res.inputs[i]);
-  write_named_tensors(dir + "/repro.inputs.safetensors", named_inputs);
-  std::string cmd = "fxc --backend=" + std::string(backend_name(o.backend)) + " --device=cpu --mode=" +
-                    (o.mode == Mode::Train ? "train" : "inference") +
-                    " --run --inputs \"$here/repro.inputs.safetensors\"";
-  if (!o.inject_bug.empty()) cmd += " --inject-bug=" + shell_quote(o.inject_bug);
-  if (original.accuracy) {
-    Backend ref_backend = o.mode == Mode::Train ? Backend::AotEager : Backend::Eager;
-    write_named_tensors(dir + "/repro.expected.safetensors",
-                        run_backend(o, ref_backend, res.graph, res.inputs));
-    cmd += " --expect \"$here/repro.expected.safetensors\" --rtol " + fmt_err(o.rtol) + " --atol " +
-           fmt_err(o.atol);
-  }
-  cmd += " \"$here/repro.fxg\"";
-  std::ofstream sh(dir + "/repro.sh");
-  sh << "#!/bin/sh\n# Reproduces the minified " << kind << " of fxc's " << backend_name(o.backend)
-     << " backend (exits non-zero while it fails).\n"
-     << "here=$(cd \"$(dirname \"$0\")\" && pwd)\n"
-     << "exec ${FXC:-fxc} " << cmd.substr(4) << "\n";
-  sh.close();
-  fs::permissions(dir + "/repro.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                  fs::perm_options::add);
-  std::printf("wrote %s/repro.fxg, %s/repro.sh\n", dir.c_str(), dir.c_str());
+  write_repro_files(o, res.graph, res.inputs, kind, original.accuracy);
   std::printf("minified to %zu nodes\n", res.graph.nodes.size());
   return 1;
+}
+
+void write_repro(const Options& o, const Graph& g, const std::vector<Tensor>& inputs,
+                 const std::string& what) {
+  write_repro_files(o, g, inputs, what, false);
 }
 
 } // namespace fxc

@@ -38,6 +38,16 @@ int run_bisect(const Options& o, const Graph& g, const std::vector<Tensor>& inpu
 /// a child process), and writes <dir>/minifier/repro.fxg, repro.inputs.safetensors,
 /// repro.expected.safetensors (accuracy failures) and repro.sh. Returns 0 when there was no
 /// failure to minify, 1 after writing a repro.
+/// FXC_REPRO_AFTER=dynamo (default) minifies `g` itself; =aot minifies the first graph after
+/// AOT autograd and decompositions (forward, then backward in train mode) that fails on its own.
 int run_minify(const Options& o, const Graph& g, const std::vector<Tensor>& inputs);
+
+/// Minifies exactly `g` with o.backend and o.mode (no FXC_REPRO_AFTER handling).
+int run_minify_graph(const Options& o, const Graph& g, const std::vector<Tensor>& inputs);
+
+/// Writes <dir>/minifier/repro.fxg (the graph unminified), its inputs and repro.sh: what
+/// FXC_REPRO_LEVEL=1 and 3 leave behind.
+void write_repro(const Options& o, const Graph& g, const std::vector<Tensor>& inputs,
+                 const std::string& what);
 
 } // namespace fxc

@@ -42,10 +42,29 @@ for kind in accuracy compile_error runtime_error; do
 done
 mlp_small=$tmp/mlp_small.fxg
 sed 's/1024/64/g' "$src/examples/mlp.fxg" > "$mlp_small"
-for kind in accuracy runtime_error; do
+for kind in accuracy compile_error runtime_error; do
   bisect_case "mlp train $kind" relu --mode=train --inject-bug=relu:$kind "$mlp_small"
   minify_case "mlp_train_$kind" relu --mode=train --inject-bug=relu:$kind "$mlp_small"
 done
+
+# FXC_REPRO_LEVEL: 1 writes the unminified repro on a failure, 2 minifies it, 4 also minifies
+# accuracy failures; FXC_REPRO_AFTER=aot minifies the failing graph after AOT autograd.
+lvl() { # lvl <label> <want: repro|minified|none> <env...> -- <fxc args...>
+  local label=$1 want=$2; shift 2
+  local envs=(); while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
+  local d=$tmp/lvl_$label; mkdir -p "$d"
+  (cd "$d" && env "${envs[@]}" "$fxc" "$@" >"$tmp/out" 2>&1)
+  local st=$?
+  case $want in
+    repro) [ $st -eq 1 ] && [ -s "$d/minifier/repro.fxg" ] && ! grep -q "minified to" "$tmp/out" ;;
+    minified) [ $st -eq 1 ] && [ -s "$d/minifier/repro.fxg" ] && grep -q "^minified to 1 nodes" "$tmp/out" ;;
+  esac && ok "$label" || bad "$label (exit $st)"
+}
+lvl "FXC_REPRO_LEVEL=1 writes the repro" repro FXC_REPRO_LEVEL=1 -- --run --inject-bug=relu:runtime_error "$fx/convnet.pt2"
+lvl "FXC_REPRO_LEVEL=2 minifies a run-time error" minified FXC_REPRO_LEVEL=2 -- --run --inject-bug=relu:runtime_error "$fx/convnet.pt2"
+lvl "FXC_REPRO_LEVEL=4 minifies an accuracy failure" minified FXC_REPRO_LEVEL=4 -- --run --inject-bug=relu:accuracy "$fx/convnet.pt2"
+lvl "FXC_REPRO_AFTER=aot minifies the post-AOT graph" minified FXC_REPRO_AFTER=aot -- --minify --mode=train --inject-bug=relu:accuracy "$fx/mlp.pt2"
+FXC_REPRO_LEVEL=9 "$fxc" --run "$fx/mlp.pt2" >/dev/null 2>&1; [ $? -eq 2 ] && ok "FXC_REPRO_LEVEL=9 is a usage error" || bad "FXC_REPRO_LEVEL=9"
 
 "$fxc" --bisect "$fx/block.pt2" >"$tmp/out" 2>&1
 if [ $? -eq 0 ] && [ "$(tail -n 1 "$tmp/out")" = "all stages match eager" ]; then ok "bisect without a bug passes"; else bad "bisect without a bug"; fi
