@@ -34,6 +34,13 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& user_inputs) c
   return execute_plan(impl->plan, user_inputs, *impl->pool, impl->source);
 }
 
+std::vector<Tensor> CompiledGraph::run_profiled(const std::vector<Tensor>& user_inputs,
+                                                std::vector<StepProfile>* profile) const {
+  assert(impl && "run_profiled() on an empty CompiledGraph");
+  std::lock_guard<std::mutex> lock(impl->run_mu);
+  return execute_plan(impl->plan, user_inputs, *impl->pool, impl->source, profile);
+}
+
 const std::string& CompiledGraph::ir_pre_fusion() const {
   return impl->pre;
 }
@@ -208,6 +215,7 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
       int64_t max_tasks = int64_t(impl->pool->size()) * 8;
       grain = std::max(grain, (k.xnumel + max_tasks - 1) / max_tasks);
       pk.grain = grain;
+      for (int a : args) pk.bytes += p.buffers[a].nbytes();
       if (planted == "runtime_error")
         pk.fail = "injected runtime error in kernel " + k.name + " (node '" + planted_node + "')";
       kernel_index[item.index] = int(plan.kernels.size());
@@ -224,6 +232,8 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
             view_of(mp, p.buffers[o.buffer], o.buffer, o.sizes, o.strides, o.offset));
       for (int o : b.call.outputs) e.outputs.push_back(contiguous_view(mp, p, o));
       e.graph = b.call.graph;
+      for (const ExternOperand& o : b.call.operands) e.bytes += p.buffers[o.buffer].nbytes();
+      for (int o : b.call.outputs) e.bytes += p.buffers[o].nbytes();
       plan.externs.push_back(e);
       plan.steps.push_back({PlanStep::Kind::Extern, int(plan.externs.size()) - 1});
       ++impl->externs;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "frontend/graph.h"
+#include "runtime/plan_executor.h"
 #include "runtime/tensor.h"
 
 #include <memory>
@@ -41,6 +42,10 @@ public:
   /// Runs the compiled graph on the user inputs (graph order). Throws fxc::Error when the inputs
   /// do not match the graph (count, dtype, shape) or a fallback kernel fails.
   std::vector<Tensor> run(const std::vector<Tensor>& user_inputs) const;
+  /// run() that also times every kernel launch and extern call (host clock, in plan order),
+  /// each with the bytes it must move (for effective GB/s).
+  std::vector<Tensor> run_profiled(const std::vector<Tensor>& user_inputs,
+                                   std::vector<StepProfile>* profile) const;
 
   const std::string& ir_pre_fusion() const;
   const std::string& ir_post_fusion() const;

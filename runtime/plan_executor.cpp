@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 
@@ -56,6 +57,10 @@ void gemm_loops(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, i
                double(tb ? b[j * ldb + k] : b[k * ldb + j]);
       c[i * ldc + j] = T(acc);
     }
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 Tensor view_of(const std::vector<std::shared_ptr<Storage>>& slots, const PlanView& v) {
@@ -154,7 +159,8 @@ BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
 }
 
 std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& user_inputs,
-                                 ThreadPool& pool, const std::string& source) {
+                                 ThreadPool& pool, const std::string& source,
+                                 std::vector<StepProfile>* profile) {
   if (user_inputs.size() != plan.input_slots.size())
     throw Error(source, "expected " + std::to_string(plan.input_slots.size()) + " inputs, got " +
                             std::to_string(user_inputs.size()));
@@ -192,16 +198,20 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
       void* const* argv = args.data();
       KernelFn fn = k.fn;
       int64_t xn = k.xnumel;
+      auto t0 = std::chrono::steady_clock::now();
       pool.parallel_for(tasks,
                         [&](int64_t t) { fn(argv, t * grain, std::min(xn, (t + 1) * grain)); });
+      if (profile) profile->push_back({k.name, true, ms_since(t0), k.bytes});
       break;
     }
     case PlanStep::Kind::Extern: {
       const PlanExtern& e = plan.externs[s.index];
+      auto t0 = std::chrono::steady_clock::now();
       if (e.kind == PlanExtern::Kind::Gemm)
         run_gemm(e, slots, source);
       else
         run_fallback(e, slots, source);
+      if (profile) profile->push_back({e.name, false, ms_since(t0), e.bytes});
       break;
     }
     }

@@ -32,6 +32,7 @@ struct PlanKernel {
   int64_t xnumel = 0;
   int64_t grain = 1; ///< rows per task
   std::string fail;  ///< testing only (--inject-bug): running the kernel throws this message
+  int64_t bytes = 0; ///< bytes the kernel must move: its inputs read once, its outputs written
 };
 
 struct PlanExtern {
@@ -41,6 +42,15 @@ struct PlanExtern {
   std::vector<PlanView> inputs;       ///< Gemm: A [(B,) M, K], B [(B,) K, N]
   std::vector<PlanView> outputs;      ///< contiguous
   std::shared_ptr<const Graph> graph; ///< Fallback: one node; inputs are its user inputs
+  int64_t bytes = 0;                  ///< operand and result bytes
+};
+
+/// The time one kernel or extern call took in a profiled run.
+struct StepProfile {
+  std::string name; ///< kernel name, or the extern call's node
+  bool kernel = true;
+  double ms = 0;
+  int64_t bytes = 0; ///< PlanKernel::bytes / PlanExtern::bytes
 };
 
 struct PlanStep {
@@ -72,7 +82,9 @@ BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s0, int64_t s1);
 /// Runs the plan on the user inputs; returns the outputs (views of plan-owned storage).
 /// Throws fxc::Error when the inputs do not match the plan (count, dtype, shape) or an extern
 /// call fails.
+/// With `profile`, each kernel launch and extern call is timed (host clock) and appended to it.
 std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& user_inputs,
-                                 ThreadPool& pool, const std::string& source = {});
+                                 ThreadPool& pool, const std::string& source = {},
+                                 std::vector<StepProfile>* profile = nullptr);
 
 } // namespace fxc

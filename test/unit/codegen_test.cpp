@@ -266,3 +266,20 @@ TEST_CASE("codegen: compiling the same graph twice gives byte-identical IR, kern
     }
   }
 }
+
+TEST_CASE("codegen: a profiled run times every kernel and extern call with its bytes") {
+  CompiledGraph cg = compile_inductor(import_graph(fixture("mlp.core.pt2")), {});
+  IO io = read_io("mlp");
+  std::vector<StepProfile> prof;
+  auto outs = cg.run_profiled(io.inputs, &prof);
+  CHECK(compare_tensors(outs[0], io.outputs[0], CompareOptions{1e-4, 1e-4, true, true}).ok);
+  REQUIRE(prof.size() == 4);
+  CHECK_FALSE(prof[0].kernel);
+  CHECK(prof[1].kernel);
+  CHECK(prof[1].name == "fused_addmm_relu_pow_0");
+  // The epilogue reads the product [64, 256] and the bias [256] and writes [64, 256].
+  CHECK(prof[1].bytes == (64 * 256 * 2 + 256) * 4);
+  // mm reads x [64, 256] and the weight [256, 256] and writes [64, 256].
+  CHECK(prof[0].bytes == (64 * 256 * 2 + 256 * 256) * 4);
+  for (auto& p : prof) CHECK(p.ms >= 0);
+}
