@@ -1,6 +1,7 @@
 // cuBLASLt via dlopen: problem checks, the row-major to column-major mapping, heuristic matmul.
 #include "runtime/cublaslt.h"
 
+#include <algorithm>
 #include <cassert>
 #include <climits>
 #include <dlfcn.h>
@@ -66,6 +67,67 @@ MatmulProblem normalize(const MatmulProblem& p) {
   }
   if (q.dtype != DType::F32) q.allow_tf32 = false; // TF32 is a float32 mode only
   return q;
+}
+
+namespace {
+
+// How a [rows, cols] matrix with strides (srow, scol) is handed to cuBLASLt: used as stored
+// (row stride ld) or as the transpose of a stored [cols, rows] matrix (row stride ld).
+struct MatrixLayout {
+  bool trans = false;
+  int64_t ld = 0;
+};
+
+std::optional<MatrixLayout> layout_of(int64_t rows, int64_t cols, int64_t srow, int64_t scol) {
+  // Strides of size-1 dimensions are arbitrary in PyTorch; they never address a second element.
+  if (cols == 1) scol = 1;
+  if (rows == 1) srow = cols;
+  if (scol == 1 && srow >= cols) return MatrixLayout{false, srow};
+  if (rows == 1 || srow == 1) {
+    int64_t ld = rows == 1 ? std::max<int64_t>(scol, 1) : scol;
+    if (ld >= rows) return MatrixLayout{true, ld};
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<MatmulProblem> matmul_problem(const TensorMeta& a, const TensorMeta& b,
+                                            const TensorMeta& d) {
+  if (a.dtype != b.dtype || a.dtype != d.dtype)
+    bad("operands of different dtypes: " + format_meta(a) + ", " + format_meta(b) + " -> " +
+        format_meta(d));
+  int64_t rank = a.dim();
+  if ((rank != 2 && rank != 3) || b.dim() != rank || d.dim() != rank ||
+      a.strides.size() != size_t(rank) || b.strides.size() != size_t(rank) ||
+      d.strides.size() != size_t(rank))
+    bad("expected three matrices or three batches of matrices with strides, got " + format_meta(a) +
+        ", " + format_meta(b) + " -> " + format_meta(d));
+  int64_t o = rank - 2; // first matrix dimension
+  int64_t m = a.sizes[o], k = a.sizes[o + 1], n = b.sizes[o + 1];
+  bool batch_ok = rank == 2 || (a.sizes[0] == b.sizes[0] && a.sizes[0] == d.sizes[0]);
+  if (b.sizes[o] != k || d.sizes[o] != m || d.sizes[o + 1] != n || !batch_ok)
+    bad("shapes do not form a product: " + format_meta(a) + " @ " + format_meta(b) + " -> " +
+        format_meta(d));
+  std::optional<MatrixLayout> la = layout_of(m, k, a.strides[o], a.strides[o + 1]);
+  std::optional<MatrixLayout> lb = layout_of(k, n, b.strides[o], b.strides[o + 1]);
+  std::optional<MatrixLayout> ld = layout_of(m, n, d.strides[o], d.strides[o + 1]);
+  if (!la || !lb || !ld || ld->trans) return std::nullopt;
+  MatmulProblem p;
+  p.dtype = a.dtype;
+  p.m = m, p.n = n, p.k = k;
+  p.trans_a = la->trans, p.lda = la->ld;
+  p.trans_b = lb->trans, p.ldb = lb->ld;
+  p.ldd = ld->ld;
+  if (rank == 3) {
+    p.batch = a.sizes[0];
+    bool single = p.batch == 1; // one batch: its stride addresses nothing
+    p.stride_a = single ? 0 : a.strides[0];
+    p.stride_b = single ? 0 : b.strides[0];
+    p.stride_d = single ? 0 : d.strides[0];
+    if (p.stride_a < 0 || p.stride_b < 0 || (!single && p.stride_d <= 0)) return std::nullopt;
+  }
+  return p;
 }
 
 ColumnMajorGemm column_major(const MatmulProblem& p) {

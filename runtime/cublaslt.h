@@ -11,9 +11,11 @@
 #pragma once
 
 #include "frontend/dtype.h"
+#include "frontend/graph.h"
 #include "runtime/cuda_driver.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace fxc::cuda {
@@ -45,6 +47,17 @@ struct MatmulProblem {
 /// strides at least the row length, batch strides that keep batches of D apart, a supported
 /// dtype. Throws CudaError("matmul: ...") otherwise. Runs on the host only.
 MatmulProblem normalize(const MatmulProblem& p);
+
+/// The problem that multiplies tensors laid out as `a` [(B,) M, K] and `b` [(B,) K, N] into `d`
+/// [(B,) M, N] where they lie (sizes and strides in elements; storage offsets are the caller's,
+/// added to the base pointers), so that no operand is copied: a matrix with unit column stride
+/// is used as stored, one with unit row stride (a transposed view) through trans_a/trans_b, and
+/// a batch stride of 0 (an expanded operand) is kept. Returns nullopt when a matrix has neither
+/// unit stride, or d is not row-major; the caller then makes that operand contiguous. Throws
+/// CudaError("matmul: ...") when the shapes or dtypes do not form a product. The epilogue,
+/// alpha, beta and TF32 are left at their defaults.
+std::optional<MatmulProblem> matmul_problem(const TensorMeta& a, const TensorMeta& b,
+                                            const TensorMeta& d);
 
 /// The column-major problem handed to cuBLASLt for a normalized row-major `p`.
 struct ColumnMajorGemm {

@@ -413,6 +413,105 @@ TEST_CASE("cuda: matmul problems are checked and mapped to column-major cuBLASLt
   fails(x, "D's extent overflows");
 }
 
+namespace {
+
+TensorMeta meta(std::vector<int64_t> sizes, std::vector<int64_t> strides, DType dt = DType::F32) {
+  TensorMeta m;
+  m.dtype = dt;
+  m.sizes = std::move(sizes);
+  m.strides = std::move(strides);
+  return m;
+}
+
+// Element `idx` of a tensor laid out by `m` in `storage`.
+double at(const std::vector<double>& storage, const TensorMeta& m, std::vector<int64_t> idx) {
+  int64_t off = 0;
+  for (size_t i = 0; i < idx.size(); ++i) off += idx[i] * m.strides[i];
+  return storage[off];
+}
+
+// Storage elements a layout reaches (largest offset + 1).
+size_t extent(const TensorMeta& m) {
+  int64_t e = 1;
+  for (size_t i = 0; i < m.sizes.size(); ++i) e += (m.sizes[i] - 1) * m.strides[i];
+  return size_t(e);
+}
+
+// The product of strided `a` and `b` computed through their strides, against the one
+// reference_matmul computes from matmul_problem()'s trans flags, row and batch strides.
+void check_problem_semantics(const TensorMeta& a, const TensorMeta& b, const TensorMeta& d) {
+  std::optional<MatmulProblem> p = matmul_problem(a, b, d);
+  REQUIRE(p.has_value());
+  MatmulProblem q = normalize(*p);
+  auto values = [](size_t n, double base) {
+    std::vector<double> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = base + 0.5 * double(i % 17) - 0.03 * double(i);
+    return v;
+  };
+  std::vector<double> as = values(extent(a), 1), bs = values(extent(b), -2);
+  std::vector<double> got = reference_matmul(q, as, bs, {}, std::vector<double>(extent(d), 0.0));
+  bool batched = a.dim() == 3;
+  int64_t nb = batched ? a.sizes[0] : 1;
+  int wrong = 0;
+  for (int64_t t = 0; t < nb; ++t)
+    for (int64_t i = 0; i < q.m; ++i)
+      for (int64_t j = 0; j < q.n; ++j) {
+        double acc = 0;
+        for (int64_t l = 0; l < q.k; ++l)
+          acc += batched ? at(as, a, {t, i, l}) * at(bs, b, {t, l, j})
+                         : at(as, a, {i, l}) * at(bs, b, {l, j});
+        wrong += (batched ? at(got, d, {t, i, j}) : at(got, d, {i, j})) != acc;
+      }
+  CHECK(wrong == 0);
+}
+
+} // namespace
+
+TEST_CASE("cuda: matmul problems come from operand layouts without copies") {
+  std::optional<MatmulProblem> p =
+      matmul_problem(meta({4, 6}, {6, 1}), meta({6, 5}, {5, 1}), meta({4, 5}, {5, 1}));
+  REQUIRE(p.has_value());
+  CHECK(!p->trans_a);
+  CHECK(!p->trans_b);
+  CHECK(p->lda == 6);
+  CHECK(p->ldb == 5);
+  CHECK(p->ldd == 5);
+  CHECK(p->batch == 1);
+  // x @ w.t() (a linear layer): w [5, 6] viewed as [6, 5] with strides [1, 6].
+  p = matmul_problem(meta({4, 6}, {1, 4}), meta({6, 5}, {1, 6}), meta({4, 5}, {5, 1}));
+  REQUIRE(p.has_value());
+  CHECK(p->trans_a);
+  CHECK(p->lda == 4);
+  CHECK(p->trans_b);
+  CHECK(p->ldb == 6);
+  // A batch of products with an expanded (stride 0) right operand.
+  p = matmul_problem(meta({3, 4, 6}, {24, 6, 1}), meta({3, 6, 5}, {0, 5, 1}),
+                     meta({3, 4, 5}, {20, 5, 1}));
+  REQUIRE(p.has_value());
+  CHECK(p->batch == 3);
+  CHECK(p->stride_a == 24);
+  CHECK(p->stride_b == 0);
+  CHECK(p->stride_d == 20);
+  // Neither stride is 1, or D is transposed: the caller copies.
+  CHECK_FALSE(matmul_problem(meta({4, 6}, {12, 2}), meta({6, 5}, {5, 1}), meta({4, 5}, {5, 1})));
+  CHECK_FALSE(matmul_problem(meta({4, 6}, {6, 1}), meta({6, 5}, {5, 1}), meta({4, 5}, {1, 4})));
+  CHECK_FALSE(matmul_problem(meta({4, 6}, {0, 1}), meta({6, 5}, {5, 1}), meta({4, 5}, {5, 1})));
+  CHECK_THROWS_WITH_AS(
+      matmul_problem(meta({4, 6}, {6, 1}), meta({7, 5}, {5, 1}), meta({4, 5}, {5, 1})),
+      "matmul: shapes do not form a product: f32[4, 6] @ f32[7, 5] -> f32[4, 5]", CudaError);
+  CHECK_THROWS_WITH_AS(
+      matmul_problem(meta({4, 6}, {6, 1}), meta({6, 5}, {5, 1}, DType::BF16), meta({4, 5}, {5, 1})),
+      doctest::Contains("operands of different dtypes"), CudaError);
+
+  // The problem computes what the strides say, for layouts of every kind.
+  check_problem_semantics(meta({4, 6}, {8, 1}), meta({6, 5}, {1, 7}), meta({4, 5}, {9, 1}));
+  check_problem_semantics(meta({1, 6}, {99, 3}), meta({6, 1}, {2, 99}), meta({1, 1}, {5, 7}));
+  check_problem_semantics(meta({3, 4, 6}, {24, 1, 4}), meta({3, 6, 5}, {0, 1, 6}),
+                          meta({3, 4, 5}, {25, 5, 1}));
+  check_problem_semantics(meta({1, 4, 6}, {7, 6, 1}), meta({1, 6, 5}, {3, 5, 1}),
+                          meta({1, 4, 5}, {0, 5, 1}));
+}
+
 TEST_CASE("cuda: conv2d output sizes follow PyTorch's formula and reject bad shapes") {
   Conv2dProblem p;
   p.n = 2, p.c = 4, p.h = 7, p.w = 9, p.k = 6, p.r = 3, p.s = 2;
