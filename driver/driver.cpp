@@ -13,6 +13,9 @@
 #include "driver/failure_tools.h"
 #include "driver/logging.h"
 #include "driver/tensor_io.h"
+#ifdef FXC_HAVE_CODEGEN
+#include "codegen/inductor.h"
+#endif
 #include "runtime/interpreter.h"
 
 #include <nlohmann/json.hpp>
@@ -41,6 +44,12 @@ void report_error(const Options& opts, const Error& e) {
 
 namespace {
 
+// -S is --emit=ptx for cuda and --emit=llvm for cpu.
+std::string effective_emit(const Options& o) {
+  if (!o.emit_asm || !o.emit.empty()) return o.emit;
+  return o.device == DeviceKind::Cuda ? "ptx" : "llvm";
+}
+
 // Rejects flags whose features are not built yet, so that nothing is silently ignored.
 void check_supported(const Options& o) {
   auto unsupported = [](const std::string& what) {
@@ -62,10 +71,18 @@ void check_supported(const Options& o) {
   if (o.max_autotune) unsupported("--max-autotune");
   if (!o.plugins.empty()) unsupported("--plugin");
   if (o.allow_tf32) unsupported("--allow-tf32");
-  if (o.device == DeviceKind::Cuda) unsupported("--device=cuda");
-  if (o.emit_asm || o.emit == "llvm" || o.emit == "ptx" || o.emit == "obj" || o.emit == "cpp")
-    unsupported("--emit=" + (o.emit.empty() ? std::string("llvm (-S)") : o.emit));
-  if (o.emit.empty() && !o.run && !o.check_accuracy && !o.bisect && !o.minify && !o.bench)
+  bool cuda = o.device == DeviceKind::Cuda;
+  if (cuda && (o.run || o.bench || o.bisect || o.minify || o.check_accuracy))
+    unsupported("running on --device=cuda (PTX generation works: --emit=ptx)");
+  std::string emit = effective_emit(o);
+  bool code_emit = emit == "llvm" || emit == "ptx" || emit == "obj" || emit == "cpp";
+  if (code_emit && o.backend != Backend::Inductor)
+    throw UsageError("--emit=" + emit + " needs --backend=inductor");
+  if (emit == "ptx" && !cuda) throw UsageError("--emit=ptx needs --device=cuda");
+  if ((emit == "obj" || emit == "cpp") && cuda) unsupported("--emit=" + emit + " for --device=cuda");
+  if (emit == "obj" && o.mode == Mode::Train)
+    throw UsageError("--emit=obj writes one graph's object code; use --mode=inference");
+  if (emit.empty() && !o.run && !o.check_accuracy && !o.bisect && !o.minify && !o.bench)
     unsupported("writing a .fxo artifact (the default action); use --run or --emit=fx|fxg,");
   if (o.mode == Mode::Train && o.backend == Backend::Eager)
     throw UsageError("--mode=train needs AOT autograd: use --backend=aot_eager or a later backend");
@@ -105,6 +122,31 @@ void log_guards(const Graph& g, const std::vector<Tensor>& inputs) {
     ++k;
   }
   log.artifact(Artifact::Guards, text);
+}
+
+// The generated code of every compiled graph for --emit=llvm|ptx|obj|cpp. Kernels are separate
+// modules; llvm and ptx output lists them one after another, each after a
+// "// ===== fxc kernel <graph>/<name> =====" line (";" for LLVM IR).
+std::string emitted_code(const Compilation& c, const std::string& emit) {
+  std::string out;
+#ifdef FXC_HAVE_CODEGEN
+  for (size_t i = 0; i < c.graphs.size(); ++i) {
+    const std::string& folder = c.graphs[i].folder;
+    if (emit == "ptx") {
+      for (const PtxKernelInfo& k : c.ptx.at(i)->kernels)
+        out += "// ===== fxc kernel " + folder + "/" + k.name + " =====\n" + k.ptx;
+    } else if (emit == "llvm") {
+      for (const GeneratedKernel& k : c.compiled.at(i)->kernels())
+        out += "; ===== fxc kernel " + folder + "/" + k.name + " =====\n" + k.ll;
+    } else if (emit == "cpp") {
+      out += c.compiled.at(i)->output_code();
+    } else {
+      out += c.compiled.at(i)->object_code();
+    }
+  }
+#endif
+  if (out.empty()) throw Error(c.opts.input, "--emit=" + emit + ": the graph compiled to no kernels");
+  return out;
 }
 
 // FXC_REPRO_LEVEL with the meanings of TORCHDYNAMO_REPRO_LEVEL: 1 writes the failing graph as a
@@ -206,6 +248,13 @@ int run_driver(const Options& o) {
 
   if (o.emit == "fx") {
     write_text(o.output, print_readable(c.source));
+    trace.finish();
+    return 0;
+  }
+  if (std::string emit = effective_emit(o); emit == "llvm" || emit == "ptx" || emit == "obj" || emit == "cpp") {
+    run_pipeline(c);
+    std::string text = emitted_code(c, emit);
+    write_text(o.output.empty() ? stem_of(o.input) + "." + (emit == "obj" ? "o" : emit == "llvm" ? "ll" : emit) : o.output, text);
     trace.finish();
     return 0;
   }

@@ -171,8 +171,35 @@ void stage_decompose(Compilation& c) {
 
 #ifdef FXC_HAVE_CODEGEN
 // Stage 4: inductor — lowering, fusion, memory planning and code generation per graph.
+void stage_inductor_cuda(Compilation& c) {
+  c.ptx.clear();
+  for (const StageGraph& sg : c.graphs) {
+    InductorOptions io;
+    io.inject_bug = c.opts.inject_bug;
+    auto prog = std::make_shared<PtxProgram>(compile_inductor_ptx(sg.graph, io, c.opts.cuda_arch));
+    std::string dir = "inductor/" + sg.folder + "/";
+    c.trace.write(dir + "ir_pre_fusion.txt", prog->ir_pre_fusion, "inductor", sg.folder);
+    c.trace.write(dir + "ir_post_fusion.txt", prog->ir_post_fusion, "inductor", sg.folder);
+    for (const PtxKernelInfo& k : prog->kernels) {
+      c.trace.write(dir + "kernels/" + k.name + ".ll", k.ll, "inductor", sg.folder);
+      c.trace.write(dir + "kernels/" + k.name + ".ptx", k.ptx, "inductor", sg.folder);
+    }
+    Logger& log = process_logger();
+    log.artifact(Artifact::IrPreFusion, "===== " + sg.folder + " =====\n" + prog->ir_pre_fusion);
+    log.artifact(Artifact::IrPostFusion, "===== " + sg.folder + " =====\n" + prog->ir_post_fusion);
+    log.artifact(Artifact::Fusion, prog->fusion_log);
+    log_plan_artifacts(sg.folder, prog->ir_post_fusion);
+    c.trace.log("inductor", sg.folder + ": " + std::to_string(prog->kernels.size()) +
+                                " PTX kernels for " + c.opts.cuda_arch);
+    c.ptx.push_back(prog);
+  }
+}
+
 void stage_inductor(Compilation& c) {
-  if (c.opts.device == DeviceKind::Cuda) throw std::runtime_error("unreachable: cuda rejected");
+  if (c.opts.device == DeviceKind::Cuda) {
+    stage_inductor_cuda(c);
+    return;
+  }
   c.compiled.clear();
   for (const StageGraph& sg : c.graphs) {
     InductorOptions io;
@@ -247,6 +274,7 @@ void run_pipeline(Compilation& c) {
     c.trace.log(kStages[i].name, "done", ms);
     if (c.opts.verbose) std::fprintf(stderr, "fxc: %s: %.3f ms\n", kStages[i].name, ms);
   }
+  if (!c.ptx.empty()) return; // cuda: PTX is generated; executing it is not wired up yet
   std::vector<GraphRunner> runners;
   if (!c.compiled.empty()) {
     for (auto cg : c.compiled)

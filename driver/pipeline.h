@@ -16,6 +16,7 @@ namespace fxc {
 struct JointGraph;
 struct AotGraphs;
 class CompiledGraph;
+struct PtxProgram;
 
 /// One graph the pipeline carries: the inference graph, or the forward and backward graphs of
 /// train mode. `folder` is its debug-trace folder name (model__0_forward_1.0).
@@ -46,13 +47,14 @@ struct Compilation {
   std::shared_ptr<JointGraph> joint;             ///< train mode: the joint graph (aot stage)
   std::shared_ptr<const AotGraphs> aot;          ///< train mode: the partition in use
   std::string aot_log;                           ///< partition decisions (train mode)
-  std::vector<std::shared_ptr<CompiledGraph>> compiled; ///< inductor: one per graph
+  std::vector<std::shared_ptr<CompiledGraph>> compiled; ///< inductor (cpu): one per graph
+  std::vector<std::shared_ptr<PtxProgram>> ptx;          ///< inductor (cuda): one per graph
   std::unique_ptr<Executable> executable;
 };
 
 /// Runs the stages of `c.opts.backend` (a prefix of: frontend, aot, decompose, inductor) on
 /// c.source, logging each with its wall time (-v and fxc/debug.log), writing per-graph debug
-/// artifacts, and finally sets c.executable.
+/// artifacts, and finally sets c.executable (none for --device=cuda yet: PTX only).
 void run_pipeline(Compilation& c);
 
 /// Number of stages a backend runs (eager 1 ... inductor 4).
