@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Cross-compilation for CUDA on a machine without a GPU: every fixture (both exports, inference
+# and train) compiles with --device=cuda --emit=ptx, and every kernel's PTX assembles with
+# ptxas -arch=sm_90. Usage: ptx.sh <fxc>
+set -u
+fxc=$1
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fx=$src/test/fixtures
+ptxas=${PTXAS:-}
+[ -x "$ptxas" ] || ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ ! -x "$ptxas" ]; then echo "FAIL ptxas not found (CUDA Toolkit at /usr/local/cuda)"; exit 1; fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0; kernels=0
+for g in "$fx"/*.pt2; do
+  name=$(basename "$g" .pt2)
+  for mode in inference train; do
+    [ $mode = train ] && [ ! -f "$fx/${name%.core}.grad.safetensors" ] && continue
+    d=$tmp/$name-$mode
+    if ! "$fxc" --device=cuda --emit=ptx --mode=$mode --debug-dir="$d" -o "$d.ptx" "$g" >"$tmp/out" 2>&1; then
+      echo "FAIL $name $mode: fxc"; sed 's/^/     /' "$tmp/out" | head -5; fail=1; continue
+    fi
+    n=0
+    for p in $(find "$d" -name '*.ptx' | sort); do
+      n=$((n + 1))
+      if ! "$ptxas" -arch=sm_90 "$p" -o "$tmp/k.cubin" 2>"$tmp/err"; then
+        echo "FAIL $name $mode: ptxas $(basename "$p")"; head -5 "$tmp/err"; fail=1
+      fi
+    done
+    grep -q "^\.visible \.entry" "$d.ptx" || { echo "FAIL $name $mode: --emit=ptx output has no kernel entry"; fail=1; }
+    kernels=$((kernels + n))
+    echo "ok   $name $mode: $n kernels assemble"
+  done
+done
+[ $kernels -gt 0 ] || { echo "FAIL no kernels"; fail=1; }
+echo "$kernels kernels checked with ptxas"
+exit $fail
