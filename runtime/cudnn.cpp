@@ -63,6 +63,28 @@ std::array<int64_t, 4> conv2d_output_sizes(const Conv2dProblem& p) {
   return {p.n, p.k, out_h, out_w};
 }
 
+std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMeta& w,
+                                            std::array<int64_t, 2> stride,
+                                            std::array<int64_t, 2> padding,
+                                            std::array<int64_t, 2> dilation, int64_t groups) {
+  if (x.dim() != 4 || w.dim() != 4 || x.dtype != DType::F32 || w.dtype != DType::F32)
+    bad("expected 4-D float32 input and weight, got " + format_meta(x) + " and " + format_meta(w));
+  if (groups < 1 || w.sizes[1] * groups != x.sizes[1])
+    bad("weight " + format_meta(w) + " with " + std::to_string(groups) +
+        " groups does not take the " + std::to_string(x.sizes[1]) + " channels of " +
+        format_meta(x));
+  if (!x.is_contiguous() || !w.is_contiguous()) return std::nullopt;
+  Conv2dProblem p;
+  p.n = x.sizes[0], p.c = x.sizes[1], p.h = x.sizes[2], p.w = x.sizes[3];
+  p.k = w.sizes[0], p.r = w.sizes[2], p.s = w.sizes[3];
+  p.stride_h = stride[0], p.stride_w = stride[1];
+  p.pad_h = padding[0], p.pad_w = padding[1];
+  p.dilation_h = dilation[0], p.dilation_w = dilation[1];
+  p.groups = groups;
+  conv2d_output_sizes(p); // the remaining checks
+  return p;
+}
+
 #if defined(FXC_HAVE_CUDNN_HEADERS)
 
 #define FXC_DNN_FUNCTIONS(X)                                                                       \

@@ -8,10 +8,12 @@
 #pragma once
 
 #include "frontend/dtype.h"
+#include "frontend/graph.h"
 #include "runtime/cuda_driver.h"
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace fxc::cuda {
@@ -32,6 +34,15 @@ struct Conv2dProblem {
 /// when a size is out of cuDNN's int32 range, channels do not divide by groups, or the output
 /// would be empty. Runs on the host only.
 std::array<int64_t, 4> conv2d_output_sizes(const Conv2dProblem& p);
+
+/// The problem of PyTorch's conv2d(x, w, stride, padding, dilation, groups) (each pair {h, w}),
+/// or nullopt when x or w is not contiguous NCHW (channels-last, say): the caller then makes it
+/// contiguous. Throws CudaError("conv2d: ...") when x or w is not 4-D float32 or the channels do
+/// not match the groups.
+std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMeta& w,
+                                            std::array<int64_t, 2> stride,
+                                            std::array<int64_t, 2> padding,
+                                            std::array<int64_t, 2> dilation, int64_t groups);
 
 class Cudnn {
 public:

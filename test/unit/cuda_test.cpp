@@ -563,6 +563,35 @@ TEST_CASE("cuda: nvJitLink compiles PTX to a cubin without a GPU") {
                        "nvJitLink: 'nul.ptx': PTX text contains a NUL byte", CudaError);
 }
 
+TEST_CASE("cuda: conv2d problems come from contiguous NCHW operands") {
+  TensorMeta x = meta({2, 4, 7, 9}, contiguous_strides({2, 4, 7, 9}));
+  TensorMeta w = meta({6, 2, 3, 2}, contiguous_strides({6, 2, 3, 2}));
+  std::optional<Conv2dProblem> p = conv2d_problem(x, w, {2, 1}, {1, 0}, {1, 2}, 2);
+  REQUIRE(p.has_value());
+  CHECK(p->n == 2);
+  CHECK(p->c == 4);
+  CHECK(p->k == 6);
+  CHECK(p->r == 3);
+  CHECK(p->s == 2);
+  CHECK(p->stride_h == 2);
+  CHECK(p->pad_h == 1);
+  CHECK(p->dilation_w == 2);
+  CHECK(p->groups == 2);
+  CHECK(conv2d_output_sizes(*p) == std::array<int64_t, 4>{2, 6, 4, 7});
+  TensorMeta channels_last = meta({2, 4, 7, 9}, {252, 1, 36, 4});
+  CHECK_FALSE(conv2d_problem(channels_last, w, {1, 1}, {0, 0}, {1, 1}, 2));
+  CHECK_THROWS_WITH_AS(conv2d_problem(x, w, {1, 1}, {0, 0}, {1, 1}, 1),
+                       "conv2d: weight f32[6, 2, 3, 2] with 1 groups does not take the 4 "
+                       "channels of f32[2, 4, 7, 9]",
+                       CudaError);
+  TensorMeta xb = x;
+  xb.dtype = DType::BF16;
+  CHECK_THROWS_WITH_AS(conv2d_problem(xb, w, {1, 1}, {0, 0}, {1, 1}, 2),
+                       doctest::Contains("expected 4-D float32 input and weight"), CudaError);
+  CHECK_THROWS_WITH_AS(conv2d_problem(x, w, {0, 1}, {0, 0}, {1, 1}, 2),
+                       doctest::Contains("stride = 0"), CudaError);
+}
+
 TEST_CASE("cuda gpu: a PTX vector add loads, launches and computes a + b") {
   if (!gpu_ready()) return;
   Context& ctx = Context::get();
