@@ -7,11 +7,13 @@
 #include "passes/fuse.h"
 #include "passes/lower.h"
 #include "passes/memory_plan.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/plan_executor.h"
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
 #include <cassert>
+#include <map>
 #include <mutex>
 
 namespace fxc {
@@ -20,6 +22,8 @@ struct CompiledGraph::Impl {
   std::string source;
   std::unique_ptr<KernelCompiler> compiler; // owns the JIT-compiled code
   Plan plan;
+  std::vector<std::unique_ptr<cuda::Module>> cuda_modules; // CUDA: the loaded kernels
+  std::unique_ptr<CudaPlanRunner> cuda;                    // CUDA: runs `plan` on the device
   std::unique_ptr<ThreadPool> pool;
   std::mutex run_mu; // the pool runs one plan at a time
   std::string pre, post, log, output_code;
@@ -31,6 +35,7 @@ struct CompiledGraph::Impl {
 std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& user_inputs) const {
   assert(impl && "run() on an empty CompiledGraph");
   std::lock_guard<std::mutex> lock(impl->run_mu);
+  if (impl->cuda) return impl->cuda->run(user_inputs);
   return execute_plan(impl->plan, user_inputs, *impl->pool, impl->source);
 }
 
@@ -38,6 +43,7 @@ std::vector<Tensor> CompiledGraph::run_profiled(const std::vector<Tensor>& user_
                                                 std::vector<StepProfile>* profile) const {
   assert(impl && "run_profiled() on an empty CompiledGraph");
   std::lock_guard<std::mutex> lock(impl->run_mu);
+  if (impl->cuda) return impl->cuda->run(user_inputs);
   return execute_plan(impl->plan, user_inputs, *impl->pool, impl->source, profile);
 }
 
@@ -66,9 +72,11 @@ kernel_texts(const std::vector<GeneratedKernel>& ks) {
 } // namespace
 
 std::string CompiledGraph::llvm_module(bool optimized) const {
+  if (impl->cuda) throw Error(impl->source, "a CUDA build has PTX kernels (kernels()[i].ptx), not host code");
   return link_kernels_ll(kernel_texts(impl->kernels), optimized);
 }
 std::string CompiledGraph::object_code() const {
+  if (impl->cuda) throw Error(impl->source, "a CUDA build has PTX kernels (kernels()[i].ptx), not host code");
   return emit_kernels_object(kernel_texts(impl->kernels));
 }
 int CompiledGraph::num_kernels() const {
@@ -143,12 +151,19 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
   impl->post = print_schedule(p, s);
   MemoryPlanOptions mo;
   mo.reuse = mo.inplace = opts.reuse_memory;
+  // The PTX kernels take every buffer as noalias: no output may share an input's slot.
+  if (opts.cuda) mo.inplace = false;
   MemoryPlan mp = plan_memory(p, s, mo);
   for (auto& l : p.log) impl->log += l + "\n";
   impl->log += s.log + mp.log;
   impl->peak = mp.peak_bytes;
   impl->pool = std::make_unique<ThreadPool>(opts.num_threads);
-  impl->compiler = make_x86_compiler();
+  std::map<std::string, PtxKernel> ptx;
+  if (opts.cuda) {
+    for (PtxKernel& k : generate_ptx(p, s, opts.cuda_arch, opts.libdevice)) ptx[k.name] = k;
+  } else {
+    impl->compiler = make_x86_compiler();
+  }
 
   Plan& plan = impl->plan;
   plan.slot_bytes = mp.slot_bytes;
@@ -204,8 +219,13 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
           }
       if (planted == "compile_error")
         throw Error(g.source, "injected compile error in generated kernel " + k.name, planted_node);
-      std::string ll = impl->compiler->add_kernel(p, k, args, noalias);
-      impl->kernels.push_back({k.name, ll});
+      if (opts.cuda) {
+        const PtxKernel& pk = ptx.at(k.name);
+        assert(pk.args == args && "PTX kernel arguments differ from the plan's");
+        impl->kernels.push_back({k.name, pk.ll, pk.ptx});
+      } else {
+        impl->kernels.push_back({k.name, impl->compiler->add_kernel(p, k, args, noalias), ""});
+      }
       PlanKernel pk;
       pk.name = k.name;
       for (int a : args) pk.arg_slots.push_back(mp.slot_of[a]);
@@ -246,10 +266,26 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     v.meta = o.meta;
     plan.outputs.push_back(v);
   }
-  impl->output_code = render_cpp_wrapper(plan, g.source);
-  impl->compiler->finalize();
-  for (size_t ki = 0; ki < s.kernels.size(); ++ki)
-    plan.kernels[kernel_index[ki]].fn = impl->compiler->lookup(s.kernels[ki].name);
+  if (opts.cuda) {
+    try {
+      cuda::Context& ctx = cuda::Context::get();
+      for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
+        const PtxKernel& pk = ptx.at(s.kernels[ki].name);
+        impl->cuda_modules.push_back(ctx.load_module(pk.ptx, pk.name + ".ptx"));
+        PlanKernel& k = plan.kernels[kernel_index[ki]];
+        k.cuda_function = impl->cuda_modules.back()->function(pk.name);
+        k.cuda_block = pk.block;
+      }
+    } catch (const cuda::CudaError& e) {
+      throw Error(g.source, e.what());
+    }
+    impl->cuda = std::make_unique<CudaPlanRunner>(impl->plan, g.source);
+  } else {
+    impl->output_code = render_cpp_wrapper(plan, g.source);
+    impl->compiler->finalize();
+    for (size_t ki = 0; ki < s.kernels.size(); ++ki)
+      plan.kernels[kernel_index[ki]].fn = impl->compiler->lookup(s.kernels[ki].name);
+  }
   CompiledGraph cg;
   cg.impl = impl;
   return cg;

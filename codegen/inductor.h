@@ -30,11 +30,17 @@ struct InductorOptions {
   /// Testing only: "<op>:compile_error|runtime_error|accuracy" plants that bug in the code
   /// generated for <op> (compile_inductor throws; run() throws; results are off by one).
   std::string inject_bug;
+  /// Run on the CUDA device (runtime/cuda_driver.h) instead of the host: kernels become PTX for
+  /// `cuda_arch` (math from `libdevice`), matmuls go to cuBLASLt, fallbacks run on the host.
+  bool cuda = false;
+  std::string cuda_arch = "sm_90";
+  std::string libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
 };
 
 struct GeneratedKernel {
   std::string name; ///< "fused_addmm_relu_pow_0"
   std::string ll;   ///< its LLVM IR as generated (before optimization)
+  std::string ptx;  ///< CUDA builds: the PTX that was loaded; empty on the CPU
 };
 
 class CompiledGraph {
@@ -43,14 +49,15 @@ public:
   /// do not match the graph (count, dtype, shape) or a fallback kernel fails.
   std::vector<Tensor> run(const std::vector<Tensor>& user_inputs) const;
   /// run() that also times every kernel launch and extern call (host clock, in plan order),
-  /// each with the bytes it must move (for effective GB/s).
+  /// each with the bytes it must move (for effective GB/s). CUDA builds leave `profile` empty.
   std::vector<Tensor> run_profiled(const std::vector<Tensor>& user_inputs,
                                    std::vector<StepProfile>* profile) const;
 
   const std::string& ir_pre_fusion() const;
   const std::string& ir_post_fusion() const;
   const std::string& fusion_log() const; ///< fusion decisions, fallbacks, memory plan
-  /// output_code.cpp: the host plan as a standalone C++ program (see codegen/cpp_wrapper.h).
+  /// output_code.cpp: the host plan as a standalone C++ program (see codegen/cpp_wrapper.h);
+  /// empty for CUDA builds.
   const std::string& output_code() const;
   const std::vector<GeneratedKernel>& kernels() const;
   /// Every kernel linked into one LLVM module (--emit=llvm), optimized or as generated.

@@ -33,6 +33,10 @@ struct PlanKernel {
   int64_t grain = 1; ///< rows per task
   std::string fail;  ///< testing only (--inject-bug): running the kernel throws this message
   int64_t bytes = 0; ///< bytes the kernel must move: its inputs read once, its outputs written
+  /// CUDA plans: the loaded kernel (a CUfunction), launched with one block of `cuda_block`
+  /// threads per row and parameters (a device pointer per argument, then xnumel as int64).
+  void* cuda_function = nullptr;
+  int cuda_block = 0;
 };
 
 struct PlanExtern {
@@ -86,5 +90,23 @@ BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s0, int64_t s1);
 std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& user_inputs,
                                  ThreadPool& pool, const std::string& source = {},
                                  std::vector<StepProfile>* profile = nullptr);
+
+/// Runs a plan whose kernels are CUDA functions on the process's CUDA device (runtime/
+/// cuda_driver.h): slots are device buffers, BLAS calls go to cuBLASLt, fallback calls run on the
+/// host between copies. Inputs and outputs are host tensors. The weights are uploaded once, when
+/// the runner is made. Throws fxc::Error for bad inputs and CUDA failures.
+class CudaPlanRunner {
+public:
+  explicit CudaPlanRunner(const Plan& plan, std::string source = {});
+  ~CudaPlanRunner();
+  CudaPlanRunner(const CudaPlanRunner&) = delete;
+  CudaPlanRunner& operator=(const CudaPlanRunner&) = delete;
+  std::vector<Tensor> run(const std::vector<Tensor>& user_inputs);
+
+private:
+  const Plan& plan_;
+  std::string source_;
+  std::vector<uint64_t> constants_; ///< device copy of each constant slot (0 elsewhere)
+};
 
 } // namespace fxc

@@ -6,6 +6,7 @@
 #include "frontend/safetensors.h"
 #include "passes/decompose.h"
 #include "runtime/compare.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/interpreter.h"
 #include "runtime/thread_pool.h"
 
@@ -282,4 +283,30 @@ TEST_CASE("codegen: a profiled run times every kernel and extern call with its b
   // mm reads x [64, 256] and the weight [256, 256] and writes [64, 256].
   CHECK(prof[0].bytes == (64 * 256 * 2 + 256 * 256) * 4);
   for (auto& p : prof) CHECK(p.ms >= 0);
+}
+
+TEST_CASE("codegen: on a CUDA device every fixture matches PyTorch (PTX kernels, cuBLASLt)") {
+  std::string why = cuda::Context::unavailable_reason();
+  if (!why.empty()) {
+    MESSAGE("no CUDA device, skipped: " << why);
+    return;
+  }
+  InductorOptions o;
+  o.cuda = true;
+  for (const char* m : {"mlp", "norms", "block", "convnet", "embed", "berttiny"}) {
+    CAPTURE(m);
+    Graph g = decompose(import_graph(fixture(std::string(m) + ".pt2")));
+    CompiledGraph cg = compile_inductor(g, o);
+    IO io = read_io(m);
+    auto outs = cg.run(io.inputs);
+    REQUIRE(outs.size() >= io.outputs.size());
+    for (size_t i = 0; i < io.outputs.size(); ++i) {
+      CompareOptions co;
+      co.rtol = co.atol = 1e-4;
+      CompareResult r = compare_tensors(outs[i], io.outputs[i], co);
+      INFO("output " << i << ": " << r.message);
+      CHECK(r.ok);
+    }
+    for (const GeneratedKernel& k : cg.kernels()) CHECK(!k.ptx.empty());
+  }
 }
