@@ -13,6 +13,7 @@
 #include "driver/failure_tools.h"
 #include "driver/logging.h"
 #include "driver/tensor_io.h"
+#include "runtime/cuda_driver.h"
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/inductor.h"
 #endif
@@ -72,8 +73,6 @@ void check_supported(const Options& o) {
   if (!o.plugins.empty()) unsupported("--plugin");
   if (o.allow_tf32) unsupported("--allow-tf32");
   bool cuda = o.device == DeviceKind::Cuda;
-  if (cuda && (o.run || o.bench || o.bisect || o.minify || o.check_accuracy))
-    unsupported("running on --device=cuda (PTX generation works: --emit=ptx)");
   std::string emit = effective_emit(o);
   bool code_emit = emit == "llvm" || emit == "ptx" || emit == "obj" || emit == "cpp";
   if (code_emit && o.backend != Backend::Inductor)
@@ -136,8 +135,7 @@ std::string emitted_code(const Compilation& c, const std::string& emit) {
       for (const PtxKernelInfo& k : c.ptx.at(i)->kernels)
         out += "// ===== fxc kernel " + folder + "/" + k.name + " =====\n" + k.ptx;
     } else if (emit == "llvm") {
-      for (const GeneratedKernel& k : c.compiled.at(i)->kernels())
-        out += "; ===== fxc kernel " + folder + "/" + k.name + " =====\n" + k.ll;
+      out += "; ===== fxc graph " + folder + " =====\n" + c.compiled.at(i)->llvm_module(false);
     } else if (emit == "cpp") {
       out += c.compiled.at(i)->output_code();
     } else {
@@ -228,8 +226,12 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
 
 } // namespace
 
-int run_driver(const Options& o) {
-  if (int status = configure_process_logger(o.log, std::cout, std::cerr); status >= 0) return status;
+int run_driver(const Options& given) {
+  if (int status = configure_process_logger(given.log, std::cout, std::cerr); status >= 0) return status;
+  // --device defaults to cuda when a CUDA driver and device are present, else cpu.
+  Options o = given;
+  if (o.device == DeviceKind::Auto)
+    o.device = cuda::Context::unavailable_reason().empty() ? DeviceKind::Cuda : DeviceKind::Cpu;
   check_supported(o);
   std::string debug_dir = o.debug_dir;
   if (debug_dir.empty())

@@ -195,8 +195,13 @@ void stage_inductor_cuda(Compilation& c) {
   }
 }
 
+bool needs_execution(const Options& o) {
+  return o.run || o.bench || o.check_accuracy || o.bisect || o.minify;
+}
+
 void stage_inductor(Compilation& c) {
-  if (c.opts.device == DeviceKind::Cuda) {
+  bool cuda = c.opts.device == DeviceKind::Cuda;
+  if (cuda && !needs_execution(c.opts)) { // cross-compilation: PTX only, no device needed
     stage_inductor_cuda(c);
     return;
   }
@@ -204,20 +209,27 @@ void stage_inductor(Compilation& c) {
   for (const StageGraph& sg : c.graphs) {
     InductorOptions io;
     io.inject_bug = c.opts.inject_bug;
+    io.cuda = cuda;
+    io.cuda_arch = c.opts.cuda_arch;
     auto cg = std::make_shared<CompiledGraph>(compile_inductor(sg.graph, io));
     std::string dir = "inductor/" + sg.folder + "/";
     c.trace.write(dir + "ir_pre_fusion.txt", cg->ir_pre_fusion(), "inductor", sg.folder);
     c.trace.write(dir + "ir_post_fusion.txt", cg->ir_post_fusion(), "inductor", sg.folder);
-    c.trace.write(dir + "output_code.cpp", cg->output_code(), "inductor", sg.folder);
-    for (const GeneratedKernel& k : cg->kernels())
+    if (!cuda) c.trace.write(dir + "output_code.cpp", cg->output_code(), "inductor", sg.folder);
+    for (const GeneratedKernel& k : cg->kernels()) {
       c.trace.write(dir + "kernels/" + k.name + ".ll", k.ll, "inductor", sg.folder);
+      if (cuda) c.trace.write(dir + "kernels/" + k.name + ".ptx", k.ptx, "inductor", sg.folder);
+    }
     Logger& log = process_logger();
     log.artifact(Artifact::IrPreFusion, "===== " + sg.folder + " =====\n" + cg->ir_pre_fusion());
     log.artifact(Artifact::IrPostFusion, "===== " + sg.folder + " =====\n" + cg->ir_post_fusion());
     log.artifact(Artifact::Fusion, cg->fusion_log());
     log_plan_artifacts(sg.folder, cg->ir_post_fusion());
-    log.artifact(Artifact::OutputCode, "===== " + sg.folder + "/output_code.cpp =====\n" +
-                                           cg->output_code());
+    if (!cuda)
+      log.artifact(Artifact::OutputCode, "===== " + sg.folder + "/output_code.cpp =====\n" +
+                                             cg->output_code());
+    for (const GeneratedKernel& k : cg->kernels())
+      if (cuda) log.artifact(Artifact::OutputCode, "===== kernel " + k.name + " (PTX) =====\n" + k.ptx);
     c.trace.log("inductor", sg.folder + ": " + std::to_string(cg->num_kernels()) +
                                 " generated kernels, " + std::to_string(cg->num_extern_calls()) +
                                 " extern calls, planned peak " + std::to_string(cg->peak_bytes()) +
