@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End to end: every fixture (default and core-ATen export) through every backend reproduces
 # PyTorch's outputs, and in train mode PyTorch's gradients. Usage: fixtures_e2e.sh <fxc> [backend...]
+# FXC_DEVICE=cuda runs them on the GPU (test/gpu/e2e/fixtures_cuda.sh).
 set -u
 fxc=$1; shift
 backends=("$@")
@@ -18,11 +19,11 @@ for b in "${backends[@]}"; do
   for io in "$fx"/*.io.safetensors; do
     name=$(basename "$io" .io.safetensors)
     for g in "$fx/$name.pt2" "$fx/$name.core.pt2"; do
-      run "$b inference $(basename "$g")" --backend=$b --device=cpu --run --inputs "$io" --expect "$io" "$g"
+      run "$b inference $(basename "$g")" --backend=$b --device=${FXC_DEVICE:-cpu} --run --inputs "$io" --expect "$io" "$g"
       # Gradients: PyTorch accumulates the batch sums of weight gradients in float32, so
       # elements of magnitude ~5 carry absolute errors of ~2e-5; atol 1e-4 covers that.
       if [ "$b" != eager ] && [ -f "$fx/$name.grad.safetensors" ]; then
-        run "$b train $(basename "$g")" --backend=$b --device=cpu --mode=train --run --inputs "$io" \
+        run "$b train $(basename "$g")" --backend=$b --device=${FXC_DEVICE:-cpu} --mode=train --run --inputs "$io" \
           --expect "$fx/$name.grad.safetensors" --atol 1e-4 "$g"
       fi
     done
