@@ -72,11 +72,13 @@ kernel_texts(const std::vector<GeneratedKernel>& ks) {
 } // namespace
 
 std::string CompiledGraph::llvm_module(bool optimized) const {
-  if (impl->cuda) throw Error(impl->source, "a CUDA build has PTX kernels (kernels()[i].ptx), not host code");
+  if (impl->cuda)
+    throw Error(impl->source, "a CUDA build has PTX kernels (kernels()[i].ptx), not host code");
   return link_kernels_ll(kernel_texts(impl->kernels), optimized);
 }
 std::string CompiledGraph::object_code() const {
-  if (impl->cuda) throw Error(impl->source, "a CUDA build has PTX kernels (kernels()[i].ptx), not host code");
+  if (impl->cuda)
+    throw Error(impl->source, "a CUDA build has PTX kernels (kernels()[i].ptx), not host code");
   return emit_kernels_object(kernel_texts(impl->kernels));
 }
 int CompiledGraph::num_kernels() const {

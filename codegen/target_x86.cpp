@@ -197,10 +197,11 @@ private:
     llvm::Value* p = horner({-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
                              5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
                              4.89352455891786e-03});
-    llvm::Value* q = horner({1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
-                             4.89352518554385e-03});
+    llvm::Value* q = horner(
+        {1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03});
     llvm::Value* r = b.CreateFDiv(b.CreateFMul(p, x), q);
-    llvm::Value* tiny = b.CreateFCmpOLT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a), c(0.0004));
+    llvm::Value* tiny =
+        b.CreateFCmpOLT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a), c(0.0004));
     return b.CreateSelect(tiny, a, r);
   }
   llvm::Value* libm(llvm::IRBuilderBase& b, llvm::Module& m, const char* name, llvm::Value* a) {
@@ -335,8 +336,8 @@ public:
     for (size_t i = 0; i < n; ++i) {
       std::string name = pending_[i].m->getName().str();
       if (!errors[i].empty()) throw Error("", "compiling kernel " + name + " failed: " + errors[i]);
-      auto buf = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(objs[i].data(), objs[i].size()),
-                                                      name + ".o");
+      auto buf = llvm::MemoryBuffer::getMemBufferCopy(
+          llvm::StringRef(objs[i].data(), objs[i].size()), name + ".o");
       if (llvm::Error e = jit_->addObjectFile(std::move(buf)))
         throw Error("", "JIT failed: " + to_string(std::move(e)));
     }

@@ -316,7 +316,6 @@ DType compare_dtype(Lowerer& L, int n, const std::string& x, const std::string& 
   return t;
 }
 
-
 VPtr gelu_expr(VPtr x, bool tanh_approx) {
   DType t = x->dtype;
   auto c = [&](double v) { return v_const(v, t); };

@@ -137,8 +137,12 @@ std::vector<Tensor> CudaPlanRunner::run(const std::vector<Tensor>& user_inputs) 
     for (auto& [slot, t] : plan.constant_slots) s.ptr[slot] = constants_[slot];
     for (const PlanStep& st : plan.steps) {
       switch (st.kind) {
-      case PlanStep::Kind::Alloc: s.alloc(st.index, plan.slot_bytes[st.index]); break;
-      case PlanStep::Kind::Free: s.release(st.index); break;
+      case PlanStep::Kind::Alloc:
+        s.alloc(st.index, plan.slot_bytes[st.index]);
+        break;
+      case PlanStep::Kind::Free:
+        s.release(st.index);
+        break;
       case PlanStep::Kind::Kernel: {
         const PlanKernel& k = plan.kernels[st.index];
         if (!k.fail.empty()) throw Error(source_, k.fail, k.name);
@@ -156,8 +160,10 @@ std::vector<Tensor> CudaPlanRunner::run(const std::vector<Tensor>& user_inputs) 
       }
       case PlanStep::Kind::Extern: {
         const PlanExtern& e = plan.externs[st.index];
-        if (e.kind == PlanExtern::Kind::Gemm) run_gemm(ctx, s, e, source_);
-        else run_fallback(ctx, s, plan, e, source_);
+        if (e.kind == PlanExtern::Kind::Gemm)
+          run_gemm(ctx, s, e, source_);
+        else
+          run_fallback(ctx, s, plan, e, source_);
         break;
       }
       }

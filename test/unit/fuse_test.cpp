@@ -190,8 +190,8 @@ TEST_CASE("fuse: buffers no output depends on are not computed") {
   TestGraph tg;
   ValueId x = f32_input(tg, "x", {4, 8});
   ValueId w = f32_input(tg, "w", {8, 8});
-  tg.op("aten.sum.dim_IntList", {T(x), Is({1})});     // unused reduction
-  tg.op("aten.mm.default", {T(x), T(w)});            // unused matmul
+  tg.op("aten.sum.dim_IntList", {T(x), Is({1})}); // unused reduction
+  tg.op("aten.mm.default", {T(x), T(w)});         // unused matmul
   tg.output(tg.op("aten.relu.default", {T(x)}));
   LoopProgram p = lower(tg.g);
   Schedule s = fuse(p);
@@ -240,10 +240,12 @@ TEST_CASE("fuse: reductions over an empty dim give the identity") {
   compile_and_check(tg);
 }
 
-TEST_CASE("fuse: vectorizable float math (erf, tanh, max) matches libm, infinities and NaN included") {
+TEST_CASE(
+    "fuse: vectorizable float math (erf, tanh, max) matches libm, infinities and NaN included") {
   TestGraph tg;
   std::vector<double> v = tg.random_values(509, -9, 9);
-  v.insert(v.end(), {0.0, -0.0, 1e-6, -3e-5, 1e30, -1e30, INFINITY, -INFINITY, NAN, 3.3159, -5.9465});
+  v.insert(v.end(),
+           {0.0, -0.0, 1e-6, -3e-5, 1e30, -1e30, INFINITY, -INFINITY, NAN, 3.3159, -5.9465});
   ValueId x = tg.input_values("x", DType::F32, {int64_t(v.size())}, v);
   tg.output(tg.op("aten.erf.default", {T(x)}));
   tg.output(tg.op("aten.tanh.default", {T(x)}));
