@@ -220,6 +220,22 @@ void Fuser::finish(Schedule& s) {
       s.items.push_back({false, g.extern_buffer});
       continue;
     }
+    // A pointwise-only kernel with few long rows is split into more, shorter rows (a power of
+    // two that divides its size), so rows spread over threads or blocks.
+    // Only without reads between members: those were checked against the original rows.
+    bool reads_member = false;
+    for (auto& m : g.members)
+      for (int q : reads_[m.buffer]) reads_member = reads_member || group_of_[q] == int(gi);
+    if (!g.has_reduction && !reads_member && g.x < 256 && g.x * g.r >= 65536) {
+      int64_t n = g.x * g.r, r = 2048;
+      while (r >= 16 && n % r != 0) r /= 2;
+      if (r >= 16 && r < g.r) {
+        s.log += "split group " + std::to_string(gi) + ": x < " + std::to_string(n / r) +
+                 ", r < " + std::to_string(r) + "\n";
+        g.x = n / r;
+        g.r = r;
+      }
+    }
     Kernel k;
     k.xnumel = g.x;
     k.rnumel = g.r;

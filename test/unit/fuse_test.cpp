@@ -253,3 +253,18 @@ TEST_CASE(
   tg.output(tg.op("aten.amax.default", {T(x), Is({0})}));
   compile_and_check(tg);
 }
+
+TEST_CASE("fuse: a long pointwise row is split into many shorter rows") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {2, 1 << 17});
+  ValueId b = f32_input(tg, "b", {1 << 17});
+  tg.output(tg.op("aten.relu.default", {T(tg.op("aten.add.Tensor", {T(x), T(b)}))}));
+  Schedule s = fuse(lower(tg.g));
+  REQUIRE(s.kernels.size() == 1);
+  CHECK(s.kernels[0].xnumel == 128);
+  CHECK(s.kernels[0].rnumel == 2048);
+  CHECK(s.log.find("split group 0: x < 128, r < 2048") != std::string::npos);
+  // The bias is read at (2048*x + r) mod 131072 = 2048*(x mod 64) + r: still contiguous in r.
+  CHECK(print_schedule(lower(tg.g), s).find("load(b, r + 2048*((x) % 64))") != std::string::npos);
+  compile_and_check(tg);
+}
