@@ -8,8 +8,8 @@ fxc=$1
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 out=${OUT:-$root/gpu-logs}
 fx=$root/test/fixtures
-anchor=$root/shared/anchors/torch_compare.py
-[ -f "$anchor" ] || anchor=$root/../shared/anchors/torch_compare.py
+anchor=$root/bench/anchors/torch_compare.py  # a copy of ../shared/anchors (the GPU machine has no shared/)
+
 py=/opt/torch/.venv/bin/python3; [ -x "$py" ] || py=python3
 graphs=(mlp block convnet norms embed berttiny)
 args=(); ins=()
