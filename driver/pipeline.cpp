@@ -286,12 +286,13 @@ void run_pipeline(Compilation& c) {
     c.trace.log(kStages[i].name, "done", ms);
     if (c.opts.verbose) std::fprintf(stderr, "fxc: %s: %.3f ms\n", kStages[i].name, ms);
   }
-  if (!c.ptx.empty()) return; // cuda: PTX is generated; executing it is not wired up yet
+  if (!c.ptx.empty()) return; // --device=cuda cross-compilation (--emit=ptx): nothing to run
   std::vector<GraphRunner> runners;
-  if (!c.compiled.empty()) {
-    for (auto cg : c.compiled)
-      runners.push_back([cg](const std::vector<Tensor>& in) { return cg->run(in); });
-  } else {
+#ifdef FXC_HAVE_CODEGEN
+  for (auto cg : c.compiled)
+    runners.push_back([cg](const std::vector<Tensor>& in) { return cg->run(in); });
+#endif
+  if (runners.empty()) {
     for (const StageGraph& sg : c.graphs) {
       auto g = std::make_shared<Graph>(sg.graph);
       runners.push_back([g](const std::vector<Tensor>& in) { return interpret(*g, in); });
