@@ -66,6 +66,14 @@ lvl "FXC_REPRO_LEVEL=4 minifies an accuracy failure" minified FXC_REPRO_LEVEL=4 
 lvl "FXC_REPRO_AFTER=aot minifies the post-AOT graph" minified FXC_REPRO_AFTER=aot -- --minify --mode=train --inject-bug=relu:accuracy "$fx/mlp.pt2"
 FXC_REPRO_LEVEL=9 "$fxc" --run "$fx/mlp.pt2" >/dev/null 2>&1; [ $? -eq 2 ] && ok "FXC_REPRO_LEVEL=9 is a usage error" || bad "FXC_REPRO_LEVEL=9"
 
+# --check-accuracy judges every backend against the float64 reference.
+for b in eager aot_eager aot_eager_decomp_partition inductor; do
+  "$fxc" --check-accuracy --backend=$b "$fx/convnet.pt2" >"$tmp/out" 2>&1 && grep -q "^output_0: ok (RMSE vs float64" "$tmp/out" &&
+    ok "--check-accuracy --backend=$b passes" || bad "--check-accuracy --backend=$b"
+done
+"$fxc" --check-accuracy --backend=inductor --inject-bug=relu:accuracy "$fx/convnet.pt2" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "^output_0: FAIL (RMSE vs float64" "$tmp/out" && ok "--check-accuracy catches the planted accuracy bug" || bad "--check-accuracy with a planted bug"
+
 "$fxc" --bisect "$fx/block.pt2" >"$tmp/out" 2>&1
 if [ $? -eq 0 ] && [ "$(tail -n 1 "$tmp/out")" = "all stages match eager" ]; then ok "bisect without a bug passes"; else bad "bisect without a bug"; fi
 "$fxc" --minify "$fx/mlp.pt2" >"$tmp/out" 2>&1
