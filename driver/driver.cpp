@@ -14,6 +14,9 @@
 #include "driver/logging.h"
 #include "driver/tensor_io.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/plan_executor.h"
+
+#include <algorithm>
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/inductor.h"
 #endif
@@ -145,6 +148,28 @@ std::string emitted_code(const Compilation& c, const std::string& emit) {
 #endif
   if (out.empty()) throw Error(c.opts.input, "--emit=" + emit + ": the graph compiled to no kernels");
   return out;
+}
+
+// Per-kernel times for --bench (inductor on the CPU): the median over 20 profiled runs of each
+// kernel launch and extern call, with its effective GB/s.
+void print_step_profile(const Compilation& c, const std::vector<Tensor>& inputs) {
+#ifdef FXC_HAVE_CODEGEN
+  if (c.compiled.empty() || c.opts.mode != Mode::Inference) return;
+  std::vector<std::vector<StepProfile>> runs(20);
+  for (auto& p : runs) c.compiled.front()->run_profiled(inputs, &p);
+  if (runs.front().empty()) return;
+  std::printf("  %-48s %10s %10s\n", "step", "median ms", "GB/s");
+  for (size_t i = 0; i < runs.front().size(); ++i) {
+    std::vector<double> ms;
+    for (auto& p : runs)
+      if (i < p.size()) ms.push_back(p[i].ms);
+    std::sort(ms.begin(), ms.end());
+    double med = ms[ms.size() / 2];
+    const StepProfile& s = runs.front()[i];
+    std::printf("  %-48s %10.4f %10.2f\n", ((s.kernel ? "kernel " : "extern ") + s.name).c_str(), med,
+                med > 0 ? double(s.bytes) / (med * 1e6) : 0.0);
+  }
+#endif
 }
 
 // FXC_REPRO_LEVEL with the meanings of TORCHDYNAMO_REPRO_LEVEL: 1 writes the failing graph as a
@@ -290,6 +315,7 @@ int run_driver(const Options& given) {
   if (o.bench) {
     BenchResult r = bench(*c.executable, inputs, c.source, BenchOptions{});
     std::printf("%s: %s: %s\n", o.input.c_str(), backend_name(o.backend), format_bench(r).c_str());
+    print_step_profile(c, inputs);
     trace.finish();
     return 0;
   }
