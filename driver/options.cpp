@@ -105,7 +105,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case))
       ->option_text("eager|aot_eager|aot_eager_decomp_partition|inductor");
   std::map<std::string, DeviceKind> devices{{"cpu", DeviceKind::Cpu}, {"cuda", DeviceKind::Cuda}};
-  app.add_option("--device", o->device, "Target device (default cpu: running on cuda is not wired up yet)")
+  app.add_option("--device", o->device, "Target device (default: cuda when a driver and device are present, else cpu)")
       ->transform(CLI::CheckedTransformer(devices, CLI::ignore_case))
       ->option_text("cpu|cuda");
   std::map<std::string, Mode> modes{{"inference", Mode::Inference}, {"train", Mode::Train}};
