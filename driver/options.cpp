@@ -73,8 +73,8 @@ namespace {
 
 const char* kDescription =
     "fxc compiles PyTorch graphs (torch.export .pt2 archives, .fxg / .fxg.zst graph files).\n"
-    "The default action compiles <graph> to <stem>.fxo; --run executes it, --emit writes one\n"
-    "intermediate instead.";
+    "The default action, compiling <graph> to <stem>.fxo, is not yet supported; --run compiles\n"
+    "and executes it, --emit writes one intermediate.";
 
 const char* kFooter =
     "Environment: FXC_COMPILE_DEBUG=1, FXC_LOGS=<list>, FXC_CACHE_DIR, FXC_REPRO_AFTER,\n"
@@ -137,9 +137,9 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_flag("-S", o->emit_asm, "Same as --emit=ptx for cuda, --emit=llvm for cpu");
   app.add_option("--trace", o->trace, "Chrome trace of compile passes and kernel runs")
       ->option_text("<f.json>");
-  app.add_flag("--MD,-M{D}", o->md, "Write a Make dependency file");
-  app.add_option("--MF", o->mf, "Dependency file name")->option_text("<file>");
-  app.add_option("--MT", o->mt, "Target name in the dependency file")->option_text("<target>");
+  app.add_flag("--MD", o->md, "Write a Make dependency file (also spelled -MD)");
+  app.add_option("--MF", o->mf, "Dependency file name (also -MF)")->option_text("<file>");
+  app.add_option("--MT", o->mt, "Target name in the dependency file (also -MT)")->option_text("<target>");
   app.add_option("--cache-dir", o->cache_dir, "Compile cache directory (default $XDG_CACHE_HOME/fxc)")
       ->option_text("<dir>");
   app.add_flag("--no-cache", o->no_cache, "Do not use the compile cache");
