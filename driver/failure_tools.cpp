@@ -341,14 +341,8 @@ std::vector<std::pair<Graph, std::vector<Tensor>>> graphs_after_aot(const Option
   out.emplace_back(c.graphs.at(0).graph, inputs);
   if (o.mode != Mode::Train) return out;
   std::vector<Tensor> fw = interpret(c.graphs[0].graph, inputs);
-  size_t n_user = c.aot->num_user_outputs;
-  std::vector<Tensor> bw_in(fw.begin() + long(n_user), fw.end());
-  for (size_t k : c.aot->tangent_output_index) {
-    Tensor ones = Tensor::empty(fw.at(k).dtype(), fw.at(k).sizes());
-    for (int64_t i = 0; i < ones.numel(); ++i) ones.store(i, 1.0);
-    bw_in.push_back(ones);
-  }
-  out.emplace_back(c.graphs.at(1).graph, bw_in);
+  out.emplace_back(c.graphs.at(1).graph,
+                   backward_inputs(fw, c.aot->num_user_outputs, c.aot->tangent_output_index));
   return out;
 }
 } // namespace

@@ -39,14 +39,8 @@ public:
     size_t n_user = train_ ? aot_->num_user_outputs : fw.size();
     for (size_t i = 0; i < n_user; ++i) out.emplace_back("output_" + std::to_string(i), fw[i]);
     if (!train_) return out;
-    std::vector<Tensor> bw_in(fw.begin() + long(n_user), fw.end());
-    for (size_t k : aot_->tangent_output_index) {
-      const Tensor& o = fw.at(k);
-      Tensor ones = Tensor::empty(o.dtype(), o.sizes());
-      for (int64_t i = 0; i < ones.numel(); ++i) ones.store(i, 1.0);
-      bw_in.push_back(ones);
-    }
-    std::vector<Tensor> grads = runners_.at(1)(bw_in);
+    std::vector<Tensor> grads =
+        runners_.at(1)(backward_inputs(fw, n_user, aot_->tangent_output_index));
     for (size_t i = 0; i < grads.size() && i < aot_->grad_names.size(); ++i)
       out.emplace_back(aot_->grad_names[i], grads[i]);
     return out;
@@ -260,6 +254,17 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 
 } // namespace
+
+std::vector<Tensor> backward_inputs(const std::vector<Tensor>& fw, size_t num_user_outputs,
+                                    const std::vector<size_t>& tangent_output_index) {
+  std::vector<Tensor> in(fw.begin() + long(num_user_outputs), fw.end());
+  for (size_t k : tangent_output_index) {
+    Tensor ones = Tensor::empty(fw.at(k).dtype(), fw.at(k).sizes());
+    for (int64_t i = 0; i < ones.numel(); ++i) ones.store(i, 1.0);
+    in.push_back(ones);
+  }
+  return in;
+}
 
 int stage_count(Backend b) {
   switch (b) {

@@ -57,6 +57,12 @@ struct Compilation {
 /// artifacts, and finally sets c.executable (none for --device=cuda yet: PTX only).
 void run_pipeline(Compilation& c);
 
+/// The backward graph's inputs for one training step: the saved values the forward returned
+/// after its `num_user_outputs` user outputs, then output gradients of ones (as
+/// out.sum().backward()) for the forward outputs `tangent_output_index` names.
+std::vector<Tensor> backward_inputs(const std::vector<Tensor>& forward_results, size_t num_user_outputs,
+                                    const std::vector<size_t>& tangent_output_index);
+
 /// Number of stages a backend runs (eager 1 ... inductor 4).
 int stage_count(Backend b);
 
