@@ -1,4 +1,4 @@
-// The NVPTX target: one block per row, block-wide reductions in shared memory, libdevice math,
+// The NVPTX target: one block per row, warp-shuffle block reductions, libdevice math,
 // PTX through LLVM's NVPTX back end.
 #include "codegen/llvm_codegen.h"
 #include "codegen/target.h"
@@ -38,6 +38,7 @@ namespace {
 constexpr const char* kTriple = "nvptx64-nvidia-cuda";
 constexpr const char* kLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
 constexpr int kMaxBlock = 1024;
+constexpr int kWarp = 32;
 
 /// libdevice's name for a math function.
 std::string libdevice_name(VOp op, bool f64) {
@@ -127,7 +128,9 @@ public:
     return f;
   }
 
-  /// Tree reduction of the block's partials in shared memory (block size a power of two).
+  /// Block reduction: a butterfly shuffle within each warp, one shared slot per warp, then a
+  /// butterfly over those slots; the combination order is fixed, so results are deterministic.
+  /// The block size is a power of two of at least one warp.
   llvm::Value* combine_partial(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* partial,
                                llvm::Value** index) override {
     llvm::Module& m = *b.GetInsertBlock()->getModule();
@@ -137,56 +140,57 @@ public:
     llvm::Type* st = is_bool ? b.getInt8Ty() : partial->getType();
     llvm::GlobalVariable* vals = shared_array(m, st);
     llvm::GlobalVariable* idxs = index ? shared_array(m, b.getInt64Ty()) : nullptr;
-    llvm::Value* tid =
-        b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
-    llvm::Value* ntid =
-        b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), b.getInt64Ty());
-    auto slot = [&](llvm::GlobalVariable* g, llvm::Type* t, llvm::Value* i) {
-      return b.CreateInBoundsGEP(g->getValueType(), g, {b.getInt64(0), i});
+    llvm::Value* tid = sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    llvm::Value* ntid = sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+    llvm::Value* lane = b.CreateAnd(tid, b.getInt32(kWarp - 1));
+    llvm::Value* warp = b.CreateLShr(tid, b.getInt32(5));
+    llvm::Value* nwarps = b.CreateLShr(ntid, b.getInt32(5));
+    auto slot = [&](llvm::GlobalVariable* g, llvm::Value* i) {
+      return b.CreateInBoundsGEP(g->getValueType(), g,
+                                 {b.getInt64(0), b.CreateZExt(i, b.getInt64Ty())});
     };
     auto to_mem = [&](llvm::Value* v) { return is_bool ? b.CreateZExt(v, b.getInt8Ty()) : v; };
     auto from_mem = [&](llvm::Value* v) { return is_bool ? b.CreateICmpNE(v, b.getInt8(0)) : v; };
-    b.CreateStore(to_mem(partial), slot(vals, st, tid));
-    if (idxs) b.CreateStore(*index, slot(idxs, b.getInt64Ty(), tid));
+    llvm::Value* v = partial;
+    llvm::Value* vi = index ? *index : nullptr;
+    // One butterfly step at `offset`; `use` (when given) keeps the old value where it is false.
+    auto step = [&](int offset, llvm::Value* use) {
+      llvm::Value* c = shuffle(b, v, offset);
+      llvm::Value *nv, *ni = nullptr;
+      if (vi) {
+        llvm::Value* ci = shuffle(b, vi, offset);
+        llvm::Value* take = arg_better(b, op == ReduceOp::ArgMax, c, ci, v, vi);
+        nv = b.CreateSelect(take, c, v);
+        ni = b.CreateSelect(take, ci, vi);
+      } else {
+        nv = combine(b, op, v, c);
+      }
+      v = use ? b.CreateSelect(use, nv, v) : nv;
+      if (vi) vi = use ? b.CreateSelect(use, ni, vi) : ni;
+    };
+    for (int o = kWarp / 2; o >= 1; o /= 2) step(o, nullptr);
+    // Lane 0 of each warp publishes the warp's result.
+    llvm::BasicBlock* put = llvm::BasicBlock::Create(ctx, "red.put", f);
+    llvm::BasicBlock* joined = llvm::BasicBlock::Create(ctx, "red.joined", f);
+    b.CreateCondBr(b.CreateICmpEQ(lane, b.getInt32(0)), put, joined);
+    b.SetInsertPoint(put);
+    b.CreateStore(to_mem(v), slot(vals, warp));
+    if (idxs) b.CreateStore(vi, slot(idxs, warp));
+    b.CreateBr(joined);
+    b.SetInsertPoint(joined);
     barrier(b);
-    llvm::Value* half = b.CreateLShr(ntid, 1);
-    llvm::BasicBlock* pre = b.GetInsertBlock();
-    llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx, "red.head", f);
-    llvm::BasicBlock* work = llvm::BasicBlock::Create(ctx, "red.work", f);
-    llvm::BasicBlock* sync = llvm::BasicBlock::Create(ctx, "red.sync", f);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, "red.done", f);
-    b.CreateBr(head);
-    b.SetInsertPoint(head);
-    llvm::PHINode* s = b.CreatePHI(b.getInt64Ty(), 2, "s");
-    s->addIncoming(half, pre);
-    llvm::Value* active = b.CreateICmpUGT(s, b.getInt64(0));
-    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx, "red.body", f);
-    b.CreateCondBr(active, body, done);
-    b.SetInsertPoint(body);
-    b.CreateCondBr(b.CreateICmpULT(tid, s), work, sync);
-    b.SetInsertPoint(work);
-    llvm::Value* other = b.CreateAdd(tid, s);
-    llvm::Value* a = from_mem(b.CreateLoad(st, slot(vals, st, tid)));
-    llvm::Value* c = from_mem(b.CreateLoad(st, slot(vals, st, other)));
-    if (idxs) {
-      llvm::Value* ai = b.CreateLoad(b.getInt64Ty(), slot(idxs, b.getInt64Ty(), tid));
-      llvm::Value* ci = b.CreateLoad(b.getInt64Ty(), slot(idxs, b.getInt64Ty(), other));
-      llvm::Value* take = arg_better(b, op == ReduceOp::ArgMax, c, ci, a, ai);
-      b.CreateStore(to_mem(b.CreateSelect(take, c, a)), slot(vals, st, tid));
-      b.CreateStore(b.CreateSelect(take, ci, ai), slot(idxs, b.getInt64Ty(), tid));
-    } else {
-      b.CreateStore(to_mem(combine(b, op, a, c)), slot(vals, st, tid));
-    }
-    b.CreateBr(sync);
-    b.SetInsertPoint(sync);
-    barrier(b);
-    s->addIncoming(b.CreateLShr(s, 1), sync);
-    b.CreateBr(head);
-    b.SetInsertPoint(done);
-    llvm::Value* result = from_mem(b.CreateLoad(st, slot(vals, st, b.getInt64(0))));
-    if (idxs) *index = b.CreateLoad(b.getInt64Ty(), slot(idxs, b.getInt64Ty(), b.getInt64(0)));
-    barrier(b); // the arrays are reused by the next reduction
-    return result;
+    // Every warp reduces the per-warp results (lane l holds warp l mod nwarps; nwarps is a power
+    // of two) in the same order, so every warp's lane 0 ends with the same block result.
+    llvm::Value* src = b.CreateAnd(lane, b.CreateSub(nwarps, b.getInt32(1)));
+    v = from_mem(b.CreateLoad(st, slot(vals, src)));
+    if (idxs) vi = b.CreateLoad(b.getInt64Ty(), slot(idxs, src));
+    for (int o = kWarp / 2; o >= 1; o /= 2) step(o, b.CreateICmpULT(b.getInt32(o), nwarps));
+    // Lane 0's result everywhere: lanes may differ in the sign of a zero or a NaN's payload.
+    v = shuffle(b, v, 0, true);
+    if (vi) vi = shuffle(b, vi, 0, true);
+    barrier(b); // the slots are reused by the next reduction
+    if (index) *index = vi;
+    return v;
   }
 
   llvm::Value* math(llvm::IRBuilderBase& b, llvm::Module& m, VOp op,
@@ -208,6 +212,38 @@ private:
   static llvm::Value* sreg(llvm::IRBuilderBase& b, llvm::Intrinsic::ID id) {
     return b.CreateIntrinsic(id, {}, {});
   }
+  /// `v` from lane (lane ^ offset) of the warp (from lane `offset` when `idx`), through 32-bit
+  /// shuffles.
+  static llvm::Value* shuffle(llvm::IRBuilderBase& b, llvm::Value* v, int offset,
+                              bool idx = false) {
+    llvm::Type* t = v->getType();
+    llvm::Value* mask = b.getInt32(-1);
+    llvm::Value* off = b.getInt32(offset);
+    llvm::Value* clamp = b.getInt32(kWarp - 1);
+    if (t->isFloatTy())
+      return b.CreateIntrinsic(idx ? llvm::Intrinsic::nvvm_shfl_sync_idx_f32
+                                   : llvm::Intrinsic::nvvm_shfl_sync_bfly_f32,
+                               {}, {mask, v, off, clamp});
+    auto bfly = [&](llvm::Value* x) {
+      return b.CreateIntrinsic(idx ? llvm::Intrinsic::nvvm_shfl_sync_idx_i32
+                                   : llvm::Intrinsic::nvvm_shfl_sync_bfly_i32,
+                               {}, {mask, x, off, clamp});
+    };
+    unsigned bits = t->getPrimitiveSizeInBits().getFixedValue();
+    assert((bits <= 32 || bits == 64) && "reduction values are at most 64 bits");
+    llvm::Type* it = b.getIntNTy(bits);
+    llvm::Value* x = t->isIntegerTy() ? v : b.CreateBitCast(v, it);
+    llvm::Value* r;
+    if (bits <= 32) {
+      r = bfly(b.CreateZExt(x, b.getInt32Ty()));
+      r = b.CreateTrunc(r, it);
+    } else {
+      llvm::Value* lo = bfly(b.CreateTrunc(x, b.getInt32Ty()));
+      llvm::Value* hi = bfly(b.CreateTrunc(b.CreateLShr(x, 32), b.getInt32Ty()));
+      r = b.CreateOr(b.CreateZExt(lo, it), b.CreateShl(b.CreateZExt(hi, it), 32));
+    }
+    return t->isIntegerTy() ? r : b.CreateBitCast(r, t);
+  }
   static void barrier(llvm::IRBuilderBase& b) {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
   }
@@ -218,7 +254,7 @@ private:
     t->print(os);
     os.flush();
     if (auto* g = m.getNamedGlobal(name)) return g;
-    auto* at = llvm::ArrayType::get(t, kMaxBlock);
+    auto* at = llvm::ArrayType::get(t, kMaxBlock / kWarp);
     auto* g = new llvm::GlobalVariable(m, at, false, llvm::GlobalValue::InternalLinkage,
                                        llvm::UndefValue::get(at), name, nullptr,
                                        llvm::GlobalValue::NotThreadLocal, 3);

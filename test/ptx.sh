@@ -32,5 +32,11 @@ for g in "$fx"/*.pt2; do
   done
 done
 [ $kernels -gt 0 ] || { echo "FAIL no kernels"; fail=1; }
+# Warp-shuffle block reductions in the norms kernel (FileCheck on the PTX).
+filecheck=$(command -v "${FILECHECK:-FileCheck-19}" || command -v FileCheck || true)
+if [ -z "$filecheck" ]; then echo "FAIL FileCheck not found (llvm-19-tools)"; fail=1
+elif "$filecheck" "$src/test/golden/ptx_norms.check" --input-file="$tmp/norms-inference.ptx"; then
+  echo "ok   FileCheck norms PTX: warp-shuffle reductions"
+else echo "FAIL FileCheck norms PTX: warp-shuffle reductions"; fail=1; fi
 echo "$kernels kernels checked with ptxas"
 exit $fail
