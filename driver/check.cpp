@@ -76,7 +76,11 @@ CheckReport check_accuracy(const NamedTensors& results, const std::vector<Tensor
   CheckReport rep;
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& [name, res] = results[i];
-    if (i >= base.size() || i >= fp64.size()) break;
+    if (i >= base.size() || i >= fp64.size()) {
+      // Train mode's gradients: the float64 reference is the forward graph's outputs only.
+      rep.text += name + ": not checked (the float64 reference covers the outputs only)\n";
+      continue;
+    }
     if (!is_floating(res.dtype())) {
       CompareResult r = compare_tensors(res, base[i], CompareOptions{0, 0, true, true});
       rep.ok &= r.ok;

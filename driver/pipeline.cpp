@@ -14,6 +14,7 @@
 #include "codegen/inductor.h"
 #endif
 
+#include <cassert>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -41,7 +42,8 @@ public:
     if (!train_) return out;
     std::vector<Tensor> grads =
         runners_.at(1)(backward_inputs(fw, n_user, aot_->tangent_output_index));
-    for (size_t i = 0; i < grads.size() && i < aot_->grad_names.size(); ++i)
+    assert(grads.size() == aot_->grad_names.size() && "backward returns one gradient per name");
+    for (size_t i = 0; i < grads.size(); ++i)
       out.emplace_back(aot_->grad_names[i], grads[i]);
     return out;
   }
