@@ -3,6 +3,7 @@
 
 #include "frontend/fxg.h"
 
+#include <cassert>
 #include <set>
 #include <sstream>
 
@@ -245,6 +246,8 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
     }
     case PlanStep::Kind::Extern: {
       const PlanExtern& e = plan.externs[st.index];
+      assert(e.kind != PlanExtern::Kind::Conv && e.epilogue == PlanExtern::Epilogue::None &&
+             "CPU plans have no cuDNN calls or matmul epilogues");
       s << (e.kind == PlanExtern::Kind::Gemm ? render_gemm(e) : render_fallback(e, st.index, plan));
       break;
     }

@@ -8,6 +8,7 @@
 #include "passes/lower.h"
 #include "passes/memory_plan.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/cudnn.h"
 #include "runtime/plan_executor.h"
 #include "runtime/thread_pool.h"
 
@@ -26,7 +27,7 @@ struct CompiledGraph::Impl {
   std::unique_ptr<CudaPlanRunner> cuda;                    // CUDA: runs `plan` on the device
   std::unique_ptr<ThreadPool> pool;
   std::mutex run_mu; // the pool runs one plan at a time
-  std::string pre, post, log, output_code;
+  std::string pre, post, log, output_code, hints;
   std::vector<GeneratedKernel> kernels;
   int externs = 0;
   int64_t peak = 0;
@@ -43,7 +44,12 @@ std::vector<Tensor> CompiledGraph::run_profiled(const std::vector<Tensor>& user_
                                                 std::vector<StepProfile>* profile) const {
   assert(impl && "run_profiled() on an empty CompiledGraph");
   std::lock_guard<std::mutex> lock(impl->run_mu);
-  if (impl->cuda) return impl->cuda->run(user_inputs);
+  if (impl->cuda) {
+    impl->cuda->upload(user_inputs);
+    std::vector<StepProfile> steps = impl->cuda->time_steps();
+    if (profile) profile->insert(profile->end(), steps.begin(), steps.end());
+    return impl->cuda->download();
+  }
   return execute_plan(impl->plan, user_inputs, *impl->pool, impl->source, profile);
 }
 
@@ -90,6 +96,12 @@ int CompiledGraph::num_extern_calls() const {
 int64_t CompiledGraph::peak_bytes() const {
   return impl->peak;
 }
+CudaPlanRunner* CompiledGraph::cuda_runner() const {
+  return impl->cuda.get();
+}
+const std::string& CompiledGraph::perf_hints() const {
+  return impl->hints;
+}
 
 namespace {
 
@@ -116,6 +128,10 @@ PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts,
                                 const std::string& arch, const std::string& libdevice) {
   LowerOptions lo;
   lo.inline_limit = opts.inline_limit;
+  // The plan a CUDA build of this graph runs, assuming cuDNN is found at run time.
+  lo.cuda = true;
+  lo.cudnn = opts.cudnn;
+  lo.no_cudnn_reason = "disabled";
   LoopProgram p = lower(g, lo);
   FuseOptions fo;
   fo.enable = opts.fuse;
@@ -145,7 +161,15 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     lo.inject_op = opts.inject_bug.substr(0, colon);
     lo.inject_kind = kind;
   }
+  if (opts.cuda) {
+    lo.cuda = true;
+    std::string why = opts.cudnn ? cuda::Cudnn::unavailable_reason() : "disabled";
+    lo.cudnn = why.empty();
+    lo.no_cudnn_reason = why;
+  }
   LoopProgram p = lower(g, lo);
+  for (const std::string& l : p.log)
+    if (l.rfind("im2col: ", 0) == 0) impl->hints += l + "\n";
   impl->pre = print_loop_program(p);
   FuseOptions fo;
   fo.enable = opts.fuse;
@@ -169,6 +193,7 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
 
   Plan& plan = impl->plan;
   plan.slot_bytes = mp.slot_bytes;
+  plan.allow_tf32 = opts.cuda && opts.allow_tf32;
   for (int b = 0; b < int(p.buffers.size()); ++b) {
     const Buffer& buf = p.buffers[b];
     if (buf.kind != Buffer::Kind::Input) continue;
@@ -246,8 +271,14 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     } else {
       const Buffer& b = p.buffers[item.index];
       PlanExtern e;
-      e.kind = b.call.kind == ExternCall::Kind::Gemm ? PlanExtern::Kind::Gemm
-                                                     : PlanExtern::Kind::Fallback;
+      e.kind = b.call.kind == ExternCall::Kind::Gemm   ? PlanExtern::Kind::Gemm
+               : b.call.kind == ExternCall::Kind::Conv ? PlanExtern::Kind::Conv
+                                                       : PlanExtern::Kind::Fallback;
+      e.epilogue = PlanExtern::Epilogue(int(b.call.epilogue)); // same enumerators, same order
+      e.stride = b.call.stride;
+      e.padding = b.call.padding;
+      e.dilation = b.call.dilation;
+      e.groups = b.call.groups;
       e.name = b.origins.empty() ? b.name : b.origins[0];
       for (const ExternOperand& o : b.call.operands)
         e.inputs.push_back(
@@ -281,7 +312,10 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     } catch (const cuda::CudaError& e) {
       throw Error(g.source, e.what());
     }
-    impl->cuda = std::make_unique<CudaPlanRunner>(impl->plan, g.source);
+    CudaRunnerOptions ro;
+    ro.cuda_graphs = opts.cuda_graphs;
+    impl->cuda = std::make_unique<CudaPlanRunner>(impl->plan, g.source, ro);
+    if (!impl->cuda->graph_note().empty()) impl->hints += impl->cuda->graph_note() + "\n";
   } else {
     impl->output_code = render_cpp_wrapper(plan, g.source);
     impl->compiler->finalize();

@@ -33,6 +33,14 @@ struct InductorOptions {
   /// Run on the CUDA device (runtime/cuda_driver.h) instead of the host: kernels become PTX for
   /// `cuda_arch` (math from `libdevice`), matmuls go to cuBLASLt, fallbacks run on the host.
   bool cuda = false;
+  /// CUDA: float32 matmuls and convolutions may use TF32 tensor cores (--allow-tf32); default
+  /// exact float32. Part of what a compiled graph depends on (a cache key must include it).
+  bool allow_tf32 = false;
+  /// CUDA: capture the plan into a CUDA graph on the first run and replay it (--cuda-graphs).
+  bool cuda_graphs = false;
+  /// CUDA: convolutions through cuDNN when it is found (else im2col + cuBLASLt, logged in the
+  /// fusion log and perf hints); false forces im2col + cuBLASLt.
+  bool cudnn = true;
   std::string cuda_arch = "sm_90";
   std::string libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
 };
@@ -48,8 +56,8 @@ public:
   /// Runs the compiled graph on the user inputs (graph order). Throws fxc::Error when the inputs
   /// do not match the graph (count, dtype, shape) or a fallback kernel fails.
   std::vector<Tensor> run(const std::vector<Tensor>& user_inputs) const;
-  /// run() that also times every kernel launch and extern call (host clock, in plan order),
-  /// each with the bytes it must move (for effective GB/s). CUDA builds leave `profile` empty.
+  /// run() that also times every kernel launch and extern call (host clock, in plan order; CUDA
+  /// builds: device time between CUDA events), each with the bytes it must move (for GB/s).
   std::vector<Tensor> run_profiled(const std::vector<Tensor>& user_inputs,
                                    std::vector<StepProfile>* profile) const;
 
@@ -68,6 +76,12 @@ public:
   int num_kernels() const;      ///< generated (fused) kernels
   int num_extern_calls() const; ///< BLAS and fallback calls
   int64_t peak_bytes() const;   ///< planned peak of intermediate buffers
+  /// CUDA builds: the runner (resident buffers, per-step CUDA event timing; plan_executor.h);
+  /// nullptr on the CPU.
+  CudaPlanRunner* cuda_runner() const;
+  /// Why this build is slower than it could be, one line each: convolutions without cuDNN, a
+  /// plan that --cuda-graphs cannot capture. Empty when there is nothing to say.
+  const std::string& perf_hints() const;
 
   struct Impl;
   std::shared_ptr<Impl> impl;

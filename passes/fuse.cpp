@@ -305,8 +305,7 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
   for (auto& item : s.items) {
     if (!item.is_kernel) {
       const Buffer& b = p.buffers[item.index];
-      out += "extern " + b.name + " = " + b.call.op +
-             (b.call.kind == ExternCall::Kind::Gemm ? " (blas)" : " (fallback)") + "(";
+      out += "extern " + b.name + " = " + b.call.op + extern_kind_suffix(b.call) + "(";
       for (size_t i = 0; i < b.call.operands.size(); ++i)
         out += (i ? ", " : "") + p.buffers[b.call.operands[i].buffer].name;
       out += ")\n";

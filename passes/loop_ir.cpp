@@ -680,6 +680,39 @@ int expr_size(const VPtr& e) {
   return int(seen.size());
 }
 
+const char* gemm_epilogue_name(GemmEpilogue e) {
+  switch (e) {
+  case GemmEpilogue::None:
+    return "none";
+  case GemmEpilogue::Bias:
+    return "bias";
+  case GemmEpilogue::ReluBias:
+    return "relu_bias";
+  case GemmEpilogue::GeluTanhBias:
+    return "gelu_tanh_bias";
+  }
+  return "?";
+}
+
+std::string extern_kind_suffix(const ExternCall& c) {
+  switch (c.kind) {
+  case ExternCall::Kind::Gemm:
+    return c.epilogue == GemmEpilogue::None
+               ? " (blas)"
+               : std::string(" (blas, epilogue ") + gemm_epilogue_name(c.epilogue) + ")";
+  case ExternCall::Kind::Conv: {
+    auto pair = [](const std::array<int64_t, 2>& v) {
+      return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+    };
+    return " (cudnn, stride " + pair(c.stride) + ", padding " + pair(c.padding) + ", dilation " +
+           pair(c.dilation) + ", groups " + std::to_string(c.groups) + ")";
+  }
+  case ExternCall::Kind::Fallback:
+    break;
+  }
+  return " (fallback)";
+}
+
 std::string_view reduce_op_name(ReduceOp op) {
   switch (op) {
   case ReduceOp::Sum:
@@ -812,8 +845,7 @@ std::string print_loop_program(const LoopProgram& p) {
       s += "\n";
     }
     if (buf.kind == Buffer::Kind::Extern) {
-      s += "  extern: " + buf.call.op +
-           (buf.call.kind == ExternCall::Kind::Gemm ? " (blas)" : " (fallback)") + "(";
+      s += "  extern: " + buf.call.op + extern_kind_suffix(buf.call) + "(";
       for (size_t i = 0; i < buf.call.operands.size(); ++i) {
         auto& o = buf.call.operands[i];
         s += (i ? ", " : "") + p.buffers[o.buffer].name + sizes_str(o.sizes) + "{" +

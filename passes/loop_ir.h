@@ -11,6 +11,7 @@
 
 #include "frontend/graph.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -166,11 +167,27 @@ struct ExternOperand {
 };
 
 /// A call to a library or reference kernel. Outputs are contiguous buffers.
+/// What a Gemm call applies to the product before writing it (a cuBLASLt epilogue; CUDA only).
+enum class GemmEpilogue : uint8_t { None, Bias, ReluBias, GeluTanhBias };
+/// "bias", "relu_bias", "gelu_tanh_bias" ("none" for None).
+const char* gemm_epilogue_name(GemmEpilogue e);
+struct ExternCall;
+/// How IR dumps name a call's kind: " (blas)", " (blas, epilogue relu_bias)",
+/// " (cudnn, stride [1, 1], padding [0, 0], dilation [1, 1], groups 1)", " (fallback)".
+std::string extern_kind_suffix(const ExternCall& c);
+
 struct ExternCall {
-  enum class Kind : uint8_t { Gemm, Fallback };
+  /// Gemm: BLAS. Fallback: the reference kernel. Conv: 2-D convolution (cuDNN; CUDA only).
+  enum class Kind : uint8_t { Gemm, Fallback, Conv };
   Kind kind = Kind::Fallback;
-  std::string op;                      ///< "mm", "bmm", or the fallback node's target
-  std::vector<ExternOperand> operands; ///< Gemm: A, B (batched for bmm)
+  std::string op; ///< "mm", "bmm", "addmm", "convolution", or the fallback node's target
+  /// Gemm: A, B (batched for bmm), then the bias [N] when the epilogue has one.
+  /// Conv: x, w (contiguous), then the bias [K] when there is one.
+  std::vector<ExternOperand> operands;
+  GemmEpilogue epilogue = GemmEpilogue::None; ///< Gemm only
+  /// Conv only: {h, w} each, and the group count.
+  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
   std::vector<int> outputs;            ///< buffer ids written (the first is the owning buffer)
   /// Fallback: a one-node graph whose user inputs are `operands` in order, outputs in order.
   std::shared_ptr<const Graph> graph;

@@ -60,6 +60,19 @@ public:
 
   // ---- helpers used by the lowering rules
   const Graph& g() const { return g_; }
+  const LowerOptions& options() const { return opts_; }
+  int uses(ValueId v) const { return uses_[v]; }
+  /// The one node reading `v` when `v` has exactly one use and is no graph output, else -1.
+  int sole_user(ValueId v) const {
+    if (uses_[v] != 1) return -1;
+    for (int u = 0; u < int(g_.nodes.size()); ++u)
+      for (ValueId in : g_.nodes[u].tensor_inputs())
+        if (in == v) return u;
+    return -1;
+  }
+  /// Nodes whose outputs an earlier rule already computed (an activation folded into a matmul
+  /// epilogue): run() takes the value from here instead of lowering the node.
+  std::map<int, LVal> absorbed;
   const Node& node(int n) const { return g_.nodes[n]; }
   [[noreturn]] void fail(int n, const std::string& msg) const {
     throw Error(g_.source, msg, node(n).name, node(n).target);
@@ -261,14 +274,38 @@ public:
     p_.buffers[id].call.outputs.insert(p_.buffers[id].call.outputs.begin(), id);
     return id;
   }
-  /// out = a @ b through BLAS; a [.., M, K], b [.., K, N] (same batch dims).
-  LVal gemm(int n, LVal& a, LVal& b, const std::vector<int64_t>& out_sizes) {
+  /// out = a @ b through BLAS; a [.., M, K], b [.., K, N] (same batch dims). With an epilogue,
+  /// `bias` [N] is added (then the activation applied) by the BLAS call; `also` are nodes the
+  /// call computes besides n (a folded activation).
+  LVal gemm(int n, LVal& a, LVal& b, const std::vector<int64_t>& out_sizes,
+            GemmEpilogue epilogue = GemmEpilogue::None, LVal* bias = nullptr,
+            const std::set<int>& also = {}) {
     ExternCall c;
     c.kind = ExternCall::Kind::Gemm;
-    c.op = a.sizes.size() == 3 ? "bmm" : "mm";
+    c.op = epilogue != GemmEpilogue::None ? "addmm" : a.sizes.size() == 3 ? "bmm" : "mm";
     c.operands = {operand(a), operand(b)};
+    if (epilogue != GemmEpilogue::None) {
+      assert(bias && "a gemm epilogue needs its bias");
+      c.operands.push_back(operand(*bias));
+    }
+    c.epilogue = epilogue;
     int id = extern_buffer(n, std::move(c), a.dtype, out_sizes);
-    return load_of(id, {n});
+    std::set<int> origins = {n};
+    origins.insert(also.begin(), also.end());
+    if (!also.empty()) {
+      p_.buffers[id].origins.clear();
+      p_.buffers[id].origin_ops.clear();
+      set_origins(p_.buffers[id], origins);
+    }
+    return load_of(id, origins);
+  }
+  /// An extern operand of `v` laid out contiguously from its offset (copied when it is not).
+  ExternOperand contiguous_operand(int n, LVal& v) {
+    ExternOperand o = operand(v);
+    if (o.strides == contiguous_strides(o.sizes)) return o;
+    LVal c = pointwise(n, v.dtype, v.sizes, [&](auto& idx) { return at(v, idx); }, {&v});
+    realize(c);
+    return operand(c);
   }
   void fallback(int n, const std::string& why);
   void inject_bug(int n);
@@ -1127,8 +1164,133 @@ void lower_slice_scatter(Lowerer& L, int n) {
 
 // ---- matmuls
 
-bool gemm_dtype_ok(DType t) {
+/// Dtypes the target's BLAS multiplies: the CPU's f32/f64, cuBLASLt's f32/f16/bf16.
+bool gemm_dtype_ok(const Lowerer& L, DType t) {
+  if (L.options().cuda) return t == DType::F32 || t == DType::F16 || t == DType::BF16;
   return t == DType::F32 || t == DType::F64;
+}
+
+bool is_scalar_op(const Node& nd, const char* target, double value) {
+  if (nd.target != target) return false;
+  const Arg& o = nd.arg("other");
+  if (o.kind == Arg::Kind::Tensor || o.kind == Arg::Kind::None) return false;
+  double v = o.scalar();
+  return std::abs(v - value) <= 1e-9 * std::max(1.0, std::abs(value));
+}
+
+/// add.Tensor/add.Scalar with alpha 1 (or ops without alpha).
+bool unit_alpha(const Node& nd) {
+  int ai = nd.schema ? nd.schema->index_of("alpha") : -1;
+  return ai < 0 || nd.args[ai].scalar() == 1.0;
+}
+
+/// The last node of gelu(x, approximate='tanh') as decompose() writes it, when every node of
+/// it reads only x and its own chain and nothing else reads x or the chain; else -1. The
+/// folded nodes are added to `chain`.
+///   0.5x · (tanh(√(2/π) · (x + 0.044715 · (x·x)·x)) + 1)
+int match_gelu_tanh(const Lowerer& L, ValueId x, std::set<int>& chain) {
+  const Graph& g = L.g();
+  if (L.uses(x) != 5) return -1; // 0.5·x, x·x (twice), (x·x)·x, x + ...
+  auto producer = [&](ValueId v) -> const Node* {
+    if (v < 0 || g.values[v].producer < 0 || L.uses(v) != 1) return nullptr;
+    return &g.nodes[g.values[v].producer];
+  };
+  auto tensor = [](const Node& nd, const char* name) {
+    const Arg& a = nd.arg(name);
+    return a.kind == Arg::Kind::Tensor ? a.tensor : kNoValue;
+  };
+  std::set<int> nodes;
+  auto take = [&](const Node* nd) {
+    if (nd) nodes.insert(int(nd - g.nodes.data()));
+    return nd;
+  };
+  // The chain is matched from x's 0.5·x user down to the final product.
+  int half = -1;
+  for (int u = 0; u < int(g.nodes.size()) && half < 0; ++u)
+    if (is_scalar_op(g.nodes[u], "aten.mul.Scalar", 0.5) && tensor(g.nodes[u], "self") == x)
+      half = u;
+  if (half < 0) return -1;
+  ValueId hv = g.nodes[half].outputs[0];
+  int fin = L.sole_user(hv);
+  if (fin < 0) return -1;
+  const Node& f = g.nodes[fin];
+  if (f.target != "aten.mul.Tensor") return -1;
+  ValueId t1v = tensor(f, "self") == hv ? tensor(f, "other") : tensor(f, "self");
+  const Node* t1 = take(producer(t1v));
+  if (!t1 || !is_scalar_op(*t1, "aten.add.Scalar", 1.0) || !unit_alpha(*t1)) return -1;
+  const Node* th = take(producer(tensor(*t1, "self")));
+  if (!th || th->target != "aten.tanh.default") return -1;
+  const Node* inner = take(producer(tensor(*th, "self")));
+  if (!inner || !is_scalar_op(*inner, "aten.mul.Scalar", std::sqrt(2.0 / M_PI))) return -1;
+  const Node* sum = take(producer(tensor(*inner, "self")));
+  if (!sum || sum->target != "aten.add.Tensor" || !unit_alpha(*sum)) return -1;
+  ValueId sa = tensor(*sum, "self"), sb = tensor(*sum, "other");
+  if (sb == x) std::swap(sa, sb);
+  if (sa != x) return -1;
+  const Node* scaled = take(producer(sb));
+  if (!scaled || !is_scalar_op(*scaled, "aten.mul.Scalar", 0.044715)) return -1;
+  const Node* cube = take(producer(tensor(*scaled, "self")));
+  if (!cube || cube->target != "aten.mul.Tensor") return -1;
+  ValueId ca = tensor(*cube, "self"), cb = tensor(*cube, "other");
+  if (cb != x) std::swap(ca, cb);
+  if (cb != x) return -1;
+  const Node* sq = take(producer(ca));
+  if (!sq || sq->target != "aten.mul.Tensor" || tensor(*sq, "self") != x ||
+      tensor(*sq, "other") != x)
+    return -1;
+  nodes.insert(half);
+  nodes.insert(fin);
+  for (int nd : nodes)
+    if (g.nodes[nd].outputs.size() != 1) return -1;
+  chain.insert(nodes.begin(), nodes.end());
+  return fin;
+}
+
+/// addmm on CUDA as one cuBLASLt call with its bias (and a folded relu/gelu) as the epilogue.
+/// False when the call cannot take it: scaled operands, a bias other than one row of N values,
+/// or a planted bug in one of the nodes (--inject-bug needs them in kernels).
+bool lower_addmm_epilogue(Lowerer& L, int n, LVal& bias, LVal& a, LVal& b) {
+  const Node& nd = L.node(n);
+  const TensorMeta& m = L.out_meta(n);
+  if (nd.arg("beta").scalar() != 1.0 || nd.arg("alpha").scalar() != 1.0) return false;
+  if (bias.sizes.size() != 1 || bias.sizes[0] != m.sizes[1] || bias.dtype != a.dtype ||
+      m.dtype != a.dtype)
+    return false;
+  const std::string& inject = L.options().inject_op;
+  if (!inject.empty() && op_base_name(nd.target) == inject) return false;
+  GemmEpilogue epi = GemmEpilogue::Bias;
+  std::set<int> folded;
+  int last = n;
+  int user = L.sole_user(nd.outputs[0]);
+  if (user >= 0 && L.node(user).target == "aten.relu.default") {
+    epi = GemmEpilogue::ReluBias;
+    folded = {user};
+    last = user;
+  } else if (int fin = match_gelu_tanh(L, nd.outputs[0], folded); fin >= 0) {
+    epi = GemmEpilogue::GeluTanhBias;
+    last = fin;
+  } else {
+    folded.clear();
+  }
+  for (int f : folded)
+    if (!inject.empty() && op_base_name(L.node(f).target) == inject) {
+      epi = GemmEpilogue::Bias;
+      folded.clear();
+      last = n;
+      break;
+    }
+  if (!folded.empty() && L.out_meta(last).dtype != m.dtype) {
+    epi = GemmEpilogue::Bias;
+    folded.clear();
+    last = n;
+  }
+  LVal prod = L.gemm(n, a, b, m.sizes, epi, &bias, folded);
+  for (int f : folded) L.absorbed[f] = prod;
+  L.set_output(n, 0, prod); // read only through the folded nodes when there are any
+  if (!folded.empty())
+    L.p_.log.push_back("epilogue: " + L.node(last).name + " = " + gemm_epilogue_name(epi) +
+                       " of " + nd.name + " (cuBLASLt)");
+  return true;
 }
 
 void lower_mm(Lowerer& L, int n) {
@@ -1136,7 +1298,7 @@ void lower_mm(Lowerer& L, int n) {
   LVal& b = L.input(n, "mat2");
   const TensorMeta& m = L.out_meta(n);
   if (a.sizes.size() != b.sizes.size() || (a.sizes.size() != 2 && a.sizes.size() != 3) ||
-      !gemm_dtype_ok(a.dtype) || a.dtype != b.dtype) {
+      !gemm_dtype_ok(L, a.dtype) || a.dtype != b.dtype) {
     L.fallback(n, "matmul operands not supported by BLAS");
     return;
   }
@@ -1148,10 +1310,12 @@ void lower_addmm(Lowerer& L, int n) {
   LVal& a = L.input(n, "mat1");
   LVal& b = L.input(n, "mat2");
   const TensorMeta& m = L.out_meta(n);
-  if (a.sizes.size() != 2 || b.sizes.size() != 2 || !gemm_dtype_ok(a.dtype) || a.dtype != b.dtype) {
+  if (a.sizes.size() != 2 || b.sizes.size() != 2 || !gemm_dtype_ok(L, a.dtype) ||
+      a.dtype != b.dtype) {
     L.fallback(n, "addmm operands not supported by BLAS");
     return;
   }
+  if (L.options().cuda && lower_addmm_epilogue(L, n, bias, a, b)) return;
   double beta = L.node(n).arg("beta").scalar(), alpha = L.node(n).arg("alpha").scalar();
   LVal prod = L.gemm(n, a, b, m.sizes);
   DType t = m.dtype;
@@ -1174,7 +1338,8 @@ void lower_linear(Lowerer& L, int n) {
   LVal& w = L.input(n, "weight");
   const LVal* bias = L.opt_input(n, "bias");
   const TensorMeta& m = L.out_meta(n);
-  if (x.sizes.empty() || w.sizes.size() != 2 || !gemm_dtype_ok(x.dtype) || x.dtype != w.dtype) {
+  if (x.sizes.empty() || w.sizes.size() != 2 || !gemm_dtype_ok(L, x.dtype) ||
+      x.dtype != w.dtype) {
     L.fallback(n, "linear operands not supported by BLAS");
     return;
   }
@@ -1209,10 +1374,36 @@ void lower_convolution(Lowerer& L, int n) {
   };
   auto st = two(nd.arg("stride").ints), pd = two(nd.arg("padding").ints),
        dl = two(nd.arg("dilation").ints);
-  if (transposed || nd.arg("groups").i != 1 || x.sizes.size() != 4 || w.sizes.size() != 4 ||
-      m.sizes.size() != 4 || st.size() != 2 || pd.size() != 2 || dl.size() != 2 ||
-      !gemm_dtype_ok(x.dtype) || x.dtype != w.dtype || w.sizes[1] != x.sizes[1]) {
-    L.fallback(n, "convolution other than 2-D, ungrouped, f32/f64");
+  int64_t groups = nd.arg("groups").i;
+  bool conv2d = !transposed && x.sizes.size() == 4 && w.sizes.size() == 4 &&
+                m.sizes.size() == 4 && st.size() == 2 && pd.size() == 2 && dl.size() == 2 &&
+                x.dtype == w.dtype && groups >= 1 && w.sizes[1] * groups == x.sizes[1] &&
+                w.sizes[0] % groups == 0;
+  const LowerOptions& lo = L.options();
+  if (lo.cuda && conv2d && x.dtype == DType::F32 && (!bias || bias->dtype == DType::F32)) {
+    if (lo.cudnn) {
+      ExternCall c;
+      c.kind = ExternCall::Kind::Conv;
+      c.op = "convolution";
+      c.operands = {L.contiguous_operand(n, x), L.contiguous_operand(n, w)};
+      if (bias) {
+        LVal bv = *bias;
+        c.operands.push_back(L.contiguous_operand(n, bv));
+      }
+      c.stride = {st[0], st[1]};
+      c.padding = {pd[0], pd[1]};
+      c.dilation = {dl[0], dl[1]};
+      c.groups = groups;
+      int id = L.extern_buffer(n, std::move(c), m.dtype, m.sizes);
+      L.set_output(n, 0, L.load_of(id, {n}));
+      return;
+    }
+    L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target +
+                       "): cuDNN not used: " + lo.no_cudnn_reason +
+                       "; im2col + cuBLASLt instead");
+  }
+  if (!conv2d || groups != 1 || !gemm_dtype_ok(L, x.dtype)) {
+    L.fallback(n, "convolution other than 2-D and ungrouped, or of a dtype BLAS lacks");
     return;
   }
   int64_t N = x.sizes[0], C = x.sizes[1], H = x.sizes[2], W = x.sizes[3];
@@ -1484,7 +1675,9 @@ LoopProgram Lowerer::run() {
     if (!nd.schema) throw Error(g_.source, "op has no schema", nd.name, nd.target);
     if (nd.outputs.empty()) continue;
     LowerFn fn = find_rule(nd.target);
-    if (fn)
+    if (auto ab = absorbed.find(n); ab != absorbed.end())
+      vals_[nd.outputs[0]] = ab->second;
+    else if (fn)
       fn(*this, n);
     else
       fallback(n, "no lowering");

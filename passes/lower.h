@@ -15,6 +15,12 @@ struct LowerOptions {
   /// "accuracy" adds 1 to the op's results here; "compile_error" and "runtime_error" are
   /// recorded in LoopProgram::injected for code generation and the plan to act on.
   std::string inject_kind;
+  /// Lower for the CUDA plan: matmuls take f32/f16/bf16 (cuBLASLt), addmm's bias and a following
+  /// relu (or tanh-approximated gelu) become the matmul's epilogue, and f32 2-D convolutions
+  /// become cuDNN calls when `cudnn` is set (else im2col + BLAS, logged with `no_cudnn_reason`).
+  bool cuda = false;
+  bool cudnn = false;
+  std::string no_cudnn_reason;
 };
 
 /// Lowers every node of `g` to buffers of the loop IR.

@@ -284,6 +284,7 @@ CublasLt::~CublasLt() {
     ctx_.mem_free(workspace_);
   } catch (const CudaError&) {
   }
+  prepared_.clear();
   api_->cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
 }
 
@@ -296,40 +297,41 @@ void CublasLt::check(int status, const char* call) const {
                   (text ? std::string(" (") + text + ")" : ""));
 }
 
-void CublasLt::matmul(const MatmulProblem& problem, DevicePtr a, DevicePtr b, DevicePtr bias,
-                      DevicePtr d) {
-  MatmulProblem p = normalize(problem);
-  bool wants_bias = p.epilogue != Epilogue::None;
-  if (wants_bias && bias == 0) bad("the epilogue needs a bias");
-  if (!wants_bias && bias != 0) bad("a bias was given without a bias epilogue");
-  if (a == 0 || b == 0 || d == 0) bad("null operand");
-  ctx_.make_current();
+struct CublasLt::Prepared {
+  const Api& L;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, dl = nullptr;
+  cublasLtMatmulAlgo_t algo = {};
+  explicit Prepared(const Api& api) : L(api) {}
+  Prepared(const Prepared&) = delete;
+  Prepared& operator=(const Prepared&) = delete;
+  ~Prepared() {
+    if (dl) L.cublasLtMatrixLayoutDestroy(dl);
+    if (second) L.cublasLtMatrixLayoutDestroy(second);
+    if (first) L.cublasLtMatrixLayoutDestroy(first);
+    if (op) L.cublasLtMatmulDescDestroy(op);
+  }
+};
+
+size_t CublasLt::prepared_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prepared_.size();
+}
+
+CublasLt::Prepared& CublasLt::prepare(const MatmulProblem& p, const std::array<int64_t, 20>& key,
+                                      DevicePtr bias) {
+  auto it = prepared_.find(key);
+  if (it != prepared_.end()) return *it->second;
   const Api& L = *api_;
+  // Descriptors are released however this function leaves (`pp` owns them until it is kept).
+  auto pp = std::make_unique<Prepared>(L);
+  Prepared& r = *pp;
   ColumnMajorGemm g = column_major(p);
   cudaDataType_t dt = data_type(p.dtype);
   cublasComputeType_t compute = p.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-
-  // Descriptors are released however this function leaves.
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t first = nullptr, second = nullptr, dl = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  struct Release {
-    const Api& L;
-    cublasLtMatmulDesc_t& op;
-    cublasLtMatrixLayout_t &first, &second, &dl;
-    cublasLtMatmulPreference_t& pref;
-    ~Release() {
-      if (pref) L.cublasLtMatmulPreferenceDestroy(pref);
-      if (dl) L.cublasLtMatrixLayoutDestroy(dl);
-      if (second) L.cublasLtMatrixLayoutDestroy(second);
-      if (first) L.cublasLtMatrixLayoutDestroy(first);
-      if (op) L.cublasLtMatmulDescDestroy(op);
-    }
-  } release{L, op, first, second, dl, pref};
-
-  check(L.cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  check(L.cublasLtMatmulDescCreate(&r.op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   auto set_desc = [&](cublasLtMatmulDescAttributes_t attr, const void* v, size_t size) {
-    check(L.cublasLtMatmulDescSetAttribute(op, attr, v, size), "cublasLtMatmulDescSetAttribute");
+    check(L.cublasLtMatmulDescSetAttribute(r.op, attr, v, size), "cublasLtMatmulDescSetAttribute");
   };
   cublasOperation_t ta = g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -337,7 +339,8 @@ void CublasLt::matmul(const MatmulProblem& problem, DevicePtr a, DevicePtr b, De
   set_desc(CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
   cublasLtEpilogue_t epi = epilogue_of(p.epilogue);
   set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
-  if (wants_bias) {
+  if (p.epilogue != Epilogue::None) {
+    // Each call sets its own bias pointer; the heuristic sees this first one.
     const void* bias_ptr = reinterpret_cast<const void*>(uintptr_t(bias));
     set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof(bias_ptr));
   }
@@ -355,18 +358,28 @@ void CublasLt::matmul(const MatmulProblem& problem, DevicePtr a, DevicePtr b, De
                                              &stride, sizeof(stride)),
           "cublasLtMatrixLayoutSetAttribute(batch stride)");
   };
-  layout(first, g.first_rows, g.first_cols, g.ld_first, p.stride_b);
-  layout(second, g.second_rows, g.second_cols, g.ld_second, p.stride_a);
-  layout(dl, g.d_rows, g.d_cols, g.ld_d, p.stride_d);
+  layout(r.first, g.first_rows, g.first_cols, g.ld_first, p.stride_b);
+  layout(r.second, g.second_rows, g.second_cols, g.ld_second, p.stride_a);
+  layout(r.dl, g.d_rows, g.d_cols, g.ld_d, p.stride_d);
 
+  cublasLtMatmulPreference_t pref = nullptr;
   check(L.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  struct ReleasePref {
+    const Api& L;
+    cublasLtMatmulPreference_t& pref;
+    ~ReleasePref() {
+      if (pref) L.cublasLtMatmulPreferenceDestroy(pref);
+    }
+  } release_pref{L, pref};
   auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* v, size_t size) {
     check(L.cublasLtMatmulPreferenceSetAttribute(pref, attr, v, size),
           "cublasLtMatmulPreferenceSetAttribute");
   };
   uint64_t ws = kWorkspaceBytes;
   set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-  uint32_t align_first = alignment_of(b), align_second = alignment_of(a), align_d = alignment_of(d);
+  // The key's last entries: the alignments of B, A, D and the bias (cuBLASLt's A, B, C/D).
+  uint32_t align_first = uint32_t(key[16]), align_second = uint32_t(key[17]),
+           align_d = uint32_t(key[18]);
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_first, sizeof(align_first));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_second, sizeof(align_second));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d));
@@ -374,17 +387,44 @@ void CublasLt::matmul(const MatmulProblem& problem, DevicePtr a, DevicePtr b, De
 
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
-  check(L.cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), op, first, second,
-                                         dl, dl, pref, 1, &result, &found),
+  check(L.cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), r.op, r.first,
+                                         r.second, r.dl, r.dl, pref, 1, &result, &found),
         "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0)
     bad("cuBLASLt has no algorithm for m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
         " k=" + std::to_string(p.k) + " batch=" + std::to_string(p.batch) + " " +
         std::string(dtype_name(p.dtype)));
+  r.algo = result.algo;
+  return *prepared_.emplace(key, std::move(pp)).first->second;
+}
 
+void CublasLt::matmul(const MatmulProblem& problem, DevicePtr a, DevicePtr b, DevicePtr bias,
+                      DevicePtr d) {
+  MatmulProblem p = normalize(problem);
+  bool wants_bias = p.epilogue != Epilogue::None;
+  if (wants_bias && bias == 0) bad("the epilogue needs a bias");
+  if (!wants_bias && bias != 0) bad("a bias was given without a bias epilogue");
+  if (a == 0 || b == 0 || d == 0) bad("null operand");
+  ctx_.make_current();
+  const Api& L = *api_;
+  std::array<int64_t, 20> key = {int64_t(p.dtype),   p.m,           p.n,
+                                 p.k,                p.trans_a,     p.trans_b,
+                                 p.lda,              p.ldb,         p.ldd,
+                                 p.batch,            p.stride_a,    p.stride_b,
+                                 p.stride_d,         int64_t(p.epilogue), p.allow_tf32,
+                                 wants_bias,         alignment_of(b), alignment_of(a),
+                                 alignment_of(d),    wants_bias ? alignment_of(bias) : 0};
+  std::lock_guard<std::mutex> lock(mu_);
+  Prepared& r = prepare(p, key, bias);
+  if (wants_bias) {
+    const void* bias_ptr = reinterpret_cast<const void*>(uintptr_t(bias));
+    check(L.cublasLtMatmulDescSetAttribute(r.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
+                                           sizeof(bias_ptr)),
+          "cublasLtMatmulDescSetAttribute(bias)");
+  }
   auto ptr = [](DevicePtr x) { return reinterpret_cast<void*>(uintptr_t(x)); };
-  check(L.cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), op, &p.alpha, ptr(b), first,
-                         ptr(a), second, &p.beta, ptr(d), dl, ptr(d), dl, &result.algo,
+  check(L.cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), r.op, &p.alpha, ptr(b), r.first,
+                         ptr(a), r.second, &p.beta, ptr(d), r.dl, ptr(d), r.dl, &r.algo,
                          ptr(workspace_), kWorkspaceBytes,
                          static_cast<cudaStream_t>(ctx_.stream())),
         "cublasLtMatmul");
@@ -406,7 +446,11 @@ std::string CublasLt::unavailable_reason() {
   }
   return "";
 }
+struct CublasLt::Prepared {};
 CublasLt::~CublasLt() = default;
+size_t CublasLt::prepared_count() const {
+  return 0;
+}
 void CublasLt::matmul(const MatmulProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr) {
   normalize(p);
   throw CudaError("cuBLASLt not available: fxc was built without cublasLt.h");

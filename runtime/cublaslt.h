@@ -14,7 +14,11 @@
 #include "frontend/graph.h"
 #include "runtime/cuda_driver.h"
 
+#include <array>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -90,12 +94,20 @@ public:
   static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
   struct Api; ///< the resolved entry points (defined in cublaslt.cpp)
+  /// A problem's descriptors and the heuristic's algorithm, made on its first matmul() and
+  /// reused by later calls with the same problem and operand alignments.
+  struct Prepared;
+  /// Problems prepared so far (descriptors kept for reuse).
+  size_t prepared_count() const;
 
 private:
   CublasLt(Context& ctx, std::unique_ptr<Api> api);
   void check(int status, const char* call) const;
+  Prepared& prepare(const MatmulProblem& p, const std::array<int64_t, 20>& key, DevicePtr bias);
   Context& ctx_;
   std::unique_ptr<Api> api_;
+  mutable std::mutex mu_;
+  std::map<std::array<int64_t, 20>, std::unique_ptr<Prepared>> prepared_;
   void* handle_ = nullptr;
   DevicePtr workspace_ = 0;
   size_t version_ = 0;

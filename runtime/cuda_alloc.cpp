@@ -97,6 +97,13 @@ void CachingAllocator::empty_cache_locked() {
   }
 }
 
+CachingAllocator& device_allocator() {
+  // The context is made first, so it outlives the allocator at exit.
+  static DriverMemory memory(Context::get());
+  static CachingAllocator allocator(memory);
+  return allocator;
+}
+
 AllocatorStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;

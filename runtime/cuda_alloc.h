@@ -88,4 +88,9 @@ private:
   AllocatorStats stats_;
 };
 
+/// The process's allocator over Context::get()'s device memory: compiled plans take their
+/// arenas and resident weights from it, so a freed arena is handed to the next plan of its size
+/// without cuMemFree/cuMemAlloc. Throws CudaError when there is no CUDA device.
+CachingAllocator& device_allocator();
+
 } // namespace fxc::cuda

@@ -66,7 +66,13 @@ namespace {
   X(cuEventDestroy)                                                                                \
   X(cuEventRecord)                                                                                 \
   X(cuEventSynchronize)                                                                            \
-  X(cuEventElapsedTime)
+  X(cuEventElapsedTime)                                                                            \
+  X(cuStreamBeginCapture)                                                                          \
+  X(cuStreamEndCapture)                                                                            \
+  X(cuGraphInstantiate)                                                                            \
+  X(cuGraphLaunch)                                                                                 \
+  X(cuGraphDestroy)                                                                                \
+  X(cuGraphExecDestroy)
 
 constexpr const char* kNoCuda = "no CUDA driver/device: ";
 
@@ -324,6 +330,35 @@ std::unique_ptr<Event> Context::create_event() {
   return std::unique_ptr<Event>(new Event(*this, e));
 }
 
+void Context::begin_capture() {
+  make_current();
+  check(api_->cuStreamBeginCapture(static_cast<CUstream>(stream_),
+                                   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        "cuStreamBeginCapture");
+}
+
+void* Context::end_capture() {
+  CUgraph g = nullptr;
+  check(api_->cuStreamEndCapture(static_cast<CUstream>(stream_), &g), "cuStreamEndCapture");
+  return g;
+}
+
+void* Context::instantiate_graph(void* graph) {
+  CUgraphExec e = nullptr;
+  check(api_->cuGraphInstantiate(&e, static_cast<CUgraph>(graph), 0), "cuGraphInstantiate");
+  return e;
+}
+
+void Context::launch_graph(void* exec) {
+  check(api_->cuGraphLaunch(static_cast<CUgraphExec>(exec), static_cast<CUstream>(stream_)),
+        "cuGraphLaunch");
+}
+
+void Context::destroy_graph(void* graph, void* exec) {
+  if (exec) api_->cuGraphExecDestroy(static_cast<CUgraphExec>(exec));
+  if (graph) api_->cuGraphDestroy(static_cast<CUgraph>(graph));
+}
+
 Module::~Module() {
   ctx_.api_->cuCtxSetCurrent(static_cast<CUcontext>(ctx_.context_));
   ctx_.api_->cuModuleUnload(static_cast<CUmodule>(handle_));
@@ -410,6 +445,19 @@ void Context::launch(void*, Dim3, Dim3, unsigned, void**, const std::string&) {
 std::unique_ptr<Event> Context::create_event() {
   throw CudaError(kNoHeaders);
 }
+void Context::begin_capture() {
+  throw CudaError(kNoHeaders);
+}
+void* Context::end_capture() {
+  throw CudaError(kNoHeaders);
+}
+void* Context::instantiate_graph(void*) {
+  throw CudaError(kNoHeaders);
+}
+void Context::launch_graph(void*) {
+  throw CudaError(kNoHeaders);
+}
+void Context::destroy_graph(void*, void*) {}
 void Context::check(int result, const char* call) const {
   if (result != 0) throw CudaError(std::string(call) + " failed: " + error_text(result));
 }

@@ -150,6 +150,16 @@ public:
   }
   std::unique_ptr<Event> create_event();
 
+  /// CUDA graphs: begin_capture() starts recording the work queued on the stream (thread-local
+  /// capture mode) instead of running it; end_capture() stops and returns the graph (a CUgraph).
+  /// instantiate_graph() makes it launchable (a CUgraphExec); launch_graph() queues one replay
+  /// on the stream. destroy_graph() releases either or both (null is ignored; never throws).
+  void begin_capture();
+  void* end_capture();
+  void* instantiate_graph(void* graph);
+  void launch_graph(void* exec);
+  void destroy_graph(void* graph, void* exec);
+
   /// Throws CudaError("<call> failed: <NAME> (<text>)") when `result` is not CUDA_SUCCESS.
   void check(int result, const char* call) const;
   /// The driver's name and text for a CUresult, e.g. "CUDA_ERROR_INVALID_VALUE (invalid argument)".

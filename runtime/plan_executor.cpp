@@ -207,6 +207,8 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
     case PlanStep::Kind::Extern: {
       const PlanExtern& e = plan.externs[s.index];
       auto t0 = std::chrono::steady_clock::now();
+      if (e.kind == PlanExtern::Kind::Conv || e.epilogue != PlanExtern::Epilogue::None)
+        throw Error(source, "cuDNN convolutions and matmul epilogues need the CUDA plan", e.name);
       if (e.kind == PlanExtern::Kind::Gemm)
         run_gemm(e, slots, source);
       else

@@ -9,6 +9,7 @@
 #include "runtime/tensor.h"
 #include "runtime/thread_pool.h"
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ namespace fxc {
 /// A compiled kernel: computes rows [xbegin, xend) of its iteration space. args[i] is the base
 /// pointer of the i-th buffer argument.
 using KernelFn = void (*)(void* const* args, int64_t xbegin, int64_t xend);
+
+// Every field of PlanView, PlanKernel, PlanExtern, PlanStep and Plan is serialized in
+// runtime/artifact.cpp (.fxo artifacts): a new field needs a line in its write_* and read_*
+// functions there (a static_assert on each struct's size fails until it has one).
 
 /// A strided view of a slot's storage.
 struct PlanView {
@@ -40,14 +45,34 @@ struct PlanKernel {
 };
 
 struct PlanExtern {
-  enum class Kind : uint8_t { Gemm, Fallback };
+  /// Gemm: a BLAS product. Fallback: the reference kernel of one node. Conv: a 2-D convolution
+  /// through cuDNN (CUDA plans only; the CPU executor refuses it).
+  enum class Kind : uint8_t { Gemm, Fallback, Conv };
+  /// Gemm: what the product gets before it is written, as one cuBLASLt epilogue (CUDA plans
+  /// only; CPU plans always have None). The bias is one value per output column.
+  enum class Epilogue : uint8_t {
+    None,         ///< D = A·B
+    Bias,         ///< D = A·B + bias
+    ReluBias,     ///< D = relu(A·B + bias)
+    GeluTanhBias, ///< D = gelu(A·B + bias, approximate='tanh') (CUBLASLT_EPILOGUE_GELU_BIAS)
+  };
   Kind kind = Kind::Fallback;
   std::string name;
-  std::vector<PlanView> inputs;       ///< Gemm: A [(B,) M, K], B [(B,) K, N]
+  /// Gemm: A [(B,) M, K], B [(B,) K, N], then the bias [N] (unit stride) when the epilogue has
+  /// one. Conv: x [N, C, H, W], w [K, C / groups, R, S], then the bias [K] when there is one,
+  /// all contiguous.
+  std::vector<PlanView> inputs;
   std::vector<PlanView> outputs;      ///< contiguous
   std::shared_ptr<const Graph> graph; ///< Fallback: one node; inputs are its user inputs
   int64_t bytes = 0;                  ///< operand and result bytes
+  Epilogue epilogue = Epilogue::None; ///< Gemm only
+  /// Conv only: PyTorch's conv2d arguments, {h, w} each, and the group count.
+  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
 };
+
+/// "none", "bias", "relu_bias", "gelu_tanh_bias".
+const char* epilogue_name(PlanExtern::Epilogue e);
 
 /// The time one kernel or extern call took in a profiled run.
 struct StepProfile {
@@ -72,7 +97,19 @@ struct Plan {
   std::vector<PlanExtern> externs;
   std::vector<PlanStep> steps;
   std::vector<PlanView> outputs;
+  /// float32 BLAS and convolutions may round their inputs to TF32 (--allow-tf32; CUDA only).
+  bool allow_tf32 = false;
 };
+
+/// Where each storage slot of a CUDA plan lives in its one device arena: slots whose lifetimes
+/// (first Alloc to last Free in plan.steps; inputs and outputs for the whole run) do not overlap
+/// may share bytes. Constant slots are not in the arena (offset -1). Offsets are multiples of
+/// 256 bytes (cuBLASLt and cuDNN like aligned operands). Deterministic; runs on the host only.
+struct ArenaLayout {
+  std::vector<int64_t> offset; ///< per slot, bytes from the arena's base; -1: not in the arena
+  int64_t bytes = 0;           ///< the arena's size (the planned peak, rounded per slot)
+};
+ArenaLayout plan_arena(const Plan& plan);
 
 /// How a BLAS gemm reads a rows x cols matrix with element strides (s0, s1) in place: row-major
 /// (trans = false) or transposed, with leading dimension ld; ok = false when it must be copied.
@@ -91,22 +128,74 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
                                  ThreadPool& pool, const std::string& source = {},
                                  std::vector<StepProfile>* profile = nullptr);
 
+struct CudaRunnerOptions {
+  /// Capture the plan's launches into a CUDA graph after the first run and replay it from then
+  /// on (--cuda-graphs). Only when every step can be captured: a plan with host fallback calls
+  /// runs step by step, and graph_note() says why.
+  bool cuda_graphs = false;
+};
+
 /// Runs a plan whose kernels are CUDA functions on the process's CUDA device (runtime/
-/// cuda_driver.h): slots are device buffers, BLAS calls go to cuBLASLt, fallback calls run on the
-/// host between copies. Inputs and outputs are host tensors. The weights are uploaded once, when
-/// the runner is made. Throws fxc::Error for bad inputs and CUDA failures.
+/// cuda_driver.h): slots are offsets into one device arena (plan_arena) allocated when the
+/// runner is made and reused by every run; the weights are uploaded once, then stay resident.
+/// Kernels, cuBLASLt (with its epilogue) and cuDNN calls are queued on the context's one stream
+/// with no synchronization between steps; fallback calls run on the host between copies.
+/// Throws fxc::Error for bad inputs and CUDA failures.
+///
+/// Timing on resident buffers (for --bench): upload() once, then time run_resident() with CUDA
+/// events on cuda::Context::get() (its stream is the one everything runs on), flushing L2
+/// between runs as you like; download() the outputs at the end. time_steps() times each step.
+///
+///   runner.upload(inputs);
+///   auto start = ctx.create_event(), stop = ctx.create_event();
+///   start->record(); runner.run_resident(); stop->record();
+///   float ms = stop->elapsed_ms_since(*start);
+///   std::vector<Tensor> outs = runner.download();
 class CudaPlanRunner {
 public:
-  explicit CudaPlanRunner(const Plan& plan, std::string source = {});
+  explicit CudaPlanRunner(const Plan& plan, std::string source = {},
+                          CudaRunnerOptions opts = {});
   ~CudaPlanRunner();
   CudaPlanRunner(const CudaPlanRunner&) = delete;
   CudaPlanRunner& operator=(const CudaPlanRunner&) = delete;
+  /// upload(), run_resident(), download().
   std::vector<Tensor> run(const std::vector<Tensor>& user_inputs);
 
+  /// Checks the user inputs (count, dtype, shape, as run()) and copies them into their device
+  /// slots; returns when the copies are done.
+  void upload(const std::vector<Tensor>& user_inputs);
+  /// Queues every step of the plan on the context's stream over the resident inputs of the last
+  /// upload() and returns without waiting (a plan with fallback calls waits for each of them).
+  /// With cuda_graphs, the first call captures the steps into a graph and every call launches
+  /// it. Throws fxc::Error when nothing was uploaded.
+  void run_resident();
+  /// Waits for the stream, then copies the outputs of the last run to the host.
+  std::vector<Tensor> download();
+  /// run_resident() without a graph, with a CUDA event recorded before and after each kernel
+  /// launch and extern call; returns their device times (ms) in plan order. Waits.
+  std::vector<StepProfile> time_steps();
+
+  int64_t arena_bytes() const { return arena_.bytes; }
+  /// Whether run_resident() replays a captured CUDA graph.
+  bool graph_captured() const { return graph_exec_ != nullptr; }
+  /// With cuda_graphs: empty once a graph is captured, else why the plan runs step by step.
+  const std::string& graph_note() const { return graph_note_; }
+
 private:
+  void run_step(const PlanStep& st);
+  void release();
   const Plan& plan_;
   std::string source_;
+  CudaRunnerOptions opts_;
+  ArenaLayout arena_;
+  uint64_t arena_base_ = 0;
+  std::vector<uint64_t> slot_ptr_;  ///< device address of each slot (arena or constant)
   std::vector<uint64_t> constants_; ///< device copy of each constant slot (0 elsewhere)
+  bool uploaded_ = false;
+  bool ran_ = false;
+  void* graph_ = nullptr;      ///< CUgraph
+  void* graph_exec_ = nullptr; ///< CUgraphExec
+  std::string graph_note_;
 };
 
 } // namespace fxc

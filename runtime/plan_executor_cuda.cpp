@@ -1,53 +1,127 @@
-// Executes a compiled host plan on a CUDA device: device slots, kernel launches, cuBLASLt, copies.
+// Executes a compiled host plan on a CUDA device: one arena, launches, cuBLASLt, cuDNN, graphs.
 #include "frontend/diag.h"
 #include "runtime/cublaslt.h"
+#include "runtime/cuda_alloc.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_tensor.h"
+#include "runtime/cudnn.h"
 #include "runtime/interpreter.h"
 #include "runtime/plan_executor.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace fxc {
+
+const char* epilogue_name(PlanExtern::Epilogue e) {
+  switch (e) {
+  case PlanExtern::Epilogue::None:
+    return "none";
+  case PlanExtern::Epilogue::Bias:
+    return "bias";
+  case PlanExtern::Epilogue::ReluBias:
+    return "relu_bias";
+  case PlanExtern::Epilogue::GeluTanhBias:
+    return "gelu_tanh_bias";
+  }
+  return "?";
+}
+
+ArenaLayout plan_arena(const Plan& plan) {
+  constexpr int64_t kAlign = 256;
+  size_t n = plan.slot_bytes.size();
+  int64_t last = int64_t(plan.steps.size());
+  // Lifetime of each slot in step indices: [first Alloc, last Free]; whole run otherwise.
+  std::vector<int64_t> begin(n, -2), end(n, -2);
+  for (int64_t i = 0; i < last; ++i) {
+    const PlanStep& st = plan.steps[size_t(i)];
+    if (st.kind == PlanStep::Kind::Alloc && begin[st.index] == -2) begin[st.index] = i;
+    if (st.kind == PlanStep::Kind::Free) end[st.index] = i;
+  }
+  std::vector<bool> constant(n, false);
+  for (auto& [slot, t] : plan.constant_slots) constant[slot] = true;
+  // Inputs hold their uploaded values for the whole run (and the next resident run); outputs
+  // live from their Alloc to the end, until download().
+  std::vector<bool> input(n, false), output(n, false);
+  for (int s : plan.input_slots)
+    if (s >= 0) input[s] = true;
+  for (const PlanView& v : plan.outputs) output[v.slot] = true;
+  ArenaLayout a;
+  a.offset.assign(n, -1);
+  std::vector<size_t> order;
+  for (size_t s = 0; s < n; ++s) {
+    if (constant[s]) continue;
+    if (input[s] || begin[s] == -2) begin[s] = -1;
+    if (input[s] || output[s] || end[s] == -2 || end[s] < begin[s]) end[s] = last;
+    order.push_back(s);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return begin[x] < begin[y];
+  });
+  struct Live {
+    int64_t offset, size, end;
+  };
+  std::vector<Live> live; // sorted by offset
+  for (size_t s : order) {
+    int64_t size = (std::max<int64_t>(plan.slot_bytes[s], 1) + kAlign - 1) / kAlign * kAlign;
+    // A slot freed at a step before this slot's first Alloc no longer needs its bytes.
+    live.erase(std::remove_if(live.begin(), live.end(),
+                              [&](const Live& l) { return l.end < begin[s]; }),
+               live.end());
+    int64_t at = 0; // first fit
+    for (const Live& l : live) {
+      if (l.offset - at >= size) break;
+      at = std::max(at, l.offset + l.size);
+    }
+    a.offset[s] = at;
+    a.bytes = std::max(a.bytes, at + size);
+    Live nl{at, size, end[s]};
+    live.insert(std::upper_bound(live.begin(), live.end(), nl,
+                                 [](const Live& x, const Live& y) { return x.offset < y.offset; }),
+                nl);
+  }
+  return a;
+}
 
 namespace {
 
 using cuda::Context;
 using cuda::DevicePtr;
 
-/// Device allocations of one run, released however the run ends.
-struct DeviceSlots {
-  Context& ctx;
-  std::vector<DevicePtr> ptr;
-  std::vector<bool> owned;
-  DeviceSlots(Context& c, size_t n) : ctx(c), ptr(n, 0), owned(n, false) {}
-  ~DeviceSlots() {
-    for (size_t i = 0; i < ptr.size(); ++i)
-      if (owned[i] && ptr[i]) ctx.mem_free(ptr[i]);
-  }
-  void alloc(int i, int64_t bytes) {
-    release(i);
-    ptr[i] = ctx.mem_alloc(size_t(std::max<int64_t>(bytes, 256)));
-    owned[i] = true;
-  }
-  void release(int i) {
-    if (owned[i] && ptr[i]) ctx.mem_free(ptr[i]);
-    ptr[i] = 0;
-    owned[i] = false;
-  }
-};
+DevicePtr view_ptr(const std::vector<uint64_t>& slot_ptr, const PlanView& v) {
+  return slot_ptr[v.slot] + uint64_t(v.meta.storage_offset * int64_t(dtype_size(v.meta.dtype)));
+}
 
 /// The host copy of a view of slot `v.slot` (the whole slot is copied, then viewed).
-Tensor download_view(Context& ctx, const DeviceSlots& s, const Plan& plan, const PlanView& v) {
+Tensor download_view(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& plan,
+                     const PlanView& v) {
   int64_t elem = int64_t(dtype_size(v.meta.dtype));
-  Tensor flat = cuda::download(ctx, s.ptr[v.slot], v.meta.dtype, {plan.slot_bytes[v.slot] / elem});
+  Tensor flat = cuda::download(ctx, slot_ptr[v.slot], v.meta.dtype, {plan.slot_bytes[v.slot] / elem});
   return flat.as_strided(v.meta.sizes, v.meta.strides, v.meta.storage_offset);
 }
 
-void run_gemm(Context& ctx, const DeviceSlots& s, const PlanExtern& e, const std::string& source) {
+cuda::Epilogue lt_epilogue(PlanExtern::Epilogue e) {
+  switch (e) {
+  case PlanExtern::Epilogue::None:
+    return cuda::Epilogue::None;
+  case PlanExtern::Epilogue::Bias:
+    return cuda::Epilogue::Bias;
+  case PlanExtern::Epilogue::ReluBias:
+    return cuda::Epilogue::ReluBias;
+  case PlanExtern::Epilogue::GeluTanhBias:
+    return cuda::Epilogue::GeluBias;
+  }
+  return cuda::Epilogue::None;
+}
+
+void run_gemm(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& plan,
+              const PlanExtern& e, const std::string& source) {
   const TensorMeta &a = e.inputs[0].meta, &b = e.inputs[1].meta, &c = e.outputs[0].meta;
   bool batched = a.sizes.size() == 3;
   int o = batched ? 1 : 0;
+  bool has_bias = e.epilogue != PlanExtern::Epilogue::None;
+  if (has_bias != (e.inputs.size() == 3))
+    throw Error(source, "matmul epilogue and operands do not match", e.name);
   cuda::MatmulProblem p;
   p.dtype = c.dtype;
   p.m = a.sizes[o];
@@ -65,22 +139,53 @@ void run_gemm(Context& ctx, const DeviceSlots& s, const PlanExtern& e, const std
   p.stride_a = batched ? a.strides[0] : 0;
   p.stride_b = batched ? b.strides[0] : 0;
   p.stride_d = p.m * p.n;
+  p.epilogue = lt_epilogue(e.epilogue);
+  p.allow_tf32 = plan.allow_tf32;
   int64_t elem = int64_t(dtype_size(c.dtype));
-  DevicePtr pa = s.ptr[e.inputs[0].slot] + uint64_t(a.storage_offset * elem);
-  DevicePtr pb = s.ptr[e.inputs[1].slot] + uint64_t(b.storage_offset * elem);
-  DevicePtr pd = s.ptr[e.outputs[0].slot];
+  DevicePtr pd = slot_ptr[e.outputs[0].slot];
   if (p.m == 0 || p.n == 0) return;
+  DevicePtr bias = 0;
+  if (has_bias) {
+    const TensorMeta& bm = e.inputs[2].meta;
+    if (bm.dtype != c.dtype || bm.sizes != std::vector<int64_t>{p.n} ||
+        (p.n > 1 && bm.strides[0] != 1))
+      throw Error(source, "matmul bias must be " + std::to_string(p.n) + " contiguous values",
+                  e.name);
+    bias = view_ptr(slot_ptr, e.inputs[2]);
+  }
   if (p.k == 0) {
+    if (has_bias)
+      throw Error(source, "matmul with an epilogue and an empty inner dimension", e.name);
     ctx.fill_bytes(pd, 0, size_t(p.batch * p.m * p.n * elem));
     return;
   }
-  cuda::CublasLt::get().matmul(p, pa, pb, 0, pd);
+  cuda::CublasLt::get().matmul(p, view_ptr(slot_ptr, e.inputs[0]), view_ptr(slot_ptr, e.inputs[1]),
+                               bias, pd);
 }
 
-void run_fallback(Context& ctx, DeviceSlots& s, const Plan& plan, const PlanExtern& e,
-                  const std::string& source) {
+void run_conv(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const PlanExtern& e,
+              const std::string& source) {
+  if (e.inputs.size() < 2 || e.inputs.size() > 3 || e.outputs.size() != 1)
+    throw Error(source, "convolution call needs x, w (and a bias) and one output", e.name);
+  std::optional<cuda::Conv2dProblem> p =
+      cuda::conv2d_problem(e.inputs[0].meta, e.inputs[1].meta, e.stride, e.padding, e.dilation,
+                           e.groups);
+  if (!p) throw Error(source, "convolution operands are not contiguous NCHW", e.name);
+  p->allow_tf32 = plan.allow_tf32;
+  if (cuda::conv2d_output_sizes(*p) !=
+      std::array<int64_t, 4>{e.outputs[0].meta.sizes[0], e.outputs[0].meta.sizes[1],
+                             e.outputs[0].meta.sizes[2], e.outputs[0].meta.sizes[3]})
+    throw Error(source, "convolution output shape differs from cuDNN's", e.name);
+  DevicePtr bias = e.inputs.size() == 3 ? view_ptr(slot_ptr, e.inputs[2]) : 0;
+  cuda::Cudnn::get().conv2d_forward(*p, view_ptr(slot_ptr, e.inputs[0]),
+                                    view_ptr(slot_ptr, e.inputs[1]), bias,
+                                    slot_ptr[e.outputs[0].slot]);
+}
+
+void run_fallback(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& plan,
+                  const PlanExtern& e, const std::string& source) {
   std::vector<Tensor> ins;
-  for (const PlanView& v : e.inputs) ins.push_back(download_view(ctx, s, plan, v));
+  for (const PlanView& v : e.inputs) ins.push_back(download_view(ctx, slot_ptr, plan, v));
   std::vector<Tensor> outs = interpret(*e.graph, ins);
   if (outs.size() != e.outputs.size())
     throw Error(source, "reference kernel returned " + std::to_string(outs.size()) + " outputs",
@@ -90,88 +195,202 @@ void run_fallback(Context& ctx, DeviceSlots& s, const Plan& plan, const PlanExte
     Tensor t = outs[i].dtype() == v.meta.dtype ? outs[i] : outs[i].to(v.meta.dtype);
     if (t.numel() * int64_t(dtype_size(t.dtype())) > plan.slot_bytes[v.slot])
       throw Error(source, "reference kernel output " + std::to_string(i) + " is too large", e.name);
-    cuda::upload(ctx, t, s.ptr[v.slot]);
+    cuda::upload(ctx, t, slot_ptr[v.slot]);
   }
 }
 
 } // namespace
 
-CudaPlanRunner::CudaPlanRunner(const Plan& plan, std::string source)
-    : plan_(plan), source_(std::move(source)), constants_(plan.slot_bytes.size(), 0) {
+CudaPlanRunner::CudaPlanRunner(const Plan& plan, std::string source, CudaRunnerOptions opts)
+    : plan_(plan), source_(std::move(source)), opts_(opts), arena_(plan_arena(plan)),
+      slot_ptr_(plan.slot_bytes.size(), 0), constants_(plan.slot_bytes.size(), 0) {
   try {
     Context& ctx = Context::get();
+    cuda::CachingAllocator& alloc = cuda::device_allocator();
+    arena_base_ = alloc.allocate(size_t(std::max<int64_t>(arena_.bytes, 256)));
+    for (size_t s = 0; s < slot_ptr_.size(); ++s)
+      if (arena_.offset[s] >= 0) slot_ptr_[s] = arena_base_ + uint64_t(arena_.offset[s]);
     for (auto& [slot, t] : plan.constant_slots) {
-      constants_[slot] = ctx.mem_alloc(std::max<size_t>(cuda::device_bytes(t), 256));
+      constants_[slot] = alloc.allocate(std::max<size_t>(cuda::device_bytes(t), 256));
       cuda::upload(ctx, t, constants_[slot]);
+      slot_ptr_[slot] = constants_[slot];
+    }
+  } catch (const cuda::CudaError& e) {
+    release();
+    throw Error(source_, e.what());
+  }
+  if (opts_.cuda_graphs)
+    for (const PlanExtern& e : plan.externs)
+      if (e.kind == PlanExtern::Kind::Fallback) {
+        graph_note_ = "--cuda-graphs: not captured: node '" + e.name +
+                      "' runs on the host (fallback " + (e.graph && !e.graph->nodes.empty()
+                                                             ? e.graph->nodes[0].target
+                                                             : std::string("call")) +
+                      "); the plan runs step by step";
+        break;
+      }
+}
+
+void CudaPlanRunner::release() {
+  if (!Context::unavailable_reason().empty()) return;
+  try {
+    Context& ctx = Context::get();
+    ctx.synchronize();
+    ctx.destroy_graph(graph_, graph_exec_);
+    graph_ = graph_exec_ = nullptr;
+    cuda::CachingAllocator& alloc = cuda::device_allocator();
+    for (uint64_t& p : constants_)
+      if (p) alloc.free(p), p = 0;
+    if (arena_base_) alloc.free(arena_base_);
+    arena_base_ = 0;
+  } catch (const cuda::CudaError&) {
+    // At process exit the driver may already be shutting down; nothing more can be released.
+  }
+}
+
+CudaPlanRunner::~CudaPlanRunner() {
+  release();
+}
+
+void CudaPlanRunner::upload(const std::vector<Tensor>& user_inputs) {
+  const Plan& plan = plan_;
+  if (user_inputs.size() != plan.input_slots.size())
+    throw Error(source_, "expected " + std::to_string(plan.input_slots.size()) + " inputs, got " +
+                             std::to_string(user_inputs.size()));
+  for (size_t i = 0; i < user_inputs.size(); ++i) {
+    const Tensor& t = user_inputs[i];
+    const TensorMeta& m = plan.input_metas[i];
+    if (t.dtype() != m.dtype || t.sizes() != m.sizes)
+      throw Error(source_, "input " + std::to_string(i) + " is " + format_meta(t.meta()) +
+                               " but the graph expects " + format_meta(m));
+  }
+  try {
+    Context& ctx = Context::get();
+    for (size_t i = 0; i < user_inputs.size(); ++i)
+      cuda::upload(ctx, user_inputs[i], slot_ptr_[plan.input_slots[i]]);
+  } catch (const cuda::CudaError& e) {
+    throw Error(source_, e.what());
+  }
+  uploaded_ = true;
+}
+
+void CudaPlanRunner::run_step(const PlanStep& st) {
+  const Plan& plan = plan_;
+  Context& ctx = Context::get();
+  switch (st.kind) {
+  case PlanStep::Kind::Alloc: // slots are arena offsets: nothing to do at run time
+  case PlanStep::Kind::Free:
+    break;
+  case PlanStep::Kind::Kernel: {
+    const PlanKernel& k = plan.kernels[st.index];
+    if (!k.fail.empty()) throw Error(source_, k.fail, k.name);
+    if (!k.cuda_function) throw Error(source_, "kernel has no CUDA function", k.name);
+    if (k.xnumel > 0x7fffffff) throw Error(source_, "too many rows for one grid", k.name);
+    std::vector<DevicePtr> ptrs;
+    for (int a : k.arg_slots) ptrs.push_back(slot_ptr_[a]);
+    int64_t xn = k.xnumel;
+    std::vector<void*> params;
+    for (DevicePtr& p : ptrs) params.push_back(&p);
+    params.push_back(&xn);
+    ctx.launch(k.cuda_function, {unsigned(xn), 1, 1}, {unsigned(k.cuda_block), 1, 1}, 0,
+               params.data(), k.name);
+    break;
+  }
+  case PlanStep::Kind::Extern: {
+    const PlanExtern& e = plan.externs[st.index];
+    switch (e.kind) {
+    case PlanExtern::Kind::Gemm:
+      run_gemm(ctx, slot_ptr_, plan, e, source_);
+      break;
+    case PlanExtern::Kind::Conv:
+      run_conv(slot_ptr_, plan, e, source_);
+      break;
+    case PlanExtern::Kind::Fallback:
+      run_fallback(ctx, slot_ptr_, plan, e, source_);
+      break;
+    }
+    break;
+  }
+  }
+}
+
+void CudaPlanRunner::run_resident() {
+  if (!uploaded_) throw Error(source_, "run_resident() before upload()");
+  try {
+    Context& ctx = Context::get();
+    if (graph_exec_) {
+      ctx.launch_graph(graph_exec_);
+      return;
+    }
+    for (const PlanStep& st : plan_.steps) run_step(st);
+    bool first = !ran_;
+    ran_ = true;
+    // The first run sized the libraries' workspaces and chose their algorithms; now the same
+    // launches are recorded (not run) and replayed by later runs.
+    if (first && opts_.cuda_graphs && graph_note_.empty()) {
+      ctx.begin_capture();
+      try {
+        for (const PlanStep& st : plan_.steps) run_step(st);
+      } catch (...) {
+        try {
+          ctx.destroy_graph(ctx.end_capture(), nullptr);
+        } catch (const cuda::CudaError&) {
+        }
+        throw;
+      }
+      graph_ = ctx.end_capture();
+      graph_exec_ = ctx.instantiate_graph(graph_);
     }
   } catch (const cuda::CudaError& e) {
     throw Error(source_, e.what());
   }
 }
 
-CudaPlanRunner::~CudaPlanRunner() {
-  if (!Context::unavailable_reason().empty()) return;
-  Context& ctx = Context::get();
-  for (uint64_t p : constants_)
-    if (p) ctx.mem_free(p);
+std::vector<Tensor> CudaPlanRunner::download() {
+  if (!ran_) throw Error(source_, "download() before run_resident()");
+  try {
+    Context& ctx = Context::get();
+    ctx.synchronize();
+    std::vector<Tensor> outs;
+    for (const PlanView& v : plan_.outputs)
+      outs.push_back(download_view(ctx, slot_ptr_, plan_, v).clone());
+    return outs;
+  } catch (const cuda::CudaError& e) {
+    throw Error(source_, e.what());
+  }
 }
 
 std::vector<Tensor> CudaPlanRunner::run(const std::vector<Tensor>& user_inputs) {
-  const Plan& plan = plan_;
-  if (user_inputs.size() != plan.input_slots.size())
-    throw Error(source_, "expected " + std::to_string(plan.input_slots.size()) + " inputs, got " +
-                             std::to_string(user_inputs.size()));
+  upload(user_inputs);
+  run_resident();
+  return download();
+}
+
+std::vector<StepProfile> CudaPlanRunner::time_steps() {
+  if (!uploaded_) throw Error(source_, "time_steps() before upload()");
   try {
     Context& ctx = Context::get();
-    DeviceSlots s(ctx, plan.slot_bytes.size());
-    for (size_t i = 0; i < user_inputs.size(); ++i) {
-      const Tensor& t = user_inputs[i];
-      const TensorMeta& m = plan.input_metas[i];
-      if (t.dtype() != m.dtype || t.sizes() != m.sizes)
-        throw Error(source_, "input " + std::to_string(i) + " is " + format_meta(t.meta()) +
-                                 " but the graph expects " + format_meta(m));
-      int sl = plan.input_slots[i];
-      s.alloc(sl, plan.slot_bytes[sl]);
-      cuda::upload(ctx, t, s.ptr[sl]);
-    }
-    for (auto& [slot, t] : plan.constant_slots) s.ptr[slot] = constants_[slot];
-    for (const PlanStep& st : plan.steps) {
-      switch (st.kind) {
-      case PlanStep::Kind::Alloc:
-        s.alloc(st.index, plan.slot_bytes[st.index]);
-        break;
-      case PlanStep::Kind::Free:
-        s.release(st.index);
-        break;
-      case PlanStep::Kind::Kernel: {
-        const PlanKernel& k = plan.kernels[st.index];
-        if (!k.fail.empty()) throw Error(source_, k.fail, k.name);
-        if (!k.cuda_function) throw Error(source_, "kernel has no CUDA function", k.name);
-        if (k.xnumel > 0x7fffffff) throw Error(source_, "too many rows for one grid", k.name);
-        std::vector<DevicePtr> ptrs;
-        for (int a : k.arg_slots) ptrs.push_back(s.ptr[a]);
-        int64_t xn = k.xnumel;
-        std::vector<void*> params;
-        for (DevicePtr& p : ptrs) params.push_back(&p);
-        params.push_back(&xn);
-        ctx.launch(k.cuda_function, {unsigned(xn), 1, 1}, {unsigned(k.cuda_block), 1, 1}, 0,
-                   params.data(), k.name);
-        break;
-      }
-      case PlanStep::Kind::Extern: {
-        const PlanExtern& e = plan.externs[st.index];
-        if (e.kind == PlanExtern::Kind::Gemm)
-          run_gemm(ctx, s, e, source_);
-        else
-          run_fallback(ctx, s, plan, e, source_);
-        break;
-      }
+    std::vector<StepProfile> prof;
+    std::vector<std::unique_ptr<cuda::Event>> ev;
+    for (const PlanStep& st : plan_.steps) {
+      if (st.kind != PlanStep::Kind::Kernel && st.kind != PlanStep::Kind::Extern) continue;
+      ev.push_back(ctx.create_event());
+      ev.back()->record();
+      run_step(st);
+      ev.push_back(ctx.create_event());
+      ev.back()->record();
+      if (st.kind == PlanStep::Kind::Kernel) {
+        const PlanKernel& k = plan_.kernels[st.index];
+        prof.push_back({k.name, true, 0, k.bytes});
+      } else {
+        const PlanExtern& e = plan_.externs[st.index];
+        prof.push_back({e.name, false, 0, e.bytes});
       }
     }
-    ctx.synchronize();
-    std::vector<Tensor> outs;
-    for (const PlanView& v : plan.outputs) outs.push_back(download_view(ctx, s, plan, v).clone());
-    return outs;
+    ran_ = true;
+    for (size_t i = 0; i < prof.size(); ++i)
+      prof[i].ms = ev[2 * i + 1]->elapsed_ms_since(*ev[2 * i]);
+    return prof;
   } catch (const cuda::CudaError& e) {
     throw Error(source_, e.what());
   }

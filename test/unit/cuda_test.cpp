@@ -118,12 +118,6 @@ struct Buffer {
   ~Buffer() { alloc.free(ptr); }
 };
 
-CachingAllocator& device_allocator() {
-  static DriverMemory memory(Context::get());
-  static CachingAllocator alloc(memory);
-  return alloc;
-}
-
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

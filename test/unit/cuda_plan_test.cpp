@@ -1,0 +1,223 @@
+// The CUDA plan: cuBLASLt epilogues, cuDNN convolutions, the device arena, resident runs, graphs.
+#include "aot_testing.h"
+#include "codegen/inductor.h"
+#include "frontend/import.h"
+#include "frontend/safetensors.h"
+#include "passes/decompose.h"
+#include "passes/lower.h"
+#include "runtime/compare.h"
+#include "runtime/cuda_alloc.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/interpreter.h"
+#include "runtime/plan_executor.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+
+using namespace fxc;
+using namespace fxc::testing;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(FXC_FIXTURES_DIR) + "/" + name;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+/// x [M, K] @ w.T + b, then `act` (empty for none): the graph decompose() makes of
+/// Linear(+activation), in float32.
+TestGraph linear_graph(const std::string& act, const std::string& approximate = "none",
+                       int64_t M = 16, int64_t K = 24, int64_t N = 40) {
+  TestGraph tg;
+  ValueId x = tg.input_values("x", DType::F32, {M, K}, tg.random_values(M * K, -1, 1));
+  ValueId w = tg.input_values("w", DType::F32, {N, K}, tg.random_values(N * K, -1, 1));
+  ValueId b = tg.input_values("b", DType::F32, {N}, tg.random_values(N, -1, 1));
+  ValueId y = tg.op("aten.linear.default", {T(x), T(w), T(b)});
+  if (act == "relu") y = tg.op("aten.relu.default", {T(y)});
+  if (act == "gelu")
+    y = tg.op("aten.gelu.default", {T(y), KW("approximate", Arg::of_string(approximate))});
+  tg.output(y);
+  tg.g = decompose(tg.g);
+  return tg;
+}
+
+/// Skips (returns false) without a device, unless FXC_REQUIRE_CUDA=1 makes that a failure.
+bool have_cuda() {
+  std::string why = cuda::Context::unavailable_reason();
+  if (why.empty()) return true;
+  const char* req = std::getenv("FXC_REQUIRE_CUDA");
+  if (req && std::string(req) == "1") FAIL("FXC_REQUIRE_CUDA=1 but " << why);
+  MESSAGE("no CUDA device, skipped: " << why);
+  return false;
+}
+
+void check_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CompareOptions co;
+    co.rtol = co.atol = tol;
+    CompareResult r = compare_tensors(got[i], want[i], co);
+    INFO("output " << i << ": " << r.message);
+    CHECK(r.ok);
+  }
+}
+
+} // namespace
+
+TEST_CASE("cuda plan: addmm + relu is one cuBLASLt call with a relu_bias epilogue") {
+  TestGraph tg = linear_graph("relu");
+  PtxProgram p = compile_inductor_ptx(tg.g, {});
+  INFO(p.ir_post_fusion);
+  CHECK(contains(p.ir_post_fusion, "= addmm (blas, epilogue relu_bias)(x, "));
+  CHECK(p.kernels.empty()); // the transposed weight is read in place, relu is the epilogue
+  CHECK(contains(p.fusion_log, "epilogue: relu = relu_bias of addmm (cuBLASLt)"));
+  // The CPU plan keeps BLAS + a pointwise epilogue kernel.
+  LoopProgram cpu = lower(tg.g);
+  CHECK(contains(print_loop_program(cpu), "extern: mm (blas)("));
+}
+
+TEST_CASE("cuda plan: gelu folds into the epilogue only when it is the tanh approximation") {
+  PtxProgram tanh = compile_inductor_ptx(linear_graph("gelu", "tanh").g, {});
+  INFO(tanh.ir_post_fusion);
+  CHECK(contains(tanh.ir_post_fusion, "(blas, epilogue gelu_tanh_bias)"));
+  CHECK(tanh.kernels.empty());
+  // cuBLASLt's GELU is the tanh approximation: the exact (erf) gelu stays a kernel.
+  PtxProgram erf = compile_inductor_ptx(linear_graph("gelu", "none").g, {});
+  INFO(erf.ir_post_fusion);
+  CHECK(contains(erf.ir_post_fusion, "(blas, epilogue bias)"));
+  CHECK_FALSE(contains(erf.ir_post_fusion, "gelu_tanh"));
+  CHECK(erf.kernels.size() == 1);
+}
+
+TEST_CASE("cuda plan: a planted bug in the activation keeps it in a kernel") {
+  TestGraph tg = linear_graph("relu");
+  InductorOptions o;
+  o.inject_bug = "relu:runtime_error";
+  LowerOptions lo;
+  lo.cuda = true;
+  lo.inject_op = "relu";
+  lo.inject_kind = "runtime_error";
+  std::string text = print_loop_program(lower(tg.g, lo));
+  CHECK(contains(text, "(blas, epilogue bias)"));
+  CHECK_FALSE(contains(text, "relu_bias"));
+}
+
+TEST_CASE("cuda plan: the mlp and block fixtures use epilogues, convnet uses cuDNN") {
+  PtxProgram mlp = compile_inductor_ptx(decompose(import_graph(fixture("mlp.pt2"))), {});
+  CHECK(contains(mlp.ir_post_fusion, "(blas, epilogue relu_bias)"));
+  PtxProgram block = compile_inductor_ptx(decompose(import_graph(fixture("block.pt2"))), {});
+  CHECK(contains(block.ir_post_fusion, "(blas, epilogue gelu_tanh_bias)"));
+  CHECK(contains(block.ir_post_fusion, "(blas, epilogue bias)"));
+  Graph conv = decompose(import_graph(fixture("convnet.pt2")));
+  PtxProgram with = compile_inductor_ptx(conv, {});
+  INFO(with.ir_post_fusion);
+  CHECK(contains(with.ir_post_fusion, "= convolution (cudnn, stride [1, 1], padding [1, 1], "
+                                      "dilation [1, 1], groups 1)("));
+  InductorOptions no;
+  no.cudnn = false;
+  PtxProgram without = compile_inductor_ptx(conv, no);
+  CHECK_FALSE(contains(without.ir_post_fusion, "(cudnn"));
+  CHECK(contains(without.fusion_log, "cuDNN not used: disabled; im2col + cuBLASLt instead"));
+}
+
+TEST_CASE("cuda plan: the arena shares bytes between slots whose lifetimes do not overlap") {
+  Plan p;
+  // slot 0: input; 1: constant; 2 and 3: temporaries, 3 allocated after 2 is freed; 4: output.
+  p.slot_bytes = {1000, 64, 4096, 4000, 10};
+  p.input_slots = {0};
+  p.constant_slots = {{1, Tensor()}};
+  p.steps = {{PlanStep::Kind::Alloc, 2}, {PlanStep::Kind::Kernel, 0},
+             {PlanStep::Kind::Alloc, 4}, {PlanStep::Kind::Kernel, 1},
+             {PlanStep::Kind::Free, 2},  {PlanStep::Kind::Alloc, 3},
+             {PlanStep::Kind::Kernel, 2}, {PlanStep::Kind::Free, 3}};
+  PlanView out;
+  out.slot = 4;
+  p.outputs = {out};
+  ArenaLayout a = plan_arena(p);
+  REQUIRE(a.offset.size() == 5);
+  CHECK(a.offset[1] == -1);
+  CHECK(a.offset[0] == 0);
+  CHECK(a.offset[2] == 1024);
+  CHECK(a.offset[4] == 1024 + 4096);
+  CHECK(a.offset[3] == 1024); // slot 2's bytes, freed before slot 3 is allocated
+  CHECK(a.bytes == 1024 + 4096 + 256);
+  for (int64_t o : a.offset)
+    if (o >= 0) CHECK(o % 256 == 0);
+  // A slot that is still live is never shared.
+  p.steps.erase(p.steps.begin() + 4); // slot 2 is never freed now
+  ArenaLayout b = plan_arena(p);
+  CHECK(b.offset[3] == 1024 + 4096 + 256);
+}
+
+TEST_CASE("cuda gpu plan: epilogues, cuDNN, the arena, resident runs and graphs match the host") {
+  if (!have_cuda()) return;
+  for (const char* act : {"relu", "gelu"}) {
+    CAPTURE(act);
+    TestGraph tg = linear_graph(act, "tanh", 64, 96, 80);
+    std::vector<Tensor> want = interpret(tg.g, tg.inputs);
+    for (bool graphs : {false, true}) {
+      CAPTURE(graphs);
+      InductorOptions o;
+      o.cuda = true;
+      o.cuda_graphs = graphs;
+      CompiledGraph cg = compile_inductor(tg.g, o);
+      CHECK(contains(cg.ir_post_fusion(), "epilogue"));
+      CudaPlanRunner* r = cg.cuda_runner();
+      REQUIRE(r != nullptr);
+      CHECK(r->arena_bytes() > 0);
+      check_close(cg.run(tg.inputs), want, 1e-4);
+      CHECK(r->graph_captured() == graphs);
+      cuda::AllocatorStats before = cuda::device_allocator().stats();
+      for (int i = 0; i < 3; ++i) check_close(cg.run(tg.inputs), want, 1e-4);
+      // Runs reuse the arena: no device allocation, from the driver or the cache.
+      CHECK(cuda::device_allocator().stats().requests == before.requests);
+      // Resident runs: upload once, run many times, download.
+      r->upload(tg.inputs);
+      for (int i = 0; i < 5; ++i) r->run_resident();
+      check_close(r->download(), want, 1e-4);
+      std::vector<StepProfile> prof = r->time_steps();
+      REQUIRE(prof.size() == 1);
+      CHECK_FALSE(prof[0].kernel);
+      CHECK(prof[0].ms > 0);
+    }
+  }
+  // The convnet fixture through cuDNN, its convolutions' plan captured into a graph.
+  Graph conv = decompose(import_graph(fixture("convnet.pt2")));
+  auto all = read_safetensors(fixture("convnet.io.safetensors"));
+  std::vector<Tensor> ins = {Tensor::from_weight(all.at("input_0"))};
+  std::vector<Tensor> want = {Tensor::from_weight(all.at("output_0"))};
+  for (bool dnn : {true, false}) {
+    CAPTURE(dnn);
+    InductorOptions o;
+    o.cuda = true;
+    o.cudnn = dnn;
+    o.cuda_graphs = true;
+    CompiledGraph cg = compile_inductor(conv, o);
+    CHECK(contains(cg.ir_post_fusion(), "(cudnn") == dnn);
+    CHECK(contains(cg.perf_hints(), "im2col") == !dnn);
+    for (int i = 0; i < 2; ++i) check_close({cg.run(ins)[0]}, want, 1e-4);
+    CHECK(cg.cuda_runner()->graph_captured());
+  }
+}
+
+TEST_CASE("cuda gpu plan: TF32 is used only when allowed") {
+  if (!have_cuda()) return;
+  // K = 4096 products of values in [-1, 1): TF32's 10-bit mantissa is visible, float32's is not.
+  TestGraph tg = linear_graph("relu", "none", 32, 4096, 32);
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs);
+  InductorOptions o;
+  o.cuda = true;
+  check_close(compile_inductor(tg.g, o).run(tg.inputs), want, 2e-5);
+  o.allow_tf32 = true;
+  std::vector<Tensor> tf32 = compile_inductor(tg.g, o).run(tg.inputs);
+  CompareOptions co;
+  co.rtol = co.atol = 2e-5;
+  CHECK_FALSE(compare_tensors(tf32[0], want[0], co).ok);
+  co.rtol = co.atol = 5e-2;
+  CHECK(compare_tensors(tf32[0], want[0], co).ok);
+}
