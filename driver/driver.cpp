@@ -74,7 +74,6 @@ void check_supported(const Options& o) {
   if (!o.cache_dir.empty()) unsupported("--cache-dir (the compile cache)");
   if (o.max_autotune) unsupported("--max-autotune");
   if (!o.plugins.empty()) unsupported("--plugin");
-  if (o.allow_tf32) unsupported("--allow-tf32");
   bool cuda = o.device == DeviceKind::Cuda;
   std::string emit = effective_emit(o);
   bool code_emit = emit == "llvm" || emit == "ptx" || emit == "obj" || emit == "cpp";

@@ -149,7 +149,10 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       ->check(CLI::IsMember({"text", "json"}))
       ->option_text("text|json");
   app.add_option("--cuda-arch", o->cuda_arch, "CUDA architecture (default sm_90)");
-  app.add_flag("--allow-tf32", o->allow_tf32, "Allow TF32 in cuBLAS matmuls");
+  app.add_flag("--allow-tf32", o->allow_tf32,
+               "CUDA: float32 matmuls (cuBLASLt) and convolutions (cuDNN) may use TF32 tensor cores");
+  app.add_flag("--cuda-graphs", o->cuda_graphs,
+               "CUDA: capture the plan into a CUDA graph on the first run and replay it");
   app.add_option("--plugin", o->plugins, "Load custom ops from a shared library")->option_text("<lib.so>");
   app.add_flag("-v", o->verbose, "Print what the driver does, stage by stage, with timings");
   app.add_flag("--version", version, "Print the version and exit");

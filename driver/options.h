@@ -41,7 +41,8 @@ struct Options {
   bool verify_each = false;
   std::string diagnostics = "text";
   std::string cuda_arch = "sm_90";
-  bool allow_tf32 = false;
+  bool allow_tf32 = false;  ///< --allow-tf32: float32 matmuls/convolutions on CUDA may use TF32
+  bool cuda_graphs = false; ///< --cuda-graphs: replay the CUDA plan as one captured CUDA graph
   std::vector<std::string> plugins;
 };
 

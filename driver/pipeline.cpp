@@ -207,6 +207,8 @@ void stage_inductor(Compilation& c) {
     io.inject_bug = c.opts.inject_bug;
     io.cuda = cuda;
     io.cuda_arch = c.opts.cuda_arch;
+    io.allow_tf32 = c.opts.allow_tf32;
+    io.cuda_graphs = c.opts.cuda_graphs;
     auto cg = std::make_shared<CompiledGraph>(compile_inductor(sg.graph, io));
     std::string dir = "inductor/" + sg.folder + "/";
     c.trace.write(dir + "ir_pre_fusion.txt", cg->ir_pre_fusion(), "inductor", sg.folder);
@@ -221,6 +223,12 @@ void stage_inductor(Compilation& c) {
     log.artifact(Artifact::IrPostFusion, "===== " + sg.folder + " =====\n" + cg->ir_post_fusion());
     log.artifact(Artifact::Fusion, cg->fusion_log());
     log_plan_artifacts(sg.folder, cg->ir_post_fusion());
+    if (!cg->perf_hints().empty()) {
+      std::istringstream hints(cg->perf_hints());
+      std::string text;
+      for (std::string line; std::getline(hints, line);) text += sg.folder + ": " + line + "\n";
+      log.artifact(Artifact::PerfHints, text);
+    }
     if (!cuda)
       log.artifact(Artifact::OutputCode, "===== " + sg.folder + "/output_code.cpp =====\n" +
                                              cg->output_code());
