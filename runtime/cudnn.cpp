@@ -192,6 +192,7 @@ Cudnn::~Cudnn() {
     if (workspace_) ctx_.mem_free(workspace_);
   } catch (const CudaError&) {
   }
+  prepared_.clear();
   api_->cudnnDestroy(static_cast<cudnnHandle_t>(handle_));
 }
 
@@ -217,55 +218,64 @@ DevicePtr Cudnn::workspace(size_t bytes) {
   return workspace_;
 }
 
-void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, DevicePtr bias,
-                           DevicePtr y) {
-  std::array<int64_t, 4> out = conv2d_output_sizes(p);
-  if (x == 0 || w == 0 || y == 0) bad("null operand");
-  ctx_.make_current();
-  const Api& D = *api_;
-  cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
-
+struct Cudnn::Prepared {
+  const Api& D;
   cudnnTensorDescriptor_t xd = nullptr, yd = nullptr, bd = nullptr;
   cudnnFilterDescriptor_t wd = nullptr;
   cudnnConvolutionDescriptor_t cd = nullptr;
-  struct Release {
-    const Api& D;
-    cudnnTensorDescriptor_t &xd, &yd, &bd;
-    cudnnFilterDescriptor_t& wd;
-    cudnnConvolutionDescriptor_t& cd;
-    ~Release() {
-      if (cd) D.cudnnDestroyConvolutionDescriptor(cd);
-      if (wd) D.cudnnDestroyFilterDescriptor(wd);
-      if (bd) D.cudnnDestroyTensorDescriptor(bd);
-      if (yd) D.cudnnDestroyTensorDescriptor(yd);
-      if (xd) D.cudnnDestroyTensorDescriptor(xd);
-    }
-  } release{D, xd, yd, bd, wd, cd};
+  cudnnConvolutionFwdAlgo_t algo = {};
+  size_t ws_bytes = 0;
+  explicit Prepared(const Api& api) : D(api) {}
+  Prepared(const Prepared&) = delete;
+  Prepared& operator=(const Prepared&) = delete;
+  ~Prepared() {
+    if (cd) D.cudnnDestroyConvolutionDescriptor(cd);
+    if (wd) D.cudnnDestroyFilterDescriptor(wd);
+    if (bd) D.cudnnDestroyTensorDescriptor(bd);
+    if (yd) D.cudnnDestroyTensorDescriptor(yd);
+    if (xd) D.cudnnDestroyTensorDescriptor(xd);
+  }
+};
 
+size_t Cudnn::prepared_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prepared_.size();
+}
+
+Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, const std::array<int64_t, 15>& key) {
+  auto it = prepared_.find(key);
+  if (it != prepared_.end()) return *it->second;
+  std::array<int64_t, 4> out = conv2d_output_sizes(p);
+  const Api& D = *api_;
+  cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
+  // Descriptors are released however this function leaves (`pp` owns them until it is kept).
+  auto pp = std::make_unique<Prepared>(D);
+  Prepared& r = *pp;
   auto tensor = [&](cudnnTensorDescriptor_t& t, int64_t n, int64_t c, int64_t hh, int64_t ww) {
     check(D.cudnnCreateTensorDescriptor(&t), "cudnnCreateTensorDescriptor");
     check(D.cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(c),
                                        int(hh), int(ww)),
           "cudnnSetTensor4dDescriptor");
   };
-  tensor(xd, p.n, p.c, p.h, p.w);
-  tensor(yd, out[0], out[1], out[2], out[3]);
-  check(D.cudnnCreateFilterDescriptor(&wd), "cudnnCreateFilterDescriptor");
-  check(D.cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(p.k),
+  tensor(r.xd, p.n, p.c, p.h, p.w);
+  tensor(r.yd, out[0], out[1], out[2], out[3]);
+  tensor(r.bd, 1, p.k, 1, 1);
+  check(D.cudnnCreateFilterDescriptor(&r.wd), "cudnnCreateFilterDescriptor");
+  check(D.cudnnSetFilter4dDescriptor(r.wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(p.k),
                                      int(p.c / p.groups), int(p.r), int(p.s)),
         "cudnnSetFilter4dDescriptor");
-  check(D.cudnnCreateConvolutionDescriptor(&cd), "cudnnCreateConvolutionDescriptor");
+  check(D.cudnnCreateConvolutionDescriptor(&r.cd), "cudnnCreateConvolutionDescriptor");
   // PyTorch's conv2d is a cross-correlation, as is CUDNN_CROSS_CORRELATION.
-  check(D.cudnnSetConvolution2dDescriptor(cd, int(p.pad_h), int(p.pad_w), int(p.stride_h),
+  check(D.cudnnSetConvolution2dDescriptor(r.cd, int(p.pad_h), int(p.pad_w), int(p.stride_h),
                                           int(p.stride_w), int(p.dilation_h), int(p.dilation_w),
                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "cudnnSetConvolution2dDescriptor");
-  check(D.cudnnSetConvolutionGroupCount(cd, int(p.groups)), "cudnnSetConvolutionGroupCount");
-  check(D.cudnnSetConvolutionMathType(cd, p.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+  check(D.cudnnSetConvolutionGroupCount(r.cd, int(p.groups)), "cudnnSetConvolutionGroupCount");
+  check(D.cudnnSetConvolutionMathType(r.cd, p.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
         "cudnnSetConvolutionMathType");
 
   int dn = 0, dc = 0, dh = 0, dw = 0;
-  check(D.cudnnGetConvolution2dForwardOutputDim(cd, xd, wd, &dn, &dc, &dh, &dw),
+  check(D.cudnnGetConvolution2dForwardOutputDim(r.cd, r.xd, r.wd, &dn, &dc, &dh, &dw),
         "cudnnGetConvolution2dForwardOutputDim");
   assert(dn == out[0] && dc == out[1] && dh == out[2] && dw == out[3] &&
          "cuDNN and conv2d_output_sizes disagree on the output shape");
@@ -273,8 +283,8 @@ void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, Dev
   // cuDNN ranks the algorithms; take the first that ran its checks and fits the workspace.
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
   int returned = 0;
-  check(D.cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, int(perf.size()), &returned,
-                                                 perf.data()),
+  check(D.cudnnGetConvolutionForwardAlgorithm_v7(h, r.xd, r.wd, r.cd, r.yd, int(perf.size()),
+                                                 &returned, perf.data()),
         "cudnnGetConvolutionForwardAlgorithm_v7");
   const cudnnConvolutionFwdAlgoPerf_t* chosen = nullptr;
   for (int i = 0; i < returned && !chosen; ++i)
@@ -284,20 +294,32 @@ void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, Dev
   if (!chosen)
     bad("cuDNN offers no algorithm within " + std::to_string(kMaxWorkspaceBytes) +
         " workspace bytes");
-  size_t ws_bytes = 0;
-  check(D.cudnnGetConvolutionForwardWorkspaceSize(h, xd, wd, cd, yd, chosen->algo, &ws_bytes),
+  r.algo = chosen->algo;
+  check(D.cudnnGetConvolutionForwardWorkspaceSize(h, r.xd, r.wd, r.cd, r.yd, r.algo, &r.ws_bytes),
         "cudnnGetConvolutionForwardWorkspaceSize");
-  DevicePtr ws = workspace(ws_bytes);
+  return *prepared_.emplace(key, std::move(pp)).first->second;
+}
 
+void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, DevicePtr bias,
+                           DevicePtr y) {
+  conv2d_output_sizes(p); // checks the problem
+  if (x == 0 || w == 0 || y == 0) bad("null operand");
+  ctx_.make_current();
+  const Api& D = *api_;
+  cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
+  std::array<int64_t, 15> key = {p.n,        p.c,        p.h,          p.w,          p.k,
+                                 p.r,        p.s,        p.stride_h,   p.stride_w,   p.pad_h,
+                                 p.pad_w,    p.dilation_h, p.dilation_w, p.groups, p.allow_tf32};
+  std::lock_guard<std::mutex> lock(mu_);
+  Prepared& r = prepare(p, key);
+  DevicePtr ws = workspace(r.ws_bytes);
   auto ptr = [](DevicePtr v) { return reinterpret_cast<void*>(uintptr_t(v)); };
   float one = 1.0f, zero = 0.0f;
-  check(D.cudnnConvolutionForward(h, &one, xd, ptr(x), wd, ptr(w), cd, chosen->algo, ptr(ws),
-                                  ws_bytes, &zero, yd, ptr(y)),
+  check(D.cudnnConvolutionForward(h, &one, r.xd, ptr(x), r.wd, ptr(w), r.cd, r.algo, ptr(ws),
+                                  r.ws_bytes, &zero, r.yd, ptr(y)),
         "cudnnConvolutionForward");
-  if (bias) {
-    tensor(bd, 1, p.k, 1, 1);
-    check(D.cudnnAddTensor(h, &one, bd, ptr(bias), &one, yd, ptr(y)), "cudnnAddTensor");
-  }
+  if (bias)
+    check(D.cudnnAddTensor(h, &one, r.bd, ptr(bias), &one, r.yd, ptr(y)), "cudnnAddTensor");
 }
 
 #else // no cuDNN headers at build time
@@ -316,7 +338,11 @@ std::string Cudnn::unavailable_reason() {
   }
   return "";
 }
+struct Cudnn::Prepared {};
 Cudnn::~Cudnn() = default;
+size_t Cudnn::prepared_count() const {
+  return 0;
+}
 void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr) {
   conv2d_output_sizes(p);
   throw CudaError("cuDNN not available: fxc was built without cudnn.h");

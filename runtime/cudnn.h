@@ -13,6 +13,9 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -66,13 +69,21 @@ public:
   static constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
 
   struct Api; ///< the resolved entry points (defined in cudnn.cpp)
+  /// A problem's descriptors, algorithm and workspace size, made on its first conv2d_forward()
+  /// and reused by later calls with the same problem.
+  struct Prepared;
+  /// Problems prepared so far.
+  size_t prepared_count() const;
 
 private:
   Cudnn(Context& ctx, std::unique_ptr<Api> api);
   void check(int status, const char* call) const;
   DevicePtr workspace(size_t bytes);
+  Prepared& prepare(const Conv2dProblem& p, const std::array<int64_t, 15>& key);
   Context& ctx_;
   std::unique_ptr<Api> api_;
+  mutable std::mutex mu_;
+  std::map<std::array<int64_t, 15>, std::unique_ptr<Prepared>> prepared_;
   void* handle_ = nullptr;
   DevicePtr workspace_ = 0;
   size_t workspace_bytes_ = 0;
