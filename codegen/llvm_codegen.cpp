@@ -2,6 +2,7 @@
 #include "codegen/llvm_codegen.h"
 
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -9,6 +10,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 
@@ -21,6 +23,24 @@ bool is_half(DType t) {
 }
 bool is_unsigned(DType t) {
   return t == DType::Bool || t == DType::U8;
+}
+/// Whether an index expression depends on the kernel's r variable (indirect indices count as
+/// depending on it).
+bool uses_r(const IndexExpr& e) {
+  for (auto& [a, c] : e.terms()) {
+    switch (a.kind) {
+    case IndexAtom::Kind::Var:
+      if (a.id == kRVar) return true;
+      break;
+    case IndexAtom::Kind::FloorDiv:
+    case IndexAtom::Kind::Mod:
+      if (uses_r(*a.arg)) return true;
+      break;
+    case IndexAtom::Kind::Indirect:
+      return true;
+    }
+  }
+  return false;
 }
 
 class Emitter {
@@ -75,13 +95,32 @@ private:
   llvm::Value* math(VOp op, llvm::Value* a, DType t, llvm::Value* c = nullptr) {
     std::vector<llvm::Value*> args = {a};
     if (c) args.push_back(c);
+    if (is_half(t))
+      if (llvm::Value* v = target_.approx_math(b_, m_, op, args, true)) return v;
     return target_.math(b_, m_, op, args, t == DType::F64);
   }
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::Value* a) {
     return b_.CreateUnaryIntrinsic(id, a);
   }
   llvm::Value* reduce_init(ReduceOp op, DType t);
+  /// Folds v (at position r) into the accumulator `a` of reduction `buf`; arg reductions keep
+  /// their index in `argslot`. `first` forces taking v (the thread's first element).
+  llvm::Value* accumulate(const Buffer& buf, llvm::Value* a, llvm::Value* v, llvm::Value* r,
+                          llvm::Value* first, llvm::AllocaInst* argslot, llvm::Value* ok);
   void emit_stage(const KernelStage& st);
+
+  // The slot form (RowMapping with vectors or persistent rows): each thread handles `vec`
+  // contiguous elements per chunk; loads contiguous in r become one aligned vector load per chunk.
+  /// Structural id of a node (equal ids compute equal values in one slot).
+  int sid(const VExpr* e);
+  llvm::Value* vector_load(int buffer, const IndexExpr& ix, DType t);
+  void vector_store(int buffer, const std::vector<llvm::Value*>& lanes, DType t, int chunk);
+  void set_slot(int chunk, int lane);
+  /// Computes each chunk's first r for this thread (clamped into the row) and whether it lies
+  /// in the row.
+  void begin_chunks(const std::vector<llvm::Value*>& r0s, int64_t covered);
+  void emit_slot_stage(const KernelStage& st);
+  void clear_slot_values();
 
   Target& target_;
   llvm::Module& m_;
@@ -99,6 +138,20 @@ private:
   std::map<int, VPtr> bodies_;
   llvm::Value* x_ = nullptr;
   llvm::Value* r_ = nullptr;
+
+  RowMapping map_;
+  bool slots_ = false; ///< the slot form is in use
+  int chunk_ = 0, lane_ = 0;
+  std::vector<llvm::Value*> chunk_r0_; ///< each chunk's first r (clamped into the row)
+  std::vector<llvm::Value*> chunk_ok_; ///< each chunk lies in the row (nullptr: always)
+  std::vector<std::map<int, llvm::Value*>> slot_memo_;         ///< per slot, by structural id
+  std::map<int, llvm::Value*> row_memo_;                       ///< values independent of r
+  std::vector<std::map<std::string, llvm::Value*>> vec_loads_; ///< per chunk
+  std::vector<std::map<int, llvm::Value*>> inner_vals_;        ///< per slot: inner members' values
+  std::map<const VExpr*, int> sid_of_;
+  std::map<std::string, int> sid_table_;
+  std::vector<bool> sid_rdep_; ///< per structural id: depends on r
+  IndexExpr same_;             ///< x * rnumel + r: an inner member's own position
 };
 
 llvm::Value* Emitter::index(const IndexExpr& e) {
@@ -152,6 +205,18 @@ llvm::Value* Emitter::index(const IndexExpr& e) {
 llvm::Value* Emitter::load(int buffer, const IndexExpr& ix, DType t) {
   auto rv = row_vals_.find(buffer);
   if (rv != row_vals_.end()) return rv->second;
+  if (slots_) {
+    auto& iv = inner_vals_[size_t(chunk_ * map_.vec + lane_)];
+    auto in = iv.find(buffer);
+    if (in != iv.end() && ix == same_) return in->second;
+    if (map_.vec > 1 && uses_r(ix)) {
+      IndexExpr base = ix.substitute({{kRVar, IndexExpr(0)}});
+      bool aligned =
+          ix - base == IndexExpr::var(kRVar, k_.rnumel) && base.constant() % map_.vec == 0;
+      for (auto& [a, c] : base.terms()) aligned = aligned && c % map_.vec == 0;
+      if (aligned) return vector_load(buffer, ix, t);
+    }
+  }
   auto it = buf_ptr_.find(buffer);
   assert(it != buf_ptr_.end() && "kernel reads a buffer that is not an argument");
   llvm::Value* ptr = b_.CreateGEP(mem_type(t), it->second, index(ix));
@@ -224,6 +289,8 @@ llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
   case VOp::Sqrt:
     return intrinsic(llvm::Intrinsic::sqrt, a);
   case VOp::Rsqrt:
+    if (t != DType::F64)
+      if (llvm::Value* v = target_.approx_math(b_, m_, VOp::Rsqrt, {a}, is_half(t))) return v;
     return b_.CreateFDiv(one(), intrinsic(llvm::Intrinsic::sqrt, a));
   case VOp::Reciprocal:
     return b_.CreateFDiv(one(), a);
@@ -338,8 +405,17 @@ llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
 }
 
 llvm::Value* Emitter::value(const VPtr& e) {
-  auto it = memo_.find(e.get());
-  if (it != memo_.end()) return it->second;
+  std::map<int, llvm::Value*>* smemo = nullptr;
+  int id = -1;
+  if (slots_) {
+    id = sid(e.get());
+    smemo = sid_rdep_[size_t(id)] ? &slot_memo_[size_t(chunk_ * map_.vec + lane_)] : &row_memo_;
+    auto it = smemo->find(id);
+    if (it != smemo->end()) return it->second;
+  } else {
+    auto it = memo_.find(e.get());
+    if (it != memo_.end()) return it->second;
+  }
   llvm::Value* v = nullptr;
   switch (e->op) {
   case VOp::Const:
@@ -357,6 +433,25 @@ llvm::Value* Emitter::value(const VPtr& e) {
   case VOp::Where:
     v = b_.CreateSelect(value(e->args[0]), value(e->args[1]), value(e->args[2]));
     break;
+  case VOp::Div:
+    // Along a row, dividing by a per-row value multiplies by its reciprocal, computed once
+    // (within 1.5 f32 ulps of the quotient; softmax's normalization).
+    if (slots_ && is_floating(e->dtype) && e->dtype != DType::F64 &&
+        !sid_rdep_[size_t(sid(e->args[1].get()))]) {
+      int key = -2 - sid(e->args[1].get());
+      auto rit = row_memo_.find(key);
+      llvm::Value* inv = nullptr;
+      if (rit != row_memo_.end()) {
+        inv = rit->second;
+      } else {
+        inv = b_.CreateFDiv(llvm::ConstantFP::get(b_.getFloatTy(), 1.0), value(e->args[1]));
+        row_memo_[key] = inv;
+      }
+      v = b_.CreateFMul(value(e->args[0]), inv);
+      break;
+    }
+    v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);
+    break;
   default:
     if (vop_is_unary(e->op)) {
       v = unary(e->op, value(e->args[0]), e->args[0]->dtype);
@@ -364,7 +459,10 @@ llvm::Value* Emitter::value(const VPtr& e) {
       v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);
     }
   }
-  memo_[e.get()] = v;
+  if (smemo)
+    (*smemo)[id] = v;
+  else
+    memo_[e.get()] = v;
   return v;
 }
 
@@ -391,7 +489,274 @@ llvm::Value* Emitter::reduce_init(ReduceOp op, DType t) {
   return nullptr;
 }
 
+llvm::Value* Emitter::accumulate(const Buffer& buf, llvm::Value* a, llvm::Value* v, llvm::Value* r,
+                                 llvm::Value* first, llvm::AllocaInst* argslot, llvm::Value* ok) {
+  DType vt = buf.body->dtype;
+  llvm::Value* n = nullptr;
+  bool fl = is_floating(vt);
+  switch (buf.reduce) {
+  case ReduceOp::Sum:
+    if (fl) {
+      llvm::FastMathFlags fm;
+      fm.setAllowReassoc();
+      n = b_.CreateFAdd(a, v);
+      if (auto* inst = llvm::dyn_cast<llvm::Instruction>(n)) inst->setFastMathFlags(fm);
+    } else {
+      n = binary(VOp::Add, a, v, vt);
+    }
+    break;
+  case ReduceOp::Max:
+    n = binary(VOp::Max, a, v, vt);
+    break;
+  case ReduceOp::Min:
+    n = binary(VOp::Min, a, v, vt);
+    break;
+  case ReduceOp::Any:
+    n = b_.CreateOr(a, cast(v, vt, DType::Bool));
+    break;
+  case ReduceOp::ArgMax:
+  case ReduceOp::ArgMin: {
+    bool mx = buf.reduce == ReduceOp::ArgMax;
+    llvm::Value* better = fl ? (mx ? b_.CreateFCmpOGT(v, a) : b_.CreateFCmpOLT(v, a))
+                             : binary(mx ? VOp::Gt : VOp::Lt, v, a, vt);
+    if (fl)
+      better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(a, a)));
+    if (first) better = b_.CreateOr(better, first);
+    if (ok) better = b_.CreateAnd(better, ok);
+    n = b_.CreateSelect(better, v, a);
+    llvm::Value* oi = b_.CreateLoad(b_.getInt64Ty(), argslot);
+    b_.CreateStore(b_.CreateSelect(better, r, oi), argslot);
+    return n;
+  }
+  }
+  return ok ? b_.CreateSelect(ok, n, a) : n;
+}
+
+int Emitter::sid(const VExpr* e) {
+  auto it = sid_of_.find(e);
+  if (it != sid_of_.end()) return it->second;
+  uint64_t fbits = 0;
+  std::memcpy(&fbits, &e->fval, sizeof fbits);
+  std::string key = std::to_string(int(e->op)) + ':' + std::to_string(int(e->dtype)) + ':' +
+                    std::to_string(fbits) + ':' + std::to_string(e->ival) + ':' +
+                    std::to_string(e->buffer);
+  bool rdep = false;
+  for (const VPtr& a : e->args) {
+    int c = sid(a.get());
+    key += ',' + std::to_string(c);
+    rdep = rdep || sid_rdep_[size_t(c)];
+  }
+  if (e->op == VOp::Load || e->op == VOp::Index) {
+    key += '|' + e->index.str();
+    rdep = rdep || uses_r(e->index);
+  }
+  auto [t, fresh] = sid_table_.emplace(key, int(sid_rdep_.size()));
+  if (fresh) sid_rdep_.push_back(rdep);
+  sid_of_[e] = t->second;
+  return t->second;
+}
+
+void Emitter::set_slot(int chunk, int lane) {
+  chunk_ = chunk;
+  lane_ = lane;
+  r_ = lane == 0
+           ? chunk_r0_[size_t(chunk)]
+           : b_.CreateAdd(chunk_r0_[size_t(chunk)], b_.getInt64(uint64_t(lane)), "", true, true);
+}
+
+llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
+  auto& cache = vec_loads_[size_t(chunk_)];
+  std::string key = std::to_string(buffer) + ':' + ix.str();
+  auto it = cache.find(key);
+  llvm::Value* vv = nullptr;
+  if (it != cache.end()) {
+    vv = it->second;
+  } else {
+    auto pit = buf_ptr_.find(buffer);
+    assert(pit != buf_ptr_.end() && "kernel reads a buffer that is not an argument");
+    llvm::Value* saved = r_;
+    r_ = chunk_r0_[size_t(chunk_)];
+    llvm::Value* off = index(ix);
+    r_ = saved;
+    llvm::Type* et = mem_type(t);
+    uint64_t bytes = m_.getDataLayout().getTypeAllocSize(et) * uint64_t(map_.vec);
+    auto* vt = llvm::FixedVectorType::get(et, unsigned(map_.vec));
+    vv = b_.CreateAlignedLoad(vt, b_.CreateGEP(et, pit->second, off), llvm::Align(bytes));
+    cache[key] = vv;
+  }
+  llvm::Value* v = b_.CreateExtractElement(vv, uint64_t(lane_));
+  if (t == DType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
+  if (is_half(t)) return b_.CreateFPExt(v, b_.getFloatTy());
+  return v;
+}
+
+void Emitter::vector_store(int buffer, const std::vector<llvm::Value*>& lanes, DType t, int chunk) {
+  auto it = buf_ptr_.find(buffer);
+  assert(it != buf_ptr_.end() && "kernel writes a buffer that is not an argument");
+  llvm::Type* et = mem_type(t);
+  auto* vt = llvm::FixedVectorType::get(et, unsigned(lanes.size()));
+  llvm::Value* vec = llvm::PoisonValue::get(vt);
+  for (size_t l = 0; l < lanes.size(); ++l) {
+    llvm::Value* v = lanes[l];
+    if (t == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
+    if (is_half(t)) v = b_.CreateFPTrunc(v, et);
+    vec = b_.CreateInsertElement(vec, v, uint64_t(l));
+  }
+  llvm::Value* off =
+      b_.CreateAdd(b_.CreateMul(x_, b_.getInt64(uint64_t(k_.rnumel))), chunk_r0_[size_t(chunk)]);
+  uint64_t bytes = m_.getDataLayout().getTypeAllocSize(et) * uint64_t(lanes.size());
+  llvm::Value* ok = chunk_ok_[size_t(chunk)];
+  llvm::BasicBlock* cont = nullptr;
+  if (ok) {
+    llvm::BasicBlock* put = llvm::BasicBlock::Create(ctx_, "st.chunk", fn_);
+    cont = llvm::BasicBlock::Create(ctx_, "st.cont", fn_);
+    b_.CreateCondBr(ok, put, cont);
+    b_.SetInsertPoint(put);
+  }
+  b_.CreateAlignedStore(vec, b_.CreateGEP(et, it->second, off), llvm::Align(bytes));
+  if (ok) {
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+  }
+}
+
+void Emitter::clear_slot_values() {
+  size_t slots = chunk_r0_.size() * size_t(map_.vec);
+  slot_memo_.assign(slots, {});
+  inner_vals_.assign(slots, {});
+  vec_loads_.assign(chunk_r0_.size(), {});
+  row_memo_.clear();
+}
+
+void Emitter::begin_chunks(const std::vector<llvm::Value*>& r0s, int64_t covered) {
+  chunk_r0_.clear();
+  chunk_ok_.clear();
+  int64_t per_chunk = covered / int64_t(r0s.size());
+  for (size_t j = 0; j < r0s.size(); ++j) {
+    llvm::Value* r0 = r0s[j];
+    llvm::Value* ok = nullptr;
+    // Chunks that may run past the row read its last vector instead and are masked.
+    if (int64_t(j + 1) * per_chunk > k_.rnumel) {
+      ok = b_.CreateICmpSLT(r0, b_.getInt64(uint64_t(k_.rnumel)));
+      r0 = b_.CreateSelect(ok, r0, b_.getInt64(uint64_t(k_.rnumel - map_.vec)));
+    }
+    chunk_r0_.push_back(r0);
+    chunk_ok_.push_back(ok);
+  }
+  clear_slot_values();
+}
+
+void Emitter::emit_slot_stage(const KernelStage& st) {
+  llvm::IntegerType* i64 = b_.getInt64Ty();
+  int vec = map_.vec;
+  llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  // One accumulator per lane (independent chains), folded together after the row; arg
+  // reductions keep one, so that ties resolve to the first index.
+  std::map<int, std::vector<llvm::AllocaInst*>> acc;
+  std::map<int, llvm::AllocaInst*> arg;
+  for (int mi : st.members) {
+    const KernelMember& m = k_.members[mi];
+    const Buffer& buf = p_.buffers[m.buffer];
+    if (m.role != MemberRole::Reduce) continue;
+    DType vt = buf.body->dtype;
+    bool is_arg = buf.reduce == ReduceOp::ArgMax || buf.reduce == ReduceOp::ArgMin;
+    for (int l = 0; l < (is_arg ? 1 : vec); ++l) {
+      acc[m.buffer].push_back(eb.CreateAlloca(reg_type(vt)));
+      b_.CreateStore(reduce_init(buf.reduce, vt), acc[m.buffer].back());
+    }
+    if (is_arg) {
+      arg[m.buffer] = eb.CreateAlloca(i64);
+      b_.CreateStore(b_.getInt64(0), arg[m.buffer]);
+    }
+  }
+  llvm::BasicBlock *head = nullptr, *exit = nullptr;
+  llvm::PHINode* r0 = nullptr;
+  llvm::Value* start = nullptr;
+  if (!map_.persistent) {
+    // for (r0 = tid * vec; r0 < rnumel; r0 += ntid * vec): one vector per thread and step.
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    start = b_.CreateMul(entry_.rstart, b_.getInt64(uint64_t(vec)));
+    head = llvm::BasicBlock::Create(ctx_, "r.head", fn_);
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "r.body", fn_);
+    exit = llvm::BasicBlock::Create(ctx_, "r.exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    r0 = b_.CreatePHI(i64, 2, "r0");
+    r0->addIncoming(start, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(r0, b_.getInt64(uint64_t(k_.rnumel))), body, exit);
+    b_.SetInsertPoint(body);
+    begin_chunks({r0}, k_.rnumel);
+  }
+  int chunks = int(chunk_r0_.size());
+  for (int mi : st.members) {
+    const KernelMember& m = k_.members[mi];
+    const Buffer& buf = p_.buffers[m.buffer];
+    if (m.role == MemberRole::Inner) {
+      for (int j = 0; j < chunks; ++j) {
+        std::vector<llvm::Value*> lanes;
+        for (int l = 0; l < vec; ++l) {
+          set_slot(j, l);
+          llvm::Value* v = value(bodies_[m.buffer]);
+          inner_vals_[size_t(j * vec + l)][m.buffer] = v;
+          lanes.push_back(v);
+        }
+        if (m.store) vector_store(m.buffer, lanes, buf.dtype, j);
+      }
+      continue;
+    }
+    DType vt = buf.body->dtype;
+    bool is_arg = arg.count(m.buffer) > 0;
+    for (int j = 0; j < chunks; ++j)
+      for (int l = 0; l < vec; ++l) {
+        set_slot(j, l);
+        llvm::Value* v = value(bodies_[m.buffer]);
+        llvm::AllocaInst* slot = acc[m.buffer][is_arg ? 0 : size_t(l)];
+        llvm::Value* a = b_.CreateLoad(reg_type(vt), slot);
+        llvm::Value* first = nullptr;
+        if (is_arg && j == 0 && l == 0)
+          first = map_.persistent ? b_.getTrue() : b_.CreateICmpEQ(r0, start);
+        llvm::Value* n = accumulate(buf, a, v, r_, first, is_arg ? arg[m.buffer] : nullptr,
+                                    chunk_ok_[size_t(j)]);
+        b_.CreateStore(n, slot);
+      }
+  }
+  r_ = nullptr;
+  if (!map_.persistent) {
+    llvm::Value* next = b_.CreateAdd(r0, b_.CreateMul(entry_.rstep, b_.getInt64(uint64_t(vec))),
+                                     "r0.next", true, true);
+    r0->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+    chunk_r0_.clear();
+    chunk_ok_.clear();
+    clear_slot_values();
+  }
+  for (int mi : st.members) {
+    const KernelMember& m = k_.members[mi];
+    if (m.role != MemberRole::Reduce) continue;
+    const Buffer& buf = p_.buffers[m.buffer];
+    DType vt = buf.body->dtype;
+    std::vector<llvm::Value*> part;
+    for (llvm::AllocaInst* slot : acc[m.buffer]) part.push_back(b_.CreateLoad(reg_type(vt), slot));
+    for (size_t w = 1; w < part.size(); w *= 2)
+      for (size_t l = 0; l + w < part.size(); l += 2 * w)
+        part[l] = buf.reduce == ReduceOp::Any
+                      ? b_.CreateOr(part[l], part[l + w])
+                      : accumulate(buf, part[l], part[l + w], nullptr, nullptr, nullptr, nullptr);
+    llvm::Value* a = part[0];
+    llvm::Value* idx = arg.count(m.buffer) ? b_.CreateLoad(i64, arg[m.buffer]) : nullptr;
+    a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
+    llvm::Value* res = idx ? idx : cast(a, vt, buf.dtype);
+    row_vals_[m.buffer] = res;
+    if (m.store) store(m.buffer, x_, res, buf.dtype);
+  }
+}
+
 void Emitter::emit_stage(const KernelStage& st) {
+  if (st.loop && slots_) {
+    emit_slot_stage(st);
+    return;
+  }
   llvm::IntegerType* i64 = b_.getInt64Ty();
   memo_.clear();
   if (!st.loop) {
@@ -442,43 +807,9 @@ void Emitter::emit_stage(const KernelStage& st) {
     }
     DType vt = buf.body->dtype;
     llvm::Value* a = b_.CreateLoad(reg_type(vt), acc[m.buffer]);
-    llvm::Value* n = nullptr;
-    bool fl = is_floating(vt);
-    switch (buf.reduce) {
-    case ReduceOp::Sum:
-      if (fl) {
-        llvm::FastMathFlags fm;
-        fm.setAllowReassoc();
-        n = b_.CreateFAdd(a, v);
-        if (auto* inst = llvm::dyn_cast<llvm::Instruction>(n)) inst->setFastMathFlags(fm);
-      } else {
-        n = binary(VOp::Add, a, v, vt);
-      }
-      break;
-    case ReduceOp::Max:
-      n = binary(VOp::Max, a, v, vt);
-      break;
-    case ReduceOp::Min:
-      n = binary(VOp::Min, a, v, vt);
-      break;
-    case ReduceOp::Any:
-      n = b_.CreateOr(a, cast(v, vt, DType::Bool));
-      break;
-    case ReduceOp::ArgMax:
-    case ReduceOp::ArgMin: {
-      bool mx = buf.reduce == ReduceOp::ArgMax;
-      llvm::Value* better = fl ? (mx ? b_.CreateFCmpOGT(v, a) : b_.CreateFCmpOLT(v, a))
-                               : binary(mx ? VOp::Gt : VOp::Lt, v, a, vt);
-      if (fl)
-        better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(a, a)));
-      llvm::Value* first = b_.CreateICmpEQ(r, entry_.rstart);
-      better = b_.CreateOr(better, first);
-      n = b_.CreateSelect(better, v, a);
-      llvm::Value* oi = b_.CreateLoad(i64, arg[m.buffer]);
-      b_.CreateStore(b_.CreateSelect(better, r, oi), arg[m.buffer]);
-      break;
-    }
-    }
+    bool is_arg = buf.reduce == ReduceOp::ArgMax || buf.reduce == ReduceOp::ArgMin;
+    llvm::Value* first = is_arg ? b_.CreateICmpEQ(r, entry_.rstart) : nullptr;
+    llvm::Value* n = accumulate(buf, a, v, r, first, is_arg ? arg[m.buffer] : nullptr, nullptr);
     b_.CreateStore(n, acc[m.buffer]);
   }
   llvm::Value* rn = b_.CreateAdd(r, entry_.rstep, "r.next", true, true);
@@ -505,6 +836,12 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
   target_.prepare_module(m_);
   fn_ = target_.begin_kernel(m_, b_, k_.name, noalias, &entry_);
   for (size_t i = 0; i < args.size(); ++i) buf_ptr_[args[i]] = entry_.buffers[i];
+  map_ = target_.row_mapping(p_, k_);
+  slots_ = map_.block > 0 && (map_.vec > 1 || map_.persistent);
+  assert((!slots_ || k_.rnumel % map_.vec == 0) && "vectors must tile the row");
+  assert((!map_.persistent || int64_t(map_.block) * map_.vec * map_.chunks >= k_.rnumel) &&
+         "a persistent row must fit its threads' chunks");
+  same_ = IndexExpr::var(kXVar, k_.xnumel) * k_.rnumel + IndexExpr::var(kRVar, k_.rnumel);
   for (auto& m : k_.members) {
     const Buffer& b = p_.buffers[m.buffer];
     bodies_[m.buffer] = substitute(b.body, member_subst(b, m.role, k_.xnumel, k_.rnumel));
@@ -522,8 +859,21 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
   b_.SetInsertPoint(body);
   x_ = x;
   row_vals_.clear();
+  bool resident = slots_ && map_.persistent;
+  if (resident) {
+    // Chunk j of thread t starts at (j * block + t) * vec: consecutive threads read
+    // consecutive vectors.
+    std::vector<llvm::Value*> r0s;
+    llvm::Value* t0 = b_.CreateMul(entry_.rstart, b_.getInt64(uint64_t(map_.vec)));
+    for (int j = 0; j < map_.chunks; ++j)
+      r0s.push_back(j == 0 ? t0
+                           : b_.CreateAdd(t0, b_.getInt64(uint64_t(j) * uint64_t(map_.block) *
+                                                          uint64_t(map_.vec))));
+    begin_chunks(r0s, int64_t(map_.block) * map_.vec * map_.chunks);
+  }
   for (size_t i = 0; i < k_.stages.size(); ++i) {
-    if (i > 0) target_.end_stage(b_);
+    // A resident row passes values between stages in registers: no stores to make visible.
+    if (i > 0 && !resident) target_.end_stage(b_);
     emit_stage(k_.stages[i]);
   }
   llvm::Value* xn = b_.CreateAdd(x, b_.getInt64(1), "x.next", true, true);

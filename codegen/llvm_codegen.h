@@ -34,23 +34,26 @@ public:
 std::unique_ptr<KernelCompiler> make_x86_compiler();
 
 /// One kernel for NVIDIA GPUs. Launch: grid (xnumel), block (block) threads, no dynamic shared
-/// memory; parameters: a pointer per buffer in `args` (each a distinct allocation), then
-/// xnumel as i64.
+/// memory; parameters: a pointer per buffer in `args` (each a distinct allocation, 16-byte
+/// aligned: kernels use 16-byte vector accesses), then xnumel as i64.
 struct PtxKernel {
   std::string name;
   std::string ll; ///< LLVM IR as generated (before libdevice and optimization)
   std::string ptx;
   std::vector<int> args; ///< buffer ids, in parameter order
   int64_t xnumel = 0;
-  int block = 32; ///< threads per block: a power of two covering rnumel, at most 1024
+  int block = 32; ///< threads per block: mapping.block
+  RowMapping mapping;
 };
 
 /// Generates PTX for every kernel of `s` for `arch` ("sm_90"), linking the math functions
 /// from `libdevice` (libdevice.10.bc). Throws fxc::Error when LLVM or libdevice fail.
 std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
                                     const std::string& arch, const std::string& libdevice);
-/// Threads per block for a row of rnumel elements.
-int ptx_block_size(int64_t rnumel);
+/// How kernel `k` maps onto a thread block: 16-byte vectors of the narrowest element along r
+/// (where they tile the row), the row resident in registers when several stages walk it and it
+/// fits (at most 8 vectors per thread), and a power-of-two block size from the row length.
+RowMapping nvptx_row_mapping(const LoopProgram& p, const Kernel& k);
 
 /// Links the kernels' LLVM IR (name, .ll text) into one module. Returns its text after the
 /// same O2 pipeline the JIT uses when `optimize`, else as generated. Throws fxc::Error.

@@ -3,6 +3,7 @@
 // threads and how partial reductions are combined; capability fields steer the choices.
 #pragma once
 
+#include "passes/fuse.h"
 #include "passes/loop_ir.h"
 
 #include <memory>
@@ -28,6 +29,19 @@ struct TargetCaps {
   int vector_bits = 256; ///< preferred SIMD width for the r loop
 };
 
+/// How one kernel's rows map onto the threads of a cooperative target, chosen per kernel before
+/// emission. The default (block 0) is the host form: each invocation owns whole rows and loops
+/// over r one element at a time.
+struct RowMapping {
+  int block = 0; ///< threads per row: a power of two (32..1024), or 0 for one thread per row
+  int vec = 1;   ///< contiguous elements per thread access (one 16-byte vector where aligned)
+  /// Persistent form: each thread owns `chunks` vectors of the row (block * vec * chunks >=
+  /// rnumel), kept in registers from the first stage to the last (no r loops, one read of the row).
+  bool persistent = false;
+  int chunks = 1;
+  bool operator==(const RowMapping&) const = default;
+};
+
 /// What the target's kernel entry provides to the generic emitter.
 struct KernelEntry {
   std::vector<llvm::Value*> buffers; ///< one pointer per kernel argument
@@ -43,6 +57,8 @@ public:
   virtual const TargetCaps& caps() const = 0;
   /// Sets the triple and data layout.
   virtual void prepare_module(llvm::Module& m) = 0;
+  /// The row mapping of kernel `k` (the host form unless the target overrides it).
+  virtual RowMapping row_mapping(const LoopProgram&, const Kernel&) { return {}; }
   /// Creates the kernel function with the target's ABI and positions `b` in its body.
   /// noalias[i] says argument i shares memory with no other argument.
   virtual llvm::Function* begin_kernel(llvm::Module& m, llvm::IRBuilderBase& b,
@@ -57,6 +73,14 @@ public:
   /// float or double values (`f64`).
   virtual llvm::Value* math(llvm::IRBuilderBase& b, llvm::Module& m, VOp op,
                             const std::vector<llvm::Value*>& args, bool f64) = 0;
+  /// A faster f32 form of `op` (Rsqrt, Exp, Erf), or nullptr where the target has none. Without
+  /// `half` it must be as precise as PyTorch's CUDA code for the op (rsqrtf); with `half` the
+  /// result is rounded to a 16-bit float, so an error of a few f32 ulps (far below one bf16/f16
+  /// ulp) is acceptable.
+  virtual llvm::Value* approx_math(llvm::IRBuilderBase&, llvm::Module&, VOp,
+                                   const std::vector<llvm::Value*>&, bool /*half*/) {
+    return nullptr;
+  }
   /// Between two stages of a row: makes one stage's stores visible to the next stage's loads by
   /// the other threads of the row (nothing when one thread owns a row).
   virtual void end_stage(llvm::IRBuilderBase& b) = 0;

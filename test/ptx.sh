@@ -31,6 +31,18 @@ for g in "$fx"/*.pt2; do
     echo "ok   $name $mode: $n kernels assemble"
   done
 done
+# A bf16 graph (test/graphs/norms_bf16.fxg): narrow loads and stores, f32 compute.
+d=$tmp/norms_bf16
+if "$fxc" --device=cuda --emit=ptx --debug-dir="$d" -o "$d.ptx" "$src/test/graphs/norms_bf16.fxg" >"$tmp/out" 2>&1; then
+  n=0
+  for p in $(find "$d" -name '*.ptx' | sort); do
+    n=$((n + 1))
+    "$ptxas" -arch=sm_90 "$p" -o "$tmp/k.cubin" 2>"$tmp/err" || { echo "FAIL norms_bf16: ptxas $(basename "$p")"; head -5 "$tmp/err"; fail=1; }
+  done
+  kernels=$((kernels + n)); echo "ok   norms_bf16: $n kernels assemble"
+else
+  echo "FAIL norms_bf16: fxc"; sed 's/^/     /' "$tmp/out" | head -5; fail=1
+fi
 [ $kernels -gt 0 ] || { echo "FAIL no kernels"; fail=1; }
 # Warp-shuffle block reductions in the norms kernel (FileCheck on the PTX).
 filecheck=$(command -v "${FILECHECK:-FileCheck-19}" || command -v FileCheck || true)
@@ -38,5 +50,14 @@ if [ -z "$filecheck" ]; then echo "FAIL FileCheck not found (llvm-19-tools)"; fa
 elif "$filecheck" "$src/test/golden/ptx_norms.check" --input-file="$tmp/norms-inference.ptx"; then
   echo "ok   FileCheck norms PTX: warp-shuffle reductions"
 else echo "FAIL FileCheck norms PTX: warp-shuffle reductions"; fail=1; fi
+# 16-byte vector accesses: a pointwise kernel (mlp), a persistent row (norms), bf16 (FileCheck).
+if [ -n "$filecheck" ]; then
+  for pre in POINTWISE:mlp-inference PERSISTENT:norms-inference BF16:norms_bf16; do
+    if "$filecheck" "$src/test/golden/ptx_vector.check" --check-prefix="${pre%%:*}" \
+        --input-file="$tmp/${pre#*:}.ptx"; then
+      echo "ok   FileCheck ${pre#*:} PTX: vector accesses (${pre%%:*})"
+    else echo "FAIL FileCheck ${pre#*:} PTX: vector accesses (${pre%%:*})"; fail=1; fi
+  done
+fi
 echo "$kernels kernels checked with ptxas"
 exit $fail

@@ -225,8 +225,12 @@ TEST_CASE(
   for (auto& [m, g] : graphs) {
     CAPTURE(m);
     PtxProgram pp = compile_inductor_ptx(g, {}, "sm_90", libdevice);
-    CompiledGraph cg = compile_inductor(g, {});
-    REQUIRE(int(pp.kernels.size()) == cg.num_kernels());
+    // Every kernel of the CUDA plan (which folds addmm epilogues into cuBLASLt calls and runs
+    // convolutions on cuDNN, so it may have fewer kernels than the CPU plan) has its PTX.
+    int planned = 0;
+    for (size_t at = 0; (at = pp.ir_post_fusion.find("kernel ", at)) != std::string::npos; ++at)
+      planned += at == 0 || pp.ir_post_fusion[at - 1] == '\n';
+    REQUIRE(int(pp.kernels.size()) == planned);
     for (const PtxKernelInfo& k : pp.kernels) {
       CAPTURE(k.name);
       CHECK(k.ptx.find(".visible .entry " + k.name + "(") != std::string::npos);
@@ -245,7 +249,7 @@ TEST_CASE(
   Graph g = import_graph(fixture("norms.core.pt2"));
   PtxProgram pp = compile_inductor_ptx(g, {}, "sm_90", libdevice);
   REQUIRE(pp.kernels.size() == 1);
-  CHECK(pp.kernels[0].block == 512);
+  CHECK(pp.kernels[0].block == 128);
   CHECK(pp.kernels[0].ptx.find("bar.sync") != std::string::npos);
   CHECK(pp.kernels[0].ptx.find(".shared") != std::string::npos);
 }

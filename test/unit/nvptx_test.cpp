@@ -1,0 +1,137 @@
+// NVPTX lowering: row mappings (vector width, block size, persistent rows) and the PTX they give
+// for pointwise, reduction and persistent-reduction kernels (16-byte vector accesses, warp
+// shuffles, one read of a resident row).
+#include "aot_testing.h"
+#include "codegen/inductor.h"
+#include "codegen/llvm_codegen.h"
+#include "passes/fuse.h"
+#include "passes/lower.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <string>
+
+using namespace fxc;
+using namespace fxc::testing;
+
+namespace {
+
+const std::string kLibdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+/// x: rows x cols of dtype t, plus the op applied along the last dim.
+TestGraph row_graph(DType t, int64_t rows, int64_t cols, const std::string& what) {
+  TestGraph tg;
+  ValueId x = tg.input_values("x", t, {rows, cols}, tg.random_values(rows * cols, -2, 2));
+  ValueId y;
+  if (what == "softmax")
+    y = tg.op("aten._softmax.default", {T(x), I(-1), B(false)});
+  else if (what == "sum")
+    y = tg.op("aten.sum.dim_IntList", {T(x), Is({-1})});
+  else
+    y = tg.op("aten.mul.Tensor", {T(tg.op("aten.relu.default", {T(x)})), T(x)});
+  tg.output(y);
+  return tg;
+}
+
+/// The one kernel of `tg` and its mapping; `rnumel` gets the kernel's row length.
+RowMapping only_mapping(const TestGraph& tg, int64_t* rnumel = nullptr) {
+  LoopProgram p = lower(decompose(tg.g));
+  Schedule s = fuse(p);
+  REQUIRE(s.kernels.size() == 1);
+  if (rnumel) *rnumel = s.kernels[0].rnumel;
+  return nvptx_row_mapping(p, s.kernels[0]);
+}
+
+std::string only_ptx(const TestGraph& tg, int* block = nullptr) {
+  PtxProgram pp = compile_inductor_ptx(decompose(tg.g), {}, "sm_90", kLibdevice);
+  REQUIRE(pp.kernels.size() == 1);
+  if (block) *block = pp.kernels[0].block;
+  return pp.kernels[0].ptx;
+}
+
+} // namespace
+
+TEST_CASE("nvptx: row mappings from the row length and the element size") {
+  // Pointwise: one 16-byte vector (4 f32) per thread and row position.
+  int64_t rn = 0;
+  RowMapping pw = only_mapping(row_graph(DType::F32, 64, 1024, "pointwise"), &rn);
+  CHECK(pw.vec == 4);
+  CHECK(!pw.persistent);
+  CHECK(int64_t(pw.block) * 4 == rn);
+  // A one-stage reduction loops over r with vectors.
+  RowMapping sum = only_mapping(row_graph(DType::F32, 64, 1024, "sum"));
+  CHECK(sum.vec == 4);
+  CHECK(sum.block == 256);
+  CHECK(!sum.persistent);
+  // Softmax walks its row three times: resident in registers, 128 threads x 2 vectors.
+  RowMapping sm = only_mapping(row_graph(DType::F32, 64, 1024, "softmax"));
+  CHECK(sm.persistent);
+  CHECK(sm.vec == 4);
+  CHECK(sm.block == 128);
+  CHECK(sm.chunks == 2);
+  // bf16: eight elements per 16-byte vector.
+  RowMapping bf = only_mapping(row_graph(DType::BF16, 64, 1024, "softmax"));
+  CHECK(bf.persistent);
+  CHECK(bf.vec == 8);
+  CHECK(bf.chunks == 1);
+  // 4096 f32: 8 vectors per thread still fit; 8192 * 8 do not (a looping reduction instead).
+  RowMapping big = only_mapping(row_graph(DType::F32, 4, 4096, "softmax"));
+  CHECK(big.persistent);
+  CHECK(big.block == 128);
+  CHECK(big.chunks == 8);
+  RowMapping huge = only_mapping(row_graph(DType::F32, 4, 65536, "softmax"));
+  CHECK(!huge.persistent);
+  CHECK(huge.block == 1024);
+  // Rows that vectors do not tile fall back to single elements.
+  RowMapping odd = only_mapping(row_graph(DType::F32, 8, 1001, "softmax"));
+  CHECK(odd.vec == 1);
+  CHECK(odd.persistent);
+  CHECK(int64_t(odd.block) * odd.chunks >= 1001);
+}
+
+TEST_CASE("nvptx: PTX of pointwise, reduction and persistent-reduction kernels") {
+  if (!std::ifstream(kLibdevice)) {
+    MESSAGE("libdevice not installed; PTX generation not exercised");
+    return;
+  }
+  int block = 0;
+  // Pointwise: 16-byte loads and stores, no shuffles.
+  std::string pw = only_ptx(row_graph(DType::F32, 64, 1024, "pointwise"), &block);
+  CHECK(block >= 256);
+  CHECK(count(pw, "ld.global.nc.v4.f32") == 1);
+  CHECK(count(pw, "st.global.v4.f32") == 1);
+  CHECK(count(pw, "shfl.sync") == 0);
+  // A looping reduction: vector loads, a warp butterfly and a shared-memory combine.
+  std::string sum = only_ptx(row_graph(DType::F32, 64, 1024, "sum"), &block);
+  CHECK(block == 256);
+  CHECK(count(sum, "ld.global.nc.v4.f32") == 1);
+  CHECK(count(sum, "shfl.sync.bfly.b32") >= 10);
+  CHECK(count(sum, "bar.sync") >= 1);
+  // Persistent softmax: the row is read once (two vectors per thread), written once, and its
+  // two reductions are shuffles; no r loop re-reads it.
+  std::string sm = only_ptx(row_graph(DType::F32, 64, 1024, "softmax"), &block);
+  CHECK(block == 128);
+  CHECK(count(sm, "ld.global.nc.v4.f32") == 2);
+  CHECK(count(sm, "ld.global.nc.f32") == 0);
+  CHECK(count(sm, "st.global.v4.f32") == 2);
+  CHECK(count(sm, "shfl.sync.bfly.b32") >= 20);
+  // bf16: eight elements per 16-byte access, widened to f32 and narrowed on the way out.
+  std::string bf = only_ptx(row_graph(DType::BF16, 64, 1024, "softmax"), &block);
+  CHECK(block == 128);
+  CHECK(count(bf, "ld.global.nc.v4.u32") == 1);
+  CHECK(count(bf, "st.global.v4.b32") == 1);
+  CHECK(count(bf, "cvt.f32.bf16") == 8);
+  CHECK(count(bf, "ex2.approx.f32") >= 8);
+  // A row that the threads' vectors overrun is masked: clamped loads, guarded stores.
+  std::string tail = only_ptx(row_graph(DType::F32, 8, 1000, "softmax"), &block);
+  CHECK(block == 128);
+  CHECK(count(tail, "ld.global.nc.v4.f32") == 2);
+  CHECK(count(tail, "st.global.v4.f32") == 2);
+}
