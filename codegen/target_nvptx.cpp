@@ -426,8 +426,12 @@ std::string print_module(const llvm::Module& m) {
 } // namespace
 
 RowMapping nvptx_row_mapping(const LoopProgram& p, const Kernel& k) {
-  KernelTraits t = kernel_traits(p, k);
   RowMapping m;
+  if (k.rnumel < 1) { // an empty row: nothing to vectorize or keep
+    m.block = kWarp;
+    return m;
+  }
+  KernelTraits t = kernel_traits(p, k);
   // One 16-byte access of the narrowest element (8 bf16, 4 f32), when vectors tile the row.
   m.vec = std::max(1, std::min(8, 16 / std::max(1, t.narrow)));
   while (m.vec > 1 && k.rnumel % m.vec != 0) m.vec /= 2;
@@ -490,14 +494,24 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
     if (llvm::verifyModule(*m, &vos))
       throw Error("", "internal error: generated kernel " + k.name + " is invalid: " + vos.str());
     pk.ll = print_module(*m);
-    // libdevice: only the functions used, then the NVPTX pipeline (NVVMReflect included).
+    // libdevice: only the functions used, then the NVPTX pipeline (NVVMReflect included). The
+    // bitcode is read lazily (only the used functions' bodies are materialized) and not at all
+    // for a kernel that calls none: parsing all of it per kernel dominated compile time.
     timer.emplace("link libdevice");
-    auto libmod = llvm::parseBitcodeFile(lib.get()->getMemBufferRef(), ctx);
-    if (!libmod) throw Error(libdevice, "cannot parse libdevice");
-    (*libmod)->setTargetTriple(kTriple);
-    (*libmod)->setDataLayout(kLayout);
-    if (llvm::Linker::linkModules(*m, std::move(*libmod), llvm::Linker::LinkOnlyNeeded))
-      throw Error("", "internal error: libdevice does not link into " + k.name);
+    bool calls_libdevice = std::any_of(m->begin(), m->end(), [](const llvm::Function& f) {
+      return f.isDeclaration() && f.getName().starts_with("__nv_");
+    });
+    if (calls_libdevice) {
+      auto libmod = llvm::getLazyBitcodeModule(lib.get()->getMemBufferRef(), ctx);
+      if (!libmod) {
+        llvm::consumeError(libmod.takeError());
+        throw Error(libdevice, "cannot parse libdevice");
+      }
+      (*libmod)->setTargetTriple(kTriple);
+      (*libmod)->setDataLayout(kLayout);
+      if (llvm::Linker::linkModules(*m, std::move(*libmod), llvm::Linker::LinkOnlyNeeded))
+        throw Error("", "internal error: libdevice does not link into " + k.name);
+    }
     m->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
     timer.emplace("LLVM O2");
     {
