@@ -1,0 +1,99 @@
+// Wall-time spans of the compiler's passes, for --time-passes and --trace.
+#include "frontend/pass_timer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+
+namespace fxc {
+
+namespace {
+std::atomic<bool> g_enabled{false};
+std::mutex g_mutex;
+std::vector<PassSpan>& spans() {
+  static std::vector<PassSpan> s;
+  return s;
+}
+thread_local int t_depth = 0;
+
+std::chrono::steady_clock::time_point origin() {
+  static const auto t0 = std::chrono::steady_clock::now();
+  return t0;
+}
+} // namespace
+
+void enable_pass_timing(bool on) {
+  origin();
+  g_enabled = on;
+}
+
+bool pass_timing_enabled() { return g_enabled; }
+
+double pass_clock_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin())
+      .count();
+}
+
+std::vector<PassSpan> pass_spans() {
+  std::vector<PassSpan> out;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    out = spans();
+  }
+  std::stable_sort(out.begin(), out.end(), [](const PassSpan& a, const PassSpan& b) {
+    return a.start_us < b.start_us || (a.start_us == b.start_us && a.depth < b.depth);
+  });
+  return out;
+}
+
+PassTimer::PassTimer(const char* name) : PassTimer(std::string(name)) {}
+
+PassTimer::PassTimer(std::string name) {
+  if (!g_enabled) return;
+  name_ = std::move(name);
+  depth_ = t_depth++;
+  start_ = pass_clock_us();
+}
+
+PassTimer::~PassTimer() {
+  if (start_ < 0) return;
+  double end = pass_clock_us();
+  --t_depth;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  spans().push_back({std::move(name_), start_, end - start_, depth_});
+}
+
+std::string format_pass_report(const std::vector<PassSpan>& spans) {
+  struct Row {
+    std::string name;
+    int depth;
+    double us = 0;
+    int runs = 0;
+  };
+  std::vector<Row> rows;
+  double total = 0;
+  for (const PassSpan& s : spans) {
+    if (s.depth == 0) total += s.dur_us;
+    auto it = std::find_if(rows.begin(), rows.end(),
+                           [&](const Row& r) { return r.name == s.name && r.depth == s.depth; });
+    if (it == rows.end()) it = rows.insert(rows.end(), Row{s.name, s.depth});
+    it->us += s.dur_us;
+    ++it->runs;
+  }
+  std::string out = "===------------------- fxc pass timing report -------------------===\n";
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "  Total: %.3f ms (top-level passes)\n", total / 1000);
+  out += buf;
+  out += "     wall ms       %   runs  pass\n";
+  for (const Row& r : rows) {
+    std::snprintf(buf, sizeof buf, "  %10.3f  %6.1f  %5d  %s%s\n", r.us / 1000,
+                  total > 0 ? 100 * r.us / total : 0.0, r.runs, std::string(2 * r.depth, ' ').c_str(),
+                  r.name.c_str());
+    out += buf;
+  }
+  return out;
+}
+
+} // namespace fxc
