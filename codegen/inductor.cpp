@@ -4,6 +4,7 @@
 #include "codegen/cpp_wrapper.h"
 #include "codegen/llvm_codegen.h"
 #include "frontend/diag.h"
+#include "frontend/pass_timer.h"
 #include "passes/fuse.h"
 #include "passes/lower.h"
 #include "passes/memory_plan.h"
@@ -16,6 +17,7 @@
 #include <cassert>
 #include <map>
 #include <mutex>
+#include <optional>
 
 namespace fxc {
 
@@ -132,15 +134,16 @@ PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts,
   lo.cuda = true;
   lo.cudnn = opts.cudnn;
   lo.no_cudnn_reason = "disabled";
-  LoopProgram p = lower(g, lo);
+  LoopProgram p = [&] { PassTimer t("lower"); return lower(g, lo); }();
   FuseOptions fo;
   fo.enable = opts.fuse;
-  Schedule s = fuse(p, fo);
+  Schedule s = [&] { PassTimer t("fuse"); return fuse(p, fo); }();
   PtxProgram out;
   out.ir_pre_fusion = print_loop_program(p);
   out.ir_post_fusion = print_schedule(p, s);
   for (auto& l : p.log) out.fusion_log += l + "\n";
   out.fusion_log += s.log;
+  PassTimer codegen("codegen (PTX)");
   for (PtxKernel& k : generate_ptx(p, s, arch, libdevice))
     out.kernels.push_back(
         {k.name, std::move(k.ll), std::move(k.ptx), k.xnumel, k.block, int(k.args.size())});
@@ -167,25 +170,26 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     lo.cudnn = why.empty();
     lo.no_cudnn_reason = why;
   }
-  LoopProgram p = lower(g, lo);
+  LoopProgram p = [&] { PassTimer t("lower"); return lower(g, lo); }();
   for (const std::string& l : p.log)
     if (l.rfind("im2col: ", 0) == 0) impl->hints += l + "\n";
   impl->pre = print_loop_program(p);
   FuseOptions fo;
   fo.enable = opts.fuse;
-  Schedule s = fuse(p, fo);
+  Schedule s = [&] { PassTimer t("fuse"); return fuse(p, fo); }();
   impl->post = print_schedule(p, s);
   MemoryPlanOptions mo;
   mo.reuse = mo.inplace = opts.reuse_memory;
   // The PTX kernels take every buffer as noalias: no output may share an input's slot.
   if (opts.cuda) mo.inplace = false;
-  MemoryPlan mp = plan_memory(p, s, mo);
+  MemoryPlan mp = [&] { PassTimer t("memory_plan"); return plan_memory(p, s, mo); }();
   for (auto& l : p.log) impl->log += l + "\n";
   impl->log += s.log + mp.log;
   impl->peak = mp.peak_bytes;
   impl->pool = std::make_unique<ThreadPool>(opts.num_threads);
   std::map<std::string, PtxKernel> ptx;
   if (opts.cuda) {
+    PassTimer t("codegen (PTX)");
     for (PtxKernel& k : generate_ptx(p, s, opts.cuda_arch, opts.libdevice)) ptx[k.name] = k;
   } else {
     impl->compiler = make_x86_compiler();
@@ -194,6 +198,7 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
   Plan& plan = impl->plan;
   plan.slot_bytes = mp.slot_bytes;
   plan.allow_tf32 = opts.cuda && opts.allow_tf32;
+  std::optional<PassTimer> timer(std::in_place, "weights");
   for (int b = 0; b < int(p.buffers.size()); ++b) {
     const Buffer& buf = p.buffers[b];
     if (buf.kind != Buffer::Kind::Input) continue;
@@ -223,6 +228,7 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     if (t.storage_offset() != 0) t = t.clone();
     plan.constant_slots.push_back({mp.slot_of[b], t});
   }
+  timer.emplace(opts.cuda ? "host plan" : "codegen (LLVM IR) + host plan");
   std::vector<int> kernel_index(s.kernels.size(), -1);
   for (size_t i = 0; i < s.items.size(); ++i) {
     for (int sl : mp.alloc_before[i]) plan.steps.push_back({PlanStep::Kind::Alloc, sl});
@@ -299,8 +305,10 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     v.meta = o.meta;
     plan.outputs.push_back(v);
   }
+  timer.reset();
   if (opts.cuda) {
     try {
+      PassTimer t("cuda module load (PTX JIT)");
       cuda::Context& ctx = cuda::Context::get();
       for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
         const PtxKernel& pk = ptx.at(s.kernels[ki].name);
@@ -314,10 +322,15 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     }
     CudaRunnerOptions ro;
     ro.cuda_graphs = opts.cuda_graphs;
+    PassTimer t("cuda runner (arena, weights upload)");
     impl->cuda = std::make_unique<CudaPlanRunner>(impl->plan, g.source, ro);
     if (!impl->cuda->graph_note().empty()) impl->hints += impl->cuda->graph_note() + "\n";
   } else {
-    impl->output_code = render_cpp_wrapper(plan, g.source);
+    {
+      PassTimer t("output_code.cpp");
+      impl->output_code = render_cpp_wrapper(plan, g.source);
+    }
+    PassTimer t("LLVM O2 + x86 object code + JIT link");
     impl->compiler->finalize();
     for (size_t ki = 0; ki < s.kernels.size(); ++ki)
       plan.kernels[kernel_index[ki]].fn = impl->compiler->lookup(s.kernels[ki].name);

@@ -3,6 +3,7 @@
 
 #include "driver/pipeline.h"
 #include "frontend/fxg.h"
+#include "frontend/pass_timer.h"
 #include "frontend/import.h"
 #include "frontend/printer.h"
 #include "frontend/shape_prop.h"
@@ -10,6 +11,7 @@
 #include "frontend/safetensors.h"
 #include "driver/bench.h"
 #include "driver/check.h"
+#include "driver/chrome_trace.h"
 #include "driver/failure_tools.h"
 #include "driver/logging.h"
 #include "driver/tensor_io.h"
@@ -69,7 +71,7 @@ void check_supported(const Options& o) {
       throw UsageError("--inject-bug expects <op>:compile_error|runtime_error|accuracy, got '" +
                        o.inject_bug + "'");
   }
-  if (!o.trace.empty()) unsupported("--trace");
+  if (o.json && !o.bench) throw UsageError("--json needs --bench");
   if (o.md || !o.mf.empty() || !o.mt.empty()) unsupported("writing dependency files (-MD/-MF/-MT)");
   if (!o.cache_dir.empty()) unsupported("--cache-dir (the compile cache)");
   if (o.max_autotune) unsupported("--max-autotune");
@@ -149,28 +151,6 @@ std::string emitted_code(const Compilation& c, const std::string& emit) {
   return out;
 }
 
-// Per-kernel times for --bench (inductor on the CPU): the median over 20 profiled runs of each
-// kernel launch and extern call, with its effective GB/s.
-void print_step_profile(const Compilation& c, const std::vector<Tensor>& inputs) {
-#ifdef FXC_HAVE_CODEGEN
-  if (c.compiled.empty() || c.opts.mode != Mode::Inference) return;
-  std::vector<std::vector<StepProfile>> runs(20);
-  for (auto& p : runs) c.compiled.front()->run_profiled(inputs, &p);
-  if (runs.front().empty()) return;
-  std::printf("  %-48s %10s %10s\n", "step", "median ms", "GB/s");
-  for (size_t i = 0; i < runs.front().size(); ++i) {
-    std::vector<double> ms;
-    for (auto& p : runs)
-      if (i < p.size()) ms.push_back(p[i].ms);
-    std::sort(ms.begin(), ms.end());
-    double med = ms[ms.size() / 2];
-    const StepProfile& s = runs.front()[i];
-    std::printf("  %-48s %10.4f %10.2f\n", ((s.kernel ? "kernel " : "extern ") + s.name).c_str(), med,
-                med > 0 ? double(s.bytes) / (med * 1e6) : 0.0);
-  }
-#endif
-}
-
 // FXC_REPRO_LEVEL with the meanings of TORCHDYNAMO_REPRO_LEVEL: 1 writes the failing graph as a
 // repro, 2 minifies compile and run-time failures, 3 always writes the repro first and minifies
 // failures (crashes included), 4 also minifies accuracy failures (a mismatch with eager).
@@ -248,9 +228,14 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   return status;
 }
 
-} // namespace
+// What --trace shows besides the compile passes: the steps of one --bench run.
+struct TracedRun {
+  std::vector<BenchStep> steps;
+  double start_us = 0;
+  std::string track;
+};
 
-int run_driver(const Options& given) {
+int drive(const Options& given, TracedRun& traced) {
   if (int status = configure_process_logger(given.log, std::cout, std::cerr); status >= 0) return status;
   // --device defaults to cuda when a CUDA driver and device are present, else cpu.
   Options o = given;
@@ -264,7 +249,10 @@ int run_driver(const Options& given) {
   DebugTrace trace = debug_dir.empty() ? DebugTrace() : DebugTrace(debug_dir);
 
   auto t0 = std::chrono::steady_clock::now();
-  Compilation c(o, trace, import_graph(o.input));
+  Compilation c(o, trace, [&] {
+    PassTimer t("import");
+    return import_graph(o.input);
+  }());
   c.source.name = stem_of(o.input);
   double import_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -310,17 +298,37 @@ int run_driver(const Options& given) {
     }
     if (level == 4 && run_minify(o, c.source, inputs) != 0) return 1;
   }
+  auto tc = std::chrono::steady_clock::now();
   run_pipeline(c);
+  double compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count();
   if (o.bench) {
-    BenchResult r = bench(*c.executable, inputs, c.source, BenchOptions{});
-    std::printf("%s: %s: %s\n", o.input.c_str(), backend_name(o.backend), format_bench(r).c_str());
-    print_step_profile(c, inputs);
+    BenchResult r = bench(c, inputs, BenchOptions{});
+    if (o.json)
+      std::fputs(format_bench_json(r, o, compile_ms).c_str(), stdout);
+    else
+      std::printf("%s: %s: %s", o.input.c_str(), backend_name(o.backend), format_bench(r).c_str());
+    traced = {r.steps, r.trace_start_us,
+              r.timer == "cuda_events" ? "kernels (one --bench run, CUDA events)"
+                                       : "kernels (one --bench run, host clock)"};
     trace.finish();
     return 0;
   }
   int status = run_and_check(c, inputs);
   trace.finish();
   if (trace.enabled()) std::fprintf(stderr, "fxc: debug trace written to %s\n", trace.root().c_str());
+  return status;
+}
+
+} // namespace
+
+int run_driver(const Options& o) {
+  if (o.time_passes || !o.trace.empty()) enable_pass_timing(true);
+  TracedRun traced;
+  int status = drive(o, traced);
+  if (o.time_passes) std::fputs(format_pass_report(pass_spans()).c_str(), stderr);
+  if (!o.trace.empty()) write_chrome_trace(o.trace, pass_spans(), traced.steps, traced.start_us,
+                                           traced.track);
   return status;
 }
 

@@ -123,7 +123,11 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_option("--atol", o->atol, "Absolute tolerance for --expect (default 1e-5)");
   app.add_option("--seed", o->seed, "Seed for random inputs (default 0)");
   app.add_flag("--check-accuracy", o->check_accuracy, "Compare against the float64 eager reference");
-  app.add_flag("--bench", o->bench, "Time the compiled graph");
+  app.add_flag("--bench", o->bench,
+               "Time the compiled graph: warm-up, cache flush, median/p20/p80 over a time budget, "
+               "per-kernel times, GB/s and TFLOP/s (CUDA events on cuda)");
+  app.add_flag("--json", o->json, "With --bench: print the results as one JSON object on stdout");
+  app.add_flag("--time-passes", o->time_passes, "Print each compiler pass's wall time to stderr at exit");
   app.add_flag("--bisect", o->bisect, "Run every backend in stage order, report the first that fails");
   app.add_flag("--minify", o->minify, "Shrink a failing graph to a minimal repro");
   app.add_option("--inject-bug", o->inject_bug, "Testing only: plant a codegen bug in <op>")
@@ -135,7 +139,8 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       ->check(CLI::IsMember({"fxg", "fx", "llvm", "ptx", "obj", "cpp"}))
       ->option_text("fxg|fx|llvm|ptx|obj|cpp");
   app.add_flag("-S", o->emit_asm, "Same as --emit=ptx for cuda, --emit=llvm for cpu");
-  app.add_option("--trace", o->trace, "Chrome trace of compile passes and kernel runs")
+  app.add_option("--trace", o->trace,
+                 "Write a Chrome trace (Perfetto): compile passes, and the kernels of one --bench run")
       ->option_text("<f.json>");
   app.add_flag("--MD", o->md, "Write a Make dependency file (also spelled -MD)");
   app.add_option("--MF", o->mf, "Dependency file name (also -MF)")->option_text("<file>");

@@ -26,6 +26,8 @@ struct Options {
   uint64_t seed = 0;
   bool check_accuracy = false;
   bool bench = false, bisect = false, minify = false;
+  bool json = false;            ///< --json: --bench prints one JSON object on stdout
+  bool time_passes = false;     ///< --time-passes: per-pass wall times on stderr at exit
   std::string inject_bug;
   std::string debug_dir;
   std::string log;

@@ -4,6 +4,7 @@
 #include "driver/logging.h"
 #include "frontend/diag.h"
 #include "frontend/fxg.h"
+#include "frontend/pass_timer.h"
 #include "frontend/printer.h"
 #include "frontend/verify.h"
 #include "passes/autograd.h"
@@ -294,6 +295,7 @@ void run_pipeline(Compilation& c) {
                                   "' is not available: this fxc was built without LLVM");
   for (int i = 0; i < n; ++i) {
     auto t0 = std::chrono::steady_clock::now();
+    PassTimer timer(kStages[i].name);
     kStages[i].run(c);
     if (c.opts.verify_each)
       for (const StageGraph& sg : c.graphs) verify_graph(sg.graph);

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# --bench --json, --time-passes and --trace on the CPU (DESIGN.md §6): the JSON report's fields
+# and invariants (percentiles ordered, per-step rows, the matmuls' flops), the pass timing report,
+# and the Chrome trace (valid JSON, the expected pass spans nested in their stage, kernel spans
+# with bytes). Usage: bench.sh <fxc>
+set -u
+fxc=$1
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+
+python3 "$src/bench/make_models.py" --size small --dtype f32 --only mlp,mlp_train,norms -o "$tmp" >/dev/null ||
+  { echo "FAIL bench/make_models.py"; exit 1; }
+
+# --bench --json: one JSON object on stdout. mlp (64x256 @ 256x256, twice) does 2*2*64*256*256 flops.
+if "$fxc" --device=cpu --bench --json "$tmp/mlp.f32.fxg" >"$tmp/mlp.json" 2>"$tmp/err"; then
+  python3 - "$tmp/mlp.json" <<'PY' && ok "--bench --json (mlp): fields, percentiles, steps, flops" || bad "--bench --json (mlp)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+need = ["graph", "backend", "device", "mode", "timer", "warmup", "flush_bytes", "runs", "median_ms",
+        "p20_ms", "p80_ms", "min_ms", "max_ms", "bytes", "gbps", "flops", "tflops", "compile_ms", "steps"]
+missing = [k for k in need if k not in j]
+assert not missing, f"missing keys {missing}"
+assert j["device"] == "cpu" and j["timer"] == "host_clock" and j["mode"] == "inference", j
+assert j["runs"] >= 5 and 0 < j["min_ms"] <= j["p20_ms"] <= j["median_ms"] <= j["p80_ms"] <= j["max_ms"], j
+assert j["flops"] == 2 * 2 * 64 * 256 * 256, j["flops"]
+assert j["bytes"] == 4 * (64 * 256 * 2 + 2 * (256 * 256 + 256)), j["bytes"]
+ext = [s for s in j["steps"] if s["kind"] == "extern"]
+ker = [s for s in j["steps"] if s["kind"] == "kernel"]
+assert len(ext) == 2 and all(s["flops"] == 2 * 64 * 256 * 256 for s in ext), ext
+assert ker and all(s["bytes"] > 0 and s["median_ms"] > 0 for s in ker), ker
+PY
+else
+  bad "--bench --json (mlp) exited non-zero: $(head -3 "$tmp/err")"
+fi
+
+# Train mode: the forward's and the backward's steps.
+if "$fxc" --device=cpu --mode=train --bench --json "$tmp/mlp_train.f32.fxg" >"$tmp/train.json" 2>"$tmp/err"; then
+  python3 - "$tmp/train.json" <<'PY' && ok "--bench --json --mode=train: forward and backward steps" || bad "--bench --json --mode=train"
+import json, sys
+j = json.load(open(sys.argv[1]))
+graphs = {s["graph"] for s in j["steps"]}
+assert j["mode"] == "train" and any("forward" in g for g in graphs) and any("backward" in g for g in graphs), graphs
+# forward: 2 matmuls; backward: grad of input and weight for each layer (4 more), 2*64*256*256 each
+assert j["flops"] == 6 * 2 * 64 * 256 * 256, j["flops"]
+PY
+else
+  bad "--bench --json --mode=train exited non-zero: $(head -3 "$tmp/err")"
+fi
+
+# Text report: the median line, then the step table.
+out=$("$fxc" --device=cpu --bench "$tmp/norms.f32.fxg" 2>&1)
+echo "$out" | grep -q "median [0-9.]* ms (p20 [0-9.]*, p80 [0-9.]*, min [0-9.]*) over [0-9]* runs" &&
+  echo "$out" | grep -q "^  kernel " && ok "--bench text report" || { bad "--bench text report"; echo "$out" | head -5; }
+
+"$fxc" --device=cpu --json --run "$tmp/norms.f32.fxg" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "needs --bench" "$tmp/err" && ok "--json without --bench is a usage error" || bad "--json without --bench"
+
+# --time-passes: the report on stderr, with the stages and inductor's passes.
+"$fxc" --device=cpu --run --time-passes "$tmp/mlp.f32.fxg" >/dev/null 2>"$tmp/tp" || bad "--time-passes run"
+for p in "fxc pass timing report" " import$" " frontend$" " decompose$" " inductor$" "   lower$" "   fuse$" \
+         "   memory_plan$" "   LLVM O2 + x86 object code + JIT link$"; do
+  grep -q -- "$p" "$tmp/tp" && ok "--time-passes reports '$p'" || bad "--time-passes lacks '$p'"
+done
+"$fxc" --device=cuda --emit=ptx --time-passes -o "$tmp/m.ptx" "$tmp/mlp.f32.fxg" 2>"$tmp/tp" >/dev/null || bad "--emit=ptx --time-passes"
+for p in "   codegen (PTX)$" "     LLVM O2$" "     NVPTX back end (PTX)$"; do
+  grep -q -- "$p" "$tmp/tp" && ok "--time-passes (cuda) reports '$p'" || bad "--time-passes (cuda) lacks '$p'"
+done
+
+# --trace: a Chrome trace of the passes and of one benchmarked run's kernels.
+if "$fxc" --device=cpu --bench --trace="$tmp/t.json" "$tmp/mlp.f32.fxg" >/dev/null 2>"$tmp/err"; then
+  python3 - "$tmp/t.json" <<'PY' && ok "--trace: valid Chrome trace with pass and kernel spans" || bad "--trace"
+import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+spans = [e for e in ev if e["ph"] == "X"]
+assert all(isinstance(e[k], (int, float)) for e in spans for k in ("ts", "dur", "pid", "tid")), "numeric fields"
+passes = {e["name"]: e for e in spans if e["tid"] == 1}
+for name in ["import", "frontend", "aot", "decompose", "inductor", "lower", "fuse", "memory_plan"]:
+    assert name in passes, f"no pass span {name}: {sorted(passes)}"
+ind = passes["inductor"]
+for name in ["lower", "fuse", "memory_plan"]:
+    s = passes[name]
+    assert ind["ts"] <= s["ts"] and s["ts"] + s["dur"] <= ind["ts"] + ind["dur"] + 1, f"{name} not inside inductor"
+kernels = [e for e in spans if e["tid"] == 2]
+assert kernels and all(e["args"]["bytes"] > 0 for e in kernels), kernels
+assert {e["cat"] for e in kernels} == {"kernel", "extern"}, {e["cat"] for e in kernels}
+assert min(e["ts"] for e in kernels) >= ind["ts"] + ind["dur"], "kernels run after compiling"
+names = {e["args"]["name"] for e in ev if e["ph"] == "M"}
+assert "fxc" in names and "compile passes" in names, names
+PY
+else
+  bad "--bench --trace exited non-zero: $(head -3 "$tmp/err")"
+fi
+"$fxc" --device=cpu --emit=fx --trace="$tmp/t2.json" "$tmp/norms.f32.fxg" >/dev/null 2>&1 &&
+  python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['traceEvents']; assert any(x.get('name')=='import' for x in e)" "$tmp/t2.json" &&
+  ok "--trace without --bench: the passes that ran" || bad "--trace with --emit=fx"
+
+exit $fail
