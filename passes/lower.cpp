@@ -71,8 +71,8 @@ public:
     return -1;
   }
   /// Nodes whose outputs an earlier rule already computed (an activation folded into a matmul
-  /// epilogue): run() takes the value from here instead of lowering the node.
-  std::map<int, LVal> absorbed;
+  /// epilogue): run() gives each the value of the graph value mapped here instead of lowering it.
+  std::map<int, ValueId> absorbed;
   const Node& node(int n) const { return g_.nodes[n]; }
   [[noreturn]] void fail(int n, const std::string& msg) const {
     throw Error(g_.source, msg, node(n).name, node(n).target);
@@ -1261,12 +1261,22 @@ bool lower_addmm_epilogue(Lowerer& L, int n, LVal& bias, LVal& a, LVal& b) {
   GemmEpilogue epi = GemmEpilogue::Bias;
   std::set<int> folded;
   int last = n;
-  int user = L.sole_user(nd.outputs[0]);
+  // The activation is elementwise, so it may be applied before views of the product (the
+  // reshape back to [B, L, N] of a 3-D linear): act(view(x)) = view(act(x)).
+  ValueId x = nd.outputs[0];
+  for (int u = L.sole_user(x); u >= 0; u = L.sole_user(x)) {
+    const std::string& t = L.node(u).target;
+    if (t != "aten.view.default" && t != "aten._unsafe_view.default" &&
+        t != "aten.reshape.default")
+      break;
+    x = L.node(u).outputs[0];
+  }
+  int user = L.sole_user(x);
   if (user >= 0 && L.node(user).target == "aten.relu.default") {
     epi = GemmEpilogue::ReluBias;
     folded = {user};
     last = user;
-  } else if (int fin = match_gelu_tanh(L, nd.outputs[0], folded); fin >= 0) {
+  } else if (int fin = match_gelu_tanh(L, x, folded); fin >= 0) {
     epi = GemmEpilogue::GeluTanhBias;
     last = fin;
   } else {
@@ -1285,8 +1295,10 @@ bool lower_addmm_epilogue(Lowerer& L, int n, LVal& bias, LVal& a, LVal& b) {
     last = n;
   }
   LVal prod = L.gemm(n, a, b, m.sizes, epi, &bias, folded);
-  for (int f : folded) L.absorbed[f] = prod;
-  L.set_output(n, 0, prod); // read only through the folded nodes when there are any
+  // With an activation, the product's value is already activated: it is read only through the
+  // views and the folded nodes, which take the value of the last view.
+  for (int f : folded) L.absorbed[f] = x;
+  L.set_output(n, 0, prod);
   if (!folded.empty())
     L.p_.log.push_back("epilogue: " + L.node(last).name + " = " + gemm_epilogue_name(epi) +
                        " of " + nd.name + " (cuBLASLt)");
@@ -1676,7 +1688,7 @@ LoopProgram Lowerer::run() {
     if (nd.outputs.empty()) continue;
     LowerFn fn = find_rule(nd.target);
     if (auto ab = absorbed.find(n); ab != absorbed.end())
-      vals_[nd.outputs[0]] = ab->second;
+      vals_[nd.outputs[0]] = val(n, ab->second);
     else if (fn)
       fn(*this, n);
     else
