@@ -17,6 +17,7 @@
 #include "driver/tensor_io.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/plan_executor.h"
+#include "runtime/plugin.h"
 
 #include <algorithm>
 #ifdef FXC_HAVE_CODEGEN
@@ -75,7 +76,6 @@ void check_supported(const Options& o) {
   if (o.md || !o.mf.empty() || !o.mt.empty()) unsupported("writing dependency files (-MD/-MF/-MT)");
   if (!o.cache_dir.empty()) unsupported("--cache-dir (the compile cache)");
   if (o.max_autotune) unsupported("--max-autotune");
-  if (!o.plugins.empty()) unsupported("--plugin");
   bool cuda = o.device == DeviceKind::Cuda;
   std::string emit = effective_emit(o);
   bool code_emit = emit == "llvm" || emit == "ptx" || emit == "obj" || emit == "cpp";
@@ -242,6 +242,8 @@ int drive(const Options& given, TracedRun& traced) {
   if (o.device == DeviceKind::Auto)
     o.device = cuda::Context::unavailable_reason().empty() ? DeviceKind::Cuda : DeviceKind::Cpu;
   check_supported(o);
+  // Plugins first: importing the graph needs the schemas of their ops.
+  for (const std::string& p : o.plugins) load_plugin(p);
   std::string debug_dir = o.debug_dir;
   if (debug_dir.empty())
     if (const char* env = std::getenv("FXC_COMPILE_DEBUG"); env && std::string(env) == "1")

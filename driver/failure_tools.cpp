@@ -266,6 +266,7 @@ void write_repro_files(const Options& o, const Graph& g, const std::vector<Tenso
                     (o.mode == Mode::Train ? "train" : "inference") +
                     " --run --inputs \"$here/repro.inputs.safetensors\"";
   if (!o.inject_bug.empty()) cmd += " --inject-bug=" + shell_quote(o.inject_bug);
+  for (const std::string& p : o.plugins) cmd += " --plugin=" + shell_quote(fs::absolute(p).string());
   if (expect) {
     Backend ref_backend = o.mode == Mode::Train ? Backend::AotEager : Backend::Eager;
     write_named_tensors(dir + "/repro.expected.safetensors", run_backend(o, ref_backend, g, inputs));

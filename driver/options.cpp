@@ -158,7 +158,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
                "CUDA: float32 matmuls (cuBLASLt) and convolutions (cuDNN) may use TF32 tensor cores");
   app.add_flag("--cuda-graphs", o->cuda_graphs,
                "CUDA: capture the plan into a CUDA graph on the first run and replay it");
-  app.add_option("--plugin", o->plugins, "Load custom ops from a shared library")->option_text("<lib.so>");
+  app.add_option("--plugin", o->plugins, "Load custom ops from a plugin library (include/fxc/plugin.h); repeatable")->option_text("<lib.so>");
   app.add_flag("-v", o->verbose, "Print what the driver does, stage by stage, with timings");
   app.add_flag("--version", version, "Print the version and exit");
 

@@ -1,6 +1,7 @@
 // Building graphs in code: binds arguments, infers metadata and names new nodes uniquely.
 #include "frontend/builder.h"
 
+#include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/meta.h"
 
@@ -136,7 +137,7 @@ std::vector<ValueId> add_node(Graph& g, std::string_view target, std::vector<Cal
   Node n;
   n.target = t;
   n.schema = find_schema(t);
-  if (!n.schema) throw Error(g.source, "unknown op '" + t + "'", hint, t);
+  if (!n.schema) throw Error(g.source, unknown_op_message(t), hint, t);
   std::string err;
   if (!bind_args(*n.schema, call, &n.args, &n.given, &err)) throw Error(g.source, err, hint, t);
   for (ValueId v : n.tensor_inputs())

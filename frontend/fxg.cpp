@@ -1,6 +1,7 @@
 // fxc's native graph format: the .fxg / .fxg.zst reader and writer (format in docs/fxg.md).
 #include "frontend/fxg.h"
 
+#include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/import.h"
 #include "frontend/io_util.h"
@@ -537,7 +538,7 @@ private:
     node.name = name;
     node.target = target;
     node.schema = find_schema(target);
-    if (!node.schema) fail("unknown op '" + target + "'", name, target);
+    if (!node.schema) fail(unknown_op_message(target), name, target);
     std::vector<CallArg> call;
     if (const json* args = find(n, "args")) {
       if (!args->is_array()) fail("\"args\" must be a list", name, target);

@@ -137,7 +137,10 @@ std::string normalize_target(std::string_view t) {
   size_t cc = s.find("::");
   if (cc != std::string::npos) s = s.substr(0, cc) + "." + s.substr(cc + 2);
   // "aten.relu" without an overload means the default overload.
-  if (s.rfind("aten.", 0) == 0 && s.find('.', 5) == std::string::npos) s += ".default";
+  // So does "mylib.op" (a custom op written "mylib::op").
+  size_t dot = s.find('.');
+  if (dot != std::string::npos && dot > 0 && s.find('.', dot + 1) == std::string::npos)
+    s += ".default";
   return s;
 }
 

@@ -1,6 +1,7 @@
 // Meta functions: every op's output dtype, sizes, strides and offset, by PyTorch's rules.
 #include "frontend/meta.h"
 
+#include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/schema.h"
 
@@ -2316,6 +2317,27 @@ const Row kMeta[] = {
     {"aten.zeros.default", guarded<zeros>},
 };
 
+// A plugin's op (frontend/custom_ops.h): its shape function, on the device of the first tensor.
+Metas custom_op_meta(const Graph& g, const Node& n) {
+  const CustomOp* op = find_custom_op(n.target);
+  if (!op) throw Error(g.source, unknown_op_message(n.target), n.name, n.target);
+  std::vector<const TensorMeta*> tensors;
+  for (size_t i = 0; i < op->schema.args.size() && i < n.args.size(); ++i) {
+    if (op->schema.args[i].type != ArgType::Tensor) continue;
+    const Arg& a = n.args[i];
+    if (a.kind != Arg::Kind::Tensor || a.tensor < 0 || size_t(a.tensor) >= g.values.size())
+      throw Error(g.source, "argument '" + op->schema.args[i].name + "' is not a tensor", n.name,
+                  n.target);
+    tensors.push_back(&g.values[size_t(a.tensor)].meta);
+  }
+  try {
+    fxc_op_args args = custom_op_args(*op, n.args, tensors);
+    return custom_op_output_metas(*op, args, tensors.empty() ? Device{} : tensors[0]->device);
+  } catch (const std::invalid_argument& e) {
+    throw Error(g.source, e.what(), n.name, n.target);
+  }
+}
+
 } // namespace
 
 MetaFn find_meta(std::string_view target) {
@@ -2329,7 +2351,8 @@ MetaFn find_meta(std::string_view target) {
     return m;
   }();
   auto it = table.find(target);
-  return it == table.end() ? nullptr : it->second;
+  if (it != table.end()) return it->second;
+  return find_custom_op(target) ? custom_op_meta : nullptr;
 }
 
 std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a,

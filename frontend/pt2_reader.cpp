@@ -1,4 +1,5 @@
 // The torch.export .pt2 importer: model.json graph, signature and tensor metadata, lazy weights.
+#include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/import.h"
 #include "frontend/io_util.h"
@@ -470,7 +471,7 @@ private:
     node.name = name;
     node.target = target;
     node.schema = find_schema(target);
-    if (!node.schema) r_.fail("unknown op '" + target + "'", name, target);
+    if (!node.schema) r_.fail(unknown_op_message(target), name, target);
     std::vector<CallArg> call;
     for (const json& in : r_.array(n, "inputs", "node")) {
       const std::string argname = r_.str(r_.get(in, "name", "node input"), "argument name");

@@ -2,6 +2,8 @@
 // the parser that turns them into OpSchema.
 #include "frontend/schema.h"
 
+#include "frontend/custom_ops.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cctype>
@@ -307,6 +309,7 @@ std::optional<OpSchema> parse_schema(std::string_view sig, std::string* error) {
     op.args.push_back(std::move(a));
   }
   std::string_view rets = trim(sig.substr(arrow + 2));
+  if (rets.empty()) { *error = "missing returns after '->'"; return std::nullopt; }
   if (rets.front() == '(') rets = rets.substr(1, rets.size() - 2);
   for (auto r : split_top(rets)) {
     ReturnSchema rs;
@@ -456,7 +459,10 @@ const Registry& registry() {
 const OpSchema* find_schema(std::string_view target) {
   const auto& r = registry();
   auto it = r.by_target.find(target);
-  return it == r.by_target.end() ? nullptr : &it->second;
+  if (it != r.by_target.end()) return &it->second;
+  // Ops that plugins registered (frontend/custom_ops.h).
+  const CustomOp* op = find_custom_op(target);
+  return op ? &op->schema : nullptr;
 }
 
 const std::vector<const OpSchema*>& all_schemas() { return registry().sorted; }

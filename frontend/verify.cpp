@@ -1,6 +1,7 @@
 // The graph verifier: structural and metadata invariants every pipeline stage must keep.
 #include "frontend/verify.h"
 
+#include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/meta.h"
 #include "frontend/schema.h"
@@ -131,7 +132,7 @@ private:
   void check_node(int32_t index) {
     const Node& n = g_.nodes[size_t(index)];
     const OpSchema* s = find_schema(n.target);
-    if (!s) fail("unknown op '" + n.target + "'", &n);
+    if (!s) fail(unknown_op_message(n.target), &n);
     if (n.schema != s) fail("the node's schema does not match its target", &n);
     if (n.args.size() != s->args.size())
       fail("has " + std::to_string(n.args.size()) + " arguments but the schema takes " +

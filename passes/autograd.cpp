@@ -1,6 +1,7 @@
 // Derivative rules, one table row per op, and the reverse walk that builds the joint graph.
 #include "passes/autograd.h"
 
+#include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/schema.h"
 #include "passes/aot_ops.h"
@@ -979,6 +980,12 @@ JointGraph build_joint_graph(const Graph& fw_in) {
     for (ValueId o : n.outputs) wanted = wanted || !contrib[size_t(o)].empty();
     if (!wanted) continue;
     const GradRow* row = find_rule(n.target);
+    if (!row && find_custom_op(n.target))
+      throw Error(g.source,
+                  "custom op '" + find_custom_op(n.target)->name +
+                      "' has no derivative (plugins provide no backward); --mode=train cannot "
+                      "differentiate through it",
+                  n.name, n.target);
     if (!row) throw Error(g.source, "no derivative rule for this op", n.name, n.target);
     GradCtx c{g, Emit(g, {}, &names), n, {}, requires_grad, {}};
     for (ValueId o : c.n.outputs) c.gout.push_back(accumulate(e, contrib[size_t(o)]));

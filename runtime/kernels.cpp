@@ -2,6 +2,7 @@
 #include "runtime/kernels.h"
 
 #include "frontend/schema.h"
+#include "runtime/plugin.h"
 
 #include <algorithm>
 #include <cassert>
@@ -2517,6 +2518,8 @@ std::vector<std::string_view> kernel_targets() {
 std::vector<Tensor> run_kernel(const KernelCall& call) {
   assert(call.node.schema && "node without schema");
   KernelFn fn = find_kernel(call.node.target);
+  if (!fn)
+    if (const CustomOp* op = find_custom_op(call.node.target)) return run_custom_op_cpu(*op, call);
   if (!fn) throw TensorError("the reference interpreter has no kernel for " + call.node.target);
   return fn(call);
 }

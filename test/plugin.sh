@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Custom-op plugins end to end: builds examples/custom_op/scaled_softplus.c, runs the example
+# graph on every backend against values computed in float64 (examples/custom_op/*.safetensors),
+# checks that inductor fuses the pointwise ops around the extern call, and the failure cases
+# (missing file, not a library, no entry point, bad version, bad schema, duplicate op, graph
+# without its plugin, training through the op). Usage: plugin.sh <fxc>
+set -u
+fxc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+ex=$src/examples/custom_op
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { # check <description> <expected status> <command...>
+  local desc=$1 want=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  if [ "$got" -ne "$want" ]; then
+    echo "FAIL $desc: exit $got, want $want"; sed 's/^/     /' "$tmp/err" | head -5; fail=1
+  else echo "ok   $desc"; fi
+}
+has() { # has <description> <file> <substring>
+  if grep -qF -- "$3" "$2"; then echo "ok   $1"; else echo "FAIL $1: '$3' not in $2"; head -5 "$2" | sed 's/^/     /'; fail=1; fi
+}
+cc=${CC:-cc}
+build() { # build <out.so> <source.c>
+  "$cc" -shared -fPIC -O2 -I"$src/include" "$2" -o "$1" -ldl -lm -lpthread
+}
+
+so=$tmp/libscaled_softplus.so
+if ! build "$so" "$ex/scaled_softplus.c"; then echo "FAIL building the example plugin"; exit 1; fi
+echo "ok   the example plugin builds"
+run=(--device=cpu --run --inputs "$ex/softplus.inputs.safetensors"
+     --expect "$ex/softplus.expected.safetensors" "$ex/softplus.fxg")
+for b in eager aot_eager aot_eager_decomp_partition inductor; do
+  check "$b matches the float64 formula" 0 "$fxc" --plugin="$so" --backend=$b "${run[@]}"
+done
+check "inductor --check-accuracy on random inputs" 0 \
+  "$fxc" --plugin="$so" --device=cpu --check-accuracy --seed=7 "$ex/softplus.fxg"
+
+# Fused code on both sides: mul+add in one kernel, the extern call, sqrt+mul in another.
+check "inductor with a debug directory" 0 \
+  "$fxc" --plugin="$so" --device=cpu --run --debug-dir="$tmp/dbg" "$ex/softplus.fxg"
+post=$(find "$tmp/dbg" -name ir_post_fusion.txt | head -n 1)
+if [ -z "$post" ]; then echo "FAIL no ir_post_fusion.txt"; fail=1; else
+  kernels=$(grep -c '^kernel ' "$post"); externs=$(grep -c '^extern ' "$post")
+  if [ "$kernels" -eq 2 ] && [ "$externs" -eq 1 ]; then echo "ok   2 fused kernels around 1 extern call"
+  else echo "FAIL expected 2 kernels and 1 extern, got $kernels and $externs"; sed 's/^/     /' "$post" | head -30; fail=1; fi
+  has "the extern call is the custom op" "$post" "mylib.scaled_softplus.default"
+fi
+
+# The op survives --emit=fxg and the result runs again.
+check "--emit=fxg keeps the custom op" 0 "$fxc" --plugin="$so" --emit=fxg -o "$tmp/rt.fxg" "$ex/softplus.fxg"
+has "emitted target" "$tmp/rt.fxg" '"mylib.scaled_softplus.default"'
+check "the emitted graph runs" 0 "$fxc" --plugin="$so" --device=cpu --run \
+  --inputs "$ex/softplus.inputs.safetensors" --expect "$ex/softplus.expected.safetensors" "$tmp/rt.fxg"
+
+# Failures: one diagnostic each, exit 1.
+check "graph without its plugin" 1 "$fxc" --device=cpu --run "$ex/softplus.fxg"
+has "unknown operator message" "$tmp/err" \
+  "softplus.fxg: error: node 'softplus' (mylib.scaled_softplus.default): unknown operator 'mylib::scaled_softplus' (load its plugin with --plugin)"
+check "missing plugin file" 1 "$fxc" --plugin="$tmp/nope.so" --device=cpu --run "$ex/softplus.fxg"
+has "missing plugin message" "$tmp/err" "$tmp/nope.so: error: cannot load plugin: no such file"
+check "a file that is not a library" 1 "$fxc" --plugin="$ex/softplus.fxg" --device=cpu --run "$ex/softplus.fxg"
+has "not a library message" "$tmp/err" "error: cannot load plugin: "
+
+cat >"$tmp/noinit.c" <<'EOF'
+int some_function(void) { return 0; }
+EOF
+cat >"$tmp/badversion.c" <<'EOF'
+#include "fxc/plugin.h"
+static int sh(const fxc_op_args* a, int32_t n, fxc_tensor_desc* o, char* e) { o[0] = a->inputs[0]; return 0; }
+static int k(const fxc_op_args* a, const void* const* i, void* const* o, char* e) { return 0; }
+int fxc_plugin_init(fxc_plugin_registry* r) {
+  fxc_op_desc d = {FXC_PLUGIN_API_VERSION + 1, "other::f", "f(Tensor x) -> Tensor", sh, k, 0};
+  return r->register_op(r, &d);
+}
+EOF
+sed -e 's/FXC_PLUGIN_API_VERSION + 1/FXC_PLUGIN_API_VERSION/' \
+    -e 's/"f(Tensor x) -> Tensor"/"f(Tensor x, str s) -> Tensor"/' "$tmp/badversion.c" >"$tmp/badschema.c"
+sed -e 's/FXC_PLUGIN_API_VERSION + 1/FXC_PLUGIN_API_VERSION/' -e 's/return r->register_op(r, &d);/r->register_op(r, \&d); return 3;/' \
+    "$tmp/badversion.c" >"$tmp/initfails.c"
+for p in noinit badversion badschema initfails; do
+  build "$tmp/lib$p.so" "$tmp/$p.c" || { echo "FAIL building lib$p.so"; fail=1; }
+done
+check "library without an entry point" 1 "$fxc" --plugin="$tmp/libnoinit.so" --device=cpu --run "$ex/softplus.fxg"
+has "no entry point message" "$tmp/err" "libnoinit.so: error: not an fxc plugin: it does not export 'fxc_plugin_init'"
+check "plugin of another API version" 1 "$fxc" --plugin="$tmp/libbadversion.so" --device=cpu --run "$ex/softplus.fxg"
+has "bad version message" "$tmp/err" "an op descriptor has plugin API version 2; this fxc supports version 1"
+check "plugin with a bad schema" 1 "$fxc" --plugin="$tmp/libbadschema.so" --device=cpu --run "$ex/softplus.fxg"
+has "bad schema message" "$tmp/err" "op 'other::f': schema 'f(Tensor x, str s) -> Tensor': argument 's' has type str"
+check "plugin whose init fails" 1 "$fxc" --plugin="$tmp/libinitfails.so" --device=cpu --run "$ex/softplus.fxg"
+has "init failure message" "$tmp/err" "plugin initialisation failed (fxc_plugin_init returned 3)"
+cp "$so" "$tmp/libcopy.so"
+check "the same op from two libraries" 1 "$fxc" --plugin="$so" --plugin="$tmp/libcopy.so" --device=cpu --run "$ex/softplus.fxg"
+has "duplicate op message" "$tmp/err" "libcopy.so: error: plugin registration failed: op 'mylib::scaled_softplus' is already registered (by $so)"
+check "the same library twice loads once" 0 "$fxc" --plugin="$so" --plugin="$so" "${run[@]}"
+check "training through the op" 1 "$fxc" --plugin="$so" --device=cpu --mode=train --backend=aot_eager --run "$ex/softplus.fxg"
+has "no derivative message" "$tmp/err" "node 'softplus' (mylib.scaled_softplus.default): custom op 'mylib::scaled_softplus' has no derivative"
+
+exit $fail
