@@ -3,7 +3,8 @@
 # (bench/models/resnet50.fxg: 53 conv + batch_norm layers in bottleneck blocks, stages
 # [3, 4, 6, 3]; regenerate with bench/make_models.py) for CUDA (--emit=ptx: cross-compilation,
 # no GPU needed) and for the CPU (--emit=llvm: the full JIT compile, weights included), each the
-# median wall time of N fresh fxc processes; then one --time-passes report per target.
+# median wall time (and CPU time: user + system) of N fresh fxc processes; then one
+# --time-passes report per target.
 # Usage: bench/compile_bench.sh <fxc> [N (default 5)] [graph.fxg]
 set -euo pipefail
 fxc=$1
@@ -18,22 +19,22 @@ echo "graph: $(basename "$graph") (${nodes% *} inputs, ${nodes#* } op nodes); fx
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-time_ms() { # time_ms <command...>: wall milliseconds of one run
-  local t0 t1
-  t0=$(date +%s%N)
-  "$@" >/dev/null 2>"$tmp/err" || { echo "error: $* failed:" >&2; cat "$tmp/err" >&2; exit 1; }
-  t1=$(date +%s%N)
-  echo $(((t1 - t0) / 1000000))
+time_ms() { # time_ms <command...>: "wall_ms cpu_ms" of one run (cpu: user + system, all threads)
+  local TIMEFORMAT='%R %U %S' t
+  t=$({ time "$@" >/dev/null 2>"$tmp/err"; } 2>&1) || { echo "error: $* failed:" >&2; cat "$tmp/err" >&2; exit 1; }
+  echo "$t" | awk '{ printf "%d %d\n", $1 * 1000, ($2 + $3) * 1000 }'
 }
 
 echo
-echo "| target | command | median of $n (ms) | min (ms) | max (ms) |"
-echo "|---|---|---:|---:|---:|"
+echo "| target | command | wall, median of $n (ms) | min | max | CPU time, median (ms) |"
+echo "|---|---|---:|---:|---:|---:|"
 for target in cuda cpu; do
   if [ $target = cuda ]; then args=(--device=cuda --emit=ptx -o "$tmp/out.ptx"); else
     args=(--device=cpu --emit=llvm -o "$tmp/out.ll"); fi
   for _ in $(seq "$n"); do time_ms "$fxc" "${args[@]}" "$graph"; done >"$tmp/$target.ms"
-  echo "| $target | fxc ${args[*]:0:2} | $(median <"$tmp/$target.ms") | $(sort -n "$tmp/$target.ms" | head -1) | $(sort -n "$tmp/$target.ms" | tail -1) |"
+  w=$(cut -d' ' -f1 "$tmp/$target.ms")
+  echo "| $target | fxc ${args[*]:0:2} | $(echo "$w" | median) | $(echo "$w" | sort -n | head -1) |" \
+    "$(echo "$w" | sort -n | tail -1) | $(cut -d' ' -f2 "$tmp/$target.ms" | median) |"
 done
 for target in cuda cpu; do
   if [ $target = cuda ]; then args=(--device=cuda --emit=ptx -o "$tmp/out.ptx"); else
