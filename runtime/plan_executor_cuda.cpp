@@ -7,6 +7,7 @@
 #include "runtime/cudnn.h"
 #include "runtime/interpreter.h"
 #include "runtime/plan_executor.h"
+#include "runtime/plugin.h"
 
 #include <algorithm>
 #include <cassert>
@@ -182,8 +183,33 @@ void run_conv(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const Pla
                                     slot_ptr[e.outputs[0].slot]);
 }
 
+// A fallback calling a plugin's op that has a CUDA kernel: runs it on the device buffers in
+// place (runtime/plugin.h). False when the op has none or an operand is not contiguous.
+bool run_custom_op_on_device(Context& ctx, const std::vector<uint64_t>& slot_ptr,
+                             const PlanExtern& e, const std::string& source) {
+  if (!e.graph || e.graph->inputs.size() != e.inputs.size()) return false;
+  auto device_ptrs = [&](const std::vector<PlanView>& views, std::vector<uint64_t>* out) {
+    for (const PlanView& v : views) {
+      if (!v.meta.is_contiguous()) return false;
+      out->push_back(slot_ptr[v.slot] + uint64_t(v.meta.storage_offset) * dtype_size(v.meta.dtype));
+    }
+    return true;
+  };
+  for (size_t k = 0; k < e.inputs.size(); ++k)
+    if (e.inputs[k].meta.sizes != e.graph->values[e.graph->inputs[k].value].meta.sizes)
+      return false;
+  std::vector<uint64_t> ins, outs;
+  if (!device_ptrs(e.inputs, &ins) || !device_ptrs(e.outputs, &outs)) return false;
+  try {
+    return run_custom_op_cuda(*e.graph, ins, outs, ctx.stream());
+  } catch (const TensorError& err) {
+    throw Error(source, err.what(), e.name);
+  }
+}
+
 void run_fallback(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& plan,
                   const PlanExtern& e, const std::string& source) {
+  if (run_custom_op_on_device(ctx, slot_ptr, e, source)) return;
   std::vector<Tensor> ins;
   for (const PlanView& v : e.inputs) ins.push_back(download_view(ctx, slot_ptr, plan, v));
   std::vector<Tensor> outs = interpret(*e.graph, ins);

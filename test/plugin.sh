@@ -28,6 +28,17 @@ build() { # build <out.so> <source.c>
 so=$tmp/libscaled_softplus.so
 if ! build "$so" "$ex/scaled_softplus.c"; then echo "FAIL building the example plugin"; exit 1; fi
 echo "ok   the example plugin builds"
+# The CUDA kernel's PTX (run on the GPU by test/gpu/e2e/plugin_cuda.sh) assembles for sm_90.
+if [ -n "${PTXAS:-}" ] && [ -x "$PTXAS" ]; then
+  python3 - "$ex/scaled_softplus.c" "$tmp/sp.ptx" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+body = s[s.index('static const char kPtx[] ='):s.index('typedef int (*ModuleLoadData)')]
+text = ''.join(re.findall(r'"((?:[^"\\]|\\.)*)"', body))
+open(sys.argv[2], 'w').write(text.encode().decode('unicode_escape'))
+PY
+  check "the example's PTX assembles for sm_90" 0 "$PTXAS" -arch=sm_90 "$tmp/sp.ptx" -o "$tmp/sp.cubin"
+else echo "SKIP the PTX check: ptxas not found (PTXAS unset)"; fi
 run=(--device=cpu --run --inputs "$ex/softplus.inputs.safetensors"
      --expect "$ex/softplus.expected.safetensors" "$ex/softplus.fxg")
 for b in eager aot_eager aot_eager_decomp_partition inductor; do
