@@ -18,6 +18,6 @@ if [ -f "$anchor" ]; then
   timeout 400 "$py" "$anchor" "${args[@]}" "${ins[@]}" --json "$out/anchor.json" || echo "anchor failed"
 else echo "anchor script not found"; fi
 for g in "${graphs[@]}"; do
-  "$fxc" --device=cuda --bench --inputs "$fx/$g.io.safetensors" "$fx/$g.pt2" 2>&1 | tail -1
+  "$fxc" --device=cuda --bench --inputs "$fx/$g.io.safetensors" "$fx/$g.pt2" 2>&1 | grep -m1 -e "median" -e "error"
 done | tee "$out/fxc_bench.txt"
 exit 0
