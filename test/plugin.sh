@@ -64,6 +64,31 @@ has "emitted target" "$tmp/rt.fxg" '"mylib.scaled_softplus.default"'
 check "the emitted graph runs" 0 "$fxc" --plugin="$so" --device=cpu --run \
   --inputs "$ex/softplus.inputs.safetensors" --expect "$ex/softplus.expected.safetensors" "$tmp/rt.fxg"
 
+# A torch.export archive calling the op as torch.export writes it: mlp.pt2 with its first relu
+# replaced by torch.ops.mylib.scaled_softplus.default(x, beta=2.0).
+python3 - "$src/test/fixtures/mlp.pt2" "$tmp/softplus_mlp.pt2" <<'PY'
+import json, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_STORED) as out:
+    for info in z.infolist():
+        data = z.read(info.filename)
+        if info.filename.endswith("models/model.json"):
+            m = json.loads(data)
+            node = next(n for n in m["graph_module"]["graph"]["nodes"]
+                        if n["target"] == "torch.ops.aten.relu.default")
+            node["target"] = "torch.ops.mylib.scaled_softplus.default"
+            node["inputs"][0]["name"] = "x"
+            node["inputs"].append({"name": "beta", "arg": {"as_float": 2.0}, "kind": 1})
+            data = json.dumps(m).encode()
+        out.writestr(info, data)
+PY
+check ".pt2 calling the op without its plugin" 1 "$fxc" --device=cpu --emit=fx "$tmp/softplus_mlp.pt2"
+has ".pt2 unknown operator message" "$tmp/err" \
+  "softplus_mlp.pt2: error: node 'relu' (mylib.scaled_softplus.default): unknown operator 'mylib::scaled_softplus' (load its plugin with --plugin)"
+check ".pt2 calling the op: inductor --check-accuracy" 0 \
+  "$fxc" --plugin="$so" --device=cpu --check-accuracy "$tmp/softplus_mlp.pt2"
+check ".pt2 calling the op: readable graph" 0 "$fxc" --plugin="$so" --emit=fx "$tmp/softplus_mlp.pt2"
+has ".pt2 readable graph shows the call" "$tmp/out" "mylib.scaled_softplus.default"
+
 # Failures: one diagnostic each, exit 1.
 check "graph without its plugin" 1 "$fxc" --device=cpu --run "$ex/softplus.fxg"
 has "unknown operator message" "$tmp/err" \
