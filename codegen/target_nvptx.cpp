@@ -44,6 +44,8 @@ constexpr int kMaxBlock = 1024;
 constexpr int kWarp = 32;
 constexpr int kMaxChunks = 8;         ///< vectors of a persistent row per thread
 constexpr int kPersistentBlock = 128; ///< smallest block for a persistent row
+/// Fewer rows than this leave multiprocessors idle with 128-thread blocks (132 on an H100/H200).
+constexpr int64_t kFewRows = 264;
 
 /// libdevice's name for a math function.
 std::string libdevice_name(VOp op, bool f64) {
@@ -442,7 +444,10 @@ RowMapping nvptx_row_mapping(const LoopProgram& p, const Kernel& k) {
   // on an H200, norms (8192 x 4096) ran at 80% of copy bandwidth with 128 threads, 74% with
   // 256, 51% with 512 and 27% with 1024 (f32).
   if (t.reduces && t.loop_stages >= 2 && t.same_row_reads) {
-    int block = pow2_at_least((vectors + kMaxChunks - 1) / kMaxChunks, kPersistentBlock, kMaxBlock);
+    // With fewer rows than blocks the device can hold, a row gets more threads instead (one
+    // vector each where 1024 threads cover it): the rows in flight are all there is.
+    int64_t per_thread = k.xnumel < kFewRows ? 1 : kMaxChunks;
+    int block = pow2_at_least((vectors + per_thread - 1) / per_thread, kPersistentBlock, kMaxBlock);
     int64_t chunks = (vectors + block - 1) / block;
     if (chunks <= kMaxChunks) {
       m.block = block;

@@ -71,28 +71,34 @@ TEST_CASE("nvptx: row mappings from the row length and the element size") {
   CHECK(sum.block == 256);
   CHECK(!sum.persistent);
   // Softmax walks its row three times: resident in registers, 128 threads x 2 vectors.
-  RowMapping sm = only_mapping(row_graph(DType::F32, 64, 1024, "softmax"));
+  RowMapping sm = only_mapping(row_graph(DType::F32, 512, 1024, "softmax"));
   CHECK(sm.persistent);
   CHECK(sm.vec == 4);
   CHECK(sm.block == 128);
   CHECK(sm.chunks == 2);
   // bf16: eight elements per 16-byte vector.
-  RowMapping bf = only_mapping(row_graph(DType::BF16, 64, 1024, "softmax"));
+  RowMapping bf = only_mapping(row_graph(DType::BF16, 512, 1024, "softmax"));
   CHECK(bf.persistent);
   CHECK(bf.vec == 8);
   CHECK(bf.chunks == 1);
   // 4096 f32: 8 vectors per thread still fit; 8192 * 8 do not (a looping reduction instead).
-  RowMapping big = only_mapping(row_graph(DType::F32, 4, 4096, "softmax"));
+  RowMapping big = only_mapping(row_graph(DType::F32, 512, 4096, "softmax"));
   CHECK(big.persistent);
   CHECK(big.block == 128);
   CHECK(big.chunks == 8);
+  // Few rows: more threads per row instead (one vector each).
+  RowMapping few = only_mapping(row_graph(DType::F32, 4, 4096, "softmax"));
+  CHECK(few.persistent);
+  CHECK(few.block == 1024);
+  CHECK(few.chunks == 1);
   RowMapping huge = only_mapping(row_graph(DType::F32, 4, 65536, "softmax"));
   CHECK(!huge.persistent);
   CHECK(huge.block == 1024);
   // Rows that vectors do not tile fall back to single elements.
-  RowMapping odd = only_mapping(row_graph(DType::F32, 8, 1001, "softmax"));
+  RowMapping odd = only_mapping(row_graph(DType::F32, 512, 1001, "softmax"));
   CHECK(odd.vec == 1);
   CHECK(odd.persistent);
+  CHECK(odd.block == 128);
   CHECK(int64_t(odd.block) * odd.chunks >= 1001);
 }
 
@@ -116,21 +122,21 @@ TEST_CASE("nvptx: PTX of pointwise, reduction and persistent-reduction kernels")
   CHECK(count(sum, "bar.sync") >= 1);
   // Persistent softmax: the row is read once (two vectors per thread), written once, and its
   // two reductions are shuffles; no r loop re-reads it.
-  std::string sm = only_ptx(row_graph(DType::F32, 64, 1024, "softmax"), &block);
+  std::string sm = only_ptx(row_graph(DType::F32, 512, 1024, "softmax"), &block);
   CHECK(block == 128);
   CHECK(count(sm, "ld.global.nc.v4.f32") == 2);
   CHECK(count(sm, "ld.global.nc.f32") == 0);
   CHECK(count(sm, "st.global.v4.f32") == 2);
   CHECK(count(sm, "shfl.sync.bfly.b32") >= 20);
   // bf16: eight elements per 16-byte access, widened to f32 and narrowed on the way out.
-  std::string bf = only_ptx(row_graph(DType::BF16, 64, 1024, "softmax"), &block);
+  std::string bf = only_ptx(row_graph(DType::BF16, 512, 1024, "softmax"), &block);
   CHECK(block == 128);
   CHECK(count(bf, "ld.global.nc.v4.u32") == 1);
   CHECK(count(bf, "st.global.v4.b32") == 1);
   CHECK(count(bf, "cvt.f32.bf16") == 8);
   CHECK(count(bf, "ex2.approx.f32") >= 8);
   // A row that the threads' vectors overrun is masked: clamped loads, guarded stores.
-  std::string tail = only_ptx(row_graph(DType::F32, 8, 1000, "softmax"), &block);
+  std::string tail = only_ptx(row_graph(DType::F32, 512, 1000, "softmax"), &block);
   CHECK(block == 128);
   CHECK(count(tail, "ld.global.nc.v4.f32") == 2);
   CHECK(count(tail, "st.global.v4.f32") == 2);
