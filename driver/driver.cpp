@@ -283,7 +283,10 @@ int drive(const Options& given, TracedRun& traced) {
   if (o.bisect) return run_bisect(o, c.source, load_inputs(c.source, o));
   if (o.minify) return run_minify(o, c.source, load_inputs(c.source, o));
 
-  std::vector<Tensor> inputs = load_inputs(c.source, o);
+  std::vector<Tensor> inputs = [&] {
+    PassTimer t("load inputs"); // --inputs, or seeded random ones: not compile time
+    return load_inputs(c.source, o);
+  }();
   log_guards(c.source, inputs);
   specialize_to_inputs(c.source, inputs);
   int level = repro_level();
