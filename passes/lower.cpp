@@ -1,6 +1,7 @@
 // Lowering of graph nodes to loop-IR buffers: one row per op in the lowering table.
 #include "passes/lower.h"
 
+#include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/schema.h"
 
@@ -1692,7 +1693,8 @@ LoopProgram Lowerer::run() {
     else if (fn)
       fn(*this, n);
     else
-      fallback(n, "no lowering");
+      fallback(n, find_custom_op(nd.target) ? "custom op: extern call to its plugin's kernel"
+                                            : "no lowering");
     if (!opts_.inject_op.empty() && op_base_name(nd.target) == opts_.inject_op) inject_bug(n);
     for (ValueId o : nd.outputs) {
       LVal& v = vals_[o];

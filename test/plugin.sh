@@ -58,6 +58,14 @@ if [ -z "$post" ]; then echo "FAIL no ir_post_fusion.txt"; fail=1; else
   has "the extern call is the custom op" "$post" "mylib.scaled_softplus.default"
 fi
 
+# The extern call is by design: a perf hint, not a graph break.
+check "inductor with --log=graph_breaks,perf_hints" 0 \
+  "$fxc" --plugin="$so" --device=cpu --run --log=graph_breaks,perf_hints "$ex/softplus.fxg"
+has "perf hint for the custom op" "$tmp/err" \
+  "custom op mylib.scaled_softplus.default runs as an extern call to its plugin's kernel"
+if grep -q "graph_breaks" "$tmp/err"; then echo "FAIL the custom op is logged as a graph break"; fail=1
+else echo "ok   the custom op is not a graph break"; fi
+
 # The op survives --emit=fxg and the result runs again.
 check "--emit=fxg keeps the custom op" 0 "$fxc" --plugin="$so" --emit=fxg -o "$tmp/rt.fxg" "$ex/softplus.fxg"
 has "emitted target" "$tmp/rt.fxg" '"mylib.scaled_softplus.default"'
