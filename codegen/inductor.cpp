@@ -29,6 +29,7 @@ struct CompiledGraph::Impl {
   std::unique_ptr<CudaPlanRunner> cuda;                    // CUDA: runs `plan` on the device
   std::unique_ptr<ThreadPool> pool;
   std::mutex run_mu; // the pool runs one plan at a time
+  bool unloaded = false; // a CUDA build made with load_cuda = false: nothing to run
   std::string pre, post, log, output_code, hints;
   std::vector<GeneratedKernel> kernels;
   int externs = 0;
@@ -37,6 +38,7 @@ struct CompiledGraph::Impl {
 
 std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& user_inputs) const {
   assert(impl && "run() on an empty CompiledGraph");
+  if (impl->unloaded) throw Error(impl->source, "this CUDA build was not loaded on a device");
   std::lock_guard<std::mutex> lock(impl->run_mu);
   if (impl->cuda) return impl->cuda->run(user_inputs);
   return execute_plan(impl->plan, user_inputs, *impl->pool, impl->source);
@@ -45,6 +47,7 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& user_inputs) c
 std::vector<Tensor> CompiledGraph::run_profiled(const std::vector<Tensor>& user_inputs,
                                                 std::vector<StepProfile>* profile) const {
   assert(impl && "run_profiled() on an empty CompiledGraph");
+  if (impl->unloaded) throw Error(impl->source, "this CUDA build was not loaded on a device");
   std::lock_guard<std::mutex> lock(impl->run_mu);
   if (impl->cuda) {
     impl->cuda->upload(user_inputs);
@@ -97,6 +100,9 @@ int CompiledGraph::num_extern_calls() const {
 }
 int64_t CompiledGraph::peak_bytes() const {
   return impl->peak;
+}
+const Plan& CompiledGraph::plan() const {
+  return impl->plan;
 }
 CudaPlanRunner* CompiledGraph::cuda_runner() const {
   return impl->cuda.get();
@@ -306,7 +312,11 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     plan.outputs.push_back(v);
   }
   timer.reset();
-  if (opts.cuda) {
+  if (opts.cuda)
+    for (size_t ki = 0; ki < s.kernels.size(); ++ki)
+      plan.kernels[kernel_index[ki]].cuda_block = ptx.at(s.kernels[ki].name).block;
+  impl->unloaded = opts.cuda && !opts.load_cuda;
+  if (opts.cuda && opts.load_cuda) {
     try {
       PassTimer t("cuda module load (PTX JIT)");
       cuda::Context& ctx = cuda::Context::get();
@@ -315,7 +325,6 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
         impl->cuda_modules.push_back(ctx.load_module(pk.ptx, pk.name + ".ptx"));
         PlanKernel& k = plan.kernels[kernel_index[ki]];
         k.cuda_function = impl->cuda_modules.back()->function(pk.name);
-        k.cuda_block = pk.block;
       }
     } catch (const cuda::CudaError& e) {
       throw Error(g.source, e.what());
@@ -325,7 +334,7 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     PassTimer t("cuda runner (arena, weights upload)");
     impl->cuda = std::make_unique<CudaPlanRunner>(impl->plan, g.source, ro);
     if (!impl->cuda->graph_note().empty()) impl->hints += impl->cuda->graph_note() + "\n";
-  } else {
+  } else if (!opts.cuda) {
     {
       PassTimer t("output_code.cpp");
       impl->output_code = render_cpp_wrapper(plan, g.source);

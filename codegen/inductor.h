@@ -41,6 +41,9 @@ struct InductorOptions {
   /// CUDA: convolutions through cuDNN when it is found (else im2col + cuBLASLt, logged in the
   /// fusion log and perf hints); false forces im2col + cuBLASLt.
   bool cudnn = true;
+  /// CUDA: load the PTX and make the runner. false builds the plan and the PTX without touching
+  /// a device (for .fxo artifacts); run() then throws.
+  bool load_cuda = true;
   std::string cuda_arch = "sm_90";
   std::string libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
 };
@@ -76,6 +79,9 @@ public:
   int num_kernels() const;      ///< generated (fused) kernels
   int num_extern_calls() const; ///< BLAS and fallback calls
   int64_t peak_bytes() const;   ///< planned peak of intermediate buffers
+  /// The host plan (kernels named; CPU kernels' fn set, CUDA kernels' cuda_block set), for
+  /// writing an .fxo artifact.
+  const Plan& plan() const;
   /// CUDA builds: the runner (resident buffers, per-step CUDA event timing; plan_executor.h);
   /// nullptr on the CPU.
   CudaPlanRunner* cuda_runner() const;

@@ -13,6 +13,7 @@
 #include "driver/check.h"
 #include "driver/chrome_trace.h"
 #include "driver/failure_tools.h"
+#include "driver/fxo.h"
 #include "driver/logging.h"
 #include "driver/tensor_io.h"
 #include "runtime/cuda_driver.h"
@@ -85,8 +86,6 @@ void check_supported(const Options& o) {
   if ((emit == "obj" || emit == "cpp") && cuda) unsupported("--emit=" + emit + " for --device=cuda");
   if (emit == "obj" && o.mode == Mode::Train)
     throw UsageError("--emit=obj writes one graph's object code; use --mode=inference");
-  if (emit.empty() && !o.run && !o.check_accuracy && !o.bisect && !o.minify && !o.bench)
-    unsupported("writing a .fxo artifact (the default action); use --run or --emit=fx|fxg,");
   if (o.mode == Mode::Train && o.backend == Backend::Eager)
     throw UsageError("--mode=train needs AOT autograd: use --backend=aot_eager or a later backend");
 }
@@ -244,6 +243,7 @@ int drive(const Options& given, TracedRun& traced) {
   check_supported(o);
   // Plugins first: importing the graph needs the schemas of their ops.
   for (const std::string& p : o.plugins) load_plugin(p);
+  if (is_artifact_file(o.input)) return run_artifact(o);
   std::string debug_dir = o.debug_dir;
   if (debug_dir.empty())
     if (const char* env = std::getenv("FXC_COMPILE_DEBUG"); env && std::string(env) == "1")
@@ -282,6 +282,15 @@ int drive(const Options& given, TracedRun& traced) {
 
   if (o.bisect) return run_bisect(o, c.source, load_inputs(c.source, o));
   if (o.minify) return run_minify(o, c.source, load_inputs(c.source, o));
+  if (!o.run && !o.bench && !o.check_accuracy) {
+    // The default action: compile to an .fxo. With --inputs, for those inputs' shapes.
+    if (!o.inputs.empty()) specialize_to_inputs(c.source, load_inputs(c.source, o));
+    run_pipeline(c);
+    write_text(o.output.empty() ? stem_of(o.input) + ".fxo" : o.output,
+               serialize_artifact(make_artifact(c)));
+    trace.finish();
+    return 0;
+  }
 
   std::vector<Tensor> inputs = [&] {
     PassTimer t("load inputs"); // --inputs, or seeded random ones: not compile time

@@ -73,8 +73,9 @@ namespace {
 
 const char* kDescription =
     "fxc compiles PyTorch graphs (torch.export .pt2 archives, .fxg / .fxg.zst graph files).\n"
-    "The default action, compiling <graph> to <stem>.fxo, is not yet supported; --run compiles\n"
-    "and executes it, --emit writes one intermediate.";
+    "The default action compiles <graph> to <stem>.fxo (-o), an artifact with the plan, kernels,\n"
+    "weights and input guards; --run compiles and executes, --emit writes one intermediate.\n"
+    "Given an .fxo, --run/--bench execute it (guards checked first; no compiler needed).";
 
 const char* kFooter =
     "Environment: FXC_COMPILE_DEBUG=1, FXC_LOGS=<list>, FXC_CACHE_DIR, FXC_REPRO_AFTER,\n"
@@ -96,7 +97,8 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.get_formatter()->column_width(40);
   bool version = false;
   app.add_option("graph", o->input, "Graph file: .pt2, .fxg or .fxg.zst");
-  app.add_option("-o", o->output, "Output file");
+  app.add_option("-o", o->output,
+                 "Output file (default <stem>.fxo; --emit: <stem>.<ext>; - for stdout)");
   std::map<std::string, Backend> backends{{"eager", Backend::Eager},
                                           {"aot_eager", Backend::AotEager},
                                           {"aot_eager_decomp_partition", Backend::AotEagerDecompPartition},

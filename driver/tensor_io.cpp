@@ -27,34 +27,53 @@ int64_t random_int_bound(const Graph& g, ValueId v) {
 
 } // namespace
 
-// User inputs from --inputs (by input_<i> or by the graph's input name), else seeded random.
+std::vector<InputGuard> input_specs(const Graph& g) {
+  std::vector<InputGuard> out;
+  for (const GraphInput& in : g.inputs) {
+    if (in.kind != InputKind::UserInput) continue;
+    const Value& v = g.values[in.value];
+    InputGuard s;
+    s.name = v.name;
+    s.meta.dtype = v.meta.dtype;
+    s.meta.sizes = v.meta.sizes;
+    s.meta.strides = contiguous_strides(v.meta.sizes);
+    s.int_bound = is_floating(v.meta.dtype) ? 0 : random_int_bound(g, in.value);
+    out.push_back(s);
+  }
+  return out;
+}
+
 std::vector<Tensor> load_inputs(const Graph& g, const Options& o) {
+  return load_inputs(input_specs(g), o);
+}
+
+// User inputs from --inputs (by input_<i> or by the input's name), else seeded random.
+std::vector<Tensor> load_inputs(const std::vector<InputGuard>& specs, const Options& o) {
   std::vector<Tensor> inputs;
   std::map<std::string, WeightData> file;
   if (!o.inputs.empty()) file = read_safetensors(o.inputs);
   int k = 0;
-  for (const GraphInput& in : g.inputs) {
-    if (in.kind != InputKind::UserInput) continue;
-    const Value& v = g.values[in.value];
+  for (const InputGuard& in : specs) {
+    const TensorMeta& m = in.meta;
     std::string key = "input_" + std::to_string(k);
     uint64_t seed = o.seed * 1000003ull + uint64_t(k);
     ++k;
     if (!o.inputs.empty()) {
       auto it = file.find(key);
-      if (it == file.end()) it = file.find(v.name);
+      if (it == file.end()) it = file.find(in.name);
       if (it == file.end())
-        throw Error(o.inputs, "no tensor '" + key + "' or '" + v.name + "' for graph input '" +
-                                  v.name + "'");
+        throw Error(o.inputs, "no tensor '" + key + "' or '" + in.name + "' for graph input '" +
+                                  in.name + "'");
       Tensor t = Tensor::from_weight(it->second);
-      if (t.dtype() != v.meta.dtype || t.dim() != v.meta.dim())
-        throw Error(o.inputs, "input '" + v.name + "': expected " + format_meta(v.meta) + ", got " +
+      if (t.dtype() != m.dtype || t.dim() != m.dim())
+        throw Error(o.inputs, "input '" + in.name + "': expected " + format_meta(m) + ", got " +
                                   format_meta(t.meta()));
       inputs.push_back(t);
       continue;
     }
-    Tensor t = Tensor::empty(v.meta.dtype, v.meta.sizes);
-    fill_random(v.meta.dtype, size_t(t.numel()), seed, t.raw_data(), 0,
-                random_int_bound(g, in.value));
+    Tensor t = Tensor::empty(m.dtype, m.sizes);
+    fill_random(m.dtype, size_t(t.numel()), seed, t.raw_data(), 0,
+                in.int_bound > 0 ? in.int_bound : 2);
     inputs.push_back(t);
   }
   return inputs;

@@ -4,6 +4,7 @@
 #include "driver/options.h"
 #include "driver/pipeline.h"
 #include "frontend/graph.h"
+#include "runtime/artifact.h"
 #include "runtime/tensor.h"
 
 #include <string>
@@ -16,6 +17,12 @@ namespace fxc {
 /// A file's tensor must have the input's dtype and rank; its sizes may differ (the driver then
 /// recompiles for them, see specialize_to_inputs).
 std::vector<Tensor> load_inputs(const Graph& g, const Options& o);
+/// load_inputs() for inputs described by guards (an .fxo's inputs; int_bound for random
+/// integers).
+std::vector<Tensor> load_inputs(const std::vector<InputGuard>& inputs, const Options& o);
+/// The graph's user inputs as guards: dtype, sizes, contiguous strides, host memory, and for
+/// integer inputs that index an embedding the table size (random inputs stay below it).
+std::vector<InputGuard> input_specs(const Graph& g);
 
 /// Writes named tensors (contiguous) to a .safetensors file.
 void write_named_tensors(const std::string& path, const NamedTensors& tensors);

@@ -209,9 +209,12 @@ ojson meta_json(const TensorMeta& m) {
 class FxgReader {
 public:
   explicit FxgReader(std::string path) : path_(std::move(path)) {}
+  /// Reads `text` instead of a file; weights named by "file" come from `embedded` by key.
+  FxgReader(std::string source, std::string text, const std::map<std::string, WeightData>* embedded)
+      : path_(std::move(source)), text_(std::move(text)), embedded_(embedded) {}
 
   Graph run() {
-    std::string text = load_text();
+    std::string text = embedded_ ? std::move(text_) : load_text();
     if (json_nesting_depth(text) > kMaxJsonDepth)
       throw Error(path_, "malformed JSON: nested deeper than " + std::to_string(kMaxJsonDepth) +
                              " levels");
@@ -496,6 +499,14 @@ private:
     std::string f = str(file, what + ".file");
     std::string key = fqn;
     if (const json* k = find(in, "key")) key = str(*k, what + ".key");
+    if (embedded_) {
+      auto it = embedded_->find(key);
+      if (it == embedded_->end()) fail(what + ": no embedded tensor '" + key + "'");
+      if (it->second.meta.dtype != meta.dtype || it->second.meta.sizes != meta.sizes)
+        fail(what + ": the embedded tensor '" + key + "' is " + format_meta(it->second.meta) +
+             " but the graph declares " + format_meta(meta));
+      return it->second;
+    }
     std::string full = (!f.empty() && f[0] == '/') ? f : dirname_of(path_) + f;
     auto cached = files_.find(full);
     if (cached == files_.end()) cached = files_.emplace(full, read_safetensors(full)).first;
@@ -673,6 +684,8 @@ private:
   std::map<std::string, ValueId, std::less<>> ids_;
   std::set<std::string> node_names_;
   std::map<std::string, std::map<std::string, WeightData>> files_;
+  std::string text_;
+  const std::map<std::string, WeightData>* embedded_ = nullptr;
 };
 
 // Contiguous bytes of a weight view (a copy only when the view is strided or offset).
@@ -701,6 +714,11 @@ std::vector<std::byte> contiguous_bytes(const WeightData& w) {
 
 Graph import_fxg(const std::string& path) {
   return FxgReader(path).run();
+}
+
+Graph parse_fxg_text(std::string text, const std::string& source,
+                     const std::map<std::string, WeightData>& weights) {
+  return FxgReader(source, std::move(text), &weights).run();
 }
 
 std::string fxg_to_json(const Graph& g, const FxgWriteOptions& opts) {

@@ -17,6 +17,12 @@ struct FxgWriteOptions {
 /// Serialises `g` as .fxg JSON text (deterministic: stable key order, no timestamps).
 std::string fxg_to_json(const Graph& g, const FxgWriteOptions& opts);
 
+/// Reads .fxg JSON text held in memory (the graphs inside an .fxo). `source` names it in
+/// diagnostics; weights the text reads from a file come from `weights` by key instead (the file
+/// name is not opened). Throws fxc::Error.
+Graph parse_fxg_text(std::string text, const std::string& source,
+                     const std::map<std::string, WeightData>& weights);
+
 /// Writes `g` to `path` (.fxg or .fxg.zst by suffix). Weights go to `<path stem>.safetensors`
 /// beside it unless the graph's weights all came from init rules. Throws fxc::Error.
 void write_fxg(const Graph& g, const std::string& path);

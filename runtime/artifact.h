@@ -4,11 +4,11 @@
 // sizes, XXH64 checksum of the compressed payload) followed by a zstd-compressed payload: a JSON
 // manifest (inputs and their guards, outputs, graphs and their host plans, kernel and weight
 // references) and the blobs it refers to (CPU object code, PTX, fallback graphs, weights). The
-// format is described in docs/artifact.md. Serialization is deterministic: the same Artifact
+// format is described in docs/artifact.md. Serialization is deterministic: the same CompiledArtifact
 // gives the same bytes.
 //
 //   std::string bytes = serialize_artifact(a);               // compile side (driver, cache)
-//   Artifact b = parse_artifact(bytes, "model.fxo");         // validates every field
+//   CompiledArtifact b = parse_artifact(bytes, "model.fxo");         // validates every field
 //   auto m = LoadedModel::load(std::move(b), "model.fxo");   // resolves kernels
 //   NamedResults r = m->run(inputs);                         // checks the guards first
 #pragma once
@@ -39,6 +39,10 @@ struct InputGuard {
   int64_t int_bound = 0;
 };
 
+/// Empty when a tensor of meta `t` passes guard `g` (input number `index`), else which guard failed:
+/// "input_0 'x': shape guard failed: expected f32[64, 256], got f32[32, 256]".
+std::string check_input_guard(size_t index, const InputGuard& g, const TensorMeta& t);
+
 /// One compiled graph of an artifact: a host plan with named kernels, or a graph for the
 /// reference interpreter (backends before inductor).
 struct ArtifactGraph {
@@ -58,7 +62,7 @@ struct ArtifactGraph {
   std::shared_ptr<const Graph> graph;
 };
 
-struct Artifact {
+struct CompiledArtifact {
   std::string name;      ///< the model's stem ("mlp"); never a path
   std::string backend;   ///< "eager", "aot_eager", "aot_eager_decomp_partition", "inductor"
   std::string device;    ///< "cpu" or "cuda": where the kernels run
@@ -79,7 +83,7 @@ struct Artifact {
 
 /// The artifact's bytes (header + compressed payload). Deterministic. Throws fxc::Error when the
 /// artifact is incomplete (a kernel without code, a weight without bytes).
-std::string serialize_artifact(const Artifact& a);
+std::string serialize_artifact(const CompiledArtifact& a);
 
 /// True when `bytes` starts with the artifact magic ("FXO\0").
 bool is_artifact(std::string_view bytes);
@@ -87,10 +91,10 @@ bool is_artifact(std::string_view bytes);
 /// Parses and validates an artifact: header, version, checksum, sizes, every index and view of
 /// every plan. Throws fxc::Error naming `source` for a foreign, truncated, corrupt or
 /// newer-version file. Never trusts a number read from the file.
-Artifact parse_artifact(std::string_view bytes, const std::string& source);
+CompiledArtifact parse_artifact(std::string_view bytes, const std::string& source);
 
 /// parse_artifact() of a file's contents.
-Artifact read_artifact_file(const std::string& path);
+CompiledArtifact read_artifact_file(const std::string& path);
 
 /// Named results of a run: output_<i>, then (train mode) grad.<fqn> / grad.input_<i>.
 using NamedResults = std::vector<std::pair<std::string, Tensor>>;
@@ -101,14 +105,15 @@ class LoadedModel {
 public:
   /// Loads the kernels and checks that the custom ops it calls are registered. `num_threads`: 0
   /// uses every hardware thread. Throws fxc::Error naming `source`.
-  static std::unique_ptr<LoadedModel> load(Artifact a, const std::string& source,
+  static std::unique_ptr<LoadedModel> load(CompiledArtifact a, const std::string& source,
                                            int num_threads = 0);
   ~LoadedModel();
 
-  const Artifact& artifact() const;
-  /// Empty when `inputs` pass every guard, else the first failure:
-  /// "input_0 'x': expected f32[64, 256], got f32[32, 256]" (count, dtype, shape, strides,
-  /// device).
+  const CompiledArtifact& artifact() const;
+  /// dtype and sizes of each of run()'s results (contiguous), in order.
+  const std::vector<TensorMeta>& output_metas() const;
+  /// Empty when `inputs` pass every guard, else the first failure (the count, then
+  /// check_input_guard() of each input in order).
   std::string check_guards(const std::vector<Tensor>& inputs) const;
   /// Checks the guards (fxc::Error naming the input and the guard), then runs: the inference
   /// graph, or train mode's forward and backward with output gradients of ones.

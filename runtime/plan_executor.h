@@ -24,6 +24,10 @@ using KernelFn = void (*)(void* const* args, int64_t xbegin, int64_t xend);
 // runtime/artifact.cpp (.fxo artifacts): a new field needs a line in its write_* and read_*
 // functions there (a static_assert on each struct's size fails until it has one).
 
+// Every field of PlanView, PlanKernel, PlanExtern, PlanStep and Plan is serialized in
+// runtime/artifact.cpp (.fxo artifacts): a new field needs a line in its write_* and read_*
+// functions there (a static_assert on each struct's size fails until it has one).
+
 /// A strided view of a slot's storage.
 struct PlanView {
   int slot = -1;

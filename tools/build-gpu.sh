@@ -16,7 +16,7 @@ carry=$src/carry
 jobs=${JOBS:-2}
 
 cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFXC_STATIC_LLVM=ON >/dev/null
-ninja -C "$build" -j"$jobs" fxc fxc_unit
+ninja -C "$build" -j"$jobs" fxc fxc_unit fxcrt
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -29,6 +29,8 @@ for b in fxc fxc_unit; do
   fi
   strip --strip-unneeded -o "$pkg/bin/$b" "$build/$b"
 done
+# The runtime C API's library (examples/embed, test/gpu/e2e/artifact_cuda.sh); it has no LLVM.
+strip --strip-unneeded -o "$pkg/lib/libfxcrt.so" "$build/libfxcrt.so"
 ldd "$build/fxc" "$build/fxc_unit" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
   while read -r lib; do
     case $(basename "$lib") in

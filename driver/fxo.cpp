@@ -1,0 +1,182 @@
+// The driver's side of .fxo artifacts: from a Compilation to an CompiledArtifact, and `fxc --run x.fxo`.
+#include "driver/fxo.h"
+
+#include "driver/bench.h"
+#include "driver/check.h"
+#include "driver/driver.h"
+#include "driver/logging.h"
+#include "driver/tensor_io.h"
+#include "frontend/custom_ops.h"
+#include "frontend/diag.h"
+#include "frontend/safetensors.h"
+#ifdef FXC_HAVE_CODEGEN
+#include "codegen/inductor.h"
+#endif
+#include "passes/partition.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+namespace fxc {
+
+namespace {
+
+// Plugin ops a graph calls.
+void collect_custom_ops(const Graph& g, std::set<std::string>* out) {
+  for (const Node& n : g.nodes)
+    if (find_custom_op(n.target)) out->insert(n.target);
+}
+
+class ArtifactExecutable : public Executable {
+public:
+  explicit ArtifactExecutable(LoadedModel& m) : m_(m) {}
+  NamedTensors run(const std::vector<Tensor>& inputs) override { return m_.run(inputs); }
+
+private:
+  LoadedModel& m_;
+};
+
+// --log=guards: what the artifact assumes of each input, and whether this run's inputs pass.
+void log_artifact_guards(const LoadedModel& m, const std::vector<Tensor>& inputs) {
+  Logger& log = process_logger();
+  if (!log.enabled(Artifact::Guards)) return;
+  const std::vector<InputGuard>& gs = m.artifact().inputs;
+  std::string text;
+  for (size_t k = 0; k < gs.size(); ++k) {
+    const TensorMeta& g = gs[k].meta;
+    bool ok = k < inputs.size() && check_input_guard(k, gs[k], inputs[k].meta()).empty();
+    std::string strides;
+    for (int64_t st : g.strides) strides += (strides.empty() ? "" : ", ") + std::to_string(st);
+    text += "input_" + std::to_string(k) + " '" + gs[k].name + "': dtype " +
+            std::string(dtype_name(g.dtype)) + ", shape " + format_meta(g) + ", strides [" +
+            strides + "], device " + device_name(g.device) + (ok ? " (passes)" : " (FAILS)") + "\n";
+  }
+  log.artifact(Artifact::Guards, text);
+}
+
+} // namespace
+
+CompiledArtifact make_artifact(const Compilation& c) {
+  const Options& o = c.opts;
+  bool cuda = o.device == DeviceKind::Cuda;
+  CompiledArtifact a;
+  a.name = c.source.name;
+  a.backend = backend_name(o.backend);
+  a.device = cuda ? "cuda" : "cpu";
+  a.cuda_arch = cuda ? o.cuda_arch : "";
+  a.mode = o.mode == Mode::Train ? "train" : "inference";
+  a.inputs = input_specs(c.source);
+  std::set<std::string> custom;
+  for (size_t i = 0; i < c.graphs.size(); ++i) {
+    const StageGraph& sg = c.graphs[i];
+    ArtifactGraph g;
+    g.role = sg.role;
+    collect_custom_ops(sg.graph, &custom);
+#ifdef FXC_HAVE_CODEGEN
+    if (o.backend == Backend::Inductor) {
+      const CompiledGraph& cg = *c.compiled.at(i);
+      g.kind = ArtifactGraph::Kind::Plan;
+      g.plan = cg.plan();
+      for (PlanKernel& k : g.plan.kernels) { // addresses of this process mean nothing in a file
+        k.fn = nullptr;
+        k.cuda_function = nullptr;
+      }
+      if (cuda) {
+        for (const PlanKernel& k : g.plan.kernels) {
+          std::string ptx;
+          for (const GeneratedKernel& gk : cg.kernels())
+            if (gk.name == k.name) ptx = gk.ptx;
+          if (ptx.empty()) throw Error(o.input, "no PTX for kernel " + k.name);
+          g.ptx.push_back(ptx);
+        }
+      } else if (!g.plan.kernels.empty()) {
+        g.object_code = cg.object_code();
+      }
+      a.graphs.push_back(std::move(g));
+      continue;
+    }
+#endif
+    g.kind = ArtifactGraph::Kind::Interpreted;
+    g.graph = std::make_shared<Graph>(sg.graph);
+    a.graphs.push_back(std::move(g));
+  }
+  a.custom_ops.assign(custom.begin(), custom.end());
+  if (o.mode == Mode::Train) {
+    a.num_user_outputs = c.aot->num_user_outputs;
+    a.tangent_output_index = c.aot->tangent_output_index;
+    for (size_t i = 0; i < a.num_user_outputs; ++i) a.outputs.push_back("output_" + std::to_string(i));
+    for (const std::string& n : c.aot->grad_names) a.outputs.push_back(n);
+  } else {
+    for (size_t i = 0; i < c.graphs.front().graph.outputs.size(); ++i)
+      a.outputs.push_back("output_" + std::to_string(i));
+  }
+  return a;
+}
+
+bool is_artifact_file(const std::string& path) {
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".fxo") == 0) return true;
+  std::ifstream f(path, std::ios::binary);
+  char head[4] = {};
+  if (!f.read(head, 4)) return false;
+  return is_artifact(std::string_view(head, 4));
+}
+
+int run_artifact(const Options& o) {
+  if (!o.emit.empty() || o.emit_asm)
+    throw UsageError("--emit needs a graph (.pt2, .fxg); " + o.input + " is a compiled artifact");
+  if (o.bisect || o.minify || o.check_accuracy)
+    throw UsageError("--bisect, --minify and --check-accuracy need a graph (.pt2, .fxg); " +
+                     o.input + " is a compiled artifact");
+  if (!o.run && !o.bench)
+    throw UsageError(o.input + " is already compiled: run it with --run or --bench");
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<LoadedModel> m = LoadedModel::load(read_artifact_file(o.input), o.input);
+  const CompiledArtifact& a = m->artifact();
+  if (o.verbose)
+    std::fprintf(stderr, "fxc: load %s (%s, %s, %s): %.3f ms\n", o.input.c_str(),
+                 a.backend.c_str(), a.device.c_str(), a.mode.c_str(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count());
+  std::vector<Tensor> inputs = load_inputs(a.inputs, o);
+  log_artifact_guards(*m, inputs);
+  if (std::string f = m->check_guards(inputs); !f.empty()) {
+    process_logger().artifact(Artifact::Recompiles,
+                 "not recompiling " + o.input + ": a compiled artifact holds no graph to "
+                 "recompile; its guards failed: " + f + "\n");
+    throw Error(o.input, f + " (recompile the graph for these inputs)");
+  }
+  ArtifactExecutable exe(*m);
+  if (o.bench) {
+    DebugTrace trace;
+    Graph none;
+    none.name = a.name;
+    Compilation c(o, trace, none);
+    c.executable = std::make_unique<ArtifactExecutable>(*m);
+    BenchResult r = bench(c, inputs, BenchOptions{});
+    if (o.json)
+      std::fputs(format_bench_json(r, o, 0).c_str(), stdout);
+    else
+      std::printf("%s: %s: %s", o.input.c_str(), a.backend.c_str(), format_bench(r).c_str());
+    return 0;
+  }
+  NamedTensors results = exe.run(inputs);
+  if (!o.outputs.empty()) write_named_tensors(o.outputs, results);
+  int status = 0;
+  if (!o.expect.empty()) {
+    auto expected = read_safetensors(o.expect);
+    CheckReport rep = check_expected(results, expected, o.rtol, o.atol, a.mode == "train");
+    std::fputs(rep.text.c_str(), rep.ok ? stdout : stderr);
+    if (!rep.ok) {
+      std::fprintf(stderr, "%s: error: outputs do not match (rtol=%g, atol=%g)\n",
+                   o.expect.c_str(), o.rtol, o.atol);
+      status = 1;
+    }
+  }
+  if (o.outputs.empty() && o.expect.empty())
+    for (const auto& [name, t] : results) std::printf("%s: %s\n", name.c_str(), summarize(t).c_str());
+  return status;
+}
+
+} // namespace fxc

@@ -1,0 +1,25 @@
+// The driver's side of .fxo artifacts: building one from a compilation, and running one.
+#pragma once
+
+#include "driver/options.h"
+#include "driver/pipeline.h"
+#include "runtime/artifact.h"
+
+#include <string>
+
+namespace fxc {
+
+/// The artifact of a compilation whose pipeline has run: inductor graphs as host plans (CPU
+/// object code or PTX), earlier backends' graphs for the reference interpreter; input guards
+/// from the (possibly re-specialized) source graph. Deterministic.
+CompiledArtifact make_artifact(const Compilation& c);
+
+/// True when `path` names an .fxo artifact: by its extension, or by its magic number.
+bool is_artifact_file(const std::string& path);
+
+/// `fxc [--run|--bench] model.fxo`: loads the artifact, checks its guards on the inputs
+/// (--inputs or seeded random), runs it, and writes/compares/prints the results like a
+/// compiled graph (--outputs, --expect, --bench). Returns the exit status; throws fxc::Error.
+int run_artifact(const Options& o);
+
+} // namespace fxc

@@ -1,0 +1,96 @@
+/* fxc runtime: the C API to load a compiled .fxo artifact and run it from any program. */
+/*
+ * Link with libfxcrt.so (built next to fxc; it has no LLVM in it). An artifact made by
+ * `fxc model.pt2 -o model.fxo` holds the compiled plan, its kernels and its weights:
+ *
+ *     fxc_model* m = NULL;
+ *     if (fxc_model_load_file("model.fxo", &m) != FXC_OK) {
+ *       fprintf(stderr, "%s\n", fxc_last_error());
+ *       return 1;
+ *     }
+ *     fxc_tensor_info in;
+ *     fxc_model_input_info(m, 0, &in);          // name, dtype, rank, sizes, bytes
+ *     ...                                       // one buffer per input and output
+ *     if (fxc_model_run(m, inputs, outputs) != FXC_OK) fprintf(stderr, "%s\n", fxc_last_error());
+ *     fxc_model_free(m);
+ *
+ * Buffers are host memory, contiguous (row-major), of the dtype and sizes the info calls
+ * report; a CUDA artifact copies them to the device and back. Every run first checks the
+ * artifact's guards (input count, dtype, shape, strides, device); a mismatch returns
+ * FXC_ERROR_GUARD with a message naming the input and the guard:
+ *     model.fxo: error: input_0 'x': shape guard failed: expected f32[64, 256], got f32[32, 256]
+ * fxc_model_run_checked() passes the caller's sizes so that this check covers them.
+ *
+ * Every call that can fail returns an fxc_status; fxc_last_error() is the calling thread's
+ * message for its last failed call. A model may be run from several threads; runs are
+ * serialized. Train-mode artifacts return the forward's outputs and then the gradients.
+ */
+#ifndef FXC_RUNTIME_H
+#define FXC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fxc/plugin.h" /* fxc_dtype */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fxc_status {
+  FXC_OK = 0,
+  FXC_ERROR_INVALID_ARGUMENT = 1, /* a null pointer, an index out of range */
+  FXC_ERROR_IO = 2,               /* the file cannot be read */
+  FXC_ERROR_BAD_ARTIFACT = 3,     /* not an .fxo, another format version, corrupt, truncated */
+  FXC_ERROR_LOAD = 4,             /* kernels cannot be loaded: no CUDA device, missing symbol,
+                                     unregistered custom op */
+  FXC_ERROR_GUARD = 5,            /* the inputs are not what the artifact was compiled for */
+  FXC_ERROR_RUN = 6               /* the run failed */
+} fxc_status;
+
+/* An opaque loaded artifact. */
+typedef struct fxc_model fxc_model;
+
+/* One input or output. Pointers stay valid until fxc_model_free. */
+typedef struct fxc_tensor_info {
+  const char* name;     /* the graph's input name ("x"), or "output_0", "grad.fc1.weight" */
+  int32_t dtype;        /* an fxc_dtype */
+  int32_t rank;
+  const int64_t* sizes; /* rank entries */
+  size_t nbytes;        /* the contiguous buffer's size */
+} fxc_tensor_info;
+
+/* The calling thread's message for its last failed call ("" when none). */
+const char* fxc_last_error(void);
+/* "FXC_OK", "FXC_ERROR_GUARD", ... */
+const char* fxc_status_name(fxc_status status);
+/* "f32", "i64", ...; "?" for an unknown code. */
+const char* fxc_dtype_name(int32_t dtype);
+
+/* Loads an artifact from a file, or from `size` bytes at `data` (copied; `name` is used in
+ * messages and may be NULL). On success *out is the model. */
+fxc_status fxc_model_load_file(const char* path, fxc_model** out);
+fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name, fxc_model** out);
+/* Frees a model (NULL is ignored). */
+void fxc_model_free(fxc_model* model);
+
+size_t fxc_model_num_inputs(const fxc_model* model);
+size_t fxc_model_num_outputs(const fxc_model* model);
+fxc_status fxc_model_input_info(const fxc_model* model, size_t index, fxc_tensor_info* info);
+fxc_status fxc_model_output_info(const fxc_model* model, size_t index, fxc_tensor_info* info);
+
+/* Runs the model: inputs[i] holds input i (as fxc_model_input_info describes it), and the
+ * results are written to outputs[i] (as fxc_model_output_info describes them). */
+fxc_status fxc_model_run(fxc_model* model, const void* const* inputs, void* const* outputs);
+
+/* fxc_model_run() with the caller's view of each input: dtypes[i], ranks[i] and sizes[i]
+ * (ranks[i] entries) are checked against the guards before anything runs. */
+fxc_status fxc_model_run_checked(fxc_model* model, const void* const* inputs,
+                                 const int32_t* dtypes, const int32_t* ranks,
+                                 const int64_t* const* sizes, void* const* outputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FXC_RUNTIME_H */

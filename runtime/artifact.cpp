@@ -1,0 +1,1014 @@
+// The .fxo artifact: header + zstd payload (JSON manifest and blobs), its validation, and loading.
+//
+// Every field of Plan, PlanKernel, PlanExtern, PlanView and PlanStep (runtime/plan_executor.h)
+// is written by one write_* function and read back by the read_* function right below it. A
+// field added to one of those structs must be added to both; the static_asserts below fail to
+// compile until the struct's size is updated here, as a reminder.
+#include "runtime/artifact.h"
+
+#include "frontend/custom_ops.h"
+#include "frontend/diag.h"
+#include "frontend/fxg.h"
+#include "frontend/io_util.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/elf_loader.h"
+#include "runtime/interpreter.h"
+#include "runtime/thread_pool.h"
+
+#include <nlohmann/json.hpp>
+#include <zstd.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <cassert>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#ifndef FXC_VERSION
+#error "FXC_VERSION must be defined by the build"
+#endif
+
+namespace fxc {
+
+// Reminders: a new field in a plan struct needs a line in its write_* and read_* functions.
+static_assert(sizeof(PlanView) == 80, "PlanView changed: update write_view/read_view");
+static_assert(sizeof(PlanKernel) == 136, "PlanKernel changed: update write_kernel/read_kernel");
+static_assert(sizeof(PlanExtern) == 176, "PlanExtern changed: update write_extern/read_extern");
+static_assert(sizeof(PlanStep) == 8, "PlanStep changed: update write_plan/read_plan");
+static_assert(sizeof(Plan) == 200, "Plan changed: update write_plan/read_plan");
+
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// ---------------------------------------------------------------------------------------------
+// The header: fixed 48 bytes, little-endian.
+
+constexpr char kMagic[4] = {'F', 'X', 'O', '\0'};
+constexpr size_t kHeaderBytes = 48;
+constexpr size_t kVersionOffset = 4, kFxcVersionOffset = 8, kFxcVersionBytes = 16;
+constexpr size_t kCompressedOffset = 24, kUncompressedOffset = 32, kChecksumOffset = 40;
+/// Payloads (decompressed) larger than this are refused before decompressing.
+constexpr uint64_t kMaxPayloadBytes = uint64_t(1) << 40;
+constexpr int kZstdLevel = 3;
+
+void put_u32(std::string& s, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i) s[at + i] = char((v >> (8 * i)) & 0xff);
+}
+void put_u64(std::string& s, size_t at, uint64_t v) {
+  for (int i = 0; i < 8; ++i) s[at + i] = char((v >> (8 * i)) & 0xff);
+}
+uint32_t get_u32(std::string_view s, size_t at) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t(uint8_t(s[at + i])) << (8 * i);
+  return v;
+}
+uint64_t get_u64(std::string_view s, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(uint8_t(s[at + i])) << (8 * i);
+  return v;
+}
+
+/// XXH64 of the header's first 40 bytes and the compressed payload.
+uint64_t checksum(std::string_view header, std::string_view payload) {
+  XXH64_state_t st;
+  XXH64_reset(&st, 0);
+  XXH64_update(&st, header.data(), kChecksumOffset);
+  XXH64_update(&st, payload.data(), payload.size());
+  return XXH64_digest(&st);
+}
+
+const char* kind_name(ArtifactGraph::Kind k) {
+  return k == ArtifactGraph::Kind::Plan ? "plan" : "interpreted";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+class Writer {
+public:
+  /// Appends `bytes` to the blob area; returns its [offset, size] reference.
+  ojson blob(std::string_view bytes) {
+    uint64_t off = blobs_.size();
+    blobs_.append(bytes);
+    blobs_.resize((blobs_.size() + 15) / 16 * 16, '\0'); // 16-byte aligned blobs
+    return ojson::array({off, uint64_t(bytes.size())});
+  }
+
+  /// Index of a weight in the weight table (contiguous bytes), deduplicated by storage and view.
+  int weight(const std::shared_ptr<Storage>& storage, const TensorMeta& meta) {
+    auto key = std::make_tuple(storage.get(), meta.dtype, meta.sizes, meta.strides,
+                               meta.storage_offset);
+    auto it = weight_index_.find(key);
+    if (it != weight_index_.end()) return it->second;
+    Tensor t = Tensor(storage, meta).contiguous();
+    std::string_view bytes(reinterpret_cast<const char*>(t.raw_data()),
+                           size_t(t.numel()) * dtype_size(t.dtype()));
+    ojson w;
+    w["dtype"] = std::string(dtype_name(meta.dtype));
+    w["sizes"] = meta.sizes;
+    w["data"] = blob(bytes);
+    weights_.push_back(w);
+    int index = int(weights_.size()) - 1;
+    weight_index_.emplace(key, index);
+    return index;
+  }
+
+  ojson weights() const { return weights_; }
+  const std::string& blobs() const { return blobs_; }
+
+private:
+  std::string blobs_;
+  ojson weights_ = ojson::array();
+  // Lookup only; the table's order is the order of first use.
+  std::map<std::tuple<const Storage*, DType, std::vector<int64_t>, std::vector<int64_t>, int64_t>,
+           int>
+      weight_index_;
+};
+
+ojson write_meta(const TensorMeta& m) {
+  ojson j;
+  j["dtype"] = std::string(dtype_name(m.dtype));
+  j["sizes"] = m.sizes;
+  j["strides"] = m.strides;
+  j["offset"] = m.storage_offset;
+  j["device"] = device_name(m.device);
+  return j;
+}
+
+ojson write_view(const PlanView& v) {
+  return ojson{{"slot", v.slot}, {"meta", write_meta(v.meta)}};
+}
+
+ojson write_views(const std::vector<PlanView>& vs) {
+  ojson a = ojson::array();
+  for (const PlanView& v : vs) a.push_back(write_view(v));
+  return a;
+}
+
+// PlanKernel: fn and cuda_function are resolved at load from the kernel's name.
+ojson write_kernel(const PlanKernel& k, const std::string* ptx, Writer& w) {
+  ojson j;
+  j["name"] = k.name;
+  j["arg_slots"] = k.arg_slots;
+  j["xnumel"] = k.xnumel;
+  j["grain"] = k.grain;
+  j["fail"] = k.fail;
+  j["bytes"] = k.bytes;
+  j["cuda_block"] = k.cuda_block;
+  j["ptx"] = ptx ? w.blob(*ptx) : ojson();
+  return j;
+}
+
+const char* extern_kind_name(PlanExtern::Kind k) {
+  switch (k) {
+  case PlanExtern::Kind::Gemm: return "gemm";
+  case PlanExtern::Kind::Fallback: return "fallback";
+  case PlanExtern::Kind::Conv: return "conv";
+  }
+  return "?";
+}
+
+const PlanExtern::Epilogue kEpilogues[] = {PlanExtern::Epilogue::None, PlanExtern::Epilogue::Bias,
+                                           PlanExtern::Epilogue::ReluBias,
+                                           PlanExtern::Epilogue::GeluTanhBias};
+
+ojson write_extern(const PlanExtern& e, const std::string& source, Writer& w) {
+  ojson j;
+  j["kind"] = extern_kind_name(e.kind);
+  j["name"] = e.name;
+  j["inputs"] = write_views(e.inputs);
+  j["outputs"] = write_views(e.outputs);
+  if (e.kind == PlanExtern::Kind::Fallback && !e.graph)
+    throw Error(source, "fallback call '" + e.name + "' has no graph to serialize");
+  j["graph"] = e.graph ? w.blob(fxg_to_json(*e.graph, {})) : ojson();
+  j["bytes"] = e.bytes;
+  j["epilogue"] = epilogue_name(e.epilogue);
+  j["stride"] = e.stride;
+  j["padding"] = e.padding;
+  j["dilation"] = e.dilation;
+  j["groups"] = e.groups;
+  return j;
+}
+
+const char* step_name(PlanStep::Kind k) {
+  switch (k) {
+  case PlanStep::Kind::Alloc: return "alloc";
+  case PlanStep::Kind::Free: return "free";
+  case PlanStep::Kind::Kernel: return "kernel";
+  case PlanStep::Kind::Extern: return "extern";
+  }
+  return "?";
+}
+
+ojson write_plan(const ArtifactGraph& g, bool cuda, const std::string& source, Writer& w) {
+  const Plan& p = g.plan;
+  ojson j;
+  j["slot_bytes"] = p.slot_bytes;
+  j["input_slots"] = p.input_slots;
+  ojson metas = ojson::array();
+  for (const TensorMeta& m : p.input_metas) metas.push_back(write_meta(m));
+  j["input_metas"] = metas;
+  ojson consts = ojson::array();
+  for (const auto& [slot, t] : p.constant_slots)
+    consts.push_back(ojson::array({slot, w.weight(t.storage(), t.meta())}));
+  j["constant_slots"] = consts;
+  if (cuda && g.ptx.size() != p.kernels.size())
+    throw Error(source, "a CUDA plan needs the PTX of each of its kernels");
+  ojson kernels = ojson::array();
+  for (size_t i = 0; i < p.kernels.size(); ++i)
+    kernels.push_back(write_kernel(p.kernels[i], cuda ? &g.ptx[i] : nullptr, w));
+  j["kernels"] = kernels;
+  ojson externs = ojson::array();
+  for (const PlanExtern& e : p.externs) externs.push_back(write_extern(e, source, w));
+  j["externs"] = externs;
+  ojson steps = ojson::array();
+  for (const PlanStep& s : p.steps) steps.push_back(ojson::array({step_name(s.kind), s.index}));
+  j["steps"] = steps;
+  j["outputs"] = write_views(p.outputs);
+  j["allow_tf32"] = p.allow_tf32;
+  return j;
+}
+
+ojson write_graph(const ArtifactGraph& g, const CompiledArtifact& a, Writer& w) {
+  const std::string& source = a.name;
+  ojson j;
+  j["role"] = g.role;
+  j["kind"] = kind_name(g.kind);
+  if (g.kind == ArtifactGraph::Kind::Plan) {
+    bool cuda = a.device == "cuda";
+    j["plan"] = write_plan(g, cuda, source, w);
+    if (!cuda && !g.plan.kernels.empty() && g.object_code.empty())
+      throw Error(source, "a CPU plan with kernels needs their object code");
+    j["object"] = cuda ? ojson() : w.blob(g.object_code);
+    return j;
+  }
+  if (!g.graph) throw Error(source, "an interpreted graph needs its graph");
+  FxgWriteOptions fo;
+  fo.weights_file = "<fxo>";
+  ojson weights = ojson::object();
+  for (const GraphInput& in : g.graph->inputs) {
+    if (in.kind == InputKind::UserInput) continue;
+    auto it = g.graph->weights.find(in.fqn);
+    if (it == g.graph->weights.end() || it->second.init) continue; // fxg writes the rule
+    weights[in.fqn] = w.weight(it->second.storage, it->second.meta);
+  }
+  j["graph"] = w.blob(fxg_to_json(*g.graph, fo));
+  j["weights"] = weights;
+  return j;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading. Every accessor checks the JSON type and range and names the field it reads.
+
+class Reader {
+public:
+  Reader(const std::string& source, std::string_view blobs) : source_(source), blobs_(blobs) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& msg) const {
+    throw Error(source_, "corrupt artifact: " + where + ": " + msg);
+  }
+
+  const json& at(const json& j, const char* key, const std::string& where) const {
+    if (!j.is_object()) fail(where, "not an object");
+    auto it = j.find(key);
+    if (it == j.end()) fail(where, std::string("no \"") + key + "\"");
+    return *it;
+  }
+  int64_t integer(const json& j, const std::string& where, int64_t lo, int64_t hi) const {
+    if (!j.is_number_integer() ||
+        (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX)))
+      fail(where, "not an integer");
+    int64_t v = j.get<int64_t>();
+    if (v < lo || v > hi)
+      fail(where, std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
+                      std::to_string(hi) + "]");
+    return v;
+  }
+  int64_t integer(const json& j, const char* key, const std::string& where, int64_t lo,
+                  int64_t hi) const {
+    return integer(at(j, key, where), where + "." + key, lo, hi);
+  }
+  std::string str(const json& j, const std::string& where) const {
+    if (!j.is_string()) fail(where, "not a string");
+    return j.get<std::string>();
+  }
+  std::string str(const json& j, const char* key, const std::string& where) const {
+    return str(at(j, key, where), where + "." + key);
+  }
+  const json& array(const json& j, const char* key, const std::string& where) const {
+    const json& a = at(j, key, where);
+    if (!a.is_array()) fail(where + "." + key, "not a list");
+    return a;
+  }
+  std::vector<int64_t> ints(const json& j, const char* key, const std::string& where, int64_t lo,
+                            int64_t hi) const {
+    std::vector<int64_t> out;
+    for (const json& e : array(j, key, where))
+      out.push_back(integer(e, where + "." + key, lo, hi));
+    return out;
+  }
+  /// The bytes of a blob reference [offset, size].
+  std::string_view blob(const json& j, const std::string& where) const {
+    if (!j.is_array() || j.size() != 2) fail(where, "not a blob reference");
+    int64_t off = integer(j[0], where, 0, INT64_MAX), size = integer(j[1], where, 0, INT64_MAX);
+    if (uint64_t(off) > blobs_.size() || uint64_t(size) > blobs_.size() - uint64_t(off))
+      fail(where, "blob lies outside the payload");
+    return blobs_.substr(size_t(off), size_t(size));
+  }
+
+  DType dtype(const json& j, const std::string& where) const {
+    auto t = parse_dtype(str(j, where));
+    if (!t) fail(where, "unknown dtype");
+    return *t;
+  }
+  Device device(const std::string& s, const std::string& where) const {
+    Device d;
+    if (s == "cpu") return d;
+    if (s.rfind("cuda", 0) != 0) fail(where, "unknown device '" + s + "'");
+    d.kind = Device::CUDA;
+    if (s == "cuda") return d;
+    std::string idx = s.substr(4);
+    if (idx.size() < 2 || idx.size() > 5 || idx[0] != ':' ||
+        idx.find_first_not_of("0123456789", 1) != std::string::npos)
+      fail(where, "unknown device '" + s + "'");
+    d.index = std::stoi(idx.substr(1));
+    return d;
+  }
+  TensorMeta meta(const json& j, const std::string& where) const {
+    TensorMeta m;
+    m.dtype = dtype(at(j, "dtype", where), where + ".dtype");
+    m.sizes = ints(j, "sizes", where, 0, INT64_MAX);
+    m.strides = ints(j, "strides", where, 0, INT64_MAX);
+    if (m.sizes.size() > 64 || m.strides.size() != m.sizes.size())
+      fail(where, "sizes and strides do not agree");
+    m.storage_offset = integer(j, "offset", where, 0, INT64_MAX);
+    m.device = device(str(j, "device", where), where + ".device");
+    int64_t n = 1;
+    for (int64_t s : m.sizes)
+      if (!checked_mul(n, s, &n) || n > Tensor::kMaxBytes) fail(where, "too many elements");
+    return m;
+  }
+
+  const std::string& source() const { return source_; }
+
+private:
+  const std::string& source_;
+  std::string_view blobs_;
+};
+
+/// The weight table: contiguous host tensors.
+std::vector<Tensor> read_weights(const Reader& r, const json& manifest) {
+  std::vector<Tensor> out;
+  const json& ws = r.array(manifest, "weights", "manifest");
+  for (size_t i = 0; i < ws.size(); ++i) {
+    std::string where = "weights[" + std::to_string(i) + "]";
+    TensorMeta m;
+    m.dtype = r.dtype(r.at(ws[i], "dtype", where), where + ".dtype");
+    m.sizes = r.ints(ws[i], "sizes", where, 0, INT64_MAX);
+    int64_t bytes = 0;
+    if (m.sizes.size() > 64 ||
+        !view_extent_bytes(m.sizes, contiguous_strides(m.sizes), 0, int64_t(dtype_size(m.dtype)),
+                           &bytes))
+      r.fail(where, "bad sizes");
+    std::string_view data = r.blob(r.at(ws[i], "data", where), where + ".data");
+    if (int64_t(data.size()) != bytes)
+      r.fail(where, "holds " + std::to_string(data.size()) + " bytes, " + format_meta(m) +
+                        " needs " + std::to_string(bytes));
+    Tensor t = Tensor::empty(m.dtype, m.sizes);
+    if (!data.empty()) std::memcpy(t.raw_data(), data.data(), data.size());
+    out.push_back(t);
+  }
+  return out;
+}
+
+PlanView read_view(const Reader& r, const json& j, const std::string& where) {
+  PlanView v;
+  v.slot = int(r.integer(j, "slot", where, 0, INT32_MAX));
+  v.meta = r.meta(r.at(j, "meta", where), where + ".meta");
+  return v;
+}
+
+std::vector<PlanView> read_views(const Reader& r, const json& j, const char* key,
+                                 const std::string& where) {
+  std::vector<PlanView> out;
+  const json& a = r.array(j, key, where);
+  for (size_t i = 0; i < a.size(); ++i)
+    out.push_back(read_view(r, a[i], where + "." + key + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+PlanKernel read_kernel(const Reader& r, const json& j, const std::string& where, bool cuda,
+                       std::string* ptx) {
+  PlanKernel k;
+  k.name = r.str(j, "name", where);
+  for (int64_t s : r.ints(j, "arg_slots", where, 0, INT32_MAX)) k.arg_slots.push_back(int(s));
+  k.xnumel = r.integer(j, "xnumel", where, 0, INT64_MAX);
+  k.grain = r.integer(j, "grain", where, 1, INT64_MAX);
+  k.fail = r.str(j, "fail", where);
+  k.bytes = r.integer(j, "bytes", where, 0, INT64_MAX);
+  k.cuda_block = int(r.integer(j, "cuda_block", where, cuda ? 1 : 0, cuda ? 1024 : 0));
+  const json& p = r.at(j, "ptx", where);
+  if (cuda) *ptx = std::string(r.blob(p, where + ".ptx"));
+  else if (!p.is_null()) r.fail(where + ".ptx", "PTX in a CPU plan");
+  if (k.name.empty()) r.fail(where, "a kernel without a name");
+  return k;
+}
+
+PlanExtern read_extern(const Reader& r, const json& j, const std::string& where) {
+  PlanExtern e;
+  std::string kind = r.str(j, "kind", where);
+  bool known = false;
+  for (PlanExtern::Kind k : {PlanExtern::Kind::Gemm, PlanExtern::Kind::Fallback, PlanExtern::Kind::Conv})
+    if (kind == extern_kind_name(k)) {
+      e.kind = k;
+      known = true;
+    }
+  if (!known) r.fail(where + ".kind", "unknown extern kind '" + kind + "'");
+  e.name = r.str(j, "name", where);
+  e.inputs = read_views(r, j, "inputs", where);
+  e.outputs = read_views(r, j, "outputs", where);
+  e.bytes = r.integer(j, "bytes", where, 0, INT64_MAX);
+  std::string epi = r.str(j, "epilogue", where);
+  known = false;
+  for (PlanExtern::Epilogue k : kEpilogues)
+    if (epi == epilogue_name(k)) {
+      e.epilogue = k;
+      known = true;
+    }
+  if (!known) r.fail(where + ".epilogue", "unknown epilogue '" + epi + "'");
+  auto pair = [&](const char* key, int64_t lo) {
+    std::vector<int64_t> v = r.ints(j, key, where, lo, INT32_MAX);
+    if (v.size() != 2) r.fail(where + "." + key, "not an {h, w} pair");
+    return std::array<int64_t, 2>{v[0], v[1]};
+  };
+  e.stride = pair("stride", 1);
+  e.padding = pair("padding", 0);
+  e.dilation = pair("dilation", 1);
+  e.groups = r.integer(j, "groups", where, 1, INT32_MAX);
+  const json& g = r.at(j, "graph", where);
+  if (e.kind == PlanExtern::Kind::Fallback) {
+    std::string text(r.blob(g, where + ".graph"));
+    e.graph = std::make_shared<const Graph>(
+        parse_fxg_text(std::move(text), r.source(), {}));
+    if (e.graph->nodes.size() != 1 || e.graph->inputs.size() != e.inputs.size() ||
+        e.graph->outputs.size() != e.outputs.size())
+      r.fail(where + ".graph", "not a one-node graph matching the call's operands");
+    return e;
+  }
+  if (!g.is_null()) r.fail(where + ".graph", "only fallback calls carry a graph");
+  if (e.kind == PlanExtern::Kind::Gemm) {
+    size_t n = e.epilogue == PlanExtern::Epilogue::None ? 2 : 3;
+    if (e.inputs.size() != n || e.outputs.size() != 1)
+      r.fail(where, "a gemm call takes " + std::to_string(n) + " operands and writes one result");
+    size_t rank = e.inputs[0].meta.sizes.size();
+    if ((rank != 2 && rank != 3) || e.inputs[1].meta.sizes.size() != rank ||
+        e.outputs[0].meta.sizes.size() != rank)
+      r.fail(where, "gemm operands must be matrices or batches of matrices");
+    return e;
+  }
+  if ((e.inputs.size() != 2 && e.inputs.size() != 3) || e.outputs.size() != 1 ||
+      e.inputs[0].meta.sizes.size() != 4 || e.inputs[1].meta.sizes.size() != 4 ||
+      e.outputs[0].meta.sizes.size() != 4)
+    r.fail(where, "a conv call takes x, w (and a bias) of rank 4 and writes one result");
+  return e;
+}
+
+// Checks that the executor can run the plan without touching memory it does not own: every
+// index in range, every view inside its slot, and every slot a step uses live at that step.
+void validate_plan(const Reader& r, const Plan& p, const std::vector<Tensor>& weights,
+                   const std::vector<int64_t>& const_weight, const std::string& where) {
+  const size_t nslots = p.slot_bytes.size();
+  auto slot_ok = [&](int s, const std::string& what) {
+    if (s < 0 || size_t(s) >= nslots)
+      r.fail(where, what + " uses slot " + std::to_string(s) + " of " + std::to_string(nslots));
+  };
+  auto view_ok = [&](const PlanView& v, const std::string& what) {
+    slot_ok(v.slot, what);
+    int64_t bytes = 0;
+    if (!view_extent_bytes(v.meta.sizes, v.meta.strides, v.meta.storage_offset,
+                           int64_t(dtype_size(v.meta.dtype)), &bytes) ||
+        bytes > p.slot_bytes[size_t(v.slot)])
+      r.fail(where, what + " reaches outside slot " + std::to_string(v.slot));
+  };
+  std::vector<bool> live(nslots, false);
+  for (size_t i = 0; i < p.input_slots.size(); ++i) {
+    std::string what = "input " + std::to_string(i);
+    slot_ok(p.input_slots[i], what);
+    const TensorMeta& m = p.input_metas[i];
+    if (!m.is_contiguous() || m.storage_offset != 0 ||
+        m.numel() * int64_t(dtype_size(m.dtype)) != p.slot_bytes[size_t(p.input_slots[i])])
+      r.fail(where, what + " does not fill its slot contiguously");
+    live[size_t(p.input_slots[i])] = true;
+  }
+  for (size_t i = 0; i < p.constant_slots.size(); ++i) {
+    int slot = p.constant_slots[i].first;
+    std::string what = "constant " + std::to_string(i);
+    slot_ok(slot, what);
+    if (const_weight[i] < 0 || size_t(const_weight[i]) >= weights.size())
+      r.fail(where, what + " names a missing weight");
+    const Tensor& t = weights[size_t(const_weight[i])];
+    if (t.numel() * int64_t(dtype_size(t.dtype())) != p.slot_bytes[size_t(slot)])
+      r.fail(where, what + " does not fill its slot");
+    live[size_t(slot)] = true;
+  }
+  for (size_t i = 0; i < p.kernels.size(); ++i)
+    for (int a : p.kernels[i].arg_slots) slot_ok(a, "kernel " + p.kernels[i].name);
+  for (const PlanExtern& e : p.externs) {
+    for (const PlanView& v : e.inputs) view_ok(v, "extern " + e.name);
+    for (const PlanView& v : e.outputs) view_ok(v, "extern " + e.name);
+  }
+  for (size_t i = 0; i < p.outputs.size(); ++i) view_ok(p.outputs[i], "output " + std::to_string(i));
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const PlanStep& s = p.steps[i];
+    std::string what = "step " + std::to_string(i);
+    auto need = [&](int slot) {
+      if (!live[size_t(slot)])
+        r.fail(where, what + " uses slot " + std::to_string(slot) + " before it is allocated");
+    };
+    switch (s.kind) {
+    case PlanStep::Kind::Alloc:
+      slot_ok(s.index, what);
+      live[size_t(s.index)] = true;
+      break;
+    case PlanStep::Kind::Free:
+      slot_ok(s.index, what);
+      need(s.index);
+      live[size_t(s.index)] = false;
+      break;
+    case PlanStep::Kind::Kernel:
+      if (s.index < 0 || size_t(s.index) >= p.kernels.size()) r.fail(where, what + ": no such kernel");
+      for (int a : p.kernels[size_t(s.index)].arg_slots) need(a);
+      break;
+    case PlanStep::Kind::Extern: {
+      if (s.index < 0 || size_t(s.index) >= p.externs.size()) r.fail(where, what + ": no such call");
+      const PlanExtern& e = p.externs[size_t(s.index)];
+      for (const PlanView& v : e.inputs) need(v.slot);
+      for (const PlanView& v : e.outputs) need(v.slot);
+      break;
+    }
+    }
+  }
+  for (size_t i = 0; i < p.outputs.size(); ++i)
+    if (!live[size_t(p.outputs[i].slot)])
+      r.fail(where, "output " + std::to_string(i) + " is in a freed slot");
+}
+
+Plan read_plan(const Reader& r, const json& j, const std::string& where, bool cuda,
+               const std::vector<Tensor>& weights, std::vector<std::string>* ptx) {
+  Plan p;
+  p.slot_bytes = r.ints(j, "slot_bytes", where, 0, Tensor::kMaxBytes);
+  for (int64_t s : r.ints(j, "input_slots", where, 0, INT32_MAX)) p.input_slots.push_back(int(s));
+  const json& metas = r.array(j, "input_metas", where);
+  for (size_t i = 0; i < metas.size(); ++i)
+    p.input_metas.push_back(r.meta(metas[i], where + ".input_metas[" + std::to_string(i) + "]"));
+  if (p.input_metas.size() != p.input_slots.size())
+    r.fail(where, "input_slots and input_metas differ in length");
+  std::vector<int64_t> const_weight;
+  const json& consts = r.array(j, "constant_slots", where);
+  for (size_t i = 0; i < consts.size(); ++i) {
+    std::string w = where + ".constant_slots[" + std::to_string(i) + "]";
+    if (!consts[i].is_array() || consts[i].size() != 2) r.fail(w, "not a [slot, weight] pair");
+    int slot = int(r.integer(consts[i][0], w, 0, INT32_MAX));
+    const_weight.push_back(r.integer(consts[i][1], w, 0, INT32_MAX));
+    p.constant_slots.push_back({slot, Tensor()});
+  }
+  const json& kernels = r.array(j, "kernels", where);
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    std::string code;
+    p.kernels.push_back(
+        read_kernel(r, kernels[i], where + ".kernels[" + std::to_string(i) + "]", cuda, &code));
+    if (cuda) ptx->push_back(std::move(code));
+  }
+  const json& externs = r.array(j, "externs", where);
+  for (size_t i = 0; i < externs.size(); ++i)
+    p.externs.push_back(read_extern(r, externs[i], where + ".externs[" + std::to_string(i) + "]"));
+  const json& steps = r.array(j, "steps", where);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::string w = where + ".steps[" + std::to_string(i) + "]";
+    if (!steps[i].is_array() || steps[i].size() != 2) r.fail(w, "not a [kind, index] pair");
+    PlanStep s;
+    std::string kind = r.str(steps[i][0], w);
+    if (kind == "alloc") s.kind = PlanStep::Kind::Alloc;
+    else if (kind == "free") s.kind = PlanStep::Kind::Free;
+    else if (kind == "kernel") s.kind = PlanStep::Kind::Kernel;
+    else if (kind == "extern") s.kind = PlanStep::Kind::Extern;
+    else r.fail(w, "unknown step '" + kind + "'");
+    s.index = int(r.integer(steps[i][1], w, 0, INT32_MAX));
+    p.steps.push_back(s);
+  }
+  p.outputs = read_views(r, j, "outputs", where);
+  const json& tf32 = r.at(j, "allow_tf32", where);
+  if (!tf32.is_boolean()) r.fail(where + ".allow_tf32", "not true or false");
+  p.allow_tf32 = tf32.get<bool>();
+  validate_plan(r, p, weights, const_weight, where);
+  for (size_t i = 0; i < p.constant_slots.size(); ++i)
+    p.constant_slots[i].second = weights[size_t(const_weight[i])];
+  return p;
+}
+
+ArtifactGraph read_graph(const Reader& r, const json& j, const std::string& where,
+                         const CompiledArtifact& a, const std::vector<Tensor>& weights) {
+  ArtifactGraph g;
+  g.role = r.str(j, "role", where);
+  if (g.role != "inference" && g.role != "forward" && g.role != "backward")
+    r.fail(where + ".role", "unknown role '" + g.role + "'");
+  std::string kind = r.str(j, "kind", where);
+  if (kind == "plan") {
+    bool cuda = a.device == "cuda";
+    g.kind = ArtifactGraph::Kind::Plan;
+    g.plan = read_plan(r, r.at(j, "plan", where), where + ".plan", cuda, weights, &g.ptx);
+    const json& obj = r.at(j, "object", where);
+    if (cuda && !obj.is_null()) r.fail(where + ".object", "CPU code in a CUDA plan");
+    if (!cuda) g.object_code = std::string(r.blob(obj, where + ".object"));
+    if (!cuda && !g.plan.kernels.empty() && g.object_code.empty())
+      r.fail(where + ".object", "kernels without object code");
+    return g;
+  }
+  if (kind != "interpreted") r.fail(where + ".kind", "unknown graph kind '" + kind + "'");
+  g.kind = ArtifactGraph::Kind::Interpreted;
+  std::map<std::string, WeightData> embedded;
+  const json& ws = r.at(j, "weights", where);
+  if (!ws.is_object()) r.fail(where + ".weights", "not an object");
+  for (auto it = ws.begin(); it != ws.end(); ++it) {
+    int64_t i = r.integer(it.value(), where + ".weights", 0, int64_t(weights.size()) - 1);
+    const Tensor& t = weights[size_t(i)];
+    embedded[it.key()] = WeightData{t.storage(), t.meta(), std::nullopt};
+  }
+  std::string text(r.blob(r.at(j, "graph", where), where + ".graph"));
+  g.graph = std::make_shared<const Graph>(parse_fxg_text(std::move(text), r.source(), embedded));
+  return g;
+}
+
+size_t user_input_count(const Graph& g) {
+  size_t n = 0;
+  for (const GraphInput& in : g.inputs) n += in.kind == InputKind::UserInput;
+  return n;
+}
+
+size_t graph_inputs(const ArtifactGraph& g) {
+  return g.kind == ArtifactGraph::Kind::Plan ? g.plan.input_slots.size()
+                                             : user_input_count(*g.graph);
+}
+size_t graph_outputs(const ArtifactGraph& g) {
+  return g.kind == ArtifactGraph::Kind::Plan ? g.plan.outputs.size() : g.graph->outputs.size();
+}
+
+// The inputs and outputs of the graphs agree with the manifest's inputs, outputs and training
+// bookkeeping.
+void check_signature(const Reader& r, const CompiledArtifact& a) {
+  const bool train = a.mode == "train";
+  if (a.graphs.size() != (train ? 2u : 1u) ||
+      a.graphs[0].role != (train ? "forward" : "inference") ||
+      (train && a.graphs[1].role != "backward"))
+    r.fail("graphs", train ? "train mode needs a forward and a backward graph"
+                           : "inference needs one inference graph");
+  for (const ArtifactGraph& g : a.graphs)
+    if (g.kind != a.graphs[0].kind) r.fail("graphs", "mixes plans and interpreted graphs");
+  const ArtifactGraph& fw = a.graphs[0];
+  if (graph_inputs(fw) != a.inputs.size())
+    r.fail("inputs", std::to_string(a.inputs.size()) + " guards for a graph of " +
+                         std::to_string(graph_inputs(fw)) + " inputs");
+  if (fw.kind == ArtifactGraph::Kind::Plan)
+    for (size_t i = 0; i < a.inputs.size(); ++i)
+      if (a.inputs[i].meta.dtype != fw.plan.input_metas[i].dtype ||
+          a.inputs[i].meta.sizes != fw.plan.input_metas[i].sizes)
+        r.fail("inputs[" + std::to_string(i) + "]", "the guard disagrees with the plan");
+  size_t fw_out = graph_outputs(fw);
+  if (!train) {
+    if (a.outputs.size() != fw_out) r.fail("outputs", "count differs from the graph's");
+    return;
+  }
+  if (a.num_user_outputs > fw_out) r.fail("num_user_outputs", "more than the forward returns");
+  for (size_t t : a.tangent_output_index)
+    if (t >= a.num_user_outputs) r.fail("tangent_output_index", "names no user output");
+  const ArtifactGraph& bw = a.graphs[1];
+  if (graph_inputs(bw) != fw_out - a.num_user_outputs + a.tangent_output_index.size())
+    r.fail("graphs[1]", "the backward's inputs do not match the forward's saved values");
+  if (a.outputs.size() != a.num_user_outputs + graph_outputs(bw))
+    r.fail("outputs", "count differs from the graphs'");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Payload.
+
+std::string decompress(std::string_view in, uint64_t expected, const std::string& source) {
+  unsigned long long declared = ZSTD_getFrameContentSize(in.data(), in.size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR || declared != expected)
+    throw Error(source, "corrupt artifact: the payload is not the zstd frame the header describes");
+  std::unique_ptr<ZSTD_DStream, size_t (*)(ZSTD_DStream*)> ds(ZSTD_createDStream(),
+                                                              ZSTD_freeDStream);
+  ZSTD_initDStream(ds.get());
+  std::string out;
+  std::vector<char> buf(ZSTD_DStreamOutSize());
+  ZSTD_inBuffer ib{in.data(), in.size(), 0};
+  size_t ret = 0;
+  for (;;) {
+    ZSTD_outBuffer ob{buf.data(), buf.size(), 0};
+    ret = ZSTD_decompressStream(ds.get(), &ob, &ib);
+    if (ZSTD_isError(ret))
+      throw Error(source, std::string("corrupt artifact: ") + ZSTD_getErrorName(ret));
+    if (out.size() + ob.pos > expected)
+      throw Error(source, "corrupt artifact: the payload is larger than the header says");
+    out.append(buf.data(), ob.pos);
+    if (ret == 0 || (ib.pos == ib.size && ob.pos < ob.size)) break;
+  }
+  if (ret != 0 || out.size() != expected || ib.pos != ib.size)
+    throw Error(source, "corrupt artifact: truncated payload");
+  return out;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+std::string serialize_artifact(const CompiledArtifact& a) {
+  Writer w;
+  ojson m;
+  m["format"] = "fxo";
+  m["version"] = kArtifactFormatVersion;
+  m["fxc_version"] = FXC_VERSION;
+  m["name"] = a.name;
+  m["backend"] = a.backend;
+  m["device"] = a.device;
+  m["cuda_arch"] = a.cuda_arch;
+  m["mode"] = a.mode;
+  m["kind"] = a.graphs.empty() ? "plan" : kind_name(a.graphs[0].kind);
+  ojson inputs = ojson::array();
+  for (const InputGuard& g : a.inputs)
+    inputs.push_back(ojson{{"name", g.name}, {"meta", write_meta(g.meta)}, {"int_bound", g.int_bound}});
+  m["inputs"] = inputs;
+  m["outputs"] = a.outputs;
+  m["num_user_outputs"] = a.num_user_outputs;
+  m["tangent_output_index"] = a.tangent_output_index;
+  m["custom_ops"] = a.custom_ops;
+  ojson graphs = ojson::array();
+  for (const ArtifactGraph& g : a.graphs) graphs.push_back(write_graph(g, a, w));
+  m["graphs"] = graphs;
+  m["weights"] = w.weights();
+
+  std::string manifest = m.dump(1);
+  std::string payload(8, '\0');
+  put_u64(payload, 0, manifest.size());
+  payload += manifest;
+  payload += w.blobs();
+
+  std::string out(kHeaderBytes, '\0');
+  out.resize(kHeaderBytes + ZSTD_compressBound(payload.size()));
+  size_t n = ZSTD_compress(out.data() + kHeaderBytes, out.size() - kHeaderBytes, payload.data(),
+                           payload.size(), kZstdLevel);
+  if (ZSTD_isError(n)) throw Error(a.name, std::string("cannot compress: ") + ZSTD_getErrorName(n));
+  out.resize(kHeaderBytes + n);
+  std::memcpy(out.data(), kMagic, 4);
+  put_u32(out, kVersionOffset, kArtifactFormatVersion);
+  std::string version = FXC_VERSION;
+  std::memcpy(out.data() + kFxcVersionOffset, version.data(),
+              std::min(version.size(), kFxcVersionBytes - 1));
+  put_u64(out, kCompressedOffset, n);
+  put_u64(out, kUncompressedOffset, payload.size());
+  put_u64(out, kChecksumOffset,
+          checksum(out, std::string_view(out).substr(kHeaderBytes)));
+  return out;
+}
+
+bool is_artifact(std::string_view bytes) {
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), kMagic, 4) == 0;
+}
+
+CompiledArtifact parse_artifact(std::string_view bytes, const std::string& source) {
+  if (!is_artifact(bytes)) throw Error(source, "not an fxc artifact (no FXO magic number)");
+  if (bytes.size() < kHeaderBytes)
+    throw Error(source, "truncated artifact: " + std::to_string(bytes.size()) +
+                            " bytes, shorter than its header");
+  uint32_t version = get_u32(bytes, kVersionOffset);
+  std::string_view fv = bytes.substr(kFxcVersionOffset, kFxcVersionBytes);
+  std::string writer(fv.substr(0, std::min(fv.find('\0'), fv.size())));
+  for (char c : writer)
+    if (c < 0x20 || c > 0x7e) writer = "?";
+  if (version != kArtifactFormatVersion)
+    throw Error(source, "artifact format version " + std::to_string(version) + " (written by fxc " +
+                            writer + ") is not supported; this fxc " FXC_VERSION " reads version " +
+                            std::to_string(kArtifactFormatVersion));
+  uint64_t csize = get_u64(bytes, kCompressedOffset), usize = get_u64(bytes, kUncompressedOffset);
+  uint64_t have = bytes.size() - kHeaderBytes;
+  if (csize > have)
+    throw Error(source, "truncated artifact: the header promises " + std::to_string(csize) +
+                            " payload bytes, the file has " + std::to_string(have));
+  if (csize < have)
+    throw Error(source, "corrupt artifact: " + std::to_string(have - csize) +
+                            " bytes after the payload");
+  std::string_view payload = bytes.substr(kHeaderBytes);
+  if (checksum(bytes, payload) != get_u64(bytes, kChecksumOffset))
+    throw Error(source, "corrupt artifact: checksum mismatch");
+  if (usize > kMaxPayloadBytes || usize < 8)
+    throw Error(source, "corrupt artifact: bad payload size " + std::to_string(usize));
+  std::string data = decompress(payload, usize, source);
+  uint64_t mlen = get_u64(data, 0);
+  if (mlen > data.size() - 8) throw Error(source, "corrupt artifact: manifest size");
+  std::string text = data.substr(8, size_t(mlen));
+  if (json_nesting_depth(text) > kMaxJsonDepth)
+    throw Error(source, "corrupt artifact: manifest nested too deeply");
+  json m;
+  try {
+    m = json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(source, std::string("corrupt artifact: manifest: ") + e.what());
+  }
+  Reader r(source, std::string_view(data).substr(size_t(8 + mlen)));
+  const std::string top = "manifest";
+  if (r.str(m, "format", top) != "fxo") r.fail(top, "not an fxo manifest");
+  if (r.integer(m, "version", top, 0, INT32_MAX) != kArtifactFormatVersion)
+    r.fail(top, "the manifest's version differs from the header's");
+  CompiledArtifact a;
+  a.name = r.str(m, "name", top);
+  a.backend = r.str(m, "backend", top);
+  if (a.backend != "eager" && a.backend != "aot_eager" && a.backend != "aot_eager_decomp_partition" &&
+      a.backend != "inductor")
+    r.fail(top + ".backend", "unknown backend '" + a.backend + "'");
+  a.device = r.str(m, "device", top);
+  if (a.device != "cpu" && a.device != "cuda") r.fail(top + ".device", "unknown device");
+  a.cuda_arch = r.str(m, "cuda_arch", top);
+  a.mode = r.str(m, "mode", top);
+  if (a.mode != "inference" && a.mode != "train") r.fail(top + ".mode", "unknown mode");
+  const json& ins = r.array(m, "inputs", top);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    std::string where = "inputs[" + std::to_string(i) + "]";
+    InputGuard g;
+    g.name = r.str(ins[i], "name", where);
+    g.meta = r.meta(r.at(ins[i], "meta", where), where + ".meta");
+    g.int_bound = r.integer(ins[i], "int_bound", where, 0, INT64_MAX);
+    a.inputs.push_back(g);
+  }
+  for (const json& o : r.array(m, "outputs", top)) a.outputs.push_back(r.str(o, "outputs"));
+  a.num_user_outputs = size_t(r.integer(m, "num_user_outputs", top, 0, INT32_MAX));
+  for (int64_t t : r.ints(m, "tangent_output_index", top, 0, INT32_MAX))
+    a.tangent_output_index.push_back(size_t(t));
+  for (const json& o : r.array(m, "custom_ops", top)) a.custom_ops.push_back(r.str(o, "custom_ops"));
+  std::vector<Tensor> weights = read_weights(r, m);
+  const json& graphs = r.array(m, "graphs", top);
+  for (size_t i = 0; i < graphs.size(); ++i)
+    a.graphs.push_back(read_graph(r, graphs[i], "graphs[" + std::to_string(i) + "]", a, weights));
+  if (r.str(m, "kind", top) != (a.graphs.empty() ? "plan" : kind_name(a.graphs[0].kind)))
+    r.fail(top + ".kind", "differs from the graphs' kind");
+  check_signature(r, a);
+  return a;
+}
+
+CompiledArtifact read_artifact_file(const std::string& path) {
+  return parse_artifact(read_file_bytes(path), path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading and running.
+
+namespace {
+
+struct LoadedGraph {
+  std::unique_ptr<ElfObject> object;                 // CPU: the kernels' code
+  std::vector<std::unique_ptr<cuda::Module>> modules; // CUDA: one module per kernel
+  std::unique_ptr<CudaPlanRunner> cuda;
+};
+
+
+} // namespace
+
+std::string check_input_guard(size_t i, const InputGuard& g, const TensorMeta& m) {
+  std::string who = "input_" + std::to_string(i) + " '" + g.name + "': ";
+  if (m.dtype != g.meta.dtype)
+    return who + "dtype guard failed: expected " + format_meta(g.meta) + ", got " + format_meta(m);
+  if (m.sizes != g.meta.sizes)
+    return who + "shape guard failed: expected " + format_meta(g.meta) + ", got " + format_meta(m);
+  for (size_t d = 0; d < m.sizes.size(); ++d)
+    if (m.sizes[d] > 1 && m.strides[d] != g.meta.strides[d])
+      return who + "strides guard failed: expected " + format_meta_with_strides(g.meta) +
+             ", got " + format_meta_with_strides(m);
+  if (m.device.kind != g.meta.device.kind)
+    return who + "device guard failed: expected " + device_name(g.meta.device) + ", got " +
+           device_name(m.device);
+  return {};
+}
+
+struct LoadedModel::Impl {
+  CompiledArtifact a;
+  std::string source;
+  std::vector<LoadedGraph> graphs; // parallel to a.graphs; sized once (plans are referenced)
+  std::unique_ptr<ThreadPool> pool;
+  std::mutex mu;
+  std::vector<TensorMeta> output_metas;
+
+  std::vector<TensorMeta> graph_output_metas(size_t i) const {
+    const ArtifactGraph& g = a.graphs[i];
+    std::vector<TensorMeta> out;
+    if (g.kind == ArtifactGraph::Kind::Plan)
+      for (const PlanView& v : g.plan.outputs) out.push_back(v.meta);
+    else
+      for (ValueId v : g.graph->outputs) out.push_back(g.graph->values[size_t(v)].meta);
+    for (TensorMeta& m : out) {
+      m.strides = contiguous_strides(m.sizes);
+      m.storage_offset = 0;
+      m.device = Device();
+    }
+    return out;
+  }
+
+  std::vector<Tensor> run_graph(size_t i, const std::vector<Tensor>& inputs) {
+    ArtifactGraph& g = a.graphs[i];
+    if (g.kind == ArtifactGraph::Kind::Interpreted) return interpret(*g.graph, inputs);
+    if (graphs[i].cuda) return graphs[i].cuda->run(inputs);
+    return execute_plan(g.plan, inputs, *pool, source);
+  }
+};
+
+LoadedModel::LoadedModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LoadedModel::~LoadedModel() = default;
+
+std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::string& source,
+                                               int num_threads) {
+  auto impl = std::make_unique<Impl>();
+  impl->a = std::move(a);
+  impl->source = source;
+  for (const std::string& op : impl->a.custom_ops)
+    if (!find_custom_op(op))
+      throw Error(source, "the artifact calls custom op '" + op +
+                              "', which is not registered: load its plugin first");
+  impl->graphs.resize(impl->a.graphs.size());
+  bool cuda = impl->a.device == "cuda";
+  for (size_t i = 0; i < impl->a.graphs.size(); ++i) {
+    ArtifactGraph& g = impl->a.graphs[i];
+    LoadedGraph& lg = impl->graphs[i];
+    if (g.kind != ArtifactGraph::Kind::Plan) continue;
+    if (!cuda) {
+      if (g.plan.kernels.empty()) continue;
+      lg.object = load_elf_object(g.object_code, source);
+      for (PlanKernel& k : g.plan.kernels) {
+        k.fn = reinterpret_cast<KernelFn>(lg.object->function(k.name));
+        if (!k.fn) throw Error(source, "kernel object: no function '" + k.name + "'");
+      }
+      continue;
+    }
+    try {
+      cuda::Context& ctx = cuda::Context::get();
+      for (size_t k = 0; k < g.plan.kernels.size(); ++k) {
+        PlanKernel& pk = g.plan.kernels[k];
+        lg.modules.push_back(ctx.load_module(g.ptx[k], pk.name + ".ptx"));
+        pk.cuda_function = lg.modules.back()->function(pk.name);
+      }
+    } catch (const cuda::CudaError& e) {
+      throw Error(source, e.what());
+    }
+    lg.cuda = std::make_unique<CudaPlanRunner>(g.plan, source);
+  }
+  if (!cuda) impl->pool = std::make_unique<ThreadPool>(num_threads);
+  impl->output_metas = impl->graph_output_metas(0);
+  if (impl->a.mode == "train") {
+    impl->output_metas.resize(impl->a.num_user_outputs);
+    for (const TensorMeta& m : impl->graph_output_metas(1)) impl->output_metas.push_back(m);
+  }
+  return std::unique_ptr<LoadedModel>(new LoadedModel(std::move(impl)));
+}
+
+const CompiledArtifact& LoadedModel::artifact() const {
+  return impl_->a;
+}
+
+const std::vector<TensorMeta>& LoadedModel::output_metas() const {
+  return impl_->output_metas;
+}
+
+std::string LoadedModel::check_guards(const std::vector<Tensor>& inputs) const {
+  const std::vector<InputGuard>& gs = impl_->a.inputs;
+  if (inputs.size() != gs.size())
+    return "expected " + std::to_string(gs.size()) + " inputs, got " + std::to_string(inputs.size());
+  for (size_t i = 0; i < gs.size(); ++i)
+    if (std::string f = check_input_guard(i, gs[i], inputs[i].meta()); !f.empty()) return f;
+  return {};
+}
+
+NamedResults LoadedModel::run(const std::vector<Tensor>& inputs) {
+  if (std::string f = check_guards(inputs); !f.empty()) throw Error(impl_->source, f);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const CompiledArtifact& a = impl_->a;
+  std::vector<Tensor> fw = impl_->run_graph(0, inputs);
+  NamedResults out;
+  if (a.mode != "train") {
+    for (size_t i = 0; i < fw.size(); ++i) out.emplace_back(a.outputs[i], fw[i]);
+    return out;
+  }
+  // The backward: the saved values, then output gradients of ones (as out.sum().backward()).
+  std::vector<Tensor> bw_in(fw.begin() + long(a.num_user_outputs), fw.end());
+  for (size_t k : a.tangent_output_index) {
+    Tensor ones = Tensor::empty(fw[k].dtype(), fw[k].sizes());
+    for (int64_t i = 0; i < ones.numel(); ++i) ones.store(i, 1.0);
+    bw_in.push_back(ones);
+  }
+  std::vector<Tensor> grads = impl_->run_graph(1, bw_in);
+  for (size_t i = 0; i < a.num_user_outputs; ++i) out.emplace_back(a.outputs[i], fw[i]);
+  for (size_t i = 0; i < grads.size(); ++i)
+    out.emplace_back(a.outputs[a.num_user_outputs + i], grads[i]);
+  return out;
+}
+
+} // namespace fxc

@@ -1,0 +1,228 @@
+// The C API of include/fxc/runtime.h: loading an .fxo and running it with the caller's buffers.
+#include "fxc/runtime.h"
+
+#include "frontend/custom_ops.h"
+#include "frontend/diag.h"
+#include "frontend/io_util.h"
+#include "runtime/artifact.h"
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct fxc_model {
+  std::unique_ptr<fxc::LoadedModel> model;
+  std::string source; ///< the file (or name) it was loaded from, for messages
+  std::vector<std::string> input_names, output_names;
+  std::vector<fxc::TensorMeta> inputs, outputs; ///< contiguous metas of the buffers
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+fxc_status fail(fxc_status s, const std::string& message) {
+  last_error = message;
+  return s;
+}
+
+// Runs `f`, turning exceptions into `status` and the message.
+template <class F> fxc_status guarded(fxc_status status, F f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return fail(status, "fxc: error: out of memory");
+  } catch (const std::exception& e) {
+    return fail(status, e.what());
+  }
+}
+
+size_t nbytes(const fxc::TensorMeta& m) {
+  return size_t(m.numel()) * fxc::dtype_size(m.dtype);
+}
+
+fxc_status load(std::string bytes, const std::string& name, fxc_model** out) {
+  if (!out) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `out` is NULL");
+  *out = nullptr;
+  fxc::CompiledArtifact a;
+  fxc_status s = guarded(FXC_ERROR_BAD_ARTIFACT, [&] {
+    a = fxc::parse_artifact(bytes, name);
+    return FXC_OK;
+  });
+  if (s != FXC_OK) return s;
+  auto m = std::make_unique<fxc_model>();
+  s = guarded(FXC_ERROR_LOAD, [&] {
+    m->model = fxc::LoadedModel::load(std::move(a), name);
+    return FXC_OK;
+  });
+  if (s != FXC_OK) return s;
+  for (const fxc::InputGuard& g : m->model->artifact().inputs) {
+    m->input_names.push_back(g.name);
+    m->inputs.push_back(g.meta);
+  }
+  m->source = name;
+  m->output_names = m->model->artifact().outputs;
+  m->outputs = m->model->output_metas();
+  *out = m.release();
+  return FXC_OK;
+}
+
+fxc_status info(const std::vector<std::string>& names, const std::vector<fxc::TensorMeta>& metas,
+                size_t index, fxc_tensor_info* out) {
+  if (!out) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `info` is NULL");
+  if (index >= metas.size())
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: index " + std::to_string(index) +
+                                                " out of range (" + std::to_string(metas.size()) +
+                                                ")");
+  out->name = names[index].c_str();
+  out->dtype = fxc::to_plugin_dtype(metas[index].dtype);
+  out->rank = int32_t(metas[index].sizes.size());
+  out->sizes = metas[index].sizes.data();
+  out->nbytes = nbytes(metas[index]);
+  return FXC_OK;
+}
+
+fxc_status run(fxc_model* m, const void* const* inputs, const int32_t* dtypes,
+               const int32_t* ranks, const int64_t* const* sizes, void* const* outputs) {
+  if (!m) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `model` is NULL");
+  if ((!inputs && !m->inputs.empty()) || (!outputs && !m->outputs.empty()))
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `inputs` or `outputs` is NULL");
+  const std::string& source = m->source;
+  std::vector<fxc::Tensor> ins;
+  for (size_t i = 0; i < m->inputs.size(); ++i) {
+    fxc::TensorMeta meta = m->inputs[i];
+    if (dtypes) {
+      fxc::DType t;
+      if (!fxc::from_plugin_dtype(dtypes[i], &t))
+        return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: input " + std::to_string(i) +
+                                                    ": unknown dtype code " +
+                                                    std::to_string(dtypes[i]));
+      if (ranks[i] < 0 || ranks[i] > 64 || (ranks[i] > 0 && !sizes[i]))
+        return fail(FXC_ERROR_INVALID_ARGUMENT,
+                    "fxc: error: input " + std::to_string(i) + ": bad rank or sizes");
+      meta.dtype = t;
+      meta.sizes.assign(sizes[i], sizes[i] + ranks[i]);
+      for (int64_t s : meta.sizes)
+        if (s < 0)
+          return fail(FXC_ERROR_INVALID_ARGUMENT,
+                      "fxc: error: input " + std::to_string(i) + ": negative size");
+      meta.strides = fxc::contiguous_strides(meta.sizes);
+      std::string f = fxc::check_input_guard(i, m->model->artifact().inputs[i], meta);
+      if (!f.empty()) return fail(FXC_ERROR_GUARD, fxc::Error(source, f).what());
+    }
+    if (!inputs[i] && nbytes(meta) > 0)
+      return fail(FXC_ERROR_INVALID_ARGUMENT,
+                  "fxc: error: input " + std::to_string(i) + " is NULL");
+    fxc::Tensor t = fxc::Tensor::empty(meta.dtype, meta.sizes);
+    if (nbytes(meta) > 0) std::memcpy(t.raw_data(), inputs[i], nbytes(meta));
+    ins.push_back(t);
+  }
+  if (std::string f = m->model->check_guards(ins); !f.empty())
+    return fail(FXC_ERROR_GUARD, fxc::Error(source, f).what());
+  return guarded(FXC_ERROR_RUN, [&] {
+    fxc::NamedResults rs = m->model->run(ins);
+    if (rs.size() != m->outputs.size())
+      throw fxc::Error(source, "the run returned " + std::to_string(rs.size()) + " results, not " +
+                                   std::to_string(m->outputs.size()));
+    for (size_t i = 0; i < rs.size(); ++i) {
+      const fxc::TensorMeta& want = m->outputs[i];
+      fxc::Tensor r = rs[i].second;
+      if (r.sizes() != want.sizes)
+        throw fxc::Error(source, rs[i].first + " is " + fxc::format_meta(r.meta()) + ", not " +
+                                     fxc::format_meta(want));
+      r = r.dtype() == want.dtype ? r.contiguous() : r.to(want.dtype);
+      if (nbytes(want) == 0) continue;
+      if (!outputs[i]) throw fxc::Error(source, "output " + std::to_string(i) + " is NULL");
+      std::memcpy(outputs[i], r.raw_data(), nbytes(want));
+    }
+    return FXC_OK;
+  });
+}
+
+} // namespace
+
+extern "C" {
+
+const char* fxc_last_error(void) {
+  return last_error.c_str();
+}
+
+const char* fxc_status_name(fxc_status s) {
+  switch (s) {
+  case FXC_OK: return "FXC_OK";
+  case FXC_ERROR_INVALID_ARGUMENT: return "FXC_ERROR_INVALID_ARGUMENT";
+  case FXC_ERROR_IO: return "FXC_ERROR_IO";
+  case FXC_ERROR_BAD_ARTIFACT: return "FXC_ERROR_BAD_ARTIFACT";
+  case FXC_ERROR_LOAD: return "FXC_ERROR_LOAD";
+  case FXC_ERROR_GUARD: return "FXC_ERROR_GUARD";
+  case FXC_ERROR_RUN: return "FXC_ERROR_RUN";
+  }
+  return "?";
+}
+
+const char* fxc_dtype_name(int32_t code) {
+  fxc::DType t;
+  if (!fxc::from_plugin_dtype(code, &t)) return "?";
+  return fxc::dtype_name(t).data(); // dtype names are NUL-terminated literals
+}
+
+fxc_status fxc_model_load_file(const char* path, fxc_model** out) {
+  if (!path) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `path` is NULL");
+  std::string bytes;
+  fxc_status s = guarded(FXC_ERROR_IO, [&] {
+    bytes = fxc::read_file_bytes(path);
+    return FXC_OK;
+  });
+  if (s != FXC_OK) return s;
+  return load(std::move(bytes), path, out);
+}
+
+fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name,
+                                 fxc_model** out) {
+  if (!data && size > 0) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `data` is NULL");
+  std::string bytes;
+  fxc_status s = guarded(FXC_ERROR_IO, [&] {
+    bytes.assign(static_cast<const char*>(data), size);
+    return FXC_OK;
+  });
+  if (s != FXC_OK) return s;
+  return load(std::move(bytes), name ? name : "<memory>", out);
+}
+
+void fxc_model_free(fxc_model* model) {
+  delete model;
+}
+
+size_t fxc_model_num_inputs(const fxc_model* model) {
+  return model ? model->inputs.size() : 0;
+}
+
+size_t fxc_model_num_outputs(const fxc_model* model) {
+  return model ? model->outputs.size() : 0;
+}
+
+fxc_status fxc_model_input_info(const fxc_model* model, size_t index, fxc_tensor_info* out) {
+  if (!model) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `model` is NULL");
+  return info(model->input_names, model->inputs, index, out);
+}
+
+fxc_status fxc_model_output_info(const fxc_model* model, size_t index, fxc_tensor_info* out) {
+  if (!model) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `model` is NULL");
+  return info(model->output_names, model->outputs, index, out);
+}
+
+fxc_status fxc_model_run(fxc_model* model, const void* const* inputs, void* const* outputs) {
+  return run(model, inputs, nullptr, nullptr, nullptr, outputs);
+}
+
+fxc_status fxc_model_run_checked(fxc_model* model, const void* const* inputs,
+                                 const int32_t* dtypes, const int32_t* ranks,
+                                 const int64_t* const* sizes, void* const* outputs) {
+  if (!dtypes || !ranks || !sizes)
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `dtypes`, `ranks` or `sizes` is NULL");
+  return run(model, inputs, dtypes, ranks, sizes, outputs);
+}
+
+} // extern "C"

@@ -1,0 +1,291 @@
+// Tests of .fxo artifacts: the ELF loader on real kernel objects, the format, guards, the C API.
+#include "codegen/inductor.h"
+#include "driver/tensor_io.h"
+#include "frontend/diag.h"
+#include "frontend/import.h"
+#include "frontend/safetensors.h"
+#include "fxc/runtime.h"
+#include "passes/decompose.h"
+#include "runtime/artifact.h"
+#include "runtime/compare.h"
+#include "runtime/elf_loader.h"
+#include "runtime/interpreter.h"
+
+#include <doctest/doctest.h>
+
+#include <elf.h>
+
+#include <cstring>
+#include <string>
+
+using namespace fxc;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(FXC_FIXTURES_DIR) + "/" + name;
+}
+
+std::vector<Tensor> io_tensors(const std::string& model, const std::string& prefix) {
+  auto all = read_safetensors(fixture(model + ".io.safetensors"));
+  std::vector<Tensor> out;
+  for (int i = 0;; ++i) {
+    auto it = all.find(prefix + std::to_string(i));
+    if (it == all.end()) break;
+    out.push_back(Tensor::from_weight(it->second));
+  }
+  return out;
+}
+
+void check_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  REQUIRE(got.size() >= want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CompareOptions co;
+    co.rtol = co.atol = 1e-4;
+    CompareResult r = compare_tensors(got[i], want[i], co);
+    INFO("output " << i << ": " << r.message);
+    CHECK(r.ok);
+  }
+}
+
+/// A compiled fixture and the artifact holding it (CPU, inference).
+struct Compiled {
+  Graph graph;
+  CompiledGraph cg;
+  CompiledArtifact artifact;
+};
+
+Compiled compile_fixture(const std::string& model) {
+  Compiled c;
+  c.graph = decompose(import_graph(fixture(model + ".pt2")));
+  c.graph.name = model;
+  c.cg = compile_inductor(c.graph, {});
+  CompiledArtifact& a = c.artifact;
+  a.name = model;
+  a.backend = "inductor";
+  a.device = "cpu";
+  a.mode = "inference";
+  a.inputs = input_specs(c.graph);
+  ArtifactGraph g;
+  g.role = "inference";
+  g.plan = c.cg.plan();
+  g.object_code = c.cg.object_code();
+  for (size_t i = 0; i < g.plan.outputs.size(); ++i) a.outputs.push_back("output_" + std::to_string(i));
+  a.graphs.push_back(g);
+  return c;
+}
+
+std::vector<Tensor> values(const NamedResults& rs) {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : rs) out.push_back(t);
+  return out;
+}
+
+/// The message of the fxc::Error that `f` throws ("" when it does not throw).
+template <class F> std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Header offsets of an ELF section table entry field, for planting corruptions.
+const Elf64_Shdr* section(const std::string& obj, const char* name) {
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, obj.data(), sizeof eh);
+  auto* sh = reinterpret_cast<const Elf64_Shdr*>(obj.data() + eh.e_shoff);
+  const char* names = obj.data() + sh[eh.e_shstrndx].sh_offset;
+  for (int i = 0; i < eh.e_shnum; ++i)
+    if (std::strcmp(names + sh[i].sh_name, name) == 0) return &sh[i];
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("artifact: CPU plans round-trip through .fxo bytes and match PyTorch") {
+  for (const char* model : {"mlp", "norms", "block"}) {
+    INFO(model);
+    Compiled c = compile_fixture(model);
+    std::string bytes = serialize_artifact(c.artifact);
+    CHECK(serialize_artifact(c.artifact) == bytes); // deterministic
+    CHECK(is_artifact(bytes));
+    auto m = LoadedModel::load(parse_artifact(bytes, "t.fxo"), "t.fxo", 2);
+    check_close(values(m->run(io_tensors(model, "input_"))), io_tensors(model, "output_"));
+    // The loaded kernels compute what the JIT-compiled ones do.
+    std::vector<Tensor> jit = c.cg.run(io_tensors(model, "input_"));
+    check_close(values(m->run(io_tensors(model, "input_"))), jit);
+  }
+}
+
+TEST_CASE("artifact: interpreted graphs (eager backend) keep their weights") {
+  Graph g = import_graph(fixture("block.pt2"));
+  CompiledArtifact a;
+  a.name = "block";
+  a.backend = "eager";
+  a.device = "cpu";
+  a.mode = "inference";
+  a.inputs = input_specs(g);
+  ArtifactGraph ag;
+  ag.kind = ArtifactGraph::Kind::Interpreted;
+  ag.role = "inference";
+  ag.graph = std::make_shared<Graph>(g);
+  a.graphs.push_back(ag);
+  for (size_t i = 0; i < g.outputs.size(); ++i) a.outputs.push_back("output_" + std::to_string(i));
+  std::string bytes = serialize_artifact(a);
+  auto m = LoadedModel::load(parse_artifact(bytes, "b.fxo"), "b.fxo");
+  check_close(values(m->run(io_tensors("block", "input_"))), io_tensors("block", "output_"));
+}
+
+TEST_CASE("elf loader: real kernel objects load; corrupt ones are clean errors") {
+  Compiled c = compile_fixture("norms"); // uses expf: GOT64, GOTPC64 and GOTOFF64 relocations
+  const std::string obj = c.artifact.graphs[0].object_code;
+  auto loaded = load_elf_object(obj, "k.o");
+  for (const PlanKernel& k : c.artifact.graphs[0].plan.kernels) CHECK(loaded->function(k.name));
+  CHECK(loaded->function("no_such_kernel") == nullptr);
+
+  std::string bad = obj;
+  bad[1] = 'X';
+  CHECK(error_of([&] { load_elf_object(bad, "k.o"); }).find("not an ELF file") != std::string::npos);
+  CHECK(error_of([&] { load_elf_object(obj.substr(0, 40), "k.o"); }).find("k.o: error: kernel object") == 0);
+
+  // An unknown relocation type is named.
+  const Elf64_Shdr* rela = section(obj, ".rela.ltext");
+  REQUIRE(rela);
+  bad = obj;
+  Elf64_Rela r;
+  std::memcpy(&r, bad.data() + rela->sh_offset, sizeof r);
+  r.r_info = ELF64_R_INFO(ELF64_R_SYM(r.r_info), R_X86_64_PLT32);
+  std::memcpy(bad.data() + rela->sh_offset, &r, sizeof r);
+  CHECK(error_of([&] { load_elf_object(bad, "k.o"); }).find("unsupported relocation R_X86_64_PLT32") !=
+        std::string::npos);
+
+  // A symbol the process does not have is named.
+  bad = obj;
+  size_t at = bad.find(std::string("expf\0", 5));
+  REQUIRE(at != std::string::npos);
+  bad[at + 3] = 'q';
+  CHECK(error_of([&] { load_elf_object(bad, "k.o"); }).find("undefined symbol 'expq'") !=
+        std::string::npos);
+
+  // Every truncation and single-byte corruption of the headers is an error or a load, never a
+  // crash (sections' contents are code and are not checked).
+  for (size_t n = 0; n < obj.size(); n += 61) {
+    try {
+      load_elf_object(obj.substr(0, n), "k.o");
+    } catch (const Error&) {
+    }
+  }
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, obj.data(), sizeof eh);
+  std::vector<size_t> spots;
+  for (size_t i = 0; i < sizeof eh; ++i) spots.push_back(i);
+  for (size_t i = 0; i < size_t(eh.e_shnum) * sizeof(Elf64_Shdr); i += 3) spots.push_back(eh.e_shoff + i);
+  for (size_t i = 0; i < rela->sh_size; i += 5) spots.push_back(rela->sh_offset + i);
+  for (size_t spot : spots)
+    for (unsigned char v : {0x00, 0x7f, 0xff}) {
+      bad = obj;
+      bad[spot] = char(v);
+      try {
+        load_elf_object(bad, "k.o");
+      } catch (const Error&) {
+      }
+    }
+}
+
+TEST_CASE("artifact: foreign, truncated, corrupt and newer files are clean errors") {
+  Compiled c = compile_fixture("mlp");
+  const std::string bytes = serialize_artifact(c.artifact);
+  auto err = [](const std::string& b) {
+    return error_of([&] { parse_artifact(b, "m.fxo"); });
+  };
+  CHECK(err("PK\x03\x04 a zip") == "m.fxo: error: not an fxc artifact (no FXO magic number)");
+  CHECK(err(bytes.substr(0, 20)).find("truncated artifact") != std::string::npos);
+  CHECK(err(bytes.substr(0, bytes.size() - 1)).find("truncated artifact") != std::string::npos);
+  CHECK(err(bytes + "x").find("1 bytes after the payload") != std::string::npos);
+  std::string bad = bytes;
+  bad[bad.size() / 2] ^= 1;
+  CHECK(err(bad) == "m.fxo: error: corrupt artifact: checksum mismatch");
+  bad = bytes;
+  bad[4] = 9;
+  CHECK(err(bad).find("artifact format version 9 (written by fxc") != std::string::npos);
+  // Every truncation is an error, never a crash.
+  for (size_t n = 0; n < bytes.size(); n += 37) CHECK(!err(bytes.substr(0, n)).empty());
+
+  // Well-formed files whose plan would make the executor touch memory it does not own.
+  CompiledArtifact a = c.artifact;
+  a.graphs[0].plan.kernels[0].arg_slots[0] = 999;
+  CHECK(err(serialize_artifact(a)).find("uses slot 999") != std::string::npos);
+  a = c.artifact;
+  a.graphs[0].plan.steps.erase(a.graphs[0].plan.steps.begin()); // the first alloc
+  CHECK(err(serialize_artifact(a)).find("before it is allocated") != std::string::npos);
+  a = c.artifact;
+  a.graphs[0].plan.outputs[0].meta.sizes[0] *= 2;
+  CHECK(err(serialize_artifact(a)).find("reaches outside slot") != std::string::npos);
+  a = c.artifact;
+  a.inputs.pop_back();
+  CHECK(err(serialize_artifact(a)).find("guards for a graph of") != std::string::npos);
+}
+
+TEST_CASE("artifact: every run checks the guards first and names the input and the guard") {
+  Compiled c = compile_fixture("mlp");
+  auto m = LoadedModel::load(parse_artifact(serialize_artifact(c.artifact), "m.fxo"), "m.fxo");
+  std::vector<Tensor> in = io_tensors("mlp", "input_");
+  REQUIRE(in.size() == 1);
+  CHECK(m->check_guards(in).empty());
+  const TensorMeta& want = c.artifact.inputs[0].meta;
+  std::vector<int64_t> half = want.sizes;
+  half[0] /= 2;
+  std::string e = error_of([&] { m->run({Tensor::empty(DType::F32, half)}); });
+  CHECK(e == "m.fxo: error: input_0 '" + c.artifact.inputs[0].name + "': shape guard failed: expected " +
+                 format_meta(want) + ", got " + format_meta(Tensor::empty(DType::F32, half).meta()));
+  CHECK(m->check_guards({Tensor::empty(DType::F64, want.sizes)}).find("dtype guard failed") !=
+        std::string::npos);
+  CHECK(m->check_guards({}) == "expected 1 inputs, got 0");
+  Tensor t = Tensor::empty(DType::F32, {want.sizes[1], want.sizes[0]});
+  Tensor transposed = t.as_strided(want.sizes, {1, want.sizes[0]}, 0);
+  CHECK(m->check_guards({transposed}).find("strides guard failed") != std::string::npos);
+}
+
+TEST_CASE("C API: load from memory, describe, run with caller buffers, guard errors") {
+  Compiled c = compile_fixture("mlp");
+  std::string bytes = serialize_artifact(c.artifact);
+  fxc_model* m = nullptr;
+  REQUIRE(fxc_model_load_memory(bytes.data(), bytes.size(), "m.fxo", &m) == FXC_OK);
+  REQUIRE(fxc_model_num_inputs(m) == 1);
+  REQUIRE(fxc_model_num_outputs(m) == 1);
+  fxc_tensor_info in, out;
+  REQUIRE(fxc_model_input_info(m, 0, &in) == FXC_OK);
+  REQUIRE(fxc_model_output_info(m, 0, &out) == FXC_OK);
+  CHECK(std::string(fxc_dtype_name(in.dtype)) == "f32");
+  CHECK(fxc_model_input_info(m, 1, &in) == FXC_ERROR_INVALID_ARGUMENT);
+  fxc_model_input_info(m, 0, &in);
+  Tensor x = io_tensors("mlp", "input_")[0].contiguous();
+  REQUIRE(in.nbytes == size_t(x.numel()) * 4);
+  std::vector<float> y(out.nbytes / 4);
+  const void* ins[] = {x.raw_data()};
+  void* outs[] = {y.data()};
+  REQUIRE(fxc_model_run(m, ins, outs) == FXC_OK);
+  Tensor ref = io_tensors("mlp", "output_")[0];
+  Tensor got = Tensor::empty(DType::F32, ref.sizes());
+  std::memcpy(got.raw_data(), y.data(), out.nbytes);
+  check_close({got}, {ref});
+
+  int32_t dtypes[] = {in.dtype}, ranks[] = {in.rank};
+  std::vector<int64_t> wrong(in.sizes, in.sizes + in.rank);
+  wrong[0] += 1;
+  const int64_t* sizes[] = {wrong.data()};
+  CHECK(fxc_model_run_checked(m, ins, dtypes, ranks, sizes, outs) == FXC_ERROR_GUARD);
+  CHECK(std::string(fxc_last_error()).find("m.fxo: error: input_0 '") == 0);
+  CHECK(std::string(fxc_last_error()).find("shape guard failed") != std::string::npos);
+  wrong[0] -= 1;
+  CHECK(fxc_model_run_checked(m, ins, dtypes, ranks, sizes, outs) == FXC_OK);
+  fxc_model_free(m);
+
+  fxc_model* none = nullptr;
+  CHECK(fxc_model_load_memory("garbage", 7, "g.fxo", &none) == FXC_ERROR_BAD_ARTIFACT);
+  CHECK(std::string(fxc_last_error()) == "g.fxo: error: not an fxc artifact (no FXO magic number)");
+  CHECK(none == nullptr);
+  CHECK(fxc_model_load_file("/nonexistent.fxo", &none) == FXC_ERROR_IO);
+}
