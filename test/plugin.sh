@@ -97,6 +97,13 @@ check ".pt2 calling the op: inductor --check-accuracy" 0 \
 check ".pt2 calling the op: readable graph" 0 "$fxc" --plugin="$so" --emit=fx "$tmp/softplus_mlp.pt2"
 has ".pt2 readable graph shows the call" "$tmp/out" "mylib.scaled_softplus.default"
 
+# An artifact calling the op runs with the plugin and names the op without it.
+check "compile to .fxo with the plugin" 0 "$fxc" --plugin="$so" --device=cpu "$ex/softplus.fxg" -o "$tmp/sp.fxo"
+check "the .fxo runs with the plugin" 0 "$fxc" --plugin="$so" --run "$tmp/sp.fxo" \
+  --inputs "$ex/softplus.inputs.safetensors" --expect "$ex/softplus.expected.safetensors"
+check "the .fxo without the plugin" 1 "$fxc" --run "$tmp/sp.fxo"
+has ".fxo unknown operator message" "$tmp/err" "unknown operator 'mylib::scaled_softplus' (load its plugin with --plugin)"
+
 # Failures: one diagnostic each, exit 1.
 check "graph without its plugin" 1 "$fxc" --device=cpu --run "$ex/softplus.fxg"
 has "unknown operator message" "$tmp/err" \
