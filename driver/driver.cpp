@@ -10,7 +10,9 @@
 #include "frontend/random.h"
 #include "frontend/safetensors.h"
 #include "driver/bench.h"
+#include "driver/cache.h"
 #include "driver/check.h"
+#include "driver/depfile.h"
 #include "driver/chrome_trace.h"
 #include "driver/failure_tools.h"
 #include "driver/fxo.h"
@@ -63,8 +65,6 @@ void check_supported(const Options& o) {
   auto unsupported = [](const std::string& what) {
     throw UsageError(what + " is not yet supported");
   };
-  for (const char* env : {"FXC_CACHE_DIR"})
-    if (const char* v = std::getenv(env); v && *v) unsupported(env);
   if (o.bisect && o.minify) throw UsageError("--bisect and --minify cannot be combined");
   if (!o.inject_bug.empty()) {
     auto colon = o.inject_bug.find(':');
@@ -74,8 +74,6 @@ void check_supported(const Options& o) {
                        o.inject_bug + "'");
   }
   if (o.json && !o.bench) throw UsageError("--json needs --bench");
-  if (o.md || !o.mf.empty() || !o.mt.empty()) unsupported("writing dependency files (-MD/-MF/-MT)");
-  if (!o.cache_dir.empty()) unsupported("--cache-dir (the compile cache)");
   if (o.max_autotune) unsupported("--max-autotune");
   bool cuda = o.device == DeviceKind::Cuda;
   std::string emit = effective_emit(o);
@@ -96,6 +94,39 @@ std::string stem_of(const std::string& path) {
     if (name.size() > strlen(ext) && name.compare(name.size() - strlen(ext), strlen(ext), ext) == 0)
       return name.substr(0, name.size() - strlen(ext));
   return fs::path(name).stem().string();
+}
+
+// The file the action writes: -o, else <stem>.<ext> for --emit and the default action; "" when it
+// writes to stdout (--emit=fx without -o, -o -) or writes no file (--run, --bench, ...).
+std::string output_file(const Options& o) {
+  if (o.output == "-") return "";
+  std::string emit = effective_emit(o);
+  if (emit == "fx") return o.output;
+  if (!o.output.empty()) return o.output;
+  if (emit == "obj") return stem_of(o.input) + ".o";
+  if (emit == "llvm") return stem_of(o.input) + ".ll";
+  if (!emit.empty()) return stem_of(o.input) + "." + emit;
+  if (o.run || o.bench || o.bisect || o.minify || o.check_accuracy) return "";
+  return stem_of(o.input) + ".fxo";
+}
+
+bool wants_depfile(const Options& o) { return o.md || !o.mf.empty() || !o.mt.empty(); }
+
+// -MD, -MF and -MT need a target and a depfile name: the output file's, unless both are given.
+void check_depfile_options(const Options& o) {
+  if (wants_depfile(o) && output_file(o).empty() && (o.mf.empty() || o.mt.empty()))
+    throw UsageError("-MD needs an output file (-o <file>), or both -MF <file> and -MT <target>");
+}
+
+// -MD/-MF/-MT: after the action wrote its output, the depfile naming the graph and every
+// external weights file the import read, so that Make rebuilds when any of them changes.
+void write_dependencies(const Options& o, const std::vector<std::string>& external_files) {
+  if (!wants_depfile(o)) return;
+  std::vector<std::string> deps{o.input};
+  deps.insert(deps.end(), external_files.begin(), external_files.end());
+  std::string out = output_file(o);
+  write_depfile(o.mf.empty() ? default_depfile_path(out) : o.mf,
+                depfile_text(o.mt.empty() ? out : o.mt, deps));
 }
 
 void write_text(const std::string& path, const std::string& text) {
@@ -227,6 +258,17 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   return status;
 }
 
+// Runs an artifact from the compile cache as --run's executable.
+class LoadedExecutable : public Executable {
+public:
+  LoadedExecutable(const std::string& bytes, const std::string& source)
+      : m_(LoadedModel::load(parse_artifact(bytes, source), source)) {}
+  NamedTensors run(const std::vector<Tensor>& inputs) override { return m_->run(inputs); }
+
+private:
+  std::unique_ptr<LoadedModel> m_;
+};
+
 // What --trace shows besides the compile passes: the steps of one --bench run.
 struct TracedRun {
   std::vector<BenchStep> steps;
@@ -241,6 +283,7 @@ int drive(const Options& given, TracedRun& traced) {
   if (o.device == DeviceKind::Auto)
     o.device = cuda::Context::unavailable_reason().empty() ? DeviceKind::Cuda : DeviceKind::Cpu;
   check_supported(o);
+  check_depfile_options(o);
   // Plugins first: importing the graph needs the schemas of their ops.
   for (const std::string& p : o.plugins) load_plugin(p);
   if (is_artifact_file(o.input)) return run_artifact(o);
@@ -251,9 +294,10 @@ int drive(const Options& given, TracedRun& traced) {
   DebugTrace trace = debug_dir.empty() ? DebugTrace() : DebugTrace(debug_dir);
 
   auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> external_files; // the graph's weights files: dependencies
   Compilation c(o, trace, [&] {
     PassTimer t("import");
-    return import_graph(o.input);
+    return import_graph(o.input, &external_files);
   }());
   c.source.name = stem_of(o.input);
   double import_ms =
@@ -264,18 +308,21 @@ int drive(const Options& given, TracedRun& traced) {
 
   if (o.emit == "fx") {
     write_text(o.output, print_readable(c.source));
+    write_dependencies(o, external_files);
     trace.finish();
     return 0;
   }
   if (std::string emit = effective_emit(o); emit == "llvm" || emit == "ptx" || emit == "obj" || emit == "cpp") {
     run_pipeline(c);
     std::string text = emitted_code(c, emit);
-    write_text(o.output.empty() ? stem_of(o.input) + "." + (emit == "obj" ? "o" : emit == "llvm" ? "ll" : emit) : o.output, text);
+    write_text(output_file(o), text);
+    write_dependencies(o, external_files);
     trace.finish();
     return 0;
   }
   if (o.emit == "fxg") {
     write_fxg(c.source, o.output.empty() ? stem_of(o.input) + ".fxg" : o.output);
+    write_dependencies(o, external_files);
     trace.finish();
     return 0;
   }
@@ -285,9 +332,16 @@ int drive(const Options& given, TracedRun& traced) {
   if (!o.run && !o.bench && !o.check_accuracy) {
     // The default action: compile to an .fxo. With --inputs, for those inputs' shapes.
     if (!o.inputs.empty()) specialize_to_inputs(c.source, load_inputs(c.source, o));
-    run_pipeline(c);
-    write_text(o.output.empty() ? stem_of(o.input) + ".fxo" : o.output,
-               serialize_artifact(make_artifact(c)));
+    CompileCacheUse cu = open_compile_cache(o, c.source, external_files, trace.enabled());
+    std::optional<std::string> bytes;
+    if (cu.lookup) bytes = cu.cache.lookup(cu.key);
+    if (!bytes) {
+      run_pipeline(c);
+      bytes = serialize_artifact(make_artifact(c));
+      if (cu.cache.enabled()) cu.cache.store(cu.key, *bytes);
+    }
+    write_text(output_file(o), *bytes);
+    write_dependencies(o, external_files);
     trace.finish();
     return 0;
   }
@@ -313,7 +367,17 @@ int drive(const Options& given, TracedRun& traced) {
     if (level == 4 && run_minify(o, c.source, inputs) != 0) return 1;
   }
   auto tc = std::chrono::steady_clock::now();
-  run_pipeline(c);
+  // --run with inductor goes through the compile cache: a hit runs the cached artifact.
+  bool cached_run = o.backend == Backend::Inductor && !o.bench;
+  CompileCacheUse cu = cached_run ? open_compile_cache(o, c.source, external_files, trace.enabled())
+                                  : CompileCacheUse{CompileCache(""), "", false};
+  if (cu.cache.enabled() && cu.lookup)
+    if (std::optional<std::string> bytes = cu.cache.lookup(cu.key))
+      c.executable = std::make_unique<LoadedExecutable>(*bytes, cu.cache.entry_path(cu.key));
+  if (!c.executable) {
+    run_pipeline(c);
+    if (cu.cache.enabled()) cu.cache.store(cu.key, serialize_artifact(make_artifact(c)));
+  }
   double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count();
   if (o.bench) {

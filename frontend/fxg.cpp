@@ -213,6 +213,9 @@ public:
   FxgReader(std::string source, std::string text, const std::map<std::string, WeightData>* embedded)
       : path_(std::move(source)), text_(std::move(text)), embedded_(embedded) {}
 
+  /// The external files read, in first-use order (valid after run()).
+  const std::vector<std::string>& files_read() const { return files_read_; }
+
   Graph run() {
     std::string text = embedded_ ? std::move(text_) : load_text();
     if (json_nesting_depth(text) > kMaxJsonDepth)
@@ -509,7 +512,10 @@ private:
     }
     std::string full = (!f.empty() && f[0] == '/') ? f : dirname_of(path_) + f;
     auto cached = files_.find(full);
-    if (cached == files_.end()) cached = files_.emplace(full, read_safetensors(full)).first;
+    if (cached == files_.end()) {
+      cached = files_.emplace(full, read_safetensors(full)).first;
+      files_read_.push_back(full);
+    }
     auto it = cached->second.find(key);
     if (it == cached->second.end()) fail(what + ": '" + f + "' has no tensor '" + key + "'");
     const WeightData& w = it->second;
@@ -686,6 +692,7 @@ private:
   std::map<std::string, std::map<std::string, WeightData>> files_;
   std::string text_;
   const std::map<std::string, WeightData>* embedded_ = nullptr;
+  std::vector<std::string> files_read_;
 };
 
 // Contiguous bytes of a weight view (a copy only when the view is strided or offset).
@@ -712,8 +719,11 @@ std::vector<std::byte> contiguous_bytes(const WeightData& w) {
 
 } // namespace
 
-Graph import_fxg(const std::string& path) {
-  return FxgReader(path).run();
+Graph import_fxg(const std::string& path, std::vector<std::string>* external_files) {
+  FxgReader reader(path);
+  Graph g = reader.run();
+  if (external_files) *external_files = reader.files_read();
+  return g;
 }
 
 Graph parse_fxg_text(std::string text, const std::string& source,

@@ -4,6 +4,7 @@
 #include "frontend/graph.h"
 
 #include <string>
+#include <vector>
 
 namespace fxc {
 
@@ -14,9 +15,12 @@ namespace fxc {
 Graph import_pt2(const std::string& path);
 
 /// Reads an .fxg (JSON) or .fxg.zst file; output metadata is inferred by propagate_shapes().
-Graph import_fxg(const std::string& path);
+/// When `external_files` is given it receives the files besides `path` the import read (the
+/// .safetensors weights files the graph names), as resolved paths in first-use order.
+Graph import_fxg(const std::string& path, std::vector<std::string>* external_files = nullptr);
 
-/// Dispatches on the file's contents (zip magic, zstd magic, '{').
-Graph import_graph(const std::string& path);
+/// Dispatches on the file's contents (zip magic, zstd magic, '{'). `external_files` as for
+/// import_fxg (a .pt2 archive holds its weights, so it has none): the dependencies of a compile.
+Graph import_graph(const std::string& path, std::vector<std::string>* external_files = nullptr);
 
 } // namespace fxc

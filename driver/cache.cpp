@@ -1,0 +1,411 @@
+// The compile cache: key digests, and entries read and written atomically with zstd and a checksum.
+#include "driver/cache.h"
+
+#include "driver/logging.h"
+#ifdef FXC_HAVE_CODEGEN
+#include "codegen/host_cpu.h"
+#endif
+#include "frontend/diag.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <cassert>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fxc {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'F', 'X', 'C', 'C', 'A', 'C', 'H', 'E'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kKeyDigits = 32;
+constexpr size_t kHeaderSize = 64; // magic, version, header size, key, payload size, checksum
+/// Temporary files older than this are left over from killed writers and are removed.
+constexpr auto kStaleTemp = std::chrono::hours(24);
+
+std::string hex128(const XXH128_hash_t& h) {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, h);
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : c.digest) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+void put_u32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = char((v >> (8 * i)) & 0xff);
+}
+void put_u64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = char((v >> (8 * i)) & 0xff);
+}
+uint32_t get_u32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t(uint8_t(p[i])) << (8 * i);
+  return v;
+}
+uint64_t get_u64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(uint8_t(p[i])) << (8 * i);
+  return v;
+}
+
+bool is_key(const std::string& key) {
+  return key.size() == kKeyDigits &&
+         key.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+void warn(const std::string& msg) { process_logger().log(Component::Cache, Level::Warning, msg); }
+void info(const std::string& msg) { process_logger().log(Component::Cache, Level::Info, msg); }
+
+/// Reads a whole file through `fd`. Returns false on a read error.
+bool read_fd(int fd, std::string* out) {
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) return true;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    out->append(buf, size_t(n));
+  }
+}
+
+bool write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
+/// Checks an entry's bytes and decompresses its payload. Returns "" when it checks out, else
+/// why not. Memory grows with the frame's actual output, never with a size read from the file.
+std::string decode_entry(const std::string& bytes, const std::string& key, std::string* payload) {
+  if (bytes.size() < kHeaderSize) return "shorter than its header";
+  const char* h = bytes.data();
+  if (std::memcmp(h, kMagic, sizeof kMagic) != 0) return "bad magic";
+  if (get_u32(h + 8) != kFormatVersion) return "format version " + std::to_string(get_u32(h + 8));
+  if (get_u32(h + 12) != kHeaderSize) return "bad header size";
+  if (std::string(h + 16, kKeyDigits) != key) return "holds another key";
+  const uint64_t size = get_u64(h + 48), checksum = get_u64(h + 56);
+
+  ZSTD_DCtx* dctx = ZSTD_createDCtx();
+  if (!dctx) return "cannot allocate a zstd context";
+  ZSTD_inBuffer in{bytes.data() + kHeaderSize, bytes.size() - kHeaderSize, 0};
+  std::string out;
+  std::string chunk(ZSTD_DStreamOutSize(), '\0');
+  std::string why;
+  for (;;) {
+    ZSTD_outBuffer o{chunk.data(), chunk.size(), 0};
+    size_t ret = ZSTD_decompressStream(dctx, &o, &in);
+    if (ZSTD_isError(ret)) {
+      why = std::string("corrupt zstd frame: ") + ZSTD_getErrorName(ret);
+      break;
+    }
+    if (out.size() + o.pos > size) {
+      why = "payload larger than its header says";
+      break;
+    }
+    out.append(chunk.data(), o.pos);
+    if (ret == 0) { // the frame is complete
+      if (in.pos < in.size) why = "trailing bytes after the zstd frame";
+      break;
+    }
+    if (in.pos == in.size && o.pos < o.size) {
+      why = "truncated zstd frame";
+      break;
+    }
+  }
+  ZSTD_freeDCtx(dctx);
+  if (!why.empty()) return why;
+  if (out.size() != size) return "payload smaller than its header says";
+  if (XXH3_64bits(out.data(), out.size()) != checksum) return "checksum mismatch";
+  *payload = std::move(out);
+  return "";
+}
+
+/// Removes temporary files that writers killed mid-store left in `folder`.
+void remove_stale_temps(const fs::path& folder) {
+  std::error_code ec;
+  auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.find(".tmp-") == std::string::npos) continue;
+    std::error_code tec;
+    auto t = fs::last_write_time(it->path(), tec);
+    if (!tec && now - t > kStaleTemp) fs::remove(it->path(), tec);
+  }
+}
+
+} // namespace
+
+std::string content_digest(std::string_view bytes) {
+  return hex128(XXH3_128bits(bytes.data(), bytes.size()));
+}
+
+std::string file_digest(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path, std::string("cannot read: ") + std::strerror(errno));
+  XXH3_state_t* st = XXH3_createState();
+  assert(st && "XXH3_createState failed");
+  XXH3_128bits_reset(st);
+  std::string buf(1 << 20, '\0');
+  bool ok = true;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ok = false;
+      break;
+    }
+    XXH3_128bits_update(st, buf.data(), size_t(n));
+  }
+  int err = errno;
+  ::close(fd);
+  std::string digest = hex128(XXH3_128bits_digest(st));
+  XXH3_freeState(st);
+  if (!ok) throw Error(path, std::string("cannot read: ") + std::strerror(err));
+  return digest;
+}
+
+CacheKeyBuilder::CacheKeyBuilder() { add("cache-entry-format", std::to_string(kFormatVersion)); }
+
+CacheKeyBuilder& CacheKeyBuilder::add(std::string_view name, std::string_view value) {
+  for (std::string_view part : {name, value}) {
+    char len[8];
+    put_u64(len, part.size());
+    stream_.append(len, sizeof len);
+    stream_.append(part);
+  }
+  description_ += std::string(name) + "=" + std::string(value) + "\n";
+  return *this;
+}
+
+CacheKeyBuilder& CacheKeyBuilder::add_file(std::string_view name, const std::string& path) {
+  return add(name, file_digest(path));
+}
+
+std::string CacheKeyBuilder::key() const { return content_digest(stream_); }
+
+namespace {
+
+// The digest of the running fxc executable, computed once per process.
+const std::string& fxc_binary_digest() {
+  static const std::string digest = file_digest("/proc/self/exe");
+  return digest;
+}
+
+} // namespace
+
+CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
+                                  const std::string& target, const Graph& g,
+                                  const std::vector<std::string>& external_files) {
+  CacheKeyBuilder k;
+  k.add("fxc", FXC_VERSION);
+  // The binary itself: a rebuilt fxc with changed code never reuses an older build's entries,
+  // while a rebuild of an unchanged tree (the same bytes) keeps them.
+  k.add("fxc-binary", fxc_binary_digest());
+  k.add("product", product);
+  k.add("target", target);
+  k.add("backend", backend_name(o.backend));
+  k.add("device", o.device == DeviceKind::Cuda ? "cuda" : "cpu");
+  k.add("mode", o.mode == Mode::Train ? "train" : "inference");
+  if (o.device == DeviceKind::Cuda) k.add("cuda-arch", o.cuda_arch);
+  k.add("inject-bug", o.inject_bug);
+  k.add("allow-tf32", o.allow_tf32 ? "1" : "0");
+  k.add("max-autotune", o.max_autotune ? "1" : "0");
+  k.add("verify-each", o.verify_each ? "1" : "0");
+  for (const std::string& p : o.plugins) k.add_file("plugin", p);
+  k.add_file("graph", o.input);
+  for (const std::string& f : external_files) k.add_file("weights", f);
+  k.add("name", g.name);
+  for (const GraphInput& in : g.inputs) {
+    if (in.kind != InputKind::UserInput) continue;
+    const Value& v = g.values[in.value];
+    k.add("input", v.name + " " + format_meta_with_strides(v.meta));
+  }
+  return k;
+}
+
+std::string code_target(const Options& o) {
+  if (o.backend != Backend::Inductor) return "reference interpreter";
+  if (o.device == DeviceKind::Cuda) return "nvptx64-nvidia-cuda " + o.cuda_arch;
+#ifdef FXC_HAVE_CODEGEN
+  return host_cpu_description();
+#else
+  return "no code generator";
+#endif
+}
+
+CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
+                                   const std::vector<std::string>& external_files,
+                                   bool debug_trace) {
+  CompileCacheUse u{CompileCache(cache_directory(o)), "", true};
+  if (!u.cache.enabled()) return u;
+  try {
+    fxc_binary_digest();
+  } catch (const Error& e) {
+    warn(std::string(e.what()) + "; the compile cache is off");
+    return {CompileCache(""), "", false};
+  }
+  CacheKeyBuilder k = compile_cache_key(o, "fxo", code_target(o), g, external_files);
+  u.key = k.key();
+  Logger& log = process_logger();
+  if (log.enabled(Component::Cache, Level::Debug))
+    log.log(Component::Cache, Level::Debug, "key " + u.key + " of:\n" + k.description());
+  // The artifacts a compile prints (not guards or recompiles, which the driver prints itself).
+  std::string asked = debug_trace ? "a debug trace" : "";
+  for (Artifact a : {Artifact::GraphBreaks, Artifact::AotGraphs, Artifact::IrPreFusion,
+                     Artifact::IrPostFusion, Artifact::OutputCode, Artifact::Fusion,
+                     Artifact::Schedule, Artifact::PerfHints})
+    if (asked.empty() && log.enabled(a)) asked = "--log=" + std::string(artifact_name(a));
+  if (!asked.empty()) {
+    u.lookup = false;
+    log.log(Component::Cache, Level::Info,
+            "not looking up " + u.key + ": " + asked + " needs the compile to run");
+  }
+  return u;
+}
+
+std::string cache_directory(const Options& o) {
+  if (o.no_cache) return "";
+  if (!o.cache_dir.empty()) return o.cache_dir;
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (std::string d = env("FXC_CACHE_DIR"); !d.empty()) return d;
+  // The XDG base directory spec: a relative $XDG_CACHE_HOME is invalid and ignored.
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty() && d[0] == '/') return d + "/fxc";
+  if (std::string d = env("HOME"); !d.empty()) return d + "/.cache/fxc";
+  return "";
+}
+
+std::string CompileCache::entry_path(const std::string& key) const {
+  assert(is_key(key) && "cache keys are 32 hex digits");
+  return dir_ + "/" + key.substr(0, 2) + "/" + key + ".entry";
+}
+
+std::optional<std::string> CompileCache::lookup(const std::string& key) const {
+  if (!enabled()) return std::nullopt;
+  const std::string path = entry_path(key);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT && errno != ENOTDIR) warn("cannot read " + path + ": " + std::strerror(errno));
+    info("miss " + key);
+    return std::nullopt;
+  }
+  struct stat st {};
+  std::string bytes;
+  bool ok = ::fstat(fd, &st) == 0 && read_fd(fd, &bytes);
+  ::close(fd);
+  if (!ok) {
+    warn("cannot read " + path + ": " + std::strerror(errno));
+    info("miss " + key);
+    return std::nullopt;
+  }
+  std::string payload;
+  if (std::string why = decode_entry(bytes, key, &payload); !why.empty()) {
+    // Remove the entry only if it is still the file that was read: a writer may have renamed a
+    // good entry into place meanwhile.
+    struct stat now {};
+    if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+      ::unlink(path.c_str());
+    warn("discarding corrupt entry " + path + " (" + why + "); it will be rebuilt");
+    info("miss " + key);
+    return std::nullopt;
+  }
+  info("hit " + key + " (" + std::to_string(payload.size()) + " bytes)");
+  return payload;
+}
+
+bool CompileCache::store(const std::string& key, std::string_view payload) const {
+  if (!enabled()) return false;
+  const fs::path final_path = entry_path(key);
+  const fs::path folder = final_path.parent_path();
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) {
+    warn("cannot create " + folder.string() + ": " + ec.message() + "; not stored");
+    return false;
+  }
+
+  std::string entry(kHeaderSize, '\0');
+  std::memcpy(entry.data(), kMagic, sizeof kMagic);
+  put_u32(entry.data() + 8, kFormatVersion);
+  put_u32(entry.data() + 12, kHeaderSize);
+  std::memcpy(entry.data() + 16, key.data(), kKeyDigits);
+  put_u64(entry.data() + 48, payload.size());
+  put_u64(entry.data() + 56, XXH3_64bits(payload.data(), payload.size()));
+  entry.resize(kHeaderSize + ZSTD_compressBound(payload.size()));
+  size_t n = ZSTD_compress(entry.data() + kHeaderSize, entry.size() - kHeaderSize, payload.data(),
+                           payload.size(), ZSTD_CLEVEL_DEFAULT);
+  if (ZSTD_isError(n)) {
+    warn(std::string("cannot compress an entry: ") + ZSTD_getErrorName(n) + "; not stored");
+    return false;
+  }
+  entry.resize(kHeaderSize + n);
+
+  // A name no other writer uses (pid + random), created exclusively, in the entry's folder so
+  // that the rename stays within one file system.
+  std::random_device rd;
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    char suffix[64];
+    std::snprintf(suffix, sizeof suffix, ".tmp-%ld-%08x", long(::getpid()), unsigned(rd()));
+    tmp = final_path.string() + suffix;
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    warn("cannot create a temporary file in " + folder.string() + ": " + std::strerror(errno) +
+         "; not stored");
+    return false;
+  }
+  bool ok = write_all(fd, entry.data(), entry.size());
+  int err = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    warn("cannot write " + final_path.string() + ": " + std::strerror(err) + "; not stored");
+    return false;
+  }
+  remove_stale_temps(folder);
+  info("stored " + key + " (" + std::to_string(payload.size()) + " bytes, " +
+       std::to_string(entry.size()) + " in the entry)");
+  return true;
+}
+
+} // namespace fxc

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The compile cache: a cold compile stores one entry and a warm one hits it with the same bytes;
+# parallel compiles of one graph into one fresh cache all succeed and leave one entry; corrupt
+# entries are discarded and rebuilt; --no-cache, --cache-dir, FXC_CACHE_DIR and XDG_CACHE_HOME;
+# every input of the key misses when it changes. Usage: cache.sh <fxc>
+set -u
+fxc=$1
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fx=$src/test/fixtures
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+unset FXC_CACHE_DIR FXC_LOGS FXC_LOGS_OUT FXC_COMPILE_DEBUG
+export HOME=$tmp/home XDG_CACHE_HOME= # the default cache must not be the user's
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+check() { # check <description> <expected status> <command...>
+  local desc=$1 want=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  if [ "$got" -ne "$want" ]; then
+    bad "$desc: exit $got, want $want"; sed 's/^/     /' "$tmp/err" | head -5
+  else ok "$desc"; fi
+}
+has() { # has <description> <file> <substring>
+  if grep -qF -- "$3" "$2"; then ok "$1"; else bad "$1: '$3' not in $2"; head -5 "$2" | sed 's/^/     /'; fi
+}
+hasnt() { # hasnt <description> <file> <substring>
+  if grep -qF -- "$3" "$2"; then bad "$1: '$3' in $2"; else ok "$1"; fi
+}
+same() { # same <description> <file> <file>
+  if cmp -s "$2" "$3"; then ok "$1"; else bad "$1: $2 and $3 differ"; fi
+}
+entries() { find "$1" -name '*.entry' 2>/dev/null | wc -l; }
+temps() { find "$1" -name '*.tmp-*' 2>/dev/null | wc -l; }
+ms() { date +%s%N | cut -c1-13; }
+
+g=$fx/mlp.pt2
+c=$tmp/c
+args=(--device=cpu --backend=inductor)
+
+# Cold, then warm: a miss that stores, then a hit that writes the same bytes.
+check "cold compile" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache -o "$tmp/cold.fxo" "$g"
+has "cold compile misses" "$tmp/err" "[fxc:cache] info: miss "
+has "cold compile stores" "$tmp/err" "[fxc:cache] info: stored "
+[ "$(entries "$c")" -eq 1 ] && ok "one entry after a cold compile" || bad "entries: $(entries "$c")"
+t0=$(ms)
+check "warm compile" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache -o "$tmp/warm.fxo" "$g"
+t1=$(ms)
+has "warm compile hits" "$tmp/err" "[fxc:cache] info: hit "
+hasnt "warm compile does not store" "$tmp/err" "stored"
+same "a hit writes the bytes the compile wrote" "$tmp/cold.fxo" "$tmp/warm.fxo"
+check "--no-cache compile" 0 "$fxc" "${args[@]}" --no-cache --log=+cache -o "$tmp/nocache.fxo" "$g"
+same "the cache changes no byte of the artifact" "$tmp/cold.fxo" "$tmp/nocache.fxo"
+hasnt "--no-cache does not look up" "$tmp/err" "[fxc:cache]"
+echo "     warm hit: $((t1 - t0)) ms for the whole fxc process"
+[ $((t1 - t0)) -lt 2000 ] && ok "a warm hit takes under 2 s" || bad "warm hit took $((t1 - t0)) ms"
+check "--run hits too" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache --run \
+  --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors" --rtol=1e-3 --atol=1e-4 "$g"
+has "--run hits the artifact the default action stored" "$tmp/err" "[fxc:cache] info: hit "
+[ "$(entries "$c")" -eq 1 ] && ok "still one entry" || bad "entries: $(entries "$c")"
+
+# Parallel compiles of one graph into one fresh cache: all succeed, same bytes, one entry.
+p=$tmp/par
+pids=()
+for i in 1 2 3 4 5 6; do
+  "$fxc" "${args[@]}" --cache-dir="$p" -o "$tmp/par$i.fxo" "$g" >"$tmp/par$i.log" 2>&1 &
+  pids+=($!)
+done
+pfail=0
+for i in 0 1 2 3 4 5; do wait "${pids[$i]}" || { pfail=1; cat "$tmp/par$((i + 1)).log"; }; done
+[ $pfail -eq 0 ] && ok "6 parallel compiles all exit 0" || bad "a parallel compile failed"
+for i in 2 3 4 5 6; do
+  cmp -s "$tmp/par1.fxo" "$tmp/par$i.fxo" || { bad "parallel output $i differs"; pfail=1; }
+done
+same "parallel outputs are the artifact" "$tmp/cold.fxo" "$tmp/par1.fxo"
+[ "$(entries "$p")" -eq 1 ] && ok "exactly one entry after parallel compiles" || bad "entries: $(entries "$p")"
+[ "$(temps "$p")" -eq 0 ] && ok "no temporary files left" || bad "temporary files: $(find "$p" -name '*.tmp-*')"
+[ "$(find "$p" -type f | wc -l)" -eq 1 ] && ok "nothing else in the cache" || bad "files: $(find "$p" -type f)"
+
+# Corrupt entries: each is discarded with a warning (shown without --log) and rebuilt.
+entry=$(find "$c" -name '*.entry')
+size=$(stat -c %s "$entry")
+corrupt() { # corrupt <description> <command that damages $entry>
+  local desc=$1; shift
+  "$@"
+  check "compile over a $desc entry" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache -o "$tmp/re.fxo" "$g"
+  has "a $desc entry is discarded" "$tmp/err" "discarding corrupt entry"
+  has "a $desc entry is rebuilt" "$tmp/err" "[fxc:cache] info: stored "
+  same "the rebuilt artifact is the artifact ($desc)" "$tmp/cold.fxo" "$tmp/re.fxo"
+  check "then it hits ($desc)" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache -o "$tmp/re2.fxo" "$g"
+  has "the rebuilt entry hits ($desc)" "$tmp/err" "[fxc:cache] info: hit "
+}
+corrupt "truncated" truncate -s $((size / 2)) "$entry"
+corrupt "byte-flipped" sh -c "printf '\\377\\377\\377\\377' | dd of='$entry' bs=1 seek=$((size - 100)) conv=notrunc status=none"
+corrupt "empty" truncate -s 0 "$entry"
+check "a corrupt entry warns without --log" 0 sh -c "truncate -s 10 '$entry' && '$fxc' ${args[*]} --cache-dir='$c' -o '$tmp/re.fxo' '$g'"
+has "the warning names the entry" "$tmp/err" "[fxc:cache] warning: discarding corrupt entry $entry"
+
+# --no-cache writes nothing; FXC_CACHE_DIR, --cache-dir over it, XDG_CACHE_HOME, HOME.
+check "--no-cache" 0 "$fxc" "${args[@]}" --no-cache --cache-dir="$tmp/nc" -o "$tmp/x.fxo" "$g"
+[ ! -e "$tmp/nc" ] && ok "--no-cache leaves no cache" || bad "--no-cache wrote $tmp/nc"
+check "FXC_CACHE_DIR" 0 env FXC_CACHE_DIR="$tmp/env" "$fxc" "${args[@]}" -o "$tmp/x.fxo" "$g"
+[ "$(entries "$tmp/env")" -eq 1 ] && ok "FXC_CACHE_DIR holds the entry" || bad "FXC_CACHE_DIR: no entry"
+check "--cache-dir over FXC_CACHE_DIR" 0 env FXC_CACHE_DIR="$tmp/env2" "$fxc" "${args[@]}" --cache-dir="$tmp/flag" -o "$tmp/x.fxo" "$g"
+[ ! -e "$tmp/env2" ] && [ "$(entries "$tmp/flag")" -eq 1 ] && ok "--cache-dir wins" || bad "--cache-dir did not win"
+check "XDG_CACHE_HOME" 0 env XDG_CACHE_HOME="$tmp/xdg" "$fxc" "${args[@]}" -o "$tmp/x.fxo" "$g"
+[ "$(entries "$tmp/xdg/fxc")" -eq 1 ] && ok "\$XDG_CACHE_HOME/fxc holds the entry" || bad "XDG: no entry"
+check "HOME" 0 "$fxc" "${args[@]}" -o "$tmp/x.fxo" "$g"
+[ "$(entries "$HOME/.cache/fxc")" -eq 1 ] && ok "~/.cache/fxc holds the entry" || bad "HOME: no entry"
+
+# Every input of the key: flags, the graph's bytes, its external weights, its name.
+k=$tmp/k
+key_of() { "$fxc" "${args[@]}" --cache-dir="$k" --log=+cache "$@" 2>&1 >/dev/null | sed -n 's/.*info: \(miss\|hit\) \([0-9a-f]*\).*/\2/p' | head -1; }
+mkdir -p "$tmp/w" && "$fxc" --emit=fxg -o "$tmp/w/block.fxg" "$fx/block.pt2"
+base=$(key_of -o "$tmp/k.fxo" "$tmp/w/block.fxg")
+[ -n "$base" ] && ok "the key is logged" || bad "no key logged"
+[ "$(key_of -o "$tmp/k.fxo" "$tmp/w/block.fxg")" = "$base" ] && ok "the same compile has the same key" || bad "key not stable"
+[ "$(key_of -o "$tmp/other.fxo" "$tmp/w/block.fxg")" = "$base" ] && ok "the output name is not in the key" || bad "-o changed the key"
+for flags in "--backend=eager" "--mode=train" "--inject-bug=relu:accuracy" "--verify-each" "--device=cuda"; do
+  [ "$(key_of $flags -o "$tmp/k.fxo" "$tmp/w/block.fxg")" != "$base" ] && ok "$flags changes the key" || bad "$flags does not change the key"
+done
+cp "$tmp/w/block.safetensors" "$tmp/w/block.safetensors.orig"
+python3 - "$tmp/w/block.safetensors" <<'EOF'
+import sys
+p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[-1] ^= 1; open(p, 'wb').write(b)
+EOF
+[ "$(key_of -o "$tmp/k.fxo" "$tmp/w/block.fxg")" != "$base" ] && ok "changed external weights change the key" || bad "weights not in the key"
+cp "$tmp/w/block.safetensors.orig" "$tmp/w/block.safetensors"
+printf '\n' >> "$tmp/w/block.fxg"
+[ "$(key_of -o "$tmp/k.fxo" "$tmp/w/block.fxg")" != "$base" ] && ok "a changed graph file changes the key" || bad "graph bytes not in the key"
+cp "$tmp/w/block.fxg" "$tmp/w/renamed.fxg"
+[ "$(key_of -o "$tmp/k.fxo" "$tmp/w/renamed.fxg")" != "$(key_of -o "$tmp/k.fxo" "$tmp/w/block.fxg")" ] && ok "the graph's name is in the key" || bad "name not in the key"
+
+# A cache that cannot be written (here: its parent is a file) is not an error of the compile.
+echo x > "$tmp/file"
+check "unwritable cache" 0 "$fxc" "${args[@]}" --cache-dir="$tmp/file/c" -o "$tmp/x.fxo" "$g"
+has "an unwritable cache warns" "$tmp/err" "not stored"
+same "and the artifact is written all the same" "$tmp/cold.fxo" "$tmp/x.fxo"
+
+if [ $fail -eq 0 ]; then echo "cache: all passed"; else echo "cache: FAILED"; fi
+exit $fail
