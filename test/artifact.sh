@@ -51,6 +51,16 @@ expect_ok "--run eager.fxo --expect" "$fxc" --run eager.fxo --inputs "$fx/embed.
 expect_ok "--run x.fxo equals --run x.pt2 (random inputs)" "$fxc" --run mlp.fxo --expect from_pt2.safetensors --rtol 0 --atol 0
 expect_ok "--bench x.fxo" "$fxc" --bench mlp.fxo
 
+# A CUDA artifact (PTX) is built without a device, deterministically; without a device, running
+# it is a clean error (test/gpu/e2e/artifact_cuda.sh runs it on a GPU).
+expect_ok "--device=cuda artifact without a device" "$fxc" --device=cuda "$fx/block.pt2" -o cuda.fxo
+expect_ok "--device=cuda artifact again" "$fxc" --device=cuda "$fx/block.pt2" -o cuda2.fxo
+cmp -s cuda.fxo cuda2.fxo && ok "cuda: identical bytes" || bad "cuda: identical bytes"
+if out=$("$fxc" --run cuda.fxo --inputs "$fx/block.io.safetensors" --expect "$fx/block.io.safetensors" 2>&1); then
+  ok "--run cuda.fxo (a GPU is present)"
+elif grep -qF "cuda.fxo: error: no CUDA driver/device" <<<"$out"; then ok "--run cuda.fxo without a GPU: clean error"
+else bad "--run cuda.fxo" "$out"; fi
+
 # Corrupt, truncated, foreign and newer files.
 cp "$fx/mlp.pt2" foreign.fxo
 expect_error "foreign file" 1 "foreign.fxo: error: not an fxc artifact" "$fxc" --run foreign.fxo
