@@ -58,13 +58,16 @@ bool plain_tensor_returns(std::string_view rets, size_t* count) {
 
 const char* kind_of(ArgType t) {
   switch (t) {
-  case ArgType::Tensor: return nullptr;
+  case ArgType::Tensor:
+    return nullptr;
   case ArgType::Int:
   case ArgType::SymInt:
   case ArgType::Float:
   case ArgType::Bool:
-  case ArgType::Scalar: return "scalar";
-  default: return "unsupported";
+  case ArgType::Scalar:
+    return "scalar";
+  default:
+    return "unsupported";
   }
 }
 
@@ -206,8 +209,7 @@ std::vector<const CustomOp*> custom_ops() {
 
 std::string unknown_op_message(std::string_view target) {
   std::string t(target);
-  if (t.rfind("aten.", 0) == 0 || t.find('.') == std::string::npos)
-    return "unknown op '" + t + "'";
+  if (t.rfind("aten.", 0) == 0 || t.find('.') == std::string::npos) return "unknown op '" + t + "'";
   // "mylib.foo.default" -> "mylib::foo"
   size_t d1 = t.find('.'), d2 = t.find('.', d1 + 1);
   std::string shown = t.substr(0, d1) + "::" + t.substr(d1 + 1, d2 - d1 - 1);
@@ -231,10 +233,9 @@ fxc_op_args custom_op_args(const CustomOp& op, const std::vector<Arg>& args,
         throw std::invalid_argument("argument '" + s.name + "' has no tensor");
       const TensorMeta& m = *tensors[t++];
       if (m.sizes.size() > FXC_PLUGIN_MAX_DIMS)
-        throw std::invalid_argument("argument '" + s.name + "' has " +
-                                    std::to_string(m.sizes.size()) +
-                                    " dimensions; plugins take at most " +
-                                    std::to_string(FXC_PLUGIN_MAX_DIMS));
+        throw std::invalid_argument(
+            "argument '" + s.name + "' has " + std::to_string(m.sizes.size()) +
+            " dimensions; plugins take at most " + std::to_string(FXC_PLUGIN_MAX_DIMS));
       fxc_tensor_desc& d = a.inputs[a.num_inputs++];
       d.dtype = to_plugin_dtype(m.dtype);
       d.ndim = int32_t(m.sizes.size());
@@ -275,21 +276,20 @@ std::vector<TensorMeta> custom_op_output_metas(const CustomOp& op, const fxc_op_
   char err[FXC_PLUGIN_ERROR_SIZE] = {0};
   if (op.shape(&a, n, outs, err) != 0) {
     err[FXC_PLUGIN_ERROR_SIZE - 1] = 0;
-    throw std::invalid_argument(std::string(op.name) + " shape function: " +
-                                (err[0] ? err : "failed without a message"));
+    throw std::invalid_argument(std::string(op.name) +
+                                " shape function: " + (err[0] ? err : "failed without a message"));
   }
   std::vector<TensorMeta> metas;
   for (int32_t i = 0; i < n; ++i) {
     const fxc_tensor_desc& d = outs[i];
     auto bad = [&](const std::string& what) {
-      return std::invalid_argument(op.name + " shape function: output " + std::to_string(i) +
-                                   " " + what);
+      return std::invalid_argument(op.name + " shape function: output " + std::to_string(i) + " " +
+                                   what);
     };
     TensorMeta m;
     if (!from_plugin_dtype(d.dtype, &m.dtype))
       throw bad("has unknown dtype code " + std::to_string(d.dtype));
-    if (d.ndim < 0 || d.ndim > FXC_PLUGIN_MAX_DIMS)
-      throw bad("has rank " + std::to_string(d.ndim));
+    if (d.ndim < 0 || d.ndim > FXC_PLUGIN_MAX_DIMS) throw bad("has rank " + std::to_string(d.ndim));
     int64_t numel = 1;
     for (int32_t k = 0; k < d.ndim; ++k) {
       if (d.sizes[k] < 0) throw bad("has a negative size");

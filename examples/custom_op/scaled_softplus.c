@@ -91,13 +91,13 @@ static const char kPtx[] =
     "  shl.b64 %rd6, %rd4, 2;\n"
     "  add.u64 %rd7, %rd1, %rd6;\n"
     "  ld.global.f32 %f2, [%rd7];\n"
-    "  mul.f32 %f3, %f2, %f1;\n"                /* t = beta * x */
-    "  setp.gt.f32 %p2, %f3, 0f41A00000;\n"     /* t > 20 */
-    "  mul.f32 %f4, %f3, 0f3FB8AA3B;\n"         /* t * log2(e) */
-    "  ex2.approx.f32 %f5, %f4;\n"              /* exp(t) */
-    "  add.f32 %f6, %f5, 0f3F800000;\n"         /* 1 + exp(t) */
+    "  mul.f32 %f3, %f2, %f1;\n"            /* t = beta * x */
+    "  setp.gt.f32 %p2, %f3, 0f41A00000;\n" /* t > 20 */
+    "  mul.f32 %f4, %f3, 0f3FB8AA3B;\n"     /* t * log2(e) */
+    "  ex2.approx.f32 %f5, %f4;\n"          /* exp(t) */
+    "  add.f32 %f6, %f5, 0f3F800000;\n"     /* 1 + exp(t) */
     "  lg2.approx.f32 %f7, %f6;\n"
-    "  mul.f32 %f8, %f7, 0f3F317218;\n"         /* log(1 + exp(t)) */
+    "  mul.f32 %f8, %f7, 0f3F317218;\n" /* log(1 + exp(t)) */
     "  div.rn.f32 %f9, %f8, %f1;\n"
     "  selp.f32 %f9, %f2, %f9, %p2;\n"
     "  add.u64 %rd7, %rd2, %rd6;\n"
@@ -130,7 +130,8 @@ static int load_kernel(char* error) {
     if (!load || !get || !g_launch) {
       set_error(error, "cannot open libcuda.so.1");
       rc = 1;
-    } else if ((e = load(&module, kPtx)) != 0 || (e = get(&g_function, module, "scaled_softplus_f32")) != 0) {
+    } else if ((e = load(&module, kPtx)) != 0 ||
+               (e = get(&g_function, module, "scaled_softplus_f32")) != 0) {
       snprintf(error, FXC_PLUGIN_ERROR_SIZE, "loading the PTX failed (CUresult %d)", e);
       g_function = NULL;
       rc = 1;

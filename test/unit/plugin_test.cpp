@@ -22,8 +22,7 @@ using namespace fxc::testing;
 namespace {
 
 // unittest::scale_add(x, y, a) = a * x + y; x and y of equal shape and dtype (f32 or f64).
-int sa_shape(const fxc_op_args* args, int32_t num_outputs, fxc_tensor_desc* outputs,
-             char* error) {
+int sa_shape(const fxc_op_args* args, int32_t num_outputs, fxc_tensor_desc* outputs, char* error) {
   const fxc_tensor_desc &x = args->inputs[0], &y = args->inputs[1];
   if (x.dtype != y.dtype || x.ndim != y.ndim ||
       std::memcmp(x.sizes, y.sizes, sizeof(int64_t) * size_t(x.ndim)) != 0) {
@@ -44,8 +43,8 @@ int sa_cpu(const fxc_op_args* args, const void* const* in, void* const* out, cha
   const double a = args->scalars[0].f;
   if (args->inputs[0].dtype == FXC_DTYPE_F64) {
     for (int64_t i = 0; i < n; ++i)
-      static_cast<double*>(out[0])[i] = a * static_cast<const double*>(in[0])[i] +
-                                        static_cast<const double*>(in[1])[i];
+      static_cast<double*>(out[0])[i] =
+          a * static_cast<const double*>(in[0])[i] + static_cast<const double*>(in[1])[i];
   } else {
     for (int64_t i = 0; i < n; ++i)
       static_cast<float*>(out[0])[i] =
@@ -68,7 +67,8 @@ void ensure_registered() {
   static bool done = [] {
     std::vector<CustomOp> ops(2);
     std::string err;
-    fxc_op_desc d = desc("unittest::scale_add", "scale_add(Tensor x, Tensor y, float a=2) -> Tensor");
+    fxc_op_desc d =
+        desc("unittest::scale_add", "scale_add(Tensor x, Tensor y, float a=2) -> Tensor");
     REQUIRE_MESSAGE(make_custom_op(d, "test", &ops[0], &err), err);
     fxc_op_desc f = desc("unittest::fails", "fails(Tensor x, Tensor y, float a=2) -> Tensor");
     f.cpu = failing_cpu;
@@ -154,7 +154,8 @@ TEST_CASE("plugin: registered ops are found by every spelling; duplicates are re
 
 TEST_CASE("plugin: a missing or foreign library is a clear error") {
   CHECK_THROWS_WITH_AS(load_plugin("/nonexistent/libnothing.so"),
-                       "/nonexistent/libnothing.so: error: cannot load plugin: no such file", Error);
+                       "/nonexistent/libnothing.so: error: cannot load plugin: no such file",
+                       Error);
   // A file that is not a shared library.
   std::string path = std::string(FXC_SOURCE_DIR) + "/examples/custom_op/softplus.fxg";
   CHECK_THROWS_WITH_AS(load_plugin(path), doctest::Contains("cannot load plugin: "), Error);
@@ -218,7 +219,8 @@ TEST_CASE("plugin: inductor fuses the pointwise ops around a custom op's extern 
   std::vector<Tensor> want = interpret(tg.g, tg.inputs);
   REQUIRE(got.size() == 1);
   std::vector<double> g = got[0].to_vector(), w = want[0].to_vector();
-  for (size_t i = 0; i < g.size(); ++i) CHECK(std::abs(g[i] - w[i]) <= 1e-5 + 1e-4 * std::abs(w[i]));
+  for (size_t i = 0; i < g.size(); ++i)
+    CHECK(std::abs(g[i] - w[i]) <= 1e-5 + 1e-4 * std::abs(w[i]));
 }
 
 TEST_CASE("plugin: training through a custom op is refused, naming the node") {
