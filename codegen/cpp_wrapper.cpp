@@ -1,6 +1,7 @@
 // output_code.cpp rendering: the host plan as straight-line C++ calling the generated kernels.
 #include "codegen/cpp_wrapper.h"
 
+#include "frontend/custom_ops.h"
 #include "frontend/fxg.h"
 
 #include <cassert>
@@ -117,6 +118,7 @@ std::string render_fallback(const PlanExtern& e, int index, const Plan& plan) {
 std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
   std::ostringstream s;
   std::vector<int> fallbacks;
+  std::vector<std::string> custom; // custom ops among the fallbacks (plugins loaded by main)
   for (int i = 0; i < int(plan.externs.size()); ++i)
     if (plan.externs[i].kind == PlanExtern::Kind::Fallback) fallbacks.push_back(i);
   s << "// output_code.cpp: the host plan of " << (source.empty() ? "<graph>" : source)
@@ -135,6 +137,11 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
     s << "; add\n"
       << "//   -DFXC_WITH_RUNTIME -I<fxc source> <fxc build>/libfxc_runtime.a <fxc "
          "build>/libfxc_frontend.a -lzstd -lzip\n";
+    for (auto& op : ops)
+      if (find_custom_op(op)) custom.push_back(op);
+    if (!custom.empty())
+      s << "// and run it with FXC_PLUGINS=<lib.so>[:<lib.so>...] naming the plugins of its "
+           "custom ops.\n";
   }
   s << "// Inputs and weights are seeded random values; the program prints its median time.\n\n";
   s << "#include <algorithm>\n#include <atomic>\n#include <chrono>\n#include <cstdint>\n"
@@ -146,6 +153,8 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
          "top)\"\n"
       << "#endif\n"
       << "#include \"frontend/import.h\"\n#include \"runtime/interpreter.h\"\n#include <fstream>\n";
+    if (!custom.empty())
+      s << "#include \"frontend/diag.h\"\n#include \"runtime/plugin.h\"\n#include <string>\n";
   }
   s << "\nusing KernelFn = void (*)(void* const*, int64_t, int64_t);\n";
   std::set<std::string> declared;
@@ -257,6 +266,20 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
   s << "int main(int argc, char** argv) {\n"
     << "  int runs = argc > 1 ? std::atoi(argv[1]) : 20;\n"
     << "  if (runs < 1) runs = 1;\n";
+  if (!custom.empty())
+    s << "  // The plugins of the custom ops, from FXC_PLUGINS (colon-separated).\n"
+      << "  try {\n"
+      << "    const char* env = std::getenv(\"FXC_PLUGINS\");\n"
+      << "    std::string libs = env ? env : \"\";\n"
+      << "    for (size_t b = 0; b < libs.size();) {\n"
+      << "      size_t e = std::min(libs.find(':', b), libs.size());\n"
+      << "      if (e > b) fxc::load_plugin(libs.substr(b, e - b));\n"
+      << "      b = e + 1;\n"
+      << "    }\n"
+      << "  } catch (const fxc::Error& e) {\n"
+      << "    std::fprintf(stderr, \"%s\\n\", e.what());\n"
+      << "    return 1;\n"
+      << "  }\n";
   int seed = 0;
   for (size_t i = 0; i < plan.input_slots.size(); ++i) {
     int sl = plan.input_slots[i];

@@ -66,6 +66,17 @@ has "perf hint for the custom op" "$tmp/err" \
 if grep -q "graph_breaks" "$tmp/err"; then echo "FAIL the custom op is logged as a graph break"; fail=1
 else echo "ok   the custom op is not a graph break"; fi
 
+# output_code.cpp of the graph builds against fxc's runtime and loads the plugin from FXC_PLUGINS.
+llc=$(command -v llc-19 || echo /usr/lib/llvm-19/bin/llc)
+bdir=$(dirname "$fxc")
+gdir=$(dirname "$(find "$tmp/dbg" -name output_code.cpp | head -n 1)")
+if (cd "$gdir" && for f in kernels/*.ll; do "$llc" -O2 -filetype=obj -relocation-model=pic "$f" -o "${f%.ll}.o" || exit 1; done &&
+    g++ -std=c++20 -O1 -DFXC_WITH_RUNTIME -I"$src" -I"$src/include" output_code.cpp kernels/*.o \
+      "$bdir/libfxc_runtime.a" "$bdir/libfxc_frontend.a" -lzstd -lzip -lopenblas -lpthread -ldl -o model) >"$tmp/out" 2>&1; then
+  check "output_code.cpp runs with FXC_PLUGINS" 0 env FXC_PLUGINS="$so" "$gdir/model" 2
+  has "output_code.cpp prints its time" "$tmp/out" "median"
+else echo "FAIL building output_code.cpp"; head -20 "$tmp/out" | sed 's/^/     /'; fail=1; fi
+
 # The op survives --emit=fxg and the result runs again.
 check "--emit=fxg keeps the custom op" 0 "$fxc" --plugin="$so" --emit=fxg -o "$tmp/rt.fxg" "$ex/softplus.fxg"
 has "emitted target" "$tmp/rt.fxg" '"mylib.scaled_softplus.default"'
