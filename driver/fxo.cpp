@@ -1,4 +1,5 @@
-// The driver's side of .fxo artifacts: from a Compilation to an CompiledArtifact, and `fxc --run x.fxo`.
+// The driver's side of .fxo artifacts: from a Compilation to an CompiledArtifact, and `fxc --run
+// x.fxo`.
 #include "driver/fxo.h"
 
 #include "driver/bench.h"
@@ -106,7 +107,8 @@ CompiledArtifact make_artifact(const Compilation& c) {
   if (o.mode == Mode::Train) {
     a.num_user_outputs = c.aot->num_user_outputs;
     a.tangent_output_index = c.aot->tangent_output_index;
-    for (size_t i = 0; i < a.num_user_outputs; ++i) a.outputs.push_back("output_" + std::to_string(i));
+    for (size_t i = 0; i < a.num_user_outputs; ++i)
+      a.outputs.push_back("output_" + std::to_string(i));
     for (const std::string& n : c.aot->grad_names) a.outputs.push_back(n);
   } else {
     for (size_t i = 0; i < c.graphs.front().graph.outputs.size(); ++i)
@@ -135,16 +137,17 @@ int run_artifact(const Options& o) {
   std::unique_ptr<LoadedModel> m = LoadedModel::load(read_artifact_file(o.input), o.input);
   const CompiledArtifact& a = m->artifact();
   if (o.verbose)
-    std::fprintf(stderr, "fxc: load %s (%s, %s, %s): %.3f ms\n", o.input.c_str(),
-                 a.backend.c_str(), a.device.c_str(), a.mode.c_str(),
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    std::fprintf(
+        stderr, "fxc: load %s (%s, %s, %s): %.3f ms\n", o.input.c_str(), a.backend.c_str(),
+        a.device.c_str(), a.mode.c_str(),
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   std::vector<Tensor> inputs = load_inputs(a.inputs, o);
   log_artifact_guards(*m, inputs);
   if (std::string f = m->check_guards(inputs); !f.empty()) {
-    process_logger().artifact(Artifact::Recompiles,
-                 "not recompiling " + o.input + ": a compiled artifact holds no graph to "
-                 "recompile; its guards failed: " + f + "\n");
+    process_logger().artifact(Artifact::Recompiles, "not recompiling " + o.input +
+                                                        ": a compiled artifact holds no graph to "
+                                                        "recompile; its guards failed: " +
+                                                        f + "\n");
     throw Error(o.input, f + " (recompile the graph for these inputs)");
   }
   ArtifactExecutable exe(*m);
@@ -167,15 +170,17 @@ int run_artifact(const Options& o) {
   if (!o.expect.empty()) {
     auto expected = read_safetensors(o.expect);
     CheckReport rep = check_expected(results, expected, o.rtol, o.atol, a.mode == "train");
-    std::fputs(rep.text.c_str(), rep.ok ? stdout : stderr);
+    std::fputs(rep.text.c_str(), check_report_stream(o, rep.ok));
     if (!rep.ok) {
-      std::fprintf(stderr, "%s: error: outputs do not match (rtol=%g, atol=%g)\n",
-                   o.expect.c_str(), o.rtol, o.atol);
+      char tol[96];
+      std::snprintf(tol, sizeof tol, "(rtol=%g, atol=%g)", o.rtol, o.atol);
+      report_error(o, Error(o.expect, std::string("outputs do not match ") + tol));
       status = 1;
     }
   }
   if (o.outputs.empty() && o.expect.empty())
-    for (const auto& [name, t] : results) std::printf("%s: %s\n", name.c_str(), summarize(t).c_str());
+    for (const auto& [name, t] : results)
+      std::printf("%s: %s\n", name.c_str(), summarize(t).c_str());
   return status;
 }
 

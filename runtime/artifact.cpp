@@ -100,8 +100,8 @@ public:
 
   /// Index of a weight in the weight table (contiguous bytes), deduplicated by storage and view.
   int weight(const std::shared_ptr<Storage>& storage, const TensorMeta& meta) {
-    auto key = std::make_tuple(storage.get(), meta.dtype, meta.sizes, meta.strides,
-                               meta.storage_offset);
+    auto key =
+        std::make_tuple(storage.get(), meta.dtype, meta.sizes, meta.strides, meta.storage_offset);
     auto it = weight_index_.find(key);
     if (it != weight_index_.end()) return it->second;
     Tensor t = Tensor(storage, meta).contiguous();
@@ -165,9 +165,12 @@ ojson write_kernel(const PlanKernel& k, const std::string* ptx, Writer& w) {
 
 const char* extern_kind_name(PlanExtern::Kind k) {
   switch (k) {
-  case PlanExtern::Kind::Gemm: return "gemm";
-  case PlanExtern::Kind::Fallback: return "fallback";
-  case PlanExtern::Kind::Conv: return "conv";
+  case PlanExtern::Kind::Gemm:
+    return "gemm";
+  case PlanExtern::Kind::Fallback:
+    return "fallback";
+  case PlanExtern::Kind::Conv:
+    return "conv";
   }
   return "?";
 }
@@ -196,10 +199,14 @@ ojson write_extern(const PlanExtern& e, const std::string& source, Writer& w) {
 
 const char* step_name(PlanStep::Kind k) {
   switch (k) {
-  case PlanStep::Kind::Alloc: return "alloc";
-  case PlanStep::Kind::Free: return "free";
-  case PlanStep::Kind::Kernel: return "kernel";
-  case PlanStep::Kind::Extern: return "extern";
+  case PlanStep::Kind::Alloc:
+    return "alloc";
+  case PlanStep::Kind::Free:
+    return "free";
+  case PlanStep::Kind::Kernel:
+    return "kernel";
+  case PlanStep::Kind::Extern:
+    return "extern";
   }
   return "?";
 }
@@ -307,8 +314,7 @@ public:
   std::vector<int64_t> ints(const json& j, const char* key, const std::string& where, int64_t lo,
                             int64_t hi) const {
     std::vector<int64_t> out;
-    for (const json& e : array(j, key, where))
-      out.push_back(integer(e, where + "." + key, lo, hi));
+    for (const json& e : array(j, key, where)) out.push_back(integer(e, where + "." + key, lo, hi));
     return out;
   }
   /// The bytes of a blob reference [offset, size].
@@ -370,9 +376,8 @@ std::vector<Tensor> read_weights(const Reader& r, const json& manifest) {
     m.dtype = r.dtype(r.at(ws[i], "dtype", where), where + ".dtype");
     m.sizes = r.ints(ws[i], "sizes", where, 0, INT64_MAX);
     int64_t bytes = 0;
-    if (m.sizes.size() > 64 ||
-        !view_extent_bytes(m.sizes, contiguous_strides(m.sizes), 0, int64_t(dtype_size(m.dtype)),
-                           &bytes))
+    if (m.sizes.size() > 64 || !view_extent_bytes(m.sizes, contiguous_strides(m.sizes), 0,
+                                                  int64_t(dtype_size(m.dtype)), &bytes))
       r.fail(where, "bad sizes");
     std::string_view data = r.blob(r.at(ws[i], "data", where), where + ".data");
     if (int64_t(data.size()) != bytes)
@@ -412,8 +417,10 @@ PlanKernel read_kernel(const Reader& r, const json& j, const std::string& where,
   k.bytes = r.integer(j, "bytes", where, 0, INT64_MAX);
   k.cuda_block = int(r.integer(j, "cuda_block", where, cuda ? 1 : 0, cuda ? 1024 : 0));
   const json& p = r.at(j, "ptx", where);
-  if (cuda) *ptx = std::string(r.blob(p, where + ".ptx"));
-  else if (!p.is_null()) r.fail(where + ".ptx", "PTX in a CPU plan");
+  if (cuda)
+    *ptx = std::string(r.blob(p, where + ".ptx"));
+  else if (!p.is_null())
+    r.fail(where + ".ptx", "PTX in a CPU plan");
   if (k.name.empty()) r.fail(where, "a kernel without a name");
   return k;
 }
@@ -422,7 +429,8 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   PlanExtern e;
   std::string kind = r.str(j, "kind", where);
   bool known = false;
-  for (PlanExtern::Kind k : {PlanExtern::Kind::Gemm, PlanExtern::Kind::Fallback, PlanExtern::Kind::Conv})
+  for (PlanExtern::Kind k :
+       {PlanExtern::Kind::Gemm, PlanExtern::Kind::Fallback, PlanExtern::Kind::Conv})
     if (kind == extern_kind_name(k)) {
       e.kind = k;
       known = true;
@@ -452,8 +460,7 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   const json& g = r.at(j, "graph", where);
   if (e.kind == PlanExtern::Kind::Fallback) {
     std::string text(r.blob(g, where + ".graph"));
-    e.graph = std::make_shared<const Graph>(
-        parse_fxg_text(std::move(text), r.source(), {}));
+    e.graph = std::make_shared<const Graph>(parse_fxg_text(std::move(text), r.source(), {}));
     if (e.graph->nodes.size() != 1 || e.graph->inputs.size() != e.inputs.size() ||
         e.graph->outputs.size() != e.outputs.size())
       r.fail(where + ".graph", "not a one-node graph matching the call's operands");
@@ -521,7 +528,8 @@ void validate_plan(const Reader& r, const Plan& p, const std::vector<Tensor>& we
     for (const PlanView& v : e.inputs) view_ok(v, "extern " + e.name);
     for (const PlanView& v : e.outputs) view_ok(v, "extern " + e.name);
   }
-  for (size_t i = 0; i < p.outputs.size(); ++i) view_ok(p.outputs[i], "output " + std::to_string(i));
+  for (size_t i = 0; i < p.outputs.size(); ++i)
+    view_ok(p.outputs[i], "output " + std::to_string(i));
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const PlanStep& s = p.steps[i];
     std::string what = "step " + std::to_string(i);
@@ -540,11 +548,13 @@ void validate_plan(const Reader& r, const Plan& p, const std::vector<Tensor>& we
       live[size_t(s.index)] = false;
       break;
     case PlanStep::Kind::Kernel:
-      if (s.index < 0 || size_t(s.index) >= p.kernels.size()) r.fail(where, what + ": no such kernel");
+      if (s.index < 0 || size_t(s.index) >= p.kernels.size())
+        r.fail(where, what + ": no such kernel");
       for (int a : p.kernels[size_t(s.index)].arg_slots) need(a);
       break;
     case PlanStep::Kind::Extern: {
-      if (s.index < 0 || size_t(s.index) >= p.externs.size()) r.fail(where, what + ": no such call");
+      if (s.index < 0 || size_t(s.index) >= p.externs.size())
+        r.fail(where, what + ": no such call");
       const PlanExtern& e = p.externs[size_t(s.index)];
       for (const PlanView& v : e.inputs) need(v.slot);
       for (const PlanView& v : e.outputs) need(v.slot);
@@ -592,11 +602,16 @@ Plan read_plan(const Reader& r, const json& j, const std::string& where, bool cu
     if (!steps[i].is_array() || steps[i].size() != 2) r.fail(w, "not a [kind, index] pair");
     PlanStep s;
     std::string kind = r.str(steps[i][0], w);
-    if (kind == "alloc") s.kind = PlanStep::Kind::Alloc;
-    else if (kind == "free") s.kind = PlanStep::Kind::Free;
-    else if (kind == "kernel") s.kind = PlanStep::Kind::Kernel;
-    else if (kind == "extern") s.kind = PlanStep::Kind::Extern;
-    else r.fail(w, "unknown step '" + kind + "'");
+    if (kind == "alloc")
+      s.kind = PlanStep::Kind::Alloc;
+    else if (kind == "free")
+      s.kind = PlanStep::Kind::Free;
+    else if (kind == "kernel")
+      s.kind = PlanStep::Kind::Kernel;
+    else if (kind == "extern")
+      s.kind = PlanStep::Kind::Extern;
+    else
+      r.fail(w, "unknown step '" + kind + "'");
     s.index = int(r.integer(steps[i][1], w, 0, INT32_MAX));
     p.steps.push_back(s);
   }
@@ -739,7 +754,8 @@ std::string serialize_artifact(const CompiledArtifact& a) {
   m["kind"] = a.graphs.empty() ? "plan" : kind_name(a.graphs[0].kind);
   ojson inputs = ojson::array();
   for (const InputGuard& g : a.inputs)
-    inputs.push_back(ojson{{"name", g.name}, {"meta", write_meta(g.meta)}, {"int_bound", g.int_bound}});
+    inputs.push_back(
+        ojson{{"name", g.name}, {"meta", write_meta(g.meta)}, {"int_bound", g.int_bound}});
   m["inputs"] = inputs;
   m["outputs"] = a.outputs;
   m["num_user_outputs"] = a.num_user_outputs;
@@ -769,8 +785,7 @@ std::string serialize_artifact(const CompiledArtifact& a) {
               std::min(version.size(), kFxcVersionBytes - 1));
   put_u64(out, kCompressedOffset, n);
   put_u64(out, kUncompressedOffset, payload.size());
-  put_u64(out, kChecksumOffset,
-          checksum(out, std::string_view(out).substr(kHeaderBytes)));
+  put_u64(out, kChecksumOffset, checksum(out, std::string_view(out).substr(kHeaderBytes)));
   return out;
 }
 
@@ -798,8 +813,8 @@ CompiledArtifact parse_artifact(std::string_view bytes, const std::string& sourc
     throw Error(source, "truncated artifact: the header promises " + std::to_string(csize) +
                             " payload bytes, the file has " + std::to_string(have));
   if (csize < have)
-    throw Error(source, "corrupt artifact: " + std::to_string(have - csize) +
-                            " bytes after the payload");
+    throw Error(source,
+                "corrupt artifact: " + std::to_string(have - csize) + " bytes after the payload");
   std::string_view payload = bytes.substr(kHeaderBytes);
   if (checksum(bytes, payload) != get_u64(bytes, kChecksumOffset))
     throw Error(source, "corrupt artifact: checksum mismatch");
@@ -825,8 +840,8 @@ CompiledArtifact parse_artifact(std::string_view bytes, const std::string& sourc
   CompiledArtifact a;
   a.name = r.str(m, "name", top);
   a.backend = r.str(m, "backend", top);
-  if (a.backend != "eager" && a.backend != "aot_eager" && a.backend != "aot_eager_decomp_partition" &&
-      a.backend != "inductor")
+  if (a.backend != "eager" && a.backend != "aot_eager" &&
+      a.backend != "aot_eager_decomp_partition" && a.backend != "inductor")
     r.fail(top + ".backend", "unknown backend '" + a.backend + "'");
   a.device = r.str(m, "device", top);
   if (a.device != "cpu" && a.device != "cuda") r.fail(top + ".device", "unknown device");
@@ -846,7 +861,8 @@ CompiledArtifact parse_artifact(std::string_view bytes, const std::string& sourc
   a.num_user_outputs = size_t(r.integer(m, "num_user_outputs", top, 0, INT32_MAX));
   for (int64_t t : r.ints(m, "tangent_output_index", top, 0, INT32_MAX))
     a.tangent_output_index.push_back(size_t(t));
-  for (const json& o : r.array(m, "custom_ops", top)) a.custom_ops.push_back(r.str(o, "custom_ops"));
+  for (const json& o : r.array(m, "custom_ops", top))
+    a.custom_ops.push_back(r.str(o, "custom_ops"));
   std::vector<Tensor> weights = read_weights(r, m);
   const json& graphs = r.array(m, "graphs", top);
   for (size_t i = 0; i < graphs.size(); ++i)
@@ -867,11 +883,10 @@ CompiledArtifact read_artifact_file(const std::string& path) {
 namespace {
 
 struct LoadedGraph {
-  std::unique_ptr<ElfObject> object;                 // CPU: the kernels' code
+  std::unique_ptr<ElfObject> object;                  // CPU: the kernels' code
   std::vector<std::unique_ptr<cuda::Module>> modules; // CUDA: one module per kernel
   std::unique_ptr<CudaPlanRunner> cuda;
 };
-
 
 } // namespace
 
@@ -883,8 +898,8 @@ std::string check_input_guard(size_t i, const InputGuard& g, const TensorMeta& m
     return who + "shape guard failed: expected " + format_meta(g.meta) + ", got " + format_meta(m);
   for (size_t d = 0; d < m.sizes.size(); ++d)
     if (m.sizes[d] > 1 && m.strides[d] != g.meta.strides[d])
-      return who + "strides guard failed: expected " + format_meta_with_strides(g.meta) +
-             ", got " + format_meta_with_strides(m);
+      return who + "strides guard failed: expected " + format_meta_with_strides(g.meta) + ", got " +
+             format_meta_with_strides(m);
   if (m.device.kind != g.meta.device.kind)
     return who + "device guard failed: expected " + device_name(g.meta.device) + ", got " +
            device_name(m.device);
@@ -981,7 +996,8 @@ const std::vector<TensorMeta>& LoadedModel::output_metas() const {
 std::string LoadedModel::check_guards(const std::vector<Tensor>& inputs) const {
   const std::vector<InputGuard>& gs = impl_->a.inputs;
   if (inputs.size() != gs.size())
-    return "expected " + std::to_string(gs.size()) + " inputs, got " + std::to_string(inputs.size());
+    return "expected " + std::to_string(gs.size()) + " inputs, got " +
+           std::to_string(inputs.size());
   for (size_t i = 0; i < gs.size(); ++i)
     if (std::string f = check_input_guard(i, gs[i], inputs[i].meta()); !f.empty()) return f;
   return {};

@@ -4,8 +4,8 @@
 // sizes, XXH64 checksum of the compressed payload) followed by a zstd-compressed payload: a JSON
 // manifest (inputs and their guards, outputs, graphs and their host plans, kernel and weight
 // references) and the blobs it refers to (CPU object code, PTX, fallback graphs, weights). The
-// format is described in docs/artifact.md. Serialization is deterministic: the same CompiledArtifact
-// gives the same bytes.
+// format is described in docs/artifact.md. Serialization is deterministic: the same
+// CompiledArtifact gives the same bytes.
 //
 //   std::string bytes = serialize_artifact(a);               // compile side (driver, cache)
 //   CompiledArtifact b = parse_artifact(bytes, "model.fxo");         // validates every field
@@ -39,8 +39,8 @@ struct InputGuard {
   int64_t int_bound = 0;
 };
 
-/// Empty when a tensor of meta `t` passes guard `g` (input number `index`), else which guard failed:
-/// "input_0 'x': shape guard failed: expected f32[64, 256], got f32[32, 256]".
+/// Empty when a tensor of meta `t` passes guard `g` (input number `index`), else which guard
+/// failed: "input_0 'x': shape guard failed: expected f32[64, 256], got f32[32, 256]".
 std::string check_input_guard(size_t index, const InputGuard& g, const TensorMeta& t);
 
 /// One compiled graph of an artifact: a host plan with named kernels, or a graph for the

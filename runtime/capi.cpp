@@ -84,8 +84,8 @@ fxc_status info(const std::vector<std::string>& names, const std::vector<fxc::Te
   return FXC_OK;
 }
 
-fxc_status run(fxc_model* m, const void* const* inputs, const int32_t* dtypes,
-               const int32_t* ranks, const int64_t* const* sizes, void* const* outputs) {
+fxc_status run(fxc_model* m, const void* const* inputs, const int32_t* dtypes, const int32_t* ranks,
+               const int64_t* const* sizes, void* const* outputs) {
   if (!m) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `model` is NULL");
   if ((!inputs && !m->inputs.empty()) || (!outputs && !m->outputs.empty()))
     return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `inputs` or `outputs` is NULL");
@@ -151,13 +151,20 @@ const char* fxc_last_error(void) {
 
 const char* fxc_status_name(fxc_status s) {
   switch (s) {
-  case FXC_OK: return "FXC_OK";
-  case FXC_ERROR_INVALID_ARGUMENT: return "FXC_ERROR_INVALID_ARGUMENT";
-  case FXC_ERROR_IO: return "FXC_ERROR_IO";
-  case FXC_ERROR_BAD_ARTIFACT: return "FXC_ERROR_BAD_ARTIFACT";
-  case FXC_ERROR_LOAD: return "FXC_ERROR_LOAD";
-  case FXC_ERROR_GUARD: return "FXC_ERROR_GUARD";
-  case FXC_ERROR_RUN: return "FXC_ERROR_RUN";
+  case FXC_OK:
+    return "FXC_OK";
+  case FXC_ERROR_INVALID_ARGUMENT:
+    return "FXC_ERROR_INVALID_ARGUMENT";
+  case FXC_ERROR_IO:
+    return "FXC_ERROR_IO";
+  case FXC_ERROR_BAD_ARTIFACT:
+    return "FXC_ERROR_BAD_ARTIFACT";
+  case FXC_ERROR_LOAD:
+    return "FXC_ERROR_LOAD";
+  case FXC_ERROR_GUARD:
+    return "FXC_ERROR_GUARD";
+  case FXC_ERROR_RUN:
+    return "FXC_ERROR_RUN";
   }
   return "?";
 }
@@ -179,8 +186,7 @@ fxc_status fxc_model_load_file(const char* path, fxc_model** out) {
   return load(std::move(bytes), path, out);
 }
 
-fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name,
-                                 fxc_model** out) {
+fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name, fxc_model** out) {
   if (!data && size > 0) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `data` is NULL");
   std::string bytes;
   fxc_status s = guarded(FXC_ERROR_IO, [&] {
@@ -217,9 +223,9 @@ fxc_status fxc_model_run(fxc_model* model, const void* const* inputs, void* cons
   return run(model, inputs, nullptr, nullptr, nullptr, outputs);
 }
 
-fxc_status fxc_model_run_checked(fxc_model* model, const void* const* inputs,
-                                 const int32_t* dtypes, const int32_t* ranks,
-                                 const int64_t* const* sizes, void* const* outputs) {
+fxc_status fxc_model_run_checked(fxc_model* model, const void* const* inputs, const int32_t* dtypes,
+                                 const int32_t* ranks, const int64_t* const* sizes,
+                                 void* const* outputs) {
   if (!dtypes || !ranks || !sizes)
     return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `dtypes`, `ranks` or `sizes` is NULL");
   return run(model, inputs, dtypes, ranks, sizes, outputs);

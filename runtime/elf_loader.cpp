@@ -39,19 +39,32 @@ const RelocType kRelocs[] = {
 // Names of the types it does not apply, for the error message.
 std::string reloc_name(uint32_t type) {
   static const std::pair<uint32_t, const char*> names[] = {
-      {R_X86_64_NONE, "R_X86_64_NONE"},         {R_X86_64_32, "R_X86_64_32"},
-      {R_X86_64_32S, "R_X86_64_32S"},           {R_X86_64_16, "R_X86_64_16"},
-      {R_X86_64_PC16, "R_X86_64_PC16"},         {R_X86_64_8, "R_X86_64_8"},
-      {R_X86_64_PC8, "R_X86_64_PC8"},           {R_X86_64_GOT32, "R_X86_64_GOT32"},
-      {R_X86_64_PLT32, "R_X86_64_PLT32"},       {R_X86_64_COPY, "R_X86_64_COPY"},
-      {R_X86_64_GLOB_DAT, "R_X86_64_GLOB_DAT"}, {R_X86_64_JUMP_SLOT, "R_X86_64_JUMP_SLOT"},
-      {R_X86_64_RELATIVE, "R_X86_64_RELATIVE"}, {R_X86_64_GOTPCREL, "R_X86_64_GOTPCREL"},
-      {R_X86_64_TPOFF64, "R_X86_64_TPOFF64"},   {R_X86_64_TLSGD, "R_X86_64_TLSGD"},
-      {R_X86_64_TLSLD, "R_X86_64_TLSLD"},       {R_X86_64_DTPOFF32, "R_X86_64_DTPOFF32"},
-      {R_X86_64_GOTTPOFF, "R_X86_64_GOTTPOFF"}, {R_X86_64_TPOFF32, "R_X86_64_TPOFF32"},
-      {R_X86_64_GOTPCREL64, "R_X86_64_GOTPCREL64"}, {R_X86_64_GOTPLT64, "R_X86_64_GOTPLT64"},
-      {R_X86_64_SIZE32, "R_X86_64_SIZE32"},     {R_X86_64_SIZE64, "R_X86_64_SIZE64"},
-      {R_X86_64_GOTPCRELX, "R_X86_64_GOTPCRELX"}, {R_X86_64_REX_GOTPCRELX, "R_X86_64_REX_GOTPCRELX"},
+      {R_X86_64_NONE, "R_X86_64_NONE"},
+      {R_X86_64_32, "R_X86_64_32"},
+      {R_X86_64_32S, "R_X86_64_32S"},
+      {R_X86_64_16, "R_X86_64_16"},
+      {R_X86_64_PC16, "R_X86_64_PC16"},
+      {R_X86_64_8, "R_X86_64_8"},
+      {R_X86_64_PC8, "R_X86_64_PC8"},
+      {R_X86_64_GOT32, "R_X86_64_GOT32"},
+      {R_X86_64_PLT32, "R_X86_64_PLT32"},
+      {R_X86_64_COPY, "R_X86_64_COPY"},
+      {R_X86_64_GLOB_DAT, "R_X86_64_GLOB_DAT"},
+      {R_X86_64_JUMP_SLOT, "R_X86_64_JUMP_SLOT"},
+      {R_X86_64_RELATIVE, "R_X86_64_RELATIVE"},
+      {R_X86_64_GOTPCREL, "R_X86_64_GOTPCREL"},
+      {R_X86_64_TPOFF64, "R_X86_64_TPOFF64"},
+      {R_X86_64_TLSGD, "R_X86_64_TLSGD"},
+      {R_X86_64_TLSLD, "R_X86_64_TLSLD"},
+      {R_X86_64_DTPOFF32, "R_X86_64_DTPOFF32"},
+      {R_X86_64_GOTTPOFF, "R_X86_64_GOTTPOFF"},
+      {R_X86_64_TPOFF32, "R_X86_64_TPOFF32"},
+      {R_X86_64_GOTPCREL64, "R_X86_64_GOTPCREL64"},
+      {R_X86_64_GOTPLT64, "R_X86_64_GOTPLT64"},
+      {R_X86_64_SIZE32, "R_X86_64_SIZE32"},
+      {R_X86_64_SIZE64, "R_X86_64_SIZE64"},
+      {R_X86_64_GOTPCRELX, "R_X86_64_GOTPCRELX"},
+      {R_X86_64_REX_GOTPCRELX, "R_X86_64_REX_GOTPCRELX"},
   };
   for (auto& [t, n] : names)
     if (t == type) return n;
@@ -136,7 +149,8 @@ private:
     if (std::memcmp(eh_.e_ident, ELFMAG, SELFMAG) != 0) fail("not an ELF file (bad magic)");
     if (eh_.e_ident[EI_CLASS] != ELFCLASS64 || eh_.e_ident[EI_DATA] != ELFDATA2LSB)
       fail("not a 64-bit little-endian ELF object");
-    if (eh_.e_type != ET_REL) fail("not a relocatable object (e_type " + std::to_string(eh_.e_type) + ")");
+    if (eh_.e_type != ET_REL)
+      fail("not a relocatable object (e_type " + std::to_string(eh_.e_type) + ")");
     if (eh_.e_machine != EM_X86_64)
       fail("built for machine " + std::to_string(eh_.e_machine) + ", not x86-64");
     if (eh_.e_shentsize != sizeof(Elf64_Shdr)) fail("unexpected section header size");
@@ -276,7 +290,8 @@ private:
       if (rs.sh_info >= sh_.size()) fail(section_name(ri) + ": bad target section");
       size_t ti = rs.sh_info;
       if (offset_[ti] == UINT64_MAX) continue; // relocates a section that is not loaded
-      if (rs.sh_link != uint32_t(symtab_)) fail(section_name(ri) + ": not tied to the symbol table");
+      if (rs.sh_link != uint32_t(symtab_))
+        fail(section_name(ri) + ": not tied to the symbol table");
       if (rs.sh_entsize != sizeof(Elf64_Rela) || rs.sh_size % sizeof(Elf64_Rela) != 0)
         fail(section_name(ri) + ": malformed relocation table");
       if (sh_[ti].sh_type == SHT_NOBITS) fail(section_name(ri) + ": relocates a NOBITS section");
@@ -303,20 +318,29 @@ private:
     uint64_t GOT = uint64_t(base_ + got_);
     uint64_t v = 0;
     switch (type) {
-    case R_X86_64_64: v = symbol_address(sym) + A; break;
+    case R_X86_64_64:
+      v = symbol_address(sym) + A;
+      break;
     case R_X86_64_PC32:
-    case R_X86_64_PC64: v = symbol_address(sym) + A - P; break;
+    case R_X86_64_PC64:
+      v = symbol_address(sym) + A - P;
+      break;
     case R_X86_64_GOTOFF64:
-    case R_X86_64_PLTOFF64: v = symbol_address(sym) + A - GOT; break;
+    case R_X86_64_PLTOFF64:
+      v = symbol_address(sym) + A - GOT;
+      break;
     case R_X86_64_GOTPC32:
-    case R_X86_64_GOTPC64: v = GOT + A - P; break;
+    case R_X86_64_GOTPC64:
+      v = GOT + A - P;
+      break;
     case R_X86_64_GOT64: {
       uint64_t entry = symbol_address(sym);
       std::memcpy(base_ + got_ + 8 * sym, &entry, 8);
       v = 8 * uint64_t(sym) + A;
       break;
     }
-    default: assert(false && "a relocation type in kRelocs without a formula");
+    default:
+      assert(false && "a relocation type in kRelocs without a formula");
     }
     if (rt->width == 4) {
       int64_t sv = int64_t(v);

@@ -20,26 +20,36 @@ static int fail(const char* what, fxc_status s) {
 
 static double element(const void* buf, int32_t dtype, size_t i) {
   switch (dtype) {
-  case FXC_DTYPE_F32: return ((const float*)buf)[i];
-  case FXC_DTYPE_F64: return ((const double*)buf)[i];
-  case FXC_DTYPE_I64: return (double)((const int64_t*)buf)[i];
-  case FXC_DTYPE_I32: return ((const int32_t*)buf)[i];
+  case FXC_DTYPE_F32:
+    return ((const float*)buf)[i];
+  case FXC_DTYPE_F64:
+    return ((const double*)buf)[i];
+  case FXC_DTYPE_I64:
+    return (double)((const int64_t*)buf)[i];
+  case FXC_DTYPE_I32:
+    return ((const int32_t*)buf)[i];
   case FXC_DTYPE_BOOL:
-  case FXC_DTYPE_U8: return ((const uint8_t*)buf)[i];
-  default: return 0;
+  case FXC_DTYPE_U8:
+    return ((const uint8_t*)buf)[i];
+  default:
+    return 0;
   }
 }
 
 static size_t element_size(int32_t dtype) {
   switch (dtype) {
   case FXC_DTYPE_F64:
-  case FXC_DTYPE_I64: return 8;
+  case FXC_DTYPE_I64:
+    return 8;
   case FXC_DTYPE_F32:
-  case FXC_DTYPE_I32: return 4;
+  case FXC_DTYPE_I32:
+    return 4;
   case FXC_DTYPE_F16:
   case FXC_DTYPE_BF16:
-  case FXC_DTYPE_I16: return 2;
-  default: return 1;
+  case FXC_DTYPE_I16:
+    return 2;
+  default:
+    return 1;
   }
 }
 
@@ -81,16 +91,20 @@ int main(int argc, char** argv) {
       }
     } else {
       for (size_t k = 0; k < t.nbytes / element_size(t.dtype); ++k) {
-        if (t.dtype == FXC_DTYPE_F32) ((float*)inputs[i])[k] = (float)((k % 7) * 0.25 - 0.75);
-        else memset((char*)inputs[i] + k * element_size(t.dtype), 0, element_size(t.dtype));
+        if (t.dtype == FXC_DTYPE_F32)
+          ((float*)inputs[i])[k] = (float)((k % 7) * 0.25 - 0.75);
+        else
+          memset((char*)inputs[i] + k * element_size(t.dtype), 0, element_size(t.dtype));
       }
     }
   }
   if (f) fclose(f);
   for (size_t i = 0; i < n_out && status == 0; ++i) {
     fxc_tensor_info t;
-    if ((s = fxc_model_output_info(model, i, &t)) != FXC_OK) status = fail("output_info", s);
-    else outputs[i] = malloc(t.nbytes ? t.nbytes : 1);
+    if ((s = fxc_model_output_info(model, i, &t)) != FXC_OK)
+      status = fail("output_info", s);
+    else
+      outputs[i] = malloc(t.nbytes ? t.nbytes : 1);
   }
   if (status == 0 && (s = fxc_model_run(model, (const void* const*)inputs, outputs)) != FXC_OK)
     status = fail("run", s);

@@ -53,8 +53,8 @@ typedef struct fxc_model fxc_model;
 
 /* One input or output. Pointers stay valid until fxc_model_free. */
 typedef struct fxc_tensor_info {
-  const char* name;     /* the graph's input name ("x"), or "output_0", "grad.fc1.weight" */
-  int32_t dtype;        /* an fxc_dtype */
+  const char* name; /* the graph's input name ("x"), or "output_0", "grad.fc1.weight" */
+  int32_t dtype;    /* an fxc_dtype */
   int32_t rank;
   const int64_t* sizes; /* rank entries */
   size_t nbytes;        /* the contiguous buffer's size */
@@ -85,9 +85,9 @@ fxc_status fxc_model_run(fxc_model* model, const void* const* inputs, void* cons
 
 /* fxc_model_run() with the caller's view of each input: dtypes[i], ranks[i] and sizes[i]
  * (ranks[i] entries) are checked against the guards before anything runs. */
-fxc_status fxc_model_run_checked(fxc_model* model, const void* const* inputs,
-                                 const int32_t* dtypes, const int32_t* ranks,
-                                 const int64_t* const* sizes, void* const* outputs);
+fxc_status fxc_model_run_checked(fxc_model* model, const void* const* inputs, const int32_t* dtypes,
+                                 const int32_t* ranks, const int64_t* const* sizes,
+                                 void* const* outputs);
 
 #ifdef __cplusplus
 }

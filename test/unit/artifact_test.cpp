@@ -70,7 +70,8 @@ Compiled compile_fixture(const std::string& model) {
   g.role = "inference";
   g.plan = c.cg.plan();
   g.object_code = c.cg.object_code();
-  for (size_t i = 0; i < g.plan.outputs.size(); ++i) a.outputs.push_back("output_" + std::to_string(i));
+  for (size_t i = 0; i < g.plan.outputs.size(); ++i)
+    a.outputs.push_back("output_" + std::to_string(i));
   a.graphs.push_back(g);
   return c;
 }
@@ -147,8 +148,11 @@ TEST_CASE("elf loader: real kernel objects load; corrupt ones are clean errors")
 
   std::string bad = obj;
   bad[1] = 'X';
-  CHECK(error_of([&] { load_elf_object(bad, "k.o"); }).find("not an ELF file") != std::string::npos);
-  CHECK(error_of([&] { load_elf_object(obj.substr(0, 40), "k.o"); }).find("k.o: error: kernel object") == 0);
+  CHECK(error_of([&] { load_elf_object(bad, "k.o"); }).find("not an ELF file") !=
+        std::string::npos);
+  CHECK(error_of([&] {
+          load_elf_object(obj.substr(0, 40), "k.o");
+        }).find("k.o: error: kernel object") == 0);
 
   // An unknown relocation type is named.
   const Elf64_Shdr* rela = section(obj, ".rela.ltext");
@@ -158,8 +162,9 @@ TEST_CASE("elf loader: real kernel objects load; corrupt ones are clean errors")
   std::memcpy(&r, bad.data() + rela->sh_offset, sizeof r);
   r.r_info = ELF64_R_INFO(ELF64_R_SYM(r.r_info), R_X86_64_PLT32);
   std::memcpy(bad.data() + rela->sh_offset, &r, sizeof r);
-  CHECK(error_of([&] { load_elf_object(bad, "k.o"); }).find("unsupported relocation R_X86_64_PLT32") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          load_elf_object(bad, "k.o");
+        }).find("unsupported relocation R_X86_64_PLT32") != std::string::npos);
 
   // A symbol the process does not have is named.
   bad = obj;
@@ -181,7 +186,8 @@ TEST_CASE("elf loader: real kernel objects load; corrupt ones are clean errors")
   std::memcpy(&eh, obj.data(), sizeof eh);
   std::vector<size_t> spots;
   for (size_t i = 0; i < sizeof eh; ++i) spots.push_back(i);
-  for (size_t i = 0; i < size_t(eh.e_shnum) * sizeof(Elf64_Shdr); i += 3) spots.push_back(eh.e_shoff + i);
+  for (size_t i = 0; i < size_t(eh.e_shnum) * sizeof(Elf64_Shdr); i += 3)
+    spots.push_back(eh.e_shoff + i);
   for (size_t i = 0; i < rela->sh_size; i += 5) spots.push_back(rela->sh_offset + i);
   for (size_t spot : spots)
     for (unsigned char v : {0x00, 0x7f, 0xff}) {
@@ -197,9 +203,7 @@ TEST_CASE("elf loader: real kernel objects load; corrupt ones are clean errors")
 TEST_CASE("artifact: foreign, truncated, corrupt and newer files are clean errors") {
   Compiled c = compile_fixture("mlp");
   const std::string bytes = serialize_artifact(c.artifact);
-  auto err = [](const std::string& b) {
-    return error_of([&] { parse_artifact(b, "m.fxo"); });
-  };
+  auto err = [](const std::string& b) { return error_of([&] { parse_artifact(b, "m.fxo"); }); };
   CHECK(err("PK\x03\x04 a zip") == "m.fxo: error: not an fxc artifact (no FXO magic number)");
   CHECK(err(bytes.substr(0, 20)).find("truncated artifact") != std::string::npos);
   CHECK(err(bytes.substr(0, bytes.size() - 1)).find("truncated artifact") != std::string::npos);
@@ -238,8 +242,9 @@ TEST_CASE("artifact: every run checks the guards first and names the input and t
   std::vector<int64_t> half = want.sizes;
   half[0] /= 2;
   std::string e = error_of([&] { m->run({Tensor::empty(DType::F32, half)}); });
-  CHECK(e == "m.fxo: error: input_0 '" + c.artifact.inputs[0].name + "': shape guard failed: expected " +
-                 format_meta(want) + ", got " + format_meta(Tensor::empty(DType::F32, half).meta()));
+  CHECK(e == "m.fxo: error: input_0 '" + c.artifact.inputs[0].name +
+                 "': shape guard failed: expected " + format_meta(want) + ", got " +
+                 format_meta(Tensor::empty(DType::F32, half).meta()));
   CHECK(m->check_guards({Tensor::empty(DType::F64, want.sizes)}).find("dtype guard failed") !=
         std::string::npos);
   CHECK(m->check_guards({}) == "expected 1 inputs, got 0");
