@@ -52,6 +52,22 @@ void report_error(const Options& opts, const Error& e) {
   std::fprintf(stderr, "%s\n", e.what());
 }
 
+void report_diagnostic(const Options& opts, const std::string& severity, const std::string& file,
+                       const std::string& message) {
+  if (opts.diagnostics == "json") {
+    nlohmann::ordered_json j = {{"severity", severity}, {"file", file}, {"node", ""},
+                                {"op", ""}, {"message", message}};
+    std::fprintf(stderr, "%s\n", j.dump().c_str());
+    return;
+  }
+  std::fprintf(stderr, "%s: %s: %s\n", file.empty() ? "fxc" : file.c_str(), severity.c_str(),
+               message.c_str());
+}
+
+std::FILE* check_report_stream(const Options& opts, bool ok) {
+  return ok || opts.diagnostics == "json" ? stdout : stderr;
+}
+
 namespace {
 
 // -S is --emit=ptx for cuda and --emit=llvm for cpu.
@@ -232,10 +248,11 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   if (!o.expect.empty()) {
     auto expected = read_safetensors(o.expect);
     CheckReport rep = check_expected(results, expected, o.rtol, o.atol, o.mode == Mode::Train);
-    std::fputs(rep.text.c_str(), rep.ok ? stdout : stderr);
+    std::fputs(rep.text.c_str(), check_report_stream(o, rep.ok));
     if (!rep.ok) {
-      std::fprintf(stderr, "%s: error: outputs do not match (rtol=%g, atol=%g)\n", o.expect.c_str(),
-                   o.rtol, o.atol);
+      char tol[96];
+      std::snprintf(tol, sizeof tol, "(rtol=%g, atol=%g)", o.rtol, o.atol);
+      report_error(o, Error(o.expect, std::string("outputs do not match ") + tol));
       status = 1;
     }
   }
@@ -246,10 +263,9 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
     InterpretOptions f32;
     std::vector<Tensor> base = interpret(c.source, inputs, f32);
     CheckReport rep = check_accuracy(results, base, ref);
-    std::fputs(rep.text.c_str(), rep.ok ? stdout : stderr);
+    std::fputs(rep.text.c_str(), check_report_stream(o, rep.ok));
     if (!rep.ok) {
-      std::fprintf(stderr, "%s: error: accuracy check failed against the float64 reference\n",
-                   o.input.c_str());
+      report_error(o, Error(o.input, "accuracy check failed against the float64 reference"));
       status = 1;
     }
   }
@@ -378,6 +394,7 @@ int drive(const Options& given, TracedRun& traced) {
     run_pipeline(c);
     if (cu.cache.enabled()) cu.cache.store(cu.key, serialize_artifact(make_artifact(c)));
   }
+  write_dependencies(o, external_files); // -MF/-MT: what the compiled graph was built from
   double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count();
   if (o.bench) {

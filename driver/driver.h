@@ -4,7 +4,9 @@
 #include "driver/options.h"
 #include "frontend/diag.h"
 
+#include <cstdio>
 #include <stdexcept>
+#include <string>
 
 namespace fxc {
 
@@ -21,5 +23,15 @@ int run_driver(const Options& opts);
 
 /// Prints one diagnostic in the format --diagnostics selects.
 void report_error(const Options& opts, const Error& e);
+
+/// Prints one diagnostic that is not an fxc::Error (a usage error, an internal compiler error) on
+/// stderr: "<file or fxc>: <severity>: <message>" as text, or with --diagnostics=json one JSON
+/// object per line: {"severity", "file", "node", "op", "message"} (severity "error", "fatal").
+void report_diagnostic(const Options& opts, const std::string& severity, const std::string& file,
+                       const std::string& message);
+
+/// The report of a check (--expect, --check-accuracy) goes to stdout when it passes, else to
+/// stderr, except under --diagnostics=json, where stderr holds only the JSON diagnostics.
+std::FILE* check_report_stream(const Options& opts, bool ok);
 
 } // namespace fxc

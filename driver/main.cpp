@@ -15,13 +15,13 @@ int main(int argc, char** argv) {
     fxc::report_error(opts, e);
     return 1;
   } catch (const fxc::UsageError& e) {
-    std::fprintf(stderr, "fxc: error: %s\n", e.what());
+    fxc::report_diagnostic(opts, "error", "", e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr,
-                 "fxc: internal compiler error: %s\n"
-                 "please report this bug with the command line and the input graph (%s)\n",
-                 e.what(), opts.input.c_str());
+    fxc::report_diagnostic(opts, opts.diagnostics == "json" ? "fatal" : "internal compiler error",
+                           "", std::string(e.what()) +
+                                   "\nplease report this bug with the command line and the input "
+                                   "graph (" + opts.input + ")");
     return 70;
   }
 }
