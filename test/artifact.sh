@@ -28,22 +28,25 @@ expect_error() {
 }
 
 cd "$work" || exit 1
+# No compile cache: two compiles must each really compile for the determinism checks.
+export FXC_CACHE_DIR= XDG_CACHE_HOME=$work/xdg-unused
+nc=--no-cache
 # The default action, and determinism: two compiles give the same bytes.
-expect_ok "default action writes mlp.fxo" "$fxc" --device=cpu "$fx/mlp.pt2"
+expect_ok "default action writes mlp.fxo" "$fxc" $nc --device=cpu "$fx/mlp.pt2"
 [ -s mlp.fxo ] && ok "mlp.fxo exists" || bad "mlp.fxo exists"
-expect_ok "compile again with -o" "$fxc" --device=cpu "$fx/mlp.pt2" -o again.fxo
+expect_ok "compile again with -o" "$fxc" $nc --device=cpu "$fx/mlp.pt2" -o again.fxo
 cmp -s mlp.fxo again.fxo && ok "two compiles give identical bytes" || bad "two compiles give identical bytes"
-expect_ok "block.fxo" "$fxc" --device=cpu "$fx/block.pt2" -o block.fxo
-expect_ok "block.fxo again" "$fxc" --device=cpu "$fx/block.pt2" -o block2.fxo
+expect_ok "block.fxo" "$fxc" $nc --device=cpu "$fx/block.pt2" -o block.fxo
+expect_ok "block.fxo again" "$fxc" $nc --device=cpu "$fx/block.pt2" -o block2.fxo
 cmp -s block.fxo block2.fxo && ok "block: identical bytes" || bad "block: identical bytes"
 
 # Running artifacts reproduces PyTorch.
 expect_ok "--run mlp.fxo --expect" "$fxc" --run mlp.fxo --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors"
 expect_ok "--run block.fxo --expect" "$fxc" --run block.fxo --inputs "$fx/block.io.safetensors" --expect "$fx/block.io.safetensors"
-expect_ok "train-mode artifact" "$fxc" --device=cpu --mode=train "$fx/mlp.pt2" -o train.fxo
+expect_ok "train-mode artifact" "$fxc" $nc --device=cpu --mode=train "$fx/mlp.pt2" -o train.fxo
 expect_ok "--run train.fxo --expect gradients" "$fxc" --run train.fxo --inputs "$fx/mlp.io.safetensors" \
   --expect "$fx/mlp.grad.safetensors" --atol 1e-4
-expect_ok "eager-backend artifact" "$fxc" --device=cpu --backend=eager "$fx/embed.pt2" -o eager.fxo
+expect_ok "eager-backend artifact" "$fxc" $nc --device=cpu --backend=eager "$fx/embed.pt2" -o eager.fxo
 expect_ok "--run eager.fxo --expect" "$fxc" --run eager.fxo --inputs "$fx/embed.io.safetensors" --expect "$fx/embed.io.safetensors"
 # Same results as compiling and running in one go (seeded random inputs, same seed).
 "$fxc" --run mlp.fxo --outputs from_fxo.safetensors >/dev/null 2>&1
@@ -53,8 +56,8 @@ expect_ok "--bench x.fxo" "$fxc" --bench mlp.fxo
 
 # A CUDA artifact (PTX) is built without a device, deterministically; without a device, running
 # it is a clean error (test/gpu/e2e/artifact_cuda.sh runs it on a GPU).
-expect_ok "--device=cuda artifact without a device" "$fxc" --device=cuda "$fx/block.pt2" -o cuda.fxo
-expect_ok "--device=cuda artifact again" "$fxc" --device=cuda "$fx/block.pt2" -o cuda2.fxo
+expect_ok "--device=cuda artifact without a device" "$fxc" $nc --device=cuda "$fx/block.pt2" -o cuda.fxo
+expect_ok "--device=cuda artifact again" "$fxc" $nc --device=cuda "$fx/block.pt2" -o cuda2.fxo
 cmp -s cuda.fxo cuda2.fxo && ok "cuda: identical bytes" || bad "cuda: identical bytes"
 if out=$("$fxc" --run cuda.fxo --inputs "$fx/block.io.safetensors" --expect "$fx/block.io.safetensors" 2>&1); then
   ok "--run cuda.fxo (a GPU is present)"
@@ -96,7 +99,7 @@ expect_error "--log=recompiles explains an artifact is not recompiled" 1 "not re
 out=$("$fxc" --device=cpu --run "$fx/mlp.pt2" --inputs half.safetensors --log=recompiles 2>&1)
 grep -qF "recompiling mlp because the guards failed: input_0 'x': expected f32[" <<<"$out" &&
   ok "a graph recompiles for new shapes (--log=recompiles)" || bad "a graph recompiles for new shapes" "$out"
-expect_ok "compile for --inputs' shapes" "$fxc" --device=cpu "$fx/mlp.pt2" --inputs half.safetensors -o half.fxo
+expect_ok "compile for --inputs' shapes" "$fxc" $nc --device=cpu "$fx/mlp.pt2" --inputs half.safetensors -o half.fxo
 expect_ok "--run the re-specialized artifact" "$fxc" --run half.fxo --inputs half.safetensors
 out=$("$fxc" --run mlp.fxo --log=guards 2>&1)
 grep -qF "input_0 'x': dtype f32, shape f32[" <<<"$out" && grep -qF "(passes)" <<<"$out" &&
