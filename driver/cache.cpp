@@ -278,7 +278,10 @@ CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
   if (log.enabled(Component::Cache, Level::Debug))
     log.log(Component::Cache, Level::Debug, "key " + u.key + " of:\n" + k.description());
   // The artifacts a compile prints (not guards or recompiles, which the driver prints itself).
-  std::string asked = debug_trace ? "a debug trace" : "";
+  std::string asked = debug_trace            ? "a debug trace"
+                      : o.time_passes         ? "--time-passes"
+                      : !o.trace.empty()      ? "--trace"
+                                              : "";
   for (Artifact a : {Artifact::GraphBreaks, Artifact::AotGraphs, Artifact::IrPreFusion,
                      Artifact::IrPostFusion, Artifact::OutputCode, Artifact::Fusion,
                      Artifact::Schedule, Artifact::PerfHints})

@@ -95,8 +95,9 @@ std::string code_target(const Options& o);
 struct CompileCacheUse {
   CompileCache cache;
   std::string key;
-  /// False when the compile's own output was asked for (a debug trace, or compile-time logs
-  /// such as output_code): a hit would skip the compile that writes it. Stores still happen.
+  /// False when the compile's own output was asked for (a debug trace, --time-passes, --trace,
+  /// or compile-time logs such as output_code): a hit would skip the compile that writes it.
+  /// Stores still happen.
   bool lookup = true;
 };
 

@@ -58,6 +58,16 @@ check "--run hits too" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache --run
 has "--run hits the artifact the default action stored" "$tmp/err" "[fxc:cache] info: hit "
 [ "$(entries "$c")" -eq 1 ] && ok "still one entry" || bad "entries: $(entries "$c")"
 
+# Asking for the compile's own output (a debug trace, compile logs, pass times) skips the lookup.
+check "--debug-dir with a warm cache" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache --debug-dir="$tmp/dbg" -o "$tmp/d.fxo" "$g"
+has "--debug-dir skips the lookup" "$tmp/err" "not looking up"
+ls "$tmp"/dbg/run_*/inductor/*/output_code.cpp >/dev/null 2>&1 && ok "and the debug trace is written" || bad "no debug trace"
+check "--log=output_code with a warm cache" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache,output_code -o "$tmp/d.fxo" "$g"
+has "--log=output_code skips the lookup" "$tmp/err" "[fxc:output_code]"
+check "--time-passes with a warm cache" 0 "$fxc" "${args[@]}" --cache-dir="$c" --time-passes -o "$tmp/d.fxo" "$g"
+has "--time-passes reports the passes" "$tmp/err" "fxc pass timing report"
+same "the artifact is the same" "$tmp/cold.fxo" "$tmp/d.fxo"
+
 # Parallel compiles of one graph into one fresh cache: all succeed, same bytes, one entry.
 p=$tmp/par
 pids=()
