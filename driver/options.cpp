@@ -144,15 +144,20 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_option("--trace", o->trace,
                  "Write a Chrome trace (Perfetto): compile passes, and the kernels of one --bench run")
       ->option_text("<f.json>");
-  app.add_flag("--MD", o->md, "Write a Make dependency file (also spelled -MD)");
-  app.add_option("--MF", o->mf, "Dependency file name (also -MF)")->option_text("<file>");
-  app.add_option("--MT", o->mt, "Target name in the dependency file (also -MT)")->option_text("<target>");
-  app.add_option("--cache-dir", o->cache_dir, "Compile cache directory (default $XDG_CACHE_HOME/fxc)")
+  app.add_flag("--MD", o->md,
+               "-MD: write a Make depfile naming the graph and its weights files (<output>.d)");
+  app.add_option("--MF", o->mf, "-MF: the depfile's name (implies -MD)")->option_text("<file>");
+  app.add_option("--MT", o->mt, "-MT: the rule's target (default: the output; implies -MD)")
+      ->option_text("<target>");
+  app.add_option("--cache-dir", o->cache_dir,
+                 "Compile cache directory (default $FXC_CACHE_DIR, else $XDG_CACHE_HOME/fxc, else "
+                 "~/.cache/fxc); the default action and --run (inductor) go through it")
       ->option_text("<dir>");
-  app.add_flag("--no-cache", o->no_cache, "Do not use the compile cache");
+  app.add_flag("--no-cache", o->no_cache, "Neither read nor write the compile cache");
   app.add_flag("--max-autotune", o->max_autotune, "Benchmark candidate configs and keep the fastest");
   app.add_flag("--verify-each", o->verify_each, "Run the graph verifier after every stage");
-  app.add_option("--diagnostics", o->diagnostics, "Diagnostic format")
+  app.add_option("--diagnostics", o->diagnostics,
+                 "Diagnostics as text, or one JSON object per line on stderr")
       ->check(CLI::IsMember({"text", "json"}))
       ->option_text("text|json");
   app.add_option("--cuda-arch", o->cuda_arch, "CUDA architecture (default sm_90)");
