@@ -20,7 +20,9 @@
 #include <filesystem>
 #include <random>
 
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -213,9 +215,43 @@ std::string CacheKeyBuilder::key() const { return content_digest(stream_); }
 
 namespace {
 
-// The digest of the running fxc executable, computed once per process.
+// The GNU build ID of the running executable (a hash the linker computes over its contents), read
+// from its loaded note segments without touching the file; "" when it has none.
+std::string executable_build_id() {
+  std::string id;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* end = p + ph.p_memsz;
+          while (size_t(end - p) >= sizeof(ElfW(Nhdr))) {
+            const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
+            const char* name = p + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((size_t(n->n_namesz) + 3) & ~size_t(3));
+            if (desc > end || size_t(end - desc) < ((size_t(n->n_descsz) + 3) & ~size_t(3))) break;
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+              auto* out = static_cast<std::string*>(data);
+              *out = content_digest(std::string_view(desc, n->n_descsz));
+              return 1;
+            }
+            p = desc + ((size_t(n->n_descsz) + 3) & ~size_t(3));
+          }
+        }
+        return 1; // the first object is the executable itself
+      },
+      &id);
+  return id;
+}
+
+// What identifies the running fxc's code: its build ID, else the digest of its file. Once per
+// process.
 const std::string& fxc_binary_digest() {
-  static const std::string digest = file_digest("/proc/self/exe");
+  static const std::string digest = [] {
+    std::string id = executable_build_id();
+    return id.empty() ? file_digest("/proc/self/exe") : "build-id " + id;
+  }();
   return digest;
 }
 
