@@ -2,6 +2,7 @@
 #include "driver/options.h"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -154,7 +155,9 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
                  "~/.cache/fxc); the default action and --run (inductor) go through it")
       ->option_text("<dir>");
   app.add_flag("--no-cache", o->no_cache, "Neither read nor write the compile cache");
-  app.add_flag("--max-autotune", o->max_autotune, "Benchmark candidate configs and keep the fastest");
+  app.add_flag("--max-autotune", o->max_autotune,
+               "CPU inductor: time candidate grain sizes of each kernel, keep the fastest, and "
+               "remember them in <cache dir>/autotune.json (--log=autotune shows them)");
   app.add_flag("--verify-each", o->verify_each, "Run the graph verifier after every stage");
   app.add_option("--diagnostics", o->diagnostics,
                  "Diagnostics as text, or one JSON object per line on stderr")
@@ -184,6 +187,18 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
     std::printf("%s", app.help().c_str());
     return 0;
   } catch (const CLI::ParseError& e) {
+    // The options are not parsed, so look for --diagnostics=json among the words themselves.
+    bool json = false;
+    for (size_t i = 1; i < args.size(); ++i)
+      if (args[i] == "--diagnostics=json" ||
+          (args[i] == "--diagnostics" && i + 1 < args.size() && args[i + 1] == "json"))
+        json = true;
+    if (json) {
+      nlohmann::ordered_json j = {{"severity", "error"}, {"file", ""}, {"node", ""},
+                                  {"op", ""}, {"message", e.what()}};
+      std::fprintf(stderr, "%s\n", j.dump().c_str());
+      return 2;
+    }
     std::fprintf(stderr, "fxc: error: %s\n", e.what());
     std::fprintf(stderr, "Run 'fxc --help' for usage.\n");
     return 2;

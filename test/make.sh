@@ -101,6 +101,9 @@ PY
 check "json: a usage error" 2 "$fxc" --diagnostics=json --run -MD "$fx/norms.pt2"
 python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).read()); assert d["severity"]=="error" and "-MD" in d["message"], d' "$tmp/err" \
   && ok "json: a usage error is one object" || bad "json usage error: $(cat "$tmp/err")"
+check "json: a command-line error" 2 "$fxc" --diagnostics=json --frobnicate "$fx/norms.pt2"
+python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).read()); assert d["severity"]=="error" and "frobnicate" in d["message"], d' "$tmp/err" \
+  && ok "json: a command-line error is one object" || bad "json command-line error: $(cat "$tmp/err")"
 check "json: a failed check" 1 "$fxc" --diagnostics=json --device=cpu --run --inject-bug=relu:accuracy \
   --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors" "$fx/mlp.pt2"
 python3 - "$tmp/err" <<'PY' && ok "json: a failed --expect is one object" || bad "json check failure: $(tail -2 "$tmp/err")"
