@@ -69,12 +69,15 @@ uint64_t get_u64(const char* p) {
 }
 
 bool is_key(const std::string& key) {
-  return key.size() == kKeyDigits &&
-         key.find_first_not_of("0123456789abcdef") == std::string::npos;
+  return key.size() == kKeyDigits && key.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
-void warn(const std::string& msg) { process_logger().log(Component::Cache, Level::Warning, msg); }
-void info(const std::string& msg) { process_logger().log(Component::Cache, Level::Info, msg); }
+void warn(const std::string& msg) {
+  process_logger().log(Component::Cache, Level::Warning, msg);
+}
+void info(const std::string& msg) {
+  process_logger().log(Component::Cache, Level::Info, msg);
+}
 
 /// Reads a whole file through `fd`. Returns false on a read error.
 bool read_fd(int fd, std::string* out) {
@@ -194,7 +197,9 @@ std::string file_digest(const std::string& path) {
   return digest;
 }
 
-CacheKeyBuilder::CacheKeyBuilder() { add("cache-entry-format", std::to_string(kFormatVersion)); }
+CacheKeyBuilder::CacheKeyBuilder() {
+  add("cache-entry-format", std::to_string(kFormatVersion));
+}
 
 CacheKeyBuilder& CacheKeyBuilder::add(std::string_view name, std::string_view value) {
   for (std::string_view part : {name, value}) {
@@ -211,7 +216,9 @@ CacheKeyBuilder& CacheKeyBuilder::add_file(std::string_view name, const std::str
   return add(name, file_digest(path));
 }
 
-std::string CacheKeyBuilder::key() const { return content_digest(stream_); }
+std::string CacheKeyBuilder::key() const {
+  return content_digest(stream_);
+}
 
 namespace {
 
@@ -231,7 +238,8 @@ std::string executable_build_id() {
             const char* name = p + sizeof(ElfW(Nhdr));
             const char* desc = name + ((size_t(n->n_namesz) + 3) & ~size_t(3));
             if (desc > end || size_t(end - desc) < ((size_t(n->n_descsz) + 3) & ~size_t(3))) break;
-            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+                std::memcmp(name, "GNU", 4) == 0) {
               auto* out = static_cast<std::string*>(data);
               *out = content_digest(std::string_view(desc, n->n_descsz));
               return 1;
@@ -314,14 +322,16 @@ CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
   if (log.enabled(Component::Cache, Level::Debug))
     log.log(Component::Cache, Level::Debug, "key " + u.key + " of:\n" + k.description());
   // The artifacts a compile prints (not guards or recompiles, which the driver prints itself).
-  std::string asked = debug_trace            ? "a debug trace"
-                      : o.time_passes         ? "--time-passes"
-                      : !o.trace.empty()      ? "--trace"
-                                              : "";
-  for (Artifact a : {Artifact::GraphBreaks, Artifact::AotGraphs, Artifact::IrPreFusion,
-                     Artifact::IrPostFusion, Artifact::OutputCode, Artifact::Fusion,
-                     Artifact::Schedule, Artifact::PerfHints})
+  std::string asked = debug_trace        ? "a debug trace"
+                      : o.time_passes    ? "--time-passes"
+                      : !o.trace.empty() ? "--trace"
+                                         : "";
+  for (Artifact a :
+       {Artifact::GraphBreaks, Artifact::AotGraphs, Artifact::IrPreFusion, Artifact::IrPostFusion,
+        Artifact::OutputCode, Artifact::Fusion, Artifact::Schedule, Artifact::PerfHints})
     if (asked.empty() && log.enabled(a)) asked = "--log=" + std::string(artifact_name(a));
+  if (asked.empty() && o.max_autotune && log.enabled(Component::Autotune, Level::Info))
+    asked = "--log=autotune";
   if (!asked.empty()) {
     u.lookup = false;
     log.log(Component::Cache, Level::Info,
@@ -354,7 +364,8 @@ std::optional<std::string> CompileCache::lookup(const std::string& key) const {
   const std::string path = entry_path(key);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno != ENOENT && errno != ENOTDIR) warn("cannot read " + path + ": " + std::strerror(errno));
+    if (errno != ENOENT && errno != ENOTDIR)
+      warn("cannot read " + path + ": " + std::strerror(errno));
     info("miss " + key);
     return std::nullopt;
   }

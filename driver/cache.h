@@ -1,15 +1,16 @@
-// The compile cache: opaque artifact bytes stored on disk under a key of everything that decides them.
+// The compile cache: opaque artifact bytes stored on disk under a key of everything that decides
+// them.
 //
 // A key is an XXH3-128 digest (32 hex digits) over named fields: fxc's version and the digest of
-// its executable, the target, every flag that changes the output, and the digests of the graph file and its external weights files
-// (CacheKeyBuilder). An entry is `<dir>/<key[0..1]>/<key>.entry`: a 64-byte header (magic
-// "FXCCACHE", format version, the key, the payload's size and XXH3-64 checksum) followed by one
-// zstd frame holding the payload. Entries are written to a temporary file in the same folder and
-// renamed into place, so a concurrent reader sees either no entry or a whole one; writers racing
-// on one key all write the same bytes, and the last rename wins. A reader that finds an entry
-// that does not check out (bad header, wrong key, short or corrupt frame, size or checksum
-// mismatch) removes it and reports a miss, so the caller compiles and stores it again. Hits,
-// misses, stores and discarded entries are logged under the `cache` log component
+// its executable, the target, every flag that changes the output, and the digests of the graph file
+// and its external weights files (CacheKeyBuilder). An entry is `<dir>/<key[0..1]>/<key>.entry`: a
+// 64-byte header (magic "FXCCACHE", format version, the key, the payload's size and XXH3-64
+// checksum) followed by one zstd frame holding the payload. Entries are written to a temporary file
+// in the same folder and renamed into place, so a concurrent reader sees either no entry or a whole
+// one; writers racing on one key all write the same bytes, and the last rename wins. A reader that
+// finds an entry that does not check out (bad header, wrong key, short or corrupt frame, size or
+// checksum mismatch) removes it and reports a miss, so the caller compiles and stores it again.
+// Hits, misses, stores and discarded entries are logged under the `cache` log component
 // (`--log=+cache`). Covered by test/unit/cache_test.cpp and test/cache.sh.
 #pragma once
 
@@ -49,10 +50,10 @@ private:
 };
 
 /// The key of compiling `g` (imported from o.input, which read `external_files`) as `o` asks, for
-/// the output `product` ("fxo"): fxc's version and executable, `target` (what the code is compiled for: the host
-/// CPU or the CUDA architecture), every option that changes the output, the digests of the
-/// graph file and of each external weights file, and the graph's name and user-input metadata
-/// (the artifact records both; the inputs change when --inputs re-specializes the graph).
+/// the output `product` ("fxo"): fxc's version and executable, `target` (what the code is compiled
+/// for: the host CPU or the CUDA architecture), every option that changes the output, the digests
+/// of the graph file and of each external weights file, and the graph's name and user-input
+/// metadata (the artifact records both; the inputs change when --inputs re-specializes the graph).
 /// Throws fxc::Error when a file cannot be read.
 CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
                                   const std::string& target, const Graph& g,

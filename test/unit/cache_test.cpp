@@ -124,10 +124,18 @@ TEST_CASE("cache: a corrupt entry is a miss and is removed") {
     REQUIRE(cache.store(kKey, payload)); // rebuilt
     CHECK(cache.lookup(kKey) == payload);
   };
-  SUBCASE("empty") { corrupt_with(""); }
-  SUBCASE("header only") { corrupt_with(good.substr(0, 64)); }
-  SUBCASE("truncated frame") { corrupt_with(good.substr(0, good.size() / 2)); }
-  SUBCASE("trailing bytes") { corrupt_with(good + "x"); }
+  SUBCASE("empty") {
+    corrupt_with("");
+  }
+  SUBCASE("header only") {
+    corrupt_with(good.substr(0, 64));
+  }
+  SUBCASE("truncated frame") {
+    corrupt_with(good.substr(0, good.size() / 2));
+  }
+  SUBCASE("trailing bytes") {
+    corrupt_with(good + "x");
+  }
   SUBCASE("bad magic") {
     std::string bad = good;
     bad[0] = 'G';
@@ -200,8 +208,10 @@ TEST_CASE("cache: the directory is --no-cache, --cache-dir, FXC_CACHE_DIR, XDG, 
   unsetenv("HOME");
   CHECK(cache_directory(o) == "");
   auto restore = [](const char* n, const std::optional<std::string>& v) {
-    if (v) setenv(n, v->c_str(), 1);
-    else unsetenv(n);
+    if (v)
+      setenv(n, v->c_str(), 1);
+    else
+      unsetenv(n);
   };
   restore("FXC_CACHE_DIR", fxc_dir);
   restore("XDG_CACHE_HOME", xdg);
