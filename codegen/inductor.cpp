@@ -1,7 +1,9 @@
 // compile_inductor: the lowering → fusion → memory plan → LLVM → host plan pipeline.
 #include "codegen/inductor.h"
 
+#include "codegen/autotune.h"
 #include "codegen/cpp_wrapper.h"
+#include "codegen/host_cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "frontend/diag.h"
 #include "frontend/pass_timer.h"
@@ -31,6 +33,7 @@ struct CompiledGraph::Impl {
   std::mutex run_mu; // the pool runs one plan at a time
   bool unloaded = false; // a CUDA build made with load_cuda = false: nothing to run
   std::string pre, post, log, output_code, hints;
+  std::vector<std::string> autotune_log;
   std::vector<GeneratedKernel> kernels;
   int externs = 0;
   int64_t peak = 0;
@@ -109,6 +112,9 @@ CudaPlanRunner* CompiledGraph::cuda_runner() const {
 }
 const std::string& CompiledGraph::perf_hints() const {
   return impl->hints;
+}
+const std::vector<std::string>& CompiledGraph::autotune_log() const {
+  return impl->autotune_log;
 }
 
 namespace {
@@ -329,9 +335,9 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     } catch (const cuda::CudaError& e) {
       throw Error(g.source, e.what());
     }
+    PassTimer t("cuda runner (arena, weights upload)");
     CudaRunnerOptions ro;
     ro.cuda_graphs = opts.cuda_graphs;
-    PassTimer t("cuda runner (arena, weights upload)");
     impl->cuda = std::make_unique<CudaPlanRunner>(impl->plan, g.source, ro);
     if (!impl->cuda->graph_note().empty()) impl->hints += impl->cuda->graph_note() + "\n";
   } else if (!opts.cuda) {
@@ -343,6 +349,18 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     impl->compiler->finalize();
     for (size_t ki = 0; ki < s.kernels.size(); ++ki)
       plan.kernels[kernel_index[ki]].fn = impl->compiler->lookup(s.kernels[ki].name);
+    if (opts.max_autotune) {
+      PassTimer t("autotune");
+      AutotuneOptions ao;
+      ao.cache_dir = opts.autotune_dir;
+      std::string cpu = host_cpu_description(); // "<triple> <cpu> <features>"
+      ao.device = "cpu " + cpu.substr(0, cpu.find(' ', cpu.find(' ') + 1)) +
+                  " threads=" + std::to_string(impl->pool->size());
+      std::vector<std::string> code;
+      for (const GeneratedKernel& k : impl->kernels) code.push_back(k.ll);
+      impl->autotune_log = autotune_plan(plan, code, *impl->pool, ao, g.source);
+      impl->output_code = render_cpp_wrapper(plan, g.source); // with the tuned grains
+    }
   }
   CompiledGraph cg;
   cg.impl = impl;

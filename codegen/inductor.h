@@ -44,6 +44,10 @@ struct InductorOptions {
   /// CUDA: load the PTX and make the runner. false builds the plan and the PTX without touching
   /// a device (for .fxo artifacts); run() then throws.
   bool load_cuda = true;
+  /// --max-autotune (CPU builds): time candidate grain sizes of each kernel and keep the
+  /// fastest (codegen/autotune.h), remembered in `autotune_dir`/autotune.json ("": not stored).
+  bool max_autotune = false;
+  std::string autotune_dir;
   std::string cuda_arch = "sm_90";
   std::string libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
 };
@@ -88,6 +92,8 @@ public:
   /// Why this build is slower than it could be, one line each: convolutions without cuDNN, a
   /// plan that --cuda-graphs cannot capture. Empty when there is nothing to say.
   const std::string& perf_hints() const;
+  /// With max_autotune: what tuning did, one line each (see codegen/autotune.h); else empty.
+  const std::vector<std::string>& autotune_log() const;
 
   struct Impl;
   std::shared_ptr<Impl> impl;

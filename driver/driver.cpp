@@ -90,8 +90,10 @@ void check_supported(const Options& o) {
                        o.inject_bug + "'");
   }
   if (o.json && !o.bench) throw UsageError("--json needs --bench");
-  if (o.max_autotune) unsupported("--max-autotune");
   bool cuda = o.device == DeviceKind::Cuda;
+  if (o.max_autotune && o.backend != Backend::Inductor)
+    throw UsageError("--max-autotune needs --backend=inductor");
+  if (o.max_autotune && cuda) unsupported("--max-autotune for --device=cuda");
   std::string emit = effective_emit(o);
   bool code_emit = emit == "llvm" || emit == "ptx" || emit == "obj" || emit == "cpp";
   if (code_emit && o.backend != Backend::Inductor)

@@ -20,6 +20,7 @@ constexpr ComponentRow kComponents[] = {
     {Component::Inductor, "inductor", "lowering, fusion, memory planning and code generation"},
     {Component::Cache, "cache", "compile-cache lookups, hits, misses and stores"},
     {Component::Driver, "driver", "pipeline stages with timings, bisect and minify"},
+    {Component::Autotune, "autotune", "--max-autotune: candidates timed, choices and cache hits"},
 };
 
 struct ArtifactRow {

@@ -25,8 +25,8 @@
 
 namespace fxc {
 
-enum class Component : uint8_t { Frontend, Aot, Inductor, Cache, Driver };
-constexpr size_t kNumComponents = 5;
+enum class Component : uint8_t { Frontend, Aot, Inductor, Cache, Driver, Autotune };
+constexpr size_t kNumComponents = 6;
 
 enum class Level : uint8_t { Debug, Info, Warning, Error };
 

@@ -1,6 +1,7 @@
 // The one pipeline (DESIGN.md §1): the stage list, in order; each backend runs a prefix of it.
 #include "driver/pipeline.h"
 
+#include "driver/cache.h"
 #include "driver/logging.h"
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
@@ -219,7 +220,11 @@ void stage_inductor(Compilation& c) {
     io.cuda_arch = c.opts.cuda_arch;
     io.allow_tf32 = c.opts.allow_tf32;
     io.cuda_graphs = c.opts.cuda_graphs;
+    io.max_autotune = c.opts.max_autotune;
+    if (io.max_autotune) io.autotune_dir = cache_directory(c.opts);
     auto cg = std::make_shared<CompiledGraph>(compile_inductor(sg.graph, io));
+    for (const std::string& line : cg->autotune_log())
+      process_logger().log(Component::Autotune, Level::Info, sg.folder + ": " + line);
     std::string dir = "inductor/" + sg.folder + "/";
     c.trace.write(dir + "ir_pre_fusion.txt", cg->ir_pre_fusion(), "inductor", sg.folder);
     c.trace.write(dir + "ir_post_fusion.txt", cg->ir_post_fusion(), "inductor", sg.folder);

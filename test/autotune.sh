@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# --max-autotune on the CPU: a cold compile times candidate grains per kernel, runs correctly and
+# writes autotune.json; a warm one reuses every choice without timing; a corrupt file is
+# discarded with a log line and rebuilt; --no-cache tunes without storing; CUDA is refused.
+# Usage: autotune.sh <fxc>
+set -u
+fxc=$1
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fx=$src/test/fixtures
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+unset FXC_CACHE_DIR FXC_LOGS FXC_LOGS_OUT FXC_COMPILE_DEBUG
+export HOME=$tmp/home XDG_CACHE_HOME=
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+check() { # check <description> <expected status> <command...>
+  local desc=$1 want=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  if [ "$got" -ne "$want" ]; then
+    bad "$desc: exit $got, want $want"; sed 's/^/     /' "$tmp/err" | head -5
+  else ok "$desc"; fi
+}
+has() { # has <description> <file> <substring>
+  if grep -qF -- "$3" "$2"; then ok "$1"; else bad "$1: '$3' not in $2"; head -5 "$2" | sed 's/^/     /'; fi
+}
+hasnt() { # hasnt <description> <file> <substring>
+  if grep -qF -- "$3" "$2"; then bad "$1: '$3' in $2"; else ok "$1"; fi
+}
+count() { grep -cF -- "$2" "$1"; }
+
+c=$tmp/c
+run=(--device=cpu --backend=inductor --max-autotune --log=autotune --run "$fx/mlp.pt2"
+     --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors" --rtol=1e-3 --atol=1e-4)
+
+check "cold: tunes and matches the expected outputs" 0 "$fxc" --cache-dir="$c" "${run[@]}"
+has "cold: candidates are timed" "$tmp/err" "[fxc:autotune] info: "
+has "cold: a choice per kernel" "$tmp/err" "-> grain="
+hasnt "cold: nothing cached yet" "$tmp/err" ": cached grain="
+tuned=$(count "$tmp/err" "-> grain=")
+[ "$tuned" -ge 1 ] && ok "cold: $tuned kernels tuned" || bad "cold: no kernel tuned"
+if [ -f "$c/autotune.json" ]; then ok "autotune.json written"; else bad "no $c/autotune.json"; fi
+has "autotune.json has entries keyed by device" "$c/autotune.json" '"cpu '
+has "autotune.json records the choice" "$c/autotune.json" '"choice": "grain='
+cp "$c/autotune.json" "$tmp/first.json"
+
+check "warm: runs and matches" 0 "$fxc" --cache-dir="$c" "${run[@]}"
+hasnt "warm: nothing timed" "$tmp/err" "candidates"
+hits=$(count "$tmp/err" ": cached grain=")
+[ "$hits" -eq "$tuned" ] && ok "warm: $hits cached hits" || bad "warm: $hits hits, want $tuned"
+cmp -s "$c/autotune.json" "$tmp/first.json" && ok "warm: autotune.json unchanged" \
+  || bad "warm: autotune.json rewritten"
+
+echo '{"version": 1, "entries": {"x": 5' >"$c/autotune.json"
+check "corrupt: still runs and matches" 0 "$fxc" --cache-dir="$c" "${run[@]}"
+has "corrupt: discarded with a log line" "$tmp/err" "discarded corrupt $c/autotune.json"
+has "corrupt: tuned again" "$tmp/err" "-> grain="
+has "corrupt: rebuilt" "$c/autotune.json" '"choice": "grain='
+
+printf '{"version": 1, "entries": {}}\n' >"$c/autotune.json"
+check "empty file: tunes" 0 "$fxc" --cache-dir="$c" "${run[@]}"
+has "empty file: tuned" "$tmp/err" "-> grain="
+
+check "--no-cache: tunes without storing" 0 "$fxc" --no-cache "${run[@]}"
+has "--no-cache: says so" "$tmp/err" "not remembered"
+[ ! -e "$HOME/.cache/fxc/autotune.json" ] && ok "--no-cache: no file" || bad "--no-cache wrote a file"
+
+check "without --log: runs (through the compile cache)" 0 "$fxc" --cache-dir="$tmp/d" \
+  --device=cpu --max-autotune --run "$fx/mlp.pt2" --inputs "$fx/mlp.io.safetensors" \
+  --expect "$fx/mlp.io.safetensors" --rtol=1e-3 --atol=1e-4
+[ -f "$tmp/d/autotune.json" ] && ok "without --log: autotune.json written" || bad "no autotune.json"
+check "--device=cuda is not yet supported" 2 "$fxc" --device=cuda --max-autotune --run "$fx/mlp.pt2"
+has "--device=cuda message" "$tmp/err" "--max-autotune for --device=cuda is not yet supported"
+check "--backend=eager is a usage error" 2 "$fxc" --backend=eager --max-autotune --run "$fx/mlp.pt2"
+
+exit $fail
