@@ -3,12 +3,71 @@
 #include "driver/options.h"
 #include "frontend/diag.h"
 
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+
+#include <unistd.h>
+
+namespace {
+
+bool json_diagnostics = false; // set once, before any handler can run
+
+void write_stderr(const char* s) {
+  for (size_t n = std::strlen(s); n > 0;) {
+    ssize_t w = ::write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= size_t(w);
+  }
+}
+
+// A crash (a failed assert, a bad memory access) is an internal compiler error as much as an
+// uncaught exception: the same message and exit status 70. Async-signal-safe calls only.
+extern "C" void on_crash(int sig) {
+  const char* what = sig == SIGABRT   ? "aborted (a failed assertion)"
+                     : sig == SIGSEGV ? "segmentation fault"
+                     : sig == SIGBUS  ? "bus error"
+                     : sig == SIGFPE  ? "arithmetic exception"
+                                      : "illegal instruction";
+  if (json_diagnostics) {
+    write_stderr("{\"severity\":\"fatal\",\"file\":\"\",\"node\":\"\",\"op\":\"\",\"message\":\"");
+    write_stderr(what);
+    write_stderr("\\nplease report this bug with the command line and the input graph\"}\n");
+  } else {
+    write_stderr("fxc: internal compiler error: ");
+    write_stderr(what);
+    write_stderr("\nplease report this bug with the command line and the input graph\n");
+  }
+  ::_exit(70);
+}
+
+// Sanitizer builds keep the sanitizers' own reports of these signals.
+#if defined(__SANITIZE_ADDRESS__)
+void install_crash_handlers() {}
+#else
+void install_crash_handlers() {
+  static char alt_stack[1 << 16]; // a stack overflow must still reach the handler
+  stack_t ss{};
+  ss.ss_sp = alt_stack;
+  ss.ss_size = sizeof alt_stack;
+  sigaltstack(&ss, nullptr);
+  struct sigaction sa {};
+  sa.sa_handler = on_crash;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+  for (int s : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) sigaction(s, &sa, nullptr);
+}
+#endif
+
+} // namespace
 
 int main(int argc, char** argv) {
   fxc::Options opts;
   if (auto status = fxc::parse_options(argc, argv, &opts)) return *status;
+  json_diagnostics = opts.diagnostics == "json";
+  install_crash_handlers();
   try {
     return fxc::run_driver(opts);
   } catch (const fxc::Error& e) {

@@ -112,6 +112,21 @@ objs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 assert any(o["severity"] == "error" and "do not match" in o["message"] for o in objs), objs
 PY
 
+# A crash (here: SIGABRT, as a failed assert raises) is an internal compiler error: exit 70.
+"$fxc" --device=cpu --no-cache --bench "$fx/berttiny.pt2" >/dev/null 2>"$tmp/crash.err" &
+p=$!
+for _ in $(seq 200); do # until fxc has installed its handlers (SIGABRT is bit 6 of SigCgt)
+  cgt=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$p/status" 2>/dev/null)
+  [ -n "$cgt" ] && [ $((0x$cgt & 0x20)) -ne 0 ] && break
+  sleep 0.02
+done
+kill -ABRT "$p"
+wait "$p"
+rc=$?
+[ $rc -eq 70 ] && ok "a crash exits 70" || bad "a crash exited $rc"
+has "a crash asks for a report" "$tmp/crash.err" "fxc: internal compiler error: aborted"
+has "a crash says please report" "$tmp/crash.err" "please report this bug"
+
 # examples/ci.sh: green on a good model; on a planted bug, bisects, minifies and fails.
 check "ci.sh passes on mlp" 0 env FXC="$fxc" OUT="$tmp/ci" bash "$src/examples/ci.sh" \
   "$fx/mlp.pt2" "$fx/mlp.io.safetensors" --device=cpu
