@@ -16,6 +16,10 @@ namespace fxc {
 
 namespace {
 
+/// A candidate replaces the heuristic's grain only when it takes less than this fraction of
+/// its time.
+constexpr double kMinGain = 0.9;
+
 std::string grain_config(int64_t g) {
   return "grain=" + std::to_string(g);
 }
@@ -151,7 +155,9 @@ std::vector<std::string> autotune_plan(Plan& plan, const std::vector<std::string
     e.kernel = k.name;
     std::string line = k.name + ": candidates ";
     for (size_t c = 0; c < t.grains.size(); ++c) {
-      if (t.ms[c] < t.ms[best]) best = c;
+      // Another grain must beat the heuristic's (candidate 0) clearly: at a few microseconds a
+      // kernel's times differ by noise, and a smaller grain costs more tasks.
+      if (t.ms[c] < t.ms[best] && t.ms[c] < kMinGain * t.ms[0]) best = c;
       if (!std::isfinite(t.ms[c])) continue; // never ran (cannot happen for a kernel step)
       e.candidates.push_back({grain_config(t.grains[c]), t.ms[c]});
       line += (c ? ", " : "") + grain_config(t.grains[c]) + " " + format_ms(t.ms[c]);

@@ -5,7 +5,8 @@
 // giving 1, 2 and 8 tasks per thread, 1, 16 and 256 rows) by running the whole plan on seeded
 // random inputs (floating inputs N(0, 1), integer inputs zero, so that every index is in range)
 // with per-step timing (execute_plan's profile, host monotonic clock), a warm-up run and then
-// the minimum of `runs` runs per candidate, and sets each kernel's grain to its fastest. The
+// the minimum of `runs` runs per candidate, and sets each kernel's grain to its fastest (another
+// grain than the heuristic's only when it takes under 90% of its time). The
 // choices persist in the AutotuneCache in `cache_dir`, keyed by the device and the kernel's code
 // and size: a kernel found there gets its cached grain without being run. Matmuls are extern
 // BLAS calls and are not tuned here. Covered by test/autotune.sh.
@@ -22,7 +23,7 @@ namespace fxc {
 struct AutotuneOptions {
   std::string cache_dir; ///< where autotune.json lives; "": tune, remember nothing
   std::string device;    ///< the machine, for the cache key ("cpu <triple> <cpu> threads=N")
-  int runs = 3;          ///< timed runs per candidate (after one warm-up run)
+  int runs = 5;          ///< timed runs per candidate (after one warm-up run)
 };
 
 /// Tunes the grain of every kernel of `plan` (CPU kernels: fn set) and returns the log lines
