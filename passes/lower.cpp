@@ -1393,7 +1393,8 @@ void lower_convolution(Lowerer& L, int n) {
                 x.dtype == w.dtype && groups >= 1 && w.sizes[1] * groups == x.sizes[1] &&
                 w.sizes[0] % groups == 0;
   const LowerOptions& lo = L.options();
-  if (lo.cuda && conv2d && x.dtype == DType::F32 && (!bias || bias->dtype == DType::F32)) {
+  bool dnn_dtype = x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16;
+  if (lo.cuda && conv2d && dnn_dtype && m.dtype == x.dtype && (!bias || bias->dtype == x.dtype)) {
     if (lo.cudnn) {
       ExternCall c;
       c.kind = ExternCall::Kind::Conv;

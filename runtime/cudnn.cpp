@@ -67,14 +67,18 @@ std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMet
                                             std::array<int64_t, 2> stride,
                                             std::array<int64_t, 2> padding,
                                             std::array<int64_t, 2> dilation, int64_t groups) {
-  if (x.dim() != 4 || w.dim() != 4 || x.dtype != DType::F32 || w.dtype != DType::F32)
-    bad("expected 4-D float32 input and weight, got " + format_meta(x) + " and " + format_meta(w));
+  bool dtype_ok = x.dtype == w.dtype &&
+                  (x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16);
+  if (x.dim() != 4 || w.dim() != 4 || !dtype_ok)
+    bad("expected 4-D f32, f16 or bf16 input and weight of one dtype, got " + format_meta(x) +
+        " and " + format_meta(w));
   if (groups < 1 || w.sizes[1] * groups != x.sizes[1])
     bad("weight " + format_meta(w) + " with " + std::to_string(groups) +
         " groups does not take the " + std::to_string(x.sizes[1]) + " channels of " +
         format_meta(x));
   if (!x.is_contiguous() || !w.is_contiguous()) return std::nullopt;
   Conv2dProblem p;
+  p.dtype = x.dtype;
   p.n = x.sizes[0], p.c = x.sizes[1], p.h = x.sizes[2], p.w = x.sizes[3];
   p.k = w.sizes[0], p.r = w.sizes[2], p.s = w.sizes[3];
   p.stride_h = stride[0], p.stride_w = stride[1];
@@ -242,7 +246,7 @@ size_t Cudnn::prepared_count() const {
   return prepared_.size();
 }
 
-Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, const std::array<int64_t, 15>& key) {
+Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, const std::array<int64_t, 16>& key) {
   auto it = prepared_.find(key);
   if (it != prepared_.end()) return *it->second;
   std::array<int64_t, 4> out = conv2d_output_sizes(p);
@@ -251,17 +255,21 @@ Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, const std::array<int64_t
   // Descriptors are released however this function leaves (`pp` owns them until it is kept).
   auto pp = std::make_unique<Prepared>(D);
   Prepared& r = *pp;
+  bool half = p.dtype != DType::F32;
+  cudnnDataType_t dt = p.dtype == DType::BF16  ? CUDNN_DATA_BFLOAT16
+                       : p.dtype == DType::F16 ? CUDNN_DATA_HALF
+                                               : CUDNN_DATA_FLOAT;
   auto tensor = [&](cudnnTensorDescriptor_t& t, int64_t n, int64_t c, int64_t hh, int64_t ww) {
     check(D.cudnnCreateTensorDescriptor(&t), "cudnnCreateTensorDescriptor");
-    check(D.cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(c),
-                                       int(hh), int(ww)),
+    check(D.cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, dt, int(n), int(c), int(hh),
+                                       int(ww)),
           "cudnnSetTensor4dDescriptor");
   };
   tensor(r.xd, p.n, p.c, p.h, p.w);
   tensor(r.yd, out[0], out[1], out[2], out[3]);
   tensor(r.bd, 1, p.k, 1, 1);
   check(D.cudnnCreateFilterDescriptor(&r.wd), "cudnnCreateFilterDescriptor");
-  check(D.cudnnSetFilter4dDescriptor(r.wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(p.k),
+  check(D.cudnnSetFilter4dDescriptor(r.wd, dt, CUDNN_TENSOR_NCHW, int(p.k),
                                      int(p.c / p.groups), int(p.r), int(p.s)),
         "cudnnSetFilter4dDescriptor");
   check(D.cudnnCreateConvolutionDescriptor(&r.cd), "cudnnCreateConvolutionDescriptor");
@@ -271,7 +279,9 @@ Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, const std::array<int64_t
                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "cudnnSetConvolution2dDescriptor");
   check(D.cudnnSetConvolutionGroupCount(r.cd, int(p.groups)), "cudnnSetConvolutionGroupCount");
-  check(D.cudnnSetConvolutionMathType(r.cd, p.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+  // Half types run on the tensor cores (accumulating in float32); float32 only with TF32.
+  bool tensor_ops = half || p.allow_tf32;
+  check(D.cudnnSetConvolutionMathType(r.cd, tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
         "cudnnSetConvolutionMathType");
 
   int dn = 0, dc = 0, dh = 0, dw = 0;
@@ -289,7 +299,7 @@ Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, const std::array<int64_t
   const cudnnConvolutionFwdAlgoPerf_t* chosen = nullptr;
   for (int i = 0; i < returned && !chosen; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspaceBytes &&
-        (p.allow_tf32 || perf[i].mathType != CUDNN_TENSOR_OP_MATH))
+        (tensor_ops || perf[i].mathType != CUDNN_TENSOR_OP_MATH))
       chosen = &perf[i];
   if (!chosen)
     bad("cuDNN offers no algorithm within " + std::to_string(kMaxWorkspaceBytes) +
@@ -307,9 +317,10 @@ void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, Dev
   ctx_.make_current();
   const Api& D = *api_;
   cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
-  std::array<int64_t, 15> key = {p.n,        p.c,        p.h,          p.w,          p.k,
-                                 p.r,        p.s,        p.stride_h,   p.stride_w,   p.pad_h,
-                                 p.pad_w,    p.dilation_h, p.dilation_w, p.groups, p.allow_tf32};
+  std::array<int64_t, 16> key = {p.n,        p.c,          p.h,          p.w,
+                                 p.k,        p.r,          p.s,          p.stride_h,
+                                 p.stride_w, p.pad_h,      p.pad_w,      p.dilation_h,
+                                 p.dilation_w, p.groups,   p.allow_tf32, int64_t(p.dtype)};
   std::lock_guard<std::mutex> lock(mu_);
   Prepared& r = prepare(p, key);
   DevicePtr ws = workspace(r.ws_bytes);

@@ -21,9 +21,10 @@
 
 namespace fxc::cuda {
 
-/// y = conv2d(x, w) (+ bias[k] broadcast over n, h, w), all contiguous NCHW float32; the weight
-/// is [k, c / groups, r, s], as PyTorch's.
+/// y = conv2d(x, w) (+ bias[k] broadcast over n, h, w), all contiguous NCHW of one dtype; the
+/// weight is [k, c / groups, r, s], as PyTorch's.
 struct Conv2dProblem {
+  DType dtype = DType::F32; ///< F32, F16 or BF16; accumulation is float32 for all three
   int64_t n = 0, c = 0, h = 0, w = 0; ///< input
   int64_t k = 0, r = 0, s = 0;        ///< output channels, kernel height and width
   int64_t stride_h = 1, stride_w = 1;
@@ -40,8 +41,8 @@ std::array<int64_t, 4> conv2d_output_sizes(const Conv2dProblem& p);
 
 /// The problem of PyTorch's conv2d(x, w, stride, padding, dilation, groups) (each pair {h, w}),
 /// or nullopt when x or w is not contiguous NCHW (channels-last, say): the caller then makes it
-/// contiguous. Throws CudaError("conv2d: ...") when x or w is not 4-D float32 or the channels do
-/// not match the groups.
+/// contiguous. Throws CudaError("conv2d: ...") when x and w are not 4-D of one dtype among f32,
+/// f16 and bf16, or the channels do not match the groups.
 std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMeta& w,
                                             std::array<int64_t, 2> stride,
                                             std::array<int64_t, 2> padding,
@@ -79,11 +80,11 @@ private:
   Cudnn(Context& ctx, std::unique_ptr<Api> api);
   void check(int status, const char* call) const;
   DevicePtr workspace(size_t bytes);
-  Prepared& prepare(const Conv2dProblem& p, const std::array<int64_t, 15>& key);
+  Prepared& prepare(const Conv2dProblem& p, const std::array<int64_t, 16>& key);
   Context& ctx_;
   std::unique_ptr<Api> api_;
   mutable std::mutex mu_;
-  std::map<std::array<int64_t, 15>, std::unique_ptr<Prepared>> prepared_;
+  std::map<std::array<int64_t, 16>, std::unique_ptr<Prepared>> prepared_;
   void* handle_ = nullptr;
   DevicePtr workspace_ = 0;
   size_t workspace_bytes_ = 0;

@@ -207,6 +207,27 @@ TEST_CASE("cuda gpu plan: epilogues, cuDNN, the arena, resident runs and graphs 
   }
 }
 
+TEST_CASE("cuda gpu plan: bf16 convolutions run on cuDNN and match the host reference") {
+  if (!have_cuda()) return;
+  TestGraph tg;
+  auto in = [&](const char* name, std::vector<int64_t> sizes) {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return tg.input_values(name, DType::BF16, sizes, tg.random_values(n, -1, 1));
+  };
+  ValueId x = in("x", {2, 8, 12, 12}), w = in("w", {16, 4, 3, 3}), b = in("b", {16});
+  tg.output(tg.op("aten.conv2d.default",
+                  {T(x), T(w), T(b), Is({2, 1}), Is({1, 1}), Is({1, 1}), I(2)}));
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs);
+  InductorOptions o;
+  o.cuda = true;
+  CompiledGraph cg = compile_inductor(tg.g, o);
+  INFO(cg.ir_post_fusion());
+  CHECK(contains(cg.ir_post_fusion(), "(cudnn, stride [2, 1], padding [1, 1], dilation [1, 1], "
+                                      "groups 2)"));
+  check_close(cg.run(tg.inputs), want, 3e-2);
+}
+
 TEST_CASE("cuda gpu plan: TF32 is used only when allowed") {
   if (!have_cuda()) return;
   // K = 4096 products of values in [-1, 1): TF32's 10-bit mantissa is visible, float32's is not.

@@ -581,7 +581,15 @@ TEST_CASE("cuda: conv2d problems come from contiguous NCHW operands") {
   TensorMeta xb = x;
   xb.dtype = DType::BF16;
   CHECK_THROWS_WITH_AS(conv2d_problem(xb, w, {1, 1}, {0, 0}, {1, 1}, 2),
-                       doctest::Contains("expected 4-D float32 input and weight"), CudaError);
+                       doctest::Contains("of one dtype"), CudaError);
+  TensorMeta wb = w;
+  wb.dtype = DType::BF16;
+  REQUIRE(conv2d_problem(xb, wb, {1, 1}, {0, 0}, {1, 1}, 2));
+  CHECK(conv2d_problem(xb, wb, {1, 1}, {0, 0}, {1, 1}, 2)->dtype == DType::BF16);
+  TensorMeta xd = x, wd = w;
+  xd.dtype = wd.dtype = DType::F64;
+  CHECK_THROWS_WITH_AS(conv2d_problem(xd, wd, {1, 1}, {0, 0}, {1, 1}, 2),
+                       doctest::Contains("expected 4-D f32, f16 or bf16"), CudaError);
   CHECK_THROWS_WITH_AS(conv2d_problem(x, w, {0, 1}, {0, 0}, {1, 1}, 2),
                        doctest::Contains("stride = 0"), CudaError);
 }
