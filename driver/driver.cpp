@@ -53,10 +53,11 @@ void report_error(const Options& opts, const Error& e) {
 }
 
 void report_diagnostic(const Options& opts, const std::string& severity, const std::string& file,
-                       const std::string& message) {
+                       const std::string& message, const std::string& repro) {
   if (opts.diagnostics == "json") {
     nlohmann::ordered_json j = {{"severity", severity}, {"file", file}, {"node", ""},
                                 {"op", ""}, {"message", message}};
+    if (!repro.empty()) j["repro"] = repro;
     std::fprintf(stderr, "%s\n", j.dump().c_str());
     return;
   }

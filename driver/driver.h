@@ -26,9 +26,10 @@ void report_error(const Options& opts, const Error& e);
 
 /// Prints one diagnostic that is not an fxc::Error (a usage error, an internal compiler error) on
 /// stderr: "<file or fxc>: <severity>: <message>" as text, or with --diagnostics=json one JSON
-/// object per line: {"severity", "file", "node", "op", "message"} (severity "error", "fatal").
+/// object per line: {"severity", "file", "node", "op", "message"} (severity "error", "fatal"),
+/// plus "repro" (the path of an internal compiler error's repro.sh) when `repro` is not empty.
 void report_diagnostic(const Options& opts, const std::string& severity, const std::string& file,
-                       const std::string& message);
+                       const std::string& message, const std::string& repro = "");
 
 /// The report of a check (--expect, --check-accuracy) goes to stdout when it passes, else to
 /// stderr, except under --diagnostics=json, where stderr holds only the JSON diagnostics.

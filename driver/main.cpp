@@ -1,12 +1,15 @@
 // fxc's entry point: parse the command line, run the pipeline, map failures to exit codes.
+#include "driver/crash_repro.h"
 #include "driver/driver.h"
 #include "driver/options.h"
 #include "frontend/diag.h"
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 
 #include <unistd.h>
 
@@ -31,13 +34,24 @@ extern "C" void on_crash(int sig) {
                      : sig == SIGBUS  ? "bus error"
                      : sig == SIGFPE  ? "arithmetic exception"
                                       : "illegal instruction";
+  const char* repro = fxc::write_crash_repro();
   if (json_diagnostics) {
     write_stderr("{\"severity\":\"fatal\",\"file\":\"\",\"node\":\"\",\"op\":\"\",\"message\":\"");
     write_stderr(what);
-    write_stderr("\\nplease report this bug with the command line and the input graph\"}\n");
+    write_stderr("\\nplease report this bug with the command line and the input graph\"");
+    if (repro) {
+      write_stderr(",\"repro\":\"");
+      write_stderr(fxc::crash_repro_json_path());
+      write_stderr("\"");
+    }
+    write_stderr("}\n");
   } else {
     write_stderr("fxc: internal compiler error: ");
     write_stderr(what);
+    if (repro) {
+      write_stderr("\nfxc: note: a reproducer was written to ");
+      write_stderr(repro);
+    }
     write_stderr("\nplease report this bug with the command line and the input graph\n");
   }
   ::_exit(70);
@@ -67,8 +81,15 @@ int main(int argc, char** argv) {
   fxc::Options opts;
   if (auto status = fxc::parse_options(argc, argv, &opts)) return *status;
   json_diagnostics = opts.diagnostics == "json";
+  fxc::prepare_crash_repro(argc, argv, opts);
   install_crash_handlers();
   try {
+    // Testing only: an internal compiler error on demand, to exercise the reporting above.
+    if (const char* ice = std::getenv("FXC_INJECT_ICE")) {
+      if (std::strcmp(ice, "abort") == 0) std::abort();
+      if (std::strcmp(ice, "exception") == 0)
+        throw std::logic_error("injected internal compiler error (FXC_INJECT_ICE=exception)");
+    }
     return fxc::run_driver(opts);
   } catch (const fxc::Error& e) {
     fxc::report_error(opts, e);
@@ -77,10 +98,16 @@ int main(int argc, char** argv) {
     fxc::report_diagnostic(opts, "error", "", e.what());
     return 2;
   } catch (const std::exception& e) {
-    fxc::report_diagnostic(opts, opts.diagnostics == "json" ? "fatal" : "internal compiler error",
-                           "", std::string(e.what()) +
-                                   "\nplease report this bug with the command line and the input "
-                                   "graph (" + opts.input + ")");
+    const char* repro = fxc::write_crash_repro();
+    std::string note = repro && !json_diagnostics
+                           ? std::string("\nfxc: note: a reproducer was written to ") + repro
+                           : "";
+    fxc::report_diagnostic(opts, json_diagnostics ? "fatal" : "internal compiler error", "",
+                           e.what() + note +
+                               "\nplease report this bug with the command line and the input "
+                               "graph (" +
+                               opts.input + ")",
+                           repro ? repro : "");
     return 70;
   }
 }

@@ -112,8 +112,10 @@ objs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 assert any(o["severity"] == "error" and "do not match" in o["message"] for o in objs), objs
 PY
 
-# A crash (here: SIGABRT, as a failed assert raises) is an internal compiler error: exit 70.
-"$fxc" --device=cpu --no-cache --bench "$fx/berttiny.pt2" >/dev/null 2>"$tmp/crash.err" &
+# A crash (here: SIGABRT, as a failed assert raises) is an internal compiler error: exit 70,
+# with a reproducer in $TMPDIR/fxc-crash-<pid>/.
+mkdir -p "$tmp/ice"
+TMPDIR=$tmp/ice "$fxc" --device=cpu --no-cache --bench "$fx/berttiny.pt2" >/dev/null 2>"$tmp/crash.err" &
 p=$!
 for _ in $(seq 200); do # until fxc has installed its handlers (SIGABRT is bit 6 of SigCgt)
   cgt=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$p/status" 2>/dev/null)
@@ -126,6 +128,27 @@ rc=$?
 [ $rc -eq 70 ] && ok "a crash exits 70" || bad "a crash exited $rc"
 has "a crash asks for a report" "$tmp/crash.err" "fxc: internal compiler error: aborted"
 has "a crash says please report" "$tmp/crash.err" "please report this bug"
+has "a crash names its reproducer" "$tmp/crash.err" "fxc: note: a reproducer was written to $tmp/ice/fxc-crash-$p/repro.sh"
+cmp -s "$fx/berttiny.pt2" "$tmp/ice/fxc-crash-$p/berttiny.pt2" && [ -x "$tmp/ice/fxc-crash-$p/repro.sh" ] \
+  && ok "the reproducer has the graph and repro.sh" || bad "no reproducer in $tmp/ice/fxc-crash-$p"
+# FXC_INJECT_ICE (testing only) makes one on demand; repro.sh re-runs it (FXC_* variables kept).
+(cd "$tmp" && FXC_INJECT_ICE=abort TMPDIR=$tmp/ice "$fxc" --device=cpu --no-cache -o "out dir.fxo" \
+  "$ex/block.fxg" 2>"$tmp/ice.err"; echo $? >"$tmp/ice.rc")
+[ "$(cat "$tmp/ice.rc")" = 70 ] && ok "an injected abort exits 70" || bad "injected abort: $(cat "$tmp/ice.rc")"
+r=$(sed -n 's/^fxc: note: a reproducer was written to //p' "$tmp/ice.err")
+[ -n "$r" ] && [ -L "$(dirname "$r")/block.safetensors" ] && [ -s "$(dirname "$r")/block.fxg" ] \
+  && ok "the reproducer links the .fxg's weights" || bad "reproducer '$r': $(ls "$(dirname "$r")")"
+check "repro.sh re-runs the crash" 70 env TMPDIR="$tmp/ice" sh "$r"
+has "repro.sh's run crashes the same way" "$tmp/err" "fxc: internal compiler error: aborted"
+check "json: an internal error" 70 env FXC_INJECT_ICE=exception TMPDIR=$tmp/ice "$fxc" \
+  --diagnostics=json --device=cpu --no-cache "$fx/mlp.pt2"
+python3 - "$tmp/err" <<'PY' && ok "json: an internal error names its reproducer" || bad "json ICE: $(cat "$tmp/err")"
+import json, os, sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["severity"] == "fatal" and "please report" in d["message"], d
+assert os.access(d["repro"], os.X_OK) and os.path.isfile(os.path.join(os.path.dirname(d["repro"]), "mlp.pt2")), d
+PY
+check "json repro.sh re-runs the internal error" 70 env TMPDIR="$tmp/ice" sh "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["repro"])' "$tmp/err")"
 
 # examples/ci.sh: green on a good model; on a planted bug, bisects, minifies and fails.
 check "ci.sh passes on mlp" 0 env FXC="$fxc" OUT="$tmp/ci" bash "$src/examples/ci.sh" \
