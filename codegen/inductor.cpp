@@ -157,8 +157,8 @@ PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts,
   out.fusion_log += s.log;
   PassTimer codegen("codegen (PTX)");
   for (PtxKernel& k : generate_ptx(p, s, arch, libdevice))
-    out.kernels.push_back(
-        {k.name, std::move(k.ll), std::move(k.ptx), k.xnumel, k.block, int(k.args.size())});
+    out.kernels.push_back({k.name, std::move(k.ll), std::move(k.ptx),
+                           (k.xnumel + k.rows - 1) / k.rows, k.block, k.rows, int(k.args.size())});
   return out;
 }
 
@@ -319,8 +319,11 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
   }
   timer.reset();
   if (opts.cuda)
-    for (size_t ki = 0; ki < s.kernels.size(); ++ki)
-      plan.kernels[kernel_index[ki]].cuda_block = ptx.at(s.kernels[ki].name).block;
+    for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
+      const PtxKernel& pk = ptx.at(s.kernels[ki].name);
+      plan.kernels[kernel_index[ki]].cuda_block = pk.block;
+      plan.kernels[kernel_index[ki]].cuda_rows = pk.rows;
+    }
   impl->unloaded = opts.cuda && !opts.load_cuda;
   if (opts.cuda && opts.load_cuda) {
     try {

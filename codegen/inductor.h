@@ -105,8 +105,9 @@ struct PtxKernelInfo {
   std::string name;
   std::string ll;
   std::string ptx;
-  int64_t grid = 0;    ///< blocks: one per row
+  int64_t grid = 0;    ///< blocks: ceil(rows / rows per block)
   int block = 32;      ///< threads per block
+  int rows = 1;        ///< rows per block: 1, or `block` when each thread computes a row
   int num_buffers = 0; ///< pointer parameters before the trailing i64 row count
 };
 struct PtxProgram {

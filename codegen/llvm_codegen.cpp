@@ -745,7 +745,8 @@ void Emitter::emit_slot_stage(const KernelStage& st) {
                       : accumulate(buf, part[l], part[l + w], nullptr, nullptr, nullptr, nullptr);
     llvm::Value* a = part[0];
     llvm::Value* idx = arg.count(m.buffer) ? b_.CreateLoad(i64, arg[m.buffer]) : nullptr;
-    a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
+    // One thread owns each row (block 0): its partial result is the row's.
+    if (map_.block > 0) a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
     llvm::Value* res = idx ? idx : cast(a, vt, buf.dtype);
     row_vals_[m.buffer] = res;
     if (m.store) store(m.buffer, x_, res, buf.dtype);
@@ -825,7 +826,8 @@ void Emitter::emit_stage(const KernelStage& st) {
     DType vt = buf.body->dtype;
     llvm::Value* a = b_.CreateLoad(reg_type(vt), acc[m.buffer]);
     llvm::Value* idx = arg.count(m.buffer) ? b_.CreateLoad(i64, arg[m.buffer]) : nullptr;
-    a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
+    // One thread owns each row (block 0): its partial result is the row's.
+    if (map_.block > 0) a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
     llvm::Value* res = idx ? idx : cast(a, vt, buf.dtype);
     row_vals_[m.buffer] = res;
     if (m.store) store(m.buffer, x_, res, buf.dtype);
@@ -834,9 +836,9 @@ void Emitter::emit_stage(const KernelStage& st) {
 
 llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<bool>& noalias) {
   target_.prepare_module(m_);
-  fn_ = target_.begin_kernel(m_, b_, k_.name, noalias, &entry_);
-  for (size_t i = 0; i < args.size(); ++i) buf_ptr_[args[i]] = entry_.buffers[i];
   map_ = target_.row_mapping(p_, k_);
+  fn_ = target_.begin_kernel(m_, b_, k_.name, noalias, map_, &entry_);
+  for (size_t i = 0; i < args.size(); ++i) buf_ptr_[args[i]] = entry_.buffers[i];
   slots_ = map_.block > 0 && (map_.vec > 1 || map_.persistent);
   assert((!slots_ || k_.rnumel % map_.vec == 0) && "vectors must tile the row");
   assert((!map_.persistent || int64_t(map_.block) * map_.vec * map_.chunks >= k_.rnumel) &&
@@ -873,7 +875,8 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
   }
   for (size_t i = 0; i < k_.stages.size(); ++i) {
     // A resident row passes values between stages in registers: no stores to make visible.
-    if (i > 0 && !resident) target_.end_stage(b_);
+    // With one thread per row (block 0), the thread reads back only its own stores.
+    if (i > 0 && !resident && map_.block > 0) target_.end_stage(b_);
     emit_stage(k_.stages[i]);
   }
   llvm::Value* xn = b_.CreateAdd(x, b_.getInt64(1), "x.next", true, true);

@@ -33,16 +33,17 @@ public:
 /// The host compiler.
 std::unique_ptr<KernelCompiler> make_x86_compiler();
 
-/// One kernel for NVIDIA GPUs. Launch: grid (xnumel), block (block) threads, no dynamic shared
-/// memory; parameters: a pointer per buffer in `args` (each a distinct allocation, 16-byte
-/// aligned: kernels use 16-byte vector accesses), then xnumel as i64.
+/// One kernel for NVIDIA GPUs. Launch: grid ceil(xnumel / rows), block (block) threads, no
+/// dynamic shared memory; parameters: a pointer per buffer in `args` (each a distinct allocation,
+/// 16-byte aligned: kernels use 16-byte vector accesses), then xnumel as i64.
 struct PtxKernel {
   std::string name;
   std::string ll; ///< LLVM IR as generated (before libdevice and optimization)
   std::string ptx;
   std::vector<int> args; ///< buffer ids, in parameter order
   int64_t xnumel = 0;
-  int block = 32; ///< threads per block: mapping.block
+  int block = 32; ///< threads per block: mapping.block, or mapping.rows in the short-row form
+  int rows = 1;   ///< rows per block: 1, or mapping.rows in the short-row form (a thread per row)
   RowMapping mapping;
 };
 

@@ -31,9 +31,11 @@ struct TargetCaps {
 
 /// How one kernel's rows map onto the threads of a cooperative target, chosen per kernel before
 /// emission. The default (block 0) is the host form: each invocation owns whole rows and loops
-/// over r one element at a time.
+/// over r one element at a time; on NVPTX that is the short-row form, `rows` threads per block,
+/// each computing one whole row (no shuffles, no barriers).
 struct RowMapping {
   int block = 0; ///< threads per row: a power of two (32..1024), or 0 for one thread per row
+  int rows = 1;  ///< rows per thread block (block 0 on NVPTX): its threads, one row each
   int vec = 1;   ///< contiguous elements per thread access (one 16-byte vector where aligned)
   /// Persistent form: each thread owns `chunks` vectors of the row (block * vec * chunks >=
   /// rnumel), kept in registers from the first stage to the last (no r loops, one read of the row).
@@ -60,10 +62,11 @@ public:
   /// The row mapping of kernel `k` (the host form unless the target overrides it).
   virtual RowMapping row_mapping(const LoopProgram&, const Kernel&) { return {}; }
   /// Creates the kernel function with the target's ABI and positions `b` in its body.
-  /// noalias[i] says argument i shares memory with no other argument.
+  /// noalias[i] says argument i shares memory with no other argument; `map` is the kernel's
+  /// row mapping (row_mapping()).
   virtual llvm::Function* begin_kernel(llvm::Module& m, llvm::IRBuilderBase& b,
                                        const std::string& name, const std::vector<bool>& noalias,
-                                       KernelEntry* entry) = 0;
+                                       const RowMapping& map, KernelEntry* entry) = 0;
   /// Combines this thread's partial result of a reduction with the other threads of its row
   /// (identity when one thread owns a row). `index` is the position for arg reductions.
   virtual llvm::Value* combine_partial(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* partial,
@@ -91,7 +94,7 @@ public:
 /// The host CPU target (x86-64): rows split across the thread pool, one thread per row.
 std::unique_ptr<Target> make_x86_target();
 /// NVPTX: one thread block per row, its threads striding over r and combining reductions
-/// through shared memory; math through libdevice.
+/// through shared memory (or, for many short rows, one thread per row); math through libdevice.
 std::unique_ptr<Target> make_nvptx_target(const std::string& arch);
 
 } // namespace fxc

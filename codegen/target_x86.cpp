@@ -72,7 +72,8 @@ public:
   }
 
   llvm::Function* begin_kernel(llvm::Module& m, llvm::IRBuilderBase& b, const std::string& name,
-                               const std::vector<bool>& noalias, KernelEntry* entry) override {
+                               const std::vector<bool>& noalias, const RowMapping&,
+                               KernelEntry* entry) override {
     llvm::LLVMContext& ctx = m.getContext();
     std::vector<llvm::Type*> params = {b.getInt64Ty(), b.getInt64Ty()};
     for (size_t i = 0; i < noalias.size(); ++i) params.push_back(b.getPtrTy());

@@ -159,6 +159,7 @@ ojson write_kernel(const PlanKernel& k, const std::string* ptx, Writer& w) {
   j["fail"] = k.fail;
   j["bytes"] = k.bytes;
   j["cuda_block"] = k.cuda_block;
+  j["cuda_rows"] = k.cuda_rows;
   j["ptx"] = ptx ? w.blob(*ptx) : ojson();
   return j;
 }
@@ -416,6 +417,11 @@ PlanKernel read_kernel(const Reader& r, const json& j, const std::string& where,
   k.fail = r.str(j, "fail", where);
   k.bytes = r.integer(j, "bytes", where, 0, INT64_MAX);
   k.cuda_block = int(r.integer(j, "cuda_block", where, cuda ? 1 : 0, cuda ? 1024 : 0));
+  // Artifacts written before the short-row form have no cuda_rows: a block per row.
+  if (j.contains("cuda_rows"))
+    k.cuda_rows = int(r.integer(j, "cuda_rows", where, 1, cuda ? 1024 : 1));
+  if (k.cuda_rows != 1 && k.cuda_rows != k.cuda_block)
+    r.fail(where + ".cuda_rows", "rows per block must be 1 or the block size");
   const json& p = r.at(j, "ptx", where);
   if (cuda)
     *ptx = std::string(r.blob(p, where + ".ptx"));

@@ -42,10 +42,12 @@ struct PlanKernel {
   int64_t grain = 1; ///< rows per task
   std::string fail;  ///< testing only (--inject-bug): running the kernel throws this message
   int64_t bytes = 0; ///< bytes the kernel must move: its inputs read once, its outputs written
-  /// CUDA plans: the loaded kernel (a CUfunction), launched with one block of `cuda_block`
-  /// threads per row and parameters (a device pointer per argument, then xnumel as int64).
+  /// CUDA plans: the loaded kernel (a CUfunction), launched with blocks of `cuda_block` threads,
+  /// one block per `cuda_rows` rows (1: a block per row; cuda_block: a thread per row), and
+  /// parameters (a device pointer per argument, then xnumel as int64).
   void* cuda_function = nullptr;
   int cuda_block = 0;
+  int cuda_rows = 1;
 };
 
 struct PlanExtern {

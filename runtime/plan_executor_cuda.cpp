@@ -318,7 +318,9 @@ void CudaPlanRunner::run_step(const PlanStep& st) {
     std::vector<void*> params;
     for (DevicePtr& p : ptrs) params.push_back(&p);
     params.push_back(&xn);
-    ctx.launch(k.cuda_function, {unsigned(xn), 1, 1}, {unsigned(k.cuda_block), 1, 1}, 0,
+    if (k.cuda_rows < 1) throw Error(source_, "kernel has no rows per block", k.name);
+    int64_t grid = (xn + k.cuda_rows - 1) / k.cuda_rows;
+    ctx.launch(k.cuda_function, {unsigned(grid), 1, 1}, {unsigned(k.cuda_block), 1, 1}, 0,
                params.data(), k.name);
     break;
   }

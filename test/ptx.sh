@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-compilation for CUDA on a machine without a GPU: every fixture (both exports, inference
 # and train) compiles with --device=cuda --emit=ptx, and every kernel's PTX assembles with
-# ptxas -arch=sm_90. Usage: ptx.sh <fxc>
+# ptxas -arch=sm_90; FileCheck on the PTX of the kernel kinds (test/golden/ptx_*.check).
+# Usage: ptx.sh <fxc>
 set -u
 fxc=$1
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -58,6 +59,22 @@ if [ -n "$filecheck" ]; then
       echo "ok   FileCheck ${pre#*:} PTX: vector accesses (${pre%%:*})"
     else echo "FAIL FileCheck ${pre#*:} PTX: vector accesses (${pre%%:*})"; fail=1; fi
   done
+fi
+# The short-row form (a thread per row): convnet at its benchmark size, 1M pooling rows of 4.
+d=$tmp/convnet_bench
+if "$fxc" --device=cuda --emit=ptx --debug-dir="$d" -o "$d.ptx" "$src/bench/models/convnet.f32.fxg" >"$tmp/out" 2>&1; then
+  n=0
+  for p in $(find "$d" -name '*.ptx' | sort); do
+    n=$((n + 1))
+    "$ptxas" -arch=sm_90 "$p" -o "$tmp/k.cubin" 2>"$tmp/err" || { echo "FAIL convnet.f32: ptxas $(basename "$p")"; head -5 "$tmp/err"; fail=1; }
+  done
+  kernels=$((kernels + n)); echo "ok   convnet.f32 (bench): $n kernels assemble"
+  if [ -n "$filecheck" ] && "$filecheck" "$src/test/golden/ptx_short_row.check" --check-prefix=SHORTROW \
+      --input-file="$d.ptx"; then
+    echo "ok   FileCheck convnet.f32 PTX: a thread per short row (SHORTROW)"
+  else echo "FAIL FileCheck convnet.f32 PTX: a thread per short row (SHORTROW)"; fail=1; fi
+else
+  echo "FAIL convnet.f32: fxc"; sed 's/^/     /' "$tmp/out" | head -5; fail=1
 fi
 echo "$kernels kernels checked with ptxas"
 exit $fail

@@ -207,6 +207,36 @@ TEST_CASE("cuda gpu plan: epilogues, cuDNN, the arena, resident runs and graphs 
   }
 }
 
+TEST_CASE("cuda gpu plan: short rows (a thread per row) match the host reference") {
+  if (!have_cuda()) return;
+  TestGraph tg;
+  // Pooling: 262144 rows of 4 (values and arg indices), as in convnet; rows of 3 and 4 whose
+  // count is no multiple of the 256-row blocks: sums, maxima, argmax and a three-stage softmax.
+  ValueId x =
+      tg.input_values("x", DType::F32, {8, 32, 64, 64}, tg.random_values(8 * 32 * 64 * 64, -2, 2));
+  auto mp = tg.ops("aten.max_pool2d_with_indices.default",
+                   {T(tg.op("aten.relu.default", {T(x)})), Is({2, 2}), Is({2, 2})});
+  tg.output(mp[0]);
+  tg.output(mp[1]);
+  ValueId a = tg.input_values("a", DType::F32, {40001, 3}, tg.random_values(40001 * 3, -2, 2));
+  tg.output(tg.op("aten.sum.dim_IntList", {T(a), Is({-1})}));
+  tg.output(tg.op("aten.amax.default", {T(a), Is({1})}));
+  tg.output(tg.op("aten.argmax.default", {T(a), I(1)}));
+  ValueId s = tg.input_values("s", DType::F32, {70001, 4}, tg.random_values(70001 * 4, -2, 2));
+  tg.output(tg.op("aten._softmax.default", {T(s), I(-1), B(false)}));
+  tg.g = decompose(tg.g);
+  PtxProgram ptx = compile_inductor_ptx(tg.g, {});
+  int short_rows = 0;
+  for (const PtxKernelInfo& k : ptx.kernels) short_rows += k.rows > 1 ? 1 : 0;
+  INFO(ptx.ir_post_fusion);
+  CHECK(short_rows >= 3);
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs);
+  InductorOptions o;
+  o.cuda = true;
+  CompiledGraph cg = compile_inductor(tg.g, o);
+  check_close(cg.run(tg.inputs), want, 1e-5);
+}
+
 TEST_CASE("cuda gpu plan: bf16 convolutions run on cuDNN and match the host reference") {
   if (!have_cuda()) return;
   TestGraph tg;

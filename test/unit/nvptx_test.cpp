@@ -1,6 +1,6 @@
-// NVPTX lowering: row mappings (vector width, block size, persistent rows) and the PTX they give
-// for pointwise, reduction and persistent-reduction kernels (16-byte vector accesses, warp
-// shuffles, one read of a resident row).
+// NVPTX lowering: row mappings (vector width, block size, persistent rows, a thread per short
+// row) and the PTX they give for pointwise, reduction and persistent-reduction kernels (16-byte
+// vector accesses, warp shuffles, one read of a resident row, no cooperation for short rows).
 #include "aot_testing.h"
 #include "codegen/inductor.h"
 #include "codegen/llvm_codegen.h"
@@ -140,4 +140,58 @@ TEST_CASE("nvptx: PTX of pointwise, reduction and persistent-reduction kernels")
   CHECK(block == 128);
   CHECK(count(tail, "ld.global.nc.v4.f32") == 2);
   CHECK(count(tail, "st.global.v4.f32") == 2);
+}
+
+TEST_CASE("nvptx: many short rows get a thread each") {
+  // convnet's pooling kernel has 1M rows of 4: a thread per row, 256 rows per block.
+  for (const char* what : {"sum", "softmax", "pointwise"}) {
+    CAPTURE(what);
+    int64_t rn = 0;
+    RowMapping m = only_mapping(row_graph(DType::F32, 1048576, 4, what), &rn);
+    CHECK(rn == 4);
+    CHECK(m.block == 0);
+    CHECK(m.rows == 256);
+    CHECK(!m.persistent);
+  }
+  // Rows of 32 still qualify; 64 elements get a block per row again.
+  CHECK(only_mapping(row_graph(DType::F32, 65536, 32, "sum")).block == 0);
+  RowMapping longer = only_mapping(row_graph(DType::F32, 65536, 64, "sum"));
+  CHECK(longer.block == 32);
+  CHECK(longer.rows == 1);
+  // Too few rows to give every multiprocessor a 256-thread block: a block per row.
+  RowMapping few = only_mapping(row_graph(DType::F32, 4096, 4, "sum"));
+  CHECK(few.block == 32);
+  CHECK(few.rows == 1);
+}
+
+TEST_CASE("nvptx: PTX of the short-row form") {
+  if (!std::ifstream(kLibdevice)) {
+    MESSAGE("libdevice not installed; PTX generation not exercised");
+    return;
+  }
+  for (const char* what : {"sum", "softmax"}) {
+    CAPTURE(what);
+    PtxProgram pp = compile_inductor_ptx(decompose(row_graph(DType::F32, 1048576, 4, what).g), {},
+                                         "sm_90", kLibdevice);
+    REQUIRE(pp.kernels.size() == 1);
+    const PtxKernelInfo& k = pp.kernels[0];
+    CHECK(k.block == 256);
+    CHECK(k.rows == 256);
+    CHECK(k.grid == 1048576 / 256);
+    // No cooperation between threads: no shuffles, no barriers, no shared memory.
+    CHECK(count(k.ptx, "shfl.sync") == 0);
+    CHECK(count(k.ptx, "bar.sync") == 0);
+    CHECK(count(k.ptx, ".shared") == 0);
+    // The row is ctaid * ntid + tid, checked against xnumel (the last parameter).
+    CHECK(count(k.ptx, "%ctaid.x") == 1);
+    CHECK(count(k.ptx, "%ntid.x") == 1);
+    CHECK(count(k.ptx, "%tid.x") == 1);
+    CHECK(count(k.ptx, "setp.ge.s64") >= 1);
+  }
+  // A grid that does not divide: the last block's surplus threads find no row.
+  PtxProgram odd = compile_inductor_ptx(decompose(row_graph(DType::F32, 40000, 3, "sum").g), {},
+                                        "sm_90", kLibdevice);
+  REQUIRE(odd.kernels.size() == 1);
+  CHECK(odd.kernels[0].rows == 256);
+  CHECK(odd.kernels[0].grid == (40000 + 255) / 256);
 }
