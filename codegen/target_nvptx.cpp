@@ -181,14 +181,21 @@ public:
       llvm::Value* tid =
           b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
       x = b.CreateAdd(b.CreateMul(x, ntid, "", true, true), tid, "row", true, true);
-    }
-    entry->xbegin = x;
-    entry->xend = b.CreateSelect(b.CreateICmpSLT(x, xnumel), b.CreateAdd(x, b.getInt64(1)), x);
-    if (map.block == 0) {
+      // Threads past the last row return at once; the others compute exactly one row.
+      llvm::BasicBlock* none = llvm::BasicBlock::Create(ctx, "row.none", f);
+      llvm::BasicBlock* one = llvm::BasicBlock::Create(ctx, "row.one", f);
+      b.CreateCondBr(b.CreateICmpSLT(x, xnumel), one, none);
+      b.SetInsertPoint(none);
+      b.CreateRetVoid();
+      b.SetInsertPoint(one);
+      entry->xbegin = x;
+      entry->xend = b.CreateAdd(x, b.getInt64(1), "", true, true);
       entry->rstart = b.getInt64(0);
       entry->rstep = b.getInt64(1);
       return f;
     }
+    entry->xbegin = x;
+    entry->xend = b.CreateSelect(b.CreateICmpSLT(x, xnumel), b.CreateAdd(x, b.getInt64(1)), x);
     entry->rstart =
         b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
     entry->rstep =

@@ -187,6 +187,8 @@ TEST_CASE("nvptx: PTX of the short-row form") {
     CHECK(count(k.ptx, "%ntid.x") == 1);
     CHECK(count(k.ptx, "%tid.x") == 1);
     CHECK(count(k.ptx, "setp.ge.s64") >= 1);
+    // One branch (past the last row): no loop over rows, and the 4-element r loops unrolled.
+    CHECK(count(k.ptx, "bra") == 1);
   }
   // A grid that does not divide: the last block's surplus threads find no row.
   PtxProgram odd = compile_inductor_ptx(decompose(row_graph(DType::F32, 40000, 3, "sum").g), {},
