@@ -73,7 +73,7 @@ gdir=$(dirname "$(find "$tmp/dbg" -name output_code.cpp | head -n 1)")
 if (cd "$gdir" && for f in kernels/*.ll; do "$llc" -O2 -filetype=obj -relocation-model=pic "$f" -o "${f%.ll}.o" || exit 1; done &&
     g++ -std=c++20 -O1 -DFXC_WITH_RUNTIME -I"$src" -I"$src/include" output_code.cpp kernels/*.o \
       "$bdir/libfxc_runtime.a" "$bdir/libfxc_frontend.a" -lzstd -lzip -lopenblas -lpthread -ldl -o model) >"$tmp/out" 2>&1; then
-  check "output_code.cpp runs with FXC_PLUGINS" 0 env FXC_PLUGINS="$so" "$gdir/model" 2
+  check "output_code.cpp runs with FXC_PLUGINS" 0 env -C "$gdir" FXC_PLUGINS="$so" "$gdir/model" 2
   has "output_code.cpp prints its time" "$tmp/out" "median"
 else echo "FAIL building output_code.cpp"; head -20 "$tmp/out" | sed 's/^/     /'; fail=1; fi
 
