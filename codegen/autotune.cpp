@@ -92,7 +92,7 @@ std::vector<std::string> autotune_plan(Plan& plan, const std::vector<std::string
     std::vector<int64_t> grains;
     std::vector<double> ms; ///< per candidate: the fastest run
   };
-  std::vector<Tuning> todo;
+  std::vector<Tuning> pending;
   std::vector<bool> runs(plan.kernels.size(), false);
   for (const PlanStep& st : plan.steps)
     if (st.kind == PlanStep::Kind::Kernel) runs[size_t(st.index)] = true;
@@ -112,23 +112,23 @@ std::vector<std::string> autotune_plan(Plan& plan, const std::vector<std::string
     }
     Tuning t{i, key, candidate_grains(k.grain, k.xnumel, threads), {}};
     t.ms.assign(t.grains.size(), std::numeric_limits<double>::infinity());
-    todo.push_back(std::move(t));
+    pending.push_back(std::move(t));
   }
-  if (todo.empty()) return log;
+  if (pending.empty()) return log;
 
-  std::map<std::string, size_t> by_name; // kernel name -> index into todo
+  std::map<std::string, size_t> by_name; // kernel name -> index into pending
   size_t rounds = 0;
-  for (size_t j = 0; j < todo.size(); ++j) {
-    by_name[plan.kernels[todo[j].kernel].name] = j;
-    rounds = std::max(rounds, todo[j].grains.size());
+  for (size_t j = 0; j < pending.size(); ++j) {
+    by_name[plan.kernels[pending[j].kernel].name] = j;
+    rounds = std::max(rounds, pending[j].grains.size());
   }
   std::vector<int64_t> heuristic;
-  for (const Tuning& t : todo) heuristic.push_back(plan.kernels[t.kernel].grain);
+  for (const Tuning& t : pending) heuristic.push_back(plan.kernels[t.kernel].grain);
   std::vector<Tensor> inputs = random_inputs(plan);
   try {
     // Round r runs every kernel at its r-th candidate (its last one once it has no more).
     for (size_t r = 0; r < rounds; ++r) {
-      for (const Tuning& t : todo)
+      for (const Tuning& t : pending)
         plan.kernels[t.kernel].grain = t.grains[std::min(r, t.grains.size() - 1)];
       execute_plan(plan, inputs, pool, source); // warm-up
       for (int run = 0; run < std::max(1, opts.runs); ++run) {
@@ -137,18 +137,18 @@ std::vector<std::string> autotune_plan(Plan& plan, const std::vector<std::string
         for (const StepProfile& p : prof) {
           auto it = by_name.find(p.name);
           if (!p.kernel || it == by_name.end()) continue;
-          Tuning& t = todo[it->second];
+          Tuning& t = pending[it->second];
           if (r < t.grains.size()) t.ms[r] = std::min(t.ms[r], p.ms);
         }
       }
     }
   } catch (const Error& e) {
-    for (size_t j = 0; j < todo.size(); ++j) plan.kernels[todo[j].kernel].grain = heuristic[j];
+    for (size_t j = 0; j < pending.size(); ++j) plan.kernels[pending[j].kernel].grain = heuristic[j];
     log.push_back(std::string("not tuned: the plan failed on random inputs: ") + e.what());
     return log;
   }
-  for (size_t j = 0; j < todo.size(); ++j) {
-    const Tuning& t = todo[j];
+  for (size_t j = 0; j < pending.size(); ++j) {
+    const Tuning& t = pending[j];
     PlanKernel& k = plan.kernels[t.kernel];
     size_t best = 0;
     AutotuneEntry e;

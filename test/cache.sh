@@ -11,24 +11,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 unset FXC_CACHE_DIR FXC_LOGS FXC_LOGS_OUT FXC_COMPILE_DEBUG
 export HOME=$tmp/home XDG_CACHE_HOME= # the default cache must not be the user's
 fail=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
-check() { # check <description> <expected status> <command...>
-  local desc=$1 want=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
-  if [ "$got" -ne "$want" ]; then
-    bad "$desc: exit $got, want $want"; sed 's/^/     /' "$tmp/err" | head -5
-  else ok "$desc"; fi
-}
-has() { # has <description> <file> <substring>
-  if grep -qF -- "$3" "$2"; then ok "$1"; else bad "$1: '$3' not in $2"; head -5 "$2" | sed 's/^/     /'; fi
-}
-hasnt() { # hasnt <description> <file> <substring>
-  if grep -qF -- "$3" "$2"; then bad "$1: '$3' in $2"; else ok "$1"; fi
-}
-same() { # same <description> <file> <file>
-  if cmp -s "$2" "$3"; then ok "$1"; else bad "$1: $2 and $3 differ"; fi
-}
+. "$src/test/lib.sh"
 entries() { find "$1" -name '*.entry' 2>/dev/null | wc -l; }
 temps() { find "$1" -name '*.tmp-*' 2>/dev/null | wc -l; }
 ms() { date +%s%N | cut -c1-13; }

@@ -11,21 +11,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 unset FXC_LOGS FXC_LOGS_OUT FXC_COMPILE_DEBUG
 export FXC_CACHE_DIR=$tmp/cache
 fail=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
-check() { # check <description> <expected status> <command...>
-  local desc=$1 want=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
-  if [ "$got" -ne "$want" ]; then
-    bad "$desc: exit $got, want $want"; sed 's/^/     /' "$tmp/err" "$tmp/out" | tail -8
-  else ok "$desc"; fi
-}
-has() { # has <description> <file> <substring>
-  if grep -qF -- "$3" "$2"; then ok "$1"; else bad "$1: '$3' not in $2"; head -5 "$2" | sed 's/^/     /'; fi
-}
-same() { # same <description> <file> <file>
-  if cmp -s "$2" "$3"; then ok "$1"; else bad "$1: $2 and $3 differ"; fi
-}
+. "$src/test/lib.sh"
 mtimes() { stat -c '%n %.9Y' "$@"; }
 
 # examples/Makefile in a copy of examples/.

@@ -1,0 +1,20 @@
+# Shared helpers of the shell test suites: source it after setting $tmp (a scratch folder) and
+# fail=0; each helper prints "ok   <what>" or "FAIL <what>" and a failure sets fail=1.
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+check() { # check <description> <expected status> <command...>: stdout/stderr in $tmp/out, $tmp/err
+  local desc=$1 want=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  if [ "$got" -ne "$want" ]; then
+    bad "$desc: exit $got, want $want"; sed 's/^/     /' "$tmp/err" "$tmp/out" | tail -8
+  else ok "$desc"; fi
+}
+has() { # has <description> <file> <substring>
+  if grep -qF -- "$3" "$2"; then ok "$1"; else bad "$1: '$3' not in $2"; head -5 "$2" | sed 's/^/     /'; fi
+}
+hasnt() { # hasnt <description> <file> <substring>
+  if grep -qF -- "$3" "$2"; then bad "$1: '$3' in $2"; else ok "$1"; fi
+}
+same() { # same <description> <file> <file>
+  if cmp -s "$2" "$3"; then ok "$1"; else bad "$1: $2 and $3 differ"; fi
+}
