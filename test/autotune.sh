@@ -11,7 +11,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 unset FXC_CACHE_DIR FXC_LOGS FXC_LOGS_OUT FXC_COMPILE_DEBUG
 export HOME=$tmp/home XDG_CACHE_HOME=
 fail=0
-. "$src/test/lib.sh"
+. "$src/test/lib/common.sh"
 count() { grep -cF -- "$2" "$1"; }
 
 c=$tmp/c

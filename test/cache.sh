@@ -11,7 +11,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 unset FXC_CACHE_DIR FXC_LOGS FXC_LOGS_OUT FXC_COMPILE_DEBUG
 export HOME=$tmp/home XDG_CACHE_HOME= # the default cache must not be the user's
 fail=0
-. "$src/test/lib.sh"
+. "$src/test/lib/common.sh"
 entries() { find "$1" -name '*.entry' 2>/dev/null | wc -l; }
 temps() { find "$1" -name '*.tmp-*' 2>/dev/null | wc -l; }
 ms() { date +%s%N | cut -c1-13; }

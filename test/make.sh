@@ -11,7 +11,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 unset FXC_LOGS FXC_LOGS_OUT FXC_COMPILE_DEBUG
 export FXC_CACHE_DIR=$tmp/cache
 fail=0
-. "$src/test/lib.sh"
+. "$src/test/lib/common.sh"
 mtimes() { stat -c '%n %.9Y' "$@"; }
 
 # examples/Makefile in a copy of examples/.

@@ -1,5 +1,5 @@
-# Shared helpers of the shell test suites: source it after setting $tmp (a scratch folder) and
-# fail=0; each helper prints "ok   <what>" or "FAIL <what>" and a failure sets fail=1.
+# Shared helpers of the shell test suites (not a suite: test/*.sh are the suites). Source it
+# after setting $tmp (a scratch folder) and fail=0; each helper prints "ok   <what>" or "FAIL <what>", and a failure sets fail=1.
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; fail=1; }
 check() { # check <description> <expected status> <command...>: stdout/stderr in $tmp/out, $tmp/err
