@@ -55,7 +55,9 @@ std::string format_ms(double ms) {
   return buf;
 }
 
-std::vector<Tensor> random_inputs(const Plan& plan) {
+} // namespace
+
+std::vector<Tensor> autotune_inputs(const Plan& plan) {
   std::vector<Tensor> in;
   for (size_t i = 0; i < plan.input_metas.size(); ++i) {
     const TensorMeta& m = plan.input_metas[i];
@@ -66,8 +68,6 @@ std::vector<Tensor> random_inputs(const Plan& plan) {
   }
   return in;
 }
-
-} // namespace
 
 std::vector<std::string> autotune_plan(Plan& plan, const std::vector<std::string>& kernel_code,
                                        ThreadPool& pool, const AutotuneOptions& opts,
@@ -124,7 +124,7 @@ std::vector<std::string> autotune_plan(Plan& plan, const std::vector<std::string
   }
   std::vector<int64_t> heuristic;
   for (const Tuning& t : pending) heuristic.push_back(plan.kernels[t.kernel].grain);
-  std::vector<Tensor> inputs = random_inputs(plan);
+  std::vector<Tensor> inputs = autotune_inputs(plan);
   try {
     // Round r runs every kernel at its r-th candidate (its last one once it has no more).
     for (size_t r = 0; r < rounds; ++r) {

@@ -26,6 +26,10 @@ struct AutotuneOptions {
   int runs = 5;          ///< timed runs per candidate (after one warm-up run)
 };
 
+/// Seeded random inputs for `plan`'s user inputs, as tuning runs them: floating inputs N(0, 1),
+/// integer inputs zero (an index input is then in range of any non-empty dimension).
+std::vector<Tensor> autotune_inputs(const Plan& plan);
+
 /// Tunes the grain of every kernel of `plan` (CPU kernels: fn set) and returns the log lines
 /// ("<kernel>: candidates grain=1 0.120ms, grain=8 0.050ms -> grain=8", "<kernel>: cached
 /// grain=8", cache notes). `kernel_code[i]` is the code of plan.kernels[i] (its LLVM IR). A plan

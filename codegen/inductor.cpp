@@ -2,6 +2,7 @@
 #include "codegen/inductor.h"
 
 #include "codegen/autotune.h"
+#include "codegen/autotune_cuda.h"
 #include "codegen/cpp_wrapper.h"
 #include "codegen/host_cpu.h"
 #include "codegen/llvm_codegen.h"
@@ -325,24 +326,55 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
       plan.kernels[kernel_index[ki]].cuda_rows = pk.rows;
     }
   impl->unloaded = opts.cuda && !opts.load_cuda;
-  if (opts.cuda && opts.load_cuda) {
+  // --max-autotune times the kernels on the device even for a build that is not run here (an
+  // .fxo artifact): the chosen PTX and algorithms are what the plan keeps.
+  if (opts.cuda && (opts.load_cuda || opts.max_autotune)) {
+    std::vector<CudaTunedKernel> loaded(plan.kernels.size()); // per plan kernel
     try {
       PassTimer t("cuda module load (PTX JIT)");
       cuda::Context& ctx = cuda::Context::get();
       for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
-        const PtxKernel& pk = ptx.at(s.kernels[ki].name);
-        impl->cuda_modules.push_back(ctx.load_module(pk.ptx, pk.name + ".ptx"));
-        PlanKernel& k = plan.kernels[kernel_index[ki]];
-        k.cuda_function = impl->cuda_modules.back()->function(pk.name);
+        CudaTunedKernel& lk = loaded[size_t(kernel_index[ki])];
+        lk.kernel = &s.kernels[ki];
+        lk.ptx = ptx.at(s.kernels[ki].name);
+        lk.module = ctx.load_module(lk.ptx.ptx, lk.ptx.name + ".ptx");
+        plan.kernels[kernel_index[ki]].cuda_function = lk.module->function(lk.ptx.name);
       }
     } catch (const cuda::CudaError& e) {
-      throw Error(g.source, e.what());
+      if (opts.load_cuda) throw Error(g.source, e.what());
+      throw Error(g.source, std::string("--max-autotune needs a CUDA device to time its "
+                                        "candidates: ") +
+                                e.what());
     }
-    PassTimer t("cuda runner (arena, weights upload)");
+    std::optional<PassTimer> t(std::in_place, "cuda runner (arena, weights upload)");
     CudaRunnerOptions ro;
-    ro.cuda_graphs = opts.cuda_graphs;
+    ro.cuda_graphs = opts.cuda_graphs && opts.load_cuda;
     impl->cuda = std::make_unique<CudaPlanRunner>(impl->plan, g.source, ro);
-    if (!impl->cuda->graph_note().empty()) impl->hints += impl->cuda->graph_note() + "\n";
+    if (opts.load_cuda && !impl->cuda->graph_note().empty())
+      impl->hints += impl->cuda->graph_note() + "\n";
+    if (opts.max_autotune) {
+      t.emplace("autotune");
+      AutotuneOptions ao;
+      ao.cache_dir = opts.autotune_dir;
+      const cuda::DeviceInfo& info = cuda::Context::get().info();
+      ao.device = "cuda " + info.name + " " + info.arch();
+      ao.runs = 10;
+      impl->autotune_log = autotune_cuda_plan(p, plan, loaded, *impl->cuda, ao, opts.cuda_arch,
+                                              opts.libdevice, g.source);
+      for (size_t i = 0; i < loaded.size(); ++i)
+        if (loaded[i].kernel) {
+          impl->kernels[i].ll = loaded[i].ptx.ll;
+          impl->kernels[i].ptx = loaded[i].ptx.ptx;
+        }
+    }
+    t.reset();
+    for (CudaTunedKernel& lk : loaded)
+      if (lk.module) impl->cuda_modules.push_back(std::move(lk.module));
+    if (!opts.load_cuda) { // tuned only: nothing stays loaded
+      impl->cuda.reset();
+      impl->cuda_modules.clear();
+      for (PlanKernel& k : plan.kernels) k.cuda_function = nullptr;
+    }
   } else if (!opts.cuda) {
     {
       PassTimer t("output_code.cpp");

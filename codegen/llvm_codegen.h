@@ -6,6 +6,7 @@
 #include "runtime/plan_executor.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,10 +52,26 @@ struct PtxKernel {
 /// from `libdevice` (libdevice.10.bc). Throws fxc::Error when LLVM or libdevice fail.
 std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
                                     const std::string& arch, const std::string& libdevice);
+/// One kernel to generate, with `mapping` instead of nvptx_row_mapping()'s when it is set (an
+/// autotuning candidate from nvptx_mapping_candidates()).
+struct PtxRequest {
+  const Kernel* kernel = nullptr;
+  std::optional<RowMapping> mapping;
+};
+/// generate_ptx() for the requested kernels, in request order.
+std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxRequest>& kernels,
+                                    const std::string& arch, const std::string& libdevice);
 /// How kernel `k` maps onto a thread block: 16-byte vectors of the narrowest element along r
 /// (where they tile the row), the row resident in registers when several stages walk it and it
 /// fits (at most 8 vectors per thread), and a power-of-two block size from the row length.
 RowMapping nvptx_row_mapping(const LoopProgram& p, const Kernel& k);
+/// The mappings --max-autotune times for kernel `k`, nvptx_row_mapping()'s first and no two
+/// alike: other block sizes of the same form (threads per row, or rows per block for many short
+/// rows), a persistent row with more threads and fewer vectors each, and the looping form
+/// instead of a persistent row. Every candidate computes the same result.
+std::vector<RowMapping> nvptx_mapping_candidates(const LoopProgram& p, const Kernel& k);
+/// "block=128 vec=8 persistent chunks=4", "block=256 vec=4", "rows=256" (a thread per row).
+std::string format_mapping(const RowMapping& m);
 
 /// Links the kernels' LLVM IR (name, .ll text) into one module. Returns its text after the
 /// same O2 pipeline the JIT uses when `optimize`, else as generated. Throws fxc::Error.

@@ -495,11 +495,70 @@ RowMapping nvptx_row_mapping(const LoopProgram& p, const Kernel& k) {
   return m;
 }
 
+std::vector<RowMapping> nvptx_mapping_candidates(const LoopProgram& p, const Kernel& k) {
+  const RowMapping h = nvptx_row_mapping(p, k);
+  std::vector<RowMapping> c = {h};
+  auto add = [&](const RowMapping& m) {
+    if (std::find(c.begin(), c.end(), m) == c.end()) c.push_back(m);
+  };
+  if (k.rnumel < 1) return c;
+  if (h.block == 0) {
+    // A thread per row: other block sizes, and a warp per row (one element per access).
+    for (int rows : {64, 128, 256, 512, 1024}) {
+      RowMapping m = h;
+      m.rows = rows;
+      add(m);
+    }
+    RowMapping warp;
+    warp.block = kWarp;
+    add(warp);
+    return c;
+  }
+  const int64_t vectors = (k.rnumel + h.vec - 1) / h.vec;
+  const int widest = pow2_at_least(vectors, kWarp, kMaxBlock); // a vector for every thread
+  if (h.persistent) {
+    // The row in registers with other thread counts: fewer threads hold more vectors each
+    // (more rows in flight), more threads fewer (fewer registers).
+    for (int block = kWarp; block <= widest; block *= 2) {
+      int64_t chunks = (vectors + block - 1) / block;
+      if (chunks > kMaxChunks) continue;
+      RowMapping m = h;
+      m.block = block;
+      m.chunks = int(chunks);
+      add(m);
+    }
+  }
+  // The looping form: threads stride over the row, each stage reads it again.
+  for (int block = kWarp; block <= widest; block *= 2) {
+    if (block < h.block / 4 && !h.persistent) continue; // far fewer threads than the row wants
+    RowMapping m = h;
+    m.persistent = false;
+    m.chunks = 1;
+    m.block = block;
+    add(m);
+  }
+  return c;
+}
+
+std::string format_mapping(const RowMapping& m) {
+  if (m.block == 0) return "rows=" + std::to_string(m.rows);
+  std::string s = "block=" + std::to_string(m.block) + " vec=" + std::to_string(m.vec);
+  if (m.persistent) s += " persistent chunks=" + std::to_string(m.chunks);
+  return s;
+}
+
 std::unique_ptr<Target> make_nvptx_target(const std::string& arch) {
   return std::make_unique<NvptxTarget>(arch);
 }
 
 std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
+                                    const std::string& arch, const std::string& libdevice) {
+  std::vector<PtxRequest> all;
+  for (const Kernel& k : s.kernels) all.push_back({&k, std::nullopt});
+  return generate_ptx(p, all, arch, libdevice);
+}
+
+std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxRequest>& kernels,
                                     const std::string& arch, const std::string& libdevice) {
   init_nvptx();
   std::string err;
@@ -514,11 +573,14 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
   auto lib = llvm::MemoryBuffer::getFile(libdevice);
   if (!lib) throw Error(libdevice, "cannot read libdevice: " + lib.getError().message());
   std::vector<PtxKernel> out;
-  for (const Kernel& k : s.kernels) {
+  for (const PtxRequest& request : kernels) {
+    assert(request.kernel && "a PTX request names its kernel");
+    const Kernel& k = *request.kernel;
     llvm::LLVMContext ctx;
     auto m = std::make_unique<llvm::Module>(k.name, ctx);
     m->setSourceFileName(k.name);
     NvptxTarget target(arch);
+    if (request.mapping) target.force_mapping(*request.mapping);
     PtxKernel pk;
     pk.name = k.name;
     pk.args = k.inputs;

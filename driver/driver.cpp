@@ -94,7 +94,6 @@ void check_supported(const Options& o) {
   bool cuda = o.device == DeviceKind::Cuda;
   if (o.max_autotune && o.backend != Backend::Inductor)
     throw UsageError("--max-autotune needs --backend=inductor");
-  if (o.max_autotune && cuda) unsupported("--max-autotune for --device=cuda");
   std::string emit = effective_emit(o);
   bool code_emit = emit == "llvm" || emit == "ptx" || emit == "obj" || emit == "cpp";
   if (code_emit && o.backend != Backend::Inductor)
@@ -184,7 +183,10 @@ std::string emitted_code(const Compilation& c, const std::string& emit) {
 #ifdef FXC_HAVE_CODEGEN
   for (size_t i = 0; i < c.graphs.size(); ++i) {
     const std::string& folder = c.graphs[i].folder;
-    if (emit == "ptx") {
+    if (emit == "ptx" && c.ptx.empty()) { // tuned (--max-autotune): the kernels chosen
+      for (const GeneratedKernel& k : c.compiled.at(i)->kernels())
+        out += "// ===== fxc kernel " + folder + "/" + k.name + " =====\n" + k.ptx;
+    } else if (emit == "ptx") {
       for (const PtxKernelInfo& k : c.ptx.at(i)->kernels)
         out += "// ===== fxc kernel " + folder + "/" + k.name + " =====\n" + k.ptx;
     } else if (emit == "llvm") {
@@ -352,14 +354,13 @@ int drive(const Options& given, TracedRun& traced) {
     // The default action: compile to an .fxo. With --inputs, for those inputs' shapes.
     if (!o.inputs.empty()) specialize_to_inputs(c.source, load_inputs(c.source, o));
     CompileCacheUse cu = open_compile_cache(o, c.source, external_files, trace.enabled());
-    std::optional<std::string> bytes;
-    if (cu.lookup) bytes = cu.cache.lookup(cu.key);
-    if (!bytes) {
+    // A hit copies the entry's bytes into the output file without reading them into memory.
+    if (!cu.lookup || !cu.cache.write_hit(cu.key, output_file(o))) {
       run_pipeline(c);
-      bytes = serialize_artifact(make_artifact(c));
-      if (cu.cache.enabled()) cu.cache.store(cu.key, *bytes);
+      std::string bytes = serialize_artifact(make_artifact(c));
+      if (cu.cache.enabled()) cu.cache.store(cu.key, bytes);
+      write_text(output_file(o), bytes);
     }
-    write_text(output_file(o), *bytes);
     write_dependencies(o, external_files);
     trace.finish();
     return 0;

@@ -156,8 +156,10 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       ->option_text("<dir>");
   app.add_flag("--no-cache", o->no_cache, "Neither read nor write the compile cache");
   app.add_flag("--max-autotune", o->max_autotune,
-               "CPU inductor: time candidate grain sizes of each kernel, keep the fastest, and "
-               "remember them in <cache dir>/autotune.json (--log=autotune shows them)");
+               "Inductor: time candidate configurations and keep the fastest (CPU: grain sizes "
+               "of each kernel; CUDA, on the device: thread mappings of each kernel and cuBLASLt "
+               "algorithms of each matmul), remembered in <cache dir>/autotune.json "
+               "(--log=autotune shows them)");
   app.add_flag("--verify-each", o->verify_each, "Run the graph verifier after every stage");
   app.add_option("--diagnostics", o->diagnostics,
                  "Diagnostics as text, or one JSON object per line on stderr")

@@ -207,7 +207,8 @@ void stage_inductor(Compilation& c) {
   bool cuda = c.opts.device == DeviceKind::Cuda;
   // The default action writes an .fxo: the plan and its PTX, built without a device.
   bool artifact = c.opts.emit.empty() && !c.opts.emit_asm && !needs_execution(c.opts);
-  if (cuda && !needs_execution(c.opts) && !artifact) { // --emit=ptx: PTX only, no device needed
+  // --emit=ptx: PTX only, no device needed (with --max-autotune the device times candidates).
+  if (cuda && !needs_execution(c.opts) && !artifact && !c.opts.max_autotune) {
     stage_inductor_cuda(c);
     return;
   }
@@ -216,7 +217,7 @@ void stage_inductor(Compilation& c) {
     InductorOptions io;
     io.inject_bug = c.opts.inject_bug;
     io.cuda = cuda;
-    io.load_cuda = !artifact;
+    io.load_cuda = needs_execution(c.opts);
     io.cuda_arch = c.opts.cuda_arch;
     io.allow_tf32 = c.opts.allow_tf32;
     io.cuda_graphs = c.opts.cuda_graphs;

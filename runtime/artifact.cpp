@@ -35,7 +35,7 @@ namespace fxc {
 // Reminders: a new field in a plan struct needs a line in its write_* and read_* functions.
 static_assert(sizeof(PlanView) == 80, "PlanView changed: update write_view/read_view");
 static_assert(sizeof(PlanKernel) == 136, "PlanKernel changed: update write_kernel/read_kernel");
-static_assert(sizeof(PlanExtern) == 176, "PlanExtern changed: update write_extern/read_extern");
+static_assert(sizeof(PlanExtern) == 184, "PlanExtern changed: update write_extern/read_extern");
 static_assert(sizeof(PlanStep) == 8, "PlanStep changed: update write_plan/read_plan");
 static_assert(sizeof(Plan) == 200, "Plan changed: update write_plan/read_plan");
 
@@ -195,6 +195,7 @@ ojson write_extern(const PlanExtern& e, const std::string& source, Writer& w) {
   j["padding"] = e.padding;
   j["dilation"] = e.dilation;
   j["groups"] = e.groups;
+  j["algo"] = e.algo;
   return j;
 }
 
@@ -463,6 +464,8 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   e.padding = pair("padding", 0);
   e.dilation = pair("dilation", 1);
   e.groups = r.integer(j, "groups", where, 1, INT32_MAX);
+  // Artifacts written before --max-autotune tuned matmuls have no "algo": the first algorithm.
+  if (j.contains("algo")) e.algo = int(r.integer(j, "algo", where, 0, INT32_MAX));
   const json& g = r.at(j, "graph", where);
   if (e.kind == PlanExtern::Kind::Fallback) {
     std::string text(r.blob(g, where + ".graph"));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <climits>
+#include <vector>
 #include <dlfcn.h>
 
 #if defined(FXC_HAVE_CUDA_HEADERS) && __has_include(<cublasLt.h>)
@@ -301,7 +302,7 @@ struct CublasLt::Prepared {
   const Api& L;
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, dl = nullptr;
-  cublasLtMatmulAlgo_t algo = {};
+  std::vector<cublasLtMatmulAlgo_t> algos; ///< the heuristic's list, best first (not empty)
   explicit Prepared(const Api& api) : L(api) {}
   Prepared(const Prepared&) = delete;
   Prepared& operator=(const Prepared&) = delete;
@@ -318,8 +319,21 @@ size_t CublasLt::prepared_count() const {
   return prepared_.size();
 }
 
-CublasLt::Prepared& CublasLt::prepare(const MatmulProblem& p, const std::array<int64_t, 20>& key,
-                                      DevicePtr bias) {
+CublasLt::Prepared& CublasLt::prepare(const MatmulProblem& problem, DevicePtr a, DevicePtr b,
+                                      DevicePtr bias, DevicePtr d) {
+  MatmulProblem p = normalize(problem);
+  bool wants_bias = p.epilogue != Epilogue::None;
+  if (wants_bias && bias == 0) bad("the epilogue needs a bias");
+  if (!wants_bias && bias != 0) bad("a bias was given without a bias epilogue");
+  if (a == 0 || b == 0 || d == 0) bad("null operand");
+  // The algorithm index is not part of the key: one problem's descriptors serve every index.
+  std::array<int64_t, 20> key = {int64_t(p.dtype),   p.m,           p.n,
+                                 p.k,                p.trans_a,     p.trans_b,
+                                 p.lda,              p.ldb,         p.ldd,
+                                 p.batch,            p.stride_a,    p.stride_b,
+                                 p.stride_d,         int64_t(p.epilogue), p.allow_tf32,
+                                 wants_bias,         alignment_of(b), alignment_of(a),
+                                 alignment_of(d),    wants_bias ? alignment_of(bias) : 0};
   auto it = prepared_.find(key);
   if (it != prepared_.end()) return *it->second;
   const Api& L = *api_;
@@ -385,16 +399,18 @@ CublasLt::Prepared& CublasLt::prepare(const MatmulProblem& p, const std::array<i
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d));
 
-  cublasLtMatmulHeuristicResult_t result = {};
+  std::array<cublasLtMatmulHeuristicResult_t, kMaxAlgorithms> results = {};
   int found = 0;
   check(L.cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), r.op, r.first,
-                                         r.second, r.dl, r.dl, pref, 1, &result, &found),
+                                         r.second, r.dl, r.dl, pref, kMaxAlgorithms,
+                                         results.data(), &found),
         "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0)
+  for (int i = 0; i < std::min(found, kMaxAlgorithms); ++i)
+    if (results[size_t(i)].state == CUBLAS_STATUS_SUCCESS) r.algos.push_back(results[size_t(i)].algo);
+  if (r.algos.empty())
     bad("cuBLASLt has no algorithm for m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
         " k=" + std::to_string(p.k) + " batch=" + std::to_string(p.batch) + " " +
         std::string(dtype_name(p.dtype)));
-  r.algo = result.algo;
   return *prepared_.emplace(key, std::move(pp)).first->second;
 }
 
@@ -402,20 +418,12 @@ void CublasLt::matmul(const MatmulProblem& problem, DevicePtr a, DevicePtr b, De
                       DevicePtr d) {
   MatmulProblem p = normalize(problem);
   bool wants_bias = p.epilogue != Epilogue::None;
-  if (wants_bias && bias == 0) bad("the epilogue needs a bias");
-  if (!wants_bias && bias != 0) bad("a bias was given without a bias epilogue");
-  if (a == 0 || b == 0 || d == 0) bad("null operand");
   ctx_.make_current();
   const Api& L = *api_;
-  std::array<int64_t, 20> key = {int64_t(p.dtype),   p.m,           p.n,
-                                 p.k,                p.trans_a,     p.trans_b,
-                                 p.lda,              p.ldb,         p.ldd,
-                                 p.batch,            p.stride_a,    p.stride_b,
-                                 p.stride_d,         int64_t(p.epilogue), p.allow_tf32,
-                                 wants_bias,         alignment_of(b), alignment_of(a),
-                                 alignment_of(d),    wants_bias ? alignment_of(bias) : 0};
   std::lock_guard<std::mutex> lock(mu_);
-  Prepared& r = prepare(p, key, bias);
+  Prepared& r = prepare(p, a, b, bias, d);
+  const cublasLtMatmulAlgo_t& algo =
+      r.algos[p.algo >= 0 && size_t(p.algo) < r.algos.size() ? size_t(p.algo) : 0];
   if (wants_bias) {
     const void* bias_ptr = reinterpret_cast<const void*>(uintptr_t(bias));
     check(L.cublasLtMatmulDescSetAttribute(r.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
@@ -424,10 +432,17 @@ void CublasLt::matmul(const MatmulProblem& problem, DevicePtr a, DevicePtr b, De
   }
   auto ptr = [](DevicePtr x) { return reinterpret_cast<void*>(uintptr_t(x)); };
   check(L.cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), r.op, &p.alpha, ptr(b), r.first,
-                         ptr(a), r.second, &p.beta, ptr(d), r.dl, ptr(d), r.dl, &r.algo,
+                         ptr(a), r.second, &p.beta, ptr(d), r.dl, ptr(d), r.dl, &algo,
                          ptr(workspace_), kWorkspaceBytes,
                          static_cast<cudaStream_t>(ctx_.stream())),
         "cublasLtMatmul");
+}
+
+int CublasLt::algorithm_count(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias,
+                              DevicePtr d) {
+  ctx_.make_current();
+  std::lock_guard<std::mutex> lock(mu_);
+  return int(prepare(p, a, b, bias, d).algos.size());
 }
 
 #else // no cuBLASLt headers at build time
@@ -452,6 +467,11 @@ size_t CublasLt::prepared_count() const {
   return 0;
 }
 void CublasLt::matmul(const MatmulProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr) {
+  normalize(p);
+  throw CudaError("cuBLASLt not available: fxc was built without cublasLt.h");
+}
+int CublasLt::algorithm_count(const MatmulProblem& p, DevicePtr, DevicePtr, DevicePtr,
+                              DevicePtr) {
   normalize(p);
   throw CudaError("cuBLASLt not available: fxc was built without cublasLt.h");
 }

@@ -45,6 +45,10 @@ struct MatmulProblem {
   Epilogue epilogue = Epilogue::None;
   float alpha = 1.0f, beta = 0.0f;
   bool allow_tf32 = false; ///< float32 only: let the tensor cores round inputs to TF32
+  /// Which of cuBLASLt's heuristic algorithms runs the product: its index in the heuristic's
+  /// list (0: the heuristic's first choice; --max-autotune times the others). An index past the
+  /// list's end (a library that offers fewer) runs the first.
+  int algo = 0;
 };
 
 /// `p` with packed row strides filled in (lda, ldb, ldd of 0) and checked: positive sizes, row
@@ -89,12 +93,17 @@ public:
   /// non-zero exactly when the epilogue has a bias. Throws CudaError when the problem is invalid,
   /// no algorithm fits it, or cuBLASLt fails.
   void matmul(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr d);
+  /// How many algorithms the heuristic offers for the product matmul() would run with these
+  /// operands (at most kMaxAlgorithms; p.algo picks one). Throws as matmul() does.
+  int algorithm_count(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias,
+                      DevicePtr d);
+  static constexpr int kMaxAlgorithms = 8;
   /// cublasLtGetVersion(), e.g. 130000.
   size_t version() const { return version_; }
   static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
   struct Api; ///< the resolved entry points (defined in cublaslt.cpp)
-  /// A problem's descriptors and the heuristic's algorithm, made on its first matmul() and
+  /// A problem's descriptors and the heuristic's algorithms, made on its first matmul() and
   /// reused by later calls with the same problem and operand alignments.
   struct Prepared;
   /// Problems prepared so far (descriptors kept for reuse).
@@ -103,7 +112,8 @@ public:
 private:
   CublasLt(Context& ctx, std::unique_ptr<Api> api);
   void check(int status, const char* call) const;
-  Prepared& prepare(const MatmulProblem& p, const std::array<int64_t, 20>& key, DevicePtr bias);
+  Prepared& prepare(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias,
+                    DevicePtr d);
   Context& ctx_;
   std::unique_ptr<Api> api_;
   mutable std::mutex mu_;

@@ -75,6 +75,9 @@ struct PlanExtern {
   /// Conv only: PyTorch's conv2d arguments, {h, w} each, and the group count.
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
+  /// Gemm on CUDA: the index of the cuBLASLt heuristic algorithm to run (0: its first choice;
+  /// --max-autotune may pick another, see cuda::MatmulProblem::algo).
+  int algo = 0;
 };
 
 /// "none", "bias", "relu_bias", "gelu_tanh_bias".
@@ -180,6 +183,9 @@ public:
   /// run_resident() without a graph, with a CUDA event recorded before and after each kernel
   /// launch and extern call; returns their device times (ms) in plan order. Waits.
   std::vector<StepProfile> time_steps();
+  /// How many cuBLASLt algorithms can run gemm call `extern_index` (PlanExtern::algo's range;
+  /// 0 for other calls and empty products). Throws fxc::Error when cuBLASLt fails.
+  int gemm_algorithm_count(size_t extern_index);
 
   int64_t arena_bytes() const { return arena_.bytes; }
   /// Whether run_resident() replays a captured CUDA graph.

@@ -115,8 +115,17 @@ cuda::Epilogue lt_epilogue(PlanExtern::Epilogue e) {
   return cuda::Epilogue::None;
 }
 
-void run_gemm(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& plan,
-              const PlanExtern& e, const std::string& source) {
+/// A gemm call's cuBLASLt problem and operands.
+struct GemmCall {
+  cuda::MatmulProblem p;
+  DevicePtr a = 0, b = 0, bias = 0, d = 0;
+  /// What to do instead of calling cuBLASLt: nothing (an empty product), or fill D with zeros
+  /// (an empty inner dimension).
+  bool empty = false, zero = false;
+};
+
+GemmCall gemm_call(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const PlanExtern& e,
+                   const std::string& source) {
   const TensorMeta &a = e.inputs[0].meta, &b = e.inputs[1].meta, &c = e.outputs[0].meta;
   bool batched = a.sizes.size() == 3;
   int o = batched ? 1 : 0;
@@ -142,26 +151,42 @@ void run_gemm(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& p
   p.stride_d = p.m * p.n;
   p.epilogue = lt_epilogue(e.epilogue);
   p.allow_tf32 = plan.allow_tf32;
-  int64_t elem = int64_t(dtype_size(c.dtype));
-  DevicePtr pd = slot_ptr[e.outputs[0].slot];
-  if (p.m == 0 || p.n == 0) return;
-  DevicePtr bias = 0;
+  p.algo = e.algo;
+  GemmCall call;
+  call.d = slot_ptr[e.outputs[0].slot];
+  if (p.m == 0 || p.n == 0) {
+    call.empty = true;
+    return call;
+  }
   if (has_bias) {
     const TensorMeta& bm = e.inputs[2].meta;
     if (bm.dtype != c.dtype || bm.sizes != std::vector<int64_t>{p.n} ||
         (p.n > 1 && bm.strides[0] != 1))
       throw Error(source, "matmul bias must be " + std::to_string(p.n) + " contiguous values",
                   e.name);
-    bias = view_ptr(slot_ptr, e.inputs[2]);
+    call.bias = view_ptr(slot_ptr, e.inputs[2]);
   }
   if (p.k == 0) {
     if (has_bias)
       throw Error(source, "matmul with an epilogue and an empty inner dimension", e.name);
-    ctx.fill_bytes(pd, 0, size_t(p.batch * p.m * p.n * elem));
+    call.zero = true;
+  }
+  call.a = view_ptr(slot_ptr, e.inputs[0]);
+  call.b = view_ptr(slot_ptr, e.inputs[1]);
+  call.p = p;
+  return call;
+}
+
+void run_gemm(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& plan,
+              const PlanExtern& e, const std::string& source) {
+  GemmCall g = gemm_call(slot_ptr, plan, e, source);
+  if (g.empty) return;
+  if (g.zero) {
+    int64_t elem = int64_t(dtype_size(g.p.dtype));
+    ctx.fill_bytes(g.d, 0, size_t(g.p.batch * g.p.m * g.p.n * elem));
     return;
   }
-  cuda::CublasLt::get().matmul(p, view_ptr(slot_ptr, e.inputs[0]), view_ptr(slot_ptr, e.inputs[1]),
-                               bias, pd);
+  cuda::CublasLt::get().matmul(g.p, g.a, g.b, g.bias, g.d);
 }
 
 void run_conv(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const PlanExtern& e,
@@ -351,11 +376,10 @@ void CudaPlanRunner::run_resident() {
       return;
     }
     for (const PlanStep& st : plan_.steps) run_step(st);
-    bool first = !ran_;
     ran_ = true;
-    // The first run sized the libraries' workspaces and chose their algorithms; now the same
-    // launches are recorded (not run) and replayed by later runs.
-    if (first && opts_.cuda_graphs && graph_note_.empty()) {
+    // That run (or an earlier one, or time_steps()) sized the libraries' workspaces and chose
+    // their algorithms; now the same launches are recorded (not run) and replayed by later runs.
+    if (opts_.cuda_graphs && graph_note_.empty()) {
       ctx.begin_capture();
       try {
         for (const PlanStep& st : plan_.steps) run_step(st);
@@ -392,6 +416,19 @@ std::vector<Tensor> CudaPlanRunner::run(const std::vector<Tensor>& user_inputs) 
   upload(user_inputs);
   run_resident();
   return download();
+}
+
+int CudaPlanRunner::gemm_algorithm_count(size_t extern_index) {
+  if (extern_index >= plan_.externs.size() ||
+      plan_.externs[extern_index].kind != PlanExtern::Kind::Gemm)
+    return 0;
+  try {
+    GemmCall g = gemm_call(slot_ptr_, plan_, plan_.externs[extern_index], source_);
+    if (g.empty || g.zero) return 0;
+    return cuda::CublasLt::get().algorithm_count(g.p, g.a, g.b, g.bias, g.d);
+  } catch (const cuda::CudaError& e) {
+    throw Error(source_, e.what());
+  }
 }
 
 std::vector<StepProfile> CudaPlanRunner::time_steps() {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --max-autotune on the CPU: a cold compile times candidate grains per kernel, runs correctly and
 # writes autotune.json; a warm one reuses every choice without timing; a corrupt file is
-# discarded with a log line and rebuilt; --no-cache tunes without storing; CUDA is refused.
+# discarded with a log line and rebuilt; --no-cache tunes without storing; CUDA without a device
+# is an error (test/gpu/e2e/autotune_cuda.sh tunes on the GPU).
 # Usage: autotune.sh <fxc>
 set -u
 fxc=$1
@@ -54,8 +55,20 @@ check "without --log: runs (through the compile cache)" 0 "$fxc" --cache-dir="$t
   --device=cpu --max-autotune --run "$fx/mlp.pt2" --inputs "$fx/mlp.io.safetensors" \
   --expect "$fx/mlp.io.safetensors" --rtol=1e-3 --atol=1e-4
 [ -f "$tmp/d/autotune.json" ] && ok "without --log: autotune.json written" || bad "no autotune.json"
-check "--device=cuda is not yet supported" 2 "$fxc" --device=cuda --max-autotune --run "$fx/mlp.pt2"
-has "--device=cuda message" "$tmp/err" "--max-autotune for --device=cuda is not yet supported"
+# CUDA tuning times candidates on the device (test/gpu/e2e/autotune_cuda.sh); without one, even
+# an artifact (no run) cannot be tuned, and --emit=ptx neither.
+if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+  echo "skip: a CUDA driver is installed; the GPU tests cover --device=cuda --max-autotune"
+else
+  check "--device=cuda without a device: error" 1 "$fxc" --cache-dir="$tmp/d" --device=cuda \
+    --max-autotune -o "$tmp/m.fxo" "$fx/mlp.pt2"
+  has "--device=cuda message" "$tmp/err" \
+    "error: --max-autotune needs a CUDA device to time its candidates: no CUDA driver/device"
+  [ ! -e "$tmp/m.fxo" ] && ok "--device=cuda without a device: no artifact" || bad "wrote m.fxo"
+  check "--emit=ptx without a device: error" 1 "$fxc" --cache-dir="$tmp/d" --device=cuda \
+    --max-autotune --emit=ptx -o "$tmp/m.ptx" "$fx/mlp.pt2"
+  has "--emit=ptx message" "$tmp/err" "needs a CUDA device to time its candidates"
+fi
 check "--backend=eager is a usage error" 2 "$fxc" --backend=eager --max-autotune --run "$fx/mlp.pt2"
 
 exit $fail

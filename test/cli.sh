@@ -25,7 +25,7 @@ has "--version prints the version" "$tmp/out" "fxc version"
 check "unknown option is a usage error" 2 "$fxc" --frobnicate "$fx/mlp.pt2"
 check "bad --backend value is a usage error" 2 "$fxc" --backend=tvm --emit=fx "$fx/mlp.pt2"
 check "no input is a usage error" 2 "$fxc" --emit=fx
-check "--max-autotune for CUDA is not yet supported" 2 "$fxc" --device=cuda --max-autotune --run "$fx/mlp.pt2"
+check "--emit=obj for CUDA is not yet supported" 2 "$fxc" --device=cuda --emit=obj "$fx/mlp.pt2"
 has "not yet supported message" "$tmp/err" "not yet supported"
 check "--trace writes a Chrome trace" 0 "$fxc" --trace="$tmp/t.json" --run "$fx/mlp.pt2"
 has "--trace file has traceEvents" "$tmp/t.json" '"traceEvents"'
