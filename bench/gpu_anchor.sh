@@ -9,7 +9,8 @@
 #   run(command="bash bench/gpu_anchor.sh", carry=["carry/fxc-gpu.tar.gz"], timeout_s=600)
 #
 # Writes to $OUT (3 files): anchor.json (every result), perf_table.md (bench/perf_table.py's
-# tables) and anchor.log. Subsets for trial runs: CASES=mlp,norms DTYPES=f32 FIXTURES=mlp
+# tables) and anchor.log. Each goal-size case runs twice in fxc: as compiled by default, and with
+# --max-autotune (tuned on this device during the compile, from an empty autotune cache). Subsets for trial runs: CASES=mlp,norms DTYPES=f32 FIXTURES=mlp
 # (FIXTURES= none skips them; TORCH=0 skips PyTorch). About 4-5 minutes for everything.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,6 +52,12 @@ for c in ${cases//,/ }; do
     timeout 120 "$fxc" --device=cuda --mode=$mode --bench --json "$root/bench/models/$c.$d.fxg" \
       >"$res/fxc_${c}_$d.json" 2>"$res/fxc_${c}_$d.err"
     echo "exit $?"; head -c 600 "$res/fxc_${c}_$d.err"
+    # The same with --max-autotune (a fresh autotune cache: the compile times the candidates).
+    stamp "fxc --max-autotune $c $d"
+    timeout 180 "$fxc" --device=cuda --mode=$mode --max-autotune --cache-dir="$work/autotune" \
+      --log=autotune --bench --json "$root/bench/models/$c.$d.fxg" \
+      >"$res/fxctuned_${c}_$d.json" 2>"$res/fxctuned_${c}_$d.err"
+    echo "exit $?"; grep -E -- "-> |cached" "$res/fxctuned_${c}_$d.err" | cut -c1-200 | head -20
   done
 done
 for f in ${fixtures//,/ }; do

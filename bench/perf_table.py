@@ -5,7 +5,8 @@
                                                   file, print the tables
   perf_table.py anchor.json                       print the tables of a combined file
 
-DIR holds fxc_<case>_<dtype>.json (fxc --bench --json), fxcfix_<fixture>.json, seed_<dtype>.json
+DIR holds fxc_<case>_<dtype>.json (fxc --bench --json), fxctuned_<case>_<dtype>.json (the same
+with --max-autotune), fxcfix_<fixture>.json, seed_<dtype>.json
 (seed_models.py --json), torch_fixtures.json (torch_compare.py --json), copy.json (copy_bw.py),
 and a .err file beside each fxc result (its stderr, kept when the result is missing).
 """
@@ -23,9 +24,12 @@ def load(path):
 
 
 def combine(d):
-    out = {"fxc": {}, "fxc_fixtures": {}, "seed": {}, "torch_fixtures": None, "copy": None}
+    out = {"fxc": {}, "fxc_tuned": {}, "fxc_fixtures": {}, "seed": {}, "torch_fixtures": None,
+           "copy": None}
     for p in sorted(glob.glob(os.path.join(d, "fxc_*.json"))):
         out["fxc"][os.path.basename(p)[4:-5]] = load(p)        # "mlp_train_f32"
+    for p in sorted(glob.glob(os.path.join(d, "fxctuned_*.json"))):
+        out["fxc_tuned"][os.path.basename(p)[9:-5]] = load(p)
     for p in sorted(glob.glob(os.path.join(d, "fxcfix_*.json"))):
         out["fxc_fixtures"][os.path.basename(p)[7:-5]] = load(p)
     for p in sorted(glob.glob(os.path.join(d, "seed_*.json"))):
@@ -70,8 +74,9 @@ def tables(a):
     lines.append(f"GPU: {gpu or '?'}; PyTorch {torch_v or '?'}. Times in ms, median of CUDA-event "
                  "timings with L2 flushed (fxc: p20–p80 in brackets).\n")
     lines.append("| case | dtype | PyTorch eager | torch.compile | torch.compile cold compile (s) | "
-                 "fxc | fxc compile (s) | fxc vs best PyTorch | fxc GB/s | fxc TFLOP/s |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+                 "fxc | fxc compile (s) | fxc vs best PyTorch | fxc GB/s | fxc TFLOP/s | "
+                 "fxc --max-autotune | its compile + tuning (s) | tuned vs best PyTorch |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     keys = sorted({k for k in a["fxc"]} | {f"{c}_{d}" for c, d in seed_rows},
                   key=lambda k: (k.rsplit("_", 1)[0], k.rsplit("_", 1)[1]))
     for k in keys:
@@ -81,6 +86,8 @@ def tables(a):
         e, i = r.get("eager_ms"), r.get("inductor_ms")
         best = min(v for v in (e, i) if v is not None) if (e or i) else None
         cells[2] = ratio(med, best)
+        tuned, tmed = fxc_cells(a.get("fxc_tuned", {}).get(k))
+        cells += [tuned[0], tuned[1], ratio(tmed, best)]
         lines.append(f"| {case} | {dt} | {f(e)} | {f(i)} | {f(r.get('inductor_compile_s'), '{:.2f}')} | "
                      + " | ".join(cells) + " |")
     copy = {r["dtype"]: r for r in (a.get("copy") or {}).get("rows", [])}
@@ -88,16 +95,22 @@ def tables(a):
     if copy and any(j and "error" not in j for _, j in norms):
         lines.append("\nnorms against the memory floor (one read of x and one write of the result at "
                      "device-to-device copy bandwidth):\n")
-        lines.append("| dtype | floor bytes | copy GB/s | floor (ms) | fxc (ms) | fxc / floor | torch.compile (ms) |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|")
+        lines.append("| dtype | floor bytes | copy GB/s | floor (ms) | fxc (ms) | fxc, % of copy "
+                     "bandwidth | fxc --max-autotune (ms) | tuned, % | torch.compile (ms) | "
+                     "torch.compile, % |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        pct = lambda floor, ms: "—" if not ms else f"{100 * floor / ms:.0f}%"
         for d, j in norms:
             if not j or "error" in j or d not in copy:
                 continue
             c = copy[d]
             floor_ms = c["bytes"] / (c["copy_GBps"] * 1e6)
             ind = seed_rows.get(("norms", d), {}).get("inductor_ms")
+            t = a.get("fxc_tuned", {}).get(f"norms_{d}") or {}
+            tms = t.get("median_ms")
             lines.append(f"| {d} | {c['bytes']} | {c['copy_GBps']:.0f} | {floor_ms:.4f} | "
-                         f"{j['median_ms']:.4f} | {j['median_ms'] / floor_ms:.2f} | {f(ind)} |")
+                         f"{j['median_ms']:.4f} | {pct(floor_ms, j['median_ms'])} | {f(tms)} | "
+                         f"{pct(floor_ms, tms)} | {f(ind)} | {pct(floor_ms, ind)} |")
     tf = {r["graph"]: r for r in (a.get("torch_fixtures") or {}).get("rows", [])}
     if a["fxc_fixtures"] or tf:
         lines.append("\nFixtures (test/fixtures, float32, inputs from each .io.safetensors):\n")
