@@ -1,4 +1,5 @@
-// The compile cache: key digests, and entries read and written atomically with zstd and a checksum.
+// The compile cache: key digests, and checksummed entries written atomically and copied out in the
+// kernel.
 #include "driver/cache.h"
 
 #include "driver/logging.h"
@@ -9,8 +10,8 @@
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
-#include <zstd.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <chrono>
@@ -23,6 +24,8 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,9 +36,15 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'F', 'X', 'C', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kKeyDigits = 32;
-constexpr size_t kHeaderSize = 64; // magic, version, header size, key, payload size, checksum
+/// The header's fields: magic, version, payload offset, key, payload size, checksum.
+constexpr size_t kHeaderFields = 64;
+/// Where the payload starts: the fields zero-padded to a file-system block, so that a hit can
+/// clone the payload's blocks (FICLONERANGE needs block-aligned offsets).
+constexpr uint64_t kPayloadOffset = 4096;
+/// Hashing and buffered copies go through this much at a time.
+constexpr size_t kChunk = size_t(1) << 20;
 /// Temporary files older than this are left over from killed writers and are removed.
 constexpr auto kStaleTemp = std::chrono::hours(24);
 
@@ -68,7 +77,7 @@ uint64_t get_u64(const char* p) {
   return v;
 }
 
-bool is_key(const std::string& key) {
+[[maybe_unused]] bool is_key(const std::string& key) {
   return key.size() == kKeyDigits && key.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
@@ -77,20 +86,6 @@ void warn(const std::string& msg) {
 }
 void info(const std::string& msg) {
   process_logger().log(Component::Cache, Level::Info, msg);
-}
-
-/// Reads a whole file through `fd`. Returns false on a read error.
-bool read_fd(int fd, std::string* out) {
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n == 0) return true;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    out->append(buf, size_t(n));
-  }
 }
 
 bool write_all(int fd, const char* p, size_t n) {
@@ -106,50 +101,118 @@ bool write_all(int fd, const char* p, size_t n) {
   return true;
 }
 
-/// Checks an entry's bytes and decompresses its payload. Returns "" when it checks out, else
-/// why not. Memory grows with the frame's actual output, never with a size read from the file.
-std::string decode_entry(const std::string& bytes, const std::string& key, std::string* payload) {
-  if (bytes.size() < kHeaderSize) return "shorter than its header";
-  const char* h = bytes.data();
+/// Reads exactly `n` bytes of `fd` at `off`. False on a read error, or with errno EIO when the
+/// file ends first.
+bool pread_all(int fd, char* p, size_t n, uint64_t off) {
+  while (n > 0) {
+    ssize_t r = ::pread(fd, p, n, off_t(off));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (r == 0) {
+      errno = EIO;
+      return false;
+    }
+    p += r;
+    n -= size_t(r);
+    off += uint64_t(r);
+  }
+  return true;
+}
+
+/// An entry file opened for reading, closed with it.
+struct EntryFile {
+  int fd = -1;
+  struct stat st {};
+  uint64_t size = 0;     // the payload's, from the header (checked against the file's size)
+  uint64_t checksum = 0; // the payload's XXH3-64, from the header
+  EntryFile() = default;
+  EntryFile(const EntryFile&) = delete;
+  EntryFile& operator=(const EntryFile&) = delete;
+  ~EntryFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+/// Checks the header of the entry open as `e` against `key` and the file's size, and fills in
+/// the payload's size and checksum. Returns "" when it checks out, else why not; `*io_error` says
+/// the file could not be read (not that it is corrupt).
+std::string check_header(EntryFile& e, const std::string& key, bool* io_error) {
+  *io_error = false;
+  if (uint64_t(e.st.st_size) < kPayloadOffset) return "shorter than its header";
+  char h[kHeaderFields];
+  if (!pread_all(e.fd, h, sizeof h, 0)) {
+    *io_error = true;
+    return std::strerror(errno);
+  }
   if (std::memcmp(h, kMagic, sizeof kMagic) != 0) return "bad magic";
   if (get_u32(h + 8) != kFormatVersion) return "format version " + std::to_string(get_u32(h + 8));
-  if (get_u32(h + 12) != kHeaderSize) return "bad header size";
-  if (std::string(h + 16, kKeyDigits) != key) return "holds another key";
-  const uint64_t size = get_u64(h + 48), checksum = get_u64(h + 56);
-
-  ZSTD_DCtx* dctx = ZSTD_createDCtx();
-  if (!dctx) return "cannot allocate a zstd context";
-  ZSTD_inBuffer in{bytes.data() + kHeaderSize, bytes.size() - kHeaderSize, 0};
-  std::string out;
-  std::string chunk(ZSTD_DStreamOutSize(), '\0');
-  std::string why;
-  for (;;) {
-    ZSTD_outBuffer o{chunk.data(), chunk.size(), 0};
-    size_t ret = ZSTD_decompressStream(dctx, &o, &in);
-    if (ZSTD_isError(ret)) {
-      why = std::string("corrupt zstd frame: ") + ZSTD_getErrorName(ret);
-      break;
-    }
-    if (out.size() + o.pos > size) {
-      why = "payload larger than its header says";
-      break;
-    }
-    out.append(chunk.data(), o.pos);
-    if (ret == 0) { // the frame is complete
-      if (in.pos < in.size) why = "trailing bytes after the zstd frame";
-      break;
-    }
-    if (in.pos == in.size && o.pos < o.size) {
-      why = "truncated zstd frame";
-      break;
-    }
-  }
-  ZSTD_freeDCtx(dctx);
-  if (!why.empty()) return why;
-  if (out.size() != size) return "payload smaller than its header says";
-  if (XXH3_64bits(out.data(), out.size()) != checksum) return "checksum mismatch";
-  *payload = std::move(out);
+  if (get_u32(h + 12) != kPayloadOffset) return "bad payload offset";
+  if (std::string_view(h + 16, kKeyDigits) != key) return "holds another key";
+  e.size = get_u64(h + 48);
+  e.checksum = get_u64(h + 56);
+  const uint64_t have = uint64_t(e.st.st_size) - kPayloadOffset;
+  if (have < e.size) return "payload shorter than its header says";
+  if (have > e.size) return "bytes after the payload";
   return "";
+}
+
+/// The XXH3-64 of the payload of `e`, read a chunk at a time. False on a read error.
+bool payload_checksum(const EntryFile& e, uint64_t* sum) {
+  XXH3_state_t* st = XXH3_createState();
+  assert(st && "XXH3_createState failed");
+  XXH3_64bits_reset(st);
+  std::string buf(std::min<uint64_t>(e.size, kChunk), '\0');
+  bool ok = true;
+  for (uint64_t off = 0; off < e.size && ok;) {
+    size_t n = size_t(std::min<uint64_t>(buf.size(), e.size - off));
+    ok = pread_all(e.fd, buf.data(), n, kPayloadOffset + off);
+    if (ok) XXH3_64bits_update(st, buf.data(), n);
+    off += n;
+  }
+  *sum = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return ok;
+}
+
+/// Copies the payload of `e` to `out` through a buffer, from `out`'s current position.
+bool copy_buffered(const EntryFile& e, int out) {
+  std::string buf(std::min<uint64_t>(e.size, kChunk), '\0');
+  for (uint64_t off = 0; off < e.size;) {
+    size_t n = size_t(std::min<uint64_t>(buf.size(), e.size - off));
+    if (!pread_all(e.fd, buf.data(), n, kPayloadOffset + off) || !write_all(out, buf.data(), n))
+      return false;
+    off += n;
+  }
+  return true;
+}
+
+/// Copies the payload of `e` to the start of the regular file `out`: clones its blocks where the
+/// file system shares blocks between files (btrfs, XFS), else copies them in the kernel, else
+/// through a buffer (another file system than the cache's on an old kernel).
+bool copy_to_regular(const EntryFile& e, int out) {
+  file_clone_range clone{e.fd, kPayloadOffset, e.size, 0};
+  if (e.size > 0 && ::ioctl(out, FICLONERANGE, &clone) == 0) return true;
+  loff_t in_off = loff_t(kPayloadOffset), out_off = 0;
+  for (uint64_t left = e.size; left > 0;) {
+    ssize_t n = ::copy_file_range(e.fd, &in_off, out, &out_off,
+                                  size_t(std::min<uint64_t>(left, 1u << 30)), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      bool unsupported = errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+                         errno == EOPNOTSUPP || errno == EBADF;
+      if (unsupported && out_off == 0)
+        return ::lseek(out, 0, SEEK_SET) == 0 && copy_buffered(e, out);
+      return false;
+    }
+    if (n == 0) { // the entry ended early: it changed under us
+      errno = EIO;
+      return false;
+    }
+    left -= uint64_t(n);
+  }
+  return true;
 }
 
 /// Removes temporary files that writers killed mid-store left in `folder`.
@@ -359,38 +422,107 @@ std::string CompileCache::entry_path(const std::string& key) const {
   return dir_ + "/" + key.substr(0, 2) + "/" + key + ".entry";
 }
 
-std::optional<std::string> CompileCache::lookup(const std::string& key) const {
-  if (!enabled()) return std::nullopt;
-  const std::string path = entry_path(key);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+namespace {
+
+/// Removes the entry at `path` that `e` read, because of `why`, and logs the miss.
+void discard(const std::string& path, const std::string& key, const EntryFile& e,
+             const std::string& why) {
+  // Remove the entry only if it is still the file that was read: a writer may have renamed a
+  // good entry into place meanwhile.
+  struct stat now {};
+  if (::stat(path.c_str(), &now) == 0 && now.st_ino == e.st.st_ino && now.st_dev == e.st.st_dev)
+    ::unlink(path.c_str());
+  warn("discarding corrupt entry " + path + " (" + why + "); it will be rebuilt");
+  info("miss " + key);
+}
+
+/// Opens the entry of `key` at `path` and checks its header. On a miss (no entry, an unreadable
+/// one, or one that does not check out, which is removed) logs it and returns false.
+bool open_entry(const std::string& path, const std::string& key, EntryFile& e) {
+  e.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (e.fd < 0) {
     if (errno != ENOENT && errno != ENOTDIR)
       warn("cannot read " + path + ": " + std::strerror(errno));
     info("miss " + key);
-    return std::nullopt;
+    return false;
   }
-  struct stat st {};
-  std::string bytes;
-  bool ok = ::fstat(fd, &st) == 0 && read_fd(fd, &bytes);
-  ::close(fd);
-  if (!ok) {
+  if (::fstat(e.fd, &e.st) != 0) {
+    warn("cannot read " + path + ": " + std::strerror(errno));
+    info("miss " + key);
+    return false;
+  }
+  bool io_error = false;
+  std::string why = check_header(e, key, &io_error);
+  if (io_error) {
+    warn("cannot read " + path + ": " + why);
+    info("miss " + key);
+    return false;
+  }
+  if (!why.empty()) {
+    discard(path, key, e, why);
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<std::string> CompileCache::lookup(const std::string& key) const {
+  if (!enabled()) return std::nullopt;
+  const std::string path = entry_path(key);
+  EntryFile e;
+  if (!open_entry(path, key, e)) return std::nullopt;
+  // e.size is the file's own size less the header (check_header), not a number taken on trust.
+  std::string payload(size_t(e.size), '\0');
+  if (!pread_all(e.fd, payload.data(), payload.size(), kPayloadOffset)) {
     warn("cannot read " + path + ": " + std::strerror(errno));
     info("miss " + key);
     return std::nullopt;
   }
-  std::string payload;
-  if (std::string why = decode_entry(bytes, key, &payload); !why.empty()) {
-    // Remove the entry only if it is still the file that was read: a writer may have renamed a
-    // good entry into place meanwhile.
-    struct stat now {};
-    if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
-      ::unlink(path.c_str());
-    warn("discarding corrupt entry " + path + " (" + why + "); it will be rebuilt");
-    info("miss " + key);
+  if (XXH3_64bits(payload.data(), payload.size()) != e.checksum) {
+    discard(path, key, e, "checksum mismatch");
     return std::nullopt;
   }
   info("hit " + key + " (" + std::to_string(payload.size()) + " bytes)");
   return payload;
+}
+
+bool CompileCache::write_hit(const std::string& key, const std::string& out_path) const {
+  if (!enabled()) return false;
+  const std::string path = entry_path(key);
+  EntryFile e;
+  if (!open_entry(path, key, e)) return false;
+  // Verified before the output is touched. (Hashing on a second thread during the copy measured
+  // no faster on 2 cores: the copy is bound by the page cache, the hash by memory.)
+  uint64_t sum = 0;
+  if (!payload_checksum(e, &sum)) {
+    warn("cannot read " + path + ": " + std::strerror(errno));
+    info("miss " + key);
+    return false;
+  }
+  if (sum != e.checksum) {
+    discard(path, key, e, "checksum mismatch");
+    return false;
+  }
+  info("hit " + key + " (" + std::to_string(e.size) + " bytes)");
+  if (out_path.empty() || out_path == "-") {
+    std::fflush(stdout);
+    if (!copy_buffered(e, STDOUT_FILENO)) throw Error(out_path, "cannot write output file");
+    return true;
+  }
+  // Not O_TRUNC: overwriting an existing output in place reuses its pages, where truncating frees
+  // them all and the copy allocates them again; the file is cut to the payload's size after.
+  int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) throw Error(out_path, "cannot write output file");
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0;
+  if (ok && S_ISREG(st.st_mode))
+    ok = copy_to_regular(e, fd) && ::ftruncate(fd, off_t(e.size)) == 0;
+  else if (ok)
+    ok = copy_buffered(e, fd); // a device or a pipe: nothing to cut
+  if (::close(fd) != 0) ok = false;
+  if (!ok) throw Error(out_path, "cannot write output file");
+  return true;
 }
 
 bool CompileCache::store(const std::string& key, std::string_view payload) const {
@@ -404,21 +536,13 @@ bool CompileCache::store(const std::string& key, std::string_view payload) const
     return false;
   }
 
-  std::string entry(kHeaderSize, '\0');
-  std::memcpy(entry.data(), kMagic, sizeof kMagic);
-  put_u32(entry.data() + 8, kFormatVersion);
-  put_u32(entry.data() + 12, kHeaderSize);
-  std::memcpy(entry.data() + 16, key.data(), kKeyDigits);
-  put_u64(entry.data() + 48, payload.size());
-  put_u64(entry.data() + 56, XXH3_64bits(payload.data(), payload.size()));
-  entry.resize(kHeaderSize + ZSTD_compressBound(payload.size()));
-  size_t n = ZSTD_compress(entry.data() + kHeaderSize, entry.size() - kHeaderSize, payload.data(),
-                           payload.size(), ZSTD_CLEVEL_DEFAULT);
-  if (ZSTD_isError(n)) {
-    warn(std::string("cannot compress an entry: ") + ZSTD_getErrorName(n) + "; not stored");
-    return false;
-  }
-  entry.resize(kHeaderSize + n);
+  std::string header(kPayloadOffset, '\0');
+  std::memcpy(header.data(), kMagic, sizeof kMagic);
+  put_u32(header.data() + 8, kFormatVersion);
+  put_u32(header.data() + 12, uint32_t(kPayloadOffset));
+  std::memcpy(header.data() + 16, key.data(), kKeyDigits);
+  put_u64(header.data() + 48, payload.size());
+  put_u64(header.data() + 56, XXH3_64bits(payload.data(), payload.size()));
 
   // A name no other writer uses (pid + random), created exclusively, in the entry's folder so
   // that the rename stays within one file system.
@@ -437,7 +561,8 @@ bool CompileCache::store(const std::string& key, std::string_view payload) const
          "; not stored");
     return false;
   }
-  bool ok = write_all(fd, entry.data(), entry.size());
+  bool ok =
+      write_all(fd, header.data(), header.size()) && write_all(fd, payload.data(), payload.size());
   int err = errno;
   if (::close(fd) != 0 && ok) {
     ok = false;
@@ -453,8 +578,7 @@ bool CompileCache::store(const std::string& key, std::string_view payload) const
     return false;
   }
   remove_stale_temps(folder);
-  info("stored " + key + " (" + std::to_string(payload.size()) + " bytes, " +
-       std::to_string(entry.size()) + " in the entry)");
+  info("stored " + key + " (" + std::to_string(payload.size()) + " bytes)");
   return true;
 }
 

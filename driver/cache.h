@@ -4,14 +4,18 @@
 // A key is an XXH3-128 digest (32 hex digits) over named fields: fxc's version and the digest of
 // its executable, the target, every flag that changes the output, and the digests of the graph file
 // and its external weights files (CacheKeyBuilder). An entry is `<dir>/<key[0..1]>/<key>.entry`: a
-// 64-byte header (magic "FXCCACHE", format version, the key, the payload's size and XXH3-64
-// checksum) followed by one zstd frame holding the payload. Entries are written to a temporary file
-// in the same folder and renamed into place, so a concurrent reader sees either no entry or a whole
-// one; writers racing on one key all write the same bytes, and the last rename wins. A reader that
-// finds an entry that does not check out (bad header, wrong key, short or corrupt frame, size or
-// checksum mismatch) removes it and reports a miss, so the caller compiles and stores it again.
-// Hits, misses, stores and discarded entries are logged under the `cache` log component
-// (`--log=+cache`). Covered by test/unit/cache_test.cpp and test/cache.sh.
+// 4096-byte header (magic "FXCCACHE", format version, payload offset, the key, the payload's size
+// and XXH3-64 checksum, zero padding) followed by the payload as is. Artifacts are compressed
+// already (an .fxo holds one zstd frame), so a second compression would save nothing and cost a
+// decompression of every hit; the padding puts the payload on a file-system block, so that a hit
+// (write_hit) can clone its blocks into the output where the file system shares blocks (reflink),
+// else copy them in the kernel, without the payload passing through fxc's memory. Entries are
+// written to a temporary file in the same folder and renamed into place, so a concurrent reader
+// sees either no entry or a whole one; writers racing on one key all write the same bytes, and the
+// last rename wins. A reader that finds an entry that does not check out (bad header, wrong key,
+// a size that is not the file's, checksum mismatch) removes it and reports a miss, so the caller
+// compiles and stores it again. Hits, misses, stores and discarded entries are logged under the
+// `cache` log component (`--log=+cache`). Covered by test/unit/cache_test.cpp and test/cache.sh.
 #pragma once
 
 #include "driver/options.h"
@@ -77,6 +81,14 @@ public:
   /// The payload stored under `key`, or nullopt on a miss. An entry that fails its checks is
   /// removed (logged as a warning naming the reason) and counts as a miss.
   std::optional<std::string> lookup(const std::string& key) const;
+
+  /// On a hit, writes the payload stored under `key` to the file `path` ("" or "-": standard
+  /// output), as writing those bytes would, and returns true; on a miss (as lookup counts them)
+  /// returns false and leaves `path` alone. The checksum is verified before `path` is opened. An
+  /// existing regular file is overwritten in place and then cut to the payload's size (its pages
+  /// are reused rather than freed and allocated again). Throws fxc::Error naming `path` when it
+  /// cannot be written.
+  bool write_hit(const std::string& key, const std::string& path) const;
 
   /// Stores `payload` under `key` (temporary file + rename). A cache that cannot be written
   /// (read-only, disk full) is not an error of the compile: that is logged as a warning and

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The compile cache: a cold compile stores one entry and a warm one hits it with the same bytes;
 # parallel compiles of one graph into one fresh cache all succeed and leave one entry; corrupt
-# entries are discarded and rebuilt; --no-cache, --cache-dir, FXC_CACHE_DIR and XDG_CACHE_HOME;
-# every input of the key misses when it changes. Usage: cache.sh <fxc>
+# entries are discarded and rebuilt; a hit writes the artifact over any file and to standard
+# output, and a ResNet-50 hit does not read its 94 MB into memory; --no-cache, --cache-dir,
+# FXC_CACHE_DIR and XDG_CACHE_HOME; every input of the key misses when it changes.
+# Usage: cache.sh <fxc>
 set -u
 fxc=$1
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -40,6 +42,29 @@ check "--run hits too" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache --run
   --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors" --rtol=1e-3 --atol=1e-4 "$g"
 has "--run hits the artifact the default action stored" "$tmp/err" "[fxc:cache] info: hit "
 [ "$(entries "$c")" -eq 1 ] && ok "still one entry" || bad "entries: $(entries "$c")"
+
+# The entry is a 4096-byte header and the artifact as is (an .fxo is compressed already), so a hit
+# copies it out in the kernel. It overwrites a longer or a shorter file in place and cuts it, and
+# writes standard output, all to exactly the artifact's bytes; an output it cannot write is the
+# same error as the compile's.
+entry=$(find "$c" -name '*.entry')
+[ "$(stat -c %s "$entry")" -eq $(($(stat -c %s "$tmp/cold.fxo") + 4096)) ] &&
+  ok "an entry is the artifact and a 4096-byte header" || bad "entry size $(stat -c %s "$entry")"
+tail -c +4097 "$entry" >"$tmp/payload" && same "the entry holds the artifact as is" "$tmp/cold.fxo" "$tmp/payload"
+head -c $(($(stat -c %s "$tmp/cold.fxo") * 3)) /dev/urandom >"$tmp/long.fxo"
+check "a hit over a longer file" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache -o "$tmp/long.fxo" "$g"
+has "it hits" "$tmp/err" "[fxc:cache] info: hit "
+same "and cuts the file to the artifact" "$tmp/cold.fxo" "$tmp/long.fxo"
+printf 'x' >"$tmp/short.fxo"
+check "a hit over a shorter file" 0 "$fxc" "${args[@]}" --cache-dir="$c" -o "$tmp/short.fxo" "$g"
+same "writes the artifact" "$tmp/cold.fxo" "$tmp/short.fxo"
+check "a hit to standard output" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache -o - "$g"
+has "it hits" "$tmp/err" "[fxc:cache] info: hit "
+same "and writes the artifact" "$tmp/cold.fxo" "$tmp/out"
+check "a hit into a missing folder" 1 "$fxc" "${args[@]}" --cache-dir="$c" -o "$tmp/nodir/x.fxo" "$g"
+has "is an error naming the output" "$tmp/err" "$tmp/nodir/x.fxo: error: cannot write output file"
+check "as without the cache" 1 "$fxc" "${args[@]}" --no-cache -o "$tmp/nodir/x.fxo" "$g"
+has "the same error" "$tmp/err" "$tmp/nodir/x.fxo: error: cannot write output file"
 
 # Asking for the compile's own output (a debug trace, compile logs, pass times) skips the lookup.
 check "--debug-dir with a warm cache" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache --debug-dir="$tmp/dbg" -o "$tmp/d.fxo" "$g"
@@ -85,8 +110,38 @@ corrupt() { # corrupt <description> <command that damages $entry>
 corrupt "truncated" truncate -s $((size / 2)) "$entry"
 corrupt "byte-flipped" sh -c "printf '\\377\\377\\377\\377' | dd of='$entry' bs=1 seek=$((size - 100)) conv=notrunc status=none"
 corrupt "empty" truncate -s 0 "$entry"
+flip() { printf '\377' | dd of="$entry" bs=1 seek="$1" conv=notrunc status=none; }
+corrupt "first-payload-byte-flipped" flip 4096
+corrupt "checksum-flipped" flip 56
+corrupt "size-flipped" flip 48
+corrupt "longer" sh -c "printf x >> '$entry'"
+corrupt "format-1" sh -c "printf '\\001' | dd of='$entry' bs=1 seek=8 conv=notrunc status=none"
 check "a corrupt entry warns without --log" 0 sh -c "truncate -s 10 '$entry' && '$fxc' ${args[*]} --cache-dir='$c' -o '$tmp/re.fxo' '$g'"
 has "the warning names the entry" "$tmp/err" "[fxc:cache] warning: discarding corrupt entry $entry"
+
+# ResNet-50 (an artifact of 94 MB of weights): a hit writes the same bytes as a compile, without
+# reading the artifact into fxc's memory (its peak RSS stays far below the artifact's size above
+# a small graph's hit).
+r50=$src/bench/models/resnet50.fxg
+rss_kb() { python3 -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r.returncode == 0 else -1)' "$@"; }
+rc=$tmp/r50
+check "ResNet-50 cold" 0 "$fxc" --device=cpu --cache-dir="$rc" -o "$tmp/r50.fxo" "$r50"
+t0=$(ms)
+check "ResNet-50 hit" 0 "$fxc" --device=cpu --cache-dir="$rc" --log=+cache -o "$tmp/r50.hit.fxo" "$r50"
+t1=$(ms)
+has "it hits" "$tmp/err" "[fxc:cache] info: hit "
+echo "     ResNet-50 hit: $((t1 - t0)) ms for the whole fxc process"
+same "the ResNet-50 hit writes the artifact" "$tmp/r50.fxo" "$tmp/r50.hit.fxo"
+check "ResNet-50 --no-cache" 0 "$fxc" --device=cpu --no-cache -o "$tmp/r50.nc.fxo" "$r50"
+same "which is the --no-cache artifact" "$tmp/r50.fxo" "$tmp/r50.nc.fxo"
+big=$(rss_kb "$fxc" --device=cpu --cache-dir="$rc" -o "$tmp/r50.hit.fxo" "$r50")
+small=$(rss_kb "$fxc" "${args[@]}" --cache-dir="$c" -o "$tmp/x.fxo" "$g")
+art=$(($(stat -c %s "$tmp/r50.fxo") / 1024))
+echo "     peak RSS: ResNet-50 hit $big KB, small hit $small KB, artifact $art KB"
+[ "$big" -gt 0 ] && [ "$small" -gt 0 ] && [ $((big - small)) -lt $((art / 4)) ] &&
+  ok "a hit does not read the artifact into memory" || bad "peak RSS $big KB (small hit: $small KB)"
 
 # --no-cache writes nothing; FXC_CACHE_DIR, --cache-dir over it, XDG_CACHE_HOME, HOME.
 check "--no-cache" 0 "$fxc" "${args[@]}" --no-cache --cache-dir="$tmp/nc" -o "$tmp/x.fxo" "$g"

@@ -108,6 +108,46 @@ TEST_CASE("cache: a stored payload comes back, with nothing but the entry left b
   CHECK(cache.entry_path(kKey) == (t.path / "c" / "01" / (kKey + ".entry")).string());
 }
 
+TEST_CASE("cache: an entry is a 4096-byte header and the payload as is") {
+  TempDir t;
+  CompileCache cache(t.path.string());
+  std::string payload = some_bytes(100000, 3);
+  REQUIRE(cache.store(kKey, payload));
+  std::string entry = read_all(cache.entry_path(kKey));
+  REQUIRE(entry.size() == 4096 + payload.size());
+  CHECK(entry.substr(0, 8) == "FXCCACHE");
+  CHECK(entry.substr(16, 32) == kKey);
+  CHECK(entry.substr(4096) == payload);
+}
+
+TEST_CASE("cache: write_hit writes the payload over any file; a miss leaves it alone") {
+  TempDir t;
+  CompileCache cache((t.path / "c").string());
+  const fs::path out = t.path / "out.fxo";
+  CHECK_FALSE(cache.write_hit(kKey, out.string())); // no entry: not created
+  CHECK_FALSE(fs::exists(out));
+  for (size_t n : {size_t(0), size_t(1), size_t(100000), size_t(3 << 20)}) {
+    CAPTURE(n);
+    std::string payload = some_bytes(n, unsigned(n) + 1);
+    REQUIRE(cache.store(kKey, payload));
+    fs::remove(out);
+    REQUIRE(cache.write_hit(kKey, out.string())); // a new file
+    CHECK(read_all(out) == payload);
+    write_all(out, std::string(n + 5000, 'x')); // a longer file: cut to the payload
+    REQUIRE(cache.write_hit(kKey, out.string()));
+    CHECK(read_all(out) == payload);
+    write_all(out, std::string(n / 2, 'y')); // a shorter one
+    REQUIRE(cache.write_hit(kKey, out.string()));
+    CHECK(read_all(out) == payload);
+  }
+  write_all(out, "before");
+  CHECK_FALSE(cache.write_hit("ffffffffffffffffffffffffffffffff", out.string()));
+  CHECK(read_all(out) == "before");
+  // An output that cannot be written is an error naming it.
+  const std::string bad = (t.path / "no-such-dir" / "out.fxo").string();
+  CHECK_THROWS_WITH_AS(cache.write_hit(kKey, bad), doctest::Contains("no-such-dir"), Error);
+}
+
 TEST_CASE("cache: a corrupt entry is a miss and is removed") {
   TempDir t;
   CompileCache cache(t.path.string());
@@ -117,10 +157,17 @@ TEST_CASE("cache: a corrupt entry is a miss and is removed") {
   const std::string good = read_all(entry);
   REQUIRE(good.size() > 64);
 
+  const fs::path out = t.path / "out.fxo";
   auto corrupt_with = [&](const std::string& bad) {
     write_all(entry, bad);
     CHECK_FALSE(cache.lookup(kKey));
     CHECK_FALSE(fs::exists(entry));
+    // write_hit checks the same and leaves its output alone.
+    write_all(entry, bad);
+    write_all(out, "before");
+    CHECK_FALSE(cache.write_hit(kKey, out.string()));
+    CHECK_FALSE(fs::exists(entry));
+    CHECK(read_all(out) == "before");
     REQUIRE(cache.store(kKey, payload)); // rebuilt
     CHECK(cache.lookup(kKey) == payload);
   };
