@@ -97,7 +97,7 @@ public:
   /// operands (at most kMaxAlgorithms; p.algo picks one). Throws as matmul() does.
   int algorithm_count(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias,
                       DevicePtr d);
-  static constexpr int kMaxAlgorithms = 8;
+  static constexpr int kMaxAlgorithms = 16;
   /// cublasLtGetVersion(), e.g. 130000.
   size_t version() const { return version_; }
   static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
