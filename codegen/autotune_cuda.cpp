@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 namespace fxc {
 
@@ -197,13 +198,13 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
       t.ms = {1, t.functions[1] ? 0 : std::numeric_limits<double>::infinity()};
     }
   }
-  std::vector<std::pair<bool, size_t>> slot_of(profiled.size(), {false, 0}); // profile -> pending
+  std::vector<std::optional<size_t>> tuning_at(profiled.size()); // profile entry -> pending
   size_t rounds = 0;
   for (size_t j : timed) {
     rounds = std::max(rounds, pending[j].candidates());
     for (size_t s = 0; s < profiled.size(); ++s)
       if (profiled[s].first == pending[j].kernel && profiled[s].second == pending[j].index)
-        slot_of[s] = {true, j};
+        tuning_at[s] = j;
   }
   if (!timed.empty()) {
     cuda::DevicePtr flush = 0;
@@ -226,9 +227,9 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
           for (int run = 0; run < std::max(1, opts.runs); ++run) {
             ctx.fill_bytes(flush, uint8_t(run + 1), kFlushBytes);
             std::vector<StepProfile> prof = runner.time_steps();
-            for (size_t s = 0; s < prof.size() && s < slot_of.size(); ++s) {
-              if (!slot_of[s].first) continue;
-              Tuning& t = pending[slot_of[s].second];
+            for (size_t s = 0; s < prof.size() && s < tuning_at.size(); ++s) {
+              if (!tuning_at[s]) continue;
+              Tuning& t = pending[*tuning_at[s]];
               bool usable = !t.kernel || t.functions[std::min(r, t.candidates() - 1)];
               if (r < t.candidates() && usable) t.ms[r] = std::min(t.ms[r], prof[s].ms);
             }
