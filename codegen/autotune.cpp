@@ -3,7 +3,6 @@
 
 #include "frontend/diag.h"
 #include "frontend/random.h"
-#include "runtime/autotune_cache.h"
 
 #include <algorithm>
 #include <cassert>
@@ -57,6 +56,15 @@ std::string format_ms(double ms) {
 
 } // namespace
 
+AutotuneCache open_autotune_cache(const std::string& dir, std::vector<std::string>* log) {
+  AutotuneCache cache(dir);
+  std::string note;
+  cache.load(&note);
+  if (!note.empty()) log->push_back(note);
+  if (!cache.enabled()) log->push_back("no cache directory: the choices are not remembered");
+  return cache;
+}
+
 std::vector<Tensor> autotune_inputs(const Plan& plan) {
   std::vector<Tensor> in;
   for (size_t i = 0; i < plan.input_metas.size(); ++i) {
@@ -74,11 +82,7 @@ std::vector<std::string> autotune_plan(Plan& plan, const std::vector<std::string
                                        const std::string& source) {
   assert(kernel_code.size() == plan.kernels.size() && "one code text per kernel");
   std::vector<std::string> log;
-  AutotuneCache cache(opts.cache_dir);
-  std::string note;
-  cache.load(&note);
-  if (!note.empty()) log.push_back(note);
-  if (!cache.enabled()) log.push_back("no cache directory: the choices are not remembered");
+  AutotuneCache cache = open_autotune_cache(opts.cache_dir, &log);
   for (const PlanExtern& e : plan.externs)
     if (e.kind == PlanExtern::Kind::Gemm) {
       log.push_back("matmuls are extern BLAS calls on the CPU: not tuned");

@@ -12,6 +12,7 @@
 // BLAS calls and are not tuned here. Covered by test/autotune.sh.
 #pragma once
 
+#include "runtime/autotune_cache.h"
 #include "runtime/plan_executor.h"
 #include "runtime/thread_pool.h"
 
@@ -25,6 +26,10 @@ struct AutotuneOptions {
   std::string device;    ///< the machine, for the cache key ("cpu <triple> <cpu> threads=N")
   int runs = 5;          ///< timed runs per candidate (after one warm-up run)
 };
+
+/// The autotune cache of `dir`, loaded; what the log should say about it (a corrupt file
+/// discarded, no directory to remember the choices in) is appended to `log`.
+AutotuneCache open_autotune_cache(const std::string& dir, std::vector<std::string>* log);
 
 /// Seeded random inputs for `plan`'s user inputs, as tuning runs them: floating inputs N(0, 1),
 /// integer inputs zero (an index input is then in range of any non-empty dimension).

@@ -2,7 +2,6 @@
 #include "codegen/autotune_cuda.h"
 
 #include "frontend/diag.h"
-#include "runtime/autotune_cache.h"
 #include "runtime/cublaslt.h"
 
 #include <algorithm>
@@ -72,11 +71,7 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
                                             const std::string& source) {
   assert(kernels.size() == plan.kernels.size() && "one tuned kernel per plan kernel");
   std::vector<std::string> log;
-  AutotuneCache cache(opts.cache_dir);
-  std::string note;
-  cache.load(&note);
-  if (!note.empty()) log.push_back(note);
-  if (!cache.enabled()) log.push_back("no cache directory: the choices are not remembered");
+  AutotuneCache cache = open_autotune_cache(opts.cache_dir, &log);
   cuda::Context& ctx = cuda::Context::get();
 
   // What runs, in plan order; a profile of time_steps() has one entry per such step.

@@ -1,6 +1,7 @@
 // --max-autotune on CUDA: the mapping candidates of a kernel (compile-only, no GPU needed) and,
 // on a GPU, every candidate's results, cached choices and a tuned run against the host reference.
 #include "aot_testing.h"
+#include "cuda_testing.h"
 #include "codegen/autotune_cuda.h"
 #include "codegen/inductor.h"
 #include "codegen/llvm_codegen.h"
@@ -51,24 +52,11 @@ TestGraph tuned_graph(int64_t rows, int64_t cols) {
   return tg;
 }
 
-bool have_cuda() {
-  std::string why = cuda::Context::unavailable_reason();
-  if (why.empty()) return true;
-  const char* req = std::getenv("FXC_REQUIRE_CUDA");
-  if (req && std::string(req) == "1") FAIL("FXC_REQUIRE_CUDA=1 but " << why);
-  MESSAGE("no CUDA device, skipped: " << why);
-  return false;
-}
-
-void check_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    CompareOptions co;
-    co.rtol = co.atol = tol;
-    CompareResult r = compare_tensors(got[i], want[i], co);
-    INFO("output " << i << ": " << r.message);
-    CHECK(r.ok);
-  }
+/// The autotune log, one line each.
+std::string log_of(const CompiledGraph& cg) {
+  std::string log;
+  for (const std::string& l : cg.autotune_log()) log += l + "\n";
+  return log;
 }
 
 fs::path fresh_dir(const std::string& name) {
@@ -176,8 +164,7 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
       o.max_autotune = true;
       o.autotune_dir = dir.string();
       CompiledGraph cg = compile_inductor(tg.g, o);
-      std::string log;
-      for (const std::string& l : cg.autotune_log()) log += l + "\n";
+      std::string log = log_of(cg);
       INFO(log);
       CHECK(contains(log, k.name + ": cached " + format_mapping(m)));
       bool found = false;
@@ -199,16 +186,14 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
   o.max_autotune = true;
   o.autotune_dir = dir.string();
   CompiledGraph first = compile_inductor(tg.g, o);
-  std::string log;
-  for (const std::string& l : first.autotune_log()) log += l + "\n";
+  std::string log = log_of(first);
   INFO(log);
   CHECK(contains(log, ": candidates block=128 vec=4 persistent chunks=4 "));
   CHECK(contains(log, ": candidates rows=256 "));
   CHECK(fs::exists(dir / "autotune.json"));
   check_close(first.run(tg.inputs), want, 1e-5);
   CompiledGraph second = compile_inductor(tg.g, o);
-  std::string log2;
-  for (const std::string& l : second.autotune_log()) log2 += l + "\n";
+  std::string log2 = log_of(second);
   INFO(log2);
   CHECK_FALSE(contains(log2, "candidates"));
   CHECK(contains(log2, ": cached "));
@@ -233,8 +218,7 @@ TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the ch
   o.max_autotune = true;
   o.autotune_dir = dir.string();
   CompiledGraph cg = compile_inductor(tg.g, o);
-  std::string log;
-  for (const std::string& l : cg.autotune_log()) log += l + "\n";
+  std::string log = log_of(cg);
   INFO(log);
   // cuBLASLt offers several algorithms for this product: they are timed.
   CHECK(contains(log, ": candidates algo=0 "));
@@ -246,8 +230,7 @@ TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the ch
   check_close(cg.run(tg.inputs), want, 1e-4);
   CompiledGraph again = compile_inductor(tg.g, o);
   CHECK(again.plan().externs[0].algo == algo);
-  std::string log2;
-  for (const std::string& l : again.autotune_log()) log2 += l + "\n";
+  std::string log2 = log_of(again);
   CHECK(contains(log2, ": cached algo=" + std::to_string(algo)));
   fs::remove_all(dir);
 }

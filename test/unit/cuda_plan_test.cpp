@@ -1,5 +1,6 @@
 // The CUDA plan: cuBLASLt epilogues, cuDNN convolutions, the device arena, resident runs, graphs.
 #include "aot_testing.h"
+#include "cuda_testing.h"
 #include "codegen/inductor.h"
 #include "frontend/import.h"
 #include "frontend/safetensors.h"
@@ -44,27 +45,6 @@ TestGraph linear_graph(const std::string& act, const std::string& approximate = 
   tg.output(y);
   tg.g = decompose(tg.g);
   return tg;
-}
-
-/// Skips (returns false) without a device, unless FXC_REQUIRE_CUDA=1 makes that a failure.
-bool have_cuda() {
-  std::string why = cuda::Context::unavailable_reason();
-  if (why.empty()) return true;
-  const char* req = std::getenv("FXC_REQUIRE_CUDA");
-  if (req && std::string(req) == "1") FAIL("FXC_REQUIRE_CUDA=1 but " << why);
-  MESSAGE("no CUDA device, skipped: " << why);
-  return false;
-}
-
-void check_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    CompareOptions co;
-    co.rtol = co.atol = tol;
-    CompareResult r = compare_tensors(got[i], want[i], co);
-    INFO("output " << i << ": " << r.message);
-    CHECK(r.ok);
-  }
 }
 
 } // namespace

@@ -13,55 +13,39 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cache=$tmp/cache
 fail=0
-ok() { echo "ok   $1"; }
-bad() {
-  echo "FAIL $1"
-  [ -n "${2:-}" ] && echo "$2" | head -20 | sed 's/^/     /'
-  fail=1
-}
-run() { # run <label> <args...>: fxc must exit 0; its output is in $out
-  local label=$1
-  shift
-  if out=$("$fxc" "$@" 2>&1); then ok "$label"; else bad "$label" "$out"; fi
-}
-has() { # has <label> <pattern>: the last run's output has the pattern
-  if echo "$out" | grep -q -- "$2"; then ok "$1"; else bad "$1 (no '$2')" "$out"; fi
-}
+. "$root/test/lib/common.sh"
 
 for io in "$fx"/*.io.safetensors; do
   name=$(basename "$io" .io.safetensors)
   g=$fx/$name.pt2
-  run "tuned inference $name matches" --device=cuda --max-autotune --cache-dir="$cache" \
-    --log=autotune --run --inputs "$io" --expect "$io" "$g"
-  has "tuned inference $name: kernels timed" ": candidates "
+  check "tuned inference $name matches" 0 "$fxc" --device=cuda --max-autotune \
+    --cache-dir="$cache" --log=autotune --run --inputs "$io" --expect "$io" "$g"
+  has "tuned inference $name: kernels timed" "$tmp/err" ": candidates "
   if [ -f "$fx/$name.grad.safetensors" ]; then
-    run "tuned train $name matches" --device=cuda --max-autotune --cache-dir="$cache" \
-      --mode=train --run --inputs "$io" --expect "$fx/$name.grad.safetensors" --atol 1e-4 "$g"
+    check "tuned train $name matches" 0 "$fxc" --device=cuda --max-autotune \
+      --cache-dir="$cache" --mode=train --run --inputs "$io" --expect "$fx/$name.grad.safetensors" \
+      --atol 1e-4 "$g"
   fi
 done
-[ -s "$cache/autotune.json" ] && ok "autotune.json written" || bad "no autotune.json"
-grep -q '"choice": "algo=' "$cache/autotune.json" && ok "autotune.json has matmul choices" ||
-  bad "no algo= choice in autotune.json"
-grep -q '"choice": "block=' "$cache/autotune.json" && ok "autotune.json has kernel choices" ||
-  bad "no block= choice in autotune.json"
+has "autotune.json has matmul choices" "$cache/autotune.json" '"choice": "algo='
+has "autotune.json has kernel choices" "$cache/autotune.json" '"choice": "block='
+has "autotune.json is keyed by the device" "$cache/autotune.json" '"cuda NVIDIA'
 
 # The second compile of mlp finds every choice cached: nothing is timed.
-run "mlp again: cached" --device=cuda --max-autotune --cache-dir="$cache" \
+check "mlp again: matches" 0 "$fxc" --device=cuda --max-autotune --cache-dir="$cache" \
   --log=autotune --run --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors" \
   "$fx/mlp.pt2"
-has "mlp again: cached choices" ": cached "
-if echo "$out" | grep -q ": candidates "; then bad "mlp again: something was timed again" "$out"
-else ok "mlp again: nothing timed"; fi
+has "mlp again: cached choices" "$tmp/err" ": cached "
+hasnt "mlp again: nothing timed" "$tmp/err" ": candidates "
 
 # A tuned artifact (compiled without running) runs and matches.
-run "tuned block.fxo" --device=cuda --max-autotune --cache-dir="$tmp/c2" -o "$tmp/block.fxo" \
-  "$fx/block.pt2"
-run "tuned block.fxo runs and matches" --run "$tmp/block.fxo" \
+check "tuned block.fxo" 0 "$fxc" --device=cuda --max-autotune --cache-dir="$tmp/c2" \
+  -o "$tmp/block.fxo" "$fx/block.pt2"
+check "tuned block.fxo runs and matches" 0 "$fxc" --run "$tmp/block.fxo" \
   --inputs "$fx/block.io.safetensors" --expect "$fx/block.io.safetensors"
-run "tuned --emit=ptx" --device=cuda --max-autotune --cache-dir="$tmp/c2" --emit=ptx \
+check "tuned --emit=ptx" 0 "$fxc" --device=cuda --max-autotune --cache-dir="$tmp/c2" --emit=ptx \
   -o "$tmp/block.ptx" "$fx/block.pt2"
-grep -q "^// ===== fxc kernel" "$tmp/block.ptx" && ok "tuned --emit=ptx has the kernels" ||
-  bad "tuned --emit=ptx" "$(head -5 "$tmp/block.ptx")"
+has "tuned --emit=ptx has the kernels" "$tmp/block.ptx" "// ===== fxc kernel"
 
 # For the record (not a pass/fail check): goal-size medians, heuristic vs tuned.
 for m in block.f32 norms.bf16 mlp.f32; do
