@@ -1,4 +1,4 @@
-// The compile cache: key digests; checksummed entries, written atomically and copied out by the kernel.
+// The compile cache: key digests, and checksummed entries written atomically and copied in-kernel.
 #include "driver/cache.h"
 
 #include "driver/logging.h"
