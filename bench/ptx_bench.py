@@ -12,6 +12,7 @@
 # Every variant is checked against PyTorch (float64) and timed like triton's do_bench (L2
 # flushed before each run, CUDA events, median); bytes = one read of x and one write of out.
 # The copy reference is a device-to-device copy of x, so "% copy" is the share of copy bandwidth.
+# ulp_err: the largest error in ulps of the output dtype at the reference value (eager too).
 #
 # Usage: python3 ptx_bench.py [--inductor] CASE:DTYPE:ROWS:COLS:FILE.ptx:GRID:BLOCK[:LABEL] ...
 import argparse
@@ -38,6 +39,14 @@ def time_ms(fn, flush, reps=40):
         ts.append(start.elapsed_time(end))
     ts.sort()
     return ts[len(ts) // 2]
+
+
+def ulp_err(out, ref, dt):
+    """The largest |out - ref| in units of the output dtype's ulp at ref."""
+    a = ref.abs().clamp_min(torch.finfo(DT[dt]).tiny)
+    bits = 7 if dt == "bf16" else 23
+    ulp = torch.exp2((torch.floor(torch.log2(a)) - bits).clamp_min(-126 - bits))
+    return ((out.double() - ref).abs() / ulp).max().item()
 
 
 def norms(x, w, b):
@@ -86,6 +95,8 @@ def main():
                 ms = copy_ms if f is None else time_ms(lambda: f(*ins), flush)
                 r = dict(base, variant=name, ms=ms, GBps=nbytes / ms / 1e6,
                          pct_copy=100 * copy_ms / ms)
+                if name == "eager" and case != "argmax":
+                    r["ulp_err"] = ulp_err(res, ref, dt)
                 rows.append(r)
                 print(json.dumps(r), flush=True)
         ins, ref, res, nbytes, copy_ms = data[key]
@@ -114,6 +125,8 @@ def main():
         r = {"case": case, "dtype": dt, "shape": [nr, nc], "variant": label, "grid": grid,
              "block": block, "ms": ms, "GBps": nbytes / ms / 1e6, "pct_copy": 100 * copy_ms / ms,
              "max_err": err, "ok": good}
+        if case != "argmax":
+            r["ulp_err"] = ulp_err(out, ref, dt)
         rows.append(r)
         print(json.dumps(r), flush=True)
     if a.json:

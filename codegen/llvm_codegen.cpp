@@ -584,6 +584,14 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
     vv = b_.CreateAlignedLoad(vt, b_.CreateGEP(et, pit->second, off), llvm::Align(bytes));
     cache[key] = vv;
   }
+  if (t == DType::BF16 && map_.vec % 2 == 0) {
+    // bf16 is the upper half of an f32: a shift or a mask of the 32-bit pair (the conversion
+    // of the upper half would first move it down).
+    auto* pairs = llvm::FixedVectorType::get(b_.getInt32Ty(), unsigned(map_.vec / 2));
+    llvm::Value* w = b_.CreateExtractElement(b_.CreateBitCast(vv, pairs), uint64_t(lane_ / 2));
+    w = lane_ % 2 == 0 ? b_.CreateShl(w, 16) : b_.CreateAnd(w, b_.getInt32(0xffff0000u));
+    return b_.CreateBitCast(w, b_.getFloatTy());
+  }
   llvm::Value* v = b_.CreateExtractElement(vv, uint64_t(lane_));
   if (t == DType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
   if (is_half(t)) return b_.CreateFPExt(v, b_.getFloatTy());
@@ -596,11 +604,16 @@ void Emitter::vector_store(int buffer, const std::vector<llvm::Value*>& lanes, D
   llvm::Type* et = mem_type(t);
   auto* vt = llvm::FixedVectorType::get(et, unsigned(lanes.size()));
   llvm::Value* vec = llvm::PoisonValue::get(vt);
-  for (size_t l = 0; l < lanes.size(); ++l) {
-    llvm::Value* v = lanes[l];
-    if (t == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
-    if (is_half(t)) v = b_.CreateFPTrunc(v, et);
-    vec = b_.CreateInsertElement(vec, v, uint64_t(l));
+  llvm::Value* packed = is_half(t) ? target_.pack_half(b_, lanes, t == DType::BF16) : nullptr;
+  if (packed) {
+    vec = b_.CreateBitCast(packed, vt);
+  } else {
+    for (size_t l = 0; l < lanes.size(); ++l) {
+      llvm::Value* v = lanes[l];
+      if (t == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
+      if (is_half(t)) v = b_.CreateFPTrunc(v, et);
+      vec = b_.CreateInsertElement(vec, v, uint64_t(l));
+    }
   }
   llvm::Value* off =
       b_.CreateAdd(b_.CreateMul(x_, b_.getInt64(uint64_t(k_.rnumel))), chunk_r0_[size_t(chunk)]);
@@ -660,9 +673,14 @@ void Emitter::emit_slot_stage(const KernelStage& st) {
     if (m.role != MemberRole::Reduce) continue;
     DType vt = buf.body->dtype;
     bool is_arg = buf.reduce == ReduceOp::ArgMax || buf.reduce == ReduceOp::ArgMin;
+    // Float sums start from -0.0, which the first addition folds away (+0.0 is added once
+    // at the end instead, so that an empty or all -0.0 sum is still +0.0).
+    llvm::Value* init = buf.reduce == ReduceOp::Sum && is_floating(vt)
+                            ? llvm::ConstantFP::getNegativeZero(reg_type(vt))
+                            : reduce_init(buf.reduce, vt);
     for (int l = 0; l < (is_arg ? 1 : vec); ++l) {
       acc[m.buffer].push_back(eb.CreateAlloca(reg_type(vt)));
-      b_.CreateStore(reduce_init(buf.reduce, vt), acc[m.buffer].back());
+      b_.CreateStore(init, acc[m.buffer].back());
     }
     if (is_arg) {
       arg[m.buffer] = eb.CreateAlloca(i64);
@@ -744,6 +762,8 @@ void Emitter::emit_slot_stage(const KernelStage& st) {
                       ? b_.CreateOr(part[l], part[l + w])
                       : accumulate(buf, part[l], part[l + w], nullptr, nullptr, nullptr, nullptr);
     llvm::Value* a = part[0];
+    if (buf.reduce == ReduceOp::Sum && is_floating(vt))
+      a = b_.CreateFAdd(a, llvm::ConstantFP::get(reg_type(vt), 0.0));
     llvm::Value* idx = arg.count(m.buffer) ? b_.CreateLoad(i64, arg[m.buffer]) : nullptr;
     // One thread owns each row (block 0): its partial result is the row's.
     if (map_.block > 0) a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);

@@ -73,6 +73,20 @@ std::vector<RowMapping> nvptx_mapping_candidates(const LoopProgram& p, const Ker
 /// "block=128 vec=8 persistent chunks=4", "block=256 vec=4", "rows=256" (a thread per row).
 std::string format_mapping(const RowMapping& m);
 
+/// erf of NVPTX kernels with 16-bit results (Target::approx_math): x P(x^2) / Q(x^2) with x
+/// clamped to [-clamp, clamp], Horner's rule in f32 with fma, 1/Q by rcp.approx. A minimax fit
+/// of the relative error: at most 2^-18 for every f32 x with a normal result (checked over all
+/// of them, 1/Q off by an ulp either way; test/unit/nvptx_test.cpp sweeps it densely).
+struct HalfErf {
+  static constexpr int kTerms = 4;
+  float clamp;
+  float p[kTerms]; ///< P's coefficients, constant term first
+  float q[kTerms]; ///< Q's, q[0] = 1
+};
+inline constexpr HalfErf kHalfErf = {3.3f,
+                                     {1.128377199f, 0.1547448188f, 0.04312683269f, 7.446273812e-4f},
+                                     {1.0f, 0.4704849422f, 0.09494952857f, 0.009254763834f}};
+
 /// Links the kernels' LLVM IR (name, .ll text) into one module. Returns its text after the
 /// same O2 pipeline the JIT uses when `optimize`, else as generated. Throws fxc::Error.
 std::string link_kernels_ll(const std::vector<std::pair<std::string, std::string>>& kernels,

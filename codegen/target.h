@@ -77,11 +77,20 @@ public:
   virtual llvm::Value* math(llvm::IRBuilderBase& b, llvm::Module& m, VOp op,
                             const std::vector<llvm::Value*>& args, bool f64) = 0;
   /// A faster f32 form of `op` (Rsqrt, Exp, Erf), or nullptr where the target has none. Without
-  /// `half` it must be as precise as PyTorch's CUDA code for the op (rsqrtf); with `half` the
-  /// result is rounded to a 16-bit float, so an error of a few f32 ulps (far below one bf16/f16
-  /// ulp) is acceptable.
+  /// `half` it must be as precise as PyTorch's CUDA code for the op (rsqrtf). With `half` the
+  /// op's value is a 16-bit float (f16 or bf16, computed in f32): a relative error of at most
+  /// 2^-18 wherever the exact result is a normal f32 (1/64 of half an f16 ulp, 1/512 of half a
+  /// bf16 ulp; exp's rounding of a * log2(e) adds |a| 2^-24 as in any f32 exp); smaller
+  /// results may flush to zero.
   virtual llvm::Value* approx_math(llvm::IRBuilderBase&, llvm::Module&, VOp,
                                    const std::vector<llvm::Value*>&, bool /*half*/) {
+    return nullptr;
+  }
+  /// `lanes` (f32, an even number) rounded to nearest f16 or bf16 (`bf16`) and packed in pairs,
+  /// lane 2i in the low half of element i of an i32 vector, or nullptr where the target has no
+  /// paired conversion.
+  virtual llvm::Value* pack_half(llvm::IRBuilderBase&, const std::vector<llvm::Value*>& /*lanes*/,
+                                 bool /*bf16*/) {
     return nullptr;
   }
   /// Between two stages of a row: makes one stage's stores visible to the next stage's loads by

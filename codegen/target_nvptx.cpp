@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cctype>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -51,6 +52,8 @@ constexpr int64_t kFewRows = 264;
 constexpr int64_t kShortRow = 32;
 /// Threads (rows) per block of the short-row form.
 constexpr int kShortRowBlock = 256;
+/// Block reductions over at most this many warps read every warp's slot in every thread.
+constexpr int kDirectWarps = 8;
 
 /// libdevice's name for a math function.
 std::string libdevice_name(VOp op, bool f64) {
@@ -168,11 +171,19 @@ public:
     llvm::LLVMContext& ctx = m.getContext();
     llvm::Metadata* md[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(ctx, "kernel"),
                             llvm::ValueAsMetadata::get(b.getInt32(1))};
-    m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, md));
+    llvm::NamedMDNode* ann = m.getOrInsertNamedMetadata("nvvm.annotations");
+    ann->addOperand(llvm::MDNode::get(ctx, md));
+    // The launch's block size (.maxntid): ptxas allocates registers for it. (Bounding them
+    // further with .minnctapersm made bf16 norms spill and run no faster on an H200.)
+    llvm::Metadata* ntid[] = {
+        llvm::ValueAsMetadata::get(f), llvm::MDString::get(ctx, "maxntidx"),
+        llvm::ValueAsMetadata::get(b.getInt32(uint32_t(map.block > 0 ? map.block : map.rows)))};
+    ann->addOperand(llvm::MDNode::get(ctx, ntid));
     b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
     entry->buffers.clear();
     for (size_t i = 0; i < noalias.size(); ++i) entry->buffers.push_back(f->getArg(unsigned(i)));
     llvm::Value* xnumel = f->getArg(unsigned(noalias.size()));
+    block_ = map.block;
     llvm::Value* x =
         b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), b.getInt64Ty());
     if (map.block == 0) {
@@ -203,47 +214,59 @@ public:
     return f;
   }
 
-  /// Block reduction: a butterfly shuffle within each warp, one shared slot per warp, then a
-  /// butterfly over those slots; the combination order is fixed, so results are deterministic.
-  /// The block size is a power of two of at least one warp.
+  /// Block reduction: a butterfly shuffle within each warp, one shared slot per warp (slots of
+  /// their own for each reduction: a block computes one row, so each call's slots are written
+  /// once and one barrier suffices), then the per-warp results combined in the same fixed order
+  /// by every thread (up to 8 warps: read all slots) or by a butterfly over them whose lane 0's
+  /// result is broadcast. The result is deterministic and the same in every thread.
   llvm::Value* combine_partial(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* partial,
                                llvm::Value** index) override {
+    assert(block_ >= kWarp && block_ % kWarp == 0 && "a block reduction needs whole warps");
     llvm::Module& m = *b.GetInsertBlock()->getModule();
     llvm::Function* f = b.GetInsertBlock()->getParent();
     llvm::LLVMContext& ctx = m.getContext();
+    int nwarps = block_ / kWarp;
     bool is_bool = partial->getType()->isIntegerTy(1);
     llvm::Type* st = is_bool ? b.getInt8Ty() : partial->getType();
-    llvm::GlobalVariable* vals = shared_array(m, st);
-    llvm::GlobalVariable* idxs = index ? shared_array(m, b.getInt64Ty()) : nullptr;
+    llvm::Value* v = partial;
+    llvm::Value* vi = index ? *index : nullptr;
+    // Folds (c, ci) into (*a, *ai) (no index: ai null).
+    auto both = [&](llvm::Value** a, llvm::Value** ai, llvm::Value* c, llvm::Value* ci) {
+      if (!ai) {
+        *a = combine(b, op, *a, c);
+        return;
+      }
+      llvm::Value* take = arg_better(b, op == ReduceOp::ArgMax, c, ci, *a, *ai);
+      *a = b.CreateSelect(take, c, *a);
+      *ai = b.CreateSelect(take, ci, *ai);
+    };
+    // One butterfly step at `offset` over the warp.
+    auto step = [&](int offset) {
+      llvm::Value* c = shuffle(b, v, offset);
+      both(&v, vi ? &vi : nullptr, c, vi ? shuffle(b, vi, offset) : nullptr);
+    };
+    auto broadcast = [&] {
+      // Lane 0's result everywhere: lanes may differ in the sign of a zero or a NaN's payload.
+      v = shuffle(b, v, 0, true);
+      if (vi) vi = shuffle(b, vi, 0, true);
+    };
+    for (int o = kWarp / 2; o >= 1; o /= 2) step(o);
+    if (nwarps == 1) {
+      broadcast();
+      if (index) *index = vi;
+      return v;
+    }
+    llvm::GlobalVariable* vals = shared_array(m, st, nwarps);
+    llvm::GlobalVariable* idxs = index ? shared_array(m, b.getInt64Ty(), nwarps) : nullptr;
     llvm::Value* tid = sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
-    llvm::Value* ntid = sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
     llvm::Value* lane = b.CreateAnd(tid, b.getInt32(kWarp - 1));
     llvm::Value* warp = b.CreateLShr(tid, b.getInt32(5));
-    llvm::Value* nwarps = b.CreateLShr(ntid, b.getInt32(5));
     auto slot = [&](llvm::GlobalVariable* g, llvm::Value* i) {
       return b.CreateInBoundsGEP(g->getValueType(), g,
                                  {b.getInt64(0), b.CreateZExt(i, b.getInt64Ty())});
     };
-    auto to_mem = [&](llvm::Value* v) { return is_bool ? b.CreateZExt(v, b.getInt8Ty()) : v; };
-    auto from_mem = [&](llvm::Value* v) { return is_bool ? b.CreateICmpNE(v, b.getInt8(0)) : v; };
-    llvm::Value* v = partial;
-    llvm::Value* vi = index ? *index : nullptr;
-    // One butterfly step at `offset`; `use` (when given) keeps the old value where it is false.
-    auto step = [&](int offset, llvm::Value* use) {
-      llvm::Value* c = shuffle(b, v, offset);
-      llvm::Value *nv, *ni = nullptr;
-      if (vi) {
-        llvm::Value* ci = shuffle(b, vi, offset);
-        llvm::Value* take = arg_better(b, op == ReduceOp::ArgMax, c, ci, v, vi);
-        nv = b.CreateSelect(take, c, v);
-        ni = b.CreateSelect(take, ci, vi);
-      } else {
-        nv = combine(b, op, v, c);
-      }
-      v = use ? b.CreateSelect(use, nv, v) : nv;
-      if (vi) vi = use ? b.CreateSelect(use, ni, vi) : ni;
-    };
-    for (int o = kWarp / 2; o >= 1; o /= 2) step(o, nullptr);
+    auto to_mem = [&](llvm::Value* x) { return is_bool ? b.CreateZExt(x, b.getInt8Ty()) : x; };
+    auto from_mem = [&](llvm::Value* x) { return is_bool ? b.CreateICmpNE(x, b.getInt8(0)) : x; };
     // Lane 0 of each warp publishes the warp's result.
     llvm::BasicBlock* put = llvm::BasicBlock::Create(ctx, "red.put", f);
     llvm::BasicBlock* joined = llvm::BasicBlock::Create(ctx, "red.joined", f);
@@ -254,16 +277,34 @@ public:
     b.CreateBr(joined);
     b.SetInsertPoint(joined);
     barrier(b);
-    // Every warp reduces the per-warp results (lane l holds warp l mod nwarps; nwarps is a power
-    // of two) in the same order, so every warp's lane 0 ends with the same block result.
-    llvm::Value* src = b.CreateAnd(lane, b.CreateSub(nwarps, b.getInt32(1)));
-    v = from_mem(b.CreateLoad(st, slot(vals, src)));
-    if (idxs) vi = b.CreateLoad(b.getInt64Ty(), slot(idxs, src));
-    for (int o = kWarp / 2; o >= 1; o /= 2) step(o, b.CreateICmpULT(b.getInt32(o), nwarps));
-    // Lane 0's result everywhere: lanes may differ in the sign of a zero or a NaN's payload.
-    v = shuffle(b, v, 0, true);
-    if (vi) vi = shuffle(b, vi, 0, true);
-    barrier(b); // the slots are reused by the next reduction
+    if (nwarps <= kDirectWarps) {
+      // Every thread reads every slot (vector loads) and folds them as a butterfly's lane 0
+      // would: at offset o, slot j < o takes in slot j + o.
+      auto all = [&](llvm::GlobalVariable* g) {
+        llvm::Type* et = llvm::cast<llvm::ArrayType>(g->getValueType())->getElementType();
+        llvm::Value* vec = b.CreateAlignedLoad(llvm::FixedVectorType::get(et, unsigned(nwarps)), g,
+                                               g->getAlign().valueOrOne());
+        std::vector<llvm::Value*> out;
+        for (int j = 0; j < nwarps; ++j) out.push_back(b.CreateExtractElement(vec, uint64_t(j)));
+        return out;
+      };
+      std::vector<llvm::Value*> sv = all(vals), si;
+      for (llvm::Value*& x : sv) x = from_mem(x);
+      if (idxs) si = all(idxs);
+      for (int o = nwarps / 2; o >= 1; o /= 2)
+        for (int j = 0; j < o; ++j)
+          both(&sv[size_t(j)], idxs ? &si[size_t(j)] : nullptr, sv[size_t(j + o)],
+               idxs ? si[size_t(j + o)] : nullptr);
+      v = sv[0];
+      vi = idxs ? si[0] : nullptr;
+    } else {
+      // Lane l holds warp l mod nwarps: a butterfly over the low log2(nwarps) lane bits.
+      llvm::Value* src = b.CreateAnd(lane, b.getInt32(nwarps - 1));
+      v = from_mem(b.CreateLoad(st, slot(vals, src)));
+      if (idxs) vi = b.CreateLoad(b.getInt64Ty(), slot(idxs, src));
+      for (int o = nwarps / 2; o >= 1; o /= 2) step(o);
+      broadcast();
+    }
     if (index) *index = vi;
     return v;
   }
@@ -277,9 +318,9 @@ public:
     return b.CreateCall(fn, args);
   }
 
-  /// rsqrt.approx (what PyTorch's rsqrtf compiles to); for 16-bit results, exp through ex2.approx
-  /// and erf by Abramowitz-Stegun 7.1.26 (absolute error below 2e-7; its Taylor series below 0.5
-  /// for relative precision), both without branches.
+  /// rsqrt.approx (what PyTorch's rsqrtf compiles to); for 16-bit results exp and erf within
+  /// a relative error of 2^-18 (Target::approx_math), without branches: exp by ex2.approx.ftz,
+  /// erf by a rational function (kHalfErf) with one rcp.approx.
   llvm::Value* approx_math(llvm::IRBuilderBase& b, llvm::Module&, VOp op,
                            const std::vector<llvm::Value*>& args, bool half) override {
     llvm::Value* a = args[0];
@@ -288,43 +329,52 @@ public:
     auto fma = [&](llvm::Value* x, llvm::Value* y, llvm::Value* z) {
       return b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {x, y, z});
     };
-    auto exp = [&](llvm::Value* x) {
-      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {},
-                               {b.CreateFMul(x, k(1.4426950408889634))});
+    auto horner = [&](const float* c, int n, llvm::Value* s) {
+      llvm::Value* p = k(c[n - 1]);
+      for (int i = n - 2; i >= 0; --i) p = fma(p, s, k(c[i]));
+      return p;
     };
     switch (op) {
     case VOp::Rsqrt:
       return b.CreateIntrinsic(llvm::Intrinsic::nvvm_rsqrt_approx_f, {}, {a});
-    case VOp::Exp:
-      return half ? exp(a) : nullptr;
+    case VOp::Exp: {
+      if (!half) return nullptr;
+      // ex2.approx.ftz is one instruction (the plain form adds a range fix-up for denormal
+      // results); results below the normal range flush to zero.
+      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {},
+                               {b.CreateFMul(a, k(1.4426950408889634))});
+    }
     case VOp::Erf: {
       if (!half) return nullptr;
-      llvm::Value* x = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
-      llvm::Value* t = b.CreateIntrinsic(llvm::Intrinsic::nvvm_rcp_approx_ftz_f, {},
-                                         {fma(x, k(0.3275911), k(1.0))});
-      llvm::Value* p = fma(t, k(1.061405429), k(-1.453152027));
-      p = fma(p, t, k(1.421413741));
-      p = fma(p, t, k(-0.284496736));
-      p = fma(p, t, k(0.254829592));
-      p = b.CreateFMul(p, t);
-      llvm::Value* x2 = b.CreateFMul(a, a);
-      llvm::Value* e = b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {},
-                                         {b.CreateFMul(x2, k(-1.4426950408889634))});
-      // 1 - p e lies in [0, 1]: a's sign bit makes it erf(a).
-      llvm::Value* y = fma(b.CreateFNeg(p), e, k(1.0));
-      llvm::Value* sign = b.CreateAnd(b.CreateBitCast(a, b.getInt32Ty()), b.getInt32(0x80000000u));
-      y = b.CreateBitCast(b.CreateOr(b.CreateBitCast(y, b.getInt32Ty()), sign), b.getFloatTy());
-      // Near 0 the form above loses relative precision: the Taylor series to x^11 instead.
-      llvm::Value* s = fma(x2, k(-0.0008548325508305403), k(0.005223977625442188));
-      s = fma(s, x2, k(-0.026866170645131252));
-      s = fma(s, x2, k(0.11283791670955126));
-      s = fma(s, x2, k(-0.37612638903183754));
-      s = fma(s, x2, k(1.1283791670955126));
-      return b.CreateSelect(b.CreateFCmpOLT(x, k(0.5)), b.CreateFMul(s, a), y);
+      // x P(x^2) / Q(x^2) with x clamped to +-kHalfErf.clamp (NaN stays NaN).
+      const HalfErf& e = kHalfErf;
+      llvm::Value* x = b.CreateBinaryIntrinsic(
+          llvm::Intrinsic::minimum,
+          b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, k(-e.clamp)), k(e.clamp));
+      llvm::Value* s = b.CreateFMul(x, x);
+      llvm::Value* q = b.CreateIntrinsic(llvm::Intrinsic::nvvm_rcp_approx_ftz_f, {},
+                                         {horner(e.q, HalfErf::kTerms, s)});
+      return b.CreateFMul(b.CreateFMul(x, horner(e.p, HalfErf::kTerms, s)), q);
     }
     default:
       return nullptr;
     }
+  }
+
+  /// cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 (sm_80 on): one conversion per pair of lanes.
+  llvm::Value* pack_half(llvm::IRBuilderBase& b, const std::vector<llvm::Value*>& lanes,
+                         bool bf16) override {
+    if (lanes.size() % 2 != 0 || sm_version() < 80) return nullptr;
+    auto* vt = llvm::FixedVectorType::get(b.getInt32Ty(), unsigned(lanes.size() / 2));
+    llvm::Value* vec = llvm::PoisonValue::get(vt);
+    for (size_t i = 0; i + 1 < lanes.size(); i += 2) {
+      // The first operand goes to the upper half.
+      llvm::Value* pair = b.CreateIntrinsic(bf16 ? llvm::Intrinsic::nvvm_ff2bf16x2_rn
+                                                 : llvm::Intrinsic::nvvm_ff2f16x2_rn,
+                                            {}, {lanes[i + 1], lanes[i]});
+      vec = b.CreateInsertElement(vec, b.CreateBitCast(pair, b.getInt32Ty()), uint64_t(i / 2));
+    }
+    return vec;
   }
 
   void end_stage(llvm::IRBuilderBase& b) override { barrier(b); }
@@ -372,18 +422,13 @@ private:
   static void barrier(llvm::IRBuilderBase& b) {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
   }
-  static llvm::GlobalVariable* shared_array(llvm::Module& m, llvm::Type* t) {
-    std::string name;
-    llvm::raw_string_ostream os(name);
-    os << "fxc.reduce.";
-    t->print(os);
-    os.flush();
-    if (auto* g = m.getNamedGlobal(name)) return g;
-    auto* at = llvm::ArrayType::get(t, kMaxBlock / kWarp);
+  /// A new shared array of `n` elements (16-byte aligned: read as vectors).
+  static llvm::GlobalVariable* shared_array(llvm::Module& m, llvm::Type* t, int n) {
+    auto* at = llvm::ArrayType::get(t, uint64_t(n));
     auto* g = new llvm::GlobalVariable(m, at, false, llvm::GlobalValue::InternalLinkage,
-                                       llvm::UndefValue::get(at), name, nullptr,
+                                       llvm::UndefValue::get(at), "fxc.reduce", nullptr,
                                        llvm::GlobalValue::NotThreadLocal, 3);
-    g->setAlignment(llvm::Align(8));
+    g->setAlignment(llvm::Align(16));
     return g;
   }
   static llvm::Value* combine(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* a, llvm::Value* c) {
@@ -432,6 +477,16 @@ private:
   TargetCaps caps_;
   std::string arch_;
   std::optional<RowMapping> forced_;
+  int block_ = 0; ///< threads per row of the kernel being emitted (begin_kernel)
+
+  /// 90 for "sm_90" (0 when unknown).
+  int sm_version() const {
+    if (arch_.rfind("sm_", 0) != 0) return 0;
+    int v = 0;
+    for (size_t i = 3; i < arch_.size() && std::isdigit(static_cast<unsigned char>(arch_[i])); ++i)
+      v = v * 10 + (arch_[i] - '0');
+    return v;
+  }
 };
 
 void init_nvptx() {
