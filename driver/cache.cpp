@@ -1,4 +1,4 @@
-// The compile cache: key digests, and checksummed entries written atomically and copied in-kernel.
+// The compile cache: key digests, checksummed entries stored atomically, hits, LRU eviction.
 #include "driver/cache.h"
 
 #include "driver/logging.h"
@@ -13,17 +13,20 @@
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <tuple>
 
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
 #include <linux/fs.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,7 +79,7 @@ uint64_t get_u64(const char* p) {
   return v;
 }
 
-[[maybe_unused]] bool is_key(const std::string& key) {
+bool is_key(const std::string& key) {
   return key.size() == kKeyDigits && key.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
@@ -370,7 +373,7 @@ std::string code_target(const Options& o) {
 CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
                                    const std::vector<std::string>& external_files,
                                    bool debug_trace) {
-  CompileCacheUse u{CompileCache(cache_directory(o)), "", true};
+  CompileCacheUse u{CompileCache(cache_directory(o), cache_max_size(o)), "", true};
   if (!u.cache.enabled()) return u;
   try {
     fxc_binary_digest();
@@ -435,6 +438,12 @@ void discard(const std::string& path, const std::string& key, const EntryFile& e
   info("miss " + key);
 }
 
+/// Marks the entry open as `e` used: its modification time becomes now, which eviction orders
+/// by. A cache this process may read but not change (another user's) keeps the old time.
+void mark_used(const EntryFile& e) {
+  (void)::futimens(e.fd, nullptr);
+}
+
 /// Opens the entry of `key` at `path` and checks its header. On a miss (no entry, an unreadable
 /// one, or one that does not check out, which is removed) logs it and returns false.
 bool open_entry(const std::string& path, const std::string& key, EntryFile& e) {
@@ -482,6 +491,7 @@ std::optional<std::string> CompileCache::lookup(const std::string& key) const {
     discard(path, key, e, "checksum mismatch");
     return std::nullopt;
   }
+  mark_used(e);
   info("hit " + key + " (" + std::to_string(payload.size()) + " bytes)");
   return payload;
 }
@@ -503,6 +513,7 @@ bool CompileCache::write_hit(const std::string& key, const std::string& out_path
     discard(path, key, e, "checksum mismatch");
     return false;
   }
+  mark_used(e);
   info("hit " + key + " (" + std::to_string(e.size) + " bytes)");
   if (out_path.empty() || out_path == "-") {
     std::fflush(stdout);
@@ -522,6 +533,187 @@ bool CompileCache::write_hit(const std::string& key, const std::string& out_path
   if (::close(fd) != 0) ok = false;
   if (!ok) throw Error(out_path, "cannot write output file");
   return true;
+}
+
+namespace {
+
+/// The file of a cache directory's usage, whose flock serializes stores' renames and evictions.
+constexpr const char* kStatsFile = "stats";
+constexpr std::string_view kStatsMagic = "fxc-cache-stats 1\n";
+
+/// "fxc-cache-stats 1\nentries <n>\nbytes <n>\n", or nullopt for anything else.
+std::optional<CacheUsage> parse_usage(std::string_view text) {
+  if (text.substr(0, kStatsMagic.size()) != kStatsMagic) return std::nullopt;
+  text.remove_prefix(kStatsMagic.size());
+  CacheUsage u;
+  for (auto [name, value] : {std::pair<std::string_view, uint64_t*>{"entries ", &u.entries},
+                             std::pair<std::string_view, uint64_t*>{"bytes ", &u.bytes}}) {
+    if (text.substr(0, name.size()) != name) return std::nullopt;
+    text.remove_prefix(name.size());
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+    if (ec != std::errc() || end == text.data() || end == text.data() + text.size() || *end != '\n')
+      return std::nullopt;
+    text.remove_prefix(size_t(end - text.data()) + 1);
+  }
+  if (!text.empty()) return std::nullopt;
+  return u;
+}
+
+std::string format_usage(const CacheUsage& u) {
+  return std::string(kStatsMagic) + "entries " + std::to_string(u.entries) + "\nbytes " +
+         std::to_string(u.bytes) + "\n";
+}
+
+/// Reads the stats file open as `fd` (at most a small, fixed number of bytes).
+std::optional<CacheUsage> read_usage(int fd) {
+  char buf[128];
+  size_t n = 0;
+  for (;;) {
+    ssize_t r = ::pread(fd, buf + n, sizeof buf - n, off_t(n));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += size_t(r);
+    if (n == sizeof buf) return std::nullopt; // longer than any stats file fxc writes
+  }
+  return parse_usage(std::string_view(buf, n));
+}
+
+/// The stats file of a cache directory, open and exclusively locked while this lives (closing
+/// the descriptor releases the lock). fd < 0 when it cannot be opened or locked.
+struct StatsLock {
+  int fd = -1;
+  explicit StatsLock(const std::string& path) {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) return;
+    while (::flock(fd, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      fd = -1;
+      return;
+    }
+  }
+  StatsLock(const StatsLock&) = delete;
+  StatsLock& operator=(const StatsLock&) = delete;
+  ~StatsLock() {
+    if (fd >= 0) ::close(fd);
+  }
+  bool write(const CacheUsage& u) const {
+    std::string text = format_usage(u);
+    return ::pwrite(fd, text.data(), text.size(), 0) == ssize_t(text.size()) &&
+           ::ftruncate(fd, off_t(text.size())) == 0;
+  }
+};
+
+/// One entry file found by a scan.
+struct EntryInfo {
+  std::string key;
+  std::string path;
+  uint64_t bytes = 0;
+  int64_t mtime_s = 0, mtime_ns = 0; // when it was stored or last hit
+};
+
+/// Every `<kk>/<key>.entry` regular file of `dir` (nothing else: not autotune.json, not stats,
+/// not temporary files).
+std::vector<EntryInfo> scan_entries(const std::string& dir) {
+  std::vector<EntryInfo> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string sub = it->path().filename().string();
+    if (sub.size() != 2 || sub.find_first_not_of("0123456789abcdef") != std::string::npos)
+      continue;
+    std::error_code sec;
+    for (fs::directory_iterator jt(it->path(), sec), jend; !sec && jt != jend; jt.increment(sec)) {
+      const std::string name = jt->path().filename().string();
+      if (name.size() != kKeyDigits + 6 || name.compare(kKeyDigits, 6, ".entry") != 0) continue;
+      std::string key = name.substr(0, kKeyDigits);
+      if (!is_key(key) || key.compare(0, 2, sub) != 0) continue;
+      struct stat st {};
+      if (::lstat(jt->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      out.push_back({std::move(key), jt->path().string(), uint64_t(st.st_size),
+                     int64_t(st.st_mtim.tv_sec), int64_t(st.st_mtim.tv_nsec)});
+    }
+  }
+  return out;
+}
+
+/// Scans `dir` and, when its entries total more than `limit` (0: unlimited), removes the least
+/// recently used ones but `keep` until they total at most 90% of it. Returns what is left.
+CacheUsage scan_and_evict(const std::string& dir, uint64_t limit, const std::string& keep) {
+  std::vector<EntryInfo> all = scan_entries(dir);
+  CacheUsage u;
+  for (const EntryInfo& e : all) {
+    ++u.entries;
+    u.bytes += e.bytes;
+  }
+  if (limit == 0 || u.bytes <= limit) return u;
+  const uint64_t target = limit - limit / 10;
+  // Oldest first; the key breaks ties so that the order does not depend on the scan's.
+  std::sort(all.begin(), all.end(), [](const EntryInfo& a, const EntryInfo& b) {
+    return std::tie(a.mtime_s, a.mtime_ns, a.key) < std::tie(b.mtime_s, b.mtime_ns, b.key);
+  });
+  uint64_t evicted = 0, freed = 0;
+  Logger& log = process_logger();
+  for (const EntryInfo& e : all) {
+    if (u.bytes <= target) break;
+    if (e.key == keep) continue;
+    // A reader that has the entry open keeps reading it whole; a later open misses.
+    if (::unlink(e.path.c_str()) != 0 && errno != ENOENT) {
+      warn("cannot evict " + e.path + ": " + std::strerror(errno));
+      continue;
+    }
+    --u.entries;
+    u.bytes -= e.bytes;
+    ++evicted;
+    freed += e.bytes;
+    if (log.enabled(Component::Cache, Level::Debug))
+      log.log(Component::Cache, Level::Debug,
+              "evicted " + e.key + " (" + std::to_string(e.bytes) + " bytes)");
+  }
+  info("evicted " + std::to_string(evicted) + (evicted == 1 ? " entry (" : " entries (") +
+       std::to_string(freed) + " bytes); the cache holds " + std::to_string(u.entries) +
+       (u.entries == 1 ? " entry, " : " entries, ") + std::to_string(u.bytes) +
+       " bytes (limit " + std::to_string(limit) + ")");
+  if (u.bytes > limit)
+    info("the entry just stored (" + keep + ") alone is over the limit; it is kept");
+  return u;
+}
+
+} // namespace
+
+std::optional<uint64_t> parse_cache_size(std::string_view text) {
+  if (text.empty() || text.size() > 32) return std::nullopt;
+  constexpr std::pair<char, unsigned> kSuffixes[] = {{'K', 10}, {'M', 20}, {'G', 30}, {'T', 40}};
+  unsigned shift = 0;
+  for (auto [letter, bits] : kSuffixes)
+    if (text.back() == letter || text.back() == letter - 'A' + 'a') shift = bits;
+  if (shift) text.remove_suffix(1);
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  if (shift && n > (UINT64_MAX >> shift)) return std::nullopt;
+  return n << shift;
+}
+
+uint64_t cache_max_size(const Options& o) {
+  if (!o.cache_max_size.empty()) {
+    if (std::optional<uint64_t> n = parse_cache_size(o.cache_max_size)) return *n;
+    throw Error("--cache-max-size", "invalid size '" + o.cache_max_size + "': " + kCacheSizeSyntax);
+  }
+  const char* env = std::getenv("FXC_CACHE_MAX_SIZE");
+  if (!env || !*env) return kDefaultCacheMaxSize;
+  if (std::optional<uint64_t> n = parse_cache_size(env)) return *n;
+  throw Error("FXC_CACHE_MAX_SIZE", "invalid size '" + std::string(env) + "': " + kCacheSizeSyntax);
+}
+
+std::optional<CacheUsage> CompileCache::usage() const {
+  if (!enabled()) return std::nullopt;
+  int fd = ::open((dir_ + "/" + kStatsFile).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<CacheUsage> u = read_usage(fd);
+  ::close(fd);
+  return u;
 }
 
 bool CompileCache::store(const std::string& key, std::string_view payload) const {
@@ -567,17 +759,42 @@ bool CompileCache::store(const std::string& key, std::string_view payload) const
     ok = false;
     err = errno;
   }
-  if (ok && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    ok = false;
-    err = errno;
-  }
   if (!ok) {
     ::unlink(tmp.c_str());
     warn("cannot write " + final_path.string() + ": " + std::strerror(err) + "; not stored");
     return false;
   }
-  remove_stale_temps(folder);
+  // The rename, the usage it changes and any eviction happen under the stats file's lock, so
+  // that concurrent stores count each entry once.
+  StatsLock lock(dir_ + "/" + kStatsFile);
+  if (lock.fd < 0)
+    warn("cannot lock " + dir_ + "/" + kStatsFile + ": " + std::strerror(errno) +
+         "; the entry is stored but not counted");
+  struct stat old {};
+  const bool replaces = ::lstat(final_path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    err = errno;
+    ::unlink(tmp.c_str());
+    warn("cannot write " + final_path.string() + ": " + std::strerror(err) + "; not stored");
+    return false;
+  }
   info("stored " + key + " (" + std::to_string(payload.size()) + " bytes)");
+  if (lock.fd >= 0) {
+    const uint64_t entry_bytes = kPayloadOffset + payload.size();
+    std::optional<CacheUsage> u = read_usage(lock.fd);
+    if (u) {
+      if (replaces)
+        u->bytes -= std::min(u->bytes, uint64_t(old.st_size));
+      else
+        ++u->entries;
+      u->bytes += entry_bytes;
+    }
+    // No (or a damaged) stats file: count the entries; over the limit: evict.
+    if (!u || (max_size_ != 0 && u->bytes > max_size_)) u = scan_and_evict(dir_, max_size_, key);
+    if (!lock.write(*u))
+      warn("cannot write " + dir_ + "/" + kStatsFile + ": " + std::strerror(errno));
+  }
+  remove_stale_temps(folder);
   return true;
 }
 

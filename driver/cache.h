@@ -14,8 +14,23 @@
 // sees either no entry or a whole one; writers racing on one key all write the same bytes, and the
 // last rename wins. A reader that finds an entry that does not check out (bad header, wrong key,
 // a size that is not the file's, checksum mismatch) removes it and reports a miss, so the caller
-// compiles and stores it again. Hits, misses, stores and discarded entries are logged under the
-// `cache` log component (`--log=+cache`). Covered by test/unit/cache_test.cpp and test/cache.sh.
+// compiles and stores it again.
+//
+// Eviction: the cache holds at most a size limit of entries (--cache-max-size,
+// $FXC_CACHE_MAX_SIZE, default 5 GiB; 0 = unlimited), counted as the entries' file sizes. A hit
+// marks its entry used by setting its modification time to now (futimens: no rewrite). The
+// directory's `stats` file holds the entries' count and total size; a store renames its entry into
+// place and updates `stats` under an exclusive flock of that file, so a store costs no directory
+// scan. When a store brings the total over the limit, it scans the entries and removes the least
+// recently used (oldest modification time first) until the total is at most 90% of the limit,
+// never the entry it just wrote; a missing or unreadable `stats` file is rebuilt by a scan. Only
+// `<kk>/<key>.entry` files are counted or evicted (autotune.json and anything else are left alone).
+// A reader racing with an eviction either fails to open the entry (a miss) or holds it open and
+// reads it whole: unlinking a file does not take it from a reader that has it open. Entries a
+// reader discards outside the lock only make `stats` overcount until the next scan.
+//
+// Hits, misses, stores, evictions and discarded entries are logged under the `cache` log
+// component (`--log=+cache`). Covered by test/unit/cache_test.cpp and test/cache.sh.
 #pragma once
 
 #include "driver/options.h"
@@ -67,19 +82,48 @@ CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
 /// $FXC_CACHE_DIR, else $XDG_CACHE_HOME/fxc, else $HOME/.cache/fxc ("" when none is set).
 std::string cache_directory(const Options& opts);
 
+/// The default size limit of a cache directory's entries: 5 GiB.
+constexpr uint64_t kDefaultCacheMaxSize = uint64_t(5) << 30;
+
+/// What a cache size may be, for messages.
+constexpr const char* kCacheSizeSyntax =
+    "expected a number of bytes, optionally with a K, M, G or T suffix (powers of 1024), e.g. "
+    "500M; 0 means unlimited";
+
+/// Parses a cache size: decimal digits, optionally followed by K, M, G or T (either case; powers
+/// of 1024). nullopt when `text` is anything else or the size does not fit 64 bits.
+std::optional<uint64_t> parse_cache_size(std::string_view text);
+
+/// The size limit `o` selects: --cache-max-size, else $FXC_CACHE_MAX_SIZE (when set and not
+/// empty), else kDefaultCacheMaxSize; 0 means unlimited. Throws fxc::Error naming the flag or the
+/// variable when its value is not a size (parse_options reports that as a usage error first).
+uint64_t cache_max_size(const Options& o);
+
+/// The entries' count and total size (bytes of their files), as the `stats` file keeps them.
+struct CacheUsage {
+  uint64_t entries = 0;
+  uint64_t bytes = 0;
+};
+
 /// One cache directory. Disabled (lookups miss, stores do nothing) when constructed with "".
 /// The directory is created on the first store.
 class CompileCache {
 public:
-  explicit CompileCache(std::string dir) : dir_(std::move(dir)) {}
+  explicit CompileCache(std::string dir, uint64_t max_size = kDefaultCacheMaxSize)
+      : dir_(std::move(dir)), max_size_(max_size) {}
 
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
+  /// The size limit of the entries; 0: unlimited.
+  uint64_t max_size() const { return max_size_; }
+  /// What the `stats` file says (nullopt when there is none or it does not parse).
+  std::optional<CacheUsage> usage() const;
   /// `<dir>/<key[0..1]>/<key>.entry`.
   std::string entry_path(const std::string& key) const;
 
   /// The payload stored under `key`, or nullopt on a miss. An entry that fails its checks is
-  /// removed (logged as a warning naming the reason) and counts as a miss.
+  /// removed (logged as a warning naming the reason) and counts as a miss. A hit marks the entry
+  /// used (its modification time becomes now), as write_hit does.
   std::optional<std::string> lookup(const std::string& key) const;
 
   /// On a hit, writes the payload stored under `key` to the file `path` ("" or "-": standard
@@ -90,13 +134,15 @@ public:
   /// cannot be written.
   bool write_hit(const std::string& key, const std::string& path) const;
 
-  /// Stores `payload` under `key` (temporary file + rename). A cache that cannot be written
-  /// (read-only, disk full) is not an error of the compile: that is logged as a warning and
-  /// store returns false.
+  /// Stores `payload` under `key` (temporary file + rename), updates `stats`, and evicts the
+  /// least recently used other entries when the total is over max_size() (down to 90% of it).
+  /// A cache that cannot be written (read-only, disk full) is not an error of the compile: that
+  /// is logged as a warning and store returns false.
   bool store(const std::string& key, std::string_view payload) const;
 
 private:
   std::string dir_;
+  uint64_t max_size_;
 };
 
 /// What the compiled code of `o` targets, for the key: the CUDA architecture, the host CPU as

@@ -1,10 +1,13 @@
 // The command line: every flag of DESIGN.md §3, parsed with CLI11.
 #include "driver/options.h"
 
+#include "driver/cache.h"
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -154,6 +157,15 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
                  "Compile cache directory (default $FXC_CACHE_DIR, else $XDG_CACHE_HOME/fxc, else "
                  "~/.cache/fxc); the default action and --run (inductor) go through it")
       ->option_text("<dir>");
+  app.add_option("--cache-max-size", o->cache_max_size,
+                 "Size limit of the compile cache's entries (default $FXC_CACHE_MAX_SIZE, else 5G; "
+                 "K, M, G, T: powers of 1024; 0: unlimited); a store over it evicts the least "
+                 "recently used entries")
+      ->check([](const std::string& s) {
+        return parse_cache_size(s) ? std::string()
+                                   : "invalid size '" + s + "': " + kCacheSizeSyntax;
+      })
+      ->option_text("<size>");
   app.add_flag("--no-cache", o->no_cache, "Neither read nor write the compile cache");
   app.add_flag("--max-autotune", o->max_autotune,
                "Inductor: time candidate configurations and keep the fastest (CPU: grain sizes "
@@ -208,6 +220,12 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   if (version) {
     std::printf("fxc version %s\n", FXC_VERSION);
     return 0;
+  }
+  if (const char* env = std::getenv("FXC_CACHE_MAX_SIZE");
+      o->cache_max_size.empty() && env && *env && !parse_cache_size(env)) {
+    std::fprintf(stderr, "fxc: error: FXC_CACHE_MAX_SIZE: invalid size '%s': %s\n", env,
+                 kCacheSizeSyntax);
+    return 2;
   }
   if (o->input.empty() && o->log.find("help") == std::string::npos) {
     std::fprintf(stderr, "fxc: error: no input graph\nRun 'fxc --help' for usage.\n");

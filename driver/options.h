@@ -37,6 +37,7 @@ struct Options {
   bool md = false;
   std::string mf, mt;
   std::string cache_dir;
+  std::string cache_max_size; ///< --cache-max-size as given ("": $FXC_CACHE_MAX_SIZE, else 5G)
   bool no_cache = false;
   bool max_autotune = false;
   bool verbose = false;

@@ -3,14 +3,17 @@
 # parallel compiles of one graph into one fresh cache all succeed and leave one entry; corrupt
 # entries are discarded and rebuilt; a hit writes the artifact over any file and to standard
 # output, and a ResNet-50 hit does not read its 94 MB into memory; --no-cache, --cache-dir,
-# FXC_CACHE_DIR and XDG_CACHE_HOME; every input of the key misses when it changes.
+# FXC_CACHE_DIR and XDG_CACHE_HOME; every input of the key misses when it changes; a size limit
+# (FXC_CACHE_MAX_SIZE, --cache-max-size) evicts the least recently used entries, a hit refreshes
+# an entry, bad sizes are usage errors, 0 is unlimited, and parallel compiles that evict each
+# other's entries all write the right artifacts.
 # Usage: cache.sh <fxc>
 set -u
 fxc=$1
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fx=$src/test/fixtures
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-unset FXC_CACHE_DIR FXC_LOGS FXC_LOGS_OUT FXC_COMPILE_DEBUG
+unset FXC_CACHE_DIR FXC_CACHE_MAX_SIZE FXC_LOGS FXC_LOGS_OUT FXC_COMPILE_DEBUG
 export HOME=$tmp/home XDG_CACHE_HOME= # the default cache must not be the user's
 fail=0
 . "$src/test/lib/common.sh"
@@ -92,7 +95,8 @@ done
 same "parallel outputs are the artifact" "$tmp/cold.fxo" "$tmp/par1.fxo"
 [ "$(entries "$p")" -eq 1 ] && ok "exactly one entry after parallel compiles" || bad "entries: $(entries "$p")"
 [ "$(temps "$p")" -eq 0 ] && ok "no temporary files left" || bad "temporary files: $(find "$p" -name '*.tmp-*')"
-[ "$(find "$p" -type f | wc -l)" -eq 1 ] && ok "nothing else in the cache" || bad "files: $(find "$p" -type f)"
+[ "$(find "$p" -type f | wc -l)" -eq 2 ] && [ -f "$p/stats" ] && ok "nothing else in the cache but its stats" || bad "files: $(find "$p" -type f)"
+grep -qx "entries 1" "$p/stats" && ok "the stats count one entry" || bad "stats: $(cat "$p/stats")"
 
 # Corrupt entries: each is discarded with a warning (shown without --log) and rebuilt.
 entry=$(find "$c" -name '*.entry')
@@ -177,6 +181,87 @@ printf '\n' >> "$tmp/w/block.fxg"
 [ "$(key_of -o "$tmp/k.fxo" "$tmp/w/block.fxg")" != "$base" ] && ok "a changed graph file changes the key" || bad "graph bytes not in the key"
 cp "$tmp/w/block.fxg" "$tmp/w/renamed.fxg"
 [ "$(key_of -o "$tmp/k.fxo" "$tmp/w/renamed.fxg")" != "$(key_of -o "$tmp/k.fxo" "$tmp/w/block.fxg")" ] && ok "the graph's name is in the key" || bad "name not in the key"
+
+# Eviction. Three graphs whose entries have the same size (block.pt2's graph under three names of
+# one length), a limit of two entries and a half: the third store evicts the least recently used.
+lw=$tmp/lw && mkdir -p "$lw"
+"$fxc" --emit=fxg -o "$lw/g1.fxg" "$fx/block.pt2" && cp "$lw/g1.fxg" "$lw/g2.fxg" && cp "$lw/g1.fxg" "$lw/g3.fxg"
+for i in 1 2 3; do "$fxc" "${args[@]}" --no-cache -o "$lw/ref$i.fxo" "$lw/g$i.fxg"; done
+es() { echo $(($(stat -c %s "$lw/ref$1.fxo") + 4096)); } # the size of g<n>'s entry
+esize=$(es 1)
+limit=$((esize * 5 / 2)) # the artifacts' sizes differ by a few bytes at most
+e=$tmp/lru
+mkdir -p "$e" && echo '{}' >"$e/autotune.json" && touch -d '2000-01-01' "$e/autotune.json"
+lru() { # lru <graph number> [flags]: compile g<n> into the eviction cache, output o<n>.fxo
+  local i=$1; shift
+  check "compile g$i ($*)" 0 env FXC_CACHE_MAX_SIZE=$limit "$fxc" "${args[@]}" --cache-dir="$e" --log=cache "$@" -o "$lw/o$i.fxo" "$lw/g$i.fxg"
+  cp "$tmp/err" "$lw/log$i"
+  same "g$i's artifact" "$lw/ref$i.fxo" "$lw/o$i.fxo"
+}
+key_in() { sed -n 's/.*info: \(stored\|hit\) \([0-9a-f]*\).*/\2/p' "$1" | head -1; }
+lru 1; k1=$(key_in "$lw/log1")
+lru 2; k2=$(key_in "$lw/log2")
+hasnt "two entries fit" "$lw/log2" "evicted"
+lru 3; k3=$(key_in "$lw/log3")
+has "the third store evicts one entry" "$lw/log3" "[fxc:cache] info: evicted 1 entry ($(es 1) bytes); the cache holds 2 entries, $(($(es 2) + $(es 3))) bytes (limit $limit)"
+[ ! -e "$e/${k1:0:2}/$k1.entry" ] && ok "the oldest entry (g1) is evicted" || bad "g1's entry is still there"
+[ -e "$e/${k2:0:2}/$k2.entry" ] && [ -e "$e/${k3:0:2}/$k3.entry" ] && ok "the two recent entries are kept" || bad "g2 or g3 evicted"
+[ -e "$e/autotune.json" ] && ok "autotune.json is not evicted" || bad "autotune.json was removed"
+grep -qx "bytes $(($(es 2) + $(es 3)))" "$e/stats" && ok "the stats count what is left" || bad "stats: $(cat "$e/stats")"
+lru 2
+has "a hit on the older entry (g2)" "$lw/log2" "[fxc:cache] info: hit $k2"
+lru 1
+has "g1 is compiled again" "$lw/log1" "[fxc:cache] info: stored $k1"
+has "and evicts one entry" "$lw/log1" "[fxc:cache] info: evicted 1 entry"
+[ -e "$e/${k2:0:2}/$k2.entry" ] && ok "the hit refreshed g2: it survives" || bad "g2 was evicted after its hit"
+[ ! -e "$e/${k3:0:2}/$k3.entry" ] && ok "g3, now the least recently used, is evicted" || bad "g3 is still there"
+check "--log=+cache names the evicted entry" 0 env FXC_CACHE_MAX_SIZE=$limit "$fxc" "${args[@]}" --cache-dir="$e" --log=+cache -o "$lw/o3.fxo" "$lw/g3.fxg"
+has "evicted g2 (the least recently used)" "$tmp/err" "[fxc:cache] debug: evicted $k2 ($(es 2) bytes)"
+# The flag wins over the variable, and 0 is unlimited.
+check "--cache-max-size=0 over FXC_CACHE_MAX_SIZE" 0 env FXC_CACHE_MAX_SIZE=1 "$fxc" "${args[@]}" --cache-dir="$e" --cache-max-size=0 --log=cache -o "$lw/o2.fxo" "$lw/g2.fxg"
+hasnt "nothing evicted under --cache-max-size=0" "$tmp/err" "evicted"
+check "FXC_CACHE_MAX_SIZE=0" 0 env FXC_CACHE_MAX_SIZE=0 "$fxc" "${args[@]}" --cache-dir="$e" --log=cache -o "$tmp/x.fxo" "$g"
+hasnt "nothing evicted under FXC_CACHE_MAX_SIZE=0" "$tmp/err" "evicted"
+[ "$(entries "$e")" -eq 4 ] && ok "0 is unlimited: four entries" || bad "entries: $(entries "$e")"
+check "--cache-max-size=1M" 0 "$fxc" "${args[@]}" --cache-dir="$e" --cache-max-size=1M --log=cache -o "$lw/o1.fxo" "$lw/g1.fxg"
+has "a hit does not evict" "$tmp/err" "[fxc:cache] info: hit $k1"
+[ "$(entries "$e")" -eq 4 ] && ok "a hit stores nothing and evicts nothing" || bad "entries: $(entries "$e")"
+# Bad sizes are usage errors.
+check "--cache-max-size=5GB" 2 "$fxc" "${args[@]}" --cache-dir="$e" --cache-max-size=5GB -o "$tmp/x.fxo" "$g"
+has "names the flag and the value" "$tmp/err" "--cache-max-size: invalid size '5GB'"
+has "says what a size is" "$tmp/err" "K, M, G or T suffix"
+check "--cache-max-size=-1" 2 "$fxc" "${args[@]}" --cache-max-size=-1 -o "$tmp/x.fxo" "$g"
+check "FXC_CACHE_MAX_SIZE=lots" 2 env FXC_CACHE_MAX_SIZE=lots "$fxc" "${args[@]}" --cache-dir="$e" -o "$tmp/x.fxo" "$g"
+has "names the variable and the value" "$tmp/err" "fxc: error: FXC_CACHE_MAX_SIZE: invalid size 'lots'"
+# Six parallel compiles of three graphs into a cache with room for one entry and a half: each
+# store evicts the others' entries while they look up and copy them; all write their artifacts.
+p=$tmp/plru
+pids=()
+for i in 1 2 3 4 5 6; do
+  j=$(((i - 1) % 3 + 1))
+  FXC_CACHE_MAX_SIZE=$((esize * 3 / 2)) "$fxc" "${args[@]}" --cache-dir="$p" -o "$tmp/plru$i.fxo" "$lw/g$j.fxg" >"$tmp/plru$i.log" 2>&1 &
+  pids+=($!)
+done
+pfail=0
+for i in 0 1 2 3 4 5; do wait "${pids[$i]}" || { pfail=1; cat "$tmp/plru$((i + 1)).log"; }; done
+[ $pfail -eq 0 ] && ok "6 parallel evicting compiles all exit 0" || bad "a parallel evicting compile failed"
+for i in 1 2 3 4 5 6; do
+  cmp -s "$lw/ref$(((i - 1) % 3 + 1)).fxo" "$tmp/plru$i.fxo" || { bad "parallel evicting output $i is wrong"; pfail=1; }
+done
+[ $pfail -eq 0 ] && ok "and write the right artifacts"
+for round in 1 2; do # then hits and stores race with evictions
+  pids=()
+  for i in 1 2 3 4 5 6; do
+    j=$(((i - 1) % 3 + 1))
+    FXC_CACHE_MAX_SIZE=$((esize * 3 / 2)) "$fxc" "${args[@]}" --cache-dir="$p" -o "$tmp/plru$i.fxo" "$lw/g$j.fxg" >"$tmp/plru$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1 2 3 4 5; do wait "${pids[$i]}" || { pfail=1; cat "$tmp/plru$((i + 1)).log"; }; done
+  for i in 1 2 3 4 5 6; do cmp -s "$lw/ref$(((i - 1) % 3 + 1)).fxo" "$tmp/plru$i.fxo" || pfail=1; done
+done
+[ $pfail -eq 0 ] && ok "two more parallel rounds (hits racing with evictions) are right" || bad "a later parallel round failed"
+[ "$(entries "$p")" -le 2 ] && ok "the cache stays near its limit: $(entries "$p") entries" || bad "entries: $(entries "$p")"
+[ "$(temps "$p")" -eq 0 ] && ok "no temporary files left by evicting compiles" || bad "temporary files left"
 
 # A cache that cannot be written (here: its parent is a file) is not an error of the compile.
 echo x > "$tmp/file"

@@ -6,12 +6,18 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <optional>
 #include <random>
 #include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/stat.h>
 
 using namespace fxc;
 namespace fs = std::filesystem;
@@ -62,6 +68,23 @@ std::string some_bytes(size_t n, unsigned seed) {
 
 const std::string kKey = "0123456789abcdef0123456789abcdef";
 
+/// A key made of one repeated hex digit.
+std::string key_of(char c) {
+  return std::string(32, c);
+}
+
+/// Sets the modification time of `p` to `seconds` after the epoch (as if last used then).
+void set_mtime(const std::string& p, long seconds) {
+  struct timespec ts[2] = {{seconds, 0}, {seconds, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, p.c_str(), ts, 0) == 0);
+}
+
+long mtime_of(const std::string& p) {
+  struct stat st {};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return long(st.st_mtim.tv_sec);
+}
+
 } // namespace
 
 TEST_CASE("cache: keys are 32 hex digits and depend on every field and its boundaries") {
@@ -92,7 +115,7 @@ TEST_CASE("cache: file digests are content digests and name the file they cannot
         CacheKeyBuilder().add("graph", content_digest("1")).key());
 }
 
-TEST_CASE("cache: a stored payload comes back, with nothing but the entry left behind") {
+TEST_CASE("cache: a stored payload comes back, with nothing but the entry and stats left") {
   TempDir t;
   CompileCache cache((t.path / "c").string());
   CHECK(cache.enabled());
@@ -104,7 +127,7 @@ TEST_CASE("cache: a stored payload comes back, with nothing but the entry left b
     REQUIRE(got);
     CHECK(*got == payload);
   }
-  CHECK(files_under(t.path / "c") == std::vector<std::string>{"01/" + kKey + ".entry"});
+  CHECK(files_under(t.path / "c") == std::vector<std::string>{"01/" + kKey + ".entry", "stats"});
   CHECK(cache.entry_path(kKey) == (t.path / "c" / "01" / (kKey + ".entry")).string());
 }
 
@@ -213,6 +236,166 @@ TEST_CASE("cache: a corrupt entry is a miss and is removed") {
     REQUIRE(cache.store(other, "other"));
     corrupt_with(read_all(cache.entry_path(other)));
   }
+}
+
+TEST_CASE("cache: sizes are bytes with an optional K, M, G or T suffix") {
+  CHECK(parse_cache_size("0") == uint64_t(0));
+  CHECK(parse_cache_size("123") == uint64_t(123));
+  CHECK(parse_cache_size("1K") == uint64_t(1024));
+  CHECK(parse_cache_size("500M") == uint64_t(500) << 20);
+  CHECK(parse_cache_size("500m") == uint64_t(500) << 20);
+  CHECK(parse_cache_size("5G") == uint64_t(5) << 30);
+  CHECK(parse_cache_size("2t") == uint64_t(2) << 40);
+  CHECK(parse_cache_size("18446744073709551615") == UINT64_MAX);
+  CHECK(parse_cache_size("16777215T") == uint64_t(16777215) << 40);
+  for (const char* bad : {"", "M", "-1", "+1", "1.5G", "5GB", "5Gi", " 5", "5 ", "0x10", "5X",
+                          "18446744073709551616", "16777216T", "99999999999999999999K", "1e9"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_cache_size(bad));
+  }
+}
+
+TEST_CASE("cache: the size limit is --cache-max-size, FXC_CACHE_MAX_SIZE, then 5 GiB") {
+  const char* saved = std::getenv("FXC_CACHE_MAX_SIZE");
+  std::optional<std::string> keep = saved ? std::optional<std::string>(saved) : std::nullopt;
+  unsetenv("FXC_CACHE_MAX_SIZE");
+  Options o;
+  CHECK(cache_max_size(o) == uint64_t(5) << 30);
+  setenv("FXC_CACHE_MAX_SIZE", "", 1); // empty: unset
+  CHECK(cache_max_size(o) == uint64_t(5) << 30);
+  setenv("FXC_CACHE_MAX_SIZE", "2M", 1);
+  CHECK(cache_max_size(o) == uint64_t(2) << 20);
+  o.cache_max_size = "0";
+  CHECK(cache_max_size(o) == 0);
+  o.cache_max_size = "lots";
+  CHECK_THROWS_WITH_AS(cache_max_size(o),
+                       doctest::Contains("--cache-max-size: error: invalid size 'lots'"), Error);
+  o.cache_max_size.clear();
+  setenv("FXC_CACHE_MAX_SIZE", "5GB", 1);
+  CHECK_THROWS_WITH_AS(cache_max_size(o),
+                       doctest::Contains("FXC_CACHE_MAX_SIZE: error: invalid size '5GB'"), Error);
+  if (keep)
+    setenv("FXC_CACHE_MAX_SIZE", keep->c_str(), 1);
+  else
+    unsetenv("FXC_CACHE_MAX_SIZE");
+}
+
+TEST_CASE("cache: stats count each entry once, and are rebuilt when missing or damaged") {
+  TempDir t;
+  CompileCache cache(t.path.string(), 0); // unlimited
+  CHECK_FALSE(cache.usage());
+  const uint64_t entry = 4096 + 1000;
+  for (char c : {'a', 'b', 'c'}) REQUIRE(cache.store(key_of(c), some_bytes(1000, unsigned(c))));
+  REQUIRE(cache.usage());
+  CHECK(cache.usage()->entries == 3);
+  CHECK(cache.usage()->bytes == 3 * entry);
+  REQUIRE(cache.store(key_of('a'), some_bytes(3000, 1))); // replaces an entry
+  CHECK(cache.usage()->entries == 3);
+  CHECK(cache.usage()->bytes == 2 * entry + 4096 + 3000);
+  for (const std::string& damage : {std::string(), std::string("fxc-cache-stats 1\nentries x\n"),
+                                    std::string("garbage")}) {
+    write_all(t.path / "stats", damage);
+    CHECK_FALSE(cache.usage());
+    REQUIRE(cache.store(key_of('d'), some_bytes(1000, 4))); // a scan counts them again
+    REQUIRE(cache.usage());
+    CHECK(cache.usage()->entries == 4);
+    CHECK(cache.usage()->bytes == 3 * entry + 4096 + 3000);
+  }
+  fs::remove(t.path / "stats");
+  REQUIRE(cache.store(key_of('d'), some_bytes(1000, 4)));
+  CHECK(cache.usage()->entries == 4);
+}
+
+TEST_CASE("cache: a store over the limit evicts the least recently used entries to 90%") {
+  TempDir t;
+  const uint64_t entry = 4096 + 10000;
+  // Room for three entries and a half: a fourth brings it over, and one eviction gets it under
+  // 90% of the limit.
+  CompileCache cache(t.path.string(), entry * 7 / 2);
+  std::map<char, std::string> payload;
+  for (char c : {'a', 'b', 'c'}) {
+    payload[c] = some_bytes(10000, unsigned(c));
+    REQUIRE(cache.store(key_of(c), payload[c]));
+  }
+  // Stored (or last used) in the order c, a, b; then a hit on c makes it the most recent.
+  set_mtime(cache.entry_path(key_of('c')), 1000);
+  set_mtime(cache.entry_path(key_of('a')), 2000);
+  set_mtime(cache.entry_path(key_of('b')), 3000);
+  CHECK(cache.lookup(key_of('c')) == payload['c']);
+  CHECK(mtime_of(cache.entry_path(key_of('c'))) > 3000);
+  // Files that are not entries are neither counted nor evicted, however old.
+  write_all(t.path / "autotune.json", "{}");
+  fs::create_directories(t.path / "ab");
+  write_all(t.path / "ab" / "notes.txt", "x");
+  set_mtime((t.path / "autotune.json").string(), 1);
+  set_mtime((t.path / "ab" / "notes.txt").string(), 1);
+  payload['d'] = some_bytes(10000, 'd');
+  REQUIRE(cache.store(key_of('d'), payload['d']));
+  CHECK_FALSE(fs::exists(cache.entry_path(key_of('a')))); // the least recently used
+  CHECK(cache.lookup(key_of('b')) == payload['b']);
+  CHECK(cache.lookup(key_of('c')) == payload['c']);
+  CHECK(cache.lookup(key_of('d')) == payload['d']);
+  CHECK(cache.usage()->entries == 3);
+  CHECK(cache.usage()->bytes == 3 * entry);
+  CHECK(fs::exists(t.path / "autotune.json"));
+  CHECK(fs::exists(t.path / "ab" / "notes.txt"));
+  // write_hit marks its entry used too: b is hit last, so c goes next.
+  set_mtime(cache.entry_path(key_of('b')), 1000);
+  set_mtime(cache.entry_path(key_of('c')), 2000);
+  set_mtime(cache.entry_path(key_of('d')), 3000);
+  REQUIRE(cache.write_hit(key_of('b'), (t.path / "out").string()));
+  REQUIRE(cache.store(key_of('e'), some_bytes(10000, 'e')));
+  CHECK_FALSE(fs::exists(cache.entry_path(key_of('c'))));
+  for (char c : {'b', 'd', 'e'}) CHECK(fs::exists(cache.entry_path(key_of(c))));
+  // Equal times: the key decides, so the order does not depend on the directory's.
+  for (char c : {'b', 'd', 'e'}) set_mtime(cache.entry_path(key_of(c)), 5000);
+  REQUIRE(cache.store(key_of('f'), some_bytes(10000, 'f')));
+  CHECK_FALSE(fs::exists(cache.entry_path(key_of('b'))));
+  for (char c : {'d', 'e', 'f'}) CHECK(fs::exists(cache.entry_path(key_of(c))));
+}
+
+TEST_CASE("cache: the entry just stored is kept even when it alone is over the limit") {
+  TempDir t;
+  CompileCache cache(t.path.string(), 10000);
+  REQUIRE(cache.store(key_of('a'), some_bytes(1000, 1)));
+  REQUIRE(cache.store(key_of('b'), some_bytes(1000, 2)));
+  std::string big = some_bytes(20000, 3);
+  REQUIRE(cache.store(key_of('c'), big));
+  CHECK_FALSE(fs::exists(cache.entry_path(key_of('a'))));
+  CHECK_FALSE(fs::exists(cache.entry_path(key_of('b'))));
+  CHECK(cache.lookup(key_of('c')) == big);
+  CHECK(cache.usage()->entries == 1);
+  CHECK(cache.usage()->bytes == 4096 + 20000);
+}
+
+TEST_CASE("cache: an entry removed or replaced while a hit copies it gives whole bytes or a miss") {
+  TempDir t;
+  CompileCache cache(t.path.string(), 0);
+  const std::string payload = some_bytes(1 << 20, 9);
+  REQUIRE(cache.store(kKey, payload));
+  std::atomic<bool> stop{false};
+  std::thread evictor([&] {
+    while (!stop) {
+      ::unlink(cache.entry_path(kKey).c_str());
+      cache.store(kKey, payload);
+    }
+  });
+  const fs::path out = t.path / "out.fxo";
+  int hits = 0, misses = 0;
+  for (int i = 0; i < 200; ++i) {
+    write_all(out, "before");
+    if (cache.write_hit(kKey, out.string())) {
+      ++hits;
+      CHECK(read_all(out) == payload);
+    } else {
+      ++misses;
+      CHECK(read_all(out) == "before");
+    }
+  }
+  stop = true;
+  evictor.join();
+  CHECK(hits + misses == 200);
+  MESSAGE("hits " << hits << ", misses " << misses);
 }
 
 TEST_CASE("cache: a disabled cache misses and stores nothing") {
