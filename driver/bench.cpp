@@ -1,5 +1,5 @@
-// --bench: do_bench-style timing of a compiled graph (DESIGN.md §6): CUDA events on resident
-// device buffers for inductor on cuda, the host's monotonic clock otherwise.
+// --bench: do_bench-style timing of a compiled graph or an .fxo (DESIGN.md §6): CUDA events on
+// resident device buffers for CUDA plans, the host's monotonic clock otherwise.
 #include "driver/bench.h"
 
 #include "passes/partition.h"
@@ -69,8 +69,48 @@ int64_t node_flops(const Graph& g, const Node& n) {
   return 0;
 }
 
-// One profiled run of every pipeline graph: each graph's steps in plan order.
+// The multiply-add flops of a plan's extern call, as node_flops counts its node: a gemm's
+// 2·(output elements)·K, a convolution's 2·(output elements)·(C / groups)·R·S, a fallback's node.
+int64_t extern_flops(const PlanExtern& e) {
+  if (e.outputs.empty()) return 0;
+  const TensorMeta& out = e.outputs[0].meta;
+  switch (e.kind) {
+  case PlanExtern::Kind::Gemm:
+    if (e.inputs.empty() || e.inputs[0].meta.sizes.empty()) return 0;
+    return 2 * out.numel() * e.inputs[0].meta.sizes.back();
+  case PlanExtern::Kind::Conv: {
+    if (e.inputs.size() < 2) return 0;
+    const TensorMeta& w = e.inputs[1].meta;
+    if (w.sizes.empty() || w.sizes[0] == 0) return 0;
+    return 2 * out.numel() * (w.numel() / w.sizes[0]);
+  }
+  case PlanExtern::Kind::Fallback: {
+    if (!e.graph) return 0;
+    int64_t f = 0;
+    for (const Node& n : e.graph->nodes) f += node_flops(*e.graph, n);
+    return f;
+  }
+  }
+  return 0;
+}
+
+// One profiled run of every graph: each graph's steps in plan order.
 using StepRuns = std::vector<std::vector<StepProfile>>;
+
+// What bench() times: a compilation's graphs or a loaded artifact's, as the same pieces.
+struct Subject {
+  std::string device;                   // "cpu" or "cuda"
+  int64_t bytes = 0;                    // every graph's inputs (weights too) and outputs
+  std::vector<std::string> graph_names; // per graph, for BenchStep::graph
+  // CUDA plans: each graph's runner and its inputs for one step (the backward's from one
+  // forward run); timed on resident buffers with CUDA events. Empty: the host clock.
+  std::vector<CudaPlanRunner*> runners;
+  std::vector<std::vector<Tensor>> runner_inputs;
+  std::function<void()> host_run;         // one whole run, for the host clock
+  std::function<StepRuns()> host_profile; // host per-step times; null: none for this backend
+  // The flops of the extern call `name` of graph `graph`.
+  std::function<int64_t(size_t graph, const std::string& name)> extern_flops;
+};
 
 struct Timing {
   std::string timer;
@@ -79,28 +119,13 @@ struct Timing {
   std::function<StepRuns()> profile; // null: no per-step profile for this backend
 };
 
-#ifdef FXC_HAVE_CODEGEN
-// The inputs of each compiled graph for one step: the user inputs, and in train mode the
-// backward's (saved values and output gradients of ones) from one forward run.
-std::vector<std::vector<Tensor>> graph_inputs(const Compilation& c, const std::vector<Tensor>& in,
-                                              std::vector<Tensor>* forward_results) {
-  std::vector<std::vector<Tensor>> out{in};
-  if (c.compiled.size() == 1) return out;
-  assert(c.compiled.size() == 2 && c.aot && "train mode compiles a forward and a backward graph");
-  std::vector<Tensor> fw = forward_results ? *forward_results : c.compiled[0]->run(in);
-  out.push_back(backward_inputs(fw, c.aot->num_user_outputs, c.aot->tangent_output_index));
-  return out;
-}
-
-// Inductor on cuda: inputs uploaded once, runs queued on resident buffers, CUDA events around
-// each run, a 256 MiB device buffer memset before it (flushes L2).
-Timing cuda_timing(Compilation& c, const std::vector<Tensor>& inputs, const BenchOptions& o,
-                   std::shared_ptr<void>* keep) {
+// CUDA plans: inputs uploaded once, runs queued on resident buffers, CUDA events around each
+// run, a 256 MiB device buffer memset before it (flushes L2); per-step times from time_steps().
+Timing cuda_timing(const Subject& s, const BenchOptions& o, std::shared_ptr<void>* keep) {
   cuda::Context& ctx = cuda::Context::get();
-  std::vector<CudaPlanRunner*> runners;
-  for (auto& cg : c.compiled) runners.push_back(cg->cuda_runner());
-  std::vector<std::vector<Tensor>> ins = graph_inputs(c, inputs, nullptr);
-  for (size_t i = 0; i < runners.size(); ++i) runners[i]->upload(ins[i]);
+  std::vector<CudaPlanRunner*> runners = s.runners;
+  assert(s.runner_inputs.size() == runners.size() && "inputs for every runner");
+  for (size_t i = 0; i < runners.size(); ++i) runners[i]->upload(s.runner_inputs[i]);
   struct State {
     cuda::Context* ctx;
     cuda::DevicePtr flush = 0;
@@ -135,20 +160,9 @@ Timing cuda_timing(Compilation& c, const std::vector<Tensor>& inputs, const Benc
   return t;
 }
 
-// Inductor on the CPU: per-step host times from run_profiled.
-StepRuns cpu_profile(const Compilation& c, const std::vector<Tensor>& inputs) {
-  StepRuns runs(c.compiled.size());
-  std::vector<Tensor> fw = c.compiled[0]->run_profiled(inputs, &runs[0]);
-  if (c.compiled.size() > 1) {
-    std::vector<std::vector<Tensor>> ins = graph_inputs(c, inputs, &fw);
-    c.compiled[1]->run_profiled(ins[1], &runs[1]);
-  }
-  return runs;
-}
-#endif
-
-Timing host_timing(Compilation& c, const std::vector<Tensor>& inputs, const BenchOptions& o,
-                   std::shared_ptr<void>* keep) {
+// Everything else: the host's steady clock around a whole run, a 64 MiB host buffer written
+// before it; per-step host times where the subject has them.
+Timing host_timing(const Subject& s, const BenchOptions& o, std::shared_ptr<void>* keep) {
   auto flush = std::shared_ptr<char[]>(new char[o.cpu_flush_bytes]);
   *keep = flush;
   auto n = std::make_shared<int>(0);
@@ -156,21 +170,18 @@ Timing host_timing(Compilation& c, const std::vector<Tensor>& inputs, const Benc
   Timing t;
   t.timer = "host_clock";
   t.before = [flush, n, bytes] { std::memset(flush.get(), ++*n & 0xff, bytes); };
-  Executable* exe = c.executable.get();
-  t.timed_run = [exe, &inputs] {
+  t.timed_run = [run = s.host_run] {
     auto t0 = std::chrono::steady_clock::now();
-    exe->run(inputs);
+    run();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
-#ifdef FXC_HAVE_CODEGEN
-  if (!c.compiled.empty()) t.profile = [&c, &inputs] { return cpu_profile(c, inputs); };
-#endif
+  t.profile = s.host_profile;
   return t;
 }
 
 // Per-step medians over the profiled runs, with bytes and flops; the traced run is the one
 // whose total is the median.
-std::vector<BenchStep> profile_steps(const Compilation& c, const Timing& t, const BenchOptions& o,
+std::vector<BenchStep> profile_steps(const Subject& sub, const Timing& t, const BenchOptions& o,
                                      double* trace_start_us) {
   std::vector<StepRuns> runs;
   std::vector<double> started;
@@ -181,20 +192,15 @@ std::vector<BenchStep> profile_steps(const Compilation& c, const Timing& t, cons
   }
   if (runs.empty()) return {};
   std::vector<BenchStep> steps;
-  for (size_t gi = 0; gi < runs[0].size() && gi < c.graphs.size(); ++gi) {
-    const Graph& g = c.graphs[gi].graph;
-    std::map<std::string, size_t> node_of;
-    for (size_t n = 0; n < g.nodes.size(); ++n) node_of[g.nodes[n].name] = n;
+  for (size_t gi = 0; gi < runs[0].size() && gi < sub.graph_names.size(); ++gi) {
     for (size_t si = 0; si < runs[0][gi].size(); ++si) {
       const StepProfile& p = runs[0][gi][si];
       BenchStep s;
-      s.graph = c.graphs[gi].folder;
+      s.graph = sub.graph_names[gi];
       s.name = p.name;
       s.kernel = p.kernel;
       s.bytes = p.bytes;
-      if (!p.kernel)
-        if (auto it = node_of.find(p.name); it != node_of.end())
-          s.flops = node_flops(g, g.nodes[it->second]);
+      if (!p.kernel) s.flops = sub.extern_flops(gi, p.name);
       std::vector<double> ms;
       for (const StepRuns& r : runs)
         if (gi < r.size() && si < r[gi].size()) ms.push_back(r[gi][si].ms);
@@ -228,26 +234,18 @@ std::vector<BenchStep> profile_steps(const Compilation& c, const Timing& t, cons
   return steps;
 }
 
-} // namespace
-
-BenchResult bench(Compilation& c, const std::vector<Tensor>& inputs, const BenchOptions& o) {
+// Warm-up, timed runs until the budget is spent (each after a flush), then the step profile.
+BenchResult run_bench(const Subject& s, const BenchOptions& o) {
   BenchResult r;
-  bool cuda = c.opts.device == DeviceKind::Cuda;
-  r.device = cuda ? "cuda" : "cpu";
-  for (const StageGraph& sg : c.graphs) {
-    for (const GraphInput& in : sg.graph.inputs) r.bytes += bytes_of(sg.graph.values[in.value].meta);
-    for (ValueId v : sg.graph.outputs) r.bytes += bytes_of(sg.graph.values[v].meta);
-  }
+  r.device = s.device;
+  r.bytes = s.bytes;
   std::shared_ptr<void> keep;
   Timing t;
-#ifdef FXC_HAVE_CODEGEN
-  if (cuda && !c.compiled.empty() && c.compiled[0]->cuda_runner()) {
-    t = cuda_timing(c, inputs, o, &keep);
+  if (!s.runners.empty()) {
+    t = cuda_timing(s, o, &keep);
     r.flush_bytes = o.cuda_flush_bytes;
-  }
-#endif
-  if (!t.timed_run) {
-    t = host_timing(c, inputs, o, &keep);
+  } else {
+    t = host_timing(s, o, &keep);
     r.flush_bytes = o.cpu_flush_bytes;
   }
   r.timer = t.timer;
@@ -270,11 +268,116 @@ BenchResult bench(Compilation& c, const std::vector<Tensor>& inputs, const Bench
   r.p80 = percentile(r.ms, 0.8);
   r.min = *std::min_element(r.ms.begin(), r.ms.end());
   r.max = *std::max_element(r.ms.begin(), r.ms.end());
-  if (t.profile) r.steps = profile_steps(c, t, o, &r.trace_start_us);
-  for (const BenchStep& s : r.steps) r.flops += s.flops;
+  if (t.profile) r.steps = profile_steps(s, t, o, &r.trace_start_us);
+  for (const BenchStep& st : r.steps) r.flops += st.flops;
   r.gbps = r.median > 0 ? double(r.bytes) / (r.median * 1e6) : 0;
   r.tflops = r.median > 0 ? double(r.flops) / (r.median * 1e9) : 0;
   return r;
+}
+
+#ifdef FXC_HAVE_CODEGEN
+// The inputs of each compiled graph for one step: the user inputs, and in train mode the
+// backward's (saved values and output gradients of ones) from one forward run.
+std::vector<std::vector<Tensor>> graph_inputs(const Compilation& c, const std::vector<Tensor>& in,
+                                              std::vector<Tensor>* forward_results) {
+  std::vector<std::vector<Tensor>> out{in};
+  if (c.compiled.size() == 1) return out;
+  assert(c.compiled.size() == 2 && c.aot && "train mode compiles a forward and a backward graph");
+  std::vector<Tensor> fw = forward_results ? *forward_results : c.compiled[0]->run(in);
+  out.push_back(backward_inputs(fw, c.aot->num_user_outputs, c.aot->tangent_output_index));
+  return out;
+}
+
+// Inductor on the CPU: per-step host times from run_profiled.
+StepRuns cpu_profile(const Compilation& c, const std::vector<Tensor>& inputs) {
+  StepRuns runs(c.compiled.size());
+  std::vector<Tensor> fw = c.compiled[0]->run_profiled(inputs, &runs[0]);
+  if (c.compiled.size() > 1) {
+    std::vector<std::vector<Tensor>> ins = graph_inputs(c, inputs, &fw);
+    c.compiled[1]->run_profiled(ins[1], &runs[1]);
+  }
+  return runs;
+}
+#endif
+
+} // namespace
+
+BenchResult bench(Compilation& c, const std::vector<Tensor>& inputs, const BenchOptions& o) {
+  Subject s;
+  s.device = c.opts.device == DeviceKind::Cuda ? "cuda" : "cpu";
+  for (const StageGraph& sg : c.graphs) {
+    for (const GraphInput& in : sg.graph.inputs)
+      s.bytes += bytes_of(sg.graph.values[in.value].meta);
+    for (ValueId v : sg.graph.outputs) s.bytes += bytes_of(sg.graph.values[v].meta);
+    s.graph_names.push_back(sg.folder);
+  }
+  s.extern_flops = [&c](size_t gi, const std::string& name) -> int64_t {
+    const Graph& g = c.graphs.at(gi).graph;
+    for (const Node& n : g.nodes)
+      if (n.name == name) return node_flops(g, n);
+    return 0;
+  };
+  Executable* exe = c.executable.get();
+  s.host_run = [exe, &inputs] { exe->run(inputs); };
+#ifdef FXC_HAVE_CODEGEN
+  if (s.device == "cuda" && !c.compiled.empty() && c.compiled[0]->cuda_runner()) {
+    for (auto& cg : c.compiled) s.runners.push_back(cg->cuda_runner());
+    s.runner_inputs = graph_inputs(c, inputs, nullptr);
+  }
+  if (!c.compiled.empty()) s.host_profile = [&c, &inputs] { return cpu_profile(c, inputs); };
+#endif
+  return run_bench(s, o);
+}
+
+BenchResult bench_artifact(LoadedModel& m, const std::vector<Tensor>& inputs,
+                           const BenchOptions& o) {
+  const CompiledArtifact& a = m.artifact();
+  assert(!a.graphs.empty() && "an artifact has a graph");
+  Subject s;
+  s.device = a.device;
+  bool plans = true; // every graph a host plan (inductor), so there are steps to profile
+  for (const ArtifactGraph& g : a.graphs) {
+    s.graph_names.push_back(g.role);
+    if (g.kind == ArtifactGraph::Kind::Interpreted) {
+      plans = false;
+      for (const GraphInput& in : g.graph->inputs)
+        s.bytes += bytes_of(g.graph->values[in.value].meta);
+      for (ValueId v : g.graph->outputs) s.bytes += bytes_of(g.graph->values[v].meta);
+      continue;
+    }
+    // The plan's user inputs, its weights and its outputs: what a compiled graph's inputs
+    // (parameters included) and outputs count.
+    for (const TensorMeta& in : g.plan.input_metas) s.bytes += bytes_of(in);
+    for (const auto& [slot, w] : g.plan.constant_slots) s.bytes += bytes_of(w.meta());
+    for (const PlanView& out : g.plan.outputs) s.bytes += bytes_of(out.meta);
+  }
+  s.extern_flops = [&a](size_t gi, const std::string& name) -> int64_t {
+    for (const PlanExtern& e : a.graphs.at(gi).plan.externs)
+      if (e.name == name) return extern_flops(e);
+    return 0;
+  };
+  s.host_run = [&m, &inputs] { m.run(inputs); };
+  const bool train = a.graphs.size() == 2;
+  assert((train == (a.mode == "train")) && "train artifacts hold a forward and a backward graph");
+  // The backward's inputs for one step, from the forward's results.
+  auto backward_in = [&a](const std::vector<Tensor>& fw) {
+    return backward_inputs(fw, a.num_user_outputs, a.tangent_output_index);
+  };
+  bool cuda = a.device == "cuda";
+  for (size_t i = 0; i < a.graphs.size(); ++i) cuda = cuda && m.cuda_runner(i);
+  if (cuda) {
+    for (size_t i = 0; i < a.graphs.size(); ++i) s.runners.push_back(m.cuda_runner(i));
+    s.runner_inputs.push_back(inputs);
+    if (train) s.runner_inputs.push_back(backward_in(m.run_graph(0, inputs)));
+  } else if (plans) {
+    s.host_profile = [&m, &inputs, train, backward_in] {
+      StepRuns runs(train ? 2 : 1);
+      std::vector<Tensor> fw = m.run_graph(0, inputs, &runs[0]);
+      if (train) m.run_graph(1, backward_in(fw), &runs[1]);
+      return runs;
+    };
+  }
+  return run_bench(s, o);
 }
 
 std::string format_bench(const BenchResult& r) {

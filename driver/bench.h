@@ -1,9 +1,11 @@
-// --bench: do_bench-style timing of a compiled graph (DESIGN.md §6): CUDA events on resident
-// device buffers for inductor on cuda, the host's monotonic clock otherwise.
+// --bench: do_bench-style timing of a compiled graph or an .fxo artifact (DESIGN.md §6): CUDA
+// events on resident device buffers for CUDA plans, the host's monotonic clock otherwise. Both
+// share one timing loop (warm-up, flushes, percentiles, per-step profile).
 #pragma once
 
 #include "driver/pipeline.h"
 #include "frontend/pass_timer.h"
+#include "runtime/artifact.h"
 
 #include <string>
 #include <vector>
@@ -41,7 +43,7 @@ struct BenchResult {
   double median = 0, p20 = 0, p80 = 0, min = 0, max = 0;
   int warmup = 0;
   size_t flush_bytes = 0;
-  int64_t bytes = 0; ///< every pipeline graph's inputs read and outputs written
+  int64_t bytes = 0; ///< every graph's inputs (weights included) read and outputs written
   int64_t flops = 0; ///< the matmul and convolution flops of one run
   double gbps = 0;   ///< bytes / median
   double tflops = 0; ///< flops / median
@@ -54,6 +56,17 @@ struct BenchResult {
 /// cuda runs on resident device buffers (inputs uploaded once) and is timed with CUDA events;
 /// everything else with the host's steady clock around Executable::run.
 BenchResult bench(Compilation& c, const std::vector<Tensor>& inputs, const BenchOptions& opts);
+
+/// Times the loaded artifact `m` on `inputs` (its guards checked by the caller) as bench() times
+/// a compiled graph: a CUDA artifact's plan runners with CUDA events on resident buffers (inputs
+/// uploaded once; train mode's backward on the inputs one forward run gives), per-step times
+/// from CudaPlanRunner::time_steps(); a CPU artifact with the host clock around
+/// LoadedModel::run (guards, the copy of the inputs and outputs included) and per-step host times
+/// from profiled runs of its plans. `bytes` counts every graph's user inputs, weights and outputs
+/// (a compiled graph's inputs and outputs); BenchStep::graph is the graph's role ("inference",
+/// "forward", "backward"). Interpreted (non-inductor) artifacts have no steps.
+BenchResult bench_artifact(LoadedModel& m, const std::vector<Tensor>& inputs,
+                           const BenchOptions& opts);
 
 /// The text report: "median 1.234 ms (p20 1.2, p80 1.3, min 1.1) over 812 runs, 12.3 GB/s
 /// effective (N bytes)[, 4.5 TFLOP/s (N flops)]", then a table of the steps.

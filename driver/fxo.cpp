@@ -150,20 +150,21 @@ int run_artifact(const Options& o) {
                                                         f + "\n");
     throw Error(o.input, f + " (recompile the graph for these inputs)");
   }
-  ArtifactExecutable exe(*m);
   if (o.bench) {
-    DebugTrace trace;
-    Graph none;
-    none.name = a.name;
-    Compilation c(o, trace, none);
-    c.executable = std::make_unique<ArtifactExecutable>(*m);
-    BenchResult r = bench(c, inputs, BenchOptions{});
+    BenchResult r = bench_artifact(*m, inputs, BenchOptions{});
+    // The report names the artifact's backend and mode, not the command line's defaults.
+    Options ao = o;
+    ao.mode = a.mode == "train" ? Mode::Train : Mode::Inference;
+    for (Backend b : {Backend::Eager, Backend::AotEager, Backend::AotEagerDecompPartition,
+                      Backend::Inductor})
+      if (a.backend == backend_name(b)) ao.backend = b;
     if (o.json)
-      std::fputs(format_bench_json(r, o, 0).c_str(), stdout);
+      std::fputs(format_bench_json(r, ao, 0).c_str(), stdout);
     else
       std::printf("%s: %s: %s", o.input.c_str(), a.backend.c_str(), format_bench(r).c_str());
     return 0;
   }
+  ArtifactExecutable exe(*m);
   NamedTensors results = exe.run(inputs);
   if (!o.outputs.empty()) write_named_tensors(o.outputs, results);
   int status = 0;

@@ -938,11 +938,12 @@ struct LoadedModel::Impl {
     return out;
   }
 
-  std::vector<Tensor> run_graph(size_t i, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> run_graph(size_t i, const std::vector<Tensor>& inputs,
+                                std::vector<StepProfile>* profile = nullptr) {
     ArtifactGraph& g = a.graphs[i];
     if (g.kind == ArtifactGraph::Kind::Interpreted) return interpret(*g.graph, inputs);
     if (graphs[i].cuda) return graphs[i].cuda->run(inputs);
-    return execute_plan(g.plan, inputs, *pool, source);
+    return execute_plan(g.plan, inputs, *pool, source, profile);
   }
 };
 
@@ -1010,6 +1011,17 @@ std::string LoadedModel::check_guards(const std::vector<Tensor>& inputs) const {
   for (size_t i = 0; i < gs.size(); ++i)
     if (std::string f = check_input_guard(i, gs[i], inputs[i].meta()); !f.empty()) return f;
   return {};
+}
+
+CudaPlanRunner* LoadedModel::cuda_runner(size_t i) const {
+  return impl_->graphs.at(i).cuda.get();
+}
+
+std::vector<Tensor> LoadedModel::run_graph(size_t i, const std::vector<Tensor>& inputs,
+                                           std::vector<StepProfile>* profile) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  assert(i < impl_->a.graphs.size() && "no such graph");
+  return impl_->run_graph(i, inputs, profile);
 }
 
 NamedResults LoadedModel::run(const std::vector<Tensor>& inputs) {

@@ -119,6 +119,16 @@ public:
   /// graph, or train mode's forward and backward with output gradients of ones.
   NamedResults run(const std::vector<Tensor>& inputs);
 
+  /// For --bench: the plan runner of graph `i` (artifact().graphs' index) of a CUDA artifact,
+  /// which holds its buffers resident on the device; nullptr for CPU and interpreted graphs.
+  CudaPlanRunner* cuda_runner(size_t i) const;
+  /// For --bench: runs graph `i` alone on its inputs as run() does (no guards, no gradients of
+  /// ones: train mode's backward takes what backward_inputs() makes of the forward's results). A
+  /// CPU plan appends each kernel launch's and extern call's host time to `profile` when given;
+  /// CUDA plans and interpreted graphs leave it alone.
+  std::vector<Tensor> run_graph(size_t i, const std::vector<Tensor>& inputs,
+                                std::vector<StepProfile>* profile = nullptr);
+
   struct Impl;
 
 private:

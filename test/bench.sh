@@ -2,7 +2,8 @@
 # --bench --json, --time-passes and --trace on the CPU (DESIGN.md §6): the JSON report's fields
 # and invariants (percentiles ordered, per-step rows, the matmuls' flops), the pass timing report,
 # and the Chrome trace (valid JSON, the expected pass spans nested in their stage, kernel spans
-# with bytes). Usage: bench.sh <fxc>
+# with bytes); --bench of CPU .fxo artifacts (inference, train, interpreted) reports the bytes,
+# flops and steps --bench of their graphs reports. Usage: bench.sh <fxc>
 set -u
 fxc=$1
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -49,6 +50,44 @@ PY
 else
   bad "--bench --json --mode=train exited non-zero: $(head -3 "$tmp/err")"
 fi
+
+# --bench of a CPU .fxo: the same bytes, flops and steps as --bench of the graph it was compiled
+# from, nonzero GB/s, the artifact's backend and mode; the steps' graph is the plan's role.
+artifact_bench() { # artifact_bench <label> <graph> <compile flags...>
+  local label=$1 g=$2; shift 2
+  if "$fxc" --device=cpu --no-cache "$@" -o "$tmp/$label.fxo" "$g" 2>"$tmp/err" &&
+     "$fxc" --device=cpu "$@" --bench --json "$g" >"$tmp/$label.graph.json" 2>"$tmp/err" &&
+     "$fxc" --bench --json "$tmp/$label.fxo" >"$tmp/$label.fxo.json" 2>"$tmp/err"; then
+    python3 - "$tmp/$label.graph.json" "$tmp/$label.fxo.json" <<'PY' && ok "--bench --json $label.fxo: the graph's bytes, flops and steps" || bad "--bench --json $label.fxo"
+import json, sys
+g, a = (json.load(open(f)) for f in sys.argv[1:])
+assert a["graph"].endswith(".fxo") and a["timer"] == "host_clock" and a["device"] == "cpu", a
+for k in ("backend", "mode", "bytes", "flops"):
+    assert a[k] == g[k], (k, a[k], g[k])
+assert a["bytes"] > 0 and a["gbps"] > 0 and a["runs"] >= 5, a
+assert 0 < a["min_ms"] <= a["median_ms"] <= a["max_ms"], a
+steps = lambda j: [(s["kind"], s["name"], s["bytes"], s["flops"]) for s in j["steps"]]
+assert steps(a) == steps(g), (steps(a), steps(g))
+assert all(s["median_ms"] > 0 for s in a["steps"]), a["steps"]
+if g["steps"]:
+    assert all(s["bytes"] > 0 and s["gbps"] > 0 for s in a["steps"]), a["steps"]
+    roles = {s["graph"] for s in a["steps"]}
+    assert roles == ({"forward", "backward"} if a["mode"] == "train" else {"inference"}), roles
+PY
+  else
+    bad "--bench --json $label.fxo exited non-zero: $(head -3 "$tmp/err")"
+  fi
+}
+artifact_bench mlp "$tmp/mlp.f32.fxg"
+artifact_bench train "$tmp/mlp_train.f32.fxg" --mode=train
+artifact_bench aot_eager "$tmp/mlp.f32.fxg" --backend=aot_eager
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['flops'] == 2*2*64*256*256 and len(j['steps']) == 4, j" "$tmp/mlp.fxo.json" &&
+  ok "the mlp .fxo counts its two matmuls' flops in four steps" || bad "mlp .fxo flops/steps"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['mode'] == 'train' and j['flops'] == 6*2*64*256*256, j" "$tmp/train.fxo.json" &&
+  ok "the train .fxo reports mode train and the backward's flops" || bad "train .fxo mode/flops"
+out=$("$fxc" --bench "$tmp/mlp.fxo" 2>&1)
+echo "$out" | grep -q "GB/s effective" && echo "$out" | grep -q "^  extern linear " &&
+  ok "--bench mlp.fxo text report with its steps" || { bad "--bench mlp.fxo text report"; echo "$out" | head -5; }
 
 # Text report: the median line, then the step table.
 out=$("$fxc" --device=cpu --bench "$tmp/norms.f32.fxg" 2>&1)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU: CUDA .fxo artifacts. Fixtures compiled with --device=cuda to .fxo reproduce
 # PyTorch's outputs (and gradients in train mode) under `fxc --run x.fxo`, and the embed example
-# (C, through libfxcrt.so: no LLVM) loads the PTX artifact and matches PyTorch too.
+# (C, through libfxcrt.so: no LLVM) loads the PTX artifact and matches PyTorch too. `--bench
+# --json` of a CUDA .fxo times its plan runners with CUDA events on resident buffers, with per-step
+# times and nonzero GB/s, and counts the bytes --bench of the graph counts.
 # Usage: artifact_cuda.sh <fxc>   (libfxcrt.so is looked for beside fxc and in ../lib)
 set -u
 fxc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -24,6 +26,31 @@ done
 run "compile mlp train" "$fxc" --device=cuda --mode=train "$fx/mlp.pt2" -o train.fxo
 run "--run train.fxo --expect gradients" "$fxc" --run train.fxo --inputs "$fx/mlp.io.safetensors" \
   --expect "$fx/mlp.grad.safetensors" --atol 1e-4
+
+# --bench of CUDA artifacts: timed like the compiled graph (CUDA events, resident buffers).
+bench_fxo() { # bench_fxo <artifact> <graph> <compile flags...>
+  local fxo=$1 g=$2; shift 2
+  if "$fxc" --bench --json "$fxo" >"$fxo.bench.json" 2>bench.err &&
+     "$fxc" --device=cuda "$@" --bench --json "$g" >"$fxo.graph.json" 2>>bench.err &&
+     python3 - "$fxo.bench.json" "$fxo.graph.json" <<'PY'
+import json, sys
+a, g = (json.load(open(f)) for f in sys.argv[1:])
+print(f"     {a['graph']}: {a['median_ms']:.4f} ms, {a['gbps']:.1f} GB/s, {a['tflops']:.3f} TFLOP/s; "
+      f"graph: {g['median_ms']:.4f} ms, {g['gbps']:.1f} GB/s")
+assert a["timer"] == "cuda_events" and a["device"] == "cuda" and a["flush_bytes"] == 256 << 20, a
+assert a["mode"] == g["mode"] and a["bytes"] == g["bytes"] and a["bytes"] > 0 and a["gbps"] > 0, (a, g)
+assert a["steps"] and all(s["median_ms"] > 0 for s in a["steps"]), a["steps"]
+assert [(s["kind"], s["name"]) for s in a["steps"]] == [(s["kind"], s["name"]) for s in g["steps"]]
+assert a["flops"] > 0 and (g["flops"] == 0 or a["flops"] == g["flops"]), (a["flops"], g["flops"])
+roles = {s["graph"] for s in a["steps"]}
+assert roles == ({"forward", "backward"} if a["mode"] == "train" else {"inference"}), roles
+PY
+  then echo "ok   --bench --json $fxo: CUDA events, steps, the graph's bytes"
+  else echo "FAIL --bench --json $fxo"; head -12 bench.err | sed 's/^/     /'; fail=1; fi
+}
+bench_fxo mlp.fxo "$fx/mlp.pt2"
+bench_fxo convnet.fxo "$fx/convnet.pt2"
+bench_fxo train.fxo "$fx/mlp.pt2" --mode=train
 
 lib=
 for d in "$bindir" "$bindir/../lib"; do [ -f "$d/libfxcrt.so" ] && lib=$(cd "$d" && pwd); done
