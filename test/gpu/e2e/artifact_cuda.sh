@@ -41,7 +41,9 @@ assert a["timer"] == "cuda_events" and a["device"] == "cuda" and a["flush_bytes"
 assert a["mode"] == g["mode"] and a["bytes"] == g["bytes"] and a["bytes"] > 0 and a["gbps"] > 0, (a, g)
 assert a["steps"] and all(s["median_ms"] > 0 for s in a["steps"]), a["steps"]
 assert [(s["kind"], s["name"]) for s in a["steps"]] == [(s["kind"], s["name"]) for s in g["steps"]]
-assert a["flops"] > 0 and (g["flops"] == 0 or a["flops"] == g["flops"]), (a["flops"], g["flops"])
+# The graph's flops where its path finds the extern's node (matmuls: always; mlp has two).
+assert a["flops"] == g["flops"] or g["flops"] == 0, (a["flops"], g["flops"])
+assert a["flops"] > 0 or "mlp" not in a["graph"], a["flops"]
 roles = {s["graph"] for s in a["steps"]}
 assert roles == ({"forward", "backward"} if a["mode"] == "train" else {"inference"}), roles
 PY
