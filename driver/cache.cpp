@@ -6,6 +6,7 @@
 #include "codegen/host_cpu.h"
 #endif
 #include "frontend/diag.h"
+#include "runtime/cuda_driver.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -328,6 +329,14 @@ const std::string& fxc_binary_digest() {
   return digest;
 }
 
+/// "NVIDIA H200 sm_90", or why there is no device (the compile then fails with that reason).
+std::string cuda_device_name() {
+  std::string why = cuda::Context::unavailable_reason();
+  if (!why.empty()) return "unavailable: " + why;
+  const cuda::DeviceInfo& info = cuda::Context::get().info();
+  return info.name + " " + info.arch();
+}
+
 } // namespace
 
 CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
@@ -347,6 +356,8 @@ CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
   k.add("inject-bug", o.inject_bug);
   k.add("allow-tf32", o.allow_tf32 ? "1" : "0");
   k.add("max-autotune", o.max_autotune ? "1" : "0");
+  // CUDA choices are measured on one GPU: a tuned artifact is not another device's.
+  if (o.max_autotune && o.device == DeviceKind::Cuda) k.add("autotune-device", cuda_device_name());
   k.add("verify-each", o.verify_each ? "1" : "0");
   for (const std::string& p : o.plugins) k.add_file("plugin", p);
   k.add_file("graph", o.input);

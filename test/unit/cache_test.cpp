@@ -2,6 +2,7 @@
 #include "driver/cache.h"
 #include "driver/depfile.h"
 #include "frontend/diag.h"
+#include "runtime/cuda_driver.h"
 
 #include <doctest/doctest.h>
 
@@ -99,6 +100,26 @@ TEST_CASE("cache: keys are 32 hex digits and depend on every field and its bound
   CacheKeyBuilder b;
   b.add("mode", "train");
   CHECK(b.description().find("mode=train\n") != std::string::npos);
+}
+
+TEST_CASE("cache: a CUDA --max-autotune compile's key names the GPU that timed it") {
+  Graph g;
+  g.name = "m";
+  Options o;
+  o.input = std::string(FXC_FIXTURES_DIR) + "/mlp.pt2";
+  o.device = DeviceKind::Cuda;
+  std::string plain = compile_cache_key(o, "fxo", "sm_90", g, {}).description();
+  CHECK(plain.find("autotune-device=") == std::string::npos);
+  o.max_autotune = true;
+  std::string tuned = compile_cache_key(o, "fxo", "sm_90", g, {}).description();
+  CHECK(tuned.find("max-autotune=1\n") != std::string::npos);
+  // Without a device here: the reason, and the compile itself fails with it.
+  std::string why = cuda::Context::unavailable_reason();
+  std::string want = why.empty() ? cuda::Context::get().info().name : "unavailable: " + why;
+  CHECK(tuned.find("autotune-device=" + want) != std::string::npos);
+  o.device = DeviceKind::Cpu;
+  CHECK(compile_cache_key(o, "fxo", "x86", g, {}).description().find("autotune-device=") ==
+        std::string::npos);
 }
 
 TEST_CASE("cache: file digests are content digests and name the file they cannot read") {
