@@ -2,6 +2,7 @@
 #include "codegen/autotune_cuda.h"
 
 #include "frontend/diag.h"
+#include "runtime/compare.h"
 #include "runtime/cublaslt.h"
 
 #include <algorithm>
@@ -55,6 +56,23 @@ struct Tuning {
   bool cached = false;    ///< a cached choice (candidate 1), applied without timing
   size_t candidates() const { return labels.size(); }
 };
+
+/// Empty when every tuned result matches the heuristic's: the same values up to the reordering
+/// of sums that other mappings and algorithms do (rtol = atol = 1e-3 for 32- and 64-bit floats,
+/// 2e-2 for 16-bit floats, exact otherwise); else which output differs and how.
+std::string differs(const std::vector<Tensor>& tuned, const std::vector<Tensor>& reference) {
+  if (tuned.size() != reference.size()) return "the tuned plan has another number of outputs";
+  for (size_t i = 0; i < tuned.size(); ++i) {
+    CompareOptions co;
+    DType d = reference[i].dtype();
+    bool half = d == DType::F16 || d == DType::BF16;
+    bool fl = half || d == DType::F32 || d == DType::F64;
+    co.rtol = co.atol = half ? 2e-2 : fl ? 1e-3 : 0;
+    CompareResult r = compare_tensors(tuned[i], reference[i], co);
+    if (!r.ok) return "output " + std::to_string(i) + " differs from the heuristic's: " + r.message;
+  }
+  return "";
+}
 
 void apply_kernel(PlanKernel& k, const PtxKernel& ptx, void* function) {
   k.cuda_function = function;
@@ -165,6 +183,16 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
   }
   if (pending.empty()) return log;
 
+  // The heuristic's results on these inputs, for checking the tuned plan's.
+  std::vector<Tensor> reference;
+  try {
+    runner.time_steps();
+    reference = runner.download();
+  } catch (const Error& e) {
+    log.push_back(std::string("not tuned: the plan fails on random inputs: ") + e.what());
+    return log;
+  }
+
   // Every candidate's PTX in one pass of the code generator, then loaded.
   std::vector<PtxKernel> generated = generate_ptx(p, requests, arch, libdevice);
   for (size_t r = 0; r < generated.size(); ++r) {
@@ -241,35 +269,61 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
     if (flush) ctx.mem_free(flush);
   }
 
-  for (Tuning& t : pending) {
+  // The choices, applied; they are kept only when the plan's results still match the
+  // heuristic's (a candidate that computed something else would otherwise be chosen silently).
+  std::vector<size_t> best(pending.size(), 0);
+  std::vector<AutotuneEntry> entries(pending.size());
+  std::vector<std::string> lines;
+  for (size_t j = 0; j < pending.size(); ++j) {
+    Tuning& t = pending[j];
     std::string name = t.kernel ? plan.kernels[t.index].name : plan.externs[t.index].name;
-    size_t best = 0;
-    const bool cached = t.cached;
-    AutotuneEntry e;
-    e.kernel = name;
+    entries[j].kernel = name;
     std::string line = name + ": candidates ";
     for (size_t c = 0; c < t.candidates(); ++c) {
-      if (t.ms[c] < t.ms[best] && t.ms[c] < kMinGain * t.ms[0]) best = c;
-      if (cached || !std::isfinite(t.ms[c])) continue;
-      e.candidates.push_back({t.labels[c], t.ms[c]});
+      if (t.ms[c] < t.ms[best[j]] && t.ms[c] < kMinGain * t.ms[0]) best[j] = c;
+      if (t.cached || !std::isfinite(t.ms[c])) continue;
+      entries[j].candidates.push_back({t.labels[c], t.ms[c]});
       line += (c ? ", " : "") + t.labels[c] + " " + format_ms(t.ms[c]);
     }
-    if (!std::isfinite(t.ms[best])) {
-      best = 0;
-      log.push_back(name + ": not timed; keeping " + t.labels[0]);
-    } else if (!cached) {
-      e.choice = t.labels[best];
-      log.push_back(line + " -> " + e.choice);
-      cache.insert(opts.device, t.key, std::move(e));
+    if (!std::isfinite(t.ms[best[j]])) {
+      best[j] = 0;
+      lines.push_back(name + ": not timed; keeping " + t.labels[0]);
+    } else if (!t.cached) {
+      entries[j].choice = t.labels[best[j]];
+      lines.push_back(line + " -> " + entries[j].choice);
     }
-    if (t.kernel) {
-      apply_kernel(plan.kernels[t.index], t.ptx[best], t.functions[best]);
-      if (best != 0) {
-        kernels[t.index].ptx = std::move(t.ptx[best]);
-        kernels[t.index].module = std::move(t.modules[best]);
-      }
-    } else {
-      plan.externs[t.index].algo = int(best);
+  }
+  auto apply = [&](bool chosen) {
+    for (size_t j = 0; j < pending.size(); ++j) {
+      Tuning& t = pending[j];
+      size_t c = chosen ? best[j] : 0;
+      if (t.kernel)
+        apply_kernel(plan.kernels[t.index], t.ptx[c], t.functions[c]);
+      else
+        plan.externs[t.index].algo = int(c);
+    }
+  };
+  apply(true);
+  std::string mismatch = "the tuned plan does not run";
+  try {
+    runner.time_steps();
+    mismatch = differs(runner.download(), reference);
+  } catch (const Error& e) {
+    mismatch += std::string(": ") + e.what();
+  }
+  log.insert(log.end(), lines.begin(), lines.end());
+  if (!mismatch.empty()) {
+    apply(false);
+    log.push_back("choices discarded, the heuristic's kept: " + mismatch);
+    return log;
+  }
+  for (size_t j = 0; j < pending.size(); ++j) {
+    Tuning& t = pending[j];
+    if (!t.cached && !entries[j].choice.empty())
+      cache.insert(opts.device, t.key, std::move(entries[j]));
+    if (t.kernel && best[j] != 0) {
+      kernels[t.index].ptx = std::move(t.ptx[best[j]]);
+      kernels[t.index].module = std::move(t.modules[best[j]]);
     }
   }
   std::string err;

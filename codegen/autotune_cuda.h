@@ -9,7 +9,9 @@
 // rounds: round r gives every kernel and matmul its r-th candidate (its last once it has no
 // more), then, after a warm-up, times every step with CUDA events (CudaPlanRunner::time_steps)
 // `runs` times, each after writing 256 MiB to flush the L2 cache; a candidate's time is its
-// fastest. Another candidate replaces the heuristic's only when it takes under 97% of its time.
+// fastest. Another candidate replaces the heuristic's only when it takes under 97% of its time,
+// and the choices are kept only when the tuned plan's results on those inputs match the
+// heuristic plan's (up to the reordering of sums; else all are discarded and the log says why).
 // Choices persist in autotune.json (runtime/autotune_cache.h) keyed by the device ("cuda <name>
 // sm_XY") and the kernel's code and size, or the matmul's shapes, strides, epilogue and
 // cuBLASLt version; a cached choice is applied without timing. Covered by test/gpu/run.sh

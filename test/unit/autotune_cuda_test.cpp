@@ -107,6 +107,9 @@ TEST_CASE("cuda autotune: mapping candidates start with the heuristic's and all 
       CHECK(labels.count("block=512 vec=4 persistent chunks=1"));
       CHECK(labels.count("block=512 vec=4"));
       CHECK_FALSE(labels.count("block=32 vec=4 persistent chunks=16"));
+      // Pipelined rows: 2 per block still give 150 blocks, 4 would leave multiprocessors idle.
+      CHECK(labels.count("block=128 vec=4 persistent chunks=4 rows=2"));
+      CHECK_FALSE(labels.count("block=128 vec=4 persistent chunks=4 rows=4"));
     } else {
       CHECK(format_mapping(c[0]) == "rows=256");
       CHECK(labels.count("rows=64"));
@@ -189,6 +192,7 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
   std::string log = log_of(first);
   INFO(log);
   CHECK(contains(log, ": candidates block=128 vec=4 persistent chunks=4 "));
+  CHECK_FALSE(contains(log, "discarded"));
   CHECK(contains(log, ": candidates rows=256 "));
   CHECK(fs::exists(dir / "autotune.json"));
   check_close(first.run(tg.inputs), want, 1e-5);
@@ -223,6 +227,7 @@ TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the ch
   // cuBLASLt offers several algorithms for this product: they are timed.
   CHECK(contains(log, ": candidates algo=0 "));
   CHECK(contains(log, ", algo=1 "));
+  CHECK_FALSE(contains(log, "discarded"));
   REQUIRE(cg.plan().externs.size() == 1);
   int algo = cg.plan().externs[0].algo;
   CHECK(algo >= 0);
