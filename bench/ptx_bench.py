@@ -2,7 +2,8 @@
 #
 # Each PTX file (written by `fxc --device=cuda --emit=ptx` on any machine) holds the one fused
 # kernel of a case, launched with GRID blocks of BLOCK threads; its parameters are the case's
-# inputs and output (device pointers), then the row count of its iteration space (GRID).
+# inputs and output (device pointers), then the row count of its iteration space (ROWS; a
+# kernel of R rows per block is launched with GRID = ceil(ROWS / R)).
 # Cases, x of ROWS x COLS:
 #   norms    softmax(gelu(layer_norm(x, w, b)) + x, dim=-1)   (x, w, b, out)
 #   softmax  softmax(x, -1)                                     (x, out)
@@ -104,7 +105,7 @@ def main():
         kname = text.split(".visible .entry ")[1].split("(")[0]
         k = cp.RawModule(path=path).get_function(kname)
         out = torch.empty_like(res)
-        args = tuple(cp.asarray(t) for t in ins + [out]) + (cp.int64(grid),)
+        args = tuple(cp.asarray(t) for t in ins + [out]) + (cp.int64(nr),)
         stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
 
         def launch():
@@ -124,7 +125,7 @@ def main():
         ms = time_ms(launch, flush)
         r = {"case": case, "dtype": dt, "shape": [nr, nc], "variant": label, "grid": grid,
              "block": block, "ms": ms, "GBps": nbytes / ms / 1e6, "pct_copy": 100 * copy_ms / ms,
-             "max_err": err, "ok": good}
+             "max_err": err, "ok": good, "regs": getattr(k, "num_regs", None)}
         if case != "argmax":
             r["ulp_err"] = ulp_err(out, ref, dt)
         rows.append(r)

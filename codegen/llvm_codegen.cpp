@@ -43,6 +43,25 @@ bool uses_r(const IndexExpr& e) {
   return false;
 }
 
+/// Whether `e` depends on variable `var` through affine terms, floor divisions and moduli
+/// alone (no indirect index).
+bool affine_in(const IndexExpr& e, int var, bool* uses) {
+  for (auto& [a, c] : e.terms()) {
+    switch (a.kind) {
+    case IndexAtom::Kind::Var:
+      *uses = *uses || a.id == var;
+      break;
+    case IndexAtom::Kind::FloorDiv:
+    case IndexAtom::Kind::Mod:
+      if (!affine_in(*a.arg, var, uses)) return false;
+      break;
+    case IndexAtom::Kind::Indirect:
+      return false;
+    }
+  }
+  return true;
+}
+
 class Emitter {
 public:
   Emitter(Target& t, llvm::Module& m, const LoopProgram& p, const Kernel& k)
@@ -152,6 +171,21 @@ private:
   std::map<std::string, int> sid_table_;
   std::vector<bool> sid_rdep_; ///< per structural id: depends on r
   IndexExpr same_;             ///< x * rnumel + r: an inner member's own position
+
+  // Pipelined rows (a persistent row, several rows per block): each vector load of the row
+  // (its index depends on x) is issued for the first row in `prologue_`, and for row x + 1 in
+  // `prefetch_` (when there is one) before row x computes; x.head's phis carry them over.
+  bool pipelined_ = false;
+  llvm::BasicBlock* prologue_ = nullptr; ///< ends with the branch to x.head
+  llvm::BasicBlock* head_ = nullptr;     ///< x.head
+  llvm::BasicBlock* body_ = nullptr;     ///< x.body: branches to prefetch_ or row_
+  llvm::BasicBlock* prefetch_ = nullptr; ///< the next row's loads
+  llvm::BasicBlock* row_ = nullptr;      ///< the current row's computation begins here
+  llvm::Value* xnext_ = nullptr;         ///< x + 1
+  /// Per pipelined load: its x.head phi and the next row's value merged in row_.
+  std::vector<std::pair<llvm::PHINode*, llvm::PHINode*>> next_loads_;
+  int combines_ = 0;                     ///< block reductions (combine_partial) per row
+  std::map<int, llvm::Value*> row_base_; ///< per buffer: its pointer for the next row's loads
 };
 
 llvm::Value* Emitter::index(const IndexExpr& e) {
@@ -574,14 +608,49 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
   } else {
     auto pit = buf_ptr_.find(buffer);
     assert(pit != buf_ptr_.end() && "kernel reads a buffer that is not an argument");
-    llvm::Value* saved = r_;
-    r_ = chunk_r0_[size_t(chunk_)];
-    llvm::Value* off = index(ix);
-    r_ = saved;
     llvm::Type* et = mem_type(t);
     uint64_t bytes = m_.getDataLayout().getTypeAllocSize(et) * uint64_t(map_.vec);
     auto* vt = llvm::FixedVectorType::get(et, unsigned(map_.vec));
-    vv = b_.CreateAlignedLoad(vt, b_.CreateGEP(et, pit->second, off), llvm::Align(bytes));
+    llvm::Value *saved_r = r_, *saved_x = x_;
+    r_ = chunk_r0_[size_t(chunk_)];
+    auto load_at = [&](llvm::Value* x) {
+      x_ = x;
+      return b_.CreateAlignedLoad(vt, b_.CreateGEP(et, pit->second, index(ix)), llvm::Align(bytes));
+    };
+    bool on_x = false;
+    if (pipelined_ && affine_in(ix, kXVar, &on_x) && on_x) {
+      llvm::IRBuilderBase::InsertPoint ip = b_.saveIP();
+      b_.SetInsertPoint(prologue_->getTerminator());
+      llvm::Value* first = load_at(entry_.xbegin);
+      // The next row's loads go through the buffer's global address as the target computes
+      // it (an opaque value): not provably read-only, they are not ld.global.nc, which ptxas
+      // sinks past barriers to the current row's last use of the registers they reuse.
+      llvm::Value* arg = pit->second;
+      llvm::Value*& global = row_base_[buffer];
+      if (!global) {
+        llvm::IRBuilder<> pb(prologue_->getTerminator());
+        global = target_.opaque_global(pb, arg);
+        if (!global) global = arg;
+      }
+      pit->second = global;
+      b_.SetInsertPoint(prefetch_->getTerminator());
+      llvm::Value* next = load_at(xnext_);
+      pit->second = arg;
+      b_.restoreIP(ip);
+      llvm::IRBuilder<> hb(head_, head_->begin());
+      llvm::PHINode* cur = hb.CreatePHI(vt, 2, "row.vec");
+      cur->addIncoming(first, prologue_);
+      llvm::IRBuilder<> rb(row_, row_->begin());
+      llvm::PHINode* merged = rb.CreatePHI(vt, 2, "next.vec");
+      merged->addIncoming(next, prefetch_);
+      merged->addIncoming(llvm::PoisonValue::get(vt), body_);
+      next_loads_.push_back({cur, merged});
+      vv = cur;
+    } else {
+      vv = load_at(saved_x);
+    }
+    r_ = saved_r;
+    x_ = saved_x;
     cache[key] = vv;
   }
   if (t == DType::BF16 && map_.vec % 2 == 0) {
@@ -766,7 +835,10 @@ void Emitter::emit_slot_stage(const KernelStage& st) {
       a = b_.CreateFAdd(a, llvm::ConstantFP::get(reg_type(vt), 0.0));
     llvm::Value* idx = arg.count(m.buffer) ? b_.CreateLoad(i64, arg[m.buffer]) : nullptr;
     // One thread owns each row (block 0): its partial result is the row's.
-    if (map_.block > 0) a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
+    if (map_.block > 0) {
+      a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
+      ++combines_;
+    }
     llvm::Value* res = idx ? idx : cast(a, vt, buf.dtype);
     row_vals_[m.buffer] = res;
     if (m.store) store(m.buffer, x_, res, buf.dtype);
@@ -847,7 +919,10 @@ void Emitter::emit_stage(const KernelStage& st) {
     llvm::Value* a = b_.CreateLoad(reg_type(vt), acc[m.buffer]);
     llvm::Value* idx = arg.count(m.buffer) ? b_.CreateLoad(i64, arg[m.buffer]) : nullptr;
     // One thread owns each row (block 0): its partial result is the row's.
-    if (map_.block > 0) a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
+    if (map_.block > 0) {
+      a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
+      ++combines_;
+    }
     llvm::Value* res = idx ? idx : cast(a, vt, buf.dtype);
     row_vals_[m.buffer] = res;
     if (m.store) store(m.buffer, x_, res, buf.dtype);
@@ -869,19 +944,9 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
     bodies_[m.buffer] = substitute(b.body, member_subst(b, m.role, k_.xnumel, k_.rnumel));
   }
   llvm::IntegerType* i64 = b_.getInt64Ty();
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "x.head", fn_);
-  llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "x.body", fn_);
-  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "x.exit", fn_);
-  b_.CreateBr(head);
-  b_.SetInsertPoint(head);
-  llvm::PHINode* x = b_.CreatePHI(i64, 2, "x");
-  x->addIncoming(entry_.xbegin, pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(x, entry_.xend), body, exit);
-  b_.SetInsertPoint(body);
-  x_ = x;
-  row_vals_.clear();
   bool resident = slots_ && map_.persistent;
+  assert((map_.block == 0 || map_.rows == 1 || resident) &&
+         "several rows per block need a persistent row");
   if (resident) {
     // Chunk j of thread t starts at (j * block + t) * vec: consecutive threads read
     // consecutive vectors.
@@ -893,13 +958,47 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
                                                           uint64_t(map_.vec))));
     begin_chunks(r0s, int64_t(map_.block) * map_.vec * map_.chunks);
   }
+  pipelined_ = resident && map_.rows > 1;
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "x.head", fn_);
+  llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "x.body", fn_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "x.exit", fn_);
+  if (pipelined_) {
+    prologue_ = llvm::BasicBlock::Create(ctx_, "x.prologue", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(entry_.xbegin, entry_.xend), prologue_, exit);
+    b_.SetInsertPoint(prologue_);
+  }
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::PHINode* x = b_.CreatePHI(i64, 2, "x");
+  x->addIncoming(entry_.xbegin, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(x, entry_.xend), body, exit);
+  b_.SetInsertPoint(body);
+  x_ = x;
+  llvm::Value* xn = b_.CreateAdd(x, b_.getInt64(1), "x.next", true, true);
+  if (pipelined_) {
+    head_ = head;
+    body_ = body;
+    xnext_ = xn;
+    prefetch_ = llvm::BasicBlock::Create(ctx_, "x.prefetch", fn_);
+    row_ = llvm::BasicBlock::Create(ctx_, "x.row", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(xn, entry_.xend), prefetch_, row_);
+    b_.SetInsertPoint(prefetch_);
+    b_.CreateBr(row_);
+    b_.SetInsertPoint(row_);
+  }
+  row_vals_.clear();
   for (size_t i = 0; i < k_.stages.size(); ++i) {
     // A resident row passes values between stages in registers: no stores to make visible.
     // With one thread per row (block 0), the thread reads back only its own stores.
     if (i > 0 && !resident && map_.block > 0) target_.end_stage(b_);
     emit_stage(k_.stages[i]);
   }
-  llvm::Value* xn = b_.CreateAdd(x, b_.getInt64(1), "x.next", true, true);
+  // Each block reduction has shared slots of its own, written once per row: another
+  // reduction's barrier keeps the next row's writes after every thread's reads of this row's,
+  // but a row with a single one needs a barrier of its own before the next row.
+  if (map_.block > 0 && map_.rows > 1 && combines_ == 1) target_.end_stage(b_);
+  for (auto& [cur, merged] : next_loads_) cur->addIncoming(merged, b_.GetInsertBlock());
   x->addIncoming(xn, b_.GetInsertBlock());
   b_.CreateBr(head);
   b_.SetInsertPoint(exit);

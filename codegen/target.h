@@ -35,8 +35,11 @@ struct TargetCaps {
 /// each computing one whole row (no shuffles, no barriers).
 struct RowMapping {
   int block = 0; ///< threads per row: a power of two (32..1024), or 0 for one thread per row
-  int rows = 1;  ///< rows per thread block (block 0 on NVPTX): its threads, one row each
-  int vec = 1;   ///< contiguous elements per thread access (one 16-byte vector where aligned)
+  /// Rows per thread block: with block 0 (NVPTX) its threads, one row each; otherwise rows the
+  /// block computes in turn (persistent rows only: the next row's loads are issued before the
+  /// current row is reduced, so they stream in while it computes).
+  int rows = 1;
+  int vec = 1; ///< contiguous elements per thread access (one 16-byte vector where aligned)
   /// Persistent form: each thread owns `chunks` vectors of the row (block * vec * chunks >=
   /// rnumel), kept in registers from the first stage to the last (no r loops, one read of the row).
   bool persistent = false;
@@ -93,6 +96,11 @@ public:
                                  bool /*bf16*/) {
     return nullptr;
   }
+  /// `ptr` (a kernel argument) as a value the optimizers cannot trace back to it, in the
+  /// target's global address space, or nullptr where the target has no such need. Pipelined
+  /// rows load the next row through it, so that those loads are not taken for reads of
+  /// read-only memory (which NVPTX's ptxas may move past barriers).
+  virtual llvm::Value* opaque_global(llvm::IRBuilderBase&, llvm::Value* /*ptr*/) { return nullptr; }
   /// Between two stages of a row: makes one stage's stores visible to the next stage's loads by
   /// the other threads of the row (nothing when one thread owns a row).
   virtual void end_stage(llvm::IRBuilderBase& b) = 0;

@@ -8,6 +8,7 @@
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -54,6 +55,10 @@ constexpr int64_t kShortRow = 32;
 constexpr int kShortRowBlock = 256;
 /// Block reductions over at most this many warps read every warp's slot in every thread.
 constexpr int kDirectWarps = 8;
+/// Multiprocessors of an H100 or H200 (SXM).
+constexpr int64_t kMultiprocessors = 132;
+/// Rows per block of the pipelined persistent candidates.
+constexpr int kPipelinedRows[] = {1, 2, 4, 8};
 
 /// libdevice's name for a math function.
 std::string libdevice_name(VOp op, bool f64) {
@@ -152,7 +157,8 @@ public:
     m.setDataLayout(kLayout);
   }
 
-  /// `void name(ptr buf0, ..., i64 xnumel)`: block x computes row x; its threads stride over r.
+  /// `void name(ptr buf0, ..., i64 xnumel)`: block c computes rows c * map.rows on, map.rows of
+  /// them in turn (one row where map.rows is 1); its threads stride over r.
   /// In the short-row form (map.block 0) thread t of block c computes row c * ntid + t alone
   /// (none past xnumel).
   llvm::Function* begin_kernel(llvm::Module& m, llvm::IRBuilderBase& b, const std::string& name,
@@ -205,8 +211,11 @@ public:
       entry->rstep = b.getInt64(1);
       return f;
     }
-    entry->xbegin = x;
-    entry->xend = b.CreateSelect(b.CreateICmpSLT(x, xnumel), b.CreateAdd(x, b.getInt64(1)), x);
+    // Block c computes rows [c * rows, min(c * rows + rows, xnumel)) in turn.
+    llvm::Value* first = map.rows > 1 ? b.CreateMul(x, b.getInt64(uint64_t(map.rows))) : x;
+    llvm::Value* past = b.CreateAdd(first, b.getInt64(uint64_t(map.rows)));
+    entry->xbegin = first;
+    entry->xend = b.CreateSelect(b.CreateICmpSLT(past, xnumel), past, xnumel);
     entry->rstart =
         b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
     entry->rstep =
@@ -215,10 +224,11 @@ public:
   }
 
   /// Block reduction: a butterfly shuffle within each warp, one shared slot per warp (slots of
-  /// their own for each reduction: a block computes one row, so each call's slots are written
-  /// once and one barrier suffices), then the per-warp results combined in the same fixed order
-  /// by every thread (up to 8 warps: read all slots) or by a butterfly over them whose lane 0's
-  /// result is broadcast. The result is deterministic and the same in every thread.
+  /// their own for each reduction, written once per row, so one barrier suffices; with several
+  /// rows per block the emitter separates the rows where a row has only one reduction), then
+  /// the per-warp results combined in the same fixed order by every thread (up to 8 warps: read
+  /// all slots) or by a butterfly over them whose lane 0's result is broadcast. The result is
+  /// deterministic and the same in every thread.
   llvm::Value* combine_partial(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* partial,
                                llvm::Value** index) override {
     assert(block_ >= kWarp && block_ % kWarp == 0 && "a block reduction needs whole warps");
@@ -375,6 +385,14 @@ public:
       vec = b.CreateInsertElement(vec, b.CreateBitCast(pair, b.getInt32Ty()), uint64_t(i / 2));
     }
     return vec;
+  }
+
+  /// cvta.to.global of `ptr` in inline assembly: loads through it are plain ld.global.
+  llvm::Value* opaque_global(llvm::IRBuilderBase& b, llvm::Value* ptr) override {
+    auto* ft =
+        llvm::FunctionType::get(llvm::PointerType::get(b.getContext(), 1), {ptr->getType()}, false);
+    return b.CreateCall(ft, llvm::InlineAsm::get(ft, "cvta.to.global.u64 $0, $1;", "=l,l", false),
+                        {ptr});
   }
 
   void end_stage(llvm::IRBuilderBase& b) override { barrier(b); }
@@ -580,7 +598,15 @@ std::vector<RowMapping> nvptx_mapping_candidates(const LoopProgram& p, const Ker
       RowMapping m = h;
       m.block = block;
       m.chunks = int(chunks);
+      m.rows = 1;
       add(m);
+    }
+    // Several rows per block, the next one's loads in flight while a row computes, as long
+    // as every multiprocessor still gets a block.
+    for (int rows : kPipelinedRows) {
+      RowMapping m = h;
+      m.rows = rows;
+      if ((k.xnumel + rows - 1) / rows >= kMultiprocessors) add(m);
     }
   }
   // The looping form: threads stride over the row, each stage reads it again.
@@ -589,6 +615,7 @@ std::vector<RowMapping> nvptx_mapping_candidates(const LoopProgram& p, const Ker
     RowMapping m = h;
     m.persistent = false;
     m.chunks = 1;
+    m.rows = 1;
     m.block = block;
     add(m);
   }
@@ -599,6 +626,7 @@ std::string format_mapping(const RowMapping& m) {
   if (m.block == 0) return "rows=" + std::to_string(m.rows);
   std::string s = "block=" + std::to_string(m.block) + " vec=" + std::to_string(m.vec);
   if (m.persistent) s += " persistent chunks=" + std::to_string(m.chunks);
+  if (m.rows > 1) s += " rows=" + std::to_string(m.rows);
   return s;
 }
 
@@ -644,7 +672,7 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxR
     pk.xnumel = k.xnumel;
     pk.mapping = target.row_mapping(p, k);
     pk.block = pk.mapping.block > 0 ? pk.mapping.block : pk.mapping.rows;
-    pk.rows = pk.mapping.block > 0 ? 1 : pk.mapping.rows;
+    pk.rows = pk.mapping.rows;
     std::optional<PassTimer> timer(std::in_place, "emit LLVM IR");
     emit_kernel(target, *m, p, k, pk.args, std::vector<bool>(pk.args.size(), true));
     std::string verr;

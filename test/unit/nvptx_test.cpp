@@ -38,6 +38,8 @@ TestGraph row_graph(DType t, int64_t rows, int64_t cols, const std::string& what
     y = tg.op("aten._softmax.default", {T(x), I(-1), B(false)});
   else if (what == "sum")
     y = tg.op("aten.sum.dim_IntList", {T(x), Is({-1})});
+  else if (what == "center")
+    y = tg.op("aten.sub.Tensor", {T(x), T(tg.op("aten.mean.dim", {T(x), Is({-1}), B(true)}))});
   else
     y = tg.op("aten.mul.Tensor", {T(tg.op("aten.relu.default", {T(x)})), T(x)});
   tg.output(y);
@@ -51,6 +53,19 @@ RowMapping only_mapping(const TestGraph& tg, int64_t* rnumel = nullptr) {
   REQUIRE(s.kernels.size() == 1);
   if (rnumel) *rnumel = s.kernels[0].rnumel;
   return nvptx_row_mapping(p, s.kernels[0]);
+}
+
+/// The one kernel of `tg` with the heuristic's mapping but `rows` rows per block.
+PtxKernel rows_ptx(const TestGraph& tg, int rows) {
+  LoopProgram p = lower(decompose(tg.g));
+  Schedule s = fuse(p);
+  REQUIRE(s.kernels.size() == 1);
+  RowMapping m = nvptx_row_mapping(p, s.kernels[0]);
+  CHECK(m.rows == 1);
+  m.rows = rows;
+  std::vector<PtxKernel> k = generate_ptx(p, {{&s.kernels[0], m}}, "sm_90", kLibdevice);
+  REQUIRE(k.size() == 1);
+  return k[0];
 }
 
 std::string only_ptx(const TestGraph& tg, int* block = nullptr) {
@@ -168,6 +183,36 @@ TEST_CASE("nvptx: PTX of pointwise, reduction and persistent-reduction kernels")
   CHECK(block == 128);
   CHECK(count(tail, "ld.global.nc.v4.f32") == 2);
   CHECK(count(tail, "st.global.v4.f32") == 2);
+}
+
+TEST_CASE("nvptx: pipelined persistent rows") {
+  if (!std::ifstream(kLibdevice)) {
+    MESSAGE("libdevice not installed; PTX generation not exercised");
+    return;
+  }
+  // bf16 softmax, 4 rows per block: the first row's vector is loaded before the row loop, the
+  // next row's (when there is one) at the top of each row, through an opaque global address
+  // (plain ld.global: ptxas keeps it ahead of the row's barriers). Nothing else changes.
+  PtxKernel one = rows_ptx(row_graph(DType::BF16, 512, 1024, "softmax"), 1);
+  PtxKernel four = rows_ptx(row_graph(DType::BF16, 512, 1024, "softmax"), 4);
+  CHECK(one.rows == 1);
+  CHECK(four.rows == 4);
+  CHECK(four.block == 128);
+  CHECK(format_mapping(four.mapping) == "block=128 vec=8 persistent chunks=1 rows=4");
+  CHECK(count(one.ptx, "ld.global.nc.v4.u32") == 1);
+  CHECK(count(one.ptx, "// begin inline asm") == 0);
+  CHECK(count(four.ptx, "ld.global.nc.v4.u32") == 0);
+  CHECK(count(four.ptx, "ld.global.v4.u32") == 2);
+  CHECK(count(four.ptx, "// begin inline asm") == 1);
+  CHECK(count(four.ptx, "cvta.to.global.u64 %") == 1);
+  CHECK(count(four.ptx, "st.global.v4.b32") == 1);
+  // Two reductions, each with shared slots of its own: the other's barrier separates one
+  // row's reads of a slot from the next row's write, so no barrier is added.
+  CHECK(count(one.ptx, "bar.sync") == 2);
+  CHECK(count(four.ptx, "bar.sync") == 2);
+  // One reduction (x - mean): a barrier at the end of each row.
+  CHECK(count(rows_ptx(row_graph(DType::F32, 512, 1024, "center"), 1).ptx, "bar.sync") == 1);
+  CHECK(count(rows_ptx(row_graph(DType::F32, 512, 1024, "center"), 4).ptx, "bar.sync") == 2);
 }
 
 TEST_CASE("nvptx: the erf of 16-bit results is within 2^-18 of erf") {
