@@ -9,56 +9,42 @@ fxc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 build=$(cd "$(dirname "$fxc")" && pwd)
 fx=$src/test/fixtures
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; [ -n "${2:-}" ] && echo "$2" | head -12 | sed 's/^/     /'; fail=1; }
-# expect_ok <label> <cmd...>
-expect_ok() {
-  local label=$1; shift
-  if out=$("$@" 2>&1); then ok "$label"; else bad "$label" "$out"; fi
-}
-# expect_error <label> <status> <message> <cmd...>: fails with that status and message on stderr
-expect_error() {
-  local label=$1 status=$2 msg=$3; shift 3
-  out=$("$@" 2>&1); st=$?
-  if [ $st -eq "$status" ] && grep -qF -- "$msg" <<<"$out"; then ok "$label"
-  else bad "$label (status $st, want $status and '$msg')" "$out"; fi
-}
+. "$src/test/lib/common.sh"
 
-cd "$work" || exit 1
+cd "$tmp" || exit 1
 # No compile cache: two compiles must each really compile for the determinism checks.
-export FXC_CACHE_DIR= XDG_CACHE_HOME=$work/xdg-unused
+export FXC_CACHE_DIR= XDG_CACHE_HOME=$tmp/xdg-unused
 nc=--no-cache
 # The default action, and determinism: two compiles give the same bytes.
-expect_ok "default action writes mlp.fxo" "$fxc" $nc --device=cpu "$fx/mlp.pt2"
+check "default action writes mlp.fxo" 0 "$fxc" $nc --device=cpu "$fx/mlp.pt2"
 [ -s mlp.fxo ] && ok "mlp.fxo exists" || bad "mlp.fxo exists"
-expect_ok "compile again with -o" "$fxc" $nc --device=cpu "$fx/mlp.pt2" -o again.fxo
-cmp -s mlp.fxo again.fxo && ok "two compiles give identical bytes" || bad "two compiles give identical bytes"
-expect_ok "block.fxo" "$fxc" $nc --device=cpu "$fx/block.pt2" -o block.fxo
-expect_ok "block.fxo again" "$fxc" $nc --device=cpu "$fx/block.pt2" -o block2.fxo
-cmp -s block.fxo block2.fxo && ok "block: identical bytes" || bad "block: identical bytes"
+check "compile again with -o" 0 "$fxc" $nc --device=cpu "$fx/mlp.pt2" -o again.fxo
+same "two compiles give identical bytes" mlp.fxo again.fxo
+check "block.fxo" 0 "$fxc" $nc --device=cpu "$fx/block.pt2" -o block.fxo
+check "block.fxo again" 0 "$fxc" $nc --device=cpu "$fx/block.pt2" -o block2.fxo
+same "block: identical bytes" block.fxo block2.fxo
 
 # Running artifacts reproduces PyTorch.
-expect_ok "--run mlp.fxo --expect" "$fxc" --run mlp.fxo --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors"
-expect_ok "--run block.fxo --expect" "$fxc" --run block.fxo --inputs "$fx/block.io.safetensors" --expect "$fx/block.io.safetensors"
-expect_ok "train-mode artifact" "$fxc" $nc --device=cpu --mode=train "$fx/mlp.pt2" -o train.fxo
-expect_ok "--run train.fxo --expect gradients" "$fxc" --run train.fxo --inputs "$fx/mlp.io.safetensors" \
+check "--run mlp.fxo --expect" 0 "$fxc" --run mlp.fxo --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors"
+check "--run block.fxo --expect" 0 "$fxc" --run block.fxo --inputs "$fx/block.io.safetensors" --expect "$fx/block.io.safetensors"
+check "train-mode artifact" 0 "$fxc" $nc --device=cpu --mode=train "$fx/mlp.pt2" -o train.fxo
+check "--run train.fxo --expect gradients" 0 "$fxc" --run train.fxo --inputs "$fx/mlp.io.safetensors" \
   --expect "$fx/mlp.grad.safetensors" --atol 1e-4
-expect_ok "eager-backend artifact" "$fxc" $nc --device=cpu --backend=eager "$fx/embed.pt2" -o eager.fxo
-expect_ok "--run eager.fxo --expect" "$fxc" --run eager.fxo --inputs "$fx/embed.io.safetensors" --expect "$fx/embed.io.safetensors"
+check "eager-backend artifact" 0 "$fxc" $nc --device=cpu --backend=eager "$fx/embed.pt2" -o eager.fxo
+check "--run eager.fxo --expect" 0 "$fxc" --run eager.fxo --inputs "$fx/embed.io.safetensors" --expect "$fx/embed.io.safetensors"
 # Same results as compiling and running in one go (seeded random inputs, same seed).
 "$fxc" --run mlp.fxo --outputs from_fxo.safetensors >/dev/null 2>&1
 "$fxc" --device=cpu --run "$fx/mlp.pt2" --outputs from_pt2.safetensors >/dev/null 2>&1
-expect_ok "--run x.fxo equals --run x.pt2 (random inputs)" "$fxc" --run mlp.fxo --expect from_pt2.safetensors --rtol 0 --atol 0
-expect_ok "--bench x.fxo" "$fxc" --bench mlp.fxo
+check "--run x.fxo equals --run x.pt2 (random inputs)" 0 "$fxc" --run mlp.fxo --expect from_pt2.safetensors --rtol 0 --atol 0
+check "--bench x.fxo" 0 "$fxc" --bench mlp.fxo
 
 # A CUDA artifact (PTX) is built without a device, deterministically; without a device, running
 # it is a clean error (test/gpu/e2e/artifact_cuda.sh runs it on a GPU).
-expect_ok "--device=cuda artifact without a device" "$fxc" $nc --device=cuda "$fx/block.pt2" -o cuda.fxo
-expect_ok "--device=cuda artifact again" "$fxc" $nc --device=cuda "$fx/block.pt2" -o cuda2.fxo
-cmp -s cuda.fxo cuda2.fxo && ok "cuda: identical bytes" || bad "cuda: identical bytes"
+check "--device=cuda artifact without a device" 0 "$fxc" $nc --device=cuda "$fx/block.pt2" -o cuda.fxo
+check "--device=cuda artifact again" 0 "$fxc" $nc --device=cuda "$fx/block.pt2" -o cuda2.fxo
+same "cuda: identical bytes" cuda.fxo cuda2.fxo
 if out=$("$fxc" --run cuda.fxo --inputs "$fx/block.io.safetensors" --expect "$fx/block.io.safetensors" 2>&1); then
   ok "--run cuda.fxo (a GPU is present)"
 elif grep -qF "cuda.fxo: error: no CUDA driver/device" <<<"$out"; then ok "--run cuda.fxo without a GPU: clean error"
@@ -66,18 +52,23 @@ else bad "--run cuda.fxo" "$out"; fi
 
 # Corrupt, truncated, foreign and newer files.
 cp "$fx/mlp.pt2" foreign.fxo
-expect_error "foreign file" 1 "foreign.fxo: error: not an fxc artifact" "$fxc" --run foreign.fxo
+check "foreign file" 1 "$fxc" --run foreign.fxo
+has "foreign file: message" "$tmp/err" "foreign.fxo: error: not an fxc artifact"
 head -c 1000 mlp.fxo >truncated.fxo
-expect_error "truncated file" 1 "truncated.fxo: error: truncated artifact" "$fxc" --run truncated.fxo
+check "truncated file" 1 "$fxc" --run truncated.fxo
+has "truncated file: message" "$tmp/err" "truncated.fxo: error: truncated artifact"
 python3 - mlp.fxo <<'EOF'
 import sys
 b = bytearray(open(sys.argv[1], 'rb').read())
 c = bytearray(b); c[len(c) // 2] ^= 0x40; open('corrupt.fxo', 'wb').write(c)
 v = bytearray(b); v[4] = 2; open('newer.fxo', 'wb').write(v)
 EOF
-expect_error "corrupt file" 1 "corrupt.fxo: error: corrupt artifact: checksum mismatch" "$fxc" --run corrupt.fxo
-expect_error "newer format" 1 "newer.fxo: error: artifact format version 2" "$fxc" --run newer.fxo
-expect_error "an artifact is not recompiled by --emit" 2 "is a compiled artifact" "$fxc" --emit=fx mlp.fxo
+check "corrupt file" 1 "$fxc" --run corrupt.fxo
+has "corrupt file: message" "$tmp/err" "corrupt.fxo: error: corrupt artifact: checksum mismatch"
+check "newer format" 1 "$fxc" --run newer.fxo
+has "newer format: message" "$tmp/err" "newer.fxo: error: artifact format version 2"
+check "an artifact is not recompiled by --emit" 2 "$fxc" --emit=fx mlp.fxo
+has "an artifact is not recompiled by --emit: message" "$tmp/err" "is a compiled artifact"
 
 # Guards: inputs of another batch size fail the shape guard (the .pt2 recompiles instead).
 python3 - "$fx/mlp.io.safetensors" <<'EOF'
@@ -92,18 +83,21 @@ h = {'input_0': {'dtype': 'F32', 'shape': [b // 2, f], 'data_offsets': [0, len(r
 hj = json.dumps(h).encode(); hj += b' ' * (-len(hj) % 8)
 open('half.safetensors', 'wb').write(struct.pack('<Q', len(hj)) + hj + rows)
 EOF
-expect_error "shape guard names the input" 1 "error: input_0 'x': shape guard failed: expected f32[" \
-  "$fxc" --run mlp.fxo --inputs half.safetensors
-expect_error "--log=recompiles explains an artifact is not recompiled" 1 "not recompiling mlp.fxo" \
+check "shape guard names the input" 1 "$fxc" --run mlp.fxo --inputs half.safetensors
+has "shape guard names the input: message" "$tmp/err" \
+  "error: input_0 'x': shape guard failed: expected f32["
+check "--log=recompiles explains an artifact is not recompiled" 1 \
   "$fxc" --run mlp.fxo --inputs half.safetensors --log=recompiles
-out=$("$fxc" --device=cpu --run "$fx/mlp.pt2" --inputs half.safetensors --log=recompiles 2>&1)
-grep -qF "recompiling mlp because the guards failed: input_0 'x': expected f32[" <<<"$out" &&
-  ok "a graph recompiles for new shapes (--log=recompiles)" || bad "a graph recompiles for new shapes" "$out"
-expect_ok "compile for --inputs' shapes" "$fxc" $nc --device=cpu "$fx/mlp.pt2" --inputs half.safetensors -o half.fxo
-expect_ok "--run the re-specialized artifact" "$fxc" --run half.fxo --inputs half.safetensors
-out=$("$fxc" --run mlp.fxo --log=guards 2>&1)
-grep -qF "input_0 'x': dtype f32, shape f32[" <<<"$out" && grep -qF "(passes)" <<<"$out" &&
-  ok "--log=guards lists the artifact's guards" || bad "--log=guards lists the artifact's guards" "$out"
+has "--log=recompiles explains an artifact is not recompiled: message" "$tmp/err" \
+  "not recompiling mlp.fxo"
+"$fxc" --device=cpu --run "$fx/mlp.pt2" --inputs half.safetensors --log=recompiles >"$tmp/out" 2>&1
+has "a graph recompiles for new shapes (--log=recompiles)" "$tmp/out" \
+  "recompiling mlp because the guards failed: input_0 'x': expected f32["
+check "compile for --inputs' shapes" 0 "$fxc" $nc --device=cpu "$fx/mlp.pt2" --inputs half.safetensors -o half.fxo
+check "--run the re-specialized artifact" 0 "$fxc" --run half.fxo --inputs half.safetensors
+"$fxc" --run mlp.fxo --log=guards >"$tmp/out" 2>&1
+has "--log=guards lists the artifact's guards" "$tmp/out" "input_0 'x': dtype f32, shape f32["
+has "--log=guards says they pass" "$tmp/out" "(passes)"
 
 # examples/embed: a C program against libfxcrt.so, which has no LLVM in it.
 lib=$build/libfxcrt.so
@@ -114,7 +108,7 @@ else
   else ok "libfxcrt.so does not link LLVM"; fi
   syms=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^fxc_')
   [ -z "$syms" ] && ok "libfxcrt.so exports only fxc_*" || bad "libfxcrt.so exports only fxc_*" "$syms"
-  expect_ok "cc builds examples/embed/main.c (C99)" \
+  check "cc builds examples/embed/main.c (C99)" 0 \
     cc -std=c99 -Wall -Wextra -Werror -I"$src/include" -o embed "$src/examples/embed/main.c" \
     -L"$build" -lfxcrt -Wl,-rpath,"$build"
   python3 - "$fx/mlp.io.safetensors" <<'EOF'
@@ -144,6 +138,7 @@ EOF
   else
     bad "embed runs mlp.fxo" "$(cat embed.err)"
   fi
-  expect_error "embed: a foreign file is a clean error" 1 "FXC_ERROR_BAD_ARTIFACT" ./embed foreign.fxo
+  check "embed: a foreign file is a clean error" 1 ./embed foreign.fxo
+  has "embed: a foreign file is a clean error: message" "$tmp/err" "FXC_ERROR_BAD_ARTIFACT"
 fi
 exit $fail

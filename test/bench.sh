@@ -9,11 +9,10 @@ fxc=$1
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
+. "$src/test/lib/common.sh"
 
 python3 "$src/bench/make_models.py" --size small --dtype f32 --only mlp,mlp_train,norms -o "$tmp" >/dev/null ||
-  { echo "FAIL bench/make_models.py"; exit 1; }
+  { bad "bench/make_models.py"; exit 1; }
 
 # --bench --json: one JSON object on stdout. mlp (64x256 @ 256x256, twice) does 2*2*64*256*256 flops.
 if "$fxc" --device=cpu --bench --json "$tmp/mlp.f32.fxg" >"$tmp/mlp.json" 2>"$tmp/err"; then
@@ -34,7 +33,7 @@ assert len(ext) == 2 and all(s["flops"] == 2 * 64 * 256 * 256 for s in ext), ext
 assert ker and all(s["bytes"] > 0 and s["median_ms"] > 0 for s in ker), ker
 PY
 else
-  bad "--bench --json (mlp) exited non-zero: $(head -3 "$tmp/err")"
+  bad "--bench --json (mlp) exited non-zero" "$(head -3 "$tmp/err")"
 fi
 
 # Train mode: the forward's and the backward's steps.
@@ -48,7 +47,7 @@ assert j["mode"] == "train" and any("forward" in g for g in graphs) and any("bac
 assert j["flops"] == 6 * 2 * 64 * 256 * 256, j["flops"]
 PY
 else
-  bad "--bench --json --mode=train exited non-zero: $(head -3 "$tmp/err")"
+  bad "--bench --json --mode=train exited non-zero" "$(head -3 "$tmp/err")"
 fi
 
 # --bench of a CPU .fxo: the same bytes, flops and steps as --bench of the graph it was compiled
@@ -75,7 +74,7 @@ if g["steps"]:
     assert roles == ({"forward", "backward"} if a["mode"] == "train" else {"inference"}), roles
 PY
   else
-    bad "--bench --json $label.fxo exited non-zero: $(head -3 "$tmp/err")"
+    bad "--bench --json $label.fxo exited non-zero" "$(head -3 "$tmp/err")"
   fi
 }
 artifact_bench mlp "$tmp/mlp.f32.fxg"
@@ -87,15 +86,15 @@ python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['mode'] ==
   ok "the train .fxo reports mode train and the backward's flops" || bad "train .fxo mode/flops"
 out=$("$fxc" --bench "$tmp/mlp.fxo" 2>&1)
 echo "$out" | grep -q "GB/s effective" && echo "$out" | grep -q "^  extern linear " &&
-  ok "--bench mlp.fxo text report with its steps" || { bad "--bench mlp.fxo text report"; echo "$out" | head -5; }
+  ok "--bench mlp.fxo text report with its steps" || bad "--bench mlp.fxo text report" "$out"
 
 # Text report: the median line, then the step table.
 out=$("$fxc" --device=cpu --bench "$tmp/norms.f32.fxg" 2>&1)
 echo "$out" | grep -q "median [0-9.]* ms (p20 [0-9.]*, p80 [0-9.]*, min [0-9.]*) over [0-9]* runs" &&
-  echo "$out" | grep -q "^  kernel " && ok "--bench text report" || { bad "--bench text report"; echo "$out" | head -5; }
+  echo "$out" | grep -q "^  kernel " && ok "--bench text report" || bad "--bench text report" "$out"
 
-"$fxc" --device=cpu --json --run "$tmp/norms.f32.fxg" >/dev/null 2>"$tmp/err"
-[ $? -eq 2 ] && grep -q "needs --bench" "$tmp/err" && ok "--json without --bench is a usage error" || bad "--json without --bench"
+check "--json without --bench is a usage error" 2 "$fxc" --device=cpu --json --run "$tmp/norms.f32.fxg"
+has "--json without --bench: the message" "$tmp/err" "needs --bench"
 
 # --time-passes: the report on stderr, with the stages and inductor's passes.
 "$fxc" --device=cpu --run --time-passes "$tmp/mlp.f32.fxg" >/dev/null 2>"$tmp/tp" || bad "--time-passes run"
@@ -131,7 +130,7 @@ names = {e["args"]["name"] for e in ev if e["ph"] == "M"}
 assert "fxc" in names and "compile passes" in names, names
 PY
 else
-  bad "--bench --trace exited non-zero: $(head -3 "$tmp/err")"
+  bad "--bench --trace exited non-zero" "$(head -3 "$tmp/err")"
 fi
 "$fxc" --device=cpu --emit=fx --trace="$tmp/t2.json" "$tmp/norms.f32.fxg" >/dev/null 2>&1 &&
   python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['traceEvents']; assert any(x.get('name')=='import' for x in e)" "$tmp/t2.json" &&

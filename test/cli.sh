@@ -7,16 +7,7 @@ src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fx=$src/test/fixtures
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() { # check <description> <expected status> <command...>
-  local desc=$1 want=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
-  if [ "$got" -ne "$want" ]; then
-    echo "FAIL $desc: exit $got, want $want"; sed 's/^/     /' "$tmp/err" | head -5; fail=1
-  else echo "ok   $desc"; fi
-}
-has() { # has <description> <file> <substring>
-  if grep -qF -- "$3" "$2"; then echo "ok   $1"; else echo "FAIL $1: '$3' not in $2"; head -5 "$2" | sed 's/^/     /'; fail=1; fi
-}
+. "$src/test/lib/common.sh"
 
 check "--help exits 0" 0 "$fxc" --help
 has "--help lists --backend" "$tmp/out" "--backend"
@@ -38,23 +29,24 @@ has "@response-file wrote the graph" "$tmp/rsp.txt" 'aten.linear.default(x, p_fc
 
 check "--emit=fx of mlp" 0 "$fxc" --emit=fx -o "$tmp/mlp.txt" "$fx/mlp.pt2"
 if [ -n "${FILECHECK:-}" ] && [ -x "${FILECHECK}" ]; then
-  if "$FILECHECK" --input-file "$tmp/mlp.txt" "$src/test/golden/mlp_fx.txt"; then echo "ok   FileCheck mlp readable graph"
-  else echo "FAIL FileCheck mlp readable graph"; fail=1; fi
-else echo "FAIL FileCheck not found (set FILECHECK)"; fail=1; fi
+  check "FileCheck mlp readable graph" 0 \
+    "$FILECHECK" --input-file "$tmp/mlp.txt" "$src/test/golden/mlp_fx.txt"
+else bad "FileCheck not found (set FILECHECK)"; fi
 
 check "--emit=fxg converts" 0 "$fxc" --emit=fxg -o "$tmp/block.fxg" "$fx/block.pt2"
 check "--emit=fx of the converted graph" 0 "$fxc" --emit=fx -o "$tmp/block2.txt" "$tmp/block.fxg"
 "$fxc" --emit=fx -o "$tmp/block1.txt" "$fx/block.pt2"
-if cmp -s "$tmp/block1.txt" "$tmp/block2.txt"; then echo "ok   pt2 -> fxg -> fx is identical"; else echo "FAIL pt2 -> fxg round trip differs"; diff "$tmp/block1.txt" "$tmp/block2.txt" | head; fail=1; fi
+same "pt2 -> fxg -> fx is identical" "$tmp/block1.txt" "$tmp/block2.txt"
 cp "$tmp/block.fxg" "$tmp/block_first.fxg"; cp "$tmp/block.safetensors" "$tmp/block_first.safetensors"
 "$fxc" --emit=fxg -o "$tmp/block.fxg" "$fx/block.pt2"
-if cmp -s "$tmp/block.fxg" "$tmp/block_first.fxg" && cmp -s "$tmp/block.safetensors" "$tmp/block_first.safetensors"; then echo "ok   --emit=fxg is deterministic"; else echo "FAIL --emit=fxg output differs between runs"; fail=1; fi
+same "--emit=fxg is deterministic (graph)" "$tmp/block.fxg" "$tmp/block_first.fxg"
+same "--emit=fxg is deterministic (weights)" "$tmp/block.safetensors" "$tmp/block_first.safetensors"
 
 check "eager run with a debug dir" 0 "$fxc" --backend=eager --run --debug-dir="$tmp/dbg" "$fx/norms.pt2"
 run=$(ls -d "$tmp"/dbg/run_*-pid_* 2>/dev/null | head -n 1)
 if [ -n "$run" ] && [ -s "$run/fxc/debug.log" ] && [ -s "$run/index.json" ] && [ -s "$run"/inductor/*/fx_graph_readable.txt ]; then
-  echo "ok   debug dir has debug.log, index.json and fx_graph_readable.txt"
-else echo "FAIL debug dir incomplete: $(find "$tmp/dbg" -type f)"; fail=1; fi
+  ok "debug dir has debug.log, index.json and fx_graph_readable.txt"
+else bad "debug dir incomplete" "$(find "$tmp/dbg" -type f)"; fi
 has "debug.log records the frontend stage" "$run/fxc/debug.log" "[frontend]"
 has "index.json lists the readable graph" "$run/index.json" "fx_graph_readable.txt"
 

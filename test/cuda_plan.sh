@@ -6,23 +6,24 @@ set -u
 fxc=$1
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 filecheck=$(command -v "${FILECHECK:-FileCheck-19}" || command -v FileCheck || true)
-if [ -z "$filecheck" ]; then echo "FAIL FileCheck not found (llvm-19-tools)"; exit 1; fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
+. "$src/test/lib/common.sh"
+if [ -z "$filecheck" ]; then bad "FileCheck not found (llvm-19-tools)"; exit 1; fi
 for name in mlp block convnet; do
   if ! "$fxc" --device=cuda --emit=ptx -o "$tmp/$name.ptx" --debug-dir="$tmp/$name" \
       "$src/test/fixtures/$name.pt2" >"$tmp/$name.out" 2>&1; then
-    echo "FAIL $name: fxc failed"; sed 's/^/     /' "$tmp/$name.out" | head -5; fail=1; continue
+    bad "$name: fxc failed" "$(head -5 "$tmp/$name.out")"; continue
   fi
   post=$(find "$tmp/$name" -name ir_post_fusion.txt | head -1)
   if "$filecheck" "$src/test/golden/cuda_plan_$name.check" --input-file="$post"; then
-    echo "ok   $name CUDA plan"
+    ok "$name CUDA plan"
   else
-    echo "FAIL $name CUDA plan"; fail=1
+    bad "$name CUDA plan"
   fi
 done
 # The fusion log names each folded activation.
 if "$fxc" --device=cuda --emit=ptx -o "$tmp/m.ptx" --log=fusion "$src/test/fixtures/mlp.pt2" 2>&1 |
-    grep -q "epilogue: relu = relu_bias of linear (cuBLASLt)"; then echo "ok   fusion log names the epilogue"
-else echo "FAIL fusion log: no 'epilogue: relu = relu_bias of linear'"; fail=1; fi
+    grep -q "epilogue: relu = relu_bias of linear (cuBLASLt)"; then ok "fusion log names the epilogue"
+else bad "fusion log: no 'epilogue: relu = relu_bias of linear'"; fi
 exit $fail

@@ -8,8 +8,7 @@ src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fx=$src/test/fixtures
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
+. "$src/test/lib/common.sh"
 
 "$fxc" --backend=inductor --mode=train --run --debug-dir="$tmp/d" "$fx/block.pt2" >/dev/null 2>&1 || bad "train run with a debug dir"
 run=$(ls -d "$tmp"/d/run_*-pid_* | head -n 1)
@@ -28,7 +27,8 @@ m=$(echo "$line" | sed 's/.*default partition \([0-9]*\), min-cut \([0-9]*\)/\2/
 # index.json lists every file of the trace but itself, with size and hash.
 listed=$(python3 -c "import json,sys; print('\n'.join(sorted(f['path'] for f in json.load(open(sys.argv[1]))['files'])))" "$run/index.json")
 actual=$(cd "$run" && find . -type f ! -name index.json | sed 's|^\./||' | sort)
-[ "$listed" = "$actual" ] && ok "index.json lists every file" || { bad "index.json differs from the files"; diff <(echo "$listed") <(echo "$actual") | head; }
+[ "$listed" = "$actual" ] && ok "index.json lists every file" ||
+  bad "index.json differs from the files" "$(diff <(echo "$listed") <(echo "$actual") | head)"
 for stage in frontend aot decompose inductor; do
   grep -q "^\[$stage\] done (" "$run/fxc/debug.log" && ok "debug.log times stage $stage" || bad "debug.log lacks stage $stage"
 done
@@ -36,7 +36,7 @@ done
 art() { # art <artifact> <expected substring> <fxc args...>
   local a=$1 want=$2; shift 2
   "$fxc" --log="$a" "$@" >"$tmp/out" 2>"$tmp/err"
-  grep -qF -- "$want" "$tmp/err" && ok "--log=$a prints '$want'" || { bad "--log=$a: '$want' not printed"; head -3 "$tmp/err"; }
+  has "--log=$a prints '$want'" "$tmp/err" "$want"
 }
 art guards "[fxc:guards] input_0 'x': dtype f32" --backend=inductor --run "$fx/mlp.pt2"
 art aot_graphs "[fxc:aot_graphs] ===== backward graph" --backend=aot_eager --mode=train --run "$fx/mlp.pt2"
@@ -56,11 +56,12 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(hdr)) + hdr + data)
 PY
 art recompiles "[fxc:recompiles] recompiling mlp because the guards failed: input_0 'x': expected f32[64, 256], got f32[32, 256]" --backend=inductor --run --inputs "$tmp/x32.safetensors" "$fx/mlp.pt2"
 FXC_LOGS=guards "$fxc" --backend=eager --run "$fx/mlp.pt2" >/dev/null 2>"$tmp/err"
-grep -qF "[fxc:guards]" "$tmp/err" && ok "FXC_LOGS=guards" || bad "FXC_LOGS=guards printed nothing"
+has "FXC_LOGS=guards" "$tmp/err" "[fxc:guards]"
 FXC_LOGS=guards FXC_LOGS_OUT="$tmp/log.txt" "$fxc" --backend=eager --run "$fx/mlp.pt2" >/dev/null 2>&1
-grep -qF "[fxc:guards]" "$tmp/log.txt" && ok "FXC_LOGS_OUT receives the logs" || bad "FXC_LOGS_OUT"
+has "FXC_LOGS_OUT receives the logs" "$tmp/log.txt" "[fxc:guards]"
 mkdir -p "$tmp/cwd" && (cd "$tmp/cwd" && FXC_COMPILE_DEBUG=1 "$fxc" --backend=eager --run "$fx/mlp.pt2" >/dev/null 2>&1)
 ls "$tmp"/cwd/fxc_compile_debug/run_*-pid_*/index.json >/dev/null 2>&1 && ok "FXC_COMPILE_DEBUG=1 writes ./fxc_compile_debug/run_*" || bad "FXC_COMPILE_DEBUG=1"
-"$fxc" --log=help >"$tmp/out" 2>&1 && grep -q "graph_breaks" "$tmp/out" && ok "--log=help lists artifacts" || bad "--log=help"
-"$fxc" --log=nonsense --run "$fx/mlp.pt2" >/dev/null 2>&1; [ $? -eq 2 ] && ok "--log=nonsense is a usage error" || bad "--log=nonsense"
+check "--log=help" 0 "$fxc" --log=help
+has "--log=help lists artifacts" "$tmp/out" "graph_breaks"
+check "--log=nonsense is a usage error" 2 "$fxc" --log=nonsense --run "$fx/mlp.pt2"
 exit $fail

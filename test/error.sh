@@ -6,10 +6,11 @@ fxc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 dir=$src/test/error
 fail=0; n=0
+. "$src/test/lib/common.sh"
 for exp in "$dir"/*.expected; do
   case_name=$(basename "$exp" .expected)
   input=$(ls "$dir/$case_name".* | grep -v '\.expected$' | grep -v '\.args$' | head -n 1)
-  if [ -z "$input" ]; then echo "FAIL $case_name: no input file"; fail=1; continue; fi
+  if [ -z "$input" ]; then bad "$case_name: no input file"; continue; fi
   args=(--emit=fx -o /dev/null)
   [ -f "$dir/$case_name.args" ] && read -r -a args < "$dir/$case_name.args"
   n=$((n + 1))
@@ -17,13 +18,13 @@ for exp in "$dir"/*.expected; do
   status=$?
   want=$(cat "$exp")
   if [ "$status" -ne 1 ]; then
-    echo "FAIL $case_name: exit status $status (want 1): $out"; fail=1
+    bad "$case_name: exit status $status (want 1): $out"
   elif [[ "$out" != *"$want"* ]]; then
-    echo "FAIL $case_name: message"; echo "  got:  $out"; echo "  want: $want"; fail=1
+    bad "$case_name: message"; echo "  got:  $out"; echo "  want: $want"
   elif [ "$(printf '%s\n' "$out" | grep -c 'error:')" -ne 1 ]; then
-    echo "FAIL $case_name: expected exactly one diagnostic, got: $out"; fail=1
+    bad "$case_name: expected exactly one diagnostic, got: $out"
   fi
 done
-[ "$n" -gt 0 ] || { echo "FAIL: no cases in $dir"; exit 1; }
+[ "$n" -gt 0 ] || { bad "no cases in $dir"; exit 1; }
 [ $fail -eq 0 ] && echo "error corpus: $n cases ok"
 exit $fail

@@ -9,11 +9,11 @@ backends=("$@")
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fx=$src/test/fixtures
 fail=0; n=0
+. "$src/test/lib/common.sh"
 run() { # run <label> <args...>
   local label=$1; shift
   n=$((n + 1))
-  if out=$("$fxc" "$@" 2>&1); then echo "ok   $label"
-  else echo "FAIL $label"; echo "$out" | head -12 | sed 's/^/     /'; fail=1; fi
+  if out=$("$fxc" "$@" 2>&1); then ok "$label"; else bad "$label" "$out"; fi
 }
 for b in "${backends[@]}"; do
   for io in "$fx"/*.io.safetensors; do

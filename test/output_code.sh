@@ -6,15 +6,17 @@ fxc=$1
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 llc=$(command -v llc-19 || echo /usr/lib/llvm-19/bin/llc)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+. "$src/test/lib/common.sh"
 "$fxc" --backend=inductor --device=cpu --run --debug-dir="$tmp/d" "$src/test/fixtures/mlp.pt2" >/dev/null 2>&1 ||
-  { echo "FAIL fxc run"; exit 1; }
+  { bad "fxc run"; exit 1; }
 dir=$(find "$tmp/d" -type d -name 'mlp__0_inference_0.0' | head -n 1)
-cd "$dir" || { echo "FAIL no graph folder"; exit 1; }
+cd "$dir" || { bad "no graph folder"; exit 1; }
 for f in kernels/*.ll; do
-  "$llc" -O2 -filetype=obj -relocation-model=pic "$f" -o "${f%.ll}.o" || { echo "FAIL llc $f"; exit 1; }
+  "$llc" -O2 -filetype=obj -relocation-model=pic "$f" -o "${f%.ll}.o" || { bad "llc $f"; exit 1; }
 done
 g++ -std=c++20 -O2 output_code.cpp kernels/*.o -lopenblas -lpthread -o model 2>"$tmp/err" ||
-  { echo "FAIL g++ output_code.cpp"; head -20 "$tmp/err"; exit 1; }
-out=$(./model 3) || { echo "FAIL ./model exited $?"; exit 1; }
-echo "$out" | grep -qi "median" && echo "ok   output_code.cpp builds and runs: $(echo "$out" | grep -i median | head -n 1)" ||
-  { echo "FAIL ./model printed no median: $out"; exit 1; }
+  { bad "g++ output_code.cpp" "$(head -20 "$tmp/err")"; exit 1; }
+out=$(./model 3) || { bad "./model exited $?"; exit 1; }
+echo "$out" | grep -qi "median" && ok "output_code.cpp builds and runs: $(echo "$out" | grep -i median | head -n 1)" ||
+  { bad "./model printed no median: $out"; exit 1; }

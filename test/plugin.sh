@@ -10,24 +10,15 @@ src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 ex=$src/examples/custom_op
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() { # check <description> <expected status> <command...>
-  local desc=$1 want=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
-  if [ "$got" -ne "$want" ]; then
-    echo "FAIL $desc: exit $got, want $want"; sed 's/^/     /' "$tmp/err" | head -5; fail=1
-  else echo "ok   $desc"; fi
-}
-has() { # has <description> <file> <substring>
-  if grep -qF -- "$3" "$2"; then echo "ok   $1"; else echo "FAIL $1: '$3' not in $2"; head -5 "$2" | sed 's/^/     /'; fail=1; fi
-}
+. "$src/test/lib/common.sh"
 cc=${CC:-cc}
 build() { # build <out.so> <source.c>
   "$cc" -shared -fPIC -O2 -I"$src/include" "$2" -o "$1" -ldl -lm -lpthread
 }
 
 so=$tmp/libscaled_softplus.so
-if ! build "$so" "$ex/scaled_softplus.c"; then echo "FAIL building the example plugin"; exit 1; fi
-echo "ok   the example plugin builds"
+if ! build "$so" "$ex/scaled_softplus.c"; then bad "building the example plugin"; exit 1; fi
+ok "the example plugin builds"
 # The CUDA kernel's PTX (run on the GPU by test/gpu/e2e/plugin_cuda.sh) assembles for sm_90.
 if [ -n "${PTXAS:-}" ] && [ -x "$PTXAS" ]; then
   python3 - "$ex/scaled_softplus.c" "$tmp/sp.ptx" <<'PY'
@@ -51,10 +42,10 @@ check "inductor --check-accuracy on random inputs" 0 \
 check "inductor with a debug directory" 0 \
   "$fxc" --plugin="$so" --device=cpu --run --debug-dir="$tmp/dbg" "$ex/softplus.fxg"
 post=$(find "$tmp/dbg" -name ir_post_fusion.txt | head -n 1)
-if [ -z "$post" ]; then echo "FAIL no ir_post_fusion.txt"; fail=1; else
+if [ -z "$post" ]; then bad "no ir_post_fusion.txt"; else
   kernels=$(grep -c '^kernel ' "$post"); externs=$(grep -c '^extern ' "$post")
-  if [ "$kernels" -eq 2 ] && [ "$externs" -eq 1 ]; then echo "ok   2 fused kernels around 1 extern call"
-  else echo "FAIL expected 2 kernels and 1 extern, got $kernels and $externs"; sed 's/^/     /' "$post" | head -30; fail=1; fi
+  if [ "$kernels" -eq 2 ] && [ "$externs" -eq 1 ]; then ok "2 fused kernels around 1 extern call"
+  else bad "expected 2 kernels and 1 extern, got $kernels and $externs"; sed 's/^/     /' "$post" | head -30; fi
   has "the extern call is the custom op" "$post" "mylib.scaled_softplus.default"
 fi
 
@@ -63,8 +54,7 @@ check "inductor with --log=graph_breaks,perf_hints" 0 \
   "$fxc" --plugin="$so" --device=cpu --run --log=graph_breaks,perf_hints "$ex/softplus.fxg"
 has "perf hint for the custom op" "$tmp/err" \
   "custom op mylib.scaled_softplus.default runs as an extern call to its plugin's kernel"
-if grep -q "graph_breaks" "$tmp/err"; then echo "FAIL the custom op is logged as a graph break"; fail=1
-else echo "ok   the custom op is not a graph break"; fi
+hasnt "the custom op is not a graph break" "$tmp/err" "graph_breaks"
 
 # output_code.cpp of the graph builds against fxc's runtime and loads the plugin from FXC_PLUGINS.
 llc=$(command -v llc-19 || echo /usr/lib/llvm-19/bin/llc)
@@ -75,7 +65,7 @@ if (cd "$gdir" && for f in kernels/*.ll; do "$llc" -O2 -filetype=obj -relocation
       "$bdir/libfxc_runtime.a" "$bdir/libfxc_frontend.a" -lzstd -lzip -lopenblas -lpthread -ldl -o model) >"$tmp/out" 2>&1; then
   check "output_code.cpp runs with FXC_PLUGINS" 0 env -C "$gdir" FXC_PLUGINS="$so" "$gdir/model" 2
   has "output_code.cpp prints its time" "$tmp/out" "median"
-else echo "FAIL building output_code.cpp"; head -20 "$tmp/out" | sed 's/^/     /'; fail=1; fi
+else bad "building output_code.cpp"; head -20 "$tmp/out" | sed 's/^/     /'; fi
 
 # The op survives --emit=fxg and the result runs again.
 check "--emit=fxg keeps the custom op" 0 "$fxc" --plugin="$so" --emit=fxg -o "$tmp/rt.fxg" "$ex/softplus.fxg"
@@ -141,7 +131,7 @@ sed -e 's/FXC_PLUGIN_API_VERSION + 1/FXC_PLUGIN_API_VERSION/' \
 sed -e 's/FXC_PLUGIN_API_VERSION + 1/FXC_PLUGIN_API_VERSION/' -e 's/return r->register_op(r, &d);/r->register_op(r, \&d); return 3;/' \
     "$tmp/badversion.c" >"$tmp/initfails.c"
 for p in noinit badversion badschema initfails; do
-  build "$tmp/lib$p.so" "$tmp/$p.c" || { echo "FAIL building lib$p.so"; fail=1; }
+  build "$tmp/lib$p.so" "$tmp/$p.c" || bad "building lib$p.so"
 done
 check "library without an entry point" 1 "$fxc" --plugin="$tmp/libnoinit.so" --device=cpu --run "$ex/softplus.fxg"
 has "no entry point message" "$tmp/err" "libnoinit.so: error: not an fxc plugin: it does not export 'fxc_plugin_init'"

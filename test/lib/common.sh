@@ -1,7 +1,9 @@
 # Shared helpers of the shell test suites (not a suite: test/*.sh are the suites). Source it
 # after setting $tmp (a scratch folder) and fail=0; each helper prints "ok   <what>" or "FAIL <what>", and a failure sets fail=1.
 ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
+bad() { # bad <description> [detail]: the detail (a command's output), its first 12 lines indented
+  echo "FAIL $1"; [ -z "${2:-}" ] || printf '%s\n' "$2" | head -12 | sed 's/^/     /'; fail=1
+}
 check() { # check <description> <expected status> <command...>: stdout/stderr in $tmp/out, $tmp/err
   local desc=$1 want=$2; shift 2
   "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
@@ -16,5 +18,5 @@ hasnt() { # hasnt <description> <file> <substring>
   if grep -qF -- "$3" "$2"; then bad "$1: '$3' in $2"; else ok "$1"; fi
 }
 same() { # same <description> <file> <file>
-  if cmp -s "$2" "$3"; then ok "$1"; else bad "$1: $2 and $3 differ"; fi
+  if cmp -s "$2" "$3"; then ok "$1"; else bad "$1: $2 and $3 differ" "$(diff -- "$2" "$3" 2>&1)"; fi
 }
