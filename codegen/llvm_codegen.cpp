@@ -140,6 +140,17 @@ private:
   void begin_chunks(const std::vector<llvm::Value*>& r0s, int64_t covered);
   void emit_slot_stage(const KernelStage& st);
   void clear_slot_values();
+  /// A persistent row's partial result of reduction `buf` (of `body`) over this thread's
+  /// slots, as emit_slot_stage computes it: one accumulator per lane, folded pairwise.
+  llvm::Value* thread_partial(const Buffer& buf, const VPtr& body);
+  /// The row's value `a` (body dtype) of reduction member `m`: kept for the row, stored if so.
+  void finish_reduce(const KernelMember& m, llvm::Value* a);
+  /// Stages `sa` and `sb` of a persistent row (no masked chunks, 16-bit values) as one block
+  /// reduction where `sa` sums a value and `sb` sums the squares of (the same value - a row
+  /// constant): layer norm's mean and variance, reduced as (sum, sum of squared deviations)
+  /// pairs merged by Chan's formula (each thread's pair exact from its registers). Returns
+  /// false, emitting nothing, for any other pair of stages.
+  bool emit_joint(const KernelStage& sa, const KernelStage& sb);
 
   Target& target_;
   llvm::Module& m_;
@@ -845,6 +856,99 @@ void Emitter::emit_slot_stage(const KernelStage& st) {
   }
 }
 
+llvm::Value* Emitter::thread_partial(const Buffer& buf, const VPtr& body) {
+  assert(
+      (buf.reduce == ReduceOp::Sum || buf.reduce == ReduceOp::Max || buf.reduce == ReduceOp::Min) &&
+      "a value reduction");
+  DType vt = buf.body->dtype;
+  bool fsum = buf.reduce == ReduceOp::Sum && is_floating(vt);
+  llvm::Value* init =
+      fsum ? llvm::ConstantFP::getNegativeZero(reg_type(vt)) : reduce_init(buf.reduce, vt);
+  std::vector<llvm::Value*> part(size_t(map_.vec), init);
+  for (size_t j = 0; j < chunk_r0_.size(); ++j)
+    for (int l = 0; l < map_.vec; ++l) {
+      set_slot(int(j), l);
+      part[size_t(l)] =
+          accumulate(buf, part[size_t(l)], value(body), r_, nullptr, nullptr, chunk_ok_[j]);
+    }
+  r_ = nullptr;
+  for (size_t w = 1; w < part.size(); w *= 2)
+    for (size_t l = 0; l + w < part.size(); l += 2 * w)
+      part[l] = accumulate(buf, part[l], part[l + w], nullptr, nullptr, nullptr, nullptr);
+  return fsum ? b_.CreateFAdd(part[0], llvm::ConstantFP::get(reg_type(vt), 0.0)) : part[0];
+}
+
+void Emitter::finish_reduce(const KernelMember& m, llvm::Value* a) {
+  const Buffer& buf = p_.buffers[m.buffer];
+  llvm::Value* res = cast(a, buf.body->dtype, buf.dtype);
+  row_vals_[m.buffer] = res;
+  if (m.store) store(m.buffer, x_, res, buf.dtype);
+}
+
+bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
+  if (!sa.loop || !sb.loop || sa.members.size() != 1 || sb.members.size() != 1) return false;
+  for (llvm::Value* ok : chunk_ok_)
+    if (ok) return false;
+  const KernelMember& ma = k_.members[size_t(sa.members[0])];
+  const KernelMember& mb = k_.members[size_t(sb.members[0])];
+  if (ma.role != MemberRole::Reduce || mb.role != MemberRole::Reduce) return false;
+  const Buffer& ba = p_.buffers[ma.buffer];
+  const Buffer& bb = p_.buffers[mb.buffer];
+  DType vt = ba.body->dtype;
+  if (!is_half(vt) || bb.body->dtype != vt) return false;
+  if (ba.reduce != ReduceOp::Sum || bb.reduce != ReduceOp::Sum) return false;
+  const VPtr& va = bodies_[ma.buffer];
+  const VPtr& vb = bodies_[mb.buffer];
+  // sb's body: d * d with d = (the value sa sums) - (a row constant).
+  if (vb->op != VOp::Mul || vb->args.size() != 2 ||
+      sid(vb->args[0].get()) != sid(vb->args[1].get()))
+    return false;
+  const VPtr& d = vb->args[0];
+  if (d->op != VOp::Sub || d->args.size() != 2 || sid(d->args[0].get()) != sid(va.get()) ||
+      sid_rdep_[size_t(sid(d->args[1].get()))])
+    return false;
+  llvm::Type* f = b_.getFloatTy();
+  auto k = [&](double v) { return llvm::ConstantFP::get(f, v); };
+  int64_t per_thread = int64_t(chunk_r0_.size()) * map_.vec;
+  llvm::Value* sum = thread_partial(ba, va);
+  // This thread's sum of squared deviations from its own mean (its values are in registers).
+  llvm::Value* mean = b_.CreateFMul(sum, k(1.0 / double(per_thread)));
+  llvm::FastMathFlags fm;
+  fm.setAllowReassoc();
+  std::vector<llvm::Value*> acc(size_t(map_.vec), llvm::ConstantFP::getNegativeZero(f));
+  for (size_t j = 0; j < chunk_r0_.size(); ++j)
+    for (int l = 0; l < map_.vec; ++l) {
+      set_slot(int(j), l);
+      llvm::Value* e = b_.CreateFSub(value(va), mean);
+      llvm::Value* n = b_.CreateFAdd(acc[size_t(l)], b_.CreateFMul(e, e));
+      llvm::cast<llvm::Instruction>(n)->setFastMathFlags(fm);
+      acc[size_t(l)] = n;
+    }
+  r_ = nullptr;
+  for (size_t w = 1; w < acc.size(); w *= 2)
+    for (size_t l = 0; l + w < acc.size(); l += 2 * w) acc[l] = b_.CreateFAdd(acc[l], acc[l + w]);
+  // (sum, M2) pairs of n elements each (every thread holds per_thread of them): Chan's
+  // (sum + sum', M2 + M2' + (sum' - sum)^2 / 2n). The sums add as a plain block sum would.
+  auto merge = [per_thread](llvm::IRBuilderBase& b, const std::vector<llvm::Value*>& a,
+                            const std::vector<llvm::Value*>& c,
+                            int threads) -> std::vector<llvm::Value*> {
+    llvm::Value* delta = b.CreateFSub(c[0], a[0]);
+    llvm::Value* w =
+        llvm::ConstantFP::get(b.getFloatTy(), 1.0 / (2.0 * double(threads) * double(per_thread)));
+    return {b.CreateFAdd(a[0], c[0]),
+            b.CreateFAdd(b.CreateFAdd(a[1], c[1]), b.CreateFMul(b.CreateFMul(delta, delta), w))};
+  };
+  std::vector<llvm::Value*> r = target_.combine_joint(b_, {sum, acc[0]}, merge);
+  assert(r.size() == 2 && "the target combines joint reductions");
+  ++combines_;
+  finish_reduce(ma, r[0]);
+  // sum (v - c)^2 = M2 + n (sum / n - c)^2 for any row constant c (c is sum / n here).
+  double n = double(k_.rnumel);
+  llvm::Value* dm = b_.CreateFSub(b_.CreateFDiv(r[0], k(n)), value(d->args[1]));
+  finish_reduce(mb, b_.CreateFAdd(r[1], b_.CreateFMul(b_.CreateFMul(dm, dm), k(n))));
+  return true;
+}
+
 void Emitter::emit_stage(const KernelStage& st) {
   if (st.loop && slots_) {
     emit_slot_stage(st);
@@ -992,6 +1096,10 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
     // A resident row passes values between stages in registers: no stores to make visible.
     // With one thread per row (block 0), the thread reads back only its own stores.
     if (i > 0 && !resident && map_.block > 0) target_.end_stage(b_);
+    if (resident && i + 1 < k_.stages.size() && emit_joint(k_.stages[i], k_.stages[i + 1])) {
+      ++i;
+      continue;
+    }
     emit_stage(k_.stages[i]);
   }
   // Each block reduction has shared slots of its own, written once per row: another

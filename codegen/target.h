@@ -6,6 +6,7 @@
 #include "passes/fuse.h"
 #include "passes/loop_ir.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +75,20 @@ public:
   /// (identity when one thread owns a row). `index` is the position for arg reductions.
   virtual llvm::Value* combine_partial(llvm::IRBuilderBase& b, ReduceOp op, llvm::Value* partial,
                                        llvm::Value** index) = 0;
+  /// Merges two partial results of a joint reduction (several values reduced together), each
+  /// summarizing the elements of `threads` threads, into one (the first operand is the
+  /// thread's own).
+  using JointMerge = std::function<std::vector<llvm::Value*>(
+      llvm::IRBuilderBase&, const std::vector<llvm::Value*>&, const std::vector<llvm::Value*>&,
+      int threads)>;
+  /// Combines this thread's partial tuple (f32 values) with the other threads of its row by
+  /// `merge`, in one block reduction (one barrier for the tuple), the result the same in every
+  /// thread; returns {} where the target has no block reductions (one thread per row).
+  virtual std::vector<llvm::Value*> combine_joint(llvm::IRBuilderBase&,
+                                                  const std::vector<llvm::Value*>& /*partial*/,
+                                                  const JointMerge&) {
+    return {};
+  }
   /// A math function the target provides its own way (exp, log, tanh, erf, log1p, expm1, sin,
   /// cos, pow): LLVM intrinsics and the C library on the host, libdevice on NVPTX. `args` are
   /// float or double values (`f64`).

@@ -319,6 +319,71 @@ public:
     return v;
   }
 
+  /// combine_partial's butterfly, slots and barrier for a tuple merged by `merge`: each value
+  /// shuffles and has slots of its own, the tuple shares the one barrier.
+  std::vector<llvm::Value*> combine_joint(llvm::IRBuilderBase& b,
+                                          const std::vector<llvm::Value*>& partial,
+                                          const JointMerge& merge) override {
+    assert(block_ >= kWarp && block_ % kWarp == 0 && "a block reduction needs whole warps");
+    llvm::Module& m = *b.GetInsertBlock()->getModule();
+    llvm::Function* f = b.GetInsertBlock()->getParent();
+    llvm::LLVMContext& ctx = m.getContext();
+    int nwarps = block_ / kWarp;
+    std::vector<llvm::Value*> v = partial;
+    // One butterfly step at `offset`, each operand summarizing `threads` threads.
+    auto step = [&](int offset, int threads) {
+      std::vector<llvm::Value*> c;
+      for (llvm::Value* x : v) c.push_back(shuffle(b, x, offset));
+      v = merge(b, v, c, threads);
+    };
+    auto broadcast = [&] {
+      for (llvm::Value*& x : v) x = shuffle(b, x, 0, true);
+    };
+    for (int o = kWarp / 2, t = 1; o >= 1; o /= 2, t *= 2) step(o, t);
+    if (nwarps == 1) {
+      broadcast();
+      return v;
+    }
+    std::vector<llvm::GlobalVariable*> vals;
+    for (llvm::Value* x : v) vals.push_back(shared_array(m, x->getType(), nwarps));
+    llvm::Value* tid = sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    llvm::Value* lane = b.CreateAnd(tid, b.getInt32(kWarp - 1));
+    llvm::Value* warp = b.CreateLShr(tid, b.getInt32(5));
+    auto slot = [&](llvm::GlobalVariable* g, llvm::Value* i) {
+      return b.CreateInBoundsGEP(g->getValueType(), g,
+                                 {b.getInt64(0), b.CreateZExt(i, b.getInt64Ty())});
+    };
+    llvm::BasicBlock* put = llvm::BasicBlock::Create(ctx, "red.put", f);
+    llvm::BasicBlock* joined = llvm::BasicBlock::Create(ctx, "red.joined", f);
+    b.CreateCondBr(b.CreateICmpEQ(lane, b.getInt32(0)), put, joined);
+    b.SetInsertPoint(put);
+    for (size_t i = 0; i < v.size(); ++i) b.CreateStore(v[i], slot(vals[i], warp));
+    b.CreateBr(joined);
+    b.SetInsertPoint(joined);
+    barrier(b);
+    if (nwarps <= kDirectWarps) {
+      // Every thread reads every slot and folds them as a butterfly's lane 0 would.
+      std::vector<std::vector<llvm::Value*>> sv(static_cast<size_t>(nwarps));
+      for (llvm::GlobalVariable* g : vals) {
+        llvm::Type* et = llvm::cast<llvm::ArrayType>(g->getValueType())->getElementType();
+        llvm::Value* vec = b.CreateAlignedLoad(llvm::FixedVectorType::get(et, unsigned(nwarps)), g,
+                                               g->getAlign().valueOrOne());
+        for (int j = 0; j < nwarps; ++j)
+          sv[size_t(j)].push_back(b.CreateExtractElement(vec, uint64_t(j)));
+      }
+      for (int o = nwarps / 2; o >= 1; o /= 2)
+        for (int j = 0; j < o; ++j)
+          sv[size_t(j)] = merge(b, sv[size_t(j)], sv[size_t(j + o)], kWarp * nwarps / (2 * o));
+      return sv[0];
+    }
+    // Lane l holds warp l mod nwarps: a butterfly over the low log2(nwarps) lane bits.
+    llvm::Value* src = b.CreateAnd(lane, b.getInt32(nwarps - 1));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = b.CreateLoad(v[i]->getType(), slot(vals[i], src));
+    for (int o = nwarps / 2; o >= 1; o /= 2) step(o, kWarp * nwarps / (2 * o));
+    broadcast();
+    return v;
+  }
+
   llvm::Value* math(llvm::IRBuilderBase& b, llvm::Module& m, VOp op,
                     const std::vector<llvm::Value*>& args, bool f64) override {
     llvm::Type* t = args[0]->getType();

@@ -38,6 +38,8 @@ TestGraph row_graph(DType t, int64_t rows, int64_t cols, const std::string& what
     y = tg.op("aten._softmax.default", {T(x), I(-1), B(false)});
   else if (what == "sum")
     y = tg.op("aten.sum.dim_IntList", {T(x), Is({-1})});
+  else if (what == "layer_norm")
+    y = tg.op("aten.layer_norm.default", {T(x), Is({cols})});
   else if (what == "center")
     y = tg.op("aten.sub.Tensor", {T(x), T(tg.op("aten.mean.dim", {T(x), Is({-1}), B(true)}))});
   else
@@ -213,6 +215,32 @@ TEST_CASE("nvptx: pipelined persistent rows") {
   // One reduction (x - mean): a barrier at the end of each row.
   CHECK(count(rows_ptx(row_graph(DType::F32, 512, 1024, "center"), 1).ptx, "bar.sync") == 1);
   CHECK(count(rows_ptx(row_graph(DType::F32, 512, 1024, "center"), 4).ptx, "bar.sync") == 2);
+}
+
+TEST_CASE("nvptx: layer norm's mean and variance as one block reduction (16-bit rows)") {
+  if (!std::ifstream(kLibdevice)) {
+    MESSAGE("libdevice not installed; PTX generation not exercised");
+    return;
+  }
+  // bf16, a persistent row: (sum, sum of squared deviations) pairs, each value a warp
+  // butterfly of its own, both published to slots of their own behind one barrier.
+  int block = 0;
+  std::string bf = only_ptx(row_graph(DType::BF16, 512, 1024, "layer_norm"), &block);
+  CHECK(block == 128);
+  CHECK(count(bf, "bar.sync") == 1);
+  CHECK(count(bf, "shfl.sync.bfly.b32") == 10);
+  CHECK(count(bf, "st.shared.f32") == 2);
+  CHECK(count(bf, "ld.shared.v4.f32") == 2);
+  CHECK(count(bf, "ld.global.nc.v4.u32") == 1);
+  // f32 keeps two passes (faster there on an H200); so does a bf16 row with masked vectors.
+  CHECK(count(only_ptx(row_graph(DType::F32, 512, 1024, "layer_norm")), "bar.sync") == 2);
+  std::string tail = only_ptx(row_graph(DType::BF16, 512, 1000, "layer_norm"), &block);
+  CHECK(block == 128);
+  CHECK(count(tail, "bar.sync") == 2);
+  // Softmax's max and sum stay two reductions.
+  CHECK(count(only_ptx(row_graph(DType::BF16, 512, 1024, "softmax")), "bar.sync") == 2);
+  // Several rows per block: the row's one block reduction gets a barrier at its end.
+  CHECK(count(rows_ptx(row_graph(DType::BF16, 512, 1024, "layer_norm"), 4).ptx, "bar.sync") == 2);
 }
 
 TEST_CASE("nvptx: the erf of 16-bit results is within 2^-18 of erf") {
