@@ -80,14 +80,20 @@ has "--time-passes reports the passes" "$tmp/err" "fxc pass timing report"
 same "the artifact is the same" "$tmp/cold.fxo" "$tmp/d.fxo"
 
 # Parallel compiles of one graph into one fresh cache: all succeed, same bytes, one entry.
+par6() { # par6 <name> <env assignments> <graph>x6: six compiles at once into the cache $tmp/<name>,
+  # the i-th of the i-th graph to $tmp/<name><i>.fxo; 1 when one exits non-zero (its log printed)
+  local name=$1 envs=$2 i st=0 pids=(); shift 2
+  for i in 1 2 3 4 5 6; do
+    env $envs "$fxc" "${args[@]}" --cache-dir="$tmp/$name" -o "$tmp/$name$i.fxo" "${!i}" \
+      >"$tmp/$name$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1 2 3 4 5; do wait "${pids[$i]}" || { st=1; cat "$tmp/$name$((i + 1)).log"; }; done
+  return $st
+}
 p=$tmp/par
-pids=()
-for i in 1 2 3 4 5 6; do
-  "$fxc" "${args[@]}" --cache-dir="$p" -o "$tmp/par$i.fxo" "$g" >"$tmp/par$i.log" 2>&1 &
-  pids+=($!)
-done
 pfail=0
-for i in 0 1 2 3 4 5; do wait "${pids[$i]}" || { pfail=1; cat "$tmp/par$((i + 1)).log"; }; done
+par6 par "" "$g" "$g" "$g" "$g" "$g" "$g" || pfail=1
 [ $pfail -eq 0 ] && ok "6 parallel compiles all exit 0" || bad "a parallel compile failed"
 for i in 2 3 4 5 6; do
   cmp -s "$tmp/par1.fxo" "$tmp/par$i.fxo" || { bad "parallel output $i differs"; pfail=1; }
@@ -236,27 +242,16 @@ has "names the variable and the value" "$tmp/err" "fxc: error: FXC_CACHE_MAX_SIZ
 # Six parallel compiles of three graphs into a cache with room for one entry and a half: each
 # store evicts the others' entries while they look up and copy them; all write their artifacts.
 p=$tmp/plru
-pids=()
-for i in 1 2 3 4 5 6; do
-  j=$(((i - 1) % 3 + 1))
-  FXC_CACHE_MAX_SIZE=$((esize * 3 / 2)) "$fxc" "${args[@]}" --cache-dir="$p" -o "$tmp/plru$i.fxo" "$lw/g$j.fxg" >"$tmp/plru$i.log" 2>&1 &
-  pids+=($!)
-done
+plru=(plru FXC_CACHE_MAX_SIZE=$((esize * 3 / 2)) "$lw"/g{1,2,3}.fxg "$lw"/g{1,2,3}.fxg)
 pfail=0
-for i in 0 1 2 3 4 5; do wait "${pids[$i]}" || { pfail=1; cat "$tmp/plru$((i + 1)).log"; }; done
+par6 "${plru[@]}" || pfail=1
 [ $pfail -eq 0 ] && ok "6 parallel evicting compiles all exit 0" || bad "a parallel evicting compile failed"
 for i in 1 2 3 4 5 6; do
   cmp -s "$lw/ref$(((i - 1) % 3 + 1)).fxo" "$tmp/plru$i.fxo" || { bad "parallel evicting output $i is wrong"; pfail=1; }
 done
 [ $pfail -eq 0 ] && ok "and write the right artifacts"
 for round in 1 2; do # then hits and stores race with evictions
-  pids=()
-  for i in 1 2 3 4 5 6; do
-    j=$(((i - 1) % 3 + 1))
-    FXC_CACHE_MAX_SIZE=$((esize * 3 / 2)) "$fxc" "${args[@]}" --cache-dir="$p" -o "$tmp/plru$i.fxo" "$lw/g$j.fxg" >"$tmp/plru$i.log" 2>&1 &
-    pids+=($!)
-  done
-  for i in 0 1 2 3 4 5; do wait "${pids[$i]}" || { pfail=1; cat "$tmp/plru$((i + 1)).log"; }; done
+  par6 "${plru[@]}" || pfail=1
   for i in 1 2 3 4 5 6; do cmp -s "$lw/ref$(((i - 1) % 3 + 1)).fxo" "$tmp/plru$i.fxo" || pfail=1; done
 done
 [ $pfail -eq 0 ] && ok "two more parallel rounds (hits racing with evictions) are right" || bad "a later parallel round failed"
