@@ -118,6 +118,14 @@ private:
       if (llvm::Value* v = target_.approx_math(b_, m_, op, args, true)) return v;
     return target_.math(b_, m_, op, args, t == DType::F64);
   }
+  /// y when `e` is gelu(y) (approximate='none') as the lowering writes it, y/2 (1 + erf(y c))
+  /// with c = 1/sqrt 2 (operands of the products and the sum in either order), else nullptr.
+  const VPtr* gelu_arg(const VExpr& e);
+  /// In the slot form, (a - m) r with m and r per-row values and a not (layer norm's
+  /// (x - mean) rstd), of a 16-bit result, as fma(a, r, -(m r)): one instruction per element
+  /// instead of two. The product m r adds |m r| 2^-24 to the result's absolute error, the order
+  /// of the error m itself carries (a sum's rounding, |m| 2^-24 per add); nullptr otherwise.
+  llvm::Value* scale_row_difference(const VExpr& e);
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::Value* a) {
     return b_.CreateUnaryIntrinsic(id, a);
   }
@@ -449,6 +457,42 @@ llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
   return a;
 }
 
+const VPtr* Emitter::gelu_arg(const VExpr& e) {
+  auto is_const = [](const VPtr& v, double c) {
+    return v->op == VOp::Const && std::fabs(v->fval - c) <= 1e-7 * c;
+  };
+  // The operand of `v` = op(x, k) or op(k, x) that is not the constant k, or nullptr.
+  auto other = [&](const VPtr& v, VOp op, double k) -> const VPtr* {
+    if (v->op != op || v->args.size() != 2) return nullptr;
+    if (is_const(v->args[1], k)) return &v->args[0];
+    if (is_const(v->args[0], k)) return &v->args[1];
+    return nullptr;
+  };
+  if (e.op != VOp::Mul || e.args.size() != 2) return nullptr;
+  for (int h = 0; h < 2; ++h) {
+    const VPtr* y = other(e.args[size_t(h)], VOp::Mul, 0.5);
+    const VPtr* erf = other(e.args[size_t(1 - h)], VOp::Add, 1.0);
+    if (!y || !erf || (*erf)->op != VOp::Erf) continue;
+    const VPtr* y2 = other((*erf)->args[0], VOp::Mul, M_SQRT1_2);
+    if (y2 && sid(y2->get()) == sid(y->get())) return y;
+  }
+  return nullptr;
+}
+
+llvm::Value* Emitter::scale_row_difference(const VExpr& e) {
+  if (!slots_ || e.op != VOp::Mul || e.args.size() != 2) return nullptr;
+  auto per_row = [&](const VPtr& v) { return !sid_rdep_[size_t(sid(v.get()))]; };
+  for (int h = 0; h < 2; ++h) {
+    const VPtr& d = e.args[size_t(h)];
+    const VPtr& r = e.args[size_t(1 - h)];
+    if (d->op != VOp::Sub || !per_row(r) || per_row(d->args[0]) || !per_row(d->args[1])) continue;
+    llvm::Value* rv = value(r);
+    llvm::Value* mr = b_.CreateFNeg(b_.CreateFMul(value(d->args[1]), rv)); // once per row (CSE)
+    return b_.CreateIntrinsic(llvm::Intrinsic::fma, {b_.getFloatTy()}, {value(d->args[0]), rv, mr});
+  }
+  return nullptr;
+}
+
 llvm::Value* Emitter::value(const VPtr& e) {
   std::map<int, llvm::Value*>* smemo = nullptr;
   int id = -1;
@@ -494,6 +538,14 @@ llvm::Value* Emitter::value(const VPtr& e) {
       }
       v = b_.CreateFMul(value(e->args[0]), inv);
       break;
+    }
+    v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);
+    break;
+  case VOp::Mul:
+    if (is_half(e->dtype)) {
+      if (const VPtr* y = gelu_arg(*e))
+        if ((v = target_.approx_gelu(b_, value(*y)))) break;
+      if ((v = scale_row_difference(*e))) break;
     }
     v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);
     break;

@@ -86,6 +86,21 @@ struct HalfErf {
 inline constexpr HalfErf kHalfErf = {3.3f,
                                      {1.128377199f, 0.1547448188f, 0.04312683269f, 7.446273812e-4f},
                                      {1.0f, 0.4704849422f, 0.09494952857f, 0.009254763834f}};
+/// The normal CDF of NVPTX kernels' 16-bit gelu (Target::approx_gelu): kHalfErf's fit with the
+/// argument scaled, Phi(y) = (1 + erf(y / sqrt 2)) / 2 = 1/2 + y P'(y^2) / Q'(y^2) with y clamped
+/// to [-clamp, clamp] (kHalfErf.clamp * sqrt 2), P'_i = p_i / (2 sqrt 2 * 2^i), Q'_i = q_i / 2^i
+/// (each rounded to f32 once). Absolute error at most 2^-19.5, relative as much for y >= 0
+/// (Phi >= 1/2; test/unit/nvptx_test.cpp sweeps it against std::erfc in float64).
+constexpr HalfErf half_phi(const HalfErf& e) {
+  HalfErf r = {float(double(e.clamp) * 1.4142135623730951), {}, {}};
+  double pow2 = 1; // 2^-i
+  for (int i = 0; i < HalfErf::kTerms; ++i, pow2 /= 2) {
+    r.p[i] = float(double(e.p[i]) * pow2 * 0.35355339059327373); // 1 / (2 sqrt 2)
+    r.q[i] = float(double(e.q[i]) * pow2);
+  }
+  return r;
+}
+inline constexpr HalfErf kHalfPhi = half_phi(kHalfErf);
 
 /// Links the kernels' LLVM IR (name, .ll text) into one module. Returns its text after the
 /// same O2 pipeline the JIT uses when `optimize`, else as generated. Throws fxc::Error.

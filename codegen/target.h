@@ -98,12 +98,19 @@ public:
   /// `half` it must be as precise as PyTorch's CUDA code for the op (rsqrtf). With `half` the
   /// op's value is a 16-bit float (f16 or bf16, computed in f32): a relative error of at most
   /// 2^-18 wherever the exact result is a normal f32 (1/64 of half an f16 ulp, 1/512 of half a
-  /// bf16 ulp; exp's rounding of a * log2(e) adds |a| 2^-24 as in any f32 exp); smaller
+  /// bf16 ulp; exp's rounding of a * log2(e) adds |a| 2^-24 as in any f32 exp, and of an
+  /// argument u - c, computed as fma(u, log2(e), -c log2(e)), (|u - c| + |c|) 2^-24: at most
+  /// 2^-13.9 where |c| <= 2^10, as results of 2^-126 or more need |u - c| < 88); smaller
   /// results may flush to zero.
   virtual llvm::Value* approx_math(llvm::IRBuilderBase&, llvm::Module&, VOp,
                                    const std::vector<llvm::Value*>&, bool /*half*/) {
     return nullptr;
   }
+  /// gelu(y) = y Phi(y) (Phi the standard normal CDF: approximate='none') of an f32 `y` whose
+  /// gelu is a 16-bit float, or nullptr where the target has none (the emitter then computes
+  /// y/2 (1 + erf(y / sqrt 2)) with approx_math's erf). Phi within 2^-19 absolute (relative
+  /// 2^-18 for y >= 0, as 1 + erf with approx_math's erf: no worse in the negative tail).
+  virtual llvm::Value* approx_gelu(llvm::IRBuilderBase&, llvm::Value* /*y*/) { return nullptr; }
   /// `lanes` (f32, an even number) rounded to nearest f16 or bf16 (`bf16`) and packed in pairs,
   /// lane 2i in the low half of element i of an i32 vector, or nullptr where the target has no
   /// paired conversion.

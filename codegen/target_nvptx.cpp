@@ -394,46 +394,49 @@ public:
   }
 
   /// rsqrt.approx (what PyTorch's rsqrtf compiles to); for 16-bit results exp and erf within
-  /// a relative error of 2^-18 (Target::approx_math), without branches: exp by ex2.approx.ftz,
-  /// erf by a rational function (kHalfErf) with one rcp.approx.
+  /// a relative error of 2^-18 (Target::approx_math), without branches: exp by ex2.approx.ftz
+  /// (of one fma for exp(u - c)), erf by a rational function (kHalfErf) with one rcp.approx.
   llvm::Value* approx_math(llvm::IRBuilderBase& b, llvm::Module&, VOp op,
                            const std::vector<llvm::Value*>& args, bool half) override {
     llvm::Value* a = args[0];
     if (!a->getType()->isFloatTy()) return nullptr;
-    auto k = [&](double v) { return llvm::ConstantFP::get(b.getFloatTy(), v); };
-    auto fma = [&](llvm::Value* x, llvm::Value* y, llvm::Value* z) {
-      return b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {x, y, z});
-    };
-    auto horner = [&](const float* c, int n, llvm::Value* s) {
-      llvm::Value* p = k(c[n - 1]);
-      for (int i = n - 2; i >= 0; --i) p = fma(p, s, k(c[i]));
-      return p;
-    };
+    auto k = [&](double v) { return f32(b, v); };
     switch (op) {
     case VOp::Rsqrt:
       return b.CreateIntrinsic(llvm::Intrinsic::nvvm_rsqrt_approx_f, {}, {a});
     case VOp::Exp: {
       if (!half) return nullptr;
       // ex2.approx.ftz is one instruction (the plain form adds a range fix-up for denormal
-      // results); results below the normal range flush to zero.
-      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {},
-                               {b.CreateFMul(a, k(1.4426950408889634))});
+      // results); results below the normal range flush to zero. exp(u - c) (softmax's terms)
+      // is ex2(fma(u, log2 e, -(c log2 e))), one instruction less than rounding u - c first
+      // (c log2 e is computed once where c is per row).
+      const double log2e = 1.4426950408889634;
+      auto* d = llvm::dyn_cast<llvm::BinaryOperator>(a);
+      llvm::Value* t = nullptr;
+      if (d && d->getOpcode() == llvm::Instruction::FSub)
+        t = fma(b, d->getOperand(0), k(log2e), b.CreateFMul(d->getOperand(1), k(-log2e)));
+      else
+        t = b.CreateFMul(a, k(log2e));
+      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {}, {t});
     }
     case VOp::Erf: {
       if (!half) return nullptr;
       // x P(x^2) / Q(x^2) with x clamped to +-kHalfErf.clamp (NaN stays NaN).
-      const HalfErf& e = kHalfErf;
-      llvm::Value* x = b.CreateBinaryIntrinsic(
-          llvm::Intrinsic::minimum,
-          b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, k(-e.clamp)), k(e.clamp));
-      llvm::Value* s = b.CreateFMul(x, x);
-      llvm::Value* q = b.CreateIntrinsic(llvm::Intrinsic::nvvm_rcp_approx_ftz_f, {},
-                                         {horner(e.q, HalfErf::kTerms, s)});
-      return b.CreateFMul(b.CreateFMul(x, horner(e.p, HalfErf::kTerms, s)), q);
+      auto [xp, q] = odd_rational(b, kHalfErf, a);
+      return b.CreateFMul(xp, q);
     }
     default:
       return nullptr;
     }
+  }
+
+  /// y (1/2 + y' P'(y'^2) / Q'(y'^2)), y' = y clamped to +-kHalfPhi.clamp (NaN stays NaN):
+  /// kHalfErf's rational with the 1/sqrt 2, the 1/2 and the + 1 folded in (two fewer
+  /// instructions than y/2 (1 + erf(y / sqrt 2))).
+  llvm::Value* approx_gelu(llvm::IRBuilderBase& b, llvm::Value* y) override {
+    if (!y->getType()->isFloatTy()) return nullptr;
+    auto [yp, q] = odd_rational(b, kHalfPhi, y);
+    return b.CreateFMul(y, fma(b, yp, q, f32(b, 0.5)));
   }
 
   /// cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 (sm_80 on): one conversion per pair of lanes.
@@ -467,6 +470,30 @@ public:
   }
 
 private:
+  static llvm::Value* f32(llvm::IRBuilderBase& b, double v) {
+    return llvm::ConstantFP::get(b.getFloatTy(), v);
+  }
+  static llvm::Value* fma(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* y, llvm::Value* z) {
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {x, y, z});
+  }
+  /// e's rational at `a`: {x P(x^2), 1 / Q(x^2)} with x = a clamped to +-e.clamp (min/max.NaN:
+  /// NaN stays NaN), Horner's rule with fma, the reciprocal by rcp.approx.ftz.
+  static std::pair<llvm::Value*, llvm::Value*> odd_rational(llvm::IRBuilderBase& b,
+                                                            const HalfErf& e, llvm::Value* a) {
+    auto horner = [&](const float* c, llvm::Value* s) {
+      llvm::Value* p = f32(b, c[HalfErf::kTerms - 1]);
+      for (int i = HalfErf::kTerms - 2; i >= 0; --i) p = fma(b, p, s, f32(b, c[i]));
+      return p;
+    };
+    llvm::Value* x = b.CreateBinaryIntrinsic(
+        llvm::Intrinsic::minimum,
+        b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, f32(b, -e.clamp)), f32(b, e.clamp));
+    llvm::Value* s = b.CreateFMul(x, x);
+    llvm::Value* q =
+        b.CreateIntrinsic(llvm::Intrinsic::nvvm_rcp_approx_ftz_f, {}, {horner(e.q, s)});
+    return {b.CreateFMul(x, horner(e.p, s)), q};
+  }
+
   static llvm::Value* sreg(llvm::IRBuilderBase& b, llvm::Intrinsic::ID id) {
     return b.CreateIntrinsic(id, {}, {});
   }

@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <regex>
+#include <sstream>
 #include <string>
 
 using namespace fxc;
@@ -275,7 +278,57 @@ TEST_CASE("nvptx: the erf of 16-bit results is within 2^-18 of erf") {
   CHECK(n > 4000000);
   CHECK(worst <= std::ldexp(1.0, -18));
   CHECK(worst > std::ldexp(1.0, -20)); // the sweep reaches the fit's extremes
-  // In the PTX of a bf16 gelu: the clamp keeps NaN (min/max.NaN), one rcp.approx, no libdevice.
+  // In the PTX of a bf16 erf: the clamp keeps NaN (min/max.NaN), one rcp.approx, no libdevice.
+  TestGraph tg;
+  ValueId x = tg.input_values("x", DType::BF16, {512, 1024}, tg.random_values(512 * 1024, -4, 4));
+  tg.output(tg.op("aten.erf.default", {T(x)}));
+  std::string ptx = only_ptx(tg);
+  CHECK(count(ptx, "min.NaN.f32") == 8);
+  CHECK(count(ptx, "max.NaN.f32") == 8);
+  CHECK(count(ptx, "rcp.approx.ftz.f32") == 8);
+  CHECK(count(ptx, "__nv_erff") == 0);
+}
+
+TEST_CASE("nvptx: the gelu of 16-bit results is y Phi(y) with Phi within 2^-19 of the normal CDF") {
+  // kHalfPhi evaluated as the kernels do (y clamped, f32 Horner with fma, 1/Q exact and off by
+  // an ulp either way, fma(y P, 1/Q, 1/2)) against (1 + erf(y / sqrt 2)) / 2 in float64: over a
+  // dense sweep of the normal floats up to 16 of either sign the absolute error is at most
+  // 2^-19.5 (2^-19.60 at y = 3.958; the former y/2 (1 + erf(y / sqrt 2)) with kHalfErf's erf:
+  // 2^-19.61, both at 2^-19.6 for y < 0, so gelu's negative tail is no less accurate), relative
+  // 2^-19.5 for y >= 0 (Phi >= 1/2).
+  const HalfErf& e = kHalfPhi;
+  auto horner = [](const float* c, float s) {
+    float p = c[HalfErf::kTerms - 1];
+    for (int i = HalfErf::kTerms - 2; i >= 0; --i) p = std::fma(p, s, c[i]);
+    return p;
+  };
+  CHECK(e.q[0] == 1.0f);
+  double worst = 0, worst_rel = 0;
+  float worst_y = 0;
+  int64_t n = 0;
+  for (uint32_t u = 0x00800000u; u <= 0x41800000u; u += 509) {
+    float y0;
+    std::memcpy(&y0, &u, sizeof y0);
+    for (float y : {y0, -y0}) {
+      float c = std::min(std::max(y, -e.clamp), e.clamp);
+      float s = c * c;
+      float q = 1.0f / horner(e.q, s);
+      double exact = 0.5 * std::erfc(-double(y) * M_SQRT1_2);
+      for (float r : {std::nextafter(q, 0.0f), q, std::nextafter(q, 2.0f)}) {
+        double err = std::fabs(double(std::fma(c * horner(e.p, s), r, 0.5f)) - exact);
+        if (err > worst) worst = err, worst_y = y;
+        if (y >= 0) worst_rel = std::max(worst_rel, err / exact);
+      }
+      ++n;
+    }
+  }
+  CAPTURE(worst_y);
+  CHECK(n > 4000000);
+  CHECK(worst <= std::ldexp(1.0, -19) / std::sqrt(2.0));
+  CHECK(worst_rel <= std::ldexp(1.0, -19) / std::sqrt(2.0));
+  CHECK(worst > std::ldexp(1.0, -21)); // the sweep reaches the fit's extremes
+  // In the PTX of a bf16 gelu: one clamp (min/max.NaN), one rcp.approx, the 1/sqrt 2 and the
+  // 1/2 folded into the coefficients (no multiplication by either), 1/2 + y P/Q as one fma.
   TestGraph tg;
   ValueId x = tg.input_values("x", DType::BF16, {512, 1024}, tg.random_values(512 * 1024, -4, 4));
   tg.output(tg.op("aten.gelu.default", {T(x)}));
@@ -283,7 +336,46 @@ TEST_CASE("nvptx: the erf of 16-bit results is within 2^-18 of erf") {
   CHECK(count(ptx, "min.NaN.f32") == 8);
   CHECK(count(ptx, "max.NaN.f32") == 8);
   CHECK(count(ptx, "rcp.approx.ftz.f32") == 8);
+  CHECK(count(ptx, "0f3F3504F3") == 0); // 1/sqrt 2
+  auto lines = [&](const std::string& a, const std::string& b) {
+    int64_t k = 0;
+    std::istringstream in(ptx);
+    for (std::string l; std::getline(in, l);) k += l.find(a) != l.npos && l.find(b) != l.npos;
+    return k;
+  };
+  CHECK(lines("0f3F000000", "") == 8);           // 1/2 ...
+  CHECK(lines("0f3F000000", "fma.rn.f32") == 8); // ... only in fma(y P, 1/Q, 1/2)
+  CHECK(count(ptx, "0f3F800000;") == 8);         // Q's constant term, no 1 + erf
   CHECK(count(ptx, "__nv_erff") == 0);
+  // f32 keeps libdevice's erff.
+  TestGraph tf;
+  ValueId xf = tf.input_values("x", DType::F32, {512, 1024}, tf.random_values(512 * 1024, -4, 4));
+  tf.output(tf.op("aten.gelu.default", {T(xf)}));
+  std::string f32 = only_ptx(tf);
+  CHECK(count(f32, "rcp.approx.ftz.f32") == 0);
+  CHECK(count(f32, "0f3F3504F3") > 0);
+}
+
+TEST_CASE("nvptx: 16-bit rows fold a per-row subtrahend into one fma") {
+  // Softmax's exp(v - max) is ex2.approx.ftz(fma(v, log2 e, -max log2 e)) and layer norm's
+  // (x - mean) rstd is fma(x, rstd, -mean rstd) in bf16; f32 keeps the subtractions.
+  std::string sm = only_ptx(row_graph(DType::BF16, 512, 1024, "softmax"));
+  CHECK(count(sm, "ex2.approx.ftz.f32") == 8);
+  CHECK(count(sm, "sub.f32") == 0);
+  CHECK(count(sm, ", 0f3FB8AA3B, ") == 8); // fma(v, log2 e, ...)
+  CHECK(count(sm, "0fBFB8AA3B;") == 1);    // -max log2 e, once
+  // The products x rstd: fma with rstd (rsqrt.approx's result) as the second operand, 8 per
+  // thread in bf16, none in f32 ((x - mean) * rstd: mul).
+  auto x_rstd = [](const std::string& ptx) {
+    std::smatch m;
+    if (!std::regex_search(ptx, m, std::regex(R"(rsqrt\.approx\.f32\s+(%f\d+),)"))) return -1;
+    std::regex use("fma\\.rn\\.f32\\s+%f\\d+, %f\\d+, " + m[1].str() + ", ");
+    return int(
+        std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), use), std::sregex_iterator()));
+  };
+  CHECK(x_rstd(only_ptx(row_graph(DType::BF16, 512, 1024, "layer_norm"))) == 8);
+  CHECK(x_rstd(only_ptx(row_graph(DType::F32, 512, 1024, "layer_norm"))) == 0);
+  CHECK(count(only_ptx(row_graph(DType::F32, 512, 1024, "softmax")), "sub.f32") >= 8);
 }
 
 TEST_CASE("nvptx: many short rows get a thread each") {
