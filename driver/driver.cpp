@@ -183,12 +183,18 @@ std::string emitted_code(const Compilation& c, const std::string& emit) {
 #ifdef FXC_HAVE_CODEGEN
   for (size_t i = 0; i < c.graphs.size(); ++i) {
     const std::string& folder = c.graphs[i].folder;
-    if (emit == "ptx" && c.ptx.empty()) { // tuned (--max-autotune): the kernels chosen
+    // CUDA kernels are separate modules: PTX, or their LLVM IR as generated, one after another
+    // (the tuned kernels under --max-autotune, which compiles through c.compiled).
+    const bool cuda_kernels = c.opts.device == DeviceKind::Cuda && (emit == "ptx" || emit == "llvm");
+    const char* comment = emit == "ptx" ? "// " : "; ";
+    if (cuda_kernels && c.ptx.empty()) {
       for (const GeneratedKernel& k : c.compiled.at(i)->kernels())
-        out += "// ===== fxc kernel " + folder + "/" + k.name + " =====\n" + k.ptx;
-    } else if (emit == "ptx") {
+        out += comment + ("===== fxc kernel " + folder + "/" + k.name + " =====\n") +
+               (emit == "ptx" ? k.ptx : k.ll);
+    } else if (cuda_kernels) {
       for (const PtxKernelInfo& k : c.ptx.at(i)->kernels)
-        out += "// ===== fxc kernel " + folder + "/" + k.name + " =====\n" + k.ptx;
+        out += comment + ("===== fxc kernel " + folder + "/" + k.name + " =====\n") +
+               (emit == "ptx" ? k.ptx : k.ll);
     } else if (emit == "llvm") {
       out += "; ===== fxc graph " + folder + " =====\n" + c.compiled.at(i)->llvm_module(false);
     } else if (emit == "cpp") {

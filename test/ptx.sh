@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-compilation for CUDA on a machine without a GPU: every fixture (both exports, inference
 # and train) compiles with --device=cuda --emit=ptx, and every kernel's PTX assembles with
-# ptxas -arch=sm_90; FileCheck on the PTX of the kernel kinds (test/golden/ptx_*.check).
+# ptxas -arch=sm_90; FileCheck on the PTX of the kernel kinds (test/golden/ptx_*.check); and
+# --emit=llvm for cuda writes the kernels' LLVM IR.
 # Usage: ptx.sh <fxc>
 set -u
 fxc=$1
@@ -68,5 +69,15 @@ if emit_ptx convnet.f32 "$d" "$src/bench/models/convnet.f32.fxg"; then
     ok "FileCheck convnet.f32 PTX: a thread per short row (SHORTROW)"
   else bad "FileCheck convnet.f32 PTX: a thread per short row (SHORTROW)"; fi
 fi
+# --emit=llvm for cuda: each kernel's LLVM IR (as generated, before libdevice), one module after
+# another, as many as --emit=ptx writes PTX modules.
+check "cuda --emit=llvm" 0 "$fxc" --device=cuda --emit=llvm -o "$tmp/mlp.ll" "$fx/mlp.pt2"
+has "cuda --emit=llvm: kernel separators" "$tmp/mlp.ll" "; ===== fxc kernel mlp__0_inference_0.0/"
+has "cuda --emit=llvm: NVPTX modules" "$tmp/mlp.ll" 'target triple = "nvptx64-nvidia-cuda"'
+check "cuda --emit=ptx of the same graph" 0 "$fxc" --device=cuda --emit=ptx -o "$tmp/mlp.ptx" \
+  "$fx/mlp.pt2"
+nll=$(grep -c "^; ===== fxc kernel" "$tmp/mlp.ll"); nptx=$(grep -c "^// ===== fxc kernel" "$tmp/mlp.ptx")
+[ "$nll" -ge 1 ] && [ "$nll" -eq "$nptx" ] && ok "cuda --emit=llvm: $nll modules, as many as PTX" ||
+  bad "cuda --emit=llvm: $nll LLVM modules, $nptx PTX modules"
 echo "$kernels kernels checked with ptxas"
 exit $fail
