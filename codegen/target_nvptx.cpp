@@ -4,6 +4,7 @@
 #include "codegen/target.h"
 #include "frontend/diag.h"
 #include "frontend/pass_timer.h"
+#include "runtime/thread_pool.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/Constants.h>
@@ -28,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 extern "C" {
 void LLVMInitializeNVPTXTargetInfo();
@@ -733,88 +735,118 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
   return generate_ptx(p, all, arch, libdevice);
 }
 
+namespace {
+
+/// The PTX of one requested kernel, in a context of its own.
+PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const PtxRequest& request,
+                           const std::string& arch, const llvm::MemoryBuffer& lib,
+                           const std::string& libdevice) {
+  // Multiplies and adds contract into fma, as nvcc compiles PyTorch's kernels (-fmad=true).
+  llvm::TargetOptions to;
+  to.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  std::unique_ptr<llvm::TargetMachine> tm(t.createTargetMachine(
+      kTriple, arch, "", to, std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Default));
+  if (!tm) throw Error("", "cannot create an NVPTX target machine for " + arch);
+  assert(request.kernel && "a PTX request names its kernel");
+  const Kernel& k = *request.kernel;
+  llvm::LLVMContext ctx;
+  auto m = std::make_unique<llvm::Module>(k.name, ctx);
+  m->setSourceFileName(k.name);
+  NvptxTarget target(arch);
+  if (request.mapping) target.force_mapping(*request.mapping);
+  PtxKernel pk;
+  pk.name = k.name;
+  pk.args = k.inputs;
+  for (int o : k.outputs)
+    if (std::find(pk.args.begin(), pk.args.end(), o) == pk.args.end()) pk.args.push_back(o);
+  pk.xnumel = k.xnumel;
+  pk.mapping = target.row_mapping(p, k);
+  pk.block = pk.mapping.block > 0 ? pk.mapping.block : pk.mapping.rows;
+  pk.rows = pk.mapping.rows;
+  std::optional<PassTimer> timer(std::in_place, "emit LLVM IR");
+  emit_kernel(target, *m, p, k, pk.args, std::vector<bool>(pk.args.size(), true));
+  std::string verr;
+  llvm::raw_string_ostream vos(verr);
+  if (llvm::verifyModule(*m, &vos))
+    throw Error("", "internal error: generated kernel " + k.name + " is invalid: " + vos.str());
+  pk.ll = print_module(*m);
+  // libdevice: only the functions used, then the NVPTX pipeline (NVVMReflect included). The
+  // bitcode is read lazily (only the used functions' bodies are materialized) and not at all
+  // for a kernel that calls none: parsing all of it per kernel dominated compile time.
+  timer.emplace("link libdevice");
+  bool calls_libdevice = std::any_of(m->begin(), m->end(), [](const llvm::Function& f) {
+    return f.isDeclaration() && f.getName().starts_with("__nv_");
+  });
+  if (calls_libdevice) {
+    auto libmod = llvm::getLazyBitcodeModule(lib.getMemBufferRef(), ctx);
+    if (!libmod) {
+      llvm::consumeError(libmod.takeError());
+      throw Error(libdevice, "cannot parse libdevice");
+    }
+    (*libmod)->setTargetTriple(kTriple);
+    (*libmod)->setDataLayout(kLayout);
+    if (llvm::Linker::linkModules(*m, std::move(*libmod), llvm::Linker::LinkOnlyNeeded))
+      throw Error("", "internal error: libdevice does not link into " + k.name);
+  }
+  m->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
+  timer.emplace("LLVM O2");
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(*m, mam);
+  }
+  timer.emplace("NVPTX back end (PTX)");
+  llvm::SmallVector<char, 0> ptx;
+  llvm::raw_svector_ostream os(ptx);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw Error("", "internal error: the NVPTX back end cannot emit PTX");
+  pm.run(*m);
+  pk.ptx.assign(ptx.begin(), ptx.end());
+  return pk;
+}
+
+} // namespace
+
 std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxRequest>& kernels,
                                     const std::string& arch, const std::string& libdevice) {
   init_nvptx();
   std::string err;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (!t) throw Error("", "LLVM has no NVPTX back end: " + err);
-  // Multiplies and adds contract into fma, as nvcc compiles PyTorch's kernels (-fmad=true).
-  llvm::TargetOptions to;
-  to.AllowFPOpFusion = llvm::FPOpFusion::Fast;
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      kTriple, arch, "", to, std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Default));
-  if (!tm) throw Error("", "cannot create an NVPTX target machine for " + arch);
   auto lib = llvm::MemoryBuffer::getFile(libdevice);
   if (!lib) throw Error(libdevice, "cannot read libdevice: " + lib.getError().message());
-  std::vector<PtxKernel> out;
-  for (const PtxRequest& request : kernels) {
-    assert(request.kernel && "a PTX request names its kernel");
-    const Kernel& k = *request.kernel;
-    llvm::LLVMContext ctx;
-    auto m = std::make_unique<llvm::Module>(k.name, ctx);
-    m->setSourceFileName(k.name);
-    NvptxTarget target(arch);
-    if (request.mapping) target.force_mapping(*request.mapping);
-    PtxKernel pk;
-    pk.name = k.name;
-    pk.args = k.inputs;
-    for (int o : k.outputs)
-      if (std::find(pk.args.begin(), pk.args.end(), o) == pk.args.end()) pk.args.push_back(o);
-    pk.xnumel = k.xnumel;
-    pk.mapping = target.row_mapping(p, k);
-    pk.block = pk.mapping.block > 0 ? pk.mapping.block : pk.mapping.rows;
-    pk.rows = pk.mapping.rows;
-    std::optional<PassTimer> timer(std::in_place, "emit LLVM IR");
-    emit_kernel(target, *m, p, k, pk.args, std::vector<bool>(pk.args.size(), true));
-    std::string verr;
-    llvm::raw_string_ostream vos(verr);
-    if (llvm::verifyModule(*m, &vos))
-      throw Error("", "internal error: generated kernel " + k.name + " is invalid: " + vos.str());
-    pk.ll = print_module(*m);
-    // libdevice: only the functions used, then the NVPTX pipeline (NVVMReflect included). The
-    // bitcode is read lazily (only the used functions' bodies are materialized) and not at all
-    // for a kernel that calls none: parsing all of it per kernel dominated compile time.
-    timer.emplace("link libdevice");
-    bool calls_libdevice = std::any_of(m->begin(), m->end(), [](const llvm::Function& f) {
-      return f.isDeclaration() && f.getName().starts_with("__nv_");
-    });
-    if (calls_libdevice) {
-      auto libmod = llvm::getLazyBitcodeModule(lib.get()->getMemBufferRef(), ctx);
-      if (!libmod) {
-        llvm::consumeError(libmod.takeError());
-        throw Error(libdevice, "cannot parse libdevice");
-      }
-      (*libmod)->setTargetTriple(kTriple);
-      (*libmod)->setDataLayout(kLayout);
-      if (llvm::Linker::linkModules(*m, std::move(*libmod), llvm::Linker::LinkOnlyNeeded))
-        throw Error("", "internal error: libdevice does not link into " + k.name);
+  // Each kernel has a context (and target machine) of its own, so kernels compile on all the
+  // hardware threads; each result lands at its request's index, so the output does not depend
+  // on the schedule, and the first failure by index is the one reported.
+  std::vector<PtxKernel> out(kernels.size());
+  std::vector<std::exception_ptr> failed(kernels.size());
+  const int depth = pass_depth();
+  auto compile = [&](int64_t i) {
+    ScopedPassDepth nest(depth);
+    try {
+      out[size_t(i)] = generate_one_ptx(*t, p, kernels[size_t(i)], arch, *lib.get(), libdevice);
+    } catch (...) {
+      failed[size_t(i)] = std::current_exception();
     }
-    m->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
-    timer.emplace("LLVM O2");
-    {
-      llvm::LoopAnalysisManager lam;
-      llvm::FunctionAnalysisManager fam;
-      llvm::CGSCCAnalysisManager cgam;
-      llvm::ModuleAnalysisManager mam;
-      llvm::PassBuilder pb(tm.get());
-      pb.registerModuleAnalyses(mam);
-      pb.registerCGSCCAnalyses(cgam);
-      pb.registerFunctionAnalyses(fam);
-      pb.registerLoopAnalyses(lam);
-      pb.crossRegisterProxies(lam, fam, cgam, mam);
-      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(*m, mam);
-    }
-    timer.emplace("NVPTX back end (PTX)");
-    llvm::SmallVector<char, 0> ptx;
-    llvm::raw_svector_ostream os(ptx);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-      throw Error("", "internal error: the NVPTX back end cannot emit PTX");
-    pm.run(*m);
-    pk.ptx.assign(ptx.begin(), ptx.end());
-    out.push_back(std::move(pk));
+  };
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  if (kernels.size() < 2 || hw < 2) {
+    for (size_t i = 0; i < kernels.size(); ++i) compile(int64_t(i));
+  } else {
+    ThreadPool pool(int(std::min<size_t>(kernels.size(), hw)));
+    pool.parallel_for(int64_t(kernels.size()), compile);
   }
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
   return out;
 }
 

@@ -48,6 +48,12 @@ std::vector<PassSpan> pass_spans() {
   return out;
 }
 
+int pass_depth() { return t_depth; }
+
+ScopedPassDepth::ScopedPassDepth(int depth) : saved_(t_depth) { t_depth = depth; }
+
+ScopedPassDepth::~ScopedPassDepth() { t_depth = saved_; }
+
 PassTimer::PassTimer(const char* name) : PassTimer(std::string(name)) {}
 
 PassTimer::PassTimer(std::string name) {

@@ -43,6 +43,20 @@ private:
   int depth_ = 0;
 };
 
+/// Spans begun on another thread nest under the span open on the thread that handed it the
+/// work: a worker creates one of these with the handing thread's pass_depth() first.
+int pass_depth();
+class ScopedPassDepth {
+public:
+  explicit ScopedPassDepth(int depth);
+  ~ScopedPassDepth();
+  ScopedPassDepth(const ScopedPassDepth&) = delete;
+  ScopedPassDepth& operator=(const ScopedPassDepth&) = delete;
+
+private:
+  int saved_;
+};
+
 /// The --time-passes report: one row per pass name and nesting level, in the order passes
 /// first ran, with total wall time, share of the whole and how often it ran, e.g.
 ///   ===----- fxc pass timing report -----===
