@@ -59,6 +59,12 @@ std::string log_of(const CompiledGraph& cg) {
   return log;
 }
 
+/// A CUDA compile with --max-autotune remembering its choices in `dir`.
+InductorOptions tuned_options(const fs::path& dir) {
+  InductorOptions o = tuned_options(dir);
+  return o;
+}
+
 fs::path fresh_dir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("fxc-autotune-cuda-" + name + "-" +
                                             std::to_string(::getpid()));
@@ -162,11 +168,7 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
       cache.insert(device, key, e);
       std::string err;
       REQUIRE(cache.save(&err));
-      InductorOptions o;
-      o.cuda = true;
-      o.max_autotune = true;
-      o.autotune_dir = dir.string();
-      CompiledGraph cg = compile_inductor(tg.g, o);
+      CompiledGraph cg = compile_inductor(tg.g, tuned_options(dir));
       std::string log = log_of(cg);
       INFO(log);
       CHECK(contains(log, k.name + ": cached " + format_mapping(m)));
@@ -184,10 +186,7 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
 
   // A tuned compile times the candidates, stores its choices, and a second compile reuses them.
   fs::path dir = fresh_dir("tuned");
-  InductorOptions o;
-  o.cuda = true;
-  o.max_autotune = true;
-  o.autotune_dir = dir.string();
+  InductorOptions o = tuned_options(dir);
   CompiledGraph first = compile_inductor(tg.g, o);
   std::string log = log_of(first);
   INFO(log);
@@ -217,10 +216,7 @@ TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the ch
   tg.g = decompose(tg.g);
   std::vector<Tensor> want = interpret(tg.g, tg.inputs);
   fs::path dir = fresh_dir("gemm");
-  InductorOptions o;
-  o.cuda = true;
-  o.max_autotune = true;
-  o.autotune_dir = dir.string();
+  InductorOptions o = tuned_options(dir);
   CompiledGraph cg = compile_inductor(tg.g, o);
   std::string log = log_of(cg);
   INFO(log);
