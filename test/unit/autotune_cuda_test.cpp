@@ -61,7 +61,10 @@ std::string log_of(const CompiledGraph& cg) {
 
 /// A CUDA compile with --max-autotune remembering its choices in `dir`.
 InductorOptions tuned_options(const fs::path& dir) {
-  InductorOptions o = tuned_options(dir);
+  InductorOptions o;
+  o.cuda = true;
+  o.max_autotune = true;
+  o.autotune_dir = dir.string();
   return o;
 }
 
