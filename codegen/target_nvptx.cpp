@@ -270,13 +270,8 @@ public:
     }
     llvm::GlobalVariable* vals = shared_array(m, st, nwarps);
     llvm::GlobalVariable* idxs = index ? shared_array(m, b.getInt64Ty(), nwarps) : nullptr;
-    llvm::Value* tid = sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
-    llvm::Value* lane = b.CreateAnd(tid, b.getInt32(kWarp - 1));
-    llvm::Value* warp = b.CreateLShr(tid, b.getInt32(5));
-    auto slot = [&](llvm::GlobalVariable* g, llvm::Value* i) {
-      return b.CreateInBoundsGEP(g->getValueType(), g,
-                                 {b.getInt64(0), b.CreateZExt(i, b.getInt64Ty())});
-    };
+    auto [lane, warp] = lane_and_warp(b);
+    auto slot = [&](llvm::GlobalVariable* g, llvm::Value* i) { return warp_slot(b, g, i); };
     auto to_mem = [&](llvm::Value* x) { return is_bool ? b.CreateZExt(x, b.getInt8Ty()) : x; };
     auto from_mem = [&](llvm::Value* x) { return is_bool ? b.CreateICmpNE(x, b.getInt8(0)) : x; };
     // Lane 0 of each warp publishes the warp's result.
@@ -348,13 +343,8 @@ public:
     }
     std::vector<llvm::GlobalVariable*> vals;
     for (llvm::Value* x : v) vals.push_back(shared_array(m, x->getType(), nwarps));
-    llvm::Value* tid = sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
-    llvm::Value* lane = b.CreateAnd(tid, b.getInt32(kWarp - 1));
-    llvm::Value* warp = b.CreateLShr(tid, b.getInt32(5));
-    auto slot = [&](llvm::GlobalVariable* g, llvm::Value* i) {
-      return b.CreateInBoundsGEP(g->getValueType(), g,
-                                 {b.getInt64(0), b.CreateZExt(i, b.getInt64Ty())});
-    };
+    auto [lane, warp] = lane_and_warp(b);
+    auto slot = [&](llvm::GlobalVariable* g, llvm::Value* i) { return warp_slot(b, g, i); };
     llvm::BasicBlock* put = llvm::BasicBlock::Create(ctx, "red.put", f);
     llvm::BasicBlock* joined = llvm::BasicBlock::Create(ctx, "red.joined", f);
     b.CreateCondBr(b.CreateICmpEQ(lane, b.getInt32(0)), put, joined);
@@ -530,6 +520,17 @@ private:
       r = b.CreateOr(b.CreateZExt(lo, it), b.CreateShl(b.CreateZExt(hi, it), 32));
     }
     return t->isIntegerTy() ? r : b.CreateBitCast(r, t);
+  }
+  /// This thread's lane in its warp and its warp in the block.
+  static std::pair<llvm::Value*, llvm::Value*> lane_and_warp(llvm::IRBuilderBase& b) {
+    llvm::Value* tid = sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    llvm::Value* lane = b.CreateAnd(tid, b.getInt32(kWarp - 1));
+    return {lane, b.CreateLShr(tid, b.getInt32(5))};
+  }
+  /// The address of element `i` (an i32) of the shared per-warp array `g`.
+  static llvm::Value* warp_slot(llvm::IRBuilderBase& b, llvm::GlobalVariable* g, llvm::Value* i) {
+    return b.CreateInBoundsGEP(g->getValueType(), g,
+                               {b.getInt64(0), b.CreateZExt(i, b.getInt64Ty())});
   }
   static void barrier(llvm::IRBuilderBase& b) {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
