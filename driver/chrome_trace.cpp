@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <set>
+#include <string>
 
 namespace fxc {
 
@@ -20,12 +22,21 @@ void write_chrome_trace(const std::string& path, const std::vector<PassSpan>& pa
     e["args"] = {{"name", name}};
     events.push_back(e);
   };
+  // The driver's passes on track 1, the kernels of a benchmarked run on track 2, and passes that
+  // ran on other threads (the CUDA kernels' code generation) on a track per thread from 3 on.
+  auto track = [](const PassSpan& s) { return s.thread == 0 ? 1 : 2 + s.thread; };
   meta("process_name", 0, "fxc");
   meta("thread_name", 1, "compile passes");
   if (!steps.empty()) meta("thread_name", 2, kernels_track);
+  std::set<int> workers;
+  for (const PassSpan& s : passes)
+    if (s.thread != 0) workers.insert(s.thread);
+  for (int w : workers)
+    meta("thread_name", 2 + w, "compile passes (worker " + std::to_string(w) + ")");
   for (const PassSpan& s : passes)
     events.push_back({{"name", s.name}, {"cat", "pass"}, {"ph", "X"}, {"ts", s.start_us},
-                      {"dur", s.dur_us}, {"pid", 1}, {"tid", 1}, {"args", {{"depth", s.depth}}}});
+                      {"dur", s.dur_us}, {"pid", 1}, {"tid", track(s)},
+                      {"args", {{"depth", s.depth}}}});
   for (const BenchStep& s : steps)
     events.push_back({{"name", s.name},
                       {"cat", s.kernel ? "kernel" : "extern"},

@@ -17,6 +17,12 @@ std::vector<PassSpan>& spans() {
   return s;
 }
 thread_local int t_depth = 0;
+std::atomic<int> g_threads{0};
+/// This thread's number in the spans: given when it first times a pass.
+int thread_number() {
+  thread_local const int n = g_threads++;
+  return n;
+}
 
 std::chrono::steady_clock::time_point origin() {
   static const auto t0 = std::chrono::steady_clock::now();
@@ -26,6 +32,7 @@ std::chrono::steady_clock::time_point origin() {
 
 void enable_pass_timing(bool on) {
   origin();
+  thread_number(); // the enabling thread (the driver's) is thread 0
   g_enabled = on;
 }
 
@@ -67,8 +74,9 @@ PassTimer::~PassTimer() {
   if (start_ < 0) return;
   double end = pass_clock_us();
   --t_depth;
+  int thread = thread_number();
   std::lock_guard<std::mutex> lock(g_mutex);
-  spans().push_back({std::move(name_), start_, end - start_, depth_});
+  spans().push_back({std::move(name_), start_, end - start_, depth_, thread});
 }
 
 std::string format_pass_report(const std::vector<PassSpan>& spans) {

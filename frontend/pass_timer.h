@@ -17,6 +17,7 @@ struct PassSpan {
   double start_us = 0; ///< since the clock's origin (pass_clock_us)
   double dur_us = 0;
   int depth = 0;
+  int thread = 0; ///< 0: the thread that enabled timing (the driver's); others 1, 2, ... in turn
 };
 
 /// Starts (or stops) recording spans. Recording starts empty.

@@ -79,5 +79,21 @@ check "cuda --emit=ptx of the same graph" 0 "$fxc" --device=cuda --emit=ptx -o "
 nll=$(grep -c "^; ===== fxc kernel" "$tmp/mlp.ll"); nptx=$(grep -c "^// ===== fxc kernel" "$tmp/mlp.ptx")
 [ "$nll" -ge 1 ] && [ "$nll" -eq "$nptx" ] && ok "cuda --emit=llvm: $nll modules, as many as PTX" ||
   bad "cuda --emit=llvm: $nll LLVM modules, $nptx PTX modules"
+# --trace of a CUDA compile: the kernels' code generation runs on every hardware thread; spans
+# of another thread than the driver's are on a track of their own (3, 4, ...) with a name.
+check "cuda --trace" 0 "$fxc" --device=cuda --emit=ptx --trace="$tmp/t.json" -o "$tmp/n.ptx" \
+  "$src/bench/models/norms.f32.fxg"
+if python3 - "$tmp/t.json" "$(nproc)" <<'PY'; then ok "cuda --trace: codegen spans per thread"; else bad "cuda --trace"; fi
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+spans = [e for e in ev if e["ph"] == "X"]
+named = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and "tid" in e}
+assert named.get(1) == "compile passes", named
+tids = {e["tid"] for e in spans}
+assert 2 not in tids, "track 2 is for a benchmarked run's kernels"
+assert all(t == 1 or named.get(t, "").startswith("compile passes (worker ") for t in tids), (tids, named)
+per_kernel = [e for e in spans if e["name"] == "NVPTX back end (PTX)"]
+assert per_kernel, "no per-kernel codegen spans"
+PY
 echo "$kernels kernels checked with ptxas"
 exit $fail
