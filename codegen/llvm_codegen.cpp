@@ -1,12 +1,18 @@
-// The generic LLVM IR emitter for fused kernels: row loop, stages, r loops, value expressions.
+// The generic LLVM IR emitter for fused kernels (row loop, stages, r loops, value expressions),
+// and the O2 pipeline and machine-code emission that both targets share.
 #include "codegen/llvm_codegen.h"
+#include "frontend/diag.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
 
 #include <cassert>
 #include <cmath>
@@ -1172,6 +1178,34 @@ llvm::Function* emit_kernel(Target& target, llvm::Module& m, const LoopProgram& 
                             const std::vector<int>& args, const std::vector<bool>& noalias) {
   Emitter e(target, m, p, k);
   return e.run(args, noalias);
+}
+
+void optimize_o2(llvm::Module& m, llvm::TargetMachine* tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
+}
+
+std::string emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, bool object,
+                              const std::string& target) {
+  llvm::SmallVector<char, 0> out;
+  llvm::raw_svector_ostream os(out);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr,
+                             object ? llvm::CodeGenFileType::ObjectFile
+                                    : llvm::CodeGenFileType::AssemblyFile))
+    throw Error("", "internal error: " + target + " cannot emit " +
+                        (object ? "object files" : "assembly"));
+  pm.run(m);
+  return std::string(out.begin(), out.end());
 }
 
 } // namespace fxc

@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class TargetMachine;
+} // namespace llvm
+
 namespace fxc {
 
 /// Emits kernel `k` into `m` through `target`. args lists the buffers passed to the kernel (in
@@ -101,6 +105,13 @@ constexpr HalfErf half_phi(const HalfErf& e) {
   return r;
 }
 inline constexpr HalfErf kHalfPhi = half_phi(kHalfErf);
+
+/// LLVM's O2 module pipeline for `tm`'s target, as clang -O2 runs it.
+void optimize_o2(llvm::Module& m, llvm::TargetMachine* tm);
+/// `m` compiled by `tm` to assembly text (PTX for NVPTX) or an object file. Throws fxc::Error
+/// "internal error: <target> cannot emit ..." when the target cannot.
+std::string emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, bool object,
+                              const std::string& target);
 
 /// Links the kernels' LLVM IR (name, .ll text) into one module. Returns its text after the
 /// same O2 pipeline the JIT uses when `optimize`, else as generated. Throws fxc::Error.

@@ -791,27 +791,9 @@ PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const Pt
   }
   m->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
   timer.emplace("LLVM O2");
-  {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm.get());
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(*m, mam);
-  }
+  optimize_o2(*m, tm.get());
   timer.emplace("NVPTX back end (PTX)");
-  llvm::SmallVector<char, 0> ptx;
-  llvm::raw_svector_ostream os(ptx);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    throw Error("", "internal error: the NVPTX back end cannot emit PTX");
-  pm.run(*m);
-  pk.ptx.assign(ptx.begin(), ptx.end());
+  pk.ptx = emit_machine_code(*m, *tm, false, "the NVPTX back end");
   return pk;
 }
 

@@ -233,21 +233,6 @@ std::unique_ptr<llvm::TargetMachine> host_machine(bool pic) {
   return std::move(*tm);
 }
 
-void run_o2(llvm::Module& m, llvm::TargetMachine* tm) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
-  mpm.run(m, mam);
-}
-
 /// Parses and links the kernels' IR texts into one module named "kernels".
 std::unique_ptr<llvm::Module> link_all(llvm::LLVMContext& ctx,
                                        const std::vector<std::pair<std::string, std::string>>& ks) {
@@ -314,7 +299,7 @@ public:
   // parallel; the JIT then only links the objects.
   void finalize() override {
     size_t n = pending_.size();
-    std::vector<llvm::SmallVector<char, 0>> objs(n);
+    std::vector<std::string> objs(n);
     std::vector<std::string> errors(n);
     unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     ThreadPool pool(int(std::min<size_t>(std::max<size_t>(n, 1), hw)));
@@ -323,13 +308,8 @@ public:
         auto tm = host_machine(true);
         llvm::Module& m = *pending_[i].m;
         m.setDataLayout(tm->createDataLayout());
-        run_o2(m, tm.get());
-        llvm::raw_svector_ostream os(objs[i]);
-        llvm::legacy::PassManager pm;
-        if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-          errors[i] = "the host target cannot emit object files";
-        else
-          pm.run(m);
+        optimize_o2(m, tm.get());
+        objs[i] = emit_machine_code(m, *tm, true, "the host target");
       } catch (const Error& e) {
         errors[i] = e.message();
       }
@@ -379,7 +359,7 @@ std::string link_kernels_ll(const std::vector<std::pair<std::string, std::string
   auto m = link_all(ctx, kernels);
   if (optimize) {
     auto tm = host_machine(false);
-    run_o2(*m, tm.get());
+    optimize_o2(*m, tm.get());
   }
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -393,14 +373,8 @@ std::string emit_kernels_object(const std::vector<std::pair<std::string, std::st
   auto m = link_all(ctx, kernels);
   auto tm = host_machine(true);
   m->setDataLayout(tm->createDataLayout());
-  run_o2(*m, tm.get());
-  llvm::SmallVector<char, 0> obj;
-  llvm::raw_svector_ostream os(obj);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    throw Error("", "internal error: the host target cannot emit object files");
-  pm.run(*m);
-  return std::string(obj.begin(), obj.end());
+  optimize_o2(*m, tm.get());
+  return emit_machine_code(*m, *tm, true, "the host target");
 }
 
 } // namespace fxc
