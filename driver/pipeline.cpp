@@ -84,32 +84,6 @@ void log_aot_graphs(const Compilation& c, const std::string& what) {
                                           print_readable(sg.graph));
 }
 
-// graph_breaks, schedule and perf_hints from the post-fusion plan: one entry per step
-// ("kernel <name>: ..." or "extern <buf> = <op> (<kind>)(<args>)").
-void log_plan_artifacts(const std::string& folder, const std::string& post_fusion) {
-  Logger& log = process_logger();
-  std::istringstream in(post_fusion);
-  std::string line, schedule, breaks, hints;
-  int step = 0;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == ' ') continue;
-    schedule += folder + " step " + std::to_string(step++) + ": " + line + "\n";
-    size_t fb = line.find(" (fallback)");
-    if (line.rfind("extern ", 0) != 0 || fb == std::string::npos) continue;
-    size_t eq = line.find(" = ");
-    std::string op = eq == std::string::npos ? line : line.substr(eq + 3, fb - eq - 3);
-    if (find_custom_op(op)) { // a plugin's op: an extern call by design, not a graph break
-      hints += folder + ": custom op " + op + " runs as an extern call to its plugin's kernel; its "
-                                             "inputs and output round-trip through memory\n";
-      continue;
-    }
-    breaks += folder + ": fallback " + op + ": no inductor lowering; runs the reference kernel as an extern call\n";
-    hints += folder + ": " + op + " runs as an unfused fallback; its inputs and output round-trip through memory\n";
-  }
-  log.artifact(Artifact::Schedule, schedule);
-  if (!breaks.empty()) log.artifact(Artifact::GraphBreaks, breaks);
-  if (!hints.empty()) log.artifact(Artifact::PerfHints, hints);
-}
 
 std::string folder_name(const Compilation& c, const char* role, int n, int k) {
   return c.source.name + "__0_" + role + "_" + std::to_string(n) + "." + std::to_string(k);
@@ -174,6 +148,33 @@ void stage_decompose(Compilation& c) {
 }
 
 #ifdef FXC_HAVE_CODEGEN
+// graph_breaks, schedule and perf_hints from the post-fusion plan: one entry per step
+// ("kernel <name>: ..." or "extern <buf> = <op> (<kind>)(<args>)").
+void log_plan_artifacts(const std::string& folder, const std::string& post_fusion) {
+  Logger& log = process_logger();
+  std::istringstream in(post_fusion);
+  std::string line, schedule, breaks, hints;
+  int step = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == ' ') continue;
+    schedule += folder + " step " + std::to_string(step++) + ": " + line + "\n";
+    size_t fb = line.find(" (fallback)");
+    if (line.rfind("extern ", 0) != 0 || fb == std::string::npos) continue;
+    size_t eq = line.find(" = ");
+    std::string op = eq == std::string::npos ? line : line.substr(eq + 3, fb - eq - 3);
+    if (find_custom_op(op)) { // a plugin's op: an extern call by design, not a graph break
+      hints += folder + ": custom op " + op + " runs as an extern call to its plugin's kernel; its "
+                                             "inputs and output round-trip through memory\n";
+      continue;
+    }
+    breaks += folder + ": fallback " + op + ": no inductor lowering; runs the reference kernel as an extern call\n";
+    hints += folder + ": " + op + " runs as an unfused fallback; its inputs and output round-trip through memory\n";
+  }
+  log.artifact(Artifact::Schedule, schedule);
+  if (!breaks.empty()) log.artifact(Artifact::GraphBreaks, breaks);
+  if (!hints.empty()) log.artifact(Artifact::PerfHints, hints);
+}
+
 // Stage 4: inductor — lowering, fusion, memory planning and code generation per graph.
 void stage_inductor_cuda(Compilation& c) {
   c.ptx.clear();
