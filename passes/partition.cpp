@@ -386,7 +386,7 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
     bool any = false;
     for (ValueId o : n.outputs) any = any || (in_bw[size_t(o)] && !stop[size_t(o)]);
     if (!any) continue;
-    for (ValueId in : n.tensor_inputs())
+    for ([[maybe_unused]] ValueId in : n.tensor_inputs())
       assert(bmap[size_t(in)] != kNoValue && "backward reads a value that was neither saved "
                                              "nor computed in the backward");
     copy_node(j, n, r.backward, bmap, &bnames);
