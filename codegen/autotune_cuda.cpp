@@ -85,8 +85,8 @@ void apply_kernel(PlanKernel& k, const PtxKernel& ptx, void* function) {
 std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
                                             std::vector<CudaTunedKernel>& kernels,
                                             CudaPlanRunner& runner, const AutotuneOptions& opts,
-                                            const std::string& arch, const std::string& libdevice,
-                                            const std::string& source) {
+                                            const std::string& arch,
+                                            const std::string& libdevice) {
   assert(kernels.size() == plan.kernels.size() && "one tuned kernel per plan kernel");
   std::vector<std::string> log;
   AutotuneCache cache = open_autotune_cache(opts.cache_dir, &log);
@@ -105,6 +105,19 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
     return log;
   }
 
+  // The candidate of `t` that the cache holds for it, logged; none when there is no entry or
+  // its choice is not among t's candidates (then it is tuned again).
+  auto cached_choice = [&](const Tuning& t, const std::string& name) -> std::optional<size_t> {
+    const AutotuneEntry* e = cache.lookup(opts.device, t.key);
+    if (!e) return std::nullopt;
+    auto at = std::find(t.labels.begin(), t.labels.end(), e->choice);
+    if (at == t.labels.end()) {
+      log.push_back(name + ": cached choice '" + e->choice + "' does not fit; tuning again");
+      return std::nullopt;
+    }
+    log.push_back(name + ": cached " + e->choice);
+    return size_t(at - t.labels.begin());
+  };
   std::vector<Tuning> pending;
   std::vector<PtxRequest> requests; // candidates to generate, for pending kernels
   std::vector<std::pair<size_t, size_t>> request_of; // (pending index, candidate)
@@ -122,20 +135,12 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
                                                                " rnumel=" +
                                                                std::to_string(k.rnumel));
       for (const RowMapping& m : cands) t.labels.push_back(format_mapping(m));
-      if (const AutotuneEntry* e = cache.lookup(opts.device, t.key)) {
-        auto at = std::find(t.labels.begin(), t.labels.end(), e->choice);
-        if (at != t.labels.end()) {
-          size_t c = size_t(at - t.labels.begin());
-          log.push_back(plan.kernels[i].name + ": cached " + e->choice);
-          if (c == 0) continue; // the heuristic's: nothing to change
-          // Only the cached candidate is generated and loaded.
-          t.labels = {t.labels[0], t.labels[c]};
-          t.cached = true;
-          cands = {cands[0], cands[c]};
-        } else {
-          log.push_back(plan.kernels[i].name + ": cached choice '" + e->choice +
-                        "' does not fit; tuning again");
-        }
+      if (std::optional<size_t> c = cached_choice(t, plan.kernels[i].name)) {
+        if (*c == 0) continue; // the heuristic's: nothing to change
+        // Only the cached candidate is generated and loaded.
+        t.labels = {t.labels[0], t.labels[*c]};
+        t.cached = true;
+        cands = {cands[0], cands[*c]};
       }
       if (t.candidates() < 2) continue;
       t.ptx.resize(t.candidates());
@@ -164,14 +169,9 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
       t.key = AutotuneCache::kernel_key(
           gemm_problem(plan, e), "cublasLt=" + std::to_string(cuda::CublasLt::get().version()));
       for (int a = 0; a < count; ++a) t.labels.push_back(algo_config(a));
-      if (const AutotuneEntry* c = cache.lookup(opts.device, t.key)) {
-        auto at = std::find(t.labels.begin(), t.labels.end(), c->choice);
-        if (at != t.labels.end()) {
-          plan.externs[i].algo = int(at - t.labels.begin());
-          log.push_back(e.name + ": cached " + c->choice);
-          continue;
-        }
-        log.push_back(e.name + ": cached choice '" + c->choice + "' does not fit; tuning again");
+      if (std::optional<size_t> c = cached_choice(t, e.name)) {
+        plan.externs[i].algo = int(*c);
+        continue;
       }
       if (count < 2) {
         log.push_back(e.name + ": cuBLASLt offers " + std::to_string(count) +

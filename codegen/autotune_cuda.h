@@ -45,7 +45,7 @@ struct CudaTunedKernel {
 std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
                                             std::vector<CudaTunedKernel>& kernels,
                                             CudaPlanRunner& runner, const AutotuneOptions& opts,
-                                            const std::string& arch, const std::string& libdevice,
-                                            const std::string& source);
+                                            const std::string& arch,
+                                            const std::string& libdevice);
 
 } // namespace fxc

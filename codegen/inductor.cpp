@@ -359,8 +359,8 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
       const cuda::DeviceInfo& info = cuda::Context::get().info();
       ao.device = "cuda " + info.name + " " + info.arch();
       ao.runs = 10;
-      impl->autotune_log = autotune_cuda_plan(p, plan, loaded, *impl->cuda, ao, opts.cuda_arch,
-                                              opts.libdevice, g.source);
+      impl->autotune_log =
+          autotune_cuda_plan(p, plan, loaded, *impl->cuda, ao, opts.cuda_arch, opts.libdevice);
       for (size_t i = 0; i < loaded.size(); ++i)
         if (loaded[i].kernel) {
           impl->kernels[i].ll = loaded[i].ptx.ll;

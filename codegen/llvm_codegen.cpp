@@ -157,8 +157,12 @@ private:
   /// A persistent row's partial result of reduction `buf` (of `body`) over this thread's
   /// slots, as emit_slot_stage computes it: one accumulator per lane, folded pairwise.
   llvm::Value* thread_partial(const Buffer& buf, const VPtr& body);
-  /// The row's value `a` (body dtype) of reduction member `m`: kept for the row, stored if so.
-  void finish_reduce(const KernelMember& m, llvm::Value* a);
+  /// This thread's partial result `a` of reduction member `m` (and its position `idx` for arg
+  /// reductions, else null) combined with the row's other threads, then finish_reduce().
+  void combine_and_finish(const KernelMember& m, llvm::Value* a, llvm::Value* idx);
+  /// The row's value `a` (body dtype) of reduction member `m` — or, for an arg reduction, its
+  /// index `idx` — kept for the row, stored if so.
+  void finish_reduce(const KernelMember& m, llvm::Value* a, llvm::Value* idx = nullptr);
   /// Stages `sa` and `sb` of a persistent row (no masked chunks, 16-bit values) as one block
   /// reduction where `sa` sums a value and `sb` sums the squares of (the same value - a row
   /// constant): layer norm's mean and variance, reduced as (sum, sum of squared deviations)
@@ -903,14 +907,7 @@ void Emitter::emit_slot_stage(const KernelStage& st) {
     if (buf.reduce == ReduceOp::Sum && is_floating(vt))
       a = b_.CreateFAdd(a, llvm::ConstantFP::get(reg_type(vt), 0.0));
     llvm::Value* idx = arg.count(m.buffer) ? b_.CreateLoad(i64, arg[m.buffer]) : nullptr;
-    // One thread owns each row (block 0): its partial result is the row's.
-    if (map_.block > 0) {
-      a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
-      ++combines_;
-    }
-    llvm::Value* res = idx ? idx : cast(a, vt, buf.dtype);
-    row_vals_[m.buffer] = res;
-    if (m.store) store(m.buffer, x_, res, buf.dtype);
+    combine_and_finish(m, a, idx);
   }
 }
 
@@ -936,9 +933,18 @@ llvm::Value* Emitter::thread_partial(const Buffer& buf, const VPtr& body) {
   return fsum ? b_.CreateFAdd(part[0], llvm::ConstantFP::get(reg_type(vt), 0.0)) : part[0];
 }
 
-void Emitter::finish_reduce(const KernelMember& m, llvm::Value* a) {
+void Emitter::combine_and_finish(const KernelMember& m, llvm::Value* a, llvm::Value* idx) {
+  // One thread owns each row (block 0): its partial result is the row's.
+  if (map_.block > 0) {
+    a = target_.combine_partial(b_, p_.buffers[m.buffer].reduce, a, idx ? &idx : nullptr);
+    ++combines_;
+  }
+  finish_reduce(m, a, idx);
+}
+
+void Emitter::finish_reduce(const KernelMember& m, llvm::Value* a, llvm::Value* idx) {
   const Buffer& buf = p_.buffers[m.buffer];
-  llvm::Value* res = cast(a, buf.body->dtype, buf.dtype);
+  llvm::Value* res = idx ? idx : cast(a, buf.body->dtype, buf.dtype);
   row_vals_[m.buffer] = res;
   if (m.store) store(m.buffer, x_, res, buf.dtype);
 }
@@ -1080,14 +1086,7 @@ void Emitter::emit_stage(const KernelStage& st) {
     DType vt = buf.body->dtype;
     llvm::Value* a = b_.CreateLoad(reg_type(vt), acc[m.buffer]);
     llvm::Value* idx = arg.count(m.buffer) ? b_.CreateLoad(i64, arg[m.buffer]) : nullptr;
-    // One thread owns each row (block 0): its partial result is the row's.
-    if (map_.block > 0) {
-      a = target_.combine_partial(b_, buf.reduce, a, idx ? &idx : nullptr);
-      ++combines_;
-    }
-    llvm::Value* res = idx ? idx : cast(a, vt, buf.dtype);
-    row_vals_[m.buffer] = res;
-    if (m.store) store(m.buffer, x_, res, buf.dtype);
+    combine_and_finish(m, a, idx);
   }
 }
 

@@ -1,6 +1,10 @@
 // Checking a run's results: --expect against a safetensors file, --check-accuracy against float64.
 #include "driver/check.h"
 
+#include "driver/driver.h"
+#include "driver/tensor_io.h"
+#include "frontend/safetensors.h"
+
 #include "runtime/compare.h"
 
 #include <cmath>
@@ -96,6 +100,19 @@ CheckReport check_accuracy(const NamedTensors& results, const std::vector<Tensor
                 (a.message.empty() ? "" : "; " + a.message) + "\n";
   }
   return rep;
+}
+
+int write_and_expect(const Options& o, const NamedTensors& results, bool train) {
+  if (!o.outputs.empty()) write_named_tensors(o.outputs, results);
+  if (o.expect.empty()) return 0;
+  auto expected = read_safetensors(o.expect);
+  CheckReport rep = check_expected(results, expected, o.rtol, o.atol, train);
+  std::fputs(rep.text.c_str(), check_report_stream(o, rep.ok));
+  if (rep.ok) return 0;
+  char tol[96];
+  std::snprintf(tol, sizeof tol, "(rtol=%g, atol=%g)", o.rtol, o.atol);
+  report_error(o, Error(o.expect, std::string("outputs do not match ") + tol));
+  return 1;
 }
 
 } // namespace fxc

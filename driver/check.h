@@ -1,6 +1,7 @@
 // Checking a run's results: --expect against a safetensors file, --check-accuracy against float64.
 #pragma once
 
+#include "driver/options.h"
 #include "driver/pipeline.h"
 #include "frontend/graph.h"
 
@@ -25,5 +26,10 @@ CheckReport check_expected(const NamedTensors& results,
 /// eager result, `fp64` the float64 reference, both in the order of `results`.
 CheckReport check_accuracy(const NamedTensors& results, const std::vector<Tensor>& base,
                            const std::vector<Tensor>& fp64);
+
+/// A run's results for --outputs (written) and --expect (check_expected within --rtol/--atol,
+/// the report on check_report_stream, a mismatch reported as an error naming the file); `train`
+/// compares gradients too. Returns 1 when they do not match, else 0.
+int write_and_expect(const Options& opts, const NamedTensors& results, bool train);
 
 } // namespace fxc

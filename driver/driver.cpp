@@ -254,19 +254,7 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   c.trace.log("run", std::string("executed with backend ") + backend_name(o.backend), ms);
   if (o.verbose) std::fprintf(stderr, "fxc: run: %.3f ms\n", ms);
 
-  if (!o.outputs.empty()) write_named_tensors(o.outputs, results);
-  int status = 0;
-  if (!o.expect.empty()) {
-    auto expected = read_safetensors(o.expect);
-    CheckReport rep = check_expected(results, expected, o.rtol, o.atol, o.mode == Mode::Train);
-    std::fputs(rep.text.c_str(), check_report_stream(o, rep.ok));
-    if (!rep.ok) {
-      char tol[96];
-      std::snprintf(tol, sizeof tol, "(rtol=%g, atol=%g)", o.rtol, o.atol);
-      report_error(o, Error(o.expect, std::string("outputs do not match ") + tol));
-      status = 1;
-    }
-  }
+  int status = write_and_expect(o, results, o.mode == Mode::Train);
   if (o.check_accuracy) {
     InterpretOptions f64;
     f64.float64 = true;

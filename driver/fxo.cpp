@@ -166,19 +166,7 @@ int run_artifact(const Options& o) {
   }
   ArtifactExecutable exe(*m);
   NamedTensors results = exe.run(inputs);
-  if (!o.outputs.empty()) write_named_tensors(o.outputs, results);
-  int status = 0;
-  if (!o.expect.empty()) {
-    auto expected = read_safetensors(o.expect);
-    CheckReport rep = check_expected(results, expected, o.rtol, o.atol, a.mode == "train");
-    std::fputs(rep.text.c_str(), check_report_stream(o, rep.ok));
-    if (!rep.ok) {
-      char tol[96];
-      std::snprintf(tol, sizeof tol, "(rtol=%g, atol=%g)", o.rtol, o.atol);
-      report_error(o, Error(o.expect, std::string("outputs do not match ") + tol));
-      status = 1;
-    }
-  }
+  int status = write_and_expect(o, results, a.mode == "train");
   if (o.outputs.empty() && o.expect.empty())
     for (const auto& [name, t] : results)
       std::printf("%s: %s\n", name.c_str(), summarize(t).c_str());

@@ -6,10 +6,10 @@
 set -u
 fxc=$1
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
-filecheck=$(command -v "${FILECHECK:-FileCheck-19}" || command -v FileCheck || true)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 . "$src/test/lib/common.sh"
+filecheck=$(filecheck_path)
 if [ -z "$filecheck" ]; then bad "FileCheck not found (llvm-19-tools)"; exit 1; fi
 for name in mlp norms block; do
   if ! "$fxc" --backend=inductor --device=cpu --run "$src/test/fixtures/$name.pt2" \

@@ -13,6 +13,7 @@ ptxas=${PTXAS:-}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0; kernels=0
 . "$src/test/lib/common.sh"
+filecheck=$(filecheck_path)
 if [ ! -x "$ptxas" ]; then bad "ptxas not found (CUDA Toolkit at /usr/local/cuda)"; exit 1; fi
 emit_ptx() { # emit_ptx <label> <dir> <fxc args...>: --emit=ptx to <dir>.ptx, debug trace in <dir>
   local label=$1 d=$2; shift 2
@@ -46,7 +47,6 @@ if emit_ptx norms_bf16 "$d" "$src/test/graphs/norms_bf16.fxg"; then
 fi
 [ $kernels -gt 0 ] || bad "no kernels"
 # Warp-shuffle block reductions in the norms kernel (FileCheck on the PTX).
-filecheck=$(command -v "${FILECHECK:-FileCheck-19}" || command -v FileCheck || true)
 if [ -z "$filecheck" ]; then bad "FileCheck not found (llvm-19-tools)"
 elif "$filecheck" "$src/test/golden/ptx_norms.check" --input-file="$tmp/norms-inference.ptx"; then
   ok "FileCheck norms PTX: warp-shuffle reductions"

@@ -20,3 +20,6 @@ hasnt() { # hasnt <description> <file> <substring>
 same() { # same <description> <file> <file>
   if cmp -s "$2" "$3"; then ok "$1"; else bad "$1: $2 and $3 differ" "$(diff -- "$2" "$3" 2>&1)"; fi
 }
+filecheck_path() { # FileCheck: $FILECHECK, else FileCheck-19 or FileCheck on PATH; empty if none
+  command -v "${FILECHECK:-FileCheck-19}" || command -v FileCheck || true
+}

@@ -1,6 +1,8 @@
 // Unit tests for the autotune cache (runtime/autotune_cache.h): keys, write, read, corruption.
 #include "runtime/autotune_cache.h"
 
+#include "test_files.h"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -13,25 +15,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("fxc-autotune-test-" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+/// A scratch directory of this suite (testing::TempDir).
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("fxc-autotune-test-") {}
 };
-
-std::string read_all(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing::read_all;
 
 AutotuneEntry entry(const std::string& kernel, const std::string& choice) {
   AutotuneEntry e;

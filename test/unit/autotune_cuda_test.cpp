@@ -2,6 +2,7 @@
 // on a GPU, every candidate's results, cached choices and a tuned run against the host reference.
 #include "aot_testing.h"
 #include "cuda_testing.h"
+#include "test_files.h"
 #include "codegen/autotune_cuda.h"
 #include "codegen/inductor.h"
 #include "codegen/llvm_codegen.h"
@@ -22,7 +23,6 @@
 #include <fstream>
 #include <set>
 #include <string>
-#include <unistd.h>
 
 using namespace fxc;
 using namespace fxc::testing;
@@ -66,14 +66,6 @@ InductorOptions tuned_options(const fs::path& dir) {
   o.max_autotune = true;
   o.autotune_dir = dir.string();
   return o;
-}
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("fxc-autotune-cuda-" + name + "-" +
-                                            std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
 }
 
 } // namespace
@@ -163,7 +155,8 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
         "xnumel=" + std::to_string(k.xnumel) + " rnumel=" + std::to_string(k.rnumel));
     for (const RowMapping& m : nvptx_mapping_candidates(p, k)) {
       INFO(k.name << " " << format_mapping(m));
-      fs::path dir = fresh_dir("each");
+      testing::TempDir tmp("fxc-autotune-cuda-each-");
+      const fs::path& dir = tmp.path;
       AutotuneCache cache(dir.string());
       AutotuneEntry e;
       e.kernel = k.name;
@@ -183,12 +176,12 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
         }
       CHECK(found);
       check_close(cg.run(tg.inputs), want, 1e-5);
-      fs::remove_all(dir);
     }
   }
 
   // A tuned compile times the candidates, stores its choices, and a second compile reuses them.
-  fs::path dir = fresh_dir("tuned");
+  testing::TempDir tmp("fxc-autotune-cuda-tuned-");
+  const fs::path& dir = tmp.path;
   InductorOptions o = tuned_options(dir);
   CompiledGraph first = compile_inductor(tg.g, o);
   std::string log = log_of(first);
@@ -206,7 +199,6 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
   for (size_t i = 0; i < first.plan().kernels.size(); ++i)
     CHECK(first.plan().kernels[i].cuda_block == second.plan().kernels[i].cuda_block);
   check_close(second.run(tg.inputs), want, 1e-5);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the choice") {
@@ -218,7 +210,8 @@ TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the ch
   tg.output(tg.op("aten.relu.default", {T(tg.op("aten.linear.default", {T(x), T(w), T(b)}))}));
   tg.g = decompose(tg.g);
   std::vector<Tensor> want = interpret(tg.g, tg.inputs);
-  fs::path dir = fresh_dir("gemm");
+  testing::TempDir tmp("fxc-autotune-cuda-gemm-");
+  const fs::path& dir = tmp.path;
   InductorOptions o = tuned_options(dir);
   CompiledGraph cg = compile_inductor(tg.g, o);
   std::string log = log_of(cg);
@@ -236,5 +229,4 @@ TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the ch
   CHECK(again.plan().externs[0].algo == algo);
   std::string log2 = log_of(again);
   CHECK(contains(log2, ": cached algo=" + std::to_string(algo)));
-  fs::remove_all(dir);
 }

@@ -4,6 +4,8 @@
 #include "frontend/diag.h"
 #include "runtime/cuda_driver.h"
 
+#include "test_files.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -25,31 +27,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh directory under the system temp dir, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("fxc-cache-test-" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+/// A scratch directory of this suite (testing::TempDir).
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("fxc-cache-test-") {}
 };
-
-std::string read_all(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void write_all(const fs::path& p, const std::string& s) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f.write(s.data(), std::streamsize(s.size()));
-}
+using testing::read_all;
+using testing::write_all;
 
 /// Every regular file under `dir`, relative.
 std::vector<std::string> files_under(const fs::path& dir) {
