@@ -90,21 +90,22 @@ struct HalfErf {
 inline constexpr HalfErf kHalfErf = {3.3f,
                                      {1.128377199f, 0.1547448188f, 0.04312683269f, 7.446273812e-4f},
                                      {1.0f, 0.4704849422f, 0.09494952857f, 0.009254763834f}};
-/// The normal CDF of NVPTX kernels' 16-bit gelu (Target::approx_gelu): kHalfErf's fit with the
-/// argument scaled, Phi(y) = (1 + erf(y / sqrt 2)) / 2 = 1/2 + y P'(y^2) / Q'(y^2) with y clamped
-/// to [-clamp, clamp] (kHalfErf.clamp * sqrt 2), P'_i = p_i / (2 sqrt 2 * 2^i), Q'_i = q_i / 2^i
-/// (each rounded to f32 once). Absolute error at most 2^-19.5, relative as much for y >= 0
-/// (Phi >= 1/2; test/unit/nvptx_test.cpp sweeps it against std::erfc in float64).
-constexpr HalfErf half_phi(const HalfErf& e) {
-  HalfErf r = {float(double(e.clamp) * 1.4142135623730951), {}, {}};
-  double pow2 = 1; // 2^-i
-  for (int i = 0; i < HalfErf::kTerms; ++i, pow2 /= 2) {
-    r.p[i] = float(double(e.p[i]) * pow2 * 0.35355339059327373); // 1 / (2 sqrt 2)
-    r.q[i] = float(double(e.q[i]) * pow2);
-  }
-  return r;
-}
-inline constexpr HalfErf kHalfPhi = half_phi(kHalfErf);
+/// The normal CDF of NVPTX kernels' 16-bit gelu (Target::approx_gelu) as a logistic function:
+/// Phi(y) = 1 / (1 + 2^(y P(y^2))), P of degree 4 by Horner's rule in f32 with fma, 2^ by
+/// ex2.approx.ftz and 1 / by rcp.approx.ftz, with no clamp (2^ saturates to 0 or inf, so Phi to 1
+/// or 0; NaN stays NaN). P is -log2(Phi / (1 - Phi)) / y fitted minimax with the error weighted
+/// by Phi (1 - Phi) (what an error in the exponent does to Phi) on y in [0, 6]; its top
+/// coefficient is negative, so y P(y^2) falls monotonically for y > 0 and the fit holds beyond.
+/// Absolute error at most 2^-19, relative 2^-18.5 for y >= 0 (test/unit/nvptx_test.cpp sweeps it
+/// against std::erfc in float64). Four instructions fewer than a clamped rational of the same
+/// accuracy (the clamp, a shorter numerator, the 1/2): gelu is most of a fused 16-bit norm's work.
+struct HalfPhi {
+  static constexpr int kTerms = 5;
+  float p[kTerms]; ///< P's coefficients, constant term first
+};
+inline constexpr HalfPhi kHalfPhi = {
+    {-2.3021648378958903f, -0.10500869105545592f, 2.5551090095089416e-4f, 1.0541638506124971e-4f,
+     -4.082529422147926e-6f}};
 
 /// LLVM's O2 module pipeline for `tm`'s target, as clang -O2 runs it.
 void optimize_o2(llvm::Module& m, llvm::TargetMachine* tm);

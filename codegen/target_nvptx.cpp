@@ -46,6 +46,9 @@ constexpr const char* kTriple = "nvptx64-nvidia-cuda";
 constexpr const char* kLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
 constexpr int kMaxBlock = 1024;
 constexpr int kWarp = 32;
+constexpr uint32_t kRegistersPerSm = 65536; ///< sm_50 on
+constexpr uint32_t kMaxBlocksPerSm = 32;    ///< sm_90's limit (16 or 24 on some; ptxas caps it)
+constexpr uint32_t kMaxRegisters = 64;      ///< a thread's budget (.minnctapersm)
 constexpr int kMaxChunks = 8;         ///< vectors of a persistent row per thread
 constexpr int kPersistentBlock = 128; ///< smallest block for a persistent row
 /// Fewer rows than this leave multiprocessors idle with 128-thread blocks (132 on an H100/H200).
@@ -181,11 +184,11 @@ public:
                             llvm::ValueAsMetadata::get(b.getInt32(1))};
     llvm::NamedMDNode* ann = m.getOrInsertNamedMetadata("nvvm.annotations");
     ann->addOperand(llvm::MDNode::get(ctx, md));
-    // The launch's block size (.maxntid): ptxas allocates registers for it. (Bounding them
-    // further with .minnctapersm made bf16 norms spill and run no faster on an H200.)
-    llvm::Metadata* ntid[] = {
-        llvm::ValueAsMetadata::get(f), llvm::MDString::get(ctx, "maxntidx"),
-        llvm::ValueAsMetadata::get(b.getInt32(uint32_t(map.block > 0 ? map.block : map.rows)))};
+    // The launch's block size (.maxntid): ptxas allocates registers for it (and end_kernel may
+    // bound them further).
+    threads_ = uint32_t(map.block > 0 ? map.block : map.rows);
+    llvm::Metadata* ntid[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(ctx, "maxntidx"),
+                              llvm::ValueAsMetadata::get(b.getInt32(threads_))};
     ann->addOperand(llvm::MDNode::get(ctx, ntid));
     b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
     entry->buffers.clear();
@@ -422,13 +425,19 @@ public:
     }
   }
 
-  /// y (1/2 + y' P'(y'^2) / Q'(y'^2)), y' = y clamped to +-kHalfPhi.clamp (NaN stays NaN):
-  /// kHalfErf's rational with the 1/sqrt 2, the 1/2 and the + 1 folded in (two fewer
-  /// instructions than y/2 (1 + erf(y / sqrt 2))).
+  /// y / (1 + 2^(y P(y^2))) (kHalfPhi): y squared, four fma, a product, ex2.approx.ftz, an add,
+  /// rcp.approx.ftz and the product with y (an fma when a sum follows, as in gelu(y) + x).
   llvm::Value* approx_gelu(llvm::IRBuilderBase& b, llvm::Value* y) override {
     if (!y->getType()->isFloatTy()) return nullptr;
-    auto [yp, q] = odd_rational(b, kHalfPhi, y);
-    return b.CreateFMul(y, fma(b, yp, q, f32(b, 0.5)));
+    const HalfPhi& e = kHalfPhi;
+    llvm::Value* t = b.CreateFMul(y, y);
+    llvm::Value* p = f32(b, e.p[HalfPhi::kTerms - 1]);
+    for (int i = HalfPhi::kTerms - 2; i >= 0; --i) p = fma(b, p, t, f32(b, e.p[i]));
+    llvm::Value* z =
+        b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {}, {b.CreateFMul(y, p)});
+    llvm::Value* phi = b.CreateIntrinsic(llvm::Intrinsic::nvvm_rcp_approx_ftz_f, {},
+                                         {b.CreateFAdd(z, f32(b, 1.0))});
+    return b.CreateFMul(y, phi);
   }
 
   /// cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 (sm_80 on): one conversion per pair of lanes.
@@ -457,8 +466,24 @@ public:
 
   void end_stage(llvm::IRBuilderBase& b) override { barrier(b); }
 
-  void end_kernel(llvm::Module&, llvm::IRBuilderBase& b, llvm::Function*) override {
+  /// .minnctapersm for at most kMaxRegisters registers a thread, unless the kernel calls
+  /// libdevice: row kernels are memory-bound and want blocks resident while others wait on their
+  /// loads (bf16 norms on an H200: 72 registers, 7 blocks of 128 threads a multiprocessor, 73.5%
+  /// of copy bandwidth; at 64, 8 blocks and 75.3%, no spills), but libdevice's branchy math needs
+  /// more (f32 norms with erff: 96 registers, 228 bytes spilled at 64).
+  void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* f) override {
     b.CreateRetVoid();
+    for (const llvm::BasicBlock& bb : *f)
+      for (const llvm::Instruction& i : bb)
+        if (const auto* call = llvm::dyn_cast<llvm::CallInst>(&i))
+          if (const llvm::Function* callee = call->getCalledFunction())
+            if (callee->getName().starts_with("__nv_")) return;
+    uint32_t blocks = std::min(kMaxBlocksPerSm, kRegistersPerSm / (kMaxRegisters * threads_));
+    if (blocks < 2) return;
+    llvm::LLVMContext& ctx = m.getContext();
+    llvm::Metadata* md[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(ctx, "minctasm"),
+                            llvm::ValueAsMetadata::get(b.getInt32(blocks))};
+    m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, md));
   }
 
 private:
@@ -557,8 +582,10 @@ private:
       if (a->getType()->isIntegerTy(1)) return mx ? b.CreateOr(a, c) : b.CreateAnd(a, c);
       if (!fl)
         return b.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, a, c);
-      llvm::Value* pick = mx ? b.CreateFCmpOGT(a, c) : b.CreateFCmpOLT(a, c);
-      return b.CreateSelect(b.CreateOr(pick, b.CreateFCmpUNO(a, a)), a, c);
+      // NaN-propagating (max.NaN / min.NaN on sm_80 on): one instruction a step of a
+      // warp's butterfly instead of two compares and two selects.
+      return b.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, a,
+                                     c);
     }
     default:
       break;
@@ -591,6 +618,7 @@ private:
   std::string arch_;
   std::optional<RowMapping> forced_;
   int block_ = 0; ///< threads per row of the kernel being emitted (begin_kernel)
+  uint32_t threads_ = 0; ///< threads per block of the kernel being emitted (begin_kernel)
 
   /// 90 for "sm_90" (0 when unknown).
   int sm_version() const {
