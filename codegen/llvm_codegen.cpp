@@ -24,6 +24,11 @@ namespace fxc {
 
 namespace {
 
+/// A joint (mean, variance) reduction recomputes the row's M2 from its mean when mean^2 exceeds
+/// this many variances (Emitter::emit_joint): the cancellation of sum(v^2) - sum * mean then
+/// costs at most 2^-17.4 * 17 = 2^-13.3 of M2.
+constexpr double kJointExact = 16;
+
 bool is_half(DType t) {
   return t == DType::F16 || t == DType::BF16;
 }
@@ -975,22 +980,30 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
   auto k = [&](double v) { return llvm::ConstantFP::get(f, v); };
   int64_t per_thread = int64_t(chunk_r0_.size()) * map_.vec;
   llvm::Value* sum = thread_partial(ba, va);
-  // This thread's sum of squared deviations from its own mean (its values are in registers).
+  // This thread's sum of squared deviations from its own mean (its values are in registers),
+  // as sum(v^2) - sum * mean: two instructions an element (an fma each for the squares; the
+  // sum is the first reduction's) instead of three. Cancellation costs that form precision
+  // when the mean is large against the spread: the row's check below recomputes M2 then.
   llvm::Value* mean = b_.CreateFMul(sum, k(1.0 / double(per_thread)));
   llvm::FastMathFlags fm;
   fm.setAllowReassoc();
-  std::vector<llvm::Value*> acc(size_t(map_.vec), llvm::ConstantFP::getNegativeZero(f));
-  for (size_t j = 0; j < chunk_r0_.size(); ++j)
-    for (int l = 0; l < map_.vec; ++l) {
-      set_slot(int(j), l);
-      llvm::Value* e = b_.CreateFSub(value(va), mean);
-      llvm::Value* n = b_.CreateFAdd(acc[size_t(l)], b_.CreateFMul(e, e));
-      llvm::cast<llvm::Instruction>(n)->setFastMathFlags(fm);
-      acc[size_t(l)] = n;
-    }
-  r_ = nullptr;
-  for (size_t w = 1; w < acc.size(); w *= 2)
-    for (size_t l = 0; l + w < acc.size(); l += 2 * w) acc[l] = b_.CreateFAdd(acc[l], acc[l + w]);
+  auto sum_of_squares = [&](llvm::Value* c) {
+    std::vector<llvm::Value*> acc(size_t(map_.vec), llvm::ConstantFP::getNegativeZero(f));
+    for (size_t j = 0; j < chunk_r0_.size(); ++j)
+      for (int l = 0; l < map_.vec; ++l) {
+        set_slot(int(j), l);
+        llvm::Value* e = c ? b_.CreateFSub(value(va), c) : value(va);
+        llvm::Value* n = b_.CreateFAdd(acc[size_t(l)], b_.CreateFMul(e, e));
+        llvm::cast<llvm::Instruction>(n)->setFastMathFlags(fm);
+        acc[size_t(l)] = n;
+      }
+    r_ = nullptr;
+    for (size_t w = 1; w < acc.size(); w *= 2)
+      for (size_t l = 0; l + w < acc.size(); l += 2 * w)
+        acc[l] = b_.CreateFAdd(acc[l], acc[l + w]);
+    return acc[0];
+  };
+  llvm::Value* m2 = b_.CreateFSub(sum_of_squares(nullptr), b_.CreateFMul(sum, mean));
   // (sum, M2) pairs of n elements each (every thread holds per_thread of them): Chan's
   // (sum + sum', M2 + M2' + (sum' - sum)^2 / 2n). The sums add as a plain block sum would.
   auto merge = [per_thread](llvm::IRBuilderBase& b, const std::vector<llvm::Value*>& a,
@@ -1002,14 +1015,35 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
     return {b.CreateFAdd(a[0], c[0]),
             b.CreateFAdd(b.CreateFAdd(a[1], c[1]), b.CreateFMul(b.CreateFMul(delta, delta), w))};
   };
-  std::vector<llvm::Value*> r = target_.combine_joint(b_, {sum, acc[0]}, merge);
+  std::vector<llvm::Value*> r = target_.combine_joint(b_, {sum, m2}, merge);
   assert(r.size() == 2 && "the target combines joint reductions");
   ++combines_;
   finish_reduce(ma, r[0]);
-  // sum (v - c)^2 = M2 + n (sum / n - c)^2 for any row constant c (c is sum / n here).
+  // The row's M2 is within about 2^-17.4 (1 + mean^2 / variance) of exact (each thread's
+  // squares and sum rounded 32 times at most, then the merge); where mean^2 > kJointExact *
+  // variance (or NaN) it is recomputed from the row's mean and the registers, in a second block
+  // reduction (the same branch in every thread of the row), so it stays within 2^-13.
   double n = double(k_.rnumel);
-  llvm::Value* dm = b_.CreateFSub(b_.CreateFDiv(r[0], k(n)), value(d->args[1]));
-  finish_reduce(mb, b_.CreateFAdd(r[1], b_.CreateFMul(b_.CreateFMul(dm, dm), k(n))));
+  llvm::Value* row_mean = b_.CreateFDiv(r[0], k(n));
+  llvm::Value* risky = b_.CreateFCmpUGT(b_.CreateFMul(row_mean, row_mean),
+                                        b_.CreateFMul(r[1], k(kJointExact / n)));
+  llvm::BasicBlock* fast = b_.GetInsertBlock();
+  llvm::BasicBlock* exact = llvm::BasicBlock::Create(ctx_, "joint.exact", fn_);
+  llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "joint.join", fn_);
+  b_.CreateCondBr(risky, exact, join);
+  b_.SetInsertPoint(exact);
+  llvm::Value* m2x =
+      target_.combine_partial(b_, ReduceOp::Sum, sum_of_squares(row_mean), nullptr);
+  ++combines_;
+  llvm::BasicBlock* exact_end = b_.GetInsertBlock();
+  b_.CreateBr(join);
+  b_.SetInsertPoint(join);
+  llvm::PHINode* m2row = b_.CreatePHI(f, 2, "m2");
+  m2row->addIncoming(r[1], fast);
+  m2row->addIncoming(m2x, exact_end);
+  // sum (v - c)^2 = M2 + n (sum / n - c)^2 for any row constant c (c is sum / n here).
+  llvm::Value* dm = b_.CreateFSub(row_mean, value(d->args[1]));
+  finish_reduce(mb, b_.CreateFAdd(m2row, b_.CreateFMul(b_.CreateFMul(dm, dm), k(n))));
   return true;
 }
 

@@ -226,15 +226,23 @@ TEST_CASE("nvptx: layer norm's mean and variance as one block reduction (16-bit 
     return;
   }
   // bf16, a persistent row: (sum, sum of squared deviations) pairs, each value a warp
-  // butterfly of its own, both published to slots of their own behind one barrier.
+  // butterfly of its own, both published to slots of their own behind one barrier; each
+  // thread's deviations as sum(v^2) - sum * mean (8 values a thread: 8 squares, no
+  // subtraction). Behind a branch (mean^2 > 16 variances, or NaN), the exact M2 from the row's
+  // mean: 8 subtractions, a butterfly, a slot and a barrier more.
   int block = 0;
   std::string bf = only_ptx(row_graph(DType::BF16, 512, 1024, "layer_norm"), &block);
   CHECK(block == 128);
-  CHECK(count(bf, "bar.sync") == 1);
-  CHECK(count(bf, "shfl.sync.bfly.b32") == 10);
-  CHECK(count(bf, "st.shared.f32") == 2);
-  CHECK(count(bf, "ld.shared.v4.f32") == 2);
+  CHECK(count(bf, "bar.sync") == 2);
+  CHECK(count(bf, "shfl.sync.bfly.b32") == 15);
+  CHECK(count(bf, "st.shared.f32") == 3);
+  CHECK(count(bf, "ld.shared.v4.f32") == 3);
   CHECK(count(bf, "ld.global.nc.v4.u32") == 1);
+  CHECK(count(bf, "setp.le.f32") == 1);
+  std::smatch sq;
+  CHECK(std::regex_search(bf, sq, std::regex(R"(fma\.rn\.f32\s+%f\d+, (%f\d+), \1, )")));
+  // The exact path's 8, Chan's merges (5 in the warp, 3 of the 4 warps' pairs), mean - c.
+  CHECK(count(bf, "sub.f32") == 8 + 5 + 3 + 1);
   // f32 keeps two passes (faster there on an H200); so does a bf16 row with masked vectors.
   CHECK(count(only_ptx(row_graph(DType::F32, 512, 1024, "layer_norm")), "bar.sync") == 2);
   std::string tail = only_ptx(row_graph(DType::BF16, 512, 1000, "layer_norm"), &block);
