@@ -19,15 +19,16 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace fxc {
 
 namespace {
 
-/// A joint (mean, variance) reduction recomputes the row's M2 from its mean when mean^2 exceeds
-/// this many variances (Emitter::emit_joint): the cancellation of sum(v^2) - sum * mean then
-/// costs at most 2^-17.4 * 17 = 2^-13.3 of M2.
-constexpr double kJointExact = 16;
+/// How far ahead of its row a kernel of a row per block prefetches the rows streaming through
+/// it (Emitter::vector_load): 256 rows of bf16 norms' 8 KiB on an H200 (of 256, 512, 1024 and
+/// 2048 rows, the nearest was fastest: 78.3% -> 80.2% of copy bandwidth; 2048 rows, 74%).
+constexpr int64_t kPrefetchBytes = 2 << 20;
 
 bool is_half(DType t) {
   return t == DType::F16 || t == DType::BF16;
@@ -210,6 +211,10 @@ private:
   // (its index depends on x) is issued for the first row in `prologue_`, and for row x + 1 in
   // `prefetch_` (when there is one) before row x computes; x.head's phis carry them over.
   bool pipelined_ = false;
+  /// A persistent row per block (run()): rows stream through the kernel, one each.
+  bool streams_ = false;
+  std::set<int> read_only_; ///< buffers of noalias arguments the kernel never stores to
+  std::map<int, llvm::Value*> stream_base_; ///< per streamed buffer: its global pointer
   llvm::BasicBlock* prologue_ = nullptr; ///< ends with the branch to x.head
   llvm::BasicBlock* head_ = nullptr;     ///< x.head
   llvm::BasicBlock* body_ = nullptr;     ///< x.body: branches to prefetch_ or row_
@@ -724,6 +729,26 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
       merged->addIncoming(llvm::PoisonValue::get(vt), body_);
       next_loads_.push_back({cur, merged});
       vv = cur;
+    } else if (streams_ && bytes == 16 && affine_in(ix, kXVar, &on_x) && on_x &&
+               read_only_.count(buffer)) {
+      // A row streaming through a kernel of a row per block: the target's streaming load, and
+      // the same vector kPrefetchBytes of rows ahead asked into L2 (blocks start in row order,
+      // so that row's block starts about when it has arrived).
+      llvm::Value*& base = stream_base_[buffer];
+      if (!base) { // the argument in the global address space, once, at the kernel's entry
+        llvm::IRBuilder<> eb(fn_->getEntryBlock().getTerminator());
+        base = target_.opaque_global(eb, pit->second);
+        if (!base) base = pit->second;
+      }
+      x_ = saved_x;
+      llvm::Value* ptr = b_.CreateGEP(et, base, index(ix));
+      vv = target_.streaming_load(b_, vt, ptr);
+      if (!vv) vv = b_.CreateAlignedLoad(vt, ptr, llvm::Align(bytes));
+      int64_t row_bytes = k_.rnumel * int64_t(m_.getDataLayout().getTypeAllocSize(et));
+      int64_t ahead = std::max<int64_t>(1, kPrefetchBytes / std::max<int64_t>(1, row_bytes));
+      x_ = b_.CreateAdd(saved_x, b_.getInt64(uint64_t(ahead)), "x.ahead", true, true);
+      target_.prefetch(b_, b_.CreateGEP(et, base, index(ix)),
+                       b_.CreateICmpSLT(x_, entry_.xnumel));
     } else {
       vv = load_at(saved_x);
     }
@@ -980,14 +1005,20 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
   auto k = [&](double v) { return llvm::ConstantFP::get(f, v); };
   int64_t per_thread = int64_t(chunk_r0_.size()) * map_.vec;
   llvm::Value* sum = thread_partial(ba, va);
-  // This thread's sum of squared deviations from its own mean (its values are in registers),
-  // as sum(v^2) - sum * mean: two instructions an element (an fma each for the squares; the
-  // sum is the first reduction's) instead of three. Cancellation costs that form precision
-  // when the mean is large against the spread: the row's check below recomputes M2 then.
+  // This thread's sum of squared deviations from its own mean (its values are in registers).
+  // Of bf16 values as loaded, sum(v^2) - sum * mean: two instructions an element (an fma each
+  // for the squares; the sum is the first reduction's) instead of three, and as exact: a
+  // square of a bf16 value has at most 16 significant bits, so the sums of this thread's 32
+  // squares (and values) round in f32 only when their magnitudes differ by more than 2^3, that
+  // is when the spread is not small against the mean and no cancellation follows; the one
+  // rounding of the fma then loses 2^-24 of M2 (test/unit/nvptx_test.cpp simulates it on
+  // adversarial rows). f16 values (11 bits) and computed values (24) keep the subtraction.
   llvm::Value* mean = b_.CreateFMul(sum, k(1.0 / double(per_thread)));
+  bool exact_squares = vt == DType::BF16 && va->op == VOp::Load;
   llvm::FastMathFlags fm;
   fm.setAllowReassoc();
-  auto sum_of_squares = [&](llvm::Value* c) {
+  // sum((v - c)^2) over this thread's values (sum(v^2) without c).
+  auto squares = [&](llvm::Value* c) {
     std::vector<llvm::Value*> acc(size_t(map_.vec), llvm::ConstantFP::getNegativeZero(f));
     for (size_t j = 0; j < chunk_r0_.size(); ++j)
       for (int l = 0; l < map_.vec; ++l) {
@@ -1003,7 +1034,29 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
         acc[l] = b_.CreateFAdd(acc[l], acc[l + w]);
     return acc[0];
   };
-  llvm::Value* m2 = b_.CreateFSub(sum_of_squares(nullptr), b_.CreateFMul(sum, mean));
+  llvm::Value* m2 = nullptr;
+  if (!exact_squares) {
+    m2 = squares(mean);
+  } else {
+    // The squares overflow f32 from |v| = 2^64 on: a thread whose sum of squares is not finite
+    // (or NaN) subtracts its mean first after all, in a branch of its own (no barrier in it).
+    llvm::Value* sq = squares(nullptr);
+    llvm::Value* fast_m2 = b_.CreateFSub(sq, b_.CreateFMul(sum, mean));
+    llvm::BasicBlock* fast = b_.GetInsertBlock();
+    llvm::BasicBlock* centered = llvm::BasicBlock::Create(ctx_, "m2.centered", fn_);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "m2.join", fn_);
+    b_.CreateCondBr(b_.CreateFCmpOLE(sq, k(double(std::numeric_limits<float>::max()))), join,
+                    centered);
+    b_.SetInsertPoint(centered);
+    llvm::Value* slow_m2 = squares(mean);
+    llvm::BasicBlock* centered_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(f, 2, "m2");
+    phi->addIncoming(fast_m2, fast);
+    phi->addIncoming(slow_m2, centered_end);
+    m2 = phi;
+  }
   // (sum, M2) pairs of n elements each (every thread holds per_thread of them): Chan's
   // (sum + sum', M2 + M2' + (sum' - sum)^2 / 2n). The sums add as a plain block sum would.
   auto merge = [per_thread](llvm::IRBuilderBase& b, const std::vector<llvm::Value*>& a,
@@ -1019,31 +1072,10 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
   assert(r.size() == 2 && "the target combines joint reductions");
   ++combines_;
   finish_reduce(ma, r[0]);
-  // The row's M2 is within about 2^-17.4 (1 + mean^2 / variance) of exact (each thread's
-  // squares and sum rounded 32 times at most, then the merge); where mean^2 > kJointExact *
-  // variance (or NaN) it is recomputed from the row's mean and the registers, in a second block
-  // reduction (the same branch in every thread of the row), so it stays within 2^-13.
-  double n = double(k_.rnumel);
-  llvm::Value* row_mean = b_.CreateFDiv(r[0], k(n));
-  llvm::Value* risky = b_.CreateFCmpUGT(b_.CreateFMul(row_mean, row_mean),
-                                        b_.CreateFMul(r[1], k(kJointExact / n)));
-  llvm::BasicBlock* fast = b_.GetInsertBlock();
-  llvm::BasicBlock* exact = llvm::BasicBlock::Create(ctx_, "joint.exact", fn_);
-  llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "joint.join", fn_);
-  b_.CreateCondBr(risky, exact, join);
-  b_.SetInsertPoint(exact);
-  llvm::Value* m2x =
-      target_.combine_partial(b_, ReduceOp::Sum, sum_of_squares(row_mean), nullptr);
-  ++combines_;
-  llvm::BasicBlock* exact_end = b_.GetInsertBlock();
-  b_.CreateBr(join);
-  b_.SetInsertPoint(join);
-  llvm::PHINode* m2row = b_.CreatePHI(f, 2, "m2");
-  m2row->addIncoming(r[1], fast);
-  m2row->addIncoming(m2x, exact_end);
   // sum (v - c)^2 = M2 + n (sum / n - c)^2 for any row constant c (c is sum / n here).
-  llvm::Value* dm = b_.CreateFSub(row_mean, value(d->args[1]));
-  finish_reduce(mb, b_.CreateFAdd(m2row, b_.CreateFMul(b_.CreateFMul(dm, dm), k(n))));
+  double n = double(k_.rnumel);
+  llvm::Value* dm = b_.CreateFSub(b_.CreateFDiv(r[0], k(n)), value(d->args[1]));
+  finish_reduce(mb, b_.CreateFAdd(r[1], b_.CreateFMul(b_.CreateFMul(dm, dm), k(n))));
   return true;
 }
 
@@ -1129,6 +1161,10 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
   map_ = target_.row_mapping(p_, k_);
   fn_ = target_.begin_kernel(m_, b_, k_.name, noalias, map_, &entry_);
   for (size_t i = 0; i < args.size(); ++i) buf_ptr_[args[i]] = entry_.buffers[i];
+  for (size_t i = 0; i < args.size(); ++i)
+    if (i < noalias.size() && noalias[i]) read_only_.insert(args[i]);
+  for (const KernelMember& m : k_.members)
+    if (m.store) read_only_.erase(m.buffer);
   slots_ = map_.block > 0 && (map_.vec > 1 || map_.persistent);
   assert((!slots_ || k_.rnumel % map_.vec == 0) && "vectors must tile the row");
   assert((!map_.persistent || int64_t(map_.block) * map_.vec * map_.chunks >= k_.rnumel) &&
@@ -1154,6 +1190,7 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
     begin_chunks(r0s, int64_t(map_.block) * map_.vec * map_.chunks);
   }
   pipelined_ = resident && map_.rows > 1;
+  streams_ = resident && map_.rows == 1 && map_.block > 0 && entry_.xnumel;
   llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "x.head", fn_);
   llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "x.body", fn_);
   llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "x.exit", fn_);

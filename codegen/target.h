@@ -16,6 +16,7 @@ class Function;
 class IRBuilderBase;
 class Module;
 class Value;
+class Type;
 } // namespace llvm
 
 namespace fxc {
@@ -53,6 +54,7 @@ struct KernelEntry {
   std::vector<llvm::Value*> buffers; ///< one pointer per kernel argument
   llvm::Value* xbegin = nullptr;     ///< rows [xbegin, xend) computed by this invocation (i64)
   llvm::Value* xend = nullptr;
+  llvm::Value* xnumel = nullptr; ///< the kernel's row count (i64)
   llvm::Value* rstart = nullptr; ///< this thread's first r and its stride (i64)
   llvm::Value* rstep = nullptr;
 };
@@ -123,6 +125,18 @@ public:
   /// rows load the next row through it, so that those loads are not taken for reads of
   /// read-only memory (which NVPTX's ptxas may move past barriers).
   virtual llvm::Value* opaque_global(llvm::IRBuilderBase&, llvm::Value* /*ptr*/) { return nullptr; }
+  /// A 16-byte vector load (of type `vt`) from `ptr`, memory the kernel only reads, each byte
+  /// of it once (a row streaming through a kernel of a row per block), with the target's cache
+  /// hints for such data; nullptr where the target has none (a plain load then).
+  virtual llvm::Value* streaming_load(llvm::IRBuilderBase&, llvm::Type* /*vt*/,
+                                      llvm::Value* /*ptr*/) {
+    return nullptr;
+  }
+  /// Asks for `ptr`'s bytes to be fetched into the shared cache ahead of their use, when `when`
+  /// (i1) holds; false where the target has no such instruction (nothing emitted then).
+  virtual bool prefetch(llvm::IRBuilderBase&, llvm::Value* /*ptr*/, llvm::Value* /*when*/) {
+    return false;
+  }
   /// Between two stages of a row: makes one stage's stores visible to the next stage's loads by
   /// the other threads of the row (nothing when one thread owns a row).
   virtual void end_stage(llvm::IRBuilderBase& b) = 0;

@@ -194,6 +194,7 @@ public:
     entry->buffers.clear();
     for (size_t i = 0; i < noalias.size(); ++i) entry->buffers.push_back(f->getArg(unsigned(i)));
     llvm::Value* xnumel = f->getArg(unsigned(noalias.size()));
+    entry->xnumel = xnumel;
     block_ = map.block;
     llvm::Value* x =
         b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), b.getInt64Ty());
@@ -462,6 +463,43 @@ public:
         llvm::FunctionType::get(llvm::PointerType::get(b.getContext(), 1), {ptr->getType()}, false);
     return b.CreateCall(ft, llvm::InlineAsm::get(ft, "cvta.to.global.u64 $0, $1;", "=l,l", false),
                         {ptr});
+  }
+
+  /// ld.global.nc.L1::no_allocate.L2::256B: past L1 (nothing of the row is read twice), and
+  /// L2 fetching whole 256-byte sectors pairs from DRAM. bf16 norms on an H200: 77.0% -> 77.3%
+  /// of copy bandwidth (with the prefetch below, 78.3% -> 80.2%).
+  llvm::Value* streaming_load(llvm::IRBuilderBase& b, llvm::Type* vt, llvm::Value* ptr) override {
+    if (vt->getPrimitiveSizeInBits().getFixedValue() != 128) return nullptr;
+    llvm::Type* i32 = b.getInt32Ty();
+    auto* rt = llvm::StructType::get(b.getContext(), {i32, i32, i32, i32});
+    llvm::Value* g = global(b, ptr);
+    auto* ft = llvm::FunctionType::get(rt, {g->getType()}, false);
+    auto* asm_ = llvm::InlineAsm::get(
+        ft, "ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {$0, $1, $2, $3}, [$4];",
+        "=r,=r,=r,=r,l", false);
+    llvm::CallInst* call = b.CreateCall(ft, asm_, {g});
+    call->setOnlyReadsMemory();
+    call->setDoesNotThrow();
+    auto* v4 = llvm::FixedVectorType::get(i32, 4);
+    llvm::Value* v = llvm::PoisonValue::get(v4);
+    for (unsigned i = 0; i < 4; ++i)
+      v = b.CreateInsertElement(v, b.CreateExtractValue(call, {i}), uint64_t(i));
+    return b.CreateBitCast(v, vt);
+  }
+
+  /// `ptr` in the global address space (converted unless it is already).
+  llvm::Value* global(llvm::IRBuilderBase& b, llvm::Value* ptr) {
+    return ptr->getType()->getPointerAddressSpace() == 1 ? ptr : opaque_global(b, ptr);
+  }
+
+  /// prefetch.global.L2, predicated on `when`.
+  bool prefetch(llvm::IRBuilderBase& b, llvm::Value* ptr, llvm::Value* when) override {
+    llvm::Value* g = global(b, ptr);
+    auto* ft = llvm::FunctionType::get(b.getVoidTy(), {g->getType(), b.getInt32Ty()}, false);
+    auto* asm_ = llvm::InlineAsm::get(
+        ft, "{ .reg .pred p; setp.ne.u32 p, $1, 0; @p prefetch.global.L2 [$0]; }", "l,r", true);
+    b.CreateCall(ft, asm_, {g, b.CreateZExt(when, b.getInt32Ty())});
+    return true;
   }
 
   void end_stage(llvm::IRBuilderBase& b) override { barrier(b); }

@@ -219,17 +219,19 @@ TEST_CASE("cuda gpu plan: short rows (a thread per row) match the host reference
 
 TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the spread") {
   if (!have_cuda()) return;
-  // Rows of 2048 + U(-8, 8) in f16 (mean^2 / variance about 2e5): each thread's sum(v^2) -
-  // sum * mean in f32 loses about 0.4% of M2 there (a host simulation of the kernel's order),
-  // 0.2% of rstd, four times f16's rounding; the row's check takes the exact recomputation and
-  // the layer norm (and a norms-like chain after it) stays within f16 rounding of float64.
-  // Rows of U(-2, 2) in bf16 take the fast form (exact there: bf16 squares of one binade sum
-  // without rounding in f32).
+  // Each path of the joint (mean, variance) reduction against float64, the layer norm and a
+  // norms-like chain after it within 16-bit rounding: f16 rows of 2048 + U(-8, 8) (mean^2 /
+  // variance about 2e5; f16 subtracts each thread's mean first: sum(v^2) - sum * mean would
+  // lose about 0.4% of M2 there); bf16 rows of 4096 + U(-128, 128) (sum(v^2) - sum * mean,
+  // exact for bf16 values); bf16 rows around 2^68 (squares overflow f32: each thread subtracts
+  // its mean after all); bf16 rows of U(-2, 2).
   struct Case {
     DType t;
     double offset, spread, tol;
   };
   for (Case c : {Case{DType::F16, 2048, 8, std::ldexp(1.0, -10)},
+                 Case{DType::BF16, 4096, 128, std::ldexp(1.0, -8)},
+                 Case{DType::BF16, std::ldexp(1.0, 68), std::ldexp(1.0, 62), std::ldexp(1.0, -8)},
                  Case{DType::BF16, 0, 2, std::ldexp(1.0, -8)}}) {
     INFO("offset " << c.offset);
     TestGraph tg;
@@ -243,7 +245,7 @@ TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the
     tg.output(ln);
     tg.output(tg.op("aten._softmax.default",
                     {T(tg.op("aten.add.Tensor", {T(tg.op("aten.gelu.default", {T(ln)})),
-                                                 T(tg.op("aten.mul.Tensor",
+                                                 T(tg.op("aten.mul.Scalar",
                                                          {T(ln), F(0.5)}))})),
                      I(-1), B(false)}));
     tg.g = decompose(tg.g);
@@ -253,7 +255,9 @@ TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the
     InductorOptions o;
     o.cuda = true;
     CompiledGraph cg = compile_inductor(tg.g, o);
-    check_close(cg.run(tg.inputs), want, c.tol);
+    std::vector<Tensor> got;
+    for (const Tensor& t : cg.run(tg.inputs)) got.push_back(t.to(DType::F64));
+    check_close(got, want, c.tol);
   }
 }
 
