@@ -1239,7 +1239,9 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
   x->addIncoming(xn, b_.GetInsertBlock());
   b_.CreateBr(head);
   b_.SetInsertPoint(exit);
-  target_.end_kernel(m_, b_, fn_);
+  int stores = 0;
+  for (const KernelMember& m : k_.members) stores += m.store ? 1 : 0;
+  target_.end_kernel(m_, b_, fn_, streams_ && stream_base_.size() == 1 && stores == 1);
   return fn_;
 }
 

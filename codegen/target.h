@@ -140,8 +140,11 @@ public:
   /// Between two stages of a row: makes one stage's stores visible to the next stage's loads by
   /// the other threads of the row (nothing when one thread owns a row).
   virtual void end_stage(llvm::IRBuilderBase& b) = 0;
-  /// Finishes the kernel (return, wrapper, attributes, annotations).
-  virtual void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* f) = 0;
+  /// Finishes the kernel (return, wrapper, attributes, annotations). `lean`: the kernel streams
+  /// one row in and one row out per block and keeps little else per thread (the target may
+  /// bound its registers for more resident blocks).
+  virtual void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* f,
+                          bool lean) = 0;
 };
 
 /// The host CPU target (x86-64): rows split across the thread pool, one thread per row.

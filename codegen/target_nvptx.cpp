@@ -504,13 +504,17 @@ public:
 
   void end_stage(llvm::IRBuilderBase& b) override { barrier(b); }
 
-  /// .minnctapersm for at most kMaxRegisters registers a thread, unless the kernel calls
-  /// libdevice: row kernels are memory-bound and want blocks resident while others wait on their
-  /// loads (bf16 norms on an H200: 72 registers, 7 blocks of 128 threads a multiprocessor, 73.5%
-  /// of copy bandwidth; at 64, 8 blocks and 75.3%, no spills), but libdevice's branchy math needs
-  /// more (f32 norms with erff: 96 registers, 228 bytes spilled at 64).
-  void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* f) override {
+  /// .minnctapersm for at most kMaxRegisters registers a thread when the kernel is `lean` and
+  /// calls no libdevice: such row kernels are memory-bound and want blocks resident while others
+  /// wait on their loads (bf16 norms on an H200: 72 registers, 7 blocks of 128 threads a
+  /// multiprocessor, 73.5% of copy bandwidth; at 64, 8 blocks and 75.3%, no spills). Kernels
+  /// with more state spill under that bound (training's row kernels of several inputs and
+  /// outputs: 72 to 251 registers), and libdevice's branchy math needs more (f32 norms with
+  /// erff: 96 registers, 228 bytes spilled at 64).
+  void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* f,
+                  bool lean) override {
     b.CreateRetVoid();
+    if (!lean) return;
     for (const llvm::BasicBlock& bb : *f)
       for (const llvm::Instruction& i : bb)
         if (const auto* call = llvm::dyn_cast<llvm::CallInst>(&i))

@@ -137,7 +137,8 @@ public:
 
   void end_stage(llvm::IRBuilderBase&) override {} // one thread owns each row
 
-  void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* body) override {
+  void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* body,
+                  bool /*lean*/) override {
     b.CreateRetVoid();
     std::string name = body->getName().str();
     name = name.substr(0, name.size() - 5); // strip ".body"
