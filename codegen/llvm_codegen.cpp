@@ -1059,15 +1059,19 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
     m2 = phi;
   }
   // (sum, M2) pairs of n elements each (every thread holds per_thread of them): Chan's
-  // (sum + sum', M2 + M2' + (sum' - sum)^2 / 2n). The sums add as a plain block sum would.
+  // (sum + sum', M2 + M2' + ((sum' - sum) / sqrt(2n))^2). The sums add as a plain block sum
+  // would.
   auto merge = [per_thread](llvm::IRBuilderBase& b, const std::vector<llvm::Value*>& a,
                             const std::vector<llvm::Value*>& c,
                             int threads) -> std::vector<llvm::Value*> {
+    // delta scaled by 1 / sqrt(2n) before it is squared: delta^2 itself overflows f32 for rows
+    // of values from about 2^60 whose M2 does not (the same instruction count).
     llvm::Value* delta = b.CreateFSub(c[0], a[0]);
-    llvm::Value* w =
-        llvm::ConstantFP::get(b.getFloatTy(), 1.0 / (2.0 * double(threads) * double(per_thread)));
+    llvm::Value* t = b.CreateFMul(
+        delta, llvm::ConstantFP::get(b.getFloatTy(),
+                                     1.0 / std::sqrt(2.0 * double(threads) * double(per_thread))));
     return {b.CreateFAdd(a[0], c[0]),
-            b.CreateFAdd(b.CreateFAdd(a[1], c[1]), b.CreateFMul(b.CreateFMul(delta, delta), w))};
+            b.CreateFAdd(b.CreateFAdd(a[1], c[1]), b.CreateFMul(t, t))};
   };
   std::vector<llvm::Value*> r = target_.combine_joint(b_, {sum, m2}, merge);
   assert(r.size() == 2 && "the target combines joint reductions");

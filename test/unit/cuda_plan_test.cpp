@@ -224,7 +224,9 @@ TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the
   // variance about 2e5; f16 subtracts each thread's mean first: sum(v^2) - sum * mean would
   // lose about 0.4% of M2 there); bf16 rows of 4096 + U(-128, 128) (sum(v^2) - sum * mean,
   // exact for bf16 values); bf16 rows of 2^64 + U(-2^58, 2^58) (squares overflow f32, M2 of
-  // about 2^126 does not: each thread subtracts its mean after all); bf16 rows of U(-2, 2).
+  // about 2^126 does not: each thread subtracts its mean after all, and Chan's merge scales
+  // the difference of two sums before squaring it, which overflowed for half the rows);
+  // bf16 rows of U(-2, 2).
   struct Case {
     DType t;
     double offset, spread, tol;
