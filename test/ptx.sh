@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cross-compilation for CUDA on a machine without a GPU: every fixture (both exports, inference
 # and train) compiles with --device=cuda --emit=ptx, and every kernel's PTX assembles with
-# ptxas -arch=sm_90; FileCheck on the PTX of the kernel kinds (test/golden/ptx_*.check); and
+# ptxas -arch=sm_90 (none spilling under a register bound fxc set); FileCheck on the PTX of the kernel kinds (test/golden/ptx_*.check); and
 # --emit=llvm for cuda writes the kernels' LLVM IR.
 # Usage: ptx.sh <fxc>
 set -u
@@ -20,12 +20,19 @@ emit_ptx() { # emit_ptx <label> <dir> <fxc args...>: --emit=ptx to <dir>.ptx, de
   "$fxc" --device=cuda --emit=ptx --debug-dir="$d" -o "$d.ptx" "$@" >"$tmp/out" 2>&1 && return 0
   bad "$label: fxc" "$(head -5 "$tmp/out")"; return 1
 }
+bounded=0
 assemble() { # assemble <label> <dir>: every .ptx under <dir> through ptxas; their count in $n
+  # A kernel whose registers fxc bounds (.minnctapersm: lean row kernels) must not spill.
   local p; n=0
   for p in $(find "$2" -name '*.ptx' | sort); do
     n=$((n + 1))
-    "$ptxas" -arch=sm_90 "$p" -o "$tmp/k.cubin" 2>"$tmp/err" ||
+    "$ptxas" -arch=sm_90 -v "$p" -o "$tmp/k.cubin" >"$tmp/err" 2>&1 ||
       bad "$1: ptxas $(basename "$p")" "$(head -5 "$tmp/err")"
+    if grep -q '^\.minnctapersm' "$p"; then
+      bounded=$((bounded + 1))
+      grep -qE '[1-9][0-9]* bytes spill' "$tmp/err" &&
+        bad "$1: $(basename "$p") spills under its register bound" "$(grep -E 'registers|spill' "$tmp/err")"
+    fi
   done
   kernels=$((kernels + n))
 }
@@ -45,7 +52,16 @@ d=$tmp/norms_bf16
 if emit_ptx norms_bf16 "$d" "$src/test/graphs/norms_bf16.fxg"; then
   assemble norms_bf16 "$d"; ok "norms_bf16: $n kernels assemble"
 fi
+# The bench models' bf16 graphs at their goal sizes (norms 8192 x 4096, block 8 x 512 x 768).
+for m in norms.bf16 block.bf16; do
+  d=$tmp/bench-$m
+  if emit_ptx "$m" "$d" "$src/bench/models/$m.fxg"; then
+    assemble "$m" "$d"; ok "$m (bench): $n kernels assemble"
+  fi
+done
 [ $kernels -gt 0 ] || bad "no kernels"
+[ $bounded -ge 4 ] && ok "$bounded register-bounded kernels checked for spills" ||
+  bad "only $bounded kernels carry .minnctapersm (expected the lean row kernels of norms and block)"
 # Warp-shuffle block reductions in the norms kernel (FileCheck on the PTX).
 if [ -z "$filecheck" ]; then bad "FileCheck not found (llvm-19-tools)"
 elif "$filecheck" "$src/test/golden/ptx_norms.check" --input-file="$tmp/norms-inference.ptx"; then
