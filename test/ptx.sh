@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Cross-compilation for CUDA on a machine without a GPU: every fixture (both exports, inference
 # and train) compiles with --device=cuda --emit=ptx, and every kernel's PTX assembles with
-# ptxas -arch=sm_90 (none spilling under a register bound fxc set); FileCheck on the PTX of the kernel kinds (test/golden/ptx_*.check); and
-# --emit=llvm for cuda writes the kernels' LLVM IR.
+# ptxas -arch=sm_90 (none spilling under a register bound fxc set); FileCheck on the PTX of the
+# kernel kinds (test/golden/ptx_*.check); and --emit=llvm for cuda writes the kernels' LLVM IR.
 # Usage: ptx.sh <fxc>
 set -u
 fxc=$1
