@@ -59,6 +59,13 @@ for m in norms.bf16 block.bf16; do
     assemble "$m" "$d"; ok "$m (bench): $n kernels assemble"
   fi
 done
+# bench/norms_structures.cu (the CUDA C experiments behind the norms kernel, run with nvcc on the
+# GPU machine) stays compilable.
+nvcc=$(dirname "$ptxas")/nvcc
+if [ -x "$nvcc" ] && "$nvcc" -O3 -arch=sm_90 -std=c++17 -o "$tmp/norms_structures" \
+    "$src/bench/norms_structures.cu" >"$tmp/out" 2>&1; then
+  ok "bench/norms_structures.cu compiles (nvcc)"
+else bad "bench/norms_structures.cu: nvcc ($nvcc)" "$(head -5 "$tmp/out" 2>/dev/null)"; fi
 [ $kernels -gt 0 ] || bad "no kernels"
 [ $bounded -ge 4 ] && ok "$bounded register-bounded kernels checked for spills" ||
   bad "only $bounded kernels carry .minnctapersm (expected the lean row kernels of norms and block)"
