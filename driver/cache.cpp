@@ -6,6 +6,7 @@
 #include "codegen/host_cpu.h"
 #endif
 #include "frontend/diag.h"
+#include "frontend/io_util.h"
 #include "runtime/cuda_driver.h"
 
 #define XXH_INLINE_ALL
@@ -161,22 +162,41 @@ std::string check_header(EntryFile& e, const std::string& key, bool* io_error) {
   return "";
 }
 
-/// The XXH3-64 of the payload of `e`, read a chunk at a time. False on a read error.
-bool payload_checksum(const EntryFile& e, uint64_t* sum) {
+/// The XXH3-64 of `size` bytes of `fd` from `offset`, read a chunk at a time. False on a read
+/// error.
+bool checksum_range(int fd, uint64_t offset, uint64_t size, uint64_t* sum) {
   XXH3_state_t* st = XXH3_createState();
   assert(st && "XXH3_createState failed");
   XXH3_64bits_reset(st);
-  std::string buf(std::min<uint64_t>(e.size, kChunk), '\0');
+  std::string buf(std::min<uint64_t>(size, kChunk), '\0');
   bool ok = true;
-  for (uint64_t off = 0; off < e.size && ok;) {
-    size_t n = size_t(std::min<uint64_t>(buf.size(), e.size - off));
-    ok = pread_all(e.fd, buf.data(), n, kPayloadOffset + off);
+  for (uint64_t off = 0; off < size && ok;) {
+    size_t n = size_t(std::min<uint64_t>(buf.size(), size - off));
+    ok = pread_all(fd, buf.data(), n, offset + off);
     if (ok) XXH3_64bits_update(st, buf.data(), n);
     off += n;
   }
   *sum = XXH3_64bits_digest(st);
   XXH3_freeState(st);
   return ok;
+}
+
+/// The XXH3-64 of the payload of `e`.
+bool payload_checksum(const EntryFile& e, uint64_t* sum) {
+  return checksum_range(e.fd, kPayloadOffset, e.size, sum);
+}
+
+/// Whether the regular file at `path` holds `size` bytes whose XXH3-64 is `sum`.
+bool file_holds(const std::string& path, uint64_t size, uint64_t sum) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) != size)
+    return false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  uint64_t have = 0;
+  bool same = checksum_range(fd, 0, size, &have) && have == sum;
+  ::close(fd);
+  return same;
 }
 
 /// Copies the payload of `e` to `out` through a buffer, from `out`'s current position.
@@ -526,23 +546,17 @@ bool CompileCache::write_hit(const std::string& key, const std::string& out_path
   }
   mark_used(e);
   info("hit " + key + " (" + std::to_string(e.size) + " bytes)");
-  if (out_path.empty() || out_path == "-") {
-    std::fflush(stdout);
-    if (!copy_buffered(e, STDOUT_FILENO)) throw Error(out_path, "cannot write output file");
+  // An output that already holds the payload (a rebuild of unchanged inputs) is left as it is
+  // and only gets a new modification time (about 8 ms of reading for ResNet-50's 94 MB). Else
+  // into a new file renamed over the output (OutputFile): a killed run leaves the old output.
+  if (!out_path.empty() && out_path != "-" && file_holds(out_path, e.size, sum) &&
+      ::utimensat(AT_FDCWD, out_path.c_str(), nullptr, 0) == 0) {
+    info("hit " + key + ": " + out_path + " holds it already");
     return true;
   }
-  // Not O_TRUNC: overwriting an existing output in place reuses its pages, where truncating frees
-  // them all and the copy allocates them again; the file is cut to the payload's size after.
-  int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) throw Error(out_path, "cannot write output file");
-  struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0;
-  if (ok && S_ISREG(st.st_mode))
-    ok = copy_to_regular(e, fd) && ::ftruncate(fd, off_t(e.size)) == 0;
-  else if (ok)
-    ok = copy_buffered(e, fd); // a device or a pipe: nothing to cut
-  if (::close(fd) != 0) ok = false;
-  if (!ok) throw Error(out_path, "cannot write output file");
+  OutputFile out(out_path);
+  if (!(out.regular() ? copy_to_regular(e, out.fd()) : copy_buffered(e, out.fd()))) out.fail();
+  out.commit();
   return true;
 }
 

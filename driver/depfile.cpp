@@ -2,15 +2,10 @@
 #include "driver/depfile.h"
 
 #include "frontend/diag.h"
+#include "frontend/io_util.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-
-#include <unistd.h>
 
 namespace fxc {
 
@@ -50,21 +45,9 @@ std::string default_depfile_path(const std::string& output) {
 }
 
 void write_depfile(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(text.data(), std::streamsize(text.size()));
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw Error(path, "cannot write the dependency file");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw Error(path, "cannot write the dependency file: " + why);
-  }
+  OutputFile out(path, "cannot write the dependency file");
+  out.write(text);
+  out.commit();
 }
 
 } // namespace fxc

@@ -5,6 +5,7 @@
 #include "frontend/fxg.h"
 #include "frontend/pass_timer.h"
 #include "frontend/import.h"
+#include "frontend/io_util.h"
 #include "frontend/printer.h"
 #include "frontend/shape_prop.h"
 #include "frontend/random.h"
@@ -148,13 +149,9 @@ void write_dependencies(const Options& o, const std::vector<std::string>& extern
 }
 
 void write_text(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return;
-  }
-  std::ofstream f(path, std::ios::binary);
-  f.write(text.data(), std::streamsize(text.size()));
-  if (!f) throw Error(path, "cannot write output file");
+  OutputFile out(path);
+  out.write(text);
+  out.commit();
 }
 
 // The guards the compiled graph assumes of its inputs, and whether this run's inputs pass them.

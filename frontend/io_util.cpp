@@ -3,11 +3,16 @@
 
 #include "frontend/diag.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <random>
 
 namespace fxc {
 
@@ -34,12 +39,69 @@ std::string read_file_bytes(const std::string& path) {
   return out;
 }
 
+OutputFile::OutputFile(std::string path, std::string what)
+    : path_(std::move(path)), what_(std::move(what)) {
+  if (path_.empty() || path_ == "-") {
+    std::fflush(stdout);
+    fd_ = STDOUT_FILENO;
+    return;
+  }
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) fail();
+    return;
+  }
+  // <path>.tmp-<pid>-<random>: unique among concurrent runs writing the same output.
+  std::random_device rd;
+  for (int attempt = 0; attempt < 8 && fd_ < 0; ++attempt) {
+    char suffix[48];
+    std::snprintf(suffix, sizeof suffix, ".tmp-%ld-%08x", long(::getpid()), unsigned(rd()));
+    temp_ = path_ + suffix;
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0 && errno != EEXIST) break;
+  }
+  if (fd_ < 0) {
+    int e = errno;
+    temp_.clear();
+    errno = e;
+    fail();
+  }
+}
+
+OutputFile::~OutputFile() {
+  if (committed_) return;
+  if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+}
+
+void OutputFile::fail() const {
+  throw Error(path_, what_ + ": " + std::strerror(errno));
+}
+
+void OutputFile::write(const std::string& bytes) {
+  for (size_t off = 0; off < bytes.size();) {
+    ssize_t n = ::write(fd_, bytes.data() + off, bytes.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail();
+    off += size_t(n);
+  }
+}
+
+void OutputFile::commit() {
+  if (fd_ != STDOUT_FILENO) {
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fail();
+    if (!temp_.empty() && ::rename(temp_.c_str(), path_.c_str()) != 0) fail();
+  }
+  committed_ = true; // (on a failure above, the destructor removes the temporary)
+}
+
 void write_file_bytes(const std::string& path, const std::string& bytes) {
-  File f = open_or_throw(path, "wb", "cannot write: ");
-  if (std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size())
-    throw Error(path, std::string("cannot write: ") + std::strerror(errno));
-  if (std::fclose(f.release()) != 0)
-    throw Error(path, std::string("cannot write: ") + std::strerror(errno));
+  OutputFile out(path, "cannot write");
+  out.write(bytes);
+  out.commit();
 }
 
 void read_file_range(const std::string& path, uint64_t offset, size_t n, std::byte* dst) {

@@ -11,7 +11,39 @@ namespace fxc {
 /// The bytes of a file; throws fxc::Error(path, "cannot read: ...") when it cannot be read.
 std::string read_file_bytes(const std::string& path);
 
-/// Writes `bytes` to `path`, replacing it; throws fxc::Error(path, "cannot write: ...").
+/// An output written as clang writes its outputs: into a temporary file beside `path` (the same
+/// directory, so the same file system), renamed over `path` by commit(). Destroyed without
+/// commit() (an error, an exception), the temporary is removed and `path` keeps what it held: a
+/// killed or failed run never leaves a half-written output newer than its inputs (which make
+/// then takes as up to date). A `path` that exists and is no regular file (a device, a FIFO) is
+/// written in place; "-" or "" is standard output. Failures throw fxc::Error(path, `what` + ": "
+/// + the system's reason).
+class OutputFile {
+public:
+  explicit OutputFile(std::string path, std::string what = "cannot write output file");
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  /// The descriptor to write to (at offset 0).
+  int fd() const { return fd_; }
+  /// Whether fd() is a new, empty regular file (not a device, a FIFO or standard output).
+  bool regular() const { return !temp_.empty(); }
+  /// Writes all of `bytes` at the current position.
+  void write(const std::string& bytes);
+  /// Closes the file and renames the temporary over the path.
+  void commit();
+  /// Throws the error of this output, with errno's reason.
+  [[noreturn]] void fail() const;
+
+private:
+  std::string path_, what_;
+  std::string temp_; ///< the temporary's path; empty when writing in place
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+/// Writes `bytes` to `path` through an OutputFile; throws fxc::Error(path, "cannot write: ...").
 void write_file_bytes(const std::string& path, const std::string& bytes);
 
 /// Reads `n` bytes at `offset` of `path` into `dst`; throws fxc::Error when the file is shorter.

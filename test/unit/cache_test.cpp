@@ -2,6 +2,7 @@
 #include "driver/cache.h"
 #include "driver/depfile.h"
 #include "frontend/diag.h"
+#include "frontend/io_util.h"
 #include "runtime/cuda_driver.h"
 
 #include "test_files.h"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -469,6 +471,62 @@ TEST_CASE("depfile: one rule, one dependency per line, duplicates dropped, order
   CHECK(default_depfile_path("m.fxo") == "m.d");
   CHECK(default_depfile_path("out/x.y/m.ll") == "out/x.y/m.d");
   CHECK(default_depfile_path("noext") == "noext.d");
+}
+
+TEST_CASE("output files: renamed over the path when whole; an unfinished one leaves the old") {
+  TempDir t;
+  const fs::path p = t.path / "out.fxo";
+  write_all(p, "old bytes");
+  {
+    OutputFile out(p.string());
+    CHECK(out.regular());
+    out.write("new");
+    CHECK(read_all(p) == "old bytes"); // nothing visible before commit()
+    CHECK(files_under(t.path).size() == 2);
+  } // no commit(): an error or a killed run
+  CHECK(read_all(p) == "old bytes");
+  CHECK(files_under(t.path) == std::vector<std::string>{"out.fxo"});
+  {
+    OutputFile out(p.string());
+    out.write("new bytes");
+    out.commit();
+  }
+  CHECK(read_all(p) == "new bytes");
+  CHECK(files_under(t.path) == std::vector<std::string>{"out.fxo"});
+  // A cache hit copies into the temporary too: the previous output stays until it is whole.
+  CompileCache cache((t.path / "c").string());
+  REQUIRE(cache.store(kKey, "payload"));
+  REQUIRE(cache.write_hit(kKey, p.string()));
+  CHECK(read_all(p) == "payload");
+  CHECK(std::count_if(fs::directory_iterator(t.path), fs::directory_iterator(),
+                      [](const fs::directory_entry& d) {
+                        return d.path().filename().string().find(".tmp-") != std::string::npos;
+                      }) == 0);
+  // An output that holds the payload already is left as it is (the same file), with a new
+  // modification time; one of the same size with other bytes is replaced.
+  struct stat before {}, after {};
+  REQUIRE(::stat(p.c_str(), &before) == 0);
+  fs::last_write_time(p, fs::last_write_time(p) - std::chrono::hours(1));
+  auto old_time = fs::last_write_time(p);
+  REQUIRE(cache.write_hit(kKey, p.string()));
+  REQUIRE(::stat(p.c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);
+  CHECK(fs::last_write_time(p) > old_time);
+  CHECK(read_all(p) == "payload");
+  write_all(p, "PAYLOAD");
+  REQUIRE(cache.write_hit(kKey, p.string()));
+  CHECK(read_all(p) == "payload");
+  // Not a regular file (a device): written in place.
+  {
+    OutputFile null("/dev/null");
+    CHECK_FALSE(null.regular());
+    null.write("discarded");
+    null.commit();
+  }
+  CHECK(fs::is_character_file("/dev/null"));
+  CHECK_THROWS_WITH_AS(OutputFile((t.path / "no" / "x.fxo").string()),
+                       doctest::Contains("x.fxo: error: cannot write output file: No such file"),
+                       Error);
 }
 
 TEST_CASE("depfile: written whole, and a failure names the file") {
