@@ -46,9 +46,12 @@ OutputFile::OutputFile(std::string path, std::string what)
     fd_ = STDOUT_FILENO;
     return;
   }
-  struct stat st {};
-  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  // A symbolic link (/dev/stdout, a user's link) is written through, in place: renaming over it
+  // would replace the link itself.
+  struct stat lst {}, st {};
+  if (::lstat(path_.c_str(), &lst) == 0 && !S_ISREG(lst.st_mode)) {
+    bool regular = ::stat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (regular ? O_TRUNC : 0), 0666);
     if (fd_ < 0) fail();
     return;
   }

@@ -15,8 +15,8 @@ std::string read_file_bytes(const std::string& path);
 /// directory, so the same file system), renamed over `path` by commit(). Destroyed without
 /// commit() (an error, an exception), the temporary is removed and `path` keeps what it held: a
 /// killed or failed run never leaves a half-written output newer than its inputs (which make
-/// then takes as up to date). A `path` that exists and is no regular file (a device, a FIFO) is
-/// written in place; "-" or "" is standard output. Failures throw fxc::Error(path, `what` + ": "
+/// then takes as up to date). A `path` that exists and is no regular file (a device, a FIFO, a
+/// symbolic link) is written in place, through it; "-" or "" is standard output. Failures throw fxc::Error(path, `what` + ": "
 /// + the system's reason).
 class OutputFile {
 public:

@@ -473,6 +473,14 @@ TEST_CASE("depfile: one rule, one dependency per line, duplicates dropped, order
   CHECK(default_depfile_path("noext") == "noext.d");
 }
 
+/// Writes `bytes` through an OutputFile that must write in place (not through a temporary).
+static void write_output_through(const std::string& path, const std::string& bytes) {
+  OutputFile out(path);
+  CHECK_FALSE(out.regular());
+  out.write(bytes);
+  out.commit();
+}
+
 TEST_CASE("output files: renamed over the path when whole; an unfinished one leaves the old") {
   TempDir t;
   const fs::path p = t.path / "out.fxo";
@@ -524,6 +532,13 @@ TEST_CASE("output files: renamed over the path when whole; an unfinished one lea
     null.commit();
   }
   CHECK(fs::is_character_file("/dev/null"));
+  // A symbolic link is written through (and stays a link).
+  const fs::path target = t.path / "target.fxo", link = t.path / "link.fxo";
+  write_all(target, "a longer old content");
+  fs::create_symlink(target, link);
+  write_output_through(link.string(), "linked");
+  CHECK(fs::is_symlink(link));
+  CHECK(read_all(target) == "linked");
   CHECK_THROWS_WITH_AS(OutputFile((t.path / "no" / "x.fxo").string()),
                        doctest::Contains("x.fxo: error: cannot write output file: No such file"),
                        Error);
