@@ -487,11 +487,6 @@ public:
     return b.CreateBitCast(v, vt);
   }
 
-  /// `ptr` in the global address space (converted unless it is already).
-  llvm::Value* global(llvm::IRBuilderBase& b, llvm::Value* ptr) {
-    return ptr->getType()->getPointerAddressSpace() == 1 ? ptr : opaque_global(b, ptr);
-  }
-
   /// prefetch.global.L2, predicated on `when`.
   bool prefetch(llvm::IRBuilderBase& b, llvm::Value* ptr, llvm::Value* when) override {
     llvm::Value* g = global(b, ptr);
@@ -529,6 +524,10 @@ public:
   }
 
 private:
+  /// `ptr` in the global address space (converted unless it is already).
+  llvm::Value* global(llvm::IRBuilderBase& b, llvm::Value* ptr) {
+    return ptr->getType()->getPointerAddressSpace() == 1 ? ptr : opaque_global(b, ptr);
+  }
   static llvm::Value* f32(llvm::IRBuilderBase& b, double v) {
     return llvm::ConstantFP::get(b.getFloatTy(), v);
   }
