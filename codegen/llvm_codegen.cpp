@@ -154,6 +154,9 @@ private:
   /// Structural id of a node (equal ids compute equal values in one slot).
   int sid(const VExpr* e);
   llvm::Value* vector_load(int buffer, const IndexExpr& ix, DType t);
+  /// `buffer`'s argument in the target's global address space as an opaque value (the argument
+  /// itself where the target has none), computed once in the kernel's entry block.
+  llvm::Value* global_base(int buffer);
   void vector_store(int buffer, const std::vector<llvm::Value*>& lanes, DType t, int chunk);
   void set_slot(int chunk, int lane);
   /// Computes each chunk's first r for this thread (clamped into the row) and whether it lies
@@ -215,7 +218,7 @@ private:
   /// A persistent row per block (run()): rows stream through the kernel, one each.
   bool streams_ = false;
   std::set<int> read_only_; ///< buffers of noalias arguments the kernel never stores to
-  std::map<int, llvm::Value*> stream_base_; ///< per streamed buffer: its global pointer
+  std::set<int> streamed_;  ///< buffers loaded as streaming rows (vector_load)
   llvm::BasicBlock* prologue_ = nullptr; ///< ends with the branch to x.head
   llvm::BasicBlock* head_ = nullptr;     ///< x.head
   llvm::BasicBlock* body_ = nullptr;     ///< x.body: branches to prefetch_ or row_
@@ -225,7 +228,7 @@ private:
   /// Per pipelined load: its x.head phi and the next row's value merged in row_.
   std::vector<std::pair<llvm::PHINode*, llvm::PHINode*>> next_loads_;
   int combines_ = 0;                     ///< block reductions (combine_partial) per row
-  std::map<int, llvm::Value*> row_base_; ///< per buffer: its pointer for the next row's loads
+  std::map<int, llvm::Value*> global_base_; ///< per buffer: global_base()
 };
 
 llvm::Value* Emitter::index(const IndexExpr& e) {
@@ -710,13 +713,7 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
       // it (an opaque value): not provably read-only, they are not ld.global.nc, which ptxas
       // sinks past barriers to the current row's last use of the registers they reuse.
       llvm::Value* arg = pit->second;
-      llvm::Value*& global = row_base_[buffer];
-      if (!global) {
-        llvm::IRBuilder<> pb(prologue_->getTerminator());
-        global = target_.opaque_global(pb, arg);
-        if (!global) global = arg;
-      }
-      pit->second = global;
+      pit->second = global_base(buffer);
       b_.SetInsertPoint(prefetch_->getTerminator());
       llvm::Value* next = load_at(xnext_);
       pit->second = arg;
@@ -735,12 +732,8 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
       // A row streaming through a kernel of a row per block: the target's streaming load, and
       // the same vector kPrefetchBytes of rows ahead asked into L2 (blocks start in row order,
       // so that row's block starts about when it has arrived).
-      llvm::Value*& base = stream_base_[buffer];
-      if (!base) { // the argument in the global address space, once, at the kernel's entry
-        llvm::IRBuilder<> eb(fn_->getEntryBlock().getTerminator());
-        base = target_.opaque_global(eb, pit->second);
-        if (!base) base = pit->second;
-      }
+      streamed_.insert(buffer);
+      llvm::Value* base = global_base(buffer);
       x_ = saved_x;
       llvm::Value* ptr = b_.CreateGEP(et, base, index(ix));
       vv = target_.streaming_load(b_, vt, ptr);
@@ -769,6 +762,17 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
   if (t == DType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
   if (is_half(t)) return b_.CreateFPExt(v, b_.getFloatTy());
   return v;
+}
+
+llvm::Value* Emitter::global_base(int buffer) {
+  llvm::Value*& base = global_base_[buffer];
+  if (!base) {
+    llvm::Value* arg = buf_ptr_.at(buffer);
+    llvm::IRBuilder<> eb(fn_->getEntryBlock().getTerminator());
+    base = target_.opaque_global(eb, arg);
+    if (!base) base = arg;
+  }
+  return base;
 }
 
 void Emitter::vector_store(int buffer, const std::vector<llvm::Value*>& lanes, DType t, int chunk) {
@@ -1010,8 +1014,8 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
   // Of bf16 values as loaded, sum(v^2) - sum * mean: two instructions an element (an fma each
   // for the squares; the sum is the first reduction's) instead of three, and as exact: a
   // square of a bf16 value has at most 16 significant bits, so the sums of this thread's 32
-  // squares (and values) round in f32 only when their magnitudes differ by more than 2^3, that
-  // is when the spread is not small against the mean and no cancellation follows; the one
+  // squares (and values) round in f32 only when their magnitudes span more than two binades,
+  // that is when the spread is not small against the mean and no cancellation follows; the one
   // rounding of the fma then loses 2^-24 of M2 (test/unit/nvptx_test.cpp simulates it on
   // adversarial rows). f16 values (11 bits) and computed values (24) keep the subtraction.
   llvm::Value* mean = b_.CreateFMul(sum, k(1.0 / double(per_thread)));
@@ -1245,7 +1249,7 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
   b_.SetInsertPoint(exit);
   int stores = 0;
   for (const KernelMember& m : k_.members) stores += m.store ? 1 : 0;
-  target_.end_kernel(m_, b_, fn_, streams_ && stream_base_.size() == 1 && stores == 1);
+  target_.end_kernel(m_, b_, fn_, streams_ && streamed_.size() == 1 && stores == 1);
   return fn_;
 }
 

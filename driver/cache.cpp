@@ -92,19 +92,6 @@ void info(const std::string& msg) {
   process_logger().log(Component::Cache, Level::Info, msg);
 }
 
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= size_t(w);
-  }
-  return true;
-}
-
 /// Reads exactly `n` bytes of `fd` at `off`. False on a read error, or with errno EIO when the
 /// file ends first.
 bool pread_all(int fd, char* p, size_t n, uint64_t off) {

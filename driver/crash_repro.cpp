@@ -1,6 +1,8 @@
 // Crash reproducers: precomputed at startup, written async-signal-safely on an internal error.
 #include "driver/crash_repro.h"
 
+#include "frontend/io_util.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -41,17 +43,6 @@ std::string quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
-}
-
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= size_t(w);
-  }
-  return true;
 }
 
 bool copy_file(const char* from, const char* to) {

@@ -45,9 +45,7 @@ std::string default_depfile_path(const std::string& output) {
 }
 
 void write_depfile(const std::string& path, const std::string& text) {
-  OutputFile out(path, "cannot write the dependency file");
-  out.write(text);
-  out.commit();
+  write_file_bytes(path, text, "cannot write the dependency file");
 }
 
 } // namespace fxc

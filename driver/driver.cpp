@@ -149,9 +149,7 @@ void write_dependencies(const Options& o, const std::vector<std::string>& extern
 }
 
 void write_text(const std::string& path, const std::string& text) {
-  OutputFile out(path);
-  out.write(text);
-  out.commit();
+  write_file_bytes(path, text, "cannot write output file");
 }
 
 // The guards the compiled graph assumes of its inputs, and whether this run's inputs pass them.

@@ -82,13 +82,19 @@ void OutputFile::fail() const {
   throw Error(path_, what_ + ": " + std::strerror(errno));
 }
 
-void OutputFile::write(const std::string& bytes) {
-  for (size_t off = 0; off < bytes.size();) {
-    ssize_t n = ::write(fd_, bytes.data() + off, bytes.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail();
-    off += size_t(n);
+bool write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= size_t(w);
   }
+  return true;
+}
+
+void OutputFile::write(const std::string& bytes) {
+  if (!write_all(fd_, bytes.data(), bytes.size())) fail();
 }
 
 void OutputFile::commit() {
@@ -101,8 +107,9 @@ void OutputFile::commit() {
   committed_ = true; // (on a failure above, the destructor removes the temporary)
 }
 
-void write_file_bytes(const std::string& path, const std::string& bytes) {
-  OutputFile out(path, "cannot write");
+void write_file_bytes(const std::string& path, const std::string& bytes,
+                      const std::string& what) {
+  OutputFile out(path, what);
   out.write(bytes);
   out.commit();
 }

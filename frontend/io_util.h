@@ -11,6 +11,10 @@ namespace fxc {
 /// The bytes of a file; throws fxc::Error(path, "cannot read: ...") when it cannot be read.
 std::string read_file_bytes(const std::string& path);
 
+/// Writes all `n` bytes at `p` to descriptor `fd` (retrying short writes and EINTR); false with
+/// errno set on an error. Async-signal-safe (crash reproducers write with it).
+bool write_all(int fd, const char* p, size_t n);
+
 /// An output written as clang writes its outputs: into a temporary file beside `path` (the same
 /// directory, so the same file system), renamed over `path` by commit(). Destroyed without
 /// commit() (an error, an exception), the temporary is removed and `path` keeps what it held: a
@@ -43,8 +47,9 @@ private:
   bool committed_ = false;
 };
 
-/// Writes `bytes` to `path` through an OutputFile; throws fxc::Error(path, "cannot write: ...").
-void write_file_bytes(const std::string& path, const std::string& bytes);
+/// Writes `bytes` to `path` through an OutputFile; throws fxc::Error(path, `what` + ": ...").
+void write_file_bytes(const std::string& path, const std::string& bytes,
+                      const std::string& what = "cannot write");
 
 /// Reads `n` bytes at `offset` of `path` into `dst`; throws fxc::Error when the file is shorter.
 void read_file_range(const std::string& path, uint64_t offset, size_t n, std::byte* dst);
