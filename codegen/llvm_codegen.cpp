@@ -1185,8 +1185,8 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
   }
   llvm::IntegerType* i64 = b_.getInt64Ty();
   bool resident = slots_ && map_.persistent;
-  assert((map_.block == 0 || map_.rows == 1 || resident) &&
-         "several rows per block need a persistent row");
+  assert((map_.block == 0 || map_.rows == 1 || resident || map_.packed) &&
+         "several rows per block need a persistent row or the packed form");
   if (resident) {
     // Chunk j of thread t starts at (j * block + t) * vec: consecutive threads read
     // consecutive vectors.

@@ -47,8 +47,12 @@ struct PtxKernel {
   std::string ptx;
   std::vector<int> args; ///< buffer ids, in parameter order
   int64_t xnumel = 0;
-  int block = 32; ///< threads per block: mapping.block, or mapping.rows in the short-row form
-  int rows = 1;   ///< rows per block: 1, or mapping.rows in the short-row form (a thread per row)
+  /// Threads per block: mapping.block, mapping.rows in the short-row form, their product in the
+  /// packed form.
+  int block = 32;
+  /// Rows per block: 1, or mapping.rows in the short-row form (a thread per row) and the packed
+  /// form (mapping.block threads a row).
+  int rows = 1;
   RowMapping mapping;
 };
 
@@ -74,7 +78,8 @@ RowMapping nvptx_row_mapping(const LoopProgram& p, const Kernel& k);
 /// rows), a persistent row with more threads and fewer vectors each, and the looping form
 /// instead of a persistent row. Every candidate computes the same result.
 std::vector<RowMapping> nvptx_mapping_candidates(const LoopProgram& p, const Kernel& k);
-/// "block=128 vec=8 persistent chunks=4", "block=256 vec=4", "rows=256" (a thread per row).
+/// "block=128 vec=8 persistent chunks=4", "block=256 vec=4", "rows=256" (a thread per row),
+/// "block=16 vec=4 rows=16 packed".
 std::string format_mapping(const RowMapping& m);
 
 /// erf of NVPTX kernels with 16-bit results (Target::approx_math): x P(x^2) / Q(x^2) with x

@@ -46,6 +46,10 @@ struct RowMapping {
   /// rnumel), kept in registers from the first stage to the last (no r loops, one read of the row).
   bool persistent = false;
   int chunks = 1;
+  /// Packed form (NVPTX, kernels without reductions): `rows` rows side by side in a block of
+  /// block * rows threads, `block` threads a row (any count: a vector each), so that no
+  /// thread idles where a row is not a power of two vectors long or shorter than a warp.
+  bool packed = false;
   bool operator==(const RowMapping&) const = default;
 };
 

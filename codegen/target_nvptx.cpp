@@ -62,6 +62,8 @@ constexpr int kShortRowBlock = 256;
 constexpr int kDirectWarps = 8;
 /// Multiprocessors of an H100 or H200 (SXM).
 constexpr int64_t kMultiprocessors = 132;
+/// Threads per block of the packed form (about: whole rows of a vector per thread each).
+constexpr int kPackedThreads = 256;
 /// Rows per block of the pipelined persistent candidates.
 constexpr int kPipelinedRows[] = {1, 2, 4, 8};
 
@@ -165,7 +167,8 @@ public:
   /// `void name(ptr buf0, ..., i64 xnumel)`: block c computes rows c * map.rows on, map.rows of
   /// them in turn (one row where map.rows is 1); its threads stride over r.
   /// In the short-row form (map.block 0) thread t of block c computes row c * ntid + t alone
-  /// (none past xnumel).
+  /// (none past xnumel); in the packed form, vector t % map.block of row c * map.rows +
+  /// t / map.block.
   llvm::Function* begin_kernel(llvm::Module& m, llvm::IRBuilderBase& b, const std::string& name,
                                const std::vector<bool>& noalias, const RowMapping& map,
                                KernelEntry* entry) override {
@@ -186,7 +189,7 @@ public:
     ann->addOperand(llvm::MDNode::get(ctx, md));
     // The launch's block size (.maxntid): ptxas allocates registers for it (and end_kernel may
     // bound them further).
-    threads_ = uint32_t(map.block > 0 ? map.block : map.rows);
+    threads_ = uint32_t(map.packed ? map.block * map.rows : map.block > 0 ? map.block : map.rows);
     llvm::Metadata* ntid[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(ctx, "maxntidx"),
                               llvm::ValueAsMetadata::get(b.getInt32(threads_))};
     ann->addOperand(llvm::MDNode::get(ctx, ntid));
@@ -198,12 +201,20 @@ public:
     block_ = map.block;
     llvm::Value* x =
         b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), b.getInt64Ty());
-    if (map.block == 0) {
-      llvm::Value* ntid =
-          b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), b.getInt64Ty());
+    if (map.block == 0 || map.packed) {
       llvm::Value* tid =
           b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b.getInt64Ty());
-      x = b.CreateAdd(b.CreateMul(x, ntid, "", true, true), tid, "row", true, true);
+      llvm::Value* lane = nullptr;
+      llvm::Value* rows = nullptr;
+      if (map.packed) {
+        llvm::Value* per_row = b.getInt64(uint64_t(map.block));
+        lane = b.CreateURem(tid, per_row, "lane");
+        tid = b.CreateUDiv(tid, per_row);
+        rows = b.getInt64(uint64_t(map.rows));
+      } else {
+        rows = b.CreateZExt(sreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), b.getInt64Ty());
+      }
+      x = b.CreateAdd(b.CreateMul(x, rows, "", true, true), tid, "row", true, true);
       // Threads past the last row return at once; the others compute exactly one row.
       llvm::BasicBlock* none = llvm::BasicBlock::Create(ctx, "row.none", f);
       llvm::BasicBlock* one = llvm::BasicBlock::Create(ctx, "row.one", f);
@@ -213,8 +224,9 @@ public:
       b.SetInsertPoint(one);
       entry->xbegin = x;
       entry->xend = b.CreateAdd(x, b.getInt64(1), "", true, true);
-      entry->rstart = b.getInt64(0);
-      entry->rstep = b.getInt64(1);
+      // A packed row's threads take a vector each (the emitter's r loop runs once).
+      entry->rstart = lane ? lane : b.getInt64(0);
+      entry->rstep = b.getInt64(lane ? uint64_t(map.block) : 1);
       return f;
     }
     // Block c computes rows [c * rows, min(c * rows + rows, xnumel)) in turn.
@@ -729,6 +741,15 @@ RowMapping nvptx_row_mapping(const LoopProgram& p, const Kernel& k) {
     }
   }
   m.block = pow2_at_least(vectors, kWarp, kMaxBlock);
+  // Without reductions, rows whose vectors are fewer than a warp or no power of two are packed
+  // side by side, a vector a thread: a power-of-two block per row would leave threads idle
+  // (q, k and v copied out of a [B, T, 3·H·D] projection in rows of 16 vectors ran 16 of 32
+  // threads; rows of 192 vectors 192 of 256).
+  if (!t.reduces && k.stages.size() == 1 && vectors < kMaxBlock && vectors != m.block) {
+    m.packed = true;
+    m.block = int(vectors);
+    m.rows = std::max(1, kPackedThreads / m.block);
+  }
   return m;
 }
 
@@ -753,6 +774,12 @@ std::vector<RowMapping> nvptx_mapping_candidates(const LoopProgram& p, const Ker
   }
   const int64_t vectors = (k.rnumel + h.vec - 1) / h.vec;
   const int widest = pow2_at_least(vectors, kWarp, kMaxBlock); // a vector for every thread
+  if (h.packed)
+    for (int threads : {128, 512, 1024}) { // other block sizes, whole rows each
+      RowMapping m = h;
+      m.rows = std::max(1, threads / h.block);
+      if (m.rows * h.block <= kMaxBlock) add(m);
+    }
   if (h.persistent) {
     // The row in registers with other thread counts: fewer threads hold more vectors each
     // (more rows in flight), more threads fewer (fewer registers).
@@ -778,6 +805,7 @@ std::vector<RowMapping> nvptx_mapping_candidates(const LoopProgram& p, const Ker
     if (block < h.block / 4 && !h.persistent) continue; // far fewer threads than the row wants
     RowMapping m = h;
     m.persistent = false;
+    m.packed = false;
     m.chunks = 1;
     m.rows = 1;
     m.block = block;
@@ -791,6 +819,7 @@ std::string format_mapping(const RowMapping& m) {
   std::string s = "block=" + std::to_string(m.block) + " vec=" + std::to_string(m.vec);
   if (m.persistent) s += " persistent chunks=" + std::to_string(m.chunks);
   if (m.rows > 1) s += " rows=" + std::to_string(m.rows);
+  if (m.packed) s += " packed";
   return s;
 }
 
@@ -831,7 +860,9 @@ PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const Pt
     if (std::find(pk.args.begin(), pk.args.end(), o) == pk.args.end()) pk.args.push_back(o);
   pk.xnumel = k.xnumel;
   pk.mapping = target.row_mapping(p, k);
-  pk.block = pk.mapping.block > 0 ? pk.mapping.block : pk.mapping.rows;
+  pk.block = pk.mapping.packed      ? pk.mapping.block * pk.mapping.rows
+             : pk.mapping.block > 0 ? pk.mapping.block
+                                    : pk.mapping.rows;
   pk.rows = pk.mapping.rows;
   std::optional<PassTimer> timer(std::in_place, "emit LLVM IR");
   emit_kernel(target, *m, p, k, pk.args, std::vector<bool>(pk.args.size(), true));

@@ -690,6 +690,8 @@ const char* gemm_epilogue_name(GemmEpilogue e) {
     return "relu_bias";
   case GemmEpilogue::GeluTanhBias:
     return "gelu_tanh_bias";
+  case GemmEpilogue::BiasResidual:
+    return "bias_residual";
   }
   return "?";
 }

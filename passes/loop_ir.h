@@ -168,8 +168,9 @@ struct ExternOperand {
 
 /// A call to a library or reference kernel. Outputs are contiguous buffers.
 /// What a Gemm call applies to the product before writing it (a cuBLASLt epilogue; CUDA only).
-enum class GemmEpilogue : uint8_t { None, Bias, ReluBias, GeluTanhBias };
-/// "bias", "relu_bias", "gelu_tanh_bias" ("none" for None).
+/// BiasResidual adds the bias and a residual laid out as the result (cuBLASLt's C, beta = 1).
+enum class GemmEpilogue : uint8_t { None, Bias, ReluBias, GeluTanhBias, BiasResidual };
+/// "bias", "relu_bias", "gelu_tanh_bias", "bias_residual" ("none" for None).
 const char* gemm_epilogue_name(GemmEpilogue e);
 struct ExternCall;
 /// How IR dumps name a call's kind: " (blas)", " (blas, epilogue relu_bias)",
@@ -181,7 +182,8 @@ struct ExternCall {
   enum class Kind : uint8_t { Gemm, Fallback, Conv };
   Kind kind = Kind::Fallback;
   std::string op; ///< "mm", "bmm", "addmm", "convolution", or the fallback node's target
-  /// Gemm: A, B (batched for bmm), then the bias [N] when the epilogue has one.
+  /// Gemm: A, B (batched for bmm), then the bias [N] when the epilogue has one, then the
+  /// residual [M, N] (row-major, as the result) for BiasResidual.
   /// Conv: x, w (contiguous), then the bias [K] when there is one.
   std::vector<ExternOperand> operands;
   GemmEpilogue epilogue = GemmEpilogue::None; ///< Gemm only

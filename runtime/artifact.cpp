@@ -178,7 +178,8 @@ const char* extern_kind_name(PlanExtern::Kind k) {
 
 const PlanExtern::Epilogue kEpilogues[] = {PlanExtern::Epilogue::None, PlanExtern::Epilogue::Bias,
                                            PlanExtern::Epilogue::ReluBias,
-                                           PlanExtern::Epilogue::GeluTanhBias};
+                                           PlanExtern::Epilogue::GeluTanhBias,
+                                           PlanExtern::Epilogue::BiasResidual};
 
 ojson write_extern(const PlanExtern& e, const std::string& source, Writer& w) {
   ojson j;
@@ -421,8 +422,8 @@ PlanKernel read_kernel(const Reader& r, const json& j, const std::string& where,
   // Artifacts written before the short-row form have no cuda_rows: a block per row.
   if (j.contains("cuda_rows"))
     k.cuda_rows = int(r.integer(j, "cuda_rows", where, 1, cuda ? 1024 : 1));
-  if (k.cuda_rows != 1 && k.cuda_rows != k.cuda_block)
-    r.fail(where + ".cuda_rows", "rows per block must be 1 or the block size");
+  if (cuda && k.cuda_block % k.cuda_rows != 0)
+    r.fail(where + ".cuda_rows", "rows per block must divide the block size");
   const json& p = r.at(j, "ptx", where);
   if (cuda)
     *ptx = std::string(r.blob(p, where + ".ptx"));
@@ -477,7 +478,9 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   }
   if (!g.is_null()) r.fail(where + ".graph", "only fallback calls carry a graph");
   if (e.kind == PlanExtern::Kind::Gemm) {
-    size_t n = e.epilogue == PlanExtern::Epilogue::None ? 2 : 3;
+    size_t n = e.epilogue == PlanExtern::Epilogue::None           ? 2
+               : e.epilogue == PlanExtern::Epilogue::BiasResidual ? 4
+                                                                  : 3;
     if (e.inputs.size() != n || e.outputs.size() != 1)
       r.fail(where, "a gemm call takes " + std::to_string(n) + " operands and writes one result");
     size_t rank = e.inputs[0].meta.sizes.size();

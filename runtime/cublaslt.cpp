@@ -320,20 +320,21 @@ size_t CublasLt::prepared_count() const {
 }
 
 CublasLt::Prepared& CublasLt::prepare(const MatmulProblem& problem, DevicePtr a, DevicePtr b,
-                                      DevicePtr bias, DevicePtr d) {
+                                      DevicePtr bias, DevicePtr d, DevicePtr c) {
   MatmulProblem p = normalize(problem);
   bool wants_bias = p.epilogue != Epilogue::None;
   if (wants_bias && bias == 0) bad("the epilogue needs a bias");
   if (!wants_bias && bias != 0) bad("a bias was given without a bias epilogue");
   if (a == 0 || b == 0 || d == 0) bad("null operand");
   // The algorithm index is not part of the key: one problem's descriptors serve every index.
-  std::array<int64_t, 20> key = {int64_t(p.dtype),   p.m,           p.n,
+  std::array<int64_t, 21> key = {int64_t(p.dtype),   p.m,           p.n,
                                  p.k,                p.trans_a,     p.trans_b,
                                  p.lda,              p.ldb,         p.ldd,
                                  p.batch,            p.stride_a,    p.stride_b,
                                  p.stride_d,         int64_t(p.epilogue), p.allow_tf32,
                                  wants_bias,         alignment_of(b), alignment_of(a),
-                                 alignment_of(d),    wants_bias ? alignment_of(bias) : 0};
+                                 alignment_of(d),    wants_bias ? alignment_of(bias) : 0,
+                                 alignment_of(c ? c : d)};
   auto it = prepared_.find(key);
   if (it != prepared_.end()) return *it->second;
   const Api& L = *api_;
@@ -391,12 +392,12 @@ CublasLt::Prepared& CublasLt::prepare(const MatmulProblem& problem, DevicePtr a,
   };
   uint64_t ws = kWorkspaceBytes;
   set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-  // The key's last entries: the alignments of B, A, D and the bias (cuBLASLt's A, B, C/D).
+  // The key's last entries: the alignments of B, A, D, the bias and C (cuBLASLt's A, B, D, C).
   uint32_t align_first = uint32_t(key[16]), align_second = uint32_t(key[17]),
-           align_d = uint32_t(key[18]);
+           align_d = uint32_t(key[18]), align_c = uint32_t(key[20]);
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_first, sizeof(align_first));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_second, sizeof(align_second));
-  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d));
 
   std::array<cublasLtMatmulHeuristicResult_t, kMaxAlgorithms> results = {};
@@ -415,13 +416,13 @@ CublasLt::Prepared& CublasLt::prepare(const MatmulProblem& problem, DevicePtr a,
 }
 
 void CublasLt::matmul(const MatmulProblem& problem, DevicePtr a, DevicePtr b, DevicePtr bias,
-                      DevicePtr d) {
+                      DevicePtr d, DevicePtr c) {
   MatmulProblem p = normalize(problem);
   bool wants_bias = p.epilogue != Epilogue::None;
   ctx_.make_current();
   const Api& L = *api_;
   std::lock_guard<std::mutex> lock(mu_);
-  Prepared& r = prepare(p, a, b, bias, d);
+  Prepared& r = prepare(p, a, b, bias, d, c);
   const cublasLtMatmulAlgo_t& algo =
       r.algos[p.algo >= 0 && size_t(p.algo) < r.algos.size() ? size_t(p.algo) : 0];
   if (wants_bias) {
@@ -432,17 +433,17 @@ void CublasLt::matmul(const MatmulProblem& problem, DevicePtr a, DevicePtr b, De
   }
   auto ptr = [](DevicePtr x) { return reinterpret_cast<void*>(uintptr_t(x)); };
   check(L.cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), r.op, &p.alpha, ptr(b), r.first,
-                         ptr(a), r.second, &p.beta, ptr(d), r.dl, ptr(d), r.dl, &algo,
+                         ptr(a), r.second, &p.beta, ptr(c ? c : d), r.dl, ptr(d), r.dl, &algo,
                          ptr(workspace_), kWorkspaceBytes,
                          static_cast<cudaStream_t>(ctx_.stream())),
         "cublasLtMatmul");
 }
 
 int CublasLt::algorithm_count(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias,
-                              DevicePtr d) {
+                              DevicePtr d, DevicePtr c) {
   ctx_.make_current();
   std::lock_guard<std::mutex> lock(mu_);
-  return int(prepare(p, a, b, bias, d).algos.size());
+  return int(prepare(p, a, b, bias, d, c).algos.size());
 }
 
 #else // no cuBLASLt headers at build time
@@ -466,12 +467,13 @@ CublasLt::~CublasLt() = default;
 size_t CublasLt::prepared_count() const {
   return 0;
 }
-void CublasLt::matmul(const MatmulProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr) {
+void CublasLt::matmul(const MatmulProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr,
+                      DevicePtr) {
   normalize(p);
   throw CudaError("cuBLASLt not available: fxc was built without cublasLt.h");
 }
 int CublasLt::algorithm_count(const MatmulProblem& p, DevicePtr, DevicePtr, DevicePtr,
-                              DevicePtr) {
+                              DevicePtr, DevicePtr) {
   normalize(p);
   throw CudaError("cuBLASLt not available: fxc was built without cublasLt.h");
 }

@@ -33,7 +33,8 @@ enum class Epilogue : uint8_t {
 };
 
 /// One row-major product, optionally batched with strides:
-/// D[b] = epilogue(alpha · op(A[b]) · op(B[b]) + beta · D[b]), D[b] of shape [m, n].
+/// D[b] = epilogue(alpha · op(A[b]) · op(B[b]) + beta · C[b]), D[b] of shape [m, n], where C is
+/// laid out as D (it is D itself unless matmul() is given another C).
 struct MatmulProblem {
   DType dtype = DType::F32; ///< of A, B, D and the bias: F32, F16 or BF16
   int64_t m = 0, n = 0, k = 0;
@@ -90,13 +91,15 @@ public:
   ~CublasLt();
 
   /// Queues the product on the context's stream. `bias` holds n values of p.dtype and must be
-  /// non-zero exactly when the epilogue has a bias. Throws CudaError when the problem is invalid,
-  /// no algorithm fits it, or cuBLASLt fails.
-  void matmul(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr d);
+  /// non-zero exactly when the epilogue has a bias; `c` is the C that p.beta scales, laid out as
+  /// D (0: D itself; it may be D). Throws CudaError when the problem is invalid, no algorithm
+  /// fits it, or cuBLASLt fails.
+  void matmul(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr d,
+              DevicePtr c = 0);
   /// How many algorithms the heuristic offers for the product matmul() would run with these
   /// operands (at most kMaxAlgorithms; p.algo picks one). Throws as matmul() does.
   int algorithm_count(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias,
-                      DevicePtr d);
+                      DevicePtr d, DevicePtr c = 0);
   static constexpr int kMaxAlgorithms = 16;
   /// cublasLtGetVersion(), e.g. 130000.
   size_t version() const { return version_; }
@@ -113,11 +116,11 @@ private:
   CublasLt(Context& ctx, std::unique_ptr<Api> api);
   void check(int status, const char* call) const;
   Prepared& prepare(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias,
-                    DevicePtr d);
+                    DevicePtr d, DevicePtr c);
   Context& ctx_;
   std::unique_ptr<Api> api_;
   mutable std::mutex mu_;
-  std::map<std::array<int64_t, 20>, std::unique_ptr<Prepared>> prepared_;
+  std::map<std::array<int64_t, 21>, std::unique_ptr<Prepared>> prepared_;
   void* handle_ = nullptr;
   DevicePtr workspace_ = 0;
   size_t version_ = 0;

@@ -43,7 +43,8 @@ struct PlanKernel {
   std::string fail;  ///< testing only (--inject-bug): running the kernel throws this message
   int64_t bytes = 0; ///< bytes the kernel must move: its inputs read once, its outputs written
   /// CUDA plans: the loaded kernel (a CUfunction), launched with blocks of `cuda_block` threads,
-  /// one block per `cuda_rows` rows (1: a block per row; cuda_block: a thread per row), and
+  /// one block per `cuda_rows` rows (1: a block per row; cuda_block: a thread per row; another
+  /// divisor of cuda_block: rows side by side, cuda_block / cuda_rows threads each), and
   /// parameters (a device pointer per argument, then xnumel as int64).
   void* cuda_function = nullptr;
   int cuda_block = 0;
@@ -61,11 +62,12 @@ struct PlanExtern {
     Bias,         ///< D = A·B + bias
     ReluBias,     ///< D = relu(A·B + bias)
     GeluTanhBias, ///< D = gelu(A·B + bias, approximate='tanh') (CUBLASLT_EPILOGUE_GELU_BIAS)
+    BiasResidual, ///< D = A·B + bias + R (R is cuBLASLt's C, with beta = 1)
   };
   Kind kind = Kind::Fallback;
   std::string name;
   /// Gemm: A [(B,) M, K], B [(B,) K, N], then the bias [N] (unit stride) when the epilogue has
-  /// one. Conv: x [N, C, H, W], w [K, C / groups, R, S], then the bias [K] when there is one,
+  /// one, then the residual R [M, N] (contiguous) for BiasResidual. Conv: x [N, C, H, W], w [K, C / groups, R, S], then the bias [K] when there is one,
   /// all contiguous.
   std::vector<PlanView> inputs;
   std::vector<PlanView> outputs;      ///< contiguous
@@ -80,7 +82,7 @@ struct PlanExtern {
   int algo = 0;
 };
 
-/// "none", "bias", "relu_bias", "gelu_tanh_bias".
+/// "none", "bias", "relu_bias", "gelu_tanh_bias", "bias_residual".
 const char* epilogue_name(PlanExtern::Epilogue e);
 
 /// The time one kernel or extern call took in a profiled run.

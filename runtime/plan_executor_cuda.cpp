@@ -24,6 +24,8 @@ const char* epilogue_name(PlanExtern::Epilogue e) {
     return "relu_bias";
   case PlanExtern::Epilogue::GeluTanhBias:
     return "gelu_tanh_bias";
+  case PlanExtern::Epilogue::BiasResidual:
+    return "bias_residual";
   }
   return "?";
 }
@@ -111,6 +113,8 @@ cuda::Epilogue lt_epilogue(PlanExtern::Epilogue e) {
     return cuda::Epilogue::ReluBias;
   case PlanExtern::Epilogue::GeluTanhBias:
     return cuda::Epilogue::GeluBias;
+  case PlanExtern::Epilogue::BiasResidual:
+    return cuda::Epilogue::Bias; // the residual is C, with beta = 1
   }
   return cuda::Epilogue::None;
 }
@@ -119,6 +123,7 @@ cuda::Epilogue lt_epilogue(PlanExtern::Epilogue e) {
 struct GemmCall {
   cuda::MatmulProblem p;
   DevicePtr a = 0, b = 0, bias = 0, d = 0;
+  DevicePtr c = 0; ///< the residual added as cuBLASLt's C (p.beta = 1), or 0
   /// What to do instead of calling cuBLASLt: nothing (an empty product), or fill D with zeros
   /// (an empty inner dimension).
   bool empty = false, zero = false;
@@ -130,7 +135,8 @@ GemmCall gemm_call(const std::vector<uint64_t>& slot_ptr, const Plan& plan, cons
   bool batched = a.sizes.size() == 3;
   int o = batched ? 1 : 0;
   bool has_bias = e.epilogue != PlanExtern::Epilogue::None;
-  if (has_bias != (e.inputs.size() == 3))
+  bool has_residual = e.epilogue == PlanExtern::Epilogue::BiasResidual;
+  if (e.inputs.size() != 2 + size_t(has_bias) + size_t(has_residual))
     throw Error(source, "matmul epilogue and operands do not match", e.name);
   cuda::MatmulProblem p;
   p.dtype = c.dtype;
@@ -166,6 +172,14 @@ GemmCall gemm_call(const std::vector<uint64_t>& slot_ptr, const Plan& plan, cons
                   e.name);
     call.bias = view_ptr(slot_ptr, e.inputs[2]);
   }
+  if (has_residual) {
+    const TensorMeta& rm = e.inputs[3].meta;
+    if (batched || rm.dtype != c.dtype || rm.sizes != c.sizes || !rm.is_contiguous())
+      throw Error(source, "matmul residual must be a contiguous [" + std::to_string(p.m) + ", " +
+                              std::to_string(p.n) + "] matrix like the result", e.name);
+    call.c = view_ptr(slot_ptr, e.inputs[3]);
+    p.beta = 1.0f;
+  }
   if (p.k == 0) {
     if (has_bias)
       throw Error(source, "matmul with an epilogue and an empty inner dimension", e.name);
@@ -186,7 +200,7 @@ void run_gemm(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& p
     ctx.fill_bytes(g.d, 0, size_t(g.p.batch * g.p.m * g.p.n * elem));
     return;
   }
-  cuda::CublasLt::get().matmul(g.p, g.a, g.b, g.bias, g.d);
+  cuda::CublasLt::get().matmul(g.p, g.a, g.b, g.bias, g.d, g.c);
 }
 
 void run_conv(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const PlanExtern& e,
@@ -425,7 +439,7 @@ int CudaPlanRunner::gemm_algorithm_count(size_t extern_index) {
   try {
     GemmCall g = gemm_call(slot_ptr_, plan_, plan_.externs[extern_index], source_);
     if (g.empty || g.zero) return 0;
-    return cuda::CublasLt::get().algorithm_count(g.p, g.a, g.b, g.bias, g.d);
+    return cuda::CublasLt::get().algorithm_count(g.p, g.a, g.b, g.bias, g.d, g.c);
   } catch (const cuda::CudaError& e) {
     throw Error(source_, e.what());
   }

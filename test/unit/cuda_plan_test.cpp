@@ -31,7 +31,9 @@ bool contains(const std::string& s, const std::string& part) {
 }
 
 /// x [M, K] @ w.T + b, then `act` (empty for none): the graph decompose() makes of
-/// Linear(+activation), in float32.
+/// Linear(+activation), in float32. The residual acts add an input r [M, N] afterwards:
+/// "residual" (r row-major), "residual_t" (r a transposed view of an [N, M] input),
+/// "residual_alpha" (r added with alpha 2), "relu_residual" (relu first).
 TestGraph linear_graph(const std::string& act, const std::string& approximate = "none",
                        int64_t M = 16, int64_t K = 24, int64_t N = 40) {
   TestGraph tg;
@@ -39,7 +41,16 @@ TestGraph linear_graph(const std::string& act, const std::string& approximate = 
   ValueId w = tg.input_values("w", DType::F32, {N, K}, tg.random_values(N * K, -1, 1));
   ValueId b = tg.input_values("b", DType::F32, {N}, tg.random_values(N, -1, 1));
   ValueId y = tg.op("aten.linear.default", {T(x), T(w), T(b)});
-  if (act == "relu") y = tg.op("aten.relu.default", {T(y)});
+  if (act == "relu" || act == "relu_residual") y = tg.op("aten.relu.default", {T(y)});
+  if (act.find("residual") != std::string::npos) {
+    bool t = act == "residual_t";
+    std::vector<int64_t> rs = t ? std::vector<int64_t>{N, M} : std::vector<int64_t>{M, N};
+    ValueId r = tg.input_values("r", DType::F32, rs, tg.random_values(M * N, -1, 1));
+    if (t) r = tg.op("aten.permute.default", {T(r), Is({1, 0})});
+    std::vector<CallArg> args = {T(y), T(r)};
+    if (act == "residual_alpha") args.push_back(KW("alpha", Arg::of_float(2.0)));
+    y = tg.op("aten.add.Tensor", args);
+  }
   if (act == "gelu")
     y = tg.op("aten.gelu.default", {T(y), KW("approximate", Arg::of_string(approximate))});
   tg.output(y);
@@ -73,6 +84,23 @@ TEST_CASE("cuda plan: gelu folds into the epilogue only when it is the tanh appr
   CHECK(contains(erf.ir_post_fusion, "(blas, epilogue bias)"));
   CHECK_FALSE(contains(erf.ir_post_fusion, "gelu_tanh"));
   CHECK(erf.kernels.size() == 1);
+}
+
+TEST_CASE("cuda plan: a residual add after a linear becomes the matmul's C (bias_residual)") {
+  PtxProgram p = compile_inductor_ptx(linear_graph("residual").g, {});
+  INFO(p.ir_post_fusion);
+  CHECK(contains(p.ir_post_fusion, "= addmm (blas, epilogue bias_residual)(x, w, b, r)"));
+  CHECK(p.kernels.empty());
+  CHECK(contains(p.fusion_log, "epilogue: add = bias_residual of linear (cuBLASLt)"));
+  // Not folded: a residual that is not laid out as the product, an add that scales it, an
+  // activation between the product and the add (cuBLASLt adds C before its activation).
+  for (const char* act : {"residual_t", "residual_alpha", "relu_residual"}) {
+    CAPTURE(act);
+    PtxProgram q = compile_inductor_ptx(linear_graph(act).g, {});
+    INFO(q.ir_post_fusion);
+    CHECK_FALSE(contains(q.ir_post_fusion, "bias_residual"));
+    CHECK(q.kernels.size() == 1);
+  }
 }
 
 TEST_CASE("cuda plan: a planted bug in the activation keeps it in a kernel") {
@@ -138,7 +166,7 @@ TEST_CASE("cuda plan: the arena shares bytes between slots whose lifetimes do no
 
 TEST_CASE("cuda gpu plan: epilogues, cuDNN, the arena, resident runs and graphs match the host") {
   if (!have_cuda()) return;
-  for (const char* act : {"relu", "gelu"}) {
+  for (const char* act : {"relu", "gelu", "residual"}) {
     CAPTURE(act);
     TestGraph tg = linear_graph(act, "tanh", 64, 96, 80);
     std::vector<Tensor> want = interpret(tg.g, tg.inputs);
@@ -215,6 +243,36 @@ TEST_CASE("cuda gpu plan: short rows (a thread per row) match the host reference
   o.cuda = true;
   CompiledGraph cg = compile_inductor(tg.g, o);
   check_close(cg.run(tg.inputs), want, 1e-5);
+}
+
+TEST_CASE("cuda gpu plan: packed rows (kernels without reductions) match the host reference") {
+  if (!have_cuda()) return;
+  // Rows of 16 vectors (16 rows a block), 192 vectors (a block of 192 threads), 3 vectors (85
+  // rows in 255 threads), row counts no multiple of the rows a block takes, and a copy of a
+  // transposed view (q, k, v out of one projection): each read against the host.
+  TestGraph tg;
+  auto input = [&](const char* name, std::vector<int64_t> sizes) {
+    return tg.input_values(name, DType::F32, sizes, tg.random_values(sizes[0] * sizes[1], -2, 2));
+  };
+  ValueId a = input("a", {4001, 64});
+  ValueId b = input("b", {999, 768});
+  ValueId c = input("c", {1001, 12});
+  ValueId d = input("d", {64, 3001});
+  for (ValueId v : {a, b, c})
+    tg.output(tg.op("aten.mul.Tensor", {T(tg.op("aten.relu.default", {T(v)})), T(v)}));
+  ValueId dt = tg.op("aten.permute.default", {T(d), Is({1, 0})});
+  tg.output(tg.op("aten.add.Tensor", {T(dt), T(dt)}));
+  tg.g = decompose(tg.g);
+  PtxProgram ptx = compile_inductor_ptx(tg.g, {});
+  int packed = 0;
+  for (const PtxKernelInfo& k : ptx.kernels) packed += k.rows > 1 && k.rows < k.block ? 1 : 0;
+  INFO(ptx.ir_post_fusion);
+  CHECK(packed >= 3);
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs);
+  InductorOptions o;
+  o.cuda = true;
+  CompiledGraph cg = compile_inductor(tg.g, o);
+  check_close(cg.run(tg.inputs), want, 1e-6);
 }
 
 TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the spread") {

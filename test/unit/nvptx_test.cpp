@@ -512,6 +512,65 @@ TEST_CASE("nvptx: many short rows get a thread each") {
   CHECK(few.rows == 1);
 }
 
+TEST_CASE("nvptx: rows without reductions are packed where a block per row would idle threads") {
+  // 64 f32 (16 vectors, fewer than a warp): 16 rows of 16 threads in a 256-thread block.
+  RowMapping s = only_mapping(row_graph(DType::F32, 4096, 64, "pointwise"));
+  CHECK(s.packed);
+  CHECK(s.block == 16);
+  CHECK(s.rows == 16);
+  CHECK(format_mapping(s) == "block=16 vec=4 rows=16 packed");
+  // 768 f32 (192 vectors, no power of two): a row of 192 threads, not 256 with 64 idle.
+  RowMapping m = only_mapping(row_graph(DType::F32, 4096, 768, "pointwise"));
+  CHECK(m.packed);
+  CHECK(m.block == 192);
+  CHECK(m.rows == 1);
+  // 12 f32 (3 vectors): 85 rows in 255 threads.
+  RowMapping t = only_mapping(row_graph(DType::F32, 4096, 12, "pointwise"));
+  CHECK(t.packed);
+  CHECK(t.block * t.rows == 255);
+  // A power of two of at least a warp keeps a block per row; reductions are never packed.
+  CHECK_FALSE(only_mapping(row_graph(DType::F32, 64, 1024, "pointwise")).packed);
+  CHECK_FALSE(only_mapping(row_graph(DType::F32, 4096, 768, "sum")).packed);
+  CHECK_FALSE(only_mapping(row_graph(DType::F32, 4096, 768, "softmax")).packed);
+  // --max-autotune also times other packed block sizes and the unpacked looping form.
+  LoopProgram p = lower(decompose(row_graph(DType::F32, 4096, 64, "pointwise").g));
+  Schedule sch = fuse(p);
+  REQUIRE(sch.kernels.size() == 1);
+  std::vector<RowMapping> c = nvptx_mapping_candidates(p, sch.kernels[0]);
+  REQUIRE(!c.empty());
+  CHECK(c[0] == s);
+  bool unpacked = false, other_packed = false;
+  for (const RowMapping& x : c) {
+    unpacked = unpacked || !x.packed;
+    other_packed = other_packed || (x.packed && x.rows != s.rows);
+  }
+  CHECK(unpacked);
+  CHECK(other_packed);
+}
+
+TEST_CASE("nvptx: PTX of the packed form") {
+  if (!std::ifstream(kLibdevice)) {
+    MESSAGE("libdevice not installed; PTX generation not exercised");
+    return;
+  }
+  PtxProgram pp = compile_inductor_ptx(decompose(row_graph(DType::F32, 4001, 64, "pointwise").g),
+                                       {}, "sm_90", kLibdevice);
+  REQUIRE(pp.kernels.size() == 1);
+  const PtxKernelInfo& k = pp.kernels[0];
+  CHECK(k.block == 256);
+  CHECK(k.rows == 16);
+  CHECK(k.grid == (4001 + 15) / 16); // the last block's surplus rows return at once
+  CHECK(count(k.ptx, ".maxntid 256, 1, 1") == 1);
+  // No cooperation between threads; a row is ctaid * 16 + tid / 16 (no %ntid), a thread's
+  // vector tid % 16; one 16-byte load and store each, no loop.
+  CHECK(count(k.ptx, "bar.sync") == 0);
+  CHECK(count(k.ptx, "shfl.sync") == 0);
+  CHECK(count(k.ptx, "%ntid.x") == 0);
+  CHECK(count(k.ptx, "ld.global.nc.v4.f32") == 1);
+  CHECK(count(k.ptx, "st.global.v4.f32") == 1);
+  CHECK(count(k.ptx, "bra") == 1);
+}
+
 TEST_CASE("nvptx: PTX of the short-row form") {
   if (!std::ifstream(kLibdevice)) {
     MESSAGE("libdevice not installed; PTX generation not exercised");
