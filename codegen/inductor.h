@@ -107,7 +107,7 @@ struct PtxKernelInfo {
   std::string ptx;
   int64_t grid = 0;    ///< blocks: ceil(rows / rows per block)
   int block = 32;      ///< threads per block
-  int rows = 1;        ///< rows per block: 1, or `block` when each thread computes a row
+  int rows = 1; ///< rows per block: 1, `block` when each thread computes a row, or packed rows
   int num_buffers = 0; ///< pointer parameters before the trailing i64 row count
 };
 struct PtxProgram {

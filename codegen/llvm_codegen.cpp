@@ -17,6 +17,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -73,6 +74,23 @@ bool affine_in(const IndexExpr& e, int var, bool* uses) {
     }
   }
   return true;
+}
+
+/// Calls f on every expression inside the indirect atoms of `e`.
+void for_each_indirect(const IndexExpr& e, const std::function<void(const VPtr&)>& f) {
+  for (auto& [a, c] : e.terms()) {
+    if (a.kind == IndexAtom::Kind::Indirect) f(a.value);
+    if (a.arg) for_each_indirect(*a.arg, f);
+  }
+}
+
+/// Whether `e` reads memory (a load, or an index through loaded values).
+bool reads_memory(const VPtr& e) {
+  if (e->op == VOp::Load) return true;
+  bool reads = false;
+  for_each_indirect(e->index, [&](const VPtr&) { reads = true; });
+  for (const VPtr& a : e->args) reads = reads || reads_memory(a);
+  return reads;
 }
 
 class Emitter {
@@ -154,6 +172,13 @@ private:
   /// Structural id of a node (equal ids compute equal values in one slot).
   int sid(const VExpr* e);
   llvm::Value* vector_load(int buffer, const IndexExpr& ix, DType t);
+  /// The loads (by vec_loads_ key) whose every use is the value a where() takes where its
+  /// condition is false, with that condition's structural id: a causal mask's
+  /// where(r > x % T, -inf, s). vector_load() skips such a vector where every lane's condition
+  /// holds (the value is never used there).
+  void find_guarded_loads();
+  /// Per vector load key: the guarding condition (null: a use it does not guard).
+  std::map<std::string, VPtr> guard_of_;
   /// `buffer`'s argument in the target's global address space as an opaque value (the argument
   /// itself where the target has none), computed once in the kernel's entry block.
   llvm::Value* global_base(int buffer);
@@ -677,6 +702,28 @@ int Emitter::sid(const VExpr* e) {
   return t->second;
 }
 
+void Emitter::find_guarded_loads() {
+  // Each load's uses, walked from the member bodies: inside a where()'s false branch with a
+  // condition that reads no memory, or not.
+  std::function<void(const VPtr&, const VPtr&)> walk = [&](const VPtr& e, const VPtr& guard) {
+    if (e->op == VOp::Load) {
+      std::string key = std::to_string(e->buffer) + ':' + e->index.str();
+      auto [it, fresh] = guard_of_.emplace(key, guard);
+      if (!fresh && it->second && (!guard || sid(it->second.get()) != sid(guard.get())))
+        it->second = nullptr;
+    }
+    for_each_indirect(e->index, [&](const VPtr& v) { walk(v, nullptr); });
+    if (e->op == VOp::Where && !reads_memory(e->args[0])) {
+      walk(e->args[0], nullptr);
+      walk(e->args[1], guard);
+      walk(e->args[2], e->args[0]);
+      return;
+    }
+    for (const VPtr& a : e->args) walk(a, guard);
+  };
+  for (const auto& [buffer, body] : bodies_) walk(body, nullptr);
+}
+
 void Emitter::set_slot(int chunk, int lane) {
   chunk_ = chunk;
   lane_ = lane;
@@ -704,6 +751,26 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
       x_ = x;
       return b_.CreateAlignedLoad(vt, b_.CreateGEP(et, pit->second, index(ix)), llvm::Align(bytes));
     };
+    // A guarded vector no lane uses is not loaded (zeros instead): the masked half of a
+    // causal attention's scores.
+    llvm::BasicBlock *guard_pre = nullptr, *guard_join = nullptr;
+    auto guard = guard_of_.find(key);
+    if (guard != guard_of_.end() && guard->second && !pipelined_) {
+      int lane = lane_;
+      llvm::Value* unused = nullptr;
+      for (int l = 0; l < map_.vec; ++l) {
+        set_slot(chunk_, l);
+        llvm::Value* c = value(guard->second);
+        unused = unused ? b_.CreateAnd(unused, c) : c;
+      }
+      set_slot(chunk_, lane);
+      r_ = chunk_r0_[size_t(chunk_)];
+      guard_pre = b_.GetInsertBlock();
+      llvm::BasicBlock* needed = llvm::BasicBlock::Create(ctx_, "guard.load", fn_);
+      guard_join = llvm::BasicBlock::Create(ctx_, "guard.join", fn_);
+      b_.CreateCondBr(unused, guard_join, needed);
+      b_.SetInsertPoint(needed);
+    }
     bool on_x = false;
     if (pipelined_ && affine_in(ix, kXVar, &on_x) && on_x) {
       llvm::IRBuilderBase::InsertPoint ip = b_.saveIP();
@@ -745,6 +812,15 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
                        b_.CreateICmpSLT(x_, entry_.xnumel));
     } else {
       vv = load_at(saved_x);
+    }
+    if (guard_join) {
+      llvm::BasicBlock* loaded = b_.GetInsertBlock();
+      b_.CreateBr(guard_join);
+      b_.SetInsertPoint(guard_join);
+      llvm::PHINode* phi = b_.CreatePHI(vt, 2, "guarded");
+      phi->addIncoming(vv, loaded);
+      phi->addIncoming(llvm::Constant::getNullValue(vt), guard_pre);
+      vv = phi;
     }
     r_ = saved_r;
     x_ = saved_x;
@@ -1183,6 +1259,7 @@ llvm::Function* Emitter::run(const std::vector<int>& args, const std::vector<boo
     const Buffer& b = p_.buffers[m.buffer];
     bodies_[m.buffer] = substitute(b.body, member_subst(b, m.role, k_.xnumel, k_.rnumel));
   }
+  if (slots_) find_guarded_loads();
   llvm::IntegerType* i64 = b_.getInt64Ty();
   bool resident = slots_ && map_.persistent;
   assert((map_.block == 0 || map_.rows == 1 || resident || map_.packed) &&

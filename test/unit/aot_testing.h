@@ -174,4 +174,20 @@ inline AotGraphs check_gradients(TestGraph& tg,
   return aot;
 }
 
+/// Causal attention's softmax: x [heads, n, n] with positions j > i set to -inf; `plus_x` adds
+/// x itself after the softmax (then x's loads are used outside the mask too).
+inline TestGraph causal_softmax_graph(DType t, int64_t heads, int64_t n, bool plus_x) {
+  TestGraph tg;
+  ValueId x = tg.input_values("x", t, {heads, n, n}, tg.random_values(heads * n * n, -4, 4));
+  ValueId ar = tg.op("aten.arange.default", {I(n), KW("dtype", Arg::of_dtype(DType::I64))});
+  ValueId mask = tg.op("aten.gt.Tensor", {T(tg.op("aten.unsqueeze.default", {T(ar), I(0)})),
+                                          T(tg.op("aten.unsqueeze.default", {T(ar), I(1)}))});
+  ValueId masked = tg.op("aten.masked_fill.Scalar",
+                         {T(x), T(mask), KW("value", Arg::of_float(-INFINITY))});
+  ValueId y = tg.op("aten._softmax.default", {T(masked), I(-1), B(false)});
+  if (plus_x) y = tg.op("aten.add.Tensor", {T(y), T(x)});
+  tg.output(y);
+  return tg;
+}
+
 } // namespace fxc::testing

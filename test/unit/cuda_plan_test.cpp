@@ -275,6 +275,31 @@ TEST_CASE("cuda gpu plan: packed rows (kernels without reductions) match the hos
   check_close(cg.run(tg.inputs), want, 1e-6);
 }
 
+TEST_CASE("cuda gpu plan: a causal softmax skips its masked vectors and matches the host") {
+  if (!have_cuda()) return;
+  // Rows of 512 (4 or 8 elements a vector, guarded loads), 500 (f32 vectors of 4), 501 (no
+  // vectors: every element loaded), and x read after the softmax too (nothing skipped).
+  struct Case {
+    DType t;
+    int64_t n;
+    bool plus_x;
+  };
+  for (Case c : {Case{DType::F32, 512, false}, Case{DType::BF16, 512, false},
+                 Case{DType::F32, 500, false}, Case{DType::F32, 501, false},
+                 Case{DType::F32, 512, true}}) {
+    CAPTURE(dtype_name(c.t));
+    CAPTURE(c.n);
+    CAPTURE(c.plus_x);
+    TestGraph tg = causal_softmax_graph(c.t, 6, c.n, c.plus_x);
+    tg.g = decompose(tg.g);
+    std::vector<Tensor> want = interpret(tg.g, tg.inputs);
+    InductorOptions o;
+    o.cuda = true;
+    CompiledGraph cg = compile_inductor(tg.g, o);
+    check_close(cg.run(tg.inputs), want, c.t == DType::BF16 ? 1e-2 : 1e-5);
+  }
+}
+
 TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the spread") {
   if (!have_cuda()) return;
   // Each path of the joint (mean, variance) reduction against float64, the layer norm and a

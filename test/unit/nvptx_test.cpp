@@ -571,6 +571,27 @@ TEST_CASE("nvptx: PTX of the packed form") {
   CHECK(count(k.ptx, "bra") == 1);
 }
 
+TEST_CASE("nvptx: a causal mask's masked vectors are not loaded") {
+  if (!std::ifstream(kLibdevice)) {
+    MESSAGE("libdevice not installed; PTX generation not exercised");
+    return;
+  }
+  for (DType t : {DType::F32, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    PtxProgram pp =
+        compile_inductor_ptx(decompose(causal_softmax_graph(t, 4, 512, false).g), {}, "sm_90", kLibdevice);
+    REQUIRE(pp.kernels.size() == 1);
+    // Each vector of the row is loaded only where some lane lies on or below the diagonal.
+    CHECK(count(pp.kernels[0].ll, "guard.load") >= 1);
+    CHECK(count(pp.kernels[0].ll, "guarded = phi") >= 1);
+    // x read outside the where() too: every vector is loaded.
+    PtxProgram all =
+        compile_inductor_ptx(decompose(causal_softmax_graph(t, 4, 512, true).g), {}, "sm_90", kLibdevice);
+    REQUIRE(all.kernels.size() == 1);
+    CHECK(count(all.kernels[0].ll, "guard.load") == 0);
+  }
+}
+
 TEST_CASE("nvptx: PTX of the short-row form") {
   if (!std::ifstream(kLibdevice)) {
     MESSAGE("libdevice not installed; PTX generation not exercised");
