@@ -704,11 +704,13 @@ int Emitter::sid(const VExpr* e) {
 
 void Emitter::find_guarded_loads() {
   // Each load's uses, walked from the member bodies: inside a where()'s false branch with a
-  // condition that reads no memory, or not.
+  // condition that reads no memory, or not. Only floating-point values are guarded: the zeros
+  // a skipped vector leaves may reach any arithmetic of the discarded branch, which for floats
+  // at worst makes an inf or a NaN nobody reads (an integer division by zero would be UB).
   std::function<void(const VPtr&, const VPtr&)> walk = [&](const VPtr& e, const VPtr& guard) {
     if (e->op == VOp::Load) {
       std::string key = std::to_string(e->buffer) + ':' + e->index.str();
-      auto [it, fresh] = guard_of_.emplace(key, guard);
+      auto [it, fresh] = guard_of_.emplace(key, is_floating(e->dtype) ? guard : nullptr);
       if (!fresh && it->second && (!guard || sid(it->second.get()) != sid(guard.get())))
         it->second = nullptr;
     }
