@@ -58,6 +58,16 @@ TestGraph linear_graph(const std::string& act, const std::string& approximate = 
   return tg;
 }
 
+/// `tg` compiled for CUDA with the default options and run once: every output within `tol` of
+/// the interpreter's.
+void check_cuda_against_host(const TestGraph& tg, double tol) {
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs);
+  InductorOptions o;
+  o.cuda = true;
+  CompiledGraph cg = compile_inductor(tg.g, o);
+  check_close(cg.run(tg.inputs), want, tol);
+}
+
 } // namespace
 
 TEST_CASE("cuda plan: addmm + relu is one cuBLASLt call with a relu_bias epilogue") {
@@ -238,11 +248,7 @@ TEST_CASE("cuda gpu plan: short rows (a thread per row) match the host reference
   for (const PtxKernelInfo& k : ptx.kernels) short_rows += k.rows > 1 ? 1 : 0;
   INFO(ptx.ir_post_fusion);
   CHECK(short_rows >= 3);
-  std::vector<Tensor> want = interpret(tg.g, tg.inputs);
-  InductorOptions o;
-  o.cuda = true;
-  CompiledGraph cg = compile_inductor(tg.g, o);
-  check_close(cg.run(tg.inputs), want, 1e-5);
+  check_cuda_against_host(tg, 1e-5);
 }
 
 TEST_CASE("cuda gpu plan: packed rows (kernels without reductions) match the host reference") {
@@ -268,11 +274,7 @@ TEST_CASE("cuda gpu plan: packed rows (kernels without reductions) match the hos
   for (const PtxKernelInfo& k : ptx.kernels) packed += k.rows > 1 && k.rows < k.block ? 1 : 0;
   INFO(ptx.ir_post_fusion);
   CHECK(packed >= 3);
-  std::vector<Tensor> want = interpret(tg.g, tg.inputs);
-  InductorOptions o;
-  o.cuda = true;
-  CompiledGraph cg = compile_inductor(tg.g, o);
-  check_close(cg.run(tg.inputs), want, 1e-6);
+  check_cuda_against_host(tg, 1e-6);
 }
 
 TEST_CASE("cuda gpu plan: a causal softmax skips its masked vectors and matches the host") {
@@ -292,11 +294,7 @@ TEST_CASE("cuda gpu plan: a causal softmax skips its masked vectors and matches 
     CAPTURE(c.plus_x);
     TestGraph tg = causal_softmax_graph(c.t, 6, c.n, c.plus_x);
     tg.g = decompose(tg.g);
-    std::vector<Tensor> want = interpret(tg.g, tg.inputs);
-    InductorOptions o;
-    o.cuda = true;
-    CompiledGraph cg = compile_inductor(tg.g, o);
-    check_close(cg.run(tg.inputs), want, c.t == DType::BF16 ? 1e-2 : 1e-5);
+    check_cuda_against_host(tg, c.t == DType::BF16 ? 1e-2 : 1e-5);
   }
 }
 
