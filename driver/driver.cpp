@@ -286,6 +286,12 @@ struct TracedRun {
   std::string track;
 };
 
+TracedRun traced_run(const BenchResult& r) {
+  return {r.steps, r.trace_start_us,
+          r.timer == "cuda_events" ? "kernels (one --bench run, CUDA events)"
+                                   : "kernels (one --bench run, host clock)"};
+}
+
 int drive(const Options& given, TracedRun& traced) {
   if (int status = configure_process_logger(given.log, std::cout, std::cerr); status >= 0) return status;
   // --device defaults to cuda when a CUDA driver and device are present, else cpu.
@@ -296,7 +302,12 @@ int drive(const Options& given, TracedRun& traced) {
   check_depfile_options(o);
   // Plugins first: importing the graph needs the schemas of their ops.
   for (const std::string& p : o.plugins) load_plugin(p);
-  if (is_artifact_file(o.input)) return run_artifact(o);
+  if (is_artifact_file(o.input)) {
+    BenchResult r;
+    int status = run_artifact(o, &r);
+    if (o.bench) traced = traced_run(r);
+    return status;
+  }
   std::string debug_dir = o.debug_dir;
   if (debug_dir.empty())
     if (const char* env = std::getenv("FXC_COMPILE_DEBUG"); env && std::string(env) == "1")
@@ -396,9 +407,7 @@ int drive(const Options& given, TracedRun& traced) {
       std::fputs(format_bench_json(r, o, compile_ms).c_str(), stdout);
     else
       std::printf("%s: %s: %s", o.input.c_str(), backend_name(o.backend), format_bench(r).c_str());
-    traced = {r.steps, r.trace_start_us,
-              r.timer == "cuda_events" ? "kernels (one --bench run, CUDA events)"
-                                       : "kernels (one --bench run, host clock)"};
+    traced = traced_run(r);
     trace.finish();
     return 0;
   }

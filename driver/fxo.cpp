@@ -125,7 +125,7 @@ bool is_artifact_file(const std::string& path) {
   return is_artifact(std::string_view(head, 4));
 }
 
-int run_artifact(const Options& o) {
+int run_artifact(const Options& o, BenchResult* benched) {
   if (!o.emit.empty() || o.emit_asm)
     throw UsageError("--emit needs a graph (.pt2, .fxg); " + o.input + " is a compiled artifact");
   if (o.bisect || o.minify || o.check_accuracy)
@@ -162,6 +162,7 @@ int run_artifact(const Options& o) {
       std::fputs(format_bench_json(r, ao, 0).c_str(), stdout);
     else
       std::printf("%s: %s: %s", o.input.c_str(), a.backend.c_str(), format_bench(r).c_str());
+    if (benched) *benched = std::move(r);
     return 0;
   }
   ArtifactExecutable exe(*m);

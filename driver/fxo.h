@@ -1,6 +1,7 @@
 // The driver's side of .fxo artifacts: building one from a compilation, and running one.
 #pragma once
 
+#include "driver/bench.h"
 #include "driver/options.h"
 #include "driver/pipeline.h"
 #include "runtime/artifact.h"
@@ -19,7 +20,8 @@ bool is_artifact_file(const std::string& path);
 
 /// `fxc [--run|--bench] model.fxo`: loads the artifact, checks its guards on the inputs
 /// (--inputs or seeded random), runs it, and writes/compares/prints the results like a
-/// compiled graph (--outputs, --expect, --bench). Returns the exit status; throws fxc::Error.
-int run_artifact(const Options& o);
+/// compiled graph (--outputs, --expect, --bench; `benched`, when given, receives --bench's
+/// result for --trace). Returns the exit status; throws fxc::Error.
+int run_artifact(const Options& o, BenchResult* benched = nullptr);
 
 } // namespace fxc

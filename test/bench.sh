@@ -132,6 +132,22 @@ PY
 else
   bad "--bench --trace exited non-zero" "$(head -3 "$tmp/err")"
 fi
+# --bench --trace of an .fxo: the artifact's plan steps on the kernels track (the plan's role as
+# their graph).
+if "$fxc" --device=cpu --no-cache -o "$tmp/tr.fxo" "$tmp/mlp.f32.fxg" 2>"$tmp/err" &&
+   "$fxc" --bench --trace="$tmp/t3.json" "$tmp/tr.fxo" >/dev/null 2>"$tmp/err"; then
+  python3 - "$tmp/t3.json" <<'PY' && ok "--bench --trace x.fxo: the artifact's kernels and externs" || bad "--bench --trace x.fxo"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+kernels = [e for e in ev if e["ph"] == "X" and e["tid"] == 2]
+assert {e["cat"] for e in kernels} == {"kernel", "extern"}, kernels
+assert all(e["args"]["bytes"] > 0 and e["args"]["graph"] == "inference" for e in kernels), kernels
+tracks = {e["args"]["name"] for e in ev if e["ph"] == "M" and e.get("tid") == 2}
+assert tracks == {"kernels (one --bench run, host clock)"}, tracks
+PY
+else
+  bad "--bench --trace x.fxo exited non-zero" "$(head -3 "$tmp/err")"
+fi
 "$fxc" --device=cpu --emit=fx --trace="$tmp/t2.json" "$tmp/norms.f32.fxg" >/dev/null 2>&1 &&
   python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['traceEvents']; assert any(x.get('name')=='import' for x in e)" "$tmp/t2.json" &&
   ok "--trace without --bench: the passes that ran" || bad "--trace with --emit=fx"
