@@ -76,6 +76,11 @@ bool affine_in(const IndexExpr& e, int var, bool* uses) {
   return true;
 }
 
+/// How vector_load() caches a vector and find_guarded_loads() names it: buffer and index.
+std::string vector_key(int buffer, const IndexExpr& ix) {
+  return std::to_string(buffer) + ':' + ix.str();
+}
+
 /// Calls f on every expression inside the indirect atoms of `e`.
 void for_each_indirect(const IndexExpr& e, const std::function<void(const VPtr&)>& f) {
   for (auto& [a, c] : e.terms()) {
@@ -709,7 +714,7 @@ void Emitter::find_guarded_loads() {
   // at worst makes an inf or a NaN nobody reads (an integer division by zero would be UB).
   std::function<void(const VPtr&, const VPtr&)> walk = [&](const VPtr& e, const VPtr& guard) {
     if (e->op == VOp::Load) {
-      std::string key = std::to_string(e->buffer) + ':' + e->index.str();
+      std::string key = vector_key(e->buffer, e->index);
       auto [it, fresh] = guard_of_.emplace(key, is_floating(e->dtype) ? guard : nullptr);
       if (!fresh && it->second && (!guard || sid(it->second.get()) != sid(guard.get())))
         it->second = nullptr;
@@ -736,7 +741,7 @@ void Emitter::set_slot(int chunk, int lane) {
 
 llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
   auto& cache = vec_loads_[size_t(chunk_)];
-  std::string key = std::to_string(buffer) + ':' + ix.str();
+  std::string key = vector_key(buffer, ix);
   auto it = cache.find(key);
   llvm::Value* vv = nullptr;
   if (it != cache.end()) {
@@ -765,7 +770,7 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
         llvm::Value* c = value(guard->second);
         unused = unused ? b_.CreateAnd(unused, c) : c;
       }
-      set_slot(chunk_, lane);
+      lane_ = lane;
       r_ = chunk_r0_[size_t(chunk_)];
       guard_pre = b_.GetInsertBlock();
       llvm::BasicBlock* needed = llvm::BasicBlock::Create(ctx_, "guard.load", fn_);

@@ -47,9 +47,7 @@ struct PtxKernel {
   std::string ptx;
   std::vector<int> args; ///< buffer ids, in parameter order
   int64_t xnumel = 0;
-  /// Threads per block: mapping.block, mapping.rows in the short-row form, their product in the
-  /// packed form.
-  int block = 32;
+  int block = 32; ///< threads per block: mapping.threads()
   /// Rows per block: 1, or mapping.rows in the short-row form (a thread per row) and the packed
   /// form (mapping.block threads a row).
   int rows = 1;

@@ -50,6 +50,9 @@ struct RowMapping {
   /// block * rows threads, `block` threads a row (any count: a vector each), so that no
   /// thread idles where a row is not a power of two vectors long or shorter than a warp.
   bool packed = false;
+  /// Threads a block launches (NVPTX): `block`, `rows` in the short-row form (block 0), their
+  /// product in the packed form.
+  int threads() const { return packed ? block * rows : block > 0 ? block : rows; }
   bool operator==(const RowMapping&) const = default;
 };
 

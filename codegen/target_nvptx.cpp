@@ -189,7 +189,7 @@ public:
     ann->addOperand(llvm::MDNode::get(ctx, md));
     // The launch's block size (.maxntid): ptxas allocates registers for it (and end_kernel may
     // bound them further).
-    threads_ = uint32_t(map.packed ? map.block * map.rows : map.block > 0 ? map.block : map.rows);
+    threads_ = uint32_t(map.threads());
     llvm::Metadata* ntid[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(ctx, "maxntidx"),
                               llvm::ValueAsMetadata::get(b.getInt32(threads_))};
     ann->addOperand(llvm::MDNode::get(ctx, ntid));
@@ -778,7 +778,7 @@ std::vector<RowMapping> nvptx_mapping_candidates(const LoopProgram& p, const Ker
     for (int threads : {128, 512, 1024}) { // other block sizes, whole rows each
       RowMapping m = h;
       m.rows = std::max(1, threads / h.block);
-      if (m.rows * h.block <= kMaxBlock) add(m);
+      if (m.threads() <= kMaxBlock) add(m);
     }
   if (h.persistent) {
     // The row in registers with other thread counts: fewer threads hold more vectors each
@@ -860,9 +860,7 @@ PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const Pt
     if (std::find(pk.args.begin(), pk.args.end(), o) == pk.args.end()) pk.args.push_back(o);
   pk.xnumel = k.xnumel;
   pk.mapping = target.row_mapping(p, k);
-  pk.block = pk.mapping.packed      ? pk.mapping.block * pk.mapping.rows
-             : pk.mapping.block > 0 ? pk.mapping.block
-                                    : pk.mapping.rows;
+  pk.block = pk.mapping.threads();
   pk.rows = pk.mapping.rows;
   std::optional<PassTimer> timer(std::in_place, "emit LLVM IR");
   emit_kernel(target, *m, p, k, pk.args, std::vector<bool>(pk.args.size(), true));

@@ -1337,20 +1337,19 @@ bool lower_addmm_epilogue(Lowerer& L, int n, LVal& bias, LVal& a, LVal& b) {
         last = add;
       }
     }
-  for (int f : folded)
-    if (!inject.empty() && op_base_name(L.node(f).target) == inject) {
-      epi = GemmEpilogue::Bias;
-      folded.clear();
-      residual.reset();
-      last = n;
-      break;
-    }
-  if (!folded.empty() && L.out_meta(last).dtype != m.dtype) {
+  // Nothing folded after all: the bias alone.
+  auto bias_only = [&] {
     epi = GemmEpilogue::Bias;
     folded.clear();
     residual.reset();
     last = n;
-  }
+  };
+  for (int f : folded)
+    if (!inject.empty() && op_base_name(L.node(f).target) == inject) {
+      bias_only();
+      break;
+    }
+  if (!folded.empty() && L.out_meta(last).dtype != m.dtype) bias_only();
   LVal prod = L.gemm(n, a, b, m.sizes, epi, &bias, residual ? &*residual : nullptr, folded);
   // With an activation, the product's value is already activated: it is read only through the
   // views and the folded nodes, which take the value of the last view.
