@@ -37,11 +37,48 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
+
+#include <unistd.h>
 
 namespace fxc {
 
 namespace fs = std::filesystem;
+
+namespace {
+bool g_color = false; // set once by parse_options, before any diagnostic
+} // namespace
+
+bool color_wanted(const std::string& color) {
+  if (color == "always") return true;
+  if (color != "auto") return false;
+  const char* term = std::getenv("TERM");
+  return ::isatty(2) && !(term && std::string(term) == "dumb");
+}
+
+void set_color_diagnostics(bool on) { g_color = on; }
+
+std::string paint_diagnostic(const std::string& line) {
+  if (!g_color) return line;
+  static const std::pair<const char*, const char*> kSeverities[] = {
+      {": error: ", "\033[0;1;31m"}, {": warning: ", "\033[0;1;35m"},
+      {": note: ", "\033[0;1;36m"}, {": internal compiler error: ", "\033[0;1;31m"}};
+  const char* bold = "\033[1m";
+  const char* reset = "\033[0m";
+  for (const auto& [sev, color] : kSeverities) {
+    size_t at = line.find(sev);
+    if (at == std::string::npos) continue;
+    std::string where = line.substr(0, at + 1), rest = line.substr(at + std::strlen(sev));
+    size_t eol = rest.find('\n');
+    std::string first = rest.substr(0, eol), more = eol == std::string::npos ? "" : rest.substr(eol);
+    std::string name(sev + 2, std::strlen(sev) - 4); // "error", "warning", ...
+    return bold + where + reset + " " + color + name + ":" + reset + " " + bold + first + reset +
+           more;
+  }
+  return line;
+}
 
 void report_error(const Options& opts, const Error& e) {
   if (opts.diagnostics == "json") {
@@ -50,7 +87,12 @@ void report_error(const Options& opts, const Error& e) {
     std::fprintf(stderr, "%s\n", j.dump().c_str());
     return;
   }
-  std::fprintf(stderr, "%s\n", e.what());
+  std::fprintf(stderr, "%s\n", paint_diagnostic(e.what()).c_str());
+}
+
+void report_warning(const Options& opts, const std::string& message) {
+  if (opts.werror) throw UsageError(message + " [-Werror]");
+  report_diagnostic(opts, "warning", "", message);
 }
 
 void report_diagnostic(const Options& opts, const std::string& severity, const std::string& file,
@@ -62,8 +104,8 @@ void report_diagnostic(const Options& opts, const std::string& severity, const s
     std::fprintf(stderr, "%s\n", j.dump().c_str());
     return;
   }
-  std::fprintf(stderr, "%s: %s: %s\n", file.empty() ? "fxc" : file.c_str(), severity.c_str(),
-               message.c_str());
+  std::string line = (file.empty() ? "fxc" : file) + ": " + severity + ": " + message;
+  std::fprintf(stderr, "%s\n", paint_diagnostic(line).c_str());
 }
 
 std::FILE* check_report_stream(const Options& opts, bool ok) {
@@ -130,6 +172,50 @@ std::string output_file(const Options& o) {
 }
 
 bool wants_depfile(const Options& o) { return o.md || !o.mf.empty() || !o.mt.empty(); }
+
+// Options the chosen action does not use get a warning each, as clang's "argument unused during
+// compilation" (an error under -Werror), instead of being dropped in silence. The action is the
+// first of: --emit (or -S), --bisect / --minify, --run / --bench / --check-accuracy, the default
+// compile. `artifact`: the input is an .fxo (its device and compile flags are fixed already).
+void warn_unused_arguments(const Options& o, bool artifact) {
+  auto unused = [&](const std::string& arg, const std::string& context) {
+    report_warning(o, "argument unused " + context + ": '" + arg + "'");
+  };
+  const std::string emit = artifact ? "" : effective_emit(o);
+  const bool runs = o.run || o.bench || o.check_accuracy;
+  if (!emit.empty()) {
+    const std::string with = "with --emit=" + emit + " (it writes " +
+                             (emit == "fx" || emit == "fxg" ? "the graph" : "code") +
+                             " and runs nothing)";
+    for (auto [given, name] : {std::pair{o.run, "--run"}, {o.bench, "--bench"},
+                               {o.check_accuracy, "--check-accuracy"}, {o.bisect, "--bisect"},
+                               {o.minify, "--minify"}})
+      if (given) unused(name, with);
+  } else if (o.bisect || o.minify) {
+    if (o.bench) unused("--bench", std::string("with ") + (o.bisect ? "--bisect" : "--minify"));
+  }
+  const bool executes = emit.empty() && (runs || o.bisect || o.minify);
+  if (executes && !o.output.empty() && o.output != "-" && !wants_depfile(o))
+    unused("-o " + o.output,
+           std::string("with ") +
+               (o.bisect ? "--bisect" : o.minify ? "--minify" : o.bench ? "--bench" : o.run ? "--run" : "--check-accuracy") +
+               " (it writes no output file; --outputs=<f.safetensors> saves the outputs)");
+  if (!executes) {
+    if (!o.outputs.empty()) unused("--outputs " + o.outputs, "without --run");
+    if (!o.expect.empty()) unused("--expect " + o.expect, "without --run");
+  }
+  if (o.expect.empty() && !o.bisect && !o.minify) {
+    if (o.rtol_given) unused("--rtol", "without --expect");
+    if (o.atol_given) unused("--atol", "without --expect");
+  }
+  if (o.seed_given && !o.inputs.empty() && !o.bisect && !o.minify)
+    unused("--seed", "with --inputs (every input comes from the file)");
+  if (!artifact && o.device == DeviceKind::Cpu) {
+    if (o.cuda_graphs) unused("--cuda-graphs", "with --device=cpu");
+    if (o.allow_tf32) unused("--allow-tf32", "with --device=cpu");
+    if (o.cuda_arch_given) unused("--cuda-arch=" + o.cuda_arch, "with --device=cpu");
+  }
+}
 
 // -MD, -MF and -MT need a target and a depfile name: the output file's, unless both are given.
 void check_depfile_options(const Options& o) {
@@ -300,6 +386,7 @@ int drive(const Options& given, TracedRun& traced) {
     o.device = cuda::Context::unavailable_reason().empty() ? DeviceKind::Cuda : DeviceKind::Cpu;
   check_supported(o);
   check_depfile_options(o);
+  warn_unused_arguments(o, is_artifact_file(o.input));
   // Plugins first: importing the graph needs the schemas of their ops.
   for (const std::string& p : o.plugins) load_plugin(p);
   if (is_artifact_file(o.input)) {
@@ -342,6 +429,13 @@ int drive(const Options& given, TracedRun& traced) {
     return 0;
   }
   if (o.emit == "fxg") {
+    // An .fxg names its weights file, written beside it: standard output has no "beside".
+    if (o.output == "-")
+      for (const GraphInput& in : c.source.inputs)
+        if (in.kind != InputKind::UserInput && c.source.weights.count(in.fqn) &&
+            !c.source.weights.at(in.fqn).init)
+          throw UsageError("--emit=fxg -o -: the graph's weights are written to a .safetensors "
+                           "file beside the .fxg, which standard output has not; give -o <file>.fxg");
     write_fxg(c.source, o.output.empty() ? stem_of(o.input) + ".fxg" : o.output);
     write_dependencies(o, external_files);
     trace.finish();
@@ -419,10 +513,61 @@ int drive(const Options& given, TracedRun& traced) {
 
 } // namespace
 
-int run_driver(const Options& o) {
+namespace {
+
+// '-' as the graph reads standard input, as clang does. The readers seek and map their file, so
+// the bytes are spooled into a private temporary directory first, removed at exit; diagnostics
+// name the input "<stdin>".
+class StdinGraph {
+public:
+  explicit StdinGraph(const Options& o) {
+    if (o.input != "-") return;
+    if (o.output.empty() && !output_file(o).empty())
+      throw UsageError("reading the graph from standard input ('-') needs -o <file>");
+    if (wants_depfile(o)) throw UsageError("-MD cannot name standard input as a dependency");
+    std::string tmpl = (fs::temp_directory_path() / "fxc-stdin-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw Error("<stdin>", std::string("cannot spool: ") + std::strerror(errno));
+    dir_ = tmpl;
+    path_ = dir_ + "/stdin";
+    OutputFile out(path_, "cannot spool standard input");
+    char buf[1 << 16];
+    size_t total = 0;
+    for (ssize_t n; (n = ::read(0, buf, sizeof buf)) != 0;) {
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw Error("<stdin>", std::string("cannot read: ") + std::strerror(errno));
+      }
+      out.write(std::string(buf, size_t(n)));
+      total += size_t(n);
+    }
+    out.commit();
+    if (total == 0) throw Error("<stdin>", "standard input is empty: expected a graph (.pt2, .fxg) or an .fxo");
+  }
+  ~StdinGraph() {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+private:
+  std::string dir_, path_;
+};
+
+} // namespace
+
+int run_driver(const Options& given) {
+  StdinGraph in(given);
+  Options o = given;
+  if (!in.path().empty()) o.input = in.path();
   if (o.time_passes || !o.trace.empty()) enable_pass_timing(true);
   TracedRun traced;
-  int status = drive(o, traced);
+  int status;
+  try {
+    status = drive(o, traced);
+  } catch (const Error& e) {
+    if (in.path().empty() || e.file() != in.path()) throw;
+    throw Error("<stdin>", e.message(), e.node(), e.op());
+  }
   if (o.time_passes) std::fputs(format_pass_report(pass_spans()).c_str(), stderr);
   if (!o.trace.empty()) write_chrome_trace(o.trace, pass_spans(), traced.steps, traced.start_us,
                                            traced.track);

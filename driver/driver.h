@@ -31,6 +31,19 @@ void report_error(const Options& opts, const Error& e);
 void report_diagnostic(const Options& opts, const std::string& severity, const std::string& file,
                        const std::string& message, const std::string& repro = "");
 
+/// Prints a warning ("fxc: warning: <message>", or JSON with severity "warning"); under -Werror
+/// throws UsageError instead, the message marked "[-Werror]".
+void report_warning(const Options& opts, const std::string& message);
+
+/// Whether diagnostics are colored: --color=always, or auto when stderr is a terminal (and TERM
+/// is not "dumb"); never otherwise.
+bool color_wanted(const std::string& color);
+void set_color_diagnostics(bool on);
+/// One text diagnostic "<where>: <severity>: <message>" with clang's colors when they are on:
+/// the location and message bold, the severity red (error), magenta (warning) or cyan (note).
+/// Unchanged when colors are off or the line has no severity.
+std::string paint_diagnostic(const std::string& line);
+
 /// The report of a check (--expect, --check-accuracy) goes to stdout when it passes, else to
 /// stderr, except under --diagnostics=json, where stderr holds only the JSON diagnostics.
 std::FILE* check_report_stream(const Options& opts, bool ok);

@@ -1,4 +1,4 @@
-// The command line: every flag of DESIGN.md §3, parsed with CLI11.
+// The command line: every flag of docs/design.md §3, parsed with CLI11.
 #pragma once
 
 #include <optional>
@@ -47,7 +47,18 @@ struct Options {
   bool allow_tf32 = false;  ///< --allow-tf32: float32 matmuls/convolutions on CUDA may use TF32
   bool cuda_graphs = false; ///< --cuda-graphs: replay the CUDA plan as one captured CUDA graph
   std::vector<std::string> plugins;
+  std::string color = "auto"; ///< --color=auto|always|never: colored diagnostics on stderr
+  bool werror = false;        ///< -Werror: warnings are errors (exit 2)
+  /// Options given explicitly, for the "argument unused" warnings (their defaults say nothing).
+  bool rtol_given = false, atol_given = false, seed_given = false, cuda_arch_given = false;
 };
+
+/// The candidate closest to `word` by edit distance, or "" when none is close enough to be the
+/// word the user meant (clang's "did you mean" rule: at most a third of the word's letters).
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+
+/// The version text --version prints: fxc's version, its LLVM and whether it targets CUDA.
+std::string version_text();
 
 /// Parses argv (after expanding @response-files). Returns the exit status to use immediately
 /// (0 after --help/--version, 2 on a usage error, having printed the message), or nullopt to go on.
