@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile-time benchmark (issue 9, DESIGN.md §6): cold compiles of a ResNet-50-sized graph
+# Compile-time benchmark (issue 9, docs/design.md §6): cold compiles of a ResNet-50-sized graph
 # (bench/models/resnet50.fxg: 53 conv + batch_norm layers in bottleneck blocks, stages
 # [3, 4, 6, 3]; regenerate with bench/make_models.py) for CUDA (--emit=ptx: cross-compilation,
 # no GPU needed) and for the CPU (--emit=llvm: the full JIT compile, weights included), each the

@@ -173,7 +173,19 @@ std::vector<std::string> autotune_plan(Plan& plan, const std::vector<std::string
     }
     k.grain = t.grains[best];
     e.choice = grain_config(k.grain);
-    log.push_back(line + " -> " + e.choice);
+    size_t fastest = best;
+    for (size_t c = 0; c < t.grains.size(); ++c)
+      if (t.ms[c] < t.ms[fastest]) fastest = c;
+    std::string why;
+    if (fastest != best) {
+      // The heuristic's grain stays unless another is clearly faster; say so, with the numbers.
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * (1.0 - t.ms[fastest] / t.ms[best]));
+      why = " (kept: " + grain_config(t.grains[fastest]) + " measured " + pct +
+            " faster, within the " + std::to_string(int(std::lround(100 * (1 - kMinGain)))) +
+            "% a candidate must gain over the heuristic's grain to replace it)";
+    }
+    log.push_back(line + " -> " + e.choice + why);
     cache.insert(opts.device, t.key, std::move(e));
   }
   std::string err;

@@ -134,9 +134,10 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
     for (int i : fallbacks) ops.insert(plan.externs[i].graph->nodes[0].target);
     s << "// This graph calls fxc's reference kernels for";
     for (auto& op : ops) s << " " << op;
-    s << "; add\n"
-      << "//   -DFXC_WITH_RUNTIME -I<fxc source> <fxc build>/libfxc_runtime.a <fxc "
-         "build>/libfxc_frontend.a -lzstd -lzip\n";
+    s << "; build it instead with\n"
+      << "//   g++ -std=c++20 -O2 -DFXC_WITH_RUNTIME -I<fxc source> -I<fxc source>/include "
+         "output_code.cpp kernels/*.o <fxc build>/libfxc_runtime.a <fxc build>/libfxc_frontend.a "
+         "-lzstd -lzip -lopenblas -lpthread -ldl -o model\n";
     for (auto& op : ops)
       if (find_custom_op(op)) custom.push_back(op);
     if (!custom.empty())

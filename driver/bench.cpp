@@ -1,4 +1,4 @@
-// --bench: do_bench-style timing of a compiled graph or an .fxo (DESIGN.md §6): CUDA events on
+// --bench: do_bench-style timing of a compiled graph or an .fxo (docs/design.md §6): CUDA events on
 // resident device buffers for CUDA plans, the host's monotonic clock otherwise.
 #include "driver/bench.h"
 

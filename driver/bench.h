@@ -1,4 +1,4 @@
-// --bench: do_bench-style timing of a compiled graph or an .fxo artifact (DESIGN.md §6): CUDA
+// --bench: do_bench-style timing of a compiled graph or an .fxo artifact (docs/design.md §6): CUDA
 // events on resident device buffers for CUDA plans, the host's monotonic clock otherwise. Both
 // share one timing loop (warm-up, flushes, percentiles, per-step profile).
 #pragma once

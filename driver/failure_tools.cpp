@@ -1,4 +1,4 @@
-// The failure tools (DESIGN.md §5): --bisect over the backends and --minify of a failing graph.
+// The failure tools (docs/design.md §5): --bisect over the backends and --minify of a failing graph.
 #include "driver/failure_tools.h"
 
 #include "driver/tensor_io.h"
@@ -377,7 +377,8 @@ int run_minify_graph(const Options& o, const Graph& g, const std::vector<Tensor>
   const char* kind = original.accuracy ? "accuracy failure"
                      : original.kind == ChildOutcome::Crash ? "crash"
                                                             : "error";
-  std::printf("minifying a %s of backend %s: %s\n", kind, backend_name(o.backend), original.what.c_str());
+  std::printf("minifying %s %s of backend %s: %s\n", original.accuracy ? "an" : "a", kind,
+              backend_name(o.backend), original.what.c_str());
   MinifyOptions mo;
   mo.progress = [](const std::string& line) {
     std::printf("%s\n", line.c_str());
@@ -391,7 +392,8 @@ int run_minify_graph(const Options& o, const Graph& g, const std::vector<Tensor>
       mo);
 
   write_repro_files(o, res.graph, res.inputs, kind, original.accuracy);
-  std::printf("minified to %zu nodes\n", res.graph.nodes.size());
+  std::printf("minified to %zu node%s\n", res.graph.nodes.size(),
+              res.graph.nodes.size() == 1 ? "" : "s");
   return 1;
 }
 

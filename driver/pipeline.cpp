@@ -1,4 +1,4 @@
-// The one pipeline (DESIGN.md §1): the stage list, in order; each backend runs a prefix of it.
+// The one pipeline (docs/design.md §1): the stage list, in order; each backend runs a prefix of it.
 #include "driver/pipeline.h"
 
 #include "driver/cache.h"

@@ -1,4 +1,4 @@
-// The one pipeline (DESIGN.md §1): every backend runs a prefix of the stage list.
+// The one pipeline (docs/design.md §1): every backend runs a prefix of the stage list.
 #pragma once
 
 #include "driver/debug_trace.h"

@@ -2,6 +2,7 @@
 #include "frontend/pass_timer.h"
 
 #include <algorithm>
+#include <set>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -85,6 +86,7 @@ std::string format_pass_report(const std::vector<PassSpan>& spans) {
     int depth;
     double us = 0;
     int runs = 0;
+    std::set<int> threads; ///< the threads its spans ran on
   };
   std::vector<Row> rows;
   double total = 0;
@@ -95,18 +97,25 @@ std::string format_pass_report(const std::vector<PassSpan>& spans) {
     if (it == rows.end()) it = rows.insert(rows.end(), Row{s.name, s.depth});
     it->us += s.dur_us;
     ++it->runs;
+    it->threads.insert(s.thread);
   }
+  bool parallel = false;
   std::string out = "===------------------- fxc pass timing report -------------------===\n";
   char buf[512];
   std::snprintf(buf, sizeof buf, "  Total: %.3f ms (top-level passes)\n", total / 1000);
   out += buf;
   out += "     wall ms       %   runs  pass\n";
   for (const Row& r : rows) {
-    std::snprintf(buf, sizeof buf, "  %10.3f  %6.1f  %5d  %s%s\n", r.us / 1000,
+    bool workers = r.threads.size() > 1 || !r.threads.count(0);
+    parallel |= workers;
+    std::snprintf(buf, sizeof buf, "  %10.3f  %6.1f  %5d  %s%s%s\n", r.us / 1000,
                   total > 0 ? 100 * r.us / total : 0.0, r.runs, std::string(2 * r.depth, ' ').c_str(),
-                  r.name.c_str());
+                  r.name.c_str(), workers ? " [parallel]" : "");
     out += buf;
   }
+  if (parallel)
+    out += "  note: passes marked [parallel] ran on several threads at once: their wall times are "
+           "summed over threads, so they can exceed their parent's time and 100%\n";
   return out;
 }
 

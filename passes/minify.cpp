@@ -1,4 +1,4 @@
-// The graph minifier: shrinks a failing graph to a small one that still fails (DESIGN.md §5).
+// The graph minifier: shrinks a failing graph to a small one that still fails (docs/design.md §5).
 #include "passes/minify.h"
 
 #include "frontend/diag.h"

@@ -1,4 +1,4 @@
-// The graph minifier: shrinks a failing graph to a small one that still fails (DESIGN.md §5).
+// The graph minifier: shrinks a failing graph to a small one that still fails (docs/design.md §5).
 //
 // Modelled on PyTorch's fx_minifier. Given a graph, concrete values for its user inputs and a
 // predicate that says whether a candidate still fails, minify() repeatedly tries these

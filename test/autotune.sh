@@ -25,6 +25,19 @@ has "cold: a choice per kernel" "$tmp/err" "-> grain="
 hasnt "cold: nothing cached yet" "$tmp/err" ": cached grain="
 tuned=$(count "$tmp/err" "-> grain=")
 [ "$tuned" -ge 1 ] && ok "cold: $tuned kernels tuned" || bad "cold: no kernel tuned"
+# Every choice is the fastest candidate or says why not ("kept: ... within the N% ...").
+python3 - "$tmp/err" > "$tmp/why" <<'PY'
+import re, sys
+for line in open(sys.argv[1]):
+    m = re.search(r': candidates (.*) -> (grain=\d+)(.*)$', line)
+    if not m: continue
+    times = {g: float(t) for g, t in re.findall(r'(grain=\d+) ([0-9.]+)', m.group(1))}
+    fastest = min(times, key=times.get)
+    if times[fastest] < times[m.group(2)] and 'kept:' not in m.group(3):
+        print("unexplained: " + line.strip())
+PY
+if [ -s "$tmp/why" ]; then bad "a slower candidate kept without a reason" "$(cat "$tmp/why")"
+else ok "each choice is the fastest or explains why it is kept"; fi
 if [ -f "$c/autotune.json" ]; then ok "autotune.json written"; else bad "no $c/autotune.json"; fi
 has "autotune.json has entries keyed by device" "$c/autotune.json" '"cpu '
 has "autotune.json records the choice" "$c/autotune.json" '"choice": "grain='

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The debug trace and the log artifacts: train mode's folder layout (DESIGN.md §4), the aot log
+# The debug trace and the log artifacts: train mode's folder layout (docs/design.md §4), the aot log
 # with both partitioners' saved bytes, index.json covering every file, and each --log artifact
 # turned on and checked. Usage: debug_trace.sh <fxc>
 set -u

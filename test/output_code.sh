@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# output_code.cpp of the MLP (DESIGN.md §4) builds with the system compiler against the kernels'
+# output_code.cpp of the MLP (docs/design.md §4) builds with the system compiler against the kernels'
 # LLVM IR and runs, printing its own median time. Usage: output_code.sh <fxc>
 set -u
 fxc=$1

@@ -60,9 +60,14 @@ hasnt "the custom op is not a graph break" "$tmp/err" "graph_breaks"
 llc=$(command -v llc-19 || echo /usr/lib/llvm-19/bin/llc)
 bdir=$(dirname "$fxc")
 gdir=$(dirname "$(find "$tmp/dbg" -name output_code.cpp | head -n 1)")
-if (cd "$gdir" && for f in kernels/*.ll; do "$llc" -O2 -filetype=obj -relocation-model=pic "$f" -o "${f%.ll}.o" || exit 1; done &&
-    g++ -std=c++20 -O1 -DFXC_WITH_RUNTIME -I"$src" -I"$src/include" output_code.cpp kernels/*.o \
-      "$bdir/libfxc_runtime.a" "$bdir/libfxc_frontend.a" -lzstd -lzip -lopenblas -lpthread -ldl -o model) >"$tmp/out" 2>&1; then
+# The build recipe is followed as written at the top of the file: its llc line, then its g++ line
+# with the placeholders <fxc source> and <fxc build> filled in.
+recipe=$(sed -n 's|^//   \(g++ .*-DFXC_WITH_RUNTIME.*\)$|\1|p' "$gdir/output_code.cpp" | head -n 1)
+recipe=${recipe//<fxc source>/$src}; recipe=${recipe//<fxc build>/$bdir}
+if [ -z "$recipe" ]; then bad "output_code.cpp states no build recipe with the runtime"; fi
+if [ -n "$recipe" ] && (cd "$gdir" && for f in kernels/*.ll; do "$llc" -O2 -filetype=obj -relocation-model=pic "$f" -o "${f%.ll}.o" || exit 1; done &&
+    eval "$recipe") >"$tmp/out" 2>&1; then
+  ok "output_code.cpp builds by its own recipe"
   check "output_code.cpp runs with FXC_PLUGINS" 0 env -C "$gdir" FXC_PLUGINS="$so" "$gdir/model" 2
   has "output_code.cpp prints its time" "$tmp/out" "median"
 else bad "building output_code.cpp"; head -20 "$tmp/out" | sed 's/^/     /'; fi
