@@ -224,7 +224,7 @@ public:
     json doc;
     try {
       doc = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) { // parse_error, or out_of_range for a number like 9e999
       std::string msg = e.what();
       size_t close = msg.find("] ");
       if (msg.rfind("[json.exception", 0) == 0 && close != std::string::npos)

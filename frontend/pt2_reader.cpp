@@ -88,7 +88,16 @@ std::optional<EntryInfo> find_entry(zip_t* z, const std::string& path, const std
   return EntryInfo{zip_uint64_t(idx), st.size};
 }
 
-// Reads exactly n bytes from the start of entry `name` into dst.
+[[noreturn]] void entry_read_error(zip_file_t* f, const std::string& path,
+                                   const std::string& name) {
+  if (zip_error_code_zip(zip_file_get_error(f)) == ZIP_ER_CRC)
+    throw Error(path, "entry '" + name + "': CRC-32 mismatch (archive is corrupt)");
+  throw Error(path, "cannot read entry '" + name + "': " + zip_file_strerror(f));
+}
+
+// Reads exactly n bytes from the start of entry `name` into dst, then the rest of the entry:
+// libzip compares the CRC-32 of an entry with the central directory's only once it has been
+// read to its end, and a corrupt weight must not run.
 void read_entry(zip_t* z, const std::string& path, const std::string& name, zip_uint64_t index,
                 std::byte* dst, uint64_t n) {
   ZipFilePtr f(zip_fopen_index(z, index, 0));
@@ -96,13 +105,19 @@ void read_entry(zip_t* z, const std::string& path, const std::string& name, zip_
   uint64_t got = 0;
   while (got < n) {
     zip_int64_t r = zip_fread(f.get(), dst + got, n - got);
-    if (r < 0) throw Error(path, "cannot read entry '" + name + "': " + zip_file_strerror(f.get()));
+    if (r < 0) entry_read_error(f.get(), path, name);
     if (r == 0) break;
     got += uint64_t(r);
   }
   if (got != n)
     throw Error(path, "entry '" + name + "' is truncated: " + std::to_string(got) + " of " +
                           std::to_string(n) + " bytes");
+  std::byte rest[1 << 16];
+  for (;;) {
+    zip_int64_t r = zip_fread(f.get(), rest, sizeof rest);
+    if (r < 0) entry_read_error(f.get(), path, name);
+    if (r == 0) break;
+  }
 }
 
 json read_json_entry(zip_t* z, const std::string& path, const std::string& name) {

@@ -87,6 +87,54 @@ def fxg(inputs, nodes, outputs, version=1):
                        "outputs": outputs}, indent=1) + "\n"
 
 
+def xxh64(data, seed=0):
+    """XXH64 (the .fxo checksum; no xxhash module is needed)."""
+    P1, P2, P3, P4, P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                          0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5)
+    M = (1 << 64) - 1
+    rotl = lambda x, r: ((x << r) | (x >> (64 - r))) & M
+    def rnd(acc, lane):
+        return rotl((acc + lane * P2) & M, 31) * P1 & M
+    def merge(acc, v):
+        return ((acc ^ rnd(0, v)) * P1 + P4) & M
+    n, p = len(data), 0
+    u64 = lambda at: struct.unpack_from("<Q", data, at)[0]
+    if n >= 32:
+        v = [(seed + P1 + P2) & M, (seed + P2) & M, seed, (seed - P1) & M]
+        while p + 32 <= n:
+            v = [rnd(v[i], u64(p + 8 * i)) for i in range(4)]
+            p += 32
+        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18)) & M
+        for x in v:
+            h = merge(h, x)
+    else:
+        h = (seed + P5) & M
+    h = (h + n) & M
+    while p + 8 <= n:
+        h = (rotl(h ^ rnd(0, u64(p)), 27) * P1 + P4) & M
+        p += 8
+    if p + 4 <= n:
+        h = (rotl(h ^ (struct.unpack_from("<I", data, p)[0] * P1 & M), 23) * P2 + P3) & M
+        p += 4
+    while p < n:
+        h = rotl(h ^ (data[p] * P5 & M), 11) * P1 & M
+        p += 1
+    h = (h ^ (h >> 33)) * P2 & M
+    h = (h ^ (h >> 29)) * P3 & M
+    return h ^ (h >> 32)
+
+
+def fxo(manifest, blobs):
+    """An .fxo file (docs/artifact.md): 48-byte header, the payload as one raw zstd block."""
+    m = json.dumps(manifest).encode()
+    payload = struct.pack("<Q", len(m)) + m + blobs
+    frame = (b"\x28\xb5\x2f\xfd" + bytes([0xA0]) + struct.pack("<I", len(payload)) +
+             struct.pack("<I", 1 | (len(payload) << 3))[:3] + payload)
+    head = (b"FXO\0" + struct.pack("<I", 1) + b"0.1.0".ljust(16, b"\0") +
+            struct.pack("<QQ", len(frame), len(payload)))
+    return head + struct.pack("<Q", xxh64(head[:40] + frame)) + frame
+
+
 def main():
     base = read_mlp()
     graph = lambda m: m["graph_module"]["graph"]
@@ -138,6 +186,18 @@ def main():
     e["../evil.txt"] = b"outside"
     write_zip("escape_entry.pt2", e)
     expect("escape_entry.pt2", "escape_entry.pt2: error: entry name escapes the archive: '../evil.txt'")
+
+    # One flipped byte inside a weight's data: the central directory's CRC-32 no longer matches.
+    write_zip("crc.pt2", base)
+    path = os.path.join(HERE, "crc.pt2")
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("mlp/data/weights/weight_0")
+    blob = bytearray(open(path, "rb").read())
+    name_len, extra_len = struct.unpack("<HH", blob[info.header_offset + 26:info.header_offset + 30])
+    blob[info.header_offset + 30 + name_len + extra_len + 17] ^= 0x40
+    write("crc.pt2", bytes(blob))
+    write("crc.args", "--backend=eager --run --seed=1\n")
+    expect("crc.pt2", "crc.pt2: error: entry 'mlp/data/weights/weight_0': CRC-32 mismatch (archive is corrupt)")
 
     def set_weight_sizes(sizes, strides):
         def model(m):
@@ -200,6 +260,19 @@ def main():
 
     write("deep.fxg", '{"format": "fxg", "version": 1, "inputs": ' + "[" * 1000 + "]" * 1000 + "}\n")
     expect("deep.fxg", "deep.fxg: error: malformed JSON: nested deeper than 512 levels")
+
+    write("number_range.fxg", "9e999")
+    expect("number_range.fxg", "number_range.fxg: error: malformed JSON: number overflow parsing '9e999'")
+
+    # The same number inside an artifact's embedded graph (an interpreted .fxo).
+    write("fxo_number_range.fxo", fxo({
+        "format": "fxo", "version": 1, "name": "g", "backend": "eager", "device": "cpu",
+        "cuda_arch": "", "mode": "inference", "kind": "interpreted", "inputs": [], "outputs": [],
+        "num_user_outputs": 0, "tangent_output_index": [], "custom_ops": [], "weights": [],
+        "graphs": [{"role": "inference", "kind": "interpreted", "weights": {}, "graph": [0, 5]}]},
+        b"9e999"))
+    write("fxo_number_range.args", "--run\n")
+    expect("fxo_number_range.fxo", "fxo_number_range.fxo: error: malformed JSON: number overflow parsing '9e999'")
 
     write("corrupt.fxg.zst", b"\x28\xb5\x2f\xfd" + b"\x00garbage that is not a zstd frame")
     expect("corrupt.fxg.zst", "corrupt.fxg.zst: error: corrupt zstd data")
