@@ -2,10 +2,15 @@
 #include "driver/options.h"
 
 #include "driver/cache.h"
+#ifdef FXC_HAVE_CODEGEN
+#include "codegen/llvm_codegen.h"
+#endif
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -85,6 +90,27 @@ const char* kFooter =
     "Environment: FXC_COMPILE_DEBUG=1, FXC_LOGS=<list>, FXC_CACHE_DIR, FXC_REPRO_AFTER,\n"
     "FXC_REPRO_LEVEL.  Exit status: 0 ok, 1 bad input or failed check, 2 usage error,\n"
     "70 internal compiler error.  See fxc(1).";
+
+// --cuda-arch: one of the processors LLVM's NVPTX back end knows, checked before anything
+// compiles (LLVM would warn from every worker thread and write `.target <arch>`). Without LLVM,
+// the form fxc's CUDA code understands: sm_<number>, optionally with the suffix a. Returns the
+// error message, or "" for a valid value.
+std::string cuda_arch_error(const std::string& arch) {
+#ifdef FXC_HAVE_CODEGEN
+  std::vector<std::string> known = nvptx_processors();
+  if (std::find(known.begin(), known.end(), arch) != known.end()) return "";
+  std::string list;
+  for (const std::string& a : known) list += (list.empty() ? "" : ", ") + a;
+  return "invalid value '" + arch + "' for '--cuda-arch'; valid values: " + list;
+#else
+  size_t end = arch.size() - (arch.size() > 3 && arch.back() == 'a' ? 1 : 0);
+  bool ok = arch.rfind("sm_", 0) == 0 && end > 3 &&
+            std::all_of(arch.begin() + 3, arch.begin() + long(end),
+                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return ok ? "" : "invalid value '" + arch + "' for '--cuda-arch'; valid values: sm_<number>, " +
+                       "optionally with the suffix a (sm_90, sm_90a)";
+#endif
+}
 
 } // namespace
 
@@ -225,6 +251,14 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       o->cache_max_size.empty() && env && *env && !parse_cache_size(env)) {
     std::fprintf(stderr, "fxc: error: FXC_CACHE_MAX_SIZE: invalid size '%s': %s\n", env,
                  kCacheSizeSyntax);
+    return 2;
+  }
+  if (std::string e = app.count("--cuda-arch") ? cuda_arch_error(o->cuda_arch) : ""; !e.empty()) {
+    if (o->diagnostics == "json")
+      std::fprintf(stderr, "%s\n", nlohmann::ordered_json({{"severity", "error"}, {"file", ""},
+                                                           {"node", ""}, {"op", ""}, {"message", e}})
+                                       .dump().c_str());
+    else std::fprintf(stderr, "fxc: error: %s\n", e.c_str());
     return 2;
   }
   if (o->input.empty() && o->log.find("help") == std::string::npos) {
