@@ -78,10 +78,9 @@ const std::vector<GeneratedKernel>& CompiledGraph::kernels() const {
   return impl->kernels;
 }
 namespace {
-std::vector<std::pair<std::string, std::string>>
-kernel_texts(const std::vector<GeneratedKernel>& ks) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (auto& k : ks) out.push_back({k.name, k.ll});
+std::vector<KernelText> kernel_texts(const std::vector<GeneratedKernel>& ks) {
+  std::vector<KernelText> out;
+  for (auto& k : ks) out.push_back({k.name, k.ll, ""});
   return out;
 }
 } // namespace

@@ -5,12 +5,18 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/Linker/Linker.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
@@ -1371,6 +1377,66 @@ std::string emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, bool obj
                         (object ? "object files" : "assembly"));
   pm.run(m);
   return std::string(out.begin(), out.end());
+}
+
+void throw_llvm_errors(const LlvmDiagnostics& d, const std::string& what) {
+  if (!d.errors.empty()) throw Error("", "internal error: " + what + ": " + d.errors.front());
+}
+
+namespace {
+
+class CollectingHandler : public llvm::DiagnosticHandler {
+public:
+  explicit CollectingHandler(LlvmDiagnostics* out) : out_(out) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo& di) override {
+    if (di.getSeverity() != llvm::DS_Error && di.getSeverity() != llvm::DS_Warning) return true;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::DiagnosticPrinterRawOStream printer(os);
+    di.print(printer);
+    os.flush();
+    (di.getSeverity() == llvm::DS_Error ? out_->errors : out_->warnings).push_back(text);
+    return true;
+  }
+
+private:
+  LlvmDiagnostics* out_;
+};
+
+} // namespace
+
+void collect_diagnostics(llvm::LLVMContext& ctx, LlvmDiagnostics* out) {
+  ctx.setDiagnosticHandler(std::make_unique<CollectingHandler>(out));
+}
+
+std::unique_ptr<llvm::Module> link_kernel_modules(llvm::LLVMContext& ctx,
+                                                  const std::vector<KernelText>& kernels,
+                                                  LlvmDiagnostics* diags) {
+  collect_diagnostics(ctx, diags);
+  auto all = std::make_unique<llvm::Module>("kernels", ctx);
+  all->setSourceFileName("kernels");
+  for (const KernelText& k : kernels) {
+    llvm::SMDiagnostic diag;
+    auto buf = llvm::MemoryBuffer::getMemBuffer(k.ll, k.name, false);
+    std::unique_ptr<llvm::Module> m = llvm::parseIR(buf->getMemBufferRef(), diag, ctx);
+    if (!m)
+      throw Error("", "internal error: kernel " + k.name +
+                          " does not parse: " + diag.getMessage().str());
+    if (!k.symbol.empty() && k.symbol != k.name) {
+      llvm::Function* f = m->getFunction(k.name);
+      if (!f) throw Error("", "internal error: kernel " + k.name + " has no function of its name");
+      f->setName(k.symbol);
+      assert(f->getName() == k.symbol && "a kernel's module holds nothing else of its new name");
+    }
+    if (all->getDataLayoutStr().empty()) {
+      all->setDataLayout(m->getDataLayout());
+      all->setTargetTriple(m->getTargetTriple());
+    }
+    if (llvm::Linker::linkModules(*all, std::move(m)))
+      throw Error("", "internal error: kernel " + k.name + " does not link" +
+                          (diags->errors.empty() ? "" : ": " + diags->errors.front()));
+  }
+  return all;
 }
 
 } // namespace fxc

@@ -11,6 +11,8 @@
 #include <vector>
 
 namespace llvm {
+class LLVMContext;
+class Module;
 class TargetMachine;
 } // namespace llvm
 
@@ -52,10 +54,15 @@ struct PtxKernel {
   /// form (mapping.block threads a row).
   int rows = 1;
   RowMapping mapping;
+  /// What LLVM warned about while compiling it (generate_ptx() prints them in kernel order).
+  std::vector<std::string> warnings;
 };
 
 /// Generates PTX for every kernel of `s` for `arch` ("sm_90"), linking the math functions
-/// from `libdevice` (libdevice.10.bc). Throws fxc::Error when LLVM or libdevice fail.
+/// from `libdevice` (libdevice.10.bc). Kernels compile on worker threads; what LLVM warns about
+/// is printed afterwards on the calling thread, kernel by kernel ("fxc: warning: kernel <name>:
+/// ..." on stderr). Throws fxc::Error when `arch` is not one of nvptx_processors() (before any
+/// kernel compiles) and when LLVM or libdevice fail.
 std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
                                     const std::string& arch, const std::string& libdevice);
 /// One kernel to generate, with `mapping` instead of nvptx_row_mapping()'s when it is set (an
@@ -117,12 +124,48 @@ void optimize_o2(llvm::Module& m, llvm::TargetMachine* tm);
 std::string emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, bool object,
                               const std::string& target);
 
-/// Links the kernels' LLVM IR (name, .ll text) into one module. Returns its text after the
-/// same O2 pipeline the JIT uses when `optimize`, else as generated. Throws fxc::Error.
-std::string link_kernels_ll(const std::vector<std::pair<std::string, std::string>>& kernels,
-                            bool optimize);
+/// The processors LLVM's NVPTX back end knows ("sm_20" .. "sm_90a"), by number then suffix:
+/// the values --cuda-arch accepts.
+std::vector<std::string> nvptx_processors();
+
+/// What LLVM reported through a context's diagnostic handler while fxc compiled in it.
+struct LlvmDiagnostics {
+  std::vector<std::string> errors, warnings; ///< "<message>", in the order reported
+};
+/// Routes the diagnostics of `ctx` into `*out` (which must outlive their use) instead of LLVM's
+/// default handler, which prints from whichever thread compiles and exits on an error. Remarks
+/// and notes are dropped.
+void collect_diagnostics(llvm::LLVMContext& ctx, LlvmDiagnostics* out);
+
+/// One kernel's LLVM IR (a module of its own, as generated) to link with others into one
+/// module: `name` is its entry function in `ll`, renamed to `symbol` in the linked module
+/// (unless empty) where kernels of two graphs share a name.
+struct KernelText {
+  std::string name;
+  std::string ll;
+  std::string symbol;
+};
+/// Throws fxc::Error "internal error: <what>: <first error>" when LLVM reported an error.
+void throw_llvm_errors(const LlvmDiagnostics& d, const std::string& what);
+
+/// Parses and links `kernels` (in order) into one module named "kernels" in `ctx`, whose
+/// diagnostics go to `*diags` from then on (collect_diagnostics()). Throws fxc::Error when one
+/// does not parse or two define the same symbol.
+std::unique_ptr<llvm::Module> link_kernel_modules(llvm::LLVMContext& ctx,
+                                                  const std::vector<KernelText>& kernels,
+                                                  LlvmDiagnostics* diags);
+/// Links the kernels' LLVM IR into one module. Returns its text after the same O2 pipeline the
+/// JIT uses when `optimize`, else as generated. Throws fxc::Error.
+std::string link_kernels_ll(const std::vector<KernelText>& kernels, bool optimize);
 /// The linked, optimized kernels as an x86-64 ELF relocatable object (position independent),
 /// exporting each kernel's entry point. Throws fxc::Error.
-std::string emit_kernels_object(const std::vector<std::pair<std::string, std::string>>& kernels);
+std::string emit_kernels_object(const std::vector<KernelText>& kernels);
+/// NVPTX kernels' LLVM IR as generate_ptx() generated it (PtxKernel::ll) linked into one
+/// module: its text as generated (`ptx` false), or one PTX module for `arch` (`ptx` true) with
+/// the libdevice functions the kernels call linked once, optimized and compiled as
+/// generate_ptx() compiles each kernel. What --emit=ptx|llvm -o writes for --device=cuda.
+/// Throws fxc::Error.
+std::string link_ptx_kernels(const std::vector<KernelText>& kernels, const std::string& arch,
+                             const std::string& libdevice, bool ptx);
 
 } // namespace fxc

@@ -16,6 +16,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Linker/Linker.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -26,6 +27,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cctype>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -836,19 +838,58 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
 
 namespace {
 
-/// The PTX of one requested kernel, in a context of its own.
-PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const PtxRequest& request,
-                           const std::string& arch, const llvm::MemoryBuffer& lib,
-                           const std::string& libdevice) {
+/// An NVPTX target machine for `arch` (one of nvptx_processors()).
+std::unique_ptr<llvm::TargetMachine> nvptx_machine(const llvm::Target& t, const std::string& arch) {
   // Multiplies and adds contract into fma, as nvcc compiles PyTorch's kernels (-fmad=true).
   llvm::TargetOptions to;
   to.AllowFPOpFusion = llvm::FPOpFusion::Fast;
   std::unique_ptr<llvm::TargetMachine> tm(t.createTargetMachine(
       kTriple, arch, "", to, std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Default));
   if (!tm) throw Error("", "cannot create an NVPTX target machine for " + arch);
+  return tm;
+}
+
+/// `m` (its kernels as generated) compiled to PTX: the libdevice functions it calls linked in,
+/// then the NVPTX pipeline (NVVMReflect included) and the back end. `what` names it in errors;
+/// `timer` times each step.
+std::string compile_ptx_module(llvm::Module& m, llvm::TargetMachine& tm,
+                               const llvm::MemoryBuffer& lib, const std::string& libdevice,
+                               const std::string& what, std::optional<PassTimer>& timer) {
+  // The bitcode is read lazily (only the used functions' bodies are materialized) and not at
+  // all for a module that calls none: parsing all of it per kernel dominated compile time.
+  timer.emplace("link libdevice");
+  bool calls_libdevice = std::any_of(m.begin(), m.end(), [](const llvm::Function& f) {
+    return f.isDeclaration() && f.getName().starts_with("__nv_");
+  });
+  if (calls_libdevice) {
+    auto libmod = llvm::getLazyBitcodeModule(lib.getMemBufferRef(), m.getContext());
+    if (!libmod) {
+      llvm::consumeError(libmod.takeError());
+      throw Error(libdevice, "cannot parse libdevice");
+    }
+    (*libmod)->setTargetTriple(kTriple);
+    (*libmod)->setDataLayout(kLayout);
+    if (llvm::Linker::linkModules(m, std::move(*libmod), llvm::Linker::LinkOnlyNeeded))
+      throw Error("", "internal error: libdevice does not link into " + what);
+  }
+  m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
+  timer.emplace("LLVM O2");
+  optimize_o2(m, &tm);
+  timer.emplace("NVPTX back end (PTX)");
+  return emit_machine_code(m, tm, false, "the NVPTX back end");
+}
+
+/// The PTX of one requested kernel, in a context of its own.
+PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const PtxRequest& request,
+                           const std::string& arch, const llvm::MemoryBuffer& lib,
+                           const std::string& libdevice) {
+  std::unique_ptr<llvm::TargetMachine> tm = nvptx_machine(t, arch);
   assert(request.kernel && "a PTX request names its kernel");
   const Kernel& k = *request.kernel;
   llvm::LLVMContext ctx;
+  // LLVM's diagnostics are kept with the kernel, not printed from this worker thread.
+  LlvmDiagnostics diags;
+  collect_diagnostics(ctx, &diags);
   auto m = std::make_unique<llvm::Module>(k.name, ctx);
   m->setSourceFileName(k.name);
   NvptxTarget target(arch);
@@ -869,42 +910,64 @@ PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const Pt
   if (llvm::verifyModule(*m, &vos))
     throw Error("", "internal error: generated kernel " + k.name + " is invalid: " + vos.str());
   pk.ll = print_module(*m);
-  // libdevice: only the functions used, then the NVPTX pipeline (NVVMReflect included). The
-  // bitcode is read lazily (only the used functions' bodies are materialized) and not at all
-  // for a kernel that calls none: parsing all of it per kernel dominated compile time.
-  timer.emplace("link libdevice");
-  bool calls_libdevice = std::any_of(m->begin(), m->end(), [](const llvm::Function& f) {
-    return f.isDeclaration() && f.getName().starts_with("__nv_");
-  });
-  if (calls_libdevice) {
-    auto libmod = llvm::getLazyBitcodeModule(lib.getMemBufferRef(), ctx);
-    if (!libmod) {
-      llvm::consumeError(libmod.takeError());
-      throw Error(libdevice, "cannot parse libdevice");
-    }
-    (*libmod)->setTargetTriple(kTriple);
-    (*libmod)->setDataLayout(kLayout);
-    if (llvm::Linker::linkModules(*m, std::move(*libmod), llvm::Linker::LinkOnlyNeeded))
-      throw Error("", "internal error: libdevice does not link into " + k.name);
-  }
-  m->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
-  timer.emplace("LLVM O2");
-  optimize_o2(*m, tm.get());
-  timer.emplace("NVPTX back end (PTX)");
-  pk.ptx = emit_machine_code(*m, *tm, false, "the NVPTX back end");
+  pk.ptx = compile_ptx_module(*m, *tm, lib, libdevice, k.name, timer);
+  throw_llvm_errors(diags, "the NVPTX back end, kernel " + k.name);
+  pk.warnings = std::move(diags.warnings);
   return pk;
 }
 
-} // namespace
-
-std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxRequest>& kernels,
-                                    const std::string& arch, const std::string& libdevice) {
+/// The NVPTX back end; throws fxc::Error when `arch` is not one of nvptx_processors(), before
+/// LLVM sees it (it would warn from every thread that compiles and write `.target <arch>`).
+const llvm::Target& nvptx_backend(const std::string& arch) {
   init_nvptx();
   std::string err;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (!t) throw Error("", "LLVM has no NVPTX back end: " + err);
+  std::vector<std::string> known = nvptx_processors();
+  if (std::find(known.begin(), known.end(), arch) == known.end()) {
+    std::string list;
+    for (const std::string& a : known) list += (list.empty() ? "" : ", ") + a;
+    throw Error("", "unknown CUDA architecture '" + arch + "'; LLVM's NVPTX back end knows " + list);
+  }
+  return *t;
+}
+
+std::unique_ptr<llvm::MemoryBuffer> read_libdevice(const std::string& libdevice) {
   auto lib = llvm::MemoryBuffer::getFile(libdevice);
   if (!lib) throw Error(libdevice, "cannot read libdevice: " + lib.getError().message());
+  return std::move(*lib);
+}
+
+/// The number in "sm_90a" (90), for ordering.
+int arch_number(const std::string& a) {
+  int v = 0;
+  for (size_t i = 3; i < a.size() && std::isdigit(static_cast<unsigned char>(a[i])); ++i)
+    v = v * 10 + (a[i] - '0');
+  return v;
+}
+
+} // namespace
+
+std::vector<std::string> nvptx_processors() {
+  init_nvptx();
+  std::string err;
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(kTriple, err);
+  if (!t) return {};
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(t->createMCSubtargetInfo(kTriple, "", ""));
+  if (!sti) return {};
+  std::vector<std::string> out;
+  for (const llvm::SubtargetSubTypeKV& p : sti->getAllProcessorDescriptions())
+    out.push_back(p.Key);
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    return std::make_pair(arch_number(a), a) < std::make_pair(arch_number(b), b);
+  });
+  return out;
+}
+
+std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxRequest>& kernels,
+                                    const std::string& arch, const std::string& libdevice) {
+  const llvm::Target& t = nvptx_backend(arch);
+  std::unique_ptr<llvm::MemoryBuffer> lib = read_libdevice(libdevice);
   // Each kernel has a context (and target machine) of its own, so kernels compile on all the
   // hardware threads; each result lands at its request's index, so the output does not depend
   // on the schedule, and the first failure by index is the one reported.
@@ -914,7 +977,7 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxR
   auto compile = [&](int64_t i) {
     ScopedPassDepth nest(depth);
     try {
-      out[size_t(i)] = generate_one_ptx(*t, p, kernels[size_t(i)], arch, *lib.get(), libdevice);
+      out[size_t(i)] = generate_one_ptx(t, p, kernels[size_t(i)], arch, *lib, libdevice);
     } catch (...) {
       failed[size_t(i)] = std::current_exception();
     }
@@ -928,7 +991,27 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxR
   }
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
+  // What LLVM warned about, in kernel order, now that no worker prints.
+  for (const PtxKernel& k : out)
+    for (const std::string& w : k.warnings)
+      std::fprintf(stderr, "fxc: warning: kernel %s: %s\n", k.name.c_str(), w.c_str());
   return out;
+}
+
+std::string link_ptx_kernels(const std::vector<KernelText>& kernels, const std::string& arch,
+                             const std::string& libdevice, bool ptx) {
+  const llvm::Target& t = nvptx_backend(arch);
+  llvm::LLVMContext ctx;
+  LlvmDiagnostics diags;
+  std::unique_ptr<llvm::Module> m = link_kernel_modules(ctx, kernels, &diags);
+  if (!ptx) return print_module(*m);
+  std::unique_ptr<llvm::TargetMachine> tm = nvptx_machine(t, arch);
+  std::unique_ptr<llvm::MemoryBuffer> lib = read_libdevice(libdevice);
+  std::optional<PassTimer> timer;
+  std::string text = compile_ptx_module(*m, *tm, *lib, libdevice, "the linked kernels", timer);
+  throw_llvm_errors(diags, "the NVPTX back end, the linked kernels");
+  for (const std::string& w : diags.warnings) std::fprintf(stderr, "fxc: warning: %s\n", w.c_str());
+  return text;
 }
 
 } // namespace fxc

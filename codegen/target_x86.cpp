@@ -234,28 +234,6 @@ std::unique_ptr<llvm::TargetMachine> host_machine(bool pic) {
   return std::move(*tm);
 }
 
-/// Parses and links the kernels' IR texts into one module named "kernels".
-std::unique_ptr<llvm::Module> link_all(llvm::LLVMContext& ctx,
-                                       const std::vector<std::pair<std::string, std::string>>& ks) {
-  auto all = std::make_unique<llvm::Module>("kernels", ctx);
-  all->setSourceFileName("kernels");
-  for (auto& [name, text] : ks) {
-    llvm::SMDiagnostic diag;
-    auto buf = llvm::MemoryBuffer::getMemBuffer(text, name, false);
-    std::unique_ptr<llvm::Module> m = llvm::parseIR(buf->getMemBufferRef(), diag, ctx);
-    if (!m)
-      throw Error("",
-                  "internal error: kernel " + name + " does not parse: " + diag.getMessage().str());
-    if (all->getDataLayoutStr().empty()) {
-      all->setDataLayout(m->getDataLayout());
-      all->setTargetTriple(m->getTargetTriple());
-    }
-    if (llvm::Linker::linkModules(*all, std::move(m)))
-      throw Error("", "internal error: kernel " + name + " does not link");
-  }
-  return all;
-}
-
 class X86Compiler : public KernelCompiler {
 public:
   X86Compiler() {
@@ -354,13 +332,14 @@ std::unique_ptr<KernelCompiler> make_x86_compiler() {
   return std::make_unique<X86Compiler>();
 }
 
-std::string link_kernels_ll(const std::vector<std::pair<std::string, std::string>>& kernels,
-                            bool optimize) {
+std::string link_kernels_ll(const std::vector<KernelText>& kernels, bool optimize) {
   llvm::LLVMContext ctx;
-  auto m = link_all(ctx, kernels);
+  LlvmDiagnostics diags;
+  auto m = link_kernel_modules(ctx, kernels, &diags);
   if (optimize) {
     auto tm = host_machine(false);
     optimize_o2(*m, tm.get());
+    throw_llvm_errors(diags, "the kernels' LLVM O2");
   }
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -369,13 +348,16 @@ std::string link_kernels_ll(const std::vector<std::pair<std::string, std::string
   return text;
 }
 
-std::string emit_kernels_object(const std::vector<std::pair<std::string, std::string>>& kernels) {
+std::string emit_kernels_object(const std::vector<KernelText>& kernels) {
   llvm::LLVMContext ctx;
-  auto m = link_all(ctx, kernels);
+  LlvmDiagnostics diags;
+  auto m = link_kernel_modules(ctx, kernels, &diags);
   auto tm = host_machine(true);
   m->setDataLayout(tm->createDataLayout());
   optimize_o2(*m, tm.get());
-  return emit_machine_code(*m, *tm, true, "the host target");
+  std::string obj = emit_machine_code(*m, *tm, true, "the host target");
+  throw_llvm_errors(diags, "the host target");
+  return obj;
 }
 
 } // namespace fxc

@@ -24,8 +24,10 @@
 #include "runtime/plugin.h"
 
 #include <algorithm>
+#include <cassert>
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/inductor.h"
+#include "codegen/llvm_codegen.h"
 #endif
 #include "runtime/interpreter.h"
 
@@ -40,6 +42,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <set>
 
 #include <unistd.h>
 
@@ -143,8 +146,6 @@ void check_supported(const Options& o) {
     throw UsageError("--emit=" + emit + " needs --backend=inductor");
   if (emit == "ptx" && !cuda) throw UsageError("--emit=ptx needs --device=cuda");
   if ((emit == "obj" || emit == "cpp") && cuda) unsupported("--emit=" + emit + " for --device=cuda");
-  if (emit == "obj" && o.mode == Mode::Train)
-    throw UsageError("--emit=obj writes one graph's object code; use --mode=inference");
   if (o.mode == Mode::Train && o.backend == Backend::Eager)
     throw UsageError("--mode=train needs AOT autograd: use --backend=aot_eager or a later backend");
 }
@@ -256,37 +257,53 @@ void log_guards(const Graph& g, const std::vector<Tensor>& inputs) {
   log.artifact(Artifact::Guards, text);
 }
 
-// The generated code of every compiled graph for --emit=llvm|ptx|obj|cpp. Kernels are separate
-// modules; llvm and ptx output lists them one after another, each after a
-// "// ===== fxc kernel <graph>/<name> =====" line (";" for LLVM IR).
+// The generated code of every compiled graph for --emit=llvm|ptx|obj|cpp. llvm, ptx and obj are
+// one module (what llvm-as, ptxas, cuModuleLoadData and a linker take whole): every graph's
+// kernels linked into one LLVM module, then its text (CUDA: as generated, before libdevice; CPU:
+// as generated), its PTX or its x86-64 object code. llvm and ptx text begin with one comment
+// line per kernel, "===== fxc kernel <graph folder>/<name> =====". A kernel whose name an
+// earlier graph's kernel has (train mode: forward and backward) is renamed <name>_<role> (the
+// line then ends "(symbol <name>_<role>) ====="); kernel names end in a number, so the new
+// name is free. cpp is each graph's output_code.cpp, one after another.
 std::string emitted_code(const Compilation& c, const std::string& emit) {
   std::string out;
 #ifdef FXC_HAVE_CODEGEN
+  if (emit == "cpp") {
+    for (const std::shared_ptr<CompiledGraph>& g : c.compiled) out += g->output_code();
+    if (out.empty()) throw Error(c.opts.input, "--emit=cpp: the graph compiled to no kernels");
+    return out;
+  }
+  const bool cuda = c.opts.device == DeviceKind::Cuda;
+  std::vector<KernelText> kernels;
+  std::set<std::string> symbols;
+  const char* comment = emit == "ptx" ? "// " : "; ";
+  auto add = [&](const StageGraph& g, const std::string& name, const std::string& ll) {
+    std::string symbol = symbols.count(name) ? name + "_" + g.role : name;
+    assert(!symbols.count(symbol) && "a kernel name ends in a number, so <name>_<role> is free");
+    symbols.insert(symbol);
+    out += comment + ("===== fxc kernel " + g.folder + "/" + name) +
+           (symbol == name ? "" : " (symbol " + symbol + ")") + " =====\n";
+    kernels.push_back({name, ll, symbol});
+  };
   for (size_t i = 0; i < c.graphs.size(); ++i) {
-    const std::string& folder = c.graphs[i].folder;
-    // CUDA kernels are separate modules: PTX, or their LLVM IR as generated, one after another
-    // (the tuned kernels under --max-autotune, which compiles through c.compiled).
-    const bool cuda_kernels = c.opts.device == DeviceKind::Cuda && (emit == "ptx" || emit == "llvm");
-    const char* comment = emit == "ptx" ? "// " : "; ";
-    if (cuda_kernels && c.ptx.empty()) {
-      for (const GeneratedKernel& k : c.compiled.at(i)->kernels())
-        out += comment + ("===== fxc kernel " + folder + "/" + k.name + " =====\n") +
-               (emit == "ptx" ? k.ptx : k.ll);
-    } else if (cuda_kernels) {
-      for (const PtxKernelInfo& k : c.ptx.at(i)->kernels)
-        out += comment + ("===== fxc kernel " + folder + "/" + k.name + " =====\n") +
-               (emit == "ptx" ? k.ptx : k.ll);
-    } else if (emit == "llvm") {
-      out += "; ===== fxc graph " + folder + " =====\n" + c.compiled.at(i)->llvm_module(false);
-    } else if (emit == "cpp") {
-      out += c.compiled.at(i)->output_code();
+    // CUDA --emit=ptx compiles through c.ptx; --max-autotune (tuned kernels), like the CPU,
+    // through c.compiled.
+    if (cuda && !c.ptx.empty()) {
+      for (const PtxKernelInfo& k : c.ptx.at(i)->kernels) add(c.graphs[i], k.name, k.ll);
     } else {
-      out += c.compiled.at(i)->object_code();
+      for (const GeneratedKernel& k : c.compiled.at(i)->kernels()) add(c.graphs[i], k.name, k.ll);
     }
   }
+  if (kernels.empty())
+    throw Error(c.opts.input, "--emit=" + emit + ": the graph compiled to no kernels");
+  PassTimer t("emit: one module");
+  if (emit == "obj") return emit_kernels_object(kernels);
+  if (cuda) return out + link_ptx_kernels(kernels, c.opts.cuda_arch, InductorOptions().libdevice,
+                                          emit == "ptx");
+  return out + link_kernels_ll(kernels, false);
+#else
+  throw Error(c.opts.input, "--emit=" + emit + ": this fxc is built without code generation");
 #endif
-  if (out.empty()) throw Error(c.opts.input, "--emit=" + emit + ": the graph compiled to no kernels");
-  return out;
 }
 
 // FXC_REPRO_LEVEL with the meanings of TORCHDYNAMO_REPRO_LEVEL: 1 writes the failing graph as a

@@ -4,11 +4,15 @@
 #include "driver/cache.h"
 #include "driver/driver.h"
 #include "runtime/cuda_driver.h"
+#ifdef FXC_HAVE_CODEGEN
+#include "codegen/llvm_codegen.h"
+#endif
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -191,6 +195,25 @@ std::string explain_extras(const CLI::App& app, const std::vector<std::string>& 
       return "unexpected argument '" + args[i] + "': fxc compiles one graph per invocation" +
              (input.empty() ? "" : " (the graph is '" + input + "')");
   return "unexpected arguments";
+// --cuda-arch: one of the processors LLVM's NVPTX back end knows, checked before anything
+// compiles (LLVM would warn from every worker thread and write `.target <arch>`). Without LLVM,
+// the form fxc's CUDA code understands: sm_<number>, optionally with the suffix a. Returns the
+// error message, or "" for a valid value.
+std::string cuda_arch_error(const std::string& arch) {
+#ifdef FXC_HAVE_CODEGEN
+  std::vector<std::string> known = nvptx_processors();
+  if (std::find(known.begin(), known.end(), arch) != known.end()) return "";
+  std::string list;
+  for (const std::string& a : known) list += (list.empty() ? "" : ", ") + a;
+  return "invalid value '" + arch + "' for '--cuda-arch'; valid values: " + list;
+#else
+  size_t end = arch.size() - (arch.size() > 3 && arch.back() == 'a' ? 1 : 0);
+  bool ok = arch.rfind("sm_", 0) == 0 && end > 3 &&
+            std::all_of(arch.begin() + 3, arch.begin() + long(end),
+                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return ok ? "" : "invalid value '" + arch + "' for '--cuda-arch'; valid values: sm_<number>, " +
+                       "optionally with the suffix a (sm_90, sm_90a)";
+#endif
 }
 
 } // namespace
@@ -386,6 +409,8 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
     return usage_error(args, std::string("FXC_CACHE_MAX_SIZE: invalid size '") + env + "': " +
                                  kCacheSizeSyntax);
   }
+  if (std::string e = app.count("--cuda-arch") ? cuda_arch_error(o->cuda_arch) : ""; !e.empty())
+    return usage_error(args, e);
   if (o->input.empty() && o->log.find("help") == std::string::npos) {
     return usage_error(args, "no input graph");
   }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Cross-compilation for CUDA on a machine without a GPU: every fixture (both exports, inference
 # and train) compiles with --device=cuda --emit=ptx, and every kernel's PTX assembles with
-# ptxas -arch=sm_90 (none spilling under a register bound fxc set); FileCheck on the PTX of the
-# kernel kinds (test/golden/ptx_*.check); and --emit=llvm for cuda writes the kernels' LLVM IR.
+# ptxas -arch=sm_90 (none spilling under a register bound fxc set), and so does the -o file whole
+# (one module); FileCheck on the PTX of the kernel kinds (test/golden/ptx_*.check); and
+# --emit=llvm for cuda writes the kernels' LLVM IR as one module.
 # Usage: ptx.sh <fxc>
 set -u
 fxc=$1
@@ -92,16 +93,16 @@ if emit_ptx convnet.f32 "$d" "$src/bench/models/convnet.f32.fxg"; then
     ok "FileCheck convnet.f32 PTX: a thread per short row (SHORTROW)"
   else bad "FileCheck convnet.f32 PTX: a thread per short row (SHORTROW)"; fi
 fi
-# --emit=llvm for cuda: each kernel's LLVM IR (as generated, before libdevice), one module after
-# another, as many as --emit=ptx writes PTX modules.
+# --emit=llvm for cuda: the kernels' LLVM IR (as generated, before libdevice) in one module,
+# after a line per kernel, as many as --emit=ptx lists.
 check "cuda --emit=llvm" 0 "$fxc" --device=cuda --emit=llvm -o "$tmp/mlp.ll" "$fx/mlp.pt2"
 has "cuda --emit=llvm: kernel separators" "$tmp/mlp.ll" "; ===== fxc kernel mlp__0_inference_0.0/"
 has "cuda --emit=llvm: NVPTX modules" "$tmp/mlp.ll" 'target triple = "nvptx64-nvidia-cuda"'
 check "cuda --emit=ptx of the same graph" 0 "$fxc" --device=cuda --emit=ptx -o "$tmp/mlp.ptx" \
   "$fx/mlp.pt2"
 nll=$(grep -c "^; ===== fxc kernel" "$tmp/mlp.ll"); nptx=$(grep -c "^// ===== fxc kernel" "$tmp/mlp.ptx")
-[ "$nll" -ge 1 ] && [ "$nll" -eq "$nptx" ] && ok "cuda --emit=llvm: $nll modules, as many as PTX" ||
-  bad "cuda --emit=llvm: $nll LLVM modules, $nptx PTX modules"
+[ "$nll" -ge 1 ] && [ "$nll" -eq "$nptx" ] && ok "cuda --emit=llvm: $nll kernels, as many as PTX" ||
+  bad "cuda --emit=llvm: $nll LLVM kernels, $nptx PTX kernels"
 # --trace of a CUDA compile: the kernels' code generation runs on every hardware thread; spans
 # of another thread than the driver's are on a track of their own (3, 4, ...) with a name.
 check "cuda --trace" 0 "$fxc" --device=cuda --emit=ptx --trace="$tmp/t.json" -o "$tmp/n.ptx" \
@@ -118,5 +119,40 @@ assert all(t == 1 or named.get(t, "").startswith("compile passes (worker ") for 
 per_kernel = [e for e in spans if e["name"] == "NVPTX back end (PTX)"]
 assert per_kernel, "no per-kernel codegen spans"
 PY
+# -o is ONE PTX module holding every kernel of every graph (what ptxas, cuModuleLoadData and
+# cuobjdump take): the whole file of every fixture above assembles with ptxas -arch=sm_90, once
+# .version, and an .entry for every kernel its "// ===== fxc kernel" lines list (a kernel a
+# forward kernel's name has is renamed: "(symbol <name>_backward)"; berttiny's backward has one).
+emit_ptx "berttiny train" "$tmp/berttiny-train" --mode=train "$fx/berttiny.pt2" &&
+  has "berttiny train: a renamed kernel" "$tmp/berttiny-train.ptx" "_backward) ====="
+for f in $(ls "$tmp"/*-inference.ptx "$tmp"/*-train.ptx 2>/dev/null | sort); do
+  label=$(basename "$f" .ptx)
+  if "$ptxas" -arch=sm_90 "$f" -o "$tmp/whole.cubin" >"$tmp/err" 2>&1; then
+    ok "$label: the -o file assembles whole (ptxas)"
+  else bad "$label: ptxas rejects the -o file" "$(head -5 "$tmp/err")"; fi
+  [ "$(grep -c '^\.version' "$f")" -eq 1 ] || bad "$label: $(grep -c '^\.version' "$f") .version lines"
+  sed -n 's/^\/\/ ===== fxc kernel [^/]*\/\([^ ]*\)\( (symbol \([^)]*\))\)\{0,1\} =====$/\1 \3/p' "$f" |
+    awk '{ print $2 != "" ? $2 : $1 }' | sort >"$tmp/listed"
+  sed -n 's/^\.visible \.entry \([A-Za-z0-9_$]*\)(.*/\1/p' "$f" | sort >"$tmp/entries"
+  nk=$(find "$tmp/$label" -path '*/kernels/*.ptx' | wc -l)
+  if [ -s "$tmp/listed" ] && cmp -s "$tmp/listed" "$tmp/entries" && [ "$(wc -l <"$tmp/listed")" -eq "$nk" ]; then
+    ok "$label: one .entry per kernel ($nk)"
+  else bad "$label: kernels listed, entries and per-kernel files differ ($nk files)" \
+    "$(diff "$tmp/listed" "$tmp/entries")"; fi
+done
+ls "$tmp"/*-train.ptx >/dev/null 2>&1 || bad "no train-mode -o file was written"
+# The same file twice: byte-identical.
+"$fxc" --device=cuda --mode=train --emit=ptx -o "$tmp/again.ptx" "$fx/block.pt2" &&
+  same "cuda --emit=ptx -o is deterministic" "$tmp/block-train.ptx" "$tmp/again.ptx"
+# --emit=llvm for cuda -o: one module (as generated, before libdevice) that llvm-as-19 takes.
+llvm_as=$(command -v llvm-as-19 || command -v llvm-as || true)
+for mode in inference train; do
+  check "cuda --emit=llvm block $mode" 0 "$fxc" --device=cuda --mode=$mode --emit=llvm \
+    -o "$tmp/block-$mode.ll" "$fx/block.pt2"
+  if [ -z "$llvm_as" ]; then echo "SKIP llvm-as-19 not found (install llvm-19-tools): cuda --emit=llvm block $mode not assembled"
+  elif "$llvm_as" "$tmp/block-$mode.ll" -o "$tmp/block-$mode.bc" 2>"$tmp/as"; then
+    ok "llvm-as-19 takes cuda --emit=llvm block $mode whole"
+  else bad "llvm-as-19 rejects cuda --emit=llvm block $mode" "$(cat "$tmp/as")"; fi
+done
 echo "$kernels kernels checked with ptxas"
 exit $fail

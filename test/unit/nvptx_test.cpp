@@ -4,6 +4,7 @@
 #include "aot_testing.h"
 #include "codegen/inductor.h"
 #include "codegen/llvm_codegen.h"
+#include "frontend/diag.h"
 #include "passes/fuse.h"
 #include "passes/lower.h"
 #include "runtime/tensor.h"
@@ -624,4 +625,41 @@ TEST_CASE("nvptx: PTX of the short-row form") {
   REQUIRE(odd.kernels.size() == 1);
   CHECK(odd.kernels[0].rows == 256);
   CHECK(odd.kernels[0].grid == (40000 + 255) / 256);
+}
+
+TEST_CASE("nvptx: one module of several kernels; unknown architectures and link errors throw") {
+  std::vector<std::string> known = nvptx_processors();
+  auto at = [&](const std::string& a) { return std::find(known.begin(), known.end(), a) - known.begin(); };
+  REQUIRE(at("sm_90") < int64_t(known.size()));
+  CHECK(at("sm_80") < at("sm_90"));
+  CHECK(at("sm_90") < at("sm_90a"));
+  CHECK(at("banana") == int64_t(known.size()));
+  if (!std::ifstream(kLibdevice)) {
+    MESSAGE("libdevice not installed; PTX generation not exercised");
+    return;
+  }
+  LoopProgram p = lower(decompose(row_graph(DType::F32, 64, 1024, "softmax").g));
+  Schedule s = fuse(p);
+  REQUIRE(s.kernels.size() == 1);
+  // Checked before any kernel compiles (LLVM would only warn, from every worker thread).
+  CHECK_THROWS_WITH_AS(generate_ptx(p, s, "banana", kLibdevice),
+                       doctest::Contains("unknown CUDA architecture 'banana'"), Error);
+  PtxKernel k = generate_ptx(p, s, "sm_90", kLibdevice).at(0);
+  REQUIRE(count(k.ll, "__nv_expf") >= 1);
+  // The same kernel twice, the second renamed: one module, libdevice's expf in it once.
+  std::string ptx = link_ptx_kernels({{k.name, k.ll, ""}, {k.name, k.ll, k.name + "_again"}},
+                                     "sm_90", kLibdevice, true);
+  CHECK(count(ptx, ".version") == 1);
+  CHECK(count(ptx, ".visible .entry " + k.name + "(") == 1);
+  CHECK(count(ptx, ".visible .entry " + k.name + "_again(") == 1);
+  CHECK(count(ptx, "func_retval0) __nv_expf(") <= 1);
+  std::string ll = link_ptx_kernels({{k.name, k.ll, ""}, {k.name, k.ll, k.name + "_again"}},
+                                    "sm_90", kLibdevice, false);
+  CHECK(count(ll, "define ") == 2);
+  CHECK(count(ll, "declare float @__nv_expf") == 1);
+  // Twice under one name: LLVM's linker reports it through the context's diagnostics, an
+  // fxc::Error (its default handler would print and exit the process).
+  CHECK_THROWS_WITH_AS(link_ptx_kernels({{k.name, k.ll, ""}, {k.name, k.ll, ""}}, "sm_90",
+                                        kLibdevice, true),
+                       doctest::Contains("symbol multiply defined"), Error);
 }
