@@ -7,6 +7,7 @@
 #include "codegen/host_cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "frontend/diag.h"
+#include "frontend/log.h"
 #include "frontend/pass_timer.h"
 #include "passes/fuse.h"
 #include "passes/lower.h"
@@ -136,6 +137,86 @@ PlanView contiguous_view(const MemoryPlan& mp, const LoopProgram& p, int id) {
   return view_of(mp, b, id, b.sizes, contiguous_strides(b.sizes), 0);
 }
 
+// "buf3 (addmm, relu)": a buffer and the graph nodes it computes.
+std::string buffer_label(const Buffer& b) {
+  std::string s = b.name;
+  for (size_t i = 0; i < b.origins.size(); ++i) s += (i ? ", " : " (") + b.origins[i];
+  return b.origins.empty() ? s : s + ")";
+}
+
+// What runs an extern step, and why it is not generated code.
+std::string extern_reason(const LoopProgram& p, const Buffer& b, bool cuda) {
+  const ExternCall& c = b.call;
+  switch (c.kind) {
+  case ExternCall::Kind::Gemm: {
+    std::string s = cuda ? "cuBLASLt matmul" : "BLAS matmul (cblas_sgemm/dgemm of the BLAS found "
+                                                "at run time, else the reference loop)";
+    if (c.epilogue != GemmEpilogue::None)
+      s += std::string(" with the ") + gemm_epilogue_name(c.epilogue) + " epilogue";
+    s += ": matmuls always run on the library";
+    for (const std::string& origin : b.origins)
+      for (const std::string& l : p.log)
+        if (l.rfind("im2col: node '" + origin + "'", 0) == 0) s += "; " + l.substr(l.find("): ") + 3);
+    return s;
+  }
+  case ExternCall::Kind::Conv:
+    return "cuDNN convolution: 2-D convolutions run on cuDNN when it is found";
+  case ExternCall::Kind::Fallback:
+    break;
+  }
+  return "the reference kernel (fallback): " + c.reason;
+}
+
+// --log=inductor: what lowering, fusion and the plan made of graph `name`. INFO: buffer, kernel
+// and extern counts (and the planned peak when there is a memory plan, peak >= 0). DEBUG: why
+// each kernel did not take in the node scheduled just before it, and every extern step with
+// what runs it and why.
+void log_inductor(const std::string& name, const Graph& g, const LoopProgram& p,
+                  const Schedule& s, bool cuda, int64_t peak) {
+  if (!log_enabled(Component::Inductor, Level::Info)) return;
+  int pointwise = 0, reductions = 0, extern_buffers = 0;
+  for (const Buffer& b : p.buffers) {
+    pointwise += b.kind == Buffer::Kind::Pointwise;
+    reductions += b.kind == Buffer::Kind::Reduction;
+    extern_buffers += b.kind == Buffer::Kind::Extern;
+  }
+  int reduction_kernels = 0;
+  for (const Kernel& k : s.kernels) {
+    bool r = false;
+    for (const KernelMember& m : k.members) r = r || m.role == MemberRole::Reduce;
+    reduction_kernels += r;
+  }
+  int gemm = 0, conv = 0, fallback = 0;
+  std::string externs;
+  for (const ScheduleItem& item : s.items) {
+    if (item.is_kernel) continue;
+    const Buffer& b = p.buffers[size_t(item.index)];
+    gemm += b.call.kind == ExternCall::Kind::Gemm;
+    conv += b.call.kind == ExternCall::Kind::Conv;
+    fallback += b.call.kind == ExternCall::Kind::Fallback;
+    externs += "\n" + name + ": extern " + buffer_label(b) + " = " + b.call.op + ": " +
+               extern_reason(p, b, cuda);
+  }
+  log_message(Component::Inductor, Level::Info,
+              name + ": lowered " + std::to_string(g.nodes.size()) + " nodes to " +
+                  std::to_string(pointwise + reductions + extern_buffers) + " buffers (" +
+                  std::to_string(pointwise) + " pointwise, " + std::to_string(reductions) +
+                  " reductions, " + std::to_string(extern_buffers) + " extern calls)");
+  log_message(Component::Inductor, Level::Info,
+              name + ": " + std::to_string(s.kernels.size()) + " kernels (" +
+                  std::to_string(int(s.kernels.size()) - reduction_kernels) + " pointwise, " +
+                  std::to_string(reduction_kernels) + " with a reduction), " +
+                  std::to_string(gemm + conv + fallback) + " extern calls (" +
+                  std::to_string(gemm) + " matmul, " + std::to_string(conv) + " convolution, " +
+                  std::to_string(fallback) + " fallback)" +
+                  (peak >= 0 ? ", planned peak " + std::to_string(peak) + " bytes" : ""));
+  if (!log_enabled(Component::Inductor, Level::Debug)) return;
+  std::string text;
+  for (const std::string& u : s.unfused) text += "\n" + name + ": " + u;
+  text += externs;
+  if (!text.empty()) log_message(Component::Inductor, Level::Debug, text.substr(1));
+}
+
 } // namespace
 
 PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts,
@@ -155,6 +236,7 @@ PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts,
   out.ir_post_fusion = print_schedule(p, s);
   for (auto& l : p.log) out.fusion_log += l + "\n";
   out.fusion_log += s.log;
+  log_inductor(opts.log_name.empty() ? g.name : opts.log_name, g, p, s, true, -1);
   PassTimer codegen("codegen (PTX)");
   for (PtxKernel& k : generate_ptx(p, s, arch, libdevice))
     out.kernels.push_back({k.name, std::move(k.ll), std::move(k.ptx),
@@ -198,6 +280,7 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
   for (auto& l : p.log) impl->log += l + "\n";
   impl->log += s.log + mp.log;
   impl->peak = mp.peak_bytes;
+  log_inductor(opts.log_name.empty() ? g.name : opts.log_name, g, p, s, opts.cuda, mp.peak_bytes);
   impl->pool = std::make_unique<ThreadPool>(opts.num_threads);
   std::map<std::string, PtxKernel> ptx;
   if (opts.cuda) {

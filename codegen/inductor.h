@@ -49,6 +49,9 @@ struct InductorOptions {
   bool max_autotune = false;
   std::string autotune_dir;
   std::string cuda_arch = "sm_90";
+  /// The graph's name in --log=inductor lines (the driver passes its debug-trace folder,
+  /// "mlp__0_forward_1.0"); empty: the graph's own name.
+  std::string log_name;
   std::string libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
 };
 

@@ -391,13 +391,13 @@ std::string code_target(const Options& o) {
 CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
                                    const std::vector<std::string>& external_files,
                                    bool debug_trace) {
-  CompileCacheUse u{CompileCache(cache_directory(o), cache_max_size(o)), "", true};
+  CompileCacheUse u{CompileCache(cache_directory(o), cache_max_size(o)), "", true, ""};
   if (!u.cache.enabled()) return u;
   try {
     fxc_binary_digest();
   } catch (const Error& e) {
     warn(std::string(e.what()) + "; the compile cache is off");
-    return {CompileCache(""), "", false};
+    return {CompileCache(""), "", false, ""};
   }
   CacheKeyBuilder k = compile_cache_key(o, "fxo", code_target(o), g, external_files);
   u.key = k.key();
@@ -415,12 +415,26 @@ CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
     if (asked.empty() && log.enabled(a)) asked = "--log=" + std::string(artifact_name(a));
   if (asked.empty() && o.max_autotune && log.enabled(Component::Autotune, Level::Info))
     asked = "--log=autotune";
+  for (Component c : {Component::Aot, Component::Inductor})
+    if (asked.empty() && log.enabled(c, Level::Info))
+      asked = "--log=" + std::string(component_name(c));
   if (!asked.empty()) {
     u.lookup = false;
+    u.no_lookup_reason = asked + " needs the compile to run";
     log.log(Component::Cache, Level::Info,
             "not looking up " + u.key + ": " + asked + " needs the compile to run");
   }
   return u;
+}
+
+void log_cache_decision(const CompileCacheUse& u, bool hit) {
+  if (!log_enabled(Component::Driver, Level::Info)) return;
+  std::string what = !u.cache.enabled() ? "compile cache off (--no-cache, or no cache directory)"
+                     : !u.lookup        ? "compile cache not looked up (" + u.no_lookup_reason + ")"
+                     : hit              ? "compile cache hit " + u.key
+                                        : "compile cache miss " + u.key;
+  log_message(Component::Driver, Level::Info,
+              what + (hit ? ": the stages are skipped" : ": running the stages"));
 }
 
 std::string cache_directory(const Options& o) {

@@ -158,6 +158,7 @@ struct CompileCacheUse {
   /// or compile-time logs such as output_code): a hit would skip the compile that writes it.
   /// Stores still happen.
   bool lookup = true;
+  std::string no_lookup_reason; ///< why lookup is false ("--log=output_code needs ...")
 };
 
 /// Opens the cache `o` selects for compiling `g` (imported from o.input, with
@@ -165,5 +166,8 @@ struct CompileCacheUse {
 CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
                                    const std::vector<std::string>& external_files,
                                    bool debug_trace);
+
+/// --log=driver: whether this compile came from the cache (`hit`) or runs the stages, and why.
+void log_cache_decision(const CompileCacheUse& u, bool hit);
 
 } // namespace fxc

@@ -3,12 +3,14 @@
 
 #include "driver/driver.h"
 #include "driver/tensor_io.h"
+#include "frontend/log.h"
 #include "frontend/safetensors.h"
 
 #include "runtime/compare.h"
 
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 
 namespace fxc {
 
@@ -50,9 +52,10 @@ CheckReport check_expected(const NamedTensors& results,
       rep.text += key + ": missing: the run produced no such " + (is_grad ? "gradient" : "output") + "\n";
       continue;
     }
-    CompareOptions co;
+    CompareOptions co; // torch.testing.assert_close's criterion, equal_nan=False included
     co.rtol = rtol;
     co.atol = atol;
+    co.equal_nan = false;
     CompareResult r = compare_tensors(*actual, Tensor::from_weight(w), co);
     if (r.ok) {
       rep.text += key + ": ok " + format_meta(actual->meta()) +
@@ -60,13 +63,18 @@ CheckReport check_expected(const NamedTensors& results,
       continue;
     }
     rep.ok = false;
-    rep.text += key + ": MISMATCH " + r.message;
-    if (!r.worst_index.empty() || r.numel == 1)
-      rep.text += fmt("; max abs error %.6g, max rel error %.6g", r.max_abs_error, r.max_rel_error) +
-                  ", worst element " + format_index(r.worst_index) +
-                  fmt(": got %.9g, expected %.9g", r.worst_actual, r.worst_expected) + ", " +
-                  std::to_string(r.mismatches) + " of " + std::to_string(r.numel) + " elements differ";
-    rep.text += "\n";
+    if (r.mismatches == 0) { // a shape or dtype mismatch
+      rep.text += key + ": MISMATCH " + r.message + "\n";
+      continue;
+    }
+    // torch.testing's report (over the mismatched elements only), indented under its header.
+    size_t body = r.message.find("\n\n");
+    rep.text += key + ": MISMATCH " + format_meta(actual->meta()) + ": " +
+                r.message.substr(0, body) + "\n";
+    std::istringstream lines(r.message.substr(body + 2));
+    for (std::string line; std::getline(lines, line);) rep.text += "  " + line + "\n";
+    rep.text += "  At index " + format_index(r.mismatch_abs_index) +
+                fmt(": actual %.9g, expected %.9g\n", r.mismatch_actual, r.mismatch_expected);
   }
   if (checked == 0) {
     rep.ok = false;
@@ -103,10 +111,17 @@ CheckReport check_accuracy(const NamedTensors& results, const std::vector<Tensor
 }
 
 int write_and_expect(const Options& o, const NamedTensors& results, bool train) {
-  if (!o.outputs.empty()) write_named_tensors(o.outputs, results);
+  if (!o.outputs.empty()) {
+    write_named_tensors(o.outputs, results);
+    log_message(Component::Driver, Level::Info,
+                "outputs: wrote " + std::to_string(results.size()) + " tensors to " + o.outputs);
+  }
   if (o.expect.empty()) return 0;
   auto expected = read_safetensors(o.expect);
   CheckReport rep = check_expected(results, expected, o.rtol, o.atol, train);
+  log_message(Component::Driver, Level::Info,
+              "expect: compared with " + o.expect + fmt(" (rtol=%g, atol=%g): ", o.rtol, o.atol) +
+                  (rep.ok ? "match" : "MISMATCH"));
   std::fputs(rep.text.c_str(), check_report_stream(o, rep.ok));
   if (rep.ok) return 0;
   char tol[96];

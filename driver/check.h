@@ -12,7 +12,9 @@ namespace fxc {
 
 struct CheckReport {
   bool ok = true;
-  std::string text; ///< one line per checked tensor; failures say max errors and worst index
+  /// One line per checked tensor; a mismatch adds torch.testing.assert_close's report (over the
+  /// mismatched elements) and the values at its greatest absolute difference.
+  std::string text;
 };
 
 /// Compares every result whose name the file holds as `output_<i>` (and, in train mode,

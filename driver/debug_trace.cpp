@@ -2,6 +2,7 @@
 #include "driver/debug_trace.h"
 
 #include "frontend/diag.h"
+#include "frontend/log.h"
 
 #include <nlohmann/json.hpp>
 
@@ -72,14 +73,16 @@ void DebugTrace::record(const std::string& relpath, const std::string& stage,
 }
 
 void DebugTrace::log(const std::string& stage, const std::string& message, double ms) {
-  if (!enabled()) return;
-  log_ += "[" + stage + "] " + message;
+  bool driver_log = log_enabled(Component::Driver, Level::Info);
+  if (!enabled() && !driver_log) return;
+  std::string time;
   if (ms >= 0) {
     char buf[32];
     std::snprintf(buf, sizeof buf, " (%.3f ms)", ms);
-    log_ += buf;
+    time = buf;
   }
-  log_ += "\n";
+  if (driver_log) log_message(Component::Driver, Level::Info, stage + ": " + message + time);
+  if (enabled()) log_ += "[" + stage + "] " + message + time + "\n";
 }
 
 void DebugTrace::finish() {

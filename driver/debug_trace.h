@@ -27,6 +27,7 @@ public:
   /// index; an empty or missing file is an error (fxc::Error).
   void record(const std::string& relpath, const std::string& stage, const std::string& graph = {});
   /// Appends a line to fxc/debug.log: "[<stage>] <message>" (+ " (<ms> ms)" when ms >= 0).
+  /// Also logged, trace or not, as "[fxc:driver] info: <stage>: <message> (<ms> ms)".
   void log(const std::string& stage, const std::string& message, double ms = -1);
   /// Writes fxc/debug.log and index.json (every file with stage, graph, size and hash).
   void finish();

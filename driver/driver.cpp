@@ -237,6 +237,9 @@ void write_dependencies(const Options& o, const std::vector<std::string>& extern
 
 void write_text(const std::string& path, const std::string& text) {
   write_file_bytes(path, text, "cannot write output file");
+  log_message(Component::Driver, Level::Info,
+              "wrote " + (path.empty() ? std::string("standard output") : path) + " (" +
+                  std::to_string(text.size()) + " bytes)");
 }
 
 // The guards the compiled graph assumes of its inputs, and whether this run's inputs pass them.
@@ -466,7 +469,13 @@ int drive(const Options& given, TracedRun& traced) {
     if (!o.inputs.empty()) specialize_to_inputs(c.source, load_inputs(c.source, o));
     CompileCacheUse cu = open_compile_cache(o, c.source, external_files, trace.enabled());
     // A hit copies the entry's bytes into the output file without reading them into memory.
-    if (!cu.lookup || !cu.cache.write_hit(cu.key, output_file(o))) {
+    bool hit = cu.lookup && cu.cache.write_hit(cu.key, output_file(o));
+    log_cache_decision(cu, hit);
+    if (hit)
+      log_message(Component::Driver, Level::Info,
+                  "wrote " + (output_file(o).empty() ? "standard output" : output_file(o)) +
+                      " from the cache");
+    if (!hit) {
       run_pipeline(c);
       std::string bytes = serialize_artifact(make_artifact(c));
       if (cu.cache.enabled()) cu.cache.store(cu.key, bytes);
@@ -501,10 +510,11 @@ int drive(const Options& given, TracedRun& traced) {
   // --run with inductor goes through the compile cache: a hit runs the cached artifact.
   bool cached_run = o.backend == Backend::Inductor && !o.bench;
   CompileCacheUse cu = cached_run ? open_compile_cache(o, c.source, external_files, trace.enabled())
-                                  : CompileCacheUse{CompileCache(""), "", false};
+                                  : CompileCacheUse{CompileCache(""), "", false, ""};
   if (cu.cache.enabled() && cu.lookup)
     if (std::optional<std::string> bytes = cu.cache.lookup(cu.key))
       c.executable = std::make_unique<LoadedExecutable>(*bytes, cu.cache.entry_path(cu.key));
+  if (cached_run) log_cache_decision(cu, c.executable != nullptr);
   if (!c.executable) {
     run_pipeline(c);
     if (cu.cache.enabled()) cu.cache.store(cu.key, serialize_artifact(make_artifact(c)));

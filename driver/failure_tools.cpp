@@ -107,7 +107,8 @@ std::string fmt_err(double v) {
 }
 
 // Compares `results` with the references; returns "" when everything matches, else the first
-// mismatch ("output_0: max abs error 1 at (0, 3)").
+// mismatch ("output_0: max abs error 1 at (0, 3)": the greatest difference among the elements
+// out of tolerance, as torch.testing reports it).
 std::string first_mismatch(const Options& o, const NamedTensors& results,
                            const NamedTensors& ref_outputs, const NamedTensors* ref_grads) {
   for (const auto& [name, t] : results) {
@@ -119,8 +120,8 @@ std::string first_mismatch(const Options& o, const NamedTensors& results,
     co.atol = grad ? std::max(o.atol, 1e-4) : o.atol;
     CompareResult r = compare_tensors(t, *ref, co);
     if (!r.ok)
-      return name + ": max abs error " + fmt_err(r.max_abs_error) + " at " + format_index(r.worst_index) +
-             (r.worst_index.empty() ? " " + r.message : "");
+      return name + ": max abs error " + fmt_err(r.mismatch_abs) + " at " +
+             format_index(r.mismatch_abs_index) + (r.mismatches == 0 ? " " + r.message : "");
   }
   for (const auto& [name, t] : ref_outputs)
     if (!find(results, name)) return name + ": missing";
@@ -168,8 +169,8 @@ std::string first_diverging_node(const Options& base, Backend backend, const Gra
         co.atol = o.atol;
         CompareResult r = compare_tensors(*got, eager_values[k], co);
         if (!r.ok)
-          return describe(i, "max abs error " + fmt_err(r.max_abs_error) + " at " +
-                                 format_index(r.worst_index));
+          return describe(i, "max abs error " + fmt_err(r.mismatch_abs) + " at " +
+                                 format_index(r.mismatch_abs_index));
       }
     }
     return "";

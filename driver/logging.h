@@ -11,7 +11,12 @@
 // "[fxc:<component>] <level>: <message>" for component logs; multi-line text gets the
 // prefix on every line. Output goes to stderr, or appended to the file named by
 // FXC_LOGS_OUT. Covered by test/unit/logging_test.cpp.
+//
+// The frontend, the passes and code generation log through frontend/log.h (log_enabled,
+// log_message); configure_process_logger() routes those messages to process_logger().
 #pragma once
+
+#include "frontend/log.h"
 
 #include <array>
 #include <cstdint>
@@ -24,11 +29,6 @@
 #include <string_view>
 
 namespace fxc {
-
-enum class Component : uint8_t { Frontend, Aot, Inductor, Cache, Driver, Autotune };
-constexpr size_t kNumComponents = 6;
-
-enum class Level : uint8_t { Debug, Info, Warning, Error };
 
 enum class Artifact : uint8_t {
   GraphBreaks,
@@ -107,7 +107,7 @@ private:
 Logger& process_logger();
 
 /// The driver's one call: configures process_logger() from FXC_LOGS, `flag_spec` (--log) and
-/// FXC_LOGS_OUT. Returns -1 to go on; 0 after printing log_help_text() to `out` (help was
+/// FXC_LOGS_OUT, and installs it as the sink of frontend/log.h's component logs. Returns -1 to go on; 0 after printing log_help_text() to `out` (help was
 /// asked for); 2 after printing "fxc: error: <message>" to `err` (a usage error).
 int configure_process_logger(std::string_view flag_spec, std::ostream& out, std::ostream& err);
 

@@ -181,6 +181,7 @@ void stage_inductor_cuda(Compilation& c) {
   for (const StageGraph& sg : c.graphs) {
     InductorOptions io;
     io.inject_bug = c.opts.inject_bug;
+    io.log_name = sg.folder;
     auto prog = std::make_shared<PtxProgram>(compile_inductor_ptx(sg.graph, io, c.opts.cuda_arch));
     std::string dir = "inductor/" + sg.folder + "/";
     c.trace.write(dir + "ir_pre_fusion.txt", prog->ir_pre_fusion, "inductor", sg.folder);
@@ -217,6 +218,7 @@ void stage_inductor(Compilation& c) {
   for (const StageGraph& sg : c.graphs) {
     InductorOptions io;
     io.inject_bug = c.opts.inject_bug;
+    io.log_name = sg.folder;
     io.cuda = cuda;
     io.load_cuda = needs_execution(c.opts);
     io.cuda_arch = c.opts.cuda_arch;
@@ -309,6 +311,15 @@ void run_pipeline(Compilation& c) {
   if (n > available)
     throw Error(c.opts.input, std::string("backend '") + backend_name(c.opts.backend) +
                                   "' is not available: this fxc was built without LLVM");
+  if (log_enabled(Component::Driver, Level::Info)) {
+    std::string stages;
+    for (int i = 0; i < n; ++i) stages += (i ? ", " : "") + std::string(kStages[i].name);
+    log_message(Component::Driver, Level::Info,
+                std::string("pipeline: backend ") + backend_name(c.opts.backend) + " runs " +
+                    stages + " (" + (c.opts.mode == Mode::Train ? "train" : "inference") +
+                    " mode, device " + (c.opts.device == DeviceKind::Cuda ? "cuda" : "cpu") +
+                    ")");
+  }
   for (int i = 0; i < n; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     PassTimer timer(kStages[i].name);

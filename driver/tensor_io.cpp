@@ -2,6 +2,7 @@
 #include "driver/tensor_io.h"
 
 #include "frontend/diag.h"
+#include "frontend/log.h"
 #include "frontend/random.h"
 #include "frontend/safetensors.h"
 
@@ -48,10 +49,13 @@ std::vector<Tensor> load_inputs(const Graph& g, const Options& o) {
 }
 
 // User inputs from --inputs (by input_<i> or by the input's name), else seeded random.
-std::vector<Tensor> load_inputs(const std::vector<InputGuard>& specs, const Options& o) {
+std::vector<Tensor> load_inputs(const std::vector<InputGuard>& specs, const Options& o,
+                                bool check_meta) {
   std::vector<Tensor> inputs;
   std::map<std::string, WeightData> file;
   if (!o.inputs.empty()) file = read_safetensors(o.inputs);
+  std::string detail; // --log=+driver: where each input came from
+  const bool debug = log_enabled(Component::Driver, Level::Debug);
   int k = 0;
   for (const InputGuard& in : specs) {
     const TensorMeta& m = in.meta;
@@ -65,17 +69,26 @@ std::vector<Tensor> load_inputs(const std::vector<InputGuard>& specs, const Opti
         throw Error(o.inputs, "no tensor '" + key + "' or '" + in.name + "' for graph input '" +
                                   in.name + "'");
       Tensor t = Tensor::from_weight(it->second);
-      if (t.dtype() != m.dtype || t.dim() != m.dim())
+      if (check_meta && (t.dtype() != m.dtype || t.dim() != m.dim()))
         throw Error(o.inputs, "input '" + in.name + "': expected " + format_meta(m) + ", got " +
                                   format_meta(t.meta()));
+      if (debug) detail += "\n  " + key + " '" + in.name + "': " + format_meta(t.meta()) + " from key '" +
+                it->first + "'";
       inputs.push_back(t);
       continue;
     }
     Tensor t = Tensor::empty(m.dtype, m.sizes);
     fill_random(m.dtype, size_t(t.numel()), seed, t.raw_data(), 0,
                 in.int_bound > 0 ? in.int_bound : 2);
+    if (debug) detail += "\n  " + key + " '" + in.name + "': " + format_meta(t.meta()) + " random, seed " +
+              std::to_string(seed);
     inputs.push_back(t);
   }
+  log_message(Component::Driver, Level::Info,
+              "inputs: " + std::to_string(inputs.size()) +
+                  (o.inputs.empty() ? " seeded random (--seed=" + std::to_string(o.seed) + ")"
+                                    : " from " + o.inputs));
+  if (!detail.empty()) log_message(Component::Driver, Level::Debug, "inputs:" + detail);
   return inputs;
 }
 

@@ -18,8 +18,10 @@ namespace fxc {
 /// recompiles for them, see specialize_to_inputs).
 std::vector<Tensor> load_inputs(const Graph& g, const Options& o);
 /// load_inputs() for inputs described by guards (an .fxo's inputs; int_bound for random
-/// integers).
-std::vector<Tensor> load_inputs(const std::vector<InputGuard>& inputs, const Options& o);
+/// integers). With `check_meta` false a file's tensors are taken whatever their dtype and rank:
+/// the artifact's guards then judge them (a wrong dtype is a guard failure, not a bad file).
+std::vector<Tensor> load_inputs(const std::vector<InputGuard>& inputs, const Options& o,
+                                bool check_meta = true);
 /// The graph's user inputs as guards: dtype, sizes, contiguous strides, host memory, and for
 /// integer inputs that index an embedding the table size (random inputs stay below it).
 std::vector<InputGuard> input_specs(const Graph& g);

@@ -3,6 +3,7 @@
 
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
+#include "frontend/log.h"
 #include "frontend/schema.h"
 #include "passes/aot_ops.h"
 #include "passes/decompose.h"
@@ -1016,6 +1017,14 @@ JointGraph build_joint_graph(const Graph& fw_in) {
       jg.grad_names.push_back("grad.input_" + std::to_string(user_index));
     }
   }
+  if (log_enabled(Component::Aot, Level::Info))
+    log_message(Component::Aot, Level::Info,
+                "joint graph of " + g.name + ": " + std::to_string(g.nodes.size()) + " nodes (" +
+                    std::to_string(num_fw_nodes) + " forward, " +
+                    std::to_string(g.nodes.size() - num_fw_nodes) + " backward), " +
+                    std::to_string(jg.num_primals) + " primals, " +
+                    std::to_string(jg.tangent_output_index.size()) + " tangents, " +
+                    std::to_string(jg.grad_names.size()) + " gradients");
   return jg;
 }
 

@@ -54,20 +54,32 @@ public:
   Schedule run();
 
 private:
-  /// The role of b and the kernel shape if b joins g; false when the shapes do not fit.
-  bool fit(const Group& g, const Buffer& b, MemberRole* role, int64_t* x, int64_t* r) const {
-    int64_t n = b.numel();
-    // Empty buffers (or empty reductions) stay alone: their kernels do no work.
-    if (n == 0 || g.x * g.r == 0 || (b.kind == Buffer::Kind::Reduction && b.rnumel() == 0))
+  /// The role of b and the kernel shape if b joins g; false when the shapes do not fit (with
+  /// the reason in *why when it is given).
+  bool fit(const Group& g, const Buffer& b, MemberRole* role, int64_t* x, int64_t* r,
+           std::string* why = nullptr) const {
+    auto no = [&](const std::string& reason) {
+      if (why) *why = reason;
       return false;
+    };
+    int64_t n = b.numel();
+    std::string space = "x < " + std::to_string(g.x) + ", r < " + std::to_string(g.r);
+    // Empty buffers (or empty reductions) stay alone: their kernels do no work.
+    if (n == 0 || (b.kind == Buffer::Kind::Reduction && b.rnumel() == 0))
+      return no("it is empty (an empty kernel stays alone)");
+    if (g.x * g.r == 0) return no("the group is empty (an empty kernel stays alone)");
     if (b.kind == Buffer::Kind::Reduction) {
       *role = MemberRole::Reduce;
+      std::string mine = std::to_string(n) + " rows of " + std::to_string(b.rnumel());
       if (g.has_reduction) {
         *x = g.x, *r = g.r;
-        return n == g.x && b.rnumel() == g.r;
+        if (n == g.x && b.rnumel() == g.r) return true;
+        return no("its reduction (" + mine + ") differs from the group's (" + space + ")");
       }
       *x = n, *r = b.rnumel();
-      return n * b.rnumel() == g.x * g.r;
+      if (n * b.rnumel() == g.x * g.r) return true;
+      return no("its reduction (" + mine + ") does not cover the group's iteration space (" +
+                space + ")");
     }
     *x = g.x, *r = g.r;
     if (n == g.x * g.r) {
@@ -75,7 +87,35 @@ private:
       return true;
     }
     *role = MemberRole::Outer;
-    return g.has_reduction && n == g.x;
+    if (g.has_reduction && n == g.x) return true;
+    return no("its " + std::to_string(n) + " elements match neither the group's iteration space (" +
+              space + ")" + (g.has_reduction ? " nor its " + std::to_string(g.x) + " rows" : ""));
+  }
+  /// Why buffer b, which starts a new group, did not join group gi (the group scheduled just
+  /// before it): the first of the fuser's conditions it fails.
+  std::string why_not_fused(int gi, const Buffer& b, int lo) const {
+    const Group& g = groups_[gi];
+    if (!opts_.enable) return "fusion is disabled";
+    if (g.is_extern)
+      return "the group is an extern call (" + p_.buffers[g.extern_buffer].call.op +
+             "), and extern calls never fuse";
+    if (gi < lo) return "it reads a buffer computed after the group";
+    MemberRole role;
+    int64_t x, r;
+    std::string why;
+    if (!fit(g, b, &role, &x, &r, &why)) return why;
+    if (!deps_ok(gi, b, role, x, r))
+      return "it reads a member of the group at another row than its own (a kernel computes "
+             "its rows independently)";
+    return "nothing to share: it reads no buffer of the group and no input the group reads";
+  }
+  /// "buf4 (relu_1)": a buffer and the graph nodes it computes.
+  std::string label(int b) const {
+    const Buffer& buf = p_.buffers[b];
+    std::string s = buf.name;
+    for (size_t i = 0; i < buf.origins.size(); ++i)
+      s += (i ? ", " : " (") + buf.origins[i] + (i + 1 == buf.origins.size() ? ")" : "");
+    return s;
   }
   MemberRole role_in(const Group& g, int b) const {
     for (auto& m : g.members)
@@ -198,9 +238,19 @@ Schedule Fuser::run() {
       g.x = last == 0 ? 0 : buf.numel() / last;
       g.members.push_back({b, MemberRole::Inner, true});
     }
+    std::string why;
+    if (!groups_.empty()) {
+      int prev = int(groups_.size()) - 1;
+      const Group& pg = groups_[prev];
+      why = label(b) + " not fused with group " + std::to_string(prev) + " [" +
+            label(pg.is_extern ? pg.extern_buffer : pg.members[0].buffer) +
+            "]: " + why_not_fused(prev, buf, lo);
+      s.unfused.push_back(why);
+    }
     groups_.push_back(g);
     group_of_[b] = int(groups_.size()) - 1;
-    s.log += "new group " + std::to_string(group_of_[b]) + " for " + buf.name + "\n";
+    s.log += "new group " + std::to_string(group_of_[b]) + " for " + buf.name +
+             (why.empty() ? "" : ": " + why) + "\n";
   }
   finish(s);
   return s;

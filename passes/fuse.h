@@ -52,6 +52,10 @@ struct Schedule {
   std::vector<Kernel> kernels;
   std::vector<ScheduleItem> items; ///< execution order
   std::string log;                 ///< fusion decisions, one per line, deterministic
+  /// Each buffer that starts a new kernel while another was scheduled just before it: why it
+  /// did not join that one, e.g. "buf4 (relu_1) not fused with group 2 [buf3 (addmm)]: the
+  /// group is an extern call (addmm), and extern calls never fuse".
+  std::vector<std::string> unfused;
 };
 
 /// Groups the computed buffers of `p` into kernels. Each node joins the earlier kernel that

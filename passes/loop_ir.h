@@ -193,6 +193,7 @@ struct ExternCall {
   std::vector<int> outputs;            ///< buffer ids written (the first is the owning buffer)
   /// Fallback: a one-node graph whose user inputs are `operands` in order, outputs in order.
   std::shared_ptr<const Graph> graph;
+  std::string reason; ///< Fallback: why the node has no generated code ("no lowering", ...)
 };
 
 struct Buffer {

@@ -1652,6 +1652,7 @@ void Lowerer::fallback(int n, const std::string& why) {
   ExternCall c;
   c.kind = ExternCall::Kind::Fallback;
   c.op = nd.target;
+  c.reason = why;
   std::map<ValueId, ValueId> remap;
   Node copy = nd;
   auto map_value = [&](ValueId v) -> ValueId {

@@ -1,6 +1,7 @@
 // Default and min-cut rematerialization partitioners over the joint forward+backward graph.
 #include "passes/partition.h"
 
+#include "frontend/log.h"
 #include "frontend/printer.h"
 #include "frontend/schema.h"
 #include "passes/aot_ops.h"
@@ -315,6 +316,38 @@ std::string_view partition_strategy_name(PartitionStrategy s) {
   return s == PartitionStrategy::Default ? "default" : "min-cut rematerialization";
 }
 
+namespace {
+
+// --log=aot: the partition's sizes, what it saves and recomputes (INFO: counts and bytes;
+// DEBUG: every saved value and recomputed node).
+void log_partition(const AotGraphs& r, PartitionStrategy strategy, const Graph& joint) {
+  if (!log_enabled(Component::Aot, Level::Info)) return;
+  std::string text = std::string(partition_strategy_name(strategy)) + " partition of " +
+                     joint.name + "'s joint graph (" + std::to_string(joint.nodes.size()) +
+                     " nodes): forward " + std::to_string(r.forward.nodes.size()) +
+                     " nodes, backward " + std::to_string(r.backward.nodes.size()) +
+                     " nodes; saves " + std::to_string(r.saved.size()) + " tensors (" +
+                     std::to_string(r.saved_bytes) + " bytes), recomputes " +
+                     std::to_string(r.recomputed.size()) + " nodes in the backward";
+  if (strategy != PartitionStrategy::Default)
+    text += "; the default partition saves " + std::to_string(r.default_saved_values) +
+            " tensors (" + std::to_string(r.default_saved_bytes) + " bytes)";
+  log_message(Component::Aot, Level::Info, text);
+  if (!log_enabled(Component::Aot, Level::Debug)) return;
+  std::string detail;
+  for (const SavedValue& s : r.saved)
+    detail += "saved " + s.name + ": " + format_meta(s.meta) + ", " + std::to_string(s.bytes) +
+              " bytes\n";
+  for (size_t k = 0; k < r.recomputed.size(); ++k)
+    detail += "recomputed " + r.recomputed[k] + " (" + r.recomputed_targets[k] + ")\n";
+  if (!detail.empty()) {
+    detail.pop_back();
+    log_message(Component::Aot, Level::Debug, detail);
+  }
+}
+
+} // namespace
+
 AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
   const Graph& j = jg.graph;
   JointInfo info = analyse(jg);
@@ -399,6 +432,7 @@ AotGraphs partition_joint(const JointGraph& jg, PartitionStrategy strategy) {
     r.backward.outputs.push_back(bmap[size_t(v)]);
   }
 
+  log_partition(r, strategy, j);
   std::ostringstream log;
   log << "===== joint graph =====\n" << print_readable(j);
   log << "\n===== partition (" << partition_strategy_name(strategy) << ") =====\n";

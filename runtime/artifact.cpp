@@ -905,7 +905,8 @@ struct LoadedGraph {
 std::string check_input_guard(size_t i, const InputGuard& g, const TensorMeta& m) {
   std::string who = "input_" + std::to_string(i) + " '" + g.name + "': ";
   if (m.dtype != g.meta.dtype)
-    return who + "dtype guard failed: expected " + format_meta(g.meta) + ", got " + format_meta(m);
+    return who + "dtype guard failed: expected " + std::string(dtype_name(g.meta.dtype)) +
+           ", got " + std::string(dtype_name(m.dtype));
   if (m.sizes != g.meta.sizes)
     return who + "shape guard failed: expected " + format_meta(g.meta) + ", got " + format_meta(m);
   for (size_t d = 0; d < m.sizes.size(); ++d)

@@ -40,7 +40,9 @@ struct InputGuard {
 };
 
 /// Empty when a tensor of meta `t` passes guard `g` (input number `index`), else which guard
-/// failed: "input_0 'x': shape guard failed: expected f32[64, 256], got f32[32, 256]".
+/// failed, checked in this order: "input_0 'x': dtype guard failed: expected f32, got f64",
+/// "... shape guard failed: expected f32[64, 256], got f32[32, 256]" (sizes or rank), then
+/// strides and device.
 std::string check_input_guard(size_t index, const InputGuard& g, const TensorMeta& t);
 
 /// One compiled graph of an artifact: a host plan with named kernels, or a graph for the

@@ -1,8 +1,10 @@
 // Output comparison: elementwise allclose with error statistics, and torch._dynamo's `same`.
 #include "runtime/compare.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace fxc {
@@ -41,6 +43,34 @@ std::string format_index(const std::vector<int64_t>& index) {
   return s + ")";
 }
 
+std::string python_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // The shortest round-trip digits, then Python's layout (float_repr_style "short"): positional
+  // for decimal exponents -4..15, else d.ddde+XX.
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string sci(buf, res.ptr); // "-1.25e-05"
+  size_t epos = sci.find('e');
+  int exp = std::atoi(sci.c_str() + epos + 1);
+  bool neg = sci[0] == '-';
+  std::string digits;
+  for (size_t i = neg ? 1 : 0; i < epos; ++i)
+    if (sci[i] != '.') digits += sci[i];
+  std::string out = neg ? "-" : "";
+  if (exp >= -4 && exp < 16) {
+    size_t point = size_t(exp + 1); // digits before the decimal point (exp >= 0)
+    if (exp < 0) return out + "0." + std::string(size_t(-exp - 1), '0') + digits;
+    if (digits.size() <= point) return out + digits + std::string(point - digits.size(), '0') + ".0";
+    return out + digits.substr(0, point) + "." + digits.substr(point);
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  char e[16];
+  std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+  return out + e;
+}
+
 CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,
                               const CompareOptions& opts) {
   CompareResult r;
@@ -60,30 +90,33 @@ CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,
   std::vector<double> a = actual.to_vector(), e = expected.to_vector();
   const double inf = std::numeric_limits<double>::infinity();
   r.numel = int64_t(a.size());
-  int64_t worst = -1, violation = -1;
-  double worst_err = -1, worst_ratio = -1;
+  int64_t worst = -1, mis_abs = -1, mis_rel = -1;
+  double worst_err = -1;
+  // torch.testing's greatest differences over the mismatches: a NaN difference wins (torch.max
+  // propagates NaN; the first one is reported), else the largest.
+  auto greater = [](double v, double best) { return std::isnan(v) ? !std::isnan(best) : v > best; };
   for (size_t i = 0; i < a.size(); ++i) {
-    double x = a[i], y = e[i], abs_err, rel_err;
-    bool ok;
-    if (std::isnan(x) || std::isnan(y)) {
-      ok = std::isnan(x) && std::isnan(y) && opts.equal_nan;
-      abs_err = rel_err = ok ? 0 : inf;
-    } else if (std::isinf(x) || std::isinf(y)) {
-      ok = x == y;
-      abs_err = rel_err = ok ? 0 : inf;
-    } else {
-      abs_err = std::fabs(x - y);
-      rel_err = y != 0 ? abs_err / std::fabs(y) : (abs_err != 0 ? inf : 0);
-      ok = abs_err <= atol + rtol * std::fabs(y);
-    }
+    double x = a[i], y = e[i];
+    // torch.isclose: equal values (infinities included) match; otherwise the difference must
+    // be finite and within atol + rtol * |expected|.
+    double diff = std::fabs(x - y);
+    bool ok = x == y || (std::isnan(x) && std::isnan(y) && opts.equal_nan) ||
+              (std::isfinite(diff) && diff <= atol + rtol * std::fabs(y));
+    // Statistics over all elements: NaN-vs-number and inf-vs-other count as infinite.
+    double abs_err = ok ? (std::isfinite(diff) ? diff : 0) : (std::isnan(diff) ? inf : diff);
+    double rel_err = !std::isfinite(abs_err) ? inf
+                     : y != 0                ? abs_err / std::fabs(y)
+                                             : (abs_err != 0 ? inf : 0);
     if (!ok) {
       ++r.mismatches;
-      // How far outside the tolerance: the element most out of tolerance is reported too.
-      double allowed = atol + rtol * (std::isfinite(y) ? std::fabs(y) : 0);
-      double ratio = allowed > 0 ? abs_err / allowed : inf;
-      if (ratio > worst_ratio || violation < 0) {
-        worst_ratio = ratio;
-        violation = int64_t(i);
+      double rel = diff / std::fabs(y); // as torch: inf where expected is 0, NaN with a NaN
+      if (mis_abs < 0 || greater(diff, r.mismatch_abs)) {
+        r.mismatch_abs = diff;
+        mis_abs = int64_t(i);
+      }
+      if (mis_rel < 0 || greater(rel, r.mismatch_rel)) {
+        r.mismatch_rel = rel;
+        mis_rel = int64_t(i);
       }
     }
     r.max_abs_error = std::max(r.max_abs_error, abs_err);
@@ -98,24 +131,25 @@ CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,
     r.worst_actual = a[size_t(worst)];
     r.worst_expected = e[size_t(worst)];
   }
-  if (violation >= 0) {
-    r.violation_index = unravel(violation, actual.sizes());
-    r.violation_actual = a[size_t(violation)];
-    r.violation_expected = e[size_t(violation)];
-  }
   r.ok = r.mismatches == 0;
-  if (!r.ok) {
-    char pct[32];
-    std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * double(r.mismatches) / double(r.numel));
-    r.message =
-        "mismatched elements: " + std::to_string(r.mismatches) + " / " + std::to_string(r.numel) +
-        " (" + pct + ")\n" + "greatest absolute difference: " + num(r.max_abs_error) +
-        " at index " + format_index(r.worst_index) + " (actual " + num(r.worst_actual) +
-        ", expected " + num(r.worst_expected) + "; up to " + num(atol) + " allowed)\n" +
-        "greatest relative difference: " + num(r.max_rel_error) + " (up to " + num(rtol) +
-        " allowed)\n" + "most out of tolerance: index " + format_index(r.violation_index) +
-        " (actual " + num(r.violation_actual) + ", expected " + num(r.violation_expected) + ")";
-  }
+  if (r.ok) return r;
+  r.mismatch_abs_index = unravel(mis_abs, actual.sizes());
+  r.mismatch_rel_index = unravel(mis_rel, actual.sizes());
+  r.mismatch_actual = a[size_t(mis_abs)];
+  r.mismatch_expected = e[size_t(mis_abs)];
+  // torch.testing._comparison.make_tensor_mismatch_msg, line for line.
+  bool equality = rtol == 0 && atol == 0;
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * double(r.mismatches) / double(r.numel));
+  auto diff_line = [&](const char* type, double d, const std::vector<int64_t>& idx, double tol) {
+    return std::string("Greatest ") + type + " difference: " + python_float(d) + " at index " +
+           format_index(idx) + (equality ? "" : " (up to " + python_float(tol) + " allowed)");
+  };
+  r.message = std::string("Tensor-likes are not ") + (equality ? "equal" : "close") + "!\n\n" +
+              "Mismatched elements: " + std::to_string(r.mismatches) + " / " +
+              std::to_string(r.numel) + " (" + pct + ")\n" +
+              diff_line("absolute", r.mismatch_abs, r.mismatch_abs_index, atol) + "\n" +
+              diff_line("relative", r.mismatch_rel, r.mismatch_rel_index, rtol);
   return r;
 }
 

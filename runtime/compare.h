@@ -15,20 +15,29 @@ struct CompareOptions {
   bool check_dtype = true; ///< a dtype difference is a mismatch
 };
 
-/// The outcome of comparing an actual tensor with an expected one, elementwise:
-/// |actual - expected| <= atol + rtol * |expected| (infinities must match exactly).
+/// The outcome of comparing an actual tensor with an expected one, elementwise as
+/// torch.testing.assert_close does: an element matches when |actual - expected| <= atol + rtol *
+/// |expected| (infinities only match themselves; NaN matches NaN only with equal_nan).
 struct CompareResult {
   bool ok = false;
-  std::string message; ///< why it failed ("shape mismatch: ...", summary); empty when ok
+  /// Why it failed, empty when ok: "shape mismatch: ...", "dtype mismatch: ...", or
+  /// torch.testing's report: "Tensor-likes are not close!\n\nMismatched elements: 1 / 6 (16.7%)\n
+  /// Greatest absolute difference: 0.5 at index (1, 1) (up to 1e-05 allowed)\nGreatest relative
+  /// difference: 0.1 at index (1, 1) (up to 1.3e-06 allowed)" ("not equal", without the allowed
+  /// tolerances, when both are 0).
+  std::string message;
   int64_t numel = 0;
   int64_t mismatches = 0;           ///< elements outside tolerance
   double max_abs_error = 0;         ///< over all elements (NaN-vs-number counts as infinite)
   double max_rel_error = 0;         ///< |a - e| / |e| (infinite where e == 0 and a != 0)
   std::vector<int64_t> worst_index; ///< multi-index of the element with the largest abs error
   double worst_actual = 0, worst_expected = 0;
-  /// The mismatching element furthest outside atol + rtol * |expected| (empty when ok).
-  std::vector<int64_t> violation_index;
-  double violation_actual = 0, violation_expected = 0;
+  /// Over the mismatched elements only, as torch.testing reports them (NaN when one is NaN): the
+  /// greatest |actual - expected| and |actual - expected| / |expected|, with their indices and
+  /// the values there. Zero and empty when ok.
+  double mismatch_abs = 0, mismatch_rel = 0;
+  std::vector<int64_t> mismatch_abs_index, mismatch_rel_index;
+  double mismatch_actual = 0, mismatch_expected = 0; ///< at mismatch_abs_index
 };
 
 CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,
@@ -36,6 +45,10 @@ CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,
 
 /// "(0, 3, 1)"
 std::string format_index(const std::vector<int64_t>& index);
+
+/// A double as Python's repr() writes it (and so torch.testing's messages): the shortest digits
+/// that read back the same value, "0.0001220703125", "1e-05", "3.0", "inf", "nan".
+std::string python_float(double v);
 
 struct AccuracyOptions {
   double tol = 1e-4;           ///< torch._dynamo.utils.same's tol (used as rtol and atol)

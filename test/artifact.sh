@@ -98,6 +98,31 @@ check "--run the re-specialized artifact" 0 "$fxc" --run half.fxo --inputs half.
 "$fxc" --run mlp.fxo --log=guards >"$tmp/out" 2>&1
 has "--log=guards lists the artifact's guards" "$tmp/out" "input_0 'x': dtype f32, shape f32["
 has "--log=guards says they pass" "$tmp/out" "(passes)"
+# A wrong dtype or rank is the artifact's guard failure, not a fault of the inputs file.
+python3 - "$fx/mlp.io.safetensors" <<'EOF'
+import json, struct, sys
+raw = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', raw[:8])[0]
+head = json.loads(raw[8:8 + n]); data = raw[8 + n:]
+x = head['input_0']; lo, hi = x['data_offsets']
+vals = struct.unpack('<%df' % ((hi - lo) // 4), data[lo:hi])
+def write(path, dtype, shape, payload):
+    h = json.dumps({'input_0': {'dtype': dtype, 'shape': shape, 'data_offsets': [0, len(payload)]}}).encode()
+    h += b' ' * (-len(h) % 8)
+    open(path, 'wb').write(struct.pack('<Q', len(h)) + h + payload)
+write('x64.safetensors', 'F64', x['shape'], struct.pack('<%dd' % len(vals), *vals))
+write('rank3.safetensors', 'F32', x['shape'] + [1], data[lo:hi])
+EOF
+check "a wrong dtype fails the dtype guard" 1 "$fxc" --run mlp.fxo --inputs x64.safetensors
+has "a wrong dtype fails the dtype guard: message" "$tmp/err" \
+  "mlp.fxo: error: input_0 'x': dtype guard failed: expected f32, got f64"
+hasnt "a wrong dtype is not blamed on the inputs file" "$tmp/err" "x64.safetensors: error"
+check "a wrong rank fails the shape guard" 1 "$fxc" --run mlp.fxo --inputs rank3.safetensors
+has "a wrong rank fails the shape guard: message" "$tmp/err" \
+  "mlp.fxo: error: input_0 'x': shape guard failed: expected f32[64, 256], got f32[64, 256, 1]"
+hasnt "a wrong rank is not blamed on the inputs file" "$tmp/err" "rank3.safetensors: error"
+"$fxc" --run mlp.fxo --inputs x64.safetensors --log=guards >"$tmp/out" 2>&1
+has "--log=guards marks the failing guard" "$tmp/out" "input_0 'x': dtype f32, shape f32[64, 256], strides [256, 1], device cpu (FAILS)"
 
 # examples/embed: a C program against libfxcrt.so, which has no LLVM in it.
 lib=$build/libfxcrt.so

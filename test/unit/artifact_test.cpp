@@ -245,8 +245,13 @@ TEST_CASE("artifact: every run checks the guards first and names the input and t
   CHECK(e == "m.fxo: error: input_0 '" + c.artifact.inputs[0].name +
                  "': shape guard failed: expected " + format_meta(want) + ", got " +
                  format_meta(Tensor::empty(DType::F32, half).meta()));
-  CHECK(m->check_guards({Tensor::empty(DType::F64, want.sizes)}).find("dtype guard failed") !=
-        std::string::npos);
+  CHECK(m->check_guards({Tensor::empty(DType::F64, want.sizes)}) ==
+        "input_0 '" + c.artifact.inputs[0].name + "': dtype guard failed: expected f32, got f64");
+  std::vector<int64_t> rank3 = want.sizes;
+  rank3.push_back(1);
+  CHECK(m->check_guards({Tensor::empty(DType::F32, rank3)}) ==
+        "input_0 '" + c.artifact.inputs[0].name + "': shape guard failed: expected " +
+            format_meta(want) + ", got " + format_meta(Tensor::empty(DType::F32, rank3).meta()));
   CHECK(m->check_guards({}) == "expected 1 inputs, got 0");
   Tensor t = Tensor::empty(DType::F32, {want.sizes[1], want.sizes[0]});
   Tensor transposed = t.as_strided(want.sizes, {1, want.sizes[0]}, 0);
@@ -286,6 +291,10 @@ TEST_CASE("C API: load from memory, describe, run with caller buffers, guard err
   CHECK(std::string(fxc_last_error()).find("shape guard failed") != std::string::npos);
   wrong[0] -= 1;
   CHECK(fxc_model_run_checked(m, ins, dtypes, ranks, sizes, outs) == FXC_OK);
+  int32_t f64[] = {FXC_DTYPE_F64};
+  CHECK(fxc_model_run_checked(m, ins, f64, ranks, sizes, outs) == FXC_ERROR_GUARD);
+  CHECK(std::string(fxc_last_error()) == "m.fxo: error: input_0 '" + std::string(in.name) +
+                                             "': dtype guard failed: expected f32, got f64");
   fxc_model_free(m);
 
   fxc_model* none = nullptr;

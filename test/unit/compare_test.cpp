@@ -34,23 +34,88 @@ TEST_CASE("compare: allclose statistics, worst element and message") {
   CHECK(r.worst_index == std::vector<int64_t>{1, 1});
   CHECK(r.worst_actual == 5.5);
   CHECK(r.worst_expected == 5);
-  CHECK(r.message.find("mismatched elements: 1 / 6 (16.7%)") == 0);
-  CHECK(r.message.find("at index (1, 1)") != std::string::npos);
-  CHECK(r.violation_index == std::vector<int64_t>{1, 1});
-  // The element furthest outside the tolerance need not have the largest absolute error.
-  CompareOptions t;
-  t.rtol = 1e-3;
-  t.atol = 1e-6;
-  CompareResult v = compare_tensors(F({3}, {1000.5, 0.001, 2}), F({3}, {1000, 0.0011, 2}), t);
-  CHECK(v.mismatches == 1);
-  CHECK(v.worst_index == std::vector<int64_t>{0});
-  CHECK(v.violation_index == std::vector<int64_t>{1});
-  CHECK(v.message.find("most out of tolerance: index (1,)") != std::string::npos);
+  CHECK(r.message == "Tensor-likes are not close!\n\n"
+                     "Mismatched elements: 1 / 6 (16.7%)\n"
+                     "Greatest absolute difference: 0.5 at index (1, 1) (up to 0.0 allowed)\n"
+                     "Greatest relative difference: 0.1 at index (1, 1) (up to 0.01 allowed)");
+  CHECK(r.mismatch_abs_index == std::vector<int64_t>{1, 1});
+  CHECK(r.mismatch_actual == 5.5);
+  CHECK(r.mismatch_expected == 5);
   // atol alone admits small absolute errors around zero.
   o.rtol = 0;
   o.atol = 1e-3;
   CHECK(compare_tensors(F({2}, {0.0005, -1}), F({2}, {0, -1.0009}), o).ok);
   CHECK(compare_tensors(F({1}, {0.002}), F({1}, {0}), o).max_rel_error == kInf);
+}
+
+TEST_CASE("compare: the report names the mismatched elements, as torch.testing.assert_close") {
+  // (0, 0) has the largest absolute error of all, 0.5, but 0.5 <= 1e-3 * 1000 is within
+  // tolerance; (2, 0) and (2, 1) are not. torch.testing reports the greatest differences over
+  // the mismatched elements only: absolute 0.5 at (2, 1), relative 0.5 at (2, 0).
+  CompareOptions t;
+  t.rtol = 1e-3;
+  t.atol = 0;
+  CompareResult v = compare_tensors(F({3, 2}, {1000.5, 1, 1, 1, 0.75, 4.5}),
+                                    F({3, 2}, {1000, 1, 1, 1, 0.5, 4}), t);
+  CHECK_FALSE(v.ok);
+  CHECK(v.mismatches == 2);
+  CHECK(v.worst_index == std::vector<int64_t>{0, 0}); // over all elements: within tolerance
+  CHECK(v.mismatch_abs_index == std::vector<int64_t>{2, 1});
+  CHECK(v.mismatch_rel_index == std::vector<int64_t>{2, 0});
+  CHECK(v.mismatch_abs == 0.5);
+  CHECK(v.mismatch_rel == 0.5);
+  CHECK(v.mismatch_actual == 4.5);
+  CHECK(v.mismatch_expected == 4);
+  CHECK(v.message == "Tensor-likes are not close!\n\n"
+                     "Mismatched elements: 2 / 6 (33.3%)\n"
+                     "Greatest absolute difference: 0.5 at index (2, 1) (up to 0.0 allowed)\n"
+                     "Greatest relative difference: 0.5 at index (2, 0) (up to 0.001 allowed)");
+  // The criterion is |a - e| <= atol + rtol * |e|: exactly on the bound matches.
+  t.atol = 0.25;
+  t.rtol = 0;
+  CHECK(compare_tensors(F({1}, {1.25}), F({1}, {1}), t).ok);
+  CHECK_FALSE(compare_tensors(F({1}, {1.5}), F({1}, {1}), t).ok);
+  // Expected 0: the relative difference is inf; 1 in 65536 rounds to 0.0%.
+  std::vector<double> zeros(65536, 0.0), one_off(65536, 0.0);
+  one_off[65535] = 1;
+  CompareResult z = compare_tensors(F({256, 256}, one_off), F({256, 256}, zeros));
+  CHECK(z.message == "Tensor-likes are not close!\n\n"
+                     "Mismatched elements: 1 / 65536 (0.0%)\n"
+                     "Greatest absolute difference: 1.0 at index (255, 255) (up to 1e-05 allowed)\n"
+                     "Greatest relative difference: inf at index (255, 255) (up to 1.3e-06 allowed)");
+  // NaN never matches a number; with equal_nan=False (torch.testing's default) not even NaN,
+  // and a NaN difference is the greatest.
+  CompareOptions nan;
+  nan.equal_nan = false;
+  CompareResult n = compare_tensors(F({3}, {5, kNaN, 1}), F({3}, {1, kNaN, 1}), nan);
+  CHECK(n.mismatches == 2);
+  CHECK(n.message.find("Greatest absolute difference: nan at index (1,)") != std::string::npos);
+  // Integers compare for equality: "not equal", no tolerances.
+  CompareResult i = compare_tensors(L({2}, {3, 4}), L({2}, {3, 5}));
+  CHECK(i.message == "Tensor-likes are not equal!\n\n"
+                     "Mismatched elements: 1 / 2 (50.0%)\n"
+                     "Greatest absolute difference: 1.0 at index (1,)\n"
+                     "Greatest relative difference: 0.2 at index (1,)");
+}
+
+TEST_CASE("compare: python_float writes a double as Python's repr()") {
+  CHECK(python_float(0.0001220703125) == "0.0001220703125");
+  CHECK(python_float(1e-05) == "1e-05");
+  CHECK(python_float(1.3e-06) == "1.3e-06");
+  CHECK(python_float(0.0001) == "0.0001");
+  CHECK(python_float(3) == "3.0");
+  CHECK(python_float(0.1) == "0.1");
+  CHECK(python_float(1234.5) == "1234.5");
+  CHECK(python_float(-2.5e-07) == "-2.5e-07");
+  CHECK(python_float(1e16) == "1e+16");
+  CHECK(python_float(1e15) == "1000000000000000.0");
+  CHECK(python_float(123456789012345678.0) == "1.2345678901234568e+17");
+  CHECK(python_float(1.0 / 3) == "0.3333333333333333");
+  CHECK(python_float(0.0) == "0.0");
+  CHECK(python_float(-0.0) == "-0.0");
+  CHECK(python_float(kInf) == "inf");
+  CHECK(python_float(-kInf) == "-inf");
+  CHECK(python_float(kNaN) == "nan");
 }
 
 TEST_CASE("compare: NaN and infinities, shapes, dtypes and integers") {

@@ -197,3 +197,36 @@ TEST_CASE("logging: configure_process_logger maps help to 0, errors to 2, else i
   CHECK(configure_process_logger("", out2, err2) == -1);
   CHECK_FALSE(process_logger().enabled(Artifact::Schedule));
 }
+
+TEST_CASE("logging: the layers' log_message() reaches process_logger() as configured") {
+  // Without a sink nothing is enabled, whatever the level.
+  install_log_sink({}, nullptr);
+  CHECK_FALSE(log_enabled(Component::Aot, Level::Error));
+  log_message(Component::Aot, Level::Error, "dropped");
+
+  std::string path = "/tmp/fxc_logging_sink_test_" + std::to_string(::getpid()) + ".log";
+  std::remove(path.c_str());
+  ::unsetenv("FXC_LOGS");
+  ::setenv("FXC_LOGS_OUT", path.c_str(), 1);
+  std::ostringstream out, err;
+  REQUIRE(configure_process_logger("+aot,inductor", out, err) == -1);
+  CHECK(log_enabled(Component::Aot, Level::Debug));
+  CHECK(log_enabled(Component::Inductor, Level::Info));
+  CHECK_FALSE(log_enabled(Component::Inductor, Level::Debug));
+  CHECK_FALSE(log_enabled(Component::Frontend, Level::Info));
+  CHECK(log_enabled(Component::Frontend, Level::Warning)); // components not named: WARNING
+  log_message(Component::Aot, Level::Debug, "saved relu: f32[4], 16 bytes\nrecomputed pow_1");
+  log_message(Component::Inductor, Level::Debug, "not shown");
+  log_message(Component::Inductor, Level::Info, "2 kernels");
+  log_message(Component::Frontend, Level::Info, "not shown");
+  ::unsetenv("FXC_LOGS_OUT");
+  REQUIRE(configure_process_logger("", out, err) == -1); // closes the file
+  CHECK_FALSE(log_enabled(Component::Aot, Level::Debug));
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str() == "[fxc:aot] debug: saved relu: f32[4], 16 bytes\n"
+                      "[fxc:aot] debug: recomputed pow_1\n"
+                      "[fxc:inductor] info: 2 kernels\n");
+  std::remove(path.c_str());
+}
