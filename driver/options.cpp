@@ -195,6 +195,8 @@ std::string explain_extras(const CLI::App& app, const std::vector<std::string>& 
       return "unexpected argument '" + args[i] + "': fxc compiles one graph per invocation" +
              (input.empty() ? "" : " (the graph is '" + input + "')");
   return "unexpected arguments";
+}
+
 // --cuda-arch: one of the processors LLVM's NVPTX back end knows, checked before anything
 // compiles (LLVM would warn from every worker thread and write `.target <arch>`). Without LLVM,
 // the form fxc's CUDA code understands: sm_<number>, optionally with the suffix a. Returns the
