@@ -2067,7 +2067,8 @@ Metas slice_scatter(const Graph& g, const Node& n) {
   if (sl.sizes != src.sizes)
     c.fail("expected src to have a size equal to the slice of self: " + c.desc("src") +
            " but the slice is " + join(sl.sizes));
-  return {clone_preserve_strides(self)};
+  // A fresh tensor (what torch.export records): self's strides when dense, offset 0.
+  return {empty_like_preserve(self, self.dtype)};
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -569,3 +569,23 @@ TEST_CASE("meta: inferred metadata equals what torch.export recorded, for every 
     }
   }
 }
+
+TEST_CASE("meta: slice_scatter returns a fresh tensor, never a view of its input") {
+  // What torch.export records for a slice_scatter of a view: self's layout when it is dense, a
+  // dense layout in self's stride order when not, and storage offset 0 either way (issue 18:
+  // a Swin-style export's slice_scatter of a view with offset 98 failed at import).
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {2, 3, 4}));
+  ValueId sel = add_node1(t.g, "aten.select.int", {T(x), I(0), I(1)}); // [3, 4] offset 12, dense
+  ValueId src = t.in("src", meta(DType::F32, {1, 4}));
+  const TensorMeta& a = t.op("aten.slice_scatter.default", {T(sel), T(src), I(0), I(1), I(2), I(1)});
+  CHECK(a.sizes == Sizes{3, 4});
+  CHECK(a.strides == Sizes{4, 1});
+  CHECK(a.storage_offset == 0);
+  ValueId part = add_node1(t.g, "aten.slice.Tensor", {T(x), I(1), I(1)}); // [2, 2, 4] offset 4
+  ValueId src2 = t.in("src2", meta(DType::F32, {2, 1, 4}));
+  const TensorMeta& b = t.op("aten.slice_scatter.default", {T(part), T(src2), I(1), I(0), I(1), I(1)});
+  CHECK(b.sizes == Sizes{2, 2, 4});
+  CHECK(b.strides == Sizes{8, 4, 1});
+  CHECK(b.storage_offset == 0);
+}
