@@ -156,7 +156,7 @@ PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts,
   for (auto& l : p.log) out.fusion_log += l + "\n";
   out.fusion_log += s.log;
   PassTimer codegen("codegen (PTX)");
-  for (PtxKernel& k : generate_ptx(p, s, arch, libdevice))
+  for (PtxKernel& k : generate_ptx(p, s, arch, libdevice, opts.kernel_ptx))
     out.kernels.push_back({k.name, std::move(k.ll), std::move(k.ptx),
                            (k.xnumel + k.rows - 1) / k.rows, k.block, k.rows, int(k.args.size())});
   return out;
