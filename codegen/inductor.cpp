@@ -238,7 +238,7 @@ PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts,
   out.fusion_log += s.log;
   log_inductor(opts.log_name.empty() ? g.name : opts.log_name, g, p, s, true, -1);
   PassTimer codegen("codegen (PTX)");
-  for (PtxKernel& k : generate_ptx(p, s, arch, libdevice))
+  for (PtxKernel& k : generate_ptx(p, s, arch, libdevice, opts.kernel_ptx))
     out.kernels.push_back({k.name, std::move(k.ll), std::move(k.ptx),
                            (k.xnumel + k.rows - 1) / k.rows, k.block, k.rows, int(k.args.size())});
   return out;

@@ -53,6 +53,10 @@ struct InductorOptions {
   /// "mlp__0_forward_1.0"); empty: the graph's own name.
   std::string log_name;
   std::string libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+  /// compile_inductor_ptx(): compile each kernel to PTX (PtxKernelInfo::ptx). false: each
+  /// kernel's LLVM IR only, for --emit=ptx|llvm without a debug trace, whose one module
+  /// (link_ptx_kernels()) compiles the kernels together, libdevice's functions once.
+  bool kernel_ptx = true;
 };
 
 struct GeneratedKernel {
@@ -119,7 +123,7 @@ struct PtxProgram {
 };
 
 /// Lowers and fuses `g` like compile_inductor() and generates PTX for `arch` ("sm_90"), with
-/// math from `libdevice`. Throws fxc::Error.
+/// math from `libdevice` (only LLVM IR where opts.kernel_ptx is false). Throws fxc::Error.
 PtxProgram compile_inductor_ptx(
     const Graph& g, const InductorOptions& opts = {}, const std::string& arch = "sm_90",
     const std::string& libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");

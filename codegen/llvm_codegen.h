@@ -62,9 +62,11 @@ struct PtxKernel {
 /// from `libdevice` (libdevice.10.bc). Kernels compile on worker threads; what LLVM warns about
 /// is printed afterwards on the calling thread, kernel by kernel ("fxc: warning: kernel <name>:
 /// ..." on stderr). Throws fxc::Error when `arch` is not one of nvptx_processors() (before any
-/// kernel compiles) and when LLVM or libdevice fail.
+/// kernel compiles) and when LLVM or libdevice fail. With `ptx` false, each kernel's LLVM IR
+/// only (PtxKernel::ptx empty; link_ptx_kernels() compiles them together).
 std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
-                                    const std::string& arch, const std::string& libdevice);
+                                    const std::string& arch, const std::string& libdevice,
+                                    bool ptx = true);
 /// One kernel to generate, with `mapping` instead of nvptx_row_mapping()'s when it is set (an
 /// autotuning candidate from nvptx_mapping_candidates()).
 struct PtxRequest {
@@ -73,7 +75,8 @@ struct PtxRequest {
 };
 /// generate_ptx() for the requested kernels, in request order.
 std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxRequest>& kernels,
-                                    const std::string& arch, const std::string& libdevice);
+                                    const std::string& arch, const std::string& libdevice,
+                                    bool ptx = true);
 /// How kernel `k` maps onto a thread block: 16-byte vectors of the narrowest element along r
 /// (where they tile the row), the row resident in registers when several stages walk it and it
 /// fits (at most 8 vectors per thread), and a power-of-two block size from the row length.

@@ -830,10 +830,11 @@ std::unique_ptr<Target> make_nvptx_target(const std::string& arch) {
 }
 
 std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
-                                    const std::string& arch, const std::string& libdevice) {
+                                    const std::string& arch, const std::string& libdevice,
+                                    bool ptx) {
   std::vector<PtxRequest> all;
   for (const Kernel& k : s.kernels) all.push_back({&k, std::nullopt});
-  return generate_ptx(p, all, arch, libdevice);
+  return generate_ptx(p, all, arch, libdevice, ptx);
 }
 
 namespace {
@@ -879,11 +880,10 @@ std::string compile_ptx_module(llvm::Module& m, llvm::TargetMachine& tm,
   return emit_machine_code(m, tm, false, "the NVPTX back end");
 }
 
-/// The PTX of one requested kernel, in a context of its own.
+/// The PTX of one requested kernel, in a context of its own (its LLVM IR alone without `lib`).
 PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const PtxRequest& request,
-                           const std::string& arch, const llvm::MemoryBuffer& lib,
+                           const std::string& arch, const llvm::MemoryBuffer* lib,
                            const std::string& libdevice) {
-  std::unique_ptr<llvm::TargetMachine> tm = nvptx_machine(t, arch);
   assert(request.kernel && "a PTX request names its kernel");
   const Kernel& k = *request.kernel;
   llvm::LLVMContext ctx;
@@ -910,7 +910,9 @@ PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const Pt
   if (llvm::verifyModule(*m, &vos))
     throw Error("", "internal error: generated kernel " + k.name + " is invalid: " + vos.str());
   pk.ll = print_module(*m);
-  pk.ptx = compile_ptx_module(*m, *tm, lib, libdevice, k.name, timer);
+  if (!lib) return pk;
+  std::unique_ptr<llvm::TargetMachine> tm = nvptx_machine(t, arch);
+  pk.ptx = compile_ptx_module(*m, *tm, *lib, libdevice, k.name, timer);
   throw_llvm_errors(diags, "the NVPTX back end, kernel " + k.name);
   pk.warnings = std::move(diags.warnings);
   return pk;
@@ -965,9 +967,10 @@ std::vector<std::string> nvptx_processors() {
 }
 
 std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxRequest>& kernels,
-                                    const std::string& arch, const std::string& libdevice) {
+                                    const std::string& arch, const std::string& libdevice,
+                                    bool ptx) {
   const llvm::Target& t = nvptx_backend(arch);
-  std::unique_ptr<llvm::MemoryBuffer> lib = read_libdevice(libdevice);
+  std::unique_ptr<llvm::MemoryBuffer> lib = ptx ? read_libdevice(libdevice) : nullptr;
   // Each kernel has a context (and target machine) of its own, so kernels compile on all the
   // hardware threads; each result lands at its request's index, so the output does not depend
   // on the schedule, and the first failure by index is the one reported.
@@ -977,7 +980,7 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxR
   auto compile = [&](int64_t i) {
     ScopedPassDepth nest(depth);
     try {
-      out[size_t(i)] = generate_one_ptx(t, p, kernels[size_t(i)], arch, *lib, libdevice);
+      out[size_t(i)] = generate_one_ptx(t, p, kernels[size_t(i)], arch, lib.get(), libdevice);
     } catch (...) {
       failed[size_t(i)] = std::current_exception();
     }

@@ -182,6 +182,8 @@ void stage_inductor_cuda(Compilation& c) {
     InductorOptions io;
     io.inject_bug = c.opts.inject_bug;
     io.log_name = sg.folder;
+    // Each kernel's PTX only for the debug trace: --emit's one module compiles them together.
+    io.kernel_ptx = c.trace.enabled();
     auto prog = std::make_shared<PtxProgram>(compile_inductor_ptx(sg.graph, io, c.opts.cuda_arch));
     std::string dir = "inductor/" + sg.folder + "/";
     c.trace.write(dir + "ir_pre_fusion.txt", prog->ir_pre_fusion, "inductor", sg.folder);
