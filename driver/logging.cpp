@@ -271,9 +271,9 @@ int configure_process_logger(std::string_view flag_spec, std::ostream& out, std:
     return 0;
   }
   process_logger() = std::move(*l);
-  install_log_sink(process_logger().settings().levels, [](Component c, Level lv, const std::string& msg) {
-    process_logger().log(c, lv, msg);
-  });
+  install_log_sink(
+      process_logger().settings().levels,
+      [](Component c, Level lv, const std::string& msg) { process_logger().log(c, lv, msg); });
   return -1;
 }
 
