@@ -149,14 +149,16 @@ std::string extern_reason(const LoopProgram& p, const Buffer& b, bool cuda) {
   const ExternCall& c = b.call;
   switch (c.kind) {
   case ExternCall::Kind::Gemm: {
-    std::string s = cuda ? "cuBLASLt matmul" : "BLAS matmul (cblas_sgemm/dgemm of the BLAS found "
-                                                "at run time, else the reference loop)";
+    std::string s = cuda ? "cuBLASLt matmul"
+                         : "BLAS matmul (cblas_sgemm/dgemm of the BLAS found "
+                           "at run time, else the reference loop)";
     if (c.epilogue != GemmEpilogue::None)
       s += std::string(" with the ") + gemm_epilogue_name(c.epilogue) + " epilogue";
     s += ": matmuls always run on the library";
     for (const std::string& origin : b.origins)
       for (const std::string& l : p.log)
-        if (l.rfind("im2col: node '" + origin + "'", 0) == 0) s += "; " + l.substr(l.find("): ") + 3);
+        if (l.rfind("im2col: node '" + origin + "'", 0) == 0)
+          s += "; " + l.substr(l.find("): ") + 3);
     return s;
   }
   case ExternCall::Kind::Conv:
@@ -171,8 +173,8 @@ std::string extern_reason(const LoopProgram& p, const Buffer& b, bool cuda) {
 // and extern counts (and the planned peak when there is a memory plan, peak >= 0). DEBUG: why
 // each kernel did not take in the node scheduled just before it, and every extern step with
 // what runs it and why.
-void log_inductor(const std::string& name, const Graph& g, const LoopProgram& p,
-                  const Schedule& s, bool cuda, int64_t peak) {
+void log_inductor(const std::string& name, const Graph& g, const LoopProgram& p, const Schedule& s,
+                  bool cuda, int64_t peak) {
   if (!log_enabled(Component::Inductor, Level::Info)) return;
   int pointwise = 0, reductions = 0, extern_buffers = 0;
   for (const Buffer& b : p.buffers) {

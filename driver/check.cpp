@@ -69,8 +69,8 @@ CheckReport check_expected(const NamedTensors& results,
     }
     // torch.testing's report (over the mismatched elements only), indented under its header.
     size_t body = r.message.find("\n\n");
-    rep.text += key + ": MISMATCH " + format_meta(actual->meta()) + ": " +
-                r.message.substr(0, body) + "\n";
+    rep.text +=
+        key + ": MISMATCH " + format_meta(actual->meta()) + ": " + r.message.substr(0, body) + "\n";
     std::istringstream lines(r.message.substr(body + 2));
     for (std::string line; std::getline(lines, line);) rep.text += "  " + line + "\n";
     rep.text += "  At index " + format_index(r.mismatch_abs_index) +

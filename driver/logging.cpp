@@ -15,15 +15,11 @@ struct ComponentRow {
 };
 
 constexpr ComponentRow kComponents[] = {
-    {Component::Frontend, "frontend",
-     "what was imported: format, nodes by op, inputs, weights and bytes, time (+: each input)"},
-    {Component::Aot, "aot",
-     "joint graph, forward/backward partition sizes, saved and recomputed (+: by name)"},
-    {Component::Inductor, "inductor",
-     "buffers, kernels, extern calls (+: why adjacent nodes did not fuse, each extern and why)"},
+    {Component::Frontend, "frontend", "what was imported: format, nodes by op, inputs, weights, time"},
+    {Component::Aot, "aot", "joint graph, partition sizes, saved tensors, recomputed nodes"},
+    {Component::Inductor, "inductor", "buffers, kernels, extern calls; +: why nodes did not fuse"},
     {Component::Cache, "cache", "compile-cache lookups, hits, misses and stores"},
-    {Component::Driver, "driver",
-     "stages with timings, cache decision, inputs' source, files written (+: each input)"},
+    {Component::Driver, "driver", "stages with timings, cache decision, inputs, files written"},
     {Component::Autotune, "autotune", "--max-autotune: candidates timed, choices and cache hits"},
 };
 
@@ -271,9 +267,9 @@ int configure_process_logger(std::string_view flag_spec, std::ostream& out, std:
     return 0;
   }
   process_logger() = std::move(*l);
-  install_log_sink(process_logger().settings().levels, [](Component c, Level lv, const std::string& msg) {
-    process_logger().log(c, lv, msg);
-  });
+  install_log_sink(
+      process_logger().settings().levels,
+      [](Component c, Level lv, const std::string& msg) { process_logger().log(c, lv, msg); });
   return -1;
 }
 

@@ -107,8 +107,9 @@ private:
 Logger& process_logger();
 
 /// The driver's one call: configures process_logger() from FXC_LOGS, `flag_spec` (--log) and
-/// FXC_LOGS_OUT, and installs it as the sink of frontend/log.h's component logs. Returns -1 to go on; 0 after printing log_help_text() to `out` (help was
-/// asked for); 2 after printing "fxc: error: <message>" to `err` (a usage error).
+/// FXC_LOGS_OUT, and installs it as the sink of frontend/log.h's component logs. Returns -1 to go
+/// on; 0 after printing log_help_text() to `out` (help was asked for); 2 after printing "fxc:
+/// error: <message>" to `err` (a usage error).
 int configure_process_logger(std::string_view flag_spec, std::ostream& out, std::ostream& err);
 
 } // namespace fxc

@@ -319,8 +319,7 @@ void run_pipeline(Compilation& c) {
     log_message(Component::Driver, Level::Info,
                 std::string("pipeline: backend ") + backend_name(c.opts.backend) + " runs " +
                     stages + " (" + (c.opts.mode == Mode::Train ? "train" : "inference") +
-                    " mode, device " + (c.opts.device == DeviceKind::Cuda ? "cuda" : "cpu") +
-                    ")");
+                    " mode, device " + (c.opts.device == DeviceKind::Cuda ? "cuda" : "cpu") + ")");
   }
   for (int i = 0; i < n; ++i) {
     auto t0 = std::chrono::steady_clock::now();

@@ -72,16 +72,18 @@ std::vector<Tensor> load_inputs(const std::vector<InputGuard>& specs, const Opti
       if (check_meta && (t.dtype() != m.dtype || t.dim() != m.dim()))
         throw Error(o.inputs, "input '" + in.name + "': expected " + format_meta(m) + ", got " +
                                   format_meta(t.meta()));
-      if (debug) detail += "\n  " + key + " '" + in.name + "': " + format_meta(t.meta()) + " from key '" +
-                it->first + "'";
+      if (debug)
+        detail += "\n  " + key + " '" + in.name + "': " + format_meta(t.meta()) + " from key '" +
+                  it->first + "'";
       inputs.push_back(t);
       continue;
     }
     Tensor t = Tensor::empty(m.dtype, m.sizes);
     fill_random(m.dtype, size_t(t.numel()), seed, t.raw_data(), 0,
                 in.int_bound > 0 ? in.int_bound : 2);
-    if (debug) detail += "\n  " + key + " '" + in.name + "': " + format_meta(t.meta()) + " random, seed " +
-              std::to_string(seed);
+    if (debug)
+      detail += "\n  " + key + " '" + in.name + "': " + format_meta(t.meta()) + " random, seed " +
+                std::to_string(seed);
     inputs.push_back(t);
   }
   log_message(Component::Driver, Level::Info,

@@ -34,16 +34,16 @@ void log_import(const Graph& g, const std::string& path, const char* format, dou
   for (const auto& [fqn, w] : g.weights) bytes += weight_bytes(w);
   char time[32];
   std::snprintf(time, sizeof time, "%.1f", ms);
-  log_message(Component::Frontend, Level::Info,
-              "imported " + path + " (" + format + ") in " + time + " ms: " +
-                  std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.inputs.size()) +
-                  " inputs (" + std::to_string(count[size_t(InputKind::UserInput)]) +
-                  " user inputs, " + std::to_string(count[size_t(InputKind::Parameter)]) +
-                  " parameters, " + std::to_string(count[size_t(InputKind::Buffer)]) +
-                  " buffers, " + std::to_string(count[size_t(InputKind::Constant)]) +
-                  " constants), " + std::to_string(g.outputs.size()) + " outputs; " +
-                  std::to_string(g.weights.size()) + " weights, " + std::to_string(bytes) +
-                  " bytes");
+  log_message(
+      Component::Frontend, Level::Info,
+      "imported " + path + " (" + format + ") in " + time +
+          " ms: " + std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.inputs.size()) +
+          " inputs (" + std::to_string(count[size_t(InputKind::UserInput)]) + " user inputs, " +
+          std::to_string(count[size_t(InputKind::Parameter)]) + " parameters, " +
+          std::to_string(count[size_t(InputKind::Buffer)]) + " buffers, " +
+          std::to_string(count[size_t(InputKind::Constant)]) + " constants), " +
+          std::to_string(g.outputs.size()) + " outputs; " + std::to_string(g.weights.size()) +
+          " weights, " + std::to_string(bytes) + " bytes");
   std::string ops;
   for (const auto& [op, n] : by_op) ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(n);
   log_message(Component::Frontend, Level::Info,
@@ -53,7 +53,8 @@ void log_import(const Graph& g, const std::string& path, const char* format, dou
   for (const GraphInput& in : g.inputs) {
     const Value& v = g.values[size_t(in.value)];
     text += "\n  input '" + v.name + "': " +
-            (in.kind == InputKind::UserInput ? std::string("user input") : std::string(input_kind_name(in.kind)));
+            (in.kind == InputKind::UserInput ? std::string("user input")
+                                             : std::string(input_kind_name(in.kind)));
     if (in.kind != InputKind::UserInput) text += " " + in.fqn;
     text += " " + format_meta(v.meta);
     auto w = g.weights.find(in.fqn);
@@ -99,8 +100,9 @@ Graph import_graph(const std::string& path, std::vector<std::string>* external_f
   auto t0 = std::chrono::steady_clock::now();
   const char* format = "";
   Graph g = import_by_contents(path, external_files, &format);
-  log_import(g, path, format,
-             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  log_import(
+      g, path, format,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return g;
 }
 

@@ -58,28 +58,34 @@ private:
   /// the reason in *why when it is given).
   bool fit(const Group& g, const Buffer& b, MemberRole* role, int64_t* x, int64_t* r,
            std::string* why = nullptr) const {
-    auto no = [&](const std::string& reason) {
-      if (why) *why = reason;
+    // The reasons are only spelled out when asked for: fit() runs for every (buffer, group).
+    auto no = [&](auto reason) {
+      if (why) *why = reason();
       return false;
     };
     int64_t n = b.numel();
-    std::string space = "x < " + std::to_string(g.x) + ", r < " + std::to_string(g.r);
+    auto space = [&] { return "x < " + std::to_string(g.x) + ", r < " + std::to_string(g.r); };
     // Empty buffers (or empty reductions) stay alone: their kernels do no work.
     if (n == 0 || (b.kind == Buffer::Kind::Reduction && b.rnumel() == 0))
-      return no("it is empty (an empty kernel stays alone)");
-    if (g.x * g.r == 0) return no("the group is empty (an empty kernel stays alone)");
+      return no([] { return std::string("it is empty (an empty kernel stays alone)"); });
+    if (g.x * g.r == 0)
+      return no([] { return std::string("the group is empty (an empty kernel stays alone)"); });
     if (b.kind == Buffer::Kind::Reduction) {
       *role = MemberRole::Reduce;
-      std::string mine = std::to_string(n) + " rows of " + std::to_string(b.rnumel());
+      auto mine = [&] { return std::to_string(n) + " rows of " + std::to_string(b.rnumel()); };
       if (g.has_reduction) {
         *x = g.x, *r = g.r;
         if (n == g.x && b.rnumel() == g.r) return true;
-        return no("its reduction (" + mine + ") differs from the group's (" + space + ")");
+        return no([&] {
+          return "its reduction (" + mine() + ") differs from the group's (" + space() + ")";
+        });
       }
       *x = n, *r = b.rnumel();
       if (n * b.rnumel() == g.x * g.r) return true;
-      return no("its reduction (" + mine + ") does not cover the group's iteration space (" +
-                space + ")");
+      return no([&] {
+        return "its reduction (" + mine() + ") does not cover the group's iteration space (" +
+               space() + ")";
+      });
     }
     *x = g.x, *r = g.r;
     if (n == g.x * g.r) {
@@ -88,18 +94,20 @@ private:
     }
     *role = MemberRole::Outer;
     if (g.has_reduction && n == g.x) return true;
-    return no("its " + std::to_string(n) + " elements match neither the group's iteration space (" +
-              space + ")" + (g.has_reduction ? " nor its " + std::to_string(g.x) + " rows" : ""));
+    return no([&] {
+      return "its " + std::to_string(n) + " elements match neither the group's iteration space (" +
+             space() + ")" + (g.has_reduction ? " nor its " + std::to_string(g.x) + " rows" : "");
+    });
   }
   /// Why buffer b, which starts a new group, did not join group gi (the group scheduled just
   /// before it): the first of the fuser's conditions it fails.
-  std::string why_not_fused(int gi, const Buffer& b, int lo) const {
+  std::string why_not_fused(int gi, const Buffer& b) const {
     const Group& g = groups_[gi];
     if (!opts_.enable) return "fusion is disabled";
     if (g.is_extern)
       return "the group is an extern call (" + p_.buffers[g.extern_buffer].call.op +
              "), and extern calls never fuse";
-    if (gi < lo) return "it reads a buffer computed after the group";
+    // (No producer of b runs after the last group, so run()'s bound `lo` never excludes it.)
     MemberRole role;
     int64_t x, r;
     std::string why;
@@ -244,7 +252,7 @@ Schedule Fuser::run() {
       const Group& pg = groups_[prev];
       why = label(b) + " not fused with group " + std::to_string(prev) + " [" +
             label(pg.is_extern ? pg.extern_buffer : pg.members[0].buffer) +
-            "]: " + why_not_fused(prev, buf, lo);
+            "]: " + why_not_fused(prev, buf);
       s.unfused.push_back(why);
     }
     groups_.push_back(g);

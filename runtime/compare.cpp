@@ -61,7 +61,8 @@ std::string python_float(double v) {
   if (exp >= -4 && exp < 16) {
     size_t point = size_t(exp + 1); // digits before the decimal point (exp >= 0)
     if (exp < 0) return out + "0." + std::string(size_t(-exp - 1), '0') + digits;
-    if (digits.size() <= point) return out + digits + std::string(point - digits.size(), '0') + ".0";
+    if (digits.size() <= point)
+      return out + digits + std::string(point - digits.size(), '0') + ".0";
     return out + digits.substr(0, point) + "." + digits.substr(point);
   }
   out += digits.substr(0, 1);

@@ -79,10 +79,11 @@ TEST_CASE("compare: the report names the mismatched elements, as torch.testing.a
   std::vector<double> zeros(65536, 0.0), one_off(65536, 0.0);
   one_off[65535] = 1;
   CompareResult z = compare_tensors(F({256, 256}, one_off), F({256, 256}, zeros));
-  CHECK(z.message == "Tensor-likes are not close!\n\n"
-                     "Mismatched elements: 1 / 65536 (0.0%)\n"
-                     "Greatest absolute difference: 1.0 at index (255, 255) (up to 1e-05 allowed)\n"
-                     "Greatest relative difference: inf at index (255, 255) (up to 1.3e-06 allowed)");
+  CHECK(z.message ==
+        "Tensor-likes are not close!\n\n"
+        "Mismatched elements: 1 / 65536 (0.0%)\n"
+        "Greatest absolute difference: 1.0 at index (255, 255) (up to 1e-05 allowed)\n"
+        "Greatest relative difference: inf at index (255, 255) (up to 1.3e-06 allowed)");
   // NaN never matches a number; with equal_nan=False (torch.testing's default) not even NaN,
   // and a NaN difference is the greatest.
   CompareOptions nan;
