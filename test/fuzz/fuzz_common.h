@@ -20,15 +20,23 @@ namespace fxc::fuzz {
 constexpr size_t kMaxLoadBytes = size_t(1) << 20;
 
 /// Writes the input to a file of its own (the readers take paths): `<dir>/input<suffix>` in a
-/// directory private to this process, on /dev/shm when it exists.
+/// directory private to this process, on /dev/shm when it exists, removed at exit.
 inline std::string write_input(const uint8_t* data, size_t size, const char* suffix) {
-  static const std::string dir = [] {
+  struct InputDir {
+    std::string dir, file;
+    ~InputDir() {
+      unlink(file.c_str());
+      rmdir(dir.c_str());
+    }
+  };
+  static InputDir input = [] {
     const char* base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : std::getenv("TMPDIR");
     std::string d = std::string(base ? base : "/tmp") + "/fxc-fuzz-" + std::to_string(getpid());
     mkdir(d.c_str(), 0700);
-    return d;
+    return InputDir{d, ""};
   }();
-  std::string path = dir + "/input" + suffix;
+  std::string path = input.dir + "/input" + suffix;
+  input.file = path;
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f || std::fwrite(data, 1, size, f) != size || std::fclose(f) != 0) std::abort();
   return path;
