@@ -2,7 +2,6 @@
 #include "frontend/pass_timer.h"
 
 #include <algorithm>
-#include <set>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +17,7 @@ std::vector<PassSpan>& spans() {
   return s;
 }
 thread_local int t_depth = 0;
+thread_local int t_handed = 0; // ScopedPassDepth scopes open: work handed out by a pool
 std::atomic<int> g_threads{0};
 /// This thread's number in the spans: given when it first times a pass.
 int thread_number() {
@@ -58,9 +58,15 @@ std::vector<PassSpan> pass_spans() {
 
 int pass_depth() { return t_depth; }
 
-ScopedPassDepth::ScopedPassDepth(int depth) : saved_(t_depth) { t_depth = depth; }
+ScopedPassDepth::ScopedPassDepth(int depth) : saved_(t_depth) {
+  t_depth = depth;
+  ++t_handed;
+}
 
-ScopedPassDepth::~ScopedPassDepth() { t_depth = saved_; }
+ScopedPassDepth::~ScopedPassDepth() {
+  t_depth = saved_;
+  --t_handed;
+}
 
 PassTimer::PassTimer(const char* name) : PassTimer(std::string(name)) {}
 
@@ -77,7 +83,7 @@ PassTimer::~PassTimer() {
   --t_depth;
   int thread = thread_number();
   std::lock_guard<std::mutex> lock(g_mutex);
-  spans().push_back({std::move(name_), start_, end - start_, depth_, thread});
+  spans().push_back({std::move(name_), start_, end - start_, depth_, thread, t_handed > 0});
 }
 
 std::string format_pass_report(const std::vector<PassSpan>& spans) {
@@ -86,7 +92,7 @@ std::string format_pass_report(const std::vector<PassSpan>& spans) {
     int depth;
     double us = 0;
     int runs = 0;
-    std::set<int> threads; ///< the threads its spans ran on
+    bool parallel = false; ///< some span ran as work handed to a pool
   };
   std::vector<Row> rows;
   double total = 0;
@@ -97,7 +103,7 @@ std::string format_pass_report(const std::vector<PassSpan>& spans) {
     if (it == rows.end()) it = rows.insert(rows.end(), Row{s.name, s.depth});
     it->us += s.dur_us;
     ++it->runs;
-    it->threads.insert(s.thread);
+    it->parallel |= s.handed;
   }
   bool parallel = false;
   std::string out = "===------------------- fxc pass timing report -------------------===\n";
@@ -106,7 +112,7 @@ std::string format_pass_report(const std::vector<PassSpan>& spans) {
   out += buf;
   out += "     wall ms       %   runs  pass\n";
   for (const Row& r : rows) {
-    bool workers = r.threads.size() > 1 || !r.threads.count(0);
+    bool workers = r.parallel;
     parallel |= workers;
     std::snprintf(buf, sizeof buf, "  %10.3f  %6.1f  %5d  %s%s%s\n", r.us / 1000,
                   total > 0 ? 100 * r.us / total : 0.0, r.runs, std::string(2 * r.depth, ' ').c_str(),
@@ -114,8 +120,8 @@ std::string format_pass_report(const std::vector<PassSpan>& spans) {
     out += buf;
   }
   if (parallel)
-    out += "  note: passes marked [parallel] ran on several threads at once: their wall times are "
-           "summed over threads, so they can exceed their parent's time and 100%\n";
+    out += "  note: passes marked [parallel] ran on a thread pool, several at once: their wall "
+           "times are summed over threads, so they can exceed their parent's time and 100%\n";
   return out;
 }
 

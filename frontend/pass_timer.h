@@ -18,6 +18,7 @@ struct PassSpan {
   double dur_us = 0;
   int depth = 0;
   int thread = 0; ///< 0: the thread that enabled timing (the driver's); others 1, 2, ... in turn
+  bool handed = false; ///< begun under a ScopedPassDepth: work handed to a pool (parallel)
 };
 
 /// Starts (or stops) recording spans. Recording starts empty.

@@ -326,6 +326,9 @@ TEST_CASE("io: every error-corpus case fails with its expected message") {
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".expected") continue;
     std::string stem = e.path().stem().string();
+    // A case with an .args file fails only when run with those arguments (test/error.sh runs it
+    // through fxc): a damaged weight is read lazily, an .fxo's graph when the artifact runs.
+    if (fs::exists(dir / (stem + ".args"))) continue;
     std::string input;
     for (const auto& f : fs::directory_iterator(dir)) {
       std::string n = f.path().filename().string();
