@@ -1,6 +1,7 @@
 // The NVPTX target: one block per row (a thread per row for many short rows), warp-shuffle
 // block reductions, libdevice math, PTX through LLVM's NVPTX back end.
 #include "codegen/llvm_codegen.h"
+#include "codegen/llvm_diagnostics.h"
 #include "codegen/target.h"
 #include "frontend/diag.h"
 #include "frontend/pass_timer.h"
@@ -837,9 +838,11 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
 namespace {
 
 /// The PTX of one requested kernel, in a context of its own.
+/// Runs on a worker thread: everything it touches is its own (context, target machine, module)
+/// or read-only (p, lib); LLVM's warnings go to *warnings, not to a shared stream.
 PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const PtxRequest& request,
                            const std::string& arch, const llvm::MemoryBuffer& lib,
-                           const std::string& libdevice) {
+                           const std::string& libdevice, std::vector<std::string>* warnings) {
   // Multiplies and adds contract into fma, as nvcc compiles PyTorch's kernels (-fmad=true).
   llvm::TargetOptions to;
   to.AllowFPOpFusion = llvm::FPOpFusion::Fast;
@@ -849,6 +852,7 @@ PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const Pt
   assert(request.kernel && "a PTX request names its kernel");
   const Kernel& k = *request.kernel;
   llvm::LLVMContext ctx;
+  KernelDiagnostics diags(ctx, k.name);
   auto m = std::make_unique<llvm::Module>(k.name, ctx);
   m->setSourceFileName(k.name);
   NvptxTarget target(arch);
@@ -892,6 +896,8 @@ PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const Pt
   optimize_o2(*m, tm.get());
   timer.emplace("NVPTX back end (PTX)");
   pk.ptx = emit_machine_code(*m, *tm, false, "the NVPTX back end");
+  diags.throw_if_error();
+  *warnings = diags.warnings();
   return pk;
 }
 
@@ -910,22 +916,25 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxR
   // on the schedule, and the first failure by index is the one reported.
   std::vector<PtxKernel> out(kernels.size());
   std::vector<std::exception_ptr> failed(kernels.size());
+  std::vector<std::vector<std::string>> warnings(kernels.size());
   const int depth = pass_depth();
   auto compile = [&](int64_t i) {
     ScopedPassDepth nest(depth);
     try {
-      out[size_t(i)] = generate_one_ptx(*t, p, kernels[size_t(i)], arch, *lib.get(), libdevice);
+      out[size_t(i)] = generate_one_ptx(*t, p, kernels[size_t(i)], arch, *lib.get(), libdevice,
+                                        &warnings[size_t(i)]);
     } catch (...) {
       failed[size_t(i)] = std::current_exception();
     }
   };
-  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  if (kernels.size() < 2 || hw < 2) {
+  const size_t threads = size_t(default_threads());
+  if (kernels.size() < 2 || threads < 2) {
     for (size_t i = 0; i < kernels.size(); ++i) compile(int64_t(i));
   } else {
-    ThreadPool pool(int(std::min<size_t>(kernels.size(), hw)));
+    ThreadPool pool(int(std::min(kernels.size(), threads)));
     pool.parallel_for(int64_t(kernels.size()), compile);
   }
+  print_kernel_warnings(warnings);
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
   return out;

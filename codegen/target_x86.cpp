@@ -1,5 +1,6 @@
 // The x86-64 host target: kernel ABI, row-parallel mapping, O3 pipeline and ORC LLJIT loading.
 #include "codegen/llvm_codegen.h"
+#include "codegen/llvm_diagnostics.h"
 #include "codegen/target.h"
 #include "frontend/diag.h"
 #include "runtime/thread_pool.h"
@@ -302,19 +303,25 @@ public:
     size_t n = pending_.size();
     std::vector<std::string> objs(n);
     std::vector<std::string> errors(n);
-    unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    ThreadPool pool(int(std::min<size_t>(std::max<size_t>(n, 1), hw)));
+    std::vector<std::vector<std::string>> warnings(n);
+    ThreadPool pool(int(std::min(std::max<size_t>(n, 1), size_t(default_threads()))));
     pool.parallel_for(int64_t(n), [&](int64_t i) {
       try {
         auto tm = host_machine(true);
         llvm::Module& m = *pending_[i].m;
+        KernelDiagnostics diags(*pending_[i].ctx, m.getName().str());
         m.setDataLayout(tm->createDataLayout());
         optimize_o2(m, tm.get());
         objs[i] = emit_machine_code(m, *tm, true, "the host target");
+        diags.throw_if_error();
+        warnings[i] = diags.warnings();
       } catch (const Error& e) {
         errors[i] = e.message();
+      } catch (const std::exception& e) { // never past the pool: a worker would terminate
+        errors[i] = std::string("internal error: ") + e.what();
       }
     });
+    print_kernel_warnings(warnings);
     for (size_t i = 0; i < n; ++i) {
       std::string name = pending_[i].m->getName().str();
       if (!errors[i].empty()) throw Error("", "compiling kernel " + name + " failed: " + errors[i]);

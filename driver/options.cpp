@@ -183,6 +183,11 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_flag("--cuda-graphs", o->cuda_graphs,
                "CUDA: capture the plan into a CUDA graph on the first run and replay it");
   app.add_option("--plugin", o->plugins, "Load custom ops from a plugin library (include/fxc/plugin.h); repeatable")->option_text("<lib.so>");
+  app.add_option("--threads", o->threads,
+                 "CPU threads shared by code generation and CPU kernels (default: all hardware "
+                 "threads); the output does not depend on it")
+      ->check(CLI::Range(1, 1024))
+      ->option_text("<n>");
   app.add_flag("-v", o->verbose, "Print what the driver does, stage by stage, with timings");
   app.add_flag("--version", version, "Print the version and exit");
 

@@ -47,6 +47,7 @@ struct Options {
   bool allow_tf32 = false;  ///< --allow-tf32: float32 matmuls/convolutions on CUDA may use TF32
   bool cuda_graphs = false; ///< --cuda-graphs: replay the CUDA plan as one captured CUDA graph
   std::vector<std::string> plugins;
+  int threads = 0; ///< --threads: CPU threads of the compiler's and the kernels' pools (0: all)
 };
 
 /// Parses argv (after expanding @response-files). Returns the exit status to use immediately
