@@ -362,8 +362,10 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
       pk.xnumel = k.xnumel;
       int64_t work_per_row = std::max<int64_t>(k.rnumel, 1) * int64_t(k.members.size());
       int64_t grain = std::max<int64_t>(1, 16384 / work_per_row);
-      int64_t max_tasks = int64_t(impl->pool->size()) * 8;
-      grain = std::max(grain, (k.xnumel + max_tasks - 1) / max_tasks);
+      // At most kMaxTasks tasks a launch: a fixed count, not the pool's size, so that the plan
+      // (and an .fxo) is the same bytes with any --threads and on any machine.
+      constexpr int64_t kMaxTasks = 64;
+      grain = std::max(grain, (k.xnumel + kMaxTasks - 1) / kMaxTasks);
       pk.grain = grain;
       for (int a : args) pk.bytes += p.buffers[a].nbytes();
       if (planted == "runtime_error")

@@ -985,11 +985,11 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const std::vector<PtxR
       failed[size_t(i)] = std::current_exception();
     }
   };
-  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  if (kernels.size() < 2 || hw < 2) {
+  const size_t threads = size_t(default_threads());
+  if (kernels.size() < 2 || threads < 2) {
     for (size_t i = 0; i < kernels.size(); ++i) compile(int64_t(i));
   } else {
-    ThreadPool pool(int(std::min<size_t>(kernels.size(), hw)));
+    ThreadPool pool(int(std::min(kernels.size(), threads)));
     pool.parallel_for(int64_t(kernels.size()), compile);
   }
   for (const std::exception_ptr& e : failed)

@@ -280,19 +280,32 @@ public:
     size_t n = pending_.size();
     std::vector<std::string> objs(n);
     std::vector<std::string> errors(n);
-    unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    ThreadPool pool(int(std::min<size_t>(std::max<size_t>(n, 1), hw)));
+    std::vector<std::vector<std::string>> warnings(n);
+    diags_.assign(n, LlvmDiagnostics{});
+    ThreadPool pool(int(std::min(std::max<size_t>(n, 1), size_t(default_threads()))));
     pool.parallel_for(int64_t(n), [&](int64_t i) {
       try {
         auto tm = host_machine(true);
         llvm::Module& m = *pending_[i].m;
+        // LLVM's diagnostics are kept with the kernel (diags_ lives as long as the contexts),
+        // not printed from this worker thread.
+        collect_diagnostics(*pending_[i].ctx, &diags_[i]);
         m.setDataLayout(tm->createDataLayout());
         optimize_o2(m, tm.get());
         objs[i] = emit_machine_code(m, *tm, true, "the host target");
+        throw_llvm_errors(diags_[i], "the x86-64 back end, kernel " + m.getName().str());
+        warnings[i] = diags_[i].warnings;
       } catch (const Error& e) {
         errors[i] = e.message();
+      } catch (const std::exception& e) { // never past the pool: a worker would terminate
+        errors[i] = std::string("internal error: ") + e.what();
       }
     });
+    // What LLVM warned about, in kernel order, now that no worker prints.
+    for (size_t i = 0; i < n; ++i)
+      for (const std::string& w : warnings[i])
+        std::fprintf(stderr, "fxc: warning: kernel %s: %s\n", pending_[i].m->getName().str().c_str(),
+                     w.c_str());
     for (size_t i = 0; i < n; ++i) {
       std::string name = pending_[i].m->getName().str();
       if (!errors[i].empty()) throw Error("", "compiling kernel " + name + " failed: " + errors[i]);
@@ -320,6 +333,7 @@ private:
   std::unique_ptr<X86Target> target_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::vector<Pending> pending_;
+  std::vector<LlvmDiagnostics> diags_; ///< each pending kernel context's diagnostics (finalize)
 };
 
 } // namespace

@@ -3,6 +3,7 @@
 #include "driver/driver.h"
 #include "driver/options.h"
 #include "frontend/diag.h"
+#include "runtime/thread_pool.h"
 
 #include <csignal>
 #include <cstdio>
@@ -58,7 +59,7 @@ extern "C" void on_crash(int sig) {
 }
 
 // Sanitizer builds keep the sanitizers' own reports of these signals.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 void install_crash_handlers() {}
 #else
 void install_crash_handlers() {
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   fxc::Options opts;
   if (auto status = fxc::parse_options(argc, argv, &opts)) return *status;
   json_diagnostics = opts.diagnostics == "json";
+  fxc::set_default_threads(opts.threads);
   fxc::prepare_crash_repro(argc, argv, opts);
   install_crash_handlers();
   try {

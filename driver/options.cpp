@@ -346,10 +346,15 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   std::string planned_value;
   const std::vector<std::string> planned_flags = {"--list-ops", "--explain-cache"};
   const std::vector<std::string> planned_options = {"--dynamic", "--print-after", "--stop-after",
-                                                    "--threads", "--dtype", "--remote-cache",
+                                                    "--dtype", "--remote-cache",
                                                     "--remote-cache-ttl", "--report", "--compare"};
   for (const std::string& f : planned_flags) app.add_flag(f)->group("");
   for (const std::string& f : planned_options) app.add_option(f, planned_value)->group("");
+  app.add_option("--threads", o->threads,
+                 "CPU threads shared by code generation and CPU kernels (default: all hardware "
+                 "threads); the output does not depend on it")
+      ->check(CLI::Range(1, 1024))
+      ->option_text("<n>");
   app.add_flag("-v", o->verbose, "Print what the driver does, stage by stage, with timings");
   app.add_flag("--version", version, "Print the version and exit");
 

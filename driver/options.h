@@ -51,6 +51,7 @@ struct Options {
   bool werror = false;        ///< -Werror: warnings are errors (exit 2)
   /// Options given explicitly, for the "argument unused" warnings (their defaults say nothing).
   bool rtol_given = false, atol_given = false, seed_given = false, cuda_arch_given = false;
+  int threads = 0; ///< --threads: CPU threads of the compiler's and the kernels' pools (0: all)
 };
 
 /// The candidate closest to `word` by edit distance, or "" when none is close enough to be the

@@ -1,10 +1,24 @@
 // The worker pool behind parallel kernel launches on the CPU.
 #include "runtime/thread_pool.h"
 
+#include <algorithm>
+#include <atomic>
+
 namespace fxc {
 
+namespace {
+std::atomic<int> g_default_threads{0};
+} // namespace
+
+void set_default_threads(int threads) { g_default_threads = std::max(0, threads); }
+
+int default_threads() {
+  int n = g_default_threads;
+  return n > 0 ? n : int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 ThreadPool::ThreadPool(int threads) {
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = default_threads();
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
 }
 

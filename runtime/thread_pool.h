@@ -10,9 +10,14 @@
 
 namespace fxc {
 
+/// The thread count of a pool asked for 0 threads and the bound of the compiler's per-kernel
+/// pools: --threads, else (0) std::thread::hardware_concurrency(). Set once, before compiling.
+void set_default_threads(int threads);
+int default_threads();
+
 class ThreadPool {
 public:
-  /// `threads` workers including the calling thread; 0 means std::thread::hardware_concurrency().
+  /// `threads` workers including the calling thread; 0 means default_threads().
   explicit ThreadPool(int threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
