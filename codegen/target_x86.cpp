@@ -332,8 +332,9 @@ private:
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::unique_ptr<X86Target> target_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
+  /// Each pending kernel context's diagnostics (finalize); declared first, so it outlives them.
+  std::vector<LlvmDiagnostics> diags_;
   std::vector<Pending> pending_;
-  std::vector<LlvmDiagnostics> diags_; ///< each pending kernel context's diagnostics (finalize)
 };
 
 } // namespace

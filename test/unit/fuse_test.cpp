@@ -268,3 +268,23 @@ TEST_CASE("fuse: a long pointwise row is split into many shorter rows") {
   CHECK(print_schedule(lower(tg.g), s).find("load(b, r + 2048*((x) % 64))") != std::string::npos);
   compile_and_check(tg);
 }
+
+TEST_CASE("fuse: at most 64 buffers a kernel (Inductor's max_fusion_size)") {
+  // 100 siblings over one input fuse horizontally, 64 at most per kernel: an EfficientNet-B0
+  // train graph built one kernel of 2304 such buffers, on which the NVPTX back end ran for
+  // minutes (issue 16, point 16).
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {4, 8});
+  for (int i = 0; i < 100; ++i)
+    tg.output(tg.op("aten.mul.Scalar", {T(x), F(double(i))}));
+  CompiledGraph cg = compile_and_check(tg);
+  Schedule s = fuse(lower(tg.g));
+  size_t buffers = 0;
+  for (const Kernel& k : s.kernels) {
+    CHECK(k.members.size() <= 64);
+    buffers += k.members.size();
+  }
+  CHECK(buffers >= 100);
+  CHECK(s.kernels.size() >= 2);
+  CHECK(cg.num_kernels() == int(s.kernels.size()));
+}
