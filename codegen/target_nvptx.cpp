@@ -839,13 +839,38 @@ std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
 
 namespace {
 
-/// An NVPTX target machine for `arch` (one of nvptx_processors()).
-std::unique_ptr<llvm::TargetMachine> nvptx_machine(const llvm::Target& t, const std::string& arch) {
+// The most parameter bytes a kernel may take in PTX before ISA 8.1 (ptxas: "uses too much
+// parameter space (0x1510 bytes, 0x1100 max)"); 8.1 allows 32764 on sm_70 and later.
+constexpr uint64_t kPtx78ParamBytes = 0x1100;
+
+/// The largest parameter space of a function defined in `m`, in bytes, laid out as PTX lays
+/// out .param space: each argument at its ABI alignment.
+uint64_t max_param_bytes(const llvm::Module& m) {
+  const llvm::DataLayout& dl = m.getDataLayout();
+  uint64_t most = 0;
+  for (const llvm::Function& f : m) {
+    if (f.isDeclaration()) continue;
+    uint64_t bytes = 0;
+    for (const llvm::Argument& a : f.args()) {
+      llvm::Type* ty = a.getType();
+      bytes = llvm::alignTo(bytes, dl.getABITypeAlign(ty).value()) + dl.getTypeAllocSize(ty);
+    }
+    most = std::max(most, bytes);
+  }
+  return most;
+}
+
+/// An NVPTX target machine for `arch` (one of nvptx_processors()) to compile `m`: PTX ISA 7.8,
+/// LLVM's default for sm_90, unless a kernel of `m` takes more parameter space than 7.8 allows
+/// (a cat of a thousand inputs in an EfficientNet-B0 train graph): then ISA 8.1.
+std::unique_ptr<llvm::TargetMachine> nvptx_machine(const llvm::Target& t, const std::string& arch,
+                                                   const llvm::Module& m) {
   // Multiplies and adds contract into fma, as nvcc compiles PyTorch's kernels (-fmad=true).
   llvm::TargetOptions to;
   to.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  const char* features = max_param_bytes(m) > kPtx78ParamBytes ? "+ptx81" : "";
   std::unique_ptr<llvm::TargetMachine> tm(t.createTargetMachine(
-      kTriple, arch, "", to, std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Default));
+      kTriple, arch, features, to, std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Default));
   if (!tm) throw Error("", "cannot create an NVPTX target machine for " + arch);
   return tm;
 }
@@ -911,7 +936,7 @@ PtxKernel generate_one_ptx(const llvm::Target& t, const LoopProgram& p, const Pt
     throw Error("", "internal error: generated kernel " + k.name + " is invalid: " + vos.str());
   pk.ll = print_module(*m);
   if (!lib) return pk;
-  std::unique_ptr<llvm::TargetMachine> tm = nvptx_machine(t, arch);
+  std::unique_ptr<llvm::TargetMachine> tm = nvptx_machine(t, arch, *m);
   pk.ptx = compile_ptx_module(*m, *tm, *lib, libdevice, k.name, timer);
   throw_llvm_errors(diags, "the NVPTX back end, kernel " + k.name);
   pk.warnings = std::move(diags.warnings);
@@ -1008,7 +1033,7 @@ std::string link_ptx_kernels(const std::vector<KernelText>& kernels, const std::
   LlvmDiagnostics diags;
   std::unique_ptr<llvm::Module> m = link_kernel_modules(ctx, kernels, &diags);
   if (!ptx) return print_module(*m);
-  std::unique_ptr<llvm::TargetMachine> tm = nvptx_machine(t, arch);
+  std::unique_ptr<llvm::TargetMachine> tm = nvptx_machine(t, arch, *m);
   std::unique_ptr<llvm::MemoryBuffer> lib = read_libdevice(libdevice);
   std::optional<PassTimer> timer;
   std::string text = compile_ptx_module(*m, *tm, *lib, libdevice, "the linked kernels", timer);

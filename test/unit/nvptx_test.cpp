@@ -663,3 +663,23 @@ TEST_CASE("nvptx: one module of several kernels; unknown architectures and link 
                                         kLibdevice, true),
                        doctest::Contains("symbol multiply defined"), Error);
 }
+
+TEST_CASE("nvptx: a kernel of more parameter space than PTX 7.8 allows is PTX 8.1") {
+  // ptxas rejects a kernel taking over 0x1100 bytes of parameters in PTX 7.8 ("uses too much
+  // parameter space"), as EfficientNet-B0's train graph has in a cat of 1152 inputs; PTX 8.1
+  // allows 32764 bytes on sm_70 and later. Other kernels stay 7.8.
+  TestGraph tg;
+  std::vector<ValueId> parts;
+  for (int i = 0; i < 700; ++i)
+    parts.push_back(tg.input_values("x" + std::to_string(i), DType::F32, {1, 4},
+                                    tg.random_values(4, -1, 1)));
+  tg.output(tg.op("aten.cat.default", {{"", Arg::of_tensors(parts)}, I(0)}));
+  PtxProgram pp = compile_inductor_ptx(decompose(tg.g), {}, "sm_90", kLibdevice);
+  REQUIRE(!pp.kernels.empty());
+  bool big = false;
+  for (const PtxKernelInfo& k : pp.kernels)
+    if (k.ptx.find(".version 8.1") != std::string::npos) big = true;
+  CHECK(big);
+  CHECK(only_ptx(row_graph(DType::F32, 64, 1024, "pointwise")).find(".version 7.8") !=
+        std::string::npos);
+}
