@@ -470,6 +470,35 @@ llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
       }
       return b_.CreateSelect(isz, zero, q);
     }
+  case VOp::Fmod:
+  case VOp::Remainder: {
+    llvm::Value* r;
+    llvm::Value* neg_divisor;
+    llvm::Value* nonzero;
+    llvm::Value* neg_r;
+    if (fl) {
+      r = b_.CreateFRem(a, c);
+      llvm::Value* zero = llvm::ConstantFP::get(a->getType(), 0.0);
+      nonzero = b_.CreateFCmpUNE(r, zero);
+      neg_r = b_.CreateFCmpOLT(r, zero);
+      neg_divisor = b_.CreateFCmpOLT(c, zero);
+      if (op == VOp::Fmod) return r;
+      llvm::Value* adj = b_.CreateAnd(nonzero, b_.CreateICmpNE(neg_r, neg_divisor));
+      return b_.CreateSelect(adj, b_.CreateFAdd(r, c), r);
+    }
+    // Division by zero gives 0 instead of trapping.
+    llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
+    llvm::Value* isz = b_.CreateICmpEQ(c, zero);
+    llvm::Value* safe = b_.CreateSelect(isz, llvm::ConstantInt::get(a->getType(), 1), c);
+    r = un ? b_.CreateURem(a, safe) : b_.CreateSRem(a, safe);
+    if (op == VOp::Remainder && !un) {
+      nonzero = b_.CreateICmpNE(r, zero);
+      llvm::Value* adj = b_.CreateAnd(
+          nonzero, b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(safe, zero)));
+      r = b_.CreateSelect(adj, b_.CreateAdd(r, safe), r);
+    }
+    return b_.CreateSelect(isz, zero, r);
+  }
   case VOp::Pow: {
     if (!fl)
       return cast(binary(op, cast(a, t, DType::F64), cast(c, t, DType::F64), DType::F64),

@@ -3,6 +3,7 @@
 
 #include "driver/cache.h"
 #include "driver/driver.h"
+#include "driver/list_ops.h"
 #include "runtime/cuda_driver.h"
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/llvm_codegen.h"
@@ -344,7 +345,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   // Flags of the second round's contract (docs/design.md §9) that are not built yet: accepted by
   // name, then refused as "not yet supported" (exit 2), never taken for a typo or ignored.
   std::string planned_value;
-  const std::vector<std::string> planned_flags = {"--list-ops", "--explain-cache"};
+  const std::vector<std::string> planned_flags = {"--explain-cache"};
   const std::vector<std::string> planned_options = {"--dynamic", "--print-after", "--stop-after",
                                                     "--dtype", "--remote-cache",
                                                     "--remote-cache-ttl", "--report", "--compare"};
@@ -357,6 +358,10 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       ->option_text("<n>");
   app.add_flag("-v", o->verbose, "Print what the driver does, stage by stage, with timings");
   app.add_flag("--version", version, "Print the version and exit");
+  bool list_ops = false;
+  app.add_flag("--list-ops", list_ops,
+               "Print every registered op with the layers it has (meta, eager, autograd, "
+               "inductor cpu and cuda) and its tags, then exit");
 
   // -MD/-MF/-MT are spelled with one dash like clang's; CLI11 wants two for long names.
   std::vector<std::string> fixed;
@@ -379,6 +384,10 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   }
   if (version) {
     std::printf("%s", version_text().c_str());
+    return 0;
+  }
+  if (list_ops) {
+    std::printf("%s", list_ops_text().c_str());
     return 0;
   }
   for (const auto* list : {&planned_flags, &planned_options})

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "frontend/graph.h"
+#include "frontend/ops.h"
 
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ using MetaFn = std::vector<TensorMeta> (*)(const Graph& g, const Node& n);
 
 /// The meta function for a normalised target, or nullptr.
 MetaFn find_meta(std::string_view target);
+/// The declared ops that have a meta function.
+const OpLayer& meta_layer();
 
 /// Broadcast shape of two shapes; throws std::invalid_argument with a message when they don't.
 std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);

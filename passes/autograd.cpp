@@ -745,6 +745,43 @@ void select(GradCtx& c) {
                               idx + 1));
 }
 
+/// as_strided(x, size, stride, offset) reads x's storage at offset + sum(i_d * stride_d); the
+/// gradient adds each output element back at that position (overlapping reads accumulate), as
+/// PyTorch's as_strided_backward does for an input that is its own contiguous storage.
+void as_strided(GradCtx& c) {
+  Emit& e = c.e;
+  ValueId x = c.in("self");
+  const TensorMeta& xm = e.meta(x);
+  if (xm.strides != contiguous_strides(xm.sizes))
+    c.fail("as_strided of a non-contiguous tensor has no derivative rule");
+  const std::vector<int64_t> size = c.arg("size").ints, stride = c.arg("stride").ints;
+  const Arg& off = c.arg("storage_offset");
+  const int64_t base = (off.is_none() ? xm.storage_offset : off.i) - xm.storage_offset;
+  const int64_t numel = xm.numel();
+  ValueId g = c.go();
+  const int64_t n = e.meta(g).numel();
+  // The storage position of every output element, as broadcast sums of aranges.
+  ValueId pos = kNoValue;
+  int64_t lo = base, hi = base;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] == 0) return c.give(x, e.zeros(xm.sizes, xm));
+    (stride[d] < 0 ? lo : hi) += (size[d] - 1) * stride[d];
+    if (size[d] == 1 || stride[d] == 0) continue;
+    std::vector<int64_t> shape(size.size(), 1);
+    shape[d] = size[d];
+    ValueId r = e.reshape(e.arange(0, size[d] * stride[d], stride[d], xm.device), shape);
+    pos = pos == kNoValue ? r : e.add(pos, r);
+  }
+  if (lo < 0 || hi >= numel) c.fail("as_strided reads outside its input; no derivative rule");
+  if (pos == kNoValue) pos = e.reshape(e.arange(0, 1, 1, xm.device), std::vector<int64_t>(size.size(), 1));
+  pos = e.reshape(e.expand(pos, size), {n});
+  if (base != 0) pos = e.add(pos, e.reshape(e.arange(base, base + 1, 1, xm.device), {1}));
+  ValueId flat = e.op("aten.scatter_add.default",
+                      {Emit::t(e.zeros({numel}, xm)), Emit::i(0), Emit::t(pos),
+                       Emit::t(e.reshape(g, {n}))});
+  c.give(x, e.reshape(flat, xm.sizes));
+}
+
 void slice_scatter(GradCtx& c) {
   ValueId src = c.in("src");
   std::vector<int64_t> bs = c.sizes(c.in("self"));
@@ -805,117 +842,107 @@ void copy(GradCtx& c) {
   c.give("src", c.go());
 }
 
-struct GradRow {
-  std::string_view target;
-  GradRule rule;
+const OpTable<GradRule>::Row kDerivatives[] = {
+    {OpId::_log_softmax, log_softmax},
+    {OpId::_native_batch_norm_legit_no_training, batch_norm_eval},
+    {OpId::_softmax, softmax},
+    {OpId::_to_copy, identity},
+    {OpId::abs, abs},
+    {OpId::adaptive_avg_pool2d, adaptive_avg_pool2d},
+    {OpId::add_Scalar, identity},
+    {OpId::add_Tensor, add_tensor},
+    {OpId::addmm, addmm},
+    {OpId::alias, identity},
+    {OpId::amax, amax},
+    {OpId::as_strided, as_strided},
+    {OpId::batch_norm, batch_norm_eval},
+    {OpId::bmm, bmm},
+    {OpId::cat, cat},
+    {OpId::clamp, clamp},
+    {OpId::clone, identity},
+    {OpId::constant_pad_nd, constant_pad_nd},
+    {OpId::contiguous, identity},
+    {OpId::conv2d, conv2d},
+    {OpId::convolution, convolution},
+    {OpId::copy, copy},
+    {OpId::cos, cos},
+    {OpId::div_Scalar, div_scalar},
+    {OpId::div_Tensor, div_tensor},
+    {OpId::dropout, dropout},
+    {OpId::embedding, embedding},
+    {OpId::erf, erf},
+    {OpId::exp, exp},
+    {OpId::expand, identity},
+    {OpId::flatten_using_ints, reshape_back},
+    {OpId::fmod_Scalar, identity},
+    {OpId::gather, gather},
+    {OpId::gelu, gelu},
+    {OpId::hardsigmoid, hardsigmoid},
+    {OpId::hardswish, hardswish},
+    {OpId::index_Tensor, index_tensor},
+    {OpId::index_select, index_select},
+    {OpId::lift_fresh_copy, identity},
+    {OpId::linear, linear},
+    {OpId::log, log},
+    {OpId::log_softmax_int, log_softmax},
+    {OpId::masked_fill_Scalar, masked_fill},
+    {OpId::max_pool2d_with_indices, max_pool2d_with_indices},
+    {OpId::maximum, maximum},
+    {OpId::mean, mean_default},
+    {OpId::mean_dim, mean_dim},
+    {OpId::min_other, minimum},
+    {OpId::minimum, minimum},
+    {OpId::mm, mm},
+    {OpId::mul_Scalar, mul_scalar},
+    {OpId::mul_Tensor, mul_tensor},
+    {OpId::native_layer_norm, native_layer_norm},
+    {OpId::neg, neg},
+    {OpId::permute, permute},
+    {OpId::pow_Tensor_Scalar, pow_tensor_scalar},
+    {OpId::pow_Tensor_Tensor, pow_tensor_tensor},
+    {OpId::reciprocal, reciprocal},
+    {OpId::relu, relu},
+    {OpId::reshape, reshape_back},
+    {OpId::roll, roll},
+    {OpId::rsqrt, rsqrt},
+    {OpId::scatter_add, scatter_add},
+    {OpId::select_int, select},
+    {OpId::sigmoid, sigmoid},
+    {OpId::silu, silu},
+    {OpId::sin, sin},
+    {OpId::slice_Tensor, slice},
+    {OpId::slice_scatter, slice_scatter},
+    {OpId::softmax_int, softmax},
+    {OpId::split_Tensor, split},
+    {OpId::split_with_sizes, split},
+    {OpId::sqrt, sqrt},
+    {OpId::squeeze_dim, reshape_back},
+    {OpId::squeeze_dims, reshape_back},
+    {OpId::sub_Tensor, sub_tensor},
+    {OpId::sum, sum_default},
+    {OpId::sum_dim_IntList, sum_dim},
+    {OpId::tanh, tanh},
+    {OpId::to_dtype, identity},
+    {OpId::transpose_int, transpose},
+    {OpId::unflatten_int, reshape_back},
+    {OpId::unsqueeze, reshape_back},
+    {OpId::view, reshape_back},
+    {OpId::where_ScalarOther, where_scalar_other},
+    {OpId::where_self, where_self},
 };
 
-const GradRow kDerivatives[] = {
-    {"aten._log_softmax.default", log_softmax},
-    {"aten._native_batch_norm_legit_no_training.default", batch_norm_eval},
-    {"aten._softmax.default", softmax},
-    {"aten._to_copy.default", identity},
-    {"aten.abs.default", abs},
-    {"aten.adaptive_avg_pool2d.default", adaptive_avg_pool2d},
-    {"aten.add.Scalar", identity},
-    {"aten.add.Tensor", add_tensor},
-    {"aten.addmm.default", addmm},
-    {"aten.alias.default", identity},
-    {"aten.amax.default", amax},
-    {"aten.batch_norm.default", batch_norm_eval},
-    {"aten.bmm.default", bmm},
-    {"aten.cat.default", cat},
-    {"aten.clamp.default", clamp},
-    {"aten.clone.default", identity},
-    {"aten.constant_pad_nd.default", constant_pad_nd},
-    {"aten.contiguous.default", identity},
-    {"aten.conv2d.default", conv2d},
-    {"aten.convolution.default", convolution},
-    {"aten.copy.default", copy},
-    {"aten.cos.default", cos},
-    {"aten.div.Scalar", div_scalar},
-    {"aten.div.Tensor", div_tensor},
-    {"aten.dropout.default", dropout},
-    {"aten.embedding.default", embedding},
-    {"aten.erf.default", erf},
-    {"aten.exp.default", exp},
-    {"aten.expand.default", identity},
-    {"aten.flatten.using_ints", reshape_back},
-    {"aten.fmod.Scalar", identity},
-    {"aten.gather.default", gather},
-    {"aten.gelu.default", gelu},
-    {"aten.hardsigmoid.default", hardsigmoid},
-    {"aten.hardswish.default", hardswish},
-    {"aten.index.Tensor", index_tensor},
-    {"aten.index_select.default", index_select},
-    {"aten.lift_fresh_copy.default", identity},
-    {"aten.linear.default", linear},
-    {"aten.log.default", log},
-    {"aten.log_softmax.int", log_softmax},
-    {"aten.masked_fill.Scalar", masked_fill},
-    {"aten.max_pool2d_with_indices.default", max_pool2d_with_indices},
-    {"aten.maximum.default", maximum},
-    {"aten.mean.default", mean_default},
-    {"aten.mean.dim", mean_dim},
-    {"aten.min.other", minimum},
-    {"aten.minimum.default", minimum},
-    {"aten.mm.default", mm},
-    {"aten.mul.Scalar", mul_scalar},
-    {"aten.mul.Tensor", mul_tensor},
-    {"aten.native_layer_norm.default", native_layer_norm},
-    {"aten.neg.default", neg},
-    {"aten.permute.default", permute},
-    {"aten.pow.Tensor_Scalar", pow_tensor_scalar},
-    {"aten.pow.Tensor_Tensor", pow_tensor_tensor},
-    {"aten.reciprocal.default", reciprocal},
-    {"aten.relu.default", relu},
-    {"aten.reshape.default", reshape_back},
-    {"aten.roll.default", roll},
-    {"aten.rsqrt.default", rsqrt},
-    {"aten.scatter_add.default", scatter_add},
-    {"aten.select.int", select},
-    {"aten.sigmoid.default", sigmoid},
-    {"aten.silu.default", silu},
-    {"aten.sin.default", sin},
-    {"aten.slice.Tensor", slice},
-    {"aten.slice_scatter.default", slice_scatter},
-    {"aten.softmax.int", softmax},
-    {"aten.split.Tensor", split},
-    {"aten.split_with_sizes.default", split},
-    {"aten.sqrt.default", sqrt},
-    {"aten.squeeze.dim", reshape_back},
-    {"aten.squeeze.dims", reshape_back},
-    {"aten.sub.Tensor", sub_tensor},
-    {"aten.sum.default", sum_default},
-    {"aten.sum.dim_IntList", sum_dim},
-    {"aten.tanh.default", tanh},
-    {"aten.to.dtype", identity},
-    {"aten.transpose.int", transpose},
-    {"aten.unflatten.int", reshape_back},
-    {"aten.unsqueeze.default", reshape_back},
-    {"aten.view.default", reshape_back},
-    {"aten.where.ScalarOther", where_scalar_other},
-    {"aten.where.self", where_self},
-};
-
-/// Ops whose float outputs do not depend differentiably on their inputs.
-const std::string_view kNonDifferentiable[] = {
-    "aten.arange.default",        "aten.arange.start",
-    "aten.arange.start_step",     "aten.full.default",
-    "aten.full_like.default",     "aten.new_zeros.default",
-    "aten.scalar_tensor.default", "aten.sign.default",
-    "aten.zeros.default",         "aten._assert_tensor_metadata.default",
-};
-
-const GradRow* find_rule(std::string_view target) {
-  for (const GradRow& r : kDerivatives)
-    if (r.target == target) return &r;
-  return nullptr;
+const OpTable<GradRule>& derivative_table() {
+  static const OpTable<GradRule> table(kDerivatives);
+  return table;
 }
 
+GradRule find_rule(std::string_view target) { return derivative_table().find(target); }
+
+/// Whether a declared op's float outputs do not depend differentiably on its inputs (plugin
+/// ops are differentiable: their missing derivative is reported where it is needed).
 bool non_differentiable(std::string_view target) {
-  return std::find(std::begin(kNonDifferentiable), std::end(kNonDifferentiable), target) !=
-         std::end(kNonDifferentiable);
+  std::optional<OpId> id = find_op(target);
+  return id && !has_tag(*id, OpTag::Differentiable);
 }
 
 /// Sum of the gradient contributions to one value, in the order they were made.
@@ -927,6 +954,8 @@ ValueId accumulate(Emit& e, const std::vector<ValueId>& parts) {
 }
 
 } // namespace
+
+const OpLayer& derivative_layer() { return derivative_table(); }
 
 bool has_derivative(std::string_view target) {
   return find_rule(target) != nullptr;
@@ -980,17 +1009,17 @@ JointGraph build_joint_graph(const Graph& fw_in) {
     bool wanted = false;
     for (ValueId o : n.outputs) wanted = wanted || !contrib[size_t(o)].empty();
     if (!wanted) continue;
-    const GradRow* row = find_rule(n.target);
-    if (!row && find_custom_op(n.target))
+    GradRule rule = find_rule(n.target);
+    if (!rule && find_custom_op(n.target))
       throw Error(g.source,
                   "custom op '" + find_custom_op(n.target)->name +
                       "' has no derivative (plugins provide no backward); --mode=train cannot "
                       "differentiate through it",
                   n.name, n.target);
-    if (!row) throw Error(g.source, "no derivative rule for this op", n.name, n.target);
+    if (!rule) throw Error(g.source, "no derivative rule for this op", n.name, n.target);
     GradCtx c{g, Emit(g, {}, &names), n, {}, requires_grad, {}};
     for (ValueId o : c.n.outputs) c.gout.push_back(accumulate(e, contrib[size_t(o)]));
-    row->rule(c);
+    rule(c);
     for (auto& [input, grad] : c.grads) {
       assert(g.values[grad].meta.sizes == g.values[input].meta.sizes &&
              "gradient shape differs from its input");

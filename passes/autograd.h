@@ -11,6 +11,7 @@
 #pragma once
 
 #include "frontend/graph.h"
+#include "frontend/ops.h"
 
 #include <string>
 #include <string_view>
@@ -44,5 +45,7 @@ JointGraph build_joint_graph(const Graph& fw);
 
 /// Whether the derivative table has a row for this normalised target.
 bool has_derivative(std::string_view target);
+/// The declared ops that have a derivative rule.
+const OpLayer& derivative_layer();
 
 } // namespace fxc

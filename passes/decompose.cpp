@@ -381,38 +381,33 @@ std::vector<ValueId> pad(Emit& e, const DNode& d) {
                {Emit::t(d.tensor("self")), {"", d.arg("pad")}, Emit::f(value)})};
 }
 
-struct DecompRow {
-  std::string_view target;
-  DecompFn fn;
-};
-
-const DecompRow kDecompositions[] = {
-    {"aten._log_softmax.default", log_softmax},
-    {"aten._native_batch_norm_legit_no_training.default", native_batch_norm_no_training},
-    {"aten._softmax.default", softmax},
-    {"aten.adaptive_avg_pool2d.default", adaptive_avg_pool2d},
-    {"aten.addmm.default", addmm},
-    {"aten.batch_norm.default", batch_norm},
-    {"aten.conv2d.default", conv2d},
-    {"aten.dropout.default", dropout},
-    {"aten.flatten.using_ints", to_shape},
-    {"aten.gelu.default", gelu},
-    {"aten.hardsigmoid.default", hardsigmoid},
-    {"aten.hardswish.default", hardswish},
-    {"aten.layer_norm.default", layer_norm},
-    {"aten.linear.default", linear},
-    {"aten.log_softmax.int", log_softmax},
-    {"aten.matmul.default", matmul},
-    {"aten.max_pool2d.default", max_pool2d},
-    {"aten.native_layer_norm.default", native_layer_norm},
-    {"aten.pad.default", pad},
-    {"aten.reshape.default", to_shape},
-    {"aten.scaled_dot_product_attention.default", sdpa},
-    {"aten.silu.default", silu},
-    {"aten.softmax.int", softmax},
-    {"aten.split.Tensor", split},
-    {"aten.transpose.int", transpose},
-    {"aten.unflatten.int", to_shape},
+const OpTable<DecompFn>::Row kDecompositions[] = {
+    {OpId::_log_softmax, log_softmax},
+    {OpId::_native_batch_norm_legit_no_training, native_batch_norm_no_training},
+    {OpId::_softmax, softmax},
+    {OpId::adaptive_avg_pool2d, adaptive_avg_pool2d},
+    {OpId::addmm, addmm},
+    {OpId::batch_norm, batch_norm},
+    {OpId::conv2d, conv2d},
+    {OpId::dropout, dropout},
+    {OpId::flatten_using_ints, to_shape},
+    {OpId::gelu, gelu},
+    {OpId::hardsigmoid, hardsigmoid},
+    {OpId::hardswish, hardswish},
+    {OpId::layer_norm, layer_norm},
+    {OpId::linear, linear},
+    {OpId::log_softmax_int, log_softmax},
+    {OpId::matmul, matmul},
+    {OpId::max_pool2d, max_pool2d},
+    {OpId::native_layer_norm, native_layer_norm},
+    {OpId::pad, pad},
+    {OpId::reshape, to_shape},
+    {OpId::scaled_dot_product_attention, sdpa},
+    {OpId::silu, silu},
+    {OpId::softmax_int, softmax},
+    {OpId::split_Tensor, split},
+    {OpId::transpose_int, transpose},
+    {OpId::unflatten_int, to_shape},
 };
 
 std::vector<ValueId> layer_norm_to_native(Emit& e, const DNode& d) {
@@ -437,23 +432,25 @@ std::vector<ValueId> batch_norm_to_native(Emit& e, const DNode& d) {
 
 /// Composite ops rewritten to the ATen op that returns what their backward needs (mean/rstd,
 /// pooling indices), as PyTorch's autograd does, so the forward computes it once.
-const DecompRow kAutogradForms[] = {
-    {"aten.batch_norm.default", batch_norm_to_native},
-    {"aten.layer_norm.default", layer_norm_to_native},
-    {"aten.max_pool2d.default", max_pool2d},
+const OpTable<DecompFn>::Row kAutogradForms[] = {
+    {OpId::batch_norm, batch_norm_to_native},
+    {OpId::layer_norm, layer_norm_to_native},
+    {OpId::max_pool2d, max_pool2d},
 };
 
-template <size_t N> const DecompRow* find_in(const DecompRow (&table)[N], std::string_view target) {
-  for (const DecompRow& r : table)
-    if (r.target == target) return &r;
-  return nullptr;
+const OpTable<DecompFn>& decomposition_table() {
+  static const OpTable<DecompFn> table(kDecompositions);
+  return table;
 }
 
-const DecompRow* find_row(std::string_view target) {
-  return find_in(kDecompositions, target);
+const OpTable<DecompFn>& autograd_form_table() {
+  static const OpTable<DecompFn> table(kAutogradForms);
+  return table;
 }
 
-using RowFinder = const DecompRow* (*)(std::string_view);
+DecompFn find_row(std::string_view target) { return decomposition_table().find(target); }
+
+using RowFinder = DecompFn (*)(std::string_view);
 
 /// One pass over g; returns whether anything was decomposed.
 bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& select, RowFinder find,
@@ -462,15 +459,15 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
   ValueMap map = copy_inputs(g, out, {}, &names);
   bool changed = false;
   for (const Node& n : g.nodes) {
-    const DecompRow* row = find(n.target);
-    if (!row || !select(n)) {
+    DecompFn fn = find(n.target);
+    if (!fn || !select(n)) {
       copy_node(g, n, out, map, &names);
       continue;
     }
     Emit e(out, n.name, &names);
     DNode d{g, n, remap_args(n, map)};
     size_t first_new = out.nodes.size();
-    std::vector<ValueId> r = row->fn(e, d);
+    std::vector<ValueId> r = fn(e, d);
     if (r.empty()) {
       copy_node(g, n, out, map, &names);
       continue;
@@ -498,6 +495,9 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
 
 } // namespace
 
+const OpLayer& decomposition_layer() { return decomposition_table(); }
+const OpLayer& autograd_form_layer() { return autograd_form_table(); }
+
 bool has_decomposition(std::string_view target) {
   return find_row(target) != nullptr;
 }
@@ -522,7 +522,7 @@ Graph to_autograd_forms(const Graph& g) {
   Graph out;
   decompose_once(
       g, [](const Node&) { return true; },
-      [](std::string_view t) { return find_in(kAutogradForms, t); }, out);
+      [](std::string_view t) { return autograd_form_table().find(t); }, out);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "frontend/graph.h"
+#include "frontend/ops.h"
 
 #include <functional>
 #include <string_view>
@@ -36,5 +37,9 @@ Graph to_autograd_forms(const Graph& g);
 
 /// Whether the table has a row for this normalised target.
 bool has_decomposition(std::string_view target);
+
+/// The declared ops that have a decomposition, and those to_autograd_forms() rewrites.
+const OpLayer& decomposition_layer();
+const OpLayer& autograd_form_layer();
 
 } // namespace fxc

@@ -513,6 +513,10 @@ std::string_view vop_name(VOp op) {
     return "truediv";
   case VOp::FloorDivide:
     return "floordiv";
+  case VOp::Fmod:
+    return "fmod";
+  case VOp::Remainder:
+    return "remainder";
   case VOp::Pow:
     return "pow";
   case VOp::Max:

@@ -112,6 +112,8 @@ enum class VOp : uint8_t {
   Mul,
   Div,
   FloorDivide,
+  Fmod,      // C fmod: the sign of the dividend (int: 0 for a zero divisor)
+  Remainder, // Python %: the sign of the divisor (int: 0 for a zero divisor)
   Pow,
   Max,
   Min,

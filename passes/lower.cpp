@@ -478,6 +478,9 @@ void lower_mul(Lowerer& L, int n) {
 void lower_div(Lowerer& L, int n) {
   binary(L, n, VOp::Div, false);
 }
+void lower_fmod(Lowerer& L, int n) {
+  binary(L, n, VOp::Fmod, false);
+}
 void lower_maximum(Lowerer& L, int n) {
   binary(L, n, VOp::Max, false);
 }
@@ -656,14 +659,6 @@ void lower_transpose(Lowerer& L, int n) {
     std::vector<IndexExpr> in = idx;
     if (r > 0) std::swap(in[a], in[b]);
     return in;
-  }));
-}
-
-void lower_transpose_t(Lowerer& L, int n) {
-  LVal& x = L.input(n, "self");
-  std::vector<int64_t> sizes(x.sizes.rbegin(), x.sizes.rend());
-  L.set_output(n, 0, L.view(n, x, sizes, [](auto& idx) {
-    return std::vector<IndexExpr>(idx.rbegin(), idx.rend());
   }));
 }
 
@@ -1515,134 +1510,127 @@ void lower_convolution(Lowerer& L, int n) {
                            {bias}));
 }
 
-struct Rule {
-  const char* target;
-  LowerFn fn;
-};
-
 // One row per op. Ops absent here become fallback extern calls.
-const Rule kRules[] = {
-    {"aten._log_softmax.default", lower_log_softmax},
-    {"aten._native_batch_norm_legit_no_training.default", lower_native_batch_norm_no_training},
-    {"aten._softmax.default", lower_softmax},
-    {"aten._to_copy.default", lower_copy_like},
-    {"aten._unsafe_view.default", lower_reshape},
-    {"aten.abs.default", lower_abs},
-    {"aten.add.Scalar", lower_add},
-    {"aten.add.Tensor", lower_add},
-    {"aten.addmm.default", lower_addmm},
-    {"aten.alias.default", lower_copy_like},
-    {"aten.amax.default", lower_amax},
-    {"aten.any.dim", lower_any},
-    {"aten.arange.default", lower_arange},
-    {"aten.arange.start", lower_arange},
-    {"aten.arange.start_step", lower_arange},
-    {"aten.argmax.default", lower_argmax},
-    {"aten.batch_norm.default", lower_batch_norm},
-    {"aten.bmm.default", lower_mm},
-    {"aten.cat.default", lower_cat},
-    {"aten.clamp.default", lower_clamp},
-    {"aten.clone.default", lower_copy_like},
-    {"aten.contiguous.default", lower_copy_like},
-    {"aten.constant_pad_nd.default", lower_constant_pad_nd},
-    {"aten.conv2d.default", lower_convolution},
-    {"aten.convolution.default", lower_convolution},
-    {"aten.copy.default", lower_copy},
-    {"aten.cos.default", lower_cos},
-    {"aten.detach.default", lower_copy_like},
-    {"aten.div.Scalar", lower_div},
-    {"aten.div.Tensor", lower_div},
-    {"aten.embedding.default", lower_embedding},
-    {"aten.eq.Scalar", lower_eq},
-    {"aten.eq.Tensor", lower_eq},
-    {"aten.erf.default", lower_erf},
-    {"aten.exp.default", lower_exp},
-    {"aten.expand.default", lower_expand},
-    {"aten.flatten.using_ints", lower_reshape},
-    {"aten.full.default", lower_full},
-    {"aten.full_like.default", lower_full},
-    {"aten.gather.default", lower_gather},
-    {"aten.ge.Scalar", lower_ge},
-    {"aten.ge.Tensor", lower_ge},
-    {"aten.gelu.default", lower_gelu},
-    {"aten.gt.Scalar", lower_gt},
-    {"aten.gt.Tensor", lower_gt},
-    {"aten.hardsigmoid.default", lower_hardsigmoid},
-    {"aten.hardswish.default", lower_hardswish},
-    {"aten.index_select.default", lower_index_select},
-    {"aten.layer_norm.default", lower_layer_norm},
-    {"aten.le.Scalar", lower_le},
-    {"aten.le.Tensor", lower_le},
-    {"aten.lift_fresh_copy.default", lower_copy_like},
-    {"aten.linear.default", lower_linear},
-    {"aten.log.default", lower_log},
-    {"aten.log_softmax.int", lower_log_softmax},
-    {"aten.logical_and.default", lower_logical_and},
-    {"aten.logical_not.default", lower_logical_not},
-    {"aten.lt.Scalar", lower_lt},
-    {"aten.lt.Tensor", lower_lt},
-    {"aten.masked_fill.Scalar", lower_masked_fill},
-    {"aten.max_pool2d.default", lower_max_pool2d},
-    {"aten.max_pool2d_with_indices.default", lower_max_pool2d},
-    {"aten.maximum.default", lower_maximum},
-    {"aten.mean.default", lower_mean},
-    {"aten.mean.dim", lower_mean},
-    {"aten.min.other", lower_minimum},
-    {"aten.minimum.default", lower_minimum},
-    {"aten.mm.default", lower_mm},
-    {"aten.mul.Scalar", lower_mul},
-    {"aten.mul.Tensor", lower_mul},
-    {"aten.native_layer_norm.default", lower_native_layer_norm},
-    {"aten.ne.Scalar", lower_ne},
-    {"aten.ne.Tensor", lower_ne},
-    {"aten.neg.default", lower_neg},
-    {"aten.new_zeros.default", lower_zeros},
-    {"aten.permute.default", lower_permute},
-    {"aten.pow.Tensor_Scalar", lower_pow},
-    {"aten.pow.Tensor_Tensor", lower_pow},
-    {"aten.reciprocal.default", lower_reciprocal},
-    {"aten.relu.default", lower_relu},
-    {"aten.reshape.default", lower_reshape},
-    {"aten.rsqrt.default", lower_rsqrt},
-    {"aten.scalar_tensor.default", lower_scalar_tensor},
-    {"aten.select.int", lower_select},
-    {"aten.sigmoid.default", lower_sigmoid},
-    {"aten.sign.default", lower_sign},
-    {"aten.silu.default", lower_silu},
-    {"aten.sin.default", lower_sin},
-    {"aten.slice.Tensor", lower_slice},
-    {"aten.slice_scatter.default", lower_slice_scatter},
-    {"aten.softmax.int", lower_softmax},
-    {"aten.split.Tensor", lower_split},
-    {"aten.split_with_sizes.default", lower_split},
-    {"aten.sqrt.default", lower_sqrt},
-    {"aten.squeeze.default", lower_same_order_view},
-    {"aten.squeeze.dim", lower_same_order_view},
-    {"aten.squeeze.dims", lower_same_order_view},
-    {"aten.sub.Scalar", lower_sub},
-    {"aten.sub.Tensor", lower_sub},
-    {"aten.sum.default", lower_sum},
-    {"aten.sum.dim_IntList", lower_sum},
-    {"aten.t.default", lower_transpose_t},
-    {"aten.tanh.default", lower_tanh},
-    {"aten.to.dtype", lower_copy_like},
-    {"aten.transpose.int", lower_transpose},
-    {"aten.unflatten.int", lower_reshape},
-    {"aten.unsqueeze.default", lower_same_order_view},
-    {"aten.view.default", lower_reshape},
-    {"aten.where.ScalarOther", lower_where},
-    {"aten.where.self", lower_where},
-    {"aten.zeros.default", lower_zeros},
-    {"aten.zeros_like.default", lower_zeros},
+const OpTable<LowerFn>::Row kRules[] = {
+    {OpId::_log_softmax, lower_log_softmax},
+    {OpId::_native_batch_norm_legit_no_training, lower_native_batch_norm_no_training},
+    {OpId::_softmax, lower_softmax},
+    {OpId::_to_copy, lower_copy_like},
+    {OpId::abs, lower_abs},
+    {OpId::add_Scalar, lower_add},
+    {OpId::add_Tensor, lower_add},
+    {OpId::addmm, lower_addmm},
+    {OpId::alias, lower_copy_like},
+    {OpId::amax, lower_amax},
+    {OpId::any_dim, lower_any},
+    {OpId::arange, lower_arange},
+    {OpId::arange_start, lower_arange},
+    {OpId::arange_start_step, lower_arange},
+    {OpId::argmax, lower_argmax},
+    {OpId::batch_norm, lower_batch_norm},
+    {OpId::bmm, lower_mm},
+    {OpId::cat, lower_cat},
+    {OpId::clamp, lower_clamp},
+    {OpId::clone, lower_copy_like},
+    {OpId::contiguous, lower_copy_like},
+    {OpId::constant_pad_nd, lower_constant_pad_nd},
+    {OpId::conv2d, lower_convolution},
+    {OpId::convolution, lower_convolution},
+    {OpId::copy, lower_copy},
+    {OpId::cos, lower_cos},
+    {OpId::div_Scalar, lower_div},
+    {OpId::div_Tensor, lower_div},
+    {OpId::embedding, lower_embedding},
+    {OpId::eq_Scalar, lower_eq},
+    {OpId::eq_Tensor, lower_eq},
+    {OpId::erf, lower_erf},
+    {OpId::exp, lower_exp},
+    {OpId::expand, lower_expand},
+    {OpId::flatten_using_ints, lower_reshape},
+    {OpId::fmod_Scalar, lower_fmod},
+    {OpId::full, lower_full},
+    {OpId::full_like, lower_full},
+    {OpId::gather, lower_gather},
+    {OpId::ge_Scalar, lower_ge},
+    {OpId::ge_Tensor, lower_ge},
+    {OpId::gelu, lower_gelu},
+    {OpId::gt_Scalar, lower_gt},
+    {OpId::gt_Tensor, lower_gt},
+    {OpId::hardsigmoid, lower_hardsigmoid},
+    {OpId::hardswish, lower_hardswish},
+    {OpId::index_select, lower_index_select},
+    {OpId::layer_norm, lower_layer_norm},
+    {OpId::le_Scalar, lower_le},
+    {OpId::le_Tensor, lower_le},
+    {OpId::lift_fresh_copy, lower_copy_like},
+    {OpId::linear, lower_linear},
+    {OpId::log, lower_log},
+    {OpId::log_softmax_int, lower_log_softmax},
+    {OpId::logical_and, lower_logical_and},
+    {OpId::logical_not, lower_logical_not},
+    {OpId::lt_Scalar, lower_lt},
+    {OpId::lt_Tensor, lower_lt},
+    {OpId::masked_fill_Scalar, lower_masked_fill},
+    {OpId::max_pool2d, lower_max_pool2d},
+    {OpId::max_pool2d_with_indices, lower_max_pool2d},
+    {OpId::maximum, lower_maximum},
+    {OpId::mean, lower_mean},
+    {OpId::mean_dim, lower_mean},
+    {OpId::min_other, lower_minimum},
+    {OpId::minimum, lower_minimum},
+    {OpId::mm, lower_mm},
+    {OpId::mul_Scalar, lower_mul},
+    {OpId::mul_Tensor, lower_mul},
+    {OpId::native_layer_norm, lower_native_layer_norm},
+    {OpId::ne_Scalar, lower_ne},
+    {OpId::ne_Tensor, lower_ne},
+    {OpId::neg, lower_neg},
+    {OpId::new_zeros, lower_zeros},
+    {OpId::permute, lower_permute},
+    {OpId::pow_Tensor_Scalar, lower_pow},
+    {OpId::pow_Tensor_Tensor, lower_pow},
+    {OpId::reciprocal, lower_reciprocal},
+    {OpId::relu, lower_relu},
+    {OpId::reshape, lower_reshape},
+    {OpId::rsqrt, lower_rsqrt},
+    {OpId::scalar_tensor, lower_scalar_tensor},
+    {OpId::select_int, lower_select},
+    {OpId::sigmoid, lower_sigmoid},
+    {OpId::sign, lower_sign},
+    {OpId::silu, lower_silu},
+    {OpId::sin, lower_sin},
+    {OpId::slice_Tensor, lower_slice},
+    {OpId::slice_scatter, lower_slice_scatter},
+    {OpId::softmax_int, lower_softmax},
+    {OpId::split_Tensor, lower_split},
+    {OpId::split_with_sizes, lower_split},
+    {OpId::sqrt, lower_sqrt},
+    {OpId::squeeze_dim, lower_same_order_view},
+    {OpId::squeeze_dims, lower_same_order_view},
+    {OpId::sub_Tensor, lower_sub},
+    {OpId::sum, lower_sum},
+    {OpId::sum_dim_IntList, lower_sum},
+    {OpId::tanh, lower_tanh},
+    {OpId::to_dtype, lower_copy_like},
+    {OpId::transpose_int, lower_transpose},
+    {OpId::unflatten_int, lower_reshape},
+    {OpId::unsqueeze, lower_same_order_view},
+    {OpId::view, lower_reshape},
+    {OpId::where_ScalarOther, lower_where},
+    {OpId::where_self, lower_where},
+    {OpId::zeros, lower_zeros},
 };
 
-LowerFn find_rule(const std::string& target) {
-  for (const Rule& r : kRules)
-    if (target == r.target) return r.fn;
-  return nullptr;
+const OpTable<LowerFn>& rule_table() {
+  static const OpTable<LowerFn> table(kRules);
+  return table;
 }
 
+LowerFn find_rule(const std::string& target) { return rule_table().find(target); }
+
 } // namespace
+
+const OpLayer& lowering_layer() { return rule_table(); }
 
 void Lowerer::fallback(int n, const std::string& why) {
   const Node& nd = node(n);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "frontend/graph.h"
+#include "frontend/ops.h"
 #include "passes/loop_ir.h"
 
 namespace fxc {
@@ -39,5 +40,8 @@ LoopProgram lower(const Graph& g, const LowerOptions& opts = {});
 
 /// "addmm" for "aten.addmm.default", "softmax" for "aten._softmax.default".
 std::string op_base_name(const std::string& target);
+
+/// The declared ops that have a lowering rule (the others become extern fallback calls).
+const OpLayer& lowering_layer();
 
 } // namespace fxc

@@ -2,6 +2,7 @@
 #include "passes/partition.h"
 
 #include "frontend/log.h"
+#include "frontend/ops.h"
 #include "frontend/printer.h"
 #include "frontend/schema.h"
 #include "passes/aot_ops.h"
@@ -19,78 +20,12 @@ namespace fxc {
 
 namespace {
 
-/// Ops cheap enough to recompute in the backward (pointwise, views, factories); PyTorch's
-/// partitioner keeps a similar allowlist. Everything else is never recomputed.
-const std::string_view kRecomputable[] = {
-    "aten._to_copy.default",
-    "aten.abs.default",
-    "aten.add.Scalar",
-    "aten.add.Tensor",
-    "aten.alias.default",
-    "aten.arange.default",
-    "aten.arange.start",
-    "aten.arange.start_step",
-    "aten.clamp.default",
-    "aten.clone.default",
-    "aten.constant_pad_nd.default",
-    "aten.cos.default",
-    "aten.div.Scalar",
-    "aten.div.Tensor",
-    "aten.dropout.default",
-    "aten.eq.Scalar",
-    "aten.eq.Tensor",
-    "aten.erf.default",
-    "aten.exp.default",
-    "aten.fmod.Scalar",
-    "aten.full.default",
-    "aten.full_like.default",
-    "aten.ge.Scalar",
-    "aten.ge.Tensor",
-    "aten.gelu.default",
-    "aten.gt.Scalar",
-    "aten.gt.Tensor",
-    "aten.hardsigmoid.default",
-    "aten.hardswish.default",
-    "aten.le.Scalar",
-    "aten.le.Tensor",
-    "aten.lift_fresh_copy.default",
-    "aten.log.default",
-    "aten.logical_and.default",
-    "aten.logical_not.default",
-    "aten.lt.Scalar",
-    "aten.lt.Tensor",
-    "aten.masked_fill.Scalar",
-    "aten.maximum.default",
-    "aten.min.other",
-    "aten.minimum.default",
-    "aten.mul.Scalar",
-    "aten.mul.Tensor",
-    "aten.ne.Scalar",
-    "aten.ne.Tensor",
-    "aten.neg.default",
-    "aten.new_zeros.default",
-    "aten.pow.Tensor_Scalar",
-    "aten.pow.Tensor_Tensor",
-    "aten.reciprocal.default",
-    "aten.relu.default",
-    "aten.rsqrt.default",
-    "aten.scalar_tensor.default",
-    "aten.sigmoid.default",
-    "aten.sign.default",
-    "aten.silu.default",
-    "aten.sin.default",
-    "aten.sqrt.default",
-    "aten.sub.Tensor",
-    "aten.tanh.default",
-    "aten.where.ScalarOther",
-    "aten.where.self",
-    "aten.zeros.default",
-};
-
+/// Whether the partitioner may recompute n in the backward: views, and ops declared cheap
+/// (pointwise, factories; the Recomputable tag in frontend/ops.def), as PyTorch's partitioner
+/// keeps an allowlist. Everything else is never recomputed.
 bool recomputable(const Node& n) {
   if (n.schema && n.schema->is_view) return true;
-  return std::find(std::begin(kRecomputable), std::end(kRecomputable), n.target) !=
-         std::end(kRecomputable);
+  return target_has_tag(n.target, OpTag::Recomputable);
 }
 
 /// Dinic's max-flow on int64 capacities.

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "frontend/graph.h"
+#include "frontend/ops.h"
 #include "runtime/tensor.h"
 
 #include <string_view>
@@ -46,8 +47,8 @@ using KernelFn = std::vector<Tensor> (*)(const KernelCall&);
 /// The kernel for a normalised target, or nullptr when there is none.
 KernelFn find_kernel(std::string_view target);
 
-/// Every target that has a kernel, sorted (for coverage tests against the schema table).
-std::vector<std::string_view> kernel_targets();
+/// The declared ops that have a reference kernel.
+const OpLayer& kernel_layer();
 
 /// Runs the kernel of `node` (whose schema must be set) on already-bound operands.
 /// Throws TensorError when the op has no kernel or the kernel fails.

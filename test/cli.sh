@@ -13,6 +13,13 @@ check "--help exits 0" 0 "$fxc" --help
 has "--help lists --backend" "$tmp/out" "--backend"
 check "--version exits 0" 0 "$fxc" --version
 has "--version prints the version" "$tmp/out" "fxc version"
+check "--list-ops exits 0" 0 "$fxc" --list-ops
+matches "--list-ops has a header" "$tmp/out" "op  *meta  *eager  *autograd  *inductor-cpu  *inductor-cuda  *tags"
+matches "--list-ops lists add.Tensor with every layer" "$tmp/out" \
+  "aten.add.Tensor  *yes  *yes  *derivative  *lowered  *lowered  *pointwise,differentiable"
+matches "--list-ops names extern fallbacks" "$tmp/out" "aten.scatter_add.default .*extern fallback  *host fallback"
+bash "$src/tools/gen-ops-doc.sh" "$fxc" "$tmp/ops.md"
+check "docs/ops.md is what tools/gen-ops-doc.sh writes" 0 diff -u "$src/docs/ops.md" "$tmp/ops.md"
 check "unknown option is a usage error" 2 "$fxc" --frobnicate "$fx/mlp.pt2"
 check "bad --backend value is a usage error" 2 "$fxc" --backend=tvm --emit=fx "$fx/mlp.pt2"
 check "no input is a usage error" 2 "$fxc" --emit=fx

@@ -14,6 +14,9 @@ check() { # check <description> <expected status> <command...>: stdout/stderr in
 has() { # has <description> <file> <substring>
   if grep -qF -- "$3" "$2"; then ok "$1"; else bad "$1: '$3' not in $2"; head -5 "$2" | sed 's/^/     /'; fi
 }
+matches() { # matches <description> <file> <extended regex>
+  if grep -qE -- "$3" "$2"; then ok "$1"; else bad "$1: /$3/ not in $2"; head -5 "$2" | sed 's/^/     /'; fi
+}
 hasnt() { # hasnt <description> <file> <substring>
   if grep -qF -- "$3" "$2"; then bad "$1: '$3' in $2"; else ok "$1"; fi
 }

@@ -290,6 +290,16 @@ TEST_CASE("autograd: views and data movement") {
   check_gradients(tg);
 }
 
+TEST_CASE("autograd: as_strided adds overlapping reads back at their storage positions") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4});
+  // Overlapping 2x3 windows of stride (2, 1) from offset 1, a transpose, and a broadcast.
+  tg.output(tg.op("aten.as_strided.default", {T(x), Is({4, 3}), Is({2, 1}), I(1)}));
+  tg.output(tg.op("aten.as_strided.default", {T(x), Is({4, 3}), Is({1, 4})}));
+  tg.output(tg.op("aten.as_strided.default", {T(x), Is({2, 5}), Is({0, 2})}));
+  check_gradients(tg);
+}
+
 TEST_CASE("autograd: scaled_dot_product_attention through its decomposition") {
   TestGraph tg;
   ValueId q = tg.input("q", {2, 2, 4, 3}), k = tg.input("k", {2, 2, 5, 3});
@@ -395,8 +405,14 @@ TEST_CASE("autograd: unsupported cases are diagnosed with the node") {
   CHECK_THROWS_WITH_AS(build_joint_graph(tg.g), doctest::Contains("training mode"), Error);
   TestGraph t2;
   ValueId y = t2.input("y", {2, 3});
-  t2.output(t2.op("aten.as_strided.default", {T(y), Is({3}), Is({2})}));
-  CHECK_THROWS_WITH_AS(build_joint_graph(t2.g), doctest::Contains("no derivative rule"), Error);
+  ValueId yt = t2.op("aten.permute.default", {T(y), Is({1, 0})});
+  t2.output(t2.op("aten.as_strided.default", {T(yt), Is({3}), Is({2})}));
+  CHECK_THROWS_WITH_AS(build_joint_graph(t2.g), doctest::Contains("non-contiguous"), Error);
+  TestGraph t5;
+  ValueId u5 = t5.input("u", {2, 3});
+  t5.output(t5.op("aten.as_strided.default", {T(u5), Is({4}), Is({2})}));
+  CHECK_THROWS_WITH_AS(build_joint_graph(t5.g), doctest::Contains("reads outside its input"),
+                       Error);
   TestGraph t3;
   ValueId z = t3.input("z", {1, 2, 4, 4}), w = t3.weight("w", {2, 3, 3, 3});
   t3.output(t3.op("aten.convolution.default", {T(z),

@@ -1,0 +1,65 @@
+// `fxc --list-ops`: the op registry as a table, read from the layers themselves.
+#include "driver/list_ops.h"
+
+#include "frontend/meta.h"
+#include "frontend/ops.h"
+#include "passes/autograd.h"
+#include "passes/decompose.h"
+#include "passes/lower.h"
+#include "runtime/kernels.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace fxc {
+
+namespace {
+
+std::string autograd_column(OpId id) {
+  if (!has_tag(id, OpTag::Differentiable)) return "-";
+  if (derivative_layer().has(id)) return "derivative";
+  if (decomposition_layer().has(id) || autograd_form_layer().has(id)) return "decomposed";
+  return "missing";
+}
+
+// Inductor decomposes an op with a decomposition before lowering; an op with neither becomes
+// an extern call of the reference kernel (on CUDA that is a round trip to the host).
+std::string inductor_column(OpId id, bool cuda) {
+  if (decomposition_layer().has(id)) return "decomposed";
+  if (lowering_layer().has(id)) return "lowered";
+  return cuda ? "host fallback" : "extern fallback";
+}
+
+std::string tags_column(OpId id) {
+  std::string out;
+  for (OpTag t : kAllOpTags)
+    if (has_tag(id, t)) out += (out.empty() ? "" : ",") + std::string(tag_name(t));
+  return out.empty() ? "-" : out;
+}
+
+} // namespace
+
+std::string list_ops_text() {
+  struct Line {
+    std::string cells[7];
+  };
+  std::vector<Line> lines;
+  lines.push_back({{"op", "meta", "eager", "autograd", "inductor-cpu", "inductor-cuda", "tags"}});
+  for (const OpInfo& op : all_ops())
+    lines.push_back({{std::string(op.target), meta_layer().has(op.id) ? "yes" : "-",
+                      kernel_layer().has(op.id) ? "yes" : "-", autograd_column(op.id),
+                      inductor_column(op.id, false), inductor_column(op.id, true),
+                      tags_column(op.id)}});
+  size_t width[6] = {};
+  for (const Line& l : lines)
+    for (size_t c = 0; c < 6; ++c) width[c] = std::max(width[c], l.cells[c].size());
+  std::ostringstream os;
+  for (const Line& l : lines) {
+    for (size_t c = 0; c < 6; ++c) os << l.cells[c] << std::string(width[c] + 2 - l.cells[c].size(), ' ');
+    os << l.cells[6] << '\n';
+  }
+  os << all_ops().size() << " ops\n";
+  return os.str();
+}
+
+} // namespace fxc
