@@ -34,15 +34,6 @@ bool TensorMeta::operator==(const TensorMeta& o) const {
          storage_offset == o.storage_offset && device == o.device;
 }
 
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> st(sizes.size());
-  int64_t acc = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= sizes[i] > 1 ? sizes[i] : 1;
-  }
-  return st;
-}
 
 namespace {
 std::string join(const std::vector<int64_t>& v) {

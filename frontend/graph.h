@@ -46,7 +46,8 @@ struct TensorMeta {
   bool operator==(const TensorMeta& o) const;
 };
 
-/// Row-major strides for `sizes`.
+/// Row-major strides for `sizes` (frontend/tensor_rules.cpp; wraps around when they do not fit
+/// in int64: checked_contiguous_strides says so).
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 /// "f32[2, 16, 128]"
 std::string format_meta(const TensorMeta& m);

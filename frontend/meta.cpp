@@ -36,15 +36,10 @@ int64_t mul(int64_t a, int64_t b) {
   return r;
 }
 
-// Row-major strides (sizes below 1 count as 1, as in PyTorch).
+// Row-major strides; an overflow is the node's error (guarded below).
 Sizes dense_strides(const Sizes& sizes) {
-  Sizes st(sizes.size());
-  int64_t acc = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    st[i] = acc;
-    acc = mul(acc, std::max<int64_t>(sizes[i], 1));
-  }
-  return st;
+  if (auto st = checked_contiguous_strides(sizes)) return *st;
+  throw SizeOverflow{};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -259,48 +254,10 @@ TensorMeta make_format(DType dt, const Sizes& sizes, Device dev, MemoryFormat mf
 // ---------------------------------------------------------------------------------------------
 // Type promotion (c10/core/ScalarType.h promoteTypes, ATen/native/TypeProperties.cpp).
 
-DType scalar_dtype(const Arg& a) {
-  if (a.kind == Arg::Kind::Float) return DType::F32; // wrapped floats take the default dtype
-  if (a.kind == Arg::Kind::Bool) return DType::Bool;
-  return DType::I64;
-}
+DType scalar_dtype(const Arg& a) { return wrapped_number_dtype(a); }
 
 bool is_scalar_kind(Arg::Kind k) {
   return k == Arg::Kind::Int || k == Arg::Kind::Float || k == Arg::Kind::Bool;
-}
-
-std::optional<DType> promote_opt(std::optional<DType> a, std::optional<DType> b) {
-  if (!a) return b;
-  if (!b) return a;
-  return promote_types(*a, *b);
-}
-
-struct ResultType {
-  std::optional<DType> dim, zero, wrapped;
-  void tensor(const TensorMeta& t) {
-    auto& slot = t.sizes.empty() ? zero : dim;
-    slot = promote_opt(slot, t.dtype);
-  }
-  void scalar(const Arg& a) { wrapped = promote_opt(wrapped, scalar_dtype(a)); }
-  static std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
-    if (higher && is_floating(*higher)) return higher;
-    if ((higher && *higher == DType::Bool) || (lower && is_floating(*lower)))
-      return promote_opt(higher, lower);
-    if (higher) return higher;
-    return lower;
-  }
-  DType result() const {
-    auto r = combine(dim, combine(zero, wrapped));
-    assert(r && "result_type of no operands");
-    return *r;
-  }
-};
-
-// c10::canCast
-bool can_cast(DType from, DType to) {
-  if (is_floating(from) && is_integral(to)) return false;
-  if (from != DType::Bool && to == DType::Bool) return false;
-  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -537,9 +494,9 @@ DType result_type(const std::vector<Operand>& ops) {
   ResultType r;
   for (const Operand& o : ops) {
     if (o.t)
-      r.tensor(*o.t);
+      r.add_tensor(*o.t);
     else
-      r.scalar(o.scalar);
+      r.add_number(o.scalar);
   }
   return r.result();
 }
@@ -679,9 +636,9 @@ Metas clamp(const Graph& g, const Node& n) {
   DType dt = self.dtype;
   if (!is_floating(dt)) {
     ResultType r;
-    r.tensor(self);
-    if (lo) r.scalar(c.arg("min"));
-    if (hi) r.scalar(c.arg("max"));
+    r.add_tensor(self);
+    if (lo) r.add_number(c.arg("min"));
+    if (hi) r.add_number(c.arg("max"));
     dt = r.result();
   }
   return {iter_output(c, {{&self, {}}}, dt)};
@@ -1479,7 +1436,7 @@ Metas cat(const Graph& g, const Node& n) {
       break;
     }
   ResultType rt;
-  for (const TensorMeta* t : ts) rt.tensor(*t);
+  for (const TensorMeta* t : ts) rt.add_tensor(*t);
   DType dt = rt.result();
   Device dev = common_device(c, ts);
   if (!first) return {make(dt, {0}, dev)};
@@ -2346,31 +2303,6 @@ const OpLayer& meta_layer() { return meta_table(); }
 MetaFn find_meta(std::string_view target) {
   if (MetaFn fn = meta_table().find(target)) return fn;
   return find_custom_op(target) ? custom_op_meta : nullptr;
-}
-
-std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a,
-                                      const std::vector<int64_t>& b) {
-  const size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1)
-      throw std::invalid_argument("shapes " + join(a) + " and " + join(b) +
-                                  " cannot be broadcast: size " + std::to_string(x) + " vs " +
-                                  std::to_string(y) + " at dimension " + std::to_string(i));
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
-}
-
-int64_t wrap_dim(int64_t dim, int64_t rank) {
-  const int64_t r = std::max<int64_t>(rank, 1);
-  if (dim < -r || dim >= r)
-    throw std::out_of_range("dimension out of range (expected to be in range of [" +
-                            std::to_string(-r) + ", " + std::to_string(r - 1) + "], but got " +
-                            std::to_string(dim) + ")");
-  return dim < 0 ? dim + r : dim;
 }
 
 } // namespace fxc

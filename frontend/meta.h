@@ -4,6 +4,7 @@
 
 #include "frontend/graph.h"
 #include "frontend/ops.h"
+#include "frontend/tensor_rules.h"
 
 #include <string>
 #include <vector>
@@ -27,11 +28,5 @@ using MetaFn = std::vector<TensorMeta> (*)(const Graph& g, const Node& n);
 MetaFn find_meta(std::string_view target);
 /// The declared ops that have a meta function.
 const OpLayer& meta_layer();
-
-/// Broadcast shape of two shapes; throws std::invalid_argument with a message when they don't.
-std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
-
-/// Wraps a possibly negative dim into [0, rank); throws std::out_of_range when out of range.
-int64_t wrap_dim(int64_t dim, int64_t rank);
 
 } // namespace fxc

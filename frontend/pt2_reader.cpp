@@ -1,10 +1,13 @@
 // The torch.export .pt2 importer: model.json graph, signature and tensor metadata, lazy weights.
+#include "frontend/builder.h"
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/import.h"
 #include "frontend/io_util.h"
 #include "frontend/meta.h"
+#include "frontend/ops.h"
 #include "frontend/schema.h"
+#include "frontend/tensor_rules.h"
 
 #include <nlohmann/json.hpp>
 #include <zip.h>
@@ -481,6 +484,50 @@ private:
     }
   }
 
+  /// Replaces each Python number that `call` passes for a Tensor parameter of a pointwise op by
+  /// a scalar_tensor node of the op's result type (PyTorch's result_type with the number as a
+  /// wrapped number), on the device of the op's first tensor. Returns whether it replaced any.
+  bool wrap_numbers(const OpSchema& schema, std::vector<CallArg>& call, const std::string& name) {
+    if (!target_has_tag(schema.target, OpTag::Pointwise)) return false;
+    std::vector<std::pair<size_t, const ArgSchema*>> numbers;
+    ResultType rt;
+    std::optional<Device> device;
+    size_t pos = 0;
+    for (size_t i = 0; i < call.size(); ++i) {
+      const ArgSchema* param = nullptr;
+      if (call[i].name.empty()) {
+        while (pos < schema.args.size() && schema.args[pos].kwarg_only) ++pos;
+        if (pos < schema.args.size()) param = &schema.args[pos++];
+      } else if (int k = schema.index_of(call[i].name); k >= 0) {
+        param = &schema.args[size_t(k)];
+      }
+      if (!param || param->type != ArgType::Tensor || param->is_list) continue;
+      const Arg& a = call[i].value;
+      if (a.kind == Arg::Kind::Tensor && a.tensor >= 0 && size_t(a.tensor) < g_.values.size()) {
+        const TensorMeta& m = g_.values[size_t(a.tensor)].meta;
+        rt.add_tensor(m);
+        if (!device) device = m.device;
+      } else if (a.kind == Arg::Kind::Int || a.kind == Arg::Kind::Float ||
+                 a.kind == Arg::Kind::Bool) {
+        rt.add_number(a);
+        numbers.push_back({i, param});
+      }
+    }
+    if (numbers.empty()) return false;
+    const DType dt = rt.result();
+    for (const auto& [i, param] : numbers) {
+      std::string hint = "_wrapped_" + name + "_" + param->name;
+      ValueId v = add_node1(g_, "aten.scalar_tensor.default",
+                            {{"", call[i].value},
+                             {"dtype", Arg::of_dtype(dt)},
+                             {"device", Arg::of_device(device.value_or(Device{}))}},
+                            hint);
+      ids_.emplace(g_.values[size_t(v)].name, v);
+      call[i].value = Arg::of_tensor(v);
+    }
+    return true;
+  }
+
   void read_node_body(const json& n, const std::string& name, const std::string& target) {
     Node node;
     node.name = name;
@@ -501,12 +548,17 @@ private:
     if (!bind_args(*node.schema, call, &node.args, &node.given, &err)) {
       // torch.export records Python numbers passed where a Tensor goes (x + 1 as add.Tensor);
       // PyTorch wraps them exactly as the Scalar overload does, so use that overload.
+      // Ops without that overload get the number as a 0-dim tensor of the op's common dtype,
+      // which promotes exactly as the wrapped number does.
       const OpSchema* alt = scalar_overload(target);
       std::string ignored;
-      if (!alt || !bind_args(*alt, call, &node.args, &node.given, &ignored))
+      if (alt && bind_args(*alt, call, &node.args, &node.given, &ignored)) {
+        node.schema = alt;
+        node.target = alt->target;
+      } else if (!wrap_numbers(*node.schema, call, name) ||
+                 !bind_args(*node.schema, call, &node.args, &node.given, &ignored)) {
         r_.fail(err, name, target);
-      node.schema = alt;
-      node.target = alt->target;
+      }
     }
 
     // Output names, in order; a list return (split) gives them as one as_tensors list.

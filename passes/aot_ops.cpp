@@ -2,6 +2,7 @@
 #include "passes/aot_ops.h"
 
 #include "frontend/schema.h"
+#include "frontend/tensor_rules.h"
 
 #include <algorithm>
 #include <cassert>
@@ -146,8 +147,8 @@ ValueId Emit::permute(ValueId a, std::vector<int64_t> dims) {
     bool identity = true;
     std::vector<int64_t> composed;
     for (size_t k = 0; k < dims.size(); ++k) {
-      int64_t q = dims[k] < 0 ? dims[k] + rank : dims[k];
-      int64_t f = first[size_t(q)] < 0 ? first[size_t(q)] + rank : first[size_t(q)];
+      int64_t q = wrap_dim(dims[k], rank);
+      int64_t f = wrap_dim(first[size_t(q)], rank);
       composed.push_back(f);
       identity = identity && f == int64_t(k);
     }

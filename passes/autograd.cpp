@@ -5,6 +5,7 @@
 #include "frontend/diag.h"
 #include "frontend/log.h"
 #include "frontend/schema.h"
+#include "frontend/tensor_rules.h"
 #include "passes/aot_ops.h"
 #include "passes/decompose.h"
 
@@ -66,7 +67,7 @@ struct GradCtx {
 using GradRule = void (*)(GradCtx& c);
 
 int64_t wrap(int64_t d, int64_t rank) {
-  return d < 0 ? d + rank : d;
+  return wrap_dim(d, rank);
 }
 
 std::vector<int64_t> reduced_dims(const GradCtx& c, const Arg& dim, int64_t rank) {

@@ -3,6 +3,7 @@
 
 #include "frontend/diag.h"
 #include "frontend/schema.h"
+#include "frontend/tensor_rules.h"
 #include "passes/aot_ops.h"
 
 #include <algorithm>
@@ -39,7 +40,7 @@ struct DNode {
 using DecompFn = std::vector<ValueId> (*)(Emit& e, const DNode& d);
 
 int64_t wrap(int64_t d, int64_t rank) {
-  return d < 0 ? d + rank : d;
+  return wrap_dim(d, rank);
 }
 
 std::vector<int64_t> last_dims(int64_t rank, int64_t k) {
@@ -188,15 +189,11 @@ ValueId fold_batch(Emit& e, ValueId v, const std::vector<int64_t>& batch) {
 }
 
 std::vector<int64_t> broadcast(std::vector<int64_t> a, std::vector<int64_t> b, const DNode& d) {
-  if (a.size() < b.size()) std::swap(a, b);
-  size_t off = a.size() - b.size();
-  for (size_t i = 0; i < b.size(); ++i) {
-    int64_t& x = a[off + i];
-    if (x == b[i] || b[i] == 1) continue;
-    if (x != 1) d.fail("batch dimensions do not broadcast");
-    x = b[i];
+  try {
+    return broadcast_shapes(a, b);
+  } catch (const std::invalid_argument& e) {
+    d.fail(std::string("batch dimensions do not broadcast: ") + e.what());
   }
-  return a;
 }
 
 std::vector<ValueId> sdpa(Emit& e, const DNode& d) {

@@ -4,6 +4,7 @@
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/schema.h"
+#include "frontend/tensor_rules.h"
 
 #include <algorithm>
 #include <cassert>
@@ -619,9 +620,11 @@ void lower_copy(Lowerer& L, int n) {
 // ---- views
 
 int64_t wrap(Lowerer& L, int n, int64_t d, int64_t rank) {
-  int64_t r = rank == 0 ? 1 : rank;
-  if (d < -r || d >= r) L.fail(n, "dim " + std::to_string(d) + " out of range");
-  return d < 0 ? d + r : d;
+  try {
+    return wrap_dim(d, rank);
+  } catch (const std::out_of_range& e) {
+    L.fail(n, e.what());
+  }
 }
 
 void lower_reshape(Lowerer& L, int n) {

@@ -2,6 +2,7 @@
 #include "runtime/kernels.h"
 
 #include "frontend/schema.h"
+#include "frontend/tensor_rules.h"
 #include "runtime/plugin.h"
 
 #include <algorithm>
@@ -53,26 +54,21 @@ std::string dname(DType t) {
   return std::string(dtype_name(t));
 }
 
-// Wraps a possibly negative dim into [0, rank); 0-dim tensors accept 0 and -1.
+// PyTorch's dimension wrapping and broadcasting (frontend/tensor_rules.h), failing as a kernel.
 int64_t wrap(int64_t d, int64_t rank) {
-  int64_t r = rank <= 0 ? 1 : rank;
-  if (d < -r || d >= r)
-    fail("dimension out of range (expected to be in range of [" + std::to_string(-r) + ", " +
-         std::to_string(r - 1) + "], but got " + std::to_string(d) + ")");
-  return d < 0 ? d + r : d;
+  try {
+    return wrap_dim(d, rank);
+  } catch (const std::out_of_range& e) {
+    fail(e.what());
+  }
 }
 
 Shape broadcast(const Shape& a, const Shape& b) {
-  size_t n = std::max(a.size(), b.size());
-  Shape out(n);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1)
-      fail("shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast together");
-    out[i] = x == 1 ? y : x;
+  try {
+    return broadcast_shapes(a, b);
+  } catch (const std::invalid_argument& e) {
+    fail(e.what());
   }
-  return out;
 }
 
 // A stride-0 view of t with the broadcast shape `shape` (t's shape must broadcast to it).
@@ -190,59 +186,13 @@ Tensor make(DType dtype, Shape sizes, const std::vector<double>& v) {
 
 // ---- Type promotion (PyTorch's result_type: dim tensors > 0-dim tensors > Python scalars) ----
 
-struct TypeState {
-  std::optional<DType> dim, zero, wrapped;
-};
-
-DType promote_opt(std::optional<DType> a, DType b) {
-  return a ? promote_types(*a, b) : b;
-}
-
-std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
-  if (!higher) return lower;
-  if (!lower) return higher;
-  if (is_floating(*higher)) return higher;
-  if (*higher == DType::Bool || is_floating(*lower)) return promote_types(*higher, *lower);
-  return higher;
-}
-
-void add_tensor(TypeState& s, const Tensor& t) {
-  if (t.dim() == 0)
-    s.zero = promote_opt(s.zero, t.dtype());
-  else
-    s.dim = promote_opt(s.dim, t.dtype());
-}
-
-DType scalar_dtype(const Arg& a, DType default_float) {
-  if (a.kind == Arg::Kind::Bool) return DType::Bool;
-  if (a.kind == Arg::Kind::Float) return default_float;
-  return DType::I64;
-}
-
-void add_scalar(TypeState& s, const Arg& a, DType default_float) {
-  if (a.is_none()) return;
-  s.wrapped = promote_opt(s.wrapped, scalar_dtype(a, default_float));
-}
-
-DType result(const TypeState& s) {
-  auto r = combine(s.dim, combine(s.zero, s.wrapped));
-  assert(r && "result type of no operands");
-  return *r;
-}
-
 DType result_type(const Tensors& ts, const std::vector<Arg>& scalars, const KernelCall& c) {
-  TypeState s;
-  for (const Tensor& t : ts) add_tensor(s, t);
-  for (const Arg& a : scalars) add_scalar(s, a, c.default_float());
-  return c.fdt(result(s));
+  ResultType r(c.default_float());
+  for (const Tensor& t : ts) r.add_tensor(t.dtype(), t.dim());
+  for (const Arg& a : scalars) r.add_number(a);
+  return c.fdt(r.result());
 }
 
-// PyTorch's canCast: no floating -> integral, no non-bool -> bool.
-bool can_cast(DType from, DType to) {
-  if (is_floating(from) && !is_floating(to)) return false;
-  if (from != DType::Bool && to == DType::Bool) return false;
-  return true;
-}
 
 int64_t cast_int(int64_t v, DType t);
 
@@ -1765,7 +1715,7 @@ Tensors k_cat(const KernelCall& c) {
   std::optional<DType> common;
   for (const Tensor& t : ts) {
     if (!t.defined()) fail("torch.cat(): expected tensors, got None");
-    common = promote_opt(common, t.dtype());
+    common = common ? promote_types(*common, t.dtype()) : t.dtype();
     if (!(t.dim() == 1 && t.size(0) == 0)) used.push_back(t); // legacy empty tensors are skipped
   }
   DType dt = c.fdt(*common);
@@ -2233,7 +2183,7 @@ Tensor filled(DType dt, const Shape& size, const Arg& value) {
 
 Tensors k_full(const KernelCall& c) {
   const Arg& v = c.arg("fill_value");
-  return {filled(factory_dtype(c, scalar_dtype(v, c.default_float())), c.arg("size").ints, v)};
+  return {filled(factory_dtype(c, wrapped_number_dtype(v, c.default_float())), c.arg("size").ints, v)};
 }
 
 Tensors k_full_like(const KernelCall& c) {

@@ -3,6 +3,7 @@
 #include "frontend/import.h"
 #include "frontend/io_util.h"
 #include "frontend/schema.h"
+#include "frontend/verify.h"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -204,6 +205,42 @@ TEST_CASE("pt2: berttiny keeps non-persistent buffers under constants") {
     if (n.name == "add_2")
       scalar_add = n.target == "aten.add.Scalar" && n.arg("other") == Arg::of_int(0);
   CHECK(scalar_add);
+}
+
+TEST_CASE("pt2: numbers passed for tensors become 0-dim tensors of the op's result type") {
+  // As in a LLaMA-style export: sub.Tensor(x, 1) (no sub.Scalar overload in the registry) and
+  // maximum(x, 0.5) (none in PyTorch either).
+  fs::path dir = temp_dir("wrapped");
+  const std::string entry = "mlp/models/model.json";
+  auto model = nlohmann::json::parse(read_zip_entry(fixture("mlp.pt2"), entry));
+  auto& nodes = model["graph_module"]["graph"]["nodes"];
+  REQUIRE(nodes[1]["target"] == "torch.ops.aten.relu.default");
+  nodes[1]["target"] = "torch.ops.aten.maximum.default";
+  nodes[1]["inputs"].push_back({{"name", "other"}, {"arg", {{"as_float", 0.5}}}, {"kind", 1}});
+  REQUIRE(nodes[4]["target"] == "torch.ops.aten.relu.default");
+  nodes[4]["target"] = "torch.ops.aten.sub.Tensor";
+  nodes[4]["inputs"].push_back({{"name", "other"}, {"arg", {{"as_int", 1}}}, {"kind", 1}});
+  std::string path = (dir / "wrapped.pt2").string();
+  rewrite_zip(fixture("mlp.pt2"), path, {{entry, model.dump()}});
+  Graph g = import_pt2(path);
+  auto node = [&](const std::string& name) -> const Node& {
+    for (const Node& n : g.nodes)
+      if (n.name == name) return n;
+    FAIL("no node " << name);
+    return g.nodes[0];
+  };
+  const Node& half = node("_wrapped_relu_other");
+  CHECK(half.target == "aten.scalar_tensor.default");
+  CHECK(half.arg("s") == Arg::of_float(0.5));
+  CHECK(format_meta(g.values[half.outputs[0]].meta) == "f32[]");
+  CHECK(node("relu").arg("other").tensor == half.outputs[0]);
+  const Node& one = node("_wrapped_relu_1_other");
+  CHECK(one.arg("s") == Arg::of_int(1));
+  // f32 tensor and an int number: the number takes the tensor's dtype, as PyTorch promotes it.
+  CHECK(format_meta(g.values[one.outputs[0]].meta) == "f32[]");
+  CHECK(node("relu_1").target == "aten.sub.Tensor");
+  CHECK_NOTHROW(verify_graph(g));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("pt2: fqns that share an entry share one storage, views checked against it") {
