@@ -402,10 +402,12 @@ RemoteCache::RemoteCache(const std::string& url, int64_t ttl_s) : impl_(std::mak
   url_ = *u;
   shown_url_ = redact_redis_url(url);
   if (url_.password.empty()) url_.password = env_or("FXC_REMOTE_CACHE_PASSWORD", "");
+  // A secret that cannot be read is the server refusing us, not a usage error: see below.
+  std::string secret_error;
   if (url_.password.empty())
     if (std::string file = env_or("FXC_REMOTE_CACHE_PASSWORD_FILE", ""); !file.empty()) {
       std::ifstream in(file);
-      if (!in) throw UsageError("FXC_REMOTE_CACHE_PASSWORD_FILE: cannot read " + file);
+      if (!in) secret_error = "cannot read FXC_REMOTE_CACHE_PASSWORD_FILE " + file;
       std::getline(in, url_.password);
       if (!url_.password.empty() && url_.password.back() == '\r') url_.password.pop_back();
     }
@@ -425,6 +427,7 @@ RemoteCache::RemoteCache(const std::string& url, int64_t ttl_s) : impl_(std::mak
     throw UsageError("FXC_REMOTE_CACHE_TIMEOUT: expected milliseconds (1..3600000), got '" + to + "'");
   timeout_ms_ = int(t);
   enabled_ = true;
+  if (!secret_error.empty()) fail(secret_error);
 }
 
 RemoteCache::~RemoteCache() {

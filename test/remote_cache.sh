@@ -248,6 +248,13 @@ check "the password in the URL" 0 "$fxc" "${args[@]}" --cache-dir="$tmp/w5" \
 has "authenticated from the URL (user and password): a remote hit" "$tmp/err" "remote hit"
 hasnt "the URL's password is not printed" "$tmp/err" "$pw"
 
+check "an unreadable password file" 0 env FXC_REMOTE_CACHE_PASSWORD_FILE=$tmp/nonexistent \
+  "$fxc" "${args[@]}" --cache-dir="$tmp/w6" --remote-cache="$url" -o "$tmp/w6.fxo" "$g"
+[ "$(warnings "$tmp/err")" -eq 1 ] && ok "one warning for an unreadable password file" || bad "warnings" "$(cat "$tmp/err")"
+check "a bad FXC_REMOTE_CACHE_TIMEOUT" 2 env FXC_REMOTE_CACHE_TIMEOUT=soon "$fxc" "${args[@]}" \
+  --cache-dir="$tmp/w7" --remote-cache="$url" -o "$tmp/w7.fxo" "$g"
+has "names the variable" "$tmp/err" "FXC_REMOTE_CACHE_TIMEOUT"
+
 # The server killed in the middle of 16 parallel compiles: every one succeeds with at most one
 # warning, none hangs, every artifact is right.
 pids=()
