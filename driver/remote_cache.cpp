@@ -23,6 +23,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <csignal>
+#include <pthread.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -377,6 +379,35 @@ struct RemoteCache::Impl {
 
 namespace {
 
+/// Blocks SIGPIPE on this thread while it lives and discards one raised meanwhile: a server that
+/// goes away in the middle of a write is a failed command (EPIPE), not the death of fxc.
+class NoSigpipe {
+public:
+  NoSigpipe() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~NoSigpipe() {
+    sigset_t pending;
+    sigpending(&pending);
+    if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
+      struct timespec zero {0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {}
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  NoSigpipe(const NoSigpipe&) = delete;
+  NoSigpipe& operator=(const NoSigpipe&) = delete;
+
+private:
+  sigset_t pipe_, old_;
+  bool was_pending_ = false;
+};
+
 struct Reply {
   redisReply* r = nullptr;
   explicit Reply(void* p) : r(static_cast<redisReply*>(p)) {}
@@ -476,6 +507,7 @@ bool RemoteCache::connect() {
       p.push_back(a.data());
       n.push_back(a.size());
     }
+    NoSigpipe guard;
     Reply r(redisCommandArgv(c, int(p.size()), p.data(), n.data()));
     ++stats_.commands;
     if (!r.r) return fail(std::string(what) + ": " + c->errstr), false;
@@ -505,6 +537,7 @@ Reply command(redisContext* c, const std::vector<std::string_view>& argv, std::s
     p.push_back(a.data());
     n.push_back(a.size());
   }
+  NoSigpipe guard;
   Reply r(redisCommandArgv(c, int(p.size()), p.data(), n.data()));
   if (!r.r) {
     *why = std::string(argv[0]) + " failed: " +

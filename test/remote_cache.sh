@@ -139,7 +139,7 @@ for i in $(seq 16); do
   host=$([ $((i % 2)) -eq 0 ] && echo pa || echo pb)
   m=$([ $((i % 4)) -lt 2 ] && echo mlp || echo convnet)
   FXC_REMOTE_CACHE_PREFIX=par FXC_REMOTE_CACHE=$url "$fxc" "${args[@]}" --cache-dir="$tmp/$host" \
-    -o "$tmp/p$i.$m.fxo" "$fx/$m.pt2" >"$tmp/p$i.out" 2>"$tmp/p$i.err" &
+    --log=cache -o "$tmp/p$i.$m.fxo" "$fx/$m.pt2" >"$tmp/p$i.out" 2>"$tmp/p$i.err" &
   pids+=($!)
 done
 pfail=0
@@ -152,7 +152,23 @@ for i in $(seq 16); do
 done
 [ "$pbad" -eq 0 ] && ok "every parallel compile wrote the reference bytes" || bad "$pbad differ"
 [ "$(cat "$tmp"/p*.err | grep -c warning)" -eq 0 ] && ok "no warnings in parallel" || bad "warnings" "$(cat "$tmp"/p*.err)"
-[ "$(nkeys 'par:m:*')" -eq 2 ] && ok "one manifest per graph (one writer wins)" || bad "manifests: $(nkeys 'par:m:*')"
+[ "$(nkeys 'par:m:*')" -eq 2 ] && ok "one manifest per graph" || bad "manifests: $(nkeys 'par:m:*')"
+[ "$(cat "$tmp"/p*.err | grep -c 'remote put .*: published,')" -eq 2 ] && ok "one writer wins per graph" \
+  || bad "published: $(cat "$tmp"/p*.err | grep -c 'remote put .*: published,')"
+
+# Publication as the server sees it: every blob with SET NX and an expiry, then the manifest
+# with SET NX (the commit point: a reader that finds it finds whole blobs).
+rc monitor >"$tmp/monitor" 2>&1 &
+mpid=$!
+sleep 0.3
+check "a publication under MONITOR" 0 env FXC_REMOTE_CACHE_PREFIX=mon "$fxc" "${args[@]}" \
+  --cache-dir="$tmp/mon" --remote-cache="$url" -o "$tmp/mon.fxo" "$g"
+sleep 0.3
+kill "$mpid"; wait "$mpid" 2>/dev/null
+grep -a '"SET" "mon:' "$tmp/monitor" | sed 's/^[0-9.]* \[[^]]*\] //' | awk '{ print $1, substr($2, 1, 7), $(NF-2), $(NF-1), $NF }' >"$tmp/sets"
+printf '%s\n' '"SET" "mon:b: "EX" "604800" "NX"' '"SET" "mon:b: "EX" "604800" "NX"' \
+  '"SET" "mon:b: "EX" "604800" "NX"' '"SET" "mon:m: "EX" "604800" "NX"' >"$tmp/sets.want"
+same "blobs first, then the manifest, each SET NX with an expiry" "$tmp/sets.want" "$tmp/sets"
 [ "$(nkeys 'fxc:m:*')" -eq 3 ] && ok "the prefix keeps namespaces apart" || bad "fxc manifests: $(nkeys 'fxc:m:*')"
 
 # --max-autotune choices are shared: A publishes them, B (another key, the same kernels)

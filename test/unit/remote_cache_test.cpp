@@ -4,6 +4,14 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 using namespace fxc;
 
 TEST_CASE("parse_redis_url: host, port, database, credentials") {
@@ -128,4 +136,39 @@ TEST_CASE("a RemoteCache of a server that is not there fails once and stays off"
   CHECK(!r.enabled());
   CHECK(!r.put("0123456789abcdef0123456789abcdef", {}, "x"));
   CHECK(r.stats().commands == 0);
+}
+
+TEST_CASE("a server that goes away in the middle of a large write: the put fails, and stays off") {
+  // A fake server: answers the first command (EXISTS) with 0, reads the start of the SET of a
+  // large value that follows and closes the connection, so that the rest is written into a dead
+  // socket (a failed command, never a SIGPIPE that would kill fxc, never a hang).
+  int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(ls >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(ls, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  REQUIRE(::listen(ls, 1) == 0);
+  std::thread server([ls] {
+    int c = ::accept(ls, nullptr, nullptr);
+    if (c < 0) return;
+    char buf[4096];
+    (void)::read(c, buf, sizeof buf); // EXISTS <key>
+    (void)::write(c, ":0\r\n", 4);
+    // Read the start of the SET, then go away in the middle of it.
+    for (size_t got = 0; got < (size_t(1) << 20);) {
+      ssize_t n = ::read(c, buf, sizeof buf);
+      if (n <= 0) break;
+      got += size_t(n);
+    }
+    ::close(c);
+  });
+  RemoteCache r("redis://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), 60);
+  std::string big(size_t(32) << 20, 'x');
+  CHECK(!r.put("0123456789abcdef0123456789abcdef", {}, big));
+  CHECK(!r.enabled());
+  server.join();
+  ::close(ls);
 }
