@@ -131,6 +131,18 @@ check "--explain-cache of another graph" 0 "$fxc" "${args[@]}" --cache-dir="$tmp
   --remote-cache="$url" --explain-cache "$fx/convnet.pt2"
 has "another graph: the graph and its name differ" "$tmp/out" "miss: graph"
 
+# An external weights file that changed is named by its file.
+mkdir -p "$tmp/wf"; cp "$src/examples/block.fxg" "$src/examples/block.safetensors" "$tmp/wf/"
+check "compile block.fxg" 0 env FXC_REMOTE_CACHE_PREFIX=wf "$fxc" "${args[@]}" --cache-dir="$tmp/wfc" --remote-cache="$url" \
+  -o "$tmp/wf.fxo" "$tmp/wf/block.fxg"
+python3 -c 'import sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[-1] ^= 1; open(p, "wb").write(b)' \
+  "$tmp/wf/block.safetensors"
+check "--explain-cache after a weight changed" 0 env FXC_REMOTE_CACHE_PREFIX=wf "$fxc" "${args[@]}" --cache-dir="$tmp/wfc" \
+  --remote-cache="$url" --explain-cache "$tmp/wf/block.fxg"
+has "explain lists the weights file" "$tmp/out" "weights block.safetensors"
+has "local: the weights file that changed" "$tmp/out" "local $tmp/wfc: miss: weights block.safetensors differs; all else equal"
+has "remote: the weights file that changed" "$tmp/out" "remote $url: miss: weights block.safetensors differs; all else equal"
+
 # 16 parallel compiles of two graphs from both machines, into a fresh namespace: all succeed,
 # all write the reference bytes, one entry per graph is published.
 check "reference convnet" 0 "$fxc" "${args[@]}" --no-cache -o "$tmp/refc.fxo" "$fx/convnet.pt2"
