@@ -2,6 +2,7 @@
 #include "driver/cache.h"
 
 #include "driver/logging.h"
+#include "driver/remote_cache.h"
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/host_cpu.h"
 #endif
@@ -282,11 +283,17 @@ CacheKeyBuilder& CacheKeyBuilder::add(std::string_view name, std::string_view va
     stream_.append(part);
   }
   description_ += std::string(name) + "=" + std::string(value) + "\n";
+  components_.push_back({std::string(name), std::string(value), content_digest(value)});
   return *this;
 }
 
 CacheKeyBuilder& CacheKeyBuilder::add_file(std::string_view name, const std::string& path) {
-  return add(name, file_digest(path));
+  std::string digest = file_digest(path);
+  add(name, digest);
+  // The manifest shows the path (not part of the key) with the file's digest.
+  components_.back().value = path;
+  components_.back().digest = digest;
+  return *this;
 }
 
 std::string CacheKeyBuilder::key() const {
@@ -392,7 +399,8 @@ CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
                                    const std::vector<std::string>& external_files,
                                    bool debug_trace) {
   CompileCacheUse u{CompileCache(cache_directory(o), cache_max_size(o)), "", true, ""};
-  if (!u.cache.enabled()) return u;
+  const std::string url = remote_cache_url(o);
+  if (!u.cache.enabled() && url.empty()) return u;
   try {
     fxc_binary_digest();
   } catch (const Error& e) {
@@ -401,6 +409,9 @@ CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
   }
   CacheKeyBuilder k = compile_cache_key(o, "fxo", code_target(o), g, external_files);
   u.key = k.key();
+  u.components = k.components();
+  if (!url.empty())
+    u.remote = std::make_shared<RemoteCache>(url, o.remote_cache_ttl);
   Logger& log = process_logger();
   if (log.enabled(Component::Cache, Level::Debug))
     log.log(Component::Cache, Level::Debug, "key " + u.key + " of:\n" + k.description());
@@ -687,6 +698,8 @@ CacheUsage scan_and_evict(const std::string& dir, uint64_t limit, const std::str
       warn("cannot evict " + e.path + ": " + std::strerror(errno));
       continue;
     }
+    // Its key manifest (--explain-cache), beside it.
+    ::unlink((e.path.substr(0, e.path.size() - 6) + ".manifest").c_str());
     --u.entries;
     u.bytes -= e.bytes;
     ++evicted;

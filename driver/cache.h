@@ -36,6 +36,7 @@
 #include "driver/options.h"
 #include "frontend/graph.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,13 @@ std::string content_digest(std::string_view bytes);
 /// cannot be read.
 std::string file_digest(const std::string& path);
 
+/// One component of a cache key as a manifest records it (driver/remote_cache.h).
+struct KeyComponent {
+  std::string name;   ///< "allow-tf32", "graph", "weights"
+  std::string value;  ///< the value, or the file's path for file components (not in the key)
+  std::string digest; ///< content_digest of the value, or the file's digest
+};
+
 /// Accumulates the fields of a cache key. Each field is hashed as its name and value, both
 /// length-prefixed, so no two different field lists produce the same stream.
 class CacheKeyBuilder {
@@ -62,10 +70,13 @@ public:
   std::string key() const;
   /// "name=value" lines of every field added, for --log=+cache.
   const std::string& description() const { return description_; }
+  /// Every field added, in order, with its digest.
+  const std::vector<KeyComponent>& components() const { return components_; }
 
 private:
   std::string stream_;
   std::string description_;
+  std::vector<KeyComponent> components_;
 };
 
 /// The key of compiling `g` (imported from o.input, which read `external_files`) as `o` asks, for
@@ -150,6 +161,8 @@ private:
 /// backends whose graphs the reference interpreter runs.
 std::string code_target(const Options& o);
 
+class RemoteCache;
+
 /// The cache of one compile into an .fxo (the default action, and --run with inductor).
 struct CompileCacheUse {
   CompileCache cache;
@@ -159,6 +172,10 @@ struct CompileCacheUse {
   /// Stores still happen.
   bool lookup = true;
   std::string no_lookup_reason; ///< why lookup is false ("--log=output_code needs ...")
+  /// The key's components, stored beside the entry (--explain-cache).
+  std::vector<KeyComponent> components;
+  /// The second level (--remote-cache), or null.
+  std::shared_ptr<RemoteCache> remote;
 };
 
 /// Opens the cache `o` selects for compiling `g` (imported from o.input, with

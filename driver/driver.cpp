@@ -12,6 +12,7 @@
 #include "frontend/safetensors.h"
 #include "driver/bench.h"
 #include "driver/cache.h"
+#include "driver/remote_cache.h"
 #include "driver/check.h"
 #include "driver/depfile.h"
 #include "driver/chrome_trace.h"
@@ -434,6 +435,10 @@ int drive(const Options& given, TracedRun& traced) {
                             " nodes)", import_ms);
   if (o.verbose) std::fprintf(stderr, "fxc: import: %.3f ms\n", import_ms);
 
+  if (o.explain_cache) { // the key of the default action's compile, and why it would miss
+    if (!o.inputs.empty()) specialize_to_inputs(c.source, load_inputs(c.source, o));
+    return explain_cache(o, c.source, external_files);
+  }
   if (o.emit == "fx") {
     write_text(o.output, print_readable(c.source));
     write_dependencies(o, external_files);
@@ -469,7 +474,7 @@ int drive(const Options& given, TracedRun& traced) {
     if (!o.inputs.empty()) specialize_to_inputs(c.source, load_inputs(c.source, o));
     CompileCacheUse cu = open_compile_cache(o, c.source, external_files, trace.enabled());
     // A hit copies the entry's bytes into the output file without reading them into memory.
-    bool hit = cu.lookup && cu.cache.write_hit(cu.key, output_file(o));
+    bool hit = tiered_write_hit(cu, o, output_file(o)); // local, then --remote-cache
     log_cache_decision(cu, hit);
     if (hit)
       log_message(Component::Driver, Level::Info,
@@ -478,7 +483,7 @@ int drive(const Options& given, TracedRun& traced) {
     if (!hit) {
       run_pipeline(c);
       std::string bytes = serialize_artifact(make_artifact(c));
-      if (cu.cache.enabled()) cu.cache.store(cu.key, bytes);
+      tiered_store(cu, o, bytes);
       write_text(output_file(o), bytes);
     }
     write_dependencies(o, external_files);
@@ -511,13 +516,14 @@ int drive(const Options& given, TracedRun& traced) {
   bool cached_run = o.backend == Backend::Inductor && !o.bench;
   CompileCacheUse cu = cached_run ? open_compile_cache(o, c.source, external_files, trace.enabled())
                                   : CompileCacheUse{CompileCache(""), "", false, ""};
-  if (cu.cache.enabled() && cu.lookup)
-    if (std::optional<std::string> bytes = cu.cache.lookup(cu.key))
-      c.executable = std::make_unique<LoadedExecutable>(*bytes, cu.cache.entry_path(cu.key));
+  if (cached_run)
+    if (std::optional<std::string> bytes = tiered_lookup(cu, o))
+      c.executable = std::make_unique<LoadedExecutable>(
+          *bytes, cu.cache.enabled() ? cu.cache.entry_path(cu.key) : "<remote cache>");
   if (cached_run) log_cache_decision(cu, c.executable != nullptr);
   if (!c.executable) {
     run_pipeline(c);
-    if (cu.cache.enabled()) cu.cache.store(cu.key, serialize_artifact(make_artifact(c)));
+    if (cu.cache.enabled() || cu.remote) tiered_store(cu, o, serialize_artifact(make_artifact(c)));
   }
   write_dependencies(o, external_files); // -MF/-MT: what the compiled graph was built from
   double compile_ms =

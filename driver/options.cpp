@@ -2,6 +2,7 @@
 #include "driver/options.h"
 
 #include "driver/cache.h"
+#include "driver/remote_cache.h"
 #include "driver/driver.h"
 #include "driver/list_ops.h"
 #include "runtime/cuda_driver.h"
@@ -320,6 +321,22 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       })
       ->option_text("<size>");
   app.add_flag("--no-cache", o->no_cache, "Neither read nor write the compile cache");
+  app.add_option("--remote-cache", o->remote_cache,
+                 "Shared second-level compile cache on Redis (default $FXC_REMOTE_CACHE; password "
+                 "also from $FXC_REMOTE_CACHE_PASSWORD or $FXC_REMOTE_CACHE_PASSWORD_FILE); a "
+                 "failure costs one warning, never the compile")
+      ->check([](const std::string& s) {
+        std::string error;
+        return s.empty() || parse_redis_url(s, &error) ? std::string() : error;
+      })
+      ->option_text("redis://[user:pw@]host:port[/db]");
+  app.add_option("--remote-cache-ttl", o->remote_cache_ttl,
+                 "Seconds a published remote entry lives (default 604800, 7 days; 0: no expiry)")
+      ->check(CLI::Range(int64_t(0), int64_t(10) * 365 * 24 * 3600))
+      ->option_text("<seconds>");
+  app.add_flag("--explain-cache", o->explain_cache,
+               "Print every component of the compile cache key with its digest and, on a miss, "
+               "what differs from the nearest local and remote entries; compiles nothing");
   app.add_flag("--max-autotune", o->max_autotune,
                "Inductor: time candidate configurations and keep the fastest (CPU: grain sizes "
                "of each kernel; CUDA, on the device: thread mappings of each kernel and cuBLASLt "
@@ -345,11 +362,8 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   // Flags of the second round's contract (docs/design.md §9) that are not built yet: accepted by
   // name, then refused as "not yet supported" (exit 2), never taken for a typo or ignored.
   std::string planned_value;
-  const std::vector<std::string> planned_flags = {"--explain-cache"};
   const std::vector<std::string> planned_options = {"--dynamic", "--print-after", "--stop-after",
-                                                    "--dtype", "--remote-cache",
-                                                    "--remote-cache-ttl", "--report", "--compare"};
-  for (const std::string& f : planned_flags) app.add_flag(f)->group("");
+                                                    "--dtype", "--report", "--compare"};
   for (const std::string& f : planned_options) app.add_option(f, planned_value)->group("");
   app.add_option("--threads", o->threads,
                  "CPU threads shared by code generation and CPU kernels (default: all hardware "
@@ -390,9 +404,8 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
     std::printf("%s", list_ops_text().c_str());
     return 0;
   }
-  for (const auto* list : {&planned_flags, &planned_options})
-    for (const std::string& f : *list)
-      if (app.count(f)) return usage_error(args, f + " is not yet supported");
+  for (const std::string& f : planned_options)
+    if (app.count(f)) return usage_error(args, f + " is not yet supported");
   const std::vector<std::pair<std::string, std::string>> choices_given = {
       {"--backend", backend}, {"--device", device}, {"--mode", mode}, {"--emit", o->emit},
       {"--diagnostics", o->diagnostics}, {"--color", o->color}};
@@ -419,6 +432,12 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   o->atol_given = app.count("--atol") > 0;
   o->seed_given = app.count("--seed") > 0;
   o->cuda_arch_given = app.count("--cuda-arch") > 0;
+  o->remote_cache_given = app.count("--remote-cache") > 0;
+  if (const char* env = std::getenv("FXC_REMOTE_CACHE");
+      !o->remote_cache_given && env && *env) {
+    std::string error;
+    if (!parse_redis_url(env, &error)) return usage_error(args, "FXC_REMOTE_CACHE: " + error);
+  }
   set_color_diagnostics(color_wanted(o->color));
   if (const char* env = std::getenv("FXC_CACHE_MAX_SIZE");
       o->cache_max_size.empty() && env && *env && !parse_cache_size(env)) {

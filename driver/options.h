@@ -39,6 +39,10 @@ struct Options {
   std::string cache_dir;
   std::string cache_max_size; ///< --cache-max-size as given ("": $FXC_CACHE_MAX_SIZE, else 5G)
   bool no_cache = false;
+  std::string remote_cache;        ///< --remote-cache=redis://... ("" with it given: off)
+  bool remote_cache_given = false; ///< else $FXC_REMOTE_CACHE
+  int64_t remote_cache_ttl = 7 * 24 * 3600; ///< --remote-cache-ttl seconds; 0: never expire
+  bool explain_cache = false;      ///< --explain-cache: print the key, and why it misses
   bool max_autotune = false;
   bool verbose = false;
   bool verify_each = false;

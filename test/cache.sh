@@ -101,7 +101,8 @@ done
 same "parallel outputs are the artifact" "$tmp/cold.fxo" "$tmp/par1.fxo"
 [ "$(entries "$p")" -eq 1 ] && ok "exactly one entry after parallel compiles" || bad "entries: $(entries "$p")"
 [ "$(temps "$p")" -eq 0 ] && ok "no temporary files left" || bad "temporary files: $(find "$p" -name '*.tmp-*')"
-[ "$(find "$p" -type f | wc -l)" -eq 2 ] && [ -f "$p/stats" ] && ok "nothing else in the cache but its stats" || bad "files: $(find "$p" -type f)"
+[ "$(find "$p" -type f | wc -l)" -eq 3 ] && [ -f "$p/stats" ] && [ "$(find "$p" -name '*.manifest' | wc -l)" -eq 1 ] \
+  && ok "nothing else in the cache but its stats and the entry's key manifest" || bad "files: $(find "$p" -type f)"
 grep -qx "entries 1" "$p/stats" && ok "the stats count one entry" || bad "stats: $(cat "$p/stats")"
 
 # Corrupt entries: each is discarded with a warning (shown without --log) and rebuilt.
@@ -211,6 +212,8 @@ hasnt "two entries fit" "$lw/log2" "evicted"
 lru 3; k3=$(key_in "$lw/log3")
 has "the third store evicts one entry" "$lw/log3" "[fxc:cache] info: evicted 1 entry ($(es 1) bytes); the cache holds 2 entries, $(($(es 2) + $(es 3))) bytes (limit $limit)"
 [ ! -e "$e/${k1:0:2}/$k1.entry" ] && ok "the oldest entry (g1) is evicted" || bad "g1's entry is still there"
+[ ! -e "$e/${k1:0:2}/$k1.manifest" ] && [ -e "$e/${k2:0:2}/$k2.manifest" ] \
+  && ok "its key manifest goes with it" || bad "g1's manifest is still there, or g2's is gone"
 [ -e "$e/${k2:0:2}/$k2.entry" ] && [ -e "$e/${k3:0:2}/$k3.entry" ] && ok "the two recent entries are kept" || bad "g2 or g3 evicted"
 [ -e "$e/autotune.json" ] && ok "autotune.json is not evicted" || bad "autotune.json was removed"
 grep -qx "bytes $(($(es 2) + $(es 3)))" "$e/stats" && ok "the stats count what is left" || bad "stats: $(cat "$e/stats")"
