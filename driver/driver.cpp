@@ -425,6 +425,7 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   rep.mode = o.mode == Mode::Train ? "train" : "inference";
   rep.action = action_name(o);
   if (is_artifact_file(o.input)) {
+    rep.action += " of an artifact";
     BenchResult r;
     int status = run_artifact(o, &r);
     if (o.bench) traced = traced_run(r);

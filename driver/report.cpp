@@ -652,6 +652,8 @@ std::string index_page(const TraceData& t, const ReportInput& in, bool has_compa
     graphs = "<p>No graph was compiled by this process (" +
              std::string(in.action == "bisect" || in.action == "minify"
                              ? "the failure tools compile each candidate in a child process"
+                         : in.action.find("artifact") != std::string::npos
+                             ? "an artifact holds its compiled plan"
                              : "nothing reached inductor's stages") +
              ").</p>\n";
   } else {

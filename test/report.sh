@@ -83,6 +83,11 @@ has "the minifier writes into the report" "$tmp/out" "wrote $tmp/r6/minifier/rep
   ok "the Chrome trace is written and parses" || bad "no Chrome trace in the report"
 
 # Usage errors and a bad --compare.
+check "compile the MLP to an artifact" 0 "$fxc" --device=cpu -o "$tmp/mlp.fxo" "$fx/mlp.pt2"
+check "report of an artifact's run" 0 "$fxc" --run --report="$tmp/r7" "$tmp/mlp.fxo"
+has "an artifact's report says nothing was compiled" "$tmp/r7/index.html" "an artifact holds its compiled plan"
+has "an artifact's report names the action" "$tmp/r7/index.html" "run of an artifact"
+
 check "--compare without --report" 2 "$fxc" --compare="$tmp/other" "$fx/mlp.pt2"
 has "--compare needs --report" "$tmp/err" "--compare needs --report=<dir>"
 check "--compare of a folder without a trace" 1 "$fxc" --device=cpu --report="$tmp/r5" --compare="$tmp/canary" -o "$tmp/r5.fxo" "$fx/mlp.pt2"
