@@ -54,8 +54,13 @@ bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p,
 
 std::string esc(const std::string& s) { return html_escape(s); }
 
-std::string link(const std::string& href, const std::string& text) {
-  return "<a href=\"" + esc(href) + "\">" + esc(text) + "</a>";
+// A relative file path and an optional fragment (an html_id: nothing to encode) as an href.
+std::string href_of(const std::string& path, const std::string& id = "") {
+  return url_path(path) + (id.empty() ? "" : "#" + id);
+}
+
+std::string link(const std::string& path, const std::string& text, const std::string& id = "") {
+  return "<a href=\"" + esc(href_of(path, id)) + "\">" + esc(text) + "</a>";
 }
 
 std::string pre(const std::string& text, const std::string& cls = "") {
@@ -519,7 +524,7 @@ std::string bench_html(const json& b, const TraceData& t) {
     double sg = s.value("gbps", 0.0);
     std::string href;
     if (folders.count(graph))
-      href = "graphs/" + graph + ".html#" + step_anchor(*folders[graph], name, kernel);
+      href = href_of("graphs/" + graph + ".html", step_anchor(*folders[graph], name, kernel));
     bars.push_back({(t.graphs.size() > 1 ? role_of(graph) + " " : std::string()) + (kernel ? "" : "extern ") + name,
                     s.value("median_ms", 0.0), format_fixed(sg, 2) + " GB/s" + share(sg), href});
   }
@@ -557,7 +562,7 @@ std::string compare_page(const TraceData& cur, const TraceData& old, const Repor
         std::string nodes;
         for (const std::string& n : k.nodes) nodes += (nodes.empty() ? "" : ", ") + n;
         rows += "<tr class=\"add\"><td>added</td><td>" +
-                link("graphs/" + f + ".html#" + k.id(), k.name) + "</td><td>" + esc(nodes) + "</td></tr>\n";
+                link("graphs/" + f + ".html", k.name, k.id()) + "</td><td>" + esc(nodes) + "</td></tr>\n";
       }
     for (const KernelEntry& k : o.kernels)
       if (!k.is_extern && !cur_names.count(k.name)) {

@@ -40,6 +40,20 @@ std::string html_id(std::string_view prefix, std::string_view name) {
   return out;
 }
 
+std::string url_path(std::string_view path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += char(c);
+      continue;
+    }
+    char buf[4];
+    std::snprintf(buf, sizeof buf, "%%%02X", c);
+    out += buf;
+  }
+  return out;
+}
+
 std::string format_fixed(double value, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, value);

@@ -18,6 +18,11 @@ std::string html_escape(std::string_view text);
 /// `prefix` (e.g. "node-") goes first, so the id never starts with a digit.
 std::string html_id(std::string_view prefix, std::string_view name);
 
+/// A relative file path as a URL path: every byte but letters, digits, '-', '.', '_', '~' and
+/// '/' percent-encoded ("a b#c" -> "a%20b%23c"), so that a name holding '#', '?', '%' or a space
+/// still names its file. Escape the result with html_escape in an attribute, as any text.
+std::string url_path(std::string_view path);
+
 /// A number with `decimals` digits after the point ("%.*f"), the same bytes on every run.
 std::string format_fixed(double value, int decimals);
 

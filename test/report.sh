@@ -72,8 +72,11 @@ check "report of the block in train mode" 0 "$fxc" --device=cpu --mode=train --r
   --expect "$fx/block.grad.safetensors" --inputs "$fx/block.io.safetensors" --report="$tmp/r2" "$fx/block.pt2"
 check "report of a bisect run" 1 "$fxc" --device=cpu --bisect --inject-bug=relu:accuracy \
   --report="$tmp/r3" "$fx/mlp.pt2"
+# (of a graph whose name needs escaping in HTML and percent-encoding in links)
+weird="$tmp/m l#p%<&>.pt2"
+cp "$fx/mlp.pt2" "$weird"
 check "report of a CUDA cross-compile" 0 "$fxc" --device=cuda --emit=ptx -o "$tmp/mlp.ptx" \
-  --report="$tmp/r4" "$fx/mlp.pt2"
+  --report="$tmp/r4" "$weird"
 check "report of a minify run" 1 "$fxc" --device=cpu --minify --inject-bug=relu:accuracy \
   --report="$tmp/r6" "$fx/mlp.pt2"
 has "the minifier writes into the report" "$tmp/out" "wrote $tmp/r6/minifier/repro.fxg"
@@ -111,7 +114,10 @@ done
 [ ${#pages[@]} -ge 8 ] && ok "${#pages[@]} pages to load" || bad "only ${#pages[@]} pages: ${pages[*]}"
 export -f chrome
 export chromium tmp
-printf '%s\n' "${pages[@]}" | xargs -P 4 -I{} bash -c 'p={}; f=$(echo "$p" | tr / _); chrome "$tmp/dom/$f" "$tmp/dom/$f.err" "file://$tmp/$p" --dump-dom'
+file_url() { python3 -c 'import sys, urllib.parse; print("file://" + urllib.parse.quote(sys.argv[1]))' "$1"; }
+export -f file_url
+# Four pages at a time: chromium spends most of a load waiting.
+printf '%s\0' "${pages[@]}" | xargs -0 -P 4 -n 1 bash -c 'f=$(echo "$1" | tr / _); chrome "$tmp/dom/$f" "$tmp/dom/$f.err" "$(file_url "$tmp/$1")" --dump-dom' _
 for p in "${pages[@]}"; do
   f=$(echo "$p" | tr / _)
   e=$(console_errors "$tmp/dom/$f.err")
@@ -196,6 +202,7 @@ say("minified to 1 node" in text("r6/index.html") and any(a.get("href") == "mini
 # CUDA: PTX per kernel, ptxas figures when ptxas is found.
 g4 = [p for p in pages if p.startswith("r4/graphs/")]
 say(len(g4) == 1 and "PTX" in text(g4[0]), "CUDA report shows PTX")
+say("m l#p%<&>.pt2" in text("r4/index.html"), "a graph's odd name is shown as it is")
 ptxas = any(os.access(os.path.join(d, "ptxas"), os.X_OK) for d in os.environ.get("PATH", "").split(":") + ["/usr/local/cuda/bin"])
 if ptxas: say("ptxas: registers" in text(g4[0]), "CUDA report gives ptxas's registers and spills")
 else: print("ok   ptxas not found: no register figures expected")

@@ -36,6 +36,13 @@ TEST_CASE("report: html_id keeps safe characters and encodes the rest injectivel
   CHECK(html_id("k-", "a b") != html_id("k-", "a_b"));
 }
 
+TEST_CASE("report: url_path percent-encodes all but unreserved characters and '/'") {
+  CHECK(url_path("graphs/mlp__0_inference_0.0.html") == "graphs/mlp__0_inference_0.0.html");
+  CHECK(url_path("graphs/a b#c%d?.html") == "graphs/a%20b%23c%25d%3F.html");
+  CHECK(url_path("<&>\"'") == "%3C%26%3E%22%27");
+  CHECK(url_path("\xC2\xB5") == "%C2%B5"); // UTF-8, byte by byte
+}
+
 TEST_CASE("report: format_fixed is locale-free and has no negative zero") {
   CHECK(format_fixed(1.23456, 3) == "1.235");
   CHECK(format_fixed(-0.0001, 2) == "0.00");
