@@ -86,6 +86,23 @@ has "the minifier writes into the report" "$tmp/out" "wrote $tmp/r6/minifier/rep
   ok "the Chrome trace is written and parses" || bad "no Chrome trace in the report"
 
 # Usage errors and a bad --compare.
+# Recompiles and fallbacks with their reasons (these indexes are not loaded in the browser).
+python3 - "$tmp/x32.safetensors" <<'PY'
+import json, struct, sys
+data = struct.pack("<%df" % (32 * 256), *[((i * 37) % 101) / 50.0 - 1.0 for i in range(32 * 256)])
+hdr = json.dumps({"input_0": {"dtype": "F32", "shape": [32, 256], "data_offsets": [0, len(data)]}}).encode()
+hdr += b" " * ((8 - len(hdr) % 8) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hdr)) + hdr + data)
+PY
+check "report of a run that recompiles" 0 "$fxc" --device=cpu --run --inputs "$tmp/x32.safetensors" \
+  --report="$tmp/r8" "$fx/mlp.pt2"
+has "the index gives the recompile's reason" "$tmp/r8/index.html" \
+  "recompiling mlp because the guards failed: input_0 &#39;x&#39;: expected f32[64, 256], got f32[32, 256]"
+check "report of a graph with a fallback" 0 "$fxc" --device=cpu --run --report="$tmp/r9" "$src/test/graphs/fallback.fxg"
+has "the index gives the fallback's reason" "$tmp/r9/index.html" \
+  "fallback__0_inference_0.0: fallback aten.roll.default: no inductor lowering"
+has "the index gives the perf hint" "$tmp/r9/index.html" "aten.roll.default runs as an unfused fallback"
+has "the index gives the cache decision" "$tmp/r9/index.html" "compile cache not looked up (a debug trace needs the compile to run)"
 check "compile the MLP to an artifact" 0 "$fxc" --device=cpu -o "$tmp/mlp.fxo" "$fx/mlp.pt2"
 check "report of an artifact's run" 0 "$fxc" --run --report="$tmp/r7" "$tmp/mlp.fxo"
 has "an artifact's report says nothing was compiled" "$tmp/r7/index.html" "an artifact holds its compiled plan"
