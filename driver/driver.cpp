@@ -139,6 +139,18 @@ void check_supported(const Options& o) {
   }
   if (o.json && !o.bench) throw UsageError("--json needs --bench");
   if (!o.compare.empty() && o.report.empty()) throw UsageError("--compare needs --report=<dir>");
+  if (!o.report.empty() && !o.debug_dir.empty()) {
+    // The report replaces its trace/ and graphs/ folders: a debug directory there would be lost.
+    std::error_code ec;
+    fs::path d = fs::weakly_canonical(o.debug_dir, ec);
+    for (const char* sub : {"trace", "graphs"}) {
+      fs::path r = fs::weakly_canonical(fs::path(o.report) / sub, ec);
+      auto [end, _] = std::mismatch(r.begin(), r.end(), d.begin(), d.end());
+      if (end == r.end())
+        throw UsageError("--debug-dir=" + o.debug_dir + " is inside the report's " + sub +
+                         "/ folder, which --report replaces");
+    }
+  }
   bool cuda = o.device == DeviceKind::Cuda;
   if (o.max_autotune && o.backend != Backend::Inductor)
     throw UsageError("--max-autotune needs --backend=inductor");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +18,6 @@
 #include <set>
 #include <sstream>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fxc {

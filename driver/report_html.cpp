@@ -2,6 +2,7 @@
 #include "driver/report_html.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <set>
 

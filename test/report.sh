@@ -108,6 +108,9 @@ check "report of an artifact's run" 0 "$fxc" --run --report="$tmp/r7" "$tmp/mlp.
 has "an artifact's report says nothing was compiled" "$tmp/r7/index.html" "an artifact holds its compiled plan"
 has "an artifact's report names the action" "$tmp/r7/index.html" "run of an artifact"
 
+check "--debug-dir inside the report's trace/" 2 "$fxc" --device=cpu --run --report="$tmp/r7" \
+  --debug-dir="$tmp/r7/trace/d" "$fx/mlp.pt2"
+has "--debug-dir inside trace/ is refused" "$tmp/err" "is inside the report's trace/ folder, which --report replaces"
 check "--compare without --report" 2 "$fxc" --compare="$tmp/other" "$fx/mlp.pt2"
 has "--compare needs --report" "$tmp/err" "--compare needs --report=<dir>"
 check "--compare of a folder without a trace" 1 "$fxc" --device=cpu --report="$tmp/r5" --compare="$tmp/canary" -o "$tmp/r5.fxo" "$fx/mlp.pt2"
@@ -210,7 +213,7 @@ for g in g1:
 # The block in train mode: forward and backward pages, the joint graph.
 g2 = sorted(p for p in pages if p.startswith("r2/graphs/"))
 say(len(g2) == 2 and "forward" in g2[1] and "backward" in g2[0], "block train report has forward and backward pages: %s" % g2)
-for g in g2: say(has_id(g, "aot") and "joint" in text(g), g + " shows AOT autograd's joint graph")
+for g in g2: say(has_id(g, "aot") and "===== joint graph =====" in text(g) and "tangents_1" in text(g), g + " shows AOT autograd's joint graph")
 say("train" in text("r2/index.html"), "block index says mode train")
 # The bisect run.
 say(has_id("r3/index.html", "failure-tools") and "first failing stage: inductor" in text("r3/index.html"), "bisect result in the report")
