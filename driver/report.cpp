@@ -50,9 +50,13 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& p) {
+  return s.rfind(p, 0) == 0;
+}
 
-std::string esc(const std::string& s) { return html_escape(s); }
+std::string esc(const std::string& s) {
+  return html_escape(s);
+}
 
 // A relative file path and an optional fragment (an html_id: nothing to encode) as an href.
 std::string href_of(const std::string& path, const std::string& id = "") {
@@ -125,8 +129,10 @@ void parse_kernels(GraphTrace& g) {
   std::map<std::string, std::vector<std::string>> origins;
   std::string current;
   for (const std::string& l : lines_of(g.pre_fusion)) {
-    if (!l.empty() && l[0] != ' ') current = l.substr(0, l.find(':'));
-    else if (starts_with(l, "  origins: ")) origins[current] = split_list(l.substr(11));
+    if (!l.empty() && l[0] != ' ')
+      current = l.substr(0, l.find(':'));
+    else if (starts_with(l, "  origins: "))
+      origins[current] = split_list(l.substr(11));
   }
   // ir_post_fusion.txt: top-level "kernel <name>: ..." and "extern <buf> = ..." blocks; the
   // kernel's buffers are its lines indented by exactly four spaces.
@@ -181,7 +187,8 @@ void parse_kernels(GraphTrace& g) {
 
 std::string compare_trace_dir(const std::string& path) {
   if (fs::exists(fs::path(path) / "index.json")) return path;
-  if (fs::exists(fs::path(path) / "trace" / "index.json")) return (fs::path(path) / "trace").string();
+  if (fs::exists(fs::path(path) / "trace" / "index.json"))
+    return (fs::path(path) / "trace").string();
   std::vector<std::string> runs;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(path, ec))
@@ -259,9 +266,8 @@ std::string defined_name(const std::string& l, size_t* rest_at) {
 // and (for the readable graph, before decompositions) those of the transformed graph's nodes
 // decomposed from it: a transformed node that is not itself in `names` belongs to the longest
 // name in `names` that it extends by "_...".
-std::map<std::string, std::set<size_t>> kernels_by_node(const GraphTrace& g,
-                                                        const std::set<std::string>& names,
-                                                        bool readable) {
+std::map<std::string, std::set<size_t>>
+kernels_by_node(const GraphTrace& g, const std::set<std::string>& names, bool readable) {
   std::map<std::string, std::set<size_t>> out;
   for (const auto& [t, list] : g.node_kernels) {
     std::string owner = t;
@@ -318,7 +324,8 @@ std::string find_ptxas() {
     for (std::string d; std::getline(ss, d, ':');)
       if (!d.empty()) dirs.push_back(d);
   }
-  if (const char* cuda = std::getenv("CUDA_HOME"); cuda && *cuda) dirs.push_back(std::string(cuda) + "/bin");
+  if (const char* cuda = std::getenv("CUDA_HOME"); cuda && *cuda)
+    dirs.push_back(std::string(cuda) + "/bin");
   dirs.push_back("/usr/local/cuda/bin");
   for (const std::string& d : dirs) {
     fs::path p = fs::path(d) / "ptxas";
@@ -366,15 +373,16 @@ std::string sections_html(const std::vector<Section>& sections) {
 
 std::string graph_page(const GraphTrace& g, const TraceData& t, const ReportInput& in) {
   std::vector<Section> s;
-  std::string head = "<h1>" + esc(g.folder) + "</h1>\n<p>" + esc(g.role) + " graph of " +
-                     esc(in.input) + "; backend " + esc(in.backend) + ", device " +
-                     esc(in.device) + ", mode " + esc(in.mode) + "; " +
-                     std::to_string(std::count_if(g.kernels.begin(), g.kernels.end(),
-                                                  [](const KernelEntry& k) { return !k.is_extern; })) +
-                     " generated kernels, " +
-                     std::to_string(std::count_if(g.kernels.begin(), g.kernels.end(),
-                                                  [](const KernelEntry& k) { return k.is_extern; })) +
-                     " extern calls.</p>\n";
+  std::string head =
+      "<h1>" + esc(g.folder) + "</h1>\n<p>" + esc(g.role) + " graph of " + esc(in.input) +
+      "; backend " + esc(in.backend) + ", device " + esc(in.device) + ", mode " + esc(in.mode) +
+      "; " +
+      std::to_string(std::count_if(g.kernels.begin(), g.kernels.end(),
+                                   [](const KernelEntry& k) { return !k.is_extern; })) +
+      " generated kernels, " +
+      std::to_string(std::count_if(g.kernels.begin(), g.kernels.end(),
+                                   [](const KernelEntry& k) { return k.is_extern; })) +
+      " extern calls.</p>\n";
   if (t.graphs.size() > 1) {
     head += "<p>Other graphs of this run:";
     for (const GraphTrace& o : t.graphs)
@@ -384,19 +392,23 @@ std::string graph_page(const GraphTrace& g, const TraceData& t, const ReportInpu
   const std::string dir = "inductor/" + g.folder + "/";
   if (!g.readable.empty())
     s.push_back({"fx-graph", "FX graph (readable)",
-                 "<p class=\"note\">" + link(trace_href(dir + "fx_graph_readable.txt", 1), "fx_graph_readable.txt") +
+                 "<p class=\"note\">" +
+                     link(trace_href(dir + "fx_graph_readable.txt", 1), "fx_graph_readable.txt") +
                      ": every value with its shape; &#8594; links go to the kernels computing a "
                      "node (or the nodes decomposed from it).</p>\n" +
                      render_graph(g, g.readable, "node-", true)});
   if (!g.transformed.empty())
-    s.push_back({"fx-transformed", "FX graph after decompositions",
-                 "<p class=\"note\">" + link(trace_href(dir + "fx_graph_transformed.txt", 1), "fx_graph_transformed.txt") +
-                     ": the nodes the kernels' buffers come from.</p>\n" +
-                     render_graph(g, g.transformed, "t-", false)});
+    s.push_back(
+        {"fx-transformed", "FX graph after decompositions",
+         "<p class=\"note\">" +
+             link(trace_href(dir + "fx_graph_transformed.txt", 1), "fx_graph_transformed.txt") +
+             ": the nodes the kernels' buffers come from.</p>\n" +
+             render_graph(g, g.transformed, "t-", false)});
   if (!t.aot_log.empty() && in.mode == "train")
     s.push_back({"aot", "AOT autograd: joint graph and partition",
                  "<details><summary>the joint graph, the partition's saved tensors and recomputed "
-                 "nodes</summary>\n" + pre(t.aot_log, "long") + "</details>\n"});
+                 "nodes</summary>\n" +
+                     pre(t.aot_log, "long") + "</details>\n"});
   if (!g.kernels.empty()) {
     std::string table = "<table class=\"kernels\">\n<tr><th>kernel</th><th>loops / call</th>"
                         "<th>FX nodes it computes</th><th>buffers</th><th>code</th></tr>\n";
@@ -411,8 +423,10 @@ std::string graph_page(const GraphTrace& g, const TraceData& t, const ReportInpu
       std::string code;
       std::string what = k.header.substr(k.header.find(k.is_extern ? '=' : ':') + 1);
       if (!k.is_extern) {
-        std::string ll = dir + "kernels/" + k.name + ".ll", ptx = dir + "kernels/" + k.name + ".ptx";
-        std::string ll_text = read_text(fs::path(t.root) / ll), ptx_text = read_text(fs::path(t.root) / ptx);
+        std::string ll = dir + "kernels/" + k.name + ".ll",
+                    ptx = dir + "kernels/" + k.name + ".ptx";
+        std::string ll_text = read_text(fs::path(t.root) / ll),
+                    ptx_text = read_text(fs::path(t.root) / ptx);
         if (!ll_text.empty()) code += link(trace_href(ll, 1), "LLVM IR");
         if (!ptx_text.empty()) {
           code += " " + link(trace_href(ptx, 1), "PTX");
@@ -429,16 +443,18 @@ std::string graph_page(const GraphTrace& g, const TraceData& t, const ReportInpu
                     " lines)</summary>\n" + pre(ptx_text) + "</details>\n";
         if (!code.empty()) code += " <a href=\"#" + html_id("code-", k.name) + "\">inline</a>";
       }
-      table += "<tr id=\"" + k.id() + "\"><td><code>" + esc(k.is_extern ? "extern " + k.name : k.name) +
-               "</code><br><a href=\"#" + html_id("ir-", k.name) + "\">IR</a></td><td><code>" +
-               esc(what) + "</code></td><td>" + nodes + "</td><td>" + buffers + "</td><td>" +
-               code + "</td></tr>\n";
+      table += "<tr id=\"" + k.id() + "\"><td><code>" +
+               esc(k.is_extern ? "extern " + k.name : k.name) + "</code><br><a href=\"#" +
+               html_id("ir-", k.name) + "\">IR</a></td><td><code>" + esc(what) +
+               "</code></td><td>" + nodes + "</td><td>" + buffers + "</td><td>" + code +
+               "</td></tr>\n";
     }
     s.push_back({"kernels", "Kernels and extern calls", table + "</table>\n" + bodies});
   }
   if (!g.pre_fusion.empty())
     s.push_back({"ir-pre", "Loop IR before fusion",
-                 "<details><summary>" + link(trace_href(dir + "ir_pre_fusion.txt", 1), "ir_pre_fusion.txt") +
+                 "<details><summary>" +
+                     link(trace_href(dir + "ir_pre_fusion.txt", 1), "ir_pre_fusion.txt") +
                      ": one block per buffer (" + std::to_string(lines_of(g.pre_fusion).size()) +
                      " lines)</summary>\n" + pre(g.pre_fusion, "long") + "</details>\n"});
   if (!g.post_fusion.empty()) {
@@ -447,14 +463,16 @@ std::string graph_page(const GraphTrace& g, const TraceData& t, const ReportInpu
                          ": one box per kernel (its boundary) or extern call, in plan order.</p>\n";
     for (const std::string& o : g.post_fusion_other) blocks += pre(o);
     for (const KernelEntry& k : g.kernels)
-      blocks += "<div class=\"kb\" id=\"" + html_id("ir-", k.name) + "\"><a class=\"prov\" href=\"#" +
-                k.id() + "\">" + esc(k.is_extern ? "extern " + k.name : k.name) + "</a>\n" +
-                pre(k.body) + "</div>\n";
+      blocks += "<div class=\"kb\" id=\"" + html_id("ir-", k.name) +
+                "\"><a class=\"prov\" href=\"#" + k.id() + "\">" +
+                esc(k.is_extern ? "extern " + k.name : k.name) + "</a>\n" + pre(k.body) +
+                "</div>\n";
     s.push_back({"ir-post", "Loop IR after fusion", blocks});
   }
   if (!g.output_code.empty())
     s.push_back({"output-code", "output_code.cpp",
-                 "<p class=\"note\">" + link(trace_href(dir + "output_code.cpp", 1), "output_code.cpp") +
+                 "<p class=\"note\">" +
+                     link(trace_href(dir + "output_code.cpp", 1), "output_code.cpp") +
                      ": the host plan as a standalone program.</p>\n<pre class=\"long cpp\">" +
                      highlight_cpp(g.output_code) + "</pre>\n"});
   return html_page(g.folder + " - fxc report", "../index.html", head + sections_html(s));
@@ -492,21 +510,23 @@ std::string bench_html(const json& b, const TraceData& t) {
   std::string device = b.value("device", "");
   double peak = device == "cpu" ? host_copy_gbps() : 0;
   std::string peak_text =
-      peak > 0 ? format_fixed(peak, 1) + " GB/s (this host's memcpy bandwidth, read + write, measured now)"
+      peak > 0 ? format_fixed(peak, 1) +
+                     " GB/s (this host's memcpy bandwidth, read + write, measured now)"
                : "not known for " + device + " (GB/s only)";
   auto share = [&](double gbps) {
     return peak > 0 ? ", " + format_fixed(100 * gbps / peak, 1) + "% of peak" : std::string();
   };
   double gbps = b.value("gbps", 0.0);
-  std::string h = "<table><tr><th>median</th><th>p20</th><th>p80</th><th>runs</th><th>timer</th>"
-                  "<th>GB/s</th><th>TFLOP/s</th><th>peak bandwidth</th></tr>\n<tr><td class=\"num\">" +
-                  format_fixed(b.value("median_ms", 0.0), 4) + " ms</td><td class=\"num\">" +
-                  format_fixed(b.value("p20_ms", 0.0), 4) + " ms</td><td class=\"num\">" +
-                  format_fixed(b.value("p80_ms", 0.0), 4) + " ms</td><td class=\"num\">" +
-                  std::to_string(b.value("runs", 0)) + "</td><td>" + esc(b.value("timer", "")) +
-                  "</td><td class=\"num\">" + format_fixed(gbps, 2) + share(gbps) +
-                  "</td><td class=\"num\">" + format_fixed(b.value("tflops", 0.0), 3) + "</td><td>" +
-                  esc(peak_text) + "</td></tr></table>\n";
+  std::string h =
+      "<table><tr><th>median</th><th>p20</th><th>p80</th><th>runs</th><th>timer</th>"
+      "<th>GB/s</th><th>TFLOP/s</th><th>peak bandwidth</th></tr>\n<tr><td class=\"num\">" +
+      format_fixed(b.value("median_ms", 0.0), 4) + " ms</td><td class=\"num\">" +
+      format_fixed(b.value("p20_ms", 0.0), 4) + " ms</td><td class=\"num\">" +
+      format_fixed(b.value("p80_ms", 0.0), 4) + " ms</td><td class=\"num\">" +
+      std::to_string(b.value("runs", 0)) + "</td><td>" + esc(b.value("timer", "")) +
+      "</td><td class=\"num\">" + format_fixed(gbps, 2) + share(gbps) + "</td><td class=\"num\">" +
+      format_fixed(b.value("tflops", 0.0), 3) + "</td><td>" + esc(peak_text) +
+      "</td></tr></table>\n";
   std::vector<ChartBar> bars;
   std::map<std::string, const GraphTrace*> folders;
   for (const GraphTrace& g : t.graphs) folders[g.folder] = &g;
@@ -525,7 +545,8 @@ std::string bench_html(const json& b, const TraceData& t) {
     std::string href;
     if (folders.count(graph))
       href = href_of("graphs/" + graph + ".html", step_anchor(*folders[graph], name, kernel));
-    bars.push_back({(t.graphs.size() > 1 ? role_of(graph) + " " : std::string()) + (kernel ? "" : "extern ") + name,
+    bars.push_back({(t.graphs.size() > 1 ? role_of(graph) + " " : std::string()) +
+                        (kernel ? "" : "extern ") + name,
                     s.value("median_ms", 0.0), format_fixed(sg, 2) + " GB/s" + share(sg), href});
   }
   h += "<h3>Run time per step (median of the profiled runs)</h3>\n" +
@@ -541,11 +562,14 @@ std::string compare_page(const TraceData& cur, const TraceData& old, const Repor
   for (const GraphTrace& g : cur.graphs) cur_graphs[g.folder] = &g;
   std::string graphs_changed;
   for (const auto& [f, g] : cur_graphs)
-    if (!old_graphs.count(f)) graphs_changed += "<li class=\"add\">graph added: " + esc(f) + "</li>\n";
+    if (!old_graphs.count(f))
+      graphs_changed += "<li class=\"add\">graph added: " + esc(f) + "</li>\n";
   for (const auto& [f, g] : old_graphs)
-    if (!cur_graphs.count(f)) graphs_changed += "<li class=\"del\">graph removed: " + esc(f) + "</li>\n";
-  h += "<h2 id=\"graphs\">Graphs</h2>\n" +
-       (graphs_changed.empty() ? "<p>The same graphs.</p>\n" : "<ul>\n" + graphs_changed + "</ul>\n");
+    if (!cur_graphs.count(f))
+      graphs_changed += "<li class=\"del\">graph removed: " + esc(f) + "</li>\n";
+  h += "<h2 id=\"graphs\">Graphs</h2>\n" + (graphs_changed.empty()
+                                                ? "<p>The same graphs.</p>\n"
+                                                : "<ul>\n" + graphs_changed + "</ul>\n");
   std::string kernels, fusion;
   size_t added = 0, removed = 0, moved = 0;
   for (const auto& [f, g] : cur_graphs) {
@@ -553,8 +577,10 @@ std::string compare_page(const TraceData& cur, const TraceData& old, const Repor
     if (it == old_graphs.end()) continue;
     const GraphTrace& o = *it->second;
     std::set<std::string> cur_names, old_names;
-    for (const KernelEntry& k : g->kernels) if (!k.is_extern) cur_names.insert(k.name);
-    for (const KernelEntry& k : o.kernels) if (!k.is_extern) old_names.insert(k.name);
+    for (const KernelEntry& k : g->kernels)
+      if (!k.is_extern) cur_names.insert(k.name);
+    for (const KernelEntry& k : o.kernels)
+      if (!k.is_extern) old_names.insert(k.name);
     std::string rows;
     for (const KernelEntry& k : g->kernels)
       if (!k.is_extern && !old_names.count(k.name)) {
@@ -562,7 +588,8 @@ std::string compare_page(const TraceData& cur, const TraceData& old, const Repor
         std::string nodes;
         for (const std::string& n : k.nodes) nodes += (nodes.empty() ? "" : ", ") + n;
         rows += "<tr class=\"add\"><td>added</td><td>" +
-                link("graphs/" + f + ".html", k.name, k.id()) + "</td><td>" + esc(nodes) + "</td></tr>\n";
+                link("graphs/" + f + ".html", k.name, k.id()) + "</td><td>" + esc(nodes) +
+                "</td></tr>\n";
       }
     for (const KernelEntry& k : o.kernels)
       if (!k.is_extern && !cur_names.count(k.name)) {
@@ -573,8 +600,9 @@ std::string compare_page(const TraceData& cur, const TraceData& old, const Repor
                 esc(nodes) + "</td></tr>\n";
       }
     if (!rows.empty())
-      kernels += "<h3>" + esc(f) + "</h3>\n<table><tr><th></th><th>kernel</th><th>FX nodes</th></tr>\n" +
-                 rows + "</table>\n";
+      kernels += "<h3>" + esc(f) +
+                 "</h3>\n<table><tr><th></th><th>kernel</th><th>FX nodes</th></tr>\n" + rows +
+                 "</table>\n";
     // Fusion decisions: the nodes each node shares its kernel with, before and after.
     auto groups = [](const GraphTrace& gt) {
       std::map<std::string, std::pair<std::string, std::string>> m; // node -> (kernel, members)
@@ -592,16 +620,18 @@ std::string compare_page(const TraceData& cur, const TraceData& old, const Repor
       auto was = go.find(node);
       if (was == go.end() || was->second.second == now.second) continue;
       ++moved;
-      frows += "<tr><td><code>" + esc(node) + "</code></td><td class=\"del\">" + esc(was->second.first) +
-               ": " + esc(was->second.second) + "</td><td class=\"add\">" + esc(now.first) + ": " +
-               esc(now.second) + "</td></tr>\n";
+      frows += "<tr><td><code>" + esc(node) + "</code></td><td class=\"del\">" +
+               esc(was->second.first) + ": " + esc(was->second.second) + "</td><td class=\"add\">" +
+               esc(now.first) + ": " + esc(now.second) + "</td></tr>\n";
     }
     if (!frows.empty())
-      fusion += "<h3>" + esc(f) + "</h3>\n<table><tr><th>FX node</th><th>before: kernel and its "
-                "nodes</th><th>now</th></tr>\n" + frows + "</table>\n";
+      fusion += "<h3>" + esc(f) +
+                "</h3>\n<table><tr><th>FX node</th><th>before: kernel and its "
+                "nodes</th><th>now</th></tr>\n" +
+                frows + "</table>\n";
   }
-  h += "<h2 id=\"kernels\">Kernels added and removed</h2>\n<p>" + std::to_string(added) + " added, " +
-       std::to_string(removed) + " removed.</p>\n" + kernels;
+  h += "<h2 id=\"kernels\">Kernels added and removed</h2>\n<p>" + std::to_string(added) +
+       " added, " + std::to_string(removed) + " removed.</p>\n" + kernels;
   h += "<h2 id=\"fusion\">Fusion decisions</h2>\n<p>" + std::to_string(moved) +
        " FX nodes share their kernel with other nodes than before.</p>\n" + fusion;
   h += "<h2 id=\"steps\">Step times</h2>\n";
@@ -611,11 +641,13 @@ std::string compare_page(const TraceData& cur, const TraceData& old, const Repor
          (old.bench.is_object() ? "" : "not in the other run.") + "</p>\n";
   } else {
     auto pct = [](double a, double b) {
-      return b > 0 ? (a >= b ? "+" : "") + format_fixed(100 * (a - b) / b, 1) + "%" : std::string("");
+      return b > 0 ? (a >= b ? "+" : "") + format_fixed(100 * (a - b) / b, 1) + "%"
+                   : std::string("");
     };
     double mc = cur.bench.value("median_ms", 0.0), mo = old.bench.value("median_ms", 0.0);
     h += "<p>Median " + format_fixed(mo, 4) + " ms &#8594; " + format_fixed(mc, 4) + " ms (" +
-         esc(pct(mc, mo)) + ").</p>\n<table><tr><th>step</th><th>before ms</th><th>now ms</th>"
+         esc(pct(mc, mo)) +
+         ").</p>\n<table><tr><th>step</th><th>before ms</th><th>now ms</th>"
          "<th>change</th></tr>\n";
     std::map<std::string, double> before;
     for (const json& s : old.bench.value("steps", json::array()))
@@ -645,12 +677,15 @@ std::string index_page(const TraceData& t, const ReportInput& in, bool has_compa
   std::vector<Section> s;
   std::string head = "<h1>fxc report: " + esc(fs::path(in.input).filename().string()) + "</h1>\n";
   head += "<table class=\"summary\"><tr><th>input</th><td><code>" + esc(in.input) +
-          "</code></td></tr>\n<tr><th>action</th><td>" + esc(in.action) + "</td></tr>\n<tr><th>backend</th><td>" +
-          esc(in.backend) + "</td></tr>\n<tr><th>device</th><td>" + esc(in.device) +
-          "</td></tr>\n<tr><th>mode</th><td>" + esc(in.mode) + "</td></tr>\n<tr><th>exit status</th><td class=\"" +
-          (in.status == 0 ? "ok" : "bad") + "\">" + std::to_string(in.status) +
-          "</td></tr>\n<tr><th>command</th><td><code>" + esc(in.command) + "</code></td></tr>\n</table>\n";
-  if (has_compare) head += "<p>" + link("compare.html", "What changed against " + in.compare) + "</p>\n";
+          "</code></td></tr>\n<tr><th>action</th><td>" + esc(in.action) +
+          "</td></tr>\n<tr><th>backend</th><td>" + esc(in.backend) +
+          "</td></tr>\n<tr><th>device</th><td>" + esc(in.device) +
+          "</td></tr>\n<tr><th>mode</th><td>" + esc(in.mode) +
+          "</td></tr>\n<tr><th>exit status</th><td class=\"" + (in.status == 0 ? "ok" : "bad") +
+          "\">" + std::to_string(in.status) + "</td></tr>\n<tr><th>command</th><td><code>" +
+          esc(in.command) + "</code></td></tr>\n</table>\n";
+  if (has_compare)
+    head += "<p>" + link("compare.html", "What changed against " + in.compare) + "</p>\n";
 
   std::string graphs;
   if (t.graphs.empty()) {
@@ -682,17 +717,20 @@ std::string index_page(const TraceData& t, const ReportInput& in, bool has_compa
   for (const ChartBar& b : bars)
     if (b.label.rfind("\xC2\xB7 ", 0) != 0) total += b.value;
   s.push_back({"compile-time", "Compile time per pass",
-               "<p>" + format_fixed(total, 3) + " ms in top-level passes (nested passes marked &#183;; "
-               "the driver's thread).</p>\n" + svg_bar_chart("compile time per pass", bars, "ms")});
+               "<p>" + format_fixed(total, 3) +
+                   " ms in top-level passes (nested passes marked &#183;; "
+                   "the driver's thread).</p>\n" +
+                   svg_bar_chart("compile time per pass", bars, "ms")});
 
   if (t.bench.is_object()) s.push_back({"bench", "Run time (--bench)", bench_html(t.bench, t)});
 
   auto log_section = [&](const std::string& id, const std::string& title, const std::string& text,
                          const std::string& none) {
-    s.push_back({id, title, text.empty() ? "<p class=\"note\">" + esc(none) + "</p>\n" : pre(text)});
+    s.push_back(
+        {id, title, text.empty() ? "<p class=\"note\">" + esc(none) + "</p>\n" : pre(text)});
   };
-  std::string cache = captured_stream(in.logs, "cache") +
-                      captured_stream(in.logs, "driver", "compile cache");
+  std::string cache =
+      captured_stream(in.logs, "cache") + captured_stream(in.logs, "driver", "compile cache");
   log_section("cache", "Compile cache: hits and misses", cache,
               "The compile cache was not consulted (this action does not use it).");
   log_section("guards", "Guards", captured_stream(in.logs, "guards"),
@@ -715,7 +753,8 @@ std::string index_page(const TraceData& t, const ReportInput& in, bool has_compa
     std::string h = pre(in.failure_tool_output);
     if (!minifier_files.empty()) {
       h += "<p>The minifier's repro:</p>\n<ul>\n";
-      for (const std::string& f : minifier_files) h += "<li>" + link("minifier/" + f, f) + "</li>\n";
+      for (const std::string& f : minifier_files)
+        h += "<li>" + link("minifier/" + f, f) + "</li>\n";
       h += "</ul>\n";
       std::string sh = read_text(fs::path(in.dir) / "minifier" / "repro.sh");
       if (!sh.empty()) h += pre(sh);
@@ -731,22 +770,24 @@ std::string index_page(const TraceData& t, const ReportInput& in, bool has_compa
              "; open it in <a href=\"https://ui.perfetto.dev\">Perfetto</a> (Open trace file) or "
              "chrome://tracing</li>\n";
   if (!t.root.empty()) {
-    files += "<li>" + link("trace/index.json", "trace/index.json") + ": the debug trace's manifest</li>\n";
+    files += "<li>" + link("trace/index.json", "trace/index.json") +
+             ": the debug trace's manifest</li>\n";
     if (!t.debug_log.empty())
-      files += "<li>" + link("trace/fxc/debug.log", "trace/fxc/debug.log") + ": what the driver did, stage by stage</li>\n";
+      files += "<li>" + link("trace/fxc/debug.log", "trace/fxc/debug.log") +
+               ": what the driver did, stage by stage</li>\n";
   }
   if (!files.empty()) s.push_back({"files", "Files", "<ul>\n" + files + "</ul>\n"});
-  if (!t.debug_log.empty())
-    s.push_back({"debug-log", "Driver log", pre(t.debug_log)});
-  return html_page("fxc report: " + fs::path(in.input).filename().string(), "", head + sections_html(s));
+  if (!t.debug_log.empty()) s.push_back({"debug-log", "Driver log", pre(t.debug_log)});
+  return html_page("fxc report: " + fs::path(in.input).filename().string(), "",
+                   head + sections_html(s));
 }
 
 } // namespace
 
 LogSettings report_log_capture() {
   LogSettings s;
-  for (Artifact a : {Artifact::GraphBreaks, Artifact::Guards, Artifact::Recompiles, Artifact::Fusion,
-                     Artifact::PerfHints})
+  for (Artifact a : {Artifact::GraphBreaks, Artifact::Guards, Artifact::Recompiles,
+                     Artifact::Fusion, Artifact::PerfHints})
     s.artifacts[size_t(a)] = true;
   s.levels[size_t(Component::Cache)] = Level::Info;
   s.levels[size_t(Component::Driver)] = Level::Info;
@@ -782,10 +823,12 @@ std::string ptxas_resources(const std::string& ptx_path) {
     return out.substr(b, e - b);
   };
   std::string regs = number_before(" registers"), stack = number_before(" bytes stack frame"),
-              stores = number_before(" bytes spill stores"), loads = number_before(" bytes spill loads");
+              stores = number_before(" bytes spill stores"),
+              loads = number_before(" bytes spill loads");
   if (regs.empty()) return "";
-  return "registers " + regs + ", spill stores " + (stores.empty() ? "0" : stores) + " B, spill loads " +
-         (loads.empty() ? "0" : loads) + " B, stack " + (stack.empty() ? "0" : stack) + " B";
+  return "registers " + regs + ", spill stores " + (stores.empty() ? "0" : stores) +
+         " B, spill loads " + (loads.empty() ? "0" : loads) + " B, stack " +
+         (stack.empty() ? "0" : stack) + " B";
 }
 
 void write_report(const ReportInput& in) {
@@ -794,8 +837,8 @@ void write_report(const ReportInput& in) {
   fs::create_directories(dir, ec);
   if (ec) throw Error(in.dir, "cannot create the report directory: " + ec.message());
   const bool minifier_in_place =
-      !in.minifier_dir.empty() && fs::weakly_canonical(in.minifier_dir, ec) ==
-                                      fs::weakly_canonical(dir / "minifier", ec);
+      !in.minifier_dir.empty() &&
+      fs::weakly_canonical(in.minifier_dir, ec) == fs::weakly_canonical(dir / "minifier", ec);
   for (const char* old : {"index.html", "compare.html", "graphs", "trace", "minifier"})
     if (!(minifier_in_place && std::string(old) == "minifier")) fs::remove_all(dir / old, ec);
   // Moves (a trace written for the report) or copies (the user's debug directory's) `from`.
@@ -817,7 +860,8 @@ void write_report(const ReportInput& in) {
   }
   TraceData t = read_trace(in.trace_root.empty() ? "" : (dir / "trace").string());
   if (!in.bench_json.empty()) t.bench = json::parse(in.bench_json);
-  for (const GraphTrace& g : t.graphs) write_page(dir / "graphs" / (g.folder + ".html"), graph_page(g, t, in));
+  for (const GraphTrace& g : t.graphs)
+    write_page(dir / "graphs" / (g.folder + ".html"), graph_page(g, t, in));
   bool compare = !in.compare.empty();
   if (compare) {
     TraceData old = read_trace(compare_trace_dir(in.compare));

@@ -12,18 +12,19 @@ namespace fxc {
 
 /// What the driver knows besides the debug directory.
 struct ReportInput {
-  std::string dir;        ///< --report: the site's folder (created)
-  std::string compare;    ///< --compare: another debug directory, run directory or report; "" none
-  std::string trace_root; ///< this run's debug trace (run_<time>-pid_<pid>/); "" when none was written
+  std::string dir;     ///< --report: the site's folder (created)
+  std::string compare; ///< --compare: another debug directory, run directory or report; "" none
+  /// This run's debug trace (run_<time>-pid_<pid>/); "" when none was written.
+  std::string trace_root;
   bool trace_for_report = false; ///< the trace was written for the report only (in dir): moved
                                  ///< to dir/trace, not copied
-  std::string minifier_dir;  ///< where --minify wrote minifier/ files; "" when it did not run
-  std::string bench_json;    ///< --bench's results (format_bench_json); "" without --bench
-  std::string input;         ///< the graph or artifact file
-  std::string action;        ///< "compile", "run", "bench", "bisect", "minify", "emit=<what>"
+  std::string minifier_dir;      ///< where --minify wrote minifier/ files; "" when it did not run
+  std::string bench_json;        ///< --bench's results (format_bench_json); "" without --bench
+  std::string input;             ///< the graph or artifact file
+  std::string action; ///< "compile", "run", "bench", "bisect", "minify", "emit=<what>", ...
   std::string backend, device, mode;
-  std::string command;       ///< the command line, as given
-  int status = 0;            ///< the action's exit status
+  std::string command; ///< the command line, as given
+  int status = 0;      ///< the action's exit status
   std::vector<PassSpan> passes;
   std::vector<Logger::Captured> logs; ///< what report_log_capture() kept
   std::string failure_tool_output;    ///< --bisect / --minify lines

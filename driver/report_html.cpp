@@ -13,15 +13,28 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size() + text.size() / 8);
   for (char c : text) {
     switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    case '\'': out += "&#39;"; break;
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&#39;";
+      break;
     default:
-      if ((unsigned char)c < 0x20 && c != '\n' && c != '\t' && c != '\r') out += "\xEF\xBF\xBD";
-      else if (c == 0x7f) out += "\xEF\xBF\xBD";
-      else out += c;
+      if ((unsigned char)c < 0x20 && c != '\n' && c != '\t' && c != '\r')
+        out += "\xEF\xBF\xBD";
+      else if (c == 0x7f)
+        out += "\xEF\xBF\xBD";
+      else
+        out += c;
     }
   }
   return out;
@@ -71,10 +84,11 @@ std::string svg_bar_chart(const std::string& title, const std::vector<ChartBar>&
   double max = 0;
   for (const ChartBar& b : bars) max = std::max(max, b.value);
   const int height = kTop * 2 + kRowH * int(bars.size());
-  std::string s = "<svg class=\"chart\" role=\"img\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                  std::to_string(kWidth) + "\" height=\"" + std::to_string(height) +
-                  "\" viewBox=\"0 0 " + std::to_string(kWidth) + " " + std::to_string(height) +
-                  "\">\n<title>" + html_escape(title) + "</title>\n";
+  std::string s =
+      "<svg class=\"chart\" role=\"img\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+      std::to_string(kWidth) + "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
+      std::to_string(kWidth) + " " + std::to_string(height) + "\">\n<title>" + html_escape(title) +
+      "</title>\n";
   for (size_t i = 0; i < bars.size(); ++i) {
     const ChartBar& b = bars[i];
     const int y = kTop + kRowH * int(i);
@@ -98,27 +112,77 @@ std::string svg_bar_chart(const std::string& title, const std::vector<ChartBar>&
 namespace {
 
 const std::set<std::string_view>& cpp_keywords() {
-  static const std::set<std::string_view> k = {
-      "alignas", "alignof", "auto", "break", "case", "catch", "class", "const", "constexpr",
-      "continue", "default", "delete", "do", "else", "enum", "explicit", "extern", "false",
-      "for", "friend", "goto", "if", "inline", "namespace", "new", "noexcept", "nullptr",
-      "operator", "private", "protected", "public", "return", "sizeof", "static",
-      "static_assert", "static_cast", "reinterpret_cast", "const_cast", "struct", "switch",
-      "template", "this", "throw", "true", "try", "typedef", "typename", "union", "using",
-      "virtual", "volatile", "while", "restrict", "__restrict__"};
+  static const std::set<std::string_view> k = {"alignas",
+                                               "alignof",
+                                               "auto",
+                                               "break",
+                                               "case",
+                                               "catch",
+                                               "class",
+                                               "const",
+                                               "constexpr",
+                                               "continue",
+                                               "default",
+                                               "delete",
+                                               "do",
+                                               "else",
+                                               "enum",
+                                               "explicit",
+                                               "extern",
+                                               "false",
+                                               "for",
+                                               "friend",
+                                               "goto",
+                                               "if",
+                                               "inline",
+                                               "namespace",
+                                               "new",
+                                               "noexcept",
+                                               "nullptr",
+                                               "operator",
+                                               "private",
+                                               "protected",
+                                               "public",
+                                               "return",
+                                               "sizeof",
+                                               "static",
+                                               "static_assert",
+                                               "static_cast",
+                                               "reinterpret_cast",
+                                               "const_cast",
+                                               "struct",
+                                               "switch",
+                                               "template",
+                                               "this",
+                                               "throw",
+                                               "true",
+                                               "try",
+                                               "typedef",
+                                               "typename",
+                                               "union",
+                                               "using",
+                                               "virtual",
+                                               "volatile",
+                                               "while",
+                                               "restrict",
+                                               "__restrict__"};
   return k;
 }
 
 const std::set<std::string_view>& cpp_types() {
   static const std::set<std::string_view> t = {
-      "void", "bool", "char", "short", "int", "long", "float", "double", "signed", "unsigned",
-      "size_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
-      "uint64_t", "std"};
+      "void",    "bool",    "char",     "short",    "int",      "long",    "float",
+      "double",  "signed",  "unsigned", "size_t",   "int8_t",   "int16_t", "int32_t",
+      "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "std"};
   return t;
 }
 
-bool ident_start(char c) { return std::isalpha((unsigned char)c) || c == '_'; }
-bool ident_char(char c) { return std::isalnum((unsigned char)c) || c == '_'; }
+bool ident_start(char c) {
+  return std::isalpha((unsigned char)c) || c == '_';
+}
+bool ident_char(char c) {
+  return std::isalnum((unsigned char)c) || c == '_';
+}
 
 std::string span(const char* cls, std::string_view text) {
   return std::string("<span class=\"") + cls + "\">" + html_escape(text) + "</span>";
@@ -173,10 +237,12 @@ std::string highlight_cpp(std::string_view code) {
       i = j;
       continue;
     }
-    if (std::isdigit((unsigned char)c) || (c == '.' && i + 1 < n && std::isdigit((unsigned char)code[i + 1]))) {
+    if (std::isdigit((unsigned char)c) ||
+        (c == '.' && i + 1 < n && std::isdigit((unsigned char)code[i + 1]))) {
       size_t j = i + 1;
-      while (j < n && (ident_char(code[j]) || code[j] == '.' ||
-                       ((code[j] == '+' || code[j] == '-') && (code[j - 1] == 'e' || code[j - 1] == 'E'))))
+      while (j < n &&
+             (ident_char(code[j]) || code[j] == '.' ||
+              ((code[j] == '+' || code[j] == '-') && (code[j - 1] == 'e' || code[j - 1] == 'E'))))
         ++j;
       out += span("nu", code.substr(i, j - i));
       i = j;
@@ -186,9 +252,12 @@ std::string highlight_cpp(std::string_view code) {
       size_t j = i + 1;
       while (j < n && ident_char(code[j])) ++j;
       std::string_view word = code.substr(i, j - i);
-      if (cpp_keywords().count(word)) out += span("kw", word);
-      else if (cpp_types().count(word)) out += span("ty", word);
-      else out += html_escape(word);
+      if (cpp_keywords().count(word))
+        out += span("kw", word);
+      else if (cpp_types().count(word))
+        out += span("ty", word);
+      else
+        out += html_escape(word);
       i = j;
       continue;
     }
@@ -203,7 +272,8 @@ std::string html_page(const std::string& title, const std::string& index_href,
   static const char* kStyle =
       "body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px 40px;"
       "color:#1d1d1f;background:#fff}\n"
-      "h1{font-size:22px;margin:18px 0 6px}h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid #ddd}"
+      "h1{font-size:22px;margin:18px 0 6px}h2{font-size:18px;margin:26px 0 8px;border-bottom:1px "
+      "solid #ddd}"
       "h3{font-size:15px;margin:18px 0 6px}\n"
       "nav{padding:8px 0;border-bottom:1px solid #ddd}nav a{margin-right:14px}\n"
       "table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px;"
@@ -221,9 +291,9 @@ std::string html_page(const std::string& title, const std::string& index_href,
       "svg.chart rect{fill:#4f7fd9}svg.chart a text{fill:#0b5cad;text-decoration:underline}\n"
       ":target{background:#fff3b0}\n"
       "code{font:12px ui-monospace,monospace}\n";
-  std::string nav = index_href.empty()
-                        ? std::string()
-                        : "<nav><a href=\"" + html_escape(index_href) + "\">report index</a></nav>\n";
+  std::string nav = index_href.empty() ? std::string()
+                                       : "<nav><a href=\"" + html_escape(index_href) +
+                                             "\">report index</a></nav>\n";
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
          html_escape(title) + "</title>\n<style>\n" + kStyle + "</style>\n</head>\n<body>\n" + nav +
          body + "</body>\n</html>\n";

@@ -1,5 +1,6 @@
 // HTML building blocks of --report (driver/report.h): escaping, anchors, inline SVG charts and
-// C++ highlighting, all deterministic (same input, same bytes). Covered by test/unit/report_test.cpp.
+// C++ highlighting, all deterministic (same input, same bytes). Covered by
+// test/unit/report_test.cpp.
 #pragma once
 
 #include <string>

@@ -65,7 +65,7 @@ TEST_CASE("report: svg_bar_chart scales bars to the largest value and escapes la
   CHECK(svg.find("<lower>") == std::string::npos);
   CHECK(svg.find("8.00 ms, 4.0 GB/s") != std::string::npos);
   CHECK(svg.find("<a href=\"graphs/g.html#k\">") != std::string::npos);
-  CHECK(svg.find("height=\"82\"") != std::string::npos); // 8 + 3 rows of 22 + 8
+  CHECK(svg.find("height=\"82\"") != std::string::npos);      // 8 + 3 rows of 22 + 8
   CHECK(svg == svg_bar_chart("compile time", bars, "ms", 2)); // deterministic
   // A long label is cut in the chart; the whole label stays in its tooltip.
   std::string long_label(60, 'x');
@@ -86,8 +86,7 @@ TEST_CASE("report: highlight_cpp marks keywords, types, comments, strings, numbe
              "printf(<span class=\"st\">&quot;%d&lt;\\&quot;x\\n&quot;</span>, "
              "<span class=\"nu\">42</span>); } <span class=\"cm\">/* done */</span>\n");
   // Identifiers holding keywords are not split; numbers with exponents stay one token.
-  CHECK(highlight_cpp("returned = 1.5e-3f;") ==
-        "returned = <span class=\"nu\">1.5e-3f</span>;");
+  CHECK(highlight_cpp("returned = 1.5e-3f;") == "returned = <span class=\"nu\">1.5e-3f</span>;");
   // An unterminated comment or string runs to the end without losing text.
   CHECK(highlight_cpp("x /* open") == "x <span class=\"cm\">/* open</span>");
   CHECK(highlight_cpp("'a") == "<span class=\"st\">&#39;a</span>");
