@@ -94,7 +94,11 @@ std::string svg_bar_chart(const std::string& title, const std::vector<ChartBar>&
     const int y = kTop + kRowH * int(i);
     const double w = max > 0 && b.value > 0 ? kBarW * b.value / max : 0;
     std::string label = b.label;
-    if (label.size() > 44) label = label.substr(0, 41) + "...";
+    if (label.size() > 44) { // cut at 41 bytes, not inside a UTF-8 sequence
+      size_t cut = 41;
+      while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80) --cut;
+      label = label.substr(0, cut) + "...";
+    }
     std::string text = "<text x=\"" + std::to_string(kLabelW - 6) + "\" y=\"" +
                        std::to_string(y + 15) + "\" text-anchor=\"end\"><title>" +
                        html_escape(b.label) + "</title>" + html_escape(label) + "</text>";

@@ -72,6 +72,10 @@ TEST_CASE("report: svg_bar_chart scales bars to the largest value and escapes la
   std::string cut = svg_bar_chart("t", {{long_label, 1, "", ""}}, "ms");
   CHECK(cut.find("<title>" + long_label + "</title>") != std::string::npos);
   CHECK(cut.find(std::string(41, 'x') + "...</text>") != std::string::npos);
+  // ... never inside a UTF-8 sequence: "µ" (2 bytes) at bytes 40-41 goes whole.
+  std::string utf8 = std::string(40, 'y') + "\xC2\xB5" + std::string(20, 'z');
+  std::string cut8 = svg_bar_chart("t", {{utf8, 1, "", ""}}, "ms");
+  CHECK(cut8.find(std::string(40, 'y') + "...</text>") != std::string::npos);
   CHECK(svg_bar_chart("nothing <here>", {}, "ms") ==
         "<p class=\"empty\">nothing &lt;here&gt;: nothing to chart</p>\n");
 }
