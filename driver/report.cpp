@@ -3,6 +3,7 @@
 
 #include "driver/report_html.h"
 #include "frontend/diag.h"
+#include "runtime/cuda_driver.h"
 
 #include <nlohmann/json.hpp>
 
@@ -357,6 +358,12 @@ double host_copy_gbps() {
   return best > 0 ? 2.0 * double(n) / best / 1e9 : 0;
 }
 
+// The CUDA device's peak DRAM bandwidth, 0 when there is no device or the driver does not say.
+double cuda_peak_gbps() {
+  if (!cuda::Context::unavailable_reason().empty()) return 0;
+  return cuda::Context::get().info().peak_gbps();
+}
+
 struct Section {
   std::string id, title, html;
 };
@@ -508,11 +515,12 @@ std::vector<ChartBar> pass_bars(const std::vector<PassSpan>& spans) {
 std::string bench_html(const json& b, const TraceData& t) {
   if (!b.is_object()) return "";
   std::string device = b.value("device", "");
-  double peak = device == "cpu" ? host_copy_gbps() : 0;
+  double peak = device == "cpu" ? host_copy_gbps() : cuda_peak_gbps();
   std::string peak_text =
-      peak > 0 ? format_fixed(peak, 1) +
-                     " GB/s (this host's memcpy bandwidth, read + write, measured now)"
-               : "not known for " + device + " (GB/s only)";
+      peak <= 0         ? "not known for " + device + " (GB/s only)"
+      : device == "cpu" ? format_fixed(peak, 1) +
+                              " GB/s (this host's memcpy bandwidth, read + write, measured now)"
+                        : format_fixed(peak, 1) + " GB/s (the device's memory clock and bus width)";
   auto share = [&](double gbps) {
     return peak > 0 ? ", " + format_fixed(100 * gbps / peak, 1) + "% of peak" : std::string();
   };

@@ -1,6 +1,7 @@
 // Unit tests for --report's HTML helpers (driver/report_html.h) and the log capture it uses.
 #include "driver/logging.h"
 #include "driver/report_html.h"
+#include "runtime/cuda_driver.h"
 
 #include <doctest/doctest.h>
 
@@ -136,4 +137,12 @@ TEST_CASE("report: a logger keeps what capture() asks for without printing it") 
   CHECK(c[2].level == Level::Warning);
   CHECK(log.sink_levels()[size_t(Component::Cache)] == Level::Info);
   CHECK(log.sink_levels()[size_t(Component::Aot)] == Level::Warning);
+}
+
+TEST_CASE("report: a CUDA device's peak bandwidth from its memory clock and bus width") {
+  cuda::DeviceInfo h100;
+  CHECK(h100.peak_gbps() == 0); // the driver did not say
+  h100.memory_clock_khz = 2619000; // H100 SXM: HBM3, 5120-bit bus
+  h100.memory_bus_bits = 5120;
+  CHECK(format_fixed(h100.peak_gbps(), 1) == "3352.3");
 }
