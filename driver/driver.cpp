@@ -454,7 +454,8 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
     debug_dir = o.debug_dir = o.report;
     rep.trace_for_report = true;
   }
-  if (o.minify) rep.minifier_dir = (o.debug_dir.empty() ? std::string(".") : o.debug_dir) + "/minifier";
+  if (o.minify || repro_level() > 0) // where the minifier and FXC_REPRO_LEVEL write their repro
+    rep.minifier_dir = (o.debug_dir.empty() ? std::string(".") : o.debug_dir) + "/minifier";
   DebugTrace trace = debug_dir.empty() ? DebugTrace() : DebugTrace(debug_dir);
   rep.trace_root = trace.root();
 

@@ -209,6 +209,9 @@ TraceData read_trace(const std::string& root) {
   TraceData t;
   t.root = root;
   if (root.empty()) return t;
+  // A run that stopped before the trace was finished (FXC_REPRO_LEVEL's early exit) has no
+  // index.json yet: the report then shows no graphs.
+  if (!fs::exists(fs::path(root) / "index.json")) return t;
   json index;
   try {
     index = json::parse(read_text(fs::path(root) / "index.json"));
@@ -758,16 +761,16 @@ std::string index_page(const TraceData& t, const ReportInput& in, bool has_compa
   if (!autotune.empty()) log_section("autotune", "Autotuning", autotune, "");
 
   if (!in.failure_tool_output.empty() || !minifier_files.empty()) {
-    std::string h = pre(in.failure_tool_output);
+    std::string h = in.failure_tool_output.empty() ? "" : pre(in.failure_tool_output);
     if (!minifier_files.empty()) {
-      h += "<p>The minifier's repro:</p>\n<ul>\n";
+      h += "<p>The repro (minifier/):</p>\n<ul>\n";
       for (const std::string& f : minifier_files)
         h += "<li>" + link("minifier/" + f, f) + "</li>\n";
       h += "</ul>\n";
       std::string sh = read_text(fs::path(in.dir) / "minifier" / "repro.sh");
       if (!sh.empty()) h += pre(sh);
     }
-    s.push_back({"failure-tools", in.action == "minify" ? "Minifier" : "Bisect", h});
+    s.push_back({"failure-tools", in.action == "bisect" ? "Bisect" : "Minifier and repro", h});
   }
 
   std::string files;

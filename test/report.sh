@@ -103,6 +103,10 @@ has "the index gives the fallback's reason" "$tmp/r9/index.html" \
   "fallback__0_inference_0.0: fallback aten.roll.default: no inductor lowering"
 has "the index gives the perf hint" "$tmp/r9/index.html" "aten.roll.default runs as an unfused fallback"
 has "the index gives the cache decision" "$tmp/r9/index.html" "compile cache not looked up (a debug trace needs the compile to run)"
+FXC_REPRO_LEVEL=1 check "a failing run's repro (FXC_REPRO_LEVEL=1)" 1 "$fxc" --device=cpu --run \
+  --inject-bug=relu:runtime_error --report="$tmp/r10" "$fx/mlp.pt2"
+[ -s "$tmp/r10/minifier/repro.fxg" ] && grep -q 'href="minifier/repro.fxg"' "$tmp/r10/index.html" &&
+  ok "the repro FXC_REPRO_LEVEL writes stays in the report, linked" || bad "the report lost or did not link the repro"
 check "compile the MLP to an artifact" 0 "$fxc" --device=cpu -o "$tmp/mlp.fxo" "$fx/mlp.pt2"
 check "report of an artifact's run" 0 "$fxc" --run --report="$tmp/r7" "$tmp/mlp.fxo"
 has "an artifact's report says nothing was compiled" "$tmp/r7/index.html" "an artifact holds its compiled plan"
