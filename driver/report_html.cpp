@@ -80,7 +80,7 @@ std::string format_fixed(double value, int decimals) {
 std::string svg_bar_chart(const std::string& title, const std::vector<ChartBar>& bars,
                           const std::string& unit, int decimals) {
   if (bars.empty()) return "<p class=\"empty\">" + html_escape(title) + ": nothing to chart</p>\n";
-  constexpr int kLabelW = 300, kBarW = 420, kRowH = 22, kTop = 8, kWidth = 1180;
+  constexpr int kLabelW = 340, kBarW = 420, kRowH = 22, kTop = 8, kWidth = 1180;
   double max = 0;
   for (const ChartBar& b : bars) max = std::max(max, b.value);
   const int height = kTop * 2 + kRowH * int(bars.size());
