@@ -16,6 +16,7 @@
 #include "driver/check.h"
 #include "driver/depfile.h"
 #include "driver/chrome_trace.h"
+#include "driver/report.h"
 #include "driver/failure_tools.h"
 #include "driver/fxo.h"
 #include "driver/logging.h"
@@ -138,6 +139,19 @@ void check_supported(const Options& o) {
                        o.inject_bug + "'");
   }
   if (o.json && !o.bench) throw UsageError("--json needs --bench");
+  if (!o.compare.empty() && o.report.empty()) throw UsageError("--compare needs --report=<dir>");
+  if (!o.report.empty() && !o.debug_dir.empty()) {
+    // The report replaces its trace/ and graphs/ folders: a debug directory there would be lost.
+    std::error_code ec;
+    fs::path d = fs::weakly_canonical(o.debug_dir, ec);
+    for (const char* sub : {"trace", "graphs"}) {
+      fs::path r = fs::weakly_canonical(fs::path(o.report) / sub, ec);
+      auto [end, _] = std::mismatch(r.begin(), r.end(), d.begin(), d.end());
+      if (end == r.end())
+        throw UsageError("--debug-dir=" + o.debug_dir + " is inside the report's " + sub +
+                         "/ folder, which --report replaces");
+    }
+  }
   bool cuda = o.device == DeviceKind::Cuda;
   if (o.max_autotune && o.backend != Backend::Inductor)
     throw UsageError("--max-autotune needs --backend=inductor");
@@ -399,8 +413,17 @@ TracedRun traced_run(const BenchResult& r) {
                                    : "kernels (one --bench run, host clock)"};
 }
 
-int drive(const Options& given, TracedRun& traced) {
+// What the action was, for --report's index.
+std::string action_name(const Options& o) {
+  std::string emit = effective_emit(o);
+  if (!emit.empty()) return "emit=" + emit;
+  return o.bisect ? "bisect" : o.minify ? "minify" : o.bench ? "bench" : o.run || o.check_accuracy ? "run" : "compile";
+}
+
+int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   if (int status = configure_process_logger(given.log, std::cout, std::cerr); status >= 0) return status;
+  if (!given.report.empty()) capture_process_logs(report_log_capture());
+  if (!given.compare.empty() && !given.report.empty()) compare_trace_dir(given.compare); // before compiling
   // --device defaults to cuda when a CUDA driver and device are present, else cpu.
   Options o = given;
   if (o.device == DeviceKind::Auto)
@@ -410,17 +433,32 @@ int drive(const Options& given, TracedRun& traced) {
   warn_unused_arguments(o, is_artifact_file(o.input));
   // Plugins first: importing the graph needs the schemas of their ops.
   for (const std::string& p : o.plugins) load_plugin(p);
+  rep.backend = backend_name(o.backend);
+  rep.device = o.device == DeviceKind::Cuda ? "cuda" : "cpu";
+  rep.mode = o.mode == Mode::Train ? "train" : "inference";
+  rep.action = action_name(o);
   if (is_artifact_file(o.input)) {
+    rep.action += " of an artifact";
     BenchResult r;
     int status = run_artifact(o, &r);
     if (o.bench) traced = traced_run(r);
+    if (o.bench) rep.bench_json = format_bench_json(r, o, 0);
     return status;
   }
   std::string debug_dir = o.debug_dir;
   if (debug_dir.empty())
     if (const char* env = std::getenv("FXC_COMPILE_DEBUG"); env && std::string(env) == "1")
       debug_dir = "fxc_compile_debug";
+  if (debug_dir.empty() && !o.report.empty()) {
+    // --report alone: the trace goes into the report (moved to <dir>/trace by write_report), and
+    // so do the minifier's files (<dir>/minifier).
+    debug_dir = o.debug_dir = o.report;
+    rep.trace_for_report = true;
+  }
+  if (o.minify || repro_level() > 0) // where the minifier and FXC_REPRO_LEVEL write their repro
+    rep.minifier_dir = (o.debug_dir.empty() ? std::string(".") : o.debug_dir) + "/minifier";
   DebugTrace trace = debug_dir.empty() ? DebugTrace() : DebugTrace(debug_dir);
+  rep.trace_root = trace.root();
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> external_files; // the graph's weights files: dependencies
@@ -467,8 +505,12 @@ int drive(const Options& given, TracedRun& traced) {
     return 0;
   }
 
-  if (o.bisect) return run_bisect(o, c.source, load_inputs(c.source, o));
-  if (o.minify) return run_minify(o, c.source, load_inputs(c.source, o));
+  if (o.bisect || o.minify) {
+    std::vector<Tensor> inputs = load_inputs(c.source, o);
+    int status = o.bisect ? run_bisect(o, c.source, inputs) : run_minify(o, c.source, inputs);
+    trace.finish();
+    return status;
+  }
   if (!o.run && !o.bench && !o.check_accuracy) {
     // The default action: compile to an .fxo. With --inputs, for those inputs' shapes.
     if (!o.inputs.empty()) specialize_to_inputs(c.source, load_inputs(c.source, o));
@@ -535,12 +577,15 @@ int drive(const Options& given, TracedRun& traced) {
     else
       std::printf("%s: %s: %s", o.input.c_str(), backend_name(o.backend), format_bench(r).c_str());
     traced = traced_run(r);
+    rep.bench_json = format_bench_json(r, o, compile_ms);
+    trace.write("fxc/bench.json", rep.bench_json, "bench");
     trace.finish();
     return 0;
   }
   int status = run_and_check(c, inputs);
   trace.finish();
-  if (trace.enabled()) std::fprintf(stderr, "fxc: debug trace written to %s\n", trace.root().c_str());
+  if (trace.enabled() && !rep.trace_for_report)
+    std::fprintf(stderr, "fxc: debug trace written to %s\n", trace.root().c_str());
   return status;
 }
 
@@ -592,11 +637,24 @@ int run_driver(const Options& given) {
   StdinGraph in(given);
   Options o = given;
   if (!in.path().empty()) o.input = in.path();
-  if (o.time_passes || !o.trace.empty()) enable_pass_timing(true);
+  if (o.time_passes || !o.trace.empty() || !o.report.empty()) enable_pass_timing(true);
   TracedRun traced;
+  ReportInput rep;
+  rep.dir = o.report;
+  rep.compare = o.compare;
+  rep.input = given.input;
+  rep.command = o.command_line;
+  // A failed run leaves no report, and no trace written for it behind.
+  struct Scratch {
+    const ReportInput& rep;
+    ~Scratch() {
+      std::error_code ec;
+      if (rep.trace_for_report && !rep.trace_root.empty()) fs::remove_all(rep.trace_root, ec);
+    }
+  } scratch{rep};
   int status;
   try {
-    status = drive(o, traced);
+    status = drive(o, traced, rep);
   } catch (const Error& e) {
     if (in.path().empty() || e.file() != in.path()) throw;
     throw Error("<stdin>", e.message(), e.node(), e.op());
@@ -604,6 +662,19 @@ int run_driver(const Options& given) {
   if (o.time_passes) std::fputs(format_pass_report(pass_spans()).c_str(), stderr);
   if (!o.trace.empty()) write_chrome_trace(o.trace, pass_spans(), traced.steps, traced.start_us,
                                            traced.track);
+  if (!o.report.empty() && !rep.action.empty()) {
+    rep.status = status;
+    rep.passes = pass_spans();
+    rep.logs = process_logger().captured();
+    rep.failure_tool_output = failure_tools_transcript();
+    std::error_code ec;
+    fs::create_directories(o.report, ec);
+    write_chrome_trace((fs::path(o.report) / "trace.json").string(), rep.passes, traced.steps,
+                       traced.start_us, traced.track);
+    rep.chrome_trace = "trace.json";
+    write_report(rep);
+    std::fprintf(stderr, "fxc: report written to %s/index.html\n", o.report.c_str());
+  }
   return status;
 }
 

@@ -10,7 +10,9 @@
 #include "runtime/compare.h"
 #include "runtime/interpreter.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdarg>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,28 @@
 namespace fxc {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+std::string g_transcript;
+
+// One line of the failure tools' report: printed on stdout at once, and kept for --report.
+[[gnu::format(printf, 1, 2)]] void say(const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  std::string line(size_t(std::max(0, std::vsnprintf(nullptr, 0, format, args))), '\0');
+  va_end(args);
+  std::vsnprintf(line.data(), line.size() + 1, format, again);
+  va_end(again);
+  std::fputs(line.c_str(), stdout);
+  std::fflush(stdout);
+  g_transcript += line;
+}
+
+} // namespace
+
+const std::string& failure_tools_transcript() { return g_transcript; }
 
 ChildOutcome run_in_child(const std::function<NamedTensors()>& fn, unsigned timeout_s) {
   char path[] = "/tmp/fxc-child-XXXXXX";
@@ -219,7 +243,7 @@ int run_bisect(const Options& o, const Graph& g, const std::vector<Tensor>& inpu
       line += ok ? (train && b == Backend::AotEager ? "ok (gradient reference)" : "ok")
                  : "mismatch: " + mm;
     }
-    std::printf("%s\n", line.c_str());
+    say("%s\n", line.c_str());
     std::fflush(stdout);
     if (!ok && first_failing < 0) {
       first_failing = s;
@@ -228,19 +252,19 @@ int run_bisect(const Options& o, const Graph& g, const std::vector<Tensor>& inpu
     if (!ok && b == Backend::Eager) break; // nothing to compare the later stages with
   }
   if (first_failing < 0) {
-    std::printf("all stages match eager\n");
+    say("all stages match eager\n");
     return 0;
   }
   Backend fb = kStagesInOrder[first_failing];
   if (fb != Backend::Eager) {
     std::string node = first_diverging_node(o, fb, g, inputs);
     if (node.empty())
-      std::printf("first diverging node: none in the forward graph run in inference mode%s\n",
+      say("first diverging node: none in the forward graph run in inference mode%s\n",
                   train ? "; the failure is in the backward graph" : "");
     else
-      std::printf("first diverging node: %s\n", node.c_str());
+      say("first diverging node: %s\n", node.c_str());
   }
-  std::printf("first failing stage: %s\n", backend_name(fb));
+  say("first failing stage: %s\n", backend_name(fb));
   return 1;
 }
 
@@ -283,7 +307,7 @@ void write_repro_files(const Options& o, const Graph& g, const std::vector<Tenso
   sh.close();
   fs::permissions(dir + "/repro.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                   fs::perm_options::add);
-  std::printf("wrote %s/repro.fxg, %s/repro.sh\n", dir.c_str(), dir.c_str());
+  say("wrote %s/repro.fxg, %s/repro.sh\n", dir.c_str(), dir.c_str());
 }
 
 // What the failing run looks like, so that candidates are held to the same failure.
@@ -360,10 +384,10 @@ int run_minify(const Options& o, const Graph& g, const std::vector<Tensor>& inpu
     for (size_t i = 0; i < graphs.size(); ++i) {
       Failure f = classify(io, graphs[i].first, graphs[i].second);
       if (f.kind == ChildOutcome::Ok && !f.accuracy) continue;
-      std::printf("FXC_REPRO_AFTER=aot: the %s graph fails on its own\n", i == 0 ? "forward" : "backward");
+      say("FXC_REPRO_AFTER=aot: the %s graph fails on its own\n", i == 0 ? "forward" : "backward");
       return run_minify_graph(io, graphs[i].first, graphs[i].second);
     }
-    std::printf("no failure to minify: every graph after AOT autograd matches the reference on its own\n");
+    say("no failure to minify: every graph after AOT autograd matches the reference on its own\n");
     return 0;
   }
   return run_minify_graph(o, g, inputs);
@@ -372,17 +396,17 @@ int run_minify(const Options& o, const Graph& g, const std::vector<Tensor>& inpu
 int run_minify_graph(const Options& o, const Graph& g, const std::vector<Tensor>& inputs) {
   Failure original = classify(o, g, inputs);
   if (original.kind == ChildOutcome::Ok && !original.accuracy) {
-    std::printf("no failure to minify: %s matches the reference\n", backend_name(o.backend));
+    say("no failure to minify: %s matches the reference\n", backend_name(o.backend));
     return 0;
   }
   const char* kind = original.accuracy ? "accuracy failure"
                      : original.kind == ChildOutcome::Crash ? "crash"
                                                             : "error";
-  std::printf("minifying %s %s of backend %s: %s\n", original.accuracy ? "an" : "a", kind,
+  say("minifying %s %s of backend %s: %s\n", original.accuracy ? "an" : "a", kind,
               backend_name(o.backend), original.what.c_str());
   MinifyOptions mo;
   mo.progress = [](const std::string& line) {
-    std::printf("%s\n", line.c_str());
+    say("%s\n", line.c_str());
     std::fflush(stdout);
   };
   MinifyResult res = minify(
@@ -393,7 +417,7 @@ int run_minify_graph(const Options& o, const Graph& g, const std::vector<Tensor>
       mo);
 
   write_repro_files(o, res.graph, res.inputs, kind, original.accuracy);
-  std::printf("minified to %zu node%s\n", res.graph.nodes.size(),
+  say("minified to %zu node%s\n", res.graph.nodes.size(),
               res.graph.nodes.size() == 1 ? "" : "s");
   return 1;
 }

@@ -45,6 +45,9 @@ int run_minify(const Options& o, const Graph& g, const std::vector<Tensor>& inpu
 /// Minifies exactly `g` with o.backend and o.mode (no FXC_REPRO_AFTER handling).
 int run_minify_graph(const Options& o, const Graph& g, const std::vector<Tensor>& inputs);
 
+/// Every line --bisect and --minify printed so far in this process (for --report).
+const std::string& failure_tools_transcript();
+
 /// Writes <dir>/minifier/repro.fxg (the graph unminified), its inputs and repro.sh: what
 /// FXC_REPRO_LEVEL=1 and 3 leave behind.
 void write_repro(const Options& o, const Graph& g, const std::vector<Tensor>& inputs,

@@ -1,6 +1,7 @@
 // Log knobs: --log= / FXC_LOGS= (TORCH_LOGS syntax), components with levels, named artifacts.
 #include "driver/logging.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -240,13 +241,37 @@ void Logger::write(const std::string& prefix, const std::string& text) {
 }
 
 void Logger::artifact(Artifact a, const std::string& text) {
-  if (!enabled(a)) return;
-  write("[fxc:" + std::string(artifact_name(a)) + "]", text);
+  if (capturing_ && capture_.artifacts[size_t(a)]) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    captured_.push_back({std::string(artifact_name(a)), Level::Info, text});
+  }
+  if (settings_.artifacts[size_t(a)]) write("[fxc:" + std::string(artifact_name(a)) + "]", text);
 }
 
 void Logger::log(Component c, Level l, const std::string& msg) {
-  if (!enabled(c, l)) return;
-  write("[fxc:" + std::string(component_name(c)) + "] " + std::string(level_name(l)) + ":", msg);
+  if (capturing_ && l >= capture_.levels[size_t(c)]) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    captured_.push_back({std::string(component_name(c)), l, msg});
+  }
+  if (l >= settings_.levels[size_t(c)])
+    write("[fxc:" + std::string(component_name(c)) + "] " + std::string(level_name(l)) + ":", msg);
+}
+
+void Logger::capture(const LogSettings& what) {
+  capture_ = what;
+  capturing_ = true;
+}
+
+std::array<Level, kNumComponents> Logger::sink_levels() const {
+  std::array<Level, kNumComponents> levels = settings_.levels;
+  if (capturing_)
+    for (size_t i = 0; i < kNumComponents; ++i) levels[i] = std::min(levels[i], capture_.levels[i]);
+  return levels;
+}
+
+std::vector<Logger::Captured> Logger::captured() const {
+  std::lock_guard<std::mutex> lock(*mu_);
+  return captured_;
 }
 
 Logger& process_logger() {
@@ -271,6 +296,13 @@ int configure_process_logger(std::string_view flag_spec, std::ostream& out, std:
       process_logger().settings().levels,
       [](Component c, Level lv, const std::string& msg) { process_logger().log(c, lv, msg); });
   return -1;
+}
+
+void capture_process_logs(const LogSettings& what) {
+  process_logger().capture(what);
+  install_log_sink(
+      process_logger().sink_levels(),
+      [](Component c, Level lv, const std::string& msg) { process_logger().log(c, lv, msg); });
 }
 
 } // namespace fxc

@@ -27,6 +27,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fxc {
 
@@ -86,8 +87,27 @@ public:
   ~Logger();
 
   const LogSettings& settings() const { return settings_; }
-  bool enabled(Artifact a) const { return settings_.artifacts[size_t(a)]; }
-  bool enabled(Component c, Level l) const { return l >= settings_.levels[size_t(c)]; }
+  bool enabled(Artifact a) const {
+    return settings_.artifacts[size_t(a)] || (capturing_ && capture_.artifacts[size_t(a)]);
+  }
+  bool enabled(Component c, Level l) const {
+    return l >= settings_.levels[size_t(c)] || (capturing_ && l >= capture_.levels[size_t(c)]);
+  }
+
+  /// One artifact text or component message kept by capture().
+  struct Captured {
+    std::string stream; ///< the artifact's or the component's name
+    Level level;        ///< Info for artifacts
+    std::string text;
+  };
+  /// Also keeps (in memory, in the order written) what `what` turns on, whether or not the
+  /// settings print it (--report collects guards, fusion decisions, cache events this way);
+  /// enabled() answers for both. What the settings print is unchanged.
+  void capture(const LogSettings& what);
+  /// The levels to install as frontend/log.h's sink levels: the settings' and the capture's.
+  std::array<Level, kNumComponents> sink_levels() const;
+  /// What capture() kept so far.
+  std::vector<Captured> captured() const;
 
   /// Writes `text` with "[fxc:<artifact>] " before every line, when the artifact is enabled.
   void artifact(Artifact a, const std::string& text);
@@ -98,6 +118,9 @@ private:
   void write(const std::string& prefix, const std::string& text);
 
   LogSettings settings_;
+  bool capturing_ = false;
+  LogSettings capture_;
+  std::vector<Captured> captured_;
   std::unique_ptr<std::ofstream> file_; ///< owned FXC_LOGS_OUT file, when there is one
   std::ostream* out_;
   std::unique_ptr<std::mutex> mu_;
@@ -111,5 +134,9 @@ Logger& process_logger();
 /// on; 0 after printing log_help_text() to `out` (help was asked for); 2 after printing "fxc:
 /// error: <message>" to `err` (a usage error).
 int configure_process_logger(std::string_view flag_spec, std::ostream& out, std::ostream& err);
+
+/// After configure_process_logger: process_logger().capture(what), and the component logs of
+/// frontend/log.h reach it at the capture's levels too.
+void capture_process_logs(const LogSettings& what);
 
 } // namespace fxc

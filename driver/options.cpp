@@ -257,6 +257,14 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
     return 2;
   }
 
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = i == 0 ? std::string("fxc") : args[i];
+    bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                   "0123456789-_=+./,:@%") == std::string::npos;
+    std::string quoted = "'";
+    for (char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    o->command_line += (i ? " " : "") + (plain ? a : quoted + "'");
+  }
   CLI::App app{kDescription, "fxc"};
   app.footer(kFooter);
   app.get_formatter()->column_width(40);
@@ -302,6 +310,14 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_option("--trace", o->trace,
                  "Write a Chrome trace (Perfetto): compile passes, and the kernels of one --bench run")
       ->option_text("<f.json>");
+  app.add_option("--report", o->report,
+                 "Write the compile (and --run/--bench/--bisect/--minify) as a static HTML site: "
+                 "<dir>/index.html, a page per graph (docs/report.md)")
+      ->option_text("<dir>");
+  app.add_option("--compare", o->compare,
+                 "With --report: add what changed against another debug trace (kernels, fusion "
+                 "decisions, step times)")
+      ->option_text("<debug dir>");
   app.add_flag("--MD", o->md,
                "-MD: write a Make depfile naming the graph and its weights files (<output>.d)");
   app.add_option("--MF", o->mf, "-MF: the depfile's name (implies -MD)")->option_text("<file>");
@@ -363,7 +379,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   // name, then refused as "not yet supported" (exit 2), never taken for a typo or ignored.
   std::string planned_value;
   const std::vector<std::string> planned_options = {"--dynamic", "--print-after", "--stop-after",
-                                                    "--dtype", "--report", "--compare"};
+                                                    "--dtype"};
   for (const std::string& f : planned_options) app.add_option(f, planned_value)->group("");
   app.add_option("--threads", o->threads,
                  "CPU threads shared by code generation and CPU kernels (default: all hardware "

@@ -34,6 +34,9 @@ struct Options {
   std::string emit;             ///< fxg|fx|llvm|ptx|obj|cpp; "" = default action
   bool emit_asm = false;        ///< -S
   std::string trace;
+  std::string report;  ///< --report=<dir>: the compile (and run/bench) as a static HTML site
+  std::string command_line; ///< the arguments as given (after @file expansion), for --report
+  std::string compare; ///< --compare=<debug dir>: with --report, what changed against that trace
   bool md = false;
   std::string mf, mt;
   std::string cache_dir;

@@ -164,6 +164,14 @@ Context::Context(std::unique_ptr<Api> api, int ordinal) : api_(std::move(api)) {
       attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "cuDeviceGetAttribute(threads)");
   info_.max_shared_per_block =
       attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "cuDeviceGetAttribute(shared)");
+  // Memory clock and bus width, for --report's share of peak bandwidth: asked without failing
+  // (newer drivers may stop answering), 0 when unanswered.
+  if (a.cuDeviceGetAttribute(&info_.memory_clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev) !=
+      CUDA_SUCCESS)
+    info_.memory_clock_khz = 0;
+  if (a.cuDeviceGetAttribute(&info_.memory_bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+                             dev) != CUDA_SUCCESS)
+    info_.memory_bus_bits = 0;
   size_t total = 0;
   check(a.cuDeviceTotalMem(&total, dev), "cuDeviceTotalMem");
   info_.total_memory = int64_t(total);

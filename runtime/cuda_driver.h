@@ -39,6 +39,11 @@ struct DeviceInfo {
   int driver_version = 0;   ///< e.g. 13000 for CUDA 13.0
   int max_threads_per_block = 0;
   int max_shared_per_block = 0; ///< bytes, without opting in to more
+  int memory_clock_khz = 0;     ///< peak memory clock (0: the driver did not say)
+  int memory_bus_bits = 0;      ///< global memory bus width (0: the driver did not say)
+
+  /// Peak DRAM bandwidth in GB/s (two transfers per clock over the bus), 0 when unknown.
+  double peak_gbps() const { return 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits / 8.0) / 1e9; }
 
   /// "sm_90" for compute capability 9.0.
   std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }

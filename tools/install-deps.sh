@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev libcli11-dev nlohmann-json3-dev doctest-dev
       libzstd-dev zstd libzip-dev libxxhash-dev libopenblas-dev python3
-      libhiredis-dev redis-server)
+      libhiredis-dev redis-server \
+      chromium)  # chromium: test/report.sh loads every --report page headless
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
