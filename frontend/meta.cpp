@@ -698,6 +698,98 @@ Metas dropout(const Graph& g, const Node& n) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Op families of issue 18: integer division and remainders, rsub, bitwise and logical ops.
+
+// c10's ScalarType name, as PyTorch's "not implemented for 'Float'" errors print it.
+const char* scalar_type_name(DType t) {
+  switch (t) {
+  case DType::Bool:
+    return "Bool";
+  case DType::U8:
+    return "Byte";
+  case DType::I8:
+    return "Char";
+  case DType::I16:
+    return "Short";
+  case DType::I32:
+    return "Int";
+  case DType::I64:
+    return "Long";
+  case DType::F16:
+    return "Half";
+  case DType::BF16:
+    return "BFloat16";
+  case DType::F32:
+    return "Float";
+  case DType::F64:
+    return "Double";
+  }
+  return "?";
+}
+
+// PyTorch's AT_DISPATCH error for a kernel that has no loop for `dt`.
+[[noreturn]] void not_implemented(const Ctx& c, std::string_view kernel, DType dt) {
+  c.fail("\"" + std::string(kernel) + "\" not implemented for '" +
+         std::string(scalar_type_name(dt)) + "'");
+}
+
+// The rounding mode of div.Tensor_mode / div.Scalar_mode: "" for None (true division).
+std::string rounding_mode(const Ctx& c) {
+  if (!c.has("rounding_mode")) return "";
+  const std::string& m = c.str("rounding_mode");
+  if (m != "trunc" && m != "floor")
+    c.fail("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" + m +
+           "'");
+  return m;
+}
+
+// div with a rounding mode: true division without one; trunc/floor keep the common dtype
+// (integers stay integers) and have no loop for bool.
+Metas div_mode(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  std::string mode = rounding_mode(c);
+  if (mode.empty()) return binary<Bin::TrueDiv>(g, n);
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  if (dt == DType::Bool) not_implemented(c, mode == "trunc" ? "div_trunc_cpu" : "div_floor_cpu", dt);
+  return {iter_output(c, {a, b}, dt)};
+}
+
+// floor_divide, remainder, fmod.Tensor: the common dtype, no loop for bool.
+template <const char* Kernel> Metas int_division(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  if (dt == DType::Bool) not_implemented(c, Kernel, dt);
+  return {iter_output(c, {a, b}, dt)};
+}
+constexpr char kDivFloorCpu[] = "div_floor_cpu";
+constexpr char kRemainderCpu[] = "remainder_cpu";
+constexpr char kFmodCpu[] = "fmod_cpu";
+
+// bitwise_and/or/xor (bool and integers) and the shifts (integers only).
+template <const char* Kernel, bool AllowBool> Metas bitwise(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  if (is_floating(dt) || (!AllowBool && dt == DType::Bool)) not_implemented(c, Kernel, dt);
+  return {iter_output(c, {a, b}, dt)};
+}
+constexpr char kBitwiseAndCpu[] = "bitwise_and_cpu";
+constexpr char kBitwiseOrCpu[] = "bitwise_or_cpu";
+constexpr char kBitwiseXorCpu[] = "bitwise_xor_cpu";
+constexpr char kLshiftCpu[] = "lshift_cpu";
+constexpr char kRshiftCpu[] = "rshift_cpu";
+
+Metas bitwise_not(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (is_floating(x.dtype)) not_implemented(c, "bitwise_not_cpu", x.dtype);
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+// End of the issue-18 op families.
+
+// ---------------------------------------------------------------------------------------------
 // Reductions: contiguous outputs.
 
 Sizes reduce_shape(const Sizes& in, const std::vector<bool>& mask, bool keepdim) {
@@ -2230,7 +2322,7 @@ const OpTable<MetaFn>::Row kMeta[] = {
     {OpId::fill__Scalar, guarded<inplace>},
     {OpId::fill__Tensor, guarded<fill_tensor>},
     {OpId::flatten_using_ints, guarded<flatten>},
-    {OpId::fmod_Scalar, guarded<binary<Bin::Arith>>},
+    {OpId::fmod_Scalar, guarded<int_division<kFmodCpu>>},
     {OpId::full, guarded<full>},
     {OpId::full_like, guarded<full_like>},
     {OpId::gather, guarded<gather>},
@@ -2311,6 +2403,31 @@ const OpTable<MetaFn>::Row kMeta[] = {
     {OpId::where_ScalarOther, guarded<where_scalar_other>},
     {OpId::where_self, guarded<where_self>},
     {OpId::zeros, guarded<zeros>},
+    // Issue 18 op families (integer division, rsub, bitwise, logical).
+    {OpId::bitwise_and_Scalar, guarded<bitwise<kBitwiseAndCpu, true>>},
+    {OpId::bitwise_and_Tensor, guarded<bitwise<kBitwiseAndCpu, true>>},
+    {OpId::bitwise_left_shift_Tensor, guarded<bitwise<kLshiftCpu, false>>},
+    {OpId::bitwise_left_shift_Tensor_Scalar, guarded<bitwise<kLshiftCpu, false>>},
+    {OpId::bitwise_not, guarded<bitwise_not>},
+    {OpId::bitwise_or_Scalar, guarded<bitwise<kBitwiseOrCpu, true>>},
+    {OpId::bitwise_or_Tensor, guarded<bitwise<kBitwiseOrCpu, true>>},
+    {OpId::bitwise_right_shift_Tensor, guarded<bitwise<kRshiftCpu, false>>},
+    {OpId::bitwise_right_shift_Tensor_Scalar, guarded<bitwise<kRshiftCpu, false>>},
+    {OpId::bitwise_xor_Scalar, guarded<bitwise<kBitwiseXorCpu, true>>},
+    {OpId::bitwise_xor_Tensor, guarded<bitwise<kBitwiseXorCpu, true>>},
+    {OpId::div_Scalar_mode, guarded<div_mode>},
+    {OpId::div_Tensor_mode, guarded<div_mode>},
+    {OpId::floor_divide, guarded<int_division<kDivFloorCpu>>},
+    {OpId::floor_divide_Scalar, guarded<int_division<kDivFloorCpu>>},
+    {OpId::fmod_Tensor, guarded<int_division<kFmodCpu>>},
+    {OpId::logical_or, guarded<binary<Bin::Logical>>},
+    {OpId::logical_xor, guarded<binary<Bin::Logical>>},
+    {OpId::remainder_Scalar, guarded<int_division<kRemainderCpu>>},
+    {OpId::remainder_Tensor, guarded<int_division<kRemainderCpu>>},
+    {OpId::rsub_Scalar, guarded<binary<Bin::Sub>>},
+    {OpId::rsub_Tensor, guarded<binary<Bin::Sub>>},
+    {OpId::sub_Scalar, guarded<binary<Bin::Sub>>},
+    // End of the issue-18 rows.
 };
 
 // A plugin's op (frontend/custom_ops.h): its shape function, on the device of the first tensor.

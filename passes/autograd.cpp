@@ -838,6 +838,44 @@ void dropout(GradCtx& c) {
   c.give("input", c.go());
 }
 
+// ---- Op families of issue 18 (derivatives.yaml) ----
+
+// rsub(self, other, alpha) = other - alpha * self.
+void rsub(GradCtx& c) {
+  double alpha = c.arg("alpha").scalar();
+  if (c.needs("self")) c.give("self", c.e.mul_s(c.go(), -alpha));
+  const Arg& other = c.arg("other");
+  if (other.kind == Arg::Kind::Tensor && c.needs("other")) c.give("other", c.go());
+}
+
+// div with a rounding mode: no gradient through a rounded quotient (zeros), else true division.
+void div_mode(GradCtx& c) {
+  const bool tensor_other = c.arg("other").kind == Arg::Kind::Tensor;
+  if (c.arg("rounding_mode").is_none()) {
+    if (c.needs("self"))
+      c.give("self", tensor_other ? c.e.div(c.go(), c.in("other"))
+                                  : c.e.div_s(c.go(), c.arg("other").scalar()));
+    if (tensor_other && c.needs("other"))
+      c.give("other", c.e.mul(c.e.unary("neg", c.go()), c.e.div(c.out(), c.in("other"))));
+    return;
+  }
+  if (c.needs("self")) c.give("self", c.e.zeros(c.sizes(c.in("self")), c.g.values[c.in("self")].meta));
+  if (tensor_other && c.needs("other"))
+    c.give("other", c.e.zeros(c.sizes(c.in("other")), c.g.values[c.in("other")].meta));
+}
+
+// remainder.Tensor: other gets -grad * floor(self / other); fmod.Tensor: -grad * trunc(self / other).
+template <bool Floor> void remainder_like(GradCtx& c) {
+  c.give("self", c.go());
+  if (c.needs("other")) {
+    ValueId q = c.e.op("aten.div.Tensor_mode",
+                       {Emit::t(c.in("self")), Emit::t(c.in("other")),
+                        Emit::kw("rounding_mode", Arg::of_string(Floor ? "floor" : "trunc"))});
+    c.give("other", c.e.mul(c.e.unary("neg", c.go()), q));
+  }
+}
+// End of the issue-18 derivatives.
+
 void copy(GradCtx& c) {
   c.give("src", c.go());
 }
@@ -875,6 +913,16 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::expand, identity},
     {OpId::flatten_using_ints, reshape_back},
     {OpId::fmod_Scalar, identity},
+    // Issue 18 op families.
+    {OpId::div_Scalar_mode, div_mode},
+    {OpId::div_Tensor_mode, div_mode},
+    {OpId::fmod_Tensor, remainder_like<false>},
+    {OpId::remainder_Scalar, identity},
+    {OpId::remainder_Tensor, remainder_like<true>},
+    {OpId::rsub_Scalar, rsub},
+    {OpId::rsub_Tensor, rsub},
+    {OpId::sub_Scalar, identity},
+    // End of the issue-18 rows.
     {OpId::gather, gather},
     {OpId::gelu, gelu},
     {OpId::hardsigmoid, hardsigmoid},

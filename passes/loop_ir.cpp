@@ -501,6 +501,10 @@ std::string_view vop_name(VOp op) {
     return "ceil";
   case VOp::Round:
     return "round";
+  case VOp::Trunc:
+    return "trunc";
+  case VOp::BitNot:
+    return "bitwise_not";
   case VOp::Reciprocal:
     return "reciprocal";
   case VOp::Add:
@@ -517,6 +521,18 @@ std::string_view vop_name(VOp op) {
     return "fmod";
   case VOp::Remainder:
     return "remainder";
+  case VOp::TruncDivide:
+    return "truncdiv";
+  case VOp::BitAnd:
+    return "bitwise_and";
+  case VOp::BitOr:
+    return "bitwise_or";
+  case VOp::BitXor:
+    return "bitwise_xor";
+  case VOp::Shl:
+    return "lshift";
+  case VOp::Shr:
+    return "rshift";
   case VOp::Pow:
     return "pow";
   case VOp::Max:

@@ -544,6 +544,74 @@ void lower_logical_and(Lowerer& L, int n) {
                            {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
 }
 
+// ---- Op families of issue 18: integer division and remainders, rsub, bitwise, logical ----
+
+// rsub(self, other, alpha) = other - alpha * self, in the output dtype.
+void lower_rsub(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  double alpha = L.node(n).arg("alpha").scalar();
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr a = operand_at(L, n, "self", idx, t);
+                             VPtr b = operand_at(L, n, "other", idx, t);
+                             if (alpha != 1.0) a = v_binary(VOp::Mul, a, v_const(alpha, t));
+                             return v_binary(VOp::Sub, b, a);
+                           },
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+}
+
+void lower_floor_divide(Lowerer& L, int n) {
+  binary(L, n, VOp::FloorDivide, false);
+}
+void lower_remainder(Lowerer& L, int n) {
+  binary(L, n, VOp::Remainder, false);
+}
+// div with rounding_mode None (true division), 'trunc' or 'floor' (the meta function checked it).
+void lower_div_mode(Lowerer& L, int n) {
+  const Arg& mode = L.node(n).arg("rounding_mode");
+  if (mode.is_none()) return binary(L, n, VOp::Div, false);
+  binary(L, n, mode.s == "floor" ? VOp::FloorDivide : VOp::TruncDivide, false);
+}
+void lower_bitwise_and(Lowerer& L, int n) {
+  binary(L, n, VOp::BitAnd, false);
+}
+void lower_bitwise_or(Lowerer& L, int n) {
+  binary(L, n, VOp::BitOr, false);
+}
+void lower_bitwise_xor(Lowerer& L, int n) {
+  binary(L, n, VOp::BitXor, false);
+}
+void lower_shl(Lowerer& L, int n) {
+  binary(L, n, VOp::Shl, false);
+}
+void lower_shr(Lowerer& L, int n) {
+  binary(L, n, VOp::Shr, false);
+}
+void lower_bitwise_not(Lowerer& L, int n) {
+  unary(L, n, [](VPtr x) { return v_unary(VOp::BitNot, x); });
+}
+// logical_or / logical_xor: both operands as bool (nonzero is true), the result cast to bool.
+void logical_binary(Lowerer& L, int n, VOp op) {
+  const TensorMeta& m = L.out_meta(n);
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             return v_cast(v_binary(op, operand_at(L, n, "self", idx, DType::Bool),
+                                                    operand_at(L, n, "other", idx, DType::Bool)),
+                                           m.dtype);
+                           },
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+}
+void lower_logical_or(Lowerer& L, int n) {
+  logical_binary(L, n, VOp::Or);
+}
+void lower_logical_xor(Lowerer& L, int n) {
+  logical_binary(L, n, VOp::Ne);
+}
+// End of the issue-18 op families.
+
 void lower_where(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   DType t = m.dtype;
@@ -1548,6 +1616,31 @@ const OpTable<LowerFn>::Row kRules[] = {
     {OpId::expand, lower_expand},
     {OpId::flatten_using_ints, lower_reshape},
     {OpId::fmod_Scalar, lower_fmod},
+    // Issue 18 op families (integer division, rsub, bitwise, logical).
+    {OpId::bitwise_and_Scalar, lower_bitwise_and},
+    {OpId::bitwise_and_Tensor, lower_bitwise_and},
+    {OpId::bitwise_left_shift_Tensor, lower_shl},
+    {OpId::bitwise_left_shift_Tensor_Scalar, lower_shl},
+    {OpId::bitwise_not, lower_bitwise_not},
+    {OpId::bitwise_or_Scalar, lower_bitwise_or},
+    {OpId::bitwise_or_Tensor, lower_bitwise_or},
+    {OpId::bitwise_right_shift_Tensor, lower_shr},
+    {OpId::bitwise_right_shift_Tensor_Scalar, lower_shr},
+    {OpId::bitwise_xor_Scalar, lower_bitwise_xor},
+    {OpId::bitwise_xor_Tensor, lower_bitwise_xor},
+    {OpId::div_Scalar_mode, lower_div_mode},
+    {OpId::div_Tensor_mode, lower_div_mode},
+    {OpId::floor_divide, lower_floor_divide},
+    {OpId::floor_divide_Scalar, lower_floor_divide},
+    {OpId::fmod_Tensor, lower_fmod},
+    {OpId::logical_or, lower_logical_or},
+    {OpId::logical_xor, lower_logical_xor},
+    {OpId::remainder_Scalar, lower_remainder},
+    {OpId::remainder_Tensor, lower_remainder},
+    {OpId::rsub_Scalar, lower_rsub},
+    {OpId::rsub_Tensor, lower_rsub},
+    {OpId::sub_Scalar, lower_sub},
+    // End of the issue-18 rows.
     {OpId::full, lower_full},
     {OpId::full_like, lower_full},
     {OpId::gather, lower_gather},

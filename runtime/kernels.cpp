@@ -675,6 +675,223 @@ Tensors k_clamp(const KernelCall& c) {
       extra)};
 }
 
+// ---- Op families of issue 18: integer division and remainders, rsub, bitwise, logical ----
+
+// c10's ScalarType name, as PyTorch's "not implemented for 'Float'" errors print it.
+const char* scalar_type_name(DType t) {
+  switch (t) {
+  case DType::Bool:
+    return "Bool";
+  case DType::U8:
+    return "Byte";
+  case DType::I8:
+    return "Char";
+  case DType::I16:
+    return "Short";
+  case DType::I32:
+    return "Int";
+  case DType::I64:
+    return "Long";
+  case DType::F16:
+    return "Half";
+  case DType::BF16:
+    return "BFloat16";
+  case DType::F32:
+    return "Float";
+  case DType::F64:
+    return "Double";
+  }
+  return "?";
+}
+
+[[noreturn]] void not_implemented(const char* kernel, DType dt) {
+  fail(std::string("\"") + kernel + "\" not implemented for '" +
+       std::string(scalar_type_name(dt)) + "'");
+}
+
+// PyTorch's integer division raises on a zero divisor (on the CPU).
+void check_divisor(int64_t b) {
+  if (b == 0) fail("ZeroDivisionError");
+}
+
+// c10::div_floor_floating, in the op's math type T.
+template <class T> T div_floor_floating(T a, T b) {
+  if (b == 0) return a / b;
+  T mod = std::fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+  T floordiv;
+  if (div != 0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > T(0.5)) floordiv += T(1);
+  } else {
+    floordiv = std::copysign(T(0), a / b);
+  }
+  return floordiv;
+}
+template <class T> T div_trunc_floating(T a, T b) {
+  return std::trunc(a / b);
+}
+// Python's %, in T (remainder's float loop).
+template <class T> T remainder_floating(T a, T b) {
+  T mod = std::fmod(a, b);
+  if (mod != 0 && (b < 0) != (mod < 0)) mod += b;
+  return mod;
+}
+int64_t div_floor_int(int64_t a, int64_t b) {
+  check_divisor(b);
+  if (b == -1) return wrap_sub(0, a); // INT64_MIN / -1 wraps
+  int64_t q = a / b;
+  if (a % b != 0 && (a < 0) != (b < 0)) --q;
+  return q;
+}
+int64_t div_trunc_int(int64_t a, int64_t b) {
+  check_divisor(b);
+  return b == -1 ? wrap_sub(0, a) : a / b;
+}
+int64_t remainder_int(int64_t a, int64_t b) {
+  check_divisor(b);
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && (r < 0) != (b < 0)) r += b;
+  return r;
+}
+int64_t fmod_int(int64_t a, int64_t b) {
+  check_divisor(b);
+  return b == -1 ? 0 : a % b;
+}
+
+// A float function of two operands computed in float (e[0] == 0) or double (e[0] != 0): half
+// types compute in float, as PyTorch's opmath does.
+#define FXC_FLOAT_BINARY(NAME, FN)                                                                 \
+  double NAME(const double* v, const double* e) {                                                  \
+    if (e[0] != 0) return FN<double>(v[0], v[1]);                                                  \
+    return double(FN<float>(float(v[0]), float(v[1])));                                            \
+  }
+FXC_FLOAT_BINARY(ff_div_floor, div_floor_floating)
+FXC_FLOAT_BINARY(ff_div_trunc, div_trunc_floating)
+FXC_FLOAT_BINARY(ff_remainder, remainder_floating)
+#undef FXC_FLOAT_BINARY
+
+// An integer-division-like op over self and other (tensor or number) in their common dtype.
+Tensor int_division(const KernelCall& c, const char* kernel, FloatFn ff, IntFn fi) {
+  Binary op = binary_operands(c);
+  if (op.common == DType::Bool) not_implemented(kernel, op.common);
+  double extra[1] = {double(op.common == DType::F64)};
+  return elementwise({op.a, op.b}, op.common, op.common, ff, fi, extra);
+}
+
+Tensors k_floor_divide(const KernelCall& c) {
+  return {int_division(c, "div_floor_cpu", ff_div_floor,
+                       [](const int64_t* v, const double*) { return div_floor_int(v[0], v[1]); })};
+}
+
+Tensors k_div_mode(const KernelCall& c) {
+  const Arg& mode = c.arg("rounding_mode");
+  if (mode.is_none()) return k_div(c);
+  if (mode.kind != Arg::Kind::String || (mode.s != "trunc" && mode.s != "floor"))
+    fail("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" +
+         (mode.kind == Arg::Kind::String ? mode.s : std::string("?")) + "'");
+  if (mode.s == "floor") return k_floor_divide(c);
+  return {int_division(c, "div_trunc_cpu", ff_div_trunc,
+                       [](const int64_t* v, const double*) { return div_trunc_int(v[0], v[1]); })};
+}
+
+Tensors k_remainder(const KernelCall& c) {
+  return {int_division(c, "remainder_cpu", ff_remainder,
+                       [](const int64_t* v, const double*) { return remainder_int(v[0], v[1]); })};
+}
+
+Tensors k_fmod_tensor(const KernelCall& c) {
+  return {int_division(
+      c, "fmod_cpu", [](const double* v, const double*) { return std::fmod(v[0], v[1]); },
+      [](const int64_t* v, const double*) { return fmod_int(v[0], v[1]); })};
+}
+
+// rsub(self, other, alpha) = other - alpha * self.
+Tensors k_rsub(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  const Arg& alpha_arg = c.arg("alpha");
+  const bool other_bool = c.arg("other").kind == Arg::Kind::Tensor
+                              ? op.b.dtype() == DType::Bool
+                              : c.arg("other").kind == Arg::Kind::Bool;
+  if (op.a.dtype() == DType::Bool && other_bool)
+    fail("subtraction, the `-` operator, with two bool tensors is not supported; use "
+         "logical_xor");
+  if (op.a.dtype() == DType::Bool || other_bool)
+    fail("subtraction, the `-` operator, with a bool tensor is not supported; use logical_not "
+         "to invert a mask");
+  if (!is_floating(op.common) && alpha_arg.kind == Arg::Kind::Float)
+    fail("for integral input tensors, argument alpha must not be a floating point number");
+  double alpha = alpha_arg.scalar();
+  double extra[2] = {-alpha, -double(int64_t(alpha))};
+  return {elementwise(
+      {op.b, op.a}, op.common, op.common,
+      [](const double* v, const double* e) { return v[0] + e[0] * v[1]; },
+      [](const int64_t* v, const double* e) {
+        return wrap_add(v[0], wrap_mul(int64_t(e[1]), v[1]));
+      },
+      extra)};
+}
+
+// bitwise_and/or/xor: bool and integer dtypes.
+template <int Op> Tensors k_bitwise(const KernelCall& c) {
+  static const char* const kNames[] = {"bitwise_and_cpu", "bitwise_or_cpu", "bitwise_xor_cpu"};
+  Binary op = binary_operands(c);
+  if (is_floating(op.common)) not_implemented(kNames[Op], op.common);
+  return {elementwise({op.a, op.b}, op.common, op.common, nullptr,
+                      [](const int64_t* v, const double*) -> int64_t {
+                        if (Op == 0) return v[0] & v[1];
+                        if (Op == 1) return v[0] | v[1];
+                        return v[0] ^ v[1];
+                      })};
+}
+
+// The shifts: integer dtypes only. A shift by a negative amount or by the width or more gives 0
+// (left) or the sign fill (right), as PyTorch's loops define it.
+template <bool Left> Tensors k_shift(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  if (!is_integral(op.common)) not_implemented(Left ? "lshift_cpu" : "rshift_cpu", op.common);
+  const bool u8 = op.common == DType::U8;
+  double extra[2] = {double(dtype_size(op.common) * 8), double(u8)};
+  return {elementwise({op.a, op.b}, op.common, op.common, nullptr,
+                      [](const int64_t* v, const double* e) -> int64_t {
+                        const int64_t bits = int64_t(e[0]);
+                        const bool is_unsigned = e[1] != 0;
+                        const int64_t b = v[1];
+                        const bool negative = is_unsigned ? int8_t(b) < 0 : b < 0;
+                        if (Left) {
+                          if (negative || b >= bits) return 0;
+                          return int64_t(uint64_t(v[0]) << b);
+                        }
+                        const int64_t max_shift = bits - (is_unsigned ? 0 : 1);
+                        if (negative || b >= max_shift)
+                          return max_shift >= 64 ? 0 : v[0] >> max_shift;
+                        return v[0] >> b;
+                      },
+                      extra)};
+}
+
+Tensors k_bitwise_not(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (is_floating(x.dtype())) not_implemented("bitwise_not_cpu", x.dtype());
+  if (x.dtype() == DType::Bool)
+    return {elementwise({x}, DType::Bool, DType::Bool, nullptr,
+                        [](const int64_t* v, const double*) { return int64_t(v[0] == 0); })};
+  return {elementwise({x}, x.dtype(), x.dtype(), nullptr,
+                      [](const int64_t* v, const double*) { return ~v[0]; })};
+}
+
+template <bool Xor> Tensors k_logical_or_xor(const KernelCall& c) {
+  return {elementwise(
+      {c.tensor("self"), c.tensor("other")}, DType::F64, DType::Bool,
+      [](const double* v, const double*) {
+        return Xor ? double((v[0] != 0) != (v[1] != 0)) : double(v[0] != 0 || v[1] != 0);
+      },
+      nullptr)};
+}
+// End of the issue-18 op families.
+
 // ---- Reductions ----
 
 // Which dims a reduction reduces: `dims` empty (or None) means all dims.
@@ -2368,6 +2585,31 @@ const OpTable<KernelFn>::Row kKernels[] = {
     {OpId::fill__Tensor, k_fill_},
     {OpId::flatten_using_ints, k_flatten},
     {OpId::fmod_Scalar, k_fmod},
+    // Issue 18 op families (integer division, rsub, bitwise, logical).
+    {OpId::bitwise_and_Scalar, k_bitwise<0>},
+    {OpId::bitwise_and_Tensor, k_bitwise<0>},
+    {OpId::bitwise_left_shift_Tensor, k_shift<true>},
+    {OpId::bitwise_left_shift_Tensor_Scalar, k_shift<true>},
+    {OpId::bitwise_not, k_bitwise_not},
+    {OpId::bitwise_or_Scalar, k_bitwise<1>},
+    {OpId::bitwise_or_Tensor, k_bitwise<1>},
+    {OpId::bitwise_right_shift_Tensor, k_shift<false>},
+    {OpId::bitwise_right_shift_Tensor_Scalar, k_shift<false>},
+    {OpId::bitwise_xor_Scalar, k_bitwise<2>},
+    {OpId::bitwise_xor_Tensor, k_bitwise<2>},
+    {OpId::div_Scalar_mode, k_div_mode},
+    {OpId::div_Tensor_mode, k_div_mode},
+    {OpId::floor_divide, k_floor_divide},
+    {OpId::floor_divide_Scalar, k_floor_divide},
+    {OpId::fmod_Tensor, k_fmod_tensor},
+    {OpId::logical_or, k_logical_or_xor<false>},
+    {OpId::logical_xor, k_logical_or_xor<true>},
+    {OpId::remainder_Scalar, k_remainder},
+    {OpId::remainder_Tensor, k_remainder},
+    {OpId::rsub_Scalar, k_rsub},
+    {OpId::rsub_Tensor, k_rsub},
+    {OpId::sub_Scalar, k_sub},
+    // End of the issue-18 rows.
     {OpId::full, k_full},
     {OpId::full_like, k_full_like},
     {OpId::gather, k_gather},

@@ -432,3 +432,37 @@ TEST_CASE("autograd: unsupported cases are diagnosed with the node") {
   t4.output(ln[2]); // rstd as an output: no rule for its gradient
   CHECK_THROWS_WITH_AS(build_joint_graph(t4.g), doctest::Contains("output 2"), Error);
 }
+
+// ---- Op families of issue 18 (derivatives.yaml) ----
+
+TEST_CASE("autograd: sub.Scalar, rsub, remainder, fmod and div with rounding modes") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4}), y = tg.input("y", {4});
+  tg.output(tg.op("aten.sub.Scalar", {T(x), F(1.5), F(2.0)}));
+  tg.output(tg.op("aten.rsub.Scalar", {T(x), F(1.5), F(-3.0)}));
+  tg.output(tg.op("aten.rsub.Tensor", {T(x), T(y), KW("alpha", Arg::of_float(0.5))}));
+  tg.output(tg.op("aten.div.Tensor_mode", {T(x), T(y), KW("rounding_mode", Arg::none())}));
+  tg.output(tg.op("aten.div.Scalar_mode", {T(x), F(4.0), KW("rounding_mode", Arg::none())}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: remainder and fmod away from their jumps") {
+  // Quotients stay inside (2, 3) and (-3, -2), where the rounded quotient is constant and the
+  // derivative with respect to the divisor is -floor (remainder) or -trunc (fmod) of it.
+  for (auto [lo, hi] : {std::pair{5.1, 5.9}, std::pair{-5.9, -5.1}}) {
+    TestGraph tg;
+    ValueId x = tg.input("x", {2, 3}, lo, hi), y = tg.input("y", {3}, 2.0, 2.3);
+    tg.output(tg.op("aten.remainder.Tensor", {T(x), T(y)}));
+    tg.output(tg.op("aten.fmod.Tensor", {T(x), T(y)}));
+    tg.output(tg.op("aten.remainder.Scalar", {T(x), F(2.2)}));
+    check_gradients(tg);
+  }
+}
+
+TEST_CASE("autograd: div with a rounding mode has a zero gradient") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3}, 0.1, 0.9), y = tg.input("y", {3}, 2.0, 3.0);
+  tg.output(tg.op("aten.div.Tensor_mode", {T(x), T(y), KW("rounding_mode", Arg::of_string("floor"))}));
+  tg.output(tg.op("aten.div.Scalar_mode", {T(x), F(2.0), KW("rounding_mode", Arg::of_string("trunc"))}));
+  check_gradients(tg);
+}
