@@ -403,6 +403,17 @@ llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
   case VOp::Expm1:
   case VOp::Sin:
   case VOp::Cos:
+  case VOp::Tan:
+  case VOp::Asin:
+  case VOp::Acos:
+  case VOp::Atan:
+  case VOp::Sinh:
+  case VOp::Cosh:
+  case VOp::Asinh:
+  case VOp::Acosh:
+  case VOp::Atanh:
+  case VOp::Log2:
+  case VOp::Log10:
     return math(op, a, t);
   case VOp::Sqrt:
     return intrinsic(llvm::Intrinsic::sqrt, a);
@@ -559,6 +570,8 @@ llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
     llvm::Value* amt = b_.CreateSelect(oob, llvm::ConstantInt::get(ty, max_shift), c);
     return b_.CreateAShr(a, amt);
   }
+  case VOp::Atan2:
+    return math(VOp::Atan2, a, t, c);
   case VOp::Pow: {
     if (!fl)
       return cast(binary(op, cast(a, t, DType::F64), cast(c, t, DType::F64), DType::F64),

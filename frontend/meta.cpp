@@ -790,6 +790,72 @@ Metas bitwise_not(const Graph& g, const Node& n) {
 // End of the issue-18 op families.
 
 // ---------------------------------------------------------------------------------------------
+// Issue 18, unary math and special functions.
+
+// floor, ceil, round, trunc: integers are returned as they are (a copy); bool has no loop.
+template <const char* Kernel> Metas rounding(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dtype == DType::Bool) not_implemented(c, Kernel, x.dtype);
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+constexpr char kFloorCpu[] = "floor_cpu";
+constexpr char kCeilCpu[] = "ceil_cpu";
+constexpr char kRoundCpu[] = "round_cpu";
+constexpr char kTruncCpu[] = "trunc_cpu";
+
+Metas round_decimals(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const int64_t d = c.int_("decimals");
+  if (x.dtype == DType::Bool || (!is_floating(x.dtype) && d != 0))
+    not_implemented(c, kRoundCpu, x.dtype);
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+
+// pow.Scalar(Scalar self, Tensor exponent): the number is a wrapped scalar.
+Metas pow_scalar(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand base = c.scalar_operand("self");
+  const TensorMeta& e = c.tensor("exponent");
+  return {iter_output(c, {{&e, {}}}, result_type({base, {&e, {}}}))};
+}
+
+// clamp.Tensor: the common dtype of self and the bounds given.
+Metas clamp_tensor(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta* lo = c.opt_tensor("min");
+  const TensorMeta* hi = c.opt_tensor("max");
+  if (!lo && !hi) c.fail("torch.clamp: At least one of 'min' or 'max' must not be None");
+  std::vector<Operand> ops = {{&self, {}}};
+  if (lo) ops.push_back({lo, {}});
+  if (hi) ops.push_back({hi, {}});
+  DType dt = result_type(ops);
+  if (dt == DType::Bool) not_implemented(c, "clamp_cpu", dt);
+  return {iter_output(c, ops, dt)};
+}
+// End of the issue-18 unary math.
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18, scans.
+
+// cumsum: the input's sizes, contiguous; integers and bool accumulate in int64 unless a dtype
+// is given.
+Metas cumsum(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  c.dim(c.int_("dim"), x.dim());
+  DType dt = x.dtype;
+  if (auto d = c.opt_dtype("dtype"))
+    dt = *d;
+  else if (!is_floating(dt))
+    dt = DType::I64;
+  return {make(dt, x.sizes, x.device)};
+}
+// End of the issue-18 scans.
+
+// ---------------------------------------------------------------------------------------------
 // Reductions: contiguous outputs.
 
 Sizes reduce_shape(const Sizes& in, const std::vector<bool>& mask, bool keepdim) {
@@ -2427,6 +2493,30 @@ const OpTable<MetaFn>::Row kMeta[] = {
     {OpId::rsub_Scalar, guarded<binary<Bin::Sub>>},
     {OpId::rsub_Tensor, guarded<binary<Bin::Sub>>},
     {OpId::sub_Scalar, guarded<binary<Bin::Sub>>},
+    {OpId::acos, guarded<unary<Out::Float>>},
+    {OpId::acosh, guarded<unary<Out::Float>>},
+    {OpId::asin, guarded<unary<Out::Float>>},
+    {OpId::asinh, guarded<unary<Out::Float>>},
+    {OpId::atan, guarded<unary<Out::Float>>},
+    {OpId::atanh, guarded<unary<Out::Float>>},
+    {OpId::cosh, guarded<unary<Out::Float>>},
+    {OpId::expm1, guarded<unary<Out::Float>>},
+    {OpId::log10, guarded<unary<Out::Float>>},
+    {OpId::log1p, guarded<unary<Out::Float>>},
+    {OpId::log2, guarded<unary<Out::Float>>},
+    {OpId::sinh, guarded<unary<Out::Float>>},
+    {OpId::tan, guarded<unary<Out::Float>>},
+    {OpId::atan2, guarded<binary<Bin::TrueDiv>>},
+    {OpId::ceil, guarded<rounding<kCeilCpu>>},
+    {OpId::clamp_Tensor, guarded<clamp_tensor>},
+    {OpId::floor, guarded<rounding<kFloorCpu>>},
+    {OpId::isinf, guarded<unary<Out::Bool>>},
+    {OpId::isnan, guarded<unary<Out::Bool>>},
+    {OpId::pow_Scalar, guarded<pow_scalar>},
+    {OpId::round, guarded<rounding<kRoundCpu>>},
+    {OpId::round_decimals, guarded<round_decimals>},
+    {OpId::trunc, guarded<rounding<kTruncCpu>>},
+    {OpId::cumsum, guarded<cumsum>},
     // End of the issue-18 rows.
 };
 

@@ -876,6 +876,101 @@ template <bool Floor> void remainder_like(GradCtx& c) {
 }
 // End of the issue-18 derivatives.
 
+// Issue 18, unary math and special functions (derivatives.yaml).
+void tan(GradCtx& c) {
+  ValueId y = c.out();
+  c.give("self", c.e.mul(c.go(), c.e.add_s(c.e.mul(y, y), 1.0)));
+}
+void asin(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.mul(c.go(), c.e.unary("rsqrt", c.e.rsub_s(1.0, c.e.mul(x, x)))));
+}
+void acos(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.mul(c.e.unary("neg", c.go()),
+                         c.e.unary("rsqrt", c.e.rsub_s(1.0, c.e.mul(x, x)))));
+}
+void atan(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.div(c.go(), c.e.add_s(c.e.mul(x, x), 1.0)));
+}
+void sinh(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.e.unary("cosh", c.in("self"))));
+}
+void cosh(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.e.unary("sinh", c.in("self"))));
+}
+void asinh(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.mul(c.go(), c.e.unary("rsqrt", c.e.add_s(c.e.mul(x, x), 1.0))));
+}
+void acosh(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.mul(c.go(), c.e.unary("rsqrt", c.e.add_s(c.e.mul(x, x), -1.0))));
+}
+void atanh(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.div(c.go(), c.e.rsub_s(1.0, c.e.mul(x, x))));
+}
+void log2(GradCtx& c) {
+  c.give("self", c.e.div(c.go(), c.e.mul_s(c.in("self"), std::log(2.0))));
+}
+void log10(GradCtx& c) {
+  c.give("self", c.e.div(c.go(), c.e.mul_s(c.in("self"), std::log(10.0))));
+}
+void log1p(GradCtx& c) {
+  c.give("self", c.e.div(c.go(), c.e.add_s(c.in("self"), 1.0)));
+}
+void expm1(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.e.add_s(c.out(), 1.0)));
+}
+// floor, ceil, round, trunc: zero almost everywhere.
+void zero_grad(GradCtx& c) {
+  ValueId x = first_input(c);
+  c.give(x, c.e.zeros(c.sizes(x), c.g.values[x].meta));
+}
+void atan2(GradCtx& c) {
+  ValueId a = c.in("self"), b = c.in("other");
+  ValueId r2 = c.e.add(c.e.mul(a, a), c.e.mul(b, b));
+  if (c.needs("self")) c.give("self", c.e.mul(c.go(), c.e.div(b, r2)));
+  if (c.needs("other")) c.give("other", c.e.mul(c.go(), c.e.div(c.e.unary("neg", a), r2)));
+}
+// pow.Scalar(s, x) = s^x: d/dx = s^x log s, 0 where s == 0 and x >= 0 (pow_backward_exponent).
+void pow_scalar(GradCtx& c) {
+  const double s = c.arg("self").scalar();
+  ValueId x = c.in("exponent");
+  ValueId g = c.e.mul_s(c.e.mul(c.go(), c.out()), std::log(s));
+  if (s == 0) g = c.e.where_s(c.e.cmp_s("lt", x, 0), g, 0.0);
+  c.give("exponent", g);
+}
+// clamp.Tensor (clamp_backward_min_max): self where it lies within the bounds, each bound where
+// it binds.
+void clamp_tensor(GradCtx& c) {
+  ValueId x = c.in("self");
+  const bool lo = c.arg("min").kind == Arg::Kind::Tensor, hi = c.arg("max").kind == Arg::Kind::Tensor;
+  ValueId ge = lo ? c.e.cmp("ge", x, c.in("min")) : kNoValue;
+  ValueId le = hi ? c.e.cmp("le", x, c.in("max")) : kNoValue;
+  ValueId in = ge == kNoValue ? le
+               : le == kNoValue ? ge
+                                : c.e.op("aten.logical_and.default", {Emit::t(ge), Emit::t(le)});
+  c.give("self", c.e.where_s(in, c.go(), 0.0));
+  if (lo && c.needs("min")) c.give("min", c.e.where_s(c.e.unary("logical_not", ge), c.go(), 0.0));
+  if (hi && c.needs("max")) c.give("max", c.e.where_s(c.e.unary("logical_not", le), c.go(), 0.0));
+}
+// End of the issue-18 unary math.
+
+// Issue 18, scans. cumsum: the gradient summed from each position to the end of the dim,
+// total - cumsum(g) + g (derivatives.yaml's cumsum_backward).
+void cumsum(GradCtx& c) {
+  ValueId g = c.go();
+  const int64_t rank = c.e.dim(g);
+  if (rank == 0) return c.give("self", g);
+  const int64_t d = wrap(c.arg("dim").i, rank);
+  ValueId total = c.e.sum(g, {d}, true);
+  ValueId run = c.e.op("aten.cumsum.default", {Emit::t(g), Emit::i(d)});
+  c.give("self", c.e.add(c.e.sub(total, run), g));
+}
+
 void copy(GradCtx& c) {
   c.give("src", c.go());
 }
@@ -922,6 +1017,28 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::rsub_Scalar, rsub},
     {OpId::rsub_Tensor, rsub},
     {OpId::sub_Scalar, identity},
+    {OpId::acos, acos},
+    {OpId::acosh, acosh},
+    {OpId::asin, asin},
+    {OpId::asinh, asinh},
+    {OpId::atan, atan},
+    {OpId::atan2, atan2},
+    {OpId::atanh, atanh},
+    {OpId::cosh, cosh},
+    {OpId::expm1, expm1},
+    {OpId::log10, log10},
+    {OpId::log1p, log1p},
+    {OpId::log2, log2},
+    {OpId::sinh, sinh},
+    {OpId::tan, tan},
+    {OpId::ceil, zero_grad},
+    {OpId::floor, zero_grad},
+    {OpId::round, zero_grad},
+    {OpId::round_decimals, zero_grad},
+    {OpId::trunc, zero_grad},
+    {OpId::clamp_Tensor, clamp_tensor},
+    {OpId::pow_Scalar, pow_scalar},
+    {OpId::cumsum, cumsum},
     // End of the issue-18 rows.
     {OpId::gather, gather},
     {OpId::gelu, gelu},

@@ -505,6 +505,28 @@ std::string_view vop_name(VOp op) {
     return "trunc";
   case VOp::BitNot:
     return "bitwise_not";
+  case VOp::Tan:
+    return "tan";
+  case VOp::Asin:
+    return "asin";
+  case VOp::Acos:
+    return "acos";
+  case VOp::Atan:
+    return "atan";
+  case VOp::Sinh:
+    return "sinh";
+  case VOp::Cosh:
+    return "cosh";
+  case VOp::Asinh:
+    return "asinh";
+  case VOp::Acosh:
+    return "acosh";
+  case VOp::Atanh:
+    return "atanh";
+  case VOp::Log2:
+    return "log2";
+  case VOp::Log10:
+    return "log10";
   case VOp::Reciprocal:
     return "reciprocal";
   case VOp::Add:
@@ -533,6 +555,8 @@ std::string_view vop_name(VOp op) {
     return "lshift";
   case VOp::Shr:
     return "rshift";
+  case VOp::Atan2:
+    return "atan2";
   case VOp::Pow:
     return "pow";
   case VOp::Max:

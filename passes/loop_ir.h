@@ -108,6 +108,17 @@ enum class VOp : uint8_t {
   Round,
   Trunc,  // round toward zero
   BitNot, // ~ (bool: logical not)
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Log2,
+  Log10,
   Reciprocal, // unary
   Add,
   Sub,
@@ -122,6 +133,7 @@ enum class VOp : uint8_t {
   BitXor,
   Shl, // PyTorch's <<: 0 for a negative amount or one of the width or more
   Shr, // PyTorch's >>: the sign fill for a negative amount or one of the width or more
+  Atan2,
   Pow,
   Max,
   Min,

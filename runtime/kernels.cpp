@@ -892,6 +892,192 @@ template <bool Xor> Tensors k_logical_or_xor(const KernelCall& c) {
 }
 // End of the issue-18 op families.
 
+// ---- Issue 18, unary math and special functions ----
+
+#define UNARY_FLOAT(fn, KIND, expr)                                                                \
+  std::vector<Tensor> k_##fn(const KernelCall& c) {                                                \
+    return {unary(                                                                                 \
+        c, c.tensor("self"), UnaryKind::KIND,                                                      \
+        [](const double* v, const double*) {                                                       \
+          double x = v[0];                                                                         \
+          return (expr);                                                                           \
+        },                                                                                         \
+        nullptr, #fn)};                                                                            \
+  }
+UNARY_FLOAT(tan, Promote, std::tan(x))
+UNARY_FLOAT(asin, Promote, std::asin(x))
+UNARY_FLOAT(acos, Promote, std::acos(x))
+UNARY_FLOAT(atan, Promote, std::atan(x))
+UNARY_FLOAT(sinh, Promote, std::sinh(x))
+UNARY_FLOAT(cosh, Promote, std::cosh(x))
+UNARY_FLOAT(asinh, Promote, std::asinh(x))
+UNARY_FLOAT(acosh, Promote, std::acosh(x))
+UNARY_FLOAT(atanh, Promote, std::atanh(x))
+UNARY_FLOAT(log2, Promote, std::log2(x))
+UNARY_FLOAT(log10, Promote, std::log10(x))
+UNARY_FLOAT(log1p, Promote, std::log1p(x))
+UNARY_FLOAT(expm1, Promote, std::expm1(x))
+#undef UNARY_FLOAT
+
+// floor, ceil, round (half to even), trunc: integers come back unchanged; bool has no loop.
+template <int Op> Tensors k_rounding(const KernelCall& c) {
+  static const char* const kNames[] = {"floor_cpu", "ceil_cpu", "round_cpu", "trunc_cpu"};
+  const Tensor& x = c.tensor("self");
+  if (x.dtype() == DType::Bool) not_implemented(kNames[Op], x.dtype());
+  return {unary(
+      c, x, UnaryKind::Keep,
+      [](const double* v, const double*) {
+        switch (Op) {
+        case 0:
+          return std::floor(v[0]);
+        case 1:
+          return std::ceil(v[0]);
+        case 2:
+          return std::nearbyint(v[0]);
+        default:
+          return std::trunc(v[0]);
+        }
+      },
+      [](const int64_t* v, const double*) { return v[0]; }, kNames[Op])};
+}
+
+// round.decimals: PyTorch scales by 10^|decimals| in the op's math type, rounds half to even,
+// and scales back (dividing for decimals > 0).
+Tensors k_round_decimals(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const int64_t d = c.arg("decimals").i;
+  if (x.dtype() == DType::Bool || (!is_floating(x.dtype()) && d != 0))
+    not_implemented("round_cpu", x.dtype());
+  if (!is_floating(x.dtype())) return {x.clone()};
+  DType dt = c.fdt(x.dtype());
+  double extra[3] = {std::pow(10.0, double(d < 0 ? -d : d)), double(d < 0),
+                     double(dt == DType::F64)};
+  return {elementwise(
+      {x}, dt, dt,
+      [](const double* v, const double* e) {
+        if (e[2] != 0) {
+          double t = e[0];
+          return e[1] != 0 ? std::nearbyint(v[0] / t) * t : std::nearbyint(v[0] * t) / t;
+        }
+        float t = float(e[0]), a = float(v[0]);
+        return double(e[1] != 0 ? std::nearbyint(a / t) * t : std::nearbyint(a * t) / t);
+      },
+      nullptr, extra)};
+}
+
+Tensors k_isnan(const KernelCall& c) {
+  return {elementwise(
+      {c.tensor("self")}, DType::F64, DType::Bool,
+      [](const double* v, const double*) { return double(std::isnan(v[0])); }, nullptr)};
+}
+Tensors k_isinf(const KernelCall& c) {
+  return {elementwise(
+      {c.tensor("self")}, DType::F64, DType::Bool,
+      [](const double* v, const double*) { return double(std::isinf(v[0])); }, nullptr)};
+}
+
+Tensors k_atan2(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  DType dt = is_floating(op.common) ? op.common : c.default_float();
+  return {elementwise(
+      {op.a, op.b}, dt, dt,
+      [](const double* v, const double*) { return std::atan2(v[0], v[1]); }, nullptr)};
+}
+
+// pow.Scalar(Scalar self, Tensor exponent).
+Tensors k_pow_scalar(const KernelCall& c) {
+  const Tensor& e = c.tensor("exponent");
+  const Arg& s = c.arg("self");
+  DType dt = result_type({e}, {s}, c);
+  Tensor base = filled(dt, {}, s);
+  return {elementwise(
+      {base, e}, dt, dt, [](const double* v, const double*) { return std::pow(v[0], v[1]); },
+      [](const int64_t* v, const double*) { return int_pow(v[0], v[1]); })};
+}
+
+// clamp.Tensor: min(max(x, lo), hi); a NaN bound gives NaN, as PyTorch's loop does.
+Tensors k_clamp_tensor(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& lo = c.arg("min");
+  const Arg& hi = c.arg("max");
+  if (lo.is_none() && hi.is_none())
+    fail("torch.clamp: At least one of 'min' or 'max' must not be None");
+  Tensors ins = {x};
+  if (!lo.is_none()) ins.push_back(c.tensor("min"));
+  if (!hi.is_none()) ins.push_back(c.tensor("max"));
+  DType dt = result_type(ins, {}, c);
+  if (dt == DType::Bool) not_implemented("clamp_cpu", dt);
+  // Missing bounds become -inf/+inf (floats) or the int64 extremes (integers), never binding.
+  const bool fl = is_floating(dt);
+  auto bound = [&](const Arg& a, const char* name, bool upper) {
+    if (!a.is_none()) return c.tensor(name);
+    Tensor t = Tensor::empty(fl ? DType::F64 : DType::I64, {});
+    if (fl)
+      t.store(0, upper ? INFINITY : -INFINITY);
+    else
+      t.store_int(0, upper ? std::numeric_limits<int64_t>::max()
+                           : std::numeric_limits<int64_t>::min());
+    return t;
+  };
+  Tensor tl = bound(lo, "min", false), th = bound(hi, "max", true);
+  DType compute = fl ? dt : DType::I64;
+  return {elementwise(
+      {x, tl, th}, compute, dt,
+      [](const double* v, const double*) {
+        if (std::isnan(v[1]) || std::isnan(v[2])) return double(NAN);
+        if (std::isnan(v[0])) return v[0];
+        return std::min(std::max(v[0], v[1]), v[2]);
+      },
+      [](const int64_t* v, const double*) { return std::min(std::max(v[0], v[1]), v[2]); })};
+}
+// End of the issue-18 unary math.
+
+// ---- Issue 18, scans ----
+
+// cumsum along `dim`: the input converted to the result dtype first (as PyTorch does with a
+// dtype argument), floats accumulated in double (CPU acc_type), integers in wrapping int64.
+Tensors k_cumsum(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const int64_t d = wrap(c.arg("dim").i, x.dim());
+  const Arg& dta = c.arg("dtype");
+  DType dt = dta.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dta.dtype();
+  Shape sizes = x.sizes();
+  const int64_t len = x.dim() == 0 ? 1 : sizes[size_t(d)];
+  int64_t inner = 1;
+  for (size_t i = size_t(d) + 1; i < sizes.size(); ++i) inner *= sizes[i];
+  const int64_t n = checked_numel(sizes);
+  const int64_t outer = len == 0 || inner == 0 ? 0 : n / (len * inner);
+  Tensor out = Tensor::empty(dt, sizes);
+  if (is_floating(dt)) {
+    std::vector<double> v = values(x);
+    for (double& e : v) e = round_to_dtype(e, c.fdt(dt));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        double acc = 0;
+        for (int64_t k = 0; k < len; ++k) {
+          size_t at = size_t((o * len + k) * inner + i);
+          acc += v[at];
+          v[at] = acc;
+        }
+      }
+    return {make(c.fdt(dt), sizes, v)};
+  }
+  std::vector<int64_t> off = all_offsets(x);
+  std::vector<int64_t> v(off.size());
+  for (size_t i = 0; i < off.size(); ++i) v[i] = cast_int(x.load_int(off[i]), dt);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t acc = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        size_t at = size_t((o * len + k) * inner + i);
+        acc = wrap_add(acc, v[at]);
+        out.store_int(int64_t(at), acc);
+      }
+    }
+  return {out};
+}
+// End of the issue-18 scans.
+
 // ---- Reductions ----
 
 // Which dims a reduction reduces: `dims` empty (or None) means all dims.
@@ -2609,6 +2795,30 @@ const OpTable<KernelFn>::Row kKernels[] = {
     {OpId::rsub_Scalar, k_rsub},
     {OpId::rsub_Tensor, k_rsub},
     {OpId::sub_Scalar, k_sub},
+    {OpId::acos, k_acos},
+    {OpId::acosh, k_acosh},
+    {OpId::asin, k_asin},
+    {OpId::asinh, k_asinh},
+    {OpId::atan, k_atan},
+    {OpId::atanh, k_atanh},
+    {OpId::cosh, k_cosh},
+    {OpId::expm1, k_expm1},
+    {OpId::log10, k_log10},
+    {OpId::log1p, k_log1p},
+    {OpId::log2, k_log2},
+    {OpId::sinh, k_sinh},
+    {OpId::tan, k_tan},
+    {OpId::atan2, k_atan2},
+    {OpId::ceil, k_rounding<1>},
+    {OpId::clamp_Tensor, k_clamp_tensor},
+    {OpId::floor, k_rounding<0>},
+    {OpId::isinf, k_isinf},
+    {OpId::isnan, k_isnan},
+    {OpId::pow_Scalar, k_pow_scalar},
+    {OpId::round, k_rounding<2>},
+    {OpId::round_decimals, k_round_decimals},
+    {OpId::trunc, k_rounding<3>},
+    {OpId::cumsum, k_cumsum},
     // End of the issue-18 rows.
     {OpId::full, k_full},
     {OpId::full_like, k_full_like},

@@ -466,3 +466,49 @@ TEST_CASE("autograd: div with a rounding mode has a zero gradient") {
   tg.output(tg.op("aten.div.Scalar_mode", {T(x), F(2.0), KW("rounding_mode", Arg::of_string("trunc"))}));
   check_gradients(tg);
 }
+
+TEST_CASE("autograd: trigonometric, hyperbolic, log/exp variants and rounding") {
+  unary("aten.tan.default", {2, 3});
+  unary("aten.atan.default", {2, 3}, -3, 3);
+  unary("aten.sinh.default", {2, 3});
+  unary("aten.cosh.default", {2, 3});
+  unary("aten.asinh.default", {2, 3}, -3, 3);
+  unary("aten.expm1.default", {2, 3});
+  for (const char* op : {"aten.asin.default", "aten.acos.default", "aten.atanh.default"})
+    unary(op, {2, 3}, -0.8, 0.8);
+  unary("aten.acosh.default", {2, 3}, 1.3, 3);
+  for (const char* op : {"aten.log2.default", "aten.log10.default", "aten.log1p.default"})
+    unary(op, {2, 3}, 0.3, 2);
+  // Rounding has a zero gradient (away from the jumps: values stay inside (0.1, 0.4)).
+  for (const char* op : {"aten.floor.default", "aten.ceil.default", "aten.round.default",
+                         "aten.trunc.default"})
+    unary(op, {2, 3}, 0.1, 0.4);
+  binary("aten.atan2.default", {2, 3}, {3}, {}, 0.3, 1.5);
+  binary("aten.atan2.default", {3}, {2, 3}, {}, -1.5, -0.3);
+}
+
+TEST_CASE("autograd: pow.Scalar and clamp.Tensor") {
+  {
+    TestGraph tg;
+    ValueId x = tg.input("x", {2, 3});
+    tg.output(tg.op("aten.pow.Scalar", {F(2.5), T(x)}));
+    tg.output(tg.op("aten.pow.Scalar", {F(0.5), T(x)}));
+    check_gradients(tg);
+  }
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4}, -2, 2), lo = tg.input("lo", {4}, -1.5, -0.5),
+          hi = tg.input("hi", {3, 1}, 0.5, 1.5);
+  tg.output(tg.op("aten.clamp.Tensor", {T(x), T(lo), T(hi)}));
+  tg.output(tg.op("aten.clamp.Tensor", {T(x), T(lo)}));
+  tg.output(tg.op("aten.clamp.Tensor", {T(x), KW("max", Arg::of_tensor(hi))}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: cumsum") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4, 2});
+  tg.output(tg.op("aten.cumsum.default", {T(x), I(1)}));
+  tg.output(tg.op("aten.cumsum.default", {T(x), I(-1)}));
+  tg.output(tg.op("aten.cumsum.default", {T(x), I(0), KW("dtype", Arg::of_dtype(DType::F64))}));
+  check_gradients(tg);
+}

@@ -1349,3 +1349,117 @@ TEST_CASE("kernels: logical_or and logical_xor treat nonzero (and NaN) as true")
   check(op1("aten.logical_xor.default", {L({2, 1}, {0, 3}), B({2}, {0, 1})}), DType::Bool, {2, 2},
         {0, 1, 1, 0});
 }
+
+// ---- Issue 18, unary math and special functions ----
+
+TEST_CASE("kernels: trigonometric, hyperbolic and log/exp variants match float64 formulas") {
+  struct Row {
+    const char* target;
+    double (*f)(double);
+    double lo, hi;
+  };
+  const Row rows[] = {
+      {"aten.tan.default", [](double x) { return std::tan(x); }, -1.2, 1.2},
+      {"aten.asin.default", [](double x) { return std::asin(x); }, -0.99, 0.99},
+      {"aten.acos.default", [](double x) { return std::acos(x); }, -0.99, 0.99},
+      {"aten.atan.default", [](double x) { return std::atan(x); }, -5, 5},
+      {"aten.sinh.default", [](double x) { return std::sinh(x); }, -3, 3},
+      {"aten.cosh.default", [](double x) { return std::cosh(x); }, -3, 3},
+      {"aten.asinh.default", [](double x) { return std::asinh(x); }, -5, 5},
+      {"aten.acosh.default", [](double x) { return std::acosh(x); }, 1, 6},
+      {"aten.atanh.default", [](double x) { return std::atanh(x); }, -0.99, 0.99},
+      {"aten.log2.default", [](double x) { return std::log2(x); }, 0.1, 9},
+      {"aten.log10.default", [](double x) { return std::log10(x); }, 0.1, 900},
+      {"aten.log1p.default", [](double x) { return std::log1p(x); }, -0.9, 5},
+      {"aten.expm1.default", [](double x) { return std::expm1(x); }, -3, 3},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.target);
+    for (DType dt : {DType::F32, DType::F64, DType::F16}) {
+      Tensor x = R(dt, {3, 5}, 7, r.lo, r.hi);
+      check(op1(r.target, {x}), dt, {3, 5}, map(held(x), r.f), rtol_for(dt), 1e-6);
+    }
+    // Integers compute in the default float dtype.
+    check(op1(r.target, {L({1}, {1})}), DType::F32, {1}, {r.f(1.0)}, 1e-6, 1e-6);
+  }
+  // Out of the domain gives NaN, at the poles infinities.
+  check(op1("aten.asin.default", {F({1}, {2})}), DType::F32, {1}, {kNaN});
+  check(op1("aten.atanh.default", {F({2}, {1, -1})}), DType::F32, {2}, {kInf, -kInf});
+  check(op1("aten.log2.default", {F({2}, {0, -1})}), DType::F32, {2}, {-kInf, kNaN});
+  check(op1("aten.tan.default", {F({0}, {})}), DType::F32, {0}, {});
+}
+
+TEST_CASE("kernels: floor, ceil, round (half to even), trunc and round.decimals") {
+  Tensor x = F({6}, {-2.5, -1.5, -0.5, 0.5, 1.5, 2.7});
+  check(op1("aten.floor.default", {x}), DType::F32, {6}, {-3, -2, -1, 0, 1, 2});
+  check(op1("aten.ceil.default", {x}), DType::F32, {6}, {-2, -1, 0, 1, 2, 3});
+  check(op1("aten.round.default", {x}), DType::F32, {6}, {-2, -2, 0, 0, 2, 3});
+  check(op1("aten.trunc.default", {x}), DType::F32, {6}, {-2, -1, 0, 0, 1, 2});
+  // Integers come back unchanged (no float round trip: 2^53 + 1 survives).
+  Tensor big = L({2}, {-3, 0});
+  big.store_int(1, (int64_t(1) << 53) + 1);
+  for (const char* op : {"aten.floor.default", "aten.ceil.default", "aten.round.default",
+                         "aten.trunc.default"}) {
+    CAPTURE(op);
+    Tensor r = op1(op, {big});
+    CHECK(r.dtype() == DType::I64);
+    CHECK(r.load_int(1) == (int64_t(1) << 53) + 1);
+  }
+  CHECK(op_error("aten.floor.default", {B({1}, {1})}) == "\"floor_cpu\" not implemented for 'Bool'");
+  check(op1("aten.round.decimals", {F({3}, {1.2345, -2.5, 125}), {"decimals", I(2)}}), DType::F32,
+        {3}, {1.23, -2.5, 125}, 1e-6, 1e-6);
+  check(op1("aten.round.decimals", {F({3}, {1.2345, -2.5, 125}), {"decimals", I(-1)}}), DType::F32,
+        {3}, {0, 0, 120});
+  check(op1("aten.round.decimals", {T(DType::F16, {1}, {2.5}), {"decimals", I(0)}}), DType::F16, {1},
+        {2});
+}
+
+TEST_CASE("kernels: isnan, isinf, atan2, pow.Scalar and clamp.Tensor") {
+  Tensor s = F({4}, {kNaN, kInf, -kInf, 1});
+  check(op1("aten.isnan.default", {s}), DType::Bool, {4}, {1, 0, 0, 0});
+  check(op1("aten.isinf.default", {s}), DType::Bool, {4}, {0, 1, 1, 0});
+  check(op1("aten.isnan.default", {L({2}, {0, 1})}), DType::Bool, {2}, {0, 0});
+  check(op1("aten.isinf.default", {T(DType::F16, {1}, {70000})}), DType::Bool, {1}, {1});
+  check(op1("aten.atan2.default", {F({4}, {1, 1, -1, 0}), F({4}, {1, -1, -1, 0})}), DType::F32, {4},
+        {M_PI / 4, 3 * M_PI / 4, -3 * M_PI / 4, 0});
+  check(op1("aten.atan2.default", {L({2, 1}, {1, -1}), L({1}, {0})}), DType::F32, {2, 1},
+        {M_PI / 2, -M_PI / 2});
+  check(op1("aten.pow.Scalar", {I(2), L({3}, {0, 3, 10})}), DType::I64, {3}, {1, 8, 1024});
+  check(op1("aten.pow.Scalar", {I(2), T(DType::I32, {2}, {3, -1})}), DType::I32, {2}, {8, 0});
+  check(op1("aten.pow.Scalar", {Fl(2.0), L({2}, {3, -1})}), DType::F32, {2}, {8, 0.5});
+  check(op1("aten.pow.Scalar", {I(2), F({2}, {0.5, -1})}), DType::F32, {2}, {std::sqrt(2.0), 0.5});
+  Tensor x = F({4}, {-2, 0.5, 3, kNaN});
+  check(op1("aten.clamp.Tensor", {x, F({4}, {-1, -1, kNaN, 0}), F({1}, {2})}), DType::F32, {4},
+        {-1, 0.5, kNaN, kNaN});
+  check(op1("aten.clamp.Tensor", {L({3}, {1, 5, 9}), None(), L({3}, {4, 4, 4})}), DType::I64, {3},
+        {1, 4, 4});
+  check(op1("aten.clamp.Tensor", {T(DType::I32, {2}, {1, 5}), F({}, {2.5})}), DType::F32, {2},
+        {2.5, 5});
+  CHECK(op_error("aten.clamp.Tensor", {B({1}, {1}), B({1}, {0})}) ==
+        "\"clamp_cpu\" not implemented for 'Bool'");
+}
+
+// ---- Issue 18, scans ----
+
+TEST_CASE("kernels: cumsum along a dim, dtypes, 0-dim, empty and strided inputs") {
+  Tensor x = F({2, 3}, {1, 2, 3, 4, 5, 6});
+  check(op1("aten.cumsum.default", {x, I(1)}), DType::F32, {2, 3}, {1, 3, 6, 4, 9, 15});
+  check(op1("aten.cumsum.default", {x, I(-2)}), DType::F32, {2, 3}, {1, 2, 3, 5, 7, 9});
+  check(op1("aten.cumsum.default", {x, I(1), {"dtype", Dt(DType::F64)}}), DType::F64, {2, 3},
+        {1, 3, 6, 4, 9, 15});
+  // Integers and bools accumulate in int64 (a causal mask's positions, for one).
+  check(op1("aten.cumsum.default", {B({4}, {1, 0, 1, 1}), I(0)}), DType::I64, {4}, {1, 1, 2, 3});
+  check(op1("aten.cumsum.default", {T(DType::I8, {3}, {100, 100, 100}), I(0)}), DType::I64, {3},
+        {100, 200, 300});
+  check(op1("aten.cumsum.default", {T(DType::I8, {3}, {100, 100, 100}), I(0), {"dtype", Dt(DType::I8)}}),
+        DType::I8, {3}, {100, -56, 44});
+  check(op1("aten.cumsum.default", {L({}, {7}), I(-1)}), DType::I64, {}, {7});
+  check(op1("aten.cumsum.default", {F({0, 3}, {}), I(1)}), DType::F32, {0, 3}, {});
+  check(op1("aten.cumsum.default", {T(DType::F16, {3}, {0.5, 0.25, 2048}), I(0)}), DType::F16, {3},
+        {0.5, 0.75, 2048});
+  // A transposed view: [[1, 3], [2, 4]] summed along dim 1.
+  check(op1("aten.cumsum.default", {transposed(DType::F32, 2, 2, {1, 3, 2, 4}), I(1)}), DType::F32,
+        {2, 2}, {1, 4, 2, 6});
+  CHECK(op_error("aten.cumsum.default", {x, I(2)}).find("dimension out of range") !=
+        std::string::npos);
+}

@@ -660,3 +660,49 @@ TEST_CASE("meta: bitwise and logical ops accept bool and integers only") {
   CHECK(t.error("aten.bitwise_right_shift.Tensor_Scalar", {T(f32), I(1)}) ==
         "\"rshift_cpu\" not implemented for 'Float'");
 }
+
+TEST_CASE("meta: unary math, rounding, isnan/isinf, atan2, pow.Scalar and clamp.Tensor") {
+  G t;
+  ValueId i64 = t.in("i64", meta(DType::I64, {4}));
+  ValueId i32 = t.in("i32", meta(DType::I32, {4}));
+  ValueId b = t.in("b", meta(DType::Bool, {4}));
+  ValueId f16 = t.in("f16", meta(DType::F16, {4}));
+  ValueId f32_0d = t.in("f32_0d", meta(DType::F32, {}));
+  for (const char* op : {"aten.tan.default", "aten.acos.default", "aten.log2.default",
+                         "aten.expm1.default", "aten.atanh.default"}) {
+    CAPTURE(op);
+    CHECK(t.op(op, {T(i64)}).dtype == DType::F32);
+    CHECK(t.op(op, {T(f16)}).dtype == DType::F16);
+  }
+  CHECK(t.op("aten.floor.default", {T(i32)}).dtype == DType::I32);
+  CHECK(t.op("aten.round.default", {T(f16)}).dtype == DType::F16);
+  CHECK(t.error("aten.trunc.default", {T(b)}) == "\"trunc_cpu\" not implemented for 'Bool'");
+  CHECK(t.op("aten.round.decimals", {T(f16), KW("decimals", Arg::of_int(2))}).dtype == DType::F16);
+  CHECK(t.error("aten.round.decimals", {T(i64), KW("decimals", Arg::of_int(1))}) ==
+        "\"round_cpu\" not implemented for 'Long'");
+  CHECK(t.op("aten.isnan.default", {T(f16)}).dtype == DType::Bool);
+  CHECK(t.op("aten.isinf.default", {T(i64)}).dtype == DType::Bool);
+  CHECK(t.op("aten.atan2.default", {T(i32), T(i64)}).dtype == DType::F32);
+  CHECK(t.op("aten.atan2.default", {T(f16), T(f32_0d)}).dtype == DType::F16);
+  CHECK(t.op("aten.pow.Scalar", {I(2), T(i32)}).dtype == DType::I32);
+  CHECK(t.op("aten.pow.Scalar", {F(2.0), T(i64)}).dtype == DType::F32);
+  CHECK(t.op("aten.pow.Scalar", {F(2.0), T(f16)}).dtype == DType::F16);
+  CHECK(t.op("aten.clamp.Tensor", {T(i32), T(f16)}).dtype == DType::F16);
+  CHECK(t.op("aten.clamp.Tensor", {T(i32), KW("max", Arg::of_tensor(f32_0d))}).dtype == DType::F32);
+  CHECK(t.error("aten.clamp.Tensor", {T(i32)}).find("At least one of 'min' or 'max'") !=
+        std::string::npos);
+}
+
+TEST_CASE("meta: cumsum") {
+  G t;
+  ValueId b = t.in("b", meta(DType::Bool, {2, 3}));
+  ValueId f16 = t.in("f16", meta(DType::F16, {3, 2}, {1, 3}));
+  CHECK(t.op("aten.cumsum.default", {T(b), I(-1)}).dtype == DType::I64);
+  const TensorMeta& m = t.op("aten.cumsum.default", {T(f16), I(0)});
+  CHECK(m.dtype == DType::F16);
+  CHECK(m.strides == Sizes{2, 1});
+  CHECK(t.op("aten.cumsum.default", {T(f16), I(1), KW("dtype", Arg::of_dtype(DType::F32))}).dtype ==
+        DType::F32);
+  CHECK(t.error("aten.cumsum.default", {T(b), I(2)}).find("dimension out of range") !=
+        std::string::npos);
+}
