@@ -853,6 +853,14 @@ Metas cumsum(const Graph& g, const Node& n) {
     dt = DType::I64;
   return {make(dt, x.sizes, x.device)};
 }
+// logcumsumexp: floating inputs only (its loop has no integer types).
+Metas logcumsumexp(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  c.dim(c.int_("dim"), x.dim());
+  if (!is_floating(x.dtype)) not_implemented(c, "logcumsumexp_out_cpu", x.dtype);
+  return {make(x.dtype, x.sizes, x.device)};
+}
 // End of the issue-18 scans.
 
 // ---------------------------------------------------------------------------------------------
@@ -2517,6 +2525,8 @@ const OpTable<MetaFn>::Row kMeta[] = {
     {OpId::round_decimals, guarded<round_decimals>},
     {OpId::trunc, guarded<rounding<kTruncCpu>>},
     {OpId::cumsum, guarded<cumsum>},
+    {OpId::cumprod, guarded<cumsum>},
+    {OpId::logcumsumexp, guarded<logcumsumexp>},
     // End of the issue-18 rows.
 };
 

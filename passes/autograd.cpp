@@ -971,6 +971,51 @@ void cumsum(GradCtx& c) {
   c.give("self", c.e.add(c.e.sub(total, run), g));
 }
 
+/// The [n, n] masks over (i, k) of a scan of length n along dim d of a rank-r tensor, shaped
+/// [n, n, 1, ...] to line up with dims d and d + 1 of a tensor with an extra dim at d.
+ValueId pair_mask(GradCtx& c, const char* cmp, int64_t n, int64_t d, int64_t rank,
+                  const Device& dev) {
+  ValueId ar = c.e.arange(0, n, 1, dev);
+  ValueId m = c.e.cmp(cmp, c.e.unsqueeze(ar, 1), c.e.unsqueeze(ar, 0));
+  std::vector<int64_t> shape = {n, n};
+  for (int64_t k = d + 1; k < rank; ++k) shape.push_back(1);
+  return c.e.reshape(m, shape);
+}
+
+// cumprod, for inputs with zeros too: grad_i = sum_{k >= i} g_k prod_{j <= k, j != i} x_j,
+// built as an [n, n] product table along the dim (O(n^2) memory per row).
+void cumprod(GradCtx& c) {
+  ValueId g = c.go(), x = c.in("self");
+  const int64_t rank = c.e.dim(x);
+  if (rank == 0 || c.g.values[x].meta.numel() == 0) return c.give("self", g);
+  const int64_t d = wrap(c.arg("dim").i, rank);
+  std::vector<int64_t> sizes = c.sizes(x);
+  const int64_t n = sizes[size_t(d)];
+  const Device dev = c.g.values[x].meta.device;
+  std::vector<int64_t> wide = sizes;
+  wide.insert(wide.begin() + d, n); // dim d indexes i, dim d + 1 indexes j
+  ValueId y = c.e.expand(c.e.unsqueeze(x, d), wide);
+  y = c.e.where_s(pair_mask(c, "ne", n, d, rank, dev), y, 1.0); // x_j, with 1 for j == i
+  ValueId table = c.e.op("aten.cumprod.default", {Emit::t(y), Emit::i(d + 1)});
+  ValueId terms = c.e.mul(table, c.e.unsqueeze(g, d));
+  terms = c.e.where_s(pair_mask(c, "le", n, d, rank, dev), terms, 0.0); // k >= i
+  c.give("self", c.e.sum(terms, {d + 1}, false));
+}
+
+// logcumsumexp: grad_i = sum_{k >= i} g_k exp(x_i - out_k), each exponent <= 0 (stable).
+void logcumsumexp(GradCtx& c) {
+  ValueId g = c.go(), x = c.in("self"), out = c.out();
+  const int64_t rank = c.e.dim(x);
+  if (rank == 0 || c.g.values[x].meta.numel() == 0) return c.give("self", g);
+  const int64_t d = wrap(c.arg("dim").i, rank);
+  const int64_t n = c.sizes(x)[size_t(d)];
+  const Device dev = c.g.values[x].meta.device;
+  ValueId diff = c.e.sub(c.e.unsqueeze(x, d + 1), c.e.unsqueeze(out, d)); // x_i - out_k
+  diff = c.e.where_s(pair_mask(c, "le", n, d, rank, dev), diff, -INFINITY);
+  ValueId terms = c.e.mul(c.e.unary("exp", diff), c.e.unsqueeze(g, d));
+  c.give("self", c.e.sum(terms, {d + 1}, false));
+}
+
 void copy(GradCtx& c) {
   c.give("src", c.go());
 }
@@ -1038,7 +1083,9 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::trunc, zero_grad},
     {OpId::clamp_Tensor, clamp_tensor},
     {OpId::pow_Scalar, pow_scalar},
+    {OpId::cumprod, cumprod},
     {OpId::cumsum, cumsum},
+    {OpId::logcumsumexp, logcumsumexp},
     // End of the issue-18 rows.
     {OpId::gather, gather},
     {OpId::gelu, gelu},

@@ -1034,43 +1034,58 @@ Tensors k_clamp_tensor(const KernelCall& c) {
 
 // ---- Issue 18, scans ----
 
-// cumsum along `dim`: the input converted to the result dtype first (as PyTorch does with a
-// dtype argument), floats accumulated in double (CPU acc_type), integers in wrapping int64.
-Tensors k_cumsum(const KernelCall& c) {
+// PyTorch's _log_add_exp_helper(x, y): log(exp(x) + exp(y)), exact for equal infinities, NaN
+// propagating.
+double log_add_exp(double x, double y) {
+  double mn = std::isnan(y) ? y : std::min(x, y);
+  double mx = std::isnan(y) ? y : std::max(x, y);
+  if (mn != mx || std::isfinite(mn)) return std::log1p(std::exp(mn - mx)) + mx;
+  return x;
+}
+
+// The scans along `dim`: 0 cumsum, 1 cumprod, 2 logcumsumexp. The input is converted to the
+// result dtype first (as PyTorch does with a dtype argument); floats accumulate in double (the
+// CPU acc_type), integers in wrapping int64.
+template <int Kind> Tensors k_scan(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const int64_t d = wrap(c.arg("dim").i, x.dim());
-  const Arg& dta = c.arg("dtype");
-  DType dt = dta.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dta.dtype();
+  DType dt = x.dtype();
+  if (Kind == 2) {
+    if (!is_floating(dt)) not_implemented("logcumsumexp_out_cpu", dt);
+  } else {
+    const Arg& dta = c.arg("dtype");
+    dt = dta.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dta.dtype();
+  }
   Shape sizes = x.sizes();
   const int64_t len = x.dim() == 0 ? 1 : sizes[size_t(d)];
   int64_t inner = 1;
   for (size_t i = size_t(d) + 1; i < sizes.size(); ++i) inner *= sizes[i];
   const int64_t n = checked_numel(sizes);
   const int64_t outer = len == 0 || inner == 0 ? 0 : n / (len * inner);
-  Tensor out = Tensor::empty(dt, sizes);
   if (is_floating(dt)) {
     std::vector<double> v = values(x);
     for (double& e : v) e = round_to_dtype(e, c.fdt(dt));
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
-        double acc = 0;
+        double acc = Kind == 0 ? 0.0 : Kind == 1 ? 1.0 : -INFINITY;
         for (int64_t k = 0; k < len; ++k) {
           size_t at = size_t((o * len + k) * inner + i);
-          acc += v[at];
+          acc = Kind == 0 ? acc + v[at] : Kind == 1 ? acc * v[at] : log_add_exp(v[at], acc);
           v[at] = acc;
         }
       }
     return {make(c.fdt(dt), sizes, v)};
   }
+  Tensor out = Tensor::empty(dt, sizes);
   std::vector<int64_t> off = all_offsets(x);
   std::vector<int64_t> v(off.size());
   for (size_t i = 0; i < off.size(); ++i) v[i] = cast_int(x.load_int(off[i]), dt);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      int64_t acc = 0;
+      int64_t acc = Kind == 0 ? 0 : 1;
       for (int64_t k = 0; k < len; ++k) {
         size_t at = size_t((o * len + k) * inner + i);
-        acc = wrap_add(acc, v[at]);
+        acc = Kind == 0 ? wrap_add(acc, v[at]) : wrap_mul(acc, v[at]);
         out.store_int(int64_t(at), acc);
       }
     }
@@ -2818,7 +2833,9 @@ const OpTable<KernelFn>::Row kKernels[] = {
     {OpId::round, k_rounding<2>},
     {OpId::round_decimals, k_round_decimals},
     {OpId::trunc, k_rounding<3>},
-    {OpId::cumsum, k_cumsum},
+    {OpId::cumprod, k_scan<1>},
+    {OpId::cumsum, k_scan<0>},
+    {OpId::logcumsumexp, k_scan<2>},
     // End of the issue-18 rows.
     {OpId::full, k_full},
     {OpId::full_like, k_full_like},

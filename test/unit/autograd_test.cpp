@@ -512,3 +512,16 @@ TEST_CASE("autograd: cumsum") {
   tg.output(tg.op("aten.cumsum.default", {T(x), I(0), KW("dtype", Arg::of_dtype(DType::F64))}));
   check_gradients(tg);
 }
+
+TEST_CASE("autograd: cumprod (zeros included) and logcumsumexp") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4, 2});
+  tg.output(tg.op("aten.cumprod.default", {T(x), I(1)}));
+  tg.output(tg.op("aten.cumprod.default", {T(x), I(-1)}));
+  tg.output(tg.op("aten.logcumsumexp.default", {T(x), I(0)}));
+  tg.output(tg.op("aten.logcumsumexp.default", {T(x), I(-2)}));
+  // A zero in the scanned values: only the general formula gets the gradients before it right.
+  ValueId z = tg.op("aten.mul.Tensor", {T(x), T(tg.op("aten.gt.Scalar", {T(x), F(-0.7)}))});
+  tg.output(tg.op("aten.cumprod.default", {T(z), I(1)}));
+  check_gradients(tg);
+}

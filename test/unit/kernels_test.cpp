@@ -1463,3 +1463,24 @@ TEST_CASE("kernels: cumsum along a dim, dtypes, 0-dim, empty and strided inputs"
   CHECK(op_error("aten.cumsum.default", {x, I(2)}).find("dimension out of range") !=
         std::string::npos);
 }
+
+TEST_CASE("kernels: cumprod and logcumsumexp") {
+  Tensor x = F({2, 3}, {1, 2, 3, 4, 0, 6});
+  check(op1("aten.cumprod.default", {x, I(1)}), DType::F32, {2, 3}, {1, 2, 6, 4, 0, 0});
+  check(op1("aten.cumprod.default", {x, I(0)}), DType::F32, {2, 3}, {1, 2, 3, 4, 0, 18});
+  check(op1("aten.cumprod.default", {T(DType::I32, {3}, {-2, 3, 4}), I(0)}), DType::I64, {3},
+        {-2, -6, -24});
+  check(op1("aten.cumprod.default", {B({3}, {1, 1, 0}), I(0)}), DType::I64, {3}, {1, 1, 0});
+  check(op1("aten.cumprod.default", {L({3}, {2, 3, 4}), I(0), {"dtype", Dt(DType::F64)}}),
+        DType::F64, {3}, {2, 6, 24});
+  check(op1("aten.cumprod.default", {F({0}, {}), I(0)}), DType::F32, {0}, {});
+  const double l2 = std::log(2.0);
+  check(op1("aten.logcumsumexp.default", {F({4}, {0, 0, 1000, -kInf}), I(0)}), DType::F32, {4},
+        {0, l2, 1000, 1000});
+  check(op1("aten.logcumsumexp.default", {F({3}, {-kInf, -kInf, kInf}), I(0)}), DType::F32, {3},
+        {-kInf, -kInf, kInf});
+  check(op1("aten.logcumsumexp.default", {D({2, 2}, {1, 2, 3, kNaN}), I(-1)}), DType::F64, {2, 2},
+        {1, 2 + std::log1p(std::exp(-1.0)), 3, kNaN});
+  CHECK(op_error("aten.logcumsumexp.default", {L({2}, {1, 2}), I(0)}) ==
+        "\"logcumsumexp_out_cpu\" not implemented for 'Long'");
+}

@@ -706,3 +706,15 @@ TEST_CASE("meta: cumsum") {
   CHECK(t.error("aten.cumsum.default", {T(b), I(2)}).find("dimension out of range") !=
         std::string::npos);
 }
+
+TEST_CASE("meta: cumprod and logcumsumexp") {
+  G t;
+  ValueId i32 = t.in("i32", meta(DType::I32, {2, 3}));
+  ValueId f16 = t.in("f16", meta(DType::F16, {3, 2}, {1, 3}));
+  CHECK(t.op("aten.cumprod.default", {T(i32), I(0)}).dtype == DType::I64);
+  CHECK(t.op("aten.logcumsumexp.default", {T(f16), I(-1)}).strides == Sizes{2, 1});
+  CHECK(t.error("aten.logcumsumexp.default", {T(i32), I(0)}) ==
+        "\"logcumsumexp_out_cpu\" not implemented for 'Int'");
+  CHECK(t.error("aten.cumprod.default", {T(i32), I(-3)}).find("dimension out of range") !=
+        std::string::npos);
+}
