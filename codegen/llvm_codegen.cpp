@@ -160,6 +160,11 @@ private:
       if (llvm::Value* v = target_.approx_math(b_, m_, op, args, true)) return v;
     return target_.math(b_, m_, op, args, t == DType::F64);
   }
+  /// Integer FloorDivide, TruncDivide, Fmod, Remainder: a zero divisor gives 0 and a divisor
+  /// of -1 never reaches the division (INT_MIN / -1 traps on x86).
+  llvm::Value* int_division(VOp op, llvm::Value* a, llvm::Value* c, bool un);
+  /// c10::div_floor_floating: floor division through fmod, as PyTorch computes it.
+  llvm::Value* floor_divide_float(llvm::Value* a, llvm::Value* c);
   /// y when `e` is gelu(y) (approximate='none') as the lowering writes it, y/2 (1 + erf(y c))
   /// with c = 1/sqrt 2 (operands of the products and the sum in either order), else nullptr.
   const VPtr* gelu_arg(const VExpr& e);
@@ -377,7 +382,7 @@ llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
   bool fl = is_floating(t);
   llvm::Type* ty = reg_type(t);
   auto one = [&] { return llvm::ConstantFP::get(ty, 1.0); };
-  if (!fl && op != VOp::Neg && op != VOp::Abs && op != VOp::Not) {
+  if (!fl && op != VOp::Neg && op != VOp::Abs && op != VOp::Not && op != VOp::BitNot) {
     // Transcendental ops on integers compute in f32 (the lowering casts first; keep safe here).
     llvm::Value* f = cast(a, t, DType::F32);
     return cast(unary(op, f, DType::F32), DType::F32, t);
@@ -398,6 +403,17 @@ llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
   case VOp::Expm1:
   case VOp::Sin:
   case VOp::Cos:
+  case VOp::Tan:
+  case VOp::Asin:
+  case VOp::Acos:
+  case VOp::Atan:
+  case VOp::Sinh:
+  case VOp::Cosh:
+  case VOp::Asinh:
+  case VOp::Acosh:
+  case VOp::Atanh:
+  case VOp::Log2:
+  case VOp::Log10:
     return math(op, a, t);
   case VOp::Sqrt:
     return intrinsic(llvm::Intrinsic::sqrt, a);
@@ -415,11 +431,65 @@ llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
     return intrinsic(llvm::Intrinsic::ceil, a);
   case VOp::Round:
     return intrinsic(llvm::Intrinsic::roundeven, a);
+  case VOp::Trunc:
+    return intrinsic(llvm::Intrinsic::trunc, a);
+  case VOp::BitNot:
+    return b_.CreateNot(a);
   default:
     break;
   }
   assert(false && "not a unary op");
   return a;
+}
+
+llvm::Value* Emitter::int_division(VOp op, llvm::Value* a, llvm::Value* c, bool un) {
+  llvm::Type* ty = a->getType();
+  llvm::Value* zero = llvm::ConstantInt::get(ty, 0);
+  llvm::Value* one = llvm::ConstantInt::get(ty, 1);
+  llvm::Value* isz = b_.CreateICmpEQ(c, zero);
+  llvm::Value* neg1 = un ? b_.getFalse() : b_.CreateICmpEQ(c, llvm::ConstantInt::getSigned(ty, -1));
+  llvm::Value* safe = b_.CreateSelect(b_.CreateOr(isz, neg1), one, c);
+  llvm::Value* r;
+  if (op == VOp::FloorDivide || op == VOp::TruncDivide) {
+    r = un ? b_.CreateUDiv(a, safe) : b_.CreateSDiv(a, safe);
+    if (!un && op == VOp::FloorDivide) {
+      llvm::Value* rem = b_.CreateSRem(a, safe);
+      llvm::Value* adj =
+          b_.CreateAnd(b_.CreateICmpNE(rem, zero),
+                       b_.CreateICmpNE(b_.CreateICmpSLT(rem, zero), b_.CreateICmpSLT(safe, zero)));
+      r = b_.CreateSub(r, b_.CreateZExt(adj, ty));
+    }
+    if (!un) r = b_.CreateSelect(neg1, b_.CreateNeg(a), r); // a / -1 wraps like negation
+  } else {
+    // a % -1 is 0, which a % 1 gives.
+    r = un ? b_.CreateURem(a, safe) : b_.CreateSRem(a, safe);
+    if (op == VOp::Remainder && !un) {
+      llvm::Value* adj =
+          b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                       b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(safe, zero)));
+      r = b_.CreateSelect(adj, b_.CreateAdd(r, safe), r);
+    }
+  }
+  return b_.CreateSelect(isz, zero, r);
+}
+
+llvm::Value* Emitter::floor_divide_float(llvm::Value* a, llvm::Value* c) {
+  llvm::Type* ty = a->getType();
+  auto k = [&](double v) { return llvm::ConstantFP::get(ty, v); };
+  llvm::Value* q = b_.CreateFDiv(a, c);
+  llvm::Value* mod = b_.CreateFRem(a, c);
+  llvm::Value* div = b_.CreateFDiv(b_.CreateFSub(a, mod), c);
+  llvm::Value* adj = b_.CreateAnd(
+      b_.CreateFCmpUNE(mod, k(0)),
+      b_.CreateICmpNE(b_.CreateFCmpOLT(c, k(0)), b_.CreateFCmpOLT(mod, k(0))));
+  div = b_.CreateSelect(adj, b_.CreateFSub(div, k(1)), div);
+  llvm::Value* fl = intrinsic(llvm::Intrinsic::floor, div);
+  fl = b_.CreateSelect(b_.CreateFCmpOGT(b_.CreateFSub(div, fl), k(0.5)), b_.CreateFAdd(fl, k(1)),
+                       fl);
+  llvm::Value* signed_zero =
+      b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, k(0), q);
+  llvm::Value* r = b_.CreateSelect(b_.CreateFCmpUNE(div, k(0)), fl, signed_zero);
+  return b_.CreateSelect(b_.CreateFCmpOEQ(c, k(0)), q, r);
 }
 
 llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
@@ -454,51 +524,54 @@ llvm::Value* Emitter::binary(VOp op, llvm::Value* a, llvm::Value* c, DType t) {
     if (fl) return b_.CreateFDiv(a, c);
     return cast(b_.CreateFDiv(cast(a, t, DType::F64), cast(c, t, DType::F64)), DType::F64, t);
   case VOp::FloorDivide:
-    if (fl) return intrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(a, c));
-    {
-      // Division by zero gives 0 instead of trapping.
-      llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
-      llvm::Value* isz = b_.CreateICmpEQ(c, zero);
-      llvm::Value* safe = b_.CreateSelect(isz, llvm::ConstantInt::get(a->getType(), 1), c);
-      llvm::Value* q = un ? b_.CreateUDiv(a, safe) : b_.CreateSDiv(a, safe);
-      if (!un) {
-        llvm::Value* r = b_.CreateSRem(a, safe);
-        llvm::Value* adj =
-            b_.CreateAnd(b_.CreateICmpNE(r, zero),
-                         b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(safe, zero)));
-        q = b_.CreateSub(q, b_.CreateZExt(adj, a->getType()));
-      }
-      return b_.CreateSelect(isz, zero, q);
-    }
+    if (fl) return floor_divide_float(a, c);
+    return int_division(op, a, c, un);
+  case VOp::TruncDivide:
+    if (fl) return intrinsic(llvm::Intrinsic::trunc, b_.CreateFDiv(a, c));
+    return int_division(op, a, c, un);
   case VOp::Fmod:
   case VOp::Remainder: {
-    llvm::Value* r;
-    llvm::Value* neg_divisor;
-    llvm::Value* nonzero;
-    llvm::Value* neg_r;
     if (fl) {
-      r = b_.CreateFRem(a, c);
-      llvm::Value* zero = llvm::ConstantFP::get(a->getType(), 0.0);
-      nonzero = b_.CreateFCmpUNE(r, zero);
-      neg_r = b_.CreateFCmpOLT(r, zero);
-      neg_divisor = b_.CreateFCmpOLT(c, zero);
+      llvm::Value* r = b_.CreateFRem(a, c);
       if (op == VOp::Fmod) return r;
+      llvm::Value* zero = llvm::ConstantFP::get(a->getType(), 0.0);
+      llvm::Value* nonzero = b_.CreateFCmpUNE(r, zero);
+      llvm::Value* neg_r = b_.CreateFCmpOLT(r, zero);
+      llvm::Value* neg_divisor = b_.CreateFCmpOLT(c, zero);
       llvm::Value* adj = b_.CreateAnd(nonzero, b_.CreateICmpNE(neg_r, neg_divisor));
       return b_.CreateSelect(adj, b_.CreateFAdd(r, c), r);
     }
-    // Division by zero gives 0 instead of trapping.
-    llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
-    llvm::Value* isz = b_.CreateICmpEQ(c, zero);
-    llvm::Value* safe = b_.CreateSelect(isz, llvm::ConstantInt::get(a->getType(), 1), c);
-    r = un ? b_.CreateURem(a, safe) : b_.CreateSRem(a, safe);
-    if (op == VOp::Remainder && !un) {
-      nonzero = b_.CreateICmpNE(r, zero);
-      llvm::Value* adj = b_.CreateAnd(
-          nonzero, b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(safe, zero)));
-      r = b_.CreateSelect(adj, b_.CreateAdd(r, safe), r);
-    }
-    return b_.CreateSelect(isz, zero, r);
+    return int_division(op, a, c, un);
   }
+  case VOp::BitAnd:
+    return b_.CreateAnd(a, c);
+  case VOp::BitOr:
+    return b_.CreateOr(a, c);
+  case VOp::BitXor:
+    return b_.CreateXor(a, c);
+  case VOp::Shl:
+  case VOp::Shr: {
+    // PyTorch's shift loops: an amount that is negative (as the signed type) or at least the
+    // width gives 0 (left) or the sign fill (right); the amount is clamped so LLVM never sees
+    // an out-of-range shift.
+    llvm::Type* ty = a->getType();
+    const unsigned bits = ty->getIntegerBitWidth();
+    if (op == VOp::Shl) {
+      llvm::Value* oob = b_.CreateICmpUGE(c, llvm::ConstantInt::get(ty, bits));
+      llvm::Value* amt = b_.CreateSelect(oob, llvm::ConstantInt::get(ty, 0), c);
+      return b_.CreateSelect(oob, llvm::ConstantInt::get(ty, 0), b_.CreateShl(a, amt));
+    }
+    const unsigned max_shift = un ? bits : bits - 1;
+    llvm::Value* oob = b_.CreateICmpUGE(c, llvm::ConstantInt::get(ty, max_shift));
+    if (un) {
+      llvm::Value* amt = b_.CreateSelect(oob, llvm::ConstantInt::get(ty, 0), c);
+      return b_.CreateSelect(oob, llvm::ConstantInt::get(ty, 0), b_.CreateLShr(a, amt));
+    }
+    llvm::Value* amt = b_.CreateSelect(oob, llvm::ConstantInt::get(ty, max_shift), c);
+    return b_.CreateAShr(a, amt);
+  }
+  case VOp::Atan2:
+    return math(VOp::Atan2, a, t, c);
   case VOp::Pow: {
     if (!fl)
       return cast(binary(op, cast(a, t, DType::F64), cast(c, t, DType::F64), DType::F64),

@@ -97,6 +97,42 @@ std::string libdevice_name(VOp op, bool f64) {
   case VOp::Cos:
     base = "cos";
     break;
+  case VOp::Tan:
+    base = "tan";
+    break;
+  case VOp::Asin:
+    base = "asin";
+    break;
+  case VOp::Acos:
+    base = "acos";
+    break;
+  case VOp::Atan:
+    base = "atan";
+    break;
+  case VOp::Sinh:
+    base = "sinh";
+    break;
+  case VOp::Cosh:
+    base = "cosh";
+    break;
+  case VOp::Asinh:
+    base = "asinh";
+    break;
+  case VOp::Acosh:
+    base = "acosh";
+    break;
+  case VOp::Atanh:
+    base = "atanh";
+    break;
+  case VOp::Log2:
+    base = "log2";
+    break;
+  case VOp::Log10:
+    base = "log10";
+    break;
+  case VOp::Atan2:
+    base = "atan2";
+    break;
   case VOp::Pow:
     base = "pow";
     break;

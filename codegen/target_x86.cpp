@@ -126,6 +126,30 @@ public:
       return f64 ? libm(b, m, "erf", args[0]) : erf_f32(b, args[0]);
     case VOp::Log1p:
       return libm(b, m, f64 ? "log1p" : "log1pf", args[0]);
+    case VOp::Tan:
+      return libm(b, m, f64 ? "tan" : "tanf", args[0]);
+    case VOp::Asin:
+      return libm(b, m, f64 ? "asin" : "asinf", args[0]);
+    case VOp::Acos:
+      return libm(b, m, f64 ? "acos" : "acosf", args[0]);
+    case VOp::Atan:
+      return libm(b, m, f64 ? "atan" : "atanf", args[0]);
+    case VOp::Sinh:
+      return libm(b, m, f64 ? "sinh" : "sinhf", args[0]);
+    case VOp::Cosh:
+      return libm(b, m, f64 ? "cosh" : "coshf", args[0]);
+    case VOp::Asinh:
+      return libm(b, m, f64 ? "asinh" : "asinhf", args[0]);
+    case VOp::Acosh:
+      return libm(b, m, f64 ? "acosh" : "acoshf", args[0]);
+    case VOp::Atanh:
+      return libm(b, m, f64 ? "atanh" : "atanhf", args[0]);
+    case VOp::Log2:
+      return libm(b, m, f64 ? "log2" : "log2f", args[0]);
+    case VOp::Log10:
+      return libm(b, m, f64 ? "log10" : "log10f", args[0]);
+    case VOp::Atan2:
+      return libm2(b, m, f64 ? "atan2" : "atan2f", args[0], args[1]);
     case VOp::Expm1:
       return libm(b, m, f64 ? "expm1" : "expm1f", args[0]);
     default:
@@ -214,6 +238,16 @@ private:
       fn->setOnlyAccessesInaccessibleMemory();
     }
     return b.CreateCall(f, {a});
+  }
+  llvm::Value* libm2(llvm::IRBuilderBase& b, llvm::Module& m, const char* name, llvm::Value* a,
+                     llvm::Value* c) {
+    llvm::Type* ty = a->getType();
+    llvm::FunctionCallee f = m.getOrInsertFunction(name, ty, ty, ty);
+    if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
+      fn->setDoesNotThrow();
+      fn->setOnlyAccessesInaccessibleMemory();
+    }
+    return b.CreateCall(f, {a, c});
   }
   void add_cpu_attrs(llvm::Function* f) {
     if (!cpu_.empty()) f->addFnAttr("target-cpu", cpu_);

@@ -655,6 +655,172 @@ Metas dropout(const Graph& g, const Node& n) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Op families of issue 18: integer division and remainders, rsub, bitwise and logical ops.
+
+// c10's ScalarType name, as PyTorch's "not implemented for 'Float'" errors print it.
+const char* scalar_type_name(DType t) {
+  switch (t) {
+  case DType::Bool:
+    return "Bool";
+  case DType::U8:
+    return "Byte";
+  case DType::I8:
+    return "Char";
+  case DType::I16:
+    return "Short";
+  case DType::I32:
+    return "Int";
+  case DType::I64:
+    return "Long";
+  case DType::F16:
+    return "Half";
+  case DType::BF16:
+    return "BFloat16";
+  case DType::F32:
+    return "Float";
+  case DType::F64:
+    return "Double";
+  }
+  return "?";
+}
+
+// PyTorch's AT_DISPATCH error for a kernel that has no loop for `dt`.
+[[noreturn]] void not_implemented(const Ctx& c, std::string_view kernel, DType dt) {
+  c.fail("\"" + std::string(kernel) + "\" not implemented for '" +
+         std::string(scalar_type_name(dt)) + "'");
+}
+
+// The rounding mode of div.Tensor_mode / div.Scalar_mode: "" for None (true division).
+std::string rounding_mode(const Ctx& c) {
+  if (!c.has("rounding_mode")) return "";
+  const std::string& m = c.str("rounding_mode");
+  if (m != "trunc" && m != "floor")
+    c.fail("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" + m +
+           "'");
+  return m;
+}
+
+// div with a rounding mode: true division without one; trunc/floor keep the common dtype
+// (integers stay integers) and have no loop for bool.
+Metas div_mode(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  std::string mode = rounding_mode(c);
+  if (mode.empty()) return binary<Bin::TrueDiv>(g, n);
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  if (dt == DType::Bool) not_implemented(c, mode == "trunc" ? "div_trunc_cpu" : "div_floor_cpu", dt);
+  return {iter_output(c, {a, b}, dt)};
+}
+
+// floor_divide, remainder, fmod.Tensor: the common dtype, no loop for bool.
+template <const char* Kernel> Metas int_division(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  if (dt == DType::Bool) not_implemented(c, Kernel, dt);
+  return {iter_output(c, {a, b}, dt)};
+}
+constexpr char kDivFloorCpu[] = "div_floor_cpu";
+constexpr char kRemainderCpu[] = "remainder_cpu";
+constexpr char kFmodCpu[] = "fmod_cpu";
+
+// bitwise_and/or/xor (bool and integers) and the shifts (integers only).
+template <const char* Kernel, bool AllowBool> Metas bitwise(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  if (is_floating(dt) || (!AllowBool && dt == DType::Bool)) not_implemented(c, Kernel, dt);
+  return {iter_output(c, {a, b}, dt)};
+}
+constexpr char kBitwiseAndCpu[] = "bitwise_and_cpu";
+constexpr char kBitwiseOrCpu[] = "bitwise_or_cpu";
+constexpr char kBitwiseXorCpu[] = "bitwise_xor_cpu";
+constexpr char kLshiftCpu[] = "lshift_cpu";
+constexpr char kRshiftCpu[] = "rshift_cpu";
+
+Metas bitwise_not(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (is_floating(x.dtype)) not_implemented(c, "bitwise_not_cpu", x.dtype);
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+// End of the issue-18 op families.
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18, unary math and special functions.
+
+// floor, ceil, round, trunc: integers are returned as they are (a copy); bool has no loop.
+template <const char* Kernel> Metas rounding(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dtype == DType::Bool) not_implemented(c, Kernel, x.dtype);
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+constexpr char kFloorCpu[] = "floor_cpu";
+constexpr char kCeilCpu[] = "ceil_cpu";
+constexpr char kRoundCpu[] = "round_cpu";
+constexpr char kTruncCpu[] = "trunc_cpu";
+
+Metas round_decimals(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const int64_t d = c.int_("decimals");
+  if (x.dtype == DType::Bool || (!is_floating(x.dtype) && d != 0))
+    not_implemented(c, kRoundCpu, x.dtype);
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+
+// pow.Scalar(Scalar self, Tensor exponent): the number is a wrapped scalar.
+Metas pow_scalar(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand base = c.scalar_operand("self");
+  const TensorMeta& e = c.tensor("exponent");
+  return {iter_output(c, {{&e, {}}}, result_type({base, {&e, {}}}))};
+}
+
+// clamp.Tensor: the common dtype of self and the bounds given.
+Metas clamp_tensor(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta* lo = c.opt_tensor("min");
+  const TensorMeta* hi = c.opt_tensor("max");
+  if (!lo && !hi) c.fail("torch.clamp: At least one of 'min' or 'max' must not be None");
+  std::vector<Operand> ops = {{&self, {}}};
+  if (lo) ops.push_back({lo, {}});
+  if (hi) ops.push_back({hi, {}});
+  DType dt = result_type(ops);
+  if (dt == DType::Bool) not_implemented(c, "clamp_cpu", dt);
+  return {iter_output(c, ops, dt)};
+}
+// End of the issue-18 unary math.
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18, scans.
+
+// cumsum: the input's sizes, contiguous; integers and bool accumulate in int64 unless a dtype
+// is given.
+Metas cumsum(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  c.dim(c.int_("dim"), x.dim());
+  DType dt = x.dtype;
+  if (auto d = c.opt_dtype("dtype"))
+    dt = *d;
+  else if (!is_floating(dt))
+    dt = DType::I64;
+  return {make(dt, x.sizes, x.device)};
+}
+// logcumsumexp: floating inputs only (its loop has no integer types).
+Metas logcumsumexp(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  c.dim(c.int_("dim"), x.dim());
+  if (!is_floating(x.dtype)) not_implemented(c, "logcumsumexp_out_cpu", x.dtype);
+  return {make(x.dtype, x.sizes, x.device)};
+}
+// End of the issue-18 scans.
+
+// ---------------------------------------------------------------------------------------------
 // Reductions: contiguous outputs.
 
 Sizes reduce_shape(const Sizes& in, const std::vector<bool>& mask, bool keepdim) {
@@ -2187,7 +2353,7 @@ const OpTable<MetaFn>::Row kMeta[] = {
     {OpId::fill__Scalar, guarded<inplace>},
     {OpId::fill__Tensor, guarded<fill_tensor>},
     {OpId::flatten_using_ints, guarded<flatten>},
-    {OpId::fmod_Scalar, guarded<binary<Bin::Arith>>},
+    {OpId::fmod_Scalar, guarded<int_division<kFmodCpu>>},
     {OpId::full, guarded<full>},
     {OpId::full_like, guarded<full_like>},
     {OpId::gather, guarded<gather>},
@@ -2268,6 +2434,57 @@ const OpTable<MetaFn>::Row kMeta[] = {
     {OpId::where_ScalarOther, guarded<where_scalar_other>},
     {OpId::where_self, guarded<where_self>},
     {OpId::zeros, guarded<zeros>},
+    // Issue 18 op families (integer division, rsub, bitwise, logical).
+    {OpId::bitwise_and_Scalar, guarded<bitwise<kBitwiseAndCpu, true>>},
+    {OpId::bitwise_and_Tensor, guarded<bitwise<kBitwiseAndCpu, true>>},
+    {OpId::bitwise_left_shift_Tensor, guarded<bitwise<kLshiftCpu, false>>},
+    {OpId::bitwise_left_shift_Tensor_Scalar, guarded<bitwise<kLshiftCpu, false>>},
+    {OpId::bitwise_not, guarded<bitwise_not>},
+    {OpId::bitwise_or_Scalar, guarded<bitwise<kBitwiseOrCpu, true>>},
+    {OpId::bitwise_or_Tensor, guarded<bitwise<kBitwiseOrCpu, true>>},
+    {OpId::bitwise_right_shift_Tensor, guarded<bitwise<kRshiftCpu, false>>},
+    {OpId::bitwise_right_shift_Tensor_Scalar, guarded<bitwise<kRshiftCpu, false>>},
+    {OpId::bitwise_xor_Scalar, guarded<bitwise<kBitwiseXorCpu, true>>},
+    {OpId::bitwise_xor_Tensor, guarded<bitwise<kBitwiseXorCpu, true>>},
+    {OpId::div_Scalar_mode, guarded<div_mode>},
+    {OpId::div_Tensor_mode, guarded<div_mode>},
+    {OpId::floor_divide, guarded<int_division<kDivFloorCpu>>},
+    {OpId::floor_divide_Scalar, guarded<int_division<kDivFloorCpu>>},
+    {OpId::fmod_Tensor, guarded<int_division<kFmodCpu>>},
+    {OpId::logical_or, guarded<binary<Bin::Logical>>},
+    {OpId::logical_xor, guarded<binary<Bin::Logical>>},
+    {OpId::remainder_Scalar, guarded<int_division<kRemainderCpu>>},
+    {OpId::remainder_Tensor, guarded<int_division<kRemainderCpu>>},
+    {OpId::rsub_Scalar, guarded<binary<Bin::Sub>>},
+    {OpId::rsub_Tensor, guarded<binary<Bin::Sub>>},
+    {OpId::sub_Scalar, guarded<binary<Bin::Sub>>},
+    {OpId::acos, guarded<unary<Out::Float>>},
+    {OpId::acosh, guarded<unary<Out::Float>>},
+    {OpId::asin, guarded<unary<Out::Float>>},
+    {OpId::asinh, guarded<unary<Out::Float>>},
+    {OpId::atan, guarded<unary<Out::Float>>},
+    {OpId::atanh, guarded<unary<Out::Float>>},
+    {OpId::cosh, guarded<unary<Out::Float>>},
+    {OpId::expm1, guarded<unary<Out::Float>>},
+    {OpId::log10, guarded<unary<Out::Float>>},
+    {OpId::log1p, guarded<unary<Out::Float>>},
+    {OpId::log2, guarded<unary<Out::Float>>},
+    {OpId::sinh, guarded<unary<Out::Float>>},
+    {OpId::tan, guarded<unary<Out::Float>>},
+    {OpId::atan2, guarded<binary<Bin::TrueDiv>>},
+    {OpId::ceil, guarded<rounding<kCeilCpu>>},
+    {OpId::clamp_Tensor, guarded<clamp_tensor>},
+    {OpId::floor, guarded<rounding<kFloorCpu>>},
+    {OpId::isinf, guarded<unary<Out::Bool>>},
+    {OpId::isnan, guarded<unary<Out::Bool>>},
+    {OpId::pow_Scalar, guarded<pow_scalar>},
+    {OpId::round, guarded<rounding<kRoundCpu>>},
+    {OpId::round_decimals, guarded<round_decimals>},
+    {OpId::trunc, guarded<rounding<kTruncCpu>>},
+    {OpId::cumsum, guarded<cumsum>},
+    {OpId::cumprod, guarded<cumsum>},
+    {OpId::logcumsumexp, guarded<logcumsumexp>},
+    // End of the issue-18 rows.
 };
 
 // A plugin's op (frontend/custom_ops.h): its shape function, on the device of the first tensor.

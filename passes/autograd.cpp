@@ -839,6 +839,184 @@ void dropout(GradCtx& c) {
   c.give("input", c.go());
 }
 
+// ---- Op families of issue 18 (derivatives.yaml) ----
+
+// rsub(self, other, alpha) = other - alpha * self.
+void rsub(GradCtx& c) {
+  double alpha = c.arg("alpha").scalar();
+  if (c.needs("self")) c.give("self", c.e.mul_s(c.go(), -alpha));
+  const Arg& other = c.arg("other");
+  if (other.kind == Arg::Kind::Tensor && c.needs("other")) c.give("other", c.go());
+}
+
+// div with a rounding mode: no gradient through a rounded quotient (zeros), else true division.
+void div_mode(GradCtx& c) {
+  const bool tensor_other = c.arg("other").kind == Arg::Kind::Tensor;
+  if (c.arg("rounding_mode").is_none()) {
+    if (c.needs("self"))
+      c.give("self", tensor_other ? c.e.div(c.go(), c.in("other"))
+                                  : c.e.div_s(c.go(), c.arg("other").scalar()));
+    if (tensor_other && c.needs("other"))
+      c.give("other", c.e.mul(c.e.unary("neg", c.go()), c.e.div(c.out(), c.in("other"))));
+    return;
+  }
+  if (c.needs("self")) c.give("self", c.e.zeros(c.sizes(c.in("self")), c.g.values[c.in("self")].meta));
+  if (tensor_other && c.needs("other"))
+    c.give("other", c.e.zeros(c.sizes(c.in("other")), c.g.values[c.in("other")].meta));
+}
+
+// remainder.Tensor: other gets -grad * floor(self / other); fmod.Tensor: -grad * trunc(self / other).
+template <bool Floor> void remainder_like(GradCtx& c) {
+  c.give("self", c.go());
+  if (c.needs("other")) {
+    ValueId q = c.e.op("aten.div.Tensor_mode",
+                       {Emit::t(c.in("self")), Emit::t(c.in("other")),
+                        Emit::kw("rounding_mode", Arg::of_string(Floor ? "floor" : "trunc"))});
+    c.give("other", c.e.mul(c.e.unary("neg", c.go()), q));
+  }
+}
+// End of the issue-18 derivatives.
+
+// Issue 18, unary math and special functions (derivatives.yaml).
+void tan(GradCtx& c) {
+  ValueId y = c.out();
+  c.give("self", c.e.mul(c.go(), c.e.add_s(c.e.mul(y, y), 1.0)));
+}
+void asin(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.mul(c.go(), c.e.unary("rsqrt", c.e.rsub_s(1.0, c.e.mul(x, x)))));
+}
+void acos(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.mul(c.e.unary("neg", c.go()),
+                         c.e.unary("rsqrt", c.e.rsub_s(1.0, c.e.mul(x, x)))));
+}
+void atan(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.div(c.go(), c.e.add_s(c.e.mul(x, x), 1.0)));
+}
+void sinh(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.e.unary("cosh", c.in("self"))));
+}
+void cosh(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.e.unary("sinh", c.in("self"))));
+}
+void asinh(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.mul(c.go(), c.e.unary("rsqrt", c.e.add_s(c.e.mul(x, x), 1.0))));
+}
+void acosh(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.mul(c.go(), c.e.unary("rsqrt", c.e.add_s(c.e.mul(x, x), -1.0))));
+}
+void atanh(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.give("self", c.e.div(c.go(), c.e.rsub_s(1.0, c.e.mul(x, x))));
+}
+void log2(GradCtx& c) {
+  c.give("self", c.e.div(c.go(), c.e.mul_s(c.in("self"), std::log(2.0))));
+}
+void log10(GradCtx& c) {
+  c.give("self", c.e.div(c.go(), c.e.mul_s(c.in("self"), std::log(10.0))));
+}
+void log1p(GradCtx& c) {
+  c.give("self", c.e.div(c.go(), c.e.add_s(c.in("self"), 1.0)));
+}
+void expm1(GradCtx& c) {
+  c.give("self", c.e.mul(c.go(), c.e.add_s(c.out(), 1.0)));
+}
+// floor, ceil, round, trunc: zero almost everywhere.
+void zero_grad(GradCtx& c) {
+  ValueId x = first_input(c);
+  c.give(x, c.e.zeros(c.sizes(x), c.g.values[x].meta));
+}
+void atan2(GradCtx& c) {
+  ValueId a = c.in("self"), b = c.in("other");
+  ValueId r2 = c.e.add(c.e.mul(a, a), c.e.mul(b, b));
+  if (c.needs("self")) c.give("self", c.e.mul(c.go(), c.e.div(b, r2)));
+  if (c.needs("other")) c.give("other", c.e.mul(c.go(), c.e.div(c.e.unary("neg", a), r2)));
+}
+// pow.Scalar(s, x) = s^x: d/dx = s^x log s, 0 where s == 0 and x >= 0 (pow_backward_exponent).
+void pow_scalar(GradCtx& c) {
+  const double s = c.arg("self").scalar();
+  ValueId x = c.in("exponent");
+  ValueId g = c.e.mul_s(c.e.mul(c.go(), c.out()), std::log(s));
+  if (s == 0) g = c.e.where_s(c.e.cmp_s("lt", x, 0), g, 0.0);
+  c.give("exponent", g);
+}
+// clamp.Tensor (clamp_backward_min_max): self where it lies within the bounds, each bound where
+// it binds.
+void clamp_tensor(GradCtx& c) {
+  ValueId x = c.in("self");
+  const bool lo = c.arg("min").kind == Arg::Kind::Tensor, hi = c.arg("max").kind == Arg::Kind::Tensor;
+  ValueId ge = lo ? c.e.cmp("ge", x, c.in("min")) : kNoValue;
+  ValueId le = hi ? c.e.cmp("le", x, c.in("max")) : kNoValue;
+  ValueId in = ge == kNoValue ? le
+               : le == kNoValue ? ge
+                                : c.e.op("aten.logical_and.default", {Emit::t(ge), Emit::t(le)});
+  c.give("self", c.e.where_s(in, c.go(), 0.0));
+  if (lo && c.needs("min")) c.give("min", c.e.where_s(c.e.unary("logical_not", ge), c.go(), 0.0));
+  if (hi && c.needs("max")) c.give("max", c.e.where_s(c.e.unary("logical_not", le), c.go(), 0.0));
+}
+// End of the issue-18 unary math.
+
+// Issue 18, scans. cumsum: the gradient summed from each position to the end of the dim,
+// total - cumsum(g) + g (derivatives.yaml's cumsum_backward).
+void cumsum(GradCtx& c) {
+  ValueId g = c.go();
+  const int64_t rank = c.e.dim(g);
+  if (rank == 0) return c.give("self", g);
+  const int64_t d = wrap(c.arg("dim").i, rank);
+  ValueId total = c.e.sum(g, {d}, true);
+  ValueId run = c.e.op("aten.cumsum.default", {Emit::t(g), Emit::i(d)});
+  c.give("self", c.e.add(c.e.sub(total, run), g));
+}
+
+/// The [n, n] masks over (i, k) of a scan of length n along dim d of a rank-r tensor, shaped
+/// [n, n, 1, ...] to line up with dims d and d + 1 of a tensor with an extra dim at d.
+ValueId pair_mask(GradCtx& c, const char* cmp, int64_t n, int64_t d, int64_t rank,
+                  const Device& dev) {
+  ValueId ar = c.e.arange(0, n, 1, dev);
+  ValueId m = c.e.cmp(cmp, c.e.unsqueeze(ar, 1), c.e.unsqueeze(ar, 0));
+  std::vector<int64_t> shape = {n, n};
+  for (int64_t k = d + 1; k < rank; ++k) shape.push_back(1);
+  return c.e.reshape(m, shape);
+}
+
+// cumprod, for inputs with zeros too: grad_i = sum_{k >= i} g_k prod_{j <= k, j != i} x_j,
+// built as an [n, n] product table along the dim (O(n^2) memory per row).
+void cumprod(GradCtx& c) {
+  ValueId g = c.go(), x = c.in("self");
+  const int64_t rank = c.e.dim(x);
+  if (rank == 0 || c.g.values[x].meta.numel() == 0) return c.give("self", g);
+  const int64_t d = wrap(c.arg("dim").i, rank);
+  std::vector<int64_t> sizes = c.sizes(x);
+  const int64_t n = sizes[size_t(d)];
+  const Device dev = c.g.values[x].meta.device;
+  std::vector<int64_t> wide = sizes;
+  wide.insert(wide.begin() + d, n); // dim d indexes i, dim d + 1 indexes j
+  ValueId y = c.e.expand(c.e.unsqueeze(x, d), wide);
+  y = c.e.where_s(pair_mask(c, "ne", n, d, rank, dev), y, 1.0); // x_j, with 1 for j == i
+  ValueId table = c.e.op("aten.cumprod.default", {Emit::t(y), Emit::i(d + 1)});
+  ValueId terms = c.e.mul(table, c.e.unsqueeze(g, d));
+  terms = c.e.where_s(pair_mask(c, "le", n, d, rank, dev), terms, 0.0); // k >= i
+  c.give("self", c.e.sum(terms, {d + 1}, false));
+}
+
+// logcumsumexp: grad_i = sum_{k >= i} g_k exp(x_i - out_k), each exponent <= 0 (stable).
+void logcumsumexp(GradCtx& c) {
+  ValueId g = c.go(), x = c.in("self"), out = c.out();
+  const int64_t rank = c.e.dim(x);
+  if (rank == 0 || c.g.values[x].meta.numel() == 0) return c.give("self", g);
+  const int64_t d = wrap(c.arg("dim").i, rank);
+  const int64_t n = c.sizes(x)[size_t(d)];
+  const Device dev = c.g.values[x].meta.device;
+  ValueId diff = c.e.sub(c.e.unsqueeze(x, d + 1), c.e.unsqueeze(out, d)); // x_i - out_k
+  diff = c.e.where_s(pair_mask(c, "le", n, d, rank, dev), diff, -INFINITY);
+  ValueId terms = c.e.mul(c.e.unary("exp", diff), c.e.unsqueeze(g, d));
+  c.give("self", c.e.sum(terms, {d + 1}, false));
+}
+
 void copy(GradCtx& c) {
   c.give("src", c.go());
 }
@@ -876,6 +1054,40 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::expand, identity},
     {OpId::flatten_using_ints, reshape_back},
     {OpId::fmod_Scalar, identity},
+    // Issue 18 op families.
+    {OpId::div_Scalar_mode, div_mode},
+    {OpId::div_Tensor_mode, div_mode},
+    {OpId::fmod_Tensor, remainder_like<false>},
+    {OpId::remainder_Scalar, identity},
+    {OpId::remainder_Tensor, remainder_like<true>},
+    {OpId::rsub_Scalar, rsub},
+    {OpId::rsub_Tensor, rsub},
+    {OpId::sub_Scalar, identity},
+    {OpId::acos, acos},
+    {OpId::acosh, acosh},
+    {OpId::asin, asin},
+    {OpId::asinh, asinh},
+    {OpId::atan, atan},
+    {OpId::atan2, atan2},
+    {OpId::atanh, atanh},
+    {OpId::cosh, cosh},
+    {OpId::expm1, expm1},
+    {OpId::log10, log10},
+    {OpId::log1p, log1p},
+    {OpId::log2, log2},
+    {OpId::sinh, sinh},
+    {OpId::tan, tan},
+    {OpId::ceil, zero_grad},
+    {OpId::floor, zero_grad},
+    {OpId::round, zero_grad},
+    {OpId::round_decimals, zero_grad},
+    {OpId::trunc, zero_grad},
+    {OpId::clamp_Tensor, clamp_tensor},
+    {OpId::pow_Scalar, pow_scalar},
+    {OpId::cumprod, cumprod},
+    {OpId::cumsum, cumsum},
+    {OpId::logcumsumexp, logcumsumexp},
+    // End of the issue-18 rows.
     {OpId::gather, gather},
     {OpId::gelu, gelu},
     {OpId::hardsigmoid, hardsigmoid},

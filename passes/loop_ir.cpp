@@ -501,6 +501,32 @@ std::string_view vop_name(VOp op) {
     return "ceil";
   case VOp::Round:
     return "round";
+  case VOp::Trunc:
+    return "trunc";
+  case VOp::BitNot:
+    return "bitwise_not";
+  case VOp::Tan:
+    return "tan";
+  case VOp::Asin:
+    return "asin";
+  case VOp::Acos:
+    return "acos";
+  case VOp::Atan:
+    return "atan";
+  case VOp::Sinh:
+    return "sinh";
+  case VOp::Cosh:
+    return "cosh";
+  case VOp::Asinh:
+    return "asinh";
+  case VOp::Acosh:
+    return "acosh";
+  case VOp::Atanh:
+    return "atanh";
+  case VOp::Log2:
+    return "log2";
+  case VOp::Log10:
+    return "log10";
   case VOp::Reciprocal:
     return "reciprocal";
   case VOp::Add:
@@ -517,6 +543,20 @@ std::string_view vop_name(VOp op) {
     return "fmod";
   case VOp::Remainder:
     return "remainder";
+  case VOp::TruncDivide:
+    return "truncdiv";
+  case VOp::BitAnd:
+    return "bitwise_and";
+  case VOp::BitOr:
+    return "bitwise_or";
+  case VOp::BitXor:
+    return "bitwise_xor";
+  case VOp::Shl:
+    return "lshift";
+  case VOp::Shr:
+    return "rshift";
+  case VOp::Atan2:
+    return "atan2";
   case VOp::Pow:
     return "pow";
   case VOp::Max:

@@ -106,6 +106,19 @@ enum class VOp : uint8_t {
   Floor,
   Ceil,
   Round,
+  Trunc,  // round toward zero
+  BitNot, // ~ (bool: logical not)
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Log2,
+  Log10,
   Reciprocal, // unary
   Add,
   Sub,
@@ -114,6 +127,13 @@ enum class VOp : uint8_t {
   FloorDivide,
   Fmod,      // C fmod: the sign of the dividend (int: 0 for a zero divisor)
   Remainder, // Python %: the sign of the divisor (int: 0 for a zero divisor)
+  TruncDivide, // division rounded toward zero (int: 0 for a zero divisor)
+  BitAnd,
+  BitOr,
+  BitXor,
+  Shl, // PyTorch's <<: 0 for a negative amount or one of the width or more
+  Shr, // PyTorch's >>: the sign fill for a negative amount or one of the width or more
+  Atan2,
   Pow,
   Max,
   Min,

@@ -545,6 +545,169 @@ void lower_logical_and(Lowerer& L, int n) {
                            {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
 }
 
+// ---- Op families of issue 18: integer division and remainders, rsub, bitwise, logical ----
+
+// rsub(self, other, alpha) = other - alpha * self, in the output dtype.
+void lower_rsub(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  double alpha = L.node(n).arg("alpha").scalar();
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr a = operand_at(L, n, "self", idx, t);
+                             VPtr b = operand_at(L, n, "other", idx, t);
+                             if (alpha != 1.0) a = v_binary(VOp::Mul, a, v_const(alpha, t));
+                             return v_binary(VOp::Sub, b, a);
+                           },
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+}
+
+void lower_floor_divide(Lowerer& L, int n) {
+  binary(L, n, VOp::FloorDivide, false);
+}
+void lower_remainder(Lowerer& L, int n) {
+  binary(L, n, VOp::Remainder, false);
+}
+// div with rounding_mode None (true division), 'trunc' or 'floor' (the meta function checked it).
+void lower_div_mode(Lowerer& L, int n) {
+  const Arg& mode = L.node(n).arg("rounding_mode");
+  if (mode.is_none()) return binary(L, n, VOp::Div, false);
+  binary(L, n, mode.s == "floor" ? VOp::FloorDivide : VOp::TruncDivide, false);
+}
+void lower_bitwise_and(Lowerer& L, int n) {
+  binary(L, n, VOp::BitAnd, false);
+}
+void lower_bitwise_or(Lowerer& L, int n) {
+  binary(L, n, VOp::BitOr, false);
+}
+void lower_bitwise_xor(Lowerer& L, int n) {
+  binary(L, n, VOp::BitXor, false);
+}
+void lower_shl(Lowerer& L, int n) {
+  binary(L, n, VOp::Shl, false);
+}
+void lower_shr(Lowerer& L, int n) {
+  binary(L, n, VOp::Shr, false);
+}
+void lower_bitwise_not(Lowerer& L, int n) {
+  unary(L, n, [](VPtr x) { return v_unary(VOp::BitNot, x); });
+}
+// logical_or / logical_xor: both operands as bool (nonzero is true), the result cast to bool.
+void logical_binary(Lowerer& L, int n, VOp op) {
+  const TensorMeta& m = L.out_meta(n);
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             return v_cast(v_binary(op, operand_at(L, n, "self", idx, DType::Bool),
+                                                    operand_at(L, n, "other", idx, DType::Bool)),
+                                           m.dtype);
+                           },
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+}
+void lower_logical_or(Lowerer& L, int n) {
+  logical_binary(L, n, VOp::Or);
+}
+void lower_logical_xor(Lowerer& L, int n) {
+  logical_binary(L, n, VOp::Ne);
+}
+// End of the issue-18 op families.
+
+// ---- Issue 18, unary math and special functions ----
+
+#define UNARY(NAME, EXPR)                                                                          \
+  void NAME(Lowerer& L, int n) {                                                                   \
+    unary(L, n, [](VPtr x) -> VPtr { return EXPR; });                                              \
+  }
+UNARY(lower_tan, v_unary(VOp::Tan, x))
+UNARY(lower_asin, v_unary(VOp::Asin, x))
+UNARY(lower_acos, v_unary(VOp::Acos, x))
+UNARY(lower_atan, v_unary(VOp::Atan, x))
+UNARY(lower_sinh, v_unary(VOp::Sinh, x))
+UNARY(lower_cosh, v_unary(VOp::Cosh, x))
+UNARY(lower_asinh, v_unary(VOp::Asinh, x))
+UNARY(lower_acosh, v_unary(VOp::Acosh, x))
+UNARY(lower_atanh, v_unary(VOp::Atanh, x))
+UNARY(lower_log2, v_unary(VOp::Log2, x))
+UNARY(lower_log10, v_unary(VOp::Log10, x))
+UNARY(lower_log1p, v_unary(VOp::Log1p, x))
+UNARY(lower_expm1, v_unary(VOp::Expm1, x))
+// Integers round to themselves.
+UNARY(lower_floor, is_floating(x->dtype) ? v_unary(VOp::Floor, x) : x)
+UNARY(lower_ceil, is_floating(x->dtype) ? v_unary(VOp::Ceil, x) : x)
+UNARY(lower_round, is_floating(x->dtype) ? v_unary(VOp::Round, x) : x)
+UNARY(lower_trunc, is_floating(x->dtype) ? v_unary(VOp::Trunc, x) : x)
+#undef UNARY
+
+// round.decimals as PyTorch computes it: scale by 10^|d|, round half to even, scale back.
+void lower_round_decimals(Lowerer& L, int n) {
+  const int64_t d = L.node(n).arg("decimals").i;
+  const double ten = std::pow(10.0, double(d < 0 ? -d : d));
+  unary(L, n, [&](VPtr x) -> VPtr {
+    if (!is_floating(x->dtype)) return x;
+    VPtr t = v_const(ten, x->dtype);
+    if (d < 0) return v_binary(VOp::Mul, v_unary(VOp::Round, v_binary(VOp::Div, x, t)), t);
+    return v_binary(VOp::Div, v_unary(VOp::Round, v_binary(VOp::Mul, x, t)), t);
+  });
+}
+
+// isnan / isinf read the input in its own dtype (integers are neither).
+void nan_inf_test(Lowerer& L, int n, bool inf) {
+  const TensorMeta& m = L.out_meta(n);
+  LVal& x = L.input(n, "self");
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) -> VPtr {
+                             VPtr v = L.at(x, idx);
+                             if (!is_floating(v->dtype)) return v_const(0, DType::Bool);
+                             if (inf)
+                               return v_binary(VOp::Eq, v_unary(VOp::Abs, v),
+                                               v_const(INFINITY, v->dtype));
+                             return v_binary(VOp::Ne, v, v);
+                           },
+                           {&x}));
+}
+void lower_isnan(Lowerer& L, int n) {
+  nan_inf_test(L, n, false);
+}
+void lower_isinf(Lowerer& L, int n) {
+  nan_inf_test(L, n, true);
+}
+
+void lower_atan2(Lowerer& L, int n) {
+  binary(L, n, VOp::Atan2, false);
+}
+
+void lower_pow_scalar(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             return v_binary(VOp::Pow, operand_at(L, n, "self", idx, t),
+                                             operand_at(L, n, "exponent", idx, t));
+                           },
+                           {tensor_arg(L, n, "exponent")}));
+}
+
+// clamp.Tensor: max with the lower bound, then min with the upper (both propagate NaN).
+void lower_clamp_tensor(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  const bool lo = !L.node(n).arg("min").is_none(), hi = !L.node(n).arg("max").is_none();
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr x = operand_at(L, n, "self", idx, t);
+                             if (lo) x = v_binary(VOp::Max, x, operand_at(L, n, "min", idx, t));
+                             if (hi) x = v_binary(VOp::Min, x, operand_at(L, n, "max", idx, t));
+                             return x;
+                           },
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "min"),
+                            tensor_arg(L, n, "max")}));
+}
+// End of the issue-18 unary math.
+
 void lower_where(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   DType t = m.dtype;
@@ -1551,6 +1714,54 @@ const OpTable<LowerFn>::Row kRules[] = {
     {OpId::expand, lower_expand},
     {OpId::flatten_using_ints, lower_reshape},
     {OpId::fmod_Scalar, lower_fmod},
+    // Issue 18 op families (integer division, rsub, bitwise, logical).
+    {OpId::bitwise_and_Scalar, lower_bitwise_and},
+    {OpId::bitwise_and_Tensor, lower_bitwise_and},
+    {OpId::bitwise_left_shift_Tensor, lower_shl},
+    {OpId::bitwise_left_shift_Tensor_Scalar, lower_shl},
+    {OpId::bitwise_not, lower_bitwise_not},
+    {OpId::bitwise_or_Scalar, lower_bitwise_or},
+    {OpId::bitwise_or_Tensor, lower_bitwise_or},
+    {OpId::bitwise_right_shift_Tensor, lower_shr},
+    {OpId::bitwise_right_shift_Tensor_Scalar, lower_shr},
+    {OpId::bitwise_xor_Scalar, lower_bitwise_xor},
+    {OpId::bitwise_xor_Tensor, lower_bitwise_xor},
+    {OpId::div_Scalar_mode, lower_div_mode},
+    {OpId::div_Tensor_mode, lower_div_mode},
+    {OpId::floor_divide, lower_floor_divide},
+    {OpId::floor_divide_Scalar, lower_floor_divide},
+    {OpId::fmod_Tensor, lower_fmod},
+    {OpId::logical_or, lower_logical_or},
+    {OpId::logical_xor, lower_logical_xor},
+    {OpId::remainder_Scalar, lower_remainder},
+    {OpId::remainder_Tensor, lower_remainder},
+    {OpId::rsub_Scalar, lower_rsub},
+    {OpId::rsub_Tensor, lower_rsub},
+    {OpId::sub_Scalar, lower_sub},
+    {OpId::acos, lower_acos},
+    {OpId::acosh, lower_acosh},
+    {OpId::asin, lower_asin},
+    {OpId::asinh, lower_asinh},
+    {OpId::atan, lower_atan},
+    {OpId::atan2, lower_atan2},
+    {OpId::atanh, lower_atanh},
+    {OpId::ceil, lower_ceil},
+    {OpId::cosh, lower_cosh},
+    {OpId::expm1, lower_expm1},
+    {OpId::floor, lower_floor},
+    {OpId::isinf, lower_isinf},
+    {OpId::isnan, lower_isnan},
+    {OpId::log10, lower_log10},
+    {OpId::log1p, lower_log1p},
+    {OpId::log2, lower_log2},
+    {OpId::round, lower_round},
+    {OpId::round_decimals, lower_round_decimals},
+    {OpId::sinh, lower_sinh},
+    {OpId::tan, lower_tan},
+    {OpId::trunc, lower_trunc},
+    {OpId::clamp_Tensor, lower_clamp_tensor},
+    {OpId::pow_Scalar, lower_pow_scalar},
+    // End of the issue-18 rows.
     {OpId::full, lower_full},
     {OpId::full_like, lower_full},
     {OpId::gather, lower_gather},

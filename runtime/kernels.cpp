@@ -625,6 +625,424 @@ Tensors k_clamp(const KernelCall& c) {
       extra)};
 }
 
+// ---- Op families of issue 18: integer division and remainders, rsub, bitwise, logical ----
+
+// c10's ScalarType name, as PyTorch's "not implemented for 'Float'" errors print it.
+const char* scalar_type_name(DType t) {
+  switch (t) {
+  case DType::Bool:
+    return "Bool";
+  case DType::U8:
+    return "Byte";
+  case DType::I8:
+    return "Char";
+  case DType::I16:
+    return "Short";
+  case DType::I32:
+    return "Int";
+  case DType::I64:
+    return "Long";
+  case DType::F16:
+    return "Half";
+  case DType::BF16:
+    return "BFloat16";
+  case DType::F32:
+    return "Float";
+  case DType::F64:
+    return "Double";
+  }
+  return "?";
+}
+
+[[noreturn]] void not_implemented(const char* kernel, DType dt) {
+  fail(std::string("\"") + kernel + "\" not implemented for '" +
+       std::string(scalar_type_name(dt)) + "'");
+}
+
+// PyTorch's integer division raises on a zero divisor (on the CPU).
+void check_divisor(int64_t b) {
+  if (b == 0) fail("ZeroDivisionError");
+}
+
+// c10::div_floor_floating, in the op's math type T.
+template <class T> T div_floor_floating(T a, T b) {
+  if (b == 0) return a / b;
+  T mod = std::fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+  T floordiv;
+  if (div != 0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > T(0.5)) floordiv += T(1);
+  } else {
+    floordiv = std::copysign(T(0), a / b);
+  }
+  return floordiv;
+}
+template <class T> T div_trunc_floating(T a, T b) {
+  return std::trunc(a / b);
+}
+// Python's %, in T (remainder's float loop).
+template <class T> T remainder_floating(T a, T b) {
+  T mod = std::fmod(a, b);
+  if (mod != 0 && (b < 0) != (mod < 0)) mod += b;
+  return mod;
+}
+int64_t div_floor_int(int64_t a, int64_t b) {
+  check_divisor(b);
+  if (b == -1) return wrap_sub(0, a); // INT64_MIN / -1 wraps
+  int64_t q = a / b;
+  if (a % b != 0 && (a < 0) != (b < 0)) --q;
+  return q;
+}
+int64_t div_trunc_int(int64_t a, int64_t b) {
+  check_divisor(b);
+  return b == -1 ? wrap_sub(0, a) : a / b;
+}
+int64_t remainder_int(int64_t a, int64_t b) {
+  check_divisor(b);
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && (r < 0) != (b < 0)) r += b;
+  return r;
+}
+int64_t fmod_int(int64_t a, int64_t b) {
+  check_divisor(b);
+  return b == -1 ? 0 : a % b;
+}
+
+// A float function of two operands computed in float (e[0] == 0) or double (e[0] != 0): half
+// types compute in float, as PyTorch's opmath does.
+#define FXC_FLOAT_BINARY(NAME, FN)                                                                 \
+  double NAME(const double* v, const double* e) {                                                  \
+    if (e[0] != 0) return FN<double>(v[0], v[1]);                                                  \
+    return double(FN<float>(float(v[0]), float(v[1])));                                            \
+  }
+FXC_FLOAT_BINARY(ff_div_floor, div_floor_floating)
+FXC_FLOAT_BINARY(ff_div_trunc, div_trunc_floating)
+FXC_FLOAT_BINARY(ff_remainder, remainder_floating)
+#undef FXC_FLOAT_BINARY
+
+// An integer-division-like op over self and other (tensor or number) in their common dtype.
+Tensor int_division(const KernelCall& c, const char* kernel, FloatFn ff, IntFn fi) {
+  Binary op = binary_operands(c);
+  if (op.common == DType::Bool) not_implemented(kernel, op.common);
+  double extra[1] = {double(op.common == DType::F64)};
+  return elementwise({op.a, op.b}, op.common, op.common, ff, fi, extra);
+}
+
+Tensors k_floor_divide(const KernelCall& c) {
+  return {int_division(c, "div_floor_cpu", ff_div_floor,
+                       [](const int64_t* v, const double*) { return div_floor_int(v[0], v[1]); })};
+}
+
+Tensors k_div_mode(const KernelCall& c) {
+  const Arg& mode = c.arg("rounding_mode");
+  if (mode.is_none()) return k_div(c);
+  if (mode.kind != Arg::Kind::String || (mode.s != "trunc" && mode.s != "floor"))
+    fail("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" +
+         (mode.kind == Arg::Kind::String ? mode.s : std::string("?")) + "'");
+  if (mode.s == "floor") return k_floor_divide(c);
+  return {int_division(c, "div_trunc_cpu", ff_div_trunc,
+                       [](const int64_t* v, const double*) { return div_trunc_int(v[0], v[1]); })};
+}
+
+Tensors k_remainder(const KernelCall& c) {
+  return {int_division(c, "remainder_cpu", ff_remainder,
+                       [](const int64_t* v, const double*) { return remainder_int(v[0], v[1]); })};
+}
+
+Tensors k_fmod_tensor(const KernelCall& c) {
+  return {int_division(
+      c, "fmod_cpu", [](const double* v, const double*) { return std::fmod(v[0], v[1]); },
+      [](const int64_t* v, const double*) { return fmod_int(v[0], v[1]); })};
+}
+
+// rsub(self, other, alpha) = other - alpha * self.
+Tensors k_rsub(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  const Arg& alpha_arg = c.arg("alpha");
+  const bool other_bool = c.arg("other").kind == Arg::Kind::Tensor
+                              ? op.b.dtype() == DType::Bool
+                              : c.arg("other").kind == Arg::Kind::Bool;
+  if (op.a.dtype() == DType::Bool && other_bool)
+    fail("subtraction, the `-` operator, with two bool tensors is not supported; use "
+         "logical_xor");
+  if (op.a.dtype() == DType::Bool || other_bool)
+    fail("subtraction, the `-` operator, with a bool tensor is not supported; use logical_not "
+         "to invert a mask");
+  if (!is_floating(op.common) && alpha_arg.kind == Arg::Kind::Float)
+    fail("for integral input tensors, argument alpha must not be a floating point number");
+  double alpha = alpha_arg.scalar();
+  double extra[2] = {-alpha, -double(int64_t(alpha))};
+  return {elementwise(
+      {op.b, op.a}, op.common, op.common,
+      [](const double* v, const double* e) { return v[0] + e[0] * v[1]; },
+      [](const int64_t* v, const double* e) {
+        return wrap_add(v[0], wrap_mul(int64_t(e[1]), v[1]));
+      },
+      extra)};
+}
+
+// bitwise_and/or/xor: bool and integer dtypes.
+template <int Op> Tensors k_bitwise(const KernelCall& c) {
+  static const char* const kNames[] = {"bitwise_and_cpu", "bitwise_or_cpu", "bitwise_xor_cpu"};
+  Binary op = binary_operands(c);
+  if (is_floating(op.common)) not_implemented(kNames[Op], op.common);
+  return {elementwise({op.a, op.b}, op.common, op.common, nullptr,
+                      [](const int64_t* v, const double*) -> int64_t {
+                        if (Op == 0) return v[0] & v[1];
+                        if (Op == 1) return v[0] | v[1];
+                        return v[0] ^ v[1];
+                      })};
+}
+
+// The shifts: integer dtypes only. A shift by a negative amount or by the width or more gives 0
+// (left) or the sign fill (right), as PyTorch's loops define it.
+template <bool Left> Tensors k_shift(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  if (!is_integral(op.common)) not_implemented(Left ? "lshift_cpu" : "rshift_cpu", op.common);
+  const bool u8 = op.common == DType::U8;
+  double extra[2] = {double(dtype_size(op.common) * 8), double(u8)};
+  return {elementwise({op.a, op.b}, op.common, op.common, nullptr,
+                      [](const int64_t* v, const double* e) -> int64_t {
+                        const int64_t bits = int64_t(e[0]);
+                        const bool is_unsigned = e[1] != 0;
+                        const int64_t b = v[1];
+                        const bool negative = is_unsigned ? int8_t(b) < 0 : b < 0;
+                        if (Left) {
+                          if (negative || b >= bits) return 0;
+                          return int64_t(uint64_t(v[0]) << b);
+                        }
+                        const int64_t max_shift = bits - (is_unsigned ? 0 : 1);
+                        if (negative || b >= max_shift)
+                          return max_shift >= 64 ? 0 : v[0] >> max_shift;
+                        return v[0] >> b;
+                      },
+                      extra)};
+}
+
+Tensors k_bitwise_not(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (is_floating(x.dtype())) not_implemented("bitwise_not_cpu", x.dtype());
+  if (x.dtype() == DType::Bool)
+    return {elementwise({x}, DType::Bool, DType::Bool, nullptr,
+                        [](const int64_t* v, const double*) { return int64_t(v[0] == 0); })};
+  return {elementwise({x}, x.dtype(), x.dtype(), nullptr,
+                      [](const int64_t* v, const double*) { return ~v[0]; })};
+}
+
+template <bool Xor> Tensors k_logical_or_xor(const KernelCall& c) {
+  return {elementwise(
+      {c.tensor("self"), c.tensor("other")}, DType::F64, DType::Bool,
+      [](const double* v, const double*) {
+        return Xor ? double((v[0] != 0) != (v[1] != 0)) : double(v[0] != 0 || v[1] != 0);
+      },
+      nullptr)};
+}
+// End of the issue-18 op families.
+
+// ---- Issue 18, unary math and special functions ----
+
+#define UNARY_FLOAT(fn, KIND, expr)                                                                \
+  std::vector<Tensor> k_##fn(const KernelCall& c) {                                                \
+    return {unary(                                                                                 \
+        c, c.tensor("self"), UnaryKind::KIND,                                                      \
+        [](const double* v, const double*) {                                                       \
+          double x = v[0];                                                                         \
+          return (expr);                                                                           \
+        },                                                                                         \
+        nullptr, #fn)};                                                                            \
+  }
+UNARY_FLOAT(tan, Promote, std::tan(x))
+UNARY_FLOAT(asin, Promote, std::asin(x))
+UNARY_FLOAT(acos, Promote, std::acos(x))
+UNARY_FLOAT(atan, Promote, std::atan(x))
+UNARY_FLOAT(sinh, Promote, std::sinh(x))
+UNARY_FLOAT(cosh, Promote, std::cosh(x))
+UNARY_FLOAT(asinh, Promote, std::asinh(x))
+UNARY_FLOAT(acosh, Promote, std::acosh(x))
+UNARY_FLOAT(atanh, Promote, std::atanh(x))
+UNARY_FLOAT(log2, Promote, std::log2(x))
+UNARY_FLOAT(log10, Promote, std::log10(x))
+UNARY_FLOAT(log1p, Promote, std::log1p(x))
+UNARY_FLOAT(expm1, Promote, std::expm1(x))
+#undef UNARY_FLOAT
+
+// floor, ceil, round (half to even), trunc: integers come back unchanged; bool has no loop.
+template <int Op> Tensors k_rounding(const KernelCall& c) {
+  static const char* const kNames[] = {"floor_cpu", "ceil_cpu", "round_cpu", "trunc_cpu"};
+  const Tensor& x = c.tensor("self");
+  if (x.dtype() == DType::Bool) not_implemented(kNames[Op], x.dtype());
+  return {unary(
+      c, x, UnaryKind::Keep,
+      [](const double* v, const double*) {
+        switch (Op) {
+        case 0:
+          return std::floor(v[0]);
+        case 1:
+          return std::ceil(v[0]);
+        case 2:
+          return std::nearbyint(v[0]);
+        default:
+          return std::trunc(v[0]);
+        }
+      },
+      [](const int64_t* v, const double*) { return v[0]; }, kNames[Op])};
+}
+
+// round.decimals: PyTorch scales by 10^|decimals| in the op's math type, rounds half to even,
+// and scales back (dividing for decimals > 0).
+Tensors k_round_decimals(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const int64_t d = c.arg("decimals").i;
+  if (x.dtype() == DType::Bool || (!is_floating(x.dtype()) && d != 0))
+    not_implemented("round_cpu", x.dtype());
+  if (!is_floating(x.dtype())) return {x.clone()};
+  DType dt = c.fdt(x.dtype());
+  double extra[3] = {std::pow(10.0, double(d < 0 ? -d : d)), double(d < 0),
+                     double(dt == DType::F64)};
+  return {elementwise(
+      {x}, dt, dt,
+      [](const double* v, const double* e) {
+        if (e[2] != 0) {
+          double t = e[0];
+          return e[1] != 0 ? std::nearbyint(v[0] / t) * t : std::nearbyint(v[0] * t) / t;
+        }
+        float t = float(e[0]), a = float(v[0]);
+        return double(e[1] != 0 ? std::nearbyint(a / t) * t : std::nearbyint(a * t) / t);
+      },
+      nullptr, extra)};
+}
+
+Tensors k_isnan(const KernelCall& c) {
+  return {elementwise(
+      {c.tensor("self")}, DType::F64, DType::Bool,
+      [](const double* v, const double*) { return double(std::isnan(v[0])); }, nullptr)};
+}
+Tensors k_isinf(const KernelCall& c) {
+  return {elementwise(
+      {c.tensor("self")}, DType::F64, DType::Bool,
+      [](const double* v, const double*) { return double(std::isinf(v[0])); }, nullptr)};
+}
+
+Tensors k_atan2(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  DType dt = is_floating(op.common) ? op.common : c.default_float();
+  return {elementwise(
+      {op.a, op.b}, dt, dt,
+      [](const double* v, const double*) { return std::atan2(v[0], v[1]); }, nullptr)};
+}
+
+// pow.Scalar(Scalar self, Tensor exponent).
+Tensors k_pow_scalar(const KernelCall& c) {
+  const Tensor& e = c.tensor("exponent");
+  const Arg& s = c.arg("self");
+  DType dt = result_type({e}, {s}, c);
+  Tensor base = filled(dt, {}, s);
+  return {elementwise(
+      {base, e}, dt, dt, [](const double* v, const double*) { return std::pow(v[0], v[1]); },
+      [](const int64_t* v, const double*) { return int_pow(v[0], v[1]); })};
+}
+
+// clamp.Tensor: min(max(x, lo), hi); a NaN bound gives NaN, as PyTorch's loop does.
+Tensors k_clamp_tensor(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& lo = c.arg("min");
+  const Arg& hi = c.arg("max");
+  if (lo.is_none() && hi.is_none())
+    fail("torch.clamp: At least one of 'min' or 'max' must not be None");
+  Tensors ins = {x};
+  if (!lo.is_none()) ins.push_back(c.tensor("min"));
+  if (!hi.is_none()) ins.push_back(c.tensor("max"));
+  DType dt = result_type(ins, {}, c);
+  if (dt == DType::Bool) not_implemented("clamp_cpu", dt);
+  // Missing bounds become -inf/+inf (floats) or the int64 extremes (integers), never binding.
+  const bool fl = is_floating(dt);
+  auto bound = [&](const Arg& a, const char* name, bool upper) {
+    if (!a.is_none()) return c.tensor(name);
+    Tensor t = Tensor::empty(fl ? DType::F64 : DType::I64, {});
+    if (fl)
+      t.store(0, upper ? INFINITY : -INFINITY);
+    else
+      t.store_int(0, upper ? std::numeric_limits<int64_t>::max()
+                           : std::numeric_limits<int64_t>::min());
+    return t;
+  };
+  Tensor tl = bound(lo, "min", false), th = bound(hi, "max", true);
+  DType compute = fl ? dt : DType::I64;
+  return {elementwise(
+      {x, tl, th}, compute, dt,
+      [](const double* v, const double*) {
+        if (std::isnan(v[1]) || std::isnan(v[2])) return double(NAN);
+        if (std::isnan(v[0])) return v[0];
+        return std::min(std::max(v[0], v[1]), v[2]);
+      },
+      [](const int64_t* v, const double*) { return std::min(std::max(v[0], v[1]), v[2]); })};
+}
+// End of the issue-18 unary math.
+
+// ---- Issue 18, scans ----
+
+// PyTorch's _log_add_exp_helper(x, y): log(exp(x) + exp(y)), exact for equal infinities, NaN
+// propagating.
+double log_add_exp(double x, double y) {
+  double mn = std::isnan(y) ? y : std::min(x, y);
+  double mx = std::isnan(y) ? y : std::max(x, y);
+  if (mn != mx || std::isfinite(mn)) return std::log1p(std::exp(mn - mx)) + mx;
+  return x;
+}
+
+// The scans along `dim`: 0 cumsum, 1 cumprod, 2 logcumsumexp. The input is converted to the
+// result dtype first (as PyTorch does with a dtype argument); floats accumulate in double (the
+// CPU acc_type), integers in wrapping int64.
+template <int Kind> Tensors k_scan(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const int64_t d = wrap(c.arg("dim").i, x.dim());
+  DType dt = x.dtype();
+  if (Kind == 2) {
+    if (!is_floating(dt)) not_implemented("logcumsumexp_out_cpu", dt);
+  } else {
+    const Arg& dta = c.arg("dtype");
+    dt = dta.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dta.dtype();
+  }
+  Shape sizes = x.sizes();
+  const int64_t len = x.dim() == 0 ? 1 : sizes[size_t(d)];
+  int64_t inner = 1;
+  for (size_t i = size_t(d) + 1; i < sizes.size(); ++i) inner *= sizes[i];
+  const int64_t n = checked_numel(sizes);
+  const int64_t outer = len == 0 || inner == 0 ? 0 : n / (len * inner);
+  if (is_floating(dt)) {
+    std::vector<double> v = values(x);
+    for (double& e : v) e = round_to_dtype(e, c.fdt(dt));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        double acc = Kind == 0 ? 0.0 : Kind == 1 ? 1.0 : -INFINITY;
+        for (int64_t k = 0; k < len; ++k) {
+          size_t at = size_t((o * len + k) * inner + i);
+          acc = Kind == 0 ? acc + v[at] : Kind == 1 ? acc * v[at] : log_add_exp(v[at], acc);
+          v[at] = acc;
+        }
+      }
+    return {make(c.fdt(dt), sizes, v)};
+  }
+  Tensor out = Tensor::empty(dt, sizes);
+  std::vector<int64_t> off = all_offsets(x);
+  std::vector<int64_t> v(off.size());
+  for (size_t i = 0; i < off.size(); ++i) v[i] = cast_int(x.load_int(off[i]), dt);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t acc = Kind == 0 ? 0 : 1;
+      for (int64_t k = 0; k < len; ++k) {
+        size_t at = size_t((o * len + k) * inner + i);
+        acc = Kind == 0 ? wrap_add(acc, v[at]) : wrap_mul(acc, v[at]);
+        out.store_int(int64_t(at), acc);
+      }
+    }
+  return {out};
+}
+// End of the issue-18 scans.
+
 // ---- Reductions ----
 
 // Which dims a reduction reduces: `dims` empty (or None) means all dims.
@@ -2318,6 +2736,57 @@ const OpTable<KernelFn>::Row kKernels[] = {
     {OpId::fill__Tensor, k_fill_},
     {OpId::flatten_using_ints, k_flatten},
     {OpId::fmod_Scalar, k_fmod},
+    // Issue 18 op families (integer division, rsub, bitwise, logical).
+    {OpId::bitwise_and_Scalar, k_bitwise<0>},
+    {OpId::bitwise_and_Tensor, k_bitwise<0>},
+    {OpId::bitwise_left_shift_Tensor, k_shift<true>},
+    {OpId::bitwise_left_shift_Tensor_Scalar, k_shift<true>},
+    {OpId::bitwise_not, k_bitwise_not},
+    {OpId::bitwise_or_Scalar, k_bitwise<1>},
+    {OpId::bitwise_or_Tensor, k_bitwise<1>},
+    {OpId::bitwise_right_shift_Tensor, k_shift<false>},
+    {OpId::bitwise_right_shift_Tensor_Scalar, k_shift<false>},
+    {OpId::bitwise_xor_Scalar, k_bitwise<2>},
+    {OpId::bitwise_xor_Tensor, k_bitwise<2>},
+    {OpId::div_Scalar_mode, k_div_mode},
+    {OpId::div_Tensor_mode, k_div_mode},
+    {OpId::floor_divide, k_floor_divide},
+    {OpId::floor_divide_Scalar, k_floor_divide},
+    {OpId::fmod_Tensor, k_fmod_tensor},
+    {OpId::logical_or, k_logical_or_xor<false>},
+    {OpId::logical_xor, k_logical_or_xor<true>},
+    {OpId::remainder_Scalar, k_remainder},
+    {OpId::remainder_Tensor, k_remainder},
+    {OpId::rsub_Scalar, k_rsub},
+    {OpId::rsub_Tensor, k_rsub},
+    {OpId::sub_Scalar, k_sub},
+    {OpId::acos, k_acos},
+    {OpId::acosh, k_acosh},
+    {OpId::asin, k_asin},
+    {OpId::asinh, k_asinh},
+    {OpId::atan, k_atan},
+    {OpId::atanh, k_atanh},
+    {OpId::cosh, k_cosh},
+    {OpId::expm1, k_expm1},
+    {OpId::log10, k_log10},
+    {OpId::log1p, k_log1p},
+    {OpId::log2, k_log2},
+    {OpId::sinh, k_sinh},
+    {OpId::tan, k_tan},
+    {OpId::atan2, k_atan2},
+    {OpId::ceil, k_rounding<1>},
+    {OpId::clamp_Tensor, k_clamp_tensor},
+    {OpId::floor, k_rounding<0>},
+    {OpId::isinf, k_isinf},
+    {OpId::isnan, k_isnan},
+    {OpId::pow_Scalar, k_pow_scalar},
+    {OpId::round, k_rounding<2>},
+    {OpId::round_decimals, k_round_decimals},
+    {OpId::trunc, k_rounding<3>},
+    {OpId::cumprod, k_scan<1>},
+    {OpId::cumsum, k_scan<0>},
+    {OpId::logcumsumexp, k_scan<2>},
+    // End of the issue-18 rows.
     {OpId::full, k_full},
     {OpId::full_like, k_full_like},
     {OpId::gather, k_gather},

@@ -432,3 +432,96 @@ TEST_CASE("autograd: unsupported cases are diagnosed with the node") {
   t4.output(ln[2]); // rstd as an output: no rule for its gradient
   CHECK_THROWS_WITH_AS(build_joint_graph(t4.g), doctest::Contains("output 2"), Error);
 }
+
+// ---- Op families of issue 18 (derivatives.yaml) ----
+
+TEST_CASE("autograd: sub.Scalar, rsub, remainder, fmod and div with rounding modes") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4}), y = tg.input("y", {4});
+  tg.output(tg.op("aten.sub.Scalar", {T(x), F(1.5), F(2.0)}));
+  tg.output(tg.op("aten.rsub.Scalar", {T(x), F(1.5), F(-3.0)}));
+  tg.output(tg.op("aten.rsub.Tensor", {T(x), T(y), KW("alpha", Arg::of_float(0.5))}));
+  tg.output(tg.op("aten.div.Tensor_mode", {T(x), T(y), KW("rounding_mode", Arg::none())}));
+  tg.output(tg.op("aten.div.Scalar_mode", {T(x), F(4.0), KW("rounding_mode", Arg::none())}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: remainder and fmod away from their jumps") {
+  // Quotients stay inside (2, 3) and (-3, -2), where the rounded quotient is constant and the
+  // derivative with respect to the divisor is -floor (remainder) or -trunc (fmod) of it.
+  for (auto [lo, hi] : {std::pair{5.1, 5.9}, std::pair{-5.9, -5.1}}) {
+    TestGraph tg;
+    ValueId x = tg.input("x", {2, 3}, lo, hi), y = tg.input("y", {3}, 2.0, 2.3);
+    tg.output(tg.op("aten.remainder.Tensor", {T(x), T(y)}));
+    tg.output(tg.op("aten.fmod.Tensor", {T(x), T(y)}));
+    tg.output(tg.op("aten.remainder.Scalar", {T(x), F(2.2)}));
+    check_gradients(tg);
+  }
+}
+
+TEST_CASE("autograd: div with a rounding mode has a zero gradient") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3}, 0.1, 0.9), y = tg.input("y", {3}, 2.0, 3.0);
+  tg.output(tg.op("aten.div.Tensor_mode", {T(x), T(y), KW("rounding_mode", Arg::of_string("floor"))}));
+  tg.output(tg.op("aten.div.Scalar_mode", {T(x), F(2.0), KW("rounding_mode", Arg::of_string("trunc"))}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: trigonometric, hyperbolic, log/exp variants and rounding") {
+  unary("aten.tan.default", {2, 3});
+  unary("aten.atan.default", {2, 3}, -3, 3);
+  unary("aten.sinh.default", {2, 3});
+  unary("aten.cosh.default", {2, 3});
+  unary("aten.asinh.default", {2, 3}, -3, 3);
+  unary("aten.expm1.default", {2, 3});
+  for (const char* op : {"aten.asin.default", "aten.acos.default", "aten.atanh.default"})
+    unary(op, {2, 3}, -0.8, 0.8);
+  unary("aten.acosh.default", {2, 3}, 1.3, 3);
+  for (const char* op : {"aten.log2.default", "aten.log10.default", "aten.log1p.default"})
+    unary(op, {2, 3}, 0.3, 2);
+  // Rounding has a zero gradient (away from the jumps: values stay inside (0.1, 0.4)).
+  for (const char* op : {"aten.floor.default", "aten.ceil.default", "aten.round.default",
+                         "aten.trunc.default"})
+    unary(op, {2, 3}, 0.1, 0.4);
+  binary("aten.atan2.default", {2, 3}, {3}, {}, 0.3, 1.5);
+  binary("aten.atan2.default", {3}, {2, 3}, {}, -1.5, -0.3);
+}
+
+TEST_CASE("autograd: pow.Scalar and clamp.Tensor") {
+  {
+    TestGraph tg;
+    ValueId x = tg.input("x", {2, 3});
+    tg.output(tg.op("aten.pow.Scalar", {F(2.5), T(x)}));
+    tg.output(tg.op("aten.pow.Scalar", {F(0.5), T(x)}));
+    check_gradients(tg);
+  }
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4}, -2, 2), lo = tg.input("lo", {4}, -1.5, -0.5),
+          hi = tg.input("hi", {3, 1}, 0.5, 1.5);
+  tg.output(tg.op("aten.clamp.Tensor", {T(x), T(lo), T(hi)}));
+  tg.output(tg.op("aten.clamp.Tensor", {T(x), T(lo)}));
+  tg.output(tg.op("aten.clamp.Tensor", {T(x), KW("max", Arg::of_tensor(hi))}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: cumsum") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4, 2});
+  tg.output(tg.op("aten.cumsum.default", {T(x), I(1)}));
+  tg.output(tg.op("aten.cumsum.default", {T(x), I(-1)}));
+  tg.output(tg.op("aten.cumsum.default", {T(x), I(0), KW("dtype", Arg::of_dtype(DType::F64))}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: cumprod (zeros included) and logcumsumexp") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4, 2});
+  tg.output(tg.op("aten.cumprod.default", {T(x), I(1)}));
+  tg.output(tg.op("aten.cumprod.default", {T(x), I(-1)}));
+  tg.output(tg.op("aten.logcumsumexp.default", {T(x), I(0)}));
+  tg.output(tg.op("aten.logcumsumexp.default", {T(x), I(-2)}));
+  // A zero in the scanned values: only the general formula gets the gradients before it right.
+  ValueId z = tg.op("aten.mul.Tensor", {T(x), T(tg.op("aten.gt.Scalar", {T(x), F(-0.7)}))});
+  tg.output(tg.op("aten.cumprod.default", {T(z), I(1)}));
+  check_gradients(tg);
+}

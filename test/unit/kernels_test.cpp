@@ -1211,3 +1211,276 @@ TEST_CASE("kernels: empty and size-1 shapes through products, norms and joins") 
             {F({1, 0, 2}, {}), F({1, 3, 2}, Vals(6, 1)), F({1, 3, 2}, Vals(6, 1))}),
         DType::F32, {1, 0, 2}, {});
 }
+
+// ---- Op families of issue 18: integer division and remainders, rsub, bitwise, logical ----
+// Expected values are Python's / PyTorch's (floor division and % follow the divisor's sign,
+// fmod and trunc division the dividend's).
+
+TEST_CASE("kernels: floor_divide, div rounding modes, remainder and fmod sign rules") {
+  Tensor a = L({6}, {-7, 7, -7, 7, -6, 0});
+  Tensor b = L({6}, {2, 2, -2, -2, 3, -5});
+  const Vals floor = {-4, 3, 3, -4, -2, 0}, trunc = {-3, 3, 3, -3, -2, 0};
+  check(op1("aten.floor_divide.default", {a, b}), DType::I64, {6}, floor);
+  check(op1("aten.div.Tensor_mode", {a, b, {"rounding_mode", S("floor")}}), DType::I64, {6}, floor);
+  check(op1("aten.div.Tensor_mode", {a, b, {"rounding_mode", S("trunc")}}), DType::I64, {6}, trunc);
+  check(op1("aten.div.Tensor_mode", {a, b, {"rounding_mode", None()}}), DType::F32, {6},
+        {-3.5, 3.5, 3.5, -3.5, -2, 0});
+  check(op1("aten.remainder.Tensor", {a, b}), DType::I64, {6}, {1, 1, -1, -1, 0, 0});
+  check(op1("aten.fmod.Tensor", {a, b}), DType::I64, {6}, {-1, 1, -1, 1, 0, 0});
+  // Scalar overloads, negative dividends, floats (Python's float // and %).
+  Tensor x = F({4}, {-7.5, 7.5, 1, -0.0});
+  check(op1("aten.floor_divide.Scalar", {x, I(2)}), DType::F32, {4}, {-4, 3, 0, 0});
+  check(op1("aten.remainder.Scalar", {x, I(2)}), DType::F32, {4}, {0.5, 1.5, 1, 0});
+  check(op1("aten.remainder.Scalar", {x, I(-2)}), DType::F32, {4}, {-1.5, -0.5, -1, 0});
+  check(op1("aten.div.Scalar_mode", {x, I(2), {"rounding_mode", S("trunc")}}), DType::F32, {4},
+        {-3, 3, 0, 0});
+  check(op1("aten.div.Scalar_mode", {x, I(2), {"rounding_mode", S("floor")}}), DType::F32, {4},
+        {-4, 3, 0, 0});
+  // 1 // 0.1 is 9 in Python and PyTorch (through fmod), not floor(1 / 0.1) = 10.
+  check(op1("aten.floor_divide.Scalar", {D({1}, {1}), Fl(0.1)}), DType::F64, {1}, {9});
+  check(op1("aten.floor_divide.Scalar", {F({1}, {1}), Fl(0.1)}), DType::F32, {1}, {9});
+  // Float division by zero is IEEE's; integer division by zero raises, as on PyTorch's CPU.
+  check(op1("aten.floor_divide.Scalar", {F({3}, {1, -1, 0}), I(0)}), DType::F32, {3},
+        {kInf, -kInf, kNaN});
+  check(op1("aten.remainder.Scalar", {F({1}, {1}), I(0)}), DType::F32, {1}, {kNaN});
+  CHECK(op_error("aten.floor_divide.default", {L({2}, {1, 2}), L({2}, {1, 0})}) ==
+        "ZeroDivisionError");
+  CHECK(op_error("aten.remainder.Scalar", {L({1}, {5}), I(0)}) == "ZeroDivisionError");
+  CHECK(op_error("aten.fmod.Tensor", {L({1}, {5}), L({1}, {0})}) == "ZeroDivisionError");
+  CHECK(op_error("aten.div.Tensor_mode", {L({1}, {5}), L({1}, {0}), {"rounding_mode", S("trunc")}}) ==
+        "ZeroDivisionError");
+  // Promotion: an int tensor with a float number computes in float.
+  check(op1("aten.floor_divide.Scalar", {L({2}, {-7, 7}), Fl(2.5)}), DType::F32, {2}, {-3, 2});
+  check(op1("aten.remainder.Tensor", {T(DType::I32, {2}, {-7, 7}), L({2}, {3, -3})}), DType::I64,
+        {2}, {2, -2});
+  // Broadcast, 0-dim, empty and f16 operands.
+  check(op1("aten.floor_divide.default", {L({2, 1}, {-7, 7}), L({3}, {2, -2, 3})}), DType::I64,
+        {2, 3}, {-4, 3, -3, 3, -4, 2});
+  check(op1("aten.remainder.Tensor", {L({}, {-7}), L({2}, {3, -3})}), DType::I64, {2}, {2, -1});
+  check(op1("aten.remainder.Tensor", {F({0}, {}), F({0}, {})}), DType::F32, {0}, {});
+  check(op1("aten.remainder.Scalar", {T(DType::F16, {2}, {-5.5, 5.5}), I(2)}), DType::F16, {2},
+        {0.5, 1.5});
+  check(op1("aten.fmod.Tensor", {T(DType::I8, {2}, {-128, 127}), T(DType::I8, {2}, {-1, -3})}),
+        DType::I8, {2}, {0, 1});
+  // Errors: bool has no loop, unknown rounding modes are refused.
+  CHECK(op_error("aten.remainder.Tensor", {B({1}, {1}), B({1}, {1})}) ==
+        "\"remainder_cpu\" not implemented for 'Bool'");
+  CHECK(op_error("aten.floor_divide.default", {B({1}, {1}), B({1}, {1})}) ==
+        "\"div_floor_cpu\" not implemented for 'Bool'");
+  CHECK(op_error("aten.div.Tensor_mode", {F({1}, {1}), F({1}, {1}), {"rounding_mode", S("round")}})
+            .find("rounding_mode to be one of None, 'trunc', or 'floor'") != std::string::npos);
+}
+
+TEST_CASE("kernels: sub.Scalar and rsub") {
+  check(op1("aten.sub.Scalar", {L({2}, {1, 2}), I(1)}), DType::I64, {2}, {0, 1});
+  check(op1("aten.sub.Scalar", {F({2}, {1, 2}), Fl(0.5), I(2)}), DType::F32, {2}, {0, 1});
+  check(op1("aten.rsub.Scalar", {L({3}, {1, 2, 3}), I(10), I(2)}), DType::I64, {3}, {8, 6, 4});
+  check(op1("aten.rsub.Scalar", {L({2}, {1, 2}), Fl(0.5)}), DType::F32, {2}, {-0.5, -1.5});
+  check(op1("aten.rsub.Tensor", {F({2}, {1, 2}), F({2, 1}, {5, 6})}), DType::F32, {2, 2},
+        {4, 3, 5, 4});
+  check(op1("aten.rsub.Tensor", {F({2}, {1, 2}), F({2}, {5, 5}), {"alpha", Fl(0.5)}}), DType::F32,
+        {2}, {4.5, 4});
+  CHECK(op_error("aten.rsub.Tensor", {B({1}, {1}), B({1}, {1})}).find("two bool tensors") !=
+        std::string::npos);
+  CHECK(op_error("aten.rsub.Scalar", {L({1}, {1}), I(1), Fl(0.5)}).find("alpha") !=
+        std::string::npos);
+}
+
+TEST_CASE("kernels: bitwise and/or/xor/not on integers and bools") {
+  Tensor a = L({3}, {12, -1, 5}), b = L({3}, {10, 7, -3});
+  check(op1("aten.bitwise_and.Tensor", {a, b}), DType::I64, {3}, {8, 7, 5});
+  check(op1("aten.bitwise_or.Tensor", {a, b}), DType::I64, {3}, {14, -1, -3});
+  check(op1("aten.bitwise_xor.Tensor", {a, b}), DType::I64, {3}, {6, -8, -8});
+  Tensor p = B({4}, {1, 1, 0, 0}), q = B({4}, {1, 0, 1, 0});
+  check(op1("aten.bitwise_and.Tensor", {p, q}), DType::Bool, {4}, {1, 0, 0, 0});
+  check(op1("aten.bitwise_or.Tensor", {p, q}), DType::Bool, {4}, {1, 1, 1, 0});
+  check(op1("aten.bitwise_xor.Tensor", {p, q}), DType::Bool, {4}, {0, 1, 1, 0});
+  check(op1("aten.bitwise_and.Scalar", {T(DType::U8, {2}, {255, 7}), I(12)}), DType::U8, {2},
+        {12, 4});
+  check(op1("aten.bitwise_or.Scalar", {B({2}, {0, 1}), Bo(true)}), DType::Bool, {2}, {1, 1});
+  check(op1("aten.bitwise_xor.Scalar", {B({2}, {0, 1}), I(3)}), DType::I64, {2}, {3, 2});
+  check(op1("aten.bitwise_and.Tensor", {T(DType::U8, {2}, {255, 7}), T(DType::I8, {2}, {-1, 3})}),
+        DType::I16, {2}, {255, 3});
+  check(op1("aten.bitwise_and.Tensor", {L({2, 1}, {6, 3}), L({}, {5})}), DType::I64, {2, 1}, {4, 1});
+  check(op1("aten.bitwise_not.default", {L({3}, {0, 5, -1})}), DType::I64, {3}, {-1, -6, 0});
+  check(op1("aten.bitwise_not.default", {B({2}, {1, 0})}), DType::Bool, {2}, {0, 1});
+  check(op1("aten.bitwise_not.default", {T(DType::U8, {2}, {0, 5})}), DType::U8, {2}, {255, 250});
+  check(op1("aten.bitwise_not.default", {L({0}, {})}), DType::I64, {0}, {});
+  CHECK(op_error("aten.bitwise_and.Tensor", {F({1}, {1}), F({1}, {1})}) ==
+        "\"bitwise_and_cpu\" not implemented for 'Float'");
+  CHECK(op_error("aten.bitwise_or.Scalar", {L({1}, {1}), Fl(1.5)}) ==
+        "\"bitwise_or_cpu\" not implemented for 'Float'");
+  CHECK(op_error("aten.bitwise_not.default", {T(DType::F16, {1}, {1})}) ==
+        "\"bitwise_not_cpu\" not implemented for 'Half'");
+}
+
+TEST_CASE("kernels: shifts follow PyTorch's out-of-range rules") {
+  Tensor a = T(DType::I32, {5}, {1, 1, -1, 3, 1});
+  Tensor s = T(DType::I32, {5}, {3, 31, 1, -1, 32});
+  check(op1("aten.bitwise_left_shift.Tensor", {a, s}), DType::I32, {5},
+        {8, -2147483648.0, -2, 0, 0});
+  Tensor r = T(DType::I32, {5}, {-16, 16, -1, 16, -16});
+  check(op1("aten.bitwise_right_shift.Tensor", {r, T(DType::I32, {5}, {2, 2, 40, -1, 31})}),
+        DType::I32, {5}, {-4, 4, -1, 0, -1});
+  // uint8: amounts of 128 and more are negative as int8; a right shift past the width gives 0.
+  Tensor u = T(DType::U8, {3}, {200, 200, 200});
+  check(op1("aten.bitwise_right_shift.Tensor", {u, T(DType::U8, {3}, {1, 8, 200})}), DType::U8,
+        {3}, {100, 0, 0});
+  check(op1("aten.bitwise_left_shift.Tensor", {u, T(DType::U8, {3}, {1, 8, 200})}), DType::U8,
+        {3}, {144, 0, 0});
+  check(op1("aten.bitwise_left_shift.Tensor_Scalar", {L({2}, {1, 2}), I(62)}), DType::I64, {2},
+        {4611686018427387904.0, -9223372036854775808.0});
+  check(op1("aten.bitwise_right_shift.Tensor_Scalar", {L({2}, {-5, 5}), I(1)}), DType::I64, {2},
+        {-3, 2});
+  // A bool tensor shifted by a Python int is int64, as torch.result_type says.
+  check(op1("aten.bitwise_left_shift.Tensor_Scalar", {B({2}, {1, 0}), I(2)}), DType::I64, {2},
+        {4, 0});
+  CHECK(op_error("aten.bitwise_left_shift.Tensor", {B({1}, {1}), B({1}, {1})}) ==
+        "\"lshift_cpu\" not implemented for 'Bool'");
+  CHECK(op_error("aten.bitwise_right_shift.Tensor_Scalar", {F({1}, {1}), I(1)}) ==
+        "\"rshift_cpu\" not implemented for 'Float'");
+}
+
+TEST_CASE("kernels: logical_or and logical_xor treat nonzero (and NaN) as true") {
+  Tensor a = F({4}, {0, 1.5, kNaN, 0});
+  Tensor b = F({4}, {0, 2, 0, -2});
+  check(op1("aten.logical_or.default", {a, b}), DType::Bool, {4}, {0, 1, 1, 1});
+  check(op1("aten.logical_xor.default", {a, b}), DType::Bool, {4}, {0, 0, 1, 1});
+  check(op1("aten.logical_xor.default", {L({2, 1}, {0, 3}), B({2}, {0, 1})}), DType::Bool, {2, 2},
+        {0, 1, 1, 0});
+}
+
+// ---- Issue 18, unary math and special functions ----
+
+TEST_CASE("kernels: trigonometric, hyperbolic and log/exp variants match float64 formulas") {
+  struct Row {
+    const char* target;
+    double (*f)(double);
+    double lo, hi;
+  };
+  const Row rows[] = {
+      {"aten.tan.default", [](double x) { return std::tan(x); }, -1.2, 1.2},
+      {"aten.asin.default", [](double x) { return std::asin(x); }, -0.99, 0.99},
+      {"aten.acos.default", [](double x) { return std::acos(x); }, -0.99, 0.99},
+      {"aten.atan.default", [](double x) { return std::atan(x); }, -5, 5},
+      {"aten.sinh.default", [](double x) { return std::sinh(x); }, -3, 3},
+      {"aten.cosh.default", [](double x) { return std::cosh(x); }, -3, 3},
+      {"aten.asinh.default", [](double x) { return std::asinh(x); }, -5, 5},
+      {"aten.acosh.default", [](double x) { return std::acosh(x); }, 1, 6},
+      {"aten.atanh.default", [](double x) { return std::atanh(x); }, -0.99, 0.99},
+      {"aten.log2.default", [](double x) { return std::log2(x); }, 0.1, 9},
+      {"aten.log10.default", [](double x) { return std::log10(x); }, 0.1, 900},
+      {"aten.log1p.default", [](double x) { return std::log1p(x); }, -0.9, 5},
+      {"aten.expm1.default", [](double x) { return std::expm1(x); }, -3, 3},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.target);
+    for (DType dt : {DType::F32, DType::F64, DType::F16}) {
+      Tensor x = R(dt, {3, 5}, 7, r.lo, r.hi);
+      check(op1(r.target, {x}), dt, {3, 5}, map(held(x), r.f), rtol_for(dt), 1e-6);
+    }
+    // Integers compute in the default float dtype.
+    check(op1(r.target, {L({1}, {1})}), DType::F32, {1}, {r.f(1.0)}, 1e-6, 1e-6);
+  }
+  // Out of the domain gives NaN, at the poles infinities.
+  check(op1("aten.asin.default", {F({1}, {2})}), DType::F32, {1}, {kNaN});
+  check(op1("aten.atanh.default", {F({2}, {1, -1})}), DType::F32, {2}, {kInf, -kInf});
+  check(op1("aten.log2.default", {F({2}, {0, -1})}), DType::F32, {2}, {-kInf, kNaN});
+  check(op1("aten.tan.default", {F({0}, {})}), DType::F32, {0}, {});
+}
+
+TEST_CASE("kernels: floor, ceil, round (half to even), trunc and round.decimals") {
+  Tensor x = F({6}, {-2.5, -1.5, -0.5, 0.5, 1.5, 2.7});
+  check(op1("aten.floor.default", {x}), DType::F32, {6}, {-3, -2, -1, 0, 1, 2});
+  check(op1("aten.ceil.default", {x}), DType::F32, {6}, {-2, -1, 0, 1, 2, 3});
+  check(op1("aten.round.default", {x}), DType::F32, {6}, {-2, -2, 0, 0, 2, 3});
+  check(op1("aten.trunc.default", {x}), DType::F32, {6}, {-2, -1, 0, 0, 1, 2});
+  // Integers come back unchanged (no float round trip: 2^53 + 1 survives).
+  Tensor big = L({2}, {-3, 0});
+  big.store_int(1, (int64_t(1) << 53) + 1);
+  for (const char* op : {"aten.floor.default", "aten.ceil.default", "aten.round.default",
+                         "aten.trunc.default"}) {
+    CAPTURE(op);
+    Tensor r = op1(op, {big});
+    CHECK(r.dtype() == DType::I64);
+    CHECK(r.load_int(1) == (int64_t(1) << 53) + 1);
+  }
+  CHECK(op_error("aten.floor.default", {B({1}, {1})}) == "\"floor_cpu\" not implemented for 'Bool'");
+  check(op1("aten.round.decimals", {F({3}, {1.2345, -2.5, 125}), {"decimals", I(2)}}), DType::F32,
+        {3}, {1.23, -2.5, 125}, 1e-6, 1e-6);
+  check(op1("aten.round.decimals", {F({3}, {1.2345, -2.5, 125}), {"decimals", I(-1)}}), DType::F32,
+        {3}, {0, 0, 120});
+  check(op1("aten.round.decimals", {T(DType::F16, {1}, {2.5}), {"decimals", I(0)}}), DType::F16, {1},
+        {2});
+}
+
+TEST_CASE("kernels: isnan, isinf, atan2, pow.Scalar and clamp.Tensor") {
+  Tensor s = F({4}, {kNaN, kInf, -kInf, 1});
+  check(op1("aten.isnan.default", {s}), DType::Bool, {4}, {1, 0, 0, 0});
+  check(op1("aten.isinf.default", {s}), DType::Bool, {4}, {0, 1, 1, 0});
+  check(op1("aten.isnan.default", {L({2}, {0, 1})}), DType::Bool, {2}, {0, 0});
+  check(op1("aten.isinf.default", {T(DType::F16, {1}, {70000})}), DType::Bool, {1}, {1});
+  check(op1("aten.atan2.default", {F({4}, {1, 1, -1, 0}), F({4}, {1, -1, -1, 0})}), DType::F32, {4},
+        {M_PI / 4, 3 * M_PI / 4, -3 * M_PI / 4, 0});
+  check(op1("aten.atan2.default", {L({2, 1}, {1, -1}), L({1}, {0})}), DType::F32, {2, 1},
+        {M_PI / 2, -M_PI / 2});
+  check(op1("aten.pow.Scalar", {I(2), L({3}, {0, 3, 10})}), DType::I64, {3}, {1, 8, 1024});
+  check(op1("aten.pow.Scalar", {I(2), T(DType::I32, {2}, {3, -1})}), DType::I32, {2}, {8, 0});
+  check(op1("aten.pow.Scalar", {Fl(2.0), L({2}, {3, -1})}), DType::F32, {2}, {8, 0.5});
+  check(op1("aten.pow.Scalar", {I(2), F({2}, {0.5, -1})}), DType::F32, {2}, {std::sqrt(2.0), 0.5});
+  Tensor x = F({4}, {-2, 0.5, 3, kNaN});
+  check(op1("aten.clamp.Tensor", {x, F({4}, {-1, -1, kNaN, 0}), F({1}, {2})}), DType::F32, {4},
+        {-1, 0.5, kNaN, kNaN});
+  check(op1("aten.clamp.Tensor", {L({3}, {1, 5, 9}), None(), L({3}, {4, 4, 4})}), DType::I64, {3},
+        {1, 4, 4});
+  check(op1("aten.clamp.Tensor", {T(DType::I32, {2}, {1, 5}), F({}, {2.5})}), DType::F32, {2},
+        {2.5, 5});
+  CHECK(op_error("aten.clamp.Tensor", {B({1}, {1}), B({1}, {0})}) ==
+        "\"clamp_cpu\" not implemented for 'Bool'");
+}
+
+// ---- Issue 18, scans ----
+
+TEST_CASE("kernels: cumsum along a dim, dtypes, 0-dim, empty and strided inputs") {
+  Tensor x = F({2, 3}, {1, 2, 3, 4, 5, 6});
+  check(op1("aten.cumsum.default", {x, I(1)}), DType::F32, {2, 3}, {1, 3, 6, 4, 9, 15});
+  check(op1("aten.cumsum.default", {x, I(-2)}), DType::F32, {2, 3}, {1, 2, 3, 5, 7, 9});
+  check(op1("aten.cumsum.default", {x, I(1), {"dtype", Dt(DType::F64)}}), DType::F64, {2, 3},
+        {1, 3, 6, 4, 9, 15});
+  // Integers and bools accumulate in int64 (a causal mask's positions, for one).
+  check(op1("aten.cumsum.default", {B({4}, {1, 0, 1, 1}), I(0)}), DType::I64, {4}, {1, 1, 2, 3});
+  check(op1("aten.cumsum.default", {T(DType::I8, {3}, {100, 100, 100}), I(0)}), DType::I64, {3},
+        {100, 200, 300});
+  check(op1("aten.cumsum.default", {T(DType::I8, {3}, {100, 100, 100}), I(0), {"dtype", Dt(DType::I8)}}),
+        DType::I8, {3}, {100, -56, 44});
+  check(op1("aten.cumsum.default", {L({}, {7}), I(-1)}), DType::I64, {}, {7});
+  check(op1("aten.cumsum.default", {F({0, 3}, {}), I(1)}), DType::F32, {0, 3}, {});
+  check(op1("aten.cumsum.default", {T(DType::F16, {3}, {0.5, 0.25, 2048}), I(0)}), DType::F16, {3},
+        {0.5, 0.75, 2048});
+  // A transposed view: [[1, 3], [2, 4]] summed along dim 1.
+  check(op1("aten.cumsum.default", {transposed(DType::F32, 2, 2, {1, 3, 2, 4}), I(1)}), DType::F32,
+        {2, 2}, {1, 4, 2, 6});
+  CHECK(op_error("aten.cumsum.default", {x, I(2)}).find("dimension out of range") !=
+        std::string::npos);
+}
+
+TEST_CASE("kernels: cumprod and logcumsumexp") {
+  Tensor x = F({2, 3}, {1, 2, 3, 4, 0, 6});
+  check(op1("aten.cumprod.default", {x, I(1)}), DType::F32, {2, 3}, {1, 2, 6, 4, 0, 0});
+  check(op1("aten.cumprod.default", {x, I(0)}), DType::F32, {2, 3}, {1, 2, 3, 4, 0, 18});
+  check(op1("aten.cumprod.default", {T(DType::I32, {3}, {-2, 3, 4}), I(0)}), DType::I64, {3},
+        {-2, -6, -24});
+  check(op1("aten.cumprod.default", {B({3}, {1, 1, 0}), I(0)}), DType::I64, {3}, {1, 1, 0});
+  check(op1("aten.cumprod.default", {L({3}, {2, 3, 4}), I(0), {"dtype", Dt(DType::F64)}}),
+        DType::F64, {3}, {2, 6, 24});
+  check(op1("aten.cumprod.default", {F({0}, {}), I(0)}), DType::F32, {0}, {});
+  const double l2 = std::log(2.0);
+  check(op1("aten.logcumsumexp.default", {F({4}, {0, 0, 1000, -kInf}), I(0)}), DType::F32, {4},
+        {0, l2, 1000, 1000});
+  check(op1("aten.logcumsumexp.default", {F({3}, {-kInf, -kInf, kInf}), I(0)}), DType::F32, {3},
+        {-kInf, -kInf, kInf});
+  check(op1("aten.logcumsumexp.default", {D({2, 2}, {1, 2, 3, kNaN}), I(-1)}), DType::F64, {2, 2},
+        {1, 2 + std::log1p(std::exp(-1.0)), 3, kNaN});
+  CHECK(op_error("aten.logcumsumexp.default", {L({2}, {1, 2}), I(0)}) ==
+        "\"logcumsumexp_out_cpu\" not implemented for 'Long'");
+}

@@ -589,3 +589,132 @@ TEST_CASE("meta: slice_scatter returns a fresh tensor, never a view of its input
   CHECK(b.strides == Sizes{8, 4, 1});
   CHECK(b.storage_offset == 0);
 }
+
+// ---- Op families of issue 18: integer division and remainders, rsub, bitwise, logical ----
+
+TEST_CASE("meta: integer division, remainder and rsub keep PyTorch's dtypes") {
+  G t;
+  ValueId i32 = t.in("i32", meta(DType::I32, {4}));
+  ValueId i64 = t.in("i64", meta(DType::I64, {4}));
+  ValueId b = t.in("b", meta(DType::Bool, {4}));
+  ValueId f16 = t.in("f16", meta(DType::F16, {4}));
+  ValueId col = t.in("col", meta(DType::I64, {2, 1}));
+  ValueId row = t.in("row", meta(DType::I64, {3}));
+  CallArg trunc = KW("rounding_mode", Arg::of_string("trunc"));
+  CallArg floor = KW("rounding_mode", Arg::of_string("floor"));
+  CHECK(t.op("aten.floor_divide.default", {T(i32), T(i64)}).dtype == DType::I64);
+  CHECK(t.op("aten.floor_divide.Scalar", {T(i32), I(2)}).dtype == DType::I32);
+  CHECK(t.op("aten.floor_divide.Scalar", {T(i32), F(2.5)}).dtype == DType::F32);
+  CHECK(t.op("aten.div.Tensor_mode", {T(i32), T(i32), trunc}).dtype == DType::I32);
+  CHECK(t.op("aten.div.Tensor_mode", {T(i32), T(i32), KW("rounding_mode", Arg::none())}).dtype ==
+        DType::F32);
+  CHECK(t.op("aten.div.Scalar_mode", {T(i64), F(2.5), floor}).dtype == DType::F32);
+  CHECK(t.op("aten.div.Scalar_mode", {T(f16), I(2), floor}).dtype == DType::F16);
+  CHECK(t.op("aten.remainder.Tensor", {T(col), T(row)}).sizes == Sizes{2, 3});
+  CHECK(t.op("aten.remainder.Scalar", {T(f16), I(3)}).dtype == DType::F16);
+  CHECK(t.op("aten.fmod.Tensor", {T(i32), T(f16)}).dtype == DType::F16);
+  CHECK(t.op("aten.rsub.Scalar", {T(i32), I(1)}).dtype == DType::I32);
+  CHECK(t.op("aten.rsub.Tensor", {T(i32), T(f16)}).dtype == DType::F16);
+  CHECK(t.op("aten.sub.Scalar", {T(i64), F(0.5)}).dtype == DType::F32);
+  CHECK(t.error("aten.remainder.Tensor", {T(b), T(b)}) ==
+        "\"remainder_cpu\" not implemented for 'Bool'");
+  CHECK(t.error("aten.fmod.Scalar", {T(b), B(true)}) == "\"fmod_cpu\" not implemented for 'Bool'");
+  CHECK(t.error("aten.div.Tensor_mode", {T(b), T(b), trunc}) ==
+        "\"div_trunc_cpu\" not implemented for 'Bool'");
+  CHECK(t.error("aten.div.Tensor_mode", {T(i32), T(i32), KW("rounding_mode", Arg::of_string("x"))})
+            .find("one of None, 'trunc', or 'floor' but found 'x'") != std::string::npos);
+  CHECK(t.error("aten.rsub.Tensor", {T(b), T(b)}).find("two bool tensors") != std::string::npos);
+  CHECK(t.error("aten.sub.Scalar", {T(b), I(1)}).find("with a bool tensor") != std::string::npos);
+  CHECK(t.error("aten.rsub.Scalar", {T(i32), I(1), F(0.5)}).find("alpha") != std::string::npos);
+}
+
+TEST_CASE("meta: bitwise and logical ops accept bool and integers only") {
+  G t;
+  ValueId b = t.in("b", meta(DType::Bool, {4}));
+  ValueId u8 = t.in("u8", meta(DType::U8, {4}));
+  ValueId i8 = t.in("i8", meta(DType::I8, {4}));
+  ValueId f32 = t.in("f32", meta(DType::F32, {4}));
+  ValueId f16 = t.in("f16", meta(DType::F16, {2, 1}));
+  ValueId i64_0d = t.in("i64_0d", meta(DType::I64, {}));
+  CHECK(t.op("aten.bitwise_and.Tensor", {T(b), T(b)}).dtype == DType::Bool);
+  CHECK(t.op("aten.bitwise_or.Tensor", {T(u8), T(i8)}).dtype == DType::I16);
+  CHECK(t.op("aten.bitwise_xor.Scalar", {T(b), I(1)}).dtype == DType::I64);
+  CHECK(t.op("aten.bitwise_and.Scalar", {T(u8), I(1)}).dtype == DType::U8);
+  CHECK(t.op("aten.bitwise_and.Tensor", {T(u8), T(i64_0d)}).dtype == DType::U8);
+  CHECK(t.op("aten.bitwise_not.default", {T(i8)}).dtype == DType::I8);
+  CHECK(t.op("aten.bitwise_not.default", {T(b)}).dtype == DType::Bool);
+  CHECK(t.op("aten.bitwise_left_shift.Tensor_Scalar", {T(b), I(1)}).dtype == DType::I64);
+  CHECK(t.op("aten.bitwise_right_shift.Tensor", {T(u8), T(i8)}).dtype == DType::I16);
+  CHECK(t.op("aten.logical_or.default", {T(f32), T(u8)}).dtype == DType::Bool);
+  ValueId lx = add_node1(t.g, "aten.logical_xor.default", {T(f16), T(f32)});
+  CHECK(t.g.values[size_t(lx)].meta.sizes == Sizes{2, 4});
+  CHECK(t.g.values[size_t(lx)].meta.dtype == DType::Bool);
+  CHECK(t.error("aten.bitwise_and.Tensor", {T(f32), T(b)}) ==
+        "\"bitwise_and_cpu\" not implemented for 'Float'");
+  CHECK(t.error("aten.bitwise_xor.Scalar", {T(u8), F(1.5)}) ==
+        "\"bitwise_xor_cpu\" not implemented for 'Float'");
+  CHECK(t.error("aten.bitwise_not.default", {T(f16)}) ==
+        "\"bitwise_not_cpu\" not implemented for 'Half'");
+  CHECK(t.error("aten.bitwise_left_shift.Tensor", {T(b), T(b)}) ==
+        "\"lshift_cpu\" not implemented for 'Bool'");
+  CHECK(t.error("aten.bitwise_right_shift.Tensor_Scalar", {T(f32), I(1)}) ==
+        "\"rshift_cpu\" not implemented for 'Float'");
+}
+
+TEST_CASE("meta: unary math, rounding, isnan/isinf, atan2, pow.Scalar and clamp.Tensor") {
+  G t;
+  ValueId i64 = t.in("i64", meta(DType::I64, {4}));
+  ValueId i32 = t.in("i32", meta(DType::I32, {4}));
+  ValueId b = t.in("b", meta(DType::Bool, {4}));
+  ValueId f16 = t.in("f16", meta(DType::F16, {4}));
+  ValueId f32_0d = t.in("f32_0d", meta(DType::F32, {}));
+  for (const char* op : {"aten.tan.default", "aten.acos.default", "aten.log2.default",
+                         "aten.expm1.default", "aten.atanh.default"}) {
+    CAPTURE(op);
+    CHECK(t.op(op, {T(i64)}).dtype == DType::F32);
+    CHECK(t.op(op, {T(f16)}).dtype == DType::F16);
+  }
+  CHECK(t.op("aten.floor.default", {T(i32)}).dtype == DType::I32);
+  CHECK(t.op("aten.round.default", {T(f16)}).dtype == DType::F16);
+  CHECK(t.error("aten.trunc.default", {T(b)}) == "\"trunc_cpu\" not implemented for 'Bool'");
+  CHECK(t.op("aten.round.decimals", {T(f16), KW("decimals", Arg::of_int(2))}).dtype == DType::F16);
+  CHECK(t.error("aten.round.decimals", {T(i64), KW("decimals", Arg::of_int(1))}) ==
+        "\"round_cpu\" not implemented for 'Long'");
+  CHECK(t.op("aten.isnan.default", {T(f16)}).dtype == DType::Bool);
+  CHECK(t.op("aten.isinf.default", {T(i64)}).dtype == DType::Bool);
+  CHECK(t.op("aten.atan2.default", {T(i32), T(i64)}).dtype == DType::F32);
+  CHECK(t.op("aten.atan2.default", {T(f16), T(f32_0d)}).dtype == DType::F16);
+  CHECK(t.op("aten.pow.Scalar", {I(2), T(i32)}).dtype == DType::I32);
+  CHECK(t.op("aten.pow.Scalar", {F(2.0), T(i64)}).dtype == DType::F32);
+  CHECK(t.op("aten.pow.Scalar", {F(2.0), T(f16)}).dtype == DType::F16);
+  CHECK(t.op("aten.clamp.Tensor", {T(i32), T(f16)}).dtype == DType::F16);
+  CHECK(t.op("aten.clamp.Tensor", {T(i32), KW("max", Arg::of_tensor(f32_0d))}).dtype == DType::F32);
+  CHECK(t.error("aten.clamp.Tensor", {T(i32)}).find("At least one of 'min' or 'max'") !=
+        std::string::npos);
+}
+
+TEST_CASE("meta: cumsum") {
+  G t;
+  ValueId b = t.in("b", meta(DType::Bool, {2, 3}));
+  ValueId f16 = t.in("f16", meta(DType::F16, {3, 2}, {1, 3}));
+  CHECK(t.op("aten.cumsum.default", {T(b), I(-1)}).dtype == DType::I64);
+  const TensorMeta& m = t.op("aten.cumsum.default", {T(f16), I(0)});
+  CHECK(m.dtype == DType::F16);
+  CHECK(m.strides == Sizes{2, 1});
+  CHECK(t.op("aten.cumsum.default", {T(f16), I(1), KW("dtype", Arg::of_dtype(DType::F32))}).dtype ==
+        DType::F32);
+  CHECK(t.error("aten.cumsum.default", {T(b), I(2)}).find("dimension out of range") !=
+        std::string::npos);
+}
+
+TEST_CASE("meta: cumprod and logcumsumexp") {
+  G t;
+  ValueId i32 = t.in("i32", meta(DType::I32, {2, 3}));
+  ValueId f16 = t.in("f16", meta(DType::F16, {3, 2}, {1, 3}));
+  CHECK(t.op("aten.cumprod.default", {T(i32), I(0)}).dtype == DType::I64);
+  CHECK(t.op("aten.logcumsumexp.default", {T(f16), I(-1)}).strides == Sizes{2, 1});
+  CHECK(t.error("aten.logcumsumexp.default", {T(i32), I(0)}) ==
+        "\"logcumsumexp_out_cpu\" not implemented for 'Int'");
+  CHECK(t.error("aten.cumprod.default", {T(i32), I(-3)}).find("dimension out of range") !=
+        std::string::npos);
+}
