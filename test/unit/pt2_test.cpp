@@ -208,8 +208,8 @@ TEST_CASE("pt2: berttiny keeps non-persistent buffers under constants") {
 }
 
 TEST_CASE("pt2: numbers passed for tensors become 0-dim tensors of the op's result type") {
-  // As in a LLaMA-style export: sub.Tensor(x, 1) (no sub.Scalar overload in the registry) and
-  // maximum(x, 0.5) (none in PyTorch either).
+  // maximum(x, 0.5) and atan2(x, 1): ops without a Scalar overload (sub.Tensor(x, 1), as a
+  // LLaMA-style export has it, binds sub.Scalar).
   fs::path dir = temp_dir("wrapped");
   const std::string entry = "mlp/models/model.json";
   auto model = nlohmann::json::parse(read_zip_entry(fixture("mlp.pt2"), entry));
@@ -218,7 +218,7 @@ TEST_CASE("pt2: numbers passed for tensors become 0-dim tensors of the op's resu
   nodes[1]["target"] = "torch.ops.aten.maximum.default";
   nodes[1]["inputs"].push_back({{"name", "other"}, {"arg", {{"as_float", 0.5}}}, {"kind", 1}});
   REQUIRE(nodes[4]["target"] == "torch.ops.aten.relu.default");
-  nodes[4]["target"] = "torch.ops.aten.sub.Tensor";
+  nodes[4]["target"] = "torch.ops.aten.atan2.default";
   nodes[4]["inputs"].push_back({{"name", "other"}, {"arg", {{"as_int", 1}}}, {"kind", 1}});
   std::string path = (dir / "wrapped.pt2").string();
   rewrite_zip(fixture("mlp.pt2"), path, {{entry, model.dump()}});
@@ -238,7 +238,7 @@ TEST_CASE("pt2: numbers passed for tensors become 0-dim tensors of the op's resu
   CHECK(one.arg("s") == Arg::of_int(1));
   // f32 tensor and an int number: the number takes the tensor's dtype, as PyTorch promotes it.
   CHECK(format_meta(g.values[one.outputs[0]].meta) == "f32[]");
-  CHECK(node("relu_1").target == "aten.sub.Tensor");
+  CHECK(node("relu_1").target == "aten.atan2.default");
   CHECK_NOTHROW(verify_graph(g));
   fs::remove_all(dir);
 }
