@@ -205,11 +205,7 @@ std::string explain_extras(const CLI::App& app, const std::vector<std::string>& 
 // error message, or "" for a valid value.
 std::string cuda_arch_error(const std::string& arch) {
 #ifdef FXC_HAVE_CODEGEN
-  std::vector<std::string> known = nvptx_processors();
-  if (std::find(known.begin(), known.end(), arch) != known.end()) return "";
-  std::string list;
-  for (const std::string& a : known) list += (list.empty() ? "" : ", ") + a;
-  return "invalid value '" + arch + "' for '--cuda-arch'; valid values: " + list;
+  return check_choice("--cuda-arch", arch, nvptx_processors()).value_or("");
 #else
   size_t end = arch.size() - (arch.size() > 3 && arch.back() == 'a' ? 1 : 0);
   bool ok = arch.rfind("sm_", 0) == 0 && end > 3 &&

@@ -11,4 +11,5 @@ FXC_BUILD_DIR=$src/build-asan FXC_BUILD_TYPE=Debug FXC_TARGETS=fxc bash "$src/to
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   FXC_SRC=$src bash "$src/test/error.sh" "$src/build-asan/fxc"
 bash "$src/tools/fuzz.sh" 45   # each reader: libFuzzer, ASan + UBSan (docs/testing.md)
+bash "$src/tools/tsan.sh"     # ThreadSanitizer: the parallel code generation (docs/testing.md)
 echo "all tests passed"

@@ -144,6 +144,24 @@ TEST_CASE("lower: max_pool2d with indices is a max and an argmax over the window
   check_compiled(tg);
 }
 
+TEST_CASE("lower: padded, ceil-mode and dilated max_pool2d read -inf outside the input") {
+  // ResNet's stem pool (3, 2, 1) ran as a fallback on the host before; inputs are in [-1, 1],
+  // so a padding read as 0 would win many border windows.
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {2, 3, 9, 10});
+  auto a = tg.ops("aten.max_pool2d_with_indices.default", {T(x), Is({3, 3}), Is({2, 2}), Is({1, 1})});
+  tg.output(a[0]);
+  tg.output(a[1]);
+  auto b = tg.ops("aten.max_pool2d_with_indices.default",
+                  {T(x), Is({3, 2}), Is({2, 3}), Is({1, 1}), Is({2, 1}), B(true)});
+  tg.output(b[0]);
+  tg.output(b[1]);
+  LoopProgram lp = lower(tg.g);
+  CHECK(count_kind(lp, Buffer::Kind::Extern) == 0);
+  CHECK(count_kind(lp, Buffer::Kind::Reduction) == 4);
+  check_compiled(tg);
+}
+
 TEST_CASE("lower: embedding reads rows through an indirect, clamped index") {
   TestGraph tg;
   ValueId w = f32_input(tg, "w", {10, 4});
