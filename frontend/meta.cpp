@@ -657,37 +657,9 @@ Metas dropout(const Graph& g, const Node& n) {
 // ---------------------------------------------------------------------------------------------
 // Op families of issue 18: integer division and remainders, rsub, bitwise and logical ops.
 
-// c10's ScalarType name, as PyTorch's "not implemented for 'Float'" errors print it.
-const char* scalar_type_name(DType t) {
-  switch (t) {
-  case DType::Bool:
-    return "Bool";
-  case DType::U8:
-    return "Byte";
-  case DType::I8:
-    return "Char";
-  case DType::I16:
-    return "Short";
-  case DType::I32:
-    return "Int";
-  case DType::I64:
-    return "Long";
-  case DType::F16:
-    return "Half";
-  case DType::BF16:
-    return "BFloat16";
-  case DType::F32:
-    return "Float";
-  case DType::F64:
-    return "Double";
-  }
-  return "?";
-}
-
 // PyTorch's AT_DISPATCH error for a kernel that has no loop for `dt`.
 [[noreturn]] void not_implemented(const Ctx& c, std::string_view kernel, DType dt) {
-  c.fail("\"" + std::string(kernel) + "\" not implemented for '" +
-         std::string(scalar_type_name(dt)) + "'");
+  c.fail(not_implemented_message(kernel, dt));
 }
 
 // The rounding mode of div.Tensor_mode / div.Scalar_mode: "" for None (true division).

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace fxc {
@@ -35,6 +37,10 @@ private:
 
 /// The dtype a wrapped number has on its own: int64, bool, or `default_float` for a float.
 DType wrapped_number_dtype(const Arg& a, DType default_float = DType::F32);
+
+/// PyTorch's AT_DISPATCH error for a kernel with no loop for `t`, with c10's ScalarType name:
+/// "\"bitwise_and_cpu\" not implemented for 'Float'".
+std::string not_implemented_message(std::string_view kernel, DType t);
 
 /// c10::canCast: no floating -> integral or bool, no non-bool -> bool.
 bool can_cast(DType from, DType to);

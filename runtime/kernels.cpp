@@ -627,36 +627,8 @@ Tensors k_clamp(const KernelCall& c) {
 
 // ---- Op families of issue 18: integer division and remainders, rsub, bitwise, logical ----
 
-// c10's ScalarType name, as PyTorch's "not implemented for 'Float'" errors print it.
-const char* scalar_type_name(DType t) {
-  switch (t) {
-  case DType::Bool:
-    return "Bool";
-  case DType::U8:
-    return "Byte";
-  case DType::I8:
-    return "Char";
-  case DType::I16:
-    return "Short";
-  case DType::I32:
-    return "Int";
-  case DType::I64:
-    return "Long";
-  case DType::F16:
-    return "Half";
-  case DType::BF16:
-    return "BFloat16";
-  case DType::F32:
-    return "Float";
-  case DType::F64:
-    return "Double";
-  }
-  return "?";
-}
-
 [[noreturn]] void not_implemented(const char* kernel, DType dt) {
-  fail(std::string("\"") + kernel + "\" not implemented for '" +
-       std::string(scalar_type_name(dt)) + "'");
+  fail(not_implemented_message(kernel, dt));
 }
 
 // PyTorch's integer division raises on a zero divisor (on the CPU).
