@@ -8,6 +8,7 @@
 #include "frontend/io_util.h"
 #include "frontend/printer.h"
 #include "frontend/shape_prop.h"
+#include "frontend/specialize.h"
 #include "frontend/random.h"
 #include "frontend/safetensors.h"
 #include "driver/bench.h"
@@ -275,6 +276,19 @@ void log_guards(const Graph& g, const std::vector<Tensor>& inputs) {
   log.artifact(Artifact::Guards, text);
 }
 
+// --log=guards and -v: a dynamic graph's symbols, their ranges and hints, and the runtime
+// assertions the export recorded.
+void log_symbols(const Graph& g) {
+  std::string text = "dynamic shapes: " + std::to_string(g.symbols.size()) + " symbol" +
+                     (g.symbols.size() == 1 ? "" : "s");
+  for (const SymbolRange& r : g.symbols)
+    text += "\n  " + format_range(r) + ", hint " + std::to_string(r.hint);
+  for (const auto& [node, cond] : g.sym_asserts)
+    text += "\n  assert (node '" + node + "'): " + cond + " (checked by torch.export, not by fxc)";
+  process_logger().artifact(Artifact::Guards, text + "\n");
+  log_message(Component::Driver, Level::Info, text);
+}
+
 // The generated code of every compiled graph for --emit=llvm|ptx|obj|cpp. llvm, ptx and obj are
 // one module (what llvm-as, ptxas, cuModuleLoadData and a linker take whole): every graph's
 // kernels linked into one LLVM module, then its text (CUDA: as generated, before libdevice; CPU:
@@ -340,7 +354,26 @@ int repro_level() {
 // the graph is recompiled for the new sizes: the inputs take the new shapes and shape
 // propagation runs again (a node whose arguments bake in the old sizes, e.g. a view, is then
 // reported as an error naming it). Logged under --log=recompiles.
-void specialize_to_inputs(Graph& g, const std::vector<Tensor>& inputs) {
+//
+// A dynamic graph (exported with Dim) needs no recompile: its symbols are bound from the inputs'
+// sizes, checked against their ranges, and the graph is specialized to them.
+void specialize_to_inputs(Compilation& c, const std::vector<Tensor>& inputs) {
+  if (c.symbolic) {
+    std::vector<TensorMeta> metas;
+    for (const Tensor& t : inputs) metas.push_back(t.meta());
+    SymBindings b;
+    if (std::string why = bind_symbols(*c.symbolic, metas, &b); !why.empty())
+      throw Error(c.opts.inputs.empty() ? c.opts.input : c.opts.inputs,
+                  "the inputs are outside the graph's dynamic shapes: " + why);
+    process_logger().artifact(Artifact::Guards, "dynamic shapes: the inputs bind " +
+                                                    format_bindings(b) + "\n");
+    if (b != c.bindings) {
+      c.source = specialize(*c.symbolic, b);
+      c.bindings = b;
+    }
+    return;
+  }
+  Graph& g = c.source;
   std::string reasons;
   size_t k = 0;
   for (const GraphInput& in : g.inputs) {
@@ -467,6 +500,12 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
     return import_graph(o.input, &external_files);
   }());
   c.source.name = stem_of(o.input);
+  if (c.source.is_dynamic()) { // compile at the hints unless --inputs say otherwise
+    c.symbolic = std::make_shared<const Graph>(c.source);
+    log_symbols(*c.symbolic);
+    c.bindings = hint_bindings(*c.symbolic);
+    c.source = specialize(*c.symbolic, c.bindings);
+  }
   double import_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   trace.log("frontend", "imported " + o.input + " (" + std::to_string(c.source.nodes.size()) +
@@ -474,11 +513,11 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   if (o.verbose) std::fprintf(stderr, "fxc: import: %.3f ms\n", import_ms);
 
   if (o.explain_cache) { // the key of the default action's compile, and why it would miss
-    if (!o.inputs.empty()) specialize_to_inputs(c.source, load_inputs(c.source, o));
+    if (!o.inputs.empty()) specialize_to_inputs(c, load_inputs(c.source, o));
     return explain_cache(o, c.source, external_files);
   }
   if (o.emit == "fx") {
-    write_text(o.output, print_readable(c.source));
+    write_text(o.output, print_readable(c.symbolic ? *c.symbolic : c.source));
     write_dependencies(o, external_files);
     trace.finish();
     return 0;
@@ -499,7 +538,7 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
             !c.source.weights.at(in.fqn).init)
           throw UsageError("--emit=fxg -o -: the graph's weights are written to a .safetensors "
                            "file beside the .fxg, which standard output has not; give -o <file>.fxg");
-    write_fxg(c.source, o.output.empty() ? stem_of(o.input) + ".fxg" : o.output);
+    write_fxg(c.symbolic ? *c.symbolic : c.source, o.output.empty() ? stem_of(o.input) + ".fxg" : o.output);
     write_dependencies(o, external_files);
     trace.finish();
     return 0;
@@ -507,13 +546,14 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
 
   if (o.bisect || o.minify) {
     std::vector<Tensor> inputs = load_inputs(c.source, o);
+    if (c.symbolic) specialize_to_inputs(c, inputs);
     int status = o.bisect ? run_bisect(o, c.source, inputs) : run_minify(o, c.source, inputs);
     trace.finish();
     return status;
   }
   if (!o.run && !o.bench && !o.check_accuracy) {
     // The default action: compile to an .fxo. With --inputs, for those inputs' shapes.
-    if (!o.inputs.empty()) specialize_to_inputs(c.source, load_inputs(c.source, o));
+    if (!o.inputs.empty()) specialize_to_inputs(c, load_inputs(c.source, o));
     CompileCacheUse cu = open_compile_cache(o, c.source, external_files, trace.enabled());
     // A hit copies the entry's bytes into the output file without reading them into memory.
     bool hit = tiered_write_hit(cu, o, output_file(o)); // local, then --remote-cache
@@ -537,8 +577,9 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
     PassTimer t("load inputs"); // --inputs, or seeded random ones: not compile time
     return load_inputs(c.source, o);
   }();
+  if (c.symbolic) specialize_to_inputs(c, inputs); // the guards are then those of these sizes
   log_guards(c.source, inputs);
-  specialize_to_inputs(c.source, inputs);
+  if (!c.symbolic) specialize_to_inputs(c, inputs);
   int level = repro_level();
   if (level == 3) write_repro(o, c.source, inputs, "compilation (FXC_REPRO_LEVEL=3)");
   if (level > 0) {

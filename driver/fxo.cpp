@@ -104,6 +104,10 @@ CompiledArtifact make_artifact(const Compilation& c) {
     a.graphs.push_back(std::move(g));
   }
   a.custom_ops.assign(custom.begin(), custom.end());
+  if (c.symbolic && o.mode == Mode::Inference) { // other sizes in range: the interpreter
+    a.symbolic = c.symbolic;
+    a.bindings = c.bindings;
+  }
   if (o.mode == Mode::Train) {
     a.num_user_outputs = c.aot->num_user_outputs;
     a.tangent_output_index = c.aot->tangent_output_index;

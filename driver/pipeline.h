@@ -43,6 +43,10 @@ struct Compilation {
   const Options& opts;
   DebugTrace& trace;
   Graph source;                   ///< the imported graph (frontend output)
+  /// Dynamic graphs: the imported graph with its symbols; `source` is it specialized to
+  /// `bindings` (the hints, or the sizes of --inputs).
+  std::shared_ptr<const Graph> symbolic;
+  SymBindings bindings;
   std::vector<StageGraph> graphs; ///< current graphs, rewritten by each stage
   std::shared_ptr<JointGraph> joint;             ///< train mode: the joint graph (aot stage)
   std::shared_ptr<const AotGraphs> aot;          ///< train mode: the partition in use

@@ -119,6 +119,17 @@ ojson float_json(double v) {
   return v;
 }
 
+// A size or stride list; symbolic entries are their expressions as strings ("4*s0").
+ojson dims_json(const std::vector<int64_t>& v, const std::vector<SymExpr>& sym) {
+  ojson l = ojson::array();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (i < sym.size() && !sym[i].empty())
+      l.push_back(format_sym(sym[i]));
+    else
+      l.push_back(v[i]);
+  return l;
+}
+
 ojson arg_json(const Graph& g, const Arg& a) {
   using K = Arg::Kind;
   auto name = [&](ValueId v) -> ojson {
@@ -128,6 +139,7 @@ ojson arg_json(const Graph& g, const Arg& a) {
   case K::None:
     return nullptr;
   case K::Int:
+    if (!a.syms.empty() && !a.syms[0].empty()) return ojson{{"sym_int", format_sym(a.syms[0])}};
     return a.i;
   case K::Float:
     if (std::isfinite(a.f)) return a.f;
@@ -137,7 +149,7 @@ ojson arg_json(const Graph& g, const Arg& a) {
   case K::String:
     return a.s;
   case K::Ints:
-    return ojson{{"ints", a.ints}};
+    return ojson{{"ints", dims_json(a.ints, a.syms)}};
   case K::Floats: {
     ojson l = ojson::array();
     for (double f : a.floats) l.push_back(float_json(f));
@@ -197,8 +209,8 @@ void emit(const ojson& j, std::string& out) {
 }
 
 ojson meta_json(const TensorMeta& m) {
-  ojson j = {{"dtype", std::string(dtype_name(m.dtype))}, {"shape", m.sizes}};
-  if (!m.is_contiguous()) j["strides"] = m.strides;
+  ojson j = {{"dtype", std::string(dtype_name(m.dtype))}, {"shape", dims_json(m.sizes, m.sym_sizes)}};
+  if (!m.is_contiguous()) j["strides"] = dims_json(m.strides, m.sym_strides);
   if (m.storage_offset) j["storage_offset"] = m.storage_offset;
   return j;
 }
@@ -308,14 +320,44 @@ private:
     if (!t) fail(what + ": unknown dtype '" + s + "'");
     return *t;
   }
-  std::vector<int64_t> int_list(const json& j, const std::string& what) const {
+  std::vector<int64_t> int_list(const json& j, const std::string& what,
+                                std::vector<SymExpr>* syms = nullptr) const {
     if (!j.is_array()) fail(what + " must be a list of integers");
     std::vector<int64_t> out;
-    for (const json& e : j) out.push_back(integer(e, what));
+    bool symbolic = false;
+    for (const json& e : j) {
+      SymExpr x;
+      if (syms && e.is_string()) {
+        x = sym_int(e, what);
+        out.push_back(*evaluate(x, hints_));
+        symbolic = true;
+      } else {
+        out.push_back(integer(e, what));
+      }
+      if (syms) syms->push_back(x);
+    }
+    if (syms && !symbolic) syms->clear();
     return out;
   }
-  std::vector<int64_t> shape(const json& j, const std::string& what) const {
-    std::vector<int64_t> s = int_list(j, what);
+  // A size expression over the declared symbols ("4*s0").
+  SymExpr sym_int(const json& j, const std::string& what) const {
+    std::string text = str(j, what);
+    SymExpr e;
+    try {
+      e = parse_sym_text(text);
+    } catch (const SymError& err) {
+      fail(what + ": " + err.what());
+    }
+    std::set<std::string> names;
+    collect_symbols(e, names);
+    for (const std::string& n : names)
+      if (!hints_.count(n)) fail(what + ": symbol '" + n + "' is not declared in \"symbols\"");
+    if (!evaluate(e, hints_)) fail(what + ": '" + text + "' cannot be evaluated at the hints");
+    return e;
+  }
+  std::vector<int64_t> shape(const json& j, const std::string& what,
+                             std::vector<SymExpr>* syms = nullptr) const {
+    std::vector<int64_t> s = int_list(j, what, syms);
     int64_t n = 1;
     for (int64_t d : s)
       if (d < 0 || !checked_mul(n, d, &n)) fail(what + " has a negative or overflowing size");
@@ -330,11 +372,12 @@ private:
     if (version != kVersion)
       fail("unsupported fxg version " + std::to_string(version) + " (this fxc reads version " +
            std::to_string(kVersion) + ")");
-    static const std::set<std::string> known = {"format", "version", "name",
+    static const std::set<std::string> known = {"format", "version", "name",   "symbols",
                                                 "inputs", "nodes",   "outputs"};
     for (auto it = doc.begin(); it != doc.end(); ++it)
       if (!known.count(it.key())) fail("unknown key \"" + it.key() + "\" at the top level");
     if (const json* n = find(doc, "name")) g_.name = str(*n, "\"name\"");
+    if (const json* s = find(doc, "symbols")) read_symbols(*s);
     const json& inputs = get(doc, "inputs", "the graph");
     if (!inputs.is_array()) fail("\"inputs\" must be a list");
     for (const json& in : inputs) read_input(in);
@@ -351,7 +394,7 @@ private:
       g_.outputs.push_back(it->second);
     }
     propagate_shapes(g_);
-    // Recorded metadata must agree with inference.
+    // Recorded metadata must agree with inference (at the hints, for symbolic sizes).
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       within_node(n.name, n.target, [&] { check_declared_meta(n, declared[i]); });
@@ -364,11 +407,13 @@ private:
       const std::string what = "\"meta\" of output '" + g_.values[n.outputs[k]].name + "'";
       const TensorMeta& got = g_.values[n.outputs[k]].meta;
       const DType dt = dtype(get(m, "dtype", what), what + ".dtype");
-      const std::vector<int64_t> sizes = shape(get(m, "shape", what), what + ".shape");
+      std::vector<SymExpr> sym_sizes, sym_strides;
+      const std::vector<int64_t> sizes = shape(get(m, "shape", what), what + ".shape", &sym_sizes);
       // Strides and storage offset are compared only when the file gives them.
       const json* sj = find(m, "strides");
       const json* oj = find(m, "storage_offset");
-      const std::vector<int64_t> strides = sj ? int_list(*sj, what + ".strides") : got.strides;
+      const std::vector<int64_t> strides =
+          sj ? int_list(*sj, what + ".strides", &sym_strides) : got.strides;
       const int64_t offset = oj ? integer(*oj, what + ".storage_offset") : got.storage_offset;
       if (dt != got.dtype || sizes != got.sizes || strides != got.strides ||
           offset != got.storage_offset) {
@@ -392,6 +437,11 @@ private:
                  said,
              n.name, n.target);
       }
+      TensorMeta& out = g_.values[n.outputs[k]].meta;
+      out.sym_sizes = std::move(sym_sizes);
+      // Strides left out are contiguous (the writer omits only those), symbolic with the sizes.
+      out.sym_strides = sj ? std::move(sym_strides)
+                           : symbolic_contiguous_strides(out.sizes, out.sym_sizes);
     }
   }
 
@@ -402,6 +452,31 @@ private:
     ValueId v = g_.add_value(name, std::move(meta));
     ids_.emplace(name, v);
     return v;
+  }
+
+  // "symbols": {"s0": {"min": 1, "max": 4096 (null: unbounded), "hint": 64}}
+  void read_symbols(const json& j) {
+    if (!j.is_object()) fail("\"symbols\" must be an object of name: {min, max, hint}");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string what = "symbol '" + it.key() + "'";
+      SymExpr name;
+      try {
+        name = parse_sym_text(it.key());
+      } catch (const SymError&) {
+      }
+      if (!name.is_symbol()) fail(what + ": a symbol's name is a letter or '_' and then letters, digits or '_'");
+      SymbolRange r;
+      r.name = it.key();
+      r.min = integer(get(*it, "min", what), what + ".min");
+      const json& mx = get(*it, "max", what);
+      r.max = mx.is_null() ? INT64_MAX : integer(mx, what + ".max");
+      r.hint = integer(get(*it, "hint", what), what + ".hint");
+      if (r.min < 0 || r.min > r.max || r.hint < r.min || r.hint > r.max)
+        fail(what + ": needs 0 <= min <= hint <= max, got " + format_range(r) + " with hint " +
+             std::to_string(r.hint));
+      g_.symbols.push_back(r);
+      hints_[r.name] = r.hint;
+    }
   }
 
   void read_input(const json& in) {
@@ -426,8 +501,9 @@ private:
       fail(what + ": unknown kind '" + kind + "' (user_input, parameter, buffer, constant)");
     TensorMeta meta;
     meta.dtype = dtype(get(in, "dtype", what), what + ".dtype");
-    meta.sizes = shape(get(in, "shape", what), what + ".shape");
+    meta.sizes = shape(get(in, "shape", what), what + ".shape", &meta.sym_sizes);
     meta.strides = contiguous_strides(meta.sizes);
+    if (!meta.sym_sizes.empty()) meta.sym_strides = symbolic_contiguous_strides(meta.sizes, meta.sym_sizes);
     int64_t nbytes;
     if (!view_extent_bytes(meta.sizes, meta.strides, 0, int64_t(dtype_size(meta.dtype)), &nbytes))
       fail("size of " + what + " overflows");
@@ -638,7 +714,18 @@ private:
       return Arg::of_tensors(ts);
     }
     if (k == "float") return Arg::of_float(number(v, "\"float\""));
-    if (k == "ints") return Arg::of_ints(int_list(v, "\"ints\""));
+    if (k == "ints") {
+      std::vector<SymExpr> syms;
+      Arg a = Arg::of_ints(int_list(v, "\"ints\"", &syms));
+      a.syms = std::move(syms);
+      return a;
+    }
+    if (k == "sym_int") {
+      SymExpr e = sym_int(v, "\"sym_int\"");
+      Arg a = Arg::of_int(*evaluate(e, hints_));
+      a.syms = {e};
+      return a;
+    }
     if (k == "floats") {
       if (!v.is_array()) fail("\"floats\" must be a list", node, op);
       std::vector<double> fs;
@@ -688,6 +775,7 @@ private:
   std::string path_;
   Graph g_;
   std::map<std::string, ValueId, std::less<>> ids_;
+  SymBindings hints_; ///< the declared symbols at their hints
   std::set<std::string> node_names_;
   std::map<std::string, std::map<std::string, WeightData>> files_;
   std::string text_;
@@ -733,7 +821,18 @@ Graph parse_fxg_text(std::string text, const std::string& source,
 
 std::string fxg_to_json(const Graph& g, const FxgWriteOptions& opts) {
   std::string out = "{\n  \"format\": \"fxg\",\n  \"version\": " + std::to_string(kVersion) + ",\n";
-  out += "  \"name\": " + ojson(g.name).dump() + ",\n  \"inputs\": [";
+  out += "  \"name\": " + ojson(g.name).dump() + ",\n";
+  if (g.is_dynamic()) { // "symbols": {"s0": {"min": 1, "max": 4096, "hint": 64}, ...}
+    ojson syms = ojson::object();
+    for (const SymbolRange& r : g.symbols)
+      syms[r.name] = ojson{{"min", r.min},
+                           {"max", r.max == INT64_MAX ? ojson(nullptr) : ojson(r.max)},
+                           {"hint", r.hint}};
+    out += "  \"symbols\": ";
+    emit(syms, out);
+    out += ",\n";
+  }
+  out += "  \"inputs\": [";
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const GraphInput& in = g.inputs[i];
     const Value& v = g.values[in.value];
@@ -742,7 +841,7 @@ std::string fxg_to_json(const Graph& g, const FxgWriteOptions& opts) {
     j["kind"] = std::string(input_kind_name(in.kind));
     if (in.kind != InputKind::UserInput) j["fqn"] = in.fqn;
     j["dtype"] = std::string(dtype_name(v.meta.dtype));
-    j["shape"] = v.meta.sizes;
+    j["shape"] = dims_json(v.meta.sizes, v.meta.sym_sizes);
     if (!in.persistent) j["persistent"] = false;
     if (in.kind != InputKind::UserInput) {
       auto w = g.weights.find(in.fqn);

@@ -46,13 +46,22 @@ std::string join(const std::vector<int64_t>& v) {
 }
 } // namespace
 
+// "4, 256", or with the symbols of a dynamic tensor "s77, 256".
+static std::string join_dims(const std::vector<int64_t>& v, const std::vector<SymExpr>& sym) {
+  if (sym.size() != v.size()) return join(v);
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + (sym[i].empty() ? std::to_string(v[i]) : format_sym(sym[i]));
+  return s;
+}
+
 std::string format_meta(const TensorMeta& m) {
-  return std::string(dtype_name(m.dtype)) + "[" + join(m.sizes) + "]";
+  return std::string(dtype_name(m.dtype)) + "[" + join_dims(m.sizes, m.sym_sizes) + "]";
 }
 
 std::string format_meta_with_strides(const TensorMeta& m) {
   std::string s = format_meta(m);
-  if (!m.is_contiguous()) s += "{" + join(m.strides) + "}";
+  if (!m.is_contiguous()) s += "{" + join_dims(m.strides, m.sym_strides) + "}";
   if (m.storage_offset) s += "+" + std::to_string(m.storage_offset);
   return s;
 }
@@ -61,11 +70,12 @@ bool Arg::operator==(const Arg& o) const {
   if (kind != o.kind) return false;
   switch (kind) {
   case Kind::None: return true;
-  case Kind::Int: case Kind::DType: case Kind::MemoryFormat: case Kind::Layout: return i == o.i;
+  case Kind::Int: return i == o.i && syms == o.syms;
+  case Kind::DType: case Kind::MemoryFormat: case Kind::Layout: return i == o.i;
   case Kind::Float: return f == o.f || (f != f && o.f != o.f);
   case Kind::Bool: return b == o.b;
   case Kind::String: return s == o.s;
-  case Kind::Ints: return ints == o.ints;
+  case Kind::Ints: return ints == o.ints && syms == o.syms;
   case Kind::Floats: return floats == o.floats;
   case Kind::Bools: return bools == o.bools;
   case Kind::Tensor: return tensor == o.tensor;

@@ -8,6 +8,7 @@
 
 #include "frontend/dtype.h"
 #include "frontend/storage.h"
+#include "frontend/symbolic.h"
 
 #include <cstdint>
 #include <map>
@@ -39,6 +40,10 @@ struct TensorMeta {
   std::vector<int64_t> strides;
   int64_t storage_offset = 0;
   Device device;
+  /// Dynamic graphs: the size (stride) of each dim as an expression over the graph's symbols
+  /// (an empty entry: a static dim); `sizes` and `strides` hold the values at the hints. Empty
+  /// for static tensors. Not compared by operator==.
+  std::vector<SymExpr> sym_sizes, sym_strides;
 
   int64_t dim() const { return int64_t(sizes.size()); }
   int64_t numel() const;
@@ -74,6 +79,10 @@ struct Arg {
   ValueId tensor = kNoValue;     // Tensor
   std::vector<ValueId> tensors;  // Tensors (kNoValue entries are None in Optional[Tensor] lists)
   fxc::Device device;
+  /// Dynamic graphs: Int and Ints arguments computed from symbols (a view's sizes) hold the
+  /// expression of each element here (an empty entry: a literal) and its value at the hints in
+  /// `i` / `ints`. Empty when every element is a literal.
+  std::vector<SymExpr> syms;
 
   static Arg none() { return {}; }
   static Arg of_int(int64_t v) { Arg a; a.kind = Kind::Int; a.i = v; return a; }
@@ -153,6 +162,14 @@ struct Graph {
   std::vector<GraphInput> inputs;
   std::vector<ValueId> outputs;
   std::map<std::string, WeightData> weights; ///< by fqn; every Parameter/Buffer/Constant has one
+  /// Dynamic graphs: the shape symbols with their ranges and hints, sorted by name; the metas
+  /// and arguments above are the graph at the hints (frontend/specialize.h makes it concrete).
+  std::vector<SymbolRange> symbols;
+  /// Dynamic graphs: runtime assertions torch.export recorded (node name, condition), kept for
+  /// --log=guards; fxc checks the symbols' ranges, not these.
+  std::vector<std::pair<std::string, std::string>> sym_asserts;
+
+  bool is_dynamic() const { return !symbols.empty(); }
 
   ValueId add_value(std::string name, TensorMeta meta);
   /// Looks a value up by name; kNoValue when absent. Linear time; build a map for bulk lookups.

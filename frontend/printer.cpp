@@ -150,15 +150,20 @@ std::string format_arg(const Graph& g, const Arg& a) {
   case K::None:
     return "None";
   case K::Int:
-    return std::to_string(a.i);
+    return !a.syms.empty() && !a.syms[0].empty() ? format_sym(a.syms[0]) : std::to_string(a.i);
   case K::Float:
     return python_float(a.f);
   case K::Bool:
     return a.b ? "True" : "False";
   case K::String:
     return python_string(a.s);
-  case K::Ints:
-    return list(a.ints, [](int64_t x) { return std::to_string(x); });
+  case K::Ints: {
+    if (a.syms.size() != a.ints.size()) return list(a.ints, [](int64_t x) { return std::to_string(x); });
+    std::vector<std::string> dims;
+    for (size_t k = 0; k < a.ints.size(); ++k)
+      dims.push_back(a.syms[k].empty() ? std::to_string(a.ints[k]) : format_sym(a.syms[k]));
+    return list(dims, [](const std::string& x) { return x; });
+  }
   case K::Floats:
     return list(a.floats, python_float);
   case K::Bools:

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <memory>
 #include <sys/stat.h>
 
@@ -171,11 +172,32 @@ public:
     if (!j.is_number_integer()) fail(std::string(what) + " is not an integer");
     return j.get<int64_t>();
   }
-  // {"as_int": n}; symbolic sizes are not supported.
+  // {"as_int": n} (weights and other places that are never symbolic).
   int64_t sym_int(const json& j, const char* what) const {
     if (j.is_object() && j.contains("as_int")) return integer(j["as_int"], what);
     if (j.is_number_integer()) return j.get<int64_t>();
-    fail(std::string(what) + " is symbolic; dynamic shapes are not supported");
+    fail(std::string(what) + " is symbolic here, where fxc expects a fixed integer");
+  }
+  // {"as_int": n} or {"as_expr": {"expr_str": sympy srepr, "hint": {"as_int": n}}}: the value at
+  // the hint, and the expression in *expr (left empty for a number or a constant expression).
+  int64_t sym_dim(const json& j, const char* what, SymExpr* expr) const {
+    if (!j.is_object() || !j.contains("as_expr")) return sym_int(j, what);
+    const json& e = get(j, "as_expr", what);
+    std::string text = str(get(e, "expr_str", what), what);
+    SymExpr x;
+    try {
+      x = parse_sympy(text);
+    } catch (const SymError& err) {
+      fail(std::string(what) + ": " + err.what());
+    }
+    if (x.op == SymExpr::Op::Const) return x.value;
+    const json* h = find(e, "hint");
+    if (!h || h->is_null())
+      fail(std::string(what) + " '" + format_sym(x) +
+           "' has no hint: a data-dependent size (from .item() or nonzero) is not supported");
+    int64_t hint = h->is_object() ? integer(get(*h, "as_int", what), what) : integer(*h, what);
+    *expr = x;
+    return hint;
   }
   double floating(const json& j, const char* what) const {
     if (j.is_number()) return j.get<double>();
@@ -193,18 +215,40 @@ private:
   std::string path_, where_;
 };
 
-TensorMeta parse_tensor_meta(const Reader& r, const json& j) {
+// Symbol hints seen while reading: a bare symbol's value at the export's example inputs.
+using HintMap = std::map<std::string, int64_t, std::less<>>;
+
+// sym_dim() that also records the hint of a bare symbol.
+int64_t read_dim(const Reader& r, const json& j, const char* what, SymExpr* expr, HintMap* hints) {
+  int64_t v = r.sym_dim(j, what, expr);
+  if (hints && expr->is_symbol()) (*hints)[expr->name] = v;
+  if (!expr->empty() && !hints) r.fail(std::string(what) + " is symbolic where fxc expects a fixed size");
+  return v;
+}
+
+TensorMeta parse_tensor_meta(const Reader& r, const json& j, HintMap* hints = nullptr) {
   TensorMeta m;
   int64_t code = r.integer(r.get(j, "dtype", "tensor meta"), "dtype");
   auto t = dtype_from_torch_code(code);
   if (!t) r.fail("unsupported dtype code " + std::to_string(code));
   m.dtype = *t;
+  bool symbolic = false;
   for (const json& s : r.array(j, "sizes", "tensor meta")) {
-    m.sizes.push_back(r.sym_int(s, "size"));
+    SymExpr e;
+    m.sizes.push_back(read_dim(r, s, "size", &e, hints));
     if (m.sizes.back() < 0) r.fail("negative size");
+    symbolic |= !e.empty();
+    m.sym_sizes.push_back(std::move(e));
   }
-  for (const json& s : r.array(j, "strides", "tensor meta"))
-    m.strides.push_back(r.sym_int(s, "stride"));
+  if (!symbolic) m.sym_sizes.clear();
+  symbolic = false;
+  for (const json& s : r.array(j, "strides", "tensor meta")) {
+    SymExpr e;
+    m.strides.push_back(read_dim(r, s, "stride", &e, hints));
+    symbolic |= !e.empty();
+    m.sym_strides.push_back(std::move(e));
+  }
+  if (!symbolic) m.sym_strides.clear();
   if (m.strides.size() != m.sizes.size())
     r.fail("tensor meta has " + std::to_string(m.sizes.size()) + " sizes but " +
            std::to_string(m.strides.size()) + " strides");
@@ -266,9 +310,11 @@ public:
       const json& sig = r_.get(gm, "signature", "graph_module");
       tensor_values_ = &r_.get(graph, "tensor_values", "graph");
       if (!tensor_values_->is_object()) r_.fail("graph.tensor_values is not an object");
+      read_sym_int_values(graph);
       read_inputs(graph, sig);
       for (const json& n : r_.array(graph, "nodes", "graph")) read_node(n);
       read_outputs(graph, sig);
+      read_range_constraints(model);
     } catch (const json::exception& e) {
       r_.fail(std::string("unexpected JSON structure: ") + e.what());
     }
@@ -301,11 +347,116 @@ private:
     return best;
   }
 
+  // sym_int_values: the expression of every symbolic int the graph computes (sym_size.int,
+  // operator.mul, ...), in terms of the input symbols; arguments name them.
+  void read_sym_int_values(const json& graph) {
+    const json* v = r_.find(graph, "sym_int_values");
+    if (!v || v->is_null()) return;
+    if (!v->is_object()) r_.fail("graph.sym_int_values is not an object");
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      SymExpr e;
+      std::string what = "sym_int_values['" + it.key() + "']";
+      int64_t hint = read_dim(r_, *it, what.c_str(), &e, &hints_);
+      if (e.empty()) e = SymExpr::constant(hint);
+      sym_values_[it.key()] = {hint, e};
+    }
+  }
+
+  // range_constraints: {"s0": {"min_val": 1, "max_val": 4096}}; the graph's symbols are those its
+  // sizes and arguments use, each with its range and hint.
+  void read_range_constraints(const json& model) {
+    std::set<std::string> used;
+    auto note = [&](const std::vector<SymExpr>& es) {
+      for (const SymExpr& e : es) collect_symbols(e, used);
+    };
+    for (const Value& v : g_.values) {
+      note(v.meta.sym_sizes);
+      note(v.meta.sym_strides);
+    }
+    for (const Node& n : g_.nodes)
+      for (const Arg& a : n.args) note(a.syms);
+    if (used.empty()) return;
+    const json* rc = r_.find(model, "range_constraints");
+    auto bound = [&](const json* b, int64_t dflt, const std::string& what) -> int64_t {
+      if (!b || b->is_null()) return dflt;
+      if (b->is_number_integer()) return b->get<int64_t>();
+      if (b->is_number_float() && std::isinf(b->get<double>())) return dflt;
+      if (b->is_string()) {
+        std::string s = b->get<std::string>();
+        if (s == "Infinity" || s == "inf" || s == "int_oo" || s == "oo") return dflt;
+      }
+      r_.fail(what + " is not an integer bound: " + b->dump());
+    };
+    for (const std::string& name : used) {
+      SymbolRange r;
+      r.name = name;
+      auto h = hints_.find(name);
+      if (h == hints_.end())
+        r_.fail("symbol '" + name + "' has no hint (it never appears as a size of its own)");
+      r.hint = h->second;
+      r.min = 0;
+      if (rc && rc->is_object())
+        if (auto it = rc->find(name); it != rc->end()) {
+          r.min = bound(r_.find(*it, "min_val"), 0, "range_constraints['" + name + "'].min_val");
+          r.max = bound(r_.find(*it, "max_val"), INT64_MAX, "range_constraints['" + name + "'].max_val");
+        }
+      r.min = std::max<int64_t>(r.min, 0);
+      if (r.hint < r.min || r.hint > r.max)
+        r_.fail("symbol '" + name + "': its hint " + std::to_string(r.hint) + " is outside " +
+                format_range(r));
+      g_.symbols.push_back(r);
+    }
+  }
+
+  // Nodes that compute symbolic ints (sym_size.int, operator.mul on sizes) or assert on them:
+  // their values are the expressions of sym_int_values, which arguments use directly.
+  bool is_symbolic_node(const std::string& raw, const std::string& target) const {
+    static const char* const kSizeOps[] = {"aten.sym_size.int", "aten.sym_stride.int",
+                                           "aten.sym_numel.default",
+                                           "aten.sym_storage_offset.default"};
+    for (const char* op : kSizeOps)
+      if (target == op) return true;
+    return raw.rfind("_operator.", 0) == 0 || raw.rfind("operator.", 0) == 0 ||
+           raw.rfind("math.", 0) == 0 || raw.rfind("torch.sym_", 0) == 0 ||
+           raw.rfind("torch._sym_", 0) == 0 || target == "aten._assert_scalar.default" ||
+           target == "aten.sym_constrain_range_for_size.default" ||
+           target == "aten.sym_constrain_range.default";
+  }
+
+  void read_symbolic_node(const json& n, const std::string& name, const std::string& target) {
+    if (target == "aten._assert_scalar.default" || target.find("sym_constrain_range") != std::string::npos) {
+      std::string cond;
+      for (const json& in : r_.array(n, "inputs", "node")) cond += (cond.empty() ? "" : ", ") + r_.get(in, "arg", "node input").dump();
+      g_.sym_asserts.push_back({name, target + "(" + cond + ")"});
+      return;
+    }
+    for (const json& o : r_.array(n, "outputs", "node")) {
+      if (r_.find(o, "as_sym_bool") || r_.find(o, "as_sym_float")) continue; // feeds asserts only
+      const json* si = r_.find(o, "as_sym_int");
+      if (!si) r_.fail("output " + o.dump() + " of a size computation is not a symbolic int", name, target);
+      std::string out = r_.str(r_.get(*si, "as_name", "output"), "output name");
+      if (!sym_values_.count(out))
+        r_.fail("symbolic int '" + out + "' has no sym_int_values entry", name, target);
+    }
+  }
+
+  // An as_sym_int argument: {"as_name": value in sym_int_values} or {"as_int": n}.
+  int64_t sym_arg(const json& j, SymExpr* expr, const std::string& node, const std::string& op) {
+    if (const json* nm = r_.find(j, "as_name")) {
+      std::string name = r_.str(*nm, "symbolic int name");
+      auto it = sym_values_.find(name);
+      if (it == sym_values_.end()) r_.fail("undefined symbolic int '" + name + "'", node, op);
+      if (it->second.second.op != SymExpr::Op::Const) *expr = it->second.second;
+      return it->second.first;
+    }
+    return r_.sym_int(j, "symbolic int");
+  }
+
   // The metadata torch.export recorded for value `name`; `display` names it in errors.
-  TensorMeta recorded_meta(const std::string& name, const std::string& display = {}) const {
+  TensorMeta recorded_meta(const std::string& name, const std::string& display = {}) {
     auto it = tensor_values_->find(name);
     if (it == tensor_values_->end()) r_.fail("no tensor_values entry for '" + name + "'");
-    TensorMeta m = parse_tensor_meta(r_, *it);
+    TensorMeta m = parse_tensor_meta(r_, *it, &hints_);
     int64_t bytes;
     if (!view_extent_bytes(m.sizes, m.strides, m.storage_offset, int64_t(dtype_size(m.dtype)),
                            &bytes))
@@ -428,8 +579,29 @@ private:
       }
       return Arg::of_tensors(ts);
     }
-    if (k == "as_int" || k == "as_sym_int") return Arg::of_int(r_.sym_int(v, argname.c_str()));
-    if (k == "as_ints" || k == "as_sym_ints") return Arg::of_ints(ints(v));
+    if (k == "as_int") return Arg::of_int(r_.sym_int(v, argname.c_str()));
+    if (k == "as_ints") return Arg::of_ints(ints(v));
+    if (k == "as_sym_int") {
+      SymExpr e;
+      Arg a = Arg::of_int(sym_arg(v, &e, node, op));
+      if (!e.empty()) a.syms = {e};
+      return a;
+    }
+    if (k == "as_sym_ints") {
+      if (!v.is_array()) return bad(k + " is not a list");
+      std::vector<int64_t> vals;
+      std::vector<SymExpr> syms;
+      bool symbolic = false;
+      for (const json& e : v) {
+        SymExpr x;
+        vals.push_back(sym_arg(e, &x, node, op));
+        symbolic |= !x.empty();
+        syms.push_back(std::move(x));
+      }
+      Arg a = Arg::of_ints(vals);
+      if (symbolic) a.syms = std::move(syms);
+      return a;
+    }
     if (k == "as_float") return Arg::of_float(r_.floating(v, argname.c_str()));
     if (k == "as_floats") {
       if (!v.is_array()) return bad("as_floats is not a list");
@@ -475,7 +647,10 @@ private:
     const std::string target = normalize_target(raw_target);
     // Errors found inside a node name it, even when raised by a generic accessor.
     try {
-      read_node_body(n, name, target);
+      if (is_symbolic_node(raw_target, target))
+        read_symbolic_node(n, name, target);
+      else
+        read_node_body(n, name, target);
     } catch (const Error& e) {
       if (!e.node().empty() || e.file() != path_) throw;
       std::string msg = e.message();
@@ -624,6 +799,15 @@ private:
         r_.fail("output kind '" + s.begin().key() + "' is not supported (only user outputs)");
     }
     for (const json& o : r_.array(graph, "outputs", "graph")) {
+      if (const json* si = r_.find(o, "as_sym_int")) { // a size: returned as a 0-dim int64 tensor
+        SymExpr e;
+        Arg a = Arg::of_int(sym_arg(*si, &e, "", ""));
+        if (!e.empty()) a.syms = {e};
+        g_.outputs.push_back(add_node1(g_, "aten.scalar_tensor.default",
+                                       {{"", a}, {"dtype", Arg::of_dtype(DType::I64)}},
+                                       "sym_output_" + std::to_string(g_.outputs.size())));
+        continue;
+      }
       const json* t = r_.find(o, "as_tensor");
       if (!t) r_.fail("graph output " + o.dump() + " is not a tensor");
       std::string name = r_.str(r_.get(*t, "name", "graph output"), "output name");
@@ -732,6 +916,8 @@ private:
   Graph g_;
   const json* tensor_values_ = nullptr;
   std::map<std::string, ValueId, std::less<>> ids_;
+  HintMap hints_; ///< each bare symbol's hint
+  std::map<std::string, std::pair<int64_t, SymExpr>, std::less<>> sym_values_; ///< hint, expression
 };
 
 } // namespace

@@ -6,6 +6,8 @@
 // compile until the struct's size is updated here, as a reminder.
 #include "runtime/artifact.h"
 
+#include "frontend/specialize.h"
+
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/fxg.h"
@@ -33,7 +35,8 @@
 namespace fxc {
 
 // Reminders: a new field in a plan struct needs a line in its write_* and read_* functions.
-static_assert(sizeof(PlanView) == 80, "PlanView changed: update write_view/read_view");
+// (A plan is static: its metas never carry symbolic sizes, so write_meta ignores them.)
+static_assert(sizeof(PlanView) == 128, "PlanView changed: update write_view/read_view");
 static_assert(sizeof(PlanKernel) == 136, "PlanKernel changed: update write_kernel/read_kernel");
 static_assert(sizeof(PlanExtern) == 184, "PlanExtern changed: update write_extern/read_extern");
 static_assert(sizeof(PlanStep) == 8, "PlanStep changed: update write_plan/read_plan");
@@ -641,7 +644,7 @@ ArtifactGraph read_graph(const Reader& r, const json& j, const std::string& wher
                          const CompiledArtifact& a, const std::vector<Tensor>& weights) {
   ArtifactGraph g;
   g.role = r.str(j, "role", where);
-  if (g.role != "inference" && g.role != "forward" && g.role != "backward")
+  if (g.role != "inference" && g.role != "forward" && g.role != "backward" && g.role != "dynamic")
     r.fail(where + ".role", "unknown role '" + g.role + "'");
   std::string kind = r.str(j, "kind", where);
   if (kind == "plan") {
@@ -776,6 +779,15 @@ std::string serialize_artifact(const CompiledArtifact& a) {
   ojson graphs = ojson::array();
   for (const ArtifactGraph& g : a.graphs) graphs.push_back(write_graph(g, a, w));
   m["graphs"] = graphs;
+  if (a.symbolic) { // the dynamic graph and where the plans were compiled
+    ArtifactGraph dyn;
+    dyn.kind = ArtifactGraph::Kind::Interpreted;
+    dyn.role = "dynamic";
+    dyn.graph = a.symbolic;
+    ojson d = write_graph(dyn, a, w);
+    d["bindings"] = a.bindings;
+    m["dynamic"] = d;
+  }
   m["weights"] = w.weights();
 
   std::string manifest = m.dump(1);
@@ -877,8 +889,30 @@ CompiledArtifact parse_artifact(std::string_view bytes, const std::string& sourc
     a.custom_ops.push_back(r.str(o, "custom_ops"));
   std::vector<Tensor> weights = read_weights(r, m);
   const json& graphs = r.array(m, "graphs", top);
-  for (size_t i = 0; i < graphs.size(); ++i)
+  for (size_t i = 0; i < graphs.size(); ++i) {
     a.graphs.push_back(read_graph(r, graphs[i], "graphs[" + std::to_string(i) + "]", a, weights));
+    if (a.graphs.back().role == "dynamic") r.fail("graphs[" + std::to_string(i) + "]", "a dynamic graph among the plans");
+  }
+  if (auto d = m.find("dynamic"); d != m.end() && !d->is_null()) {
+    ArtifactGraph dyn = read_graph(r, *d, "dynamic", a, weights);
+    if (dyn.role != "dynamic" || dyn.kind != ArtifactGraph::Kind::Interpreted ||
+        !dyn.graph->is_dynamic() || a.mode != "inference")
+      r.fail("dynamic", "not an inference artifact's interpreted graph with symbols");
+    const json& b = r.at(*d, "bindings", "dynamic");
+    if (!b.is_object()) r.fail("dynamic.bindings", "not an object");
+    for (auto it = b.begin(); it != b.end(); ++it)
+      a.bindings[it.key()] = r.integer(it.value(), "dynamic.bindings", 0, INT64_MAX);
+    if (a.bindings.size() != dyn.graph->symbols.size())
+      r.fail("dynamic.bindings", "one value per symbol");
+    for (const SymbolRange& sr : dyn.graph->symbols) {
+      auto it = a.bindings.find(sr.name);
+      if (it == a.bindings.end() || it->second < sr.min || it->second > sr.max)
+        r.fail("dynamic.bindings", "no value in range for " + sr.name);
+    }
+    if (user_input_count(*dyn.graph) != a.inputs.size())
+      r.fail("dynamic", "its inputs differ from the guards'");
+    a.symbolic = dyn.graph;
+  }
   if (r.str(m, "kind", top) != (a.graphs.empty() ? "plan" : kind_name(a.graphs[0].kind)))
     r.fail(top + ".kind", "differs from the graphs' kind");
   check_signature(r, a);
@@ -926,6 +960,39 @@ struct LoadedModel::Impl {
   std::unique_ptr<ThreadPool> pool;
   std::mutex mu;
   std::vector<TensorMeta> output_metas;
+  /// Dynamic artifacts: the graph specialized to the last few bindings other than the plans'.
+  std::vector<std::pair<SymBindings, std::shared_ptr<const Graph>>> specialized_cache;
+
+  // The guards: static ones as compiled; a dynamic artifact's sizes by its symbols' ranges.
+  std::string check_guards(const std::vector<TensorMeta>& inputs, SymBindings* b) const {
+    const std::vector<InputGuard>& gs = a.inputs;
+    if (inputs.size() != gs.size())
+      return "expected " + std::to_string(gs.size()) + " inputs, got " +
+             std::to_string(inputs.size());
+    if (!a.symbolic) {
+      for (size_t i = 0; i < gs.size(); ++i)
+        if (std::string f = check_input_guard(i, gs[i], inputs[i]); !f.empty()) return f;
+      return {};
+    }
+    if (std::string f = bind_symbols(*a.symbolic, inputs, b); !f.empty()) return f;
+    for (size_t i = 0; i < gs.size(); ++i) { // dtype, strides, device at the sizes given
+      InputGuard g = gs[i];
+      g.meta.sizes = inputs[i].sizes;
+      g.meta.strides = contiguous_strides(g.meta.sizes);
+      if (std::string f = check_input_guard(i, g, inputs[i]); !f.empty()) return f;
+    }
+    return {};
+  }
+
+  // The dynamic graph at `b` (caller holds mu); the last four are kept.
+  const Graph& specialized(const SymBindings& b) {
+    for (const auto& [key, g] : specialized_cache)
+      if (key == b) return *g;
+    auto g = std::make_shared<const Graph>(specialize(*a.symbolic, b));
+    if (specialized_cache.size() == 4) specialized_cache.erase(specialized_cache.begin());
+    specialized_cache.push_back({b, g});
+    return *g;
+  }
 
   std::vector<TensorMeta> graph_output_metas(size_t i) const {
     const ArtifactGraph& g = a.graphs[i];
@@ -1008,13 +1075,27 @@ const std::vector<TensorMeta>& LoadedModel::output_metas() const {
 }
 
 std::string LoadedModel::check_guards(const std::vector<Tensor>& inputs) const {
-  const std::vector<InputGuard>& gs = impl_->a.inputs;
-  if (inputs.size() != gs.size())
-    return "expected " + std::to_string(gs.size()) + " inputs, got " +
-           std::to_string(inputs.size());
-  for (size_t i = 0; i < gs.size(); ++i)
-    if (std::string f = check_input_guard(i, gs[i], inputs[i].meta()); !f.empty()) return f;
-  return {};
+  std::vector<TensorMeta> metas;
+  for (const Tensor& t : inputs) metas.push_back(t.meta());
+  SymBindings b;
+  return impl_->check_guards(metas, &b);
+}
+
+std::vector<TensorMeta> LoadedModel::output_metas_for(const std::vector<TensorMeta>& inputs) const {
+  SymBindings b;
+  if (std::string f = impl_->check_guards(inputs, &b); !f.empty()) throw Error(impl_->source, f);
+  if (!impl_->a.symbolic || b == impl_->a.bindings) return impl_->output_metas;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<TensorMeta> out;
+  const Graph& g = impl_->specialized(b);
+  for (ValueId v : g.outputs) {
+    TensorMeta m = g.values[size_t(v)].meta;
+    m.strides = contiguous_strides(m.sizes);
+    m.storage_offset = 0;
+    m.device = Device();
+    out.push_back(m);
+  }
+  return out;
 }
 
 CudaPlanRunner* LoadedModel::cuda_runner(size_t i) const {
@@ -1029,11 +1110,19 @@ std::vector<Tensor> LoadedModel::run_graph(size_t i, const std::vector<Tensor>& 
 }
 
 NamedResults LoadedModel::run(const std::vector<Tensor>& inputs) {
-  if (std::string f = check_guards(inputs); !f.empty()) throw Error(impl_->source, f);
+  std::vector<TensorMeta> metas;
+  for (const Tensor& t : inputs) metas.push_back(t.meta());
+  SymBindings b;
+  if (std::string f = impl_->check_guards(metas, &b); !f.empty()) throw Error(impl_->source, f);
   std::lock_guard<std::mutex> lock(impl_->mu);
   const CompiledArtifact& a = impl_->a;
-  std::vector<Tensor> fw = impl_->run_graph(0, inputs);
   NamedResults out;
+  if (a.symbolic && b != a.bindings) { // sizes other than the plans': the interpreter
+    std::vector<Tensor> r = interpret(impl_->specialized(b), inputs);
+    for (size_t i = 0; i < r.size(); ++i) out.emplace_back(a.outputs[i], r[i]);
+    return out;
+  }
+  std::vector<Tensor> fw = impl_->run_graph(0, inputs);
   if (a.mode != "train") {
     for (size_t i = 0; i < fw.size(); ++i) out.emplace_back(a.outputs[i], fw[i]);
     return out;

@@ -81,6 +81,12 @@ struct CompiledArtifact {
   /// fails unless each is registered (frontend/custom_ops.h).
   std::vector<std::string> custom_ops;
   std::vector<ArtifactGraph> graphs;
+  /// Dynamic artifacts (inference): the imported graph with its shape symbols, and the symbol
+  /// values `graphs` were compiled at. Inputs of other sizes in the symbols' ranges run this
+  /// graph, specialized to their sizes, with the reference interpreter; the guards check the
+  /// ranges ("input_0 'x': dim 0 is 5000, outside s77 in [1, 4096]"). Null for static artifacts.
+  std::shared_ptr<const Graph> symbolic;
+  SymBindings bindings;
 };
 
 /// The artifact's bytes (header + compressed payload). Deterministic. Throws fxc::Error when the
@@ -112,8 +118,12 @@ public:
   ~LoadedModel();
 
   const CompiledArtifact& artifact() const;
-  /// dtype and sizes of each of run()'s results (contiguous), in order.
+  /// dtype and sizes of each of run()'s results (contiguous), in order, for the inputs the
+  /// artifact was compiled for.
   const std::vector<TensorMeta>& output_metas() const;
+  /// output_metas() for user inputs of these sizes (in order): a dynamic artifact's outputs at
+  /// any size in range. Throws fxc::Error naming the guard that fails.
+  std::vector<TensorMeta> output_metas_for(const std::vector<TensorMeta>& inputs) const;
   /// Empty when `inputs` pass every guard, else the first failure (the count, then
   /// check_input_guard() of each input in order).
   std::string check_guards(const std::vector<Tensor>& inputs) const;

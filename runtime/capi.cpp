@@ -6,6 +6,7 @@
 #include "frontend/io_util.h"
 #include "runtime/artifact.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -109,7 +110,10 @@ fxc_status run(fxc_model* m, const void* const* inputs, const int32_t* dtypes, c
           return fail(FXC_ERROR_INVALID_ARGUMENT,
                       "fxc: error: input " + std::to_string(i) + ": negative size");
       meta.strides = fxc::contiguous_strides(meta.sizes);
-      std::string f = fxc::check_input_guard(i, m->model->artifact().inputs[i], meta);
+      // A dynamic artifact's sizes are checked against its symbols' ranges (check_guards).
+      std::string f = m->model->artifact().symbolic
+                          ? std::string()
+                          : fxc::check_input_guard(i, m->model->artifact().inputs[i], meta);
       if (!f.empty()) return fail(FXC_ERROR_GUARD, fxc::Error(source, f).what());
     }
     if (!inputs[i] && nbytes(meta) > 0)
@@ -121,13 +125,23 @@ fxc_status run(fxc_model* m, const void* const* inputs, const int32_t* dtypes, c
   }
   if (std::string f = m->model->check_guards(ins); !f.empty())
     return fail(FXC_ERROR_GUARD, fxc::Error(source, f).what());
+  std::vector<fxc::TensorMeta> out_metas = m->outputs;
+  if (m->model->artifact().symbolic) {
+    std::vector<fxc::TensorMeta> in_metas;
+    for (const fxc::Tensor& t : ins) in_metas.push_back(t.meta());
+    fxc_status s = guarded(FXC_ERROR_GUARD, [&] {
+      out_metas = m->model->output_metas_for(in_metas);
+      return FXC_OK;
+    });
+    if (s != FXC_OK) return s;
+  }
   return guarded(FXC_ERROR_RUN, [&] {
     fxc::NamedResults rs = m->model->run(ins);
     if (rs.size() != m->outputs.size())
       throw fxc::Error(source, "the run returned " + std::to_string(rs.size()) + " results, not " +
                                    std::to_string(m->outputs.size()));
     for (size_t i = 0; i < rs.size(); ++i) {
-      const fxc::TensorMeta& want = m->outputs[i];
+      const fxc::TensorMeta& want = out_metas[i];
       fxc::Tensor r = rs[i].second;
       if (r.sizes() != want.sizes)
         throw fxc::Error(source, rs[i].first + " is " + fxc::format_meta(r.meta()) + ", not " +
@@ -229,6 +243,65 @@ fxc_status fxc_model_run_checked(fxc_model* model, const void* const* inputs, co
   if (!dtypes || !ranks || !sizes)
     return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `dtypes`, `ranks` or `sizes` is NULL");
   return run(model, inputs, dtypes, ranks, sizes, outputs);
+}
+
+fxc_status fxc_model_dim_range(const fxc_model* model, size_t index, int32_t dim, int64_t* min,
+                               int64_t* max) {
+  if (!model || !min || !max)
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `model`, `min` or `max` is NULL");
+  if (index >= model->inputs.size() || dim < 0 ||
+      size_t(dim) >= model->inputs[index].sizes.size())
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: no input " + std::to_string(index) +
+                                                " dim " + std::to_string(dim));
+  *min = *max = model->inputs[index].sizes[size_t(dim)];
+  const fxc::CompiledArtifact& a = model->model->artifact();
+  if (!a.symbolic) return FXC_OK;
+  size_t k = 0;
+  for (const fxc::GraphInput& in : a.symbolic->inputs) {
+    if (in.kind != fxc::InputKind::UserInput) continue;
+    if (k++ != index) continue;
+    const fxc::TensorMeta& meta = a.symbolic->values[size_t(in.value)].meta;
+    if (size_t(dim) >= meta.sym_sizes.size() || !meta.sym_sizes[size_t(dim)].is_symbol()) break;
+    for (const fxc::SymbolRange& r : a.symbolic->symbols)
+      if (r.name == meta.sym_sizes[size_t(dim)].name) {
+        *min = r.min;
+        *max = r.max;
+      }
+  }
+  return FXC_OK;
+}
+
+fxc_status fxc_model_output_shape(const fxc_model* model, const int32_t* ranks,
+                                  const int64_t* const* sizes, size_t index, int32_t* rank,
+                                  int64_t* out_sizes, int32_t capacity) {
+  if (!model || !ranks || !sizes || !rank || (!out_sizes && capacity > 0))
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: a pointer argument is NULL");
+  if (index >= model->outputs.size())
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: no output " + std::to_string(index));
+  std::vector<fxc::TensorMeta> ins;
+  for (size_t i = 0; i < model->inputs.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] > 64 || (ranks[i] > 0 && !sizes[i]))
+      return fail(FXC_ERROR_INVALID_ARGUMENT,
+                  "fxc: error: input " + std::to_string(i) + ": bad rank or sizes");
+    fxc::TensorMeta t = model->inputs[i];
+    t.sizes.assign(sizes[i], sizes[i] + ranks[i]);
+    t.strides = fxc::contiguous_strides(t.sizes);
+    ins.push_back(t);
+  }
+  std::vector<fxc::TensorMeta> outs;
+  fxc_status s = guarded(FXC_ERROR_GUARD, [&] {
+    outs = model->model->output_metas_for(ins);
+    return FXC_OK;
+  });
+  if (s != FXC_OK) return s;
+  const fxc::TensorMeta& o = outs.at(index);
+  *rank = int32_t(o.sizes.size());
+  if (*rank > capacity)
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: output " + std::to_string(index) +
+                                                " has rank " + std::to_string(*rank) +
+                                                ", more than `capacity`");
+  std::copy(o.sizes.begin(), o.sizes.end(), out_sizes);
+  return FXC_OK;
 }
 
 } // extern "C"

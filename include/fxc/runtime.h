@@ -89,6 +89,19 @@ fxc_status fxc_model_run_checked(fxc_model* model, const void* const* inputs, co
                                  const int32_t* ranks, const int64_t* const* sizes,
                                  void* const* outputs);
 
+/* Dynamic artifacts (compiled from a graph exported with dynamic shapes) run at any size in
+ * their symbols' ranges; the info calls report the sizes they were compiled at. */
+/* The range of input `index`'s dim `dim`: [*min, *max] (INT64_MAX: unbounded); a static dim's
+ * range is its one size. */
+fxc_status fxc_model_dim_range(const fxc_model* model, size_t index, int32_t dim, int64_t* min,
+                               int64_t* max);
+/* The sizes of output `index` for inputs of these ranks and sizes (as fxc_model_run_checked
+ * takes them), before running: *rank, and the sizes in out_sizes (room for `capacity`).
+ * Returns FXC_ERROR_GUARD, naming the dim and range, for sizes outside the artifact's. */
+fxc_status fxc_model_output_shape(const fxc_model* model, const int32_t* ranks,
+                                  const int64_t* const* sizes, size_t index, int32_t* rank,
+                                  int64_t* out_sizes, int32_t capacity);
+
 #ifdef __cplusplus
 }
 #endif

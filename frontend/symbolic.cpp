@@ -1,0 +1,438 @@
+// Symbolic size expressions: the two parsers, the printer and evaluation (see symbolic.h).
+#include "frontend/symbolic.h"
+
+#include <cctype>
+#include <limits>
+
+namespace fxc {
+
+SymExpr SymExpr::constant(int64_t v) {
+  SymExpr e;
+  e.op = Op::Const;
+  e.value = v;
+  return e;
+}
+
+SymExpr SymExpr::symbol(std::string name) {
+  SymExpr e;
+  e.op = Op::Symbol;
+  e.name = std::move(name);
+  return e;
+}
+
+SymExpr SymExpr::apply(Op op, std::vector<SymExpr> args) {
+  SymExpr e;
+  e.op = op;
+  e.args = std::move(args);
+  return e;
+}
+
+bool SymExpr::operator==(const SymExpr& o) const {
+  return op == o.op && value == o.value && name == o.name && args == o.args;
+}
+
+namespace {
+
+// A cursor over the text with the helpers both parsers share.
+class Cursor {
+public:
+  Cursor(std::string_view text, const char* form) : s_(text), form_(form) {}
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw SymError("cannot read the " + std::string(form_) + " expression '" + std::string(s_) +
+                   "': " + why + " at offset " + std::to_string(i_));
+  }
+  void skip_space() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool at_end() {
+    skip_space();
+    return i_ == s_.size();
+  }
+  char peek() {
+    skip_space();
+    return i_ < s_.size() ? s_[i_] : '\0';
+  }
+  bool accept(std::string_view tok) {
+    skip_space();
+    if (s_.substr(i_, tok.size()) != tok) return false;
+    i_ += tok.size();
+    return true;
+  }
+  void expect(std::string_view tok) {
+    if (!accept(tok)) fail("expected '" + std::string(tok) + "'");
+  }
+  std::string identifier() {
+    skip_space();
+    size_t b = i_;
+    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
+      ++i_;
+    if (b == i_ || std::isdigit(static_cast<unsigned char>(s_[b]))) fail("expected a name");
+    return std::string(s_.substr(b, i_ - b));
+  }
+  int64_t integer() {
+    skip_space();
+    bool neg = i_ < s_.size() && s_[i_] == '-';
+    if (neg) ++i_;
+    size_t b = i_;
+    uint64_t v = 0;
+    while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) {
+      uint64_t d = uint64_t(s_[i_] - '0');
+      if (v > (uint64_t(std::numeric_limits<int64_t>::max()) - d) / 10) fail("integer overflow");
+      v = v * 10 + d;
+      ++i_;
+    }
+    if (b == i_) fail("expected an integer");
+    return neg ? -int64_t(v) : int64_t(v);
+  }
+  // Skips a quoted string ('s77') and returns its contents.
+  std::string quoted() {
+    skip_space();
+    if (i_ >= s_.size() || (s_[i_] != '\'' && s_[i_] != '"')) fail("expected a quoted name");
+    char q = s_[i_++];
+    size_t b = i_;
+    while (i_ < s_.size() && s_[i_] != q) ++i_;
+    if (i_ >= s_.size()) fail("unterminated string");
+    return std::string(s_.substr(b, i_++ - b));
+  }
+  // Skips "key=value" assumptions (positive=True, integer=True).
+  void skip_keyword_args() {
+    while (accept(",")) {
+      identifier();
+      expect("=");
+      identifier();
+    }
+  }
+
+private:
+  std::string_view s_;
+  const char* form_;
+  size_t i_ = 0;
+};
+
+SymExpr floordiv(SymExpr a, SymExpr b) {
+  return SymExpr::apply(SymExpr::Op::FloorDiv, {std::move(a), std::move(b)});
+}
+SymExpr mod(SymExpr a, SymExpr b) {
+  return SymExpr::apply(SymExpr::Op::Mod, {std::move(a), std::move(b)});
+}
+
+SymExpr sympy_expr(Cursor& c) {
+  std::string head = c.identifier();
+  c.expect("(");
+  auto operands = [&] {
+    std::vector<SymExpr> args;
+    if (c.peek() != ')') {
+      args.push_back(sympy_expr(c));
+      while (c.accept(",")) args.push_back(sympy_expr(c));
+    }
+    c.expect(")");
+    return args;
+  };
+  auto arity = [&](const std::vector<SymExpr>& args, size_t lo, size_t hi) {
+    if (args.size() < lo || args.size() > hi)
+      c.fail(head + " takes " + std::to_string(lo) + (lo == hi ? "" : " or more") + " operands");
+  };
+  using Op = SymExpr::Op;
+  if (head == "Symbol") {
+    std::string name = c.quoted();
+    c.skip_keyword_args();
+    c.expect(")");
+    return SymExpr::symbol(name);
+  }
+  if (head == "Integer") {
+    int64_t v = c.integer();
+    c.expect(")");
+    return SymExpr::constant(v);
+  }
+  std::vector<SymExpr> args = operands();
+  if (head == "Add" || head == "Mul" || head == "Max" || head == "Min") {
+    arity(args, 2, SIZE_MAX);
+    Op op = head == "Add" ? Op::Add : head == "Mul" ? Op::Mul : head == "Max" ? Op::Max : Op::Min;
+    return SymExpr::apply(op, std::move(args));
+  }
+  if (head == "Pow") {
+    arity(args, 2, 2);
+    if (args[1].op != Op::Const || args[1].value < 0)
+      c.fail("Pow needs a non-negative integer exponent");
+    return SymExpr::apply(Op::Pow, std::move(args));
+  }
+  if (head == "FloorDiv" || head == "CleanDiv") {
+    arity(args, 2, 2);
+    return floordiv(args[0], args[1]);
+  }
+  if (head == "Mod" || head == "PythonMod") {
+    arity(args, 2, 2);
+    return mod(args[0], args[1]);
+  }
+  if (head == "CeilDiv") { // ceil(a / b) = -((-a) // b)
+    arity(args, 2, 2);
+    SymExpr minus_one = SymExpr::constant(-1);
+    SymExpr neg_a = SymExpr::apply(Op::Mul, {minus_one, args[0]});
+    return SymExpr::apply(Op::Mul, {minus_one, floordiv(neg_a, args[1])});
+  }
+  if (head == "ModularIndexing") { // (a // b) % c
+    arity(args, 3, 3);
+    return mod(floordiv(args[0], args[1]), args[2]);
+  }
+  c.fail("'" + head + "' is not a size expression fxc understands");
+}
+
+// Infix: sum := product (('+' | '-') product)*; product := power (('*' | '//' | '%') power)*;
+// power := atom ('**' integer)?; atom := integer | name | '-' atom | '(' sum ')' | Max(...) | Min(...).
+SymExpr text_sum(Cursor& c);
+
+SymExpr text_atom(Cursor& c) {
+  char ch = c.peek();
+  if (ch == '(') {
+    c.expect("(");
+    SymExpr e = text_sum(c);
+    c.expect(")");
+    return e;
+  }
+  if (ch == '-') {
+    c.expect("-");
+    if (std::isdigit(static_cast<unsigned char>(c.peek()))) return SymExpr::constant(-c.integer());
+    return SymExpr::apply(SymExpr::Op::Mul, {SymExpr::constant(-1), text_atom(c)});
+  }
+  if (std::isdigit(static_cast<unsigned char>(ch))) return SymExpr::constant(c.integer());
+  std::string name = c.identifier();
+  if (name == "Max" || name == "Min") {
+    c.expect("(");
+    std::vector<SymExpr> args{text_sum(c)};
+    while (c.accept(",")) args.push_back(text_sum(c));
+    c.expect(")");
+    if (args.size() < 2) c.fail(name + " takes two or more operands");
+    return SymExpr::apply(name == "Max" ? SymExpr::Op::Max : SymExpr::Op::Min, std::move(args));
+  }
+  return SymExpr::symbol(name);
+}
+
+SymExpr text_power(Cursor& c) {
+  SymExpr base = text_atom(c);
+  if (!c.accept("**")) return base;
+  int64_t k = c.integer();
+  if (k < 0) c.fail("negative exponent");
+  return SymExpr::apply(SymExpr::Op::Pow, {std::move(base), SymExpr::constant(k)});
+}
+
+SymExpr text_product(Cursor& c) {
+  SymExpr e = text_power(c);
+  std::vector<SymExpr> factors{e};
+  for (;;) {
+    if (c.accept("//")) {
+      SymExpr lhs = factors.size() == 1 ? factors[0] : SymExpr::apply(SymExpr::Op::Mul, factors);
+      factors = {floordiv(lhs, text_power(c))};
+    } else if (c.accept("%")) {
+      SymExpr lhs = factors.size() == 1 ? factors[0] : SymExpr::apply(SymExpr::Op::Mul, factors);
+      factors = {mod(lhs, text_power(c))};
+    } else if (c.peek() == '*') {
+      c.expect("*");
+      factors.push_back(text_power(c));
+    } else {
+      break;
+    }
+  }
+  return factors.size() == 1 ? factors[0] : SymExpr::apply(SymExpr::Op::Mul, factors);
+}
+
+SymExpr text_sum(Cursor& c) {
+  std::vector<SymExpr> terms{text_product(c)};
+  for (;;) {
+    if (c.accept("+")) {
+      terms.push_back(text_product(c));
+    } else if (c.peek() == '-') {
+      c.expect("-");
+      SymExpr t = text_product(c);
+      if (t.op == SymExpr::Op::Const)
+        terms.push_back(SymExpr::constant(-t.value));
+      else
+        terms.push_back(SymExpr::apply(SymExpr::Op::Mul, {SymExpr::constant(-1), t}));
+    } else {
+      break;
+    }
+  }
+  return terms.size() == 1 ? terms[0] : SymExpr::apply(SymExpr::Op::Add, terms);
+}
+
+// Precedence for parenthesizing: sum 1, product 2, power 3, atom 4.
+int precedence(const SymExpr& e) {
+  switch (e.op) {
+  case SymExpr::Op::Add: return 1;
+  case SymExpr::Op::Mul:
+  case SymExpr::Op::FloorDiv:
+  case SymExpr::Op::Mod: return 2;
+  case SymExpr::Op::Pow: return 3;
+  case SymExpr::Op::Const: return e.value < 0 ? 2 : 4;
+  default: return 4;
+  }
+}
+
+std::string format_at(const SymExpr& e, int min_prec) {
+  std::string s = format_sym(e);
+  return precedence(e) < min_prec ? "(" + s + ")" : s;
+}
+
+// a*b with overflow reported as nullopt.
+std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+} // namespace
+
+SymExpr parse_sympy(std::string_view text) {
+  Cursor c(text, "sympy");
+  SymExpr e = sympy_expr(c);
+  if (!c.at_end()) c.fail("unexpected text after the expression");
+  return e;
+}
+
+SymExpr parse_sym_text(std::string_view text) {
+  Cursor c(text, "size");
+  if (c.at_end()) c.fail("empty expression");
+  SymExpr e = text_sum(c);
+  if (!c.at_end()) c.fail("unexpected text after the expression");
+  return e;
+}
+
+std::string format_sym(const SymExpr& e) {
+  using Op = SymExpr::Op;
+  switch (e.op) {
+  case Op::None: return "?";
+  case Op::Const: return std::to_string(e.value);
+  case Op::Symbol: return e.name;
+  case Op::Add: {
+    std::string s = format_at(e.args[0], 1);
+    for (size_t i = 1; i < e.args.size(); ++i) {
+      const SymExpr& t = e.args[i];
+      if (t.op == Op::Const && t.value < 0)
+        s += " - " + std::to_string(-t.value);
+      else
+        s += " + " + format_at(t, 2);
+    }
+    return s;
+  }
+  case Op::Mul: {
+    std::string s;
+    for (size_t i = 0; i < e.args.size(); ++i) s += (i ? "*" : "") + format_at(e.args[i], 3);
+    return s;
+  }
+  case Op::FloorDiv: return format_at(e.args[0], 2) + "//" + format_at(e.args[1], 3);
+  case Op::Mod: return format_at(e.args[0], 2) + "%" + format_at(e.args[1], 3);
+  case Op::Pow: return format_at(e.args[0], 4) + "**" + format_sym(e.args[1]);
+  case Op::Max:
+  case Op::Min: {
+    std::string s = e.op == Op::Max ? "Max(" : "Min(";
+    for (size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + format_sym(e.args[i]);
+    return s + ")";
+  }
+  }
+  return "?";
+}
+
+std::optional<int64_t> evaluate(const SymExpr& e, const SymBindings& b) {
+  using Op = SymExpr::Op;
+  switch (e.op) {
+  case Op::None: return std::nullopt;
+  case Op::Const: return e.value;
+  case Op::Symbol: {
+    auto it = b.find(e.name);
+    if (it == b.end()) return std::nullopt;
+    return it->second;
+  }
+  default: break;
+  }
+  std::vector<int64_t> v;
+  for (const SymExpr& a : e.args) {
+    std::optional<int64_t> x = evaluate(a, b);
+    if (!x) return std::nullopt;
+    v.push_back(*x);
+  }
+  switch (e.op) {
+  case Op::Add: {
+    int64_t r = 0;
+    for (int64_t x : v)
+      if (__builtin_add_overflow(r, x, &r)) return std::nullopt;
+    return r;
+  }
+  case Op::Mul: {
+    int64_t r = 1;
+    for (int64_t x : v) {
+      auto m = checked_mul(r, x);
+      if (!m) return std::nullopt;
+      r = *m;
+    }
+    return r;
+  }
+  case Op::FloorDiv: { // Python's floor division
+    if (v[1] == 0) return std::nullopt;
+    int64_t q = v[0] / v[1];
+    if ((v[0] % v[1] != 0) && ((v[0] < 0) != (v[1] < 0))) --q;
+    return q;
+  }
+  case Op::Mod: { // Python's modulo: the sign of the divisor
+    if (v[1] == 0) return std::nullopt;
+    int64_t r = v[0] % v[1];
+    if (r != 0 && ((r < 0) != (v[1] < 0))) r += v[1];
+    return r;
+  }
+  case Op::Pow: {
+    int64_t r = 1;
+    for (int64_t k = 0; k < v[1]; ++k) {
+      auto m = checked_mul(r, v[0]);
+      if (!m) return std::nullopt;
+      r = *m;
+    }
+    return r;
+  }
+  case Op::Max: {
+    int64_t r = v[0];
+    for (int64_t x : v) r = std::max(r, x);
+    return r;
+  }
+  case Op::Min: {
+    int64_t r = v[0];
+    for (int64_t x : v) r = std::min(r, x);
+    return r;
+  }
+  default: return std::nullopt;
+  }
+}
+
+void collect_symbols(const SymExpr& e, std::set<std::string>& out) {
+  if (e.op == SymExpr::Op::Symbol) out.insert(e.name);
+  for (const SymExpr& a : e.args) collect_symbols(a, out);
+}
+
+std::vector<SymExpr> symbolic_contiguous_strides(const std::vector<int64_t>& sizes,
+                                                 const std::vector<SymExpr>& sym) {
+  std::vector<SymExpr> out(sizes.size());
+  if (sym.size() != sizes.size()) return {};
+  int64_t c = 1;
+  std::vector<SymExpr> factors;
+  bool any = false;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (!factors.empty()) {
+      std::vector<SymExpr> f;
+      if (c != 1) f.push_back(SymExpr::constant(c));
+      f.insert(f.end(), factors.rbegin(), factors.rend());
+      out[d] = f.size() == 1 ? f[0] : SymExpr::apply(SymExpr::Op::Mul, f);
+      any = true;
+    }
+    if (sym[d].empty())
+      c *= sizes[d];
+    else
+      factors.push_back(sym[d]);
+  }
+  if (!any) return {};
+  return out;
+}
+
+std::string format_range(const SymbolRange& r) {
+  return r.name + " in [" + std::to_string(r.min) + ", " +
+         (r.max == INT64_MAX ? std::string("inf") : std::to_string(r.max)) + "]";
+}
+
+} // namespace fxc

@@ -1,0 +1,166 @@
+// Unit tests for dynamic shapes: size expressions, importing archives exported with Dim, binding
+// symbols from input sizes, specializing, and the .fxg round trip of a dynamic graph.
+#include "frontend/diag.h"
+#include "frontend/fxg.h"
+#include "frontend/import.h"
+#include "frontend/printer.h"
+#include "frontend/specialize.h"
+#include "frontend/symbolic.h"
+
+#include <doctest/doctest.h>
+
+using namespace fxc;
+
+namespace {
+
+std::string dynamic_fixture(const std::string& name) {
+  return std::string(FXC_SOURCE_DIR) + "/test/fixtures/dynamic/" + name;
+}
+
+TensorMeta meta_of(std::vector<int64_t> sizes, DType dt = DType::F32) {
+  TensorMeta m;
+  m.dtype = dt;
+  m.sizes = std::move(sizes);
+  m.strides = contiguous_strides(m.sizes);
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("symbolic: sympy srepr as torch.export writes it") {
+  SymExpr s = parse_sympy("Symbol('s77', positive=True, integer=True)");
+  CHECK(s.is_symbol());
+  CHECK(s.name == "s77");
+  SymExpr m = parse_sympy(
+      "Mul(Integer(128), Symbol('s27', positive=True, integer=True), Symbol('s77', integer=True))");
+  CHECK(format_sym(m) == "128*s27*s77");
+  CHECK(evaluate(m, {{"s27", 16}, {"s77", 2}}) == 4096);
+  CHECK(format_sym(parse_sympy("Pow(Symbol('s0'), Integer(2))")) == "s0**2");
+  CHECK(format_sym(parse_sympy("FloorDiv(Add(Symbol('s0'), Integer(-1)), Integer(2))")) ==
+        "(s0 - 1)//2");
+  // CeilDiv(a, b) is -((-a) // b); ModularIndexing(a, b, c) is (a // b) % c.
+  CHECK(evaluate(parse_sympy("CeilDiv(Symbol('s0'), Integer(4))"), {{"s0", 9}}) == 3);
+  CHECK(evaluate(parse_sympy("ModularIndexing(Symbol('s0'), Integer(2), Integer(3))"),
+                 {{"s0", 11}}) == 2);
+  CHECK(parse_sympy("Integer(7)").op == SymExpr::Op::Const);
+  CHECK_THROWS_WITH_AS(parse_sympy("Sin(Symbol('s0'))"), doctest::Contains("'Sin' is not a size expression"),
+                       SymError);
+  CHECK_THROWS_AS(parse_sympy("Mul(Integer(2)"), SymError);
+  CHECK_THROWS_AS(parse_sympy("Pow(Symbol('s0'), Symbol('s1'))"), SymError);
+}
+
+TEST_CASE("symbolic: the infix form prints and parses back") {
+  for (const char* text : {"s0", "4*s0", "s27*s77", "(s0 + 1)//2", "s0 - 1", "s0%3",
+                           "Max(s0, 2)", "Min(s0*2, s1 + 3)", "s0**2", "2*(s0 + s1)"}) {
+    CAPTURE(text);
+    SymExpr e = parse_sym_text(text);
+    CHECK(format_sym(e) == text);
+    CHECK(parse_sym_text(format_sym(e)) == e);
+  }
+  CHECK_THROWS_AS(parse_sym_text(""), SymError);
+  CHECK_THROWS_AS(parse_sym_text("s0 +"), SymError);
+  CHECK_THROWS_AS(parse_sym_text("s0 s1"), SymError);
+  CHECK_THROWS_AS(parse_sym_text("3s0"), SymError);
+}
+
+TEST_CASE("symbolic: evaluation follows Python's integer division and modulo") {
+  SymBindings b{{"a", -7}, {"b", 2}};
+  CHECK(evaluate(parse_sym_text("a//b"), b) == -4);
+  CHECK(evaluate(parse_sym_text("a%b"), b) == 1);
+  CHECK(evaluate(parse_sym_text("Max(a, b, 5)"), b) == 5);
+  CHECK_FALSE(evaluate(parse_sym_text("a//(b - 2)"), b).has_value()); // division by zero
+  CHECK_FALSE(evaluate(parse_sym_text("c + 1"), b).has_value());       // unbound
+  CHECK_FALSE(evaluate(parse_sym_text("b**70"), b).has_value());       // overflow
+}
+
+TEST_CASE("symbolic: contiguous strides of symbolic sizes") {
+  std::vector<SymExpr> sym{SymExpr::symbol("s77"), SymExpr::symbol("s27"), SymExpr()};
+  std::vector<SymExpr> st = symbolic_contiguous_strides({2, 16, 128}, sym);
+  REQUIRE(st.size() == 3);
+  CHECK(format_sym(st[0]) == "128*s27");
+  CHECK(st[1].empty());
+  CHECK(st[2].empty());
+  CHECK(symbolic_contiguous_strides({2, 3}, {SymExpr::symbol("s0"), SymExpr()}).empty());
+}
+
+TEST_CASE("dynamic: a transformer block exported with Dim(batch) and Dim(seq)") {
+  Graph g = import_pt2(dynamic_fixture("block.core.pt2"));
+  REQUIRE(g.is_dynamic());
+  REQUIRE(g.symbols.size() == 2);
+  CHECK(format_range(g.symbols[0]) == "s27 in [2, 128]");
+  CHECK(g.symbols[0].hint == 16);
+  CHECK(format_range(g.symbols[1]) == "s77 in [1, 64]");
+  CHECK(g.symbols[1].hint == 2);
+  // sym_size.int and operator.mul are not nodes: arguments carry their expressions.
+  for (const Node& n : g.nodes) {
+    CHECK(n.target.find("sym_size") == std::string::npos);
+    CHECK(n.target.rfind("_operator", 0) == std::string::npos);
+  }
+  std::string text = print_readable(g);
+  CHECK(text.find("f32[s77, s27, 128]") != std::string::npos);
+  CHECK(text.find("s27*s77") != std::string::npos); // view(..., [s27*s77, 128]) and its result
+
+  SymBindings b;
+  CHECK(bind_symbols(g, {meta_of({3, 40, 128})}, &b).empty());
+  CHECK(format_bindings(b) == "s27=40, s77=3");
+  Graph s = specialize(g, b);
+  CHECK_FALSE(s.is_dynamic());
+  CHECK(format_meta(s.values[size_t(s.outputs[0])].meta) == "f32[3, 40, 128]");
+  for (const Node& n : s.nodes)
+    for (const Arg& a : n.args) CHECK(a.syms.empty());
+
+  // At the hints the specialized graph is the graph as exported.
+  Graph h = specialize(g, hint_bindings(g));
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    CAPTURE(g.values[v].name);
+    CHECK(h.values[v].meta.sizes == g.values[v].meta.sizes);
+    CHECK(h.values[v].meta.strides == g.values[v].meta.strides);
+  }
+}
+
+TEST_CASE("dynamic: the guards name the input, the dim and the range") {
+  Graph g = import_pt2(dynamic_fixture("block.core.pt2"));
+  SymBindings b;
+  CHECK(bind_symbols(g, {meta_of({65, 16, 128})}, &b) ==
+        "input_0 'x': dim 0 is 65, outside s77 in [1, 64]");
+  CHECK(bind_symbols(g, {meta_of({2, 1, 128})}, &b) ==
+        "input_0 'x': dim 1 is 1, outside s27 in [2, 128]");
+  CHECK(bind_symbols(g, {meta_of({2, 16, 64})}, &b) == "input_0 'x': dim 2 is 64, expected 128");
+  CHECK(bind_symbols(g, {meta_of({2, 16})}, &b) ==
+        "input_0 'x': rank 2, expected f32[s77, s27, 128]");
+  CHECK(bind_symbols(g, {}, &b) == "expected 1 inputs, got 0");
+}
+
+TEST_CASE("dynamic: an .fxg holds the symbols and reads back the same graph") {
+  Graph g = import_pt2(dynamic_fixture("embed.core.pt2"));
+  REQUIRE(g.is_dynamic());
+  FxgWriteOptions o;
+  o.weights_file = "<embedded>";
+  std::string text = fxg_to_json(g, o);
+  CHECK(text.find("\"symbols\": {\"s23\": {\"min\": 1, \"max\": 64, \"hint\": 4}") !=
+        std::string::npos);
+  Graph r = parse_fxg_text(text, "embed.fxg", g.weights);
+  CHECK(r.symbols == g.symbols);
+  CHECK(fxg_to_json(r, o) == text);
+  SymBindings b;
+  REQUIRE(bind_symbols(r, {meta_of({2, 32}, DType::I64)}, &b).empty());
+  CHECK(format_meta(specialize(r, b).values[size_t(r.outputs[0])].meta) == "f32[2, 32, 64]");
+}
+
+TEST_CASE("dynamic: an .fxg with a bad symbol is refused with the reason") {
+  auto read = [](const std::string& symbols, const std::string& shape) {
+    std::string text = R"({"format": "fxg", "version": 1, "symbols": )" + symbols +
+                       R"(, "inputs": [{"name": "x", "dtype": "f32", "shape": )" + shape +
+                       R"(}], "nodes": [{"name": "r", "target": "aten.relu.default", "args": [{"ref": "x"}]}], "outputs": ["r"]})";
+    return parse_fxg_text(text, "t.fxg", {});
+  };
+  Graph ok = read(R"({"s0": {"min": 1, "max": null, "hint": 4}})", R"(["s0", 3])");
+  CHECK(format_meta(ok.values[0].meta) == "f32[s0, 3]");
+  CHECK(ok.symbols[0].max == INT64_MAX);
+  CHECK_THROWS_WITH(read(R"({"s0": {"min": 1, "max": 8, "hint": 9}})", R"(["s0"])"),
+                    doctest::Contains("symbol 's0': needs 0 <= min <= hint <= max"));
+  CHECK_THROWS_WITH(read(R"({"s0": {"min": 1, "max": 8, "hint": 4}})", R"(["s1"])"),
+                    doctest::Contains("symbol 's1' is not declared"));
+  CHECK_THROWS_WITH(read(R"({"s0": {"min": 1, "max": 8, "hint": 4}})", R"(["s0 +"])"),
+                    doctest::Contains("cannot read the size expression"));
+}
