@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -99,6 +101,14 @@ public:
       mark(r.op);
       fns_[size_t(r.op)] = r.fn;
     }
+  }
+  /// The rows of several arrays (one per op family), as one table.
+  explicit OpTable(std::initializer_list<std::span<const Row>> parts) : fns_(kNumOps, nullptr) {
+    for (std::span<const Row> rows : parts)
+      for (const Row& r : rows) {
+        mark(r.op);
+        fns_[size_t(r.op)] = r.fn;
+      }
   }
   /// The entry for `id`, or nullptr.
   Fn operator[](OpId id) const { return fns_[size_t(id)]; }

@@ -61,6 +61,28 @@ TEST_CASE("ops: no layer lists an op twice") {
   }
 }
 
+// Meta, kernel and lowering tables are joined from one row array per op family: every part's
+// rows count, and an op two families list is a duplicate.
+TEST_CASE("ops: a table joined from family parts keeps every part's rows") {
+  using Fn = int (*)();
+  using Table = OpTable<Fn>;
+  Fn one = [] { return 1; }, two = [] { return 2; };
+  const Table::Row a[] = {{OpId::abs, one}};
+  const Table::Row b[] = {{OpId::mm, two}, {OpId::view, one}};
+  Table joined({std::span<const Table::Row>(a), std::span<const Table::Row>(b)});
+  CHECK(joined.has(OpId::abs));
+  CHECK(joined.has(OpId::view));
+  REQUIRE((joined[OpId::mm] != nullptr));
+  CHECK(joined[OpId::mm]() == 2);
+  CHECK((joined.find("aten.abs.default") == one));
+  CHECK_FALSE(joined.has(OpId::relu));
+  CHECK_FALSE(joined.duplicate().has_value());
+  const Table::Row again[] = {{OpId::view, two}};
+  Table dup({std::span<const Table::Row>(a), std::span<const Table::Row>(b),
+             std::span<const Table::Row>(again)});
+  CHECK(dup.duplicate() == OpId::view);
+}
+
 TEST_CASE("ops: every op has a meta function and a reference kernel") {
   for (const OpInfo& op : all_ops()) {
     CHECK_MESSAGE(meta_layer().has(op.id), op.target << " has no meta function");

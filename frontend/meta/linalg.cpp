@@ -1,0 +1,337 @@
+// Meta functions of linear algebra, convolution and attention: mm, bmm, addmm, matmul, linear,
+// convolution and conv2d, scaled_dot_product_attention. Matrix products are contiguous;
+// convolutions keep channels_last inputs channels_last; the fused CPU attention kernel returns
+// empty_like(query).
+#include "frontend/meta/meta_util.h"
+
+namespace fxc::meta_detail {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Matrix products: contiguous outputs.
+
+void check_mm_dtypes(const Ctx& c, const char* a, const char* b) {
+  if (c.tensor(a).dtype != c.tensor(b).dtype)
+    c.fail(c.desc(a) + " but " + c.desc(b) + " (expected the same dtype)");
+}
+
+Sizes mm_shape(const Ctx& c, const char* a, const char* b) {
+  const TensorMeta& x = c.tensor(a);
+  const TensorMeta& y = c.tensor(b);
+  if (x.dim() != 2) c.fail(std::string(a) + " must be a matrix, but " + c.desc(a));
+  if (y.dim() != 2) c.fail(std::string(b) + " must be a matrix, but " + c.desc(b));
+  if (x.sizes[1] != y.sizes[0]) c.fail(c.desc(a) + " but " + c.desc(b));
+  check_mm_dtypes(c, a, b);
+  return {x.sizes[0], y.sizes[1]};
+}
+
+Metas mm(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Sizes s = mm_shape(c, "self", "mat2");
+  return {make(c.tensor("self").dtype, s, c.tensor("self").device)};
+}
+
+Metas addmm(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Sizes s = mm_shape(c, "mat1", "mat2");
+  const TensorMeta& self = c.tensor("self");
+  check_mm_dtypes(c, "self", "mat1");
+  Sizes b;
+  try {
+    b = broadcast_shapes(self.sizes, s);
+  } catch (const std::invalid_argument&) {
+    c.fail(c.desc("self") + " but the product is " + join(s) + " (cannot broadcast)");
+  }
+  if (b != s) c.fail(c.desc("self") + " but the product is " + join(s) + " (cannot broadcast)");
+  return {make(self.dtype, s, self.device)};
+}
+
+Metas bmm(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const TensorMeta& y = c.tensor("mat2");
+  if (x.dim() != 3) c.fail("batch1 must be a 3D tensor, but " + c.desc("self"));
+  if (y.dim() != 3) c.fail("batch2 must be a 3D tensor, but " + c.desc("mat2"));
+  if (x.sizes[0] != y.sizes[0] || x.sizes[2] != y.sizes[1])
+    c.fail(c.desc("self") + " but " + c.desc("mat2"));
+  check_mm_dtypes(c, "self", "mat2");
+  return {make(x.dtype, {x.sizes[0], x.sizes[1], y.sizes[2]}, x.device)};
+}
+
+// torch.matmul's shape rules; every path in _matmul_impl returns a contiguous result.
+TensorMeta matmul_meta(const Ctx& c, const TensorMeta& x, const TensorMeta& y,
+                       const std::string& xd, const std::string& yd) {
+  const int64_t d1 = x.dim(), d2 = y.dim();
+  if (d1 == 0 || d2 == 0)
+    c.fail("both arguments to matmul need to be at least 1D, but " + xd + " and " + yd);
+  if (x.dtype != y.dtype) c.fail(xd + " but " + yd + " (expected the same dtype)");
+  const int64_t k1 = x.sizes.back();
+  const int64_t k2 = d2 > 1 ? y.sizes[size_t(d2 - 2)] : y.sizes[0];
+  if (k1 != k2) c.fail(xd + " but " + yd);
+  Sizes b1(x.sizes.begin(), x.sizes.begin() + std::max<int64_t>(d1 - 2, 0));
+  Sizes b2(y.sizes.begin(), y.sizes.begin() + std::max<int64_t>(d2 - 2, 0));
+  Sizes out;
+  try {
+    out = broadcast_shapes(b1, b2);
+  } catch (const std::invalid_argument&) {
+    c.fail(xd + " but " + yd + " (batch dimensions cannot be broadcast)");
+  }
+  if (d1 > 1) out.push_back(x.sizes[size_t(d1 - 2)]);
+  if (d2 > 1) out.push_back(y.sizes.back());
+  return make(x.dtype, out, x.device);
+}
+
+Metas matmul(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  return {matmul_meta(c, c.tensor("self"), c.tensor("other"), c.desc("self"), c.desc("other"))};
+}
+
+Metas linear(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  const TensorMeta& w = c.tensor("weight");
+  if (w.dim() != 1 && w.dim() != 2) c.fail("weight must be 1-D or 2-D, but " + c.desc("weight"));
+  TensorMeta wt = w;
+  std::reverse(wt.sizes.begin(), wt.sizes.end());
+  std::reverse(wt.strides.begin(), wt.strides.end());
+  TensorMeta out = matmul_meta(c, x, wt, c.desc("input"), c.desc("weight"));
+  if (const TensorMeta* b = c.opt_tensor("bias")) {
+    check_same_dtype(c, x, "input", b, "bias");
+    Sizes s;
+    try {
+      s = broadcast_shapes(b->sizes, out.sizes);
+    } catch (const std::invalid_argument&) {
+      c.fail(c.desc("bias") + " but the output is " + join(out.sizes));
+    }
+    if (s != out.sizes) c.fail(c.desc("bias") + " but the output is " + join(out.sizes));
+  }
+  return {out};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolution and pooling.
+
+TensorMeta conv_meta(const Ctx& c, const TensorMeta& x, const TensorMeta& w, const TensorMeta* bias,
+                     Sizes stride, Sizes pad, Sizes dil, bool transposed, Sizes out_pad,
+                     int64_t groups) {
+  const int64_t nd = x.dim();
+  if (nd < 3) c.fail("expected a batched input with at least 3 dimensions, got " + format_meta(x));
+  const size_t sp = size_t(nd - 2);
+  if (w.dim() != nd)
+    c.fail("expected " + std::to_string(w.dim()) + "-dimensional input for " +
+           std::to_string(w.dim()) + "-dimensional weight " + join(w.sizes) + ", but got input " +
+           format_meta(x));
+  if (x.dtype != w.dtype)
+    c.fail("input is " + format_meta(x) + " but weight is " + format_meta(w) + " (dtypes differ)");
+  auto fit = [&](Sizes& v, const char* what) {
+    if (v.size() == 1) v.assign(sp, v[0]);
+    if (v.size() != sp)
+      c.fail(std::string(what) + " " + join(v) + " does not match " + std::to_string(sp) +
+             " spatial dimensions");
+  };
+  fit(stride, "stride");
+  fit(pad, "padding");
+  fit(dil, "dilation");
+  if (transposed) fit(out_pad, "output_padding");
+  for (size_t i = 0; i < sp; ++i) {
+    if (stride[i] <= 0) c.fail("non-positive stride is not supported: " + join(stride));
+    if (pad[i] < 0) c.fail("negative padding is not supported: " + join(pad));
+    if (dil[i] <= 0) c.fail("dilation should be greater than zero: " + join(dil));
+  }
+  if (groups <= 0) c.fail("non-positive groups is not supported");
+  int64_t out_ch;
+  if (transposed) {
+    if (x.sizes[1] != w.sizes[0])
+      c.fail("given transposed=1 and weight " + join(w.sizes) + ", expected input " +
+             join(x.sizes) + " to have " + std::to_string(w.sizes[0]) + " channels, but got " +
+             std::to_string(x.sizes[1]));
+    out_ch = c.checked(__int128(w.sizes[1]) * groups, "output channels");
+  } else {
+    if (w.sizes[0] % groups != 0)
+      c.fail("given groups=" + std::to_string(groups) + ", expected weight " + join(w.sizes) +
+             " to be divisible by " + std::to_string(groups) + " at dimension 0");
+    if (__int128(w.sizes[1]) * groups != x.sizes[1])
+      c.fail("given groups=" + std::to_string(groups) + " and weight " + join(w.sizes) +
+             ", expected input " + join(x.sizes) + " to have " +
+             std::to_string(__int128(w.sizes[1]) * groups > INT64_MAX ? -1 : w.sizes[1] * groups) +
+             " channels, but got " + std::to_string(x.sizes[1]));
+    out_ch = w.sizes[0];
+  }
+  if (bias && (bias->dim() != 1 || bias->sizes[0] != out_ch))
+    c.fail("given weight " + join(w.sizes) + ", expected bias to be 1-dimensional with " +
+           std::to_string(out_ch) + " elements, but bias is " + format_meta(*bias));
+  if (bias && bias->dtype != x.dtype)
+    c.fail("input is " + format_meta(x) + " but bias is " + format_meta(*bias) +
+           " (dtypes differ)");
+  Sizes out{x.sizes[0], out_ch};
+  for (size_t i = 0; i < sp; ++i) {
+    __int128 in = x.sizes[2 + i], k = w.sizes[2 + i];
+    __int128 o;
+    if (transposed) {
+      o = (in - 1) * stride[i] - 2 * __int128(pad[i]) + __int128(dil[i]) * (k - 1) + out_pad[i] + 1;
+    } else {
+      __int128 eff = in + 2 * __int128(pad[i]) - __int128(dil[i]) * (k - 1) - 1;
+      if (eff < 0)
+        c.fail("calculated padded input size per channel is smaller than the kernel: input " +
+               join(x.sizes) + ", weight " + join(w.sizes) + ", padding " + join(pad) +
+               ", dilation " + join(dil));
+      o = eff / stride[i] + 1;
+    }
+    if (o <= 0 || o > INT64_MAX)
+      c.fail("calculated output size is too small or too large for input " + join(x.sizes) +
+             " and weight " + join(w.sizes));
+    out.push_back(int64_t(o));
+  }
+  if (x.sizes[1] == 0) out[1] = 0;
+  c.check_sizes(out);
+  bool cl = nd == 4 && (suggests_channels_last(x) ||
+                        (x.device.kind == Device::CUDA && suggests_channels_last(w)));
+  return cl ? make_strided(x.dtype, out, channels_last_strides(out), x.device)
+            : make(x.dtype, out, x.device);
+}
+
+Metas convolution(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  return {conv_meta(c, c.tensor("input"), c.tensor("weight"), c.opt_tensor("bias"),
+                    c.ints("stride"), c.ints("padding"), c.ints("dilation"), c.bool_("transposed"),
+                    c.ints("output_padding"), c.int_("groups"))};
+}
+
+Metas conv2d(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  if (x.dim() != 3 && x.dim() != 4)
+    c.fail("expected 3D (unbatched) or 4D (batched) input to conv2d, but " + c.desc("input"));
+  TensorMeta in = x;
+  if (x.dim() == 3) { // unbatched: unsqueeze(0), then squeeze the result
+    in.sizes.insert(in.sizes.begin(), 1);
+    in.strides.insert(in.strides.begin(), c.checked(__int128(x.sizes[0]) * x.strides[0], "stride"));
+  }
+  TensorMeta out =
+      conv_meta(c, in, c.tensor("weight"), c.opt_tensor("bias"), c.ints_n("stride", 2),
+                c.ints_n("padding", 2), c.ints_n("dilation", 2), false, {0, 0}, c.int_("groups"));
+  if (x.dim() == 3) {
+    out.sizes.erase(out.sizes.begin());
+    out.strides.erase(out.strides.begin());
+  }
+  return {out};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention.
+
+Metas sdpa(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& q = c.tensor("query");
+  const TensorMeta& k = c.tensor("key");
+  const TensorMeta& v = c.tensor("value");
+  const TensorMeta* mask = c.opt_tensor("attn_mask");
+  if (q.dtype != k.dtype || q.dtype != v.dtype)
+    c.fail("expected query, key and value to have the same dtype, but " + c.desc("query") + ", " +
+           c.desc("key") + " and " + c.desc("value"));
+  if (!is_floating(q.dtype))
+    c.fail("scaled_dot_product_attention needs floating point inputs, but " + c.desc("query"));
+  if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
+    c.fail("query, key and value must have at least 2 dimensions, but " + c.desc("query") + ", " +
+           c.desc("key") + " and " + c.desc("value"));
+  if (mask && c.bool_("is_causal"))
+    c.fail("explicit attn_mask should not be set when is_causal=True");
+  if (mask && mask->dtype != DType::Bool && mask->dtype != q.dtype)
+    c.fail("attn_mask must be bool or match the query dtype, but " + c.desc("attn_mask"));
+  if (q.sizes.back() != k.sizes.back())
+    c.fail(c.desc("query") + " but " + c.desc("key") + " (head sizes differ)");
+  if (k.sizes[k.sizes.size() - 2] != v.sizes[v.sizes.size() - 2])
+    c.fail(c.desc("key") + " but " + c.desc("value") + " (sequence lengths differ)");
+  const bool gqa = c.bool_("enable_gqa");
+  // Shape: q[..., L, E] @ k^T -> [..., L, S] (+ mask) @ v[..., S, Ev] -> [..., L, Ev].
+  Sizes qb(q.sizes.begin(), q.sizes.end() - 2), kb(k.sizes.begin(), k.sizes.end() - 2),
+      vb(v.sizes.begin(), v.sizes.end() - 2);
+  if (gqa && q.dim() >= 3 && k.dim() == q.dim() && v.dim() == q.dim()) {
+    int64_t hq = q.sizes[q.sizes.size() - 3], hk = k.sizes[k.sizes.size() - 3],
+            hv = v.sizes[v.sizes.size() - 3];
+    if (hk == 0 || hv == 0 || hq % hk != 0 || hq % hv != 0)
+      c.fail("with enable_gqa, the number of query heads must be a multiple of the key/value "
+             "heads, but " +
+             c.desc("query") + ", " + c.desc("key") + " and " + c.desc("value"));
+    kb[kb.size() - 1] = hq;
+    vb[vb.size() - 1] = hq;
+  }
+  Sizes batch;
+  try {
+    batch = broadcast_shapes(broadcast_shapes(qb, kb), vb);
+  } catch (const std::invalid_argument&) {
+    c.fail("batch dimensions of " + c.desc("query") + ", " + c.desc("key") + " and " +
+           c.desc("value") + " cannot be broadcast");
+  }
+  Sizes out = batch;
+  out.push_back(q.sizes[q.sizes.size() - 2]);
+  out.push_back(v.sizes.back());
+  if (mask) {
+    Sizes scores = batch;
+    scores.push_back(q.sizes[q.sizes.size() - 2]);
+    scores.push_back(k.sizes[k.sizes.size() - 2]);
+    Sizes b;
+    try {
+      b = broadcast_shapes(mask->sizes, scores);
+    } catch (const std::invalid_argument&) {
+      c.fail(c.desc("attn_mask") + " but the attention scores are " + join(scores) +
+             " (cannot broadcast)");
+    }
+    if (b != scores)
+      c.fail(c.desc("attn_mask") + " but the attention scores are " + join(scores) +
+             " (cannot broadcast)");
+  }
+  // Which kernel runs decides the layout: the fused kernels give empty_like(query), the math
+  // fallback a contiguous result.
+  const bool four_d = q.dim() == 4 && k.dim() == 4 && v.dim() == 4;
+  const bool same_heads = four_d && q.sizes[0] == k.sizes[0] && q.sizes[0] == v.sizes[0] &&
+                          q.sizes[1] == k.sizes[1] && q.sizes[1] == v.sizes[1];
+  if (q.device.kind == Device::CPU) {
+    bool mask_ok = true;
+    if (mask) {
+      const Sizes& m = mask->sizes;
+      int64_t L = q.sizes[2], S = k.sizes[2];
+      mask_ok = m.size() >= 2 && (m[m.size() - 2] == L || m[m.size() - 2] == 1) &&
+                (m.back() == S || m.back() == 1) &&
+                (m.size() == 2 || (m.size() == 4 && (m[0] == 1 || m[0] == q.sizes[0]) &&
+                                   (m[1] == 1 || m[1] == q.sizes[1])));
+    }
+    bool flash = four_d && same_heads && c.float_("dropout_p") == 0 && mask_ok &&
+                 q.sizes.back() == v.sizes.back() && q.sizes[2] != 0 && k.sizes[2] != 0 &&
+                 q.strides.back() == 1 && k.strides.back() == 1 && v.strides.back() == 1;
+    if (flash) return {empty_like_preserve(q, q.dtype)};
+  } else if (same_heads) {
+    if (q.dtype != DType::F32 && q.dtype != DType::F64 && q.sizes.back() == v.sizes.back()) {
+      // flash: empty_like(query.transpose(1, 2)).transpose(1, 2)
+      TensorMeta qt = q;
+      std::swap(qt.sizes[1], qt.sizes[2]);
+      std::swap(qt.strides[1], qt.strides[2]);
+      TensorMeta o = empty_like_preserve(qt, q.dtype);
+      std::swap(o.sizes[1], o.sizes[2]);
+      std::swap(o.strides[1], o.strides[2]);
+      return {o};
+    }
+    // memory-efficient: empty(B, L, H, Ev).transpose(1, 2)
+    Sizes blhe{out[0], out[2], out[1], out[3]};
+    Sizes st = dense_strides(blhe);
+    return {make_strided(q.dtype, out, {st[0], st[2], st[1], st[3]}, q.device)};
+  }
+  return {make(q.dtype, out, q.device)};
+}
+
+const OpTable<MetaFn>::Row kLinalgMeta[] = {
+    {OpId::addmm, guarded<addmm>},
+    {OpId::bmm, guarded<bmm>},
+    {OpId::conv2d, guarded<conv2d>},
+    {OpId::convolution, guarded<convolution>},
+    {OpId::linear, guarded<linear>},
+    {OpId::matmul, guarded<matmul>},
+    {OpId::mm, guarded<mm>},
+    {OpId::scaled_dot_product_attention, guarded<sdpa>},
+};
+
+} // namespace
+
+std::span<const OpTable<MetaFn>::Row> linalg_meta() { return kLinalgMeta; }
+
+} // namespace fxc::meta_detail

@@ -1,0 +1,85 @@
+// Meta functions of the normalisations: layer_norm and native_layer_norm, batch_norm and
+// _native_batch_norm_legit_no_training (inference, with running statistics), with the checks
+// PyTorch makes on the affine and statistics tensors.
+#include "frontend/meta/meta_util.h"
+
+namespace fxc::meta_detail {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Normalisation.
+
+Metas native_layer_norm(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  const Sizes& ns = c.ints("normalized_shape");
+  if (ns.empty()) c.fail("expected normalized_shape to have at least one element, got []");
+  for (const char* w : {"weight", "bias"})
+    if (const TensorMeta* t = c.opt_tensor(w); t && t->sizes != ns)
+      c.fail(std::string("expected ") + w + " of the same shape as normalized_shape " + join(ns) +
+             ", but " + w + " is " + format_meta(*t));
+  const int64_t axis = x.dim() - int64_t(ns.size());
+  if (axis < 0 || !std::equal(ns.begin(), ns.end(), x.sizes.begin() + axis))
+    c.fail("given normalized_shape=" + join(ns) + ", expected input with shape [*, " +
+           join(ns).substr(1) + ", but input is " + format_meta(x));
+  Sizes stat(x.sizes.begin(), x.sizes.begin() + axis);
+  stat.resize(x.sizes.size(), 1);
+  // The decomposition keeps statistics in the input dtype on the CPU, in float32 elsewhere.
+  DType stat_dt = x.device.kind == Device::CPU || !is_floating(x.dtype) || x.dtype == DType::F64
+                      ? x.dtype
+                      : DType::F32;
+  // The CPU and CUDA kernels normalise input.contiguous() into a contiguous output.
+  TensorMeta out = make(x.dtype, x.sizes, x.device);
+  return {out, make(stat_dt, stat, x.device), make(stat_dt, stat, x.device)};
+}
+
+Metas layer_norm(const Graph& g, const Node& n) {
+  Metas r = native_layer_norm(g, n);
+  return {r[0]};
+}
+
+// Checks shared by batch_norm and _native_batch_norm_legit_no_training; returns the output.
+Metas batch_norm_impl(const Ctx& c, bool training) {
+  const TensorMeta& x = c.tensor("input");
+  if (x.dim() < 2)
+    c.fail("batch_norm expects an input with at least 2 dimensions, got " + format_meta(x));
+  const int64_t C = x.sizes[1];
+  for (const char* w : {"weight", "bias", "running_mean", "running_var"}) {
+    const TensorMeta* t = c.opt_tensor(w);
+    if (t && (t->dim() != 1 || t->sizes[0] != C))
+      c.fail(std::string(w) + " should contain " + std::to_string(C) + " elements, but " + w +
+             " is " + format_meta(*t));
+  }
+  if (!training && (!c.opt_tensor("running_mean") || !c.opt_tensor("running_var")))
+    c.fail("running_mean and running_var must be defined in evaluation mode");
+  // empty_like(input, input.suggest_memory_format())
+  TensorMeta out = make_format(
+      x.dtype, x.sizes, x.device,
+      suggests_channels_last(x) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous, nullptr);
+  DType stat_dt = is_floating(x.dtype) && dtype_size(x.dtype) < 4 ? DType::F32 : x.dtype;
+  Sizes stat = training || x.device.kind != Device::CPU ? Sizes{C} : Sizes{0};
+  return {out, make(stat_dt, stat, x.device), make(stat_dt, stat, x.device)};
+}
+
+Metas batch_norm(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  return {batch_norm_impl(c, c.bool_("training"))[0]};
+}
+
+Metas batch_norm_no_training(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  return batch_norm_impl(c, false);
+}
+
+const OpTable<MetaFn>::Row kNormMeta[] = {
+    {OpId::_native_batch_norm_legit_no_training, guarded<batch_norm_no_training>},
+    {OpId::batch_norm, guarded<batch_norm>},
+    {OpId::layer_norm, guarded<layer_norm>},
+    {OpId::native_layer_norm, guarded<native_layer_norm>},
+};
+
+} // namespace
+
+std::span<const OpTable<MetaFn>::Row> norm_meta() { return kNormMeta; }
+
+} // namespace fxc::meta_detail

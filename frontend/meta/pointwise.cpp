@@ -1,0 +1,404 @@
+// Meta functions of the pointwise ops: unary and binary math, comparisons, integer division,
+// bitwise and logical ops, where, masked_fill, clamp, dropout and the in-place forms. Outputs take
+// TensorIterator's layout and torch.result_type's dtype (Python numbers promote as wrapped
+// numbers); ops without a loop for a dtype fail as PyTorch's dispatch does.
+#include "frontend/meta/meta_util.h"
+
+namespace fxc::meta_detail {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Pointwise ops.
+
+// The output of a TensorIterator over `ops` with dtype `dt`.
+TensorMeta iter_output(const Ctx& c, const std::vector<Operand>& ops, DType dt) {
+  std::vector<const TensorMeta*> ts, tensors_only;
+  for (const Operand& o : ops) {
+    ts.push_back(o.t ? o.t : &kScalarMeta);
+    if (o.t) tensors_only.push_back(o.t);
+  }
+  Sizes shape = broadcast_all(c, tensors_only);
+  return make_strided(dt, shape, iter_strides(ts, shape), common_device(c, tensors_only));
+}
+
+DType result_type(const std::vector<Operand>& ops) {
+  ResultType r;
+  for (const Operand& o : ops) {
+    if (o.t)
+      r.add_tensor(*o.t);
+    else
+      r.add_number(o.scalar);
+  }
+  return r.result();
+}
+
+enum class Out { Same, Float, Bool };
+
+template <Out K> Metas unary(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  DType dt = x.dtype;
+  if (K == Out::Float && !is_floating(dt)) dt = DType::F32;
+  if (K == Out::Bool) dt = DType::Bool;
+  return {iter_output(c, {{&x, {}}}, dt)};
+}
+
+Metas neg(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dtype == DType::Bool)
+    c.fail("negation, the '-' operator, on a bool tensor is not supported; use logical_not");
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+
+Metas gelu(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const std::string& ap = c.str("approximate");
+  if (ap != "none" && ap != "tanh")
+    c.fail("approximate argument must be either none or tanh, got '" + ap + "'");
+  const TensorMeta& x = c.tensor("self");
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+
+Metas inplace(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  return {c.tensor("self")};
+}
+
+void alpha_check(const Ctx& c, DType dt, const Arg& alpha) {
+  if (alpha.kind == Arg::Kind::Bool && dt != DType::Bool)
+    c.fail("boolean alpha only supported for boolean results");
+  if (!is_floating(dt) && alpha.kind == Arg::Kind::Float)
+    c.fail("for integral input tensors, argument alpha must not be a floating point number");
+}
+
+// Binary arithmetic: `other` is a tensor or a number; add/sub also take alpha.
+enum class Bin { Arith, Sub, TrueDiv, Compare, Logical, Pow };
+
+template <Bin K> Metas binary(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand a = c.operand("self");
+  const char* other_name = K == Bin::Pow ? "exponent" : "other";
+  Operand b = c.operand(other_name);
+  DType common = result_type({a, b});
+  DType out = common;
+  if (K == Bin::TrueDiv && !is_floating(common)) out = DType::F32;
+  if (K == Bin::Compare || K == Bin::Logical) out = DType::Bool;
+  if (K == Bin::Sub) {
+    const bool ba = (a.t ? a.t->dtype : scalar_dtype(a.scalar)) == DType::Bool;
+    const bool bb = (b.t ? b.t->dtype : scalar_dtype(b.scalar)) == DType::Bool;
+    if (ba && bb)
+      c.fail("subtraction, the '-' operator, with two bool tensors is not supported; use "
+             "logical_xor");
+    if (ba || bb)
+      c.fail("subtraction, the '-' operator, with a bool tensor is not supported; use "
+             "logical_not to invert a mask");
+  }
+  if ((K == Bin::Arith || K == Bin::Sub) && c.has_arg("alpha"))
+    alpha_check(c, common, c.arg("alpha"));
+  if (K == Bin::Pow && !b.t && is_integral(a.t ? a.t->dtype : DType::I64) &&
+      b.scalar.kind == Arg::Kind::Int && b.scalar.i < 0)
+    c.fail("integers to negative integer powers are not allowed");
+  return {iter_output(c, {a, b}, out)};
+}
+
+Metas add_inplace(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  Operand other = c.operand("other");
+  DType common = result_type({{&self, {}}, other});
+  if (!can_cast(common, self.dtype))
+    c.fail("result type " + std::string(dtype_name(common)) +
+           " can't be cast to the desired output type " + std::string(dtype_name(self.dtype)));
+  alpha_check(c, common, c.arg("alpha"));
+  if (other.t) {
+    Sizes shape = broadcast_all(c, {&self, other.t});
+    if (shape != self.sizes)
+      c.fail("output with shape " + join(self.sizes) + " doesn't match the broadcast shape " +
+             join(shape));
+  }
+  return {self};
+}
+
+Metas fill_tensor(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& v = c.tensor("value");
+  if (v.dim() != 0)
+    c.fail("fill_ only supports a 0-dimension value tensor, but got one with " +
+           std::to_string(v.dim()) + " dimensions");
+  return {c.tensor("self")};
+}
+
+Metas where_self(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& cond = c.tensor("condition");
+  if (cond.dtype != DType::Bool && cond.dtype != DType::U8)
+    c.fail("where expected condition to be a boolean tensor, but got " + format_meta(cond));
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  return {iter_output(c, {{&cond, {}}, a, b}, dt)};
+}
+
+Metas where_scalar_other(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& cond = c.tensor("condition");
+  if (cond.dtype != DType::Bool && cond.dtype != DType::U8)
+    c.fail("where expected condition to be a boolean tensor, but got " + format_meta(cond));
+  Operand a = c.operand("self"), b = c.scalar_operand("other");
+  DType dt = result_type({a, b});
+  return {iter_output(c, {{&cond, {}}, a, b}, dt)};
+}
+
+Metas masked_fill(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta& mask = c.tensor("mask");
+  if (mask.dtype != DType::Bool)
+    c.fail("masked_fill only supports boolean masks, but got mask " + format_meta(mask));
+  Sizes shape = broadcast_all(c, {&mask, &self});
+  return {make(self.dtype, shape, common_device(c, {&self, &mask}))};
+}
+
+Metas clamp(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  bool lo = c.has("min"), hi = c.has("max");
+  if (!lo && !hi) c.fail("clamp: at least one of 'min' or 'max' must not be None");
+  DType dt = self.dtype;
+  if (!is_floating(dt)) {
+    ResultType r;
+    r.add_tensor(self);
+    if (lo) r.add_number(c.arg("min"));
+    if (hi) r.add_number(c.arg("max"));
+    dt = r.result();
+  }
+  return {iter_output(c, {{&self, {}}}, dt)};
+}
+
+Metas dropout(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  double p = c.float_("p");
+  if (!(p >= 0 && p <= 1))
+    c.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (p == 0 || !c.bool_("train") || x.numel() == 0) return {x}; // returns the input itself
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Op families of issue 18: integer division and remainders, rsub, bitwise and logical ops.
+
+// The rounding mode of div.Tensor_mode / div.Scalar_mode: "" for None (true division).
+std::string rounding_mode(const Ctx& c) {
+  if (!c.has("rounding_mode")) return "";
+  const std::string& m = c.str("rounding_mode");
+  if (m != "trunc" && m != "floor")
+    c.fail("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" + m +
+           "'");
+  return m;
+}
+
+// div with a rounding mode: true division without one; trunc/floor keep the common dtype
+// (integers stay integers) and have no loop for bool.
+Metas div_mode(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  std::string mode = rounding_mode(c);
+  if (mode.empty()) return binary<Bin::TrueDiv>(g, n);
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  if (dt == DType::Bool) not_implemented(c, mode == "trunc" ? "div_trunc_cpu" : "div_floor_cpu", dt);
+  return {iter_output(c, {a, b}, dt)};
+}
+
+// floor_divide, remainder, fmod.Tensor: the common dtype, no loop for bool.
+template <const char* Kernel> Metas int_division(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  if (dt == DType::Bool) not_implemented(c, Kernel, dt);
+  return {iter_output(c, {a, b}, dt)};
+}
+constexpr char kDivFloorCpu[] = "div_floor_cpu";
+constexpr char kRemainderCpu[] = "remainder_cpu";
+constexpr char kFmodCpu[] = "fmod_cpu";
+
+// bitwise_and/or/xor (bool and integers) and the shifts (integers only).
+template <const char* Kernel, bool AllowBool> Metas bitwise(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  if (is_floating(dt) || (!AllowBool && dt == DType::Bool)) not_implemented(c, Kernel, dt);
+  return {iter_output(c, {a, b}, dt)};
+}
+constexpr char kBitwiseAndCpu[] = "bitwise_and_cpu";
+constexpr char kBitwiseOrCpu[] = "bitwise_or_cpu";
+constexpr char kBitwiseXorCpu[] = "bitwise_xor_cpu";
+constexpr char kLshiftCpu[] = "lshift_cpu";
+constexpr char kRshiftCpu[] = "rshift_cpu";
+
+Metas bitwise_not(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (is_floating(x.dtype)) not_implemented(c, "bitwise_not_cpu", x.dtype);
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+// End of the issue-18 op families.
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18, unary math and special functions.
+
+// floor, ceil, round, trunc: integers are returned as they are (a copy); bool has no loop.
+template <const char* Kernel> Metas rounding(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dtype == DType::Bool) not_implemented(c, Kernel, x.dtype);
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+constexpr char kFloorCpu[] = "floor_cpu";
+constexpr char kCeilCpu[] = "ceil_cpu";
+constexpr char kRoundCpu[] = "round_cpu";
+constexpr char kTruncCpu[] = "trunc_cpu";
+
+Metas round_decimals(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const int64_t d = c.int_("decimals");
+  if (x.dtype == DType::Bool || (!is_floating(x.dtype) && d != 0))
+    not_implemented(c, kRoundCpu, x.dtype);
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+
+// pow.Scalar(Scalar self, Tensor exponent): the number is a wrapped scalar.
+Metas pow_scalar(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand base = c.scalar_operand("self");
+  const TensorMeta& e = c.tensor("exponent");
+  return {iter_output(c, {{&e, {}}}, result_type({base, {&e, {}}}))};
+}
+
+// clamp.Tensor: the common dtype of self and the bounds given.
+Metas clamp_tensor(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta* lo = c.opt_tensor("min");
+  const TensorMeta* hi = c.opt_tensor("max");
+  if (!lo && !hi) c.fail("torch.clamp: At least one of 'min' or 'max' must not be None");
+  std::vector<Operand> ops = {{&self, {}}};
+  if (lo) ops.push_back({lo, {}});
+  if (hi) ops.push_back({hi, {}});
+  DType dt = result_type(ops);
+  if (dt == DType::Bool) not_implemented(c, "clamp_cpu", dt);
+  return {iter_output(c, ops, dt)};
+}
+// End of the issue-18 unary math.
+
+const OpTable<MetaFn>::Row kPointwiseMeta[] = {
+    {OpId::abs, guarded<unary<Out::Same>>},
+    {OpId::add_Scalar, guarded<binary<Bin::Arith>>},
+    {OpId::add_Tensor, guarded<binary<Bin::Arith>>},
+    {OpId::add__Tensor, guarded<add_inplace>},
+    {OpId::clamp, guarded<clamp>},
+    {OpId::cos, guarded<unary<Out::Float>>},
+    {OpId::div_Scalar, guarded<binary<Bin::TrueDiv>>},
+    {OpId::div_Tensor, guarded<binary<Bin::TrueDiv>>},
+    {OpId::dropout, guarded<dropout>},
+    {OpId::eq_Scalar, guarded<binary<Bin::Compare>>},
+    {OpId::eq_Tensor, guarded<binary<Bin::Compare>>},
+    {OpId::erf, guarded<unary<Out::Float>>},
+    {OpId::exp, guarded<unary<Out::Float>>},
+    {OpId::fill__Scalar, guarded<inplace>},
+    {OpId::fill__Tensor, guarded<fill_tensor>},
+    {OpId::fmod_Scalar, guarded<int_division<kFmodCpu>>},
+    {OpId::ge_Scalar, guarded<binary<Bin::Compare>>},
+    {OpId::ge_Tensor, guarded<binary<Bin::Compare>>},
+    {OpId::gelu, guarded<gelu>},
+    {OpId::gt_Scalar, guarded<binary<Bin::Compare>>},
+    {OpId::gt_Tensor, guarded<binary<Bin::Compare>>},
+    {OpId::hardsigmoid, guarded<unary<Out::Same>>},
+    {OpId::hardswish, guarded<unary<Out::Same>>},
+    {OpId::hardswish_, guarded<inplace>},
+    {OpId::le_Scalar, guarded<binary<Bin::Compare>>},
+    {OpId::le_Tensor, guarded<binary<Bin::Compare>>},
+    {OpId::log, guarded<unary<Out::Float>>},
+    {OpId::logical_and, guarded<binary<Bin::Logical>>},
+    {OpId::logical_not, guarded<unary<Out::Bool>>},
+    {OpId::lt_Scalar, guarded<binary<Bin::Compare>>},
+    {OpId::lt_Tensor, guarded<binary<Bin::Compare>>},
+    {OpId::masked_fill_Scalar, guarded<masked_fill>},
+    {OpId::maximum, guarded<binary<Bin::Arith>>},
+    {OpId::min_other, guarded<binary<Bin::Arith>>},
+    {OpId::minimum, guarded<binary<Bin::Arith>>},
+    {OpId::mul_Scalar, guarded<binary<Bin::Arith>>},
+    {OpId::mul_Tensor, guarded<binary<Bin::Arith>>},
+    {OpId::ne_Scalar, guarded<binary<Bin::Compare>>},
+    {OpId::ne_Tensor, guarded<binary<Bin::Compare>>},
+    {OpId::neg, guarded<neg>},
+    {OpId::pow_Tensor_Scalar, guarded<binary<Bin::Pow>>},
+    {OpId::pow_Tensor_Tensor, guarded<binary<Bin::Pow>>},
+    {OpId::reciprocal, guarded<unary<Out::Float>>},
+    {OpId::relu, guarded<unary<Out::Same>>},
+    {OpId::relu_, guarded<inplace>},
+    {OpId::rsqrt, guarded<unary<Out::Float>>},
+    {OpId::sigmoid, guarded<unary<Out::Float>>},
+    {OpId::sign, guarded<unary<Out::Same>>},
+    {OpId::silu, guarded<unary<Out::Same>>},
+    {OpId::silu_, guarded<inplace>},
+    {OpId::sin, guarded<unary<Out::Float>>},
+    {OpId::sqrt, guarded<unary<Out::Float>>},
+    {OpId::sub_Tensor, guarded<binary<Bin::Sub>>},
+    {OpId::tanh, guarded<unary<Out::Float>>},
+    {OpId::where_ScalarOther, guarded<where_scalar_other>},
+    {OpId::where_self, guarded<where_self>},
+    {OpId::bitwise_and_Scalar, guarded<bitwise<kBitwiseAndCpu, true>>},
+    {OpId::bitwise_and_Tensor, guarded<bitwise<kBitwiseAndCpu, true>>},
+    {OpId::bitwise_left_shift_Tensor, guarded<bitwise<kLshiftCpu, false>>},
+    {OpId::bitwise_left_shift_Tensor_Scalar, guarded<bitwise<kLshiftCpu, false>>},
+    {OpId::bitwise_not, guarded<bitwise_not>},
+    {OpId::bitwise_or_Scalar, guarded<bitwise<kBitwiseOrCpu, true>>},
+    {OpId::bitwise_or_Tensor, guarded<bitwise<kBitwiseOrCpu, true>>},
+    {OpId::bitwise_right_shift_Tensor, guarded<bitwise<kRshiftCpu, false>>},
+    {OpId::bitwise_right_shift_Tensor_Scalar, guarded<bitwise<kRshiftCpu, false>>},
+    {OpId::bitwise_xor_Scalar, guarded<bitwise<kBitwiseXorCpu, true>>},
+    {OpId::bitwise_xor_Tensor, guarded<bitwise<kBitwiseXorCpu, true>>},
+    {OpId::div_Scalar_mode, guarded<div_mode>},
+    {OpId::div_Tensor_mode, guarded<div_mode>},
+    {OpId::floor_divide, guarded<int_division<kDivFloorCpu>>},
+    {OpId::floor_divide_Scalar, guarded<int_division<kDivFloorCpu>>},
+    {OpId::fmod_Tensor, guarded<int_division<kFmodCpu>>},
+    {OpId::logical_or, guarded<binary<Bin::Logical>>},
+    {OpId::logical_xor, guarded<binary<Bin::Logical>>},
+    {OpId::remainder_Scalar, guarded<int_division<kRemainderCpu>>},
+    {OpId::remainder_Tensor, guarded<int_division<kRemainderCpu>>},
+    {OpId::rsub_Scalar, guarded<binary<Bin::Sub>>},
+    {OpId::rsub_Tensor, guarded<binary<Bin::Sub>>},
+    {OpId::sub_Scalar, guarded<binary<Bin::Sub>>},
+    {OpId::acos, guarded<unary<Out::Float>>},
+    {OpId::acosh, guarded<unary<Out::Float>>},
+    {OpId::asin, guarded<unary<Out::Float>>},
+    {OpId::asinh, guarded<unary<Out::Float>>},
+    {OpId::atan, guarded<unary<Out::Float>>},
+    {OpId::atanh, guarded<unary<Out::Float>>},
+    {OpId::cosh, guarded<unary<Out::Float>>},
+    {OpId::expm1, guarded<unary<Out::Float>>},
+    {OpId::log10, guarded<unary<Out::Float>>},
+    {OpId::log1p, guarded<unary<Out::Float>>},
+    {OpId::log2, guarded<unary<Out::Float>>},
+    {OpId::sinh, guarded<unary<Out::Float>>},
+    {OpId::tan, guarded<unary<Out::Float>>},
+    {OpId::atan2, guarded<binary<Bin::TrueDiv>>},
+    {OpId::ceil, guarded<rounding<kCeilCpu>>},
+    {OpId::clamp_Tensor, guarded<clamp_tensor>},
+    {OpId::floor, guarded<rounding<kFloorCpu>>},
+    {OpId::isinf, guarded<unary<Out::Bool>>},
+    {OpId::isnan, guarded<unary<Out::Bool>>},
+    {OpId::pow_Scalar, guarded<pow_scalar>},
+    {OpId::round, guarded<rounding<kRoundCpu>>},
+    {OpId::round_decimals, guarded<round_decimals>},
+    {OpId::trunc, guarded<rounding<kTruncCpu>>},
+};
+
+} // namespace
+
+std::span<const OpTable<MetaFn>::Row> pointwise_meta() { return kPointwiseMeta; }
+
+} // namespace fxc::meta_detail

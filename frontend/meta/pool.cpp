@@ -1,0 +1,103 @@
+// Meta functions of pooling: max_pool2d (with and without indices) and adaptive_avg_pool2d,
+// with PyTorch's output-size rules (padding, dilation, ceil mode) and channels_last layouts.
+#include "frontend/meta/meta_util.h"
+
+namespace fxc::meta_detail {
+namespace {
+
+struct PoolGeom {
+  Sizes out;
+  bool channels_last = false;
+};
+
+PoolGeom max_pool_geom(const Ctx& c) {
+  const TensorMeta& x = c.tensor("self");
+  const Sizes& k0 = c.ints("kernel_size");
+  if (k0.size() != 1 && k0.size() != 2)
+    c.fail("max_pool2d: kernel_size must either be a single int, or a tuple of two ints");
+  Sizes k = c.ints_n("kernel_size", 2);
+  Sizes st = c.ints("stride").empty() ? k : c.ints_n("stride", 2);
+  Sizes pad = c.ints_n("padding", 2), dil = c.ints_n("dilation", 2);
+  bool ceil_mode = c.bool_("ceil_mode");
+  if (x.dim() != 3 && x.dim() != 4)
+    c.fail("max_pool2d expects a 3D or 4D (batch mode) input, but " + c.desc("self"));
+  for (int64_t d = x.dim() == 4 ? 1 : 0; d < x.dim(); ++d)
+    if (x.sizes[size_t(d)] == 0)
+      c.fail("max_pool2d expects a non-empty input, but " + c.desc("self"));
+  for (int i = 0; i < 2; ++i) {
+    if (k[i] <= 0) c.fail("kernel size should be greater than zero, but got " + join(k));
+    if (st[i] <= 0) c.fail("stride should be greater than zero, but got " + join(st));
+    if (dil[i] <= 0) c.fail("dilation should be greater than zero, but got " + join(dil));
+    if (pad[i] < 0 || pad[i] > k[i] / 2)
+      c.fail("pad should be at most half of the kernel size, but got padding " + join(pad) +
+             " and kernel_size " + join(k));
+  }
+  PoolGeom r;
+  r.out.assign(x.sizes.begin(), x.sizes.end() - 2);
+  for (int i = 0; i < 2; ++i) {
+    __int128 in = x.sizes[x.sizes.size() - 2 + i];
+    __int128 num =
+        in + 2 * __int128(pad[i]) - __int128(dil[i]) * (k[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
+    __int128 o = (num >= 0 ? num / st[i] : -((-num + st[i] - 1) / st[i])) + 1; // div_rtn
+    if (ceil_mode && (o - 1) * st[i] >= in + pad[i]) --o;
+    if (o < 1 || o > INT64_MAX)
+      c.fail("given input " + join(x.sizes) + ", the calculated output size is too small");
+    r.out.push_back(int64_t(o));
+  }
+  r.channels_last = x.dim() == 4 && suggests_channels_last(x);
+  return r;
+}
+
+TensorMeta pool_out(DType dt, const PoolGeom& p, Device dev) {
+  return p.channels_last ? make_strided(dt, p.out, channels_last_strides(p.out), dev)
+                         : make(dt, p.out, dev);
+}
+
+Metas max_pool2d(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  PoolGeom p = max_pool_geom(c);
+  const TensorMeta& x = c.tensor("self");
+  return {pool_out(x.dtype, p, x.device)};
+}
+
+Metas max_pool2d_with_indices(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  PoolGeom p = max_pool_geom(c);
+  const TensorMeta& x = c.tensor("self");
+  return {pool_out(x.dtype, p, x.device), pool_out(DType::I64, p, x.device)};
+}
+
+Metas adaptive_avg_pool2d(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  Sizes os = c.ints_n("output_size", 2);
+  if (os[0] < 0 || os[1] < 0)
+    c.fail("adaptive_avg_pool2d: elements of output_size must be >= 0, got " + join(os));
+  if (x.dim() != 3 && x.dim() != 4)
+    c.fail("adaptive_avg_pool2d(): expected a 3D or 4D tensor, but " + c.desc("self"));
+  for (int64_t d = 1; d < x.dim(); ++d)
+    if (x.sizes[size_t(d)] == 0)
+      c.fail("adaptive_avg_pool2d(): expected input to have non-zero size for non-batch "
+             "dimensions, but " +
+             c.desc("self"));
+  PoolGeom p;
+  p.out.assign(x.sizes.begin(), x.sizes.end() - 2);
+  p.out.push_back(os[0]);
+  p.out.push_back(os[1]);
+  p.channels_last = x.dim() == 4 && suggests_channels_last(x);
+  if (os[0] == 1 && os[1] == 1 && p.channels_last) // mean(-1, -2) restrided to {c, 1, c, c}
+    return {make_strided(x.dtype, p.out, {x.sizes[1], 1, x.sizes[1], x.sizes[1]}, x.device)};
+  return {pool_out(x.dtype, p, x.device)};
+}
+
+const OpTable<MetaFn>::Row kPoolMeta[] = {
+    {OpId::adaptive_avg_pool2d, guarded<adaptive_avg_pool2d>},
+    {OpId::max_pool2d, guarded<max_pool2d>},
+    {OpId::max_pool2d_with_indices, guarded<max_pool2d_with_indices>},
+};
+
+} // namespace
+
+std::span<const OpTable<MetaFn>::Row> pool_meta() { return kPoolMeta; }
+
+} // namespace fxc::meta_detail

@@ -1,0 +1,328 @@
+// The lowering engine's interface to its rules (passes/lower.cpp runs it): a lowered value
+// (LVal) and the Lowerer, which holds the loop program being built, reads a node's arguments and
+// inputs, builds pointwise values and buffers, materializes and memoizes them. The rules, one
+// per op by family in passes/lower/<family>.cpp, call it; the driver loop, the fallback to extern
+// calls and the rule lookup stay in passes/lower.cpp.
+#pragma once
+
+#include "passes/lower.h"
+
+#include "frontend/custom_ops.h"
+#include "frontend/diag.h"
+#include "frontend/schema.h"
+#include "frontend/tensor_rules.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace fxc::lower_detail {
+
+/// A lowered value: element `vars` of a tensor of `sizes` is `body`. Realized values (graph
+/// inputs, buffers) have body = load(buffer, contiguous offset).
+struct LVal {
+  int id = -1; ///< unique per lowering (memoization key)
+  DType dtype = DType::F32;
+  std::vector<int64_t> sizes;
+  VPtr body;
+  int buffer = -1;
+  std::set<int> origins; ///< graph node indices computed in `body`
+};
+
+inline std::vector<IndexExpr> make_vars(const std::vector<int64_t>& sizes, int base = 0) {
+  std::vector<IndexExpr> v;
+  for (size_t i = 0; i < sizes.size(); ++i) v.push_back(IndexExpr::var(base + int(i), sizes[i]));
+  return v;
+}
+
+inline int64_t numel_of(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t x : s) n *= x;
+  return n;
+}
+
+class Lowerer;
+using LowerFn = void (*)(Lowerer& L, int node);
+
+class Lowerer {
+public:
+  Lowerer(const Graph& g, const LowerOptions& o) : g_(g), opts_(o), uses_(g.use_counts()) {
+    p_.source = g.source;
+    vals_.resize(g.values.size());
+  }
+
+  LoopProgram run();
+
+  // ---- helpers used by the lowering rules
+  const Graph& g() const { return g_; }
+  const LowerOptions& options() const { return opts_; }
+  int uses(ValueId v) const { return uses_[v]; }
+  /// The one node reading `v` when `v` has exactly one use and is no graph output, else -1.
+  int sole_user(ValueId v) const {
+    if (uses_[v] != 1) return -1;
+    for (int u = 0; u < int(g_.nodes.size()); ++u)
+      for (ValueId in : g_.nodes[u].tensor_inputs())
+        if (in == v) return u;
+    return -1;
+  }
+  /// Nodes whose outputs an earlier rule already computed (an activation folded into a matmul
+  /// epilogue): run() gives each the value of the graph value mapped here instead of lowering it.
+  std::map<int, ValueId> absorbed;
+  const Node& node(int n) const { return g_.nodes[n]; }
+  [[noreturn]] void fail(int n, const std::string& msg) const {
+    throw Error(g_.source, msg, node(n).name, node(n).target);
+  }
+  const TensorMeta& out_meta(int n, int i = 0) const {
+    if (size_t(i) >= node(n).outputs.size()) fail(n, "missing output " + std::to_string(i));
+    return g_.values[node(n).outputs[i]].meta;
+  }
+  LVal& val(int n, ValueId v) {
+    if (v < 0 || size_t(v) >= vals_.size() || !vals_[v].body)
+      fail(n, "operand is not computed before its use");
+    return vals_[v];
+  }
+  LVal& input(int n, const std::string& name) {
+    const Arg& a = node(n).arg(name);
+    if (a.kind != Arg::Kind::Tensor) fail(n, "argument '" + name + "' must be a tensor");
+    return val(n, a.tensor);
+  }
+  const LVal* opt_input(int n, const std::string& name) {
+    const Arg& a = node(n).arg(name);
+    if (a.kind != Arg::Kind::Tensor) return nullptr;
+    return &val(n, a.tensor);
+  }
+
+  /// Element `idx` of value `v` (memoized so diamonds share one subexpression).
+  VPtr at(const LVal& v, const std::vector<IndexExpr>& idx) {
+    assert(idx.size() == v.sizes.size() && "index rank differs from the value rank");
+    std::string key = std::to_string(v.id);
+    for (auto& i : idx) key += "|" + i.str();
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    std::map<int, IndexExpr> s;
+    for (size_t i = 0; i < idx.size(); ++i) s[int(i)] = idx[i];
+    VPtr r = substitute(v.body, s);
+    memo_[key] = r;
+    return r;
+  }
+  /// Broadcast read: `v` aligned to the trailing dims of `out_idx`.
+  VPtr bcast(const LVal& v, const std::vector<IndexExpr>& out_idx) {
+    size_t r = v.sizes.size(), R = out_idx.size();
+    assert(r <= R && "broadcast operand has a higher rank than the result");
+    std::vector<IndexExpr> idx(r);
+    for (size_t j = 0; j < r; ++j) idx[j] = v.sizes[j] == 1 ? IndexExpr(0) : out_idx[j + R - r];
+    return at(v, idx);
+  }
+
+  LVal make_val(DType t, std::vector<int64_t> sizes, VPtr body, std::set<int> origins) {
+    LVal v;
+    v.id = next_id_++;
+    v.dtype = t;
+    v.sizes = std::move(sizes);
+    v.body = std::move(body);
+    v.origins = std::move(origins);
+    return v;
+  }
+  /// A pointwise value computed from `fn(vars)`, carrying the origins of `inputs` that are not
+  /// realized plus node n.
+  LVal pointwise(int n, DType t, std::vector<int64_t> sizes,
+                 const std::function<VPtr(const std::vector<IndexExpr>&)>& fn,
+                 std::vector<const LVal*> inputs) {
+    std::set<int> o = {n};
+    for (auto* in : inputs)
+      if (in && in->buffer < 0) o.insert(in->origins.begin(), in->origins.end());
+    auto vars = make_vars(sizes);
+    VPtr body = fn(vars);
+    return make_val(t, std::move(sizes), body, o);
+  }
+  void set_output(int n, int i, LVal v) {
+    ValueId id = node(n).outputs[i];
+    const TensorMeta& m = g_.values[id].meta;
+    if (numel_of(m.sizes) != numel_of(v.sizes)) fail(n, "lowered output has the wrong size");
+    if (m.sizes != v.sizes) v = reshape(v, m.sizes);
+    if (v.dtype != m.dtype) {
+      LVal c = v;
+      c.id = next_id_++;
+      c.dtype = m.dtype;
+      c.body = v_cast(v.body, m.dtype);
+      c.buffer = -1;
+      v = c;
+    }
+    vals_[id] = std::move(v);
+  }
+
+  LVal reshape(const LVal& v, const std::vector<int64_t>& sizes) {
+    auto vars = make_vars(sizes);
+    IndexExpr lin = linear_index(vars, contiguous_strides(sizes));
+    VPtr body = at(v, unravel_index(lin, v.sizes));
+    LVal r = make_val(v.dtype, sizes, body, v.origins);
+    r.buffer = -1;
+    if (v.buffer >= 0) r.origins.clear();
+    return r;
+  }
+  /// A view: element idx of the result is element map(idx) of `v`.
+  LVal view(int n, const LVal& v, std::vector<int64_t> sizes,
+            const std::function<std::vector<IndexExpr>(const std::vector<IndexExpr>&)>& map) {
+    auto vars = make_vars(sizes);
+    VPtr body = at(v, map(vars));
+    std::set<int> o;
+    if (v.buffer < 0) o = v.origins;
+    return make_val(v.dtype, std::move(sizes), body, o);
+  }
+
+  int add_buffer(Buffer b) {
+    b.name = "buf" + std::to_string(p_.buffers.size());
+    p_.buffers.push_back(std::move(b));
+    return int(p_.buffers.size()) - 1;
+  }
+  void set_origins(Buffer& b, const std::set<int>& origins) {
+    for (int n : origins) {
+      b.origins.push_back(node(n).name);
+      std::string op = op_base_name(node(n).target);
+      if (std::find(b.origin_ops.begin(), b.origin_ops.end(), op) == b.origin_ops.end())
+        b.origin_ops.push_back(op);
+    }
+  }
+  LVal load_of(int buf, std::set<int> origins) {
+    const Buffer& b = p_.buffers[buf];
+    auto vars = make_vars(b.sizes);
+    LVal v = make_val(b.dtype, b.sizes,
+                      v_load(buf, linear_index(vars, contiguous_strides(b.sizes)), b.dtype),
+                      std::move(origins));
+    v.buffer = buf;
+    return v;
+  }
+  /// Materializes `v` as a pointwise buffer (no-op when it already is one).
+  void realize(LVal& v) {
+    if (v.buffer >= 0) return;
+    Buffer b;
+    b.kind = Buffer::Kind::Pointwise;
+    b.dtype = v.dtype;
+    b.sizes = v.sizes;
+    b.vars = make_vars(v.sizes);
+    b.body = v.body;
+    set_origins(b, v.origins);
+    int id = add_buffer(std::move(b));
+    v = load_of(id, v.origins);
+  }
+  /// A reduction over `rdims` of an input of `in_sizes`; `fn(in_idx)` gives the value reduced.
+  /// Returns the keepdim-shaped result.
+  LVal reduce(int n, ReduceOp op, DType acc, const std::vector<int64_t>& in_sizes,
+              std::vector<int64_t> rdims,
+              const std::function<VPtr(const std::vector<IndexExpr>&)>& fn,
+              std::vector<const LVal*> inputs) {
+    std::sort(rdims.begin(), rdims.end());
+    rdims.erase(std::unique(rdims.begin(), rdims.end()), rdims.end());
+    Buffer b;
+    b.kind = Buffer::Kind::Reduction;
+    b.reduce = op;
+    b.dtype = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin ? DType::I64
+              : op == ReduceOp::Any                            ? DType::Bool
+                                                               : acc;
+    b.sizes = in_sizes;
+    for (int64_t d : rdims) b.sizes[d] = 1;
+    b.vars = make_vars(b.sizes);
+    std::vector<IndexExpr> in_idx = b.vars;
+    for (size_t j = 0; j < rdims.size(); ++j) {
+      IndexExpr rv = IndexExpr::var(kRVarBase + int(j), in_sizes[rdims[j]]);
+      b.rvars.push_back(rv);
+      b.rsizes.push_back(in_sizes[rdims[j]]);
+      in_idx[rdims[j]] = rv;
+    }
+    VPtr body = fn(in_idx);
+    b.body = op == ReduceOp::Any                                ? v_cast(body, DType::Bool)
+             : op == ReduceOp::ArgMax || op == ReduceOp::ArgMin ? body
+                                                                : v_cast(body, acc);
+    std::set<int> o = {n};
+    for (auto* in : inputs)
+      if (in && in->buffer < 0) o.insert(in->origins.begin(), in->origins.end());
+    set_origins(b, o);
+    int id = add_buffer(std::move(b));
+    return load_of(id, {n});
+  }
+  /// `v` as a strided operand of an extern call when it is a strided view of a buffer.
+  std::optional<ExternOperand> strided_operand(const LVal& v) const {
+    if (v.body->op != VOp::Load || !v.body->index.is_affine()) return std::nullopt;
+    const IndexExpr& ix = v.body->index;
+    for (auto& [a, c] : ix.terms())
+      if (a.id >= int(v.sizes.size())) return std::nullopt;
+    if (v.body->dtype != p_.buffers[v.body->buffer].dtype) return std::nullopt;
+    ExternOperand o;
+    o.buffer = v.body->buffer;
+    o.sizes = v.sizes;
+    for (size_t i = 0; i < v.sizes.size(); ++i) o.strides.push_back(ix.coeff_of_var(int(i)));
+    o.offset = ix.constant();
+    return o;
+  }
+  /// A strided operand for an extern call (realizing `v` when it is not a strided view).
+  ExternOperand operand(LVal& v) {
+    if (auto o = strided_operand(v)) return *o;
+    realize(v);
+    return operand(v);
+  }
+  int extern_buffer(int n, ExternCall call, DType t, std::vector<int64_t> sizes) {
+    Buffer b;
+    b.kind = Buffer::Kind::Extern;
+    b.dtype = t;
+    b.sizes = std::move(sizes);
+    b.call = std::move(call);
+    set_origins(b, {n});
+    int id = add_buffer(std::move(b));
+    p_.buffers[id].call.outputs.insert(p_.buffers[id].call.outputs.begin(), id);
+    return id;
+  }
+  /// out = a @ b through BLAS; a [.., M, K], b [.., K, N] (same batch dims). With an epilogue,
+  /// `bias` [N] is added (then the activation applied, or `residual` [M, N] added) by the BLAS
+  /// call; `also` are nodes the call computes besides n (a folded activation or residual add).
+  LVal gemm(int n, LVal& a, LVal& b, const std::vector<int64_t>& out_sizes,
+            GemmEpilogue epilogue = GemmEpilogue::None, LVal* bias = nullptr,
+            LVal* residual = nullptr, const std::set<int>& also = {}) {
+    ExternCall c;
+    c.kind = ExternCall::Kind::Gemm;
+    c.op = epilogue != GemmEpilogue::None ? "addmm" : a.sizes.size() == 3 ? "bmm" : "mm";
+    c.operands = {operand(a), operand(b)};
+    if (epilogue != GemmEpilogue::None) {
+      assert(bias && "a gemm epilogue needs its bias");
+      c.operands.push_back(operand(*bias));
+    }
+    assert((epilogue == GemmEpilogue::BiasResidual) == (residual != nullptr));
+    if (residual) c.operands.push_back(operand(*residual));
+    c.epilogue = epilogue;
+    int id = extern_buffer(n, std::move(c), a.dtype, out_sizes);
+    std::set<int> origins = {n};
+    origins.insert(also.begin(), also.end());
+    if (!also.empty()) {
+      p_.buffers[id].origins.clear();
+      p_.buffers[id].origin_ops.clear();
+      set_origins(p_.buffers[id], origins);
+    }
+    return load_of(id, origins);
+  }
+  /// An extern operand of `v` laid out contiguously from its offset (copied when it is not).
+  ExternOperand contiguous_operand(int n, LVal& v) {
+    ExternOperand o = operand(v);
+    if (o.strides == contiguous_strides(o.sizes)) return o;
+    LVal c = pointwise(n, v.dtype, v.sizes, [&](auto& idx) { return at(v, idx); }, {&v});
+    realize(c);
+    return operand(c);
+  }
+  void fallback(int n, const std::string& why);
+  void inject_bug(int n);
+
+  LoopProgram p_;
+  std::vector<LVal> vals_;
+
+private:
+  const Graph& g_;
+  LowerOptions opts_;
+  std::vector<int> uses_;
+  std::map<std::string, VPtr> memo_;
+  int next_id_ = 0;
+};
+
+} // namespace fxc::lower_detail

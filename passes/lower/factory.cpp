@@ -1,0 +1,56 @@
+// Lowering rules of the factories: full, zeros, scalar_tensor, full_like, new_zeros and arange
+// as constant or index-valued expressions.
+#include "passes/lower/lower_util.h"
+
+namespace fxc::lower_detail {
+namespace {
+
+/// full, zeros, scalar_tensor, full_like, new_zeros: a constant of the output's dtype.
+void constant_fill(Lowerer& L, int n, double v) {
+  const TensorMeta& m = L.out_meta(n);
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes, [&](auto&) { return v_const(v, m.dtype); }, {}));
+}
+void lower_full(Lowerer& L, int n) {
+  constant_fill(L, n, L.node(n).arg("fill_value").scalar());
+}
+void lower_zeros(Lowerer& L, int n) {
+  constant_fill(L, n, 0);
+}
+void lower_scalar_tensor(Lowerer& L, int n) {
+  constant_fill(L, n, L.node(n).arg("s").scalar());
+}
+
+void lower_arange(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  const TensorMeta& m = L.out_meta(n);
+  int si = nd.schema->index_of("start"), pi = nd.schema->index_of("step");
+  double start = si >= 0 ? nd.args[si].scalar() : 0.0;
+  double step = pi >= 0 ? nd.args[pi].scalar() : 1.0;
+  DType t = m.dtype;
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr i = v_index(idx.empty() ? IndexExpr(0) : idx[0], t);
+                             return v_binary(VOp::Add, v_const(start, t),
+                                             v_binary(VOp::Mul, v_const(step, t), i));
+                           },
+                           {}));
+}
+
+const OpTable<LowerFn>::Row kFactoryRules[] = {
+    {OpId::arange, lower_arange},
+    {OpId::arange_start, lower_arange},
+    {OpId::arange_start_step, lower_arange},
+    {OpId::full, lower_full},
+    {OpId::full_like, lower_full},
+    {OpId::new_zeros, lower_zeros},
+    {OpId::scalar_tensor, lower_scalar_tensor},
+    {OpId::zeros, lower_zeros},
+};
+
+} // namespace
+
+std::span<const OpTable<LowerFn>::Row> factory_rules() { return kFactoryRules; }
+
+} // namespace fxc::lower_detail

@@ -1,0 +1,368 @@
+// Lowering rules of linear algebra and convolution: mm, addmm and linear as BLAS extern calls
+// (on CUDA, cuBLASLt with a folded bias, relu/gelu or residual-add epilogue), 2-D convolution as
+// im2col, a batched BLAS call and a pointwise bias epilogue (or cuDNN).
+#include "passes/lower/lower_util.h"
+
+namespace fxc::lower_detail {
+namespace {
+
+// ---- matmuls
+
+/// Dtypes the target's BLAS multiplies: the CPU's f32/f64, cuBLASLt's f32/f16/bf16.
+bool gemm_dtype_ok(const Lowerer& L, DType t) {
+  if (L.options().cuda) return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+  return t == DType::F32 || t == DType::F64;
+}
+
+bool is_scalar_op(const Node& nd, const char* target, double value) {
+  if (nd.target != target) return false;
+  const Arg& o = nd.arg("other");
+  if (o.kind == Arg::Kind::Tensor || o.kind == Arg::Kind::None) return false;
+  double v = o.scalar();
+  return std::abs(v - value) <= 1e-9 * std::max(1.0, std::abs(value));
+}
+
+/// add.Tensor/add.Scalar with alpha 1 (or ops without alpha).
+bool unit_alpha(const Node& nd) {
+  int ai = nd.schema ? nd.schema->index_of("alpha") : -1;
+  return ai < 0 || nd.args[ai].scalar() == 1.0;
+}
+
+/// The last node of gelu(x, approximate='tanh') as decompose() writes it, when every node of
+/// it reads only x and its own chain and nothing else reads x or the chain; else -1. The
+/// folded nodes are added to `chain`.
+///   0.5x · (tanh(√(2/π) · (x + 0.044715 · (x·x)·x)) + 1)
+int match_gelu_tanh(const Lowerer& L, ValueId x, std::set<int>& chain) {
+  const Graph& g = L.g();
+  if (L.uses(x) != 5) return -1; // 0.5·x, x·x (twice), (x·x)·x, x + ...
+  auto producer = [&](ValueId v) -> const Node* {
+    if (v < 0 || g.values[v].producer < 0 || L.uses(v) != 1) return nullptr;
+    return &g.nodes[g.values[v].producer];
+  };
+  auto tensor = [](const Node& nd, const char* name) {
+    const Arg& a = nd.arg(name);
+    return a.kind == Arg::Kind::Tensor ? a.tensor : kNoValue;
+  };
+  std::set<int> nodes;
+  auto take = [&](const Node* nd) {
+    if (nd) nodes.insert(int(nd - g.nodes.data()));
+    return nd;
+  };
+  // The chain is matched from x's 0.5·x user down to the final product.
+  int half = -1;
+  for (int u = 0; u < int(g.nodes.size()) && half < 0; ++u)
+    if (is_scalar_op(g.nodes[u], "aten.mul.Scalar", 0.5) && tensor(g.nodes[u], "self") == x)
+      half = u;
+  if (half < 0) return -1;
+  ValueId hv = g.nodes[half].outputs[0];
+  int fin = L.sole_user(hv);
+  if (fin < 0) return -1;
+  const Node& f = g.nodes[fin];
+  if (f.target != "aten.mul.Tensor") return -1;
+  ValueId t1v = tensor(f, "self") == hv ? tensor(f, "other") : tensor(f, "self");
+  const Node* t1 = take(producer(t1v));
+  if (!t1 || !is_scalar_op(*t1, "aten.add.Scalar", 1.0) || !unit_alpha(*t1)) return -1;
+  const Node* th = take(producer(tensor(*t1, "self")));
+  if (!th || th->target != "aten.tanh.default") return -1;
+  const Node* inner = take(producer(tensor(*th, "self")));
+  if (!inner || !is_scalar_op(*inner, "aten.mul.Scalar", std::sqrt(2.0 / M_PI))) return -1;
+  const Node* sum = take(producer(tensor(*inner, "self")));
+  if (!sum || sum->target != "aten.add.Tensor" || !unit_alpha(*sum)) return -1;
+  ValueId sa = tensor(*sum, "self"), sb = tensor(*sum, "other");
+  if (sb == x) std::swap(sa, sb);
+  if (sa != x) return -1;
+  const Node* scaled = take(producer(sb));
+  if (!scaled || !is_scalar_op(*scaled, "aten.mul.Scalar", 0.044715)) return -1;
+  const Node* cube = take(producer(tensor(*scaled, "self")));
+  if (!cube || cube->target != "aten.mul.Tensor") return -1;
+  ValueId ca = tensor(*cube, "self"), cb = tensor(*cube, "other");
+  if (cb != x) std::swap(ca, cb);
+  if (cb != x) return -1;
+  const Node* sq = take(producer(ca));
+  if (!sq || sq->target != "aten.mul.Tensor" || tensor(*sq, "self") != x ||
+      tensor(*sq, "other") != x)
+    return -1;
+  nodes.insert(half);
+  nodes.insert(fin);
+  for (int nd : nodes)
+    if (g.nodes[nd].outputs.size() != 1) return -1;
+  chain.insert(nodes.begin(), nodes.end());
+  return fin;
+}
+
+/// The add reading `x` (the product of node n, after its views) when it is worth making the
+/// product's epilogue: x + r or r + x with unit alpha as x's only use, r computed before n with
+/// x's sizes and dtype, the add's result of that dtype too and only a graph output. Returns the
+/// add's node (r in `residual`), or -1. An add whose result a kernel reads is left to that
+/// kernel, which adds r as it reads the product: cuBLASLt's reading of C delays the product's
+/// epilogue more than the kernel's extra load costs (block f32 on an H200: the projection's
+/// residual as C cost its matmul 0.006 ms and saved the layer norm after it 0.003 ms; the last
+/// residual saved its own 0.013 ms kernel).
+int match_residual_add(Lowerer& L, int n, ValueId x, ValueId* residual) {
+  int add = L.sole_user(x);
+  if (add < 0) return -1;
+  const Node& nd = L.node(add);
+  if (nd.target != "aten.add.Tensor" || !unit_alpha(nd) || nd.outputs.size() != 1) return -1;
+  const Arg &s = nd.arg("self"), &o = nd.arg("other");
+  if (s.kind != Arg::Kind::Tensor || o.kind != Arg::Kind::Tensor) return -1;
+  ValueId r = s.tensor == x ? o.tensor : s.tensor;
+  if (r == x || (s.tensor != x && o.tensor != x)) return -1;
+  const Graph& g = L.g();
+  const TensorMeta &xm = g.values[x].meta, &rm = g.values[r].meta;
+  if (g.values[r].producer >= n || !L.vals_[r].body || rm.sizes != xm.sizes ||
+      rm.dtype != xm.dtype || L.out_meta(add).dtype != xm.dtype || L.out_meta(add).sizes != xm.sizes)
+    return -1;
+  ValueId out = nd.outputs[0];
+  if (L.uses(out) != 1 || L.sole_user(out) >= 0) return -1; // read by a node, not only output
+  *residual = r;
+  return add;
+}
+
+/// addmm on CUDA as one cuBLASLt call with its bias (and a folded relu/gelu, or a residual add
+/// of a contiguous tensor) as the epilogue.
+/// False when the call cannot take it: scaled operands, a bias other than one row of N values,
+/// or a planted bug in one of the nodes (--inject-bug needs them in kernels).
+bool lower_addmm_epilogue(Lowerer& L, int n, LVal& bias, LVal& a, LVal& b) {
+  const Node& nd = L.node(n);
+  const TensorMeta& m = L.out_meta(n);
+  if (nd.arg("beta").scalar() != 1.0 || nd.arg("alpha").scalar() != 1.0) return false;
+  if (bias.sizes.size() != 1 || bias.sizes[0] != m.sizes[1] || bias.dtype != a.dtype ||
+      m.dtype != a.dtype)
+    return false;
+  const std::string& inject = L.options().inject_op;
+  if (!inject.empty() && op_base_name(nd.target) == inject) return false;
+  GemmEpilogue epi = GemmEpilogue::Bias;
+  std::set<int> folded;
+  int last = n;
+  // The activation is elementwise, so it may be applied before views of the product (the
+  // reshape back to [B, L, N] of a 3-D linear): act(view(x)) = view(act(x)).
+  ValueId x = nd.outputs[0];
+  for (int u = L.sole_user(x); u >= 0; u = L.sole_user(x)) {
+    const std::string& t = L.node(u).target;
+    if (t != "aten.view.default" && t != "aten._unsafe_view.default" &&
+        t != "aten.reshape.default")
+      break;
+    x = L.node(u).outputs[0];
+  }
+  int user = L.sole_user(x);
+  if (user >= 0 && L.node(user).target == "aten.relu.default") {
+    epi = GemmEpilogue::ReluBias;
+    folded = {user};
+    last = user;
+  } else if (int fin = match_gelu_tanh(L, x, folded); fin >= 0) {
+    epi = GemmEpilogue::GeluTanhBias;
+    last = fin;
+  } else {
+    folded.clear();
+  }
+  // A residual add becomes cuBLASLt's C (beta = 1) when the residual lies row-major like the
+  // product: then no kernel reads the product back to add it.
+  std::optional<LVal> residual;
+  ValueId r = kNoValue;
+  if (epi == GemmEpilogue::Bias)
+    if (int add = match_residual_add(L, n, x, &r); add >= 0) {
+      // A computed residual (x + attention, which the kernels reading it compute as they
+      // go) is stored once, by the first kernel that computes it.
+      LVal& computed = L.val(n, r);
+      if (!L.strided_operand(computed)) L.realize(computed);
+      LVal rv = L.reshape(computed, m.sizes);
+      std::optional<ExternOperand> ro = L.strided_operand(rv);
+      if (ro && ro->strides == contiguous_strides(m.sizes)) {
+        residual = rv;
+        epi = GemmEpilogue::BiasResidual;
+        folded = {add};
+        last = add;
+      }
+    }
+  // Nothing folded after all: the bias alone.
+  auto bias_only = [&] {
+    epi = GemmEpilogue::Bias;
+    folded.clear();
+    residual.reset();
+    last = n;
+  };
+  for (int f : folded)
+    if (!inject.empty() && op_base_name(L.node(f).target) == inject) {
+      bias_only();
+      break;
+    }
+  if (!folded.empty() && L.out_meta(last).dtype != m.dtype) bias_only();
+  LVal prod = L.gemm(n, a, b, m.sizes, epi, &bias, residual ? &*residual : nullptr, folded);
+  // With an activation, the product's value is already activated: it is read only through the
+  // views and the folded nodes, which take the value of the last view.
+  for (int f : folded) L.absorbed[f] = x;
+  L.set_output(n, 0, prod);
+  if (!folded.empty())
+    L.p_.log.push_back("epilogue: " + L.node(last).name + " = " + gemm_epilogue_name(epi) +
+                       " of " + nd.name + " (cuBLASLt)");
+  return true;
+}
+
+void lower_mm(Lowerer& L, int n) {
+  LVal& a = L.input(n, "self");
+  LVal& b = L.input(n, "mat2");
+  const TensorMeta& m = L.out_meta(n);
+  if (a.sizes.size() != b.sizes.size() || (a.sizes.size() != 2 && a.sizes.size() != 3) ||
+      !gemm_dtype_ok(L, a.dtype) || a.dtype != b.dtype) {
+    L.fallback(n, "matmul operands not supported by BLAS");
+    return;
+  }
+  L.set_output(n, 0, L.gemm(n, a, b, m.sizes));
+}
+
+void lower_addmm(Lowerer& L, int n) {
+  LVal& bias = L.input(n, "self");
+  LVal& a = L.input(n, "mat1");
+  LVal& b = L.input(n, "mat2");
+  const TensorMeta& m = L.out_meta(n);
+  if (a.sizes.size() != 2 || b.sizes.size() != 2 || !gemm_dtype_ok(L, a.dtype) ||
+      a.dtype != b.dtype) {
+    L.fallback(n, "addmm operands not supported by BLAS");
+    return;
+  }
+  if (L.options().cuda && lower_addmm_epilogue(L, n, bias, a, b)) return;
+  double beta = L.node(n).arg("beta").scalar(), alpha = L.node(n).arg("alpha").scalar();
+  LVal prod = L.gemm(n, a, b, m.sizes);
+  DType t = m.dtype;
+  // The bias and scaling are a pointwise epilogue, fused with whatever consumes the result.
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr p = L.at(prod, idx);
+                             if (alpha != 1.0) p = v_binary(VOp::Mul, p, v_const(alpha, t));
+                             if (beta == 0.0) return p;
+                             VPtr c = v_cast(L.bcast(bias, idx), t);
+                             if (beta != 1.0) c = v_binary(VOp::Mul, c, v_const(beta, t));
+                             return v_binary(VOp::Add, p, c);
+                           },
+                           {&bias}));
+}
+
+void lower_linear(Lowerer& L, int n) {
+  LVal& x = L.input(n, "input");
+  LVal& w = L.input(n, "weight");
+  const LVal* bias = L.opt_input(n, "bias");
+  const TensorMeta& m = L.out_meta(n);
+  if (x.sizes.empty() || w.sizes.size() != 2 || !gemm_dtype_ok(L, x.dtype) ||
+      x.dtype != w.dtype) {
+    L.fallback(n, "linear operands not supported by BLAS");
+    return;
+  }
+  int64_t K = x.sizes.back(), N = w.sizes[0], M = numel_of(x.sizes) / std::max<int64_t>(K, 1);
+  LVal x2 = L.reshape(x, {M, K});
+  LVal wt = L.view(n, w, {K, N}, [](auto& idx) { return std::vector<IndexExpr>{idx[1], idx[0]}; });
+  LVal prod = L.gemm(n, x2, wt, {M, N});
+  LVal out = L.reshape(prod, m.sizes);
+  DType t = m.dtype;
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr p = L.at(out, idx);
+                             if (bias) p = v_binary(VOp::Add, p, v_cast(L.bcast(*bias, idx), t));
+                             return p;
+                           },
+                           {bias}));
+}
+
+/// 2-D convolution as im2col (a pointwise buffer), one batched BLAS call with the weight
+/// broadcast over the batch, and the bias as a pointwise epilogue that fuses with what follows.
+void lower_convolution(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "input");
+  LVal& w = L.input(n, "weight");
+  const LVal* bias = L.opt_input(n, "bias");
+  const TensorMeta& m = L.out_meta(n);
+  int ti = nd.schema->index_of("transposed");
+  bool transposed = ti >= 0 && nd.args[ti].b;
+  auto two = [](std::vector<int64_t> v) {
+    return v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
+  };
+  auto st = two(nd.arg("stride").ints), pd = two(nd.arg("padding").ints),
+       dl = two(nd.arg("dilation").ints);
+  int64_t groups = nd.arg("groups").i;
+  bool conv2d = !transposed && x.sizes.size() == 4 && w.sizes.size() == 4 &&
+                m.sizes.size() == 4 && st.size() == 2 && pd.size() == 2 && dl.size() == 2 &&
+                x.dtype == w.dtype && groups >= 1 && w.sizes[1] * groups == x.sizes[1] &&
+                w.sizes[0] % groups == 0;
+  const LowerOptions& lo = L.options();
+  bool dnn_dtype = x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16;
+  if (lo.cuda && conv2d && dnn_dtype && m.dtype == x.dtype && (!bias || bias->dtype == x.dtype)) {
+    if (lo.cudnn) {
+      ExternCall c;
+      c.kind = ExternCall::Kind::Conv;
+      c.op = "convolution";
+      c.operands = {L.contiguous_operand(n, x), L.contiguous_operand(n, w)};
+      if (bias) {
+        LVal bv = *bias;
+        c.operands.push_back(L.contiguous_operand(n, bv));
+      }
+      c.stride = {st[0], st[1]};
+      c.padding = {pd[0], pd[1]};
+      c.dilation = {dl[0], dl[1]};
+      c.groups = groups;
+      int id = L.extern_buffer(n, std::move(c), m.dtype, m.sizes);
+      L.set_output(n, 0, L.load_of(id, {n}));
+      return;
+    }
+    L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target +
+                       "): cuDNN not used: " + lo.no_cudnn_reason +
+                       "; im2col + cuBLASLt instead");
+  }
+  if (!conv2d || groups != 1 || !gemm_dtype_ok(L, x.dtype)) {
+    L.fallback(n, "convolution other than 2-D and ungrouped, or of a dtype BLAS lacks");
+    return;
+  }
+  int64_t N = x.sizes[0], C = x.sizes[1], H = x.sizes[2], W = x.sizes[3];
+  int64_t O = w.sizes[0], KH = w.sizes[2], KW = w.sizes[3], OH = m.sizes[2], OW = m.sizes[3];
+  int64_t CKK = C * KH * KW, Lo = OH * OW;
+  LVal cols = L.pointwise(n, x.dtype, {N, CKK, Lo},
+                          [&](auto& idx) {
+                            IndexExpr c = idx[1].floordiv(KH * KW),
+                                      kh = idx[1].floordiv(KW).mod(KH), kw = idx[1].mod(KW);
+                            IndexExpr oh = idx[2].floordiv(OW), ow = idx[2].mod(OW);
+                            IndexExpr ih = oh * st[0] + kh * dl[0] - IndexExpr(pd[0]);
+                            IndexExpr iw = ow * st[1] + kw * dl[1] - IndexExpr(pd[1]);
+                            IndexExpr cih = clamped(ih, H), ciw = clamped(iw, W);
+                            VPtr v = L.at(x, {idx[0], c, cih, ciw});
+                            VPtr inside;
+                            auto add = [&](VPtr ok) {
+                              inside = inside ? v_binary(VOp::And, inside, ok) : ok;
+                            };
+                            if (!(cih == ih))
+                              add(v_binary(VOp::And, index_ge(ih, 0), index_lt(ih, H)));
+                            if (!(ciw == iw))
+                              add(v_binary(VOp::And, index_ge(iw, 0), index_lt(iw, W)));
+                            return inside ? v_where(inside, v, v_const(0, x.dtype)) : v;
+                          },
+                          {&x});
+  LVal wb = L.view(n, w, {N, O, CKK}, [&](auto& idx) {
+    return std::vector<IndexExpr>{idx[1], idx[2].floordiv(KH * KW), idx[2].floordiv(KW).mod(KH),
+                                  idx[2].mod(KW)};
+  });
+  LVal prod = L.gemm(n, wb, cols, {N, O, Lo});
+  LVal out = L.reshape(prod, m.sizes);
+  DType t = m.dtype;
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr p = L.at(out, idx);
+                             if (bias) p = v_binary(VOp::Add, p, v_cast(L.at(*bias, {idx[1]}), t));
+                             return p;
+                           },
+                           {bias}));
+}
+
+const OpTable<LowerFn>::Row kLinalgRules[] = {
+    {OpId::addmm, lower_addmm},
+    {OpId::bmm, lower_mm},
+    {OpId::conv2d, lower_convolution},
+    {OpId::convolution, lower_convolution},
+    {OpId::linear, lower_linear},
+    {OpId::mm, lower_mm},
+};
+
+} // namespace
+
+std::span<const OpTable<LowerFn>::Row> linalg_rules() { return kLinalgRules; }
+
+} // namespace fxc::lower_detail

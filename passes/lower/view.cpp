@@ -1,0 +1,277 @@
+// Lowering rules of the views and copies: views (reshape, permute, transpose, expand, squeeze,
+// slice, select, split) as pure index arithmetic, copies as identity values, and cat,
+// constant_pad_nd and slice_scatter as selects over bounded indices.
+#include "passes/lower/lower_util.h"
+
+namespace fxc::lower_detail {
+namespace {
+
+void lower_copy_like(Lowerer& L, int n) {
+  unary(L, n, [](VPtr x) { return x; });
+}
+
+void lower_copy(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  LVal& src = L.input(n, "src");
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) { return v_cast(L.bcast(src, idx), m.dtype); }, {&src}));
+}
+
+// ---- views
+
+void lower_reshape(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  if (numel_of(m.sizes) != numel_of(x.sizes)) L.fail(n, "reshape changes the number of elements");
+  LVal r = L.reshape(x, m.sizes);
+  if (x.buffer >= 0) r.origins.clear();
+  L.set_output(n, 0, r);
+}
+
+void lower_permute(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  auto dims = L.node(n).arg("dims").ints;
+  if (dims.size() != x.sizes.size()) L.fail(n, "permute needs one dim per input dim");
+  std::vector<int64_t> sizes;
+  for (auto& d : dims) {
+    d = wrap(L, n, d, int64_t(x.sizes.size()));
+    sizes.push_back(x.sizes[d]);
+  }
+  L.set_output(n, 0, L.view(n, x, sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in(idx.size());
+    for (size_t i = 0; i < dims.size(); ++i) in[dims[i]] = idx[i];
+    return in;
+  }));
+}
+
+void lower_transpose(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  int64_t r = int64_t(x.sizes.size());
+  int64_t a = wrap(L, n, L.node(n).arg("dim0").i, r), b = wrap(L, n, L.node(n).arg("dim1").i, r);
+  std::vector<int64_t> sizes = x.sizes;
+  if (r > 0) std::swap(sizes[a], sizes[b]);
+  L.set_output(n, 0, L.view(n, x, sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    if (r > 0) std::swap(in[a], in[b]);
+    return in;
+  }));
+}
+
+void lower_expand(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  if (m.sizes.size() < x.sizes.size()) L.fail(n, "expand to fewer dims");
+  L.set_output(n, 0, L.view(n, x, m.sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in(x.sizes.size());
+    size_t off = idx.size() - in.size();
+    for (size_t j = 0; j < in.size(); ++j) in[j] = x.sizes[j] == 1 ? IndexExpr(0) : idx[j + off];
+    return in;
+  }));
+}
+
+/// unsqueeze/squeeze: the same elements with size-1 dims added or removed.
+void lower_same_order_view(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  LVal r = L.reshape(x, m.sizes);
+  if (x.buffer >= 0) r.origins.clear();
+  L.set_output(n, 0, r);
+}
+
+void lower_slice(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const Node& nd = L.node(n);
+  int64_t d = wrap(L, n, nd.arg("dim").i, int64_t(x.sizes.size()));
+  int64_t size = x.sizes[d];
+  int64_t start = nd.arg("start").is_none() ? 0 : nd.arg("start").i;
+  int64_t end = nd.arg("end").is_none() ? size : nd.arg("end").i;
+  int64_t step = nd.arg("step").i;
+  if (step <= 0) L.fail(n, "slice step must be positive");
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  std::vector<int64_t> sizes = x.sizes;
+  sizes[d] = (end - start + step - 1) / step;
+  L.set_output(n, 0, L.view(n, x, sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    in[d] = idx[d] * step + IndexExpr(start);
+    return in;
+  }));
+}
+
+void lower_select(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const Node& nd = L.node(n);
+  int64_t d = wrap(L, n, nd.arg("dim").i, int64_t(x.sizes.size()));
+  int64_t i = nd.arg("index").i;
+  if (i < 0) i += x.sizes[d];
+  if (i < 0 || i >= x.sizes[d]) L.fail(n, "select index out of range");
+  std::vector<int64_t> sizes = x.sizes;
+  sizes.erase(sizes.begin() + d);
+  L.set_output(n, 0, L.view(n, x, sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    in.insert(in.begin() + d, IndexExpr(i));
+    return in;
+  }));
+}
+
+void lower_split(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const Node& nd = L.node(n);
+  int64_t d = wrap(L, n, nd.arg("dim").i, int64_t(x.sizes.size()));
+  int64_t start = 0;
+  for (size_t k = 0; k < nd.outputs.size(); ++k) {
+    std::vector<int64_t> sizes = L.g().values[nd.outputs[k]].meta.sizes;
+    if (sizes.size() != x.sizes.size()) L.fail(n, "split output has the wrong rank");
+    int64_t s0 = start;
+    L.set_output(n, int(k), L.view(n, x, sizes, [&](auto& idx) {
+      std::vector<IndexExpr> in = idx;
+      in[d] = idx[d] + IndexExpr(s0);
+      return in;
+    }));
+    start += sizes[d];
+  }
+  if (start > x.sizes[d]) L.fail(n, "split sizes exceed the input");
+}
+
+// ---- indexing with bounds: cat, padding, slice_scatter
+
+void lower_cat(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  const TensorMeta& m = L.out_meta(n);
+  std::vector<LVal*> parts;
+  for (ValueId v : nd.arg("tensors").tensors) {
+    LVal& t = L.val(n, v);
+    // Legacy empty 1-D tensors take no part, as in PyTorch.
+    if (t.sizes.size() == 1 && t.sizes[0] == 0 && m.sizes.size() != 1) continue;
+    parts.push_back(&t);
+  }
+  if (parts.empty()) L.fail(n, "cat of no tensors");
+  int64_t d = wrap(L, n, nd.arg("dim").i, int64_t(m.sizes.size()));
+  std::vector<int64_t> offsets;
+  int64_t off = 0;
+  for (LVal* t : parts) {
+    if (t->sizes.size() != m.sizes.size()) L.fail(n, "cat inputs differ in rank");
+    offsets.push_back(off);
+    off += t->sizes[d];
+  }
+  if (off != m.sizes[d]) L.fail(n, "cat sizes do not add up to the output");
+  std::vector<const LVal*> ins(parts.begin(), parts.end());
+  L.set_output(n, 0,
+               L.pointwise(
+                   n, m.dtype, m.sizes,
+                   [&](auto& idx) {
+                     VPtr v;
+                     for (size_t k = parts.size(); k-- > 0;) {
+                       if (parts[k]->sizes[d] == 0) continue;
+                       std::vector<IndexExpr> in = idx;
+                       in[d] = clamped(idx[d] - IndexExpr(offsets[k]), parts[k]->sizes[d]);
+                       VPtr here = v_cast(L.at(*parts[k], in), m.dtype);
+                       v = v ? v_where(index_lt(idx[d], offsets[k] + parts[k]->sizes[d]), here, v)
+                             : here;
+                     }
+                     return v ? v : v_const(0, m.dtype);
+                   },
+                   ins));
+}
+
+void lower_constant_pad_nd(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  auto pad = nd.arg("pad").ints;
+  double value = nd.arg("value").scalar();
+  size_t r = x.sizes.size();
+  if (pad.size() % 2 != 0 || pad.size() / 2 > r || m.sizes.size() != r)
+    L.fail(n, "pad needs pairs of sizes for at most every dim");
+  std::vector<int64_t> lo(r, 0);
+  for (size_t j = 0; j < pad.size() / 2; ++j) lo[r - 1 - j] = pad[2 * j];
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             std::vector<IndexExpr> in(r);
+                             VPtr inside;
+                             for (size_t d = 0; d < r; ++d) {
+                               IndexExpr e = idx[d] - IndexExpr(lo[d]);
+                               in[d] = clamped(e, x.sizes[d]);
+                               if (in[d] == e) continue;
+                               VPtr ok =
+                                   v_binary(VOp::And, index_ge(e, 0), index_lt(e, x.sizes[d]));
+                               inside = inside ? v_binary(VOp::And, inside, ok) : ok;
+                             }
+                             if (numel_of(x.sizes) == 0) return v_const(value, m.dtype);
+                             VPtr v = v_cast(L.at(x, in), m.dtype);
+                             return inside ? v_where(inside, v, v_const(value, m.dtype)) : v;
+                           },
+                           {&x}));
+}
+
+void lower_slice_scatter(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& self = L.input(n, "self");
+  LVal& src = L.input(n, "src");
+  const TensorMeta& m = L.out_meta(n);
+  int64_t d = wrap(L, n, nd.arg("dim").i, int64_t(self.sizes.size()));
+  int64_t size = self.sizes[d];
+  int64_t start = nd.arg("start").is_none() ? 0 : nd.arg("start").i;
+  int64_t end = nd.arg("end").is_none() ? size : nd.arg("end").i;
+  int64_t step = nd.arg("step").i;
+  if (step <= 0) L.fail(n, "slice_scatter step must be positive");
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  if (src.sizes.size() != self.sizes.size() || src.sizes[d] != (end - start + step - 1) / step)
+    L.fail(n, "slice_scatter source does not fit the slice");
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             VPtr base = v_cast(L.at(self, idx), m.dtype);
+                             if (src.sizes[d] == 0) return base;
+                             IndexExpr rel = idx[d] - IndexExpr(start);
+                             std::vector<IndexExpr> in = idx;
+                             in[d] = clamped(rel.floordiv(step), src.sizes[d]);
+                             VPtr hit = v_binary(VOp::And, index_ge(rel, 0), index_lt(idx[d], end));
+                             if (step != 1)
+                               hit = v_binary(VOp::And, hit,
+                                              v_binary(VOp::Eq, v_index(rel.mod(step), DType::I64),
+                                                       v_const(0, DType::I64)));
+                             return v_where(hit, v_cast(L.at(src, in), m.dtype), base);
+                           },
+                           {&self, &src}));
+}
+
+const OpTable<LowerFn>::Row kViewRules[] = {
+    {OpId::_to_copy, lower_copy_like},
+    {OpId::alias, lower_copy_like},
+    {OpId::cat, lower_cat},
+    {OpId::clone, lower_copy_like},
+    {OpId::contiguous, lower_copy_like},
+    {OpId::constant_pad_nd, lower_constant_pad_nd},
+    {OpId::copy, lower_copy},
+    {OpId::expand, lower_expand},
+    {OpId::flatten_using_ints, lower_reshape},
+    {OpId::lift_fresh_copy, lower_copy_like},
+    {OpId::permute, lower_permute},
+    {OpId::reshape, lower_reshape},
+    {OpId::select_int, lower_select},
+    {OpId::slice_Tensor, lower_slice},
+    {OpId::slice_scatter, lower_slice_scatter},
+    {OpId::split_Tensor, lower_split},
+    {OpId::split_with_sizes, lower_split},
+    {OpId::squeeze_dim, lower_same_order_view},
+    {OpId::squeeze_dims, lower_same_order_view},
+    {OpId::to_dtype, lower_copy_like},
+    {OpId::transpose_int, lower_transpose},
+    {OpId::unflatten_int, lower_reshape},
+    {OpId::unsqueeze, lower_same_order_view},
+    {OpId::view, lower_reshape},
+};
+
+} // namespace
+
+std::span<const OpTable<LowerFn>::Row> view_rules() { return kViewRules; }
+
+} // namespace fxc::lower_detail

@@ -1,0 +1,264 @@
+// Reference kernels of the indexing ops: embedding, gather, index_select, index.Tensor
+// (advanced indexing) and scatter_add, with PyTorch's index range checks.
+#include "runtime/kernels/kernel_util.h"
+
+namespace fxc::kernel_detail {
+namespace {
+
+// ---- Indexing ----
+
+Tensors k_embedding(const KernelCall& c) {
+  const Tensor& w = c.tensor("weight");
+  const Tensor& idx = c.tensor("indices");
+  if (w.dim() != 2) fail("embedding expects a 2-D weight, got " + shape_str(w.sizes()));
+  if (idx.dtype() != DType::I64 && idx.dtype() != DType::I32)
+    fail("expected indices of type i64 or i32 for embedding, got " + dname(idx.dtype()));
+  int64_t V = w.size(0), D = w.size(1);
+  Shape shape = idx.sizes();
+  shape.push_back(D);
+  Tensor out = Tensor::empty(c.fdt(w.dtype()), shape);
+  std::vector<int64_t> off = all_offsets(idx);
+  for (size_t i = 0; i < off.size(); ++i) {
+    int64_t r = idx.load_int(off[i]);
+    if (r < 0 || r >= V)
+      fail("embedding: index " + std::to_string(r) + " is out of range for a table of " +
+           std::to_string(V) + " rows");
+    for (int64_t j = 0; j < D; ++j)
+      out.store(int64_t(i) * D + j, w.load(r * w.stride(0) + j * w.stride(1)));
+  }
+  return {out};
+}
+
+void check_index_dtype(const Tensor& t, const char* op) {
+  if (t.dtype() != DType::I64 && t.dtype() != DType::I32)
+    fail(std::string(op) + ": expected an i64 or i32 index tensor, got " + dname(t.dtype()));
+}
+
+Tensors k_gather(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& index = c.tensor("index");
+  if (index.dtype() != DType::I64)
+    fail("gather(): expected dtype i64 for index, got " + dname(index.dtype()));
+  int64_t r = std::max<int64_t>(x.dim(), 1);
+  int64_t dim = wrap(c.arg("dim").i, x.dim());
+  if (std::max<int64_t>(index.dim(), 1) != r)
+    fail("gather(): index tensor must have the same number of dimensions as input tensor");
+  for (int64_t d = 0; d < index.dim(); ++d)
+    if (d != dim && index.size(d) > (x.dim() ? x.size(d) : 1))
+      fail("gather(): size of dimension " + std::to_string(d) + " of index " +
+           shape_str(index.sizes()) + " exceeds that of input " + shape_str(x.sizes()));
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), index.sizes());
+  int64_t dsize = x.dim() ? x.size(dim) : 1;
+  int64_t n = index.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, xoff = 0, ioff = 0, v = 0;
+    std::vector<int64_t> mi(size_t(index.dim()));
+    for (int64_t d = index.dim() - 1; d >= 0; --d) {
+      mi[size_t(d)] = rem % index.size(d);
+      rem /= index.size(d);
+      ioff += mi[size_t(d)] * index.stride(d);
+    }
+    v = index.load_int(ioff);
+    if (v < 0 || v >= dsize)
+      fail("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(dim) +
+           " with size " + std::to_string(dsize));
+    for (int64_t d = 0; d < x.dim(); ++d) xoff += (d == dim ? v : mi[size_t(d)]) * x.stride(d);
+    out.store(i, x.load(xoff));
+  }
+  return {out};
+}
+
+Tensors k_index_select(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& index = c.tensor("index");
+  check_index_dtype(index, "index_select");
+  if (index.dim() > 1)
+    fail("index_select(): index must be 0-D or 1-D, got " + shape_str(index.sizes()));
+  int64_t dim = wrap(c.arg("dim").i, x.dim());
+  Tensor xs = x.dim() == 0 ? unsqueeze_view(x, 0) : x;
+  std::vector<int64_t> idx;
+  for (int64_t off : all_offsets(index)) idx.push_back(index.load_int(off));
+  int64_t dsize = xs.size(dim);
+  for (int64_t v : idx)
+    if (v < 0 || v >= dsize)
+      fail("index_select(): index " + std::to_string(v) + " is out of range for dimension " +
+           std::to_string(dim) + " with size " + std::to_string(dsize));
+  Shape os = xs.sizes();
+  os[size_t(dim)] = int64_t(idx.size());
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.dim() == 0 ? Shape{} : os);
+  Tensor ov = x.dim() == 0 ? unsqueeze_view(out, 0) : out;
+  for (size_t j = 0; j < idx.size(); ++j) {
+    Shape ss = xs.sizes(), sst = xs.strides();
+    ss[size_t(dim)] = 1;
+    Tensor src = view_of(xs, ss, sst, xs.storage_offset() + idx[j] * xs.stride(dim));
+    Shape ds = ov.sizes();
+    ds[size_t(dim)] = 1;
+    Tensor dst = view_of(ov, ds, ov.strides(), ov.storage_offset() + int64_t(j) * ov.stride(dim));
+    dst.copy_from(src);
+  }
+  return {out};
+}
+
+// Advanced indexing: x[indices] with None entries for untouched dims.
+Tensors k_index(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  std::vector<Tensor> idx;
+  // Boolean masks expand into one long index per masked dim (their nonzero positions).
+  for (const Tensor& t : c.list("indices")) {
+    if (!t.defined() || (t.dtype() != DType::Bool && t.dtype() != DType::U8)) {
+      if (t.defined() && !is_integral(t.dtype()))
+        fail("tensors used as indices must be long, int, byte or bool tensors, got " +
+             dname(t.dtype()));
+      idx.push_back(t);
+      continue;
+    }
+    int64_t first = int64_t(idx.size());
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (first + d >= x.dim() || x.size(first + d) != t.size(d))
+        fail("the shape of the mask " + shape_str(t.sizes()) + " at index " + std::to_string(d) +
+             " does not match the shape of the indexed tensor " + shape_str(x.sizes()));
+    std::vector<std::vector<double>> coords(size_t(t.dim()));
+    std::vector<int64_t> off = all_offsets(t);
+    for (size_t i = 0; i < off.size(); ++i) {
+      if (t.load(off[i]) == 0) continue;
+      int64_t rem = int64_t(i);
+      for (int64_t d = t.dim() - 1; d >= 0; --d) {
+        coords[size_t(d)].push_back(double(rem % t.size(d)));
+        rem /= t.size(d);
+      }
+    }
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      std::vector<double>& p = coords[size_t(d)];
+      idx.push_back(make(DType::I64, {int64_t(p.size())}, p));
+    }
+  }
+  if (int64_t(idx.size()) > x.dim())
+    fail("too many indices for tensor of dimension " + std::to_string(x.dim()) + " (got " +
+         std::to_string(idx.size()) + ")");
+  idx.resize(size_t(x.dim()));
+  std::vector<int64_t> pos;
+  Shape bshape;
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (idx[d].defined()) {
+      pos.push_back(int64_t(d));
+      bshape = broadcast(bshape, idx[d].sizes());
+    }
+  if (pos.empty()) return {x.clone()};
+  bool adjacent = pos.back() - pos.front() + 1 == int64_t(pos.size());
+  // Output dims: [before..., B..., after...] when adjacent, else [B..., rest...].
+  Shape rest_before, rest_after;
+  std::vector<int64_t> rest_dims_before, rest_dims_after;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (idx[size_t(d)].defined()) continue;
+    if (adjacent && d < pos.front())
+      rest_dims_before.push_back(d);
+    else
+      rest_dims_after.push_back(d);
+  }
+  Shape out_shape;
+  for (int64_t d : rest_dims_before) out_shape.push_back(x.size(d));
+  out_shape.insert(out_shape.end(), bshape.begin(), bshape.end());
+  for (int64_t d : rest_dims_after) out_shape.push_back(x.size(d));
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), out_shape);
+  int64_t n = out.numel();
+  Tensors bidx;
+  std::vector<std::vector<int64_t>> boff;
+  for (int64_t d : pos) {
+    bidx.push_back(expand_to(idx[size_t(d)], bshape));
+    boff.push_back(all_offsets(bidx.back()));
+  }
+  int64_t nb = checked_numel(bshape);
+  int64_t nbefore = 1, nafter = 1;
+  for (int64_t d : rest_dims_before) nbefore *= x.size(d);
+  for (int64_t d : rest_dims_after) nafter *= x.size(d);
+  auto rest_offsets = [&](const std::vector<int64_t>& dims) {
+    Shape s, st;
+    for (int64_t d : dims) {
+      s.push_back(x.size(d));
+      st.push_back(x.stride(d));
+    }
+    return dim_offsets(s, st);
+  };
+  std::vector<int64_t> before_off = rest_offsets(rest_dims_before),
+                       after_off = rest_offsets(rest_dims_after);
+  for (int64_t bi = 0; bi < nb && n > 0; ++bi) {
+    int64_t src = 0;
+    for (size_t j = 0; j < pos.size(); ++j) {
+      int64_t v = bidx[j].load_int(boff[j][size_t(bi)]);
+      int64_t size = x.size(pos[j]);
+      if (v < -size || v >= size)
+        fail("index " + std::to_string(v) + " is out of bounds for dimension " +
+             std::to_string(pos[j]) + " with size " + std::to_string(size));
+      if (v < 0) v += size;
+      src += v * x.stride(pos[j]);
+    }
+    for (int64_t a = 0; a < nbefore; ++a)
+      for (int64_t r = 0; r < nafter; ++r) {
+        int64_t o = (a * nb + bi) * nafter + r;
+        out.store(o, x.load(src + before_off[size_t(a)] + after_off[size_t(r)]));
+      }
+  }
+  return {out};
+}
+
+Tensors k_scatter_add(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& index = c.tensor("index");
+  const Tensor& src = c.tensor("src");
+  if (index.dtype() != DType::I64)
+    fail("scatter_add(): expected dtype i64 for index, got " + dname(index.dtype()));
+  if (src.dtype() != x.dtype())
+    fail("scatter_add(): expected self and src to have the same dtype, got " + dname(x.dtype()) +
+         " and " + dname(src.dtype()));
+  int64_t dim = wrap(c.arg("dim").i, x.dim());
+  int64_t r = std::max<int64_t>(x.dim(), 1);
+  if (std::max<int64_t>(index.dim(), 1) != r || std::max<int64_t>(src.dim(), 1) != r)
+    fail("scatter_add(): index and src must have as many dimensions as self");
+  auto size_or_1 = [](const Tensor& t, int64_t d) { return t.dim() ? t.size(d) : 1; };
+  for (int64_t d = 0; d < index.dim(); ++d) {
+    if (index.size(d) > size_or_1(src, d))
+      fail("scatter_add(): expected index " + shape_str(index.sizes()) +
+           " to be no larger than src " + shape_str(src.sizes()) + " in every dimension");
+    if (d != dim && index.size(d) > size_or_1(x, d))
+      fail("scatter_add(): expected index " + shape_str(index.sizes()) +
+           " to be no larger than self " + shape_str(x.sizes()) + " apart from dimension " +
+           std::to_string(dim));
+  }
+  DType dt = c.fdt(x.dtype());
+  std::vector<double> acc = values(x);
+  std::vector<int64_t> xstr = contiguous_strides(x.sizes());
+  int64_t dsize = size_or_1(x, dim);
+  int64_t n = index.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, ioff = 0, soff = 0;
+    std::vector<int64_t> mi(size_t(index.dim()));
+    for (int64_t d = index.dim() - 1; d >= 0; --d) {
+      mi[size_t(d)] = rem % index.size(d);
+      rem /= index.size(d);
+      ioff += mi[size_t(d)] * index.stride(d);
+      soff += mi[size_t(d)] * src.stride(d);
+    }
+    int64_t v = index.load_int(ioff);
+    if (v < 0 || v >= dsize)
+      fail("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(dim) +
+           " with size " + std::to_string(dsize));
+    int64_t o = 0;
+    for (int64_t d = 0; d < x.dim(); ++d) o += (d == dim ? v : mi[size_t(d)]) * xstr[size_t(d)];
+    acc[size_t(o)] += src.load(soff);
+  }
+  return {make(dt, x.sizes(), acc)};
+}
+
+const OpTable<KernelFn>::Row kIndexingKernels[] = {
+    {OpId::embedding, k_embedding},
+    {OpId::gather, k_gather},
+    {OpId::index_Tensor, k_index},
+    {OpId::index_select, k_index_select},
+    {OpId::scatter_add, k_scatter_add},
+};
+
+} // namespace
+
+std::span<const OpTable<KernelFn>::Row> indexing_kernels() { return kIndexingKernels; }
+
+} // namespace fxc::kernel_detail

@@ -1,0 +1,446 @@
+// Reference kernels of the views and copies: views share the input's storage with PyTorch's
+// strides (view, reshape, permute, transpose, expand, slice, select, squeeze, split, as_strided
+// ...); cat, roll, pad, contiguous, clone, _to_copy, copy and slice_scatter copy.
+#include "runtime/kernels/kernel_util.h"
+
+namespace fxc::kernel_detail {
+namespace {
+
+// ---- Joining, padding, scatter ----
+
+Tensors k_cat(const KernelCall& c) {
+  const Tensors& ts = c.list("tensors");
+  if (ts.empty()) fail("torch.cat(): expected a non-empty list of tensors");
+  Tensors used;
+  std::optional<DType> common;
+  for (const Tensor& t : ts) {
+    if (!t.defined()) fail("torch.cat(): expected tensors, got None");
+    common = common ? promote_types(*common, t.dtype()) : t.dtype();
+    if (!(t.dim() == 1 && t.size(0) == 0)) used.push_back(t); // legacy empty tensors are skipped
+  }
+  DType dt = c.fdt(*common);
+  if (used.empty()) return {Tensor::empty(dt, ts[0].sizes())};
+  const Tensor& f = used[0];
+  if (f.dim() == 0) fail("zero-dimensional tensor cannot be concatenated");
+  int64_t dim = wrap(c.arg("dim").i, f.dim());
+  Shape shape = f.sizes();
+  shape[size_t(dim)] = 0;
+  for (size_t i = 0; i < used.size(); ++i) {
+    const Tensor& t = used[i];
+    if (t.dim() != f.dim())
+      fail("tensors must have the same number of dimensions: got " + std::to_string(f.dim()) +
+           " and " + std::to_string(t.dim()));
+    for (int64_t d = 0; d < f.dim(); ++d)
+      if (d != dim && t.size(d) != f.size(d))
+        fail("sizes of tensors must match except in dimension " + std::to_string(dim) +
+             ". Expected size " + std::to_string(f.size(d)) + " but got size " +
+             std::to_string(t.size(d)) + " for tensor number " + std::to_string(i) +
+             " in the list");
+    shape[size_t(dim)] += t.size(dim);
+  }
+  Tensor out = Tensor::empty(dt, shape);
+  int64_t at = 0;
+  for (const Tensor& t : used) {
+    Shape s = out.sizes();
+    s[size_t(dim)] = t.size(dim);
+    view_of(out, s, out.strides(), at * out.stride(dim)).copy_from(t);
+    at += t.size(dim);
+  }
+  return {out};
+}
+
+Tensors k_roll(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Shape& shifts = c.arg("shifts").ints;
+  const Shape& dims = c.arg("dims").ints;
+  if (dims.empty() && shifts.size() != 1)
+    fail("roll: shifts must have one element when dims is empty, got " +
+         std::to_string(shifts.size()));
+  if (!dims.empty() && dims.size() != shifts.size())
+    fail("roll: shifts and dims must align: shifts has " + std::to_string(shifts.size()) +
+         " elements, dims has " + std::to_string(dims.size()));
+  std::vector<double> v = values(x);
+  int64_t n = int64_t(v.size());
+  std::vector<double> out(v.size());
+  if (dims.empty()) {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t j = ((i + shifts[0]) % n + n) % n;
+      out[size_t(j)] = v[size_t(i)];
+    }
+    return {make(c.fdt(x.dtype()), x.sizes(), out)};
+  }
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int64_t d = wrap(dims[k], x.dim());
+    int64_t size = x.dim() ? x.size(d) : 1;
+    int64_t inner = 1;
+    for (int64_t e = d + 1; e < x.dim(); ++e) inner *= x.size(e);
+    for (int64_t i = 0; i < n && size > 0; ++i) {
+      int64_t coord = (i / inner) % size;
+      int64_t nc = ((coord + shifts[k]) % size + size) % size;
+      out[size_t(i + (nc - coord) * inner)] = v[size_t(i)];
+    }
+    v = out;
+  }
+  return {make(c.fdt(x.dtype()), x.sizes(), v)};
+}
+
+Tensor constant_pad(const Tensor& x, const Shape& pad, double value, DType dt) {
+  if (pad.size() % 2 != 0)
+    fail("padding length must be divisible by 2, got " + std::to_string(pad.size()));
+  for (int64_t p : pad)
+    if (p < -(int64_t(1) << 40) || p > (int64_t(1) << 40))
+      fail("padding " + std::to_string(p) + " is out of range");
+  if (int64_t(pad.size() / 2) > x.dim())
+    fail("padding length " + std::to_string(pad.size()) + " is too large for a " +
+         std::to_string(x.dim()) + "-D input");
+  Shape lo(size_t(x.dim()), 0), out_shape = x.sizes();
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    size_t d = size_t(x.dim()) - 1 - i;
+    lo[d] = pad[2 * i];
+    out_shape[d] = x.size(int64_t(d)) + pad[2 * i] + pad[2 * i + 1];
+    if (out_shape[d] < 0)
+      fail("the input size " + std::to_string(x.size(int64_t(d))) + ", plus negative padding " +
+           std::to_string(pad[2 * i]) + " and " + std::to_string(pad[2 * i + 1]) +
+           " resulted in a negative output size");
+  }
+  Tensor out = Tensor::empty(dt, out_shape);
+  int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, src = 0;
+    bool inside = true;
+    for (int64_t d = x.dim() - 1; d >= 0; --d) {
+      int64_t o = rem % out_shape[size_t(d)];
+      rem /= out_shape[size_t(d)];
+      int64_t s = o - lo[size_t(d)];
+      if (s < 0 || s >= x.size(d))
+        inside = false;
+      else
+        src += s * x.stride(d);
+    }
+    out.store(i, inside ? x.load(src) : value);
+  }
+  return out;
+}
+
+Tensors k_constant_pad_nd(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {constant_pad(x, c.arg("pad").ints, c.arg("value").scalar(), c.fdt(x.dtype()))};
+}
+
+Tensors k_pad(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const std::string& mode = c.arg("mode").s;
+  if (mode != "constant")
+    fail("pad mode '" + mode + "' is not supported by the reference interpreter");
+  const Arg& v = c.arg("value");
+  return {constant_pad(x, c.arg("pad").ints, v.is_none() ? 0.0 : v.f, c.fdt(x.dtype()))};
+}
+
+// ---- Views ----
+
+Tensor view_impl(const Tensor& x, const Shape& size) {
+  Shape shape = infer_size(size, x.numel());
+  Shape st;
+  if (!compute_view_strides(x.sizes(), x.strides(), shape, &st))
+    fail("view size is not compatible with input tensor's size and stride (at least one dimension "
+         "spans across two contiguous subspaces). Use .reshape(...) instead.");
+  return view_of(x, shape, st, x.storage_offset());
+}
+
+Tensors k_view(const KernelCall& c) {
+  return {view_impl(c.tensor("self"), c.arg("size").ints)};
+}
+Tensors k_reshape(const KernelCall& c) {
+  return {reshape_impl(c.tensor("self"), c.arg("shape").ints)};
+}
+
+Tensors k_permute(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Shape& dims = c.arg("dims").ints;
+  if (int64_t(dims.size()) != x.dim())
+    fail("permute(): number of dimensions in the tensor input does not match the length "
+         "of the desired ordering of dimensions i.e. input.dim() = " +
+         std::to_string(x.dim()) + " is not equal to len(dims) = " + std::to_string(dims.size()));
+  Shape s, st;
+  std::vector<bool> seen(dims.size(), false);
+  for (int64_t d : dims) {
+    int64_t w = wrap(d, x.dim());
+    if (seen[size_t(w)]) fail("permute(): duplicate dims are not allowed");
+    seen[size_t(w)] = true;
+    s.push_back(x.size(w));
+    st.push_back(x.stride(w));
+  }
+  return {view_of(x, s, st, x.storage_offset())};
+}
+
+Tensors k_transpose(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  int64_t a = wrap(c.arg("dim0").i, x.dim()), b = wrap(c.arg("dim1").i, x.dim());
+  if (x.dim() == 0) return {x};
+  Shape s = x.sizes(), st = x.strides();
+  std::swap(s[size_t(a)], s[size_t(b)]);
+  std::swap(st[size_t(a)], st[size_t(b)]);
+  return {view_of(x, s, st, x.storage_offset())};
+}
+
+Tensors k_expand(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Shape& size = c.arg("size").ints;
+  if (int64_t(size.size()) < x.dim())
+    fail("expand: the number of sizes provided (" + std::to_string(size.size()) +
+         ") must be greater or equal to the number of dimensions in the tensor (" +
+         std::to_string(x.dim()) + ")");
+  size_t n = size.size(), k = size_t(x.dim());
+  Shape s(n), st(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (i < n - k) {
+      if (size[i] < 0)
+        fail("expand: the expanded size of the tensor (" + std::to_string(size[i]) +
+             ") isn't allowed in a leading, non-existing dimension " + std::to_string(i));
+      s[i] = size[i];
+      st[i] = 0;
+      continue;
+    }
+    int64_t d = int64_t(i - (n - k));
+    int64_t want = size[i] == -1 ? x.size(d) : size[i];
+    if (want == x.size(d)) {
+      s[i] = want;
+      st[i] = x.stride(d);
+    } else if (x.size(d) == 1 && want >= 0) {
+      s[i] = want;
+      st[i] = 0;
+    } else {
+      fail("the expanded size of the tensor (" + std::to_string(want) +
+           ") must match the existing size (" + std::to_string(x.size(d)) +
+           ") at non-singleton dimension " + std::to_string(i) +
+           ".  Target sizes: " + shape_str(size) + ".  Tensor sizes: " + shape_str(x.sizes()));
+    }
+  }
+  checked_numel(s);
+  return {view_of(x, s, st, x.storage_offset())};
+}
+
+Tensor slice_impl(const Tensor& x, int64_t dim, const Arg& start, const Arg& end, int64_t step) {
+  if (x.dim() == 0) fail("slice() cannot be applied to a 0-dim tensor");
+  int64_t d = wrap(dim, x.dim());
+  if (step <= 0) fail("slice step must be positive, got " + std::to_string(step));
+  int64_t size = x.size(d);
+  int64_t s = start.is_none() ? 0 : start.i, e = end.is_none() ? size : end.i;
+  if (s < 0) s = s < -size ? 0 : s + size;
+  if (e < 0) e = e < -size ? 0 : e + size;
+  s = std::min(s, size);
+  e = std::min(e, size);
+  if (e < s) e = s;
+  int64_t len = (e - s + step - 1) / step;
+  Shape sz = x.sizes(), st = x.strides();
+  sz[size_t(d)] = len;
+  st[size_t(d)] = x.stride(d) * step;
+  return view_of(x, sz, st, x.storage_offset() + s * x.stride(d));
+}
+
+Tensors k_slice(const KernelCall& c) {
+  return {
+      slice_impl(c.tensor("self"), c.arg("dim").i, c.arg("start"), c.arg("end"), c.arg("step").i)};
+}
+
+Tensors k_select(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) fail("select() cannot be applied to a 0-dim tensor");
+  int64_t d = wrap(c.arg("dim").i, x.dim());
+  int64_t i = c.arg("index").i, size = x.size(d);
+  if (i < -size || i >= size)
+    fail("select(): index " + std::to_string(i) + " out of range for tensor of size " +
+         shape_str(x.sizes()) + " at dimension " + std::to_string(d));
+  if (i < 0) i += size;
+  Shape sz = x.sizes(), st = x.strides();
+  sz.erase(sz.begin() + d);
+  st.erase(st.begin() + d);
+  return {view_of(x, sz, st, x.storage_offset() + i * x.stride(d))};
+}
+
+Tensors k_as_strided(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Shape& size = c.arg("size").ints;
+  const Shape& stride = c.arg("stride").ints;
+  if (size.size() != stride.size())
+    fail("as_strided: mismatch in length of strides and shape (" + std::to_string(size.size()) +
+         " sizes, " + std::to_string(stride.size()) + " strides)");
+  const Arg& off = c.arg("storage_offset");
+  return {x.as_strided(size, stride, off.is_none() ? x.storage_offset() : off.i)};
+}
+
+Tensors k_unsqueeze(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {unsqueeze_view(x, wrap(c.arg("dim").i, x.dim() + 1))};
+}
+
+Tensor squeeze_dims(const Tensor& x, const std::vector<bool>& drop) {
+  Shape s, st;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (!(drop[size_t(d)] && x.size(d) == 1)) {
+      s.push_back(x.size(d));
+      st.push_back(x.stride(d));
+    }
+  return view_of(x, s, st, x.storage_offset());
+}
+
+Tensors k_squeeze(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  std::vector<bool> drop(size_t(x.dim()), false);
+  const Arg& dims = c.arg("dim");
+  std::vector<int64_t> list = dims.kind == Arg::Kind::Ints ? dims.ints : Shape{dims.i};
+  for (int64_t d : list) {
+    int64_t w = wrap(d, x.dim());
+    if (x.dim() > 0) drop[size_t(w)] = true;
+  }
+  return {squeeze_dims(x, drop)};
+}
+
+Tensors k_alias(const KernelCall& c) {
+  return {c.tensor("self")};
+}
+
+Tensors k_split(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) fail("split expects at least a 1-dimensional tensor");
+  int64_t d = wrap(c.arg("dim").i, x.dim());
+  int64_t size = x.size(d);
+  Shape sizes;
+  if (c.node.schema->index_of("split_sizes") >= 0) {
+    sizes = c.arg("split_sizes").ints;
+    int64_t total = 0;
+    for (int64_t s : sizes) {
+      if (s < 0)
+        fail("split_with_sizes expects split_sizes to be non-negative, got " + shape_str(sizes));
+      total += s;
+    }
+    if (total != size)
+      fail("split_with_sizes expects split_sizes to sum exactly to " + std::to_string(size) +
+           " (input tensor's size at dimension " + std::to_string(d) +
+           "), but got split_sizes=" + shape_str(sizes));
+  } else {
+    int64_t ss = c.arg("split_size").i;
+    if (ss < 0 || (ss == 0 && size != 0))
+      fail("split_size can only be 0 if dimension size is 0, but got dimension size of " +
+           std::to_string(size));
+    int64_t n = ss == 0 ? 1 : std::max<int64_t>((size + ss - 1) / ss, 1);
+    for (int64_t i = 0; i < n; ++i) sizes.push_back(std::min(ss, size - i * ss));
+  }
+  Tensors out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice_impl(x, d, Arg::of_int(at), Arg::of_int(at + s), 1));
+    at += s;
+  }
+  return out;
+}
+
+Tensors k_flatten(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) return {reshape_impl(x, {1})};
+  int64_t s = wrap(c.arg("start_dim").i, x.dim()), e = wrap(c.arg("end_dim").i, x.dim());
+  if (s > e) fail("flatten() has invalid args: start_dim cannot come after end_dim");
+  if (s == e) return {x};
+  Shape shape(x.sizes().begin(), x.sizes().begin() + s);
+  int64_t prod = 1;
+  for (int64_t d = s; d <= e; ++d) prod *= x.size(d);
+  shape.push_back(prod);
+  shape.insert(shape.end(), x.sizes().begin() + e + 1, x.sizes().end());
+  return {reshape_impl(x, shape)};
+}
+
+Tensors k_unflatten(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) fail("unflatten() cannot be applied to a 0-dim tensor");
+  int64_t d = wrap(c.arg("dim").i, x.dim());
+  const Shape& sizes = c.arg("sizes").ints;
+  if (sizes.empty()) fail("unflatten: sizes must be non-empty");
+  Shape inferred = infer_size(sizes, x.size(d));
+  Shape shape(x.sizes().begin(), x.sizes().begin() + d);
+  shape.insert(shape.end(), inferred.begin(), inferred.end());
+  shape.insert(shape.end(), x.sizes().begin() + d + 1, x.sizes().end());
+  return {view_impl(x, shape)};
+}
+
+Tensors k_contiguous(const KernelCall& c) {
+  return {c.tensor("self").contiguous()};
+}
+
+// ---- Copies and conversions ----
+
+Tensors k_clone(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {x.to(c.fdt(x.dtype()))};
+}
+
+Tensors k_to_copy(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& dt = c.arg("dtype");
+  return {x.to(c.fdt(dt.is_none() ? x.dtype() : dt.dtype()))};
+}
+
+Tensors k_to_dtype(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  DType dt = c.fdt(c.arg("dtype").dtype());
+  if (dt == x.dtype() && !c.arg("copy").b) return {x};
+  return {x.to(dt)};
+}
+
+Tensors k_copy(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.sizes());
+  out.copy_from(c.tensor("src"));
+  return {out};
+}
+
+Tensors k_slice_scatter(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& src = c.tensor("src");
+  Tensor out = x.to(c.fdt(x.dtype()));
+  Tensor dst = slice_impl(out, c.arg("dim").i, c.arg("start"), c.arg("end"), c.arg("step").i);
+  if (dst.sizes() != src.sizes())
+    fail("slice_scatter: expected src to have a size equal to the slice of self. src size = " +
+         shape_str(src.sizes()) + ", slice size = " + shape_str(dst.sizes()));
+  dst.copy_from(src);
+  return {out};
+}
+
+Tensors k_lift_fresh_copy(const KernelCall& c) {
+  return {c.tensor("self").clone()};
+}
+
+const OpTable<KernelFn>::Row kViewKernels[] = {
+    {OpId::_to_copy, k_to_copy},
+    {OpId::alias, k_alias},
+    {OpId::as_strided, k_as_strided},
+    {OpId::cat, k_cat},
+    {OpId::clone, k_clone},
+    {OpId::constant_pad_nd, k_constant_pad_nd},
+    {OpId::contiguous, k_contiguous},
+    {OpId::copy, k_copy},
+    {OpId::expand, k_expand},
+    {OpId::flatten_using_ints, k_flatten},
+    {OpId::lift_fresh_copy, k_lift_fresh_copy},
+    {OpId::pad, k_pad},
+    {OpId::permute, k_permute},
+    {OpId::reshape, k_reshape},
+    {OpId::roll, k_roll},
+    {OpId::select_int, k_select},
+    {OpId::slice_Tensor, k_slice},
+    {OpId::slice_scatter, k_slice_scatter},
+    {OpId::split_Tensor, k_split},
+    {OpId::split_with_sizes, k_split},
+    {OpId::squeeze_dim, k_squeeze},
+    {OpId::squeeze_dims, k_squeeze},
+    {OpId::to_dtype, k_to_dtype},
+    {OpId::transpose_int, k_transpose},
+    {OpId::unflatten_int, k_unflatten},
+    {OpId::unsqueeze, k_unsqueeze},
+    {OpId::view, k_view},
+};
+
+} // namespace
+
+std::span<const OpTable<KernelFn>::Row> view_kernels() { return kViewKernels; }
+
+} // namespace fxc::kernel_detail
