@@ -26,7 +26,9 @@
 # Settings: BATCHES (default 1,8), MODELS (default all: resnet50, mobilenet_v3_large, vit_b_16,
 # efficientnet_b0, convnext_tiny, llama2l, bert_base), MAX_AUTOTUNE=1, TRAIN_MODES (torch.compile
 # modes for the train step, default "default"; "none": no train rows), FXC_TRAIN=0 (no fxc train
-# rows), DEADLINE (seconds for the whole script, default 570).
+# rows), DEADLINE (seconds for the whole script, default 570), RESERVE_PER_MODEL (seconds kept
+# for each model's timing after the compile phase, default 25), KEEP=<dir> (keep the exports,
+# NAME_bB.pt2 and .io.safetensors, there).
 # Writes to $OUT (4 files): zoo.md (the tables), zoo.json (every number), zoo.log, zoo_raw.tar.gz
 # (every fxc JSON and stderr, every PyTorch log).
 set -uo pipefail
@@ -80,8 +82,8 @@ n=${#tags[@]}
 stamp "started $n PyTorch processes (export, then torch.compile $modes; train: $train_modes)"
 
 # Barrier: every process ready (or gone), and WAIT_PID done; at most until the compile deadline,
-# which leaves about 25 s a model for timing.
-compile_deadline=$((deadline - 25 * n - 20))
+# which leaves RESERVE_PER_MODEL seconds a model for timing.
+compile_deadline=$((deadline - ${RESERVE_PER_MODEL:-25} * n - 20))
 while :; do
   ready=0
   for t in "${tags[@]}"; do
@@ -126,7 +128,7 @@ for t in "${tags[@]}"; do
   fxc_run "$t" fxc_fast 90 --allow-tf32 --cuda-graphs --bench --json --inputs "$io" "$pt2"
   if [ "$(left)" -gt 60 ]; then
     timeout 60 "$fxc" --device=cuda --run --inputs "$io" --expect "$io" --rtol 2e-3 --atol 2e-3 "$pt2" \
-      >/dev/null 2>"$res/$t.fxc_check.err"
+      >"$res/$t.fxc_check.err" 2>&1
     echo $? >"$res/$t.fxc_check.rc"
     echo "$t check: exit $(cat "$res/$t.fxc_check.rc") $(tail -1 "$res/$t.fxc_check.err" | cut -c1-200)"
   fi
@@ -156,6 +158,7 @@ stamp "combining"
 "$py" "$root/bench/gpu_zoo.py" table "$res" --json "$out/zoo.json" >"$out/zoo.md"
 [ -f "$res/notes.txt" ] && { echo; echo "Notes:"; sed 's/^/- /' "$res/notes.txt"; } >>"$out/zoo.md"
 cat "$out/zoo.md"
+[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$res"/*.pt2 "$res"/*.io.safetensors "$KEEP"/ 2>/dev/null
 rm -f "$res"/*.pt2 "$res"/*.io.safetensors
 tar -C "$work" -czf "$out/zoo_raw.tar.gz" res
 stamp "done"
