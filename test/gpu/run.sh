@@ -4,6 +4,8 @@
 # GPU is a failure here), the same cases under compute-sanitizer memcheck, and the end-to-end
 # fixtures with the carried fxc. Logs go to $OUT (the device tool's output folder) or gpu-logs/.
 # Exits non-zero when any step fails. Usage: bash test/gpu/run.sh [package.tar.gz]
+# SKIP_E2E=name,... leaves out those test/gpu/e2e scripts (e.g. anchor, whose PyTorch timing
+# bench/gpu_zoo.sh supersedes when both share a device call); the summary lists them as SKIP.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pkg=${1:-$root/carry/fxc-gpu.tar.gz}
@@ -81,6 +83,10 @@ step "fixtures end to end (carried fxc)" e2e.log timeout 180 bash "$root/test/fi
 n_e2e=0
 for t in "$root"/test/gpu/e2e/*.sh; do
   [ -f "$t" ] || continue
+  if [[ ",${SKIP_E2E:-}," == *",$(basename "$t" .sh),"* ]]; then
+    summary+=("SKIP  gpu e2e $(basename "$t" .sh) (SKIP_E2E)")
+    continue
+  fi
   n_e2e=$((n_e2e + 1))
   step "gpu e2e $(basename "$t" .sh)" "e2e-$(basename "$t" .sh).log" bash "$t" "$bin/fxc"
 done
