@@ -279,14 +279,9 @@ void log_guards(const Graph& g, const std::vector<Tensor>& inputs) {
 // --log=guards and -v: a dynamic graph's symbols, their ranges and hints, and the runtime
 // assertions the export recorded.
 void log_symbols(const Graph& g) {
-  std::string text = "dynamic shapes: " + std::to_string(g.symbols.size()) + " symbol" +
-                     (g.symbols.size() == 1 ? "" : "s");
-  for (const SymbolRange& r : g.symbols)
-    text += "\n  " + format_range(r) + ", hint " + std::to_string(r.hint);
-  for (const auto& [node, cond] : g.sym_asserts)
-    text += "\n  assert (node '" + node + "'): " + cond + " (checked by torch.export, not by fxc)";
-  process_logger().artifact(Artifact::Guards, text + "\n");
-  log_message(Component::Driver, Level::Info, text);
+  std::string text = describe_symbols(g);
+  process_logger().artifact(Artifact::Guards, text);
+  log_message(Component::Driver, Level::Info, text.substr(0, text.size() - 1));
 }
 
 // The generated code of every compiled graph for --emit=llvm|ptx|obj|cpp. llvm, ptx and obj are

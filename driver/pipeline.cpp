@@ -8,6 +8,7 @@
 #include "frontend/fxg.h"
 #include "frontend/pass_timer.h"
 #include "frontend/printer.h"
+#include "frontend/specialize.h"
 #include "frontend/verify.h"
 #include "passes/autograd.h"
 #include "passes/decompose.h"
@@ -93,6 +94,11 @@ std::string folder_name(const Compilation& c, const char* role, int n, int k) {
 // inference graph that later stages rewrite.
 void stage_frontend(Compilation& c) {
   verify_graph(c.source);
+  if (c.symbolic) // the graph as exported, with its symbols, and the sizes compiled for
+    c.trace.write("fxc/dynamic_shapes.txt",
+                  describe_symbols(*c.symbolic) + "compiled at " + format_bindings(c.bindings) +
+                      "\n\n" + print_readable(*c.symbolic),
+                  "frontend");
   c.graphs.clear();
   c.graphs.push_back({"inference", folder_name(c, "inference", 0, 0), c.source});
   if (c.opts.mode == Mode::Inference) {

@@ -42,6 +42,28 @@ std::string format_bindings(const SymBindings& b) {
   return s;
 }
 
+std::string describe_symbols(const Graph& g) {
+  std::string text = "dynamic shapes: " + std::to_string(g.symbols.size()) + " symbol" +
+                     (g.symbols.size() == 1 ? "" : "s");
+  for (const SymbolRange& r : g.symbols) {
+    text += "\n  " + format_range(r) + ", hint " + std::to_string(r.hint);
+    size_t k = 0;
+    std::string dims;
+    for (const GraphInput& in : g.inputs) {
+      if (in.kind != InputKind::UserInput) continue;
+      const TensorMeta& m = g.values[size_t(in.value)].meta;
+      for (size_t d = 0; d < m.sym_sizes.size(); ++d)
+        if (m.sym_sizes[d].is_symbol() && m.sym_sizes[d].name == r.name)
+          dims += (dims.empty() ? "" : ", ") + input_label(k, g, in) + " dim " + std::to_string(d);
+      ++k;
+    }
+    if (!dims.empty()) text += " (" + dims + ")";
+  }
+  for (const auto& [node, cond] : g.sym_asserts)
+    text += "\n  assert (node '" + node + "'): " + cond + " (checked by torch.export, not by fxc)";
+  return text + "\n";
+}
+
 SymBindings hint_bindings(const Graph& g) {
   SymBindings b;
   for (const SymbolRange& r : g.symbols) b[r.name] = r.hint;

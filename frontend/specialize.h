@@ -31,6 +31,10 @@ SymBindings hint_bindings(const Graph& g);
 /// "s27=16, s77=2"
 std::string format_bindings(const SymBindings& b);
 
+/// A dynamic graph's symbols for logs and the debug trace: one line per symbol ("s77 in [1, 64],
+/// hint 2"), then which input dims give each, then the runtime assertions the export recorded.
+std::string describe_symbols(const Graph& g);
+
 /// `g` with every symbol replaced by its value in `b`: user inputs take the evaluated sizes,
 /// symbolic arguments their values, every other value the metadata its meta function computes,
 /// checked against the expression the export recorded (fxc::Error naming the node when they

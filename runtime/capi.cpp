@@ -91,7 +91,7 @@ fxc_status run(fxc_model* m, const void* const* inputs, const int32_t* dtypes, c
   if ((!inputs && !m->inputs.empty()) || (!outputs && !m->outputs.empty()))
     return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `inputs` or `outputs` is NULL");
   const std::string& source = m->source;
-  std::vector<fxc::Tensor> ins;
+  std::vector<fxc::TensorMeta> metas; // the caller's view of each input, checked
   for (size_t i = 0; i < m->inputs.size(); ++i) {
     fxc::TensorMeta meta = m->inputs[i];
     if (dtypes) {
@@ -116,6 +116,20 @@ fxc_status run(fxc_model* m, const void* const* inputs, const int32_t* dtypes, c
                           : fxc::check_input_guard(i, m->model->artifact().inputs[i], meta);
       if (!f.empty()) return fail(FXC_ERROR_GUARD, fxc::Error(source, f).what());
     }
+    metas.push_back(meta);
+  }
+  // A dynamic artifact: the sizes pass its ranges before a byte is copied; the outputs' sizes.
+  std::vector<fxc::TensorMeta> out_metas = m->outputs;
+  if (m->model->artifact().symbolic) {
+    fxc_status s = guarded(FXC_ERROR_GUARD, [&] {
+      out_metas = m->model->output_metas_for(metas);
+      return FXC_OK;
+    });
+    if (s != FXC_OK) return s;
+  }
+  std::vector<fxc::Tensor> ins;
+  for (size_t i = 0; i < metas.size(); ++i) {
+    const fxc::TensorMeta& meta = metas[i];
     if (!inputs[i] && nbytes(meta) > 0)
       return fail(FXC_ERROR_INVALID_ARGUMENT,
                   "fxc: error: input " + std::to_string(i) + " is NULL");
@@ -125,16 +139,6 @@ fxc_status run(fxc_model* m, const void* const* inputs, const int32_t* dtypes, c
   }
   if (std::string f = m->model->check_guards(ins); !f.empty())
     return fail(FXC_ERROR_GUARD, fxc::Error(source, f).what());
-  std::vector<fxc::TensorMeta> out_metas = m->outputs;
-  if (m->model->artifact().symbolic) {
-    std::vector<fxc::TensorMeta> in_metas;
-    for (const fxc::Tensor& t : ins) in_metas.push_back(t.meta());
-    fxc_status s = guarded(FXC_ERROR_GUARD, [&] {
-      out_metas = m->model->output_metas_for(in_metas);
-      return FXC_OK;
-    });
-    if (s != FXC_OK) return s;
-  }
   return guarded(FXC_ERROR_RUN, [&] {
     fxc::NamedResults rs = m->model->run(ins);
     if (rs.size() != m->outputs.size())

@@ -99,4 +99,10 @@ check "--log=guards" 0 "$fxc" --log=guards --run --inputs "$dx/block.b1t5.io.saf
 has "guards: the symbols and ranges" "$tmp/err" "s77 in [1, 64], hint 2"
 has "guards: the binding" "$tmp/err" "dynamic shapes: the inputs bind s27=5, s77=1"
 
+check "--debug-dir of a dynamic archive" 0 "$fxc" --no-cache --debug-dir "$tmp/dbg" -o "$tmp/b.fxo" "$dx/block.pt2"
+dyn=$(ls -d "$tmp"/dbg/run_*/fxc 2>/dev/null | head -1)/dynamic_shapes.txt
+has "the trace lists each symbol with the input dim that gives it" "$dyn" "s77 in [1, 64], hint 2 (input_0 'x' dim 0)"
+has "the trace says what was compiled" "$dyn" "compiled at s27=16, s77=2"
+has "the trace holds the symbolic graph" "$dyn" "f32[s77, s27, 128]"
+
 exit $fail

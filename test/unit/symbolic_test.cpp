@@ -164,3 +164,72 @@ TEST_CASE("dynamic: an .fxg with a bad symbol is refused with the reason") {
   CHECK_THROWS_WITH(read(R"({"s0": {"min": 1, "max": 8, "hint": 4}})", R"(["s0 +"])"),
                     doctest::Contains("cannot read the size expression"));
 }
+
+#include "driver/tensor_io.h"
+#include "frontend/safetensors.h"
+#include "fxc/runtime.h"
+#include "runtime/artifact.h"
+#include "runtime/compare.h"
+
+#include <cstring>
+#include <memory>
+
+TEST_CASE("dynamic: an artifact runs at any size in range, through the C API too") {
+  Graph g = import_pt2(dynamic_fixture("mlp.pt2"));
+  Graph at_hints = specialize(g, hint_bindings(g));
+  CompiledArtifact a; // an eager artifact: its plan is the interpreted graph at the hints
+  a.name = "mlp";
+  a.backend = "eager";
+  a.device = "cpu";
+  a.mode = "inference";
+  a.inputs = input_specs(at_hints);
+  ArtifactGraph ag;
+  ag.kind = ArtifactGraph::Kind::Interpreted;
+  ag.role = "inference";
+  ag.graph = std::make_shared<const Graph>(at_hints);
+  a.graphs = {ag};
+  a.outputs = {"output_0"};
+  a.symbolic = std::make_shared<const Graph>(g);
+  a.bindings = hint_bindings(g);
+  std::string bytes = serialize_artifact(a);
+  CHECK(serialize_artifact(parse_artifact(bytes, "m.fxo")) == bytes);
+
+  fxc_model* m = nullptr;
+  REQUIRE(fxc_model_load_memory(bytes.data(), bytes.size(), "m.fxo", &m) == FXC_OK);
+  int64_t lo = 0, hi = 0;
+  REQUIRE(fxc_model_dim_range(m, 0, 0, &lo, &hi) == FXC_OK);
+  CHECK(lo == 1);
+  CHECK(hi == 4096);
+  REQUIRE(fxc_model_dim_range(m, 0, 1, &lo, &hi) == FXC_OK);
+  CHECK(lo == 256);
+  CHECK(hi == 256);
+  CHECK(fxc_model_dim_range(m, 0, 2, &lo, &hi) == FXC_ERROR_INVALID_ARGUMENT);
+
+  auto io = read_safetensors(dynamic_fixture("mlp.b3.io.safetensors"));
+  Tensor x = Tensor::from_weight(io.at("input_0")).contiguous();
+  Tensor ref = Tensor::from_weight(io.at("output_0"));
+  int32_t ranks[] = {2}, dtypes[] = {FXC_DTYPE_F32}, rank = 0;
+  int64_t b3[] = {3, 256}, out_sizes[4] = {};
+  const int64_t* sizes[] = {b3};
+  REQUIRE(fxc_model_output_shape(m, ranks, sizes, 0, &rank, out_sizes, 4) == FXC_OK);
+  CHECK(rank == 2);
+  CHECK(out_sizes[0] == 3);
+  CHECK(out_sizes[1] == 256);
+  std::vector<float> y(3 * 256);
+  const void* ins[] = {x.raw_data()};
+  void* outs[] = {y.data()};
+  REQUIRE(fxc_model_run_checked(m, ins, dtypes, ranks, sizes, outs) == FXC_OK);
+  Tensor got = Tensor::empty(DType::F32, {3, 256});
+  std::memcpy(got.raw_data(), y.data(), y.size() * 4);
+  CompareOptions tol;
+  tol.rtol = 1e-4;
+  CHECK(compare_tensors(got, ref, tol).ok);
+
+  int64_t big[] = {5000, 256};
+  sizes[0] = big;
+  CHECK(fxc_model_output_shape(m, ranks, sizes, 0, &rank, out_sizes, 4) == FXC_ERROR_GUARD);
+  CHECK(std::string(fxc_last_error()) ==
+        "m.fxo: error: input_0 'x': dim 0 is 5000, outside s77 in [1, 4096]");
+  CHECK(fxc_model_run_checked(m, ins, dtypes, ranks, sizes, outs) == FXC_ERROR_GUARD);
+  fxc_model_free(m);
+}
