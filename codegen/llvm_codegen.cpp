@@ -880,6 +880,11 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
       }
       lane_ = lane;
       r_ = chunk_r0_[size_t(chunk_)];
+      // The values an index reads through (its indirect atoms, themselves loads) are memoized
+      // for the rest of the row: compute them here, where they dominate the guarded load and
+      // every later use, not inside the block that only runs when a lane needs the vector.
+      x_ = saved_x;
+      (void)index(ix);
       guard_pre = b_.GetInsertBlock();
       llvm::BasicBlock* needed = llvm::BasicBlock::Create(ctx_, "guard.load", fn_);
       guard_join = llvm::BasicBlock::Create(ctx_, "guard.join", fn_);

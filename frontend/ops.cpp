@@ -85,6 +85,24 @@ const Registry& registry() {
 
 const OpInfo& op_info(OpId id) { return registry().by_id[size_t(id)]; }
 
+std::string_view canonical_target(std::string_view target) {
+  static const std::pair<std::string_view, std::string_view> kAliases[] = {
+      {"aten.__and__.Scalar", "aten.bitwise_and.Scalar"},
+      {"aten.__and__.Tensor", "aten.bitwise_and.Tensor"},
+      {"aten.__lshift__.Scalar", "aten.bitwise_left_shift.Tensor_Scalar"},
+      {"aten.__lshift__.Tensor", "aten.bitwise_left_shift.Tensor"},
+      {"aten.__or__.Scalar", "aten.bitwise_or.Scalar"},
+      {"aten.__or__.Tensor", "aten.bitwise_or.Tensor"},
+      {"aten.__rshift__.Scalar", "aten.bitwise_right_shift.Tensor_Scalar"},
+      {"aten.__rshift__.Tensor", "aten.bitwise_right_shift.Tensor"},
+      {"aten.__xor__.Scalar", "aten.bitwise_xor.Scalar"},
+      {"aten.__xor__.Tensor", "aten.bitwise_xor.Tensor"},
+  };
+  for (const auto& [alias, op] : kAliases)
+    if (target == alias) return op;
+  return target;
+}
+
 std::optional<OpId> find_op(std::string_view target) {
   const auto& m = registry().by_target;
   auto it = m.find(target);

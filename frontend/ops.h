@@ -58,6 +58,9 @@ struct OpInfo {
 const OpInfo& op_info(OpId id);
 /// The op a normalised target ("aten.add.Tensor") names, or nullopt (plugin ops included).
 std::optional<OpId> find_op(std::string_view target);
+/// The op that PyTorch's alias `target` names ("aten.__and__.Tensor" -> "aten.bitwise_and.Tensor":
+/// Python's operators on tensors), or `target` itself when it is no alias.
+std::string_view canonical_target(std::string_view target);
 /// Every declared op, sorted by target.
 const std::vector<OpInfo>& all_ops();
 

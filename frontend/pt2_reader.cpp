@@ -644,7 +644,7 @@ private:
   void read_node(const json& n) {
     const std::string name = r_.str(r_.get(n, "name", "node"), "node name");
     const std::string raw_target = r_.str(r_.get(n, "target", "node"), "node target");
-    const std::string target = normalize_target(raw_target);
+    const std::string target(canonical_target(normalize_target(raw_target)));
     // Errors found inside a node name it, even when raised by a generic accessor.
     try {
       if (is_symbolic_node(raw_target, target))

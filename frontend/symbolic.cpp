@@ -95,6 +95,11 @@ public:
     if (i_ >= s_.size()) fail("unterminated string");
     return std::string(s_.substr(b, i_++ - b));
   }
+  // Nesting depth, bounded so that hostile text cannot exhaust the stack.
+  void enter() {
+    if (++depth_ > kMaxDepth) fail("nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
+  void leave() { --depth_; }
   // Skips "key=value" assumptions (positive=True, integer=True).
   void skip_keyword_args() {
     while (accept(",")) {
@@ -105,9 +110,18 @@ public:
   }
 
 private:
+  static constexpr int kMaxDepth = 256;
   std::string_view s_;
   const char* form_;
   size_t i_ = 0;
+  int depth_ = 0;
+};
+
+// Counts one nesting level of a parse for as long as it lives.
+struct Nest {
+  explicit Nest(Cursor& c) : c_(c) { c_.enter(); }
+  ~Nest() { c_.leave(); }
+  Cursor& c_;
 };
 
 SymExpr floordiv(SymExpr a, SymExpr b) {
@@ -118,6 +132,7 @@ SymExpr mod(SymExpr a, SymExpr b) {
 }
 
 SymExpr sympy_expr(Cursor& c) {
+  Nest nest(c);
   std::string head = c.identifier();
   c.expect("(");
   auto operands = [&] {
@@ -183,6 +198,7 @@ SymExpr sympy_expr(Cursor& c) {
 SymExpr text_sum(Cursor& c);
 
 SymExpr text_atom(Cursor& c) {
+  Nest nest(c);
   char ch = c.peek();
   if (ch == '(') {
     c.expect("(");

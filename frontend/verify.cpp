@@ -4,6 +4,7 @@
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/meta.h"
+#include "frontend/ops.h"
 #include "frontend/schema.h"
 
 #include <string>
@@ -17,9 +18,11 @@ namespace {
 // Metadata agreement as PyTorch checks it between fake and real tensors: dtype, sizes, device
 // and offset equal, and strides equal where they matter (dimensions of size > 1 of a non-empty
 // tensor); exporters may record any stride for the others.
-bool same_layout(const TensorMeta& a, const TensorMeta& b) {
+// `fresh`: the op returns a new tensor (not a view), whose storage offset means nothing: PyTorch's
+// export records some (slice_scatter in core ATen) with the offset of the input they replace.
+bool same_layout(const TensorMeta& a, const TensorMeta& b, bool fresh) {
   if (a.dtype != b.dtype || a.sizes != b.sizes || a.device != b.device ||
-      a.storage_offset != b.storage_offset || a.strides.size() != b.strides.size())
+      (!fresh && a.storage_offset != b.storage_offset) || a.strides.size() != b.strides.size())
     return false;
   for (int64_t s : a.sizes)
     if (s == 0) return true;
@@ -163,7 +166,7 @@ private:
       if (defined_[size_t(v)]) fail("defines '" + val.name + "', which is already defined", &n);
       if (val.producer != index || val.output_index != int32_t(i))
         fail("output '" + val.name + "' does not name this node as its producer", &n);
-      if (!same_layout(val.meta, metas[i]))
+      if (!same_layout(val.meta, metas[i], !target_has_tag(n.target, OpTag::View)))
         fail("output '" + val.name + "' is " + format_meta_with_strides(val.meta) + " on " +
                  device_name(val.meta.device) + " but the op gives " +
                  format_meta_with_strides(metas[i]) + " on " + device_name(metas[i].device),

@@ -245,6 +245,28 @@ std::vector<ValueId> sdpa(Emit& e, const DNode& d) {
   return {e.reshape(out, out_sizes)};
 }
 
+// diff: n times the difference of the slices [1:] and [:-1] along dim (logical_xor for bool),
+// after concatenating prepend and append there.
+std::vector<ValueId> diff(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t rank = e.dim(x);
+  if (rank == 0) return {};
+  int64_t dim = wrap(d.arg("dim").i, rank), n = d.arg("n").i;
+  std::vector<ValueId> parts;
+  if (d.has("prepend")) parts.push_back(d.tensor("prepend"));
+  parts.push_back(x);
+  if (d.has("append")) parts.push_back(d.tensor("append"));
+  if (parts.size() > 1) x = e.cat(parts, dim);
+  const bool logical = e.dtype(x) == DType::Bool;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t len = e.sizes(x)[size_t(dim)];
+    if (len == 0) break;
+    ValueId hi = e.slice(x, dim, 1, len), lo = e.slice(x, dim, 0, len - 1);
+    x = logical ? e.op("aten.logical_xor.default", {Emit::t(hi), Emit::t(lo)}) : e.sub(hi, lo);
+  }
+  return {x};
+}
+
 std::vector<ValueId> linear(Emit& e, const DNode& d) {
   ValueId x = d.tensor("input"), w = d.tensor("weight");
   std::vector<int64_t> xs = e.sizes(x);
@@ -386,6 +408,7 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::addmm, addmm},
     {OpId::batch_norm, batch_norm},
     {OpId::conv2d, conv2d},
+    {OpId::diff, diff},
     {OpId::dropout, dropout},
     {OpId::flatten_using_ints, to_shape},
     {OpId::gelu, gelu},

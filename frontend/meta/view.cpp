@@ -59,6 +59,31 @@ Metas cat(const Graph& g, const Node& n) {
                       nullptr)};
 }
 
+// diff: n forward differences along `dim` of self with prepend and append concatenated there
+// (each of self's rank and, except along dim, self's sizes).
+Metas diff(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() == 0) c.fail("diff expects input to be at least one-dimensional");
+  int64_t k = c.int_("n");
+  if (k < 0) c.fail("order must be non-negative but got " + std::to_string(k));
+  int64_t d = c.dim(c.int_("dim"), x.dim());
+  Sizes sizes = x.sizes;
+  for (const char* side : {"prepend", "append"}) {
+    const TensorMeta* t = c.opt_tensor(side);
+    if (!t) continue;
+    if (t->dim() != x.dim())
+      c.fail(std::string("diff expects prepend or append to be the same dimension as input"));
+    for (int64_t e = 0; e < x.dim(); ++e)
+      if (e != d && t->sizes[size_t(e)] != x.sizes[size_t(e)])
+        c.fail(std::string("diff expects the shape of tensor to prepend or append to match that of "
+                           "input except along the differencing dimension"));
+    sizes[size_t(d)] += t->sizes[size_t(d)];
+  }
+  sizes[size_t(d)] = std::max<int64_t>(0, sizes[size_t(d)] - k);
+  return {make(x.dtype, sizes, x.device)};
+}
+
 Metas roll(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
@@ -576,6 +601,19 @@ Metas to_dtype(const Graph& g, const Node& n) {
   return {to_copy_meta(c, x, dt, x.device, mf)};
 }
 
+// to.device and to.dtype_layout: to.dtype with a device (fxc's tensors keep theirs), an alias
+// when nothing changes.
+Metas to_other(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  DType dt = c.opt_dtype("dtype").value_or(x.dtype);
+  Device dev = c.opt_device("device").value_or(x.device);
+  MemoryFormat mf = c.memory_format("memory_format", MemoryFormat::Preserve);
+  if (dt == x.dtype && dev.kind == x.device.kind && !c.bool_("copy") && mf == MemoryFormat::Preserve)
+    return {x};
+  return {to_copy_meta(c, x, dt, dev, mf)};
+}
+
 Metas clone(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
@@ -638,6 +676,7 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::permute, guarded<permute>},
     {OpId::reshape, guarded<reshape>},
     {OpId::roll, guarded<roll>},
+    {OpId::diff, guarded<diff>},
     {OpId::select_int, guarded<select>},
     {OpId::slice_Tensor, guarded<slice>},
     {OpId::slice_scatter, guarded<slice_scatter>},
@@ -646,6 +685,8 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::squeeze_dim, guarded<squeeze_dim>},
     {OpId::squeeze_dims, guarded<squeeze_dims>},
     {OpId::to_dtype, guarded<to_dtype>},
+    {OpId::to_device, guarded<to_other>},
+    {OpId::to_dtype_layout, guarded<to_other>},
     {OpId::transpose_int, guarded<transpose>},
     {OpId::unflatten_int, guarded<unflatten>},
     {OpId::unsqueeze, guarded<unsqueeze>},

@@ -264,6 +264,8 @@ const OpTable<LowerFn>::Row kViewRules[] = {
     {OpId::squeeze_dim, lower_same_order_view},
     {OpId::squeeze_dims, lower_same_order_view},
     {OpId::to_dtype, lower_copy_like},
+    {OpId::to_device, lower_copy_like},
+    {OpId::to_dtype_layout, lower_copy_like},
     {OpId::transpose_int, lower_transpose},
     {OpId::unflatten_int, lower_reshape},
     {OpId::unsqueeze, lower_same_order_view},

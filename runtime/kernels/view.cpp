@@ -49,6 +49,48 @@ Tensors k_cat(const KernelCall& c) {
   return {out};
 }
 
+// diff: prepend, self and append concatenated along dim, then n forward differences there
+// (for bool, x[i+1] != x[i], as PyTorch's logical_xor).
+Tensors k_diff(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  int64_t d = wrap(c.arg("dim").i, x.dim());
+  int64_t n = c.arg("n").i;
+  Shape sizes = x.sizes();
+  int64_t outer = 1, inner = 1;
+  for (int64_t e = 0; e < d; ++e) outer *= x.size(e);
+  for (int64_t e = d + 1; e < x.dim(); ++e) inner *= x.size(e);
+  std::vector<const Tensor*> parts;
+  for (const char* name : {"prepend", "self", "append"})
+    if (c.tensor(name).defined()) parts.push_back(&c.tensor(name));
+  int64_t len = 0;
+  for (const Tensor* t : parts) len += t->size(d);
+  std::vector<double> cur(size_t(outer * len * inner));
+  int64_t at = 0;
+  for (const Tensor* t : parts) {
+    std::vector<double> v = values(*t);
+    int64_t l = t->size(d);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < l; ++j)
+        for (int64_t i = 0; i < inner; ++i)
+          cur[size_t((o * len + at + j) * inner + i)] = v[size_t((o * l + j) * inner + i)];
+    at += l;
+  }
+  const bool logical = x.dtype() == DType::Bool;
+  for (int64_t k = 0; k < n && len > 0; ++k, --len) {
+    std::vector<double> next(size_t(outer * (len - 1) * inner));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j + 1 < len; ++j)
+        for (int64_t i = 0; i < inner; ++i) {
+          double a = cur[size_t((o * len + j) * inner + i)];
+          double b = cur[size_t((o * len + j + 1) * inner + i)];
+          next[size_t((o * (len - 1) + j) * inner + i)] = logical ? double(a != b) : b - a;
+        }
+    cur = std::move(next);
+  }
+  sizes[size_t(d)] = len;
+  return {make(c.fdt(x.dtype()), sizes, cur)};
+}
+
 Tensors k_roll(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Shape& shifts = c.arg("shifts").ints;
@@ -386,6 +428,15 @@ Tensors k_to_dtype(const KernelCall& c) {
   return {x.to(dt)};
 }
 
+// to.device and to.dtype_layout (the reference kernels run on the host: the device is metadata).
+Tensors k_to_other(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& d = c.arg("dtype");
+  DType dt = c.fdt(d.is_none() ? x.dtype() : d.dtype());
+  if (dt == x.dtype() && !c.arg("copy").b) return {x};
+  return {x.to(dt)};
+}
+
 Tensors k_copy(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   Tensor out = Tensor::empty(c.fdt(x.dtype()), x.sizes());
@@ -425,6 +476,7 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::permute, k_permute},
     {OpId::reshape, k_reshape},
     {OpId::roll, k_roll},
+    {OpId::diff, k_diff},
     {OpId::select_int, k_select},
     {OpId::slice_Tensor, k_slice},
     {OpId::slice_scatter, k_slice_scatter},
@@ -433,6 +485,8 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::squeeze_dim, k_squeeze},
     {OpId::squeeze_dims, k_squeeze},
     {OpId::to_dtype, k_to_dtype},
+    {OpId::to_device, k_to_other},
+    {OpId::to_dtype_layout, k_to_other},
     {OpId::transpose_int, k_transpose},
     {OpId::unflatten_int, k_unflatten},
     {OpId::unsqueeze, k_unsqueeze},

@@ -113,3 +113,16 @@ TEST_CASE("ops: pointwise ops lower; recomputable ops neither reduce nor mutate"
                     op.target << " is recomputable but reduces or mutates");
   }
 }
+
+TEST_CASE("ops: PyTorch's operator aliases name declared ops") {
+  for (const char* alias : {"aten.__and__.Tensor", "aten.__and__.Scalar", "aten.__or__.Tensor",
+                            "aten.__or__.Scalar", "aten.__xor__.Tensor", "aten.__xor__.Scalar",
+                            "aten.__lshift__.Tensor", "aten.__lshift__.Scalar",
+                            "aten.__rshift__.Tensor", "aten.__rshift__.Scalar"}) {
+    CAPTURE(alias);
+    std::string_view op = canonical_target(alias);
+    CHECK(op != alias);
+    CHECK(find_op(op).has_value());
+  }
+  CHECK(canonical_target("aten.add.Tensor") == "aten.add.Tensor");
+}

@@ -61,6 +61,12 @@ TEST_CASE("symbolic: the infix form prints and parses back") {
   CHECK_THROWS_AS(parse_sym_text("s0 +"), SymError);
   CHECK_THROWS_AS(parse_sym_text("s0 s1"), SymError);
   CHECK_THROWS_AS(parse_sym_text("3s0"), SymError);
+  // Nesting is bounded: hostile text is an error, not a stack overflow.
+  CHECK_THROWS_WITH_AS(parse_sym_text(std::string(100000, '(') + "s0"),
+                       doctest::Contains("nested deeper than 256 levels"), SymError);
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "Add(Integer(1), ";
+  CHECK_THROWS_WITH_AS(parse_sympy(deep), doctest::Contains("nested deeper"), SymError);
 }
 
 TEST_CASE("symbolic: evaluation follows Python's integer division and modulo") {
