@@ -127,14 +127,15 @@ Metas any_dim(const Graph& g, const Node& n) {
 
 Metas argmax(const Graph& g, const Node& n) {
   Ctx c(g, n);
+  const char* op = n.target == "aten.argmin.default" ? "argmin" : "argmax";
   const TensorMeta& x = c.tensor("self");
   std::vector<bool> mask;
   if (auto d = c.opt_int("dim")) {
     mask = c.dim_mask({*d}, x.dim());
-    zero_numel_check(c, x, mask, "argmax");
+    zero_numel_check(c, x, mask, op);
   } else {
     if (x.numel() == 0)
-      c.fail("argmax(): expected reduction dim to be specified for input.numel() == 0");
+      c.fail(std::string(op) + "(): expected reduction dim to be specified for input.numel() == 0");
     mask = all_dims(x.dim());
   }
   return {make(DType::I64, reduce_shape(x.sizes, mask, c.bool_("keepdim")), x.device)};
@@ -158,7 +159,8 @@ Metas max_all(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
   if (x.numel() == 0)
-    c.fail("max(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+    c.fail(std::string(n.target == "aten.min.default" ? "min" : "max") +
+           "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
            "reduction dim with the 'dim' argument.");
   return {make(x.dtype, {}, x.device)};
 }
@@ -168,7 +170,7 @@ Metas max_dim(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
   auto mask = c.dim_mask({c.int_("dim")}, x.dim());
-  zero_numel_check(c, x, mask, "max");
+  zero_numel_check(c, x, mask, n.target == "aten.min.dim" ? "min" : "max");
   Sizes out = reduce_shape(x.sizes, mask, c.bool_("keepdim"));
   return {make(x.dtype, out, x.device), make(DType::I64, out, x.device)};
 }
@@ -213,7 +215,7 @@ Metas var_like(const Graph& g, const Node& n) {
   }
   Sizes out = reduce_shape(x.sizes, reduce_mask(c, x, "dim"), c.bool_("keepdim"));
   Metas r = {make(x.dtype, out, x.device)};
-  if (n.outputs.size() == 2) r.push_back(make(x.dtype, out, x.device));
+  if (n.target == "aten.var_mean.correction") r.push_back(make(x.dtype, out, x.device));
   return r;
 }
 
