@@ -1155,6 +1155,31 @@ void masked_fill_tensor(GradCtx& c) {
     c.give("value", dims.empty() ? picked : c.e.sum(picked, dims, false));
   }
 }
+/// cummax / cummin: each output's gradient goes to where its value came from.
+void cumextreme(GradCtx& c) {
+  pick_grad(c, c.arg("dim").i, true);
+}
+
+void index_add(GradCtx& c) {
+  c.give("self", c.go());
+  if (c.needs("source")) {
+    ValueId x = c.in("self");
+    ValueId g = c.go();
+    if (c.e.dim(x) == 0) {
+      c.give("source", c.e.mul_s(g, c.arg("alpha").scalar()));
+      return;
+    }
+    ValueId sel = c.e.op("aten.index_select.default",
+                         {Emit::t(g), {"", c.arg("dim")}, Emit::t(c.in("index"))});
+    double alpha = c.arg("alpha").scalar();
+    c.give("source", alpha == 1 ? sel : c.e.mul_s(sel, alpha));
+  }
+}
+
+void index_fill(GradCtx& c) {
+  c.give("self", c.e.op("aten.index_fill.int_Scalar", {Emit::t(c.go()), {"", c.arg("dim")},
+                                                       Emit::t(c.in("index")), Emit::f(0.0)}));
+}
 // ---- End of the issue-18 rules ----
 
 const OpTable<GradRule>::Row kDerivatives[] = {
@@ -1171,6 +1196,10 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::amax, amax},
     {OpId::amin, amax},
     {OpId::index_put, index_put},
+    {OpId::cummax, cumextreme},
+    {OpId::cummin, cumextreme},
+    {OpId::index_add, index_add},
+    {OpId::index_fill_int_Scalar, index_fill},
     {OpId::masked_fill_Tensor, masked_fill_tensor},
     {OpId::max, extreme_all},
     {OpId::max_dim, extreme_dim},

@@ -428,6 +428,8 @@ std::vector<ValueId> var_like(Emit& e, const DNode& d) {
   ValueId var = e.div_s(e.sum(e.mul(xc, xc), dims, keep), std::max(0.0, double(n) - corr));
   const std::string& t = d.n.target;
   if (t.rfind("aten.std.", 0) == 0) return {e.unary("sqrt", var)};
+  if (t == "aten.std_mean.correction")
+    return {e.unary("sqrt", var), keep ? mean : e.reshape(mean, d.out_meta(1).sizes)};
   if (t == "aten.var_mean.correction")
     return {var, keep ? mean : e.reshape(mean, d.out_meta(1).sizes)};
   return {var};
@@ -499,6 +501,25 @@ std::vector<ValueId> all_of(Emit& e, const DNode& d) {
                                                       Emit::b(keepdim_of(d))});
   return {e.unary("logical_not", any)};
 }
+/// nansum: the sum of where(isnan(x), 0, x) (floating inputs).
+std::vector<ValueId> nansum(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (d.has("dtype")) x = e.cast(x, d.arg("dtype").dtype());
+  if (!is_floating(e.dtype(x))) return {};
+  std::vector<int64_t> dims = reduce_dims_of(d, x, e);
+  ValueId z = e.where_s(e.unary("logical_not", e.unary("isnan", x)), x, 0.0);
+  if (dims.empty()) return {e.op("aten.clone.default", {Emit::t(z)})};
+  return {e.sum(z, dims, keepdim_of(d))};
+}
+
+/// count_nonzero: the sum of x != 0 (bool sums to i64).
+std::vector<ValueId> count_nonzero(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> dims = reduce_dims_of(d, x, e);
+  ValueId nz = e.cmp_s("ne", x, 0.0);
+  if (dims.empty()) return {e.cast(nz, DType::I64)};
+  return {e.sum(nz, dims, false)};
+}
 // ---- End of the issue-18 decompositions ----
 
 const OpTable<DecompFn>::Row kDecompositions[] = {
@@ -516,6 +537,10 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::var_correction, var_like},
     {OpId::var_dim, var_like},
     {OpId::var_mean_correction, var_like},
+    {OpId::count_nonzero, count_nonzero},
+    {OpId::count_nonzero_dim_IntList, count_nonzero},
+    {OpId::nansum, nansum},
+    {OpId::std_mean_correction, var_like},
     {OpId::_log_softmax, log_softmax},
     {OpId::_native_batch_norm_legit_no_training, native_batch_norm_no_training},
     {OpId::_softmax, softmax},

@@ -2,7 +2,7 @@
 # End to end for the op families of issue 18: each graph in test/graphs/ops/ runs on the eager
 # backend (the reference kernels) and on inductor on the CPU, whose outputs must match eager's
 # (integer and bool outputs exactly), with no op left to an extern fallback (scans, sorting,
-# prod, scatter and index_put excepted: they have no lowering yet, and --log=graph_breaks must
+# prod, cummax/cummin, scatter and index_put/index_add/index_fill excepted: they have no lowering yet, and --log=graph_breaks must
 # name each of them and nothing else); and with --device=cuda --emit=ptx its kernels must
 # assemble with ptxas. Where <name>.in.safetensors and <name>.ref.safetensors exist (written by
 # test/graphs/ops/make_refs.py from PyTorch), both backends run on those inputs and eager must
@@ -38,10 +38,10 @@ for g in "$src"/test/graphs/ops/*.fxg; do
     --log=graph_breaks "$g"
   case $name in
     scan) has "$name: --log=graph_breaks names the scan's extern fallback" "$tmp/err" "cumsum" ;;
-    sort) only_fallbacks "$name: only sort, argsort, topk and prod fall back" "$tmp/err" \
-      "sort|argsort|topk|prod" ;;
-    scatter) only_fallbacks "$name: only scatter, scatter_reduce and index_put fall back" \
-      "$tmp/err" "scatter|scatter_reduce|index_put" ;;
+    sort) only_fallbacks "$name: only sort, argsort, topk, prod, cummax and cummin fall back" \
+      "$tmp/err" "sort|argsort|topk|prod|cummax|cummin" ;;
+    scatter) only_fallbacks "$name: only scatter, scatter_reduce and index_put/add/fill fall back" \
+      "$tmp/err" "scatter|scatter_reduce|index_put|index_add|index_fill" ;;
     *) hasnt "$name: inductor lowers every node (no fallback)" "$tmp/err" "fallback" ;;
   esac
   check "$name: --device=cuda --emit=ptx" 0 "$fxc" --backend=inductor --device=cuda --emit=ptx \

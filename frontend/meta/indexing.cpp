@@ -277,6 +277,27 @@ Metas index_put(const Graph& g, const Node& n) {
   if (n.target == "aten.index_put_.default") return {self};
   return {make(self.dtype, self.sizes, self.device)};
 }
+// index_add / index_fill.int_Scalar: self's sizes; a vector (or scalar) index of i64 or i32.
+Metas index_add_fill(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta& idx = c.tensor("index");
+  int64_t d = c.dim(c.int_("dim"), self.dim());
+  if (idx.dim() > 1) c.fail("index must be a vector, but " + c.desc("index"));
+  if (!is_index_dtype(idx.dtype)) c.fail("expected an i64 or i32 index, but " + c.desc("index"));
+  if (c.has_arg("source")) {
+    const TensorMeta& src = c.tensor("source");
+    if (src.dtype != self.dtype)
+      c.fail(c.desc("self") + " but " + c.desc("source") + " (expected the same dtype)");
+    Sizes want = self.sizes;
+    if (self.dim() > 0) want[size_t(d)] = idx.numel();
+    if (std::max<int64_t>(src.dim(), 1) != std::max<int64_t>(self.dim(), 1) ||
+        (self.dim() > 0 && src.sizes != want) || (self.dim() == 0 && src.numel() != idx.numel()))
+      c.fail("index_add(): " + c.desc("source") + " must be " + join(want) + " for " +
+             c.desc("self") + " and " + c.desc("index"));
+  }
+  return {make(self.dtype, self.sizes, self.device)};
+}
 // End of the issue-18 indexing.
 
 const OpTable<MetaFn>::Row kIndexingMeta[] = {
@@ -286,6 +307,8 @@ const OpTable<MetaFn>::Row kIndexingMeta[] = {
     {OpId::index_select, guarded<index_select>},
     {OpId::scatter_add, guarded<scatter_add>},
     {OpId::index_put, guarded<index_put>},
+    {OpId::index_add, guarded<index_add_fill>},
+    {OpId::index_fill_int_Scalar, guarded<index_add_fill>},
     {OpId::index_put_, guarded<index_put>},
     {OpId::scatter_reduce_two, guarded<scatter_reduce>},
     {OpId::scatter_src, guarded<scatter>},

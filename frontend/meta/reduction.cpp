@@ -215,7 +215,8 @@ Metas var_like(const Graph& g, const Node& n) {
   }
   Sizes out = reduce_shape(x.sizes, reduce_mask(c, x, "dim"), c.bool_("keepdim"));
   Metas r = {make(x.dtype, out, x.device)};
-  if (n.target == "aten.var_mean.correction") r.push_back(make(x.dtype, out, x.device));
+  if (n.target == "aten.var_mean.correction" || n.target == "aten.std_mean.correction")
+    r.push_back(make(x.dtype, out, x.device));
   return r;
 }
 
@@ -252,6 +253,34 @@ Metas vector_norm(const Graph& g, const Node& n) {
                  " norm on the empty dimension " + std::to_string(d));
   }
   return {make(dt, reduce_shape(x.sizes, mask, c.bool_("keepdim")), x.device)};
+}
+// count_nonzero (dim None / int, or a dim list): i64 counts.
+Metas count_nonzero(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  std::vector<bool> mask = all_dims(x.dim());
+  const Arg& a = c.arg("dim");
+  if (a.kind == Arg::Kind::Int)
+    mask = c.dim_mask({a.i}, x.dim());
+  else if (a.kind == Arg::Kind::Ints && !a.ints.empty())
+    mask = c.dim_mask(a.ints, x.dim());
+  return {make(DType::I64, reduce_shape(x.sizes, mask, false), x.device)};
+}
+
+// nansum: sum's dtype rules.
+Metas nansum(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  return {make(sum_dtype(c, x), reduce_shape(x.sizes, reduce_mask(c, x, "dim"), c.bool_("keepdim")),
+               x.device)};
+}
+
+// cummax / cummin: (values, i64 indices) of the input's sizes.
+Metas cummax(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  c.dim(c.int_("dim"), x.dim());
+  return {make(x.dtype, x.sizes, x.device), make(DType::I64, x.sizes, x.device)};
 }
 // End of the issue-18 reductions.
 
@@ -348,6 +377,12 @@ const OpTable<MetaFn>::Row kReductionMeta[] = {
     {OpId::var_correction, guarded<var_like>},
     {OpId::var_dim, guarded<var_like>},
     {OpId::var_mean_correction, guarded<var_like>},
+    {OpId::count_nonzero, guarded<count_nonzero>},
+    {OpId::count_nonzero_dim_IntList, guarded<count_nonzero>},
+    {OpId::cummax, guarded<cummax>},
+    {OpId::cummin, guarded<cummax>},
+    {OpId::nansum, guarded<nansum>},
+    {OpId::std_mean_correction, guarded<var_like>},
     {OpId::argsort, guarded<argsort>},
     {OpId::argsort_stable, guarded<argsort>},
     {OpId::sort, guarded<sort>},

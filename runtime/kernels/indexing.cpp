@@ -448,6 +448,66 @@ Tensors k_index_put_(const KernelCall& c) {
   self.copy_from(r);
   return {self};
 }
+// index_add(self, dim, index, source, alpha): self[..., index[j], ...] += alpha * source[..., j,
+// ...]; index_fill.int_Scalar: self[..., index[j], ...] = value.
+Tensors k_index_add_fill(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& index = c.tensor("index");
+  check_index_dtype(index, "index_add");
+  if (index.dim() > 1) fail("index must be a vector, got " + shape_str(index.sizes()));
+  const bool add = c.node.schema->index_of("source") >= 0;
+  const int64_t dim = wrap(c.arg("dim").i, x.dim());
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.sizes());
+  out.copy_from(x);
+  Tensor ov = x.dim() == 0 ? unsqueeze_view(out, 0) : out;
+  const int64_t dsize = ov.size(dim);
+  std::vector<int64_t> idx;
+  for (int64_t off : all_offsets(index)) idx.push_back(index.load_int(off));
+  Tensor src;
+  if (add) {
+    src = c.tensor("source");
+    if (src.dtype() != x.dtype())
+      fail("index_add(): self and source must have the same dtype, got " + dname(x.dtype()) +
+           " and " + dname(src.dtype()));
+    if (src.dim() == 0) src = unsqueeze_view(src, 0);
+    Shape want = ov.sizes();
+    want[size_t(dim)] = int64_t(idx.size());
+    if (src.sizes() != want)
+      fail("index_add(): source " + shape_str(src.sizes()) + " must be " + shape_str(want));
+  }
+  const Arg& alpha = add ? c.arg("alpha") : c.arg("value");
+  Shape ss = ov.sizes();
+  ss[size_t(dim)] = 1;
+  std::vector<int64_t> rest = dim_offsets(ss, ov.strides());
+  std::vector<int64_t> srest = add ? dim_offsets(ss, src.strides()) : std::vector<int64_t>{};
+  const bool fl = is_floating(out.dtype());
+  for (size_t j = 0; j < idx.size(); ++j) {
+    int64_t v = idx[j];
+    // index_fill wraps negative indices; index_add takes [0, size) only, as PyTorch.
+    if (v < (add ? 0 : -dsize) || v >= dsize)
+      fail("index " + std::to_string(v) + " is out of bounds for dimension " +
+           std::to_string(dim) + " with size " + std::to_string(dsize));
+    if (v < 0) v += dsize;
+    for (size_t r = 0; r < rest.size(); ++r) {
+      int64_t o = v * ov.stride(dim) + rest[r];
+      if (!add) {
+        if (fl || alpha.kind == Arg::Kind::Float)
+          out.store(o, alpha.scalar());
+        else
+          out.store_int(o, alpha.kind == Arg::Kind::Bool ? int64_t(alpha.b) : alpha.i);
+        continue;
+      }
+      int64_t so = int64_t(j) * src.stride(dim) + srest[r];
+      if (fl)
+        out.store(o, out.load(o) + alpha.scalar() * src.load(so));
+      else
+        out.store_int(o, wrap_add(out.load_int(o),
+                                  wrap_mul(alpha.kind == Arg::Kind::Int ? alpha.i : 1,
+                                           src.load_int(so))));
+    }
+  }
+  return {out};
+}
 // ---- End of the issue-18 indexing ----
 
 const OpTable<KernelFn>::Row kIndexingKernels[] = {
@@ -457,6 +517,8 @@ const OpTable<KernelFn>::Row kIndexingKernels[] = {
     {OpId::index_select, k_index_select},
     {OpId::scatter_add, k_scatter_add},
     {OpId::index_put, k_index_put},
+    {OpId::index_add, k_index_add_fill},
+    {OpId::index_fill_int_Scalar, k_index_add_fill},
     {OpId::index_put_, k_index_put_},
     {OpId::scatter_reduce_two, k_scatter_reduce},
     {OpId::scatter_src, k_scatter},

@@ -352,7 +352,7 @@ double correction_of(const KernelCall& c) {
 }
 
 // var / std / var_mean: two-pass in double; the divisor is max(0, N - correction).
-template <int Kind> // 0 var, 1 std, 2 var_mean
+template <int Kind> // 0 var, 1 std, 2 var_mean, 3 std_mean
 Tensors k_var(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   if (!is_floating(x.dtype()))
@@ -371,10 +371,10 @@ Tensors k_var(const KernelCall& c) {
       ss += d * d;
     }
     double var = ss / std::max(0.0, n - corr);
-    v.store(int64_t(i), Kind == 1 ? std::sqrt(var) : var);
+    v.store(int64_t(i), Kind == 1 || Kind == 3 ? std::sqrt(var) : var);
     m.store(int64_t(i), mean);
   }
-  if (Kind == 2) return {v, m};
+  if (Kind >= 2) return {v, m};
   return {v};
 }
 
@@ -434,6 +434,79 @@ Tensors k_vector_norm(const KernelCall& c) {
     o.store(int64_t(i), r);
   }
   return {o};
+}
+// count_nonzero: i64 counts of non-zero elements (NaN counts) over dim (None: all), or a list.
+Tensors k_count_nonzero(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  ReduceLayout L = reduce_layout(x, reduced_dims(x, c.arg("dim")), false);
+  Tensor o = Tensor::empty(DType::I64, L.out_shape);
+  for (size_t i = 0; i < L.outer.size(); ++i) {
+    int64_t k = 0;
+    for (int64_t off : L.inner) k += x.load(L.outer[i] + off) != 0;
+    o.store_int(int64_t(i), k);
+  }
+  return {o};
+}
+
+// nansum: sum with NaN read as zero.
+Tensors k_nansum(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& dt = c.arg("dtype");
+  DType out = c.fdt(dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype());
+  ReduceLayout L = reduce_layout(x, reduced_dims(x, c.arg("dim")), c.arg("keepdim").b);
+  Tensor o = Tensor::empty(out, L.out_shape);
+  for (size_t i = 0; i < L.outer.size(); ++i) {
+    if (is_floating(out)) {
+      double s = 0;
+      for (int64_t off : L.inner) {
+        double v = round_to_dtype(x.load(L.outer[i] + off), out);
+        if (!std::isnan(v)) s += v;
+      }
+      o.store(int64_t(i), s);
+    } else {
+      int64_t s = 0;
+      for (int64_t off : L.inner) s = wrap_add(s, x.load_int(L.outer[i] + off));
+      o.store_int(int64_t(i), s);
+    }
+  }
+  return {o};
+}
+
+// cummax / cummin along dim: the running extreme and where it was last reached (ties take the
+// later index, a NaN sticks), as PyTorch's CPU kernel (greater_equal / less_equal).
+template <bool Min> Tensors k_cumextreme(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const int64_t d = x.dim() == 0 ? 0 : wrap(c.arg("dim").i, x.dim());
+  std::vector<bool> red(size_t(x.dim()), false);
+  if (x.dim() > 0) red[size_t(d)] = true;
+  ReduceLayout L = reduce_layout(x, red, true);
+  ReduceLayout O = reduce_layout(x.sizes(), contiguous_strides(x.sizes()), red, true);
+  Tensor v = Tensor::empty(c.fdt(x.dtype()), x.sizes()), idx = Tensor::empty(DType::I64, x.sizes());
+  const bool fl = is_floating(x.dtype());
+  for (size_t i = 0; i < L.outer.size(); ++i) {
+    double best = 0;
+    int64_t ibest = 0, at = 0;
+    for (size_t j = 0; j < L.inner.size(); ++j) {
+      int64_t src = L.outer[i] + L.inner[j], dst = O.outer[i] + O.inner[j];
+      if (fl) {
+        double e = x.load(src);
+        if (j == 0 || std::isnan(e) || (!std::isnan(best) && (Min ? e <= best : e >= best))) {
+          best = e;
+          at = int64_t(j);
+        }
+        v.store(dst, best);
+      } else {
+        int64_t e = x.load_int(src);
+        if (j == 0 || (Min ? e <= ibest : e >= ibest)) {
+          ibest = e;
+          at = int64_t(j);
+        }
+        v.store_int(dst, ibest);
+      }
+      idx.store_int(dst, at);
+    }
+  }
+  return {v, idx};
 }
 // End of the issue-18 reductions.
 
@@ -601,6 +674,12 @@ const OpTable<KernelFn>::Row kReductionKernels[] = {
     {OpId::var_correction, k_var<0>},
     {OpId::var_dim, k_var<0>},
     {OpId::var_mean_correction, k_var<2>},
+    {OpId::count_nonzero, k_count_nonzero},
+    {OpId::count_nonzero_dim_IntList, k_count_nonzero},
+    {OpId::cummax, k_cumextreme<false>},
+    {OpId::cummin, k_cumextreme<true>},
+    {OpId::nansum, k_nansum},
+    {OpId::std_mean_correction, k_var<3>},
     {OpId::argsort, k_argsort},
     {OpId::argsort_stable, k_argsort},
     {OpId::sort, k_sort},
