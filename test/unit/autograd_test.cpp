@@ -578,3 +578,19 @@ TEST_CASE("autograd: prod (zeros included), scatter, scatter_reduce sum, index_p
   tg.output(tg.op("aten.masked_fill.Tensor", {T(x), T(mask), T(v)}));
   check_gradients(tg);
 }
+
+TEST_CASE("autograd: cummax/cummin, index_add, index_fill, nansum and std_mean") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4});
+  ValueId s = tg.input("s", {3, 2});
+  ValueId cols = tg.input_values("cols", DType::I64, {2}, {3, 3});
+  tg.output(tg.ops("aten.cummax.default", {T(x), I(1)})[0]);
+  tg.output(tg.ops("aten.cummin.default", {T(x), I(0)})[0]);
+  tg.output(tg.op("aten.index_add.default", {T(x), I(1), T(cols), T(s), KW("alpha", Arg::of_float(-2.0))}));
+  tg.output(tg.op("aten.index_fill.int_Scalar", {T(x), I(1), T(cols), F(4.0)}));
+  tg.output(tg.op("aten.nansum.default", {T(x), Is({0})}));
+  auto sm = tg.ops("aten.std_mean.correction", {T(x), Is({1})});
+  tg.output(sm[0]);
+  tg.output(sm[1]);
+  check_gradients(tg);
+}

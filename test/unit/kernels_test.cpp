@@ -1578,3 +1578,27 @@ TEST_CASE("kernels: var and std with corrections, var_mean, and the other new re
   check(op1("aten.linalg_vector_norm.default", {F({2}, {3, -4}), Fl(kInf)}), DType::F32, {}, {4});
   check(op1("aten.linalg_vector_norm.default", {F({3}, {3, 0, -4}), I(0)}), DType::F32, {}, {2});
 }
+
+TEST_CASE("kernels: cummax/cummin take the later index on ties; index_add, index_fill, nansum") {
+  auto cm = op("aten.cummax.default", {L({6}, {1, 3, 3, 2, 5, 5}), I(0)});
+  check(cm[0], DType::I64, {6}, {1, 3, 3, 3, 5, 5});
+  check(cm[1], DType::I64, {6}, {0, 1, 2, 2, 4, 5});
+  auto cn = op("aten.cummin.default", {F({2, 3}, {2, kNaN, 1, 4, 4, 3}), I(-1)});
+  check(cn[0], DType::F32, {2, 3}, {2, kNaN, kNaN, 4, 4, 3});
+  check(cn[1], DType::I64, {2, 3}, {0, 1, 1, 0, 1, 2});
+  Tensor x = F({2, 3}, {0, 1, 2, 3, 4, 5});
+  check(op1("aten.index_add.default", {x, I(1), L({2}, {2, 2}), F({2, 2}, {1, 2, 3, 4}),
+                                        {"alpha", Fl(10)}}),
+        DType::F32, {2, 3}, {0, 1, 32, 3, 4, 75});
+  CHECK(op_error("aten.index_add.default", {x, I(0), L({1}, {-1}), F({1, 3}, {1, 1, 1})})
+            .find("out of bounds") != std::string::npos);
+  check(op1("aten.index_fill.int_Scalar", {x, I(1), L({2}, {-1, 0}), Fl(-1)}), DType::F32, {2, 3},
+        {-1, 1, -1, -1, 4, -1});
+  check(op1("aten.nansum.default", {F({2, 2}, {1, kNaN, kNaN, kNaN}), Is({1})}), DType::F32, {2},
+        {1, 0});
+  check(op1("aten.count_nonzero.dim_IntList", {F({2, 2}, {0, kNaN, 0, 0}), Is({0})}), DType::I64,
+        {2}, {0, 1});
+  auto sm = op("aten.std_mean.correction", {F({4}, {1, 2, 3, 4})});
+  check(sm[0], DType::F32, {}, {std::sqrt(5.0 / 3)});
+  check(sm[1], DType::F32, {}, {2.5});
+}
