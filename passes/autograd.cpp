@@ -1021,6 +1021,167 @@ void copy(GradCtx& c) {
   c.give("src", c.go());
 }
 
+
+// ---- Issue 18: reductions, sorting and indexing ---------------------------------------------
+
+/// max() / min() over every element: like amax, the gradient is shared among the extremes.
+void extreme_all(GradCtx& c) {
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x);
+  std::vector<int64_t> dims = reduced_dims(c, Arg::none(), int64_t(xs.size()));
+  ValueId hit = c.e.cmp("eq", x, keepdim_grad(c, c.out(), xs, dims));
+  ValueId count = c.e.sum(c.e.cast(hit, c.e.dtype(x)), dims, true);
+  ValueId share = c.e.div(keepdim_grad(c, c.go(), xs, dims), count);
+  c.give("self", c.e.where_s(hit, c.e.expand(share, xs), 0.0));
+}
+
+/// Values picked at `indices` along `dim` (max.dim, min.dim, sort, topk): the gradient goes
+/// back to the positions they came from. `keepdim` false means dim was reduced away.
+void pick_grad(GradCtx& c, int64_t dim, bool keepdim) {
+  c.only_first_output();
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x);
+  if (xs.empty()) {
+    c.give(x, c.e.reshape(c.go(), {}));
+    return;
+  }
+  dim = wrap(dim, int64_t(xs.size()));
+  ValueId g = c.go(), idx = c.out(1);
+  if (!keepdim) {
+    g = c.e.unsqueeze(g, dim);
+    idx = c.e.unsqueeze(idx, dim);
+  }
+  c.give(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(xs, c.e.meta(x))),
+                                                Emit::i(dim), Emit::t(idx), Emit::t(g)}));
+}
+void extreme_dim(GradCtx& c) {
+  pick_grad(c, c.arg("dim").i, c.arg("keepdim").b);
+}
+void sort(GradCtx& c) {
+  pick_grad(c, c.arg("dim").i, true);
+}
+
+/// prod: the gradient of each element is the product of the others along the reduced dim,
+/// the exclusive cumulative products from both ends (exact with zeros, as PyTorch's
+/// prod_safe_zeros_backward).
+void prod(GradCtx& c) {
+  Emit& e = c.e;
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x);
+  if (!is_floating(e.dtype(c.out()))) return;
+  bool all = c.n.schema->index_of("dim") < 0;
+  ValueId v = x, g = c.go();
+  int64_t d = 0;
+  if (all || xs.empty()) {
+    v = e.reshape(x, {e.meta(x).numel()});
+    g = e.reshape(g, {1});
+  } else {
+    d = wrap(c.arg("dim").i, int64_t(xs.size()));
+    if (!c.arg("keepdim").b) g = e.unsqueeze(g, d);
+  }
+  if (e.dtype(v) != e.dtype(c.out())) v = e.cast(v, e.dtype(c.out()));
+  std::vector<int64_t> vs = e.sizes(v);
+  int64_t len = vs[size_t(d)];
+  if (len == 0) {
+    c.give(x, e.zeros(xs, e.meta(x)));
+    return;
+  }
+  auto exclusive = [&](ValueId t) {
+    std::vector<int64_t> one = vs;
+    one[size_t(d)] = 1;
+    ValueId ones = e.add_s(e.zeros(one, e.meta(t)), 1.0);
+    if (len == 1) return ones;
+    ValueId shifted = e.cat({ones, e.slice(t, d, 0, len - 1)}, d);
+    return e.op("aten.cumprod.default", {Emit::t(shifted), Emit::i(d)});
+  };
+  ValueId left = exclusive(v);
+  ValueId right = flip(e, exclusive(flip(e, v, d)), d);
+  ValueId gx = e.mul(e.mul(e.expand(g, vs), left), right);
+  c.give(x, e.reshape(gx, xs));
+}
+
+void scatter_src(GradCtx& c) {
+  ValueId idx = c.in("index");
+  if (c.needs("self"))
+    c.give("self", c.e.op("aten.scatter.value",
+                          {Emit::t(c.go()), {"", c.arg("dim")}, Emit::t(idx), Emit::f(0.0)}));
+  if (c.needs("src"))
+    c.give("src", c.e.op("aten.gather.default", {Emit::t(c.go()), {"", c.arg("dim")}, Emit::t(idx)}));
+}
+
+void scatter_value(GradCtx& c) {
+  c.give("self", c.e.op("aten.scatter.value", {Emit::t(c.go()), {"", c.arg("dim")},
+                                               Emit::t(c.in("index")), Emit::f(0.0)}));
+}
+
+/// scatter_reduce: the "sum" reduction (the others are refused by name).
+void scatter_reduce(GradCtx& c) {
+  if (c.arg("reduce").s != "sum")
+    c.fail("the derivative of scatter_reduce is implemented for reduce='sum' only, got '" +
+           c.arg("reduce").s + "'");
+  ValueId idx = c.in("index");
+  if (c.needs("self"))
+    c.give("self", c.arg("include_self").b
+                       ? c.go()
+                       : c.e.op("aten.scatter.value", {Emit::t(c.go()), {"", c.arg("dim")},
+                                                       Emit::t(idx), Emit::f(0.0)}));
+  if (c.needs("src"))
+    c.give("src", c.e.op("aten.gather.default", {Emit::t(c.go()), {"", c.arg("dim")}, Emit::t(idx)}));
+}
+
+/// index_put: self keeps the gradient where it was not overwritten (everywhere when
+/// accumulating); values get the gradient at the indexed positions (summed over broadcasts).
+void index_put(GradCtx& c) {
+  ValueId vals = c.in("values");
+  if (c.needs("self")) {
+    if (c.arg("accumulate").b)
+      c.give("self", c.go());
+    else
+      c.give("self", c.e.op("aten.index_put.default",
+                            {Emit::t(c.go()), {"", c.arg("indices")},
+                             Emit::t(c.e.zeros({}, c.e.meta(vals))), Emit::b(false)}));
+  }
+  if (c.needs(vals))
+    c.give(vals, c.e.op("aten.index.Tensor", {Emit::t(c.go()), {"", c.arg("indices")}}));
+}
+
+void masked_fill_tensor(GradCtx& c) {
+  ValueId mask = c.in("mask");
+  if (c.needs("self")) c.give("self", c.e.where_s(c.e.unary("logical_not", mask), c.go(), 0.0));
+  if (c.needs("value")) {
+    ValueId picked = c.e.where_s(mask, c.go(), 0.0);
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < c.e.dim(picked); ++d) dims.push_back(d);
+    c.give("value", dims.empty() ? picked : c.e.sum(picked, dims, false));
+  }
+}
+/// cummax / cummin: each output's gradient goes to where its value came from.
+void cumextreme(GradCtx& c) {
+  pick_grad(c, c.arg("dim").i, true);
+}
+
+void index_add(GradCtx& c) {
+  c.give("self", c.go());
+  if (c.needs("source")) {
+    ValueId x = c.in("self");
+    ValueId g = c.go();
+    if (c.e.dim(x) == 0) {
+      c.give("source", c.e.mul_s(g, c.arg("alpha").scalar()));
+      return;
+    }
+    ValueId sel = c.e.op("aten.index_select.default",
+                         {Emit::t(g), {"", c.arg("dim")}, Emit::t(c.in("index"))});
+    double alpha = c.arg("alpha").scalar();
+    c.give("source", alpha == 1 ? sel : c.e.mul_s(sel, alpha));
+  }
+}
+
+void index_fill(GradCtx& c) {
+  c.give("self", c.e.op("aten.index_fill.int_Scalar", {Emit::t(c.go()), {"", c.arg("dim")},
+                                                       Emit::t(c.in("index")), Emit::f(0.0)}));
+}
+// ---- End of the issue-18 rules ----
+
 const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::_log_softmax, log_softmax},
     {OpId::_native_batch_norm_legit_no_training, batch_norm_eval},
@@ -1033,6 +1194,25 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::addmm, addmm},
     {OpId::alias, identity},
     {OpId::amax, amax},
+    {OpId::amin, amax},
+    {OpId::index_put, index_put},
+    {OpId::cummax, cumextreme},
+    {OpId::cummin, cumextreme},
+    {OpId::index_add, index_add},
+    {OpId::index_fill_int_Scalar, index_fill},
+    {OpId::masked_fill_Tensor, masked_fill_tensor},
+    {OpId::max, extreme_all},
+    {OpId::max_dim, extreme_dim},
+    {OpId::min, extreme_all},
+    {OpId::min_dim, extreme_dim},
+    {OpId::prod, prod},
+    {OpId::prod_dim_int, prod},
+    {OpId::scatter_reduce_two, scatter_reduce},
+    {OpId::scatter_src, scatter_src},
+    {OpId::scatter_value, scatter_value},
+    {OpId::sort, sort},
+    {OpId::sort_stable, sort},
+    {OpId::topk, sort},
     {OpId::as_strided, as_strided},
     {OpId::batch_norm, batch_norm_eval},
     {OpId::bmm, bmm},

@@ -400,7 +400,169 @@ std::vector<ValueId> pad(Emit& e, const DNode& d) {
                {Emit::t(d.tensor("self")), {"", d.arg("pad")}, Emit::f(value)})};
 }
 
+
+// ---- Issue 18: reductions as sums, maxima and pointwise ops -----------------------------------
+
+/// The reduced dims of a reduction's `dim` argument (None, [] or absent: every dim).
+std::vector<int64_t> reduce_dims_of(const DNode& d, ValueId x, Emit& e) {
+  int64_t rank = e.dim(x);
+  std::vector<int64_t> dims;
+  int k = d.n.schema->index_of("dim");
+  if (k >= 0) {
+    const Arg& a = d.args[size_t(k)];
+    if (a.kind == Arg::Kind::Int) dims.push_back(wrap(a.i, rank));
+    if (a.kind == Arg::Kind::Ints)
+      for (int64_t v : a.ints) dims.push_back(wrap(v, rank));
+  }
+  if (dims.empty())
+    for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
+  if (rank == 0) dims.clear();
+  std::sort(dims.begin(), dims.end());
+  return dims;
+}
+
+bool keepdim_of(const DNode& d) {
+  int k = d.n.schema->index_of("keepdim");
+  return k >= 0 && d.args[size_t(k)].b;
+}
+
+/// Whether a reduced dim is empty (the decompositions below leave those to the kernel).
+bool empty_reduction(Emit& e, ValueId x, const std::vector<int64_t>& dims) {
+  for (int64_t d : dims)
+    if (e.sizes(x)[size_t(d)] == 0) return true;
+  return false;
+}
+
+/// var / std / var_mean: sum((x - mean)^2) / max(0, N - correction), two passes as PyTorch.
+std::vector<ValueId> var_like(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> dims = reduce_dims_of(d, x, e);
+  bool keep = keepdim_of(d);
+  double corr = 1.0;
+  if (d.n.schema->index_of("unbiased") >= 0)
+    corr = d.arg("unbiased").b ? 1.0 : 0.0;
+  else if (d.has("correction"))
+    corr = d.arg("correction").scalar();
+  int64_t n = 1;
+  for (int64_t k : dims) n *= e.sizes(x)[size_t(k)];
+  ValueId mean = e.mean(x, dims, true);
+  ValueId xc = e.sub(x, mean);
+  ValueId var = e.div_s(e.sum(e.mul(xc, xc), dims, keep), std::max(0.0, double(n) - corr));
+  const std::string& t = d.n.target;
+  if (t.rfind("aten.std.", 0) == 0) return {e.unary("sqrt", var)};
+  if (t == "aten.std_mean.correction")
+    return {e.unary("sqrt", var), keep ? mean : e.reshape(mean, d.out_meta(1).sizes)};
+  if (t == "aten.var_mean.correction")
+    return {var, keep ? mean : e.reshape(mean, d.out_meta(1).sizes)};
+  return {var};
+}
+
+/// logsumexp: log(sum(exp(x - m))) + m, m the maximum where finite (0 where infinite).
+std::vector<ValueId> logsumexp(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (!is_floating(e.dtype(x))) return {};
+  std::vector<int64_t> dims = reduce_dims_of(d, x, e);
+  if (dims.empty() || empty_reduction(e, x, dims)) return {};
+  ValueId m = e.amax(x, dims, true);
+  m = e.where_s(e.unary("logical_not", e.unary("isinf", m)), m, 0.0);
+  ValueId r = e.add(e.unary("log", e.sum(e.unary("exp", e.sub(x, m)), dims, true)), m);
+  return {keepdim_of(d) ? r : e.reshape(r, d.out_meta(0).sizes)};
+}
+
+/// linalg_vector_norm for ord 1, 2, inf and other positive ords.
+std::vector<ValueId> vector_norm(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (d.has("dtype")) x = e.cast(x, d.arg("dtype").dtype());
+  std::vector<int64_t> dims = reduce_dims_of(d, x, e);
+  double p = d.arg("ord").scalar();
+  if (!(p > 0) || empty_reduction(e, x, dims)) return {};
+  bool keep = keepdim_of(d);
+  ValueId a = e.unary("abs", x), r;
+  if (dims.empty()) return {a};
+  if (std::isinf(p))
+    r = e.amax(a, dims, keep);
+  else if (p == 1)
+    r = e.sum(a, dims, keep);
+  else if (p == 2)
+    r = e.unary("sqrt", e.sum(e.mul(x, x), dims, keep));
+  else
+    r = e.pow_s(e.sum(e.pow_s(a, p), dims, keep), 1.0 / p);
+  return {r};
+}
+
+/// max() / min() over every element: amax / amin over every dim.
+std::vector<ValueId> extreme_all(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> dims = reduce_dims_of(d, x, e);
+  if (dims.empty()) return {e.op("aten.clone.default", {Emit::t(x)})};
+  if (d.n.target == "aten.max.default") return {e.amax(x, dims, false)};
+  return {e.op("aten.amin.default", {Emit::t(x), Emit::ints(dims), Emit::b(false)})};
+}
+
+/// max.dim / min.dim: (amax, argmax) / (amin, argmin) along dim.
+std::vector<ValueId> extreme_dim(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.dim(x) == 0) return {};
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x));
+  bool keep = d.arg("keepdim").b, mx = d.n.target == "aten.max.dim";
+  ValueId v = e.op(mx ? "aten.amax.default" : "aten.amin.default",
+                   {Emit::t(x), Emit::ints({dim}), Emit::b(keep)});
+  ValueId i = e.op(mx ? "aten.argmax.default" : "aten.argmin.default",
+                   {Emit::t(x), Emit::i(dim), Emit::b(keep)});
+  return {v, i};
+}
+
+/// all(...) = not any(not x) (bool inputs and outputs; u8 keeps its kernel).
+std::vector<ValueId> all_of(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.dtype(x) == DType::U8) return {};
+  std::vector<int64_t> dims = reduce_dims_of(d, x, e);
+  ValueId nx = e.unary("logical_not", x);
+  ValueId any = dims.empty() ? nx
+                             : e.op("aten.any.dims", {Emit::t(nx), Emit::ints(dims),
+                                                      Emit::b(keepdim_of(d))});
+  return {e.unary("logical_not", any)};
+}
+/// nansum: the sum of where(isnan(x), 0, x) (floating inputs).
+std::vector<ValueId> nansum(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (d.has("dtype")) x = e.cast(x, d.arg("dtype").dtype());
+  if (!is_floating(e.dtype(x))) return {};
+  std::vector<int64_t> dims = reduce_dims_of(d, x, e);
+  ValueId z = e.where_s(e.unary("logical_not", e.unary("isnan", x)), x, 0.0);
+  if (dims.empty()) return {e.op("aten.clone.default", {Emit::t(z)})};
+  return {e.sum(z, dims, keepdim_of(d))};
+}
+
+/// count_nonzero: the sum of x != 0 (bool sums to i64).
+std::vector<ValueId> count_nonzero(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> dims = reduce_dims_of(d, x, e);
+  ValueId nz = e.cmp_s("ne", x, 0.0);
+  if (dims.empty()) return {e.cast(nz, DType::I64)};
+  return {e.sum(nz, dims, false)};
+}
+// ---- End of the issue-18 decompositions ----
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
+    {OpId::all, all_of},
+    {OpId::all_dim, all_of},
+    {OpId::all_dims, all_of},
+    {OpId::linalg_vector_norm, vector_norm},
+    {OpId::logsumexp, logsumexp},
+    {OpId::max, extreme_all},
+    {OpId::max_dim, extreme_dim},
+    {OpId::min, extreme_all},
+    {OpId::min_dim, extreme_dim},
+    {OpId::std_correction, var_like},
+    {OpId::std_dim, var_like},
+    {OpId::var_correction, var_like},
+    {OpId::var_dim, var_like},
+    {OpId::var_mean_correction, var_like},
+    {OpId::count_nonzero, count_nonzero},
+    {OpId::count_nonzero_dim_IntList, count_nonzero},
+    {OpId::nansum, nansum},
+    {OpId::std_mean_correction, var_like},
     {OpId::_log_softmax, log_softmax},
     {OpId::_native_batch_norm_legit_no_training, native_batch_norm_no_training},
     {OpId::_softmax, softmax},

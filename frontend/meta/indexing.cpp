@@ -154,12 +154,165 @@ Metas index_tensor(const Graph& g, const Node& n) {
   return {index_layout(self, out, rst)};
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18, indexing: scatter (.src, .value), scatter_reduce.two, index_put (and index_put_).
+
+// The index checks of scatter/scatter_reduce (scatter_gather_dtype_check, scatter_shape_check).
+void scatter_checks(const Ctx& c, const TensorMeta& self, const TensorMeta& idx,
+                    const TensorMeta* src, int64_t d, const char* op) {
+  if (idx.dtype != DType::I64)
+    c.fail(std::string(op) + "(): expected an i64 index, but " + c.desc("index"));
+  if (src && src->dtype != self.dtype)
+    c.fail(std::string(op) + "(): " + c.desc("self") + " but " + c.desc("src") +
+           " (expected the same dtype)");
+  if (idx.numel() == 0) return;
+  int64_t r = std::max<int64_t>(self.dim(), 1);
+  if (std::max<int64_t>(idx.dim(), 1) != r || (src && std::max<int64_t>(src->dim(), 1) != r))
+    c.fail(std::string(op) + "(): index and self" + (src ? " and src" : "") +
+           " must have the same number of dimensions, but " + c.desc("index") + " and " +
+           c.desc("self"));
+  for (int64_t i = 0; i < idx.dim(); ++i) {
+    if ((src && src->dim() > 0 && idx.sizes[size_t(i)] > src->sizes[size_t(i)]) ||
+        (i != d && self.dim() > 0 && idx.sizes[size_t(i)] > self.sizes[size_t(i)]))
+      c.fail(std::string(op) + "(): expected " + c.desc("index") + " to be no larger than " +
+             (src ? c.desc("src") + " and, " : std::string()) + "apart from dimension " +
+             std::to_string(d) + ", than " + c.desc("self"));
+  }
+}
+
+Metas scatter(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta& idx = c.tensor("index");
+  const TensorMeta* src = c.has_arg("src") ? &c.tensor("src") : nullptr;
+  int64_t d = c.dim(c.int_("dim"), self.dim());
+  scatter_checks(c, self, idx, src, d, "scatter");
+  return {make(self.dtype, self.sizes, self.device)};
+}
+
+Metas scatter_reduce(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta& idx = c.tensor("index");
+  const TensorMeta& src = c.tensor("src");
+  int64_t d = c.dim(c.int_("dim"), self.dim());
+  const std::string& r = c.str("reduce");
+  if (r != "sum" && r != "prod" && r != "mean" && r != "amax" && r != "amin")
+    c.fail("reduce argument must be either sum, prod, mean, amax or amin, got " + r);
+  scatter_checks(c, self, idx, &src, d, "scatter_reduce");
+  return {make(self.dtype, self.sizes, self.device)};
+}
+
+// index_put(self, indices, values, accumulate): self's layout; values must broadcast to the
+// shape self[indices] has and have self's dtype.
+Metas index_put(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta& values = c.tensor("values");
+  auto idx = c.tensors("indices");
+  if (values.dtype != self.dtype)
+    c.fail("Index put requires the source and destination dtypes match, got " + c.desc("self") +
+           " and " + c.desc("values"));
+  if (int64_t(idx.size()) > self.dim())
+    c.fail("too many indices for tensor of dimension " + std::to_string(self.dim()) + " (got " +
+           std::to_string(idx.size()) + ")");
+  std::vector<const TensorMeta*> defined;
+  size_t k = 0;
+  for (const TensorMeta* t : idx) {
+    ++k;
+    if (!t) continue;
+    if (t->dtype == DType::Bool || t->dtype == DType::U8) {
+      // A mask covers as many dims as it has, each of the same size as self's.
+      for (int64_t j = 0; j < t->dim(); ++j)
+        if (k - 1 + size_t(j) >= size_t(self.dim()) ||
+            t->sizes[size_t(j)] != self.sizes[k - 1 + size_t(j)])
+          c.fail("the shape of the mask " + format_meta(*t) + " at index " + std::to_string(k - 1) +
+                 " does not match the shape of the indexed tensor " + c.desc("self"));
+      continue;
+    }
+    if (!is_index_dtype(t->dtype))
+      c.fail("tensors used as indices must be long, int, byte or bool tensors, but index " +
+             std::to_string(k - 1) + " is " + format_meta(*t));
+    defined.push_back(t);
+  }
+  if (defined.size() == [&] {
+        size_t m = 0;
+        for (const TensorMeta* t : idx) m += t != nullptr;
+        return m;
+      }()) {
+    // Integer indices only: values must broadcast to self[indices]'s shape.
+    Sizes rep = broadcast_all(c, defined);
+    Sizes before, after;
+    bool seen = false;
+    std::vector<bool> is_idx(size_t(self.dim()), false);
+    for (size_t i = 0; i < idx.size(); ++i) is_idx[i] = idx[i] != nullptr;
+    int state = 0;
+    bool adjacent = true;
+    for (bool b : is_idx) {
+      if (state == 0 && b) state = 1;
+      else if (state == 1 && !b) state = 2;
+      else if (state == 2 && b) adjacent = false;
+    }
+    for (size_t p = 0; p < is_idx.size(); ++p) {
+      if (is_idx[p]) {
+        seen = true;
+        continue;
+      }
+      (seen && adjacent ? after : before).push_back(self.sizes[p]);
+    }
+    Sizes shape = adjacent ? before : Sizes{};
+    shape.insert(shape.end(), rep.begin(), rep.end());
+    if (adjacent)
+      shape.insert(shape.end(), after.begin(), after.end());
+    else
+      shape.insert(shape.end(), before.begin(), before.end());
+    try {
+      if (broadcast_shapes(shape, values.sizes) != shape) throw std::invalid_argument("");
+    } catch (const std::invalid_argument&) {
+      c.fail("shape mismatch: value tensor of shape " + join(values.sizes) +
+             " cannot be broadcast to indexing result of shape " + join(shape));
+    }
+  }
+  if (n.target == "aten.index_put_.default") return {self};
+  return {make(self.dtype, self.sizes, self.device)};
+}
+// index_add / index_fill.int_Scalar: self's sizes; a vector (or scalar) index of i64 or i32.
+Metas index_add_fill(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta& idx = c.tensor("index");
+  int64_t d = c.dim(c.int_("dim"), self.dim());
+  if (idx.dim() > 1) c.fail("index must be a vector, but " + c.desc("index"));
+  if (!is_index_dtype(idx.dtype)) c.fail("expected an i64 or i32 index, but " + c.desc("index"));
+  if (c.has_arg("source")) {
+    const TensorMeta& src = c.tensor("source");
+    if (src.dtype != self.dtype)
+      c.fail(c.desc("self") + " but " + c.desc("source") + " (expected the same dtype)");
+    Sizes want = self.sizes;
+    if (self.dim() > 0) want[size_t(d)] = idx.numel();
+    if (std::max<int64_t>(src.dim(), 1) != std::max<int64_t>(self.dim(), 1) ||
+        (self.dim() > 0 && src.sizes != want) || (self.dim() == 0 && src.numel() != idx.numel()))
+      c.fail("index_add(): " + c.desc("source") + " must be " + join(want) + " for " +
+             c.desc("self") + " and " + c.desc("index"));
+  }
+  return {make(self.dtype, self.sizes, self.device)};
+}
+// End of the issue-18 indexing.
+
 const OpTable<MetaFn>::Row kIndexingMeta[] = {
     {OpId::embedding, guarded<embedding>},
     {OpId::gather, guarded<gather>},
     {OpId::index_Tensor, guarded<index_tensor>},
     {OpId::index_select, guarded<index_select>},
     {OpId::scatter_add, guarded<scatter_add>},
+    {OpId::index_put, guarded<index_put>},
+    {OpId::index_add, guarded<index_add_fill>},
+    {OpId::index_fill_int_Scalar, guarded<index_add_fill>},
+    {OpId::index_put_, guarded<index_put>},
+    {OpId::scatter_reduce_two, guarded<scatter_reduce>},
+    {OpId::scatter_src, guarded<scatter>},
+    {OpId::scatter_value, guarded<scatter>},
 };
 
 } // namespace

@@ -159,6 +159,15 @@ Metas masked_fill(const Graph& g, const Node& n) {
   return {make(self.dtype, shape, common_device(c, {&self, &mask}))};
 }
 
+// masked_fill.Tensor: the value is a 0-dim tensor.
+Metas masked_fill_tensor(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& v = c.tensor("value");
+  if (v.dim() != 0)
+    c.fail("masked_fill only supports a 0-dimensional value tensor, but " + c.desc("value"));
+  return masked_fill(g, n);
+}
+
 Metas clamp(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& self = c.tensor("self");
@@ -325,6 +334,7 @@ const OpTable<MetaFn>::Row kPointwiseMeta[] = {
     {OpId::lt_Scalar, guarded<binary<Bin::Compare>>},
     {OpId::lt_Tensor, guarded<binary<Bin::Compare>>},
     {OpId::masked_fill_Scalar, guarded<masked_fill>},
+    {OpId::masked_fill_Tensor, guarded<masked_fill_tensor>},
     {OpId::maximum, guarded<binary<Bin::Arith>>},
     {OpId::min_other, guarded<binary<Bin::Arith>>},
     {OpId::minimum, guarded<binary<Bin::Arith>>},

@@ -127,18 +127,197 @@ Metas any_dim(const Graph& g, const Node& n) {
 
 Metas argmax(const Graph& g, const Node& n) {
   Ctx c(g, n);
+  const char* op = n.target == "aten.argmin.default" ? "argmin" : "argmax";
   const TensorMeta& x = c.tensor("self");
   std::vector<bool> mask;
   if (auto d = c.opt_int("dim")) {
     mask = c.dim_mask({*d}, x.dim());
-    zero_numel_check(c, x, mask, "argmax");
+    zero_numel_check(c, x, mask, op);
   } else {
     if (x.numel() == 0)
-      c.fail("argmax(): expected reduction dim to be specified for input.numel() == 0");
+      c.fail(std::string(op) + "(): expected reduction dim to be specified for input.numel() == 0");
     mask = all_dims(x.dim());
   }
   return {make(DType::I64, reduce_shape(x.sizes, mask, c.bool_("keepdim")), x.device)};
 }
+
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18, reductions: amin, argmin, max/min (whole tensor and .dim), any/all, prod, var/std,
+// var_mean, logsumexp and linalg_vector_norm.
+
+Metas amin(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  auto mask = reduce_mask(c, x, "dim");
+  zero_numel_check(c, x, mask, "amin");
+  return {make(x.dtype, reduce_shape(x.sizes, mask, c.bool_("keepdim")), x.device)};
+}
+
+// max() / min() over every element: a 0-dim result; an empty input is an error.
+Metas max_all(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.numel() == 0)
+    c.fail(std::string(n.target == "aten.min.default" ? "min" : "max") +
+           "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+           "reduction dim with the 'dim' argument.");
+  return {make(x.dtype, {}, x.device)};
+}
+
+// max.dim / min.dim: (values, indices).
+Metas max_dim(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  auto mask = c.dim_mask({c.int_("dim")}, x.dim());
+  zero_numel_check(c, x, mask, n.target == "aten.min.dim" ? "min" : "max");
+  Sizes out = reduce_shape(x.sizes, mask, c.bool_("keepdim"));
+  return {make(x.dtype, out, x.device), make(DType::I64, out, x.device)};
+}
+
+// any / all (.default, .dim, .dims): bool results, u8 for u8 inputs.
+Metas any_all(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  std::vector<bool> mask = all_dims(x.dim());
+  bool keepdim = false;
+  if (c.has_arg("dim")) {
+    const Arg& a = c.arg("dim");
+    if (a.kind == Arg::Kind::Int)
+      mask = c.dim_mask({a.i}, x.dim());
+    else
+      mask = reduce_mask(c, x, "dim");
+    keepdim = c.bool_("keepdim");
+  }
+  DType dt = x.dtype == DType::U8 ? DType::U8 : DType::Bool;
+  return {make(dt, reduce_shape(x.sizes, mask, keepdim), x.device)};
+}
+
+Metas prod(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  DType dt = sum_dtype(c, x);
+  if (!c.has_arg("dim")) return {make(dt, {}, x.device)};
+  auto mask = c.dim_mask({c.int_("dim")}, x.dim());
+  return {make(dt, reduce_shape(x.sizes, mask, c.bool_("keepdim")), x.device)};
+}
+
+// var / std (.correction, .dim) and var_mean: floating inputs; dim None or [] reduces all.
+Metas var_like(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (!is_floating(x.dtype))
+    c.fail("std and var only support floating point and complex dtypes, but " + c.desc("self"));
+  if (c.has_arg("correction") && c.has("correction")) {
+    const Arg& a = c.arg("correction");
+    if (a.kind != Arg::Kind::Int && a.kind != Arg::Kind::Float && a.kind != Arg::Kind::Bool)
+      c.fail("argument 'correction' must be a number");
+  }
+  Sizes out = reduce_shape(x.sizes, reduce_mask(c, x, "dim"), c.bool_("keepdim"));
+  Metas r = {make(x.dtype, out, x.device)};
+  if (n.target == "aten.var_mean.correction" || n.target == "aten.std_mean.correction")
+    r.push_back(make(x.dtype, out, x.device));
+  return r;
+}
+
+// logsumexp: integer inputs compute in the default float dtype.
+Metas logsumexp(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  DType dt = is_floating(x.dtype) ? x.dtype : DType::F32;
+  return {make(dt, reduce_shape(x.sizes, reduce_mask(c, x, "dim"), c.bool_("keepdim")), x.device)};
+}
+
+// linalg_vector_norm(self, ord, dim, keepdim, dtype): floating inputs; a negative or zero ord
+// (other than -inf) has no identity, so an empty reduction is an error for it.
+Metas vector_norm(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (!is_floating(x.dtype))
+    c.fail("linalg.vector_norm: Expected a floating point or complex tensor as input, but " +
+           c.desc("self"));
+  DType dt = x.dtype;
+  if (auto d = c.opt_dtype("dtype")) {
+    if (!is_floating(*d)) c.fail("linalg.vector_norm: dtype should be floating point");
+    dt = *d;
+  }
+  const Arg& ord = c.arg("ord");
+  if (ord.kind != Arg::Kind::Int && ord.kind != Arg::Kind::Float)
+    c.fail("linalg.vector_norm: argument 'ord' must be a number");
+  auto mask = reduce_mask(c, x, "dim");
+  if (ord.scalar() < 0 || std::isinf(ord.scalar())) {
+    if (x.numel() == 0 && ord.scalar() != 0)
+      for (size_t d = 0; d < mask.size(); ++d)
+        if (mask[d] && x.sizes[d] == 0)
+          c.fail("linalg.vector_norm cannot compute the " + std::to_string(ord.scalar()) +
+                 " norm on the empty dimension " + std::to_string(d));
+  }
+  return {make(dt, reduce_shape(x.sizes, mask, c.bool_("keepdim")), x.device)};
+}
+// count_nonzero (dim None / int, or a dim list): i64 counts.
+Metas count_nonzero(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  std::vector<bool> mask = all_dims(x.dim());
+  const Arg& a = c.arg("dim");
+  if (a.kind == Arg::Kind::Int)
+    mask = c.dim_mask({a.i}, x.dim());
+  else if (a.kind == Arg::Kind::Ints && !a.ints.empty())
+    mask = c.dim_mask(a.ints, x.dim());
+  return {make(DType::I64, reduce_shape(x.sizes, mask, false), x.device)};
+}
+
+// nansum: sum's dtype rules.
+Metas nansum(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  return {make(sum_dtype(c, x), reduce_shape(x.sizes, reduce_mask(c, x, "dim"), c.bool_("keepdim")),
+               x.device)};
+}
+
+// cummax / cummin: (values, i64 indices) of the input's sizes.
+Metas cummax(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  c.dim(c.int_("dim"), x.dim());
+  return {make(x.dtype, x.sizes, x.device), make(DType::I64, x.sizes, x.device)};
+}
+// End of the issue-18 reductions.
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18, sorting: sort, argsort, topk. Contiguous outputs, i64 indices.
+
+int64_t sort_dim(const Ctx& c, const TensorMeta& x) {
+  return x.dim() == 0 ? 0 : c.dim(c.int_("dim"), x.dim());
+}
+
+Metas sort(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  sort_dim(c, x);
+  return {make(x.dtype, x.sizes, x.device), make(DType::I64, x.sizes, x.device)};
+}
+
+Metas argsort(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  sort_dim(c, x);
+  return {make(DType::I64, x.sizes, x.device)};
+}
+
+Metas topk(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  int64_t d = sort_dim(c, x);
+  int64_t k = c.int_("k");
+  int64_t len = x.dim() == 0 ? 1 : x.sizes[size_t(d)];
+  if (k < 0 || k > len) c.fail("selected index k out of range: k is " + std::to_string(k) +
+                               " but the dimension has " + std::to_string(len) + " elements");
+  Sizes out = x.sizes;
+  if (x.dim() > 0) out[size_t(d)] = k;
+  return {make(x.dtype, out, x.device), make(DType::I64, out, x.device)};
+}
+// End of the issue-18 sorting.
 
 // _softmax / _log_softmax(self, dim, half_to_float)
 Metas softmax_internal(const Graph& g, const Node& n) {
@@ -178,6 +357,37 @@ const OpTable<MetaFn>::Row kReductionMeta[] = {
     {OpId::cumsum, guarded<cumsum>},
     {OpId::cumprod, guarded<cumsum>},
     {OpId::logcumsumexp, guarded<logcumsumexp>},
+    {OpId::all, guarded<any_all>},
+    {OpId::all_dim, guarded<any_all>},
+    {OpId::all_dims, guarded<any_all>},
+    {OpId::amin, guarded<amin>},
+    {OpId::any, guarded<any_all>},
+    {OpId::any_dims, guarded<any_all>},
+    {OpId::argmin, guarded<argmax>},
+    {OpId::linalg_vector_norm, guarded<vector_norm>},
+    {OpId::logsumexp, guarded<logsumexp>},
+    {OpId::max, guarded<max_all>},
+    {OpId::max_dim, guarded<max_dim>},
+    {OpId::min, guarded<max_all>},
+    {OpId::min_dim, guarded<max_dim>},
+    {OpId::prod, guarded<prod>},
+    {OpId::prod_dim_int, guarded<prod>},
+    {OpId::std_correction, guarded<var_like>},
+    {OpId::std_dim, guarded<var_like>},
+    {OpId::var_correction, guarded<var_like>},
+    {OpId::var_dim, guarded<var_like>},
+    {OpId::var_mean_correction, guarded<var_like>},
+    {OpId::count_nonzero, guarded<count_nonzero>},
+    {OpId::count_nonzero_dim_IntList, guarded<count_nonzero>},
+    {OpId::cummax, guarded<cummax>},
+    {OpId::cummin, guarded<cummax>},
+    {OpId::nansum, guarded<nansum>},
+    {OpId::std_mean_correction, guarded<var_like>},
+    {OpId::argsort, guarded<argsort>},
+    {OpId::argsort_stable, guarded<argsort>},
+    {OpId::sort, guarded<sort>},
+    {OpId::sort_stable, guarded<sort>},
+    {OpId::topk, guarded<topk>},
 };
 
 } // namespace

@@ -368,7 +368,8 @@ void lower_masked_fill(Lowerer& L, int n) {
                                             operand_at(L, n, "value", idx, t),
                                             operand_at(L, n, "self", idx, t));
                            },
-                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "mask")}));
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "mask"),
+                            tensor_arg(L, n, "value")}));
 }
 
 const OpTable<LowerFn>::Row kPointwiseRules[] = {
@@ -445,6 +446,7 @@ const OpTable<LowerFn>::Row kPointwiseRules[] = {
     {OpId::lt_Scalar, lower_lt},
     {OpId::lt_Tensor, lower_lt},
     {OpId::masked_fill_Scalar, lower_masked_fill},
+    {OpId::masked_fill_Tensor, lower_masked_fill},
     {OpId::maximum, lower_maximum},
     {OpId::min_other, lower_minimum},
     {OpId::minimum, lower_minimum},

@@ -58,6 +58,14 @@ void lower_argmax(Lowerer& L, int n) {
   simple_reduce(L, n, ReduceOp::ArgMax, false);
 }
 
+// Issue 18: amin, argmin, and any over several dims or all of them.
+void lower_amin(Lowerer& L, int n) {
+  simple_reduce(L, n, ReduceOp::Min, false);
+}
+void lower_argmin(Lowerer& L, int n) {
+  simple_reduce(L, n, ReduceOp::ArgMin, false);
+}
+
 /// softmax / log_softmax over `dim`: max, sum of exp, then the pointwise result.
 void softmax_like(Lowerer& L, int n, bool log) {
   LVal& x0 = L.input(n, "self");
@@ -92,6 +100,10 @@ const OpTable<LowerFn>::Row kReductionRules[] = {
     {OpId::_log_softmax, lower_log_softmax},
     {OpId::_softmax, lower_softmax},
     {OpId::amax, lower_amax},
+    {OpId::amin, lower_amin},
+    {OpId::any, lower_any},
+    {OpId::any_dims, lower_any},
+    {OpId::argmin, lower_argmin},
     {OpId::any_dim, lower_any},
     {OpId::argmax, lower_argmax},
     {OpId::log_softmax_int, lower_log_softmax},

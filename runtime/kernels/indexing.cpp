@@ -99,12 +99,12 @@ Tensors k_index_select(const KernelCall& c) {
   return {out};
 }
 
-// Advanced indexing: x[indices] with None entries for untouched dims.
-Tensors k_index(const KernelCall& c) {
-  const Tensor& x = c.tensor("self");
+// The index list of x[indices] with boolean masks expanded into one long index per masked dim
+// (their nonzero positions).
+std::vector<Tensor> expand_masks(const Tensor& x, const std::vector<Tensor>& list) {
   std::vector<Tensor> idx;
   // Boolean masks expand into one long index per masked dim (their nonzero positions).
-  for (const Tensor& t : c.list("indices")) {
+  for (const Tensor& t : list) {
     if (!t.defined() || (t.dtype() != DType::Bool && t.dtype() != DType::U8)) {
       if (t.defined() && !is_integral(t.dtype()))
         fail("tensors used as indices must be long, int, byte or bool tensors, got " +
@@ -132,6 +132,13 @@ Tensors k_index(const KernelCall& c) {
       idx.push_back(make(DType::I64, {int64_t(p.size())}, p));
     }
   }
+  return idx;
+}
+
+// Advanced indexing: x[indices] with None entries for untouched dims.
+Tensors k_index(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  std::vector<Tensor> idx = expand_masks(x, c.list("indices"));
   if (int64_t(idx.size()) > x.dim())
     fail("too many indices for tensor of dimension " + std::to_string(x.dim()) + " (got " +
          std::to_string(idx.size()) + ")");
@@ -249,12 +256,273 @@ Tensors k_scatter_add(const KernelCall& c) {
   return {make(dt, x.sizes(), acc)};
 }
 
+
+// ---- Issue 18: scatter (.src, .value), scatter_reduce.two, index_put ----
+
+// Scatters src (or a number) into a copy of self along dim. `reduce` is "" (assign), "sum",
+// "prod", "mean", "amax" or "amin"; without include_self, the reduced positions start from the
+// reduction's identity (mean divides by the count of values it reduced).
+Tensor scatter_impl(const Tensor& x, int64_t dim_arg, const Tensor& index, const Tensor* src,
+                    double value, const std::string& reduce, bool include_self, DType dt,
+                    const char* op) {
+  if (index.dtype() != DType::I64)
+    fail(std::string(op) + "(): expected dtype i64 for index, got " + dname(index.dtype()));
+  if (src && src->dtype() != x.dtype())
+    fail(std::string(op) + "(): expected self and src to have the same dtype, got " +
+         dname(x.dtype()) + " and " + dname(src->dtype()));
+  int64_t dim = wrap(dim_arg, x.dim());
+  int64_t r = std::max<int64_t>(x.dim(), 1);
+  auto size_or_1 = [](const Tensor& t, int64_t d) { return t.dim() ? t.size(d) : 1; };
+  if (index.numel() > 0) {
+    if (std::max<int64_t>(index.dim(), 1) != r || (src && std::max<int64_t>(src->dim(), 1) != r))
+      fail(std::string(op) + "(): index and src must have as many dimensions as self");
+    for (int64_t d = 0; d < index.dim(); ++d) {
+      if (src && index.size(d) > size_or_1(*src, d))
+        fail(std::string(op) + "(): expected index " + shape_str(index.sizes()) +
+             " to be no larger than src " + shape_str(src->sizes()));
+      if (d != dim && index.size(d) > size_or_1(x, d))
+        fail(std::string(op) + "(): expected index " + shape_str(index.sizes()) +
+             " to be no larger than self " + shape_str(x.sizes()) + " apart from dimension " +
+             std::to_string(dim));
+    }
+  }
+  std::vector<double> acc = values(x);
+  std::vector<int64_t> count(acc.size(), include_self ? 1 : 0);
+  std::vector<char> touched(acc.size(), 0);
+  std::vector<int64_t> xstr = contiguous_strides(x.sizes());
+  const int64_t dsize = size_or_1(x, dim);
+  const int64_t n = index.numel();
+  std::vector<int64_t> mi(size_t(index.dim()));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, ioff = 0, soff = 0;
+    for (int64_t d = index.dim() - 1; d >= 0; --d) {
+      mi[size_t(d)] = rem % index.size(d);
+      rem /= index.size(d);
+      ioff += mi[size_t(d)] * index.stride(d);
+      if (src && src->dim()) soff += mi[size_t(d)] * src->stride(d);
+    }
+    int64_t v = index.load_int(ioff);
+    if (v < 0 || v >= dsize)
+      fail("index " + std::to_string(v) + " is out of bounds for dimension " +
+           std::to_string(dim) + " with size " + std::to_string(dsize));
+    int64_t o = 0;
+    for (int64_t d = 0; d < x.dim(); ++d) o += (d == dim ? v : mi[size_t(d)]) * xstr[size_t(d)];
+    double s = src ? src->load(soff) : value;
+    if (!is_floating(dt)) s = double(cast_int(int64_t(s), dt));
+    double& a = acc[size_t(o)];
+    if (!include_self && !touched[size_t(o)]) {
+      touched[size_t(o)] = 1;
+      if (reduce == "sum" || reduce == "mean") a = 0;
+      else if (reduce == "prod") a = 1;
+      else if (reduce == "amax") a = -INFINITY;
+      else if (reduce == "amin") a = INFINITY;
+    }
+    if (reduce.empty()) a = s;
+    else if (reduce == "sum" || reduce == "mean") a += s;
+    else if (reduce == "prod") a *= s;
+    else if (reduce == "amax") a = nan_max(a, s);
+    else if (reduce == "amin") a = nan_min(a, s);
+    ++count[size_t(o)];
+  }
+  if (reduce == "mean")
+    for (size_t o = 0; o < acc.size(); ++o) {
+      if (count[o] == 0) continue;
+      acc[o] = is_floating(dt) ? acc[o] / double(count[o]) : std::floor(acc[o] / double(count[o]));
+    }
+  return make(dt, x.sizes(), acc);
+}
+
+Tensors k_scatter(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  bool has_src = c.node.schema->index_of("src") >= 0;
+  const Tensor* src = has_src ? &c.tensor("src") : nullptr;
+  double value = has_src ? 0.0 : c.arg("value").scalar();
+  return {scatter_impl(x, c.arg("dim").i, c.tensor("index"), src, value, "", true,
+                       c.fdt(x.dtype()), "scatter")};
+}
+
+Tensors k_scatter_reduce(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const std::string& r = c.arg("reduce").s;
+  if (r != "sum" && r != "prod" && r != "mean" && r != "amax" && r != "amin")
+    fail("reduce argument must be either sum, prod, mean, amax or amin, got " + r);
+  return {scatter_impl(x, c.arg("dim").i, c.tensor("index"), &c.tensor("src"), 0.0, r,
+                       c.arg("include_self").b, c.fdt(x.dtype()), "scatter_reduce")};
+}
+
+// index_put(self, indices, values, accumulate): a copy of self with self[indices] = values
+// (or += values); without accumulate, the last write to a repeated position wins.
+Tensors k_index_put(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& vals = c.tensor("values");
+  const bool accumulate = c.arg("accumulate").b;
+  if (vals.dtype() != x.dtype())
+    fail("Index put requires the source and destination dtypes match, got " + dname(x.dtype()) +
+         " for the destination and " + dname(vals.dtype()) + " for the source.");
+  std::vector<Tensor> idx = expand_masks(x, c.list("indices"));
+  if (int64_t(idx.size()) > x.dim())
+    fail("too many indices for tensor of dimension " + std::to_string(x.dim()) + " (got " +
+         std::to_string(idx.size()) + ")");
+  idx.resize(size_t(x.dim()));
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.sizes());
+  out.copy_from(x);
+  std::vector<int64_t> pos;
+  Shape bshape;
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (idx[d].defined()) {
+      pos.push_back(int64_t(d));
+      bshape = broadcast(bshape, idx[d].sizes());
+    }
+  if (pos.empty()) {
+    Tensor v = expand_to(vals, x.sizes());
+    if (!accumulate) {
+      out.copy_from(v);
+      return {out};
+    }
+  }
+  bool adjacent = pos.empty() || pos.back() - pos.front() + 1 == int64_t(pos.size());
+  std::vector<int64_t> before_dims, after_dims;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (idx[size_t(d)].defined()) continue;
+    (adjacent && !pos.empty() && d < pos.front() ? before_dims : after_dims).push_back(d);
+  }
+  Shape res_shape;
+  for (int64_t d : before_dims) res_shape.push_back(x.size(d));
+  res_shape.insert(res_shape.end(), bshape.begin(), bshape.end());
+  for (int64_t d : after_dims) res_shape.push_back(x.size(d));
+  Shape bc;
+  try {
+    bc = broadcast_shapes(res_shape, vals.sizes());
+  } catch (const std::invalid_argument&) {
+  }
+  if (bc != res_shape)
+    fail("shape mismatch: value tensor of shape " + shape_str(vals.sizes()) +
+         " cannot be broadcast to indexing result of shape " + shape_str(res_shape));
+  Tensor v = expand_to(vals, res_shape);
+  std::vector<int64_t> voff = all_offsets(v);
+  Tensors bidx;
+  std::vector<std::vector<int64_t>> boff;
+  for (int64_t d : pos) {
+    bidx.push_back(expand_to(idx[size_t(d)], bshape));
+    boff.push_back(all_offsets(bidx.back()));
+  }
+  const int64_t nb = checked_numel(bshape);
+  auto rest_offsets = [&](const std::vector<int64_t>& dims) {
+    Shape s, st;
+    for (int64_t d : dims) {
+      s.push_back(out.size(d));
+      st.push_back(out.stride(d));
+    }
+    return dim_offsets(s, st);
+  };
+  std::vector<int64_t> before_off = rest_offsets(before_dims), after_off = rest_offsets(after_dims);
+  const int64_t nbefore = int64_t(before_off.size()), nafter = int64_t(after_off.size());
+  const bool fl = is_floating(out.dtype());
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    int64_t dst = 0;
+    for (size_t j = 0; j < pos.size(); ++j) {
+      int64_t iv = bidx[j].load_int(boff[j][size_t(bi)]);
+      int64_t size = x.size(pos[j]);
+      if (iv < -size || iv >= size)
+        fail("index " + std::to_string(iv) + " is out of bounds for dimension " +
+             std::to_string(pos[j]) + " with size " + std::to_string(size));
+      if (iv < 0) iv += size;
+      dst += iv * out.stride(pos[j]);
+    }
+    for (int64_t a = 0; a < nbefore; ++a)
+      for (int64_t r = 0; r < nafter; ++r) {
+        int64_t o = dst + before_off[size_t(a)] + after_off[size_t(r)];
+        int64_t vo = voff[size_t((a * nb + bi) * nafter + r)];
+        if (fl)
+          out.store(o, (accumulate ? out.load(o) : 0.0) + v.load(vo));
+        else
+          out.store_int(o, accumulate ? wrap_add(out.load_int(o), v.load_int(vo)) : v.load_int(vo));
+      }
+  }
+  return {out};
+}
+
+Tensors k_index_put_(const KernelCall& c) {
+  const Tensor& self = c.tensor("self");
+  Tensor r = k_index_put(c)[0];
+  self.copy_from(r);
+  return {self};
+}
+// index_add(self, dim, index, source, alpha): self[..., index[j], ...] += alpha * source[..., j,
+// ...]; index_fill.int_Scalar: self[..., index[j], ...] = value.
+Tensors k_index_add_fill(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& index = c.tensor("index");
+  check_index_dtype(index, "index_add");
+  if (index.dim() > 1) fail("index must be a vector, got " + shape_str(index.sizes()));
+  const bool add = c.node.schema->index_of("source") >= 0;
+  const int64_t dim = wrap(c.arg("dim").i, x.dim());
+  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.sizes());
+  out.copy_from(x);
+  Tensor ov = x.dim() == 0 ? unsqueeze_view(out, 0) : out;
+  const int64_t dsize = ov.size(dim);
+  std::vector<int64_t> idx;
+  for (int64_t off : all_offsets(index)) idx.push_back(index.load_int(off));
+  Tensor src;
+  if (add) {
+    src = c.tensor("source");
+    if (src.dtype() != x.dtype())
+      fail("index_add(): self and source must have the same dtype, got " + dname(x.dtype()) +
+           " and " + dname(src.dtype()));
+    if (src.dim() == 0) src = unsqueeze_view(src, 0);
+    Shape want = ov.sizes();
+    want[size_t(dim)] = int64_t(idx.size());
+    if (src.sizes() != want)
+      fail("index_add(): source " + shape_str(src.sizes()) + " must be " + shape_str(want));
+  }
+  const Arg& alpha = add ? c.arg("alpha") : c.arg("value");
+  Shape ss = ov.sizes();
+  ss[size_t(dim)] = 1;
+  std::vector<int64_t> rest = dim_offsets(ss, ov.strides());
+  std::vector<int64_t> srest = add ? dim_offsets(ss, src.strides()) : std::vector<int64_t>{};
+  const bool fl = is_floating(out.dtype());
+  for (size_t j = 0; j < idx.size(); ++j) {
+    int64_t v = idx[j];
+    // index_fill wraps negative indices; index_add takes [0, size) only, as PyTorch.
+    if (v < (add ? 0 : -dsize) || v >= dsize)
+      fail("index " + std::to_string(v) + " is out of bounds for dimension " +
+           std::to_string(dim) + " with size " + std::to_string(dsize));
+    if (v < 0) v += dsize;
+    for (size_t r = 0; r < rest.size(); ++r) {
+      int64_t o = v * ov.stride(dim) + rest[r];
+      if (!add) {
+        if (fl || alpha.kind == Arg::Kind::Float)
+          out.store(o, alpha.scalar());
+        else
+          out.store_int(o, alpha.kind == Arg::Kind::Bool ? int64_t(alpha.b) : alpha.i);
+        continue;
+      }
+      int64_t so = int64_t(j) * src.stride(dim) + srest[r];
+      if (fl)
+        out.store(o, out.load(o) + alpha.scalar() * src.load(so));
+      else
+        out.store_int(o, wrap_add(out.load_int(o),
+                                  wrap_mul(alpha.kind == Arg::Kind::Int ? alpha.i : 1,
+                                           src.load_int(so))));
+    }
+  }
+  return {out};
+}
+// ---- End of the issue-18 indexing ----
+
 const OpTable<KernelFn>::Row kIndexingKernels[] = {
     {OpId::embedding, k_embedding},
     {OpId::gather, k_gather},
     {OpId::index_Tensor, k_index},
     {OpId::index_select, k_index_select},
     {OpId::scatter_add, k_scatter_add},
+    {OpId::index_put, k_index_put},
+    {OpId::index_add, k_index_add_fill},
+    {OpId::index_fill_int_Scalar, k_index_add_fill},
+    {OpId::index_put_, k_index_put_},
+    {OpId::scatter_reduce_two, k_scatter_reduce},
+    {OpId::scatter_src, k_scatter},
+    {OpId::scatter_value, k_scatter},
 };
 
 } // namespace

@@ -316,6 +316,23 @@ Tensors k_masked_fill(const KernelCall& c) {
       [](const int64_t* a, const double*) { return a[1] != 0 ? a[2] : a[0]; })};
 }
 
+// masked_fill.Tensor: the value is a 0-dim tensor, converted to self's dtype.
+Tensors k_masked_fill_tensor(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& mask = c.tensor("mask");
+  const Tensor& value = c.tensor("value");
+  if (mask.dtype() != DType::Bool)
+    fail("masked_fill only supports boolean masks, but got mask with dtype " + dname(mask.dtype()));
+  if (value.dim() != 0)
+    fail("masked_fill only supports a 0-dimensional value tensor, but got tensor with " +
+         std::to_string(value.dim()) + " dimension(s)");
+  Tensor v = value.to(x.dtype());
+  return {elementwise(
+      {x, mask, v}, x.dtype(), x.dtype(),
+      [](const double* a, const double*) { return a[1] != 0 ? a[2] : a[0]; },
+      [](const int64_t* a, const double*) { return a[1] != 0 ? a[2] : a[0]; })};
+}
+
 Tensors k_clamp(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Arg& lo = c.arg("min");
@@ -805,6 +822,7 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::lt_Scalar, k_cmp<2>},
     {OpId::lt_Tensor, k_cmp<2>},
     {OpId::masked_fill_Scalar, k_masked_fill},
+    {OpId::masked_fill_Tensor, k_masked_fill_tensor},
     {OpId::maximum, k_maximum},
     {OpId::min_other, k_minimum},
     {OpId::minimum, k_minimum},

@@ -525,3 +525,72 @@ TEST_CASE("autograd: cumprod (zeros included) and logcumsumexp") {
   tg.output(tg.op("aten.cumprod.default", {T(z), I(1)}));
   check_gradients(tg);
 }
+
+// Issue 18: the new reductions, sorting and indexing ops (random inputs have no ties).
+TEST_CASE("autograd: var, std, var_mean, logsumexp and vector norms through decompositions") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4});
+  tg.output(tg.op("aten.var.correction", {T(x), Is({1}), KW("correction", Arg::of_int(0))}));
+  tg.output(tg.op("aten.var.dim", {T(x), Is({0}), B(true), B(true)}));
+  tg.output(tg.op("aten.std.correction", {T(x)}));
+  tg.output(tg.op("aten.std.dim", {T(x), Is({-1}), B(false)}));
+  auto vm = tg.ops("aten.var_mean.correction", {T(x), Is({0})});
+  tg.output(vm[0]);
+  tg.output(vm[1]);
+  tg.output(tg.op("aten.logsumexp.default", {T(x), Is({-1})}));
+  tg.output(tg.op("aten.linalg_vector_norm.default", {T(x)}));
+  tg.output(tg.op("aten.linalg_vector_norm.default", {T(x), F(3.0), Is({0}), B(true)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: amin, max/min, max.dim, sort and topk route the gradient to the picks") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4});
+  tg.output(tg.op("aten.amin.default", {T(x), Is({1})}));
+  tg.output(tg.op("aten.max.default", {T(x)}));
+  tg.output(tg.op("aten.min.default", {T(x)}));
+  tg.output(tg.ops("aten.max.dim", {T(x), I(1)})[0]);
+  tg.output(tg.ops("aten.min.dim", {T(x), I(0), B(true)})[0]);
+  tg.output(tg.ops("aten.sort.default", {T(x), I(0), B(true)})[0]);
+  tg.output(tg.ops("aten.topk.default", {T(x), I(2)})[0]);
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: prod (zeros included), scatter, scatter_reduce sum, index_put, masked_fill") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4});
+  ValueId src = tg.input("src", {2, 4});
+  ValueId v = tg.input("v", {});
+  ValueId idx = tg.input_values("idx", DType::I64, {2, 4}, {0, 1, 2, 0, 2, 0, 1, 1});
+  ValueId rows = tg.input_values("rows", DType::I64, {2}, {2, 0});
+  ValueId mask = tg.op("aten.gt.Scalar", {T(x), F(0.2)});
+  tg.output(tg.op("aten.prod.default", {T(x)}));
+  tg.output(tg.op("aten.prod.dim_int", {T(x), I(1), B(true)}));
+  ValueId z = tg.op("aten.mul.Tensor", {T(x), T(tg.op("aten.gt.Scalar", {T(x), F(-0.7)}))});
+  tg.output(tg.op("aten.prod.dim_int", {T(z), I(-1)}));
+  tg.output(tg.op("aten.scatter.src", {T(x), I(0), T(idx), T(src)}));
+  tg.output(tg.op("aten.scatter.value", {T(x), I(0), T(idx), F(1.5)}));
+  tg.output(tg.op("aten.scatter_reduce.two", {T(x), I(0), T(idx), T(src), CallArg{"", Arg::of_string("sum")}}));
+  tg.output(tg.op("aten.scatter_reduce.two",
+                  {T(x), I(0), T(idx), T(src), CallArg{"", Arg::of_string("sum")}, KW("include_self", Arg::of_bool(false))}));
+  tg.output(tg.op("aten.index_put.default", {T(x), CallArg{"", Arg::of_tensors({rows})}, T(src)}));
+  tg.output(tg.op("aten.index_put.default", {T(x), CallArg{"", Arg::of_tensors({rows})}, T(src), B(true)}));
+  tg.output(tg.op("aten.masked_fill.Tensor", {T(x), T(mask), T(v)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: cummax/cummin, index_add, index_fill, nansum and std_mean") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4});
+  ValueId s = tg.input("s", {3, 2});
+  ValueId cols = tg.input_values("cols", DType::I64, {2}, {3, 3});
+  tg.output(tg.ops("aten.cummax.default", {T(x), I(1)})[0]);
+  tg.output(tg.ops("aten.cummin.default", {T(x), I(0)})[0]);
+  tg.output(tg.op("aten.index_add.default", {T(x), I(1), T(cols), T(s), KW("alpha", Arg::of_float(-2.0))}));
+  tg.output(tg.op("aten.index_fill.int_Scalar", {T(x), I(1), T(cols), F(4.0)}));
+  tg.output(tg.op("aten.nansum.default", {T(x), Is({0})}));
+  auto sm = tg.ops("aten.std_mean.correction", {T(x), Is({1})});
+  tg.output(sm[0]);
+  tg.output(sm[1]);
+  check_gradients(tg);
+}

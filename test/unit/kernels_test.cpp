@@ -1484,3 +1484,121 @@ TEST_CASE("kernels: cumprod and logcumsumexp") {
   CHECK(op_error("aten.logcumsumexp.default", {L({2}, {1, 2}), I(0)}) ==
         "\"logcumsumexp_out_cpu\" not implemented for 'Long'");
 }
+
+// Issue 18: values checked against PyTorch 1.13 by hand (torch.sort(stable=True),
+// torch.scatter_reduce, torch.var).
+TEST_CASE("kernels: sort is stable in both directions, NaN sorts last ascending; topk, argsort") {
+  Tensor t = L({8}, {2, 1, 2, 0, 1, 2, 0, 1});
+  auto s = op("aten.sort.stable", {t, {"stable", Bo(true)}});
+  check(s[0], DType::I64, {8}, {0, 0, 1, 1, 1, 2, 2, 2});
+  check(s[1], DType::I64, {8}, {3, 6, 1, 4, 7, 0, 2, 5});
+  auto sd = op("aten.sort.stable", {t, {"stable", Bo(true)}, {"descending", Bo(true)}});
+  check(sd[1], DType::I64, {8}, {0, 2, 5, 1, 4, 7, 3, 6}); // equal keys keep their order
+  check(op1("aten.argsort.stable", {t, {"stable", Bo(true)}, {"dim", I(0)}}), DType::I64, {8},
+        {3, 6, 1, 4, 7, 0, 2, 5});
+  Tensor x = F({2, 3}, {3, kNaN, 1, -1, 5, 2});
+  auto sx = op("aten.sort.default", {x});
+  check(sx[0], DType::F32, {2, 3}, {1, 3, kNaN, -1, 2, 5});
+  check(sx[1], DType::I64, {2, 3}, {2, 0, 1, 0, 2, 1});
+  auto s0 = op("aten.sort.default", {x, I(0), Bo(true)});
+  check(s0[0], DType::F32, {2, 3}, {3, kNaN, 2, -1, 5, 1});
+  check(s0[1], DType::I64, {2, 3}, {0, 0, 1, 1, 1, 0});
+  auto tk = op("aten.topk.default", {F({5}, {4, 9, -2, 7, 0}), I(2)});
+  check(tk[0], DType::F32, {2}, {9, 7});
+  check(tk[1], DType::I64, {2}, {1, 3});
+  auto tks = op("aten.topk.default", {F({5}, {4, 9, -2, 7, 0}), I(3), I(0), Bo(false)});
+  check(tks[0], DType::F32, {3}, {-2, 0, 4});
+  check(tks[1], DType::I64, {3}, {2, 4, 0});
+  CHECK(op_error("aten.topk.default", {F({5}, {4, 9, -2, 7, 0}), I(6)}).find("out of range") !=
+        std::string::npos);
+}
+
+TEST_CASE("kernels: scatter_reduce with and without include_self; scatter and index_put") {
+  Tensor self = F({3}, {10, 20, 30});
+  Tensor idx = L({4}, {0, 0, 2, 0});
+  Tensor src = F({4}, {1, 2, 3, 4});
+  auto sr = [&](const char* r, bool inc) {
+    return op1("aten.scatter_reduce.two", {self, I(0), idx, src, S(r), {"include_self", Bo(inc)}});
+  };
+  check(sr("sum", true), DType::F32, {3}, {17, 20, 33});
+  check(sr("sum", false), DType::F32, {3}, {7, 20, 3}); // untouched positions keep self
+  check(sr("mean", true), DType::F32, {3}, {17.0 / 4, 20, 16.5});
+  check(sr("mean", false), DType::F32, {3}, {7.0 / 3, 20, 3});
+  check(sr("amax", false), DType::F32, {3}, {4, 20, 3});
+  check(sr("amin", true), DType::F32, {3}, {1, 20, 3});
+  check(sr("prod", true), DType::F32, {3}, {80, 20, 90});
+  check(op1("aten.scatter_reduce.two", {L({3}, {10, 20, 30}), I(0), idx, L({4}, {1, 2, 3, 4}),
+                                         S("mean"), {"include_self", Bo(false)}}),
+        DType::I64, {3}, {2, 20, 3}); // integer mean floors
+  CHECK(op_error("aten.scatter_reduce.two", {self, I(0), idx, src, S("max")}).find("amax") !=
+        std::string::npos);
+  check(op1("aten.scatter.src", {F({2, 3}, {0, 0, 0, 0, 0, 0}), I(1), L({2, 1}, {2, 0}),
+                                 F({2, 2}, {5, 6, 7, 8})}),
+        DType::F32, {2, 3}, {0, 0, 5, 7, 0, 0});
+  check(op1("aten.scatter.value", {F({2, 2}, {1, 2, 3, 4}), I(0), L({1, 2}, {1, 0}), Fl(9)}),
+        DType::F32, {2, 2}, {1, 9, 9, 4});
+  Tensor x = F({3, 2}, {0, 1, 2, 3, 4, 5});
+  check(op1("aten.index_put.default", {x, std::vector<Tensor>{L({2}, {-1, 0})}, F({2}, {7, 8})}),
+        DType::F32, {3, 2}, {7, 8, 2, 3, 7, 8});
+  check(op1("aten.index_put.default",
+            {x, std::vector<Tensor>{Tensor(), L({3}, {1, 1, 0})}, F({}, {10}), Bo(true)}),
+        DType::F32, {3, 2}, {10, 21, 12, 23, 14, 25});
+  check(op1("aten.index_put.default", {x, std::vector<Tensor>{B({3}, {1, 0, 1})}, F({}, {-1})}),
+        DType::F32, {3, 2}, {-1, -1, 2, 3, -1, -1});
+  CHECK(op_error("aten.index_put.default", {x, std::vector<Tensor>{L({1}, {0})}, F({3}, {1, 2, 3})})
+            .find("shape mismatch") != std::string::npos);
+}
+
+TEST_CASE("kernels: var and std with corrections, var_mean, and the other new reductions") {
+  Tensor x = F({2, 3}, {1, 2, 6, 4, 4, 4});
+  check(op1("aten.var.correction", {x, Is({1})}), DType::F32, {2}, {7, 0});
+  check(op1("aten.var.correction", {x, Is({1}), {"correction", I(0)}}), DType::F32, {2},
+        {14.0 / 3, 0});
+  check(op1("aten.var.correction", {x, Is({1}), {"correction", I(3)}}), DType::F32, {2},
+        {kInf, kNaN}); // the divisor max(0, N - correction) is 0
+  check(op1("aten.var.correction", {x}), DType::F32, {}, {3.1});
+  check(op1("aten.std.dim", {x, Is({0}), Bo(false), Bo(true)}), DType::F32, {1, 3},
+        {1.5, 1, 1});
+  auto vm = op("aten.var_mean.correction", {x, Is({-1}), {"keepdim", Bo(true)}});
+  check(vm[0], DType::F32, {2, 1}, {7, 0});
+  check(vm[1], DType::F32, {2, 1}, {3, 4});
+  CHECK(op_error("aten.var.correction", {L({2}, {1, 2})}).find("floating") != std::string::npos);
+  check(op1("aten.amin.default", {x, Is({-1})}), DType::F32, {2}, {1, 4});
+  check(op1("aten.argmin.default", {L({4}, {3, 1, 1, 2})}), DType::I64, {}, {1}); // first min
+  auto md = op("aten.max.dim", {F({2, 2}, {1, kNaN, 5, 5}), I(1)});
+  check(md[0], DType::F32, {2}, {kNaN, 5});
+  check(md[1], DType::I64, {2}, {1, 0});
+  check(op1("aten.all.dims", {B({2, 2}, {1, 1, 0, 1}), Is({1})}), DType::Bool, {2}, {1, 0});
+  check(op1("aten.any.default", {B({2}, {0, 0})}), DType::Bool, {}, {0});
+  check(op1("aten.prod.dim_int", {L({2, 2}, {3, 4, 5, 6}), I(0)}), DType::I64, {2}, {15, 24});
+  check(op1("aten.logsumexp.default", {F({2}, {-kInf, -kInf}), Is({0})}), DType::F32, {}, {-kInf});
+  check(op1("aten.logsumexp.default", {F({2}, {0, std::log(3.0)}), Is({0})}), DType::F32, {},
+        {std::log(4.0)});
+  check(op1("aten.linalg_vector_norm.default", {F({2}, {3, -4})}), DType::F32, {}, {5});
+  check(op1("aten.linalg_vector_norm.default", {F({2}, {3, -4}), Fl(kInf)}), DType::F32, {}, {4});
+  check(op1("aten.linalg_vector_norm.default", {F({3}, {3, 0, -4}), I(0)}), DType::F32, {}, {2});
+}
+
+TEST_CASE("kernels: cummax/cummin take the later index on ties; index_add, index_fill, nansum") {
+  auto cm = op("aten.cummax.default", {L({6}, {1, 3, 3, 2, 5, 5}), I(0)});
+  check(cm[0], DType::I64, {6}, {1, 3, 3, 3, 5, 5});
+  check(cm[1], DType::I64, {6}, {0, 1, 2, 2, 4, 5});
+  auto cn = op("aten.cummin.default", {F({2, 3}, {2, kNaN, 1, 4, 4, 3}), I(-1)});
+  check(cn[0], DType::F32, {2, 3}, {2, kNaN, kNaN, 4, 4, 3});
+  check(cn[1], DType::I64, {2, 3}, {0, 1, 1, 0, 1, 2});
+  Tensor x = F({2, 3}, {0, 1, 2, 3, 4, 5});
+  check(op1("aten.index_add.default", {x, I(1), L({2}, {2, 2}), F({2, 2}, {1, 2, 3, 4}),
+                                        {"alpha", Fl(10)}}),
+        DType::F32, {2, 3}, {0, 1, 32, 3, 4, 75});
+  CHECK(op_error("aten.index_add.default", {x, I(0), L({1}, {-1}), F({1, 3}, {1, 1, 1})})
+            .find("out of bounds") != std::string::npos);
+  check(op1("aten.index_fill.int_Scalar", {x, I(1), L({2}, {-1, 0}), Fl(-1)}), DType::F32, {2, 3},
+        {-1, 1, -1, -1, 4, -1});
+  check(op1("aten.nansum.default", {F({2, 2}, {1, kNaN, kNaN, kNaN}), Is({1})}), DType::F32, {2},
+        {1, 0});
+  check(op1("aten.count_nonzero.dim_IntList", {F({2, 2}, {0, kNaN, 0, 0}), Is({0})}), DType::I64,
+        {2}, {0, 1});
+  auto sm = op("aten.std_mean.correction", {F({4}, {1, 2, 3, 4})});
+  check(sm[0], DType::F32, {}, {std::sqrt(5.0 / 3)});
+  check(sm[1], DType::F32, {}, {2.5});
+}

@@ -718,3 +718,59 @@ TEST_CASE("meta: cumprod and logcumsumexp") {
   CHECK(t.error("aten.cumprod.default", {T(i32), I(-3)}).find("dimension out of range") !=
         std::string::npos);
 }
+
+// Issue 18: the new reductions, sorting and indexing ops.
+TEST_CASE("meta: var/std, max.dim, any/all, prod, logsumexp and vector norms") {
+  G t;
+  ValueId x = t.in("x", meta(DType::F16, {2, 3, 4}));
+  ValueId i = t.in("i", meta(DType::I32, {2, 3}));
+  ValueId u = t.in("u", meta(DType::U8, {2, 3}));
+  auto vm = t.ops("aten.var_mean.correction", {T(x), Is({-1}), KW("keepdim", Arg::of_bool(true))});
+  REQUIRE(vm.size() == 2);
+  CHECK(vm[0].sizes == Sizes{2, 3, 1});
+  CHECK(vm[1].dtype == DType::F16);
+  CHECK(t.op("aten.std.dim", {T(x), Is({0, 2})}).sizes == Sizes{3});
+  CHECK(t.op("aten.var.correction", {T(x)}).sizes == Sizes{});
+  CHECK(t.error("aten.var.correction", {T(i)}).find("floating point") != std::string::npos);
+  auto md = t.ops("aten.max.dim", {T(i), I(-1)});
+  CHECK(md[0].dtype == DType::I32);
+  CHECK(md[1].dtype == DType::I64);
+  CHECK(md[1].sizes == Sizes{2});
+  CHECK(t.op("aten.any.default", {T(u)}).dtype == DType::U8);
+  CHECK(t.op("aten.all.dims", {T(i), Is({0}), B(true)}).dtype == DType::Bool);
+  CHECK(t.op("aten.all.dims", {T(i), Is({0}), B(true)}).sizes == Sizes{1, 3});
+  CHECK(t.op("aten.prod.dim_int", {T(i), I(0)}).dtype == DType::I64);
+  CHECK(t.op("aten.logsumexp.default", {T(i), Is({1})}).dtype == DType::F32);
+  CHECK(t.op("aten.linalg_vector_norm.default",
+             {T(x), F(2.0), Is({1}), B(false), KW("dtype", Arg::of_dtype(DType::F32))})
+            .dtype == DType::F32);
+  CHECK(t.error("aten.linalg_vector_norm.default", {T(i)}).find("floating point") !=
+        std::string::npos);
+  CHECK(t.error("aten.min.default", {T(t.in("e", meta(DType::F32, {0, 2})))}).find("min()") !=
+        std::string::npos);
+}
+
+TEST_CASE("meta: sort, topk, scatter and index_put") {
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {3, 5}));
+  ValueId idx = t.in("idx", meta(DType::I64, {2, 5}));
+  ValueId i32 = t.in("i32", meta(DType::I32, {2, 5}));
+  ValueId rows = t.in("rows", meta(DType::I64, {4}));
+  auto s = t.ops("aten.sort.stable", {T(x), KW("stable", Arg::of_bool(true)), KW("dim", Arg::of_int(0))});
+  CHECK(s[0].sizes == Sizes{3, 5});
+  CHECK(s[1].dtype == DType::I64);
+  auto tk = t.ops("aten.topk.default", {T(x), I(2), I(0)});
+  CHECK(tk[0].sizes == Sizes{2, 5});
+  CHECK(t.error("aten.topk.default", {T(x), I(6)}).find("out of range") != std::string::npos);
+  CHECK(t.op("aten.scatter.value", {T(x), I(0), T(idx), F(1.0)}).sizes == Sizes{3, 5});
+  CHECK(t.error("aten.scatter.value", {T(x), I(0), T(i32), F(1.0)}).find("i64") !=
+        std::string::npos);
+  CHECK(t.error("aten.scatter_reduce.two",
+                {T(x), I(0), T(idx), T(x), {"", Arg::of_string("max")}})
+            .find("amax or amin") != std::string::npos);
+  ValueId v = t.in("v", meta(DType::F32, {4, 5}));
+  CHECK(t.op("aten.index_put.default", {T(x), Ts({rows}), T(v)}).sizes == Sizes{3, 5});
+  ValueId bad = t.in("bad", meta(DType::F32, {3, 5}));
+  CHECK(t.error("aten.index_put.default", {T(x), Ts({rows}), T(bad)}).find("shape mismatch") !=
+        std::string::npos);
+}
