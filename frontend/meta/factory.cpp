@@ -114,11 +114,19 @@ const OpTable<MetaFn>::Row kFactoryMeta[] = {
     {OpId::arange, guarded<arange>},
     {OpId::arange_start, guarded<arange>},
     {OpId::arange_start_step, guarded<arange>},
+    {OpId::empty_like, guarded<full_like>},
+    {OpId::empty_memory_format, guarded<zeros>},
     {OpId::full, guarded<full>},
     {OpId::full_like, guarded<full_like>},
+    {OpId::new_empty, guarded<new_zeros>},
+    {OpId::new_full, guarded<new_zeros>},
+    {OpId::new_ones, guarded<new_zeros>},
     {OpId::new_zeros, guarded<new_zeros>},
+    {OpId::ones, guarded<zeros>},
+    {OpId::ones_like, guarded<full_like>},
     {OpId::scalar_tensor, guarded<scalar_tensor>},
     {OpId::zeros, guarded<zeros>},
+    {OpId::zeros_like, guarded<full_like>},
 };
 
 } // namespace

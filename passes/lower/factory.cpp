@@ -17,6 +17,9 @@ void lower_full(Lowerer& L, int n) {
 void lower_zeros(Lowerer& L, int n) {
   constant_fill(L, n, 0);
 }
+void lower_ones(Lowerer& L, int n) {
+  constant_fill(L, n, 1);
+}
 void lower_scalar_tensor(Lowerer& L, int n) {
   constant_fill(L, n, L.node(n).arg("s").scalar());
 }
@@ -42,11 +45,19 @@ const OpTable<LowerFn>::Row kFactoryRules[] = {
     {OpId::arange, lower_arange},
     {OpId::arange_start, lower_arange},
     {OpId::arange_start_step, lower_arange},
+    {OpId::empty_like, lower_zeros},
+    {OpId::empty_memory_format, lower_zeros},
     {OpId::full, lower_full},
     {OpId::full_like, lower_full},
+    {OpId::new_empty, lower_zeros},
+    {OpId::new_full, lower_full},
+    {OpId::new_ones, lower_ones},
     {OpId::new_zeros, lower_zeros},
+    {OpId::ones, lower_ones},
+    {OpId::ones_like, lower_ones},
     {OpId::scalar_tensor, lower_scalar_tensor},
     {OpId::zeros, lower_zeros},
+    {OpId::zeros_like, lower_zeros},
 };
 
 } // namespace

@@ -44,6 +44,27 @@ Tensors k_new_zeros(const KernelCall& c) {
   return {Tensor::empty(factory_dtype(c, c.tensor("self").dtype()), c.arg("size").ints)};
 }
 
+// ones, empty.memory_format (zero-filled: the reference interpreter has no uninitialized memory),
+// their _like and new_ forms, and new_full.
+Tensors k_ones(const KernelCall& c) {
+  return {filled(factory_dtype(c, c.default_float()), c.arg("size").ints, Arg::of_int(1))};
+}
+Tensors k_zeros_like(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {Tensor::empty(factory_dtype(c, x.dtype()), x.sizes())};
+}
+Tensors k_ones_like(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {filled(factory_dtype(c, x.dtype()), x.sizes(), Arg::of_int(1))};
+}
+Tensors k_new_ones(const KernelCall& c) {
+  return {filled(factory_dtype(c, c.tensor("self").dtype()), c.arg("size").ints, Arg::of_int(1))};
+}
+Tensors k_new_full(const KernelCall& c) {
+  return {filled(factory_dtype(c, c.tensor("self").dtype()), c.arg("size").ints,
+                 c.arg("fill_value"))};
+}
+
 Tensors k_scalar_tensor(const KernelCall& c) {
   return {filled(factory_dtype(c, c.default_float()), {}, c.arg("s"))};
 }
@@ -81,11 +102,19 @@ const OpTable<KernelFn>::Row kFactoryKernels[] = {
     {OpId::arange, k_arange},
     {OpId::arange_start, k_arange},
     {OpId::arange_start_step, k_arange},
+    {OpId::empty_like, k_zeros_like},
+    {OpId::empty_memory_format, k_zeros},
     {OpId::full, k_full},
     {OpId::full_like, k_full_like},
+    {OpId::new_empty, k_new_zeros},
+    {OpId::new_full, k_new_full},
+    {OpId::new_ones, k_new_ones},
     {OpId::new_zeros, k_new_zeros},
+    {OpId::ones, k_ones},
+    {OpId::ones_like, k_ones_like},
     {OpId::scalar_tensor, k_scalar_tensor},
     {OpId::zeros, k_zeros},
+    {OpId::zeros_like, k_zeros_like},
 };
 
 } // namespace
