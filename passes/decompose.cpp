@@ -379,6 +379,24 @@ std::vector<ValueId> pad(Emit& e, const DNode& d) {
                {Emit::t(d.tensor("self")), {"", d.arg("pad")}, Emit::f(value)})};
 }
 
+std::vector<ValueId> stack(Emit& e, const DNode& d) {
+  const std::vector<ValueId>& ts = d.arg("tensors").tensors;
+  if (ts.empty()) return {};
+  int64_t dim = wrap(d.arg("dim").i, e.dim(ts[0]) + 1);
+  std::vector<ValueId> parts;
+  for (ValueId t : ts) parts.push_back(e.unsqueeze(t, dim));
+  return {e.cat(parts, dim)};
+}
+
+std::vector<ValueId> unbind(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x));
+  std::vector<ValueId> out;
+  for (size_t i = 0; i < d.n.outputs.size(); ++i)
+    out.push_back(e.op("aten.select.int", {Emit::t(x), Emit::i(dim), Emit::i(int64_t(i))}));
+  return out;
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::_log_softmax, log_softmax},
     {OpId::_native_batch_norm_legit_no_training, native_batch_norm_no_training},
@@ -405,7 +423,9 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::silu, silu},
     {OpId::softmax_int, softmax},
     {OpId::split_Tensor, split},
+    {OpId::stack, stack},
     {OpId::transpose_int, transpose},
+    {OpId::unbind_int, unbind},
     {OpId::unflatten_int, to_shape},
 };
 

@@ -28,6 +28,18 @@ Metas zeros(const Graph& g, const Node& n) {
   return {make(c.opt_dtype("dtype").value_or(DType::F32), sz, factory_device(c))};
 }
 
+Metas empty_strided(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const Sizes& sz = c.ints("size");
+  const Sizes& st = c.ints("stride");
+  c.check_sizes(sz);
+  if (st.size() != sz.size())
+    c.fail("mismatch in length of strides and shape: " + join(sz) + " and " + join(st));
+  for (int64_t v : st)
+    if (v < 0) c.fail("empty_strided: negative strides are not supported, got " + join(st));
+  return {make_strided(c.opt_dtype("dtype").value_or(DType::F32), sz, st, factory_device(c))};
+}
+
 Metas scalar_tensor(const Graph& g, const Node& n) {
   Ctx c(g, n);
   return {make(c.opt_dtype("dtype").value_or(DType::F32), {}, factory_device(c))};
@@ -116,6 +128,7 @@ const OpTable<MetaFn>::Row kFactoryMeta[] = {
     {OpId::arange_start_step, guarded<arange>},
     {OpId::empty_like, guarded<full_like>},
     {OpId::empty_memory_format, guarded<zeros>},
+    {OpId::empty_strided, guarded<empty_strided>},
     {OpId::full, guarded<full>},
     {OpId::full_like, guarded<full_like>},
     {OpId::new_empty, guarded<new_zeros>},

@@ -698,21 +698,22 @@ Metas pixel_shuffle(const Graph& g, const Node& n) {
   if (x.dim() < 3)
     c.fail(name + " expects input to have at least 3 dimensions, but " + c.desc("self"));
   if (r <= 0) c.fail(name + " expects a positive factor, but got " + std::to_string(r));
+  const int64_t r2 = mul(r, r); // an overflow is the node's error
   Sizes out = x.sizes;
   size_t C = out.size() - 3, H = C + 1, W = C + 2;
   if (up) {
-    if (out[C] % (r * r) != 0)
+    if (out[C] % r2 != 0)
       c.fail("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
              "of upscale_factor, but input.size(-3)=" + std::to_string(out[C]) +
-             " is not divisible by " + std::to_string(r * r));
-    out[C] /= r * r;
+             " is not divisible by " + std::to_string(r2));
+    out[C] /= r2;
     out[H] = mul(out[H], r);
     out[W] = mul(out[W], r);
   } else {
     if (out[H] % r != 0 || out[W] % r != 0)
       c.fail("pixel_unshuffle expects height and width to be divisible by downscale_factor, but "
              "input is " + join(x.sizes) + " and downscale_factor=" + std::to_string(r));
-    out[C] = mul(out[C], r * r);
+    out[C] = mul(out[C], r2);
     out[H] /= r;
     out[W] /= r;
   }
@@ -753,6 +754,38 @@ Metas mode_pad(const Graph& g, const Node& n) {
   return {make(x.dtype, out, x.device)};
 }
 
+Metas stack(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  std::vector<const TensorMeta*> ts = c.tensors("tensors");
+  if (ts.empty()) c.fail("stack expects a non-empty TensorList");
+  for (const TensorMeta* t : ts)
+    if (t->sizes != ts[0]->sizes)
+      c.fail("stack expects each tensor to be equal size, but got " + join(ts[0]->sizes) +
+             " at entry 0 and " + join(t->sizes) + " at another entry");
+  int64_t d = c.dim(c.int_("dim"), ts[0]->dim() + 1);
+  DType dt = ts[0]->dtype;
+  for (const TensorMeta* t : ts) dt = promote_types(dt, t->dtype);
+  Sizes out = ts[0]->sizes;
+  out.insert(out.begin() + d, int64_t(ts.size()));
+  return {make(dt, out, ts[0]->device)};
+}
+
+Metas unbind(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() == 0) c.fail("Dimension specified as 0 but tensor has no dimensions");
+  int64_t d = c.dim(c.int_("dim"), x.dim());
+  Metas out;
+  for (int64_t i = 0; i < x.sizes[size_t(d)]; ++i) {
+    TensorMeta m = x;
+    m.sizes.erase(m.sizes.begin() + d);
+    m.strides.erase(m.strides.begin() + d);
+    m.storage_offset = x.storage_offset + i * x.strides[size_t(d)];
+    out.push_back(m);
+  }
+  return out;
+}
+
 const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::_to_copy, guarded<to_copy>},
     {OpId::_unsafe_view, guarded<unsafe_view>},
@@ -789,11 +822,13 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::squeeze, guarded<squeeze_all>},
     {OpId::squeeze_dim, guarded<squeeze_dim>},
     {OpId::squeeze_dims, guarded<squeeze_dims>},
+    {OpId::stack, guarded<stack>},
     {OpId::t, guarded<t>},
     {OpId::to_dtype, guarded<to_dtype>},
     {OpId::transpose_int, guarded<transpose>},
     {OpId::tril, guarded<triangle>},
     {OpId::triu, guarded<triangle>},
+    {OpId::unbind_int, guarded<unbind>},
     {OpId::unflatten_int, guarded<unflatten>},
     {OpId::unsqueeze, guarded<unsqueeze>},
     {OpId::view, guarded<view>},

@@ -47,6 +47,7 @@ const OpTable<LowerFn>::Row kFactoryRules[] = {
     {OpId::arange_start_step, lower_arange},
     {OpId::empty_like, lower_zeros},
     {OpId::empty_memory_format, lower_zeros},
+    {OpId::empty_strided, lower_zeros},
     {OpId::full, lower_full},
     {OpId::full_like, lower_full},
     {OpId::new_empty, lower_zeros},

@@ -104,6 +104,7 @@ const OpTable<KernelFn>::Row kFactoryKernels[] = {
     {OpId::arange_start_step, k_arange},
     {OpId::empty_like, k_zeros_like},
     {OpId::empty_memory_format, k_zeros},
+    {OpId::empty_strided, k_zeros},
     {OpId::full, k_full},
     {OpId::full_like, k_full_like},
     {OpId::new_empty, k_new_zeros},

@@ -499,7 +499,8 @@ Tensors k_pixel_shuffle(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   bool up = c.node.schema->index_of("upscale_factor") >= 0;
   int64_t r = c.arg(up ? "upscale_factor" : "downscale_factor").i;
-  if (x.dim() < 3 || r <= 0) fail("pixel_shuffle expects a 3-D or larger input and a positive factor");
+  if (x.dim() < 3 || r <= 0 || r > (int64_t(1) << 31))
+    fail("pixel_shuffle expects a 3-D or larger input and a positive factor below 2^31");
   Shape osz = x.sizes();
   size_t C = osz.size() - 3, H = C + 1, W = C + 2;
   if (up) {
@@ -580,6 +581,51 @@ Tensors k_unsafe_view(const KernelCall& c) {
   return {view_impl(c.tensor("self"), c.arg("size").ints)};
 }
 
+Tensors k_stack(const KernelCall& c) {
+  const Tensors& ts = c.list("tensors");
+  if (ts.empty()) fail("stack expects a non-empty TensorList");
+  for (const Tensor& t : ts)
+    if (t.sizes() != ts[0].sizes()) fail("stack expects each tensor to be equal size");
+  int64_t d = wrap(c.arg("dim").i, ts[0].dim() + 1);
+  DType dt = ts[0].dtype();
+  for (const Tensor& t : ts) dt = promote_types(dt, t.dtype());
+  dt = c.fdt(dt);
+  Shape inner_shape = ts[0].sizes();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= inner_shape[size_t(i)];
+  for (size_t i = size_t(d); i < inner_shape.size(); ++i) inner *= inner_shape[i];
+  Shape osz = inner_shape;
+  osz.insert(osz.begin() + d, int64_t(ts.size()));
+  Tensor out = Tensor::empty(dt, osz);
+  bool fl = is_floating(dt);
+  int64_t k = int64_t(ts.size());
+  for (int64_t j = 0; j < k; ++j) {
+    Tensor t = ts[size_t(j)].contiguous();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t dst = (o * k + j) * inner + i, src = o * inner + i;
+        if (fl)
+          out.store(dst, t.load(src));
+        else
+          out.store_int(dst, t.load_int(src));
+      }
+  }
+  return {out};
+}
+
+Tensors k_unbind(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) fail("Dimension specified as 0 but tensor has no dimensions");
+  int64_t d = wrap(c.arg("dim").i, x.dim());
+  Shape sz = x.sizes(), st = x.strides();
+  sz.erase(sz.begin() + d);
+  st.erase(st.begin() + d);
+  Tensors out;
+  for (int64_t i = 0; i < x.size(d); ++i)
+    out.push_back(view_of(x, sz, st, x.storage_offset() + i * x.stride(d)));
+  return out;
+}
+
 const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::_to_copy, k_to_copy},
     {OpId::_unsafe_view, k_unsafe_view},
@@ -616,11 +662,13 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::squeeze, k_squeeze_all},
     {OpId::squeeze_dim, k_squeeze},
     {OpId::squeeze_dims, k_squeeze},
+    {OpId::stack, k_stack},
     {OpId::t, k_t},
     {OpId::to_dtype, k_to_dtype},
     {OpId::transpose_int, k_transpose},
     {OpId::tril, k_tril},
     {OpId::triu, k_triu},
+    {OpId::unbind_int, k_unbind},
     {OpId::unflatten_int, k_unflatten},
     {OpId::unsqueeze, k_unsqueeze},
     {OpId::view, k_view},

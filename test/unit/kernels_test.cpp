@@ -902,8 +902,16 @@ TEST_CASE("kernels: cat, roll and constant padding") {
   check(op1("aten.pad.default", {r, Is({0, 0, 1, 0}), S("constant"), Fl(-1)}), DType::F32, {3, 3},
         {-1, -1, -1, 1, 2, 3, 4, 5, 6});
   check(op1("aten.pad.default", {F({2}, {1, 2}), Is({1, 1})}), DType::F32, {4}, {0, 1, 2, 0});
-  CHECK(op_error("aten.pad.default", {r, Is({1, 1}), S("reflect")}) ==
-        "pad mode 'reflect' is not supported by the reference interpreter");
+  // Reflect, replicate and circular modes (PyTorch: F.pad(x, (2, 1), mode)).
+  Tensor row = F({1, 3}, {1, 2, 3});
+  check(op1("aten.pad.default", {row, Is({2, 1}), S("reflect")}), DType::F32, {1, 6},
+        {3, 2, 1, 2, 3, 2});
+  check(op1("aten.pad.default", {row, Is({2, 1}), S("replicate")}), DType::F32, {1, 6},
+        {1, 1, 1, 2, 3, 3});
+  check(op1("aten.pad.default", {row, Is({2, 1}), S("circular")}), DType::F32, {1, 6},
+        {2, 3, 1, 2, 3, 1});
+  CHECK(op_error("aten.pad.default", {r, Is({1, 1}), S("bogus")}) ==
+        "unrecognised padding mode 'bogus'");
   CHECK(op_error("aten.constant_pad_nd.default", {r, Is({-2, -2})}).find("negative output size") !=
         std::string::npos);
   CHECK(op_error("aten.constant_pad_nd.default", {r, Is({1})}).find("divisible by 2") !=
