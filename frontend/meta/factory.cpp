@@ -40,6 +40,16 @@ Metas empty_strided(const Graph& g, const Node& n) {
   return {make_strided(c.opt_dtype("dtype").value_or(DType::F32), sz, st, factory_device(c))};
 }
 
+Metas linspace(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  int64_t steps = c.int_("steps");
+  if (steps < 0) c.fail("number of steps must be non-negative");
+  for (const char* a : {"start", "end"})
+    if (!is_scalar_kind(c.arg(a).kind))
+      c.fail("linspace expects numbers, got " + std::string(arg_kind_name(c.arg(a).kind)));
+  return {make(c.opt_dtype("dtype").value_or(DType::F32), {steps}, factory_device(c))};
+}
+
 Metas scalar_tensor(const Graph& g, const Node& n) {
   Ctx c(g, n);
   return {make(c.opt_dtype("dtype").value_or(DType::F32), {}, factory_device(c))};
@@ -131,6 +141,7 @@ const OpTable<MetaFn>::Row kFactoryMeta[] = {
     {OpId::empty_strided, guarded<empty_strided>},
     {OpId::full, guarded<full>},
     {OpId::full_like, guarded<full_like>},
+    {OpId::linspace, guarded<linspace>},
     {OpId::new_empty, guarded<new_zeros>},
     {OpId::new_full, guarded<new_zeros>},
     {OpId::new_ones, guarded<new_zeros>},

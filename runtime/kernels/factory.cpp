@@ -65,6 +65,24 @@ Tensors k_new_full(const KernelCall& c) {
                  c.arg("fill_value"))};
 }
 
+// linspace: PyTorch's two-sided formula (start + i*step in the first half, end - (n-1-i)*step
+// in the second), so both ends are exact.
+Tensors k_linspace(const KernelCall& c) {
+  int64_t n = c.arg("steps").i;
+  if (n < 0) fail("number of steps must be non-negative");
+  double a = c.arg("start").scalar(), b = c.arg("end").scalar();
+  Tensor out = Tensor::empty(factory_dtype(c, c.default_float()), {n});
+  double step = n > 1 ? (b - a) / double(n - 1) : 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = i < n / 2 ? a + step * double(i) : b - step * double(n - 1 - i);
+    if (is_floating(out.dtype()))
+      out.store(i, v);
+    else
+      out.store_int(i, int64_t(v));
+  }
+  return {out};
+}
+
 Tensors k_scalar_tensor(const KernelCall& c) {
   return {filled(factory_dtype(c, c.default_float()), {}, c.arg("s"))};
 }
@@ -107,6 +125,7 @@ const OpTable<KernelFn>::Row kFactoryKernels[] = {
     {OpId::empty_strided, k_zeros},
     {OpId::full, k_full},
     {OpId::full_like, k_full_like},
+    {OpId::linspace, k_linspace},
     {OpId::new_empty, k_new_zeros},
     {OpId::new_full, k_new_full},
     {OpId::new_ones, k_new_ones},
