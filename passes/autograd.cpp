@@ -834,6 +834,43 @@ void roll(GradCtx& c) {
          c.e.op("aten.roll.default", {Emit::t(c.go()), Emit::ints(shifts), {"", c.arg("dims")}}));
 }
 
+// ---- flip, tril/triu, repeat, t, pixel (un)shuffle ----------------------------------------------
+
+void flip(GradCtx& c) {
+  c.give("self", c.e.op("aten.flip.default", {Emit::t(c.go()), {"", c.arg("dims")}}));
+}
+
+void triangle(GradCtx& c) {
+  std::string target = c.n.target;
+  c.give("self", c.e.op(target, {Emit::t(c.go()), Emit::i(c.arg("diagonal").i)}));
+}
+
+/// repeat: each input element is copied to every tile, so its gradient sums the tiles.
+void repeat(GradCtx& c) {
+  std::vector<int64_t> xs = c.sizes(c.in("self")), r = c.arg("repeats").ints;
+  size_t off = r.size() - xs.size();
+  std::vector<int64_t> split, dims;
+  for (size_t i = 0; i < r.size(); ++i) {
+    dims.push_back(int64_t(split.size()));
+    split.push_back(r[i]);
+    if (i >= off) split.push_back(xs[i - off]);
+  }
+  ValueId g = c.e.sum(c.e.reshape(c.go(), split), dims, false);
+  c.give("self", c.e.reshape(g, xs));
+}
+
+void t(GradCtx& c) {
+  if (c.e.dim(c.go()) < 2) return c.give("self", c.go());
+  c.give("self", c.e.transpose(c.go(), 0, 1));
+}
+
+void pixel_shuffle(GradCtx& c) {
+  bool up = c.n.schema->index_of("upscale_factor") >= 0;
+  int64_t r = c.arg(up ? "upscale_factor" : "downscale_factor").i;
+  c.give("self", c.e.op(up ? "aten.pixel_unshuffle.default" : "aten.pixel_shuffle.default",
+                        {Emit::t(c.go()), Emit::i(r)}));
+}
+
 void dropout(GradCtx& c) {
   if (c.arg("train").b && c.arg("p").f != 0.0) c.fail("dropout in training mode is not supported");
   c.give("input", c.go());
@@ -1188,6 +1225,8 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::_softmax, softmax},
     {OpId::_to_copy, identity},
     {OpId::abs, abs},
+    {OpId::_adaptive_avg_pool2d, adaptive_avg_pool2d},
+    {OpId::_unsafe_view, reshape_back},
     {OpId::adaptive_avg_pool2d, adaptive_avg_pool2d},
     {OpId::add_Scalar, identity},
     {OpId::add_Tensor, add_tensor},
@@ -1233,6 +1272,7 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::exp, exp},
     {OpId::expand, identity},
     {OpId::flatten_using_ints, reshape_back},
+    {OpId::flip, flip},
     {OpId::fmod_Scalar, identity},
     // Issue 18 op families.
     {OpId::div_Scalar_mode, div_mode},
@@ -1291,6 +1331,9 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::native_layer_norm, native_layer_norm},
     {OpId::neg, neg},
     {OpId::permute, permute},
+    {OpId::pixel_shuffle, pixel_shuffle},
+    {OpId::pixel_unshuffle, pixel_shuffle},
+    {OpId::repeat, repeat},
     {OpId::pow_Tensor_Scalar, pow_tensor_scalar},
     {OpId::pow_Tensor_Tensor, pow_tensor_tensor},
     {OpId::reciprocal, reciprocal},
@@ -1309,8 +1352,10 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::split_Tensor, split},
     {OpId::split_with_sizes, split},
     {OpId::sqrt, sqrt},
+    {OpId::squeeze, reshape_back},
     {OpId::squeeze_dim, reshape_back},
     {OpId::squeeze_dims, reshape_back},
+    {OpId::t, t},
     {OpId::sub_Tensor, sub_tensor},
     {OpId::sum, sum_default},
     {OpId::sum_dim_IntList, sum_dim},
@@ -1319,6 +1364,8 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::to_dtype, identity},
     {OpId::to_dtype_layout, identity},
     {OpId::transpose_int, transpose},
+    {OpId::tril, triangle},
+    {OpId::triu, triangle},
     {OpId::unflatten_int, reshape_back},
     {OpId::unsqueeze, reshape_back},
     {OpId::view, reshape_back},

@@ -2,6 +2,7 @@
 #include "passes/decompose.h"
 
 #include "frontend/diag.h"
+#include "frontend/resample.h"
 #include "frontend/schema.h"
 #include "frontend/tensor_rules.h"
 #include "passes/aot_ops.h"
@@ -544,6 +545,24 @@ std::vector<ValueId> count_nonzero(Emit& e, const DNode& d) {
 }
 // ---- End of the issue-18 decompositions ----
 
+std::vector<ValueId> stack(Emit& e, const DNode& d) {
+  const std::vector<ValueId>& ts = d.arg("tensors").tensors;
+  if (ts.empty()) return {};
+  int64_t dim = wrap(d.arg("dim").i, e.dim(ts[0]) + 1);
+  std::vector<ValueId> parts;
+  for (ValueId t : ts) parts.push_back(e.unsqueeze(t, dim));
+  return {e.cat(parts, dim)};
+}
+
+std::vector<ValueId> unbind(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x));
+  std::vector<ValueId> out;
+  for (size_t i = 0; i < d.n.outputs.size(); ++i)
+    out.push_back(e.op("aten.select.int", {Emit::t(x), Emit::i(dim), Emit::i(int64_t(i))}));
+  return out;
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::all, all_of},
     {OpId::all_dim, all_of},
@@ -565,6 +584,7 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::std_mean_correction, var_like},
     {OpId::_log_softmax, log_softmax},
     {OpId::_native_batch_norm_legit_no_training, native_batch_norm_no_training},
+    {OpId::_adaptive_avg_pool2d, adaptive_avg_pool2d},
     {OpId::_softmax, softmax},
     {OpId::adaptive_avg_pool2d, adaptive_avg_pool2d},
     {OpId::addmm, addmm},
@@ -588,9 +608,81 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::silu, silu},
     {OpId::softmax_int, softmax},
     {OpId::split_Tensor, split},
+    {OpId::stack, stack},
     {OpId::transpose_int, transpose},
+    {OpId::unbind_int, unbind},
     {OpId::unflatten_int, to_shape},
 };
+
+/// Pooling windows, upsampling and reflection/replication padding are linear maps that act on
+/// each spatial dim separately: y = x ×_d M_d over the spatial dims d, with M_d ([in_d, out_d])
+/// the op itself applied to an identity laid out along d (size 1 in the other spatial dims).
+/// Train mode differentiates this form (transposes and matmuls); inference keeps the op.
+std::vector<ValueId> separable(Emit& e, const DNode& d) {
+  const OpSchema& s = *d.n.schema;
+  const std::string& target = d.n.target;
+  int xi = s.index_of("self") >= 0 ? s.index_of("self") : s.index_of("input");
+  ValueId x = d.args[size_t(xi)].tensor;
+  std::vector<int64_t> xs = e.sizes(x), os = d.out_meta(0).sizes;
+  int64_t R = int64_t(xs.size());
+  int64_t S = target.find("1d") != std::string::npos ? 1 : target.find("3d") != std::string::npos ? 3 : 2;
+  if (R < S + 1 || int64_t(os.size()) != R) return {};
+  bool pool = target.find("avg_pool") != std::string::npos;
+  bool upsample = target.find("upsample") != std::string::npos;
+  double override_div = 0;
+  ValueId y = x;
+  for (int64_t i = 0; i < S; ++i) {
+    int64_t dim = R - S + i, I = xs[size_t(dim)], O = os[size_t(dim)];
+    ValueId a = e.arange(0, I, 1, e.meta(x).device);
+    ValueId eye = e.cast(e.cmp("eq", e.unsqueeze(a, 1), e.unsqueeze(a, 0)), e.meta(x).dtype);
+    std::vector<int64_t> es = {1, I};
+    for (int64_t j = 0; j < S; ++j) es.push_back(j == i ? I : 1);
+    eye = e.reshape(eye, es);
+    std::vector<CallArg> call;
+    std::string t = target;
+    if (upsample) {
+      resample::Upsample u;
+      std::vector<int64_t> in(xs.end() - 2, xs.end());
+      if (!resample::upsample_args(d.n, in, u).empty()) return {};
+      if (t.size() > 4 && t.compare(t.size() - 4, 4, ".vec") == 0) t = t.substr(0, t.size() - 4) + ".default";
+      std::vector<int64_t> osz = {i == 0 ? O : 1, i == 1 ? O : 1};
+      call = {Emit::t(eye), Emit::ints(osz)};
+      if (s.index_of("align_corners") >= 0) call.push_back(Emit::b(u.align_corners));
+      for (int64_t j = 0; j < 2; ++j)
+        call.push_back({"", j == i && u.scale[size_t(j)] ? Arg::of_float(*u.scale[size_t(j)]) : Arg::none()});
+    } else {
+      for (size_t k = 0; k < d.args.size(); ++k) {
+        const std::string& name = s.args[k].name;
+        Arg v = d.args[k];
+        if (int(k) == xi) {
+          v = Arg::of_tensor(eye);
+        } else if (pool && (name == "kernel_size" || name == "stride" || name == "padding")) {
+          std::vector<int64_t> full = v.ints.empty() ? resample::spatial_param(d.arg("kernel_size").ints, size_t(S))
+                                                     : resample::spatial_param(v.ints, size_t(S));
+          std::vector<int64_t> one(size_t(S), name == "padding" ? 0 : 1);
+          one[size_t(i)] = full.at(size_t(i));
+          v = Arg::of_ints(one);
+        } else if (name == "divisor_override" && !v.is_none()) {
+          override_div = double(v.i);
+          v = Arg::of_int(1);
+        } else if (!pool && name == "padding") {
+          std::vector<int64_t> p(v.ints.size(), 0);
+          size_t pair = size_t(S - 1 - i); // pairs run from the last dim backwards
+          p[2 * pair] = v.ints[2 * pair];
+          p[2 * pair + 1] = v.ints[2 * pair + 1];
+          v = Arg::of_ints(p);
+        }
+        call.push_back({"", v});
+      }
+    }
+    ValueId m = e.reshape(e.op(t, std::move(call)), {I, O});
+    ValueId moved = dim == R - 1 ? y : e.transpose(y, dim, R - 1);
+    ValueId r = e.op("aten.matmul.default", {Emit::t(moved), Emit::t(m)});
+    y = dim == R - 1 ? r : e.transpose(r, dim, R - 1);
+  }
+  if (override_div != 0) y = e.div_s(y, override_div);
+  return {y};
+}
 
 std::vector<ValueId> layer_norm_to_native(Emit& e, const DNode& d) {
   return {e.call("aten.native_layer_norm.default", {Emit::t(d.tensor("input")),
@@ -615,9 +707,24 @@ std::vector<ValueId> batch_norm_to_native(Emit& e, const DNode& d) {
 /// Composite ops rewritten to the ATen op that returns what their backward needs (mean/rstd,
 /// pooling indices), as PyTorch's autograd does, so the forward computes it once.
 const OpTable<DecompFn>::Row kAutogradForms[] = {
+    {OpId::_upsample_nearest_exact2d, separable},
+    {OpId::_upsample_nearest_exact2d_vec, separable},
+    {OpId::avg_pool1d, separable},
+    {OpId::avg_pool2d, separable},
+    {OpId::avg_pool3d, separable},
     {OpId::batch_norm, batch_norm_to_native},
     {OpId::layer_norm, layer_norm_to_native},
     {OpId::max_pool2d, max_pool2d},
+    {OpId::reflection_pad1d, separable},
+    {OpId::reflection_pad2d, separable},
+    {OpId::reflection_pad3d, separable},
+    {OpId::replication_pad1d, separable},
+    {OpId::replication_pad2d, separable},
+    {OpId::replication_pad3d, separable},
+    {OpId::upsample_bilinear2d, separable},
+    {OpId::upsample_bilinear2d_vec, separable},
+    {OpId::upsample_nearest2d, separable},
+    {OpId::upsample_nearest2d_vec, separable},
 };
 
 const OpTable<DecompFn>& decomposition_table() {

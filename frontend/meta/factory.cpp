@@ -28,6 +28,28 @@ Metas zeros(const Graph& g, const Node& n) {
   return {make(c.opt_dtype("dtype").value_or(DType::F32), sz, factory_device(c))};
 }
 
+Metas empty_strided(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const Sizes& sz = c.ints("size");
+  const Sizes& st = c.ints("stride");
+  c.check_sizes(sz);
+  if (st.size() != sz.size())
+    c.fail("mismatch in length of strides and shape: " + join(sz) + " and " + join(st));
+  for (int64_t v : st)
+    if (v < 0) c.fail("empty_strided: negative strides are not supported, got " + join(st));
+  return {make_strided(c.opt_dtype("dtype").value_or(DType::F32), sz, st, factory_device(c))};
+}
+
+Metas linspace(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  int64_t steps = c.int_("steps");
+  if (steps < 0) c.fail("number of steps must be non-negative");
+  for (const char* a : {"start", "end"})
+    if (!is_scalar_kind(c.arg(a).kind))
+      c.fail("linspace expects numbers, got " + std::string(arg_kind_name(c.arg(a).kind)));
+  return {make(c.opt_dtype("dtype").value_or(DType::F32), {steps}, factory_device(c))};
+}
+
 Metas scalar_tensor(const Graph& g, const Node& n) {
   Ctx c(g, n);
   return {make(c.opt_dtype("dtype").value_or(DType::F32), {}, factory_device(c))};
@@ -114,11 +136,21 @@ const OpTable<MetaFn>::Row kFactoryMeta[] = {
     {OpId::arange, guarded<arange>},
     {OpId::arange_start, guarded<arange>},
     {OpId::arange_start_step, guarded<arange>},
+    {OpId::empty_like, guarded<full_like>},
+    {OpId::empty_memory_format, guarded<zeros>},
+    {OpId::empty_strided, guarded<empty_strided>},
     {OpId::full, guarded<full>},
     {OpId::full_like, guarded<full_like>},
+    {OpId::linspace, guarded<linspace>},
+    {OpId::new_empty, guarded<new_zeros>},
+    {OpId::new_full, guarded<new_zeros>},
+    {OpId::new_ones, guarded<new_zeros>},
     {OpId::new_zeros, guarded<new_zeros>},
+    {OpId::ones, guarded<zeros>},
+    {OpId::ones_like, guarded<full_like>},
     {OpId::scalar_tensor, guarded<scalar_tensor>},
     {OpId::zeros, guarded<zeros>},
+    {OpId::zeros_like, guarded<full_like>},
 };
 
 } // namespace

@@ -60,9 +60,13 @@ Metas scatter_add(const Graph& g, const Node& n) {
     if (std::max<int64_t>(idx.dim(), 1) != r || std::max<int64_t>(src.dim(), 1) != r)
       c.fail("index, self and src must have the same number of dimensions, but " + c.desc("index") +
              ", " + c.desc("self") + " and " + c.desc("src"));
+    // A 0-dim operand counts as size 1 along its single (implicit) dim.
+    auto size_at = [](const TensorMeta& t, int64_t i) {
+      return t.dim() == 0 ? int64_t(1) : t.sizes[size_t(i)];
+    };
     for (int64_t i = 0; i < idx.dim(); ++i) {
-      if (idx.sizes[size_t(i)] > src.sizes[size_t(i)] ||
-          (i != d && idx.sizes[size_t(i)] > self.sizes[size_t(i)]))
+      if (idx.sizes[size_t(i)] > size_at(src, i) ||
+          (i != d && idx.sizes[size_t(i)] > size_at(self, i)))
         c.fail("expected " + c.desc("index") + " to be no larger than " + c.desc("src") +
                " and, apart from dimension " + std::to_string(d) + ", than " + c.desc("self"));
     }

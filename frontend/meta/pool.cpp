@@ -1,6 +1,7 @@
 // Meta functions of pooling: max_pool2d (with and without indices) and adaptive_avg_pool2d,
 // with PyTorch's output-size rules (padding, dilation, ceil mode) and channels_last layouts.
 #include "frontend/meta/meta_util.h"
+#include "frontend/resample.h"
 
 namespace fxc::meta_detail {
 namespace {
@@ -90,10 +91,82 @@ Metas adaptive_avg_pool2d(const Graph& g, const Node& n) {
   return {pool_out(x.dtype, p, x.device)};
 }
 
+
+// avg_pool1d/2d/3d: `sp` spatial dims after one or two leading dims.
+Metas avg_pool(const Graph& g, const Node& n, size_t sp) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const std::string name = "avg_pool" + std::to_string(sp) + "d";
+  const Sizes& k0 = c.ints("kernel_size");
+  if (k0.size() != 1 && k0.size() != sp)
+    c.fail(name + ": kernel_size must either be a single int, or a tuple of " + std::to_string(sp) +
+           " ints");
+  Sizes k = resample::spatial_param(k0, sp);
+  Sizes st = c.ints("stride").empty() ? k : resample::spatial_param(c.ints("stride"), sp);
+  Sizes pad = resample::spatial_param(c.ints("padding"), sp);
+  if (st.size() != sp || pad.size() != sp)
+    c.fail(name + ": stride and padding must be a single int or a tuple of " +
+           std::to_string(sp) + " ints");
+  bool ceil_mode = c.bool_("ceil_mode");
+  if (c.has_arg("divisor_override") && c.has("divisor_override") &&
+      c.int_("divisor_override") == 0)
+    c.fail(name + ": divisor must be not zero");
+  if (x.dim() != int64_t(sp) + 1 && x.dim() != int64_t(sp) + 2)
+    c.fail(name + " expects a " + std::to_string(sp + 1) + "D or " + std::to_string(sp + 2) +
+           "D (batch mode) input, but " + c.desc("self"));
+  for (int64_t d = x.dim() == int64_t(sp) + 2 ? 1 : 0; d < x.dim(); ++d)
+    if (x.sizes[size_t(d)] == 0) c.fail(name + " expects a non-empty input, but " + c.desc("self"));
+  PoolGeom r;
+  r.out.assign(x.sizes.begin(), x.sizes.end() - int64_t(sp));
+  for (size_t i = 0; i < sp; ++i) {
+    if (k[i] <= 0) c.fail("kernel size should be greater than zero, but got " + join(k));
+    if (st[i] <= 0) c.fail("stride should be greater than zero, but got " + join(st));
+    if (pad[i] < 0 || pad[i] > k[i] / 2)
+      c.fail("pad should be at most half of the kernel size, but got padding " + join(pad) +
+             " and kernel_size " + join(k));
+    int64_t in = x.sizes[x.sizes.size() - sp + i];
+    int64_t o = resample::pool_out_size(in, k[i], pad[i], st[i], 1, ceil_mode);
+    if (o < 1)
+      c.fail("given input " + join(x.sizes) + ", the calculated output size is too small");
+    r.out.push_back(o);
+  }
+  r.channels_last = sp == 2 && x.dim() == 4 && suggests_channels_last(x);
+  return {pool_out(x.dtype, r, x.device)};
+}
+Metas avg_pool1d(const Graph& g, const Node& n) { return avg_pool(g, n, 1); }
+Metas avg_pool2d(const Graph& g, const Node& n) { return avg_pool(g, n, 2); }
+Metas avg_pool3d(const Graph& g, const Node& n) { return avg_pool(g, n, 3); }
+
+// upsample_nearest2d / _upsample_nearest_exact2d / upsample_bilinear2d, both overloads.
+Metas upsample2d(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor(c.has_arg("input") ? "input" : "self");
+  if (x.dim() != 4)
+    c.fail("upsampling expects a 4D input (N, C, H, W), but the input is " + format_meta(x));
+  resample::Upsample u;
+  std::string err = resample::upsample_args(n, {x.sizes[2], x.sizes[3]}, u);
+  if (!err.empty()) c.fail(err);
+  Sizes out = {x.sizes[0], x.sizes[1], u.out[0], u.out[1]};
+  c.check_sizes(out);
+  if (suggests_channels_last(x))
+    return {make_strided(x.dtype, out, channels_last_strides(out), x.device)};
+  return {make(x.dtype, out, x.device)};
+}
+
 const OpTable<MetaFn>::Row kPoolMeta[] = {
+    {OpId::_adaptive_avg_pool2d, guarded<adaptive_avg_pool2d>},
+    {OpId::_upsample_nearest_exact2d, guarded<upsample2d>},
+    {OpId::_upsample_nearest_exact2d_vec, guarded<upsample2d>},
     {OpId::adaptive_avg_pool2d, guarded<adaptive_avg_pool2d>},
+    {OpId::avg_pool1d, guarded<avg_pool1d>},
+    {OpId::avg_pool2d, guarded<avg_pool2d>},
+    {OpId::avg_pool3d, guarded<avg_pool3d>},
     {OpId::max_pool2d, guarded<max_pool2d>},
     {OpId::max_pool2d_with_indices, guarded<max_pool2d_with_indices>},
+    {OpId::upsample_bilinear2d, guarded<upsample2d>},
+    {OpId::upsample_bilinear2d_vec, guarded<upsample2d>},
+    {OpId::upsample_nearest2d, guarded<upsample2d>},
+    {OpId::upsample_nearest2d_vec, guarded<upsample2d>},
 };
 
 } // namespace

@@ -660,8 +660,173 @@ Metas slice_scatter(const Graph& g, const Node& n) {
   return {empty_like_preserve(self, self.dtype)};
 }
 
+
+// ---- flip, repeat, tril/triu, t, squeeze(), _unsafe_view, detach, pixel (un)shuffle, pads.
+
+Metas flip(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  c.dim_mask(c.ints("dims"), x.dim()); // wraps, and rejects repeated dims
+  return {empty_like_preserve(x, x.dtype)};
+}
+
+Metas repeat(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const Sizes& r = c.ints("repeats");
+  if (int64_t(r.size()) < x.dim())
+    c.fail("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+           "tensor");
+  Sizes out(r.size());
+  size_t off = r.size() - x.sizes.size();
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r[i] < 0) c.fail("Trying to create tensor with negative dimension " + std::to_string(r[i]));
+    out[i] = mul(r[i], i < off ? 1 : x.sizes[i - off]);
+  }
+  c.check_sizes(out);
+  return {make(x.dtype, out, x.device)};
+}
+
+Metas triangle(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() < 2)
+    c.fail(n.target.substr(5, 4) + ": input tensor must have at least 2 dimensions, but " +
+           c.desc("self"));
+  return {make(x.dtype, x.sizes, x.device)};
+}
+
+Metas t(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() > 2)
+    c.fail("t() expects a tensor with <= 2 dimensions, but self is " + std::to_string(x.dim()) +
+           "D");
+  TensorMeta out = x;
+  if (x.dim() == 2) {
+    std::swap(out.sizes[0], out.sizes[1]);
+    std::swap(out.strides[0], out.strides[1]);
+  }
+  return {out};
+}
+
+Metas squeeze_all(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  return {squeeze_meta(x, std::vector<bool>(size_t(x.dim()), true))};
+}
+
+Metas unsafe_view(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  Sizes shape = infer_size(c, c.ints("size"), x.numel());
+  auto st = compute_stride(x.sizes, x.strides, shape);
+  if (!st)
+    c.fail("view size " + join(shape) + " is not compatible with the input's size and stride (" +
+           format_meta_with_strides(x) + ")");
+  return {view_of(x, shape, *st, x.storage_offset)};
+}
+
+Metas pixel_shuffle(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  bool up = c.has_arg("upscale_factor");
+  int64_t r = c.int_(up ? "upscale_factor" : "downscale_factor");
+  std::string name = up ? "pixel_shuffle" : "pixel_unshuffle";
+  if (x.dim() < 3)
+    c.fail(name + " expects input to have at least 3 dimensions, but " + c.desc("self"));
+  if (r <= 0) c.fail(name + " expects a positive factor, but got " + std::to_string(r));
+  const int64_t r2 = mul(r, r); // an overflow is the node's error
+  Sizes out = x.sizes;
+  size_t C = out.size() - 3, H = C + 1, W = C + 2;
+  if (up) {
+    if (out[C] % r2 != 0)
+      c.fail("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+             "of upscale_factor, but input.size(-3)=" + std::to_string(out[C]) +
+             " is not divisible by " + std::to_string(r2));
+    out[C] /= r2;
+    out[H] = mul(out[H], r);
+    out[W] = mul(out[W], r);
+  } else {
+    if (out[H] % r != 0 || out[W] % r != 0)
+      c.fail("pixel_unshuffle expects height and width to be divisible by downscale_factor, but "
+             "input is " + join(x.sizes) + " and downscale_factor=" + std::to_string(r));
+    out[C] = mul(out[C], r2);
+    out[H] /= r;
+    out[W] /= r;
+  }
+  return {make(x.dtype, out, x.device)};
+}
+
+// reflection_pad{1,2,3}d and replication_pad{1,2,3}d: `padding` holds (left, right) pairs from
+// the last dim backwards.
+Metas mode_pad(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const Sizes& p = c.ints("padding");
+  bool reflect = n.target.find("reflection") != std::string::npos;
+  int64_t sp = int64_t(p.size() / 2);
+  std::string name = std::string(reflect ? "reflection" : "replication") + "_pad" +
+                     std::to_string(sp) + "d";
+  if (x.dim() != sp + 1 && x.dim() != sp + 2)
+    c.fail(name + ": expected a " + std::to_string(sp + 1) + "D or " + std::to_string(sp + 2) +
+           "D input, but " + c.desc("self"));
+  for (int64_t d = x.dim() == sp + 2 ? 1 : 0; d < x.dim(); ++d)
+    if (x.sizes[size_t(d)] == 0 && (d < x.dim() - sp || reflect))
+      c.fail(name + ": expected an input with non-zero sizes, but " + c.desc("self"));
+  Sizes out = x.sizes;
+  for (int64_t i = 0; i < sp; ++i) {
+    size_t d = size_t(x.dim() - 1 - i);
+    int64_t a = p[size_t(2 * i)], b = p[size_t(2 * i + 1)];
+    if (reflect && (a >= x.sizes[d] || b >= x.sizes[d]))
+      c.fail("Argument #4: Padding size should be less than the corresponding input dimension, "
+             "but got: padding (" + std::to_string(a) + ", " + std::to_string(b) +
+             ") at dimension " + std::to_string(d) + " of input " + join(x.sizes));
+    __int128 o = __int128(x.sizes[d]) + a + b;
+    if (o < 1)
+      c.fail("input (" + join(x.sizes) + ") is too small. Calculated output size is below 1 at "
+             "dimension " + std::to_string(d));
+    out[d] = c.checked(o, "padded size");
+  }
+  c.check_sizes(out);
+  return {make(x.dtype, out, x.device)};
+}
+
+Metas stack(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  std::vector<const TensorMeta*> ts = c.tensors("tensors");
+  if (ts.empty()) c.fail("stack expects a non-empty TensorList");
+  for (const TensorMeta* t : ts)
+    if (t->sizes != ts[0]->sizes)
+      c.fail("stack expects each tensor to be equal size, but got " + join(ts[0]->sizes) +
+             " at entry 0 and " + join(t->sizes) + " at another entry");
+  int64_t d = c.dim(c.int_("dim"), ts[0]->dim() + 1);
+  DType dt = ts[0]->dtype;
+  for (const TensorMeta* t : ts) dt = promote_types(dt, t->dtype);
+  Sizes out = ts[0]->sizes;
+  out.insert(out.begin() + d, int64_t(ts.size()));
+  return {make(dt, out, ts[0]->device)};
+}
+
+Metas unbind(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() == 0) c.fail("Dimension specified as 0 but tensor has no dimensions");
+  int64_t d = c.dim(c.int_("dim"), x.dim());
+  Metas out;
+  for (int64_t i = 0; i < x.sizes[size_t(d)]; ++i) {
+    TensorMeta m = x;
+    m.sizes.erase(m.sizes.begin() + d);
+    m.strides.erase(m.strides.begin() + d);
+    m.storage_offset = x.storage_offset + i * x.strides[size_t(d)];
+    out.push_back(m);
+  }
+  return out;
+}
+
 const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::_to_copy, guarded<to_copy>},
+    {OpId::_unsafe_view, guarded<unsafe_view>},
     {OpId::alias, guarded<alias>},
     {OpId::as_strided, guarded<as_strided>},
     {OpId::cat, guarded<cat>},
@@ -669,11 +834,22 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::constant_pad_nd, guarded<constant_pad_nd>},
     {OpId::contiguous, guarded<contiguous>},
     {OpId::copy, guarded<copy>},
+    {OpId::detach, guarded<alias>},
     {OpId::expand, guarded<expand>},
     {OpId::flatten_using_ints, guarded<flatten>},
+    {OpId::flip, guarded<flip>},
     {OpId::lift_fresh_copy, guarded<lift_fresh_copy>},
     {OpId::pad, guarded<pad>},
     {OpId::permute, guarded<permute>},
+    {OpId::pixel_shuffle, guarded<pixel_shuffle>},
+    {OpId::pixel_unshuffle, guarded<pixel_shuffle>},
+    {OpId::reflection_pad1d, guarded<mode_pad>},
+    {OpId::reflection_pad2d, guarded<mode_pad>},
+    {OpId::reflection_pad3d, guarded<mode_pad>},
+    {OpId::repeat, guarded<repeat>},
+    {OpId::replication_pad1d, guarded<mode_pad>},
+    {OpId::replication_pad2d, guarded<mode_pad>},
+    {OpId::replication_pad3d, guarded<mode_pad>},
     {OpId::reshape, guarded<reshape>},
     {OpId::roll, guarded<roll>},
     {OpId::diff, guarded<diff>},
@@ -682,12 +858,18 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::slice_scatter, guarded<slice_scatter>},
     {OpId::split_Tensor, guarded<split>},
     {OpId::split_with_sizes, guarded<split_with_sizes>},
+    {OpId::squeeze, guarded<squeeze_all>},
     {OpId::squeeze_dim, guarded<squeeze_dim>},
     {OpId::squeeze_dims, guarded<squeeze_dims>},
+    {OpId::stack, guarded<stack>},
+    {OpId::t, guarded<t>},
     {OpId::to_dtype, guarded<to_dtype>},
     {OpId::to_device, guarded<to_other>},
     {OpId::to_dtype_layout, guarded<to_other>},
     {OpId::transpose_int, guarded<transpose>},
+    {OpId::tril, guarded<triangle>},
+    {OpId::triu, guarded<triangle>},
+    {OpId::unbind_int, guarded<unbind>},
     {OpId::unflatten_int, guarded<unflatten>},
     {OpId::unsqueeze, guarded<unsqueeze>},
     {OpId::view, guarded<view>},

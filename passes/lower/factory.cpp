@@ -17,6 +17,9 @@ void lower_full(Lowerer& L, int n) {
 void lower_zeros(Lowerer& L, int n) {
   constant_fill(L, n, 0);
 }
+void lower_ones(Lowerer& L, int n) {
+  constant_fill(L, n, 1);
+}
 void lower_scalar_tensor(Lowerer& L, int n) {
   constant_fill(L, n, L.node(n).arg("s").scalar());
 }
@@ -38,15 +41,51 @@ void lower_arange(Lowerer& L, int n) {
                            {}));
 }
 
+/// linspace: start + i*step below steps/2, end - (steps-1-i)*step from there (PyTorch's formula).
+void lower_linspace(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  const TensorMeta& m = L.out_meta(n);
+  int64_t steps = nd.arg("steps").i;
+  double a = nd.arg("start").scalar(), b = nd.arg("end").scalar();
+  double step = steps > 1 ? (b - a) / double(steps - 1) : 0.0;
+  DType t = is_floating(m.dtype) && m.dtype != DType::F16 && m.dtype != DType::BF16 ? m.dtype
+                                                                                     : DType::F64;
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             IndexExpr i = idx.empty() ? IndexExpr(0) : idx[0];
+                             VPtr lo = v_binary(VOp::Add, v_const(a, t),
+                                                v_binary(VOp::Mul, v_const(step, t), v_index(i, t)));
+                             VPtr hi = v_binary(
+                                 VOp::Sub, v_const(b, t),
+                                 v_binary(VOp::Mul, v_const(step, t),
+                                          v_index(IndexExpr(steps - 1) - i, t)));
+                             VPtr first = v_binary(VOp::Lt, v_index(i, DType::I64),
+                                                   v_const(double(steps / 2), DType::I64));
+                             return v_cast(v_where(first, lo, hi), m.dtype);
+                           },
+                           {}));
+}
+
 const OpTable<LowerFn>::Row kFactoryRules[] = {
     {OpId::arange, lower_arange},
     {OpId::arange_start, lower_arange},
     {OpId::arange_start_step, lower_arange},
+    {OpId::empty_like, lower_zeros},
+    {OpId::empty_memory_format, lower_zeros},
+    {OpId::empty_strided, lower_zeros},
     {OpId::full, lower_full},
     {OpId::full_like, lower_full},
+    {OpId::linspace, lower_linspace},
+    {OpId::new_empty, lower_zeros},
+    {OpId::new_full, lower_full},
+    {OpId::new_ones, lower_ones},
     {OpId::new_zeros, lower_zeros},
+    {OpId::ones, lower_ones},
+    {OpId::ones_like, lower_ones},
     {OpId::scalar_tensor, lower_scalar_tensor},
     {OpId::zeros, lower_zeros},
+    {OpId::zeros_like, lower_zeros},
 };
 
 } // namespace

@@ -3,6 +3,8 @@
 // constant_pad_nd and slice_scatter as selects over bounded indices.
 #include "passes/lower/lower_util.h"
 
+#include "frontend/resample.h"
+
 namespace fxc::lower_detail {
 namespace {
 
@@ -243,30 +245,182 @@ void lower_slice_scatter(Lowerer& L, int n) {
                            {&self, &src}));
 }
 
+
+// ---- index-mapping copies
+
+/// out[idx] = x[map(idx)], or 0 where `keep` (optional) says false.
+void gather_rule(Lowerer& L, int n, LVal& x,
+                 const std::function<std::vector<IndexExpr>(const std::vector<IndexExpr>&)>& map,
+                 const std::function<VPtr(const std::vector<IndexExpr>&)>& keep = nullptr) {
+  const TensorMeta& m = L.out_meta(n);
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             VPtr v = v_cast(L.at(x, map(idx)), m.dtype);
+                             if (!keep) return v;
+                             return v_where(keep(idx), v, v_const(0, m.dtype));
+                           },
+                           {&x}));
+}
+
+void lower_flip(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  int64_t r = int64_t(x.sizes.size());
+  std::vector<bool> f(size_t(r), false);
+  for (int64_t d : L.node(n).arg("dims").ints)
+    if (r > 0) f[size_t(wrap(L, n, d, r))] = true;
+  gather_rule(L, n, x, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (f[d]) in[d] = IndexExpr(x.sizes[d] - 1) - idx[d];
+    return in;
+  });
+}
+
+void lower_repeat(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  size_t off = m.sizes.size() - x.sizes.size();
+  if (numel_of(m.sizes) == 0) {
+    L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto&) { return v_const(0, m.dtype); }, {}));
+    return;
+  }
+  gather_rule(L, n, x, [&](auto& idx) {
+    std::vector<IndexExpr> in;
+    for (size_t d = 0; d < x.sizes.size(); ++d) in.push_back(idx[d + off].mod(x.sizes[d]));
+    return in;
+  });
+}
+
+void lower_triangle(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  bool lower = L.node(n).target.find("tril") != std::string::npos;
+  int64_t k = L.node(n).arg("diagonal").i;
+  size_t R = x.sizes.size();
+  if (R < 2) L.fail(n, "tril/triu needs at least 2 dims");
+  gather_rule(
+      L, n, x, [&](auto& idx) { return idx; },
+      [&](auto& idx) {
+        VPtr diff = v_index(idx[R - 1] - idx[R - 2], DType::I64);
+        return v_binary(lower ? VOp::Le : VOp::Ge, diff, v_const(double(k), DType::I64));
+      });
+}
+
+void lower_pixel_shuffle(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "self");
+  bool up = nd.schema->index_of("upscale_factor") >= 0;
+  int64_t r = nd.arg(up ? "upscale_factor" : "downscale_factor").i;
+  size_t C = x.sizes.size() - 3, H = C + 1, W = C + 2;
+  gather_rule(L, n, x, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    if (up) {
+      in[C] = idx[C] * (r * r) + idx[H].mod(r) * r + idx[W].mod(r);
+      in[H] = idx[H].floordiv(r);
+      in[W] = idx[W].floordiv(r);
+    } else {
+      in[C] = idx[C].floordiv(r * r);
+      in[H] = idx[H] * r + idx[C].mod(r * r).floordiv(r);
+      in[W] = idx[W] * r + idx[C].mod(r);
+    }
+    return in;
+  });
+}
+
+/// reflection_pad*d / replication_pad*d, and pad() in those modes: each padded dim reads
+/// x at the reflected (|j| mirrored at both ends) or clamped index.
+void lower_mode_pad(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "self");
+  bool generic = nd.schema->index_of("mode") >= 0;
+  std::string mode = generic ? nd.arg("mode").s
+                     : nd.target.find("reflection") != std::string::npos ? "reflect"
+                                                                            : "replicate";
+  if (mode == "constant") {
+    L.fallback(n, "constant pad() not decomposed");
+    return;
+  }
+  auto pad = nd.arg(generic ? "pad" : "padding").ints;
+  size_t R = x.sizes.size();
+  std::vector<int64_t> lo(R, 0);
+  for (size_t j = 0; j < pad.size() / 2 && j < R; ++j) lo[R - 1 - j] = pad[2 * j];
+  size_t first = R - std::min(R, pad.size() / 2);
+  gather_rule(L, n, x, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    for (size_t d = first; d < R; ++d) {
+      int64_t ext = x.sizes[d];
+      IndexExpr e = idx[d] - IndexExpr(lo[d]);
+      if (mode == "replicate") {
+        in[d] = clamped(e, ext);
+      } else if (mode == "circular") {
+        in[d] = (e + IndexExpr(ext)).mod(ext);
+      } else {
+        auto [a, b] = e.range();
+        if (a >= 0 && b < ext) continue;
+        auto c = [](int64_t v) { return v_const(double(v), DType::I64); };
+        VPtr j = v_unary(VOp::Abs, v_index(e, DType::I64));
+        VPtr r = v_binary(VOp::Sub, c(ext - 1),
+                          v_unary(VOp::Abs, v_binary(VOp::Sub, c(ext - 1), j)));
+        in[d] = IndexExpr::indirect(r, ext);
+      }
+    }
+    return in;
+  });
+}
+
+void lower_t(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  std::vector<int64_t> sizes = x.sizes;
+  bool two = sizes.size() == 2;
+  if (two) std::swap(sizes[0], sizes[1]);
+  L.set_output(n, 0, L.view(n, x, sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    if (two) std::swap(in[0], in[1]);
+    return in;
+  }));
+}
+
 const OpTable<LowerFn>::Row kViewRules[] = {
     {OpId::_to_copy, lower_copy_like},
+    {OpId::_unsafe_view, lower_reshape},
     {OpId::alias, lower_copy_like},
     {OpId::cat, lower_cat},
     {OpId::clone, lower_copy_like},
     {OpId::contiguous, lower_copy_like},
     {OpId::constant_pad_nd, lower_constant_pad_nd},
     {OpId::copy, lower_copy},
+    {OpId::detach, lower_copy_like},
     {OpId::expand, lower_expand},
     {OpId::flatten_using_ints, lower_reshape},
+    {OpId::flip, lower_flip},
     {OpId::lift_fresh_copy, lower_copy_like},
+    {OpId::pad, lower_mode_pad},
     {OpId::permute, lower_permute},
+    {OpId::pixel_shuffle, lower_pixel_shuffle},
+    {OpId::pixel_unshuffle, lower_pixel_shuffle},
+    {OpId::reflection_pad1d, lower_mode_pad},
+    {OpId::reflection_pad2d, lower_mode_pad},
+    {OpId::reflection_pad3d, lower_mode_pad},
+    {OpId::repeat, lower_repeat},
+    {OpId::replication_pad1d, lower_mode_pad},
+    {OpId::replication_pad2d, lower_mode_pad},
+    {OpId::replication_pad3d, lower_mode_pad},
     {OpId::reshape, lower_reshape},
     {OpId::select_int, lower_select},
     {OpId::slice_Tensor, lower_slice},
     {OpId::slice_scatter, lower_slice_scatter},
     {OpId::split_Tensor, lower_split},
     {OpId::split_with_sizes, lower_split},
+    {OpId::squeeze, lower_same_order_view},
     {OpId::squeeze_dim, lower_same_order_view},
     {OpId::squeeze_dims, lower_same_order_view},
+    {OpId::t, lower_t},
     {OpId::to_dtype, lower_copy_like},
     {OpId::to_device, lower_copy_like},
     {OpId::to_dtype_layout, lower_copy_like},
     {OpId::transpose_int, lower_transpose},
+    {OpId::tril, lower_triangle},
+    {OpId::triu, lower_triangle},
     {OpId::unflatten_int, lower_reshape},
     {OpId::unsqueeze, lower_same_order_view},
     {OpId::view, lower_reshape},

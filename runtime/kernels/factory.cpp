@@ -44,6 +44,45 @@ Tensors k_new_zeros(const KernelCall& c) {
   return {Tensor::empty(factory_dtype(c, c.tensor("self").dtype()), c.arg("size").ints)};
 }
 
+// ones, empty.memory_format (zero-filled: the reference interpreter has no uninitialized memory),
+// their _like and new_ forms, and new_full.
+Tensors k_ones(const KernelCall& c) {
+  return {filled(factory_dtype(c, c.default_float()), c.arg("size").ints, Arg::of_int(1))};
+}
+Tensors k_zeros_like(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {Tensor::empty(factory_dtype(c, x.dtype()), x.sizes())};
+}
+Tensors k_ones_like(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {filled(factory_dtype(c, x.dtype()), x.sizes(), Arg::of_int(1))};
+}
+Tensors k_new_ones(const KernelCall& c) {
+  return {filled(factory_dtype(c, c.tensor("self").dtype()), c.arg("size").ints, Arg::of_int(1))};
+}
+Tensors k_new_full(const KernelCall& c) {
+  return {filled(factory_dtype(c, c.tensor("self").dtype()), c.arg("size").ints,
+                 c.arg("fill_value"))};
+}
+
+// linspace: PyTorch's two-sided formula (start + i*step in the first half, end - (n-1-i)*step
+// in the second), so both ends are exact.
+Tensors k_linspace(const KernelCall& c) {
+  int64_t n = c.arg("steps").i;
+  if (n < 0) fail("number of steps must be non-negative");
+  double a = c.arg("start").scalar(), b = c.arg("end").scalar();
+  Tensor out = Tensor::empty(factory_dtype(c, c.default_float()), {n});
+  double step = n > 1 ? (b - a) / double(n - 1) : 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = i < n / 2 ? a + step * double(i) : b - step * double(n - 1 - i);
+    if (is_floating(out.dtype()))
+      out.store(i, v);
+    else
+      out.store_int(i, int64_t(v));
+  }
+  return {out};
+}
+
 Tensors k_scalar_tensor(const KernelCall& c) {
   return {filled(factory_dtype(c, c.default_float()), {}, c.arg("s"))};
 }
@@ -81,11 +120,21 @@ const OpTable<KernelFn>::Row kFactoryKernels[] = {
     {OpId::arange, k_arange},
     {OpId::arange_start, k_arange},
     {OpId::arange_start_step, k_arange},
+    {OpId::empty_like, k_zeros_like},
+    {OpId::empty_memory_format, k_zeros},
+    {OpId::empty_strided, k_zeros},
     {OpId::full, k_full},
     {OpId::full_like, k_full_like},
+    {OpId::linspace, k_linspace},
+    {OpId::new_empty, k_new_zeros},
+    {OpId::new_full, k_new_full},
+    {OpId::new_ones, k_new_ones},
     {OpId::new_zeros, k_new_zeros},
+    {OpId::ones, k_ones},
+    {OpId::ones_like, k_ones_like},
     {OpId::scalar_tensor, k_scalar_tensor},
     {OpId::zeros, k_zeros},
+    {OpId::zeros_like, k_zeros_like},
 };
 
 } // namespace

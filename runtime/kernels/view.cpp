@@ -3,6 +3,8 @@
 // ...); cat, roll, pad, contiguous, clone, _to_copy, copy and slice_scatter copy.
 #include "runtime/kernels/kernel_util.h"
 
+#include "frontend/resample.h"
+
 namespace fxc::kernel_detail {
 namespace {
 
@@ -169,11 +171,14 @@ Tensors k_constant_pad_nd(const KernelCall& c) {
   return {constant_pad(x, c.arg("pad").ints, c.arg("value").scalar(), c.fdt(x.dtype()))};
 }
 
+Tensor mode_pad(const Tensor& x, const Shape& pad, const std::string& mode);
+
 Tensors k_pad(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const std::string& mode = c.arg("mode").s;
-  if (mode != "constant")
-    fail("pad mode '" + mode + "' is not supported by the reference interpreter");
+  if (mode == "reflect" || mode == "replicate" || mode == "circular")
+    return {mode_pad(x, c.arg("pad").ints, mode)};
+  if (mode != "constant") fail("unrecognised padding mode '" + mode + "'");
   const Arg& v = c.arg("value");
   return {constant_pad(x, c.arg("pad").ints, v.is_none() ? 0.0 : v.f, c.fdt(x.dtype()))};
 }
@@ -460,8 +465,221 @@ Tensors k_lift_fresh_copy(const KernelCall& c) {
   return {c.tensor("self").clone()};
 }
 
+
+// ---- Index-mapping copies: flip, repeat, tril/triu, pixel (un)shuffle, reflection and
+// replication padding. Each output element i is x's element src(coords of i), or 0 for -1.
+
+template <class F> Tensor gather_copy(const Tensor& x0, const Shape& osz, F src) {
+  Tensor x = x0.contiguous();
+  DType dt = x.dtype();
+  Tensor out = Tensor::empty(dt, osz);
+  int64_t n = out.numel();
+  bool fl = is_floating(dt);
+  Shape xs = x.sizes(), xst(xs.size(), 1);
+  for (int64_t d = int64_t(xs.size()) - 2; d >= 0; --d) xst[size_t(d)] = xst[size_t(d) + 1] * xs[size_t(d) + 1];
+  Shape o(osz.size());
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i;
+    for (int64_t d = int64_t(osz.size()) - 1; d >= 0; --d) {
+      o[size_t(d)] = rem % osz[size_t(d)];
+      rem /= osz[size_t(d)];
+    }
+    int64_t j = src(o, xst);
+    if (j < 0) continue;
+    if (fl)
+      out.store(i, x.load(j));
+    else
+      out.store_int(i, x.load_int(j));
+  }
+  return out;
+}
+
+Tensors k_flip(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  std::vector<bool> f(size_t(x.dim()), false);
+  for (int64_t d : c.arg("dims").ints) {
+    int64_t w = wrap(d, x.dim());
+    if (x.dim() > 0) {
+      if (f[size_t(w)]) fail("dim " + std::to_string(w) + " appears multiple times in the list of dims");
+      f[size_t(w)] = true;
+    }
+  }
+  Shape xs = x.sizes();
+  return {gather_copy(x, xs, [&](const Shape& o, const Shape& st) {
+    int64_t j = 0;
+    for (size_t d = 0; d < o.size(); ++d) j += (f[d] ? xs[d] - 1 - o[d] : o[d]) * st[d];
+    return j;
+  })};
+}
+
+Tensors k_repeat(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Shape& r = c.arg("repeats").ints;
+  if (int64_t(r.size()) < x.dim())
+    fail("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+  size_t off = r.size() - size_t(x.dim());
+  Shape xs = x.sizes(), osz(r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r[i] < 0) fail("Trying to create tensor with negative dimension " + std::to_string(r[i]));
+    osz[i] = r[i] * (i < off ? 1 : xs[i - off]);
+  }
+  return {gather_copy(x, osz, [&](const Shape& o, const Shape& st) {
+    int64_t j = 0;
+    for (size_t d = 0; d < xs.size(); ++d) j += (o[d + off] % xs[d]) * st[d];
+    return j;
+  })};
+}
+
+Tensors triangle(const KernelCall& c, bool lower) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() < 2) fail(std::string(lower ? "tril" : "triu") + ": input tensor must have at least 2 dimensions");
+  int64_t k = c.arg("diagonal").i;
+  size_t R = size_t(x.dim());
+  return {gather_copy(x, x.sizes(), [&](const Shape& o, const Shape& st) -> int64_t {
+    int64_t diff = o[R - 1] - o[R - 2];
+    if (lower ? diff > k : diff < k) return -1;
+    int64_t j = 0;
+    for (size_t d = 0; d < R; ++d) j += o[d] * st[d];
+    return j;
+  })};
+}
+Tensors k_tril(const KernelCall& c) { return triangle(c, true); }
+Tensors k_triu(const KernelCall& c) { return triangle(c, false); }
+
+Tensors k_pixel_shuffle(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  bool up = c.node.schema->index_of("upscale_factor") >= 0;
+  int64_t r = c.arg(up ? "upscale_factor" : "downscale_factor").i;
+  if (x.dim() < 3 || r <= 0 || r > (int64_t(1) << 31))
+    fail("pixel_shuffle expects a 3-D or larger input and a positive factor below 2^31");
+  Shape osz = x.sizes();
+  size_t C = osz.size() - 3, H = C + 1, W = C + 2;
+  if (up) {
+    if (osz[C] % (r * r) != 0) fail("pixel_shuffle: channels not divisible by upscale_factor^2");
+    osz[C] /= r * r;
+    osz[H] *= r;
+    osz[W] *= r;
+  } else {
+    if (osz[H] % r != 0 || osz[W] % r != 0) fail("pixel_unshuffle: size not divisible by downscale_factor");
+    osz[C] *= r * r;
+    osz[H] /= r;
+    osz[W] /= r;
+  }
+  return {gather_copy(x, osz, [&](const Shape& o, const Shape& st) {
+    int64_t j = 0;
+    for (size_t d = 0; d < C; ++d) j += o[d] * st[d];
+    int64_t ic, ih, iw;
+    if (up) {
+      ic = o[C] * r * r + (o[H] % r) * r + (o[W] % r);
+      ih = o[H] / r;
+      iw = o[W] / r;
+    } else {
+      ic = o[C] / (r * r);
+      ih = o[H] * r + (o[C] % (r * r)) / r;
+      iw = o[W] * r + o[C] % r;
+    }
+    return j + ic * st[C] + ih * st[H] + iw * st[W];
+  })};
+}
+
+// reflect / replicate / circular padding of the last pad.size()/2 dims.
+Tensor mode_pad(const Tensor& x, const Shape& pad, const std::string& mode) {
+  size_t sp = pad.size() / 2, R = size_t(x.dim());
+  if (pad.size() % 2 != 0 || sp > R) fail("padding must have an even number of values, at most two per dim");
+  Shape osz = x.sizes(), lo(R, 0);
+  for (size_t i = 0; i < sp; ++i) {
+    size_t d = R - 1 - i;
+    int64_t a = pad[2 * i], b = pad[2 * i + 1];
+    if (mode == "reflect" && (a >= osz[d] || b >= osz[d]))
+      fail("padding size should be less than the corresponding input dimension");
+    if (x.size(int64_t(d)) == 0) fail(mode + " padding of an empty dimension");
+    lo[d] = a;
+    osz[d] += a + b;
+    if (osz[d] < 1) fail("padded output size is below 1");
+  }
+  Shape xs = x.sizes();
+  return gather_copy(x, osz, [&](const Shape& o, const Shape& st) {
+    int64_t j = 0;
+    for (size_t d = 0; d < R; ++d)
+      j += (d + sp >= R ? resample::pad_source(o[d], xs[d], lo[d], mode) : o[d]) * st[d];
+    return j;
+  });
+}
+
+Tensors k_mode_pad(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  bool reflect = c.node.target.find("reflection") != std::string::npos;
+  const Shape& p = c.arg("padding").ints;
+  size_t sp = p.size() / 2;
+  if (x.dim() != int64_t(sp) + 1 && x.dim() != int64_t(sp) + 2)
+    fail("expected a " + std::to_string(sp + 1) + "-D or " + std::to_string(sp + 2) + "-D input");
+  return {mode_pad(x, p, reflect ? "reflect" : "replicate")};
+}
+
+Tensors k_t(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() > 2) fail("t() expects a tensor with <= 2 dimensions");
+  if (x.dim() < 2) return {x};
+  return {view_of(x, {x.size(1), x.size(0)}, {x.stride(1), x.stride(0)}, x.storage_offset())};
+}
+
+Tensors k_squeeze_all(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {squeeze_dims(x, std::vector<bool>(size_t(x.dim()), true))};
+}
+
+Tensors k_unsafe_view(const KernelCall& c) {
+  return {view_impl(c.tensor("self"), c.arg("size").ints)};
+}
+
+Tensors k_stack(const KernelCall& c) {
+  const Tensors& ts = c.list("tensors");
+  if (ts.empty()) fail("stack expects a non-empty TensorList");
+  for (const Tensor& t : ts)
+    if (t.sizes() != ts[0].sizes()) fail("stack expects each tensor to be equal size");
+  int64_t d = wrap(c.arg("dim").i, ts[0].dim() + 1);
+  DType dt = ts[0].dtype();
+  for (const Tensor& t : ts) dt = promote_types(dt, t.dtype());
+  dt = c.fdt(dt);
+  Shape inner_shape = ts[0].sizes();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= inner_shape[size_t(i)];
+  for (size_t i = size_t(d); i < inner_shape.size(); ++i) inner *= inner_shape[i];
+  Shape osz = inner_shape;
+  osz.insert(osz.begin() + d, int64_t(ts.size()));
+  Tensor out = Tensor::empty(dt, osz);
+  bool fl = is_floating(dt);
+  int64_t k = int64_t(ts.size());
+  for (int64_t j = 0; j < k; ++j) {
+    Tensor t = ts[size_t(j)].contiguous();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t dst = (o * k + j) * inner + i, src = o * inner + i;
+        if (fl)
+          out.store(dst, t.load(src));
+        else
+          out.store_int(dst, t.load_int(src));
+      }
+  }
+  return {out};
+}
+
+Tensors k_unbind(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) fail("Dimension specified as 0 but tensor has no dimensions");
+  int64_t d = wrap(c.arg("dim").i, x.dim());
+  Shape sz = x.sizes(), st = x.strides();
+  sz.erase(sz.begin() + d);
+  st.erase(st.begin() + d);
+  Tensors out;
+  for (int64_t i = 0; i < x.size(d); ++i)
+    out.push_back(view_of(x, sz, st, x.storage_offset() + i * x.stride(d)));
+  return out;
+}
+
 const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::_to_copy, k_to_copy},
+    {OpId::_unsafe_view, k_unsafe_view},
     {OpId::alias, k_alias},
     {OpId::as_strided, k_as_strided},
     {OpId::cat, k_cat},
@@ -469,11 +687,22 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::constant_pad_nd, k_constant_pad_nd},
     {OpId::contiguous, k_contiguous},
     {OpId::copy, k_copy},
+    {OpId::detach, k_alias},
     {OpId::expand, k_expand},
     {OpId::flatten_using_ints, k_flatten},
+    {OpId::flip, k_flip},
     {OpId::lift_fresh_copy, k_lift_fresh_copy},
     {OpId::pad, k_pad},
     {OpId::permute, k_permute},
+    {OpId::pixel_shuffle, k_pixel_shuffle},
+    {OpId::pixel_unshuffle, k_pixel_shuffle},
+    {OpId::reflection_pad1d, k_mode_pad},
+    {OpId::reflection_pad2d, k_mode_pad},
+    {OpId::reflection_pad3d, k_mode_pad},
+    {OpId::repeat, k_repeat},
+    {OpId::replication_pad1d, k_mode_pad},
+    {OpId::replication_pad2d, k_mode_pad},
+    {OpId::replication_pad3d, k_mode_pad},
     {OpId::reshape, k_reshape},
     {OpId::roll, k_roll},
     {OpId::diff, k_diff},
@@ -482,12 +711,18 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::slice_scatter, k_slice_scatter},
     {OpId::split_Tensor, k_split},
     {OpId::split_with_sizes, k_split},
+    {OpId::squeeze, k_squeeze_all},
     {OpId::squeeze_dim, k_squeeze},
     {OpId::squeeze_dims, k_squeeze},
+    {OpId::stack, k_stack},
+    {OpId::t, k_t},
     {OpId::to_dtype, k_to_dtype},
     {OpId::to_device, k_to_other},
     {OpId::to_dtype_layout, k_to_other},
     {OpId::transpose_int, k_transpose},
+    {OpId::tril, k_tril},
+    {OpId::triu, k_triu},
+    {OpId::unbind_int, k_unbind},
     {OpId::unflatten_int, k_unflatten},
     {OpId::unsqueeze, k_unsqueeze},
     {OpId::view, k_view},

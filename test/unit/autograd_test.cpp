@@ -594,3 +594,44 @@ TEST_CASE("autograd: cummax/cummin, index_add, index_fill, nansum and std_mean")
   tg.output(sm[1]);
   check_gradients(tg);
 }
+
+TEST_CASE("autograd: avg pooling, upsampling and mode padding through their separable form") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 5, 7});
+  ValueId x3 = tg.input("x3", {2, 3, 6});
+  ValueId x5 = tg.input("x5", {1, 2, 3, 4, 5});
+  CallArg none{"", Arg::none()};
+  tg.output(tg.op("aten.avg_pool2d.default",
+                  {T(x), Is({3, 2}), Is({2, 2}), Is({1, 1}), B(true), B(false)}));
+  tg.output(tg.op("aten.avg_pool2d.default", {T(x), Is({3, 3}), Is({2, 3}), Is({1, 0}), B(true)}));
+  tg.output(tg.op("aten.avg_pool2d.default",
+                  {T(x), Is({2, 2}), Is({}), Is({0, 0}), B(true), B(true), I(3)}));
+  tg.output(tg.op("aten.avg_pool1d.default", {T(x3), Is({3}), Is({2}), Is({1}), B(true), B(false)}));
+  tg.output(tg.op("aten.avg_pool3d.default",
+                  {T(x5), Is({2, 3, 3}), Is({2, 2, 2}), Is({1, 1, 1}), B(true), B(false)}));
+  tg.output(tg.op("aten.upsample_bilinear2d.default", {T(x), Is({8, 11}), B(false)}));
+  tg.output(tg.op("aten.upsample_bilinear2d.vec", {T(x), Is({9, 4}), B(true), none}));
+  tg.output(tg.op("aten.upsample_nearest2d.vec",
+                  {T(x), none, {"", Arg::of_floats({2.0, 1.5})}}));
+  tg.output(tg.op("aten._upsample_nearest_exact2d.default", {T(x), Is({3, 10})}));
+  tg.output(tg.op("aten.reflection_pad2d.default", {T(x), Is({2, 1, 3, 0})}));
+  tg.output(tg.op("aten.replication_pad1d.default", {T(x3), Is({0, 4})}));
+  tg.output(tg.op("aten.reflection_pad3d.default", {T(x5), Is({1, 1, 2, 0, 1, 2})}));
+  tg.output(tg.op("aten.replication_pad3d.default", {T(x5), Is({1, 2, 0, 1, 2, 2})}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: flip, repeat, tril/triu, t and pixel (un)shuffle") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {4, 5});
+  ValueId y = tg.input("y", {1, 8, 3, 5});
+  tg.output(tg.op("aten.flip.default", {T(x), Is({0, -1})}));
+  tg.output(tg.op("aten.repeat.default", {T(x), Is({2, 1, 3})}));
+  tg.output(tg.op("aten.tril.default", {T(x), I(1)}));
+  tg.output(tg.op("aten.triu.default", {T(x), I(-1)}));
+  tg.output(tg.op("aten.mul.Tensor", {T(tg.op("aten.t.default", {T(x)})), T(tg.op("aten.t.default", {T(x)}))}));
+  ValueId ps = tg.op("aten.pixel_shuffle.default", {T(y), I(2)});
+  tg.output(tg.op("aten.mul.Tensor", {T(ps), T(ps)}));
+  tg.output(tg.op("aten.pixel_unshuffle.default", {T(y), I(1)}));
+  check_gradients(tg);
+}

@@ -902,8 +902,16 @@ TEST_CASE("kernels: cat, roll and constant padding") {
   check(op1("aten.pad.default", {r, Is({0, 0, 1, 0}), S("constant"), Fl(-1)}), DType::F32, {3, 3},
         {-1, -1, -1, 1, 2, 3, 4, 5, 6});
   check(op1("aten.pad.default", {F({2}, {1, 2}), Is({1, 1})}), DType::F32, {4}, {0, 1, 2, 0});
-  CHECK(op_error("aten.pad.default", {r, Is({1, 1}), S("reflect")}) ==
-        "pad mode 'reflect' is not supported by the reference interpreter");
+  // Reflect, replicate and circular modes (PyTorch: F.pad(x, (2, 1), mode)).
+  Tensor row = F({1, 3}, {1, 2, 3});
+  check(op1("aten.pad.default", {row, Is({2, 1}), S("reflect")}), DType::F32, {1, 6},
+        {3, 2, 1, 2, 3, 2});
+  check(op1("aten.pad.default", {row, Is({2, 1}), S("replicate")}), DType::F32, {1, 6},
+        {1, 1, 1, 2, 3, 3});
+  check(op1("aten.pad.default", {row, Is({2, 1}), S("circular")}), DType::F32, {1, 6},
+        {2, 3, 1, 2, 3, 1});
+  CHECK(op_error("aten.pad.default", {r, Is({1, 1}), S("bogus")}) ==
+        "unrecognised padding mode 'bogus'");
   CHECK(op_error("aten.constant_pad_nd.default", {r, Is({-2, -2})}).find("negative output size") !=
         std::string::npos);
   CHECK(op_error("aten.constant_pad_nd.default", {r, Is({1})}).find("divisible by 2") !=
@@ -1601,4 +1609,51 @@ TEST_CASE("kernels: cummax/cummin take the later index on ties; index_add, index
   auto sm = op("aten.std_mean.correction", {F({4}, {1, 2, 3, 4})});
   check(sm[0], DType::F32, {}, {std::sqrt(5.0 / 3)});
   check(sm[1], DType::F32, {}, {2.5});
+}
+
+namespace {
+Arg Fls(std::vector<double> v) {
+  return Arg::of_floats(std::move(v));
+}
+} // namespace
+
+TEST_CASE("kernels: avg_pool2d ceil_mode windows clip at input+padding for the divisor") {
+  // W=6, kernel 3, stride 2, padding 1, ceil mode: 4 windows starting at -1, 1, 3, 5. The last
+  // covers [5, 8) but is clipped to [5, 7) (input + padding) for count_include_pad, so its
+  // divisor is 2, not 3; without count_include_pad it is 1 (only x[5] is inside).
+  Tensor x = F({1, 1, 1, 6}, {1, 2, 3, 4, 5, 6});
+  check(op1("aten.avg_pool2d.default", {x, Is({1, 3}), Is({1, 2}), Is({0, 1}), Bo(true), Bo(true)}),
+        DType::F32, {1, 1, 1, 4}, {1, 3, 5, 3});
+  check(op1("aten.avg_pool2d.default", {x, Is({1, 3}), Is({1, 2}), Is({0, 1}), Bo(true), Bo(false)}),
+        DType::F32, {1, 1, 1, 4}, {1.5, 3, 5, 6});
+  // Without ceil mode the partial last window is dropped; a divisor_override replaces the count.
+  check(op1("aten.avg_pool2d.default",
+            {x, Is({1, 3}), Is({1, 2}), Is({0, 1}), Bo(false), Bo(true), I(2)}),
+        DType::F32, {1, 1, 1, 3}, {1.5, 4.5, 7.5});
+  // W=5, kernel 2, stride 2, padding 1: the ceil-mode window that would start at 5 (in the
+  // right padding only) is not made.
+  check(op1("aten.avg_pool2d.default",
+            {F({1, 1, 1, 5}, {1, 2, 3, 4, 5}), Is({1, 2}), Is({1, 2}), Is({0, 1}), Bo(true)}),
+        DType::F32, {1, 1, 1, 3}, {0.5, 2.5, 4.5});
+}
+
+TEST_CASE("kernels: upsample_bilinear2d source positions with and without align_corners") {
+  Tensor x = F({1, 1, 1, 2}, {0, 1});
+  // align_corners: the corners map onto each other, src = d * (in-1)/(out-1).
+  check(op1("aten.upsample_bilinear2d.default", {x, Is({1, 4}), Bo(true)}), DType::F32,
+        {1, 1, 1, 4}, {0, 1.0 / 3, 2.0 / 3, 1});
+  // Half-pixel centres: src = (d + 0.5) * in/out - 0.5, clamped to [0, in-1].
+  check(op1("aten.upsample_bilinear2d.default", {x, Is({1, 4}), Bo(false)}), DType::F32,
+        {1, 1, 1, 4}, {0, 0.25, 0.75, 1});
+  // .vec with scale factors: the output size is floor(in * scale), the scale is 1/factor.
+  check(op1("aten.upsample_bilinear2d.vec", {x, None(), Bo(false), Fls({1.0, 2.5})}), DType::F32,
+        {1, 1, 1, 5}, {0, 0.1, 0.5, 0.9, 1});
+  // Nearest: floor(d * in/out); nearest-exact: floor((d + 0.5) * in/out).
+  Tensor y = F({1, 1, 1, 3}, {10, 20, 30});
+  check(op1("aten.upsample_nearest2d.default", {y, Is({1, 5})}), DType::F32, {1, 1, 1, 5},
+        {10, 10, 20, 20, 30});
+  check(op1("aten._upsample_nearest_exact2d.default", {y, Is({1, 5})}), DType::F32, {1, 1, 1, 5},
+        {10, 10, 20, 30, 30});
+  CHECK(op_error("aten.upsample_nearest2d.vec", {y, Is({1, 5}), Fls({2.0, 2.0})})
+            .find("exactly one") != std::string::npos);
 }
