@@ -91,13 +91,13 @@ for gm in mlp:inference block:inference mlp:train block:train berttiny:train; do
   g=${gm%:*} mode=${gm#*:}
   check "cpu --emit=llvm $g $mode" 0 "$fxc" --device=cpu --mode=$mode --emit=llvm \
     -o "$tmp/$g-$mode.ll" "$fx/$g.pt2"
-  if [ -z "$llvm_as" ]; then echo "SKIP llvm-as-19 not found (install llvm-19-tools): cpu --emit=llvm $g $mode not assembled"
+  if [ -z "$llvm_as" ]; then missing "cpu --emit=llvm $g $mode not assembled" "llvm-as-19 not found (llvm-19-tools)"
   elif "$llvm_as" "$tmp/$g-$mode.ll" -o "$tmp/$g-$mode.bc" 2>"$tmp/as"; then ok "llvm-as-19 takes cpu --emit=llvm $g $mode whole"
   else bad "llvm-as-19 rejects cpu --emit=llvm $g $mode" "$(cat "$tmp/as")"; fi
   check "cpu --emit=obj $g $mode" 0 "$fxc" --device=cpu --mode=$mode --emit=obj -o "$tmp/$g-$mode.o" \
     "$fx/$g.pt2"
   if ! command -v readelf >/dev/null || ! command -v nm >/dev/null; then
-    echo "SKIP readelf/nm not found (binutils): cpu --emit=obj $g $mode not inspected"; continue
+    missing "cpu --emit=obj $g $mode not inspected" "readelf/nm not found (binutils)"; continue
   fi
   readelf -h "$tmp/$g-$mode.o" 2>/dev/null | grep -q 'Type:.*REL (Relocatable file)' &&
     ok "cpu --emit=obj $g $mode: one relocatable ELF object" ||

@@ -116,7 +116,7 @@ if command -v script >/dev/null; then
   script -qec "\"$fxc\" --emit=fx \"$tmp/nope.pt2\"" /dev/null > "$tmp/tty.txt" 2>&1
   if grep -q $'\033\[0;1;31merror:' "$tmp/tty.txt"; then ok "--color=auto colors a terminal"
   else bad "--color=auto on a terminal: no color" "$(cat -v "$tmp/tty.txt")"; fi
-fi
+else missing "--color=auto on a terminal" "script not found (bsdutils)"; fi
 
 # --- the minifier's grammar: "an accuracy failure", "1 node"
 check "minify an accuracy bug" 1 env -C "$tmp" "$fxc" --device=cpu --minify --inject-bug=relu:accuracy "$fx/mlp.pt2"
@@ -142,7 +142,7 @@ if command -v groff >/dev/null; then
     bad "the rendered man page shows raw font markup" "$(cat "$tmp/raw")"
   else ok "the rendered man page has no raw font markup"; fi
   has "man page: CACHE renders --emit" "$tmp/man.txt" "(artifacts, --emit files"
-fi
+else missing "the rendered man page" "groff not found (groff-base)"; fi
 
 # --- the docs stand alone: every relative link of README.md and docs/ names a file of the clone
 broken=""

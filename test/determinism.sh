@@ -44,7 +44,7 @@ same_bytes cpu-train-fxo fxo --device=cpu --mode=train
 # parameters outgrow 7.8's 0x1100 bytes, as in the full EfficientNet-B0).
 if [ -n "${PTXAS:-}" ] && [ -x "$PTXAS" ] && [ -s "$tmp/cuda-train-ptx.1.ptx" ]; then
   check "ptxas -arch=sm_90 accepts the train PTX" 0 "$PTXAS" -arch=sm_90 "$tmp/cuda-train-ptx.1.ptx" -o "$tmp/t.cubin"
-else echo "SKIP ptxas on the train PTX: ptxas not found (PTXAS unset)"; fi
+else missing "ptxas on the train PTX" "ptxas not found (PTXAS unset)"; fi
 
 # --threads is a count of threads: anything else is a usage error.
 check "--threads=0 is a usage error" 2 "$fxc" --threads=0 --emit=fx "$g"

@@ -23,6 +23,6 @@ for g in "$lm"/*.pt2; do
   check "$base: --device=cuda --emit=ptx" 0 "$fxc" --device=cuda --emit=ptx -o "$tmp/$name.ptx" "$g"
   if [ -x "$ptxas" ]; then
     check "$base: ptxas -arch=sm_90 assembles every kernel" 0 "$ptxas" -arch=sm_90 "$tmp/$name.ptx" -o "$tmp/$name.cubin"
-  else echo "SKIP $base: ptxas not found (PTXAS unset)"; fi
+  else missing "$base through ptxas" "ptxas not found (PTXAS unset)"; fi
 done
 exit $fail

@@ -49,6 +49,6 @@ for g in "$src"/test/graphs/ops/*.fxg; do
   if [ -x "$ptxas" ]; then
     check "$name: ptxas -arch=sm_90 assembles the PTX" 0 "$ptxas" -arch=sm_90 "$tmp/$name.ptx" \
       -o "$tmp/$name.cubin"
-  else echo "SKIP $name: ptxas not found (PTXAS unset)"; fi
+  else missing "$name through ptxas" "ptxas not found (PTXAS unset)"; fi
 done
 exit $fail

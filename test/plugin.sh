@@ -29,7 +29,7 @@ text = ''.join(re.findall(r'"((?:[^"\\]|\\.)*)"', body))
 open(sys.argv[2], 'w').write(text.encode().decode('unicode_escape'))
 PY
   check "the example's PTX assembles for sm_90" 0 "$PTXAS" -arch=sm_90 "$tmp/sp.ptx" -o "$tmp/sp.cubin"
-else echo "SKIP the PTX check: ptxas not found (PTXAS unset)"; fi
+else missing "the PTX check" "ptxas not found (PTXAS unset)"; fi
 run=(--device=cpu --run --inputs "$ex/softplus.inputs.safetensors"
      --expect "$ex/softplus.expected.safetensors" "$ex/softplus.fxg")
 for b in eager aot_eager aot_eager_decomp_partition inductor; do

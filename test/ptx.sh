@@ -149,7 +149,7 @@ llvm_as=$(command -v llvm-as-19 || command -v llvm-as || true)
 for mode in inference train; do
   check "cuda --emit=llvm block $mode" 0 "$fxc" --device=cuda --mode=$mode --emit=llvm \
     -o "$tmp/block-$mode.ll" "$fx/block.pt2"
-  if [ -z "$llvm_as" ]; then echo "SKIP llvm-as-19 not found (install llvm-19-tools): cuda --emit=llvm block $mode not assembled"
+  if [ -z "$llvm_as" ]; then missing "cuda --emit=llvm block $mode not assembled" "llvm-as-19 not found (llvm-19-tools)"
   elif "$llvm_as" "$tmp/block-$mode.ll" -o "$tmp/block-$mode.bc" 2>"$tmp/as"; then
     ok "llvm-as-19 takes cuda --emit=llvm block $mode whole"
   else bad "llvm-as-19 rejects cuda --emit=llvm block $mode" "$(cat "$tmp/as")"; fi

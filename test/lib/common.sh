@@ -26,3 +26,8 @@ same() { # same <description> <file> <file>
 filecheck_path() { # FileCheck: $FILECHECK, else FileCheck-19 or FileCheck on PATH; empty if none
   command -v "${FILECHECK:-FileCheck-19}" || command -v FileCheck || true
 }
+missing() { # missing <what is not checked> <why>: a tool CI's machine has (tools/install-deps.sh,
+  # the CUDA toolkit) is absent. A failure (CI has every such tool), or a visible skip with FXC_ALLOW_SKIPS=1.
+  if [ "${FXC_ALLOW_SKIPS:-}" = 1 ]; then echo "SKIP $1: $2"
+  else bad "$1: $2 (CI has it: tools/install-deps.sh, or the CUDA toolkit in /usr/local/cuda; FXC_ALLOW_SKIPS=1 skips instead)"; fi
+}

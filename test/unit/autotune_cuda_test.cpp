@@ -30,7 +30,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kLibdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -71,10 +70,7 @@ InductorOptions tuned_options(const fs::path& dir) {
 } // namespace
 
 TEST_CASE("cuda autotune: mapping candidates start with the heuristic's and all compile") {
-  if (!std::ifstream(kLibdevice)) {
-    MESSAGE("no libdevice, skipped");
-    return;
-  }
+  if (!have_libdevice()) return;
   TestGraph tg = tuned_graph(300, 2048);
   LoopProgram p = lower(tg.g);
   Schedule s = fuse(p);
@@ -135,7 +131,7 @@ TEST_CASE("cuda autotune: without a device --max-autotune cannot time candidates
   }
 }
 
-TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cached and reused") {
+TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cached and reused" * doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   TestGraph tg = tuned_graph(300, 2048);
   std::vector<Tensor> want = interpret(tg.g, tg.inputs);
@@ -201,7 +197,7 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
   check_close(second.run(tg.inputs), want, 1e-5);
 }
 
-TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the choice") {
+TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the choice" * doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   TestGraph tg;
   ValueId x = tg.input_values("x", DType::F32, {256, 512}, tg.random_values(256 * 512, -1, 1));

@@ -1,5 +1,6 @@
 // End-to-end tests of the inductor backend: fixtures compiled to LLVM kernels and run.
 #include "aot_testing.h"
+#include "skip.h"
 #include "codegen/inductor.h"
 #include "frontend/diag.h"
 #include "frontend/import.h"
@@ -200,11 +201,8 @@ TEST_CASE("codegen: the kernels link into one module and one ELF object") {
 
 TEST_CASE(
     "codegen: the same kernels compile to PTX for NVIDIA GPUs (checked by ptxas when present)") {
-  const std::string libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
-  if (!std::ifstream(libdevice)) {
-    MESSAGE("libdevice not installed; PTX generation not exercised");
-    return;
-  }
+  const std::string& libdevice = fxc::testing::kLibdevice;
+  if (!fxc::testing::have_libdevice()) return;
   // Arg, bool, integer and f64 reductions exercise every shared-memory combine.
   fxc::testing::TestGraph tg;
   {
@@ -289,15 +287,9 @@ TEST_CASE("codegen: a profiled run times every kernel and extern call with its b
   for (auto& p : prof) CHECK(p.ms >= 0);
 }
 
-TEST_CASE("cuda inductor: every fixture matches PyTorch on the device (PTX kernels, cuBLASLt)") {
-  std::string why = cuda::Context::unavailable_reason();
-  if (!why.empty()) {
-    // test/gpu/run.sh sets FXC_REQUIRE_CUDA=1: there a missing device is a failure.
-    const char* req = std::getenv("FXC_REQUIRE_CUDA");
-    if (req && std::string(req) == "1") FAIL("FXC_REQUIRE_CUDA=1 but " << why);
-    MESSAGE("no CUDA device, skipped: " << why);
-    return;
-  }
+TEST_CASE("cuda gpu inductor: every fixture matches PyTorch on the device (PTX kernels, cuBLASLt)" *
+          doctest::test_suite("gpu")) {
+  if (!fxc::testing::have_cuda()) return;
   InductorOptions o;
   o.cuda = true;
   for (const char* m : {"mlp", "norms", "block", "convnet", "embed", "berttiny"}) {

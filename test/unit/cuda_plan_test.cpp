@@ -174,7 +174,7 @@ TEST_CASE("cuda plan: the arena shares bytes between slots whose lifetimes do no
   CHECK(b.offset[3] == 1024 + 4096 + 256);
 }
 
-TEST_CASE("cuda gpu plan: epilogues, cuDNN, the arena, resident runs and graphs match the host") {
+TEST_CASE("cuda gpu plan: epilogues, cuDNN, the arena, resident runs and graphs match the host" * doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   for (const char* act : {"relu", "gelu", "residual"}) {
     CAPTURE(act);
@@ -225,7 +225,7 @@ TEST_CASE("cuda gpu plan: epilogues, cuDNN, the arena, resident runs and graphs 
   }
 }
 
-TEST_CASE("cuda gpu plan: short rows (a thread per row) match the host reference") {
+TEST_CASE("cuda gpu plan: short rows (a thread per row) match the host reference" * doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   TestGraph tg;
   // Pooling: 262144 rows of 4 (values and arg indices), as in convnet; rows of 3 and 4 whose
@@ -251,7 +251,7 @@ TEST_CASE("cuda gpu plan: short rows (a thread per row) match the host reference
   check_cuda_against_host(tg, 1e-5);
 }
 
-TEST_CASE("cuda gpu plan: packed rows (kernels without reductions) match the host reference") {
+TEST_CASE("cuda gpu plan: packed rows (kernels without reductions) match the host reference" * doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   // Rows of 16 vectors (16 rows a block), 192 vectors (a block of 192 threads), 3 vectors (85
   // rows in 255 threads), row counts no multiple of the rows a block takes, and a copy of a
@@ -277,7 +277,7 @@ TEST_CASE("cuda gpu plan: packed rows (kernels without reductions) match the hos
   check_cuda_against_host(tg, 1e-6);
 }
 
-TEST_CASE("cuda gpu plan: a causal softmax skips its masked vectors and matches the host") {
+TEST_CASE("cuda gpu plan: a causal softmax skips its masked vectors and matches the host" * doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   // Rows of 512 (4 or 8 elements a vector, guarded loads), 500 (f32 vectors of 4), 501 (no
   // vectors: every element loaded), and x read after the softmax too (nothing skipped).
@@ -298,7 +298,7 @@ TEST_CASE("cuda gpu plan: a causal softmax skips its masked vectors and matches 
   }
 }
 
-TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the spread") {
+TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the spread" * doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   // Each path of the joint (mean, variance) reduction against float64, the layer norm and a
   // norms-like chain after it within 16-bit rounding: f16 rows of 2048 + U(-8, 8) (mean^2 /
@@ -344,7 +344,7 @@ TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the
   }
 }
 
-TEST_CASE("cuda gpu plan: bf16 convolutions run on cuDNN and match the host reference") {
+TEST_CASE("cuda gpu plan: bf16 convolutions run on cuDNN and match the host reference" * doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   TestGraph tg;
   auto in = [&](const char* name, std::vector<int64_t> sizes) {
@@ -365,7 +365,7 @@ TEST_CASE("cuda gpu plan: bf16 convolutions run on cuDNN and match the host refe
   check_close(cg.run(tg.inputs), want, 3e-2);
 }
 
-TEST_CASE("cuda gpu plan: TF32 is used only when allowed") {
+TEST_CASE("cuda gpu plan: TF32 is used only when allowed" * doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   // K = 4096 products of values in [-1, 1): TF32's 10-bit mantissa is visible, float32's is not.
   TestGraph tg = linear_graph("relu", "none", 32, 4096, 32);

@@ -8,6 +8,7 @@
 #include "runtime/cudnn.h"
 #include "runtime/nvjitlink.h"
 #include "runtime/tensor.h"
+#include "skip.h"
 
 #include <doctest/doctest.h>
 
@@ -21,6 +22,8 @@
 
 using namespace fxc;
 using namespace fxc::cuda;
+using fxc::testing::have_cuda;
+using fxc::testing::have_dependency;
 
 namespace {
 
@@ -66,24 +69,6 @@ $L__BB0_2:
 }
 )";
 
-bool require_cuda() {
-  const char* s = std::getenv("FXC_REQUIRE_CUDA");
-  return s && std::string(s) == "1";
-}
-
-// True when the GPU cases can run. Otherwise says why in a MESSAGE, or fails when the run must
-// have a GPU (FXC_REQUIRE_CUDA=1, set by test/gpu/run.sh).
-bool gpu_ready(const std::string& why) {
-  if (why.empty()) return true;
-  if (require_cuda())
-    FAIL_CHECK("FXC_REQUIRE_CUDA=1 but " << why);
-  else
-    MESSAGE("GPU case skipped: " << why);
-  return false;
-}
-bool gpu_ready() {
-  return gpu_ready(Context::unavailable_reason());
-}
 
 // A fake device for the allocator: hands out 256-aligned addresses up to `capacity` bytes.
 struct FakeMemory : DeviceMemory {
@@ -248,7 +233,7 @@ TEST_CASE("cuda: without a driver or device every entry point gives one clean er
     CHECK(info.arch().rfind("sm_", 0) == 0);
     return;
   }
-  CHECK_FALSE(require_cuda());
+  CHECK_FALSE(fxc::testing::env_is("FXC_REQUIRE_CUDA", "1"));
   CHECK(why.rfind("no CUDA driver/device: ", 0) == 0);
   CHECK_THROWS_WITH_AS(Context::get(), why.c_str(), CudaError);
   // The libraries report the driver's absence first, not their own.
@@ -534,13 +519,7 @@ TEST_CASE("cuda: nvJitLink compiles PTX to a cubin without a GPU") {
   CHECK_THROWS_WITH_AS(ptx_to_cubin(kVaddPtx, "sm90", "vadd.ptx"),
                        "nvJitLink: 'sm90' is not a CUDA architecture (sm_90, sm_90a, ...)",
                        CudaError);
-  if (!why.empty()) {
-    if (require_cuda())
-      FAIL_CHECK("FXC_REQUIRE_CUDA=1 but " << why);
-    else
-      MESSAGE("case skipped: " << why);
-    return;
-  }
+  if (!have_dependency("nvJitLink", why)) return;
   std::string cubin = ptx_to_cubin(kVaddPtx, "sm_90", "vadd.ptx");
   REQUIRE(cubin.size() > 64);
   CHECK(cubin.compare(0, 4,
@@ -594,8 +573,8 @@ TEST_CASE("cuda: conv2d problems come from contiguous NCHW operands") {
                        doctest::Contains("stride = 0"), CudaError);
 }
 
-TEST_CASE("cuda gpu: a PTX vector add loads, launches and computes a + b") {
-  if (!gpu_ready()) return;
+TEST_CASE("cuda gpu: a PTX vector add loads, launches and computes a + b" * doctest::test_suite("gpu")) {
+  if (!have_cuda()) return;
   Context& ctx = Context::get();
   std::unique_ptr<Module> mod = ctx.load_module(kVaddPtx, "vadd.ptx");
   MESSAGE("JIT info log: " << mod->info_log());
@@ -620,16 +599,10 @@ TEST_CASE("cuda gpu: a PTX vector add loads, launches and computes a + b") {
   CHECK(std::isnan(c[n])); // the guard i < n held
 }
 
-TEST_CASE("cuda gpu: cubin images load like PTX") {
-  if (!gpu_ready()) return;
+TEST_CASE("cuda gpu: cubin images load like PTX" * doctest::test_suite("gpu")) {
+  if (!have_cuda()) return;
   const char* path = std::getenv("FXC_TEST_VADD_CUBIN");
-  if (!path) {
-    if (require_cuda())
-      FAIL_CHECK("FXC_TEST_VADD_CUBIN is not set (test/gpu/run.sh sets it)");
-    else
-      MESSAGE("GPU case skipped: FXC_TEST_VADD_CUBIN is not set");
-    return;
-  }
+  if (!path && !have_cuda("FXC_TEST_VADD_CUBIN is not set (test/gpu/run.sh sets it)")) return;
   std::ifstream in(path, std::ios::binary);
   REQUIRE(in.good());
   std::stringstream ss;
@@ -647,8 +620,8 @@ TEST_CASE("cuda gpu: cubin images load like PTX") {
   for (int i = 0; i < 300; ++i) CHECK(c[i] == a[i] + b[i]);
 }
 
-TEST_CASE("cuda gpu: a cubin made by nvJitLink loads and computes a + b") {
-  if (!gpu_ready(nvjitlink_unavailable_reason()) || !gpu_ready()) return;
+TEST_CASE("cuda gpu: a cubin made by nvJitLink loads and computes a + b" * doctest::test_suite("gpu")) {
+  if (!have_cuda() || !have_dependency("nvJitLink", nvjitlink_unavailable_reason())) return;
   Context& ctx = Context::get();
   std::string cubin = ptx_to_cubin(kVaddPtx, ctx.info().arch(), "vadd.ptx");
   std::unique_ptr<Module> mod = ctx.load_module(cubin, "vadd.cubin");
@@ -668,8 +641,8 @@ TEST_CASE("cuda gpu: a cubin made by nvJitLink loads and computes a + b") {
   CHECK(wrong == 0);
 }
 
-TEST_CASE("cuda gpu: bad modules, unknown kernels and refused launches give checked errors") {
-  if (!gpu_ready()) return;
+TEST_CASE("cuda gpu: bad modules, unknown kernels and refused launches give checked errors" * doctest::test_suite("gpu")) {
+  if (!have_cuda()) return;
   Context& ctx = Context::get();
   std::string bad_ptx = std::string(kVaddPtx);
   bad_ptx.replace(bad_ptx.find("add.rn.f32"), 10, "frobnicate");
@@ -705,8 +678,8 @@ TEST_CASE("cuda gpu: bad modules, unknown kernels and refused launches give chec
   CHECK(out[n - 1] == 2.0f);
 }
 
-TEST_CASE("cuda gpu: events time queued work and device memory is reused through the cache") {
-  if (!gpu_ready()) return;
+TEST_CASE("cuda gpu: events time queued work and device memory is reused through the cache" * doctest::test_suite("gpu")) {
+  if (!have_cuda()) return;
   Context& ctx = Context::get();
   DriverMemory mem(ctx);
   CachingAllocator alloc(mem);
@@ -735,8 +708,8 @@ TEST_CASE("cuda gpu: events time queued work and device memory is reused through
   MESSAGE("free device memory: " << free0 << " of " << total << " bytes");
 }
 
-TEST_CASE("cuda gpu: host tensors, strided views included, round-trip through device memory") {
-  if (!gpu_ready()) return;
+TEST_CASE("cuda gpu: host tensors, strided views included, round-trip through device memory" * doctest::test_suite("gpu")) {
+  if (!have_cuda()) return;
   Context& ctx = Context::get();
   std::vector<double> vals(12);
   for (int i = 0; i < 12; ++i) vals[i] = 0.25 * i - 1;
@@ -756,8 +729,8 @@ TEST_CASE("cuda gpu: host tensors, strided views included, round-trip through de
   CHECK(std::memcmp(hb.raw_data(), h.raw_data(), 20) == 0);
 }
 
-TEST_CASE("cuda gpu: cuBLASLt matmuls match a float64 host reference") {
-  if (!gpu_ready(CublasLt::unavailable_reason())) return;
+TEST_CASE("cuda gpu: cuBLASLt matmuls match a float64 host reference" * doctest::test_suite("gpu")) {
+  if (!have_cuda(CublasLt::unavailable_reason())) return;
   MESSAGE("cuBLASLt version " << CublasLt::get().version());
   struct Case {
     const char* what;
@@ -822,8 +795,8 @@ TEST_CASE("cuda gpu: cuBLASLt matmuls match a float64 host reference") {
                        "matmul: the epilogue needs a bias", CudaError);
 }
 
-TEST_CASE("cuda gpu: cuDNN conv2d matches a float64 host reference") {
-  if (!gpu_ready(Cudnn::unavailable_reason())) return;
+TEST_CASE("cuda gpu: cuDNN conv2d matches a float64 host reference" * doctest::test_suite("gpu")) {
+  if (!have_cuda(Cudnn::unavailable_reason())) return;
   MESSAGE("cuDNN version " << Cudnn::get().version());
   Context& ctx = Context::get();
   auto run = [&](const Conv2dProblem& p, bool with_bias, uint32_t seed) {

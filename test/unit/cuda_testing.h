@@ -1,8 +1,9 @@
-// Test helpers for the CUDA unit cases: skipping without a device, closeness of run results.
+// Test helpers for the CUDA unit cases: closeness of run results (skipping: skip.h).
 #pragma once
 
 #include "runtime/compare.h"
 #include "runtime/cuda_driver.h"
+#include "skip.h"
 #include "runtime/tensor.h"
 
 #include <doctest/doctest.h>
@@ -12,16 +13,6 @@
 #include <vector>
 
 namespace fxc::testing {
-
-/// Skips (returns false) without a device, unless FXC_REQUIRE_CUDA=1 makes that a failure.
-inline bool have_cuda() {
-  std::string why = cuda::Context::unavailable_reason();
-  if (why.empty()) return true;
-  const char* req = std::getenv("FXC_REQUIRE_CUDA");
-  if (req && std::string(req) == "1") FAIL("FXC_REQUIRE_CUDA=1 but " << why);
-  MESSAGE("no CUDA device, skipped: " << why);
-  return false;
-}
 
 /// Every output of `got` within rtol = atol = `tol` of `want`.
 inline void check_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want,

@@ -2,6 +2,7 @@
 // row) and the PTX they give for pointwise, reduction and persistent-reduction kernels (16-byte
 // vector accesses, warp shuffles, one read of a resident row, no cooperation for short rows).
 #include "aot_testing.h"
+#include "skip.h"
 #include "codegen/inductor.h"
 #include "codegen/llvm_codegen.h"
 #include "frontend/diag.h"
@@ -27,7 +28,6 @@ using namespace fxc::testing;
 
 namespace {
 
-const std::string kLibdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
 
 int count(const std::string& s, const std::string& what) {
   int n = 0;
@@ -130,10 +130,7 @@ TEST_CASE("nvptx: row mappings from the row length and the element size") {
 }
 
 TEST_CASE("nvptx: PTX of pointwise, reduction and persistent-reduction kernels") {
-  if (!std::ifstream(kLibdevice)) {
-    MESSAGE("libdevice not installed; PTX generation not exercised");
-    return;
-  }
+  if (!have_libdevice()) return;
   int block = 0;
   // Pointwise: 16-byte loads and stores, no shuffles.
   std::string pw = only_ptx(row_graph(DType::F32, 64, 1024, "pointwise"), &block);
@@ -199,10 +196,7 @@ TEST_CASE("nvptx: PTX of pointwise, reduction and persistent-reduction kernels")
 }
 
 TEST_CASE("nvptx: pipelined persistent rows") {
-  if (!std::ifstream(kLibdevice)) {
-    MESSAGE("libdevice not installed; PTX generation not exercised");
-    return;
-  }
+  if (!have_libdevice()) return;
   // bf16 softmax, 4 rows per block: the first row's vector is loaded before the row loop, the
   // next row's (when there is one) at the top of each row, through an opaque global address
   // (plain ld.global: ptxas keeps it ahead of the row's barriers). Nothing else changes. (A row
@@ -230,10 +224,7 @@ TEST_CASE("nvptx: pipelined persistent rows") {
 }
 
 TEST_CASE("nvptx: layer norm's mean and variance as one block reduction (16-bit rows)") {
-  if (!std::ifstream(kLibdevice)) {
-    MESSAGE("libdevice not installed; PTX generation not exercised");
-    return;
-  }
+  if (!have_libdevice()) return;
   // bf16, a persistent row: (sum, sum of squared deviations) pairs, each value a warp
   // butterfly of its own, both published to slots of their own behind one barrier; each
   // thread's deviations as sum(v^2) - sum * mean (8 values a thread: 8 squares, no subtraction
@@ -550,10 +541,7 @@ TEST_CASE("nvptx: rows without reductions are packed where a block per row would
 }
 
 TEST_CASE("nvptx: PTX of the packed form") {
-  if (!std::ifstream(kLibdevice)) {
-    MESSAGE("libdevice not installed; PTX generation not exercised");
-    return;
-  }
+  if (!have_libdevice()) return;
   PtxProgram pp = compile_inductor_ptx(decompose(row_graph(DType::F32, 4001, 64, "pointwise").g),
                                        {}, "sm_90", kLibdevice);
   REQUIRE(pp.kernels.size() == 1);
@@ -573,10 +561,7 @@ TEST_CASE("nvptx: PTX of the packed form") {
 }
 
 TEST_CASE("nvptx: a causal mask's masked vectors are not loaded") {
-  if (!std::ifstream(kLibdevice)) {
-    MESSAGE("libdevice not installed; PTX generation not exercised");
-    return;
-  }
+  if (!have_libdevice()) return;
   for (DType t : {DType::F32, DType::BF16}) {
     CAPTURE(dtype_name(t));
     PtxProgram pp =
@@ -594,10 +579,7 @@ TEST_CASE("nvptx: a causal mask's masked vectors are not loaded") {
 }
 
 TEST_CASE("nvptx: PTX of the short-row form") {
-  if (!std::ifstream(kLibdevice)) {
-    MESSAGE("libdevice not installed; PTX generation not exercised");
-    return;
-  }
+  if (!have_libdevice()) return;
   for (const char* what : {"sum", "softmax"}) {
     CAPTURE(what);
     PtxProgram pp = compile_inductor_ptx(decompose(row_graph(DType::F32, 1048576, 4, what).g), {},
@@ -634,10 +616,7 @@ TEST_CASE("nvptx: one module of several kernels; unknown architectures and link 
   CHECK(at("sm_80") < at("sm_90"));
   CHECK(at("sm_90") < at("sm_90a"));
   CHECK(at("banana") == int64_t(known.size()));
-  if (!std::ifstream(kLibdevice)) {
-    MESSAGE("libdevice not installed; PTX generation not exercised");
-    return;
-  }
+  if (!have_libdevice()) return;
   LoopProgram p = lower(decompose(row_graph(DType::F32, 64, 1024, "softmax").g));
   Schedule s = fuse(p);
   REQUIRE(s.kernels.size() == 1);
