@@ -19,14 +19,19 @@ std::string autograd_column(OpId id) {
   if (!has_tag(id, OpTag::Differentiable)) return "-";
   if (derivative_layer().has(id)) return "derivative";
   if (decomposition_layer().has(id) || autograd_form_layer().has(id)) return "decomposed";
+  if (has_tag(id, OpTag::Inplace) && !functional_target(op_info(id).target).empty())
+    return "functionalized";
   return "missing";
 }
 
 // Inductor decomposes an op with a decomposition before lowering; an op with neither becomes
-// an extern call of the reference kernel (on CUDA that is a round trip to the host).
+// an extern call of the reference kernel (on CUDA that is a round trip to the host). An in-place
+// op whose functional op is declared is rewritten to it (when nothing else aliases its storage).
 std::string inductor_column(OpId id, bool cuda) {
   if (decomposition_layer().has(id)) return "decomposed";
   if (lowering_layer().has(id)) return "lowered";
+  if (has_tag(id, OpTag::Inplace) && !functional_target(op_info(id).target).empty())
+    return "functionalized";
   return cuda ? "host fallback" : "extern fallback";
 }
 

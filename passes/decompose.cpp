@@ -563,7 +563,156 @@ std::vector<ValueId> unbind(Emit& e, const DNode& d) {
   return out;
 }
 
+// ---- Activations, single-bound clamps, prelu, glu, fill, select_scatter ----
+
+ValueId clamp_call(Emit& e, ValueId x, const Arg& lo, const Arg& hi) {
+  return e.op("aten.clamp.default", {Emit::t(x), {"", lo}, {"", hi}});
+}
+
+std::vector<ValueId> hardtanh(Emit& e, const DNode& d) {
+  return {clamp_call(e, d.tensor("self"), d.arg("min_val"), d.arg("max_val"))};
+}
+std::vector<ValueId> clamp_min(Emit& e, const DNode& d) {
+  return {clamp_call(e, d.tensor("self"), d.arg("min"), Arg::none())};
+}
+std::vector<ValueId> clamp_max(Emit& e, const DNode& d) {
+  return {clamp_call(e, d.tensor("self"), Arg::none(), d.arg("max"))};
+}
+
+std::vector<ValueId> leaky_relu(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  return {e.where(e.cmp_s("gt", x, 0.0), x, e.mul_s(x, d.arg("negative_slope").scalar()))};
+}
+
+std::vector<ValueId> elu(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  double alpha = d.arg("alpha").scalar(), scale = d.arg("scale").scalar();
+  double input_scale = d.arg("input_scale").scalar();
+  ValueId neg = e.mul_s(e.unary("expm1", e.mul_s(x, input_scale)), alpha * scale);
+  return {e.where(e.cmp_s("gt", x, 0.0), e.mul_s(x, scale), neg)};
+}
+
+/// log1p(exp(beta x)) / beta where beta x <= threshold, else x. The soft branch sees beta x
+/// clamped to the threshold, so neither it nor its gradient overflows where it is not taken.
+ValueId softplus_of(Emit& e, ValueId x, double beta, double threshold) {
+  ValueId xb = e.mul_s(x, beta);
+  ValueId capped = clamp_call(e, xb, Arg::none(), Arg::of_float(threshold));
+  ValueId soft = e.div_s(e.unary("log1p", e.unary("exp", capped)), beta);
+  return e.where(e.cmp_s("gt", xb, threshold), x, soft);
+}
+
+std::vector<ValueId> softplus(Emit& e, const DNode& d) {
+  return {softplus_of(e, d.tensor("self"), d.arg("beta").scalar(), d.arg("threshold").scalar())};
+}
+
+std::vector<ValueId> mish(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  return {e.mul(x, e.unary("tanh", softplus_of(e, x, 1.0, 20.0)))};
+}
+
+std::vector<ValueId> prelu(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), w = d.tensor("weight");
+  int64_t rank = e.dim(x);
+  ValueId wv = e.meta(w).numel() == 1 ? e.reshape(w, {}) : channel_view(e, w, rank);
+  return {e.where(e.cmp_s("gt", x, 0.0), x, e.mul(x, wv))};
+}
+
+std::vector<ValueId> glu(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x)), h = e.sizes(x)[size_t(dim)] / 2;
+  return {e.mul(e.slice(x, dim, 0, h), e.unary("sigmoid", e.slice(x, dim, h, 2 * h)))};
+}
+
+std::vector<ValueId> fill_scalar(Emit& e, const DNode& d) {
+  return {e.op("aten.full_like.default", {Emit::t(d.tensor("self")), {"", d.arg("value")}})};
+}
+
+std::vector<ValueId> select_scatter(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x)), i = d.arg("index").i;
+  if (i < 0) i += e.sizes(x)[size_t(dim)];
+  return {e.slice_scatter(x, e.unsqueeze(d.tensor("src"), dim), dim, i, i + 1)};
+}
+
+// ---- Group, instance and batch-statistics normalisation ----
+
+/// y * weight + bias, both per channel (dim 1), when given.
+ValueId channel_affine(Emit& e, const DNode& d, ValueId y, int64_t rank) {
+  if (d.has("weight")) y = e.mul(y, channel_view(e, d.tensor("weight"), rank));
+  if (d.has("bias")) y = e.add(y, channel_view(e, d.tensor("bias"), rank));
+  return y;
+}
+
+/// (x - mean) * rstd over `dims` (kept), with the mean and rstd.
+std::vector<ValueId> normalize_over(Emit& e, ValueId x, const std::vector<int64_t>& dims,
+                                    double eps) {
+  ValueId mean = e.mean(x, dims, true);
+  ValueId xc = e.sub(x, mean);
+  ValueId rstd = e.unary("rsqrt", e.add_s(e.mean(e.mul(xc, xc), dims, true), eps));
+  return {e.mul(xc, rstd), mean, rstd};
+}
+
+std::vector<ValueId> native_group_norm(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input");
+  std::vector<int64_t> xs = e.sizes(x);
+  int64_t N = xs[0], G = d.arg("group").i, rank = int64_t(xs.size());
+  ValueId xr = e.reshape(x, {N, G, prod(xs, 1) / G});
+  std::vector<ValueId> r = normalize_over(e, xr, {2}, d.arg("eps").f);
+  ValueId y = channel_affine(e, d, e.reshape(r[0], xs), rank);
+  return {y, e.reshape(r[1], {N, G}), e.reshape(r[2], {N, G})};
+}
+
+std::vector<ValueId> group_norm(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input");
+  std::vector<int64_t> xs = e.sizes(x);
+  return {e.call("aten.native_group_norm.default",
+                 {Emit::t(x), {"", d.arg("weight")}, {"", d.arg("bias")}, Emit::i(xs[0]),
+                  Emit::i(xs[1]), Emit::i(prod(xs, 2)), Emit::i(d.arg("num_groups").i),
+                  Emit::f(d.arg("eps").f)})[0]};
+}
+
+std::vector<ValueId> instance_norm(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input");
+  if (!d.arg("use_input_stats").b)
+    return {e.call("aten._native_batch_norm_legit_no_training.default",
+                   {Emit::t(x), {"", d.arg("weight")}, {"", d.arg("bias")},
+                    Emit::t(d.tensor("running_mean")), Emit::t(d.tensor("running_var")),
+                    Emit::f(d.arg("momentum").f), Emit::f(d.arg("eps").f)})[0]};
+  int64_t rank = e.dim(x);
+  std::vector<int64_t> dims;
+  for (int64_t k = 2; k < rank; ++k) dims.push_back(k);
+  if (dims.empty()) return {}; // [N, C]: each statistic of one element; keep the kernel
+  return {channel_affine(e, d, normalize_over(e, x, dims, d.arg("eps").f)[0], rank)};
+}
+
+std::vector<ValueId> batch_norm_no_stats(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input");
+  int64_t rank = e.dim(x), C = e.sizes(x)[1];
+  std::vector<int64_t> dims = {0};
+  for (int64_t k = 2; k < rank; ++k) dims.push_back(k);
+  std::vector<ValueId> r = normalize_over(e, x, dims, d.arg("eps").f);
+  DType stat = d.out_meta(1).dtype;
+  return {channel_affine(e, d, r[0], rank), e.cast(e.reshape(r[1], {C}), stat),
+          e.cast(e.reshape(r[2], {C}), stat)};
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
+    {OpId::_native_batch_norm_legit_no_stats, batch_norm_no_stats},
+    {OpId::_prelu_kernel, prelu},
+    {OpId::clamp_max, clamp_max},
+    {OpId::clamp_min, clamp_min},
+    {OpId::elu, elu},
+    {OpId::fill_Scalar, fill_scalar},
+    {OpId::glu, glu},
+    {OpId::group_norm, group_norm},
+    {OpId::hardtanh, hardtanh},
+    {OpId::instance_norm, instance_norm},
+    {OpId::leaky_relu, leaky_relu},
+    {OpId::mish, mish},
+    {OpId::native_group_norm, native_group_norm},
+    {OpId::prelu, prelu},
+    {OpId::select_scatter, select_scatter},
+    {OpId::softplus, softplus},
     {OpId::all, all_of},
     {OpId::all_dim, all_of},
     {OpId::all_dims, all_of},
@@ -737,9 +886,61 @@ const OpTable<DecompFn>& autograd_form_table() {
   return table;
 }
 
-DecompFn find_row(std::string_view target) { return decomposition_table().find(target); }
+bool has_inplace_self(const Node& n) {
+  return target_has_tag(n.target, OpTag::Inplace) && n.schema && n.schema->index_of("self") >= 0 &&
+         n.args[size_t(n.schema->index_of("self"))].kind == Arg::Kind::Tensor;
+}
+
+/// The values that name the storage `v` names through in-place ops: the value an in-place
+/// chain starts from and every in-place op's output along it (`y = relu_(x)`: x and y).
+std::vector<ValueId> inplace_aliases(const Graph& g, ValueId v) {
+  std::vector<ValueId> root(g.values.size());
+  for (size_t i = 0; i < root.size(); ++i) root[i] = ValueId(i);
+  for (const Node& n : g.nodes)
+    if (has_inplace_self(n) && !n.outputs.empty())
+      root[size_t(n.outputs[0])] = root[size_t(n.args[size_t(n.schema->index_of("self"))].tensor)];
+  std::vector<ValueId> out;
+  for (size_t i = 0; i < root.size(); ++i)
+    if (root[i] == root[size_t(v)]) out.push_back(ValueId(i));
+  return out;
+}
+
+/// Whether rewriting an in-place node to its functional op keeps the graph's meaning: the
+/// storage it mutates must be a value nothing else aliases (not a graph input, not a view, no
+/// views taken of it). decompose_once then makes the result stand for every name of it.
+bool can_functionalize(const Graph& g, const Node& n) {
+  if (!has_inplace_self(n)) return false;
+  std::vector<ValueId> names =
+      inplace_aliases(g, n.args[size_t(n.schema->index_of("self"))].tensor);
+  const Value& first = g.values[size_t(names.front())];
+  if (first.producer < 0 || target_has_tag(g.nodes[size_t(first.producer)].target, OpTag::View))
+    return false;
+  for (const Node& m : g.nodes) {
+    if (!target_has_tag(m.target, OpTag::View)) continue;
+    for (ValueId t : m.tensor_inputs())
+      if (std::find(names.begin(), names.end(), t) != names.end()) return false;
+  }
+  return true;
+}
+
+/// An in-place op as its functional op, the result in self's dtype.
+std::vector<ValueId> functionalize(Emit& e, const DNode& d) {
+  if (!can_functionalize(d.src, d.n)) return {};
+  std::vector<CallArg> call;
+  for (size_t k = 0; k < d.args.size(); ++k) call.push_back({d.n.schema->args[k].name, d.args[k]});
+  ValueId r = e.op(functional_target(d.n.target), std::move(call));
+  return {e.cast(r, d.out_meta(0).dtype)};
+}
+
+DecompFn find_row(std::string_view target) {
+  if (DecompFn fn = decomposition_table().find(target)) return fn;
+  if (target_has_tag(target, OpTag::Inplace) && !functional_target(target).empty())
+    return functionalize;
+  return nullptr;
+}
 
 using RowFinder = DecompFn (*)(std::string_view);
+
 
 /// One pass over g; returns whether anything was decomposed.
 bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& select, RowFinder find,
@@ -762,6 +963,10 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
       continue;
     }
     assert(r.size() == n.outputs.size() && "decomposition returned the wrong number of values");
+    // An in-place op's rewrite stands for the mutated `self` in every later node.
+    if (has_inplace_self(n))
+      for (ValueId v : inplace_aliases(g, n.args[size_t(n.schema->index_of("self"))].tensor))
+        map[size_t(v)] = r[0];
     for (size_t k = 0; k < r.size(); ++k) {
       // Later views rely on the original layout (SDPA's output is [B, L, H, E] in memory).
       r[k] = e.restride(r[k], g.values[n.outputs[k]].meta);
@@ -783,6 +988,13 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
 }
 
 } // namespace
+
+std::string functional_target(std::string_view target) {
+  size_t dot = target.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || target[dot - 1] != '_') return {};
+  std::string f = std::string(target.substr(0, dot - 1)) + std::string(target.substr(dot));
+  return find_op(f) ? f : std::string();
+}
 
 const OpLayer& decomposition_layer() { return decomposition_table(); }
 const OpLayer& autograd_form_layer() { return autograd_form_table(); }

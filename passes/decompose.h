@@ -7,6 +7,7 @@
 // decomposable op is left. The aot_eager_decomp_partition backend applies it before building
 // the joint graph; autograd uses decompose_if() to differentiate ops that have no derivative
 // rule of their own (scaled_dot_product_attention, matmul) through their decomposition.
+// In-place ops (relu_, add_, hardtanh_, ...) become their functional ops (functional_target).
 // Tested by test/unit/decompose_test.cpp.
 #pragma once
 
@@ -34,6 +35,12 @@ Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& selec
 /// _native_batch_norm_legit_no_training and max_pool2d_with_indices, whose extra outputs
 /// (mean/rstd, indices) are what the backward reads, as PyTorch's autograd does.
 Graph to_autograd_forms(const Graph& g);
+
+/// The functional op of an in-place op ("aten.relu_.default" -> "aten.relu.default") when it
+/// is declared, else empty. decompose() rewrites an in-place node to it when the storage it
+/// mutates has no other alias (not a graph input, no views), the result then standing for
+/// every later use of that storage; otherwise the node stays (an extern call).
+std::string functional_target(std::string_view target);
 
 /// Whether the table has a row for this normalised target.
 bool has_decomposition(std::string_view target);

@@ -71,7 +71,81 @@ Metas batch_norm_no_training(const Graph& g, const Node& n) {
   return batch_norm_impl(c, false);
 }
 
+// native_group_norm's checks: C divisible by the groups, affine tensors of C elements.
+void group_norm_checks(const Ctx& c, const TensorMeta& x, int64_t C, int64_t G) {
+  if (x.dim() < 2)
+    c.fail("Expected at least 2 dimensions for input tensor but received " +
+           std::to_string(x.dim()));
+  if (G <= 0 || C % G != 0)
+    c.fail("Expected number of channels in input to be divisible by num_groups, but got input of "
+           "shape " + join(x.sizes) + " and num_groups=" + std::to_string(G));
+  for (const char* w : {"weight", "bias"})
+    if (const TensorMeta* t = c.opt_tensor(w); t && (t->dim() != 1 || t->sizes[0] != C))
+      c.fail(std::string("Expected ") + w + " to be a vector of size equal to the number of "
+             "channels in input, but got " + w + " of shape " + join(t->sizes) +
+             " and input of shape " + join(x.sizes));
+  if (!is_floating(x.dtype)) not_implemented(c, "group_norm", x.dtype);
+}
+
+Metas group_norm(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  group_norm_checks(c, x, x.dim() >= 2 ? x.sizes[1] : 0, c.int_("num_groups"));
+  return {make(x.dtype, x.sizes, x.device)};
+}
+
+// (out, mean [N, G], rstd [N, G]); N, C and HxW must describe the input.
+Metas native_group_norm(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  int64_t N = c.int_("N"), C = c.int_("C"), HxW = c.int_("HxW"), G = c.int_("group");
+  group_norm_checks(c, x, C, G);
+  if (x.sizes[0] != N || x.sizes[1] != C || x.numel() != N * C * HxW)
+    c.fail("N, C and HxW (" + std::to_string(N) + ", " + std::to_string(C) + ", " +
+           std::to_string(HxW) + ") do not describe the input " + format_meta(x));
+  TensorMeta stat = make(x.dtype, {N, G}, x.device);
+  return {make(x.dtype, x.sizes, x.device), stat, stat};
+}
+
+// instance_norm: the input's sizes; running statistics of C elements when given.
+Metas instance_norm(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  if (x.dim() < 2)
+    c.fail("instance_norm expects an input with at least 2 dimensions, got " + format_meta(x));
+  const int64_t C = x.sizes[1];
+  for (const char* w : {"weight", "bias", "running_mean", "running_var"})
+    if (const TensorMeta* t = c.opt_tensor(w); t && (t->dim() != 1 || t->sizes[0] != C))
+      c.fail(std::string(w) + " should contain " + std::to_string(C) + " elements, but " + w +
+             " is " + format_meta(*t));
+  if (!c.bool_("use_input_stats") && (!c.has("running_mean") || !c.has("running_var")))
+    c.fail("Expected running_mean and running_var to be defined when use_input_stats is false");
+  if (!is_floating(x.dtype)) not_implemented(c, "instance_norm", x.dtype);
+  return {make(x.dtype, x.sizes, x.device)};
+}
+
+// _native_batch_norm_legit.no_stats: batch statistics; (out, mean [C], rstd [C]).
+Metas batch_norm_no_stats(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  if (x.dim() < 2)
+    c.fail("batch_norm expects an input with at least 2 dimensions, got " + format_meta(x));
+  const int64_t C = x.sizes[1];
+  for (const char* w : {"weight", "bias"})
+    if (const TensorMeta* t = c.opt_tensor(w); t && (t->dim() != 1 || t->sizes[0] != C))
+      c.fail(std::string(w) + " should contain " + std::to_string(C) + " elements, but " + w +
+             " is " + format_meta(*t));
+  if (!is_floating(x.dtype)) not_implemented(c, "batch_norm", x.dtype);
+  DType stat_dt = dtype_size(x.dtype) < 4 ? DType::F32 : x.dtype;
+  return {make(x.dtype, x.sizes, x.device), make(stat_dt, {C}, x.device),
+          make(stat_dt, {C}, x.device)};
+}
+
 const OpTable<MetaFn>::Row kNormMeta[] = {
+    {OpId::_native_batch_norm_legit_no_stats, guarded<batch_norm_no_stats>},
+    {OpId::group_norm, guarded<group_norm>},
+    {OpId::instance_norm, guarded<instance_norm>},
+    {OpId::native_group_norm, guarded<native_group_norm>},
     {OpId::_native_batch_norm_legit_no_training, guarded<batch_norm_no_training>},
     {OpId::batch_norm, guarded<batch_norm>},
     {OpId::layer_norm, guarded<layer_norm>},

@@ -301,6 +301,61 @@ Metas clamp_tensor(const Graph& g, const Node& n) {
 }
 // End of the issue-18 unary math.
 
+// Activations on floating tensors (leaky_relu, elu, softplus, mish): the input's dtype.
+Metas float_activation(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (!is_floating(x.dtype)) {
+    std::string name = n.target.substr(n.target.find('.') + 1); // "leaky_relu.default"
+    not_implemented(c, name.substr(0, name.find('.')) + "_cpu", x.dtype);
+  }
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+
+// hardtanh: a clamp to [min_val, max_val] that keeps the input dtype; bool has no kernel.
+Metas hardtanh(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dtype == DType::Bool) not_implemented(c, "hardtanh", x.dtype);
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+
+// clamp_min / clamp_max: one bound; an integer tensor promotes with a float bound, as clamp.
+template <bool Min> Metas clamp_one(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  DType dt = self.dtype;
+  if (!is_floating(dt)) {
+    ResultType r;
+    r.add_tensor(self);
+    r.add_number(c.arg(Min ? "min" : "max"));
+    dt = r.result();
+  }
+  if (dt == DType::Bool) not_implemented(c, Min ? "clamp_min_cpu" : "clamp_max_cpu", dt);
+  return {iter_output(c, {{&self, {}}}, dt)};
+}
+
+// prelu / _prelu_kernel: weight has one element or one per channel (dim 1 of self).
+Metas prelu(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const TensorMeta& w = c.tensor("weight");
+  if (!is_floating(x.dtype)) not_implemented(c, "prelu_cpu", x.dtype);
+  int64_t channels = x.dim() >= 2 ? x.sizes[1] : 1;
+  if (w.numel() != 1 && (w.dim() != 1 || w.sizes[0] != channels))
+    c.fail("Mismatch of parameter numbers and input channel size. Found parameter numbers = " +
+           std::to_string(w.numel()) + " and channel size = " + std::to_string(channels) + ".");
+  if (w.dtype != x.dtype) check_same_dtype(c, x, "self", &w, "weight");
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+
+// fill.Scalar: a new tensor of self's sizes and dtype, every element `value`.
+Metas fill_scalar(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  return {iter_output(c, {{&x, {}}}, x.dtype)};
+}
+
 const OpTable<MetaFn>::Row kPointwiseMeta[] = {
     {OpId::abs, guarded<unary<Out::Same>>},
     {OpId::add_Scalar, guarded<binary<Bin::Arith>>},
@@ -405,6 +460,21 @@ const OpTable<MetaFn>::Row kPointwiseMeta[] = {
     {OpId::round, guarded<rounding<kRoundCpu>>},
     {OpId::round_decimals, guarded<round_decimals>},
     {OpId::trunc, guarded<rounding<kTruncCpu>>},
+    // Activations and single-bound clamps.
+    {OpId::clamp_max, guarded<clamp_one<false>>},
+    {OpId::clamp_min, guarded<clamp_one<true>>},
+    {OpId::elu, guarded<float_activation>},
+    {OpId::elu_, guarded<inplace>},
+    {OpId::fill_Scalar, guarded<fill_scalar>},
+    {OpId::prelu, guarded<prelu>},
+    {OpId::_prelu_kernel, guarded<prelu>},
+    {OpId::hardtanh, guarded<hardtanh>},
+    {OpId::hardtanh_, guarded<inplace>},
+    {OpId::leaky_relu, guarded<float_activation>},
+    {OpId::leaky_relu_, guarded<inplace>},
+    {OpId::mish, guarded<float_activation>},
+    {OpId::mish_, guarded<inplace>},
+    {OpId::softplus, guarded<float_activation>},
 };
 
 } // namespace

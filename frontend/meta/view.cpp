@@ -660,6 +660,39 @@ Metas slice_scatter(const Graph& g, const Node& n) {
   return {empty_like_preserve(self, self.dtype)};
 }
 
+Metas select_scatter(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta& src = c.tensor("src");
+  if (self.dim() == 0) c.fail("select_scatter() cannot be applied to a 0-dim tensor");
+  int64_t d = c.dim(c.int_("dim"), self.dim());
+  int64_t size = self.sizes[size_t(d)], i = c.int_("index");
+  if (i < -size || i >= size)
+    c.fail("select(): index " + std::to_string(i) + " out of range for tensor of size " +
+           join(self.sizes) + " at dimension " + std::to_string(d));
+  Sizes want = self.sizes;
+  want.erase(want.begin() + d);
+  if (src.sizes != want)
+    c.fail("expected src to have a size equal to the slice of self: " + c.desc("src") +
+           " but the slice is " + join(want));
+  return {empty_like_preserve(self, self.dtype)};
+}
+
+// glu: the first half of `dim` times the sigmoid of the second half.
+Metas glu(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() == 0) c.fail("glu does not support scalars because halving size must be even");
+  if (!is_floating(x.dtype)) not_implemented(c, "glu_cpu", x.dtype);
+  int64_t d = c.dim(c.int_("dim"), x.dim());
+  if (x.sizes[size_t(d)] % 2 != 0)
+    c.fail("Halving dimension must be even, but dimension " + std::to_string(d) + " is size " +
+           std::to_string(x.sizes[size_t(d)]));
+  Sizes out = x.sizes;
+  out[size_t(d)] /= 2;
+  return {make(x.dtype, out, x.device)};
+}
+
 
 // ---- flip, repeat, tril/triu, t, squeeze(), _unsafe_view, detach, pixel (un)shuffle, pads.
 
@@ -856,6 +889,8 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::select_int, guarded<select>},
     {OpId::slice_Tensor, guarded<slice>},
     {OpId::slice_scatter, guarded<slice_scatter>},
+    {OpId::select_scatter, guarded<select_scatter>},
+    {OpId::glu, guarded<glu>},
     {OpId::split_Tensor, guarded<split>},
     {OpId::split_with_sizes, guarded<split_with_sizes>},
     {OpId::squeeze, guarded<squeeze_all>},

@@ -101,7 +101,108 @@ Tensors k_native_batch_norm_no_training(const KernelCall& c) {
   return {out, Tensor::empty(dt, {0}), Tensor::empty(dt, {0})};
 }
 
+// Normalises x ([N, C, *]) by statistics over the elements that share stat(n, c): (out, mean,
+// rstd), the statistics shaped `stat_shape`, with the per-channel affine weight and bias.
+template <class Stat>
+Tensors normalize_by(const Tensor& x, int64_t nstats, Stat stat, const Tensor& w, const Tensor& b,
+                     double eps, DType dt, DType stat_dt, const Shape& stat_shape) {
+  int64_t C = x.size(1), inner = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) inner *= x.size(d);
+  check_affine(w, C, "weight");
+  check_affine(b, C, "bias");
+  std::vector<double> xv = values(x), yv(xv.size());
+  std::vector<double> wv = w.defined() ? values(w) : std::vector<double>();
+  std::vector<double> bv = b.defined() ? values(b) : std::vector<double>();
+  std::vector<double> sum(size_t(nstats), 0.0), sq(size_t(nstats), 0.0), cnt(size_t(nstats), 0.0);
+  auto where = [&](size_t i) {
+    int64_t ch = (int64_t(i) / inner) % C, n = int64_t(i) / (inner * C);
+    return std::pair<size_t, size_t>(size_t(stat(n, ch)), size_t(ch));
+  };
+  for (size_t i = 0; i < xv.size(); ++i) {
+    size_t k = where(i).first;
+    sum[k] += xv[i];
+    cnt[k] += 1;
+  }
+  for (size_t k = 0; k < sum.size(); ++k) sum[k] = cnt[k] > 0 ? sum[k] / cnt[k] : 0.0;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    double d = xv[i] - sum[where(i).first];
+    sq[where(i).first] += d * d;
+  }
+  std::vector<double> rstd(static_cast<size_t>(nstats), 0.0);
+  for (size_t k = 0; k < rstd.size(); ++k)
+    rstd[k] = 1.0 / std::sqrt((cnt[k] > 0 ? sq[k] / cnt[k] : 0.0) + eps);
+  for (size_t i = 0; i < xv.size(); ++i) {
+    auto [k, ch] = where(i);
+    double y = (xv[i] - sum[k]) * rstd[k];
+    if (!wv.empty()) y *= wv[ch];
+    if (!bv.empty()) y += bv[ch];
+    yv[i] = y;
+  }
+  return {make(dt, x.sizes(), yv), make(stat_dt, stat_shape, sum), make(stat_dt, stat_shape, rstd)};
+}
+
+void check_norm_input(const Tensor& x, const char* what) {
+  if (x.dim() < 2)
+    fail(std::string(what) + " expects an input with at least 2 dimensions, got " +
+         shape_str(x.sizes()));
+  if (!is_floating(x.dtype())) fail(std::string("\"") + what + "\" not implemented for '" +
+                                    dname(x.dtype()) + "'");
+}
+
+Tensors group_norm_impl(const KernelCall& c, int64_t G) {
+  const Tensor& x = c.tensor("input");
+  check_norm_input(x, "group_norm");
+  int64_t N = x.size(0), C = x.size(1);
+  if (G <= 0 || C % G != 0)
+    fail("Expected number of channels in input to be divisible by num_groups, but got input of "
+         "shape " + shape_str(x.sizes()) + " and num_groups=" + std::to_string(G));
+  int64_t per = C / G;
+  DType dt = c.fdt(x.dtype());
+  return normalize_by(
+      x, N * G, [&](int64_t n, int64_t ch) { return n * G + ch / per; }, c.tensor("weight"),
+      c.tensor("bias"), c.arg("eps").f, dt, dt, {N, G});
+}
+
+Tensors k_group_norm(const KernelCall& c) {
+  return {group_norm_impl(c, c.arg("num_groups").i)[0]};
+}
+
+Tensors k_native_group_norm(const KernelCall& c) {
+  const Tensor& x = c.tensor("input");
+  if (x.dim() >= 2 && (x.size(0) != c.arg("N").i || x.size(1) != c.arg("C").i))
+    fail("N and C do not describe the input " + shape_str(x.sizes()));
+  return group_norm_impl(c, c.arg("group").i);
+}
+
+Tensors k_instance_norm(const KernelCall& c) {
+  const Tensor& x = c.tensor("input");
+  check_norm_input(x, "instance_norm");
+  DType dt = c.fdt(x.dtype());
+  if (!c.arg("use_input_stats").b)
+    return {batch_norm_eval(x, c.tensor("weight"), c.tensor("bias"), c.tensor("running_mean"),
+                            c.tensor("running_var"), c.arg("eps").f, dt)};
+  int64_t C = x.size(1);
+  return {normalize_by(
+      x, x.size(0) * C, [&](int64_t n, int64_t ch) { return n * C + ch; }, c.tensor("weight"),
+      c.tensor("bias"), c.arg("eps").f, dt, dt, {x.size(0), C})[0]};
+}
+
+// _native_batch_norm_legit.no_stats: statistics of the batch, per channel.
+Tensors k_batch_norm_no_stats(const KernelCall& c) {
+  const Tensor& x = c.tensor("input");
+  check_norm_input(x, "batch_norm");
+  DType dt = c.fdt(x.dtype());
+  DType stat_dt = is_floating(dt) && dtype_size(dt) < 4 ? DType::F32 : dt;
+  return normalize_by(
+      x, x.size(1), [](int64_t, int64_t ch) { return ch; }, c.tensor("weight"), c.tensor("bias"),
+      c.arg("eps").f, dt, stat_dt, {x.size(1)});
+}
+
 const OpTable<KernelFn>::Row kNormKernels[] = {
+    {OpId::_native_batch_norm_legit_no_stats, k_batch_norm_no_stats},
+    {OpId::group_norm, k_group_norm},
+    {OpId::instance_norm, k_instance_norm},
+    {OpId::native_group_norm, k_native_group_norm},
     {OpId::_native_batch_norm_legit_no_training, k_native_batch_norm_no_training},
     {OpId::batch_norm, k_batch_norm},
     {OpId::layer_norm, k_layer_norm},

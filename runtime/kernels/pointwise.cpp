@@ -333,13 +333,8 @@ Tensors k_masked_fill_tensor(const KernelCall& c) {
       [](const int64_t* a, const double*) { return a[1] != 0 ? a[2] : a[0]; })};
 }
 
-Tensors k_clamp(const KernelCall& c) {
-  const Tensor& x = c.tensor("self");
-  const Arg& lo = c.arg("min");
-  const Arg& hi = c.arg("max");
-  if (lo.is_none() && hi.is_none())
-    fail("torch.clamp: at least one of 'min' or 'max' must not be None");
-  DType dt = result_type({x}, {lo, hi}, c);
+// x clamped to the bounds given (None: no bound) in dtype dt; NaN stays NaN.
+Tensor clamp_to(const Tensor& x, const Arg& lo, const Arg& hi, DType dt) {
   // Bounds become 0-dim tensors of the common dtype; extra[] says which bounds exist.
   auto bound = [&](const Arg& a) {
     Tensor t = Tensor::empty(dt, {});
@@ -350,7 +345,7 @@ Tensors k_clamp(const KernelCall& c) {
     return t;
   };
   double extra[2] = {double(!lo.is_none()), double(!hi.is_none())};
-  return {elementwise(
+  return elementwise(
       {x, bound(lo), bound(hi)}, dt, dt,
       [](const double* v, const double* e) {
         if (std::isnan(v[0])) return v[0];
@@ -365,7 +360,98 @@ Tensors k_clamp(const KernelCall& c) {
         if (e[1] != 0) r = std::min(r, v[2]);
         return r;
       },
-      extra)};
+      extra);
+}
+
+Tensors k_clamp(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& lo = c.arg("min");
+  const Arg& hi = c.arg("max");
+  if (lo.is_none() && hi.is_none())
+    fail("torch.clamp: at least one of 'min' or 'max' must not be None");
+  return {clamp_to(x, lo, hi, result_type({x}, {lo, hi}, c))};
+}
+
+template <bool Min> Tensors k_clamp_one(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Arg& b = c.arg(Min ? "min" : "max");
+  DType dt = result_type({x}, {b}, c);
+  if (dt == DType::Bool) fail(std::string(Min ? "clamp_min" : "clamp_max") +
+                              "_cpu not implemented for 'Bool'");
+  return {Min ? clamp_to(x, b, Arg::none(), dt) : clamp_to(x, Arg::none(), b, dt)};
+}
+
+// ---- Activations: hardtanh, leaky_relu, elu, softplus, mish, prelu ----
+
+Tensors k_hardtanh(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dtype() == DType::Bool) fail("\"hardtanh_cpu\" not implemented for 'Bool'");
+  return {clamp_to(x, c.arg("min_val"), c.arg("max_val"), c.fdt(x.dtype()))};
+}
+
+// A float-only activation with up to three Scalar parameters, passed to `f` as e[0..2].
+Tensor activation(const KernelCall& c, const char* name, std::initializer_list<const char*> params,
+                  FloatFn f) {
+  double extra[3] = {0, 0, 0};
+  size_t k = 0;
+  for (const char* p : params) extra[k++] = c.arg(p).scalar();
+  return unary(c, c.tensor("self"), UnaryKind::FloatOnly, f, nullptr, name, extra);
+}
+
+double softplus(double x, double beta, double threshold) {
+  return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+}
+
+Tensors k_leaky_relu(const KernelCall& c) {
+  return {activation(c, "leaky_relu", {"negative_slope"}, [](const double* v, const double* e) {
+    return v[0] > 0 ? v[0] : v[0] * e[0];
+  })};
+}
+Tensors k_elu(const KernelCall& c) {
+  return {activation(c, "elu", {"alpha", "scale", "input_scale"},
+                     [](const double* v, const double* e) {
+                       double x = v[0];
+                       return x > 0 ? x * e[1] : std::expm1(x * e[2]) * e[0] * e[1];
+                     })};
+}
+Tensors k_softplus(const KernelCall& c) {
+  return {activation(c, "softplus", {"beta", "threshold"}, [](const double* v, const double* e) {
+    return softplus(v[0], e[0], e[1]);
+  })};
+}
+Tensors k_mish(const KernelCall& c) {
+  return {activation(c, "mish", {}, [](const double* v, const double*) {
+    return v[0] * std::tanh(softplus(v[0], 1.0, 20.0));
+  })};
+}
+
+// prelu: weight has one element or one per channel (dim 1).
+Tensors k_prelu(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& w = c.tensor("weight");
+  if (!is_floating(x.dtype())) fail("\"prelu_cpu\" not implemented for '" + dname(x.dtype()) + "'");
+  Tensor wv = w;
+  if (w.numel() != 1) {
+    if (x.dim() < 2 || w.dim() != 1 || w.size(0) != x.size(1))
+      fail("Mismatch of parameter numbers and input channel size. Found parameter numbers = " +
+           std::to_string(w.numel()) + " and channel size = " +
+           std::to_string(x.dim() >= 2 ? x.size(1) : 1) + ".");
+    Shape sizes(size_t(x.dim()), 1), strides(size_t(x.dim()), 0);
+    sizes[1] = w.size(0);
+    strides[1] = w.stride(0);
+    wv = view_of(w, sizes, strides, w.storage_offset());
+  } else {
+    wv = view_of(w, {}, {}, w.storage_offset());
+  }
+  DType dt = c.fdt(x.dtype());
+  return {elementwise(
+      {x, wv}, dt, dt, [](const double* v, const double*) { return v[0] > 0 ? v[0] : v[0] * v[1]; },
+      nullptr)};
+}
+
+Tensors k_fill_scalar(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  return {filled(c.fdt(x.dtype()), x.sizes(), c.arg("value"))};
 }
 
 // ---- Op families of issue 18: integer division and remainders, rsub, bitwise, logical ----
@@ -724,6 +810,18 @@ Tensors k_silu_(const KernelCall& c) {
 Tensors k_hardswish_(const KernelCall& c) {
   return write_back(c.tensor("self"), k_hardswish(c)[0]);
 }
+Tensors k_hardtanh_(const KernelCall& c) {
+  return write_back(c.tensor("self"), k_hardtanh(c)[0]);
+}
+Tensors k_leaky_relu_(const KernelCall& c) {
+  return write_back(c.tensor("self"), k_leaky_relu(c)[0]);
+}
+Tensors k_elu_(const KernelCall& c) {
+  return write_back(c.tensor("self"), k_elu(c)[0]);
+}
+Tensors k_mish_(const KernelCall& c) {
+  return write_back(c.tensor("self"), k_mish(c)[0]);
+}
 Tensors k_add_(const KernelCall& c) {
   return write_back(c.tensor("self"), k_add(c)[0]);
 }
@@ -847,6 +945,21 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::tanh, k_tanh},
     {OpId::where_ScalarOther, k_where},
     {OpId::where_self, k_where},
+    // Activations and single-bound clamps.
+    {OpId::_prelu_kernel, k_prelu},
+    {OpId::clamp_max, k_clamp_one<false>},
+    {OpId::clamp_min, k_clamp_one<true>},
+    {OpId::elu, k_elu},
+    {OpId::elu_, k_elu_},
+    {OpId::fill_Scalar, k_fill_scalar},
+    {OpId::hardtanh, k_hardtanh},
+    {OpId::hardtanh_, k_hardtanh_},
+    {OpId::leaky_relu, k_leaky_relu},
+    {OpId::leaky_relu_, k_leaky_relu_},
+    {OpId::mish, k_mish},
+    {OpId::mish_, k_mish_},
+    {OpId::prelu, k_prelu},
+    {OpId::softplus, k_softplus},
 };
 
 } // namespace

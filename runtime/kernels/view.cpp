@@ -461,6 +461,47 @@ Tensors k_slice_scatter(const KernelCall& c) {
   return {out};
 }
 
+Tensors k_select_scatter(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  const Tensor& src = c.tensor("src");
+  if (x.dim() == 0) fail("select_scatter() cannot be applied to a 0-dim tensor");
+  int64_t d = wrap(c.arg("dim").i, x.dim()), i = c.arg("index").i, size = x.size(d);
+  if (i < -size || i >= size)
+    fail("select(): index " + std::to_string(i) + " out of range for tensor of size " +
+         shape_str(x.sizes()) + " at dimension " + std::to_string(d));
+  if (i < 0) i += size;
+  Tensor out = x.to(c.fdt(x.dtype()));
+  Shape sizes = out.sizes(), strides = out.strides();
+  int64_t offset = out.storage_offset() + i * strides[size_t(d)];
+  sizes.erase(sizes.begin() + d);
+  strides.erase(strides.begin() + d);
+  Tensor dst = view_of(out, sizes, strides, offset);
+  if (dst.sizes() != src.sizes())
+    fail("select_scatter: expected src to have a size equal to the slice of self. src size = " +
+         shape_str(src.sizes()) + ", slice size = " + shape_str(dst.sizes()));
+  dst.copy_from(src);
+  return {out};
+}
+
+// glu: a * sigmoid(b), a and b the two halves of `dim`.
+Tensors k_glu(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() == 0) fail("glu does not support scalars because halving size must be even");
+  if (!is_floating(x.dtype())) fail("\"glu_cpu\" not implemented for '" + dname(x.dtype()) + "'");
+  int64_t d = wrap(c.arg("dim").i, x.dim()), h = x.size(d) / 2;
+  if (x.size(d) % 2 != 0)
+    fail("Halving dimension must be even, but dimension " + std::to_string(d) + " is size " +
+         std::to_string(x.size(d)));
+  Shape sizes = x.sizes();
+  sizes[size_t(d)] = h;
+  Tensor a = view_of(x, sizes, x.strides(), x.storage_offset());
+  Tensor b = view_of(x, sizes, x.strides(), x.storage_offset() + h * x.stride(d));
+  DType dt = c.fdt(x.dtype());
+  return {elementwise(
+      {a, b}, dt, dt,
+      [](const double* v, const double*) { return v[0] / (1.0 + std::exp(-v[1])); }, nullptr)};
+}
+
 Tensors k_lift_fresh_copy(const KernelCall& c) {
   return {c.tensor("self").clone()};
 }
@@ -709,6 +750,8 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::select_int, k_select},
     {OpId::slice_Tensor, k_slice},
     {OpId::slice_scatter, k_slice_scatter},
+    {OpId::select_scatter, k_select_scatter},
+    {OpId::glu, k_glu},
     {OpId::split_Tensor, k_split},
     {OpId::split_with_sizes, k_split},
     {OpId::squeeze, k_squeeze_all},

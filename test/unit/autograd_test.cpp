@@ -635,3 +635,60 @@ TEST_CASE("autograd: flip, repeat, tril/triu, t and pixel (un)shuffle") {
   tg.output(tg.op("aten.pixel_unshuffle.default", {T(y), I(1)}));
   check_gradients(tg);
 }
+
+TEST_CASE("autograd: activations, single-bound clamps, prelu and glu through decompositions") {
+  auto with = [](std::string_view target, std::vector<CallArg> extra, double lo = -3,
+                 double hi = 3) {
+    INFO(target);
+    TestGraph tg;
+    ValueId x = tg.input("x", {2, 3, 4}, lo, hi);
+    std::vector<CallArg> call = {T(x)};
+    call.insert(call.end(), extra.begin(), extra.end());
+    tg.output(tg.op(target, call));
+    check_gradients(tg);
+  };
+  with("aten.hardtanh.default", {F(-0.5), F(0.75)});
+  with("aten.leaky_relu.default", {F(0.2)});
+  with("aten.elu.default", {F(1.5), F(1.0507), F(2.0)});
+  with("aten.softplus.default", {F(2.0), F(3.0)});
+  with("aten.softplus.default", {F(1.0), F(20.0)}, 25, 40); // above the threshold: x
+  with("aten.mish.default", {});
+  with("aten.clamp_min.default", {F(0.25)});
+  with("aten.clamp_max.default", {F(-0.25)});
+  with("aten.glu.default", {I(2)});
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4}, -2, 2);
+  ValueId w = tg.weight("prelu.weight", {3}), w1 = tg.weight("prelu1.weight", {1});
+  tg.output(tg.op("aten.prelu.default", {T(x), T(w)}));
+  tg.output(tg.op("aten.prelu.default", {T(x), T(w1)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: group, instance and batch-statistics norms through decompositions") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 4, 3, 2}, -2, 2);
+  ValueId w = tg.weight("gn.weight", {4}), b = tg.weight("gn.bias", {4});
+  tg.output(tg.op("aten.group_norm.default", {T(x), I(2), T(w), T(b), F(1e-5), B(true)}));
+  auto ngn = tg.ops("aten.native_group_norm.default",
+                    {T(x), T(w), {"", Arg::none()}, I(2), I(4), I(6), I(2), F(1e-5)});
+  tg.output(ngn[0]);
+  tg.output(tg.op("aten.instance_norm.default",
+                  {T(x), T(w), T(b), {"", Arg::none()}, {"", Arg::none()}, B(true), F(0.1), F(1e-5), B(false)}));
+  auto bn = tg.ops("aten._native_batch_norm_legit.no_stats",
+                   {T(x), T(w), T(b), B(true), F(0.1), F(1e-5)});
+  tg.output(bn[0]);
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: in-place ops on intermediates are differentiated as their functional ops") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4}, -2, 2), y = tg.input("y", {3, 4});
+  ValueId t = tg.op("aten.mul.Scalar", {T(x), F(3.0)});
+  tg.op("aten.hardtanh_.default", {T(t), F(-1.0), F(1.0)});
+  ValueId u = tg.op("aten.add_.Tensor", {T(t), T(y)});
+  tg.output(tg.op("aten.mul.Tensor", {T(t), T(u)})); // both names of the mutated storage
+  ValueId q = tg.op("aten.neg.default", {T(x)});
+  tg.op("aten.leaky_relu_.default", {T(q), F(0.5)});
+  tg.output(q);
+  check_gradients(tg);
+}

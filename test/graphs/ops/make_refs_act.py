@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""References for activation.fxg and norm_group.fxg (see make_refs.py): the same computations
+in torch (1.13 or later), on seeded inputs. Usage: python3 make_refs_act.py [folder]."""
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from make_refs import save
+
+aten = torch.ops.aten
+
+
+def activation_case(g):
+    x = torch.randn(2, 3, 4, 5, generator=g) * 3
+    x[0, 0, 0, :3] = torch.tensor([0.0, 30.0, -30.0])  # zero, and softplus/mish's thresholds
+    w = torch.rand(3, generator=g)
+    w1 = torch.tensor([0.3])
+    s = torch.randn(2, 4, 5, generator=g)
+    i = torch.tensor([-3, 0, 1, 2, 5, 9])
+    t = x * 3
+    t = F.hardtanh(t, -1.0, 1.0)
+    t = t + x
+    q = F.mish(F.leaky_relu(-x, 0.5))
+    outs = [F.hardtanh(x, -0.5, 0.75), F.relu6(x), F.leaky_relu(x, 0.2), F.leaky_relu(x),
+            aten.elu(x, 1.5, 1.0507, 2.0), F.softplus(x, 2.0, 3.0), F.mish(x),
+            torch.clamp_min(x, 0.25), torch.clamp_max(x, -0.25), torch.clamp_min(i, 2),
+            F.prelu(x, w), F.prelu(x, w1), F.glu(x, -2), torch.full_like(x, 2.5),
+            torch.select_scatter(x, s, 1, -1), t * 2, t, q]
+    return {"x": x, "w": w, "w1": w1, "s": s, "i": i}, outs
+
+
+def norm_group_case(g):
+    x = torch.randn(2, 6, 4, 3, generator=g) * 2 + 1
+    w, b = torch.randn(6, generator=g), torch.randn(6, generator=g)
+    rm, rv = torch.randn(6, generator=g), torch.rand(6, generator=g) + 0.5
+    ngn = aten.native_group_norm(x, w, None, 2, 6, 12, 6, 1e-3)
+    bn = aten.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5)
+    outs = [F.group_norm(x, 3, w, b, 1e-5), F.group_norm(x, 2), ngn[0], ngn[1], ngn[2],
+            F.instance_norm(x, None, None, w, b, True, 0.1, 1e-5),
+            F.instance_norm(x, rm, rv, None, None, False, 0.1, 1e-5), bn[0], bn[1], bn[2]]
+    return {"x": x, "w": w, "b": b, "rm": rm, "rv": rv}, outs
+
+
+CASES = {"activation": activation_case, "norm_group": norm_group_case}
+
+if __name__ == "__main__":
+    folder = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    for name, fn in CASES.items():
+        g = torch.Generator().manual_seed(18)
+        ins, outs = fn(g)
+        save(os.path.join(folder, name + ".in.safetensors"), ins)
+        save(os.path.join(folder, name + ".ref.safetensors"),
+             {"output_%d" % i: o for i, o in enumerate(outs)})
+        print("wrote", name, len(outs), "outputs")
