@@ -1,38 +1,175 @@
-# Exports small torchvision models with torch.export (default and core ATen) for fxc's tests
-# (run on the GPU machine, which has torch 2.11 and torchvision): python3 export_zoo.py OUTDIR
-import os, sys, time
-import torch
-from safetensors.torch import save_file
+#!/usr/bin/env python3
+"""Exports the model zoo (real torchvision / transformers architectures, random weights) with
+torch.export, small enough to carry back from the GPU machine.
 
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-torch.manual_seed(0)
-import torchvision
-from torchvision.models import efficientnet as E
-print("torch", torch.__version__, "torchvision", torchvision.__version__)
+  python3 tools/export_zoo.py OUTDIR [NAME ...]        (torch 2.11; torchvision, transformers)
 
-def mini_efficientnet():
-    # EfficientNet-B0's MBConv blocks (depthwise conv, squeeze-excite, SiLU, batch norm,
-    # stochastic depth) at a quarter of the width and a third of the depth.
-    setting, last = E._efficientnet_conf("efficientnet_b0", width_mult=0.25, depth_mult=0.34)
-    return E.EfficientNet(setting, 0.2, num_classes=10, last_channel=last)
+For each model, batch 2, float32, eval: NAME.pt2 (torch.export's default opset), NAME.core.pt2
+(after run_decompositions(): core ATen) and NAME.io.safetensors (input_<i>, output_0 from eager
+on the CPU). Every floating-point parameter or buffer of 4096 elements or more is first replaced
+by values that tools/zoo_weights.py can regenerate anywhere (a counter-based hash, uniform, with
+the tensor's own mean and standard deviation), so the archives leave the machine with those
+entries zeroed and deflated (NAME.pt2 is a few hundred KB instead of 100 MB), and
+`tools/zoo_weights.py restore` writes them back bit for bit. NAME.weights.json lists, per zip
+entry, the seed, element count, mean and spread.
+"""
+import json, os, sys, time, traceback, zipfile, zlib
 
-models = {
-    "effnet_mini": (mini_efficientnet().eval(), (torch.randn(2, 3, 32, 32),)),
-    "effnet_b0": (torchvision.models.efficientnet_b0(num_classes=10).eval(), (torch.randn(2, 3, 64, 64),)),
-    "mobilenet_v3_small": (torchvision.models.mobilenet_v3_small(num_classes=10).eval(), (torch.randn(2, 3, 64, 64),)),
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo_weights  # noqa: E402
+
+import torch  # noqa: E402
+
+BATCH = 2
+SEQ = 128
+
+# name -> (constructor, example inputs). Families: residual CNNs, mobile (depthwise, SE,
+# hardswish), dense connections, channel shuffle, grouped convs, fire modules, 3-d video convs,
+# segmentation (atrous convs, bilinear upsampling), vision transformers, shifted windows,
+# encoder and decoder language models.
+def _tv(name, shape=(BATCH, 3, 224, 224), **kw):
+    def make():
+        import torchvision
+        return getattr(torchvision.models, name)(**kw), (torch.randn(*shape),)
+    return make
+
+
+def _video():
+    import torchvision
+    return torchvision.models.video.r3d_18(), (torch.randn(BATCH, 3, 8, 112, 112),)
+
+
+class _Out(torch.nn.Module):  # one tensor out of a dict or ModelOutput
+    def __init__(self, m, field, kw=False):
+        super().__init__()
+        self.m, self.field, self.kw = m, field, kw
+
+    def forward(self, x):
+        o = self.m(input_ids=x) if self.kw else self.m(x)
+        return o[self.field] if isinstance(o, dict) else getattr(o, self.field)
+
+
+def _deeplab():
+    import torchvision
+    m = torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(weights=None,
+                                                                      weights_backbone=None)
+    return _Out(m, "out"), (torch.randn(BATCH, 3, 224, 224),)
+
+
+def _lm(kind):
+    def make():
+        import transformers
+        if kind == "bert_base":
+            cfg = transformers.BertConfig()
+            m = transformers.BertModel(cfg, add_pooling_layer=False)
+            field = "last_hidden_state"
+        elif kind == "gpt2":
+            cfg = transformers.GPT2Config(n_layer=4)
+            m = transformers.GPT2Model(cfg)
+            field = "last_hidden_state"
+        else:  # llama2l: a small decoder-only LLM: RoPE, RMSNorm, GQA, SwiGLU, causal
+            cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=256,
+                                           intermediate_size=688, num_hidden_layers=2,
+                                           num_attention_heads=4, num_key_value_heads=2,
+                                           max_position_embeddings=512)
+            m = transformers.LlamaModel(cfg)
+            field = "last_hidden_state"
+        ids = torch.randint(0, cfg.vocab_size, (BATCH, SEQ),
+                            generator=torch.Generator().manual_seed(1))
+        return _Out(m, field, kw=True), (ids,)
+    return make
+
+
+MODELS = {
+    "resnet50": _tv("resnet50"),
+    "mobilenet_v3_large": _tv("mobilenet_v3_large"),
+    "efficientnet_b0": _tv("efficientnet_b0"),
+    "convnext_tiny": _tv("convnext_tiny"),
+    "densenet121": _tv("densenet121"),
+    "shufflenet_v2_x1_0": _tv("shufflenet_v2_x1_0"),
+    "regnet_y_400mf": _tv("regnet_y_400mf"),
+    "squeezenet1_1": _tv("squeezenet1_1"),
+    "vit_b_16": _tv("vit_b_16"),
+    "swin_t": _tv("swin_t"),
+    "r3d_18": _video,
+    "deeplabv3_mnv3": _deeplab,
+    "bert_base": _lm("bert_base"),
+    "gpt2": _lm("gpt2"),
+    "llama2l": _lm("llama2l"),
 }
-for name, (m, ins) in models.items():
-    t0 = time.time()
-    ep = torch.export.export(m, ins)
-    core = ep.run_decompositions()
-    if name == "effnet_mini":
-        torch.export.save(ep, f"{out}/{name}.pt2")
-    torch.export.save(core, f"{out}/{name}.core.pt2")
+
+
+def replace_weights(m):
+    """Big float tensors of the module get regenerable values; returns {bytes digest: info}."""
+    table = {}
     with torch.no_grad():
-        o = m(*ins)
-    t = {f"input_{i}": x.contiguous() for i, x in enumerate(ins)}
-    outs = o if isinstance(o, (tuple, list)) else (o,)
-    t.update({f"output_{i}": x.contiguous() for i, x in enumerate(outs)})
-    save_file(t, f"{out}/{name}.io.safetensors")
-    print(name, "exported in %.1f s" % (time.time() - t0), os.path.getsize(f"{out}/{name}.core.pt2"))
+        for name, t in list(m.state_dict(keep_vars=True).items()):
+            if not t.is_floating_point() or t.numel() < zoo_weights.MIN_ELEMENTS:
+                continue
+            x = t.detach().float()
+            mean, std = float(x.mean()), float(x.std())
+            if not (std > 0):
+                std = 0.02
+            seed = zlib.crc32(name.encode())
+            v = torch.from_numpy(zoo_weights.generate(seed, t.numel(), mean, std)).view(t.shape)
+            t.copy_(v.to(t.dtype))
+            data = t.detach().contiguous().cpu().numpy().tobytes()
+            table[zlib.crc32(data), len(data)] = dict(seed=seed, n=t.numel(), mean=mean, std=std,
+                                                      param=name)
+    return table
+
+
+def slim(path, table):
+    """Zeroes the entries that hold regenerated weights and deflates the archive."""
+    entries, out = {}, path + ".tmp"
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            hit = table.get((zlib.crc32(data), len(data)))
+            if hit is not None and zoo_weights.generate_bytes(hit) == data:
+                entries[info.filename] = hit
+                data = bytes(len(data))
+            zi = zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0))
+            zi.compress_type = zipfile.ZIP_DEFLATED
+            zout.writestr(zi, data)
+    os.replace(out, path)
+    return entries
+
+
+def export_one(outdir, name):
+    from safetensors.torch import save_file
+    torch.manual_seed(0)
+    m, ins = MODELS[name]()
+    m = m.eval()
+    table = replace_weights(m)
+    t0 = time.time()
+    with torch.no_grad():
+        ep = torch.export.export(m, ins)
+        out = m(*ins)
+        torch.export.save(ep, f"{outdir}/{name}.pt2")
+        torch.export.save(ep.run_decompositions(), f"{outdir}/{name}.core.pt2")
+    io = {f"input_{i}": x.contiguous() for i, x in enumerate(ins)}
+    io["output_0"] = out.contiguous()
+    save_file(io, f"{outdir}/{name}.io.safetensors")
+    meta = {}
+    for suffix in ("pt2", "core.pt2"):
+        meta[suffix] = slim(f"{outdir}/{name}.{suffix}", table)
+    with open(f"{outdir}/{name}.weights.json", "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+    n = sum(len(v) for v in meta.values())
+    print(f"{name} ok {time.time() - t0:.1f}s, {n} entries regenerable", flush=True)
+
+
+def main():
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    for name in sys.argv[2:] or list(MODELS):
+        try:
+            export_one(outdir, name)
+        except Exception as e:  # one model's failure is reported, the others go on
+            print(f"{name} ERROR {type(e).__name__}: {str(e)[:500]}", flush=True)
+            traceback.print_exc(limit=3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Regenerable weights for the model zoo (tools/export_zoo.py).
+
+  python3 tools/zoo_weights.py restore DIR     every DIR/NAME[.core].pt2 with a DIR/NAME.weights.json
+                                               gets its zeroed entries written back (stored, not
+                                               deflated, as torch.export writes them)
+
+The values are a counter-based hash (splitmix64 of the element index and a seed), mapped to a
+uniform distribution with a given mean and standard deviation, in float32. Integer arithmetic
+only, so numpy 1.x and 2.x give the same bits on every machine.
+"""
+import json, os, sys, zipfile
+
+import numpy as np
+
+MIN_ELEMENTS = 4096  # smaller tensors (norm scales, biases, running stats) stay in the archive
+
+_U = np.uint64
+
+
+def generate(seed, n, mean, std):
+    x = np.arange(n, dtype=np.uint64) * _U(0x9E3779B97F4A7C15) + _U((seed * 0xD1B54A32D192ED03) & 0xFFFFFFFFFFFFFFFF)
+    x ^= x >> _U(30)
+    x *= _U(0xBF58476D1CE4E5B9)
+    x ^= x >> _U(27)
+    x *= _U(0x94D049BB133111EB)
+    x ^= x >> _U(31)
+    u = (x >> _U(40)).astype(np.float64) * (1.0 / (1 << 24))  # [0, 1)
+    half = std * 3.0 ** 0.5  # a uniform on [-h, h] has standard deviation h / sqrt(3)
+    return ((2.0 * u - 1.0) * half + mean).astype(np.float32)
+
+
+def generate_bytes(info):
+    return generate(info["seed"], info["n"], info["mean"], info["std"]).tobytes()
+
+
+def restore(path, entries):
+    tmp = path + ".tmp"
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename in entries:
+                data = generate_bytes(entries[info.filename])
+                assert len(data) == info.file_size, info.filename
+            zi = zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0))
+            zout.writestr(zi, data)
+    os.replace(tmp, path)
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] != "restore":
+        sys.exit(__doc__)
+    d = sys.argv[2]
+    for f in sorted(os.listdir(d)):
+        if not f.endswith(".weights.json"):
+            continue
+        name = f[: -len(".weights.json")]
+        with open(os.path.join(d, f)) as fh:
+            meta = json.load(fh)
+        for suffix, entries in meta.items():
+            p = os.path.join(d, f"{name}.{suffix}")
+            if os.path.exists(p):
+                restore(p, entries)
+                print(f"{p}: {len(entries)} entries restored")
+
+
+if __name__ == "__main__":
+    main()
