@@ -699,6 +699,7 @@ std::vector<ValueId> batch_norm_no_stats(Emit& e, const DNode& d) {
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::_native_batch_norm_legit_no_stats, batch_norm_no_stats},
     {OpId::_prelu_kernel, prelu},
+    {OpId::chunk, split},
     {OpId::clamp_max, clamp_max},
     {OpId::clamp_min, clamp_min},
     {OpId::elu, elu},
@@ -927,8 +928,15 @@ bool can_functionalize(const Graph& g, const Node& n) {
 std::vector<ValueId> functionalize(Emit& e, const DNode& d) {
   if (!can_functionalize(d.src, d.n)) return {};
   std::vector<CallArg> call;
-  for (size_t k = 0; k < d.args.size(); ++k) call.push_back({d.n.schema->args[k].name, d.args[k]});
-  ValueId r = e.op(functional_target(d.n.target), std::move(call));
+  // By name where the functional op has the name (keyword-only arguments), else by position
+  // (dropout_'s `self` is dropout's `input`).
+  std::string target = functional_target(d.n.target);
+  const OpSchema* fs = find_schema(target);
+  for (size_t k = 0; k < d.args.size(); ++k) {
+    const std::string& name = d.n.schema->args[k].name;
+    call.push_back({fs && fs->index_of(name) >= 0 ? name : std::string(), d.args[k]});
+  }
+  ValueId r = e.op(target, std::move(call));
   return {e.cast(r, d.out_meta(0).dtype)};
 }
 

@@ -465,6 +465,8 @@ const OpTable<MetaFn>::Row kPointwiseMeta[] = {
     {OpId::clamp_min, guarded<clamp_one<true>>},
     {OpId::elu, guarded<float_activation>},
     {OpId::elu_, guarded<inplace>},
+    {OpId::dropout_, guarded<inplace>},
+    {OpId::detach_, guarded<inplace>},
     {OpId::fill_Scalar, guarded<fill_scalar>},
     {OpId::prelu, guarded<prelu>},
     {OpId::_prelu_kernel, guarded<prelu>},

@@ -496,7 +496,15 @@ Metas split(const Graph& g, const Node& n) {
   const TensorMeta& x = c.tensor("self");
   if (x.dim() == 0) c.fail("split expects at least a 1-dimensional tensor");
   int64_t d = c.dim(c.int_("dim"), x.dim());
-  int64_t s = c.int_("split_size"), size = x.sizes[size_t(d)];
+  int64_t size = x.sizes[size_t(d)];
+  int64_t s = 0;
+  if (c.has_arg("chunks")) { // chunk: pieces of ceil(size / chunks)
+    int64_t k = c.int_("chunks");
+    if (k <= 0) c.fail("chunk expects `chunks` to be greater than 0, got: " + std::to_string(k));
+    s = (size + k - 1) / k;
+  } else {
+    s = c.int_("split_size");
+  }
   if (s < 0)
     c.fail("split expects split_size be non-negative, but got split_size=" + std::to_string(s));
   if (s == 0 && size != 0)
@@ -890,6 +898,7 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::slice_Tensor, guarded<slice>},
     {OpId::slice_scatter, guarded<slice_scatter>},
     {OpId::select_scatter, guarded<select_scatter>},
+    {OpId::chunk, guarded<split>},
     {OpId::glu, guarded<glu>},
     {OpId::split_Tensor, guarded<split>},
     {OpId::split_with_sizes, guarded<split_with_sizes>},

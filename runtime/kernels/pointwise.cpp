@@ -819,6 +819,17 @@ Tensors k_leaky_relu_(const KernelCall& c) {
 Tensors k_elu_(const KernelCall& c) {
   return write_back(c.tensor("self"), k_elu(c)[0]);
 }
+Tensors k_dropout_(const KernelCall& c) {
+  double p = c.arg("p").f;
+  if (p < 0 || p > 1)
+    fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (c.arg("train").b && p != 0)
+    fail("dropout in training mode is not supported by the reference interpreter");
+  return {c.tensor("self")};
+}
+Tensors k_detach_(const KernelCall& c) {
+  return {c.tensor("self")};
+}
 Tensors k_mish_(const KernelCall& c) {
   return write_back(c.tensor("self"), k_mish(c)[0]);
 }
@@ -951,6 +962,8 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::clamp_min, k_clamp_one<true>},
     {OpId::elu, k_elu},
     {OpId::elu_, k_elu_},
+    {OpId::dropout_, k_dropout_},
+    {OpId::detach_, k_detach_},
     {OpId::fill_Scalar, k_fill_scalar},
     {OpId::hardtanh, k_hardtanh},
     {OpId::hardtanh_, k_hardtanh_},

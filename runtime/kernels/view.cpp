@@ -366,7 +366,14 @@ Tensors k_split(const KernelCall& c) {
            " (input tensor's size at dimension " + std::to_string(d) +
            "), but got split_sizes=" + shape_str(sizes));
   } else {
-    int64_t ss = c.arg("split_size").i;
+    int64_t ss = 0;
+    if (c.node.schema->index_of("chunks") >= 0) { // chunk: pieces of ceil(size / chunks)
+      int64_t k = c.arg("chunks").i;
+      if (k <= 0) fail("chunk expects `chunks` to be greater than 0, got: " + std::to_string(k));
+      ss = (size + k - 1) / k;
+    } else {
+      ss = c.arg("split_size").i;
+    }
     if (ss < 0 || (ss == 0 && size != 0))
       fail("split_size can only be 0 if dimension size is 0, but got dimension size of " +
            std::to_string(size));
@@ -751,6 +758,7 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::slice_Tensor, k_slice},
     {OpId::slice_scatter, k_slice_scatter},
     {OpId::select_scatter, k_select_scatter},
+    {OpId::chunk, k_split},
     {OpId::glu, k_glu},
     {OpId::split_Tensor, k_split},
     {OpId::split_with_sizes, k_split},
