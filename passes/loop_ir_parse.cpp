@@ -32,9 +32,14 @@ public:
       parse_buffer();
     }
     // An extern call's outputs: its own buffer, then its MultiOutputs in order.
-    for (int b = 0; b < int(p_.buffers.size()); ++b)
-      if (p_.buffers[b].kind == Buffer::Kind::Extern) p_.buffers[b].call.outputs.insert(
-                                                          p_.buffers[b].call.outputs.begin(), b);
+    for (int b = 0; b < int(p_.buffers.size()); ++b) {
+      Buffer& buf = p_.buffers[b];
+      if (buf.kind == Buffer::Kind::Extern) buf.call.outputs.push_back(b);
+      int owner = buf.extern_owner;
+      if (buf.kind == Buffer::Kind::ExternOutput && owner >= 0 && owner < b &&
+          p_.buffers[owner].kind == Buffer::Kind::Extern)
+        p_.buffers[owner].call.outputs.push_back(b);
+    }
     return std::move(p_);
   }
 

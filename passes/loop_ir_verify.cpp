@@ -11,6 +11,13 @@ namespace fxc {
 
 namespace {
 
+// Whether `e` is the loop variable `id` over [0, extent) (the constant 0 when extent is 1).
+// IndexExpr's == compares the variables, not their extents.
+bool is_loop_var(const IndexExpr& e, int id, int64_t extent) {
+  if (e != IndexExpr::var(id, extent)) return false;
+  return e.terms().empty() || e.terms()[0].first.extent == extent;
+}
+
 class Verifier {
 public:
   explicit Verifier(const LoopProgram& p) : p_(p) {}
@@ -84,7 +91,7 @@ private:
     }
     std::map<int, int64_t> extents; // the loop variables this buffer's body may use
     for (size_t i = 0; i < b.sizes.size(); ++i) {
-      if (b.vars[i] != IndexExpr::var(int(i), b.sizes[i]))
+      if (!is_loop_var(b.vars[i], int(i), b.sizes[i]))
         fail("loop variable " + std::to_string(i) + " is '" + b.vars[i].str() + "', not " +
              var_name(int(i)) + " < " + std::to_string(b.sizes[i]));
       extents[int(i)] = b.sizes[i];
@@ -98,7 +105,7 @@ private:
     else
       for (size_t j = 0; j < b.rvars.size(); ++j) {
         int v = kRVarBase + int(j);
-        if (b.rvars[j] != IndexExpr::var(v, b.rsizes[j]))
+        if (!is_loop_var(b.rvars[j], v, b.rsizes[j]))
           fail("reduction variable " + std::to_string(j) + " is '" + b.rvars[j].str() + "', not " +
                var_name(v) + " < " + std::to_string(b.rsizes[j]));
         extents[v] = b.rsizes[j];
