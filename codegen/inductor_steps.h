@@ -83,7 +83,8 @@ Plan build_host_plan(const Graph& g, const LoopProgram& p, const Schedule& s, co
                      std::vector<int>* kernel_index);
 
 /// Step "load" on the CPU: JIT-compiles the queued kernels and sets each plan kernel's entry
-/// point; with opts.max_autotune also times grain sizes. Fills impl output_code and autotune log.
+/// point; with opts.max_autotune also times grain sizes (impl's autotune log, and output_code
+/// rendered again with the tuned grains).
 void load_cpu_kernels(const Graph& g, const Schedule& s, const std::vector<int>& kernel_index,
                       const InductorOptions& opts, CompiledGraph::Impl& impl);
 
