@@ -15,12 +15,27 @@
 #include "runtime/plan_executor.h"
 #include "runtime/tensor.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace fxc {
+
+/// Names of inductor's steps, in the order compile_inductor runs them: lower, fuse, plan-memory,
+/// codegen, host-plan, load (compile_inductor_ptx: lower, fuse, codegen).
+const std::vector<std::string>& inductor_step_names();
+
+/// What runs after each step (--print-after, --stop-after, --verify-each).
+struct StepHooks {
+  std::string print_after; ///< a step name: `print` gets its text
+  std::string stop_after;  ///< a step name: `print` gets its text and the build ends there
+  bool verify_each = false; ///< the loop-IR verifier after lower, fuse and plan-memory
+  /// Receives a step's text: the loop IR (lower), the schedule (fuse), the schedule and memory
+  /// plan (plan-memory), the kernels' LLVM IR or PTX (codegen), output_code.cpp (host-plan).
+  std::function<void(const std::string& step, const std::string& text)> print;
+};
 
 struct InductorOptions {
   int num_threads = 0;      ///< worker threads for kernels; 0: all hardware threads
@@ -57,6 +72,7 @@ struct InductorOptions {
   /// kernel's LLVM IR only, for --emit=ptx|llvm without a debug trace, whose one module
   /// (link_ptx_kernels()) compiles the kernels together, libdevice's functions once.
   bool kernel_ptx = true;
+  StepHooks steps;
 };
 
 struct GeneratedKernel {
@@ -131,5 +147,12 @@ PtxProgram compile_inductor_ptx(
 /// Compiles `g` for the host CPU. Throws fxc::Error for graphs that cannot be lowered
 /// (missing metadata, malformed arguments) and when LLVM fails.
 CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts = {});
+
+struct LoopProgram;
+/// compile_inductor's steps after lower on a loop program read from text (a .lir file,
+/// passes/loop_ir_parse.h), verified first. Its weights have no data: a build of a program with
+/// weights ends before host-plan (opts.steps.stop_after), and one with a fallback extern call
+/// cannot run. Throws fxc::Error.
+CompiledGraph compile_loop_program(const LoopProgram& p, const InductorOptions& opts = {});
 
 } // namespace fxc

@@ -186,7 +186,7 @@ private:
   // The slot form (RowMapping with vectors or persistent rows): each thread handles `vec`
   // contiguous elements per chunk; loads contiguous in r become one aligned vector load per chunk.
   /// Structural id of a node (equal ids compute equal values in one slot).
-  int sid(const VExpr* e);
+  int structural_id(const VExpr* e);
   llvm::Value* vector_load(int buffer, const IndexExpr& ix, DType t);
   /// The loads (by vec_loads_ key) whose every use is the value a where() takes where its
   /// condition is false, with that condition's structural id: a causal mask's
@@ -247,9 +247,9 @@ private:
   std::map<int, llvm::Value*> row_memo_;                       ///< values independent of r
   std::vector<std::map<std::string, llvm::Value*>> vec_loads_; ///< per chunk
   std::vector<std::map<int, llvm::Value*>> inner_vals_;        ///< per slot: inner members' values
-  std::map<const VExpr*, int> sid_of_;
+  std::map<const VExpr*, int> structural_ids_;
   std::map<std::string, int> sid_table_;
-  std::vector<bool> sid_rdep_; ///< per structural id: depends on r
+  std::vector<bool> depends_on_r_; ///< per structural id: depends on r
   IndexExpr same_;             ///< x * rnumel + r: an inner member's own position
 
   // Pipelined rows (a persistent row, several rows per block): each vector load of the row
@@ -636,14 +636,14 @@ const VPtr* Emitter::gelu_arg(const VExpr& e) {
     const VPtr* erf = other(e.args[size_t(1 - h)], VOp::Add, 1.0);
     if (!y || !erf || (*erf)->op != VOp::Erf) continue;
     const VPtr* y2 = other((*erf)->args[0], VOp::Mul, M_SQRT1_2);
-    if (y2 && sid(y2->get()) == sid(y->get())) return y;
+    if (y2 && structural_id(y2->get()) == structural_id(y->get())) return y;
   }
   return nullptr;
 }
 
 llvm::Value* Emitter::scale_row_difference(const VExpr& e) {
   if (!slots_ || e.op != VOp::Mul || e.args.size() != 2) return nullptr;
-  auto per_row = [&](const VPtr& v) { return !sid_rdep_[size_t(sid(v.get()))]; };
+  auto per_row = [&](const VPtr& v) { return !depends_on_r_[size_t(structural_id(v.get()))]; };
   for (int h = 0; h < 2; ++h) {
     const VPtr& d = e.args[size_t(h)];
     const VPtr& r = e.args[size_t(1 - h)];
@@ -659,8 +659,8 @@ llvm::Value* Emitter::value(const VPtr& e) {
   std::map<int, llvm::Value*>* smemo = nullptr;
   int id = -1;
   if (slots_) {
-    id = sid(e.get());
-    smemo = sid_rdep_[size_t(id)] ? &slot_memo_[size_t(chunk_ * map_.vec + lane_)] : &row_memo_;
+    id = structural_id(e.get());
+    smemo = depends_on_r_[size_t(id)] ? &slot_memo_[size_t(chunk_ * map_.vec + lane_)] : &row_memo_;
     auto it = smemo->find(id);
     if (it != smemo->end()) return it->second;
   } else {
@@ -688,8 +688,8 @@ llvm::Value* Emitter::value(const VPtr& e) {
     // Along a row, dividing by a per-row value multiplies by its reciprocal, computed once
     // (within 1.5 f32 ulps of the quotient; softmax's normalization).
     if (slots_ && is_floating(e->dtype) && e->dtype != DType::F64 &&
-        !sid_rdep_[size_t(sid(e->args[1].get()))]) {
-      int key = -2 - sid(e->args[1].get());
+        !depends_on_r_[size_t(structural_id(e->args[1].get()))]) {
+      int key = -2 - structural_id(e->args[1].get());
       auto rit = row_memo_.find(key);
       llvm::Value* inv = nullptr;
       if (rit != row_memo_.end()) {
@@ -791,9 +791,9 @@ llvm::Value* Emitter::accumulate(const Buffer& buf, llvm::Value* a, llvm::Value*
   return ok ? b_.CreateSelect(ok, n, a) : n;
 }
 
-int Emitter::sid(const VExpr* e) {
-  auto it = sid_of_.find(e);
-  if (it != sid_of_.end()) return it->second;
+int Emitter::structural_id(const VExpr* e) {
+  auto it = structural_ids_.find(e);
+  if (it != structural_ids_.end()) return it->second;
   uint64_t fbits = 0;
   std::memcpy(&fbits, &e->fval, sizeof fbits);
   std::string key = std::to_string(int(e->op)) + ':' + std::to_string(int(e->dtype)) + ':' +
@@ -801,17 +801,17 @@ int Emitter::sid(const VExpr* e) {
                     std::to_string(e->buffer);
   bool rdep = false;
   for (const VPtr& a : e->args) {
-    int c = sid(a.get());
+    int c = structural_id(a.get());
     key += ',' + std::to_string(c);
-    rdep = rdep || sid_rdep_[size_t(c)];
+    rdep = rdep || depends_on_r_[size_t(c)];
   }
   if (e->op == VOp::Load || e->op == VOp::Index) {
     key += '|' + e->index.str();
     rdep = rdep || uses_r(e->index);
   }
-  auto [t, fresh] = sid_table_.emplace(key, int(sid_rdep_.size()));
-  if (fresh) sid_rdep_.push_back(rdep);
-  sid_of_[e] = t->second;
+  auto [t, fresh] = sid_table_.emplace(key, int(depends_on_r_.size()));
+  if (fresh) depends_on_r_.push_back(rdep);
+  structural_ids_[e] = t->second;
   return t->second;
 }
 
@@ -824,7 +824,7 @@ void Emitter::find_guarded_loads() {
     if (e->op == VOp::Load) {
       std::string key = vector_key(e->buffer, e->index);
       auto [it, fresh] = guard_of_.emplace(key, is_floating(e->dtype) ? guard : nullptr);
-      if (!fresh && it->second && (!guard || sid(it->second.get()) != sid(guard.get())))
+      if (!fresh && it->second && (!guard || structural_id(it->second.get()) != structural_id(guard.get())))
         it->second = nullptr;
     }
     for_each_indirect(e->index, [&](const VPtr& v) { walk(v, nullptr); });
@@ -1196,11 +1196,11 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
   const VPtr& vb = bodies_[mb.buffer];
   // sb's body: d * d with d = (the value sa sums) - (a row constant).
   if (vb->op != VOp::Mul || vb->args.size() != 2 ||
-      sid(vb->args[0].get()) != sid(vb->args[1].get()))
+      structural_id(vb->args[0].get()) != structural_id(vb->args[1].get()))
     return false;
   const VPtr& d = vb->args[0];
-  if (d->op != VOp::Sub || d->args.size() != 2 || sid(d->args[0].get()) != sid(va.get()) ||
-      sid_rdep_[size_t(sid(d->args[1].get()))])
+  if (d->op != VOp::Sub || d->args.size() != 2 || structural_id(d->args[0].get()) != structural_id(va.get()) ||
+      depends_on_r_[size_t(structural_id(d->args[1].get()))])
     return false;
   llvm::Type* f = b_.getFloatTy();
   auto k = [&](double v) { return llvm::ConstantFP::get(f, v); };

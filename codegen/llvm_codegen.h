@@ -31,7 +31,7 @@ public:
   virtual std::string add_kernel(const LoopProgram& p, const Kernel& k,
                                  const std::vector<int>& args,
                                  const std::vector<bool>& noalias) = 0;
-  /// Optimizes (O3) and JIT-compiles every queued kernel. Throws fxc::Error on failure.
+  /// Optimizes (O2) and JIT-compiles every queued kernel. Throws fxc::Error on failure.
   virtual void finalize() = 0;
   /// The entry point of a finalized kernel.
   virtual KernelFn lookup(const std::string& name) = 0;

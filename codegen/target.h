@@ -1,4 +1,4 @@
-// The code generation target interface (CPU now, NVPTX later), in the style of Halide's
+// The code generation target interface (x86-64 and NVPTX), in the style of Halide's
 // CodeGen_LLVM: the generic emitter asks the target how a kernel's iteration space maps to
 // threads and how partial reductions are combined; capability fields steer the choices.
 #pragma once
@@ -153,11 +153,5 @@ public:
   virtual void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* f,
                           bool lean) = 0;
 };
-
-/// The host CPU target (x86-64): rows split across the thread pool, one thread per row.
-std::unique_ptr<Target> make_x86_target();
-/// NVPTX: one thread block per row, its threads striding over r and combining reductions
-/// through shared memory (or, for many short rows, one thread per row); math through libdevice.
-std::unique_ptr<Target> make_nvptx_target(const std::string& arch);
 
 } // namespace fxc

@@ -861,10 +861,6 @@ std::string format_mapping(const RowMapping& m) {
   return s;
 }
 
-std::unique_ptr<Target> make_nvptx_target(const std::string& arch) {
-  return std::make_unique<NvptxTarget>(arch);
-}
-
 std::vector<PtxKernel> generate_ptx(const LoopProgram& p, const Schedule& s,
                                     const std::string& arch, const std::string& libdevice,
                                     bool ptx) {

@@ -1,4 +1,4 @@
-// The x86-64 host target: kernel ABI, row-parallel mapping, O3 pipeline and ORC LLJIT loading.
+// The x86-64 host target: kernel ABI, row-parallel mapping, O2 pipeline and ORC LLJIT loading.
 #include "codegen/llvm_codegen.h"
 #include "codegen/target.h"
 #include "frontend/diag.h"
@@ -372,10 +372,6 @@ private:
 };
 
 } // namespace
-
-std::unique_ptr<Target> make_x86_target() {
-  return std::make_unique<X86Target>();
-}
 
 std::unique_ptr<KernelCompiler> make_x86_compiler() {
   return std::make_unique<X86Compiler>();

@@ -31,6 +31,7 @@
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/inductor.h"
 #include "codegen/llvm_codegen.h"
+#include "passes/loop_ir_parse.h"
 #endif
 #include "runtime/interpreter.h"
 
@@ -164,6 +165,11 @@ void check_supported(const Options& o) {
   if ((emit == "obj" || emit == "cpp") && cuda) unsupported("--emit=" + emit + " for --device=cuda");
   if (o.mode == Mode::Train && o.backend == Backend::Eager)
     throw UsageError("--mode=train needs AOT autograd: use --backend=aot_eager or a later backend");
+  for (const auto& [flag, step] : {std::pair<std::string, std::string>{"--print-after", o.print_after},
+                                   {"--stop-after", o.stop_after}})
+    if (!step.empty() && !backend_runs_step(o.backend, step))
+      throw UsageError(flag + "=" + step + ": backend " + backend_name(o.backend) +
+                       " does not run step " + step);
 }
 
 std::string stem_of(const std::string& path) {
@@ -448,6 +454,50 @@ std::string action_name(const Options& o) {
   return o.bisect ? "bisect" : o.minify ? "minify" : o.bench ? "bench" : o.run || o.check_accuracy ? "run" : "compile";
 }
 
+bool is_loop_ir_file(const std::string& path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".lir") == 0;
+}
+
+// A loop-IR input (.lir, passes/loop_ir_parse.h): inductor's steps after lower, up to
+// --stop-after; --print-after prints as for a graph and -o gets the IR after the last step.
+int run_loop_ir_file(const Options& o) {
+#ifdef FXC_HAVE_CODEGEN
+  const std::vector<std::string> steps = {"fuse", "plan-memory", "codegen", "host-plan"};
+  if (std::find(steps.begin(), steps.end(), o.stop_after) == steps.end())
+    throw UsageError("a loop-IR input (.lir) starts after lower: it needs "
+                     "--stop-after=fuse|plan-memory|codegen|host-plan");
+  if (!o.print_after.empty() && std::find(steps.begin(), steps.end(), o.print_after) == steps.end())
+    throw UsageError("--print-after=" + o.print_after + ": a loop-IR input (.lir) starts after lower");
+  if (o.backend != Backend::Inductor || o.mode == Mode::Train)
+    throw UsageError("a loop-IR input (.lir) is one lowered graph: inductor, inference mode");
+  std::ifstream in(o.input, std::ios::binary);
+  if (!in) throw Error(o.input, std::string("cannot read: ") + std::strerror(errno));
+  std::stringstream text;
+  text << in.rdbuf();
+  LoopProgram p = parse_loop_program(text.str(), o.input);
+  InductorOptions io;
+  io.cuda = o.device == DeviceKind::Cuda;
+  io.load_cuda = false;
+  io.cuda_arch = o.cuda_arch;
+  io.log_name = stem_of(o.input);
+  std::string out;
+  io.steps.print_after = o.print_after;
+  io.steps.stop_after = o.stop_after;
+  io.steps.verify_each = o.verify_each;
+  io.steps.print = [&](const std::string& step, const std::string& ir) {
+    if (step == o.print_after)
+      std::fprintf(stderr, "// ----- IR after %s (%s) -----\n%s", step.c_str(),
+                   io.log_name.c_str(), ir.c_str());
+    if (step == o.stop_after) out = ir;
+  };
+  compile_loop_program(p, io);
+  if (!o.output.empty()) write_text(o.output, out);
+  return 0;
+#else
+  throw Error(o.input, "a loop-IR input needs code generation, which this fxc is built without");
+#endif
+}
+
 int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   if (int status = configure_process_logger(given.log, std::cout, std::cerr); status >= 0) return status;
   if (!given.report.empty()) capture_process_logs(report_log_capture());
@@ -473,6 +523,7 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
     if (o.bench) rep.bench_json = format_bench_json(r, o, 0);
     return status;
   }
+  if (is_loop_ir_file(o.input)) return run_loop_ir_file(o);
   std::string debug_dir = o.debug_dir;
   if (debug_dir.empty())
     if (const char* env = std::getenv("FXC_COMPILE_DEBUG"); env && std::string(env) == "1")
@@ -510,6 +561,12 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   if (o.explain_cache) { // the key of the default action's compile, and why it would miss
     if (!o.inputs.empty()) specialize_to_inputs(c, load_inputs(c.source, o));
     return explain_cache(o, c.source, external_files);
+  }
+  if (!o.stop_after.empty()) { // the IR after the step to -o (if given), then nothing else
+    run_pipeline(c);
+    if (!o.output.empty()) write_text(o.output, c.stop_text);
+    trace.finish();
+    return 0;
   }
   if (o.emit == "fx") {
     write_text(o.output, print_readable(c.symbolic ? *c.symbolic : c.source));

@@ -1,6 +1,8 @@
 // The command line: every flag of docs/design.md §3, parsed with CLI11.
 #include "driver/options.h"
 
+#include "driver/pipeline.h"
+
 #include "driver/cache.h"
 #include "driver/remote_cache.h"
 #include "driver/driver.h"
@@ -354,7 +356,16 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
                "of each kernel; CUDA, on the device: thread mappings of each kernel and cuBLASLt "
                "algorithms of each matmul), remembered in <cache dir>/autotune.json "
                "(--log=autotune shows them)");
-  app.add_flag("--verify-each", o->verify_each, "Run the graph verifier after every stage");
+  app.add_flag("--verify-each", o->verify_each,
+               "Run the graph verifier after every graph stage and the loop-IR verifier after "
+               "lower, fuse and plan-memory");
+  app.add_option("--print-after", o->print_after,
+                 "Print the IR after STEP to stderr (graph IR, loop IR or generated code); "
+                 "steps: frontend aot decompose lower fuse plan-memory codegen host-plan load")
+      ->option_text("STEP");
+  app.add_option("--stop-after", o->stop_after,
+                 "Stop the pipeline after STEP and exit 0; -o gets the IR after it")
+      ->option_text("STEP");
   app.add_option("--diagnostics", o->diagnostics,
                  "Diagnostics as text, or one JSON object per line on stderr")
       ->option_text("text|json");
@@ -374,8 +385,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   // Flags of the second round's contract (docs/design.md §9) that are not built yet: accepted by
   // name, then refused as "not yet supported" (exit 2), never taken for a typo or ignored.
   std::string planned_value;
-  const std::vector<std::string> planned_options = {"--dynamic", "--print-after", "--stop-after",
-                                                    "--dtype"};
+  const std::vector<std::string> planned_options = {"--dynamic", "--dtype"};
   for (const std::string& f : planned_options) app.add_option(f, planned_value)->group("");
   app.add_option("--threads", o->threads,
                  "CPU threads shared by code generation and CPU kernels (default: all hardware "
@@ -418,6 +428,15 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   }
   for (const std::string& f : planned_options)
     if (app.count(f)) return usage_error(args, f + " is not yet supported");
+  for (const auto& [flag, step] : {std::pair<std::string, std::string>{"--print-after", o->print_after},
+                                   {"--stop-after", o->stop_after}}) {
+    if (!app.count(flag)) continue;
+    std::vector<std::string> steps = pipeline_step_names();
+    if (std::find(steps.begin(), steps.end(), step) != steps.end()) continue;
+    std::string list;
+    for (const std::string& s : steps) list += (list.empty() ? "" : ", ") + s;
+    return usage_error(args, flag + ": unknown step '" + step + "' (valid steps: " + list + ")");
+  }
   const std::vector<std::pair<std::string, std::string>> choices_given = {
       {"--backend", backend}, {"--device", device}, {"--mode", mode}, {"--emit", o->emit},
       {"--diagnostics", o->diagnostics}, {"--color", o->color}};

@@ -48,7 +48,9 @@ struct Options {
   bool explain_cache = false;      ///< --explain-cache: print the key, and why it misses
   bool max_autotune = false;
   bool verbose = false;
-  bool verify_each = false;
+  bool verify_each = false;    ///< graph verifier after every stage, loop-IR verifier after lower..
+  std::string print_after;     ///< --print-after=STEP: the IR after that step on stderr
+  std::string stop_after;      ///< --stop-after=STEP: end there, exit 0 (-o gets the IR)
   std::string diagnostics = "text";
   std::string cuda_arch = "sm_90";
   bool allow_tf32 = false;  ///< --allow-tf32: float32 matmuls/convolutions on CUDA may use TF32

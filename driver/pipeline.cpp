@@ -18,6 +18,7 @@
 #include "codegen/inductor.h"
 #endif
 
+#include <algorithm>
 #include <cassert>
 #include <chrono>
 #include <cstdio>
@@ -181,28 +182,78 @@ void log_plan_artifacts(const std::string& folder, const std::string& post_fusio
   if (!hints.empty()) log.artifact(Artifact::PerfHints, hints);
 }
 
-// Stage 4: inductor — lowering, fusion, memory planning and code generation per graph.
+// The hooks of inductor's steps: --print-after prints the step's text to stderr, --stop-after
+// keeps it for -o (and the pipeline ends after this graph's build), --verify-each.
+StepHooks step_hooks(Compilation& c, const std::string& folder) {
+  StepHooks h;
+  h.print_after = c.opts.print_after;
+  h.stop_after = c.opts.stop_after;
+  h.verify_each = c.opts.verify_each;
+  h.print = [&c, folder](const std::string& step, const std::string& text) {
+    if (step == c.opts.print_after)
+      std::fprintf(stderr, "// ----- IR after %s (%s) -----\n%s", step.c_str(), folder.c_str(),
+                   text.c_str());
+    if (step == c.opts.stop_after) {
+      c.stopped = true;
+      c.stop_text += text;
+    }
+  };
+  return h;
+}
+
+// What inductor made of one graph, for the debug trace and the --log artifacts.
+struct InductorOutput {
+  std::string pre, post, fusion_log, output_code, hints;
+  const std::vector<GeneratedKernel>* kernels = nullptr;
+};
+
+void write_inductor_artifacts(Compilation& c, const StageGraph& sg, const InductorOutput& out,
+                              bool cuda) {
+  std::string dir = "inductor/" + sg.folder + "/";
+  c.trace.write(dir + "ir_pre_fusion.txt", out.pre, "inductor", sg.folder);
+  c.trace.write(dir + "ir_post_fusion.txt", out.post, "inductor", sg.folder);
+  if (!cuda) c.trace.write(dir + "output_code.cpp", out.output_code, "inductor", sg.folder);
+  for (const GeneratedKernel& k : *out.kernels) {
+    c.trace.write(dir + "kernels/" + k.name + ".ll", k.ll, "inductor", sg.folder);
+    if (cuda) c.trace.write(dir + "kernels/" + k.name + ".ptx", k.ptx, "inductor", sg.folder);
+  }
+  Logger& log = process_logger();
+  log.artifact(Artifact::IrPreFusion, "===== " + sg.folder + " =====\n" + out.pre);
+  log.artifact(Artifact::IrPostFusion, "===== " + sg.folder + " =====\n" + out.post);
+  log.artifact(Artifact::Fusion, out.fusion_log);
+  log_plan_artifacts(sg.folder, out.post);
+  if (!out.hints.empty()) {
+    std::istringstream hints(out.hints);
+    std::string text;
+    for (std::string line; std::getline(hints, line);) text += sg.folder + ": " + line + "\n";
+    log.artifact(Artifact::PerfHints, text);
+  }
+  if (!cuda)
+    log.artifact(Artifact::OutputCode, "===== " + sg.folder + "/output_code.cpp =====\n" +
+                                           out.output_code);
+  for (const GeneratedKernel& k : *out.kernels)
+    if (cuda) log.artifact(Artifact::OutputCode, "===== kernel " + k.name + " (PTX) =====\n" + k.ptx);
+}
+
+// Stage 4, PTX only (--device=cuda --emit=ptx): lowering, fusion and the kernels' PTX per graph;
+// no memory plan, host plan or device.
 void stage_inductor_cuda(Compilation& c) {
   c.ptx.clear();
   for (const StageGraph& sg : c.graphs) {
     InductorOptions io;
     io.inject_bug = c.opts.inject_bug;
     io.log_name = sg.folder;
-    // Each kernel's PTX only for the debug trace: --emit's one module compiles them together.
-    io.kernel_ptx = c.trace.enabled();
+    // Each kernel's PTX only for the debug trace and --print-after/--stop-after=codegen:
+    // --emit's one module compiles them together.
+    io.kernel_ptx = c.trace.enabled() || c.opts.print_after == "codegen" ||
+                    c.opts.stop_after == "codegen";
+    io.steps = step_hooks(c, sg.folder);
     auto prog = std::make_shared<PtxProgram>(compile_inductor_ptx(sg.graph, io, c.opts.cuda_arch));
-    std::string dir = "inductor/" + sg.folder + "/";
-    c.trace.write(dir + "ir_pre_fusion.txt", prog->ir_pre_fusion, "inductor", sg.folder);
-    c.trace.write(dir + "ir_post_fusion.txt", prog->ir_post_fusion, "inductor", sg.folder);
-    for (const PtxKernelInfo& k : prog->kernels) {
-      c.trace.write(dir + "kernels/" + k.name + ".ll", k.ll, "inductor", sg.folder);
-      c.trace.write(dir + "kernels/" + k.name + ".ptx", k.ptx, "inductor", sg.folder);
-    }
-    Logger& log = process_logger();
-    log.artifact(Artifact::IrPreFusion, "===== " + sg.folder + " =====\n" + prog->ir_pre_fusion);
-    log.artifact(Artifact::IrPostFusion, "===== " + sg.folder + " =====\n" + prog->ir_post_fusion);
-    log.artifact(Artifact::Fusion, prog->fusion_log);
-    log_plan_artifacts(sg.folder, prog->ir_post_fusion);
+    std::vector<GeneratedKernel> kernels;
+    for (const PtxKernelInfo& k : prog->kernels) kernels.push_back({k.name, k.ll, k.ptx});
+    InductorOutput out{prog->ir_pre_fusion, prog->ir_post_fusion, prog->fusion_log, "", "",
+                       &kernels};
+    write_inductor_artifacts(c, sg, out, true);
     c.trace.log("inductor", sg.folder + ": " + std::to_string(prog->kernels.size()) +
                                 " PTX kernels for " + c.opts.cuda_arch);
     c.ptx.push_back(prog);
@@ -213,12 +264,16 @@ bool needs_execution(const Options& o) {
   return o.run || o.bench || o.check_accuracy || o.bisect || o.minify;
 }
 
+// Stage 4: inductor — lowering, fusion, memory planning, code generation, the host plan and
+// loading, per graph (codegen/inductor.cpp lists the steps).
 void stage_inductor(Compilation& c) {
   bool cuda = c.opts.device == DeviceKind::Cuda;
   // The default action writes an .fxo: the plan and its PTX, built without a device.
   bool artifact = c.opts.emit.empty() && !c.opts.emit_asm && !needs_execution(c.opts);
+  bool late_step = c.opts.print_after == "host-plan" || c.opts.print_after == "load" ||
+                   c.opts.stop_after == "host-plan" || c.opts.stop_after == "load";
   // --emit=ptx: PTX only, no device needed (with --max-autotune the device times candidates).
-  if (cuda && !needs_execution(c.opts) && !artifact && !c.opts.max_autotune) {
+  if (cuda && !needs_execution(c.opts) && !artifact && !c.opts.max_autotune && !late_step) {
     stage_inductor_cuda(c);
     return;
   }
@@ -234,33 +289,19 @@ void stage_inductor(Compilation& c) {
     io.cuda_graphs = c.opts.cuda_graphs;
     io.max_autotune = c.opts.max_autotune;
     if (io.max_autotune) io.autotune_dir = cache_directory(c.opts);
+    io.steps = step_hooks(c, sg.folder);
+    // --emit=llvm|obj|cpp need the kernels and the host plan (the debug trace's
+    // output_code.cpp), not the JIT: the build stops after host-plan.
+    std::string emit = c.opts.emit.empty() && c.opts.emit_asm && !cuda ? "llvm" : c.opts.emit;
+    if (!cuda && !c.opts.max_autotune && io.steps.stop_after.empty() &&
+        (emit == "llvm" || emit == "obj" || emit == "cpp"))
+      io.steps.stop_after = "host-plan";
     auto cg = std::make_shared<CompiledGraph>(compile_inductor(sg.graph, io));
     for (const std::string& line : cg->autotune_log())
       process_logger().log(Component::Autotune, Level::Info, sg.folder + ": " + line);
-    std::string dir = "inductor/" + sg.folder + "/";
-    c.trace.write(dir + "ir_pre_fusion.txt", cg->ir_pre_fusion(), "inductor", sg.folder);
-    c.trace.write(dir + "ir_post_fusion.txt", cg->ir_post_fusion(), "inductor", sg.folder);
-    if (!cuda) c.trace.write(dir + "output_code.cpp", cg->output_code(), "inductor", sg.folder);
-    for (const GeneratedKernel& k : cg->kernels()) {
-      c.trace.write(dir + "kernels/" + k.name + ".ll", k.ll, "inductor", sg.folder);
-      if (cuda) c.trace.write(dir + "kernels/" + k.name + ".ptx", k.ptx, "inductor", sg.folder);
-    }
-    Logger& log = process_logger();
-    log.artifact(Artifact::IrPreFusion, "===== " + sg.folder + " =====\n" + cg->ir_pre_fusion());
-    log.artifact(Artifact::IrPostFusion, "===== " + sg.folder + " =====\n" + cg->ir_post_fusion());
-    log.artifact(Artifact::Fusion, cg->fusion_log());
-    log_plan_artifacts(sg.folder, cg->ir_post_fusion());
-    if (!cg->perf_hints().empty()) {
-      std::istringstream hints(cg->perf_hints());
-      std::string text;
-      for (std::string line; std::getline(hints, line);) text += sg.folder + ": " + line + "\n";
-      log.artifact(Artifact::PerfHints, text);
-    }
-    if (!cuda)
-      log.artifact(Artifact::OutputCode, "===== " + sg.folder + "/output_code.cpp =====\n" +
-                                             cg->output_code());
-    for (const GeneratedKernel& k : cg->kernels())
-      if (cuda) log.artifact(Artifact::OutputCode, "===== kernel " + k.name + " (PTX) =====\n" + k.ptx);
+    InductorOutput out{cg->ir_pre_fusion(), cg->ir_post_fusion(), cg->fusion_log(),
+                       cg->output_code(), cg->perf_hints(), &cg->kernels()};
+    write_inductor_artifacts(c, sg, out, cuda);
     c.trace.log("inductor", sg.folder + ": " + std::to_string(cg->num_kernels()) +
                                 " generated kernels, " + std::to_string(cg->num_extern_calls()) +
                                 " extern calls, planned peak " + std::to_string(cg->peak_bytes()) +
@@ -303,6 +344,22 @@ std::vector<Tensor> backward_inputs(const std::vector<Tensor>& fw, size_t num_us
   return in;
 }
 
+std::vector<std::string> pipeline_step_names() {
+  std::vector<std::string> names = {"frontend", "aot", "decompose"};
+#ifdef FXC_HAVE_CODEGEN
+  for (const std::string& s : inductor_step_names()) names.push_back(s);
+#endif
+  return names;
+}
+
+bool backend_runs_step(Backend b, const std::string& name) {
+  std::vector<std::string> names = pipeline_step_names();
+  auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) return false;
+  int index = int(it - names.begin());
+  return index < 3 ? index < stage_count(b) : b == Backend::Inductor;
+}
+
 int stage_count(Backend b) {
   switch (b) {
   case Backend::Eager: return 1;
@@ -336,6 +393,15 @@ void run_pipeline(Compilation& c) {
     double ms = ms_since(t0);
     c.trace.log(kStages[i].name, "done", ms);
     if (c.opts.verbose) std::fprintf(stderr, "fxc: %s: %.3f ms\n", kStages[i].name, ms);
+    const std::string name = kStages[i].name;
+    for (const StageGraph& sg : c.graphs) {
+      if (c.opts.print_after == name)
+        std::fprintf(stderr, "// ----- IR after %s (%s) -----\n%s", name.c_str(),
+                     sg.folder.c_str(), print_readable(sg.graph).c_str());
+      if (c.opts.stop_after == name) c.stop_text += print_readable(sg.graph);
+    }
+    if (c.opts.stop_after == name) c.stopped = true;
+    if (c.stopped) return; // --stop-after: nothing runs after the step
   }
   if (!c.ptx.empty()) return; // --device=cuda cross-compilation (--emit=ptx): nothing to run
   std::vector<GraphRunner> runners;

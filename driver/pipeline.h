@@ -54,7 +54,19 @@ struct Compilation {
   std::vector<std::shared_ptr<CompiledGraph>> compiled; ///< inductor (cpu): one per graph
   std::vector<std::shared_ptr<PtxProgram>> ptx;          ///< inductor (cuda): one per graph
   std::unique_ptr<Executable> executable;
+  /// --stop-after reached its step: the pipeline ended there; `stop_text` is the IR after it
+  /// (every graph's, in order), what -o receives.
+  bool stopped = false;
+  std::string stop_text;
 };
+
+/// Every step --print-after and --stop-after accept, in pipeline order: the graph stages
+/// frontend, aot, decompose, then inductor's steps lower, fuse, plan-memory, codegen,
+/// host-plan, load (codegen/inductor.h).
+std::vector<std::string> pipeline_step_names();
+
+/// Whether backend `b` runs step `name` (eager runs frontend only, ...).
+bool backend_runs_step(Backend b, const std::string& name);
 
 /// Runs the stages of `c.opts.backend` (a prefix of: frontend, aot, decompose, inductor) on
 /// c.source, logging each with its wall time (-v and fxc/debug.log), writing per-graph debug

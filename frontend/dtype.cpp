@@ -29,7 +29,6 @@ const DTypeInfo& info(DType t) {
 
 std::string_view dtype_name(DType t) { return info(t).name; }
 std::string_view dtype_safetensors_name(DType t) { return info(t).st_name; }
-int64_t dtype_torch_code(DType t) { return info(t).torch_code; }
 size_t dtype_size(DType t) { return info(t).size; }
 
 std::optional<DType> parse_dtype(std::string_view s) {
@@ -62,7 +61,6 @@ bool is_floating(DType t) {
 bool is_integral(DType t) {
   return t == DType::U8 || t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
 }
-int dtype_category(DType t) { return t == DType::Bool ? 0 : is_integral(t) ? 1 : 2; }
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;

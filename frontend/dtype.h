@@ -20,7 +20,6 @@ std::string_view dtype_safetensors_name(DType t);
 std::optional<DType> parse_safetensors_dtype(std::string_view s);
 /// torch.export's serialized ScalarType codes (BYTE=1 ... FLOAT=7, DOUBLE=8, BOOL=12, BFLOAT16=13).
 std::optional<DType> dtype_from_torch_code(int64_t code);
-int64_t dtype_torch_code(DType t);
 
 size_t dtype_size(DType t);
 bool is_floating(DType t);
@@ -28,8 +27,5 @@ bool is_integral(DType t); // excludes bool
 
 /// PyTorch's promote_types for two tensor dtypes.
 DType promote_types(DType a, DType b);
-
-/// Category used by result_type: bool < integral < floating.
-int dtype_category(DType t);
 
 } // namespace fxc

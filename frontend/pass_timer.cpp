@@ -37,8 +37,6 @@ void enable_pass_timing(bool on) {
   g_enabled = on;
 }
 
-bool pass_timing_enabled() { return g_enabled; }
-
 double pass_clock_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin())
       .count();

@@ -23,7 +23,6 @@ struct PassSpan {
 
 /// Starts (or stops) recording spans. Recording starts empty.
 void enable_pass_timing(bool on);
-bool pass_timing_enabled();
 /// Now, in microseconds since the process first asked for the time, on the spans' clock.
 double pass_clock_us();
 /// The spans recorded so far, in the order they began.

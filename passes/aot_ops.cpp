@@ -305,20 +305,4 @@ void copy_node(const Graph& src, const Node& n, Graph& dst, ValueMap& map, NameC
   dst.nodes.push_back(std::move(m));
 }
 
-std::vector<CallArg> call_args_of(const Node& n, const std::vector<Arg>& args) {
-  std::vector<CallArg> call;
-  bool positional = true;
-  for (size_t k = 0; k < args.size(); ++k) {
-    const ArgSchema& s = n.schema->args[k];
-    bool given = k < n.given.size() ? n.given[k] : true;
-    if (!given) {
-      positional = false;
-      continue;
-    }
-    if (s.kwarg_only) positional = false;
-    call.push_back({positional ? std::string() : s.name, args[k]});
-  }
-  return call;
-}
-
 } // namespace fxc

@@ -118,10 +118,6 @@ std::string fresh_value_name(const Graph& g, std::string_view hint, NameCache* n
 /// The node's arguments with every tensor reference rewritten through `map`.
 std::vector<Arg> remap_args(const Node& n, const ValueMap& map);
 
-/// Call arguments that reproduce a bound node's arguments through add_node: the arguments the
-/// source gave, positionally while possible, then by keyword.
-std::vector<CallArg> call_args_of(const Node& n, const std::vector<Arg>& args);
-
 /// Base name of a target: "aten.addmm.default" -> "addmm".
 std::string op_base_name(std::string_view target);
 

@@ -33,7 +33,7 @@ struct GradCtx {
   ValueId in(std::string_view name) const { return n.arg(name).tensor; }
   ValueId out(size_t k = 0) const { return n.outputs[k]; }
   /// The gradient of the (single) output.
-  ValueId go(size_t k = 0) const {
+  ValueId grad_out(size_t k = 0) const {
     assert(gout[k] != kNoValue && "rule reads a missing output gradient");
     return gout[k];
   }
@@ -44,14 +44,14 @@ struct GradCtx {
   std::vector<int64_t> sizes(ValueId v) const { return e.sizes(v); }
 
   /// Records d(loss)/d(input); broadcasts are summed away and the dtype is restored.
-  void give(ValueId input, ValueId grad) {
+  void add_grad(ValueId input, ValueId grad) {
     if (!needs(input) || grad == kNoValue) return;
     TensorMeta m = g.values[input].meta;
     if (e.sizes(grad) != m.sizes) grad = e.sum_to(grad, m.sizes);
     if (e.dtype(grad) != m.dtype) grad = e.cast(grad, m.dtype);
     grads.push_back({input, grad});
   }
-  void give(std::string_view name, ValueId grad) { give(in(name), grad); }
+  void add_grad(std::string_view name, ValueId grad) { add_grad(in(name), grad); }
 
   [[noreturn]] void fail(const std::string& msg) const {
     throw Error(g.source, msg, n.name, n.target);
@@ -108,100 +108,100 @@ ValueId first_input(const GradCtx& c) {
 
 void add_tensor(GradCtx& c) {
   double alpha = c.arg("alpha").scalar();
-  c.give("self", c.go());
-  if (c.needs("other")) c.give("other", alpha == 1 ? c.go() : c.e.mul_s(c.go(), alpha));
+  c.add_grad("self", c.grad_out());
+  if (c.needs("other")) c.add_grad("other", alpha == 1 ? c.grad_out() : c.e.mul_s(c.grad_out(), alpha));
 }
 
 void sub_tensor(GradCtx& c) {
   double alpha = c.arg("alpha").scalar();
-  c.give("self", c.go());
-  if (c.needs("other")) c.give("other", c.e.mul_s(c.go(), -alpha));
+  c.add_grad("self", c.grad_out());
+  if (c.needs("other")) c.add_grad("other", c.e.mul_s(c.grad_out(), -alpha));
 }
 
 void identity(GradCtx& c) {
-  c.give(first_input(c), c.go());
+  c.add_grad(first_input(c), c.grad_out());
 }
 
 void mul_tensor(GradCtx& c) {
-  if (c.needs("self")) c.give("self", c.e.mul(c.go(), c.in("other")));
-  if (c.needs("other")) c.give("other", c.e.mul(c.go(), c.in("self")));
+  if (c.needs("self")) c.add_grad("self", c.e.mul(c.grad_out(), c.in("other")));
+  if (c.needs("other")) c.add_grad("other", c.e.mul(c.grad_out(), c.in("self")));
 }
 
 void mul_scalar(GradCtx& c) {
-  c.give("self", c.e.mul_s(c.go(), c.arg("other").scalar()));
+  c.add_grad("self", c.e.mul_s(c.grad_out(), c.arg("other").scalar()));
 }
 
 void div_tensor(GradCtx& c) {
-  if (c.needs("self")) c.give("self", c.e.div(c.go(), c.in("other")));
+  if (c.needs("self")) c.add_grad("self", c.e.div(c.grad_out(), c.in("other")));
   if (c.needs("other"))
-    c.give("other", c.e.mul(c.e.unary("neg", c.go()), c.e.div(c.out(), c.in("other"))));
+    c.add_grad("other", c.e.mul(c.e.unary("neg", c.grad_out()), c.e.div(c.out(), c.in("other"))));
 }
 
 void div_scalar(GradCtx& c) {
-  c.give("self", c.e.div_s(c.go(), c.arg("other").scalar()));
+  c.add_grad("self", c.e.div_s(c.grad_out(), c.arg("other").scalar()));
 }
 
 void neg(GradCtx& c) {
-  c.give("self", c.e.unary("neg", c.go()));
+  c.add_grad("self", c.e.unary("neg", c.grad_out()));
 }
 void exp(GradCtx& c) {
-  c.give("self", c.e.mul(c.go(), c.out()));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.out()));
 }
 void log(GradCtx& c) {
-  c.give("self", c.e.div(c.go(), c.in("self")));
+  c.add_grad("self", c.e.div(c.grad_out(), c.in("self")));
 }
 void sin(GradCtx& c) {
-  c.give("self", c.e.mul(c.go(), c.e.unary("cos", c.in("self"))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("cos", c.in("self"))));
 }
 
 void cos(GradCtx& c) {
-  c.give("self", c.e.mul(c.go(), c.e.unary("neg", c.e.unary("sin", c.in("self")))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("neg", c.e.unary("sin", c.in("self")))));
 }
 
 void tanh(GradCtx& c) {
   ValueId y = c.out();
-  c.give("self", c.e.mul(c.go(), c.e.rsub_s(1.0, c.e.mul(y, y))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.rsub_s(1.0, c.e.mul(y, y))));
 }
 
 void sigmoid(GradCtx& c) {
   ValueId y = c.out();
-  c.give("self", c.e.mul(c.go(), c.e.mul(y, c.e.rsub_s(1.0, y))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.mul(y, c.e.rsub_s(1.0, y))));
 }
 
 void relu(GradCtx& c) {
-  c.give("self", c.e.where_s(c.e.cmp_s("gt", c.out(), 0), c.go(), 0.0));
+  c.add_grad("self", c.e.where_s(c.e.cmp_s("gt", c.out(), 0), c.grad_out(), 0.0));
 }
 
 void erf(GradCtx& c) {
   ValueId x = c.in("self");
   ValueId d = c.e.mul_s(c.e.unary("exp", c.e.unary("neg", c.e.mul(x, x))), 2.0 / std::sqrt(M_PI));
-  c.give("self", c.e.mul(c.go(), d));
+  c.add_grad("self", c.e.mul(c.grad_out(), d));
 }
 
 void rsqrt(GradCtx& c) {
-  c.give("self", c.e.mul(c.go(), c.e.mul_s(c.e.pow_s(c.out(), 3.0), -0.5)));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.mul_s(c.e.pow_s(c.out(), 3.0), -0.5)));
 }
 
 void sqrt(GradCtx& c) {
-  c.give("self", c.e.div(c.go(), c.e.mul_s(c.out(), 2.0)));
+  c.add_grad("self", c.e.div(c.grad_out(), c.e.mul_s(c.out(), 2.0)));
 }
 
 void reciprocal(GradCtx& c) {
   ValueId y = c.out();
-  c.give("self", c.e.mul(c.go(), c.e.unary("neg", c.e.mul(y, y))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("neg", c.e.mul(y, y))));
 }
 
 void abs(GradCtx& c) {
-  c.give("self", c.e.mul(c.go(), c.e.unary("sign", c.in("self"))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("sign", c.in("self"))));
 }
 
 void pow_tensor_scalar(GradCtx& c) {
   double p = c.arg("exponent").scalar();
   ValueId x = c.in("self");
   if (p == 0) return; // constant output: no gradient
-  if (p == 1) return c.give("self", c.go());
+  if (p == 1) return c.add_grad("self", c.grad_out());
   ValueId d = p == 2 ? c.e.mul_s(x, 2.0) : c.e.mul_s(c.e.pow_s(x, p - 1), p);
-  c.give("self", c.e.mul(c.go(), d));
+  c.add_grad("self", c.e.mul(c.grad_out(), d));
 }
 
 void pow_tensor_tensor(GradCtx& c) {
@@ -209,14 +209,14 @@ void pow_tensor_tensor(GradCtx& c) {
   if (c.needs("self")) {
     ValueId d =
         c.e.mul(p, c.e.op("aten.pow.Tensor_Tensor", {Emit::t(x), Emit::t(c.e.add_s(p, -1.0))}));
-    c.give("self", c.e.mul(c.go(), d));
+    c.add_grad("self", c.e.mul(c.grad_out(), d));
   }
   if (c.needs("exponent")) {
     // d/dp x^p = x^p log x, defined as 0 where x == 0 and p >= 0 (derivatives.yaml).
-    ValueId val = c.e.mul(c.go(), c.e.mul(c.out(), c.e.unary("log", x)));
+    ValueId val = c.e.mul(c.grad_out(), c.e.mul(c.out(), c.e.unary("log", x)));
     ValueId zero_base = c.e.op("aten.logical_and.default",
                                {Emit::t(c.e.cmp_s("eq", x, 0)), Emit::t(c.e.cmp_s("ge", p, 0))});
-    c.give("exponent", c.e.where_s(c.e.unary("logical_not", zero_base), val, 0.0));
+    c.add_grad("exponent", c.e.where_s(c.e.unary("logical_not", zero_base), val, 0.0));
   }
 }
 
@@ -227,17 +227,17 @@ void clamp(GradCtx& c) {
   };
   if (!c.arg("min").is_none()) both(c.e.cmp_s("ge", x, c.arg("min").scalar()));
   if (!c.arg("max").is_none()) both(c.e.cmp_s("le", x, c.arg("max").scalar()));
-  c.give("self", mask == kNoValue ? c.go() : c.e.where_s(mask, c.go(), 0.0));
+  c.add_grad("self", mask == kNoValue ? c.grad_out() : c.e.where_s(mask, c.grad_out(), 0.0));
 }
 
 /// maximum/minimum: the winner takes the gradient, ties split it (derivatives.yaml).
 void extremum(GradCtx& c, const char* self_wins, const char* other_wins) {
   ValueId a = c.in("self"), b = c.in("other");
-  ValueId tie = c.e.cmp("eq", a, b), half = c.e.mul_s(c.go(), 0.5);
+  ValueId tie = c.e.cmp("eq", a, b), half = c.e.mul_s(c.grad_out(), 0.5);
   if (c.needs("self"))
-    c.give("self", c.e.where(tie, half, c.e.where_s(c.e.cmp(self_wins, a, b), c.go(), 0.0)));
+    c.add_grad("self", c.e.where(tie, half, c.e.where_s(c.e.cmp(self_wins, a, b), c.grad_out(), 0.0)));
   if (c.needs("other"))
-    c.give("other", c.e.where(tie, half, c.e.where_s(c.e.cmp(other_wins, a, b), c.go(), 0.0)));
+    c.add_grad("other", c.e.where(tie, half, c.e.where_s(c.e.cmp(other_wins, a, b), c.grad_out(), 0.0)));
 }
 void maximum(GradCtx& c) {
   extremum(c, "gt", "lt");
@@ -264,70 +264,70 @@ void gelu(GradCtx& c) {
     ValueId pdf = e.mul_s(e.unary("exp", e.mul_s(e.mul(x, x), -0.5)), 1.0 / std::sqrt(2.0 * M_PI));
     d = e.add(cdf, e.mul(x, pdf));
   }
-  c.give("self", e.mul(c.go(), d));
+  c.add_grad("self", e.mul(c.grad_out(), d));
 }
 
 void silu(GradCtx& c) {
   ValueId x = c.in("self");
   ValueId s = c.e.unary("sigmoid", x);
   ValueId d = c.e.mul(s, c.e.add_s(c.e.mul(x, c.e.rsub_s(1.0, s)), 1.0));
-  c.give("self", c.e.mul(c.go(), d));
+  c.add_grad("self", c.e.mul(c.grad_out(), d));
 }
 
 void hardswish(GradCtx& c) {
   ValueId x = c.in("self");
-  ValueId mid = c.e.mul(c.go(), c.e.add_s(c.e.div_s(x, 3.0), 0.5));
-  ValueId upper = c.e.where(c.e.cmp_s("le", x, 3.0), mid, c.go());
-  c.give("self", c.e.where_s(c.e.cmp_s("ge", x, -3.0), upper, 0.0));
+  ValueId mid = c.e.mul(c.grad_out(), c.e.add_s(c.e.div_s(x, 3.0), 0.5));
+  ValueId upper = c.e.where(c.e.cmp_s("le", x, 3.0), mid, c.grad_out());
+  c.add_grad("self", c.e.where_s(c.e.cmp_s("ge", x, -3.0), upper, 0.0));
 }
 
 void hardsigmoid(GradCtx& c) {
   ValueId x = c.in("self");
   ValueId inside = c.e.op("aten.logical_and.default",
                           {Emit::t(c.e.cmp_s("gt", x, -3.0)), Emit::t(c.e.cmp_s("lt", x, 3.0))});
-  c.give("self", c.e.where_s(inside, c.e.div_s(c.go(), 6.0), 0.0));
+  c.add_grad("self", c.e.where_s(inside, c.e.div_s(c.grad_out(), 6.0), 0.0));
 }
 
 void where_self(GradCtx& c) {
   ValueId cond = c.in("condition");
-  if (c.needs("self")) c.give("self", c.e.where_s(cond, c.go(), 0.0));
-  if (c.needs("other")) c.give("other", c.e.where_s(c.e.unary("logical_not", cond), c.go(), 0.0));
+  if (c.needs("self")) c.add_grad("self", c.e.where_s(cond, c.grad_out(), 0.0));
+  if (c.needs("other")) c.add_grad("other", c.e.where_s(c.e.unary("logical_not", cond), c.grad_out(), 0.0));
 }
 
 void where_scalar_other(GradCtx& c) {
-  c.give("self", c.e.where_s(c.in("condition"), c.go(), 0.0));
+  c.add_grad("self", c.e.where_s(c.in("condition"), c.grad_out(), 0.0));
 }
 
 void masked_fill(GradCtx& c) {
-  c.give("self", c.e.where_s(c.e.unary("logical_not", c.in("mask")), c.go(), 0.0));
+  c.add_grad("self", c.e.where_s(c.e.unary("logical_not", c.in("mask")), c.grad_out(), 0.0));
 }
 
 // ---- Reductions and normalisation --------------------------------------------------------------
 
 void sum_default(GradCtx& c) {
-  c.give("self", c.e.expand(c.go(), c.sizes(c.in("self"))));
+  c.add_grad("self", c.e.expand(c.grad_out(), c.sizes(c.in("self"))));
 }
 
 void sum_dim(GradCtx& c) {
   ValueId x = c.in("self");
   std::vector<int64_t> xs = c.sizes(x);
   std::vector<int64_t> dims = reduced_dims(c, c.arg("dim"), int64_t(xs.size()));
-  c.give("self", c.e.expand(keepdim_grad(c, c.go(), xs, dims), xs));
+  c.add_grad("self", c.e.expand(keepdim_grad(c, c.grad_out(), xs, dims), xs));
 }
 
 void mean_default(GradCtx& c) {
   std::vector<int64_t> xs = c.sizes(c.in("self"));
-  c.give("self",
+  c.add_grad("self",
          c.e.expand(
-             c.e.div_s(c.go(), double(count_of(xs, reduced_dims(c, {}, int64_t(xs.size()))))), xs));
+             c.e.div_s(c.grad_out(), double(count_of(xs, reduced_dims(c, {}, int64_t(xs.size()))))), xs));
 }
 
 void mean_dim(GradCtx& c) {
   ValueId x = c.in("self");
   std::vector<int64_t> xs = c.sizes(x);
   std::vector<int64_t> dims = reduced_dims(c, c.arg("dim"), int64_t(xs.size()));
-  ValueId g = c.e.div_s(keepdim_grad(c, c.go(), xs, dims), double(count_of(xs, dims)));
-  c.give("self", c.e.expand(g, xs));
+  ValueId g = c.e.div_s(keepdim_grad(c, c.grad_out(), xs, dims), double(count_of(xs, dims)));
+  c.add_grad("self", c.e.expand(g, xs));
 }
 
 void amax(GradCtx& c) {
@@ -337,28 +337,28 @@ void amax(GradCtx& c) {
   std::vector<int64_t> dims = reduced_dims(c, c.arg("dim"), int64_t(xs.size()));
   ValueId hit = c.e.cmp("eq", x, keepdim_grad(c, c.out(), xs, dims));
   ValueId count = c.e.sum(c.e.cast(hit, c.e.dtype(x)), dims, true);
-  ValueId share = c.e.div(keepdim_grad(c, c.go(), xs, dims), count);
-  c.give("self", c.e.where_s(hit, c.e.expand(share, xs), 0.0));
+  ValueId share = c.e.div(keepdim_grad(c, c.grad_out(), xs, dims), count);
+  c.add_grad("self", c.e.where_s(hit, c.e.expand(share, xs), 0.0));
 }
 
 void softmax(GradCtx& c) {
-  ValueId y = c.out(), g = c.go();
-  if (c.e.dim(y) == 0) return c.give("self", c.e.mul_s(g, 0.0));
+  ValueId y = c.out(), g = c.grad_out();
+  if (c.e.dim(y) == 0) return c.add_grad("self", c.e.mul_s(g, 0.0));
   int64_t dim = wrap(c.arg("dim").i, c.e.dim(y));
-  c.give("self", c.e.mul(y, c.e.sub(g, c.e.sum(c.e.mul(g, y), {dim}, true))));
+  c.add_grad("self", c.e.mul(y, c.e.sub(g, c.e.sum(c.e.mul(g, y), {dim}, true))));
 }
 
 void log_softmax(GradCtx& c) {
-  ValueId y = c.out(), g = c.go();
-  if (c.e.dim(y) == 0) return c.give("self", c.e.mul_s(g, 0.0));
+  ValueId y = c.out(), g = c.grad_out();
+  if (c.e.dim(y) == 0) return c.add_grad("self", c.e.mul_s(g, 0.0));
   int64_t dim = wrap(c.arg("dim").i, c.e.dim(y));
-  c.give("self", c.e.sub(g, c.e.mul(c.e.unary("exp", y), c.e.sum(g, {dim}, true))));
+  c.add_grad("self", c.e.sub(g, c.e.mul(c.e.unary("exp", y), c.e.sum(g, {dim}, true))));
 }
 
 /// Layer-norm backward from the saved statistics (mean, rstd keep the normalized dims as 1).
 void layer_norm_from_stats(GradCtx& c, ValueId mean, ValueId rstd) {
   Emit& e = c.e;
-  ValueId x = c.in("input"), g = c.go();
+  ValueId x = c.in("input"), g = c.grad_out();
   int64_t rank = e.dim(x), k = int64_t(c.arg("normalized_shape").ints.size());
   std::vector<int64_t> dims;
   for (int64_t d = rank - k; d < rank; ++d) dims.push_back(d);
@@ -369,10 +369,10 @@ void layer_norm_from_stats(GradCtx& c, ValueId mean, ValueId rstd) {
     ValueId gx = w == kNoValue ? g : e.mul(g, w);
     ValueId inner = e.sub(e.sub(e.mul_s(gx, n), e.sum(gx, dims, true)),
                           e.mul(xhat, e.sum(e.mul(gx, xhat), dims, true)));
-    c.give("input", e.mul(e.div_s(rstd, n), inner));
+    c.add_grad("input", e.mul(e.div_s(rstd, n), inner));
   }
-  if (w != kNoValue && c.needs(w)) c.give(w, e.mul(g, xhat));
-  if (!c.arg("bias").is_none()) c.give("bias", g);
+  if (w != kNoValue && c.needs(w)) c.add_grad(w, e.mul(g, xhat));
+  if (!c.arg("bias").is_none()) c.add_grad("bias", g);
 }
 
 void native_layer_norm(GradCtx& c) {
@@ -387,7 +387,7 @@ void batch_norm_eval(GradCtx& c) {
   if (c.arg("running_mean").is_none() || c.arg("running_var").is_none())
     c.fail("batch norm without running statistics is not supported");
   Emit& e = c.e;
-  ValueId x = c.in("input"), g = c.go();
+  ValueId x = c.in("input"), g = c.grad_out();
   int64_t rank = e.dim(x);
   auto per_channel = [&](ValueId v) {
     std::vector<int64_t> s(size_t(rank), 1);
@@ -399,35 +399,35 @@ void batch_norm_eval(GradCtx& c) {
   std::vector<int64_t> not_channel;
   for (int64_t d = 0; d < rank; ++d)
     if (d != 1) not_channel.push_back(d);
-  if (c.needs("input")) c.give("input", e.mul(g, w == kNoValue ? inv : e.mul(inv, per_channel(w))));
+  if (c.needs("input")) c.add_grad("input", e.mul(g, w == kNoValue ? inv : e.mul(inv, per_channel(w))));
   if (w != kNoValue && c.needs(w)) {
     ValueId xhat = e.mul(e.sub(x, per_channel(c.in("running_mean"))), inv);
-    c.give(w, e.sum(e.mul(g, xhat), not_channel, false));
+    c.add_grad(w, e.sum(e.mul(g, xhat), not_channel, false));
   }
-  if (!c.arg("bias").is_none() && c.needs("bias")) c.give("bias", e.sum(g, not_channel, false));
+  if (!c.arg("bias").is_none() && c.needs("bias")) c.add_grad("bias", e.sum(g, not_channel, false));
 }
 
 // ---- Matrix products and convolution ------------------------------------------------------------
 
 void mm(GradCtx& c) {
   ValueId a = c.in("self"), b = c.in("mat2");
-  if (c.needs(a)) c.give(a, c.e.mm(c.go(), c.e.permute(b, {1, 0})));
-  if (c.needs(b)) c.give(b, c.e.mm(c.e.permute(a, {1, 0}), c.go()));
+  if (c.needs(a)) c.add_grad(a, c.e.mm(c.grad_out(), c.e.permute(b, {1, 0})));
+  if (c.needs(b)) c.add_grad(b, c.e.mm(c.e.permute(a, {1, 0}), c.grad_out()));
 }
 
 void bmm(GradCtx& c) {
   ValueId a = c.in("self"), b = c.in("mat2");
-  if (c.needs(a)) c.give(a, c.e.bmm(c.go(), c.e.permute(b, {0, 2, 1})));
-  if (c.needs(b)) c.give(b, c.e.bmm(c.e.permute(a, {0, 2, 1}), c.go()));
+  if (c.needs(a)) c.add_grad(a, c.e.bmm(c.grad_out(), c.e.permute(b, {0, 2, 1})));
+  if (c.needs(b)) c.add_grad(b, c.e.bmm(c.e.permute(a, {0, 2, 1}), c.grad_out()));
 }
 
 void addmm(GradCtx& c) {
   double beta = c.arg("beta").scalar(), alpha = c.arg("alpha").scalar();
-  ValueId a = c.in("mat1"), b = c.in("mat2"), g = c.go();
-  if (c.needs("self")) c.give("self", beta == 1 ? g : c.e.mul_s(g, beta));
+  ValueId a = c.in("mat1"), b = c.in("mat2"), g = c.grad_out();
+  if (c.needs("self")) c.add_grad("self", beta == 1 ? g : c.e.mul_s(g, beta));
   ValueId ga = alpha == 1 ? g : c.e.mul_s(g, alpha);
-  if (c.needs(a)) c.give(a, c.e.mm(ga, c.e.permute(b, {1, 0})));
-  if (c.needs(b)) c.give(b, c.e.mm(c.e.permute(a, {1, 0}), ga));
+  if (c.needs(a)) c.add_grad(a, c.e.mm(ga, c.e.permute(b, {1, 0})));
+  if (c.needs(b)) c.add_grad(b, c.e.mm(c.e.permute(a, {1, 0}), ga));
 }
 
 void linear(GradCtx& c) {
@@ -436,10 +436,10 @@ void linear(GradCtx& c) {
   std::vector<int64_t> xs = c.sizes(x);
   int64_t in_f = xs.back(), out_f = c.sizes(w)[0], rows = 1;
   for (size_t d = 0; d + 1 < xs.size(); ++d) rows *= xs[d];
-  ValueId g2 = e.reshape(c.go(), {rows, out_f});
-  if (c.needs(x)) c.give(x, e.reshape(e.mm(g2, w), xs));
-  if (c.needs(w)) c.give(w, e.mm(e.permute(g2, {1, 0}), e.reshape(x, {rows, in_f})));
-  if (!c.arg("bias").is_none() && c.needs("bias")) c.give("bias", e.sum(g2, {0}, false));
+  ValueId g2 = e.reshape(c.grad_out(), {rows, out_f});
+  if (c.needs(x)) c.add_grad(x, e.reshape(e.mm(g2, w), xs));
+  if (c.needs(w)) c.add_grad(w, e.mm(e.permute(g2, {1, 0}), e.reshape(x, {rows, in_f})));
+  if (!c.arg("bias").is_none() && c.needs("bias")) c.add_grad("bias", e.sum(g2, {0}, false));
 }
 
 /// Reverses a tensor along `dim` (index_select with a descending arange).
@@ -515,18 +515,18 @@ ValueId conv_weight_grad_group(Emit& e, ValueId x, ValueId g, const std::vector<
 void convolution_common(GradCtx& c, const std::vector<int64_t>& s, const std::vector<int64_t>& p,
                         const std::vector<int64_t>& d, int64_t groups) {
   Emit& e = c.e;
-  ValueId x = c.in("input"), w = c.in("weight"), g = c.go();
+  ValueId x = c.in("input"), w = c.in("weight"), g = c.grad_out();
   std::vector<int64_t> xs = c.sizes(x), ws = c.sizes(w);
   if (ws.size() < 3) c.fail("convolution weight needs at least one spatial dimension");
   size_t sp = ws.size() - 2;
   if (xs.size() != ws.size()) c.fail("unbatched convolution backward is not supported");
   if (s.size() != sp || p.size() != sp || d.size() != sp || groups < 1)
     c.fail("convolution arguments do not match the weight's spatial rank");
-  if (c.needs(x)) c.give(x, conv_input_grad(e, g, w, xs, s, p, d, groups));
+  if (c.needs(x)) c.add_grad(x, conv_input_grad(e, g, w, xs, s, p, d, groups));
   if (c.needs(w)) {
     std::vector<int64_t> ksz(ws.begin() + 2, ws.end());
     if (groups == 1) {
-      c.give(w, conv_weight_grad_group(e, x, g, ksz, s, p, d));
+      c.add_grad(w, conv_weight_grad_group(e, x, g, ksz, s, p, d));
     } else {
       int64_t cig = xs[1] / groups, cog = ws[0] / groups;
       std::vector<ValueId> parts;
@@ -534,13 +534,13 @@ void convolution_common(GradCtx& c, const std::vector<int64_t>& s, const std::ve
         parts.push_back(conv_weight_grad_group(e, e.slice(x, 1, j * cig, (j + 1) * cig),
                                                e.slice(g, 1, j * cog, (j + 1) * cog), ksz, s, p,
                                                d));
-      c.give(w, e.cat(parts, 0));
+      c.add_grad(w, e.cat(parts, 0));
     }
   }
   if (!c.arg("bias").is_none() && c.needs("bias")) {
     std::vector<int64_t> dims = {0};
     for (size_t i = 0; i < sp; ++i) dims.push_back(int64_t(2 + i));
-    c.give("bias", e.sum(g, dims, false));
+    c.add_grad("bias", e.sum(g, dims, false));
   }
 }
 
@@ -562,16 +562,16 @@ void conv2d(GradCtx& c) {
 void pool_grad_from_indices(GradCtx& c, ValueId indices) {
   Emit& e = c.e;
   ValueId x = c.in("self");
-  std::vector<int64_t> xs = c.sizes(x), gs = c.sizes(c.go());
+  std::vector<int64_t> xs = c.sizes(x), gs = c.sizes(c.grad_out());
   if (xs.size() < 3) c.fail("max_pool2d backward needs a (N,)C,H,W input");
   int64_t planes = 1;
   for (size_t d = 0; d + 2 < xs.size(); ++d) planes *= xs[d];
   int64_t in_plane = xs[xs.size() - 2] * xs.back(), out_plane = gs[gs.size() - 2] * gs.back();
   ValueId idx = e.reshape(indices, {planes, out_plane});
-  ValueId src = e.reshape(c.go(), {planes, out_plane});
+  ValueId src = e.reshape(c.grad_out(), {planes, out_plane});
   ValueId gx = e.op("aten.scatter_add.default", {Emit::t(e.zeros({planes, in_plane}, e.meta(x))),
                                                  Emit::i(1), Emit::t(idx), Emit::t(src)});
-  c.give(x, e.reshape(gx, xs));
+  c.add_grad(x, e.reshape(gx, xs));
 }
 
 void max_pool2d_with_indices(GradCtx& c) {
@@ -590,8 +590,8 @@ void adaptive_avg_pool2d(GradCtx& c) {
   std::vector<int64_t> split(xs.begin(), xs.end() - 2), one = split;
   split.insert(split.end(), {os[0], kh, os[1], kw});
   one.insert(one.end(), {os[0], 1, os[1], 1});
-  ValueId g = c.e.div_s(c.e.reshape(c.go(), one), double(kh * kw));
-  c.give(x, c.e.reshape(c.e.expand(g, split), xs));
+  ValueId g = c.e.div_s(c.e.reshape(c.grad_out(), one), double(kh * kw));
+  c.add_grad(x, c.e.reshape(c.e.expand(g, split), xs));
 }
 
 void embedding(GradCtx& c) {
@@ -601,30 +601,30 @@ void embedding(GradCtx& c) {
   std::vector<int64_t> ws = c.sizes(w);
   if (ws.size() != 2) c.fail("embedding weight must be 2-D");
   int64_t k = e.meta(ids).numel(), dim = ws[1];
-  ValueId src = e.reshape(c.go(), {k, dim});
+  ValueId src = e.reshape(c.grad_out(), {k, dim});
   ValueId flat = e.reshape(ids, {k, 1});
   int64_t pad = c.arg("padding_idx").i;
   if (pad >= 0) src = e.where_s(e.cmp_s("ne", flat, double(pad)), src, 0.0);
   ValueId gw = e.op("aten.scatter_add.default", {Emit::t(e.zeros(ws, e.meta(w))), Emit::i(0),
                                                  Emit::t(e.expand(flat, {k, dim})), Emit::t(src)});
-  c.give(w, gw);
+  c.add_grad(w, gw);
 }
 
 void gather(GradCtx& c) {
   ValueId x = c.in("self");
   int64_t dim = wrap(c.arg("dim").i, c.e.dim(x));
-  c.give(x, c.e.op("aten.scatter_add.default",
+  c.add_grad(x, c.e.op("aten.scatter_add.default",
                    {Emit::t(c.e.zeros(c.sizes(x), c.e.meta(x))), Emit::i(dim),
-                    Emit::t(c.in("index")), Emit::t(c.go())}));
+                    Emit::t(c.in("index")), Emit::t(c.grad_out())}));
 }
 
 void index_select(GradCtx& c) {
-  ValueId x = c.in("self"), g = c.go();
+  ValueId x = c.in("self"), g = c.grad_out();
   int64_t dim = wrap(c.arg("dim").i, c.e.dim(x));
   std::vector<int64_t> shape(size_t(c.e.dim(g)), 1);
   shape[size_t(dim)] = c.e.meta(c.in("index")).numel();
   ValueId idx = c.e.expand(c.e.reshape(c.in("index"), shape), c.sizes(g));
-  c.give(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(c.sizes(x), c.e.meta(x))),
+  c.add_grad(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(c.sizes(x), c.e.meta(x))),
                                                 Emit::i(dim), Emit::t(idx), Emit::t(g)}));
 }
 
@@ -632,7 +632,7 @@ void index_select(GradCtx& c) {
 /// of the indexed dims (moved to the front), duplicates accumulating.
 void index_tensor(GradCtx& c) {
   Emit& e = c.e;
-  ValueId x = c.in("self"), g = c.go();
+  ValueId x = c.in("self"), g = c.grad_out();
   std::vector<int64_t> xs = c.sizes(x);
   const std::vector<ValueId>& idx = c.arg("indices").tensors;
   std::vector<int64_t> dims, rest_dims, bs;
@@ -687,14 +687,14 @@ void index_tensor(GradCtx& c) {
   std::vector<int64_t> order = dims, inv(xs.size());
   order.insert(order.end(), rest_dims.begin(), rest_dims.end());
   for (size_t k = 0; k < order.size(); ++k) inv[size_t(order[k])] = int64_t(k);
-  c.give(x, e.permute(gx, inv));
+  c.add_grad(x, e.permute(gx, inv));
 }
 
 void scatter_add(GradCtx& c) {
-  c.give("self", c.go());
+  c.add_grad("self", c.grad_out());
   if (c.needs("src"))
-    c.give("src", c.e.op("aten.gather.default",
-                         {Emit::t(c.go()), {"", c.arg("dim")}, Emit::t(c.in("index"))}));
+    c.add_grad("src", c.e.op("aten.gather.default",
+                         {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(c.in("index"))}));
 }
 
 // ---- Views and data movement
@@ -702,20 +702,20 @@ void scatter_add(GradCtx& c) {
 
 void reshape_back(GradCtx& c) {
   ValueId x = first_input(c);
-  c.give(x, c.e.reshape(c.go(), c.sizes(x)));
+  c.add_grad(x, c.e.reshape(c.grad_out(), c.sizes(x)));
 }
 
 void permute(GradCtx& c) {
   std::vector<int64_t> dims = c.arg("dims").ints, inv(dims.size());
   int64_t r = int64_t(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) inv[size_t(wrap(dims[i], r))] = int64_t(i);
-  c.give("self", c.e.permute(c.go(), inv));
+  c.add_grad("self", c.e.permute(c.grad_out(), inv));
 }
 
 void transpose(GradCtx& c) {
-  int64_t r = c.e.dim(c.go());
-  if (r == 0) return c.give("self", c.go());
-  c.give("self", c.e.transpose(c.go(), wrap(c.arg("dim0").i, r), wrap(c.arg("dim1").i, r)));
+  int64_t r = c.e.dim(c.grad_out());
+  if (r == 0) return c.add_grad("self", c.grad_out());
+  c.add_grad("self", c.e.transpose(c.grad_out(), wrap(c.arg("dim0").i, r), wrap(c.arg("dim1").i, r)));
 }
 
 /// Normalised [start, end) of a slice, as PyTorch clamps them.
@@ -734,7 +734,7 @@ void slice(GradCtx& c) {
   int64_t dim = wrap(c.arg("dim").i, int64_t(xs.size()));
   auto [s, e] = slice_bounds(c.arg("start"), c.arg("end"), xs[size_t(dim)]);
   int64_t step = c.arg("step").i;
-  c.give(x, c.e.slice_scatter(c.e.zeros(xs, c.e.meta(x)), c.go(), dim, s, e, step));
+  c.add_grad(x, c.e.slice_scatter(c.e.zeros(xs, c.e.meta(x)), c.grad_out(), dim, s, e, step));
 }
 
 void select(GradCtx& c) {
@@ -742,7 +742,7 @@ void select(GradCtx& c) {
   std::vector<int64_t> xs = c.sizes(x);
   int64_t dim = wrap(c.arg("dim").i, int64_t(xs.size()));
   int64_t idx = wrap(c.arg("index").i, xs[size_t(dim)]);
-  c.give(x, c.e.slice_scatter(c.e.zeros(xs, c.e.meta(x)), c.e.unsqueeze(c.go(), dim), dim, idx,
+  c.add_grad(x, c.e.slice_scatter(c.e.zeros(xs, c.e.meta(x)), c.e.unsqueeze(c.grad_out(), dim), dim, idx,
                               idx + 1));
 }
 
@@ -759,13 +759,13 @@ void as_strided(GradCtx& c) {
   const Arg& off = c.arg("storage_offset");
   const int64_t base = (off.is_none() ? xm.storage_offset : off.i) - xm.storage_offset;
   const int64_t numel = xm.numel();
-  ValueId g = c.go();
+  ValueId g = c.grad_out();
   const int64_t n = e.meta(g).numel();
   // The storage position of every output element, as broadcast sums of aranges.
   ValueId pos = kNoValue;
   int64_t lo = base, hi = base;
   for (size_t d = 0; d < size.size(); ++d) {
-    if (size[d] == 0) return c.give(x, e.zeros(xm.sizes, xm));
+    if (size[d] == 0) return c.add_grad(x, e.zeros(xm.sizes, xm));
     (stride[d] < 0 ? lo : hi) += (size[d] - 1) * stride[d];
     if (size[d] == 1 || stride[d] == 0) continue;
     std::vector<int64_t> shape(size.size(), 1);
@@ -780,7 +780,7 @@ void as_strided(GradCtx& c) {
   ValueId flat = e.op("aten.scatter_add.default",
                       {Emit::t(e.zeros({numel}, xm)), Emit::i(0), Emit::t(pos),
                        Emit::t(e.reshape(g, {n}))});
-  c.give(x, e.reshape(flat, xm.sizes));
+  c.add_grad(x, e.reshape(flat, xm.sizes));
 }
 
 void slice_scatter(GradCtx& c) {
@@ -790,9 +790,9 @@ void slice_scatter(GradCtx& c) {
   auto [s, e] = slice_bounds(c.arg("start"), c.arg("end"), bs[size_t(dim)]);
   int64_t step = c.arg("step").i;
   if (c.needs("self"))
-    c.give("self",
-           c.e.slice_scatter(c.go(), c.e.zeros(c.sizes(src), c.e.meta(c.go())), dim, s, e, step));
-  if (c.needs(src)) c.give(src, c.e.slice(c.go(), dim, s, e, step));
+    c.add_grad("self",
+           c.e.slice_scatter(c.grad_out(), c.e.zeros(c.sizes(src), c.e.meta(c.grad_out())), dim, s, e, step));
+  if (c.needs(src)) c.add_grad(src, c.e.slice(c.grad_out(), dim, s, e, step));
 }
 
 void split(GradCtx& c) {
@@ -802,47 +802,47 @@ void split(GradCtx& c) {
   for (size_t k = 0; k < c.n.outputs.size(); ++k)
     parts.push_back(c.gout[k] != kNoValue ? c.gout[k]
                                           : c.e.zeros(c.sizes(c.out(k)), c.e.meta(c.out(k))));
-  c.give(x, parts.size() == 1 ? parts[0] : c.e.cat(parts, dim));
+  c.add_grad(x, parts.size() == 1 ? parts[0] : c.e.cat(parts, dim));
 }
 
 void cat(GradCtx& c) {
   const std::vector<ValueId>& xs = c.arg("tensors").tensors;
-  int64_t rank = c.e.dim(c.go());
+  int64_t rank = c.e.dim(c.grad_out());
   int64_t dim = wrap(c.arg("dim").i, rank), off = 0;
   for (ValueId x : xs) {
     std::vector<int64_t> s = c.sizes(x);
     if (int64_t(s.size()) != rank) continue; // legacy empty 1-D inputs take no part
     int64_t n = s[size_t(dim)];
-    if (c.needs(x)) c.give(x, c.e.slice(c.go(), dim, off, off + n));
+    if (c.needs(x)) c.add_grad(x, c.e.slice(c.grad_out(), dim, off, off + n));
     off += n;
   }
 }
 
 void constant_pad_nd(GradCtx& c) {
   const std::vector<int64_t>& pad = c.arg("pad").ints;
-  ValueId g = c.go();
+  ValueId g = c.grad_out();
   int64_t rank = c.e.dim(g);
   for (size_t j = 0; j + 1 < pad.size(); j += 2)
     g = c.e.pad_dim(g, rank - 1 - int64_t(j / 2), -pad[j], -pad[j + 1]);
-  c.give("self", g);
+  c.add_grad("self", g);
 }
 
 void roll(GradCtx& c) {
   std::vector<int64_t> shifts = c.arg("shifts").ints;
   for (int64_t& s : shifts) s = -s;
-  c.give("self",
-         c.e.op("aten.roll.default", {Emit::t(c.go()), Emit::ints(shifts), {"", c.arg("dims")}}));
+  c.add_grad("self",
+         c.e.op("aten.roll.default", {Emit::t(c.grad_out()), Emit::ints(shifts), {"", c.arg("dims")}}));
 }
 
 // ---- flip, tril/triu, repeat, t, pixel (un)shuffle ----------------------------------------------
 
 void flip(GradCtx& c) {
-  c.give("self", c.e.op("aten.flip.default", {Emit::t(c.go()), {"", c.arg("dims")}}));
+  c.add_grad("self", c.e.op("aten.flip.default", {Emit::t(c.grad_out()), {"", c.arg("dims")}}));
 }
 
 void triangle(GradCtx& c) {
   std::string target = c.n.target;
-  c.give("self", c.e.op(target, {Emit::t(c.go()), Emit::i(c.arg("diagonal").i)}));
+  c.add_grad("self", c.e.op(target, {Emit::t(c.grad_out()), Emit::i(c.arg("diagonal").i)}));
 }
 
 /// repeat: each input element is copied to every tile, so its gradient sums the tiles.
@@ -855,25 +855,25 @@ void repeat(GradCtx& c) {
     split.push_back(r[i]);
     if (i >= off) split.push_back(xs[i - off]);
   }
-  ValueId g = c.e.sum(c.e.reshape(c.go(), split), dims, false);
-  c.give("self", c.e.reshape(g, xs));
+  ValueId g = c.e.sum(c.e.reshape(c.grad_out(), split), dims, false);
+  c.add_grad("self", c.e.reshape(g, xs));
 }
 
 void t(GradCtx& c) {
-  if (c.e.dim(c.go()) < 2) return c.give("self", c.go());
-  c.give("self", c.e.transpose(c.go(), 0, 1));
+  if (c.e.dim(c.grad_out()) < 2) return c.add_grad("self", c.grad_out());
+  c.add_grad("self", c.e.transpose(c.grad_out(), 0, 1));
 }
 
 void pixel_shuffle(GradCtx& c) {
   bool up = c.n.schema->index_of("upscale_factor") >= 0;
   int64_t r = c.arg(up ? "upscale_factor" : "downscale_factor").i;
-  c.give("self", c.e.op(up ? "aten.pixel_unshuffle.default" : "aten.pixel_shuffle.default",
-                        {Emit::t(c.go()), Emit::i(r)}));
+  c.add_grad("self", c.e.op(up ? "aten.pixel_unshuffle.default" : "aten.pixel_shuffle.default",
+                        {Emit::t(c.grad_out()), Emit::i(r)}));
 }
 
 void dropout(GradCtx& c) {
   if (c.arg("train").b && c.arg("p").f != 0.0) c.fail("dropout in training mode is not supported");
-  c.give("input", c.go());
+  c.add_grad("input", c.grad_out());
 }
 
 // ---- Op families of issue 18 (derivatives.yaml) ----
@@ -881,9 +881,9 @@ void dropout(GradCtx& c) {
 // rsub(self, other, alpha) = other - alpha * self.
 void rsub(GradCtx& c) {
   double alpha = c.arg("alpha").scalar();
-  if (c.needs("self")) c.give("self", c.e.mul_s(c.go(), -alpha));
+  if (c.needs("self")) c.add_grad("self", c.e.mul_s(c.grad_out(), -alpha));
   const Arg& other = c.arg("other");
-  if (other.kind == Arg::Kind::Tensor && c.needs("other")) c.give("other", c.go());
+  if (other.kind == Arg::Kind::Tensor && c.needs("other")) c.add_grad("other", c.grad_out());
 }
 
 // div with a rounding mode: no gradient through a rounded quotient (zeros), else true division.
@@ -891,25 +891,25 @@ void div_mode(GradCtx& c) {
   const bool tensor_other = c.arg("other").kind == Arg::Kind::Tensor;
   if (c.arg("rounding_mode").is_none()) {
     if (c.needs("self"))
-      c.give("self", tensor_other ? c.e.div(c.go(), c.in("other"))
-                                  : c.e.div_s(c.go(), c.arg("other").scalar()));
+      c.add_grad("self", tensor_other ? c.e.div(c.grad_out(), c.in("other"))
+                                  : c.e.div_s(c.grad_out(), c.arg("other").scalar()));
     if (tensor_other && c.needs("other"))
-      c.give("other", c.e.mul(c.e.unary("neg", c.go()), c.e.div(c.out(), c.in("other"))));
+      c.add_grad("other", c.e.mul(c.e.unary("neg", c.grad_out()), c.e.div(c.out(), c.in("other"))));
     return;
   }
-  if (c.needs("self")) c.give("self", c.e.zeros(c.sizes(c.in("self")), c.g.values[c.in("self")].meta));
+  if (c.needs("self")) c.add_grad("self", c.e.zeros(c.sizes(c.in("self")), c.g.values[c.in("self")].meta));
   if (tensor_other && c.needs("other"))
-    c.give("other", c.e.zeros(c.sizes(c.in("other")), c.g.values[c.in("other")].meta));
+    c.add_grad("other", c.e.zeros(c.sizes(c.in("other")), c.g.values[c.in("other")].meta));
 }
 
 // remainder.Tensor: other gets -grad * floor(self / other); fmod.Tensor: -grad * trunc(self / other).
 template <bool Floor> void remainder_like(GradCtx& c) {
-  c.give("self", c.go());
+  c.add_grad("self", c.grad_out());
   if (c.needs("other")) {
     ValueId q = c.e.op("aten.div.Tensor_mode",
                        {Emit::t(c.in("self")), Emit::t(c.in("other")),
                         Emit::kw("rounding_mode", Arg::of_string(Floor ? "floor" : "trunc"))});
-    c.give("other", c.e.mul(c.e.unary("neg", c.go()), q));
+    c.add_grad("other", c.e.mul(c.e.unary("neg", c.grad_out()), q));
   }
 }
 // End of the issue-18 derivatives.
@@ -917,69 +917,69 @@ template <bool Floor> void remainder_like(GradCtx& c) {
 // Issue 18, unary math and special functions (derivatives.yaml).
 void tan(GradCtx& c) {
   ValueId y = c.out();
-  c.give("self", c.e.mul(c.go(), c.e.add_s(c.e.mul(y, y), 1.0)));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.add_s(c.e.mul(y, y), 1.0)));
 }
 void asin(GradCtx& c) {
   ValueId x = c.in("self");
-  c.give("self", c.e.mul(c.go(), c.e.unary("rsqrt", c.e.rsub_s(1.0, c.e.mul(x, x)))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("rsqrt", c.e.rsub_s(1.0, c.e.mul(x, x)))));
 }
 void acos(GradCtx& c) {
   ValueId x = c.in("self");
-  c.give("self", c.e.mul(c.e.unary("neg", c.go()),
+  c.add_grad("self", c.e.mul(c.e.unary("neg", c.grad_out()),
                          c.e.unary("rsqrt", c.e.rsub_s(1.0, c.e.mul(x, x)))));
 }
 void atan(GradCtx& c) {
   ValueId x = c.in("self");
-  c.give("self", c.e.div(c.go(), c.e.add_s(c.e.mul(x, x), 1.0)));
+  c.add_grad("self", c.e.div(c.grad_out(), c.e.add_s(c.e.mul(x, x), 1.0)));
 }
 void sinh(GradCtx& c) {
-  c.give("self", c.e.mul(c.go(), c.e.unary("cosh", c.in("self"))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("cosh", c.in("self"))));
 }
 void cosh(GradCtx& c) {
-  c.give("self", c.e.mul(c.go(), c.e.unary("sinh", c.in("self"))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("sinh", c.in("self"))));
 }
 void asinh(GradCtx& c) {
   ValueId x = c.in("self");
-  c.give("self", c.e.mul(c.go(), c.e.unary("rsqrt", c.e.add_s(c.e.mul(x, x), 1.0))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("rsqrt", c.e.add_s(c.e.mul(x, x), 1.0))));
 }
 void acosh(GradCtx& c) {
   ValueId x = c.in("self");
-  c.give("self", c.e.mul(c.go(), c.e.unary("rsqrt", c.e.add_s(c.e.mul(x, x), -1.0))));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("rsqrt", c.e.add_s(c.e.mul(x, x), -1.0))));
 }
 void atanh(GradCtx& c) {
   ValueId x = c.in("self");
-  c.give("self", c.e.div(c.go(), c.e.rsub_s(1.0, c.e.mul(x, x))));
+  c.add_grad("self", c.e.div(c.grad_out(), c.e.rsub_s(1.0, c.e.mul(x, x))));
 }
 void log2(GradCtx& c) {
-  c.give("self", c.e.div(c.go(), c.e.mul_s(c.in("self"), std::log(2.0))));
+  c.add_grad("self", c.e.div(c.grad_out(), c.e.mul_s(c.in("self"), std::log(2.0))));
 }
 void log10(GradCtx& c) {
-  c.give("self", c.e.div(c.go(), c.e.mul_s(c.in("self"), std::log(10.0))));
+  c.add_grad("self", c.e.div(c.grad_out(), c.e.mul_s(c.in("self"), std::log(10.0))));
 }
 void log1p(GradCtx& c) {
-  c.give("self", c.e.div(c.go(), c.e.add_s(c.in("self"), 1.0)));
+  c.add_grad("self", c.e.div(c.grad_out(), c.e.add_s(c.in("self"), 1.0)));
 }
 void expm1(GradCtx& c) {
-  c.give("self", c.e.mul(c.go(), c.e.add_s(c.out(), 1.0)));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.add_s(c.out(), 1.0)));
 }
 // floor, ceil, round, trunc: zero almost everywhere.
 void zero_grad(GradCtx& c) {
   ValueId x = first_input(c);
-  c.give(x, c.e.zeros(c.sizes(x), c.g.values[x].meta));
+  c.add_grad(x, c.e.zeros(c.sizes(x), c.g.values[x].meta));
 }
 void atan2(GradCtx& c) {
   ValueId a = c.in("self"), b = c.in("other");
   ValueId r2 = c.e.add(c.e.mul(a, a), c.e.mul(b, b));
-  if (c.needs("self")) c.give("self", c.e.mul(c.go(), c.e.div(b, r2)));
-  if (c.needs("other")) c.give("other", c.e.mul(c.go(), c.e.div(c.e.unary("neg", a), r2)));
+  if (c.needs("self")) c.add_grad("self", c.e.mul(c.grad_out(), c.e.div(b, r2)));
+  if (c.needs("other")) c.add_grad("other", c.e.mul(c.grad_out(), c.e.div(c.e.unary("neg", a), r2)));
 }
 // pow.Scalar(s, x) = s^x: d/dx = s^x log s, 0 where s == 0 and x >= 0 (pow_backward_exponent).
 void pow_scalar(GradCtx& c) {
   const double s = c.arg("self").scalar();
   ValueId x = c.in("exponent");
-  ValueId g = c.e.mul_s(c.e.mul(c.go(), c.out()), std::log(s));
+  ValueId g = c.e.mul_s(c.e.mul(c.grad_out(), c.out()), std::log(s));
   if (s == 0) g = c.e.where_s(c.e.cmp_s("lt", x, 0), g, 0.0);
-  c.give("exponent", g);
+  c.add_grad("exponent", g);
 }
 // clamp.Tensor (clamp_backward_min_max): self where it lies within the bounds, each bound where
 // it binds.
@@ -991,22 +991,22 @@ void clamp_tensor(GradCtx& c) {
   ValueId in = ge == kNoValue ? le
                : le == kNoValue ? ge
                                 : c.e.op("aten.logical_and.default", {Emit::t(ge), Emit::t(le)});
-  c.give("self", c.e.where_s(in, c.go(), 0.0));
-  if (lo && c.needs("min")) c.give("min", c.e.where_s(c.e.unary("logical_not", ge), c.go(), 0.0));
-  if (hi && c.needs("max")) c.give("max", c.e.where_s(c.e.unary("logical_not", le), c.go(), 0.0));
+  c.add_grad("self", c.e.where_s(in, c.grad_out(), 0.0));
+  if (lo && c.needs("min")) c.add_grad("min", c.e.where_s(c.e.unary("logical_not", ge), c.grad_out(), 0.0));
+  if (hi && c.needs("max")) c.add_grad("max", c.e.where_s(c.e.unary("logical_not", le), c.grad_out(), 0.0));
 }
 // End of the issue-18 unary math.
 
 // Issue 18, scans. cumsum: the gradient summed from each position to the end of the dim,
 // total - cumsum(g) + g (derivatives.yaml's cumsum_backward).
 void cumsum(GradCtx& c) {
-  ValueId g = c.go();
+  ValueId g = c.grad_out();
   const int64_t rank = c.e.dim(g);
-  if (rank == 0) return c.give("self", g);
+  if (rank == 0) return c.add_grad("self", g);
   const int64_t d = wrap(c.arg("dim").i, rank);
   ValueId total = c.e.sum(g, {d}, true);
   ValueId run = c.e.op("aten.cumsum.default", {Emit::t(g), Emit::i(d)});
-  c.give("self", c.e.add(c.e.sub(total, run), g));
+  c.add_grad("self", c.e.add(c.e.sub(total, run), g));
 }
 
 /// The [n, n] masks over (i, k) of a scan of length n along dim d of a rank-r tensor, shaped
@@ -1023,9 +1023,9 @@ ValueId pair_mask(GradCtx& c, const char* cmp, int64_t n, int64_t d, int64_t ran
 // cumprod, for inputs with zeros too: grad_i = sum_{k >= i} g_k prod_{j <= k, j != i} x_j,
 // built as an [n, n] product table along the dim (O(n^2) memory per row).
 void cumprod(GradCtx& c) {
-  ValueId g = c.go(), x = c.in("self");
+  ValueId g = c.grad_out(), x = c.in("self");
   const int64_t rank = c.e.dim(x);
-  if (rank == 0 || c.g.values[x].meta.numel() == 0) return c.give("self", g);
+  if (rank == 0 || c.g.values[x].meta.numel() == 0) return c.add_grad("self", g);
   const int64_t d = wrap(c.arg("dim").i, rank);
   std::vector<int64_t> sizes = c.sizes(x);
   const int64_t n = sizes[size_t(d)];
@@ -1037,25 +1037,25 @@ void cumprod(GradCtx& c) {
   ValueId table = c.e.op("aten.cumprod.default", {Emit::t(y), Emit::i(d + 1)});
   ValueId terms = c.e.mul(table, c.e.unsqueeze(g, d));
   terms = c.e.where_s(pair_mask(c, "le", n, d, rank, dev), terms, 0.0); // k >= i
-  c.give("self", c.e.sum(terms, {d + 1}, false));
+  c.add_grad("self", c.e.sum(terms, {d + 1}, false));
 }
 
 // logcumsumexp: grad_i = sum_{k >= i} g_k exp(x_i - out_k), each exponent <= 0 (stable).
 void logcumsumexp(GradCtx& c) {
-  ValueId g = c.go(), x = c.in("self"), out = c.out();
+  ValueId g = c.grad_out(), x = c.in("self"), out = c.out();
   const int64_t rank = c.e.dim(x);
-  if (rank == 0 || c.g.values[x].meta.numel() == 0) return c.give("self", g);
+  if (rank == 0 || c.g.values[x].meta.numel() == 0) return c.add_grad("self", g);
   const int64_t d = wrap(c.arg("dim").i, rank);
   const int64_t n = c.sizes(x)[size_t(d)];
   const Device dev = c.g.values[x].meta.device;
   ValueId diff = c.e.sub(c.e.unsqueeze(x, d + 1), c.e.unsqueeze(out, d)); // x_i - out_k
   diff = c.e.where_s(pair_mask(c, "le", n, d, rank, dev), diff, -INFINITY);
   ValueId terms = c.e.mul(c.e.unary("exp", diff), c.e.unsqueeze(g, d));
-  c.give("self", c.e.sum(terms, {d + 1}, false));
+  c.add_grad("self", c.e.sum(terms, {d + 1}, false));
 }
 
 void copy(GradCtx& c) {
-  c.give("src", c.go());
+  c.add_grad("src", c.grad_out());
 }
 
 
@@ -1068,8 +1068,8 @@ void extreme_all(GradCtx& c) {
   std::vector<int64_t> dims = reduced_dims(c, Arg::none(), int64_t(xs.size()));
   ValueId hit = c.e.cmp("eq", x, keepdim_grad(c, c.out(), xs, dims));
   ValueId count = c.e.sum(c.e.cast(hit, c.e.dtype(x)), dims, true);
-  ValueId share = c.e.div(keepdim_grad(c, c.go(), xs, dims), count);
-  c.give("self", c.e.where_s(hit, c.e.expand(share, xs), 0.0));
+  ValueId share = c.e.div(keepdim_grad(c, c.grad_out(), xs, dims), count);
+  c.add_grad("self", c.e.where_s(hit, c.e.expand(share, xs), 0.0));
 }
 
 /// Values picked at `indices` along `dim` (max.dim, min.dim, sort, topk): the gradient goes
@@ -1079,16 +1079,16 @@ void pick_grad(GradCtx& c, int64_t dim, bool keepdim) {
   ValueId x = c.in("self");
   std::vector<int64_t> xs = c.sizes(x);
   if (xs.empty()) {
-    c.give(x, c.e.reshape(c.go(), {}));
+    c.add_grad(x, c.e.reshape(c.grad_out(), {}));
     return;
   }
   dim = wrap(dim, int64_t(xs.size()));
-  ValueId g = c.go(), idx = c.out(1);
+  ValueId g = c.grad_out(), idx = c.out(1);
   if (!keepdim) {
     g = c.e.unsqueeze(g, dim);
     idx = c.e.unsqueeze(idx, dim);
   }
-  c.give(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(xs, c.e.meta(x))),
+  c.add_grad(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(xs, c.e.meta(x))),
                                                 Emit::i(dim), Emit::t(idx), Emit::t(g)}));
 }
 void extreme_dim(GradCtx& c) {
@@ -1107,7 +1107,7 @@ void prod(GradCtx& c) {
   std::vector<int64_t> xs = c.sizes(x);
   if (!is_floating(e.dtype(c.out()))) return;
   bool all = c.n.schema->index_of("dim") < 0;
-  ValueId v = x, g = c.go();
+  ValueId v = x, g = c.grad_out();
   int64_t d = 0;
   if (all || xs.empty()) {
     v = e.reshape(x, {e.meta(x).numel()});
@@ -1120,7 +1120,7 @@ void prod(GradCtx& c) {
   std::vector<int64_t> vs = e.sizes(v);
   int64_t len = vs[size_t(d)];
   if (len == 0) {
-    c.give(x, e.zeros(xs, e.meta(x)));
+    c.add_grad(x, e.zeros(xs, e.meta(x)));
     return;
   }
   auto exclusive = [&](ValueId t) {
@@ -1134,20 +1134,20 @@ void prod(GradCtx& c) {
   ValueId left = exclusive(v);
   ValueId right = flip(e, exclusive(flip(e, v, d)), d);
   ValueId gx = e.mul(e.mul(e.expand(g, vs), left), right);
-  c.give(x, e.reshape(gx, xs));
+  c.add_grad(x, e.reshape(gx, xs));
 }
 
 void scatter_src(GradCtx& c) {
   ValueId idx = c.in("index");
   if (c.needs("self"))
-    c.give("self", c.e.op("aten.scatter.value",
-                          {Emit::t(c.go()), {"", c.arg("dim")}, Emit::t(idx), Emit::f(0.0)}));
+    c.add_grad("self", c.e.op("aten.scatter.value",
+                          {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(idx), Emit::f(0.0)}));
   if (c.needs("src"))
-    c.give("src", c.e.op("aten.gather.default", {Emit::t(c.go()), {"", c.arg("dim")}, Emit::t(idx)}));
+    c.add_grad("src", c.e.op("aten.gather.default", {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(idx)}));
 }
 
 void scatter_value(GradCtx& c) {
-  c.give("self", c.e.op("aten.scatter.value", {Emit::t(c.go()), {"", c.arg("dim")},
+  c.add_grad("self", c.e.op("aten.scatter.value", {Emit::t(c.grad_out()), {"", c.arg("dim")},
                                                Emit::t(c.in("index")), Emit::f(0.0)}));
 }
 
@@ -1158,12 +1158,12 @@ void scatter_reduce(GradCtx& c) {
            c.arg("reduce").s + "'");
   ValueId idx = c.in("index");
   if (c.needs("self"))
-    c.give("self", c.arg("include_self").b
-                       ? c.go()
-                       : c.e.op("aten.scatter.value", {Emit::t(c.go()), {"", c.arg("dim")},
+    c.add_grad("self", c.arg("include_self").b
+                       ? c.grad_out()
+                       : c.e.op("aten.scatter.value", {Emit::t(c.grad_out()), {"", c.arg("dim")},
                                                        Emit::t(idx), Emit::f(0.0)}));
   if (c.needs("src"))
-    c.give("src", c.e.op("aten.gather.default", {Emit::t(c.go()), {"", c.arg("dim")}, Emit::t(idx)}));
+    c.add_grad("src", c.e.op("aten.gather.default", {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(idx)}));
 }
 
 /// index_put: self keeps the gradient where it was not overwritten (everywhere when
@@ -1172,24 +1172,24 @@ void index_put(GradCtx& c) {
   ValueId vals = c.in("values");
   if (c.needs("self")) {
     if (c.arg("accumulate").b)
-      c.give("self", c.go());
+      c.add_grad("self", c.grad_out());
     else
-      c.give("self", c.e.op("aten.index_put.default",
-                            {Emit::t(c.go()), {"", c.arg("indices")},
+      c.add_grad("self", c.e.op("aten.index_put.default",
+                            {Emit::t(c.grad_out()), {"", c.arg("indices")},
                              Emit::t(c.e.zeros({}, c.e.meta(vals))), Emit::b(false)}));
   }
   if (c.needs(vals))
-    c.give(vals, c.e.op("aten.index.Tensor", {Emit::t(c.go()), {"", c.arg("indices")}}));
+    c.add_grad(vals, c.e.op("aten.index.Tensor", {Emit::t(c.grad_out()), {"", c.arg("indices")}}));
 }
 
 void masked_fill_tensor(GradCtx& c) {
   ValueId mask = c.in("mask");
-  if (c.needs("self")) c.give("self", c.e.where_s(c.e.unary("logical_not", mask), c.go(), 0.0));
+  if (c.needs("self")) c.add_grad("self", c.e.where_s(c.e.unary("logical_not", mask), c.grad_out(), 0.0));
   if (c.needs("value")) {
-    ValueId picked = c.e.where_s(mask, c.go(), 0.0);
+    ValueId picked = c.e.where_s(mask, c.grad_out(), 0.0);
     std::vector<int64_t> dims;
     for (int64_t d = 0; d < c.e.dim(picked); ++d) dims.push_back(d);
-    c.give("value", dims.empty() ? picked : c.e.sum(picked, dims, false));
+    c.add_grad("value", dims.empty() ? picked : c.e.sum(picked, dims, false));
   }
 }
 /// cummax / cummin: each output's gradient goes to where its value came from.
@@ -1198,23 +1198,23 @@ void cumextreme(GradCtx& c) {
 }
 
 void index_add(GradCtx& c) {
-  c.give("self", c.go());
+  c.add_grad("self", c.grad_out());
   if (c.needs("source")) {
     ValueId x = c.in("self");
-    ValueId g = c.go();
+    ValueId g = c.grad_out();
     if (c.e.dim(x) == 0) {
-      c.give("source", c.e.mul_s(g, c.arg("alpha").scalar()));
+      c.add_grad("source", c.e.mul_s(g, c.arg("alpha").scalar()));
       return;
     }
     ValueId sel = c.e.op("aten.index_select.default",
                          {Emit::t(g), {"", c.arg("dim")}, Emit::t(c.in("index"))});
     double alpha = c.arg("alpha").scalar();
-    c.give("source", alpha == 1 ? sel : c.e.mul_s(sel, alpha));
+    c.add_grad("source", alpha == 1 ? sel : c.e.mul_s(sel, alpha));
   }
 }
 
 void index_fill(GradCtx& c) {
-  c.give("self", c.e.op("aten.index_fill.int_Scalar", {Emit::t(c.go()), {"", c.arg("dim")},
+  c.add_grad("self", c.e.op("aten.index_fill.int_Scalar", {Emit::t(c.grad_out()), {"", c.arg("dim")},
                                                        Emit::t(c.in("index")), Emit::f(0.0)}));
 }
 // ---- End of the issue-18 rules ----

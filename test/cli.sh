@@ -25,6 +25,26 @@ check "bad --backend value is a usage error" 2 "$fxc" --backend=tvm --emit=fx "$
 check "no input is a usage error" 2 "$fxc" --emit=fx
 check "--emit=obj for CUDA is not yet supported" 2 "$fxc" --device=cuda --emit=obj "$fx/mlp.pt2"
 has "not yet supported message" "$tmp/err" "not yet supported"
+# Inductor's steps (docs/architecture.md): --print-after/--stop-after take only their names.
+check "--print-after of an unknown step is a usage error" 2 "$fxc" --print-after=fusion "$fx/mlp.pt2"
+has "the message lists the steps" "$tmp/err" \
+  "--print-after: unknown step 'fusion' (valid steps: frontend, aot, decompose, lower, fuse, plan-memory, codegen, host-plan, load)"
+check "--stop-after of an unknown step is a usage error" 2 "$fxc" --stop-after=jit "$fx/mlp.pt2"
+check "--stop-after of a step the backend does not run is a usage error" 2 \
+  "$fxc" --backend=aot_eager --stop-after=lower "$fx/mlp.pt2"
+has "the message names the backend" "$tmp/err" "backend aot_eager does not run step lower"
+check "--stop-after=fuse exits 0" 0 "$fxc" --device=cpu --stop-after=fuse -o "$tmp/fused.txt" "$fx/mlp.pt2"
+has "--stop-after=fuse -o writes the kernels" "$tmp/fused.txt" "kernel fused_"
+check "--stop-after=lower without -o writes nothing" 0 "$fxc" --device=cpu --stop-after=lower "$fx/mlp.pt2"
+check "--stop-after=lower: nothing on stdout" 0 test ! -s "$tmp/out"
+check "--verify-each with the loop-IR verifier" 0 "$fxc" --device=cpu --verify-each --run "$fx/mlp.pt2"
+check "a .lir input needs --stop-after" 2 "$fxc" --device=cpu "$tmp/fused.lir"
+# --emit=llvm|cpp stop after host-plan: the x86 JIT (load) never runs.
+check "--emit=llvm --time-passes" 0 "$fxc" --device=cpu --emit=llvm --time-passes -o "$tmp/m.ll" "$fx/mlp.pt2"
+has "--emit=llvm generates the kernels" "$tmp/err" "codegen (LLVM IR)"
+hasnt "--emit=llvm does not JIT" "$tmp/err" "JIT link"
+check "--emit=cpp --time-passes" 0 "$fxc" --device=cpu --emit=cpp --time-passes -o "$tmp/m.cpp" "$fx/mlp.pt2"
+hasnt "--emit=cpp does not JIT" "$tmp/err" "JIT link"
 check "--trace writes a Chrome trace" 0 "$fxc" --trace="$tmp/t.json" --run "$fx/mlp.pt2"
 has "--trace file has traceEvents" "$tmp/t.json" '"traceEvents"'
 check "missing file is exit 1" 1 "$fxc" --emit=fx "$tmp/nope.pt2"

@@ -247,40 +247,34 @@ Tensors k_fmod(const KernelCall& c) {
 
 // ---- Comparisons and logical ops ----
 
-template <int Op> double cmp(const double* v, const double*) {
+/// The comparison a k_cmp kernel makes.
+enum class CmpKind { Eq, Ne, Lt, Le, Gt, Ge };
+
+template <CmpKind Op, typename T> bool compare(T a, T b) {
   switch (Op) {
-  case 0:
-    return v[0] == v[1];
-  case 1:
-    return v[0] != v[1];
-  case 2:
-    return v[0] < v[1];
-  case 3:
-    return v[0] <= v[1];
-  case 4:
-    return v[0] > v[1];
-  default:
-    return v[0] >= v[1];
+  case CmpKind::Eq:
+    return a == b;
+  case CmpKind::Ne:
+    return a != b;
+  case CmpKind::Lt:
+    return a < b;
+  case CmpKind::Le:
+    return a <= b;
+  case CmpKind::Gt:
+    return a > b;
+  case CmpKind::Ge:
+    return a >= b;
   }
+  return false;
 }
-template <int Op> int64_t icmp(const int64_t* v, const double*) {
-  switch (Op) {
-  case 0:
-    return v[0] == v[1];
-  case 1:
-    return v[0] != v[1];
-  case 2:
-    return v[0] < v[1];
-  case 3:
-    return v[0] <= v[1];
-  case 4:
-    return v[0] > v[1];
-  default:
-    return v[0] >= v[1];
-  }
+template <CmpKind Op> double cmp(const double* v, const double*) {
+  return compare<Op>(v[0], v[1]);
+}
+template <CmpKind Op> int64_t icmp(const int64_t* v, const double*) {
+  return compare<Op>(v[0], v[1]);
 }
 
-template <int Op> Tensors k_cmp(const KernelCall& c) {
+template <CmpKind Op> Tensors k_cmp(const KernelCall& c) {
   Binary op = binary_operands(c);
   return {elementwise({op.a, op.b}, op.common, DType::Bool, cmp<Op>, icmp<Op>)};
 }
@@ -862,8 +856,8 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::div_Scalar, k_div},
     {OpId::div_Tensor, k_div},
     {OpId::dropout, k_dropout},
-    {OpId::eq_Scalar, k_cmp<0>},
-    {OpId::eq_Tensor, k_cmp<0>},
+    {OpId::eq_Scalar, k_cmp<CmpKind::Eq>},
+    {OpId::eq_Tensor, k_cmp<CmpKind::Eq>},
     {OpId::erf, k_erf},
     {OpId::exp, k_exp},
     {OpId::fill__Scalar, k_fill_},
@@ -915,21 +909,21 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::round, k_rounding<2>},
     {OpId::round_decimals, k_round_decimals},
     {OpId::trunc, k_rounding<3>},
-    {OpId::ge_Scalar, k_cmp<5>},
-    {OpId::ge_Tensor, k_cmp<5>},
+    {OpId::ge_Scalar, k_cmp<CmpKind::Ge>},
+    {OpId::ge_Tensor, k_cmp<CmpKind::Ge>},
     {OpId::gelu, k_gelu},
-    {OpId::gt_Scalar, k_cmp<4>},
-    {OpId::gt_Tensor, k_cmp<4>},
+    {OpId::gt_Scalar, k_cmp<CmpKind::Gt>},
+    {OpId::gt_Tensor, k_cmp<CmpKind::Gt>},
     {OpId::hardsigmoid, k_hardsigmoid},
     {OpId::hardswish, k_hardswish},
     {OpId::hardswish_, k_hardswish_},
-    {OpId::le_Scalar, k_cmp<3>},
-    {OpId::le_Tensor, k_cmp<3>},
+    {OpId::le_Scalar, k_cmp<CmpKind::Le>},
+    {OpId::le_Tensor, k_cmp<CmpKind::Le>},
     {OpId::log, k_log},
     {OpId::logical_and, k_logical_and},
     {OpId::logical_not, k_logical_not},
-    {OpId::lt_Scalar, k_cmp<2>},
-    {OpId::lt_Tensor, k_cmp<2>},
+    {OpId::lt_Scalar, k_cmp<CmpKind::Lt>},
+    {OpId::lt_Tensor, k_cmp<CmpKind::Lt>},
     {OpId::masked_fill_Scalar, k_masked_fill},
     {OpId::masked_fill_Tensor, k_masked_fill_tensor},
     {OpId::maximum, k_maximum},
@@ -937,8 +931,8 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::minimum, k_minimum},
     {OpId::mul_Scalar, k_mul},
     {OpId::mul_Tensor, k_mul},
-    {OpId::ne_Scalar, k_cmp<1>},
-    {OpId::ne_Tensor, k_cmp<1>},
+    {OpId::ne_Scalar, k_cmp<CmpKind::Ne>},
+    {OpId::ne_Tensor, k_cmp<CmpKind::Ne>},
     {OpId::neg, k_neg},
     {OpId::pow_Tensor_Scalar, k_pow},
     {OpId::pow_Tensor_Tensor, k_pow},

@@ -129,71 +129,8 @@ TEST_CASE("nvptx: row mappings from the row length and the element size") {
   CHECK(int64_t(odd.block) * odd.chunks >= 1001);
 }
 
-TEST_CASE("nvptx: PTX of pointwise, reduction and persistent-reduction kernels") {
-  if (!have_libdevice()) return;
-  int block = 0;
-  // Pointwise: 16-byte loads and stores, no shuffles.
-  std::string pw = only_ptx(row_graph(DType::F32, 64, 1024, "pointwise"), &block);
-  CHECK(block >= 256);
-  CHECK(count(pw, "ld.global.nc.v4.f32") == 1);
-  CHECK(count(pw, "st.global.v4.f32") == 1);
-  CHECK(count(pw, "shfl.sync") == 0);
-  // A looping reduction: vector loads, a warp butterfly and a shared-memory combine.
-  std::string sum = only_ptx(row_graph(DType::F32, 64, 1024, "sum"), &block);
-  CHECK(block == 256);
-  CHECK(count(sum, "ld.global.nc.v4.f32") == 1);
-  // The 256-thread block's 8 warps: each thread reads all 8 slots after one barrier.
-  CHECK(count(sum, "shfl.sync.bfly.b32") == 5);
-  CHECK(count(sum, "ld.shared.v4.f32") == 2);
-  CHECK(count(sum, "bar.sync") == 1);
-  CHECK(count(sum, "shfl.sync.idx") == 0);
-  // 32 warps: a butterfly over the slots, lane 0's result broadcast.
-  std::string wide = only_ptx(row_graph(DType::F32, 64, 8192, "sum"), &block);
-  CHECK(block == 1024);
-  CHECK(count(wide, "shfl.sync.bfly.b32") == 10);
-  CHECK(count(wide, "shfl.sync.idx.b32") == 1);
-  CHECK(count(wide, "bar.sync") == 1);
-  // One warp: the butterfly alone, no shared memory and no barrier.
-  std::string warp = only_ptx(row_graph(DType::F32, 4096, 64, "sum"), &block);
-  CHECK(block == 32);
-  CHECK(count(warp, "shfl.sync.bfly.b32") == 5);
-  CHECK(count(warp, ".shared") == 0);
-  CHECK(count(warp, "bar.sync") == 0);
-  // Persistent softmax: the row is read once (two vectors per thread, streaming loads past L1,
-  // each with an L2 prefetch of the same vector rows ahead), written once, and its two
-  // reductions are a warp butterfly each, then one barrier and the 4 warps' slots read as one
-  // vector (slots of their own per reduction: no second barrier).
-  std::string sm = only_ptx(row_graph(DType::F32, 512, 1024, "softmax"), &block);
-  CHECK(block == 128);
-  CHECK(count(sm, ".maxntid 128, 1, 1") == 1);
-  CHECK(count(sm, ".minnctapersm") == 0); // f32 exp calls libdevice: ptxas's own budget
-  CHECK(count(sm, "ld.global.nc.L1::no_allocate.L2::256B.v4.u32") == 2);
-  CHECK(count(sm, "prefetch.global.L2") == 2);
-  CHECK(count(sm, "ld.global.nc.v4.f32") == 0);
-  CHECK(count(sm, "ld.global.nc.f32") == 0);
-  CHECK(count(sm, "st.global.v4.f32") == 2);
-  CHECK(count(sm, "shfl.sync.bfly.b32") == 10);
-  CHECK(count(sm, "bar.sync") == 2);
-  CHECK(count(sm, "ld.shared.v4.f32") == 2);
-  // bf16: eight elements per 16-byte access, widened to f32 by a shift or a mask of each
-  // 32-bit pair, exp by ex2.approx.ftz, narrowed in pairs on the way out.
-  std::string bf = only_ptx(row_graph(DType::BF16, 512, 1024, "softmax"), &block);
-  CHECK(block == 128);
-  CHECK(count(bf, ".minnctapersm 8") == 1); // no libdevice: at most 64 registers a thread
-  CHECK(count(bf, "ld.global.nc.L1::no_allocate.L2::256B.v4.u32") == 1);
-  CHECK(count(bf, "st.global.v4.b32") == 1);
-  CHECK(count(bf, "cvt.f32.bf16") == 0);
-  CHECK(count(bf, "shl.b32") >= 4);
-  CHECK(count(bf, ", -65536;") == 4);
-  CHECK(count(bf, "ex2.approx.ftz.f32") == 8);
-  CHECK(count(bf, "cvt.rn.bf16x2.f32") == 4);
-  CHECK(count(bf, "cvt.rn.bf16.f32") == 0);
-  // A row that the threads' vectors overrun is masked: clamped loads, guarded stores.
-  std::string tail = only_ptx(row_graph(DType::F32, 512, 1000, "softmax"), &block);
-  CHECK(block == 128);
-  CHECK(count(tail, "ld.global.nc.L1::no_allocate.L2::256B.v4.u32") == 2);
-  CHECK(count(tail, "st.global.v4.f32") == 2);
-}
+// The PTX of pointwise, looping-reduction, warp, wide and persistent (softmax, bf16, masked
+// tail) kernels is checked by test/codegen/ptx-*.test (instruction counts, ptxas).
 
 TEST_CASE("nvptx: pipelined persistent rows") {
   if (!have_libdevice()) return;
