@@ -132,7 +132,7 @@ private:
 bool tiered_write_hit(CompileCacheUse& cu, const Options& o, const std::string& path);
 std::optional<std::string> tiered_lookup(CompileCacheUse& cu, const Options& o);
 /// Stores locally and publishes remotely (and the --max-autotune choices).
-void tiered_store(CompileCacheUse& cu, const Options& o, const std::string& bytes);
+void tiered_store(CompileCacheUse& cu, const Options& o, std::string_view bytes);
 
 /// --explain-cache: prints the key's components and, on a miss, how the nearest local and remote
 /// entries differ. Returns the exit status (0).

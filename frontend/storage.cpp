@@ -13,7 +13,16 @@ std::shared_ptr<Storage> Storage::lazy(size_t nbytes, Loader load) {
   return std::shared_ptr<Storage>(new Storage(nbytes, std::move(load)));
 }
 
+std::shared_ptr<Storage> Storage::borrowed(std::byte* data, size_t nbytes,
+                                           std::shared_ptr<const void> owner) {
+  auto s = std::shared_ptr<Storage>(new Storage(nbytes, Loader()));
+  s->borrowed_ = data;
+  s->owner_ = std::move(owner);
+  return s;
+}
+
 std::byte* Storage::data() {
+  if (borrowed_) return borrowed_;
   if (loader_) {
     std::call_once(once_, [&] {
       std::unique_ptr<std::byte[]> b(new std::byte[nbytes_ ? nbytes_ : 1]());
