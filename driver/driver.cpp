@@ -259,7 +259,7 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 // Writes the artifact to the output, its weights straight from their storage (no copy of the
-// artifact is made in memory); the cache stores the output file's mapping.
+// artifact is made in memory); the cache copies the output file.
 void write_artifact_output(CompileCacheUse& cu, const Options& o, const CompiledArtifact& a) {
   const std::string path = output_file(o);
   const bool cached = cu.cache.enabled() || cu.remote;
@@ -280,7 +280,7 @@ void write_artifact_output(CompileCacheUse& cu, const Options& o, const Compiled
   }
   log_message(Component::Driver, Level::Info,
               "wrote " + path + " (" + std::to_string(size) + " bytes)");
-  if (cached) tiered_store(cu, o, ArtifactBytes::map_file(path)->view());
+  if (cached) tiered_store_file(cu, o, path);
 }
 
 // The guards the compiled graph assumes of its inputs, and whether this run's inputs pass them.

@@ -960,6 +960,18 @@ void tiered_store(CompileCacheUse& cu, const Options& o, std::string_view bytes)
   if (o.max_autotune) cu.remote->push_autotune(cache_directory(o));
 }
 
+void tiered_store_file(CompileCacheUse& cu, const Options& o, const std::string& path) {
+  if (cu.remote && cu.remote->enabled() && !cu.key.empty()) {
+    tiered_store(cu, o, ArtifactBytes::map_file(path)->view());
+    return;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  if (cu.cache.enabled() && cu.cache.store_file(cu.key, path)) {
+    write_local_manifest(cu);
+    info("local put " + cu.key + " from " + path + " (" + format_ms(ms_since(t0)) + ")");
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // --explain-cache
 

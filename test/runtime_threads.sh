@@ -4,11 +4,11 @@
 # same while the main thread swaps the weights in from a .safetensors file (each result must be
 # the old weights' or the new weights'). With FXC_TSAN=1 the example is built with
 # -fsanitize=thread against a TSan build's libfxcrt.so (tools/tsan.sh runs it so).
-# Usage: runtime_threads.sh <fxc>
+# Usage: runtime_threads.sh <fxc>   (libfxcrt.so from fxc's folder, or from $FXC_LIBDIR)
 set -u
 fxc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
-build=$(cd "$(dirname "$fxc")" && pwd)
+build=${FXC_LIBDIR:-$(cd "$(dirname "$fxc")" && pwd)}
 fx=$src/test/fixtures
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
