@@ -1448,8 +1448,10 @@ void LoadedModel::swap_weights(const std::vector<std::pair<std::string, Tensor>>
     if (t.dtype() != it->second.dtype || t.sizes() != it->second.sizes)
       throw Error(where, "weight '" + name + "': expected " + format_meta(it->second) + ", got " +
                              format_meta(t.meta()));
-    // A plan binds a constant's whole storage: the bytes must start it.
+    // A plan binds a constant's whole storage: the bytes must start it. A lazily read weight
+    // (a .safetensors file's) is read here, so that its errors are the swap's, not a run's.
     Tensor c = t.contiguous();
+    if (c.numel() > 0) (void)c.raw_data();
     if (c.storage_offset() != 0) {
       Tensor own = Tensor::empty(c.dtype(), c.sizes());
       if (c.numel() > 0)
