@@ -756,6 +756,63 @@ std::optional<CacheUsage> CompileCache::usage() const {
 }
 
 bool CompileCache::store(const std::string& key, std::string_view payload) const {
+  return store_entry(key, payload.size(), XXH3_64bits(payload.data(), payload.size()),
+                     [&](int fd) { return write_all(fd, payload.data(), payload.size()); });
+}
+
+bool CompileCache::store_file(const std::string& key, const std::string& path) const {
+  if (!enabled()) return false;
+  int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (in < 0 || ::fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (in >= 0) ::close(in);
+    warn("cannot read " + path + ": " + std::strerror(errno) + "; not stored");
+    return false;
+  }
+  const uint64_t size = uint64_t(st.st_size);
+  // The checksum by chunks (the page cache, not this process, holds the bytes).
+  XXH3_state_t* h = XXH3_createState();
+  XXH3_64bits_reset(h);
+  std::vector<char> buf(kChunk);
+  bool ok = true;
+  for (uint64_t off = 0; ok && off < size; off += kChunk) {
+    size_t n = size_t(std::min<uint64_t>(kChunk, size - off));
+    ok = pread_all(in, buf.data(), n, off);
+    if (ok) XXH3_64bits_update(h, buf.data(), n);
+  }
+  const uint64_t sum = XXH3_64bits_digest(h);
+  XXH3_freeState(h);
+  if (!ok) {
+    ::close(in);
+    warn("cannot read " + path + ": " + std::strerror(errno) + "; not stored");
+    return false;
+  }
+  bool stored = store_entry(key, size, sum, [&](int fd) {
+    // A reflink of the file's blocks where the file system has them, else an in-kernel copy.
+    file_clone_range clone{in, 0, 0, kPayloadOffset};
+    if (size > 0 && ::ioctl(fd, FICLONERANGE, &clone) == 0) return true;
+    loff_t in_off = 0;
+    for (uint64_t left = size; left > 0;) {
+      ssize_t n = ::copy_file_range(in, &in_off, fd, nullptr,
+                                    size_t(std::min<uint64_t>(left, 1u << 30)), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) { // no in-kernel copy here: through a buffer
+        for (uint64_t off = uint64_t(in_off); off < size; off += kChunk) {
+          size_t k = size_t(std::min<uint64_t>(kChunk, size - off));
+          if (!pread_all(in, buf.data(), k, off) || !write_all(fd, buf.data(), k)) return false;
+        }
+        return true;
+      }
+      left -= uint64_t(n);
+    }
+    return true;
+  });
+  ::close(in);
+  return stored;
+}
+
+bool CompileCache::store_entry(const std::string& key, uint64_t size, uint64_t sum,
+                               const std::function<bool(int)>& write_payload) const {
   if (!enabled()) return false;
   const fs::path final_path = entry_path(key);
   const fs::path folder = final_path.parent_path();
@@ -771,8 +828,8 @@ bool CompileCache::store(const std::string& key, std::string_view payload) const
   put_u32(header.data() + 8, kFormatVersion);
   put_u32(header.data() + 12, uint32_t(kPayloadOffset));
   std::memcpy(header.data() + 16, key.data(), kKeyDigits);
-  put_u64(header.data() + 48, payload.size());
-  put_u64(header.data() + 56, XXH3_64bits(payload.data(), payload.size()));
+  put_u64(header.data() + 48, size);
+  put_u64(header.data() + 56, sum);
 
   // A name no other writer uses (pid + random), created exclusively, in the entry's folder so
   // that the rename stays within one file system.
@@ -791,8 +848,7 @@ bool CompileCache::store(const std::string& key, std::string_view payload) const
          "; not stored");
     return false;
   }
-  bool ok =
-      write_all(fd, header.data(), header.size()) && write_all(fd, payload.data(), payload.size());
+  bool ok = write_all(fd, header.data(), header.size()) && write_payload(fd);
   int err = errno;
   if (::close(fd) != 0 && ok) {
     ok = false;
@@ -817,9 +873,9 @@ bool CompileCache::store(const std::string& key, std::string_view payload) const
     warn("cannot write " + final_path.string() + ": " + std::strerror(err) + "; not stored");
     return false;
   }
-  info("stored " + key + " (" + std::to_string(payload.size()) + " bytes)");
+  info("stored " + key + " (" + std::to_string(size) + " bytes)");
   if (lock.fd >= 0) {
-    const uint64_t entry_bytes = kPayloadOffset + payload.size();
+    const uint64_t entry_bytes = kPayloadOffset + size;
     std::optional<CacheUsage> u = read_usage(lock.fd);
     if (u) {
       if (replaces)

@@ -38,6 +38,7 @@
 
 #include <memory>
 #include <optional>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -150,8 +151,15 @@ public:
   /// A cache that cannot be written (read-only, disk full) is not an error of the compile: that
   /// is logged as a warning and store returns false.
   bool store(const std::string& key, std::string_view payload) const;
+  /// store() of the bytes of the file `path`, which are not read into memory: checksummed in
+  /// chunks, then placed with a reflink (FICLONERANGE) where the file system has them, else
+  /// copy_file_range.
+  bool store_file(const std::string& key, const std::string& path) const;
 
 private:
+  /// store()'s work: `write_payload` writes the `size` bytes of checksum `sum` after the header.
+  bool store_entry(const std::string& key, uint64_t size, uint64_t sum,
+                   const std::function<bool(int)>& write_payload) const;
   std::string dir_;
   uint64_t max_size_;
 };

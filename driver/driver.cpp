@@ -264,6 +264,31 @@ void write_text(const std::string& path, const std::string& text) {
                   std::to_string(text.size()) + " bytes)");
 }
 
+// Writes the artifact to the output, its weights straight from their storage (no copy of the
+// artifact is made in memory); the cache copies the output file.
+void write_artifact_output(CompileCacheUse& cu, const Options& o, const CompiledArtifact& a) {
+  const std::string path = output_file(o);
+  const bool cached = cu.cache.enabled() || cu.remote;
+  if (path.empty() || path == "-") { // standard output: one string for the output and the cache
+    std::string bytes = serialize_artifact(a);
+    if (cached) tiered_store(cu, o, bytes);
+    write_text(path, bytes);
+    return;
+  }
+  uint64_t size = 0;
+  {
+    OutputFile out(path, "cannot write output file");
+    write_artifact(a, [&](std::string_view b) {
+      out.write(b);
+      size += b.size();
+    });
+    out.commit();
+  }
+  log_message(Component::Driver, Level::Info,
+              "wrote " + path + " (" + std::to_string(size) + " bytes)");
+  if (cached) tiered_store_file(cu, o, path);
+}
+
 // The guards the compiled graph assumes of its inputs, and whether this run's inputs pass them.
 void log_guards(const Graph& g, const std::vector<Tensor>& inputs) {
   Logger& log = process_logger();
@@ -616,9 +641,7 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
                       " from the cache");
     if (!hit) {
       run_pipeline(c);
-      std::string bytes = serialize_artifact(make_artifact(c));
-      tiered_store(cu, o, bytes);
-      write_text(output_file(o), bytes);
+      write_artifact_output(cu, o, make_artifact(c));
     }
     write_dependencies(o, external_files);
     trace.finish();

@@ -95,6 +95,8 @@ CompiledArtifact make_artifact(const Compilation& c) {
       } else if (!g.plan.kernels.empty()) {
         g.object_code = cg.object_code();
       }
+      // Named constants (parameters and buffers as the graph holds them) can be swapped.
+      g.constant_names = name_constants(g.plan, sg.graph);
       a.graphs.push_back(std::move(g));
       continue;
     }
@@ -139,6 +141,9 @@ int run_artifact(const Options& o, BenchResult* benched) {
     throw UsageError(o.input + " is already compiled: run it with --run or --bench");
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<LoadedModel> m = LoadedModel::load(read_artifact_file(o.input), o.input);
+  // Map, parse and check (the weights' checksums too), load the kernels, place the weights.
+  const double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const CompiledArtifact& a = m->artifact();
   if (o.verbose)
     std::fprintf(
@@ -167,7 +172,8 @@ int run_artifact(const Options& o, BenchResult* benched) {
     if (o.json)
       std::fputs(format_bench_json(r, ao, 0).c_str(), stdout);
     else
-      std::printf("%s: %s: %s", o.input.c_str(), a.backend.c_str(), format_bench(r).c_str());
+      std::printf("%s: %s: load %.1f ms; %s", o.input.c_str(), a.backend.c_str(), load_ms,
+                  format_bench(r).c_str());
     if (benched) *benched = std::move(r);
     return 0;
   }

@@ -172,11 +172,16 @@ std::optional<SplitArtifact> split_artifact(const std::string& bytes) {
     std::vector<std::shared_ptr<Storage>> ws = large_weights(a);
     if (ws.empty()) return std::nullopt;
     SplitArtifact out;
-    for (const std::shared_ptr<Storage>& s : ws) {
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const std::shared_ptr<Storage>& s = ws[i];
       std::string b(reinterpret_cast<const char*>(s->data()), s->nbytes());
       out.weights.push_back({content_digest(b), b.size()});
       out.weight_bytes.push_back(std::move(b));
+      // Zeros and the weight's number: stripped weights stay distinct, so that the artifact's
+      // deduplication by content keeps one range per weight for join_artifact to fill.
       std::memset(s->data(), 0, s->nbytes());
+      uint64_t tag = i + 1;
+      std::memcpy(s->data(), &tag, std::min(sizeof tag, s->nbytes()));
     }
     out.stripped = serialize_artifact(a);
     return out;
@@ -943,7 +948,7 @@ std::optional<std::string> tiered_lookup(CompileCacheUse& cu, const Options& o) 
   return remote_fill(cu, o);
 }
 
-void tiered_store(CompileCacheUse& cu, const Options& o, const std::string& bytes) {
+void tiered_store(CompileCacheUse& cu, const Options& o, std::string_view bytes) {
   auto t0 = std::chrono::steady_clock::now();
   if (cu.cache.enabled() && cu.cache.store(cu.key, bytes)) {
     write_local_manifest(cu);
@@ -951,8 +956,20 @@ void tiered_store(CompileCacheUse& cu, const Options& o, const std::string& byte
          format_ms(ms_since(t0)) + ")");
   }
   if (!cu.remote || !cu.remote->enabled() || cu.key.empty()) return;
-  cu.remote->put(cu.key, cu.components, bytes);
+  cu.remote->put(cu.key, cu.components, std::string(bytes));
   if (o.max_autotune) cu.remote->push_autotune(cache_directory(o));
+}
+
+void tiered_store_file(CompileCacheUse& cu, const Options& o, const std::string& path) {
+  if (cu.remote && cu.remote->enabled() && !cu.key.empty()) {
+    tiered_store(cu, o, ArtifactBytes::map_file(path)->view());
+    return;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  if (cu.cache.enabled() && cu.cache.store_file(cu.key, path)) {
+    write_local_manifest(cu);
+    info("local put " + cu.key + " from " + path + " (" + format_ms(ms_since(t0)) + ")");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

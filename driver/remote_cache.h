@@ -132,7 +132,10 @@ private:
 bool tiered_write_hit(CompileCacheUse& cu, const Options& o, const std::string& path);
 std::optional<std::string> tiered_lookup(CompileCacheUse& cu, const Options& o);
 /// Stores locally and publishes remotely (and the --max-autotune choices).
-void tiered_store(CompileCacheUse& cu, const Options& o, const std::string& bytes);
+void tiered_store(CompileCacheUse& cu, const Options& o, std::string_view bytes);
+/// tiered_store() of the artifact the file `path` holds: the local cache copies the file (no
+/// read into memory); a remote cache gets its mapping.
+void tiered_store_file(CompileCacheUse& cu, const Options& o, const std::string& path);
 
 /// --explain-cache: prints the key's components and, on a miss, how the nearest local and remote
 /// entries differ. Returns the exit status (0).

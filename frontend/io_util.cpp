@@ -93,7 +93,7 @@ bool write_all(int fd, const char* p, size_t n) {
   return true;
 }
 
-void OutputFile::write(const std::string& bytes) {
+void OutputFile::write(std::string_view bytes) {
   if (!write_all(fd_, bytes.data(), bytes.size())) fail();
 }
 

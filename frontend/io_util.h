@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fxc {
@@ -34,7 +35,7 @@ public:
   /// Whether fd() is a new, empty regular file (not a device, a FIFO or standard output).
   bool regular() const { return !temp_.empty(); }
   /// Writes all of `bytes` at the current position.
-  void write(const std::string& bytes);
+  void write(std::string_view bytes);
   /// Closes the file and renames the temporary over the path.
   void commit();
   /// Throws the error of this output, with errno's reason.

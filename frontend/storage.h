@@ -20,15 +20,23 @@ public:
   explicit Storage(size_t nbytes);
   /// Buffer filled by `load` on first access. `load` may throw fxc::Error.
   static std::shared_ptr<Storage> lazy(size_t nbytes, Loader load);
+  /// `nbytes` at `data`, owned by someone else (a mapped artifact): no copy. `owner` is held as
+  /// long as the storage, so the bytes stay valid; they must stay writable or never be written.
+  static std::shared_ptr<Storage> borrowed(std::byte* data, size_t nbytes,
+                                           std::shared_ptr<const void> owner);
 
   std::byte* data();
   size_t nbytes() const { return nbytes_; }
   bool loaded() const { return !loader_; }
+  /// Whether the bytes are borrowed() (an artifact's mapping), not owned.
+  bool is_borrowed() const { return borrowed_ != nullptr; }
 
 private:
   Storage(size_t nbytes, Loader load);
   size_t nbytes_;
   std::unique_ptr<std::byte[]> bytes_;
+  std::byte* borrowed_ = nullptr;     ///< borrowed(): the bytes, kept valid by owner_
+  std::shared_ptr<const void> owner_; ///< borrowed(): what keeps borrowed_ valid
   Loader loader_;
   std::once_flag once_;
 };

@@ -22,10 +22,20 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cassert>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <chrono>
 #include <map>
 #include <mutex>
+#include <new>
 #include <tuple>
 
 #ifndef FXC_VERSION
@@ -48,15 +58,25 @@ using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
 // ---------------------------------------------------------------------------------------------
-// The header: fixed 48 bytes, little-endian.
+// The header: fixed 64 bytes, little-endian.
 
 constexpr char kMagic[4] = {'F', 'X', 'O', '\0'};
-constexpr size_t kHeaderBytes = 48;
+constexpr size_t kHeaderBytes = 64;
 constexpr size_t kVersionOffset = 4, kFxcVersionOffset = 8, kFxcVersionBytes = 16;
-constexpr size_t kCompressedOffset = 24, kUncompressedOffset = 32, kChecksumOffset = 40;
+constexpr size_t kCompressedOffset = 24, kUncompressedOffset = 32;
+constexpr size_t kWeightsOffsetOffset = 40, kWeightsSizeOffset = 48, kChecksumOffset = 56;
 /// Payloads (decompressed) larger than this are refused before decompressing.
 constexpr uint64_t kMaxPayloadBytes = uint64_t(1) << 40;
 constexpr int kZstdLevel = 3;
+/// The weight section starts on a page; weights of at least kPageAlignedWeight bytes start on a
+/// page of it, smaller ones on kWeightAlign bytes.
+constexpr uint64_t kPage = 4096, kWeightAlign = 64, kPageAlignedWeight = 64 * 1024;
+/// The weight section's checksums: XXH3-64 of each chunk of this many bytes (the last shorter).
+constexpr uint64_t kWeightChunk = uint64_t(1) << 20;
+
+uint64_t align_up(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
 
 void put_u32(std::string& s, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) s[at + i] = char((v >> (8 * i)) & 0xff);
@@ -75,7 +95,7 @@ uint64_t get_u64(std::string_view s, size_t at) {
   return v;
 }
 
-/// XXH64 of the header's first 40 bytes and the compressed payload.
+/// XXH64 of the header's first 56 bytes and the compressed payload.
 uint64_t checksum(std::string_view header, std::string_view payload) {
   XXH64_state_t st;
   XXH64_reset(&st, 0);
@@ -84,12 +104,24 @@ uint64_t checksum(std::string_view header, std::string_view payload) {
   return XXH64_digest(&st);
 }
 
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 const char* kind_name(ArtifactGraph::Kind k) {
   return k == ArtifactGraph::Kind::Plan ? "plan" : "interpreted";
 }
 
 // ---------------------------------------------------------------------------------------------
 // Writing.
+
+/// One stretch of the weight section: bytes of a weight (read where they lie) or zero padding.
+struct WeightPiece {
+  const std::byte* data = nullptr; ///< null: `size` zero bytes
+  uint64_t size = 0;
+};
 
 class Writer {
 public:
@@ -101,19 +133,26 @@ public:
     return ojson::array({off, uint64_t(bytes.size())});
   }
 
-  /// Index of a weight in the weight table (contiguous bytes), deduplicated by storage and view.
+  /// Index of a weight in the weight table, deduplicated by storage and view; its bytes are
+  /// placed in the weight section once per distinct content (XXH3-128, then compared), aligned,
+  /// and not copied: the section is written from where they lie.
   int weight(const std::shared_ptr<Storage>& storage, const TensorMeta& meta) {
     auto key =
         std::make_tuple(storage.get(), meta.dtype, meta.sizes, meta.strides, meta.storage_offset);
     auto it = weight_index_.find(key);
     if (it != weight_index_.end()) return it->second;
-    Tensor t = Tensor(storage, meta).contiguous();
-    std::string_view bytes(reinterpret_cast<const char*>(t.raw_data()),
-                           size_t(t.numel()) * dtype_size(t.dtype()));
+    Tensor t(storage, meta);
+    if (!t.is_contiguous()) {
+      t = t.contiguous(); // a strided view: its contiguous copy is what the section holds
+      keep_.push_back(t);
+    }
+    const uint64_t n = uint64_t(t.numel()) * dtype_size(t.dtype());
+    const auto* data = n ? static_cast<const std::byte*>(t.raw_data()) : nullptr;
+    uint64_t off = place(data, n);
     ojson w;
     w["dtype"] = std::string(dtype_name(meta.dtype));
     w["sizes"] = meta.sizes;
-    w["data"] = blob(bytes);
+    w["data"] = ojson::array({off, n});
     weights_.push_back(w);
     int index = int(weights_.size()) - 1;
     weight_index_.emplace(key, index);
@@ -122,10 +161,62 @@ public:
 
   ojson weights() const { return weights_; }
   const std::string& blobs() const { return blobs_; }
+  const std::vector<WeightPiece>& pieces() const { return pieces_; }
+  uint64_t weight_bytes() const { return end_; }
+
+  /// XXH3-64 of each kWeightChunk bytes of the weight section, as hex strings.
+  ojson chunk_checksums() const {
+    ojson out = ojson::array();
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    uint64_t in_chunk = 0;
+    static const std::byte zeros[4096] = {};
+    for (const WeightPiece& p : pieces_) {
+      for (uint64_t done = 0; done < p.size;) {
+        uint64_t n = std::min(p.size - done, kWeightChunk - in_chunk);
+        if (!p.data) n = std::min<uint64_t>(n, sizeof zeros);
+        XXH3_64bits_update(&st, p.data ? p.data + done : zeros, size_t(n));
+        done += n;
+        in_chunk += n;
+        if (in_chunk == kWeightChunk) {
+          out.push_back(hex64(XXH3_64bits_digest(&st)));
+          XXH3_64bits_reset(&st);
+          in_chunk = 0;
+        }
+      }
+    }
+    if (in_chunk) out.push_back(hex64(XXH3_64bits_digest(&st)));
+    return out;
+  }
 
 private:
+  /// Offset in the weight section of `n` bytes at `data`: where the same bytes already are, or a
+  /// new aligned place after padding.
+  uint64_t place(const std::byte* data, uint64_t n) {
+    if (n == 0) return 0;
+    XXH128_hash_t h = XXH3_128bits(data, size_t(n));
+    auto range = content_.equal_range({h.high64, h.low64});
+    for (auto c = range.first; c != range.second; ++c)
+      if (c->second.size == n && std::memcmp(c->second.data, data, size_t(n)) == 0)
+        return c->second.offset;
+    uint64_t off = align_up(end_, n >= kPageAlignedWeight ? kPage : kWeightAlign);
+    if (off > end_) pieces_.push_back({nullptr, off - end_});
+    pieces_.push_back({data, n});
+    end_ = off + n;
+    content_.emplace(std::make_pair(h.high64, h.low64), Placed{data, n, off});
+    return off;
+  }
+
+  struct Placed {
+    const std::byte* data;
+    uint64_t size, offset;
+  };
   std::string blobs_;
   ojson weights_ = ojson::array();
+  std::vector<Tensor> keep_; ///< contiguous copies of strided weights, alive until written
+  std::vector<WeightPiece> pieces_;
+  uint64_t end_ = 0;
+  std::multimap<std::pair<uint64_t, uint64_t>, Placed> content_;
   // Lookup only; the table's order is the order of first use.
   std::map<std::tuple<const Storage*, DType, std::vector<int64_t>, std::vector<int64_t>, int64_t>,
            int>
@@ -257,6 +348,9 @@ ojson write_graph(const ArtifactGraph& g, const CompiledArtifact& a, Writer& w) 
     if (!cuda && !g.plan.kernels.empty() && g.object_code.empty())
       throw Error(source, "a CPU plan with kernels needs their object code");
     j["object"] = cuda ? ojson() : w.blob(g.object_code);
+    std::vector<std::string> names = g.constant_names;
+    names.resize(g.plan.constant_slots.size()); // unnamed: made at compile time
+    j["constant_names"] = names;
     return j;
   }
   if (!g.graph) throw Error(source, "an interpreted graph needs its graph");
@@ -279,7 +373,9 @@ ojson write_graph(const ArtifactGraph& g, const CompiledArtifact& a, Writer& w) 
 
 class Reader {
 public:
-  Reader(const std::string& source, std::string_view blobs) : source_(source), blobs_(blobs) {}
+  Reader(const std::string& source, std::string_view blobs, std::string_view weights = {},
+         std::shared_ptr<const ArtifactBytes> owner = nullptr)
+      : source_(source), blobs_(blobs), weights_(weights), owner_(std::move(owner)) {}
 
   [[noreturn]] void fail(const std::string& where, const std::string& msg) const {
     throw Error(source_, "corrupt artifact: " + where + ": " + msg);
@@ -365,14 +461,40 @@ public:
     return m;
   }
 
+  /// A weight of `bytes` bytes at [offset, size] of the weight section, used in place (the
+  /// storage keeps the artifact's bytes alive).
+  std::shared_ptr<Storage> weight_storage(const json& j, const std::string& where,
+                                          int64_t bytes) const {
+    if (!j.is_array() || j.size() != 2) fail(where, "not a weight reference");
+    int64_t off = integer(j[0], where, 0, INT64_MAX), size = integer(j[1], where, 0, INT64_MAX);
+    if (size != bytes)
+      fail(where, "holds " + std::to_string(size) + " bytes, its tensor needs " +
+                      std::to_string(bytes));
+    if (uint64_t(off) > weights_.size() || uint64_t(size) > weights_.size() - uint64_t(off))
+      fail(where, "lies outside the weight section");
+    if (size > 0 && off % int64_t(kWeightAlign) != 0)
+      fail(where, "not aligned to " + std::to_string(kWeightAlign) + " bytes");
+    if (size == 0) return std::make_shared<Storage>(0);
+    // Weights deduplicated into one range share one storage, as they did when written.
+    std::shared_ptr<Storage>& s = by_range_[{off, size}];
+    if (!s) {
+      auto* p = reinterpret_cast<std::byte*>(const_cast<char*>(weights_.data())) + off;
+      s = Storage::borrowed(p, size_t(size), owner_);
+    }
+    return s;
+  }
+
   const std::string& source() const { return source_; }
 
 private:
   const std::string& source_;
   std::string_view blobs_;
+  std::string_view weights_;
+  std::shared_ptr<const ArtifactBytes> owner_;
+  mutable std::map<std::pair<int64_t, int64_t>, std::shared_ptr<Storage>> by_range_;
 };
 
-/// The weight table: contiguous host tensors.
+/// The weight table: contiguous host tensors whose bytes are the artifact's (no copy).
 std::vector<Tensor> read_weights(const Reader& r, const json& manifest) {
   std::vector<Tensor> out;
   const json& ws = r.array(manifest, "weights", "manifest");
@@ -385,15 +507,29 @@ std::vector<Tensor> read_weights(const Reader& r, const json& manifest) {
     if (m.sizes.size() > 64 || !view_extent_bytes(m.sizes, contiguous_strides(m.sizes), 0,
                                                   int64_t(dtype_size(m.dtype)), &bytes))
       r.fail(where, "bad sizes");
-    std::string_view data = r.blob(r.at(ws[i], "data", where), where + ".data");
-    if (int64_t(data.size()) != bytes)
-      r.fail(where, "holds " + std::to_string(data.size()) + " bytes, " + format_meta(m) +
-                        " needs " + std::to_string(bytes));
-    Tensor t = Tensor::empty(m.dtype, m.sizes);
-    if (!data.empty()) std::memcpy(t.raw_data(), data.data(), data.size());
-    out.push_back(t);
+    m.strides = contiguous_strides(m.sizes);
+    out.emplace_back(r.weight_storage(r.at(ws[i], "data", where), where + ".data", bytes), m);
   }
   return out;
+}
+
+/// Checks the weight section against the manifest's XXH3 of each chunk.
+void check_weight_chunks(const Reader& r, const json& manifest, std::string_view weights) {
+  const json& c = r.at(manifest, "weight_chunks", "manifest");
+  int64_t chunk = r.integer(c, "bytes", "weight_chunks", int64_t(kPage), int64_t(1) << 30);
+  const json& sums = r.array(c, "xxh3", "weight_chunks");
+  uint64_t count = (weights.size() + uint64_t(chunk) - 1) / uint64_t(chunk);
+  if (sums.size() != count)
+    r.fail("weight_chunks", std::to_string(sums.size()) + " checksums for " +
+                                std::to_string(count) + " chunks");
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string_view part = weights.substr(size_t(i * uint64_t(chunk)), size_t(chunk));
+    if (r.str(sums[i], "weight_chunks.xxh3") != hex64(XXH3_64bits(part.data(), part.size())))
+      throw Error(r.source(), "corrupt artifact: checksum mismatch in the weights (bytes " +
+                                  std::to_string(i * uint64_t(chunk)) + " to " +
+                                  std::to_string(i * uint64_t(chunk) + part.size()) +
+                                  " of the weight section)");
+  }
 }
 
 PlanView read_view(const Reader& r, const json& j, const std::string& where) {
@@ -656,6 +792,10 @@ ArtifactGraph read_graph(const Reader& r, const json& j, const std::string& wher
     if (!cuda) g.object_code = std::string(r.blob(obj, where + ".object"));
     if (!cuda && !g.plan.kernels.empty() && g.object_code.empty())
       r.fail(where + ".object", "kernels without object code");
+    for (const json& n : r.array(j, "constant_names", where))
+      g.constant_names.push_back(r.str(n, where + ".constant_names"));
+    if (g.constant_names.size() != g.plan.constant_slots.size())
+      r.fail(where + ".constant_names", "not one name per constant slot");
     return g;
   }
   if (kind != "interpreted") r.fail(where + ".kind", "unknown graph kind '" + kind + "'");
@@ -755,7 +895,22 @@ std::string decompress(std::string_view in, uint64_t expected, const std::string
 
 // ---------------------------------------------------------------------------------------------
 
-std::string serialize_artifact(const CompiledArtifact& a) {
+std::vector<std::string> name_constants(const Plan& plan, const Graph& graph) {
+  std::vector<std::string> names;
+  for (const auto& [slot, t] : plan.constant_slots) {
+    std::string name;
+    for (const auto& [fqn, w] : graph.weights)
+      if (w.storage == t.storage() && w.meta.dtype == t.dtype() && w.meta.sizes == t.sizes() &&
+          w.meta.strides == t.strides() && w.meta.storage_offset == t.storage_offset()) {
+        name = fqn;
+        break;
+      }
+    names.push_back(name);
+  }
+  return names;
+}
+
+void write_artifact(const CompiledArtifact& a, const ArtifactSink& sink) {
   Writer w;
   ojson m;
   m["format"] = "fxo";
@@ -789,6 +944,7 @@ std::string serialize_artifact(const CompiledArtifact& a) {
     m["dynamic"] = d;
   }
   m["weights"] = w.weights();
+  m["weight_chunks"] = ojson{{"bytes", kWeightChunk}, {"xxh3", w.chunk_checksums()}};
 
   std::string manifest = m.dump(1);
   std::string payload(8, '\0');
@@ -802,6 +958,8 @@ std::string serialize_artifact(const CompiledArtifact& a) {
                            payload.size(), kZstdLevel);
   if (ZSTD_isError(n)) throw Error(a.name, std::string("cannot compress: ") + ZSTD_getErrorName(n));
   out.resize(kHeaderBytes + n);
+  const uint64_t wbytes = w.weight_bytes();
+  const uint64_t woff = wbytes ? align_up(out.size(), kPage) : out.size();
   std::memcpy(out.data(), kMagic, 4);
   put_u32(out, kVersionOffset, kArtifactFormatVersion);
   std::string version = FXC_VERSION;
@@ -809,7 +967,29 @@ std::string serialize_artifact(const CompiledArtifact& a) {
               std::min(version.size(), kFxcVersionBytes - 1));
   put_u64(out, kCompressedOffset, n);
   put_u64(out, kUncompressedOffset, payload.size());
+  put_u64(out, kWeightsOffsetOffset, woff);
+  put_u64(out, kWeightsSizeOffset, wbytes);
   put_u64(out, kChecksumOffset, checksum(out, std::string_view(out).substr(kHeaderBytes)));
+  out.resize(size_t(woff), '\0'); // the weight section starts on a page
+  sink(out);
+  out = std::string();
+  static const char zeros[4096] = {};
+  for (const WeightPiece& p : w.pieces()) {
+    if (p.data) {
+      sink(std::string_view(reinterpret_cast<const char*>(p.data), size_t(p.size)));
+      continue;
+    }
+    for (uint64_t left = p.size; left > 0;) {
+      uint64_t k = std::min<uint64_t>(left, sizeof zeros);
+      sink(std::string_view(zeros, size_t(k)));
+      left -= k;
+    }
+  }
+}
+
+std::string serialize_artifact(const CompiledArtifact& a) {
+  std::string out;
+  write_artifact(a, [&](std::string_view b) { out.append(b); });
   return out;
 }
 
@@ -818,6 +998,12 @@ bool is_artifact(std::string_view bytes) {
 }
 
 CompiledArtifact parse_artifact(std::string_view bytes, const std::string& source) {
+  return parse_artifact(ArtifactBytes::copy(bytes), source);
+}
+
+CompiledArtifact parse_artifact(std::shared_ptr<const ArtifactBytes> file,
+                                const std::string& source) {
+  const std::string_view bytes = file->view();
   if (!is_artifact(bytes)) throw Error(source, "not an fxc artifact (no FXO magic number)");
   if (bytes.size() < kHeaderBytes)
     throw Error(source, "truncated artifact: " + std::to_string(bytes.size()) +
@@ -832,16 +1018,29 @@ CompiledArtifact parse_artifact(std::string_view bytes, const std::string& sourc
                             writer + ") is not supported; this fxc " FXC_VERSION " reads version " +
                             std::to_string(kArtifactFormatVersion));
   uint64_t csize = get_u64(bytes, kCompressedOffset), usize = get_u64(bytes, kUncompressedOffset);
+  uint64_t woff = get_u64(bytes, kWeightsOffsetOffset), wsize = get_u64(bytes, kWeightsSizeOffset);
   uint64_t have = bytes.size() - kHeaderBytes;
   if (csize > have)
     throw Error(source, "truncated artifact: the header promises " + std::to_string(csize) +
                             " payload bytes, the file has " + std::to_string(have));
-  if (csize < have)
-    throw Error(source,
-                "corrupt artifact: " + std::to_string(have - csize) + " bytes after the payload");
-  std::string_view payload = bytes.substr(kHeaderBytes);
+  const uint64_t payload_end = kHeaderBytes + csize;
+  const uint64_t want_woff = wsize ? align_up(payload_end, kPage) : payload_end;
+  if (woff != want_woff)
+    throw Error(source, "corrupt artifact: the weight section starts at byte " +
+                            std::to_string(woff) + ", not " + std::to_string(want_woff));
+  if (wsize > bytes.size() - std::min<uint64_t>(woff, bytes.size()) || woff > bytes.size())
+    throw Error(source, "truncated artifact: the header promises " + std::to_string(wsize) +
+                            " bytes of weights at byte " + std::to_string(woff) + ", the file has " +
+                            std::to_string(bytes.size()));
+  if (woff + wsize < bytes.size())
+    throw Error(source, "corrupt artifact: " + std::to_string(bytes.size() - woff - wsize) +
+                            " bytes after the weights");
+  std::string_view payload = bytes.substr(kHeaderBytes, size_t(csize));
   if (checksum(bytes, payload) != get_u64(bytes, kChecksumOffset))
     throw Error(source, "corrupt artifact: checksum mismatch");
+  for (uint64_t i = payload_end; i < woff; ++i)
+    if (bytes[size_t(i)] != '\0')
+      throw Error(source, "corrupt artifact: the padding before the weights is not zero");
   if (usize > kMaxPayloadBytes || usize < 8)
     throw Error(source, "corrupt artifact: bad payload size " + std::to_string(usize));
   std::string data = decompress(payload, usize, source);
@@ -856,7 +1055,8 @@ CompiledArtifact parse_artifact(std::string_view bytes, const std::string& sourc
   } catch (const json::exception& e) {
     throw Error(source, std::string("corrupt artifact: manifest: ") + e.what());
   }
-  Reader r(source, std::string_view(data).substr(size_t(8 + mlen)));
+  const std::string_view weights = bytes.substr(size_t(woff), size_t(wsize));
+  Reader r(source, std::string_view(data).substr(size_t(8 + mlen)), weights, file);
   const std::string top = "manifest";
   if (r.str(m, "format", top) != "fxo") r.fail(top, "not an fxo manifest");
   if (r.integer(m, "version", top, 0, INT32_MAX) != kArtifactFormatVersion)
@@ -887,14 +1087,16 @@ CompiledArtifact parse_artifact(std::string_view bytes, const std::string& sourc
     a.tangent_output_index.push_back(size_t(t));
   for (const json& o : r.array(m, "custom_ops", top))
     a.custom_ops.push_back(r.str(o, "custom_ops"));
-  std::vector<Tensor> weights = read_weights(r, m);
+  check_weight_chunks(r, m, weights);
+  std::vector<Tensor> weight_table = read_weights(r, m);
   const json& graphs = r.array(m, "graphs", top);
   for (size_t i = 0; i < graphs.size(); ++i) {
-    a.graphs.push_back(read_graph(r, graphs[i], "graphs[" + std::to_string(i) + "]", a, weights));
+    a.graphs.push_back(
+        read_graph(r, graphs[i], "graphs[" + std::to_string(i) + "]", a, weight_table));
     if (a.graphs.back().role == "dynamic") r.fail("graphs[" + std::to_string(i) + "]", "a dynamic graph among the plans");
   }
   if (auto d = m.find("dynamic"); d != m.end() && !d->is_null()) {
-    ArtifactGraph dyn = read_graph(r, *d, "dynamic", a, weights);
+    ArtifactGraph dyn = read_graph(r, *d, "dynamic", a, weight_table);
     if (dyn.role != "dynamic" || dyn.kind != ArtifactGraph::Kind::Interpreted ||
         !dyn.graph->is_dynamic() || a.mode != "inference")
       r.fail("dynamic", "not an inference artifact's interpreted graph with symbols");
@@ -920,7 +1122,44 @@ CompiledArtifact parse_artifact(std::string_view bytes, const std::string& sourc
 }
 
 CompiledArtifact read_artifact_file(const std::string& path) {
-  return parse_artifact(read_file_bytes(path), path);
+  return parse_artifact(ArtifactBytes::map_file(path), path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bytes of an artifact.
+
+ArtifactBytes::~ArtifactBytes() {
+  if (mapped_) ::munmap(data_, size_);
+  else ::operator delete(data_, std::align_val_t(kPage));
+}
+
+std::shared_ptr<const ArtifactBytes> ArtifactBytes::copy(std::string_view bytes) {
+  auto b = std::shared_ptr<ArtifactBytes>(new ArtifactBytes());
+  b->data_ = static_cast<char*>(::operator new(std::max<size_t>(bytes.size(), 1),
+                                               std::align_val_t(kPage)));
+  b->size_ = bytes.size();
+  if (!bytes.empty()) std::memcpy(b->data_, bytes.data(), bytes.size());
+  return b;
+}
+
+std::shared_ptr<const ArtifactBytes> ArtifactBytes::map_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+    if (fd >= 0) ::close(fd);
+    return copy(read_file_bytes(path)); // its message for a missing file; pipes; empty files
+  }
+  // Private and writable: pages are shared with the page cache until written (never, by the
+  // runtime), so a weight is used where it lies and the file is never changed.
+  void* p = ::mmap(nullptr, size_t(st.st_size), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  int err = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) throw Error(path, std::string("cannot map: ") + std::strerror(err));
+  auto b = std::shared_ptr<ArtifactBytes>(new ArtifactBytes());
+  b->data_ = static_cast<char*>(p);
+  b->size_ = size_t(st.st_size);
+  b->mapped_ = true;
+  return b;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -931,7 +1170,13 @@ namespace {
 struct LoadedGraph {
   std::unique_ptr<ElfObject> object;                  // CPU: the kernels' code
   std::vector<std::unique_ptr<cuda::Module>> modules; // CUDA: one module per kernel
-  std::unique_ptr<CudaPlanRunner> cuda;
+};
+
+/// What runs use of one graph, replaced as a whole by a weight swap: a run holds the version it
+/// started with, so runs in flight finish on the old weights (double buffering).
+struct LiveGraph {
+  std::shared_ptr<const Plan> plan;      // the plan with the weights of this version
+  std::unique_ptr<CudaPlanRunner> cuda;  // CUDA: its runner (device copies of the weights)
 };
 
 } // namespace
@@ -956,10 +1201,15 @@ std::string check_input_guard(size_t i, const InputGuard& g, const TensorMeta& m
 struct LoadedModel::Impl {
   CompiledArtifact a;
   std::string source;
-  std::vector<LoadedGraph> graphs; // parallel to a.graphs; sized once (plans are referenced)
+  std::vector<LoadedGraph> graphs; // parallel to a.graphs
   std::unique_ptr<ThreadPool> pool;
-  std::mutex mu;
+  std::mutex pool_mu; // held by the run using `pool`; concurrent runs use their own thread
+  std::mutex live_mu; // guards `live` (the pointers, not what they point to)
+  std::vector<std::shared_ptr<LiveGraph>> live; // parallel to a.graphs
+  std::mutex cuda_mu; // CUDA runners hold device buffers: their runs are serialized
+  std::mutex spec_mu; // guards specialized_cache
   std::vector<TensorMeta> output_metas;
+  double load_ms = 0;
   /// Dynamic artifacts: the graph specialized to the last few bindings other than the plans'.
   std::vector<std::pair<SymBindings, std::shared_ptr<const Graph>>> specialized_cache;
 
@@ -984,14 +1234,15 @@ struct LoadedModel::Impl {
     return {};
   }
 
-  // The dynamic graph at `b` (caller holds mu); the last four are kept.
-  const Graph& specialized(const SymBindings& b) {
+  // The dynamic graph at `b`; the last four are kept.
+  std::shared_ptr<const Graph> specialized(const SymBindings& b) {
+    std::lock_guard<std::mutex> lock(spec_mu);
     for (const auto& [key, g] : specialized_cache)
-      if (key == b) return *g;
+      if (key == b) return g;
     auto g = std::make_shared<const Graph>(specialize(*a.symbolic, b));
     if (specialized_cache.size() == 4) specialized_cache.erase(specialized_cache.begin());
     specialized_cache.push_back({b, g});
-    return *g;
+    return g;
   }
 
   std::vector<TensorMeta> graph_output_metas(size_t i) const {
@@ -1009,12 +1260,26 @@ struct LoadedModel::Impl {
     return out;
   }
 
-  std::vector<Tensor> run_graph(size_t i, const std::vector<Tensor>& inputs,
+  /// The current version of every graph (what a run starting now uses).
+  std::vector<std::shared_ptr<LiveGraph>> snapshot() {
+    std::lock_guard<std::mutex> lock(live_mu);
+    return live;
+  }
+
+  std::vector<Tensor> run_graph(size_t i, const LiveGraph* lg, const std::vector<Tensor>& inputs,
                                 std::vector<StepProfile>* profile = nullptr) {
-    ArtifactGraph& g = a.graphs[i];
+    const ArtifactGraph& g = a.graphs[i];
     if (g.kind == ArtifactGraph::Kind::Interpreted) return interpret(*g.graph, inputs);
-    if (graphs[i].cuda) return graphs[i].cuda->run(inputs);
-    return execute_plan(g.plan, inputs, *pool, source, profile);
+    if (lg->cuda) {
+      std::lock_guard<std::mutex> lock(cuda_mu);
+      return lg->cuda->run(inputs);
+    }
+    // The shared pool when it is free; a run concurrent with another uses its own thread alone
+    // (each run has its own activations: execute_plan allocates them).
+    std::unique_lock<std::mutex> lock(pool_mu, std::try_to_lock);
+    if (lock.owns_lock()) return execute_plan(*lg->plan, inputs, *pool, source, profile);
+    ThreadPool own(1);
+    return execute_plan(*lg->plan, inputs, own, source, profile);
   }
 };
 
@@ -1030,19 +1295,24 @@ std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::st
     if (!find_custom_op(op))
       throw Error(source, "the artifact calls custom op '" + op +
                               "', which is not registered: load its plugin first");
+  auto t0 = std::chrono::steady_clock::now();
   impl->graphs.resize(impl->a.graphs.size());
+  impl->live.resize(impl->a.graphs.size());
   bool cuda = impl->a.device == "cuda";
   for (size_t i = 0; i < impl->a.graphs.size(); ++i) {
     ArtifactGraph& g = impl->a.graphs[i];
     LoadedGraph& lg = impl->graphs[i];
+    impl->live[i] = std::make_shared<LiveGraph>();
     if (g.kind != ArtifactGraph::Kind::Plan) continue;
     if (!cuda) {
-      if (g.plan.kernels.empty()) continue;
-      lg.object = load_elf_object(g.object_code, source);
-      for (PlanKernel& k : g.plan.kernels) {
-        k.fn = reinterpret_cast<KernelFn>(lg.object->function(k.name));
-        if (!k.fn) throw Error(source, "kernel object: no function '" + k.name + "'");
+      if (!g.plan.kernels.empty()) {
+        lg.object = load_elf_object(g.object_code, source);
+        for (PlanKernel& k : g.plan.kernels) {
+          k.fn = reinterpret_cast<KernelFn>(lg.object->function(k.name));
+          if (!k.fn) throw Error(source, "kernel object: no function '" + k.name + "'");
+        }
       }
+      impl->live[i]->plan = std::make_shared<const Plan>(g.plan);
       continue;
     }
     try {
@@ -1055,7 +1325,9 @@ std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::st
     } catch (const cuda::CudaError& e) {
       throw Error(source, e.what());
     }
-    lg.cuda = std::make_unique<CudaPlanRunner>(g.plan, source);
+    // The runner uploads the weights from where they lie (the artifact's mapping).
+    impl->live[i]->plan = std::make_shared<const Plan>(g.plan);
+    impl->live[i]->cuda = std::make_unique<CudaPlanRunner>(*impl->live[i]->plan, source);
   }
   if (!cuda) impl->pool = std::make_unique<ThreadPool>(num_threads);
   impl->output_metas = impl->graph_output_metas(0);
@@ -1063,6 +1335,8 @@ std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::st
     impl->output_metas.resize(impl->a.num_user_outputs);
     for (const TensorMeta& m : impl->graph_output_metas(1)) impl->output_metas.push_back(m);
   }
+  impl->load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return std::unique_ptr<LoadedModel>(new LoadedModel(std::move(impl)));
 }
 
@@ -1085,11 +1359,10 @@ std::vector<TensorMeta> LoadedModel::output_metas_for(const std::vector<TensorMe
   SymBindings b;
   if (std::string f = impl_->check_guards(inputs, &b); !f.empty()) throw Error(impl_->source, f);
   if (!impl_->a.symbolic || b == impl_->a.bindings) return impl_->output_metas;
-  std::lock_guard<std::mutex> lock(impl_->mu);
   std::vector<TensorMeta> out;
-  const Graph& g = impl_->specialized(b);
-  for (ValueId v : g.outputs) {
-    TensorMeta m = g.values[size_t(v)].meta;
+  std::shared_ptr<const Graph> g = impl_->specialized(b);
+  for (ValueId v : g->outputs) {
+    TensorMeta m = g->values[size_t(v)].meta;
     m.strides = contiguous_strides(m.sizes);
     m.storage_offset = 0;
     m.device = Device();
@@ -1099,14 +1372,18 @@ std::vector<TensorMeta> LoadedModel::output_metas_for(const std::vector<TensorMe
 }
 
 CudaPlanRunner* LoadedModel::cuda_runner(size_t i) const {
-  return impl_->graphs.at(i).cuda.get();
+  return impl_->snapshot().at(i)->cuda.get();
+}
+
+double LoadedModel::load_ms() const {
+  return impl_->load_ms;
 }
 
 std::vector<Tensor> LoadedModel::run_graph(size_t i, const std::vector<Tensor>& inputs,
                                            std::vector<StepProfile>* profile) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
   assert(i < impl_->a.graphs.size() && "no such graph");
-  return impl_->run_graph(i, inputs, profile);
+  std::vector<std::shared_ptr<LiveGraph>> live = impl_->snapshot();
+  return impl_->run_graph(i, live[i].get(), inputs, profile);
 }
 
 NamedResults LoadedModel::run(const std::vector<Tensor>& inputs) {
@@ -1114,15 +1391,16 @@ NamedResults LoadedModel::run(const std::vector<Tensor>& inputs) {
   for (const Tensor& t : inputs) metas.push_back(t.meta());
   SymBindings b;
   if (std::string f = impl_->check_guards(metas, &b); !f.empty()) throw Error(impl_->source, f);
-  std::lock_guard<std::mutex> lock(impl_->mu);
   const CompiledArtifact& a = impl_->a;
   NamedResults out;
   if (a.symbolic && b != a.bindings) { // sizes other than the plans': the interpreter
-    std::vector<Tensor> r = interpret(impl_->specialized(b), inputs);
+    std::vector<Tensor> r = interpret(*impl_->specialized(b), inputs);
     for (size_t i = 0; i < r.size(); ++i) out.emplace_back(a.outputs[i], r[i]);
     return out;
   }
-  std::vector<Tensor> fw = impl_->run_graph(0, inputs);
+  // One version of the weights for the whole run (forward and backward), even across a swap.
+  std::vector<std::shared_ptr<LiveGraph>> live = impl_->snapshot();
+  std::vector<Tensor> fw = impl_->run_graph(0, live[0].get(), inputs);
   if (a.mode != "train") {
     for (size_t i = 0; i < fw.size(); ++i) out.emplace_back(a.outputs[i], fw[i]);
     return out;
@@ -1134,11 +1412,78 @@ NamedResults LoadedModel::run(const std::vector<Tensor>& inputs) {
     for (int64_t i = 0; i < ones.numel(); ++i) ones.store(i, 1.0);
     bw_in.push_back(ones);
   }
-  std::vector<Tensor> grads = impl_->run_graph(1, bw_in);
+  std::vector<Tensor> grads = impl_->run_graph(1, live[1].get(), bw_in);
   for (size_t i = 0; i < a.num_user_outputs; ++i) out.emplace_back(a.outputs[i], fw[i]);
   for (size_t i = 0; i < grads.size(); ++i)
     out.emplace_back(a.outputs[a.num_user_outputs + i], grads[i]);
   return out;
+}
+
+std::vector<std::pair<std::string, TensorMeta>> LoadedModel::swappable_weights() const {
+  std::map<std::string, TensorMeta> named;
+  for (const ArtifactGraph& g : impl_->a.graphs)
+    if (g.kind == ArtifactGraph::Kind::Plan)
+      for (size_t k = 0; k < g.constant_names.size(); ++k)
+        if (!g.constant_names[k].empty())
+          named.emplace(g.constant_names[k], g.plan.constant_slots[k].second.meta());
+  return {named.begin(), named.end()};
+}
+
+void LoadedModel::swap_weights(const std::vector<std::pair<std::string, Tensor>>& weights,
+                               const std::string& from) {
+  const std::string where = from.empty() ? impl_->source : from;
+  const CompiledArtifact& a = impl_->a;
+  if (a.symbolic)
+    throw Error(where, "cannot swap the weights of a dynamic artifact (its interpreter graph holds "
+                       "them too)");
+  std::map<std::string, TensorMeta> known;
+  for (auto& [name, meta] : swappable_weights()) known.emplace(name, meta);
+  std::map<std::string, Tensor> repl;
+  for (const auto& [name, t] : weights) {
+    auto it = known.find(name);
+    if (it == known.end())
+      throw Error(where, "weight '" + name +
+                             "': the artifact has no such swappable weight (a parameter the "
+                             "compiled code folded or does not use cannot be swapped)");
+    if (t.dtype() != it->second.dtype || t.sizes() != it->second.sizes)
+      throw Error(where, "weight '" + name + "': expected " + format_meta(it->second) + ", got " +
+                             format_meta(t.meta()));
+    // A plan binds a constant's whole storage: the bytes must start it. A lazily read weight
+    // (a .safetensors file's) is read here, so that its errors are the swap's, not a run's.
+    Tensor c = t.contiguous();
+    if (c.numel() > 0) (void)c.raw_data();
+    if (c.storage_offset() != 0) {
+      Tensor own = Tensor::empty(c.dtype(), c.sizes());
+      if (c.numel() > 0)
+        std::memcpy(own.raw_data(), c.raw_data(), size_t(c.numel()) * dtype_size(c.dtype()));
+      c = own;
+    }
+    if (!repl.emplace(name, c).second)
+      throw Error(where, "weight '" + name + "' is given twice");
+  }
+  // The new version of every graph, built before anything changes (all or nothing).
+  std::vector<std::shared_ptr<LiveGraph>> next = impl_->snapshot();
+  for (size_t i = 0; i < a.graphs.size(); ++i) {
+    const ArtifactGraph& g = a.graphs[i];
+    if (g.kind != ArtifactGraph::Kind::Plan) continue;
+    auto plan = std::make_shared<Plan>(*next[i]->plan);
+    bool changed = false;
+    for (size_t k = 0; k < g.constant_names.size(); ++k)
+      if (auto it = repl.find(g.constant_names[k]); it != repl.end()) {
+        plan->constant_slots[k].second = it->second;
+        changed = true;
+      }
+    if (!changed) continue;
+    auto lg = std::make_shared<LiveGraph>();
+    lg->plan = plan;
+    if (next[i]->cuda) { // uploads the new weights (untested here: no GPU on the test machine)
+      std::lock_guard<std::mutex> lock(impl_->cuda_mu);
+      lg->cuda = std::make_unique<CudaPlanRunner>(*plan, impl_->source);
+    }
+    next[i] = lg;
+  }
+  std::lock_guard<std::mutex> lock(impl_->live_mu);
+  impl_->live = std::move(next);
 }
 
 } // namespace fxc

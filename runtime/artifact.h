@@ -1,14 +1,15 @@
 // The .fxo compiled artifact: what it holds, its byte format, and loading it to run (no LLVM).
 //
-// An artifact is one file: a fixed header (magic "FXO\0", format version, fxc version, payload
-// sizes, XXH64 checksum of the compressed payload) followed by a zstd-compressed payload: a JSON
-// manifest (inputs and their guards, outputs, graphs and their host plans, kernel and weight
-// references) and the blobs it refers to (CPU object code, PTX, fallback graphs, weights). The
-// format is described in docs/artifact.md. Serialization is deterministic: the same
-// CompiledArtifact gives the same bytes.
+// An artifact is one file: a fixed header (magic "FXO\0", format version, fxc version, section
+// sizes, XXH64 checksum of the header and the compressed payload), a zstd-compressed payload (a
+// JSON manifest: inputs and their guards, outputs, graphs and their host plans, kernel and weight
+// references; and the blobs it refers to: CPU object code, PTX, fallback graphs), then the
+// weights, raw, page-aligned, deduplicated by content, with an XXH3 checksum per MiB. The format
+// is described in docs/artifact.md. Serialization is deterministic: the same CompiledArtifact
+// gives the same bytes.
 //
-//   std::string bytes = serialize_artifact(a);               // compile side (driver, cache)
-//   CompiledArtifact b = parse_artifact(bytes, "model.fxo");         // validates every field
+//   write_artifact(a, sink);                                 // compile side (driver, cache)
+//   CompiledArtifact b = read_artifact_file("model.fxo");    // maps the file, validates all
 //   auto m = LoadedModel::load(std::move(b), "model.fxo");   // resolves kernels
 //   NamedResults r = m->run(inputs);                         // checks the guards first
 #pragma once
@@ -18,6 +19,7 @@
 #include "runtime/tensor.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,7 +29,7 @@
 namespace fxc {
 
 /// The format version this fxc writes and reads (the header's second field).
-constexpr uint32_t kArtifactFormatVersion = 1;
+constexpr uint32_t kArtifactFormatVersion = 2;
 
 /// What an artifact assumes about one user input; run() checks every field before running.
 struct InputGuard {
@@ -62,6 +64,9 @@ struct ArtifactGraph {
   std::vector<std::string> ptx;
   /// Interpreted: the graph (with its weights) that runtime/interpreter.h runs.
   std::shared_ptr<const Graph> graph;
+  /// Plan: per plan.constant_slots entry, the parameter or buffer it is ("fc1.weight"), or ""
+  /// for a constant made at compile time; named ones can be swapped (LoadedModel::swap_weights).
+  std::vector<std::string> constant_names;
 };
 
 struct CompiledArtifact {
@@ -89,26 +94,67 @@ struct CompiledArtifact {
   SymBindings bindings;
 };
 
-/// The artifact's bytes (header + compressed payload). Deterministic. Throws fxc::Error when the
-/// artifact is incomplete (a kernel without code, a weight without bytes).
+/// Per entry of plan.constant_slots, the fqn of the weight of `graph` it is (the same storage
+/// and view), or "" for a constant made at compile time: ArtifactGraph::constant_names.
+std::vector<std::string> name_constants(const Plan& plan, const Graph& graph);
+
+/// Receives an artifact's bytes in order, in pieces (the weights straight from their storage).
+using ArtifactSink = std::function<void(std::string_view)>;
+
+/// Writes the artifact's bytes to `sink`: header, compressed payload, then the weight section
+/// from where the weights lie (no copy of them is made). Deterministic. Throws fxc::Error when
+/// the artifact is incomplete (a kernel without code, a weight without bytes).
+void write_artifact(const CompiledArtifact& a, const ArtifactSink& sink);
+
+/// write_artifact() into one string.
 std::string serialize_artifact(const CompiledArtifact& a);
+
+/// The bytes of an artifact and what keeps them valid: a private mapping of its file, or a
+/// page-aligned copy. A parsed artifact's weights point into these bytes and hold a reference.
+class ArtifactBytes {
+public:
+  /// Maps `path` (a pipe or an empty file is read into a copy). Throws fxc::Error naming it.
+  static std::shared_ptr<const ArtifactBytes> map_file(const std::string& path);
+  /// A copy of `bytes`.
+  static std::shared_ptr<const ArtifactBytes> copy(std::string_view bytes);
+  ~ArtifactBytes();
+  ArtifactBytes(const ArtifactBytes&) = delete;
+  ArtifactBytes& operator=(const ArtifactBytes&) = delete;
+
+  std::string_view view() const { return {data_, size_}; }
+  /// Whether these are a file's mapping.
+  bool mapped() const { return mapped_; }
+
+private:
+  ArtifactBytes() = default;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+};
 
 /// True when `bytes` starts with the artifact magic ("FXO\0").
 bool is_artifact(std::string_view bytes);
 
-/// Parses and validates an artifact: header, version, checksum, sizes, every index and view of
-/// every plan. Throws fxc::Error naming `source` for a foreign, truncated, corrupt or
-/// newer-version file. Never trusts a number read from the file.
+/// Parses and validates an artifact: header, version, checksums (the weights' too), sizes, every
+/// index and view of every plan. Throws fxc::Error naming `source` for a foreign, truncated,
+/// corrupt or newer-version file. Never trusts a number read from the file. The weights are
+/// used where they lie in `bytes`, which they keep alive.
+CompiledArtifact parse_artifact(std::shared_ptr<const ArtifactBytes> bytes,
+                                const std::string& source);
+/// parse_artifact() of a copy of `bytes`.
 CompiledArtifact parse_artifact(std::string_view bytes, const std::string& source);
 
-/// parse_artifact() of a file's contents.
+/// parse_artifact() of a file's mapping (ArtifactBytes::map_file).
 CompiledArtifact read_artifact_file(const std::string& path);
 
 /// Named results of a run: output_<i>, then (train mode) grad.<fqn> / grad.input_<i>.
 using NamedResults = std::vector<std::pair<std::string, Tensor>>;
 
 /// An artifact ready to run: CPU kernels loaded from its object code (runtime/elf_loader.h),
-/// CUDA kernels from its PTX through the CUDA driver. Runs are serialized (one at a time).
+/// CUDA kernels from its PTX through the CUDA driver. Weights are used where they lie in the
+/// artifact's bytes (CPU) or uploaded from there (CUDA). run() may be called from many threads
+/// at once: each run has its own activations; one uses the model's thread pool, the others run
+/// on their calling thread; CUDA runs are serialized (the runner's device buffers are shared).
 class LoadedModel {
 public:
   /// Loads the kernels and checks that the custom ops it calls are registered. `num_threads`: 0
@@ -134,6 +180,19 @@ public:
   /// For --bench: the plan runner of graph `i` (artifact().graphs' index) of a CUDA artifact,
   /// which holds its buffers resident on the device; nullptr for CPU and interpreted graphs.
   CudaPlanRunner* cuda_runner(size_t i) const;
+  /// Milliseconds load() took (kernels, plan runners; parsing and mapping not included).
+  double load_ms() const;
+
+  /// The weights swap_weights() can replace: the graph's parameters and buffers that the plans
+  /// bind as they are (sorted by name), with their dtype and sizes.
+  std::vector<std::pair<std::string, TensorMeta>> swappable_weights() const;
+  /// Replaces weights by name without recompiling: each name must be one of swappable_weights()
+  /// with the same dtype and sizes (else fxc::Error naming `from` and the weight; nothing is
+  /// changed); names not given keep their weights. Runs already started finish on the old
+  /// weights; runs that start after the call returns use the new ones. The bytes are used in
+  /// place when they are a contiguous tensor's own storage, else copied.
+  void swap_weights(const std::vector<std::pair<std::string, Tensor>>& weights,
+                    const std::string& from = {});
   /// For --bench: runs graph `i` alone on its inputs as run() does (no guards, no gradients of
   /// ones: train mode's backward takes what backward_inputs() makes of the forward's results). A
   /// CPU plan appends each kernel launch's and extern call's host time to `profile` when given;

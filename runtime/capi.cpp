@@ -4,11 +4,14 @@
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/io_util.h"
+#include "frontend/safetensors.h"
 #include "runtime/artifact.h"
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <stdexcept>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +21,8 @@ struct fxc_model {
   std::string source; ///< the file (or name) it was loaded from, for messages
   std::vector<std::string> input_names, output_names;
   std::vector<fxc::TensorMeta> inputs, outputs; ///< contiguous metas of the buffers
+  std::vector<std::string> weight_names;        ///< swappable weights, sorted
+  std::vector<fxc::TensorMeta> weights;
 };
 
 namespace {
@@ -44,12 +49,12 @@ size_t nbytes(const fxc::TensorMeta& m) {
   return size_t(m.numel()) * fxc::dtype_size(m.dtype);
 }
 
-fxc_status load(std::string bytes, const std::string& name, fxc_model** out) {
-  if (!out) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `out` is NULL");
+fxc_status load(std::shared_ptr<const fxc::ArtifactBytes> bytes, const std::string& name,
+                fxc_model** out) {
   *out = nullptr;
   fxc::CompiledArtifact a;
   fxc_status s = guarded(FXC_ERROR_BAD_ARTIFACT, [&] {
-    a = fxc::parse_artifact(bytes, name);
+    a = fxc::parse_artifact(std::move(bytes), name);
     return FXC_OK;
   });
   if (s != FXC_OK) return s;
@@ -66,6 +71,10 @@ fxc_status load(std::string bytes, const std::string& name, fxc_model** out) {
   m->source = name;
   m->output_names = m->model->artifact().outputs;
   m->outputs = m->model->output_metas();
+  for (auto& [wname, meta] : m->model->swappable_weights()) {
+    m->weight_names.push_back(wname);
+    m->weights.push_back(meta);
+  }
   *out = m.release();
   return FXC_OK;
 }
@@ -183,6 +192,8 @@ const char* fxc_status_name(fxc_status s) {
     return "FXC_ERROR_GUARD";
   case FXC_ERROR_RUN:
     return "FXC_ERROR_RUN";
+  case FXC_ERROR_WEIGHTS:
+    return "FXC_ERROR_WEIGHTS";
   }
   return "?";
 }
@@ -195,9 +206,11 @@ const char* fxc_dtype_name(int32_t code) {
 
 fxc_status fxc_model_load_file(const char* path, fxc_model** out) {
   if (!path) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `path` is NULL");
-  std::string bytes;
+  if (!out) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `out` is NULL");
+  *out = nullptr;
+  std::shared_ptr<const fxc::ArtifactBytes> bytes;
   fxc_status s = guarded(FXC_ERROR_IO, [&] {
-    bytes = fxc::read_file_bytes(path);
+    bytes = fxc::ArtifactBytes::map_file(path);
     return FXC_OK;
   });
   if (s != FXC_OK) return s;
@@ -206,9 +219,11 @@ fxc_status fxc_model_load_file(const char* path, fxc_model** out) {
 
 fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name, fxc_model** out) {
   if (!data && size > 0) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `data` is NULL");
-  std::string bytes;
+  if (!out) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `out` is NULL");
+  *out = nullptr;
+  std::shared_ptr<const fxc::ArtifactBytes> bytes;
   fxc_status s = guarded(FXC_ERROR_IO, [&] {
-    bytes.assign(static_cast<const char*>(data), size);
+    bytes = fxc::ArtifactBytes::copy(std::string_view(static_cast<const char*>(data), size));
     return FXC_OK;
   });
   if (s != FXC_OK) return s;
@@ -306,6 +321,78 @@ fxc_status fxc_model_output_shape(const fxc_model* model, const int32_t* ranks,
                                                 ", more than `capacity`");
   std::copy(o.sizes.begin(), o.sizes.end(), out_sizes);
   return FXC_OK;
+}
+
+size_t fxc_model_num_weights(const fxc_model* model) {
+  return model ? model->weights.size() : 0;
+}
+
+fxc_status fxc_model_weight_info(const fxc_model* model, size_t index, fxc_tensor_info* out) {
+  if (!model) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `model` is NULL");
+  return info(model->weight_names, model->weights, index, out);
+}
+
+fxc_status fxc_model_swap_weights(fxc_model* model, const fxc_weight* weights, size_t count) {
+  if (!model || (!weights && count > 0))
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `model` or `weights` is NULL");
+  std::vector<std::pair<std::string, fxc::Tensor>> ts;
+  for (size_t i = 0; i < count; ++i) {
+    const fxc_weight& w = weights[i];
+    std::string which = "fxc: error: weight " + std::to_string(i);
+    fxc::DType t;
+    if (!w.name) return fail(FXC_ERROR_INVALID_ARGUMENT, which + ": `name` is NULL");
+    if (!fxc::from_plugin_dtype(w.dtype, &t))
+      return fail(FXC_ERROR_INVALID_ARGUMENT,
+                  which + " '" + w.name + "': unknown dtype code " + std::to_string(w.dtype));
+    if (w.rank < 0 || w.rank > 64 || (w.rank > 0 && !w.sizes))
+      return fail(FXC_ERROR_INVALID_ARGUMENT, which + " '" + w.name + "': bad rank or sizes");
+    std::vector<int64_t> sizes(w.sizes, w.sizes + w.rank);
+    for (int64_t d : sizes)
+      if (d < 0) return fail(FXC_ERROR_INVALID_ARGUMENT, which + " '" + w.name + "': negative size");
+    // Checked against the artifact before a byte is copied.
+    fxc::TensorMeta want;
+    for (size_t k = 0; k < model->weight_names.size(); ++k)
+      if (model->weight_names[k] == w.name) want = model->weights[k];
+    if (want.dtype == t && want.sizes == sizes) {
+      fxc_status s = guarded(FXC_ERROR_RUN, [&] {
+        fxc::Tensor x = fxc::Tensor::empty(t, sizes);
+        size_t n = size_t(x.numel()) * fxc::dtype_size(t);
+        if (n > 0 && !w.data) throw std::invalid_argument(which + " '" + w.name + "': `data` is NULL");
+        if (n > 0) std::memcpy(x.raw_data(), w.data, n);
+        ts.emplace_back(w.name, x);
+        return FXC_OK;
+      });
+      if (s != FXC_OK) return s;
+      continue;
+    }
+    // Not a match: the model's own message (unknown name, or the dtype and sizes it expects).
+    fxc::TensorMeta got;
+    got.dtype = t;
+    got.sizes = sizes;
+    got.strides = fxc::contiguous_strides(sizes);
+    ts.emplace_back(w.name, fxc::Tensor(std::make_shared<fxc::Storage>(0), got));
+  }
+  return guarded(FXC_ERROR_WEIGHTS, [&] {
+    model->model->swap_weights(ts);
+    return FXC_OK;
+  });
+}
+
+fxc_status fxc_model_swap_weights_file(fxc_model* model, const char* path) {
+  if (!model || !path)
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `model` or `path` is NULL");
+  std::map<std::string, fxc::WeightData> file;
+  fxc_status s = guarded(FXC_ERROR_IO, [&] {
+    file = fxc::read_safetensors(path);
+    return FXC_OK;
+  });
+  if (s != FXC_OK) return s;
+  return guarded(FXC_ERROR_WEIGHTS, [&] {
+    std::vector<std::pair<std::string, fxc::Tensor>> ts;
+    for (auto& [name, w] : file) ts.emplace_back(name, fxc::Tensor(w.storage, w.meta));
+    model->model->swap_weights(ts, path);
+    return FXC_OK;
+  });
 }
 
 } // extern "C"

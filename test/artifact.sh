@@ -39,6 +39,29 @@ check "--run eager.fxo --expect" 0 "$fxc" --run eager.fxo --inputs "$fx/embed.io
 "$fxc" --device=cpu --run "$fx/mlp.pt2" --outputs from_pt2.safetensors >/dev/null 2>&1
 check "--run x.fxo equals --run x.pt2 (random inputs)" 0 "$fxc" --run mlp.fxo --expect from_pt2.safetensors --rtol 0 --atol 0
 check "--bench x.fxo" 0 "$fxc" --bench mlp.fxo
+has "--bench x.fxo reports the load time" "$tmp/out" "mlp.fxo: inductor: load "
+
+# The weight section: raw, page-aligned, deduplicated by content. tools/make_big_fxg.py writes
+# 6 layers whose last two repeat the first two's bytes under other names: 4 distinct weights.
+python3 "$src/tools/make_big_fxg.py" "$tmp/dedup" 6 64 256 >/dev/null
+check "a model with repeated weights compiles" 0 "$fxc" $nc --device=cpu dedup.fxg -o dedup.fxo
+"$fxc" --device=cpu --run dedup.fxg --outputs dedup_fxg.safetensors >/dev/null 2>&1
+check "... and runs with its graph's results" 0 "$fxc" --run dedup.fxo --expect dedup_fxg.safetensors --rtol 0 --atol 0
+python3 - dedup.fxo <<'EOF' && ok "weights stored raw, page-aligned, once per content" || bad "weights stored raw, page-aligned, once per content"
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+woff, wsize = struct.unpack('<QQ', b[40:56])
+assert woff % 4096 == 0 and woff + wsize == len(b), (woff, wsize, len(b))
+st = open('dedup.safetensors', 'rb').read()
+n = struct.unpack('<Q', st[:8])[0]
+data = st[8 + n:]
+layer = 64 * 256 * 4  # each layer's weight, f32
+assert wsize < 5 * layer, wsize  # 4 distinct weights (each page-aligned), not 6
+for i in range(4):  # each distinct weight's bytes lie raw at a page boundary of the section
+    w = data[i * layer:(i + 1) * layer]
+    at = b.find(w, woff)
+    assert at >= 0 and (at - woff) % 4096 == 0, (i, at)
+EOF
 
 # A CUDA artifact (PTX) is built without a device, deterministically; without a device, running
 # it is a clean error (test/gpu/e2e/artifact_cuda.sh runs it on a GPU).
@@ -60,13 +83,16 @@ has "truncated file: message" "$tmp/err" "truncated.fxo: error: truncated artifa
 python3 - mlp.fxo <<'EOF'
 import sys
 b = bytearray(open(sys.argv[1], 'rb').read())
-c = bytearray(b); c[len(c) // 2] ^= 0x40; open('corrupt.fxo', 'wb').write(c)
-v = bytearray(b); v[4] = 2; open('newer.fxo', 'wb').write(v)
+c = bytearray(b); c[100] ^= 0x40; open('corrupt.fxo', 'wb').write(c)
+w = bytearray(b); w[-5] ^= 0x40; open('corrupt_weights.fxo', 'wb').write(w)
+v = bytearray(b); v[4] = 3; open('newer.fxo', 'wb').write(v)
 EOF
 check "corrupt file" 1 "$fxc" --run corrupt.fxo
 has "corrupt file: message" "$tmp/err" "corrupt.fxo: error: corrupt artifact: checksum mismatch"
+check "corrupt weights" 1 "$fxc" --run corrupt_weights.fxo
+has "corrupt weights: message" "$tmp/err" "corrupt_weights.fxo: error: corrupt artifact: checksum mismatch in the weights"
 check "newer format" 1 "$fxc" --run newer.fxo
-has "newer format: message" "$tmp/err" "newer.fxo: error: artifact format version 2"
+has "newer format: message" "$tmp/err" "newer.fxo: error: artifact format version 3"
 check "an artifact is not recompiled by --emit" 2 "$fxc" --emit=fx mlp.fxo
 has "an artifact is not recompiled by --emit: message" "$tmp/err" "is a compiled artifact"
 
@@ -165,5 +191,27 @@ EOF
   fi
   check "embed: a foreign file is a clean error" 1 ./embed foreign.fxo
   has "embed: a foreign file is a clean error: message" "$tmp/err" "FXC_ERROR_BAD_ARTIFACT"
+  # examples/embed_cpp: the header-only C++ wrapper; one model loaded from memory, run from 8
+  # threads x 200 runs, every result compared; then the same while its weights are swapped.
+  check "c++ builds examples/embed_cpp/main.cpp" 0 \
+    c++ -std=c++17 -Wall -Wextra -Werror -pthread -I"$src/include" -o embed_cpp \
+    "$src/examples/embed_cpp/main.cpp" -L"$build" -lfxcrt -Wl,-rpath,"$build"
+  check "embed_cpp: 8 threads x 200 runs of block.fxo" 0 ./embed_cpp block.fxo 8 200
+  has "embed_cpp: 8 threads x 200 runs: all equal" "$tmp/out" "ok: 8 threads x 200 runs"
+  python3 "$src/tools/make_big_fxg.py" "$tmp/swap" 4 64 128 >/dev/null
+  check "swap.fxo" 0 "$fxc" $nc --device=cpu swap.fxg -o swap.fxo
+  python3 - <<'EOF'
+# new.safetensors: swap.safetensors' weights halved; wrong.safetensors: l0.weight renamed l9.
+import struct
+import numpy as np
+st = open('swap.safetensors', 'rb').read(); n = struct.unpack('<Q', st[:8])[0]
+data = np.frombuffer(st[8 + n:], dtype=np.float32) * np.float32(0.5)
+open('new.safetensors', 'wb').write(st[:8 + n] + data.tobytes())
+open('wrong.safetensors', 'wb').write(st[:8 + n].replace(b'"l0.weight"', b'"l9.weight"') + st[8 + n:])
+EOF
+  check "embed_cpp: weights swapped while 8 threads run" 0 ./embed_cpp swap.fxo 8 200 new.safetensors
+  has "embed_cpp: swapped runs see the old or the new weights" "$tmp/out" "ok: 8 threads x 200 runs"
+  check "embed_cpp: a weight of another name is refused" 1 ./embed_cpp swap.fxo 1 1 wrong.safetensors
+  has "embed_cpp: the refusal names the weight" "$tmp/err" "weight 'l9.weight': the artifact has no such swappable weight"
 fi
 exit $fail

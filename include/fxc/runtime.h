@@ -22,8 +22,14 @@
  * fxc_model_run_checked() passes the caller's sizes so that this check covers them.
  *
  * Every call that can fail returns an fxc_status; fxc_last_error() is the calling thread's
- * message for its last failed call. A model may be run from several threads; runs are
- * serialized. Train-mode artifacts return the forward's outputs and then the gradients.
+ * message for its last failed call. A model may be run from many threads at once, each run with
+ * its own activations (CPU runs proceed in parallel; CUDA runs are serialized). Train-mode
+ * artifacts return the forward's outputs and then the gradients.
+ *
+ * fxc_model_load_file maps the file: CPU weights are used where they lie, CUDA weights are
+ * uploaded from the mapping. Weights can be swapped without recompiling (from a .safetensors
+ * file or the caller's buffers); runs in flight finish on the old weights.
+ * include/fxc/runtime.hpp wraps this API in C++ classes that free what they hold.
  */
 #ifndef FXC_RUNTIME_H
 #define FXC_RUNTIME_H
@@ -45,7 +51,8 @@ typedef enum fxc_status {
   FXC_ERROR_LOAD = 4,             /* kernels cannot be loaded: no CUDA device, missing symbol,
                                      unregistered custom op */
   FXC_ERROR_GUARD = 5,            /* the inputs are not what the artifact was compiled for */
-  FXC_ERROR_RUN = 6               /* the run failed */
+  FXC_ERROR_RUN = 6,              /* the run failed */
+  FXC_ERROR_WEIGHTS = 7           /* weights for a swap: unknown name, wrong dtype or shape */
 } fxc_status;
 
 /* An opaque loaded artifact. */
@@ -67,8 +74,9 @@ const char* fxc_status_name(fxc_status status);
 /* "f32", "i64", ...; "?" for an unknown code. */
 const char* fxc_dtype_name(int32_t dtype);
 
-/* Loads an artifact from a file, or from `size` bytes at `data` (copied; `name` is used in
- * messages and may be NULL). On success *out is the model. */
+/* Loads an artifact from a file (mapped; its weights are used in place), or from `size` bytes
+ * at `data` (copied: the caller may free them; `name` is used in messages and may be NULL). On
+ * success *out is the model. */
 fxc_status fxc_model_load_file(const char* path, fxc_model** out);
 fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name, fxc_model** out);
 /* Frees a model (NULL is ignored). */
@@ -101,6 +109,29 @@ fxc_status fxc_model_dim_range(const fxc_model* model, size_t index, int32_t dim
 fxc_status fxc_model_output_shape(const fxc_model* model, const int32_t* ranks,
                                   const int64_t* const* sizes, size_t index, int32_t* rank,
                                   int64_t* out_sizes, int32_t capacity);
+
+/* Weight swaps: the weights that can be replaced are the graph's parameters and buffers that
+ * the compiled plan uses as they are (sorted by name; a weight folded at compile time is not
+ * one of them). Their info: name ("fc1.weight"), dtype, sizes, bytes. */
+size_t fxc_model_num_weights(const fxc_model* model);
+fxc_status fxc_model_weight_info(const fxc_model* model, size_t index, fxc_tensor_info* info);
+
+/* One weight from the caller: contiguous host memory of `dtype` and `sizes`. */
+typedef struct fxc_weight {
+  const char* name;
+  int32_t dtype; /* an fxc_dtype */
+  int32_t rank;
+  const int64_t* sizes;
+  const void* data; /* copied by fxc_model_swap_weights */
+} fxc_weight;
+
+/* Replaces `count` weights by name. Every one must be a swappable weight of the same dtype and
+ * sizes, else FXC_ERROR_WEIGHTS naming it, and nothing changes. Weights not given are kept.
+ * Safe while other threads run the model: runs already started finish on the old weights,
+ * runs started after this returns use the new ones. */
+fxc_status fxc_model_swap_weights(fxc_model* model, const fxc_weight* weights, size_t count);
+/* The same with every tensor of a .safetensors file (each must be a swappable weight). */
+fxc_status fxc_model_swap_weights_file(fxc_model* model, const char* safetensors_path);
 
 #ifdef __cplusplus
 }

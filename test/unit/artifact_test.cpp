@@ -1,10 +1,12 @@
 // Tests of .fxo artifacts: the ELF loader on real kernel objects, the format, guards, the C API.
 #include "codegen/inductor.h"
 #include "driver/tensor_io.h"
+#include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/import.h"
 #include "frontend/safetensors.h"
 #include "fxc/runtime.h"
+#include "fxc/plugin.h"
 #include "passes/decompose.h"
 #include "runtime/artifact.h"
 #include "runtime/compare.h"
@@ -15,8 +17,14 @@
 
 #include <elf.h>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 using namespace fxc;
 
@@ -70,6 +78,7 @@ Compiled compile_fixture(const std::string& model) {
   g.role = "inference";
   g.plan = c.cg.plan();
   g.object_code = c.cg.object_code();
+  g.constant_names = name_constants(g.plan, c.graph);
   for (size_t i = 0; i < g.plan.outputs.size(); ++i)
     a.outputs.push_back("output_" + std::to_string(i));
   a.graphs.push_back(g);
@@ -207,10 +216,14 @@ TEST_CASE("artifact: foreign, truncated, corrupt and newer files are clean error
   CHECK(err("PK\x03\x04 a zip") == "m.fxo: error: not an fxc artifact (no FXO magic number)");
   CHECK(err(bytes.substr(0, 20)).find("truncated artifact") != std::string::npos);
   CHECK(err(bytes.substr(0, bytes.size() - 1)).find("truncated artifact") != std::string::npos);
-  CHECK(err(bytes + "x").find("1 bytes after the payload") != std::string::npos);
+  CHECK(err(bytes + "x").find("1 bytes after the weights") != std::string::npos);
   std::string bad = bytes;
-  bad[bad.size() / 2] ^= 1;
+  bad[100] ^= 1; // in the compressed payload
   CHECK(err(bad) == "m.fxo: error: corrupt artifact: checksum mismatch");
+  bad = bytes;
+  bad[bad.size() - 3] ^= 1; // in the last weight
+  CHECK(err(bad).find("corrupt artifact: checksum mismatch in the weights (bytes 0 to ") !=
+        std::string::npos);
   bad = bytes;
   bad[4] = 9;
   CHECK(err(bad).find("artifact format version 9 (written by fxc") != std::string::npos);
@@ -302,4 +315,213 @@ TEST_CASE("C API: load from memory, describe, run with caller buffers, guard err
   CHECK(std::string(fxc_last_error()) == "g.fxo: error: not an fxc artifact (no FXO magic number)");
   CHECK(none == nullptr);
   CHECK(fxc_model_load_file("/nonexistent.fxo", &none) == FXC_ERROR_IO);
+}
+
+namespace {
+
+uint64_t u64_at(const std::string& b, size_t at) {
+  uint64_t v;
+  std::memcpy(&v, b.data() + at, 8);
+  return v;
+}
+
+/// A fresh path in the temporary directory.
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("fxc-artifact-test-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+} // namespace
+
+TEST_CASE("artifact: weights are raw, aligned, deduplicated by content, checked per chunk") {
+  Compiled c = compile_fixture("mlp");
+  CompiledArtifact a = c.artifact;
+  Plan& p = a.graphs[0].plan;
+  REQUIRE(p.constant_slots.size() >= 2);
+  std::string before = serialize_artifact(a);
+  // Each constant in a storage of its own holding the same bytes, and the table written twice
+  // (as a forward and a backward would): deduplicated by content, the weight section is the
+  // same size.
+  for (auto& [slot, t] : p.constant_slots) {
+    Tensor own = Tensor::empty(t.dtype(), t.sizes());
+    std::memcpy(own.raw_data(), t.contiguous().raw_data(), size_t(t.numel()) * dtype_size(t.dtype()));
+    t = own;
+  }
+  CHECK(serialize_artifact(a) == before);
+
+  const std::string bytes = before;
+  uint64_t woff = u64_at(bytes, 40), wsize = u64_at(bytes, 48);
+  CHECK(woff % 4096 == 0);
+  CHECK(woff + wsize == bytes.size());
+  // Each constant's bytes lie raw in the section, 64-byte aligned (page-aligned from 64 KiB).
+  CompiledArtifact back = parse_artifact(bytes, "m.fxo");
+  for (auto& [slot, t] : back.graphs[0].plan.constant_slots) {
+    size_t n = size_t(t.numel()) * dtype_size(t.dtype());
+    const char* at = reinterpret_cast<const char*>(t.raw_data());
+    CHECK(t.storage()->is_borrowed());
+    CHECK(reinterpret_cast<uintptr_t>(at) % 64 == 0);
+    if (n >= 65536) CHECK(reinterpret_cast<uintptr_t>(at) % 4096 == 0);
+  }
+  for (size_t i = 0; i < c.artifact.graphs[0].plan.constant_slots.size(); ++i) {
+    const Tensor& want = c.artifact.graphs[0].plan.constant_slots[i].second;
+    const Tensor& got = back.graphs[0].plan.constant_slots[i].second;
+    size_t n = size_t(want.numel()) * dtype_size(want.dtype());
+    CHECK(std::memcmp(want.contiguous().raw_data(), got.raw_data(), n) == 0);
+    CHECK(bytes.find(std::string(reinterpret_cast<const char*>(want.contiguous().raw_data()),
+                                 std::min<size_t>(n, 256))) >= woff);
+  }
+  // The names of parameters travel with the plan.
+  CHECK(back.graphs[0].constant_names == c.artifact.graphs[0].constant_names);
+  bool named = false;
+  for (const std::string& n : back.graphs[0].constant_names) named |= !n.empty();
+  CHECK(named);
+}
+
+TEST_CASE("artifact: a mapped file's weights are used in place; memory loads copy") {
+  Compiled c = compile_fixture("mlp");
+  std::string path = temp_path("mapped.fxo");
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f);
+    write_artifact(c.artifact, [&](std::string_view b) { std::fwrite(b.data(), 1, b.size(), f); });
+    std::fclose(f);
+  }
+  auto file = ArtifactBytes::map_file(path);
+  CHECK(file->mapped());
+  CHECK(file->view() == serialize_artifact(c.artifact));
+  CompiledArtifact a = parse_artifact(file, path);
+  const Tensor& w = a.graphs[0].plan.constant_slots[0].second;
+  const char* p = reinterpret_cast<const char*>(w.raw_data());
+  CHECK(p >= file->view().data());
+  CHECK(p < file->view().data() + file->view().size());
+  // The model keeps the mapping alive after every other reference is gone.
+  std::weak_ptr<const ArtifactBytes> weak = file;
+  file.reset();
+  auto m = LoadedModel::load(std::move(a), path, 2);
+  CHECK(!weak.expired());
+  check_close(values(m->run(io_tensors("mlp", "input_"))), io_tensors("mlp", "output_"));
+  CHECK(m->load_ms() >= 0);
+  m.reset();
+  CHECK(weak.expired());
+  // A copy is not a mapping, and its weights live in the copy.
+  auto mem = ArtifactBytes::copy(serialize_artifact(c.artifact));
+  CHECK(!mem->mapped());
+  CHECK(reinterpret_cast<uintptr_t>(mem->view().data()) % 4096 == 0);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("artifact: weight swaps are validated, all or nothing, and runs see one version") {
+  Compiled c = compile_fixture("mlp");
+  auto m = LoadedModel::load(parse_artifact(serialize_artifact(c.artifact), "m.fxo"), "m.fxo", 2);
+  std::vector<Tensor> in = io_tensors("mlp", "input_");
+  Tensor before = m->run(in)[0].second.contiguous();
+  auto ws = m->swappable_weights();
+  REQUIRE(!ws.empty());
+  // Errors name the weight; nothing changes.
+  CHECK(error_of([&] { m->swap_weights({{"no.such", Tensor::empty(DType::F32, {1})}}); }) ==
+        "m.fxo: error: weight 'no.such': the artifact has no such swappable weight (a parameter "
+        "the compiled code folded or does not use cannot be swapped)");
+  const std::string name = ws[0].first;
+  const TensorMeta meta = ws[0].second;
+  std::vector<int64_t> wrong = meta.sizes;
+  wrong.push_back(1);
+  Tensor ok = Tensor::empty(meta.dtype, meta.sizes);
+  CHECK(error_of([&] {
+          m->swap_weights({{name, ok}, {name + "x", ok}});
+        }).find("weight '" + name + "x'") != std::string::npos);
+  CHECK(error_of([&] { m->swap_weights({{name, Tensor::empty(meta.dtype, wrong)}}, "w.st"); }) ==
+        "w.st: error: weight '" + name + "': expected " + format_meta(meta) + ", got " +
+            format_meta(Tensor::empty(meta.dtype, wrong).meta()));
+  CHECK(error_of([&] { m->swap_weights({{name, Tensor::empty(DType::F64, meta.sizes)}}); })
+            .find("expected " + format_meta(meta)) != std::string::npos);
+  Tensor same = m->run(in)[0].second.contiguous();
+  CHECK(std::memcmp(same.raw_data(), before.raw_data(), size_t(before.numel()) * 4) == 0);
+  // Zero weights: a different result; the old weights back: the first result again.
+  std::vector<std::pair<std::string, Tensor>> zeros, old;
+  for (const auto& [n, mt] : ws) zeros.emplace_back(n, Tensor::empty(mt.dtype, mt.sizes));
+  for (size_t k = 0; k < c.artifact.graphs[0].constant_names.size(); ++k)
+    if (!c.artifact.graphs[0].constant_names[k].empty())
+      old.emplace_back(c.artifact.graphs[0].constant_names[k],
+                       c.artifact.graphs[0].plan.constant_slots[k].second);
+  m->swap_weights(zeros);
+  Tensor zeroed = m->run(in)[0].second.contiguous();
+  CHECK(std::memcmp(zeroed.raw_data(), before.raw_data(), size_t(before.numel()) * 4) != 0);
+  m->swap_weights(old);
+  Tensor again = m->run(in)[0].second.contiguous();
+  CHECK(std::memcmp(again.raw_data(), before.raw_data(), size_t(before.numel()) * 4) == 0);
+}
+
+TEST_CASE("artifact: one model run from 8 threads x 200 runs gives the same results") {
+  Compiled c = compile_fixture("block");
+  auto m = LoadedModel::load(parse_artifact(serialize_artifact(c.artifact), "b.fxo"), "b.fxo", 2);
+  std::vector<Tensor> in = io_tensors("block", "input_");
+  std::vector<Tensor> ref = values(m->run(in));
+  std::atomic<int> bad{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([&] {
+      for (int r = 0; r < 200; ++r) {
+        std::vector<Tensor> got = values(m->run(in));
+        for (size_t i = 0; i < ref.size(); ++i) {
+          Tensor a = got[i].contiguous(), b = ref[i].contiguous();
+          if (std::memcmp(a.raw_data(), b.raw_data(), size_t(b.numel()) * dtype_size(b.dtype())))
+            ++bad;
+        }
+      }
+    });
+  for (std::thread& t : ts) t.join();
+  CHECK(bad == 0);
+}
+
+TEST_CASE("C API: weight info and swaps from buffers and safetensors files") {
+  Compiled c = compile_fixture("mlp");
+  std::string bytes = serialize_artifact(c.artifact);
+  fxc_model* m = nullptr;
+  REQUIRE(fxc_model_load_memory(bytes.data(), bytes.size(), "m.fxo", &m) == FXC_OK);
+  size_t nw = fxc_model_num_weights(m);
+  REQUIRE(nw > 0);
+  fxc_tensor_info wi;
+  REQUIRE(fxc_model_weight_info(m, 0, &wi) == FXC_OK);
+  CHECK(fxc_model_weight_info(m, nw, &wi) == FXC_ERROR_INVALID_ARGUMENT);
+  fxc_model_weight_info(m, 0, &wi);
+  std::vector<char> zeros(wi.nbytes, 0);
+  fxc_weight w{wi.name, wi.dtype, wi.rank, wi.sizes, zeros.data()};
+  CHECK(fxc_model_swap_weights(m, &w, 1) == FXC_OK);
+  std::vector<int64_t> bad(wi.sizes, wi.sizes + wi.rank);
+  bad[0] += 1;
+  fxc_weight wrong{wi.name, wi.dtype, wi.rank, bad.data(), zeros.data()};
+  CHECK(fxc_model_swap_weights(m, &wrong, 1) == FXC_ERROR_WEIGHTS);
+  CHECK(std::string(fxc_last_error()).find("weight '" + std::string(wi.name) + "': expected") !=
+        std::string::npos);
+  fxc_weight unknown{"nope", wi.dtype, wi.rank, wi.sizes, zeros.data()};
+  CHECK(fxc_model_swap_weights(m, &unknown, 1) == FXC_ERROR_WEIGHTS);
+  // A safetensors file with every swappable weight, zeros: the outputs become the bias-free
+  // result of zero weights (all equal).
+  std::string st = temp_path("swap.safetensors");
+  std::vector<std::vector<std::byte>> data(nw);
+  std::vector<SafetensorsEntry> es;
+  for (size_t i = 0; i < nw; ++i) {
+    fxc_model_weight_info(m, i, &wi);
+    data[i].assign(wi.nbytes, std::byte(0));
+    TensorMeta meta;
+    from_plugin_dtype(wi.dtype, &meta.dtype);
+    meta.sizes.assign(wi.sizes, wi.sizes + wi.rank);
+    meta.strides = contiguous_strides(meta.sizes);
+    es.push_back({wi.name, meta, data[i].data()});
+  }
+  write_safetensors(st, es);
+  CHECK(fxc_model_swap_weights_file(m, st.c_str()) == FXC_OK);
+  CHECK(fxc_model_swap_weights_file(m, "/nonexistent.safetensors") == FXC_ERROR_IO);
+  fxc_tensor_info in, out;
+  fxc_model_input_info(m, 0, &in);
+  fxc_model_output_info(m, 0, &out);
+  std::vector<char> x(in.nbytes, 1);
+  std::vector<float> y(out.nbytes / 4, 7.f);
+  const void* ins[] = {x.data()};
+  void* outs[] = {y.data()};
+  REQUIRE(fxc_model_run(m, ins, outs) == FXC_OK);
+  for (float v : y) CHECK(v == y[0]);
+  fxc_model_free(m);
+  std::remove(st.c_str());
 }

@@ -149,6 +149,26 @@ TEST_CASE("cache: an entry is a 4096-byte header and the payload as is") {
   CHECK(entry.substr(4096) == payload);
 }
 
+TEST_CASE("cache: store_file stores a file's bytes as store would, without reading them whole") {
+  TempDir t;
+  CompileCache cache((t.path / "c").string());
+  for (size_t n : {size_t(0), size_t(5), size_t(3 << 20) + 17}) {
+    std::string payload = some_bytes(n, unsigned(n) + 7);
+    std::string file = (t.path / "out.fxo").string();
+    write_file_bytes(file, payload);
+    REQUIRE(cache.store_file(kKey, file));
+    std::string from_file = read_all(cache.entry_path(kKey));
+    REQUIRE(cache.store(kKey, payload));
+    CHECK(read_all(cache.entry_path(kKey)) == from_file); // same header, same checksum
+    REQUIRE(cache.store_file(kKey, file));
+    auto got = cache.lookup(kKey); // the checksum verifies
+    REQUIRE(got);
+    CHECK(*got == payload);
+  }
+  CHECK_FALSE(cache.store_file(kKey, (t.path / "missing.fxo").string()));
+  CHECK_FALSE(CompileCache("").store_file(kKey, (t.path / "out.fxo").string()));
+}
+
 TEST_CASE("cache: write_hit writes the payload over any file; a miss leaves it alone") {
   TempDir t;
   CompileCache cache((t.path / "c").string());

@@ -1,0 +1,116 @@
+// fxc runtime, C++: header-only RAII classes over the C API of fxc/runtime.h (link libfxcrt.so).
+//
+//     fxc::rt::Model m = fxc::rt::Model::load_file("model.fxo");   // throws fxc::rt::Error
+//     std::vector<std::vector<std::byte>> out = m.run({x.data()});  // one buffer per output
+//     m.swap_weights_file("finetuned.safetensors");                 // no recompile
+//
+// A Model owns its fxc_model and frees it; it can be moved, not copied. run() may be called from
+// many threads at once (see fxc/runtime.h). Every failed call throws fxc::rt::Error with the C
+// API's status and message.
+#ifndef FXC_RUNTIME_HPP
+#define FXC_RUNTIME_HPP
+
+#include "fxc/runtime.h"
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fxc::rt {
+
+/// A failed call: its status (FXC_ERROR_GUARD, ...) and fxc_last_error()'s message.
+class Error : public std::runtime_error {
+public:
+  Error(fxc_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  fxc_status status() const { return status_; }
+
+private:
+  fxc_status status_;
+};
+
+/// Throws Error for any status but FXC_OK.
+inline void check(fxc_status s) {
+  if (s != FXC_OK) throw Error(s, fxc_last_error());
+}
+
+/// One input, output or weight, with its sizes copied.
+struct TensorInfo {
+  std::string name;
+  int32_t dtype = 0; ///< an fxc_dtype
+  std::vector<int64_t> sizes;
+  size_t nbytes = 0;
+};
+
+class Model {
+public:
+  static Model load_file(const std::string& path) {
+    fxc_model* m = nullptr;
+    check(fxc_model_load_file(path.c_str(), &m));
+    return Model(m);
+  }
+  /// `data` is copied: the caller may free it after the call.
+  static Model load_memory(const void* data, size_t size, const std::string& name = "<memory>") {
+    fxc_model* m = nullptr;
+    check(fxc_model_load_memory(data, size, name.c_str(), &m));
+    return Model(m);
+  }
+
+  size_t num_inputs() const { return fxc_model_num_inputs(get()); }
+  size_t num_outputs() const { return fxc_model_num_outputs(get()); }
+  size_t num_weights() const { return fxc_model_num_weights(get()); }
+  TensorInfo input(size_t i) const { return info(fxc_model_input_info, i); }
+  TensorInfo output(size_t i) const { return info(fxc_model_output_info, i); }
+  TensorInfo weight(size_t i) const { return info(fxc_model_weight_info, i); }
+
+  /// Runs with the caller's buffers (one per input and per output, as input()/output() say).
+  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+    if (inputs.size() != num_inputs() || outputs.size() != num_outputs())
+      throw Error(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: expected " +
+                                                  std::to_string(num_inputs()) + " inputs and " +
+                                                  std::to_string(num_outputs()) + " outputs");
+    check(fxc_model_run(get(), inputs.data(), outputs.data()));
+  }
+  /// Runs and returns each output's bytes in a new buffer.
+  std::vector<std::vector<std::byte>> run(const std::vector<const void*>& inputs) {
+    std::vector<std::vector<std::byte>> out(num_outputs());
+    std::vector<void*> ptrs;
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].resize(output(i).nbytes);
+      ptrs.push_back(out[i].data());
+    }
+    run(inputs, ptrs);
+    return out;
+  }
+
+  /// Replaces weights by name (copied); see fxc_model_swap_weights.
+  void swap_weights(const std::vector<fxc_weight>& weights) {
+    check(fxc_model_swap_weights(get(), weights.data(), weights.size()));
+  }
+  /// Replaces the weights a .safetensors file holds; see fxc_model_swap_weights_file.
+  void swap_weights_file(const std::string& path) {
+    check(fxc_model_swap_weights_file(get(), path.c_str()));
+  }
+
+  fxc_model* get() const { return m_.get(); }
+
+private:
+  struct Free {
+    void operator()(fxc_model* m) const { fxc_model_free(m); }
+  };
+  explicit Model(fxc_model* m) : m_(m) {}
+
+  template <class F> TensorInfo info(F f, size_t i) const {
+    fxc_tensor_info t{};
+    check(f(get(), i, &t));
+    return TensorInfo{t.name, t.dtype, std::vector<int64_t>(t.sizes, t.sizes + t.rank), t.nbytes};
+  }
+
+  std::unique_ptr<fxc_model, Free> m_;
+};
+
+} // namespace fxc::rt
+
+#endif // FXC_RUNTIME_HPP
