@@ -14,6 +14,7 @@
 #include "passes/memory_plan.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cudnn.h"
+#include "runtime/onednn.h"
 #include "runtime/plan_executor.h"
 #include "runtime/thread_pool.h"
 
@@ -162,6 +163,10 @@ std::string extern_reason(const LoopProgram& p, const Buffer& b, bool cuda) {
     return s;
   }
   case ExternCall::Kind::Conv:
+    if (!cuda)
+      return "oneDNN convolution" +
+             (c.post_ops.empty() ? std::string() : " with post-ops " + c.post_ops) +
+             ": 2-D float32 convolutions run on oneDNN when libdnnl.so.2 is found";
     return "cuDNN convolution: 2-D convolutions run on cuDNN when it is found";
   case ExternCall::Kind::Fallback:
     break;
@@ -265,6 +270,9 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     std::string why = opts.cudnn ? cuda::Cudnn::unavailable_reason() : "disabled";
     lo.cudnn = why.empty();
     lo.no_cudnn_reason = why;
+  } else {
+    lo.no_onednn_reason = onednn::unavailable_reason();
+    lo.onednn = lo.no_onednn_reason.empty();
   }
   LoopProgram p = [&] { PassTimer t("lower"); return lower(g, lo); }();
   for (const std::string& l : p.log)
@@ -384,6 +392,7 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
       e.padding = b.call.padding;
       e.dilation = b.call.dilation;
       e.groups = b.call.groups;
+      e.post_ops = b.call.post_ops;
       e.name = b.origins.empty() ? b.name : b.origins[0];
       for (const ExternOperand& o : b.call.operands)
         e.inputs.push_back(
@@ -405,6 +414,10 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
     plan.outputs.push_back(v);
   }
   timer.reset();
+  if (!opts.cuda) { // oneDNN primitives, and the constant weights in its layout, made once here
+    PassTimer t("oneDNN primitives");
+    onednn::prepare_plan(plan, g.source);
+  }
   if (opts.cuda)
     for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
       const PtxKernel& pk = ptx.at(s.kernels[ki].name);
