@@ -111,6 +111,14 @@ std::string render_conv(const PlanExtern& e) {
   for (size_t i = 0; i < sums; ++i)
     s << "    const float* R" << i << " = " << ptr(e.inputs[e.inputs.size() - sums + i]) << ";\n";
   s << "    float* Y = " << ptr(e.outputs[0]) << ";\n";
+  if (!e.scale.empty()) { // a folded batch norm: y = scale · conv + shift per channel
+    for (const char* name : {"Scale", "Shift"}) {
+      const std::vector<float>& v = name[1] == 'c' ? e.scale : e.shift;
+      s << "    static const float " << name << "[] = {";
+      for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << f(v[i]);
+      s << "};\n";
+    }
+  }
   int64_t KG = w[0] / e.groups;
   s << "    for (int64_t n = 0; n < " << x[0] << "; ++n)\n"
     << "      for (int64_t k = 0; k < " << w[0] << "; ++k)\n"
@@ -131,6 +139,7 @@ std::string render_conv(const PlanExtern& e) {
     << "                }\n"
     << "            int64_t i = ((n * " << o[1] << " + k) * " << o[2] << " + oh) * " << o[3]
     << " + ow;\n";
+  if (!e.scale.empty()) s << "            v = v * Scale[k] + Shift[k];\n";
   size_t next = 0;
   for (const onednn::PostOp& op : ops) {
     s << "            ";

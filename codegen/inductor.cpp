@@ -393,6 +393,8 @@ CompiledGraph compile_inductor(const Graph& g, const InductorOptions& opts) {
       e.dilation = b.call.dilation;
       e.groups = b.call.groups;
       e.post_ops = b.call.post_ops;
+      e.scale = b.call.scale;
+      e.shift = b.call.shift;
       e.name = b.origins.empty() ? b.name : b.origins[0];
       for (const ExternOperand& o : b.call.operands)
         e.inputs.push_back(

@@ -214,6 +214,9 @@ struct ExternCall {
   int64_t groups = 1;
   /// Conv on the CPU (oneDNN): fused post-ops, as PlanExtern::post_ops spells them.
   std::string post_ops;
+  /// Conv on the CPU: per-output-channel y = scale · conv + shift before the post-ops (a folded
+  /// inference batch norm); empty: none. See PlanExtern::scale.
+  std::vector<float> scale, shift;
   std::vector<int> outputs;            ///< buffer ids written (the first is the owning buffer)
   /// Fallback: a one-node graph whose user inputs are `operands` in order, outputs in order.
   std::shared_ptr<const Graph> graph;

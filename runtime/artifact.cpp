@@ -39,7 +39,7 @@ namespace fxc {
 // (A plan is static: its metas never carry symbolic sizes, so write_meta ignores them.)
 static_assert(sizeof(PlanView) == 128, "PlanView changed: update write_view/read_view");
 static_assert(sizeof(PlanKernel) == 136, "PlanKernel changed: update write_kernel/read_kernel");
-static_assert(sizeof(PlanExtern) == 232, "PlanExtern changed: update write_extern/read_extern");
+static_assert(sizeof(PlanExtern) == 280, "PlanExtern changed: update write_extern/read_extern");
 static_assert(sizeof(PlanStep) == 8, "PlanStep changed: update write_plan/read_plan");
 static_assert(sizeof(Plan) == 200, "Plan changed: update write_plan/read_plan");
 
@@ -202,6 +202,10 @@ ojson write_extern(const PlanExtern& e, const std::string& source, Writer& w) {
   j["groups"] = e.groups;
   j["algo"] = e.algo;
   if (!e.post_ops.empty()) j["post_ops"] = e.post_ops; // `prepared` is made again at load
+  if (!e.scale.empty()) {
+    j["scale"] = e.scale;
+    j["shift"] = e.shift;
+  }
   return j;
 }
 
@@ -473,6 +477,18 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   // Artifacts written before --max-autotune tuned matmuls have no "algo": the first algorithm.
   if (j.contains("algo")) e.algo = int(r.integer(j, "algo", where, 0, INT32_MAX));
   if (j.contains("post_ops")) e.post_ops = r.str(j, "post_ops", where);
+  if (j.contains("scale")) {
+    try {
+      e.scale = j.at("scale").get<std::vector<float>>();
+      e.shift = j.at("shift").get<std::vector<float>>();
+    } catch (const std::exception&) {
+      r.fail(where + ".scale", "not two lists of numbers (scale, shift)");
+    }
+    if (e.kind != PlanExtern::Kind::Conv || e.inputs.size() < 2 ||
+        e.inputs[1].meta.sizes.empty() || e.scale.size() != size_t(e.inputs[1].meta.sizes[0]) ||
+        e.shift.size() != e.scale.size())
+      r.fail(where + ".scale", "not one scale and shift per output channel of a convolution");
+  }
   const json& g = r.at(j, "graph", where);
   if (e.kind == PlanExtern::Kind::Fallback) {
     std::string text(r.blob(g, where + ".graph"));

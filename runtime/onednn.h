@@ -72,11 +72,12 @@ void prepare_plan(Plan& plan, const std::string& source = {});
 void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& slots,
               ThreadPool& pool, const std::string& source);
 
-/// The direct loop (no oneDNN): out = post_ops(conv(x, w) + bias), float32, NCHW contiguous;
-/// `extra` are the operands of `sum` post-ops in order. Accumulates in double.
+/// The direct loop (no oneDNN): out = post_ops(scale · (conv(x, w) + bias) + shift), float32,
+/// NCHW contiguous (bias, scale and shift per output channel, each may be null; scale and shift
+/// together); `extra` are the operands of `sum` post-ops in order. Accumulates in double.
 void conv_direct(const ConvShape& s, const float* x, const float* w, const float* bias,
-                 const std::vector<const float*>& extra, const std::vector<PostOp>& post_ops,
-                 float* out, ThreadPool& pool);
+                 const float* scale, const float* shift, const std::vector<const float*>& extra,
+                 const std::vector<PostOp>& post_ops, float* out, ThreadPool& pool);
 
 /// Sets the OpenMP thread count oneDNN uses on this thread (omp_set_num_threads).
 void set_threads(int threads);

@@ -83,6 +83,10 @@ struct PlanExtern {
   /// Conv on the CPU (oneDNN, runtime/onednn.h): the fused post-ops, space-separated
   /// ("linear:1:3 clip:0:6 sum"); each `sum` reads one more input after x, w and the bias.
   std::string post_ops;
+  /// Conv on the CPU: per output channel k, y = scale[k] · (conv + bias)[k] + shift[k] before the
+  /// post-ops (a folded inference batch norm); prepare_plan folds it into the constant weights
+  /// and bias. Empty: none.
+  std::vector<float> scale, shift;
   /// Conv on the CPU: the oneDNN primitive and reordered weights (onednn::prepare_plan). Made
   /// when the plan is built or loaded; not serialized.
   std::shared_ptr<void> prepared;

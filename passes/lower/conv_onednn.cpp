@@ -4,6 +4,7 @@
 #include "runtime/onednn.h"
 
 #include <cfloat>
+#include <cmath>
 
 namespace fxc::lower_detail {
 namespace {
@@ -89,6 +90,73 @@ std::optional<PostOp> unary_post_op(const Node& nd) {
   return std::nullopt;
 }
 
+/// The values of `v` when it is one per output channel (sizes [K], [K, 1, 1] or [1, K, 1, 1])
+/// and computed from weights alone by views and simple arithmetic (batch norm's running
+/// statistics, rsqrt(var + eps), its weight and bias), evaluated here in double; else nullopt.
+std::optional<std::vector<double>> channel_constant(const Lowerer& L, ValueId v, int64_t K,
+                                                    int depth = 0) {
+  const Graph& g = L.g();
+  if (v < 0 || depth > 16) return std::nullopt;
+  const TensorMeta& m = g.values[v].meta;
+  int64_t numel = 1;
+  for (int64_t d : m.sizes) numel *= d;
+  if (numel != K || (m.dtype != DType::F32 && m.dtype != DType::F64)) return std::nullopt;
+  bool channel_shape = m.sizes.size() == 1 ||
+                       (m.sizes.size() == 3 && m.sizes[1] == 1 && m.sizes[2] == 1) ||
+                       (m.sizes.size() == 4 && m.sizes[0] == 1 && m.sizes[2] == 1 && m.sizes[3] == 1);
+  if (!channel_shape) return std::nullopt;
+  int prod = g.values[v].producer;
+  if (prod < 0) {
+    for (const GraphInput& in : g.inputs) {
+      if (in.value != v || in.kind == InputKind::UserInput) continue;
+      auto it = g.weights.find(in.fqn);
+      if (it == g.weights.end() || !it->second.storage) return std::nullopt;
+      Tensor t = Tensor::from_weight(it->second).contiguous();
+      std::vector<double> out(static_cast<size_t>(K));
+      for (int64_t i = 0; i < K; ++i) out[size_t(i)] = t.load(i);
+      return out;
+    }
+    return std::nullopt;
+  }
+  const Node& nd = g.nodes[size_t(prod)];
+  const std::string& t = nd.target;
+  ValueId self = tensor_arg(nd, "self");
+  if (t == "aten.view.default" || t == "aten._unsafe_view.default" ||
+      t == "aten.reshape.default" || t == "aten.unsqueeze.default" ||
+      t == "aten.squeeze.dim" || t == "aten.clone.default" || t == "aten._to_copy.default")
+    return channel_constant(L, self, K, depth + 1);
+  auto a = channel_constant(L, self, K, depth + 1);
+  if (!a) return std::nullopt;
+  if (t == "aten.rsqrt.default" || t == "aten.sqrt.default" || t == "aten.reciprocal.default") {
+    for (double& x : *a)
+      x = t == "aten.sqrt.default" ? std::sqrt(x) : t == "aten.rsqrt.default" ? 1 / std::sqrt(x) : 1 / x;
+    return a;
+  }
+  std::optional<std::vector<double>> b;
+  double c = 0;
+  if (scalar_arg(nd, "other", &c))
+    b = std::vector<double>(size_t(K), c);
+  else
+    b = channel_constant(L, tensor_arg(nd, "other"), K, depth + 1);
+  if (!b) return std::nullopt;
+  double alpha = 1;
+  if (const Arg* al = find_arg(nd, "alpha")) alpha = al->scalar();
+  for (size_t i = 0; i < a->size(); ++i) {
+    double &x = (*a)[i], y = (*b)[i];
+    if (t == "aten.add.Tensor" || t == "aten.add.Scalar")
+      x += alpha * y;
+    else if (t == "aten.sub.Tensor" || t == "aten.sub.Scalar")
+      x -= alpha * y;
+    else if (t == "aten.mul.Tensor" || t == "aten.mul.Scalar")
+      x *= y;
+    else if (t == "aten.div.Tensor" || t == "aten.div.Scalar")
+      x /= y;
+    else
+      return std::nullopt;
+  }
+  return a;
+}
+
 /// x · relu6(x + 3) / 6 as decompose() writes hardswish (x read twice), or x · sigmoid(x)
 /// (silu): the post-op and the chain's nodes, the last one last.
 std::optional<PostOp> two_use_post_op(const Lowerer& L, ValueId x, const TensorMeta& m,
@@ -166,10 +234,50 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
   std::vector<PostOp> ops;
   std::vector<int> folded;
   ValueId cur = nd.outputs[0], residual = kNoValue;
+  int64_t K = m.sizes[1];
+  // A per-channel affine map folds into the weights only when they (and the bias) are weights
+  // bound at compile time, which prepare_plan can rewrite once.
+  auto is_weight = [&](const LVal* v) {
+    if (!v) return true;
+    std::optional<ExternOperand> o = L.strided_operand(*v);
+    return o && L.p_.buffers[o->buffer].kind == Buffer::Kind::Input &&
+           !L.p_.buffers[o->buffer].weight.empty();
+  };
+  bool fold_weights = is_weight(&w) && is_weight(bias);
+  std::vector<double> scale(size_t(K), 1.0), shift(size_t(K), 0.0);
+  bool affine = false;
   for (;;) {
     std::vector<int> chain;
     std::optional<PostOp> op;
     int u = L.sole_user(cur);
+    // Batch norm in inference (and any per-channel affine map right after the convolution):
+    // folded into the weights and bias when the plan is prepared.
+    if (u >= 0 && same_shape(L, u, m) && ops.empty() && fold_weights) {
+      const Node& un = L.node(u);
+      const std::string& t = un.target;
+      ValueId s = tensor_arg(un, "self"), o = tensor_arg(un, "other");
+      bool commutes = t == "aten.add.Tensor" || t == "aten.mul.Tensor";
+      bool binary = commutes || t == "aten.sub.Tensor" || t == "aten.div.Tensor";
+      if (binary && (s == cur || (commutes && o == cur)) && s != o && unit_alpha(un)) {
+        auto c = channel_constant(L, s == cur ? o : s, K);
+        bool planted = !inject.empty() && op_base_name(t) == inject;
+        if (c && !planted) {
+          for (int64_t k = 0; k < K; ++k) {
+            double y = (*c)[size_t(k)];
+            double& sc = scale[size_t(k)];
+            double& sh = shift[size_t(k)];
+            if (t == "aten.add.Tensor") sh += y;
+            else if (t == "aten.sub.Tensor") sh -= y;
+            else if (t == "aten.mul.Tensor") sc *= y, sh *= y;
+            else sc /= y, sh /= y;
+          }
+          affine = true;
+          folded.push_back(u);
+          cur = un.outputs[0];
+          continue;
+        }
+      }
+    }
     if (u >= 0 && same_shape(L, u, m)) {
       const Node& un = L.node(u);
       chain = {u};
@@ -196,7 +304,17 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
     for (int c : chain) planted = planted || (!inject.empty() && op_base_name(L.node(c).target) == inject);
     if (planted) break;
     std::vector<PostOp> next = ops;
-    next.push_back(*op);
+    // Two clamps in a row are one; so are two affine maps (fewer passes over the result).
+    PostOp* prev = next.empty() ? nullptr : &next.back();
+    if (prev && prev->kind == PostOp::Kind::Clip && op->kind == PostOp::Kind::Clip) {
+      prev->a = std::max(prev->a, op->a);
+      prev->b = std::min(prev->b, op->b);
+    } else if (prev && prev->kind == PostOp::Kind::Linear && op->kind == PostOp::Kind::Linear) {
+      prev->b = op->a * prev->b + op->b;
+      prev->a = op->a * prev->a;
+    } else {
+      next.push_back(*op);
+    }
     if (!onednn::check_conv(shape, next).empty()) {
       if (op->kind == PostOp::Kind::Sum) residual = kNoValue;
       break;
@@ -214,6 +332,10 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
     c.operands.push_back(L.contiguous_operand(n, bv));
   }
   if (residual != kNoValue) c.operands.push_back(L.contiguous_operand(n, L.val(n, residual)));
+  if (affine) {
+    c.scale.assign(scale.begin(), scale.end());
+    c.shift.assign(shift.begin(), shift.end());
+  }
   c.stride = stride;
   c.padding = padding;
   c.dilation = dilation;
@@ -227,6 +349,7 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
     L.p_.buffers[id].origin_ops.clear();
     L.set_origins(L.p_.buffers[id], origins);
     L.p_.log.push_back("post-ops: " + L.node(folded.back()).name + " = " +
+                       (affine ? "per-channel affine (folded into the weights) " : "") +
                        L.p_.buffers[id].call.post_ops + " of " + nd.name + " (oneDNN)");
   }
   // Every folded node takes the convolution's (final) value: only the chain reads them.
