@@ -10,6 +10,8 @@
 #   SECONDS_EACH=2     timed budget of the anchor (fxc --bench: 1 s, at least 5 runs)
 #   NO_ONEDNN=1        also time fxc with FXC_ONEDNN=0 (im2col + BLAS, reference kernels)
 #   ANCHOR=path        cpu_anchor.py (default ../shared/anchors/cpu_anchor.py beside the checkout)
+#   MODELS="a b"       only these NAMEs (default: every archive with its .io.safetensors)
+# NAME.core.pt2 (the decomposed export) is taken over NAME.pt2 when both are there.
 set -euo pipefail
 fxc=$(realpath "$1")
 zoo=${2:-/work/zoo}
@@ -18,9 +20,14 @@ threads=${THREADS:-2}
 anchor=${ANCHOR:-$src/../shared/anchors/cpu_anchor.py}
 [ -f "$anchor" ] || anchor=/work/shared/anchors/cpu_anchor.py
 py=/usr/bin/python3
-field() { $py -c 'import json,sys
+field() { # the field of the JSON object that ends stdin (one line, or pretty-printed)
+  $py -c 'import json,sys
 t=sys.stdin.read().strip().splitlines()
-d=json.loads(t[-1]) if t else {}
+d={}
+for i in range(len(t) - 1, -1, -1):
+    if t[i].startswith("{"):
+        try: d=json.loads("\n".join(t[i:])); break
+        except ValueError: pass
 v=d.get(sys.argv[1])
 print("-" if v is None else (f"{v:.2f}" if isinstance(v,float) else v))' "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-";
@@ -47,6 +54,8 @@ for m in "$zoo"/*.pt2; do
   name=${name%.core}
   io=$zoo/$name.io.safetensors
   [ -f "$io" ] || continue
+  [ "$m" = "$zoo/$name.pt2" ] && [ -f "$zoo/$name.core.pt2" ] && continue
+  if [ -n "${MODELS:-}" ] && [[ " $MODELS " != *" $name "* ]]; then continue; fi
   a=$($py "$anchor" "$m" "$io" --threads "$threads" --seconds "${SECONDS_EACH:-2}" 2>/dev/null |
     field median_ms || echo -)
   f=$(fxc_ms "$m" "$io")
