@@ -3,7 +3,8 @@
 # dilated convolutions with and without folded post-ops (bias, relu, clamp, hardswish, silu,
 # sigmoid, x * c, a residual add, an inference batch norm) must match the eager reference
 # interpreter; when libdnnl.so.2 is installed each must run as one oneDNN call with the expected
-# post-ops (so the oneDNN path cannot be silently skipped), also from an .fxo artifact. With
+# post-ops (so the oneDNN path cannot be silently skipped), also from an .fxo artifact (loaded
+# with and without oneDNN: the runtime's direct loop runs its calls then). With
 # FXC_ONEDNN=0 the same graphs take the im2col/reference path, say why, and still match.
 # Usage: onednn.sh <fxc>
 set -u
@@ -37,6 +38,9 @@ case_() {
     check "$name: .fxo builds" 0 "$fxc" "$g" --device=cpu --backend=inductor --no-cache -o "$tmp/$name.fxo"
     check "$name: .fxo matches eager" 0 "$fxc" "$tmp/$name.fxo" --run \
       --expect "$tmp/$name.ref.safetensors" --rtol 1e-4 --atol 1e-4
+    # The same .fxo where oneDNN is missing: its convolution calls run the direct loop.
+    FXC_ONEDNN=0 check "$name: .fxo without oneDNN (direct loop) matches eager" 0 "$fxc" \
+      "$tmp/$name.fxo" --run --expect "$tmp/$name.ref.safetensors" --rtol 1e-4 --atol 1e-4
   else
     echo "skip $name: oneDNN checks (libdnnl.so.2 is not installed)"
   fi
