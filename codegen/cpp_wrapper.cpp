@@ -3,8 +3,10 @@
 
 #include "frontend/custom_ops.h"
 #include "frontend/fxg.h"
+#include "runtime/onednn.h"
 
 #include <cassert>
+#include <cstdio>
 #include <set>
 #include <sstream>
 
@@ -88,6 +90,82 @@ std::string render_gemm(const PlanExtern& e) {
   return s.str();
 }
 
+/// A CPU convolution (oneDNN in fxc's runtime) as plain loops with its post-ops, NCHW.
+std::string render_conv(const PlanExtern& e) {
+  std::vector<onednn::PostOp> ops = onednn::parse_post_ops(e.post_ops);
+  size_t sums = 0;
+  for (const onednn::PostOp& op : ops) sums += op.kind == onednn::PostOp::Kind::Sum;
+  bool bias = e.inputs.size() - sums == 3;
+  const auto &x = e.inputs[0].meta.sizes, &w = e.inputs[1].meta.sizes, &o = e.outputs[0].meta.sizes;
+  auto f = [](float v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.9gf", double(v));
+    return std::string(b);
+  };
+  std::ostringstream s;
+  s << "  { // " << e.name << ": 2-D convolution (oneDNN in fxc)"
+    << (e.post_ops.empty() ? "" : ", post-ops " + e.post_ops) << "\n";
+  s << "    const float* X = " << ptr(e.inputs[0]) << ";\n";
+  s << "    const float* Wt = " << ptr(e.inputs[1]) << ";\n";
+  if (bias) s << "    const float* Bias = " << ptr(e.inputs[2]) << ";\n";
+  for (size_t i = 0; i < sums; ++i)
+    s << "    const float* R" << i << " = " << ptr(e.inputs[e.inputs.size() - sums + i]) << ";\n";
+  s << "    float* Y = " << ptr(e.outputs[0]) << ";\n";
+  if (!e.scale.empty()) { // a folded batch norm: y = scale · conv + shift per channel
+    for (const char* name : {"Scale", "Shift"}) {
+      const std::vector<float>& v = name[1] == 'c' ? e.scale : e.shift;
+      s << "    static const float " << name << "[] = {";
+      for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << f(v[i]);
+      s << "};\n";
+    }
+  }
+  int64_t KG = w[0] / e.groups;
+  s << "    for (int64_t n = 0; n < " << x[0] << "; ++n)\n"
+    << "      for (int64_t k = 0; k < " << w[0] << "; ++k)\n"
+    << "        for (int64_t oh = 0; oh < " << o[2] << "; ++oh)\n"
+    << "          for (int64_t ow = 0; ow < " << o[3] << "; ++ow) {\n"
+    << "            double v = " << (bias ? "Bias[k]" : "0") << ";\n"
+    << "            for (int64_t c = 0; c < " << w[1] << "; ++c)\n"
+    << "              for (int64_t r = 0; r < " << w[2] << "; ++r)\n"
+    << "                for (int64_t q = 0; q < " << w[3] << "; ++q) {\n"
+    << "                  int64_t ih = oh * " << e.stride[0] << " - " << e.padding[0] << " + r * "
+    << e.dilation[0] << ", iw = ow * " << e.stride[1] << " - " << e.padding[1] << " + q * "
+    << e.dilation[1] << ";\n"
+    << "                  if (ih < 0 || ih >= " << x[2] << " || iw < 0 || iw >= " << x[3]
+    << ") continue;\n"
+    << "                  v += double(X[((n * " << x[1] << " + k / " << KG << " * " << w[1]
+    << " + c) * " << x[2] << " + ih) * " << x[3] << " + iw]) * double(Wt[((k * " << w[1]
+    << " + c) * " << w[2] << " + r) * " << w[3] << " + q]);\n"
+    << "                }\n"
+    << "            int64_t i = ((n * " << o[1] << " + k) * " << o[2] << " + oh) * " << o[3]
+    << " + ow;\n";
+  if (!e.scale.empty()) s << "            v = v * Scale[k] + Shift[k];\n";
+  size_t next = 0;
+  for (const onednn::PostOp& op : ops) {
+    s << "            ";
+    switch (op.kind) {
+    case onednn::PostOp::Kind::Relu: s << "v = v > 0 ? v : 0;"; break;
+    case onednn::PostOp::Kind::Sigmoid: s << "v = 1 / (1 + std::exp(-v));"; break;
+    case onednn::PostOp::Kind::Tanh: s << "v = std::tanh(v);"; break;
+    case onednn::PostOp::Kind::Hardswish: s << "v = v * std::min(std::max(v + 3, 0.0), 6.0) / 6;"; break;
+    case onednn::PostOp::Kind::Silu: s << "v = v / (1 + std::exp(-v));"; break;
+    case onednn::PostOp::Kind::GeluErf: s << "v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));"; break;
+    case onednn::PostOp::Kind::GeluTanh:
+      s << "v = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));";
+      break;
+    case onednn::PostOp::Kind::Linear: s << "v = " << f(op.a) << " * v + " << f(op.b) << ";"; break;
+    case onednn::PostOp::Kind::Clip:
+      s << "v = std::min(std::max(v, double(" << f(op.a) << ")), double(" << f(op.b) << "));";
+      break;
+    case onednn::PostOp::Kind::Sum: s << "v += R" << next++ << "[i];"; break;
+    }
+    s << "\n";
+  }
+  s << "            Y[i] = float(v);\n"
+    << "          }\n  }\n";
+  return s.str();
+}
+
 std::string meta_literal(const TensorMeta& m) {
   std::string s = "{";
   for (size_t i = 0; i < m.sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(m.sizes[i]);
@@ -148,6 +226,11 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
   s << "#include <algorithm>\n#include <atomic>\n#include <chrono>\n#include <cstdint>\n"
     << "#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <random>\n"
     << "#include <thread>\n#include <vector>\n";
+  for (const PlanExtern& e : plan.externs)
+    if (e.kind == PlanExtern::Kind::Conv) {
+      s << "#include <cmath>\n"; // convolution post-ops
+      break;
+    }
   if (!fallbacks.empty()) {
     s << "\n#ifndef FXC_WITH_RUNTIME\n"
       << "#error \"this graph calls fxc reference kernels: build with -DFXC_WITH_RUNTIME (see the "
@@ -256,9 +339,10 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
     }
     case PlanStep::Kind::Extern: {
       const PlanExtern& e = plan.externs[st.index];
-      assert(e.kind != PlanExtern::Kind::Conv && e.epilogue == PlanExtern::Epilogue::None &&
-             "CPU plans have no cuDNN calls or matmul epilogues");
-      s << (e.kind == PlanExtern::Kind::Gemm ? render_gemm(e) : render_fallback(e, st.index, plan));
+      assert(e.epilogue == PlanExtern::Epilogue::None && "CPU plans have no matmul epilogues");
+      s << (e.kind == PlanExtern::Kind::Gemm   ? render_gemm(e)
+            : e.kind == PlanExtern::Kind::Conv ? render_conv(e)
+                                               : render_fallback(e, st.index, plan));
       break;
     }
     }

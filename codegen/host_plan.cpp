@@ -104,6 +104,9 @@ PlanExtern plan_extern(const LoopProgram& p, const Buffer& b, const MemoryPlan& 
   e.padding = b.call.padding;
   e.dilation = b.call.dilation;
   e.groups = b.call.groups;
+  e.post_ops = b.call.post_ops;
+  e.scale = b.call.scale;
+  e.shift = b.call.shift;
   e.name = b.origins.empty() ? b.name : b.origins[0];
   for (const ExternOperand& o : b.call.operands)
     e.inputs.push_back(view_of(mp, p.buffers[o.buffer], o.buffer, o.sizes, o.strides, o.offset));

@@ -8,6 +8,7 @@
 #include "frontend/pass_timer.h"
 #include "passes/loop_ir_verify.h"
 #include "runtime/cudnn.h"
+#include "runtime/onednn.h"
 
 #include <cassert>
 #include <map>
@@ -163,6 +164,9 @@ LowerOptions full_lower_options(const InductorOptions& opts) {
     std::string why = opts.cudnn ? cuda::Cudnn::unavailable_reason() : "disabled";
     lo.cudnn = why.empty();
     lo.no_cudnn_reason = why;
+  } else {
+    lo.no_onednn_reason = onednn::unavailable_reason();
+    lo.onednn = lo.no_onednn_reason.empty();
   }
   return lo;
 }
@@ -241,8 +245,13 @@ CompiledGraph compile_fused(const Graph& g, const InductorFront& front, const In
   // .fxo artifact): the chosen PTX and algorithms are what the plan keeps.
   if (opts.cuda && (opts.load_cuda || opts.max_autotune))
     load_cuda_kernels(g, p, s, ptx, kernel_index, opts, *impl);
-  else if (!opts.cuda)
+  else if (!opts.cuda) {
+    { // oneDNN primitives, and the constant weights in its layout, made once here
+      PassTimer t("oneDNN primitives");
+      onednn::prepare_plan(impl->plan, g.source);
+    }
     load_cpu_kernels(g, s, kernel_index, opts, *impl);
+  }
   after_inductor_step(opts, "load", nullptr, [&] {
     std::string text;
     for (const std::string& l : impl->autotune_log) text += l + "\n";

@@ -9,6 +9,7 @@
 #include "frontend/diag.h"
 #include "frontend/io_util.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/onednn.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -389,7 +390,8 @@ std::string code_target(const Options& o) {
   if (o.backend != Backend::Inductor) return "reference interpreter";
   if (o.device == DeviceKind::Cuda) return "nvptx64-nvidia-cuda " + o.cuda_arch;
 #ifdef FXC_HAVE_CODEGEN
-  return host_cpu_description();
+  // CPU convolutions lower differently with oneDNN (runtime/onednn.h) than without it.
+  return host_cpu_description() + (onednn::unavailable_reason().empty() ? " +onednn" : "");
 #else
   return "no code generator";
 #endif

@@ -96,8 +96,8 @@ const char* kDescription =
 
 const char* kFooter =
     "Environment: FXC_COMPILE_DEBUG=1, FXC_LOGS=<list>, FXC_CACHE_DIR, FXC_REPRO_AFTER,\n"
-    "FXC_REPRO_LEVEL.  Exit status: 0 ok, 1 bad input or failed check, 2 usage error,\n"
-    "70 internal compiler error.  See fxc(1).";
+    "FXC_REPRO_LEVEL, FXC_ONEDNN=0 (CPU convolutions without oneDNN).  Exit status: 0 ok,\n"
+    "1 bad input or failed check, 2 usage error, 70 internal compiler error.  See fxc(1).";
 
 // Levenshtein distance with adjacent transpositions (optimal string alignment), as clang's
 // "did you mean": "cdua" is one edit from "cuda".

@@ -200,7 +200,7 @@ struct ExternCall;
 std::string extern_kind_suffix(const ExternCall& c);
 
 struct ExternCall {
-  /// Gemm: BLAS. Fallback: the reference kernel. Conv: 2-D convolution (cuDNN; CUDA only).
+  /// Gemm: BLAS. Fallback: the reference kernel. Conv: 2-D convolution (cuDNN; oneDNN on the CPU).
   enum class Kind : uint8_t { Gemm, Fallback, Conv };
   Kind kind = Kind::Fallback;
   std::string op; ///< "mm", "bmm", "addmm", "convolution", or the fallback node's target
@@ -212,6 +212,11 @@ struct ExternCall {
   /// Conv only: {h, w} each, and the group count.
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
+  /// Conv on the CPU (oneDNN): fused post-ops, as PlanExtern::post_ops spells them.
+  std::string post_ops;
+  /// Conv on the CPU: per-output-channel y = scale · conv + shift before the post-ops (a folded
+  /// inference batch norm); empty: none. See PlanExtern::scale.
+  std::vector<float> scale, shift;
   std::vector<int> outputs;            ///< buffer ids written (the first is the owning buffer)
   /// Fallback: a one-node graph whose user inputs are `operands` in order, outputs in order.
   std::shared_ptr<const Graph> graph;

@@ -22,6 +22,11 @@ struct LowerOptions {
   bool cuda = false;
   bool cudnn = false;
   std::string no_cudnn_reason;
+  /// CPU: float32 2-D convolutions (grouped and depthwise included) become oneDNN calls with the
+  /// bias, activations and a residual add that follow fused as post-ops (else im2col + BLAS,
+  /// logged with `no_onednn_reason`).
+  bool onednn = false;
+  std::string no_onednn_reason = "not asked for";
 };
 
 /// Lowers every node of `g` to buffers of the loop IR.

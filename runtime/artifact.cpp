@@ -14,6 +14,7 @@
 #include "frontend/io_util.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/elf_loader.h"
+#include "runtime/onednn.h"
 #include "runtime/interpreter.h"
 #include "runtime/thread_pool.h"
 
@@ -48,7 +49,7 @@ namespace fxc {
 // (A plan is static: its metas never carry symbolic sizes, so write_meta ignores them.)
 static_assert(sizeof(PlanView) == 128, "PlanView changed: update write_view/read_view");
 static_assert(sizeof(PlanKernel) == 136, "PlanKernel changed: update write_kernel/read_kernel");
-static_assert(sizeof(PlanExtern) == 184, "PlanExtern changed: update write_extern/read_extern");
+static_assert(sizeof(PlanExtern) == 280, "PlanExtern changed: update write_extern/read_extern");
 static_assert(sizeof(PlanStep) == 8, "PlanStep changed: update write_plan/read_plan");
 static_assert(sizeof(Plan) == 200, "Plan changed: update write_plan/read_plan");
 
@@ -291,6 +292,11 @@ ojson write_extern(const PlanExtern& e, const std::string& source, Writer& w) {
   j["dilation"] = e.dilation;
   j["groups"] = e.groups;
   j["algo"] = e.algo;
+  if (!e.post_ops.empty()) j["post_ops"] = e.post_ops; // `prepared` is made again at load
+  if (!e.scale.empty()) {
+    j["scale"] = e.scale;
+    j["shift"] = e.shift;
+  }
   return j;
 }
 
@@ -606,6 +612,19 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   e.groups = r.integer(j, "groups", where, 1, INT32_MAX);
   // Artifacts written before --max-autotune tuned matmuls have no "algo": the first algorithm.
   if (j.contains("algo")) e.algo = int(r.integer(j, "algo", where, 0, INT32_MAX));
+  if (j.contains("post_ops")) e.post_ops = r.str(j, "post_ops", where);
+  if (j.contains("scale")) {
+    try {
+      e.scale = j.at("scale").get<std::vector<float>>();
+      e.shift = j.at("shift").get<std::vector<float>>();
+    } catch (const std::exception&) {
+      r.fail(where + ".scale", "not two lists of numbers (scale, shift)");
+    }
+    if (e.kind != PlanExtern::Kind::Conv || e.inputs.size() < 2 ||
+        e.inputs[1].meta.sizes.empty() || e.scale.size() != size_t(e.inputs[1].meta.sizes[0]) ||
+        e.shift.size() != e.scale.size())
+      r.fail(where + ".scale", "not one scale and shift per output channel of a convolution");
+  }
   const json& g = r.at(j, "graph", where);
   if (e.kind == PlanExtern::Kind::Fallback) {
     std::string text(r.blob(g, where + ".graph"));
@@ -628,7 +647,14 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
       r.fail(where, "gemm operands must be matrices or batches of matrices");
     return e;
   }
-  if ((e.inputs.size() != 2 && e.inputs.size() != 3) || e.outputs.size() != 1 ||
+  size_t sums = 0;
+  try {
+    for (const onednn::PostOp& op : onednn::parse_post_ops(e.post_ops))
+      sums += op.kind == onednn::PostOp::Kind::Sum;
+  } catch (const Error& err) {
+    r.fail(where + ".post_ops", err.what());
+  }
+  if ((e.inputs.size() - sums != 2 && e.inputs.size() - sums != 3) || e.outputs.size() != 1 ||
       e.inputs[0].meta.sizes.size() != 4 || e.inputs[1].meta.sizes.size() != 4 ||
       e.outputs[0].meta.sizes.size() != 4)
     r.fail(where, "a conv call takes x, w (and a bias) of rank 4 and writes one result");
@@ -787,6 +813,7 @@ ArtifactGraph read_graph(const Reader& r, const json& j, const std::string& wher
     bool cuda = a.device == "cuda";
     g.kind = ArtifactGraph::Kind::Plan;
     g.plan = read_plan(r, r.at(j, "plan", where), where + ".plan", cuda, weights, &g.ptx);
+    if (!cuda) onednn::prepare_plan(g.plan, r.source()); // primitives and reordered weights
     const json& obj = r.at(j, "object", where);
     if (cuda && !obj.is_null()) r.fail(where + ".object", "CPU code in a CUDA plan");
     if (!cuda) g.object_code = std::string(r.blob(obj, where + ".object"));

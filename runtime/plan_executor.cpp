@@ -3,6 +3,7 @@
 
 #include "frontend/diag.h"
 #include "runtime/interpreter.h"
+#include "runtime/onednn.h"
 
 #include <dlfcn.h>
 
@@ -26,6 +27,7 @@ using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, in
 struct Blas {
   SgemmFn sgemm = nullptr;
   DgemmFn dgemm = nullptr;
+  void (*set_threads)(int) = nullptr; ///< openblas_set_num_threads (OpenBLAS only)
 };
 
 const Blas& blas() {
@@ -38,6 +40,7 @@ const Blas& blas() {
       if (!h) continue;
       b.sgemm = reinterpret_cast<SgemmFn>(dlsym(h, "cblas_sgemm"));
       b.dgemm = reinterpret_cast<DgemmFn>(dlsym(h, "cblas_dgemm"));
+      b.set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
       if (b.sgemm && b.dgemm) return;
       b = Blas{};
     }
@@ -65,6 +68,17 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 Tensor view_of(const std::vector<std::shared_ptr<Storage>>& slots, const PlanView& v) {
   return Tensor(slots[v.slot], v.meta);
+}
+
+/// BLAS calls use as many threads as the plan's pool (--threads), no more: one pool's worth of
+/// threads is busy at any time.
+void set_blas_threads(int threads) {
+  static int current = 0;
+  const Blas& bl = blas();
+  if (bl.set_threads && threads != current) {
+    bl.set_threads(threads);
+    current = threads;
+  }
 }
 
 void run_gemm(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& slots,
@@ -207,12 +221,16 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
     case PlanStep::Kind::Extern: {
       const PlanExtern& e = plan.externs[s.index];
       auto t0 = std::chrono::steady_clock::now();
-      if (e.kind == PlanExtern::Kind::Conv || e.epilogue != PlanExtern::Epilogue::None)
-        throw Error(source, "cuDNN convolutions and matmul epilogues need the CUDA plan", e.name);
-      if (e.kind == PlanExtern::Kind::Gemm)
+      if (e.epilogue != PlanExtern::Epilogue::None)
+        throw Error(source, "matmul epilogues need the CUDA plan", e.name);
+      if (e.kind == PlanExtern::Kind::Conv) {
+        onednn::run_conv(e, slots, pool, source);
+      } else if (e.kind == PlanExtern::Kind::Gemm) {
+        set_blas_threads(pool.size());
         run_gemm(e, slots, source);
-      else
+      } else {
         run_fallback(e, slots, source);
+      }
       if (profile) profile->push_back({e.name, false, ms_since(t0), e.bytes});
       break;
     }

@@ -53,7 +53,7 @@ struct PlanKernel {
 
 struct PlanExtern {
   /// Gemm: a BLAS product. Fallback: the reference kernel of one node. Conv: a 2-D convolution
-  /// through cuDNN (CUDA plans only; the CPU executor refuses it).
+  /// through cuDNN (CUDA plans) or oneDNN (CPU plans, runtime/onednn.h).
   enum class Kind : uint8_t { Gemm, Fallback, Conv };
   /// Gemm: what the product gets before it is written, as one cuBLASLt epilogue (CUDA plans
   /// only; CPU plans always have None). The bias is one value per output column.
@@ -68,7 +68,7 @@ struct PlanExtern {
   std::string name;
   /// Gemm: A [(B,) M, K], B [(B,) K, N], then the bias [N] (unit stride) when the epilogue has
   /// one, then the residual R [M, N] (contiguous) for BiasResidual. Conv: x [N, C, H, W], w [K, C / groups, R, S], then the bias [K] when there is one,
-  /// all contiguous.
+  /// then one operand per `sum` post-op (CPU), all contiguous.
   std::vector<PlanView> inputs;
   std::vector<PlanView> outputs;      ///< contiguous
   std::shared_ptr<const Graph> graph; ///< Fallback: one node; inputs are its user inputs
@@ -80,6 +80,16 @@ struct PlanExtern {
   /// Gemm on CUDA: the index of the cuBLASLt heuristic algorithm to run (0: its first choice;
   /// --max-autotune may pick another, see cuda::MatmulProblem::algo).
   int algo = 0;
+  /// Conv on the CPU (oneDNN, runtime/onednn.h): the fused post-ops, space-separated
+  /// ("linear:1:3 clip:0:6 sum"); each `sum` reads one more input after x, w and the bias.
+  std::string post_ops;
+  /// Conv on the CPU: per output channel k, y = scale[k] · (conv + bias)[k] + shift[k] before the
+  /// post-ops (a folded inference batch norm); prepare_plan folds it into the constant weights
+  /// and bias. Empty: none.
+  std::vector<float> scale, shift;
+  /// Conv on the CPU: the oneDNN primitive and reordered weights (onednn::prepare_plan). Made
+  /// when the plan is built or loaded; not serialized.
+  std::shared_ptr<void> prepared;
 };
 
 /// "none", "bias", "relu_bias", "gelu_tanh_bias", "bias_residual".

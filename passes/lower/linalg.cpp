@@ -308,8 +308,19 @@ void lower_convolution(Lowerer& L, int n) {
                        "): cuDNN not used: " + lo.no_cudnn_reason +
                        "; im2col + cuBLASLt instead");
   }
+  if (!lo.cuda && conv2d && x.dtype == DType::F32 && m.dtype == DType::F32 &&
+      (!bias || bias->dtype == DType::F32)) {
+    if (lo.onednn && lower_conv_onednn(L, n, x, w, bias, {st[0], st[1]}, {pd[0], pd[1]},
+                                       {dl[0], dl[1]}, groups))
+      return;
+    if (!lo.onednn)
+      L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target +
+                         "): oneDNN not used: " + lo.no_onednn_reason +
+                         (groups == 1 ? "; im2col + BLAS instead" : "; the reference kernel instead"));
+  }
   if (!conv2d || groups != 1 || !gemm_dtype_ok(L, x.dtype)) {
-    L.fallback(n, "convolution other than 2-D and ungrouped, or of a dtype BLAS lacks");
+    L.fallback(n, std::string("convolution other than 2-D and ungrouped, or of a dtype BLAS lacks") +
+                      (lo.cuda || lo.onednn ? "" : " (oneDNN not used: " + lo.no_onednn_reason + ")"));
     return;
   }
   int64_t N = x.sizes[0], C = x.sizes[1], H = x.sizes[2], W = x.sizes[3];

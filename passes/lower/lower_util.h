@@ -78,6 +78,11 @@ std::span<const OpTable<LowerFn>::Row> pointwise_rules();
 std::span<const OpTable<LowerFn>::Row> reduction_rules();
 std::span<const OpTable<LowerFn>::Row> norm_rules();
 std::span<const OpTable<LowerFn>::Row> linalg_rules();
+/// A float32 CPU convolution as a oneDNN call with the ops after it folded as post-ops
+/// (passes/lower/conv_onednn.cpp); false (logged) when oneDNN cannot run it.
+bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
+                       const std::array<int64_t, 2>& stride, const std::array<int64_t, 2>& padding,
+                       const std::array<int64_t, 2>& dilation, int64_t groups);
 std::span<const OpTable<LowerFn>::Row> pool_rules();
 std::span<const OpTable<LowerFn>::Row> indexing_rules();
 std::span<const OpTable<LowerFn>::Row> view_rules();

@@ -1,0 +1,605 @@
+// oneDNN via dlopen: the function table, convolution primitives with post-ops, the direct loop.
+#include "runtime/onednn.h"
+
+#include "frontend/diag.h"
+
+#include <dnnl.h>
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace fxc::onednn {
+namespace {
+
+// ---- the function table
+
+#define FXC_DNNL_FUNCTIONS(X)                                                                      \
+  X(dnnl_engine_create)                                                                            \
+  X(dnnl_stream_create)                                                                            \
+  X(dnnl_stream_wait)                                                                              \
+  X(dnnl_memory_desc_init_by_tag)                                                                  \
+  X(dnnl_memory_desc_equal)                                                                        \
+  X(dnnl_memory_desc_get_size)                                                                     \
+  X(dnnl_memory_create)                                                                            \
+  X(dnnl_memory_destroy)                                                                           \
+  X(dnnl_memory_set_data_handle)                                                                   \
+  X(dnnl_dilated_convolution_forward_desc_init)                                                    \
+  X(dnnl_primitive_attr_create)                                                                    \
+  X(dnnl_primitive_attr_destroy)                                                                   \
+  X(dnnl_primitive_attr_set_post_ops)                                                              \
+  X(dnnl_post_ops_create)                                                                          \
+  X(dnnl_post_ops_destroy)                                                                         \
+  X(dnnl_post_ops_append_eltwise)                                                                  \
+  X(dnnl_post_ops_append_sum)                                                                      \
+  X(dnnl_primitive_desc_create)                                                                    \
+  X(dnnl_primitive_desc_destroy)                                                                   \
+  X(dnnl_primitive_desc_query_md)                                                                  \
+  X(dnnl_primitive_desc_query)                                                                     \
+  X(dnnl_reorder_primitive_desc_create)                                                            \
+  X(dnnl_primitive_create)                                                                         \
+  X(dnnl_primitive_destroy)                                                                        \
+  X(dnnl_primitive_execute)
+
+struct Api {
+#define FXC_DNNL_FIELD(name) decltype(&::name) name = nullptr;
+  FXC_DNNL_FUNCTIONS(FXC_DNNL_FIELD)
+#undef FXC_DNNL_FIELD
+  void (*omp_set_num_threads)(int) = nullptr;
+  dnnl_engine_t engine = nullptr;
+  dnnl_stream_t stream = nullptr;
+  std::string why; ///< empty: usable
+};
+
+const Api& api() {
+  static Api a;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* env = std::getenv("FXC_ONEDNN");
+    if (env && std::string(env) == "0") {
+      a.why = "FXC_ONEDNN=0";
+      return;
+    }
+    // libgomp reads its environment when it is loaded (here, as libdnnl's dependency): idle
+    // OpenMP workers then sleep instead of spinning on the cores the kernels run on.
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    void* h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = dlerror();
+      a.why = e ? e : "cannot open libdnnl.so.2";
+      return;
+    }
+#define FXC_DNNL_RESOLVE(name)                                                                     \
+  a.name = reinterpret_cast<decltype(&::name)>(dlsym(h, #name));                                   \
+  if (!a.name) {                                                                                   \
+    a.why = "libdnnl.so.2 lacks " #name;                                                           \
+    return;                                                                                        \
+  }
+    FXC_DNNL_FUNCTIONS(FXC_DNNL_RESOLVE)
+#undef FXC_DNNL_RESOLVE
+    // libdnnl's OpenMP runtime, loaded with it (RTLD_DEFAULT does not see RTLD_LOCAL objects).
+    if (void* g = dlopen("libgomp.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD))
+      a.omp_set_num_threads = reinterpret_cast<void (*)(int)>(dlsym(g, "omp_set_num_threads"));
+    if (a.dnnl_engine_create(&a.engine, dnnl_cpu, 0) != dnnl_success ||
+        a.dnnl_stream_create(&a.stream, a.engine, dnnl_stream_default_flags) != dnnl_success) {
+      a.why = "oneDNN cannot make a CPU engine";
+      return;
+    }
+  });
+  return a;
+}
+
+// ---- post-ops
+
+struct Token {
+  const char* name;
+  PostOp::Kind kind;
+  int params;
+};
+constexpr Token kTokens[] = {
+    {"relu", PostOp::Kind::Relu, 0},         {"sigmoid", PostOp::Kind::Sigmoid, 0},
+    {"tanh", PostOp::Kind::Tanh, 0},         {"hardswish", PostOp::Kind::Hardswish, 0},
+    {"silu", PostOp::Kind::Silu, 0},         {"gelu_erf", PostOp::Kind::GeluErf, 0},
+    {"gelu_tanh", PostOp::Kind::GeluTanh, 0}, {"linear", PostOp::Kind::Linear, 2},
+    {"clip", PostOp::Kind::Clip, 2},         {"sum", PostOp::Kind::Sum, 0},
+};
+
+std::string fmt_float(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  return buf;
+}
+
+double apply(const PostOp& op, double v) {
+  switch (op.kind) {
+  case PostOp::Kind::Relu:
+    return v > 0 ? v : 0;
+  case PostOp::Kind::Sigmoid:
+    return 1 / (1 + std::exp(-v));
+  case PostOp::Kind::Tanh:
+    return std::tanh(v);
+  case PostOp::Kind::Hardswish:
+    return v * std::min(std::max(v + 3, 0.0), 6.0) / 6;
+  case PostOp::Kind::Silu:
+    return v / (1 + std::exp(-v));
+  case PostOp::Kind::GeluErf:
+    return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+  case PostOp::Kind::GeluTanh:
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  case PostOp::Kind::Linear:
+    return double(op.a) * v + double(op.b);
+  case PostOp::Kind::Clip:
+    return std::min(std::max(v, double(op.a)), double(op.b));
+  case PostOp::Kind::Sum:
+    break;
+  }
+  return v;
+}
+
+// ---- primitives
+
+/// Owns oneDNN handles.
+struct Prepared {
+  dnnl_primitive_t conv = nullptr;
+  dnnl_primitive_t src_reorder = nullptr, dst_reorder = nullptr, dst_in_reorder = nullptr;
+  dnnl_memory_desc_t src_md{}, w_md{}, dst_md{};       ///< what the primitive reads and writes
+  dnnl_memory_desc_t plain_src{}, plain_w{}, plain_dst{}; ///< NCHW / (g)oihw
+  bool src_plain = true, w_plain = true, dst_plain = true;
+  std::vector<float> src_buf, dst_buf, w_buf; ///< blocked copies (w_buf: reordered weights)
+  std::vector<float> bias_buf;                ///< with a folded affine map: scale · bias + shift
+  bool w_ready = false; ///< w_buf (and bias_buf) hold the constant weights, reordered and scaled
+  int sums = 0;
+  std::string impl;
+  ~Prepared() {
+    const Api& a = api();
+    for (dnnl_primitive_t p : {conv, src_reorder, dst_reorder, dst_in_reorder})
+      if (p) a.dnnl_primitive_destroy(p);
+  }
+};
+
+dnnl_memory_desc_t md(const std::vector<int64_t>& dims, dnnl_format_tag_t tag) {
+  dnnl_memory_desc_t m;
+  dnnl_dims_t d;
+  for (size_t i = 0; i < dims.size(); ++i) d[i] = dims[i];
+  api().dnnl_memory_desc_init_by_tag(&m, int(dims.size()), d, dnnl_f32, tag);
+  return m;
+}
+
+std::vector<int64_t> weight_dims(const ConvShape& s) {
+  if (s.groups == 1) return {s.w[0], s.w[1], s.w[2], s.w[3]};
+  return {s.groups, s.w[0] / s.groups, s.w[1], s.w[2], s.w[3]};
+}
+
+/// A reorder primitive from `from` to `to`, or null when they are the same layout.
+dnnl_primitive_t make_reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to,
+                              std::string* why) {
+  const Api& a = api();
+  if (a.dnnl_memory_desc_equal(&from, &to)) return nullptr;
+  dnnl_primitive_desc_t pd = nullptr;
+  if (a.dnnl_reorder_primitive_desc_create(&pd, &from, a.engine, &to, a.engine, nullptr) !=
+      dnnl_success) {
+    *why = "oneDNN has no reorder between the layouts";
+    return nullptr;
+  }
+  dnnl_primitive_t p = nullptr;
+  if (a.dnnl_primitive_create(&p, pd) != dnnl_success) *why = "oneDNN cannot make a reorder";
+  a.dnnl_primitive_desc_destroy(pd);
+  return p;
+}
+
+/// Makes the convolution's primitive (src/dst/weights in the layouts oneDNN prefers; `any`
+/// everywhere), or returns null with `why`.
+std::unique_ptr<Prepared> make_conv(const ConvShape& s, const std::vector<PostOp>& ops,
+                                    std::string* why) {
+  const Api& a = api();
+  if (!a.why.empty()) {
+    *why = a.why;
+    return nullptr;
+  }
+  auto p = std::make_unique<Prepared>();
+  std::vector<int64_t> xd(s.x.begin(), s.x.end()), od(s.out.begin(), s.out.end());
+  std::vector<int64_t> wd = weight_dims(s);
+  p->plain_src = md(xd, dnnl_nchw);
+  p->plain_dst = md(od, dnnl_nchw);
+  p->plain_w = md(wd, s.groups == 1 ? dnnl_oihw : dnnl_goihw);
+  dnnl_memory_desc_t src_any = md(xd, dnnl_format_tag_any), dst_any = md(od, dnnl_format_tag_any),
+                     w_any = md(wd, dnnl_format_tag_any), bias_md = md({s.w[0]}, dnnl_x);
+  dnnl_dims_t strides = {s.stride[0], s.stride[1]};
+  dnnl_dims_t dil = {s.dilation[0] - 1, s.dilation[1] - 1}; // oneDNN counts the gaps
+  dnnl_dims_t pl = {s.padding[0], s.padding[1]};
+  // Right padding: what makes the output size PyTorch computed (floor division).
+  dnnl_dims_t pr;
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = s.x[2 + i], k = (s.w[2 + i] - 1) * s.dilation[i] + 1;
+    pr[i] = (s.out[2 + i] - 1) * s.stride[i] + k - in - s.padding[i];
+  }
+  dnnl_primitive_attr_t attr = nullptr;
+  dnnl_post_ops_t po = nullptr;
+  a.dnnl_primitive_attr_create(&attr);
+  a.dnnl_post_ops_create(&po);
+  bool ok = true;
+  for (const PostOp& op : ops) {
+    dnnl_alg_kind_t alg = dnnl_eltwise_relu;
+    float alpha = 0, beta = 0;
+    switch (op.kind) {
+    case PostOp::Kind::Relu:
+      break;
+    case PostOp::Kind::Sigmoid:
+      alg = dnnl_eltwise_logistic;
+      break;
+    case PostOp::Kind::Tanh:
+      alg = dnnl_eltwise_tanh;
+      break;
+    case PostOp::Kind::Hardswish:
+      alg = dnnl_eltwise_hardswish;
+      break;
+    case PostOp::Kind::Silu:
+      alg = dnnl_eltwise_swish;
+      alpha = 1;
+      break;
+    case PostOp::Kind::GeluErf:
+      alg = dnnl_eltwise_gelu_erf;
+      break;
+    case PostOp::Kind::GeluTanh:
+      alg = dnnl_eltwise_gelu_tanh;
+      break;
+    case PostOp::Kind::Linear:
+      alg = dnnl_eltwise_linear;
+      alpha = op.a;
+      beta = op.b;
+      break;
+    case PostOp::Kind::Clip:
+      alg = dnnl_eltwise_clip_v2; // [lo, hi] inclusive, as torch.clamp
+      alpha = op.a;
+      beta = op.b;
+      break;
+    case PostOp::Kind::Sum:
+      ok = ok && a.dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success;
+      ++p->sums;
+      continue;
+    }
+    ok = ok && a.dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta) == dnnl_success;
+  }
+  ok = ok && a.dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+  // First with NCHW activations (no reorders around the call): taken unless oneDNN has only its
+  // reference or an im2col-based (gemm) implementation for them, as for depthwise convolutions;
+  // then in the layouts it prefers, with src and dst reordered in the call.
+  dnnl_primitive_desc_t pd = nullptr;
+  const char* impl = nullptr;
+  for (int attempt = 0; attempt < 2 && ok && !pd; ++attempt) {
+    const dnnl_memory_desc_t& src = attempt == 0 ? p->plain_src : src_any;
+    const dnnl_memory_desc_t& dst = attempt == 0 ? p->plain_dst : dst_any;
+    dnnl_convolution_desc_t cd;
+    if (a.dnnl_dilated_convolution_forward_desc_init(
+            &cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &w_any,
+            s.bias ? &bias_md : nullptr, &dst, strides, dil, pl, pr) != dnnl_success)
+      continue;
+    if (a.dnnl_primitive_desc_create(&pd, &cd, attr, a.engine, nullptr) != dnnl_success) {
+      pd = nullptr;
+      continue;
+    }
+    a.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    std::string name = impl ? impl : "";
+    // oneDNN's gemm convolution is one sgemm for a 1x1, stride-1, unpadded, ungrouped kernel
+    // and im2col + sgemm otherwise (3x3 64->64 at 28x28: 6.0 ms, against 1.8 ms blocked with
+    // the two reorders).
+    bool plain_gemm = s.groups == 1 && s.w[2] == 1 && s.w[3] == 1 && s.stride[0] == 1 &&
+                      s.stride[1] == 1 && s.padding[0] == 0 && s.padding[1] == 0;
+    bool slow = name.find("ref") != std::string::npos ||
+                (name.find("gemm") != std::string::npos && !plain_gemm);
+    if (attempt == 0 && slow) {
+      a.dnnl_primitive_desc_destroy(pd);
+      pd = nullptr;
+    }
+  }
+  a.dnnl_post_ops_destroy(po);
+  a.dnnl_primitive_attr_destroy(attr);
+  if (!pd) {
+    *why = ok ? "oneDNN has no implementation of the convolution with these post-ops"
+              : "oneDNN rejects the post-ops";
+    return nullptr;
+  }
+  p->src_md = *a.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  p->w_md = *a.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  p->dst_md = *a.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  p->impl = impl ? impl : "?";
+  dnnl_status_t st = a.dnnl_primitive_create(&p->conv, pd);
+  a.dnnl_primitive_desc_destroy(pd);
+  if (st != dnnl_success) {
+    *why = "oneDNN cannot make the convolution primitive";
+    return nullptr;
+  }
+  p->src_plain = a.dnnl_memory_desc_equal(&p->src_md, &p->plain_src);
+  p->dst_plain = a.dnnl_memory_desc_equal(&p->dst_md, &p->plain_dst);
+  p->w_plain = a.dnnl_memory_desc_equal(&p->w_md, &p->plain_w);
+  why->clear();
+  if (!p->src_plain) {
+    p->src_reorder = make_reorder(p->plain_src, p->src_md, why);
+    p->src_buf.resize(a.dnnl_memory_desc_get_size(&p->src_md) / sizeof(float));
+  }
+  if (!p->dst_plain) {
+    p->dst_reorder = make_reorder(p->dst_md, p->plain_dst, why);
+    if (p->sums) p->dst_in_reorder = make_reorder(p->plain_dst, p->dst_md, why);
+    p->dst_buf.resize(a.dnnl_memory_desc_get_size(&p->dst_md) / sizeof(float));
+  }
+  if (!p->w_plain) p->w_buf.resize(a.dnnl_memory_desc_get_size(&p->w_md) / sizeof(float));
+  if (!why->empty()) return nullptr;
+  p->impl += std::string(p->src_plain ? ", nchw" : ", blocked") + " activations";
+  return p;
+}
+
+/// A memory object over `data` (released at scope end).
+struct Mem {
+  dnnl_memory_t m = nullptr;
+  Mem(const dnnl_memory_desc_t& d, const void* data) {
+    api().dnnl_memory_create(&m, &d, api().engine, const_cast<void*>(data));
+  }
+  ~Mem() {
+    if (m) api().dnnl_memory_destroy(m);
+  }
+  Mem(const Mem&) = delete;
+  Mem& operator=(const Mem&) = delete;
+};
+
+void exec(dnnl_primitive_t p, std::vector<dnnl_exec_arg_t> args, const std::string& source,
+          const std::string& name) {
+  const Api& a = api();
+  if (a.dnnl_primitive_execute(p, a.stream, int(args.size()), args.data()) != dnnl_success ||
+      a.dnnl_stream_wait(a.stream) != dnnl_success)
+    throw Error(source, "oneDNN convolution failed", name);
+}
+
+void reorder(dnnl_primitive_t r, const dnnl_memory_desc_t& from, const void* src,
+             const dnnl_memory_desc_t& to, void* dst, const std::string& source,
+             const std::string& name) {
+  Mem f(from, src), t(to, dst);
+  exec(r, {{DNNL_ARG_FROM, f.m}, {DNNL_ARG_TO, t.m}}, source, name);
+}
+
+ConvShape shape_of(const PlanExtern& e) {
+  ConvShape s;
+  for (int i = 0; i < 4; ++i) {
+    s.x[i] = e.inputs[0].meta.sizes[i];
+    s.w[i] = e.inputs[1].meta.sizes[i];
+    s.out[i] = e.outputs[0].meta.sizes[i];
+  }
+  s.stride = e.stride;
+  s.padding = e.padding;
+  s.dilation = e.dilation;
+  s.groups = e.groups;
+  return s;
+}
+
+int count_sums(const std::vector<PostOp>& ops) {
+  int n = 0;
+  for (const PostOp& op : ops) n += op.kind == PostOp::Kind::Sum;
+  return n;
+}
+
+/// Fills p.w_buf with the weights w in oneDNN's layout, each output channel's scaled by
+/// e.scale when the call has a folded affine map (p.bias_buf then gets scale · bias + shift).
+void prepare_weights(Prepared& p, const PlanExtern& e, const float* w, const float* bias,
+                     const std::string& source) {
+  const auto& ws = e.inputs[1].meta.sizes;
+  int64_t K = ws[0], per = ws[1] * ws[2] * ws[3];
+  const float* src = w;
+  std::vector<float> scaled;
+  if (!e.scale.empty()) {
+    scaled.resize(size_t(K * per));
+    p.bias_buf.resize(size_t(K));
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t i = 0; i < per; ++i)
+        scaled[size_t(k * per + i)] = w[k * per + i] * e.scale[size_t(k)];
+      p.bias_buf[size_t(k)] = (bias ? bias[k] : 0.0f) * e.scale[size_t(k)] + e.shift[size_t(k)];
+    }
+    src = scaled.data();
+  }
+  if (p.w_plain) {
+    p.w_buf.assign(src, src + K * per);
+    return;
+  }
+  std::string why;
+  dnnl_primitive_t r = make_reorder(p.plain_w, p.w_md, &why);
+  if (!why.empty()) throw Error(source, "oneDNN convolution: " + why, e.name);
+  reorder(r, p.plain_w, src, p.w_md, p.w_buf.data(), source, e.name);
+  api().dnnl_primitive_destroy(r);
+}
+
+const float* f32_of(const std::vector<std::shared_ptr<Storage>>& slots, const PlanView& v) {
+  return reinterpret_cast<const float*>(slots[v.slot]->data()) + v.meta.storage_offset;
+}
+
+} // namespace
+
+const std::string& unavailable_reason() { return api().why; }
+
+std::vector<PostOp> parse_post_ops(const std::string& text) {
+  std::vector<PostOp> out;
+  std::istringstream in(text);
+  std::string tok;
+  while (in >> tok) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t c = tok.find(':'); ; c = tok.find(':', start)) {
+      parts.push_back(tok.substr(start, c == std::string::npos ? c : c - start));
+      if (c == std::string::npos) break;
+      start = c + 1;
+    }
+    const Token* t = nullptr;
+    for (const Token& k : kTokens)
+      if (parts[0] == k.name) t = &k;
+    if (!t || int(parts.size()) != 1 + t->params)
+      throw Error("", "unknown convolution post-op '" + tok + "'");
+    PostOp op;
+    op.kind = t->kind;
+    try {
+      if (t->params) {
+        op.a = std::stof(parts[1]);
+        op.b = std::stof(parts[2]);
+      }
+    } catch (const std::exception&) {
+      throw Error("", "bad number in convolution post-op '" + tok + "'");
+    }
+    out.push_back(op);
+  }
+  return out;
+}
+
+std::string post_op_token(const PostOp& op) {
+  for (const Token& k : kTokens)
+    if (k.kind == op.kind)
+      return k.params ? std::string(k.name) + ":" + fmt_float(op.a) + ":" + fmt_float(op.b)
+                      : std::string(k.name);
+  return "?";
+}
+
+std::string check_conv(const ConvShape& shape, const std::vector<PostOp>& post_ops) {
+  std::string why;
+  make_conv(shape, post_ops, &why);
+  return why;
+}
+
+std::string conv_impl_name(const ConvShape& shape, const std::vector<PostOp>& post_ops) {
+  std::string why;
+  auto p = make_conv(shape, post_ops, &why);
+  return p ? p->impl : "direct loop (" + why + ")";
+}
+
+void set_threads(int threads) {
+  const Api& a = api();
+  if (a.omp_set_num_threads && threads > 0) a.omp_set_num_threads(threads);
+}
+
+void prepare_plan(Plan& plan, const std::string& source) {
+  bool any = false;
+  for (const PlanExtern& e : plan.externs) any = any || e.kind == PlanExtern::Kind::Conv;
+  if (!any || !api().why.empty()) return;
+  std::map<int, const Tensor*> constants;
+  for (auto& [slot, t] : plan.constant_slots) constants[slot] = &t;
+  for (PlanExtern& e : plan.externs) {
+    if (e.kind != PlanExtern::Kind::Conv) continue;
+    std::vector<PostOp> ops = parse_post_ops(e.post_ops);
+    ConvShape s = shape_of(e);
+    s.bias = int(e.inputs.size()) - count_sums(ops) == 3;
+    ConvShape made = s;
+    made.bias = s.bias || !e.scale.empty();
+    std::string why;
+    std::unique_ptr<Prepared> p = make_conv(made, ops, &why);
+    if (!p) throw Error(source, "oneDNN convolution: " + why, e.name);
+    // Weights bound at compile time are reordered into oneDNN's layout (and a folded batch
+    // norm's scale multiplied in) once, here.
+    auto cw = constants.find(e.inputs[1].slot);
+    auto cb = s.bias ? constants.find(e.inputs[2].slot) : constants.end();
+    bool need = !p->w_plain || !e.scale.empty();
+    if (need && cw != constants.end() && (!s.bias || cb != constants.end())) {
+      auto data = [&](const Tensor* t, const PlanView& v) {
+        return reinterpret_cast<const float*>(t->raw_data()) + v.meta.storage_offset;
+      };
+      prepare_weights(*p, e, data(cw->second, e.inputs[1]),
+                      s.bias ? data(cb->second, e.inputs[2]) : nullptr, source);
+      p->w_ready = true;
+    }
+    e.prepared = std::shared_ptr<Prepared>(std::move(p));
+  }
+}
+
+void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& slots,
+              ThreadPool& pool, const std::string& source) {
+  std::vector<PostOp> ops = parse_post_ops(e.post_ops);
+  int sums = count_sums(ops);
+  ConvShape s = shape_of(e);
+  s.bias = int(e.inputs.size()) - sums == 3;
+  const float* x = f32_of(slots, e.inputs[0]);
+  const float* w = f32_of(slots, e.inputs[1]);
+  const float* bias = s.bias ? f32_of(slots, e.inputs[2]) : nullptr;
+  std::vector<const float*> extra;
+  for (size_t i = e.inputs.size() - size_t(sums); i < e.inputs.size(); ++i)
+    extra.push_back(f32_of(slots, e.inputs[i]));
+  float* out = reinterpret_cast<float*>(slots[e.outputs[0].slot]->data()) +
+               e.outputs[0].meta.storage_offset;
+  const float* scale = e.scale.empty() ? nullptr : e.scale.data();
+  const float* shift = e.shift.empty() ? nullptr : e.shift.data();
+  if (!api().why.empty()) {
+    conv_direct(s, x, w, bias, scale, shift, extra, ops, out, pool);
+    return;
+  }
+  std::shared_ptr<Prepared> p = std::static_pointer_cast<Prepared>(e.prepared);
+  if (!p) { // a plan nobody prepared: make the primitive for this run only
+    std::string why;
+    ConvShape made = s;
+    made.bias = s.bias || scale;
+    p = make_conv(made, ops, &why);
+    if (!p) throw Error(source, "oneDNN convolution: " + why, e.name);
+  }
+  set_threads(pool.size());
+  const Api& a = api();
+  int64_t out_numel = s.out[0] * s.out[1] * s.out[2] * s.out[3];
+  // The residual of a `sum` is what dst holds before the convolution adds to it.
+  if (sums > 1) throw Error(source, "oneDNN convolution: more than one sum post-op", e.name);
+  const void* src = x;
+  if (!p->src_plain) {
+    reorder(p->src_reorder, p->plain_src, x, p->src_md, p->src_buf.data(), source, e.name);
+    src = p->src_buf.data();
+  }
+  const void* wts = w;
+  if (!p->w_plain || scale) {
+    // Weights computed at run time: reordered (and scaled) for this run.
+    if (!p->w_ready) prepare_weights(*p, e, w, bias, source);
+    wts = p->w_buf.data();
+    if (scale) bias = p->bias_buf.data();
+  }
+  void* dst = p->dst_plain ? static_cast<void*>(out) : p->dst_buf.data();
+  if (sums) {
+    if (p->dst_plain) {
+      if (extra[0] != out) std::memmove(out, extra[0], size_t(out_numel) * sizeof(float));
+    } else {
+      reorder(p->dst_in_reorder, p->plain_dst, extra[0], p->dst_md, dst, source, e.name);
+    }
+  }
+  dnnl_memory_desc_t bias_md = md({s.w[0]}, dnnl_x);
+  Mem ms(p->src_md, src), mw(p->w_md, wts), md_(p->dst_md, dst), mb(bias_md, bias);
+  std::vector<dnnl_exec_arg_t> args = {
+      {DNNL_ARG_SRC, ms.m}, {DNNL_ARG_WEIGHTS, mw.m}, {DNNL_ARG_DST, md_.m}};
+  if (bias) args.push_back({DNNL_ARG_BIAS, mb.m});
+  exec(p->conv, args, source, e.name);
+  if (!p->dst_plain) reorder(p->dst_reorder, p->dst_md, dst, p->plain_dst, out, source, e.name);
+}
+
+void conv_direct(const ConvShape& s, const float* x, const float* w, const float* bias,
+                 const float* scale, const float* shift, const std::vector<const float*>& extra,
+                 const std::vector<PostOp>& post_ops, float* out, ThreadPool& pool) {
+  int64_t N = s.x[0], C = s.x[1], H = s.x[2], W = s.x[3];
+  int64_t K = s.w[0], CG = s.w[1], R = s.w[2], S = s.w[3];
+  int64_t OH = s.out[2], OW = s.out[3], KG = K / s.groups;
+  pool.parallel_for(N * K, [&](int64_t nk) {
+    int64_t n = nk / K, k = nk % K, g = k / KG;
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        double acc = bias ? double(bias[k]) : 0.0;
+        for (int64_t c = 0; c < CG; ++c)
+          for (int64_t r = 0; r < R; ++r) {
+            int64_t ih = oh * s.stride[0] - s.padding[0] + r * s.dilation[0];
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t q = 0; q < S; ++q) {
+              int64_t iw = ow * s.stride[1] - s.padding[1] + q * s.dilation[1];
+              if (iw < 0 || iw >= W) continue;
+              acc += double(x[((n * C + g * CG + c) * H + ih) * W + iw]) *
+                     double(w[((k * CG + c) * R + r) * S + q]);
+            }
+          }
+        if (scale) acc = acc * double(scale[k]) + double(shift[k]);
+        int64_t o = ((n * K + k) * OH + oh) * OW + ow;
+        size_t next = 0;
+        for (const PostOp& op : post_ops)
+          acc = op.kind == PostOp::Kind::Sum ? acc + double(extra[next++][o]) : apply(op, acc);
+        out[o] = float(acc);
+      }
+  });
+}
+
+} // namespace fxc::onednn

@@ -1,0 +1,85 @@
+// oneDNN (libdnnl.so.2) opened with dlopen: CPU 2-D convolutions with fused post-ops.
+//
+// fxc never links libdnnl: the functions it uses are resolved into a table when the library is
+// first asked for (types come from dnnl.h at build time). Where libdnnl.so.2 is absent (the GPU
+// machine's image), unavailable_reason() says so, lowering keeps im2col + BLAS, and a plan that
+// has oneDNN convolutions anyway (an .fxo built elsewhere) runs them with a direct loop.
+//
+// Primitives are made once per plan (prepare_plan, called when a plan is built or loaded): each
+// convolution's primitive descriptor, primitive and, for weights bound at compile time, the
+// weights reordered once into the layout oneDNN prefers. Activations stay NCHW at the call's
+// boundary; src and dst are reordered to and from a blocked layout inside the call when oneDNN
+// prefers one for that shape.
+//
+// Threads: Debian's libdnnl is built with OpenMP (libgomp). Every call sets the OpenMP thread
+// count to the size of the plan's thread pool (--threads), and fxc asks libgomp for passive
+// waiting (OMP_WAIT_POLICY=PASSIVE, unless the environment sets it) so that OpenMP workers do
+// not spin on the cores the pool's kernels run on next. FXC_ONEDNN=0 turns oneDNN off.
+#pragma once
+
+#include "runtime/plan_executor.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fxc::onednn {
+
+/// Empty when libdnnl.so.2 is loaded with every function fxc uses; else why not ("FXC_ONEDNN=0",
+/// "libdnnl.so.2: cannot open shared object file", "missing symbol dnnl_...").
+const std::string& unavailable_reason();
+
+/// One fused post-op of a convolution, as PlanExtern::post_ops spells it (space-separated):
+///   relu | sigmoid | tanh | hardswish | silu | gelu_erf | gelu_tanh
+///   linear:A:B (A·x + B) | clip:LO:HI (clamp) | sum (add the next extra operand, a tensor of
+///   the result's shape)
+/// Post-ops apply in order to conv(x, w) + bias.
+struct PostOp {
+  enum class Kind : uint8_t { Relu, Sigmoid, Tanh, Hardswish, Silu, GeluErf, GeluTanh, Linear,
+                              Clip, Sum };
+  Kind kind = Kind::Relu;
+  float a = 0, b = 0; ///< Linear: A, B; Clip: LO, HI
+};
+/// Parses a post-op list; throws fxc::Error on an unknown token.
+std::vector<PostOp> parse_post_ops(const std::string& text);
+/// The token of one post-op (floats written so that they read back exactly).
+std::string post_op_token(const PostOp& op);
+
+/// A convolution's shape: x [N, C, H, W], w [K, C / groups, R, S], out [N, K, OH, OW].
+struct ConvShape {
+  std::array<int64_t, 4> x{}, w{}, out{};
+  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+  bool bias = false;
+};
+
+/// Whether oneDNN makes a float32 forward-inference primitive for the convolution with these
+/// post-ops; empty, else why not. Used by lowering, so that what it fuses always runs.
+std::string check_conv(const ConvShape& shape, const std::vector<PostOp>& post_ops);
+
+/// The name of the oneDNN implementation a convolution runs ("jit:avx2", "jit_dw:avx2", ...;
+/// "direct loop" without oneDNN), with its layout; for logs and tests.
+std::string conv_impl_name(const ConvShape& shape, const std::vector<PostOp>& post_ops);
+
+/// Makes the primitives of every oneDNN convolution of a CPU plan and reorders the weights that
+/// are bound at compile time (constant slots). Does nothing without oneDNN. Throws fxc::Error
+/// when oneDNN refuses a convolution it accepted at lowering time.
+void prepare_plan(Plan& plan, const std::string& source = {});
+
+/// Runs convolution call `e` of a CPU plan over the slots: through its prepared primitive (made
+/// here when the plan was not prepared), or the direct loop without oneDNN. `threads`: the
+/// OpenMP thread count (the plan pool's size); the direct loop runs on `pool`.
+void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& slots,
+              ThreadPool& pool, const std::string& source);
+
+/// The direct loop (no oneDNN): out = post_ops(scale · (conv(x, w) + bias) + shift), float32,
+/// NCHW contiguous (bias, scale and shift per output channel, each may be null; scale and shift
+/// together); `extra` are the operands of `sum` post-ops in order. Accumulates in double.
+void conv_direct(const ConvShape& s, const float* x, const float* w, const float* bias,
+                 const float* scale, const float* shift, const std::vector<const float*>& extra,
+                 const std::vector<PostOp>& post_ops, float* out, ThreadPool& pool);
+
+/// Sets the OpenMP thread count oneDNN uses on this thread (omp_set_num_threads).
+void set_threads(int threads);
+
+} // namespace fxc::onednn

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# CPU convolutions through oneDNN (runtime/onednn.h): grouped, depthwise, strided, padded and
+# dilated convolutions with and without folded post-ops (bias, relu, clamp, hardswish, silu,
+# sigmoid, x * c, a residual add, an inference batch norm) must match the eager reference
+# interpreter; when libdnnl.so.2 is installed each must run as one oneDNN call with the expected
+# post-ops (so the oneDNN path cannot be silently skipped), also from an .fxo artifact (loaded
+# with and without oneDNN: the runtime's direct loop runs its calls then). With
+# FXC_ONEDNN=0 the same graphs take the im2col/reference path, say why, and still match.
+# Usage: onednn.sh <fxc>
+set -u
+fxc=$1
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+. "$src/test/lib/common.sh"
+have_dnnl=0
+if ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2 '; then have_dnnl=1; fi
+
+# case <name> <expected post-ops text (- for none)> <conv_graph.py args...>
+case_() {
+  local name=$1 want=$2; shift 2
+  local g=$tmp/$name.fxg
+  python3 "$src/test/lib/conv_graph.py" "$g" "$@" || { bad "$name: graph generator failed"; return; }
+  "$fxc" "$g" --device=cpu --backend=eager --run --outputs "$tmp/$name.ref.safetensors" \
+    >"$tmp/eager.log" 2>&1 || { bad "$name: eager run failed" "$(cat "$tmp/eager.log")"; return; }
+  check "$name: inductor matches eager" 0 "$fxc" "$g" --device=cpu --backend=inductor --no-cache \
+    --run --expect "$tmp/$name.ref.safetensors" --rtol 1e-4 --atol 1e-4 --log=+inductor
+  local log=$tmp/$name.log
+  cp "$tmp/err" "$log"
+  if [ $have_dnnl = 1 ]; then
+    matches "$name: one oneDNN call" "$log" "extern calls \(0 matmul, 1 convolution, 0 fallback\)"
+    if [ "$want" = - ]; then
+      hasnt "$name: no post-ops" "$log" "with post-ops"
+    else
+      has "$name: post-ops '$want'" "$log" "oneDNN convolution with post-ops $want:"
+    fi
+    # From an .fxo artifact: primitives and (scaled) weights are prepared at load.
+    check "$name: .fxo builds" 0 "$fxc" "$g" --device=cpu --backend=inductor --no-cache -o "$tmp/$name.fxo"
+    check "$name: .fxo matches eager" 0 "$fxc" "$tmp/$name.fxo" --run \
+      --expect "$tmp/$name.ref.safetensors" --rtol 1e-4 --atol 1e-4
+    # The same .fxo where oneDNN is missing: its convolution calls run the direct loop.
+    FXC_ONEDNN=0 check "$name: .fxo without oneDNN (direct loop) matches eager" 0 "$fxc" \
+      "$tmp/$name.fxo" --run --expect "$tmp/$name.ref.safetensors" --rtol 1e-4 --atol 1e-4
+  else
+    echo "skip $name: oneDNN checks (libdnnl.so.2 is not installed)"
+  fi
+  # Without oneDNN: the present path, with the reason logged.
+  FXC_ONEDNN=0 check "$name: FXC_ONEDNN=0 matches eager" 0 "$fxc" "$g" --device=cpu \
+    --backend=inductor --no-cache --run --expect "$tmp/$name.ref.safetensors" --rtol 1e-4 \
+    --atol 1e-4 --log=+inductor,graph_breaks
+  hasnt "$name: FXC_ONEDNN=0 makes no oneDNN call" "$tmp/err" "onednn_convolution"
+  has "$name: FXC_ONEDNN=0 says why" "$tmp/err" "oneDNN not used: FXC_ONEDNN=0"
+}
+
+#     name        post-ops            N  C  H  W  K  R S st pad dil groups bias chain
+case_ plain       -                   2  8 10 10 16 3 3  1  1   1   1     1    ""
+case_ depthwise   -                   2 16 11 11 16 3 3  1  1   1   16    0    ""
+case_ dw_strided  relu                2 12 13 13 12 3 3  2  1   1   12    1    relu
+case_ grouped     "clip:0:6"          2  8  9  9 12 3 3  1  0   1   4     1    clamp
+case_ dilated     hardswish           1  6 14 14  8 3 3  1  2   2   1     1    hardswish
+case_ pointwise   "sum relu"          2 16  7  7 24 1 1  1  0   1   1     0    sum,relu
+case_ conv5x5     silu                2  4 12 12  8 5 5  2  2   1   1     1    silu
+case_ sigmoid     "sigmoid linear:0.5:0" 2 4 8  8  4 3 3  1  1   1   2     0    sigmoid,scale
+case_ batchnorm   hardswish           2  8 12 12 16 3 3  1  1   1   1     0    bn,hardswish
+case_ dw_bn       relu                2 16  9  9 16 3 3  2  1   1   16    0    bn,relu
+if [ $have_dnnl = 1 ]; then
+  has "batch norm folded into the weights" "$tmp/batchnorm.log" "per-channel affine (folded into the weights)"
+fi
+exit $fail
