@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -70,15 +71,18 @@ Tensor view_of(const std::vector<std::shared_ptr<Storage>>& slots, const PlanVie
   return Tensor(slots[v.slot], v.meta);
 }
 
-/// BLAS calls use as many threads as the plan's pool (--threads), no more: one pool's worth of
-/// threads is busy at any time.
+/// BLAS calls use as many threads as the largest pool that ran one (--threads), no more. The
+/// count only grows: changing it while another caller's BLAS call runs (a model run from
+/// several threads at once) corrupts that call's result.
 void set_blas_threads(int threads) {
-  static int current = 0;
+  static std::atomic<int> current{0};
+  static std::mutex mu;
   const Blas& bl = blas();
-  if (bl.set_threads && threads != current) {
-    bl.set_threads(threads);
-    current = threads;
-  }
+  if (!bl.set_threads || threads <= current.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(mu);
+  if (threads <= current.load(std::memory_order_relaxed)) return;
+  bl.set_threads(threads);
+  current.store(threads, std::memory_order_release);
 }
 
 void run_gemm(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& slots,
