@@ -19,7 +19,7 @@ std::string autograd_column(OpId id) {
   if (!has_tag(id, OpTag::Differentiable)) return "-";
   if (derivative_layer().has(id)) return "derivative";
   if (decomposition_layer().has(id) || autograd_form_layer().has(id)) return "decomposed";
-  if (has_tag(id, OpTag::Inplace) && !functional_target(op_info(id).target).empty())
+  if (functionalizes(op_info(id).target))
     return "functionalized";
   return "missing";
 }
@@ -30,7 +30,7 @@ std::string autograd_column(OpId id) {
 std::string inductor_column(OpId id, bool cuda) {
   if (decomposition_layer().has(id)) return "decomposed";
   if (lowering_layer().has(id)) return "lowered";
-  if (has_tag(id, OpTag::Inplace) && !functional_target(op_info(id).target).empty())
+  if (functionalizes(op_info(id).target))
     return "functionalized";
   return cuda ? "host fallback" : "extern fallback";
 }

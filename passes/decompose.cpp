@@ -23,6 +23,10 @@ struct DNode {
   const Graph& src;
   const Node& n;
   std::vector<Arg> args;
+  const std::vector<ValueId>* map = nullptr; ///< src values -> their values in the new graph
+  /// src values that later nodes must read as another new value (an in-place write through a
+  /// view replaces its base); decompose_once applies them after the row.
+  mutable std::vector<std::pair<ValueId, ValueId>> remap;
 
   const Arg& arg(std::string_view name) const {
     int k = n.schema->index_of(name);
@@ -924,9 +928,58 @@ bool can_functionalize(const Graph& g, const Node& n) {
   return true;
 }
 
-/// An in-place op as its functional op, the result in self's dtype.
-std::vector<ValueId> functionalize(Emit& e, const DNode& d) {
-  if (!can_functionalize(d.src, d.n)) return {};
+/// Number of nodes of g that read v.
+int users_of(const Graph& g, ValueId v) {
+  int k = 0;
+  for (const Node& m : g.nodes)
+    for (ValueId t : m.tensor_inputs()) k += t == v;
+  return k;
+}
+
+/// The slice/select views from a base value down to `v` (innermost first) that an in-place op
+/// on `v` writes through, when that write can be replayed on the base: each view read by
+/// nothing but the next (or the writer), the base a computed value (not a graph input), and no
+/// other view of the base taken before the write and read after it. Empty when it cannot.
+std::vector<const Node*> view_chain(const Graph& g, const Node& writer, ValueId v, ValueId* base) {
+  std::vector<const Node*> chain;
+  ValueId cur = v;
+  for (;;) {
+    const Value& val = g.values[size_t(cur)];
+    if (val.producer < 0) return {};
+    const Node& p = g.nodes[size_t(val.producer)];
+    if (!target_has_tag(p.target, OpTag::View)) break;
+    if ((p.target != "aten.slice.Tensor" && p.target != "aten.select.int") || users_of(g, cur) != 1)
+      return {};
+    chain.push_back(&p);
+    cur = p.args[size_t(p.schema->index_of("self"))].tensor;
+  }
+  if (chain.empty()) return {};
+  std::vector<ValueId> names = inplace_aliases(g, cur);
+  size_t w = size_t(&writer - g.nodes.data());
+  for (size_t i = 0; i < w; ++i) {
+    const Node& m = g.nodes[i];
+    if (!target_has_tag(m.target, OpTag::View) ||
+        std::find(chain.begin(), chain.end(), &m) != chain.end())
+      continue;
+    bool of_base = false;
+    for (ValueId t : m.tensor_inputs())
+      of_base = of_base || std::find(names.begin(), names.end(), t) != names.end();
+    if (!of_base) continue;
+    for (size_t j = w + 1; j < g.nodes.size(); ++j)
+      for (ValueId t : g.nodes[j].tensor_inputs())
+        for (ValueId o : m.outputs)
+          if (t == o) return {};
+  }
+  *base = cur;
+  return chain;
+}
+
+/// The functional form of an in-place node on its (remapped) arguments, in self's dtype.
+ValueId functional_value(Emit& e, const DNode& d) {
+  if (d.n.target == "aten.fill_.Tensor") { // fill.Tensor: the value broadcast to self's sizes
+    ValueId self = d.tensor("self");
+    return e.cast(e.expand(d.tensor("value"), e.sizes(self)), e.meta(self).dtype);
+  }
   std::vector<CallArg> call;
   // By name where the functional op has the name (keyword-only arguments), else by position
   // (dropout_'s `self` is dropout's `input`).
@@ -936,14 +989,37 @@ std::vector<ValueId> functionalize(Emit& e, const DNode& d) {
     const std::string& name = d.n.schema->args[k].name;
     call.push_back({fs && fs->index_of(name) >= 0 ? name : std::string(), d.args[k]});
   }
-  ValueId r = e.op(target, std::move(call));
-  return {e.cast(r, d.out_meta(0).dtype)};
+  return e.cast(e.op(target, std::move(call)), d.out_meta(0).dtype);
+}
+
+/// An in-place op as its functional op. On a value nothing else aliases, the result replaces
+/// it; written through a chain of slices and selects (`mask[a:b, c:d] = v`), the result is
+/// scattered back up the chain (slice_scatter, select_scatter) and replaces the base.
+std::vector<ValueId> functionalize(Emit& e, const DNode& d) {
+  if (can_functionalize(d.src, d.n)) return {functional_value(e, d)};
+  if (!has_inplace_self(d.n)) return {};
+  ValueId base = -1;
+  std::vector<const Node*> chain =
+      view_chain(d.src, d.n, d.n.args[size_t(d.n.schema->index_of("self"))].tensor, &base);
+  if (chain.empty()) return {};
+  ValueId view_new = functional_value(e, d);
+  ValueId cur = view_new;
+  for (const Node* link : chain) {
+    ValueId parent = (*d.map)[size_t(link->args[size_t(link->schema->index_of("self"))].tensor)];
+    auto a = [&](const char* name) { return CallArg{"", link->arg(name)}; };
+    cur = link->target == "aten.slice.Tensor"
+              ? e.op("aten.slice_scatter.default",
+                     {Emit::t(parent), Emit::t(cur), a("dim"), a("start"), a("end"), a("step")})
+              : e.op("aten.select_scatter.default",
+                     {Emit::t(parent), Emit::t(cur), a("dim"), a("index")});
+  }
+  for (ValueId v : inplace_aliases(d.src, base)) d.remap.push_back({v, cur});
+  return {view_new};
 }
 
 DecompFn find_row(std::string_view target) {
   if (DecompFn fn = decomposition_table().find(target)) return fn;
-  if (target_has_tag(target, OpTag::Inplace) && !functional_target(target).empty())
-    return functionalize;
+  if (functionalizes(target)) return functionalize;
   return nullptr;
 }
 
@@ -963,7 +1039,7 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
       continue;
     }
     Emit e(out, n.name, &names);
-    DNode d{g, n, remap_args(n, map)};
+    DNode d{g, n, remap_args(n, map), &map, {}};
     size_t first_new = out.nodes.size();
     std::vector<ValueId> r = fn(e, d);
     if (r.empty()) {
@@ -975,6 +1051,7 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
     if (has_inplace_self(n))
       for (ValueId v : inplace_aliases(g, n.args[size_t(n.schema->index_of("self"))].tensor))
         map[size_t(v)] = r[0];
+    for (auto [from, to] : d.remap) map[size_t(from)] = to;
     for (size_t k = 0; k < r.size(); ++k) {
       // Later views rely on the original layout (SDPA's output is [B, L, H, E] in memory).
       r[k] = e.restride(r[k], g.values[n.outputs[k]].meta);
@@ -1002,6 +1079,11 @@ std::string functional_target(std::string_view target) {
   if (dot == std::string_view::npos || dot == 0 || target[dot - 1] != '_') return {};
   std::string f = std::string(target.substr(0, dot - 1)) + std::string(target.substr(dot));
   return find_op(f) ? f : std::string();
+}
+
+bool functionalizes(std::string_view target) {
+  return target_has_tag(target, OpTag::Inplace) &&
+         (!functional_target(target).empty() || target == "aten.fill_.Tensor");
 }
 
 const OpLayer& decomposition_layer() { return decomposition_table(); }

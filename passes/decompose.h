@@ -42,6 +42,11 @@ Graph to_autograd_forms(const Graph& g);
 /// every later use of that storage; otherwise the node stays (an extern call).
 std::string functional_target(std::string_view target);
 
+/// Whether decompose() rewrites this in-place op to a functional form (functional_target, or
+/// fill_.Tensor as its value broadcast), on a value nothing else aliases or written through a
+/// chain of slices and selects (scattered back into the base).
+bool functionalizes(std::string_view target);
+
 /// Whether the table has a row for this normalised target.
 bool has_decomposition(std::string_view target);
 

@@ -44,7 +44,19 @@ def norm_group_case(g):
     return {"x": x, "w": w, "b": b, "rm": rm, "rv": rv}, outs
 
 
-CASES = {"activation": activation_case, "norm_group": norm_group_case}
+def mutate_view_case(g):
+    x = torch.randn(4, 6, generator=g)
+    v = torch.tensor(-1.5)
+    y = torch.randn(7, generator=g)
+    z = x.new_zeros(5, 7)
+    z[0:-2, 1:4] = v
+    z[-2:, 5:7] = 3.0
+    z[1] += y
+    return {"x": x, "v": v, "y": y}, [z, z * 2]
+
+
+CASES = {"activation": activation_case, "norm_group": norm_group_case,
+         "mutate_view": mutate_view_case}
 
 if __name__ == "__main__":
     folder = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
