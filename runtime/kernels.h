@@ -35,7 +35,7 @@ struct KernelCall {
   const std::vector<Tensor>& list(std::string_view name) const;
   /// The dtype the op produces when PyTorch would produce `t`: F64 for floating dtypes in
   /// float64 mode, `t` otherwise.
-  DType fdt(DType t) const { return float64 && is_floating(t) ? DType::F64 : t; }
+  DType result_dtype(DType t) const { return float64 && is_floating(t) ? DType::F64 : t; }
   /// PyTorch's default floating dtype (f32), or f64 in float64 mode.
   DType default_float() const { return float64 ? DType::F64 : DType::F32; }
 };

@@ -12,8 +12,8 @@ Tensors k_assert_tensor_metadata(const KernelCall& c) {
     fail("tensor metadata mismatch: expected size " + shape_str(size.ints) + ", got " +
          shape_str(a.sizes()));
   const Arg& dt = c.arg("dtype");
-  if (!dt.is_none() && c.fdt(dt.dtype()) != a.dtype())
-    fail("tensor metadata mismatch: expected dtype " + dname(c.fdt(dt.dtype())) + ", got " +
+  if (!dt.is_none() && c.result_dtype(dt.dtype()) != a.dtype())
+    fail("tensor metadata mismatch: expected dtype " + dname(c.result_dtype(dt.dtype())) + ", got " +
          dname(a.dtype()));
   // Strides are deliberately not compared: reference kernels return contiguous results where
   // PyTorch may return another layout with the same values.
@@ -23,7 +23,7 @@ Tensors k_assert_tensor_metadata(const KernelCall& c) {
 
 DType factory_dtype(const KernelCall& c, DType fallback) {
   const Arg& dt = c.arg("dtype");
-  return c.fdt(dt.is_none() ? fallback : dt.dtype());
+  return c.result_dtype(dt.is_none() ? fallback : dt.dtype());
 }
 
 Tensors k_full(const KernelCall& c) {

@@ -16,7 +16,7 @@ Tensors k_embedding(const KernelCall& c) {
   int64_t V = w.size(0), D = w.size(1);
   Shape shape = idx.sizes();
   shape.push_back(D);
-  Tensor out = Tensor::empty(c.fdt(w.dtype()), shape);
+  Tensor out = Tensor::empty(c.result_dtype(w.dtype()), shape);
   std::vector<int64_t> off = all_offsets(idx);
   for (size_t i = 0; i < off.size(); ++i) {
     int64_t r = idx.load_int(off[i]);
@@ -47,7 +47,7 @@ Tensors k_gather(const KernelCall& c) {
     if (d != dim && index.size(d) > (x.dim() ? x.size(d) : 1))
       fail("gather(): size of dimension " + std::to_string(d) + " of index " +
            shape_str(index.sizes()) + " exceeds that of input " + shape_str(x.sizes()));
-  Tensor out = Tensor::empty(c.fdt(x.dtype()), index.sizes());
+  Tensor out = Tensor::empty(c.result_dtype(x.dtype()), index.sizes());
   int64_t dsize = x.dim() ? x.size(dim) : 1;
   int64_t n = index.numel();
   for (int64_t i = 0; i < n; ++i) {
@@ -85,7 +85,7 @@ Tensors k_index_select(const KernelCall& c) {
            std::to_string(dim) + " with size " + std::to_string(dsize));
   Shape os = xs.sizes();
   os[size_t(dim)] = int64_t(idx.size());
-  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.dim() == 0 ? Shape{} : os);
+  Tensor out = Tensor::empty(c.result_dtype(x.dtype()), x.dim() == 0 ? Shape{} : os);
   Tensor ov = x.dim() == 0 ? unsqueeze_view(out, 0) : out;
   for (size_t j = 0; j < idx.size(); ++j) {
     Shape ss = xs.sizes(), sst = xs.strides();
@@ -166,7 +166,7 @@ Tensors k_index(const KernelCall& c) {
   for (int64_t d : rest_dims_before) out_shape.push_back(x.size(d));
   out_shape.insert(out_shape.end(), bshape.begin(), bshape.end());
   for (int64_t d : rest_dims_after) out_shape.push_back(x.size(d));
-  Tensor out = Tensor::empty(c.fdt(x.dtype()), out_shape);
+  Tensor out = Tensor::empty(c.result_dtype(x.dtype()), out_shape);
   int64_t n = out.numel();
   Tensors bidx;
   std::vector<std::vector<int64_t>> boff;
@@ -231,7 +231,7 @@ Tensors k_scatter_add(const KernelCall& c) {
            " to be no larger than self " + shape_str(x.sizes()) + " apart from dimension " +
            std::to_string(dim));
   }
-  DType dt = c.fdt(x.dtype());
+  DType dt = c.result_dtype(x.dtype());
   std::vector<double> acc = values(x);
   std::vector<int64_t> xstr = contiguous_strides(x.sizes());
   int64_t dsize = size_or_1(x, dim);
@@ -338,7 +338,7 @@ Tensors k_scatter(const KernelCall& c) {
   const Tensor* src = has_src ? &c.tensor("src") : nullptr;
   double value = has_src ? 0.0 : c.arg("value").scalar();
   return {scatter_impl(x, c.arg("dim").i, c.tensor("index"), src, value, "", true,
-                       c.fdt(x.dtype()), "scatter")};
+                       c.result_dtype(x.dtype()), "scatter")};
 }
 
 Tensors k_scatter_reduce(const KernelCall& c) {
@@ -347,7 +347,7 @@ Tensors k_scatter_reduce(const KernelCall& c) {
   if (r != "sum" && r != "prod" && r != "mean" && r != "amax" && r != "amin")
     fail("reduce argument must be either sum, prod, mean, amax or amin, got " + r);
   return {scatter_impl(x, c.arg("dim").i, c.tensor("index"), &c.tensor("src"), 0.0, r,
-                       c.arg("include_self").b, c.fdt(x.dtype()), "scatter_reduce")};
+                       c.arg("include_self").b, c.result_dtype(x.dtype()), "scatter_reduce")};
 }
 
 // index_put(self, indices, values, accumulate): a copy of self with self[indices] = values
@@ -364,7 +364,7 @@ Tensors k_index_put(const KernelCall& c) {
     fail("too many indices for tensor of dimension " + std::to_string(x.dim()) + " (got " +
          std::to_string(idx.size()) + ")");
   idx.resize(size_t(x.dim()));
-  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.sizes());
+  Tensor out = Tensor::empty(c.result_dtype(x.dtype()), x.sizes());
   out.copy_from(x);
   std::vector<int64_t> pos;
   Shape bshape;
@@ -457,7 +457,7 @@ Tensors k_index_add_fill(const KernelCall& c) {
   if (index.dim() > 1) fail("index must be a vector, got " + shape_str(index.sizes()));
   const bool add = c.node.schema->index_of("source") >= 0;
   const int64_t dim = wrap(c.arg("dim").i, x.dim());
-  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.sizes());
+  Tensor out = Tensor::empty(c.result_dtype(x.dtype()), x.sizes());
   out.copy_from(x);
   Tensor ov = x.dim() == 0 ? unsqueeze_view(out, 0) : out;
   const int64_t dsize = ov.size(dim);

@@ -183,7 +183,7 @@ inline DType result_type(const Tensors& ts, const std::vector<Arg>& scalars, con
   ResultType r(c.default_float());
   for (const Tensor& t : ts) r.add_tensor(t.dtype(), t.dim());
   for (const Arg& a : scalars) r.add_number(a);
-  return c.fdt(r.result());
+  return c.result_dtype(r.result());
 }
 
 inline int64_t cast_int(int64_t v, DType t);

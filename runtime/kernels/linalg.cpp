@@ -117,7 +117,7 @@ Tensors k_matmul(const KernelCall& c) {
   check_same_dtype(a, b, "matmul");
   Shape shape;
   auto v = matmul_values(a, b, &shape);
-  return {make(c.fdt(a.dtype()), shape, v)};
+  return {make(c.result_dtype(a.dtype()), shape, v)};
 }
 
 Tensors k_mm(const KernelCall& c) {
@@ -128,7 +128,7 @@ Tensors k_mm(const KernelCall& c) {
   check_same_dtype(a, b, "mm");
   Shape shape;
   auto v = matmul_values(a, b, &shape);
-  return {make(c.fdt(a.dtype()), shape, v)};
+  return {make(c.result_dtype(a.dtype()), shape, v)};
 }
 
 Tensors k_bmm(const KernelCall& c) {
@@ -141,7 +141,7 @@ Tensors k_bmm(const KernelCall& c) {
   check_same_dtype(a, b, "bmm");
   Shape shape;
   auto v = matmul_values(a, b, &shape);
-  return {make(c.fdt(a.dtype()), shape, v)};
+  return {make(c.result_dtype(a.dtype()), shape, v)};
 }
 
 // beta * bias + alpha * product, with bias broadcast to the product's shape.
@@ -167,7 +167,7 @@ Tensors k_addmm(const KernelCall& c) {
   Shape shape;
   auto v = matmul_values(a, b, &shape);
   return {
-      add_bias(v, shape, self, c.arg("beta").scalar(), c.arg("alpha").scalar(), c.fdt(a.dtype()))};
+      add_bias(v, shape, self, c.arg("beta").scalar(), c.arg("alpha").scalar(), c.result_dtype(a.dtype()))};
 }
 
 Tensors k_linear(const KernelCall& c) {
@@ -180,7 +180,7 @@ Tensors k_linear(const KernelCall& c) {
     fail("linear expects a 1-D or 2-D weight, got " + shape_str(w.sizes()));
   Shape shape;
   auto v = matmul_values(x, w.dim() == 2 ? transpose_last(w) : w, &shape);
-  return {add_bias(v, shape, bias, 1.0, 1.0, c.fdt(x.dtype()))};
+  return {add_bias(v, shape, bias, 1.0, 1.0, c.result_dtype(x.dtype()))};
 }
 
 // ---- Convolution and pooling ----
@@ -268,7 +268,7 @@ Tensors k_conv2d(const KernelCall& c) {
   Tensor out = conv2d_impl(x, w, c.tensor("bias"), expand_param(c.arg("stride").ints, 2, "stride"),
                            expand_param(c.arg("padding").ints, 2, "padding"),
                            expand_param(c.arg("dilation").ints, 2, "dilation"), c.arg("groups").i,
-                           c.fdt(x.dtype()));
+                           c.result_dtype(x.dtype()));
   if (unbatched)
     out = view_of(out, Shape(out.sizes().begin() + 1, out.sizes().end()),
                   Shape(out.strides().begin() + 1, out.strides().end()), 0);
@@ -296,7 +296,7 @@ Tensors k_convolution(const KernelCall& c) {
   }
   Tensor out = conv2d_impl(x, w, c.tensor("bias"), expand_param(stride, 2, "stride"),
                            expand_param(pad, 2, "padding"), expand_param(dil, 2, "dilation"),
-                           c.arg("groups").i, c.fdt(x.dtype()));
+                           c.arg("groups").i, c.result_dtype(x.dtype()));
   if (one_d)
     out = view_of(out, {out.size(0), out.size(1), out.size(3)},
                   {out.stride(0), out.stride(1), out.stride(3)}, 0);
@@ -395,7 +395,7 @@ Tensors k_sdpa(const KernelCall& c) {
   // out = probs @ v
   Tensor pt = make(DType::F64, with({L, S}), probs);
   std::vector<double> out = gemm(pt, expand_to(v, with({S, Ev})));
-  return {make(c.fdt(q.dtype()), with({L, Ev}), out)};
+  return {make(c.result_dtype(q.dtype()), with({L, Ev}), out)};
 }
 
 const OpTable<KernelFn>::Row kLinalgKernels[] = {

@@ -23,7 +23,7 @@ Tensors layer_norm_impl(const KernelCall& c) {
   std::vector<bool> red(size_t(x.dim()), false);
   for (int64_t d = axis; d < x.dim(); ++d) red[size_t(d)] = true;
   ReduceLayout L = reduce_layout(x, red, true);
-  DType dt = c.fdt(x.dtype());
+  DType dt = c.result_dtype(x.dtype());
   Shape stat_shape = L.out_shape;
   std::vector<double> wv = w.defined() ? values(w) : std::vector<double>();
   std::vector<double> bv = b.defined() ? values(b) : std::vector<double>();
@@ -90,12 +90,12 @@ Tensors k_batch_norm(const KernelCall& c) {
     fail("batch_norm in training mode is not supported by the reference interpreter");
   const Tensor& x = c.tensor("input");
   return {batch_norm_eval(x, c.tensor("weight"), c.tensor("bias"), c.tensor("running_mean"),
-                          c.tensor("running_var"), c.arg("eps").f, c.fdt(x.dtype()))};
+                          c.tensor("running_var"), c.arg("eps").f, c.result_dtype(x.dtype()))};
 }
 
 Tensors k_native_batch_norm_no_training(const KernelCall& c) {
   const Tensor& x = c.tensor("input");
-  DType dt = c.fdt(x.dtype());
+  DType dt = c.result_dtype(x.dtype());
   Tensor out = batch_norm_eval(x, c.tensor("weight"), c.tensor("bias"), c.tensor("running_mean"),
                                c.tensor("running_var"), c.arg("eps").f, dt);
   return {out, Tensor::empty(dt, {0}), Tensor::empty(dt, {0})};
@@ -157,7 +157,7 @@ Tensors group_norm_impl(const KernelCall& c, int64_t G) {
     fail("Expected number of channels in input to be divisible by num_groups, but got input of "
          "shape " + shape_str(x.sizes()) + " and num_groups=" + std::to_string(G));
   int64_t per = C / G;
-  DType dt = c.fdt(x.dtype());
+  DType dt = c.result_dtype(x.dtype());
   return normalize_by(
       x, N * G, [&](int64_t n, int64_t ch) { return n * G + ch / per; }, c.tensor("weight"),
       c.tensor("bias"), c.arg("eps").f, dt, dt, {N, G});
@@ -177,7 +177,7 @@ Tensors k_native_group_norm(const KernelCall& c) {
 Tensors k_instance_norm(const KernelCall& c) {
   const Tensor& x = c.tensor("input");
   check_norm_input(x, "instance_norm");
-  DType dt = c.fdt(x.dtype());
+  DType dt = c.result_dtype(x.dtype());
   if (!c.arg("use_input_stats").b)
     return {batch_norm_eval(x, c.tensor("weight"), c.tensor("bias"), c.tensor("running_mean"),
                             c.tensor("running_var"), c.arg("eps").f, dt)};
@@ -191,7 +191,7 @@ Tensors k_instance_norm(const KernelCall& c) {
 Tensors k_batch_norm_no_stats(const KernelCall& c) {
   const Tensor& x = c.tensor("input");
   check_norm_input(x, "batch_norm");
-  DType dt = c.fdt(x.dtype());
+  DType dt = c.result_dtype(x.dtype());
   DType stat_dt = is_floating(dt) && dtype_size(dt) < 4 ? DType::F32 : dt;
   return normalize_by(
       x, x.size(1), [](int64_t, int64_t ch) { return ch; }, c.tensor("weight"), c.tensor("bias"),

@@ -47,7 +47,7 @@ Tensor unary(const KernelCall& c, const Tensor& x, UnaryKind kind, FloatFn ff, I
   if (kind == UnaryKind::FloatOnly && !is_floating(dt))
     fail(std::string(name) + " is not implemented for " + dname(dt) + " tensors");
   if (kind == UnaryKind::Promote && !is_floating(dt)) dt = c.default_float();
-  dt = c.fdt(dt);
+  dt = c.result_dtype(dt);
   return elementwise({x}, dt, dt, ff, fi, extra);
 }
 
@@ -380,7 +380,7 @@ template <bool Min> Tensors k_clamp_one(const KernelCall& c) {
 Tensors k_hardtanh(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   if (x.dtype() == DType::Bool) fail("\"hardtanh_cpu\" not implemented for 'Bool'");
-  return {clamp_to(x, c.arg("min_val"), c.arg("max_val"), c.fdt(x.dtype()))};
+  return {clamp_to(x, c.arg("min_val"), c.arg("max_val"), c.result_dtype(x.dtype()))};
 }
 
 // A float-only activation with up to three Scalar parameters, passed to `f` as e[0..2].
@@ -437,7 +437,7 @@ Tensors k_prelu(const KernelCall& c) {
   } else {
     wv = view_of(w, {}, {}, w.storage_offset());
   }
-  DType dt = c.fdt(x.dtype());
+  DType dt = c.result_dtype(x.dtype());
   return {elementwise(
       {x, wv}, dt, dt, [](const double* v, const double*) { return v[0] > 0 ? v[0] : v[0] * v[1]; },
       nullptr)};
@@ -445,7 +445,7 @@ Tensors k_prelu(const KernelCall& c) {
 
 Tensors k_fill_scalar(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
-  return {filled(c.fdt(x.dtype()), x.sizes(), c.arg("value"))};
+  return {filled(c.result_dtype(x.dtype()), x.sizes(), c.arg("value"))};
 }
 
 // ---- Op families of issue 18: integer division and remainders, rsub, bitwise, logical ----
@@ -690,7 +690,7 @@ Tensors k_round_decimals(const KernelCall& c) {
   if (x.dtype() == DType::Bool || (!is_floating(x.dtype()) && d != 0))
     not_implemented("round_cpu", x.dtype());
   if (!is_floating(x.dtype())) return {x.clone()};
-  DType dt = c.fdt(x.dtype());
+  DType dt = c.result_dtype(x.dtype());
   double extra[3] = {std::pow(10.0, double(d < 0 ? -d : d)), double(d < 0),
                      double(dt == DType::F64)};
   return {elementwise(

@@ -38,7 +38,7 @@ Tensors max_pool(const KernelCall& c, bool with_indices) {
     fail("given input size " + shape_str(x.sizes()) + ", the calculated output size is too small");
   Shape osz(x.sizes().begin(), x.sizes().end() - 2);
   osz.insert(osz.end(), {OH, OW});
-  DType dt = c.fdt(x.dtype());
+  DType dt = c.result_dtype(x.dtype());
   Tensor out = Tensor::empty(dt, osz), ind = Tensor::empty(DType::I64, osz);
   std::vector<double> xv = values(x);
   int64_t idx = 0;
@@ -93,7 +93,7 @@ Tensors k_adaptive_avg_pool2d(const KernelCall& c) {
   int64_t planes = checked_numel(Shape(x.sizes().begin(), x.sizes().end() - 2));
   Shape osz(x.sizes().begin(), x.sizes().end() - 2);
   osz.insert(osz.end(), {os[0], os[1]});
-  Tensor out = Tensor::empty(c.fdt(x.dtype()), osz);
+  Tensor out = Tensor::empty(c.result_dtype(x.dtype()), osz);
   std::vector<double> xv = values(x);
   int64_t idx = 0;
   for (int64_t pl = 0; pl < planes; ++pl)
@@ -140,7 +140,7 @@ Tensors avg_pool(const KernelCall& c, size_t sp) {
   Shape osz(x.sizes().begin(), x.sizes().end() - int64_t(sp));
   int64_t planes = checked_numel(osz);
   osz.insert(osz.end(), O.end() - int64_t(sp), O.end());
-  Tensor out = Tensor::empty(c.fdt(x.dtype()), osz);
+  Tensor out = Tensor::empty(c.result_dtype(x.dtype()), osz);
   std::vector<double> xv = values(x);
   int64_t idx = 0;
   for (int64_t pl = 0; pl < planes; ++pl)
@@ -178,7 +178,7 @@ template <class T> Tensor upsample(const KernelCall& c, const Tensor& x, int mod
   std::string err = resample::upsample_args(c.node, {H, W}, u);
   if (!err.empty()) fail(err);
   int64_t OH = u.out[0], OW = u.out[1], planes = x.size(0) * x.size(1);
-  Tensor out = Tensor::empty(c.fdt(x.dtype()), {x.size(0), x.size(1), OH, OW});
+  Tensor out = Tensor::empty(c.result_dtype(x.dtype()), {x.size(0), x.size(1), OH, OW});
   std::vector<double> xv = values(x);
   // Per output row/column: two source indices and the weight of the second.
   auto axis = [&](int64_t in, int64_t o, std::optional<double> sc, std::vector<int64_t>& i0,
@@ -219,7 +219,7 @@ template <class T> Tensor upsample(const KernelCall& c, const Tensor& x, int mod
 Tensors upsample2d(const KernelCall& c, int mode) {
   const Tensor& x = c.tensor(c.node.schema->index_of("input") >= 0 ? "input" : "self");
   if (x.dim() != 4) fail("upsampling expects a 4-D input (N, C, H, W), got " + shape_str(x.sizes()));
-  if (mode != 2 || c.fdt(x.dtype()) == DType::F64) return {upsample<double>(c, x, mode)};
+  if (mode != 2 || c.result_dtype(x.dtype()) == DType::F64) return {upsample<double>(c, x, mode)};
   return {upsample<float>(c, x, mode)};
 }
 Tensors k_upsample_nearest2d(const KernelCall& c) { return upsample2d(c, 0); }

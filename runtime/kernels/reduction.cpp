@@ -38,7 +38,7 @@ template <int Kind> Tensors k_scan(const KernelCall& c) {
   const int64_t outer = len == 0 || inner == 0 ? 0 : n / (len * inner);
   if (is_floating(dt)) {
     std::vector<double> v = values(x);
-    for (double& e : v) e = round_to_dtype(e, c.fdt(dt));
+    for (double& e : v) e = round_to_dtype(e, c.result_dtype(dt));
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
         double acc = Kind == 0 ? 0.0 : Kind == 1 ? 1.0 : -INFINITY;
@@ -48,7 +48,7 @@ template <int Kind> Tensors k_scan(const KernelCall& c) {
           v[at] = acc;
         }
       }
-    return {make(c.fdt(dt), sizes, v)};
+    return {make(c.result_dtype(dt), sizes, v)};
   }
   Tensor out = Tensor::empty(dt, sizes);
   std::vector<int64_t> off = all_offsets(x);
@@ -97,7 +97,7 @@ Tensors k_sum(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Arg& dt = c.arg("dtype");
   DType out = dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype();
-  out = c.fdt(out);
+  out = c.result_dtype(out);
   bool has_dim = c.node.schema->index_of("dim") >= 0;
   auto red = reduced_dims(x, has_dim ? c.arg("dim") : Arg::none());
   ReduceLayout L = reduce_layout(x, red, has_dim && c.arg("keepdim").b);
@@ -123,7 +123,7 @@ Tensors k_mean(const KernelCall& c) {
     fail("mean(): could not infer output dtype. Input dtype must be either a floating point or "
          "complex dtype. Got: " +
          dname(x.dtype()));
-  DType out = c.fdt(dt.is_none() ? x.dtype() : dt.dtype());
+  DType out = c.result_dtype(dt.is_none() ? x.dtype() : dt.dtype());
   if (!is_floating(out)) fail("mean(): the output dtype must be floating, got " + dname(out));
   bool has_dim = c.node.schema->index_of("dim") >= 0;
   auto red = reduced_dims(x, has_dim ? c.arg("dim") : Arg::none());
@@ -143,7 +143,7 @@ Tensors k_amax(const KernelCall& c) {
   ReduceLayout L = reduce_layout(x, red, c.arg("keepdim").b);
   if (L.inner.empty() && !L.outer.empty())
     fail("amax(): expected reduction dims to have non-zero size");
-  Tensor o = Tensor::empty(c.fdt(x.dtype()), L.out_shape);
+  Tensor o = Tensor::empty(c.result_dtype(x.dtype()), L.out_shape);
   for (size_t i = 0; i < L.outer.size(); ++i) {
     if (is_floating(x.dtype())) {
       double m = -std::numeric_limits<double>::infinity();
@@ -222,7 +222,7 @@ template <bool Min> Tensors k_extreme(const KernelCall& c) {
   if (L.inner.empty())
     fail(std::string(Min ? "min" : "max") +
          "(): expected a non-empty input or reduction dims of non-zero size");
-  Tensor o = Tensor::empty(c.fdt(x.dtype()), L.out_shape);
+  Tensor o = Tensor::empty(c.result_dtype(x.dtype()), L.out_shape);
   for (size_t i = 0; i < L.outer.size(); ++i) {
     if (is_floating(x.dtype())) {
       double m = Min ? INFINITY : -INFINITY;
@@ -295,7 +295,7 @@ template <bool Min> Tensors k_extreme_dim(const KernelCall& c) {
   if (L.inner.empty() && !L.outer.empty())
     fail(std::string(Min ? "min" : "max") + "(): expected reduction dim to have non-zero size");
   std::vector<int64_t> a = arg_extreme<Min>(x, L);
-  Tensor v = Tensor::empty(c.fdt(x.dtype()), L.out_shape);
+  Tensor v = Tensor::empty(c.result_dtype(x.dtype()), L.out_shape);
   Tensor idx = Tensor::empty(DType::I64, L.out_shape);
   for (size_t i = 0; i < a.size(); ++i) {
     int64_t at = L.outer[i] + L.inner[size_t(a[i])];
@@ -327,7 +327,7 @@ template <bool All> Tensors k_any_all(const KernelCall& c) {
 Tensors k_prod(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Arg& dt = c.arg("dtype");
-  DType out = c.fdt(dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype());
+  DType out = c.result_dtype(dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype());
   ReduceLayout L = reduce_layout(x, reduced_dims(x, dim_arg(c)), keepdim_of(c));
   Tensor o = Tensor::empty(out, L.out_shape);
   for (size_t i = 0; i < L.outer.size(); ++i) {
@@ -359,7 +359,7 @@ Tensors k_var(const KernelCall& c) {
     fail("std and var only support floating point and complex dtypes, got " + dname(x.dtype()));
   ReduceLayout L = reduce_layout(x, reduced_dims(x, c.arg("dim")), c.arg("keepdim").b);
   const double corr = correction_of(c);
-  DType out = c.fdt(x.dtype());
+  DType out = c.result_dtype(x.dtype());
   Tensor v = Tensor::empty(out, L.out_shape), m = Tensor::empty(out, L.out_shape);
   const double n = double(L.inner.size());
   for (size_t i = 0; i < L.outer.size(); ++i) {
@@ -381,7 +381,7 @@ Tensors k_var(const KernelCall& c) {
 // logsumexp: log(sum(exp(x - m))) + m with m the maximum (0 when it is infinite).
 Tensors k_logsumexp(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
-  DType out = c.fdt(is_floating(x.dtype()) ? x.dtype() : c.default_float());
+  DType out = c.result_dtype(is_floating(x.dtype()) ? x.dtype() : c.default_float());
   ReduceLayout L = reduce_layout(x, reduced_dims(x, c.arg("dim")), c.arg("keepdim").b);
   Tensor o = Tensor::empty(out, L.out_shape);
   for (size_t i = 0; i < L.outer.size(); ++i) {
@@ -403,7 +403,7 @@ Tensors k_vector_norm(const KernelCall& c) {
     fail("linalg.vector_norm: Expected a floating point or complex tensor as input. Got " +
          dname(x.dtype()));
   const Arg& dt = c.arg("dtype");
-  DType out = c.fdt(dt.is_none() ? x.dtype() : dt.dtype());
+  DType out = c.result_dtype(dt.is_none() ? x.dtype() : dt.dtype());
   const double p = c.arg("ord").scalar();
   ReduceLayout L = reduce_layout(x, reduced_dims(x, c.arg("dim")), c.arg("keepdim").b);
   if (L.inner.empty() && !L.outer.empty() && (p < 0 || std::isinf(p)))
@@ -452,7 +452,7 @@ Tensors k_count_nonzero(const KernelCall& c) {
 Tensors k_nansum(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Arg& dt = c.arg("dtype");
-  DType out = c.fdt(dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype());
+  DType out = c.result_dtype(dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype());
   ReduceLayout L = reduce_layout(x, reduced_dims(x, c.arg("dim")), c.arg("keepdim").b);
   Tensor o = Tensor::empty(out, L.out_shape);
   for (size_t i = 0; i < L.outer.size(); ++i) {
@@ -481,7 +481,7 @@ template <bool Min> Tensors k_cumextreme(const KernelCall& c) {
   if (x.dim() > 0) red[size_t(d)] = true;
   ReduceLayout L = reduce_layout(x, red, true);
   ReduceLayout O = reduce_layout(x.sizes(), contiguous_strides(x.sizes()), red, true);
-  Tensor v = Tensor::empty(c.fdt(x.dtype()), x.sizes()), idx = Tensor::empty(DType::I64, x.sizes());
+  Tensor v = Tensor::empty(c.result_dtype(x.dtype()), x.sizes()), idx = Tensor::empty(DType::I64, x.sizes());
   const bool fl = is_floating(x.dtype());
   for (size_t i = 0; i < L.outer.size(); ++i) {
     double best = 0;
@@ -530,7 +530,7 @@ SortResult sort_rows(const KernelCall& c, const Tensor& x, int64_t dim, bool des
   // Row-major output offsets: outer index o, position j -> the same layout as the input rows.
   std::vector<bool> red_out = red;
   ReduceLayout O = reduce_layout(out, contiguous_strides(out), red_out, true);
-  SortResult r{Tensor::empty(c.fdt(x.dtype()), out), Tensor::empty(DType::I64, out)};
+  SortResult r{Tensor::empty(c.result_dtype(x.dtype()), out), Tensor::empty(DType::I64, out)};
   const bool fl = is_floating(x.dtype());
   std::vector<int64_t> perm(static_cast<size_t>(len));
   std::vector<double> fv(static_cast<size_t>(len));
@@ -623,7 +623,7 @@ Tensors softmax_family(const KernelCall& c, bool log) {
   } else if (!c.arg("dtype").is_none()) {
     out = c.arg("dtype").dtype();
   }
-  out = c.fdt(out);
+  out = c.result_dtype(out);
   if (!is_floating(out) || !is_floating(x.dtype()))
     fail(std::string(log ? "log_softmax" : "softmax") + " is not implemented for " +
          dname(x.dtype()) + " tensors");

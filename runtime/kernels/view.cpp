@@ -20,7 +20,7 @@ Tensors k_cat(const KernelCall& c) {
     common = common ? promote_types(*common, t.dtype()) : t.dtype();
     if (!(t.dim() == 1 && t.size(0) == 0)) used.push_back(t); // legacy empty tensors are skipped
   }
-  DType dt = c.fdt(*common);
+  DType dt = c.result_dtype(*common);
   if (used.empty()) return {Tensor::empty(dt, ts[0].sizes())};
   const Tensor& f = used[0];
   if (f.dim() == 0) fail("zero-dimensional tensor cannot be concatenated");
@@ -90,7 +90,7 @@ Tensors k_diff(const KernelCall& c) {
     cur = std::move(next);
   }
   sizes[size_t(d)] = len;
-  return {make(c.fdt(x.dtype()), sizes, cur)};
+  return {make(c.result_dtype(x.dtype()), sizes, cur)};
 }
 
 Tensors k_roll(const KernelCall& c) {
@@ -111,7 +111,7 @@ Tensors k_roll(const KernelCall& c) {
       int64_t j = ((i + shifts[0]) % n + n) % n;
       out[size_t(j)] = v[size_t(i)];
     }
-    return {make(c.fdt(x.dtype()), x.sizes(), out)};
+    return {make(c.result_dtype(x.dtype()), x.sizes(), out)};
   }
   for (size_t k = 0; k < dims.size(); ++k) {
     int64_t d = wrap(dims[k], x.dim());
@@ -125,7 +125,7 @@ Tensors k_roll(const KernelCall& c) {
     }
     v = out;
   }
-  return {make(c.fdt(x.dtype()), x.sizes(), v)};
+  return {make(c.result_dtype(x.dtype()), x.sizes(), v)};
 }
 
 Tensor constant_pad(const Tensor& x, const Shape& pad, double value, DType dt) {
@@ -168,7 +168,7 @@ Tensor constant_pad(const Tensor& x, const Shape& pad, double value, DType dt) {
 
 Tensors k_constant_pad_nd(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
-  return {constant_pad(x, c.arg("pad").ints, c.arg("value").scalar(), c.fdt(x.dtype()))};
+  return {constant_pad(x, c.arg("pad").ints, c.arg("value").scalar(), c.result_dtype(x.dtype()))};
 }
 
 Tensor mode_pad(const Tensor& x, const Shape& pad, const std::string& mode);
@@ -180,7 +180,7 @@ Tensors k_pad(const KernelCall& c) {
     return {mode_pad(x, c.arg("pad").ints, mode)};
   if (mode != "constant") fail("unrecognised padding mode '" + mode + "'");
   const Arg& v = c.arg("value");
-  return {constant_pad(x, c.arg("pad").ints, v.is_none() ? 0.0 : v.f, c.fdt(x.dtype()))};
+  return {constant_pad(x, c.arg("pad").ints, v.is_none() ? 0.0 : v.f, c.result_dtype(x.dtype()))};
 }
 
 // ---- Views ----
@@ -424,18 +424,18 @@ Tensors k_contiguous(const KernelCall& c) {
 
 Tensors k_clone(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
-  return {x.to(c.fdt(x.dtype()))};
+  return {x.to(c.result_dtype(x.dtype()))};
 }
 
 Tensors k_to_copy(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Arg& dt = c.arg("dtype");
-  return {x.to(c.fdt(dt.is_none() ? x.dtype() : dt.dtype()))};
+  return {x.to(c.result_dtype(dt.is_none() ? x.dtype() : dt.dtype()))};
 }
 
 Tensors k_to_dtype(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
-  DType dt = c.fdt(c.arg("dtype").dtype());
+  DType dt = c.result_dtype(c.arg("dtype").dtype());
   if (dt == x.dtype() && !c.arg("copy").b) return {x};
   return {x.to(dt)};
 }
@@ -444,14 +444,14 @@ Tensors k_to_dtype(const KernelCall& c) {
 Tensors k_to_other(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Arg& d = c.arg("dtype");
-  DType dt = c.fdt(d.is_none() ? x.dtype() : d.dtype());
+  DType dt = c.result_dtype(d.is_none() ? x.dtype() : d.dtype());
   if (dt == x.dtype() && !c.arg("copy").b) return {x};
   return {x.to(dt)};
 }
 
 Tensors k_copy(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
-  Tensor out = Tensor::empty(c.fdt(x.dtype()), x.sizes());
+  Tensor out = Tensor::empty(c.result_dtype(x.dtype()), x.sizes());
   out.copy_from(c.tensor("src"));
   return {out};
 }
@@ -459,7 +459,7 @@ Tensors k_copy(const KernelCall& c) {
 Tensors k_slice_scatter(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Tensor& src = c.tensor("src");
-  Tensor out = x.to(c.fdt(x.dtype()));
+  Tensor out = x.to(c.result_dtype(x.dtype()));
   Tensor dst = slice_impl(out, c.arg("dim").i, c.arg("start"), c.arg("end"), c.arg("step").i);
   if (dst.sizes() != src.sizes())
     fail("slice_scatter: expected src to have a size equal to the slice of self. src size = " +
@@ -477,7 +477,7 @@ Tensors k_select_scatter(const KernelCall& c) {
     fail("select(): index " + std::to_string(i) + " out of range for tensor of size " +
          shape_str(x.sizes()) + " at dimension " + std::to_string(d));
   if (i < 0) i += size;
-  Tensor out = x.to(c.fdt(x.dtype()));
+  Tensor out = x.to(c.result_dtype(x.dtype()));
   Shape sizes = out.sizes(), strides = out.strides();
   int64_t offset = out.storage_offset() + i * strides[size_t(d)];
   sizes.erase(sizes.begin() + d);
@@ -503,7 +503,7 @@ Tensors k_glu(const KernelCall& c) {
   sizes[size_t(d)] = h;
   Tensor a = view_of(x, sizes, x.strides(), x.storage_offset());
   Tensor b = view_of(x, sizes, x.strides(), x.storage_offset() + h * x.stride(d));
-  DType dt = c.fdt(x.dtype());
+  DType dt = c.result_dtype(x.dtype());
   return {elementwise(
       {a, b}, dt, dt,
       [](const double* v, const double*) { return v[0] / (1.0 + std::exp(-v[1])); }, nullptr)};
@@ -688,7 +688,7 @@ Tensors k_stack(const KernelCall& c) {
   int64_t d = wrap(c.arg("dim").i, ts[0].dim() + 1);
   DType dt = ts[0].dtype();
   for (const Tensor& t : ts) dt = promote_types(dt, t.dtype());
-  dt = c.fdt(dt);
+  dt = c.result_dtype(dt);
   Shape inner_shape = ts[0].sizes();
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= inner_shape[size_t(i)];
