@@ -42,7 +42,9 @@ same_bytes cpu-train-fxo fxo --device=cpu --mode=train
 
 # The train PTX is one module that ptxas accepts (its cat kernels are PTX 8.1 where their
 # parameters outgrow 7.8's 0x1100 bytes, as in the full EfficientNet-B0).
-if [ -n "${PTXAS:-}" ] && [ -x "$PTXAS" ] && [ -s "$tmp/cuda-train-ptx.1.ptx" ]; then
+PTXAS=${PTXAS:-}
+[ -x "$PTXAS" ] || PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$PTXAS" ] && [ -s "$tmp/cuda-train-ptx.1.ptx" ]; then
   check "ptxas -arch=sm_90 accepts the train PTX" 0 "$PTXAS" -arch=sm_90 "$tmp/cuda-train-ptx.1.ptx" -o "$tmp/t.cubin"
 else missing "ptxas on the train PTX" "ptxas not found (PTXAS unset)"; fi
 

@@ -20,7 +20,9 @@ so=$tmp/libscaled_softplus.so
 if ! build "$so" "$ex/scaled_softplus.c"; then bad "building the example plugin"; exit 1; fi
 ok "the example plugin builds"
 # The CUDA kernel's PTX (run on the GPU by test/gpu/e2e/plugin_cuda.sh) assembles for sm_90.
-if [ -n "${PTXAS:-}" ] && [ -x "$PTXAS" ]; then
+PTXAS=${PTXAS:-}
+[ -x "$PTXAS" ] || PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$PTXAS" ]; then
   python3 - "$ex/scaled_softplus.c" "$tmp/sp.ptx" <<'PY'
 import re, sys
 s = open(sys.argv[1]).read()
