@@ -107,6 +107,14 @@ Metas native_group_norm(const Graph& g, const Node& n) {
   return {make(x.dtype, x.sizes, x.device), stat, stat};
 }
 
+// The optional per-channel tensors named, when given, hold C elements.
+void check_channel_vectors(const Ctx& c, int64_t C, std::initializer_list<const char*> names) {
+  for (const char* w : names)
+    if (const TensorMeta* t = c.opt_tensor(w); t && (t->dim() != 1 || t->sizes[0] != C))
+      c.fail(std::string(w) + " should contain " + std::to_string(C) + " elements, but " + w +
+             " is " + format_meta(*t));
+}
+
 // instance_norm: the input's sizes; running statistics of C elements when given.
 Metas instance_norm(const Graph& g, const Node& n) {
   Ctx c(g, n);
@@ -114,10 +122,7 @@ Metas instance_norm(const Graph& g, const Node& n) {
   if (x.dim() < 2)
     c.fail("instance_norm expects an input with at least 2 dimensions, got " + format_meta(x));
   const int64_t C = x.sizes[1];
-  for (const char* w : {"weight", "bias", "running_mean", "running_var"})
-    if (const TensorMeta* t = c.opt_tensor(w); t && (t->dim() != 1 || t->sizes[0] != C))
-      c.fail(std::string(w) + " should contain " + std::to_string(C) + " elements, but " + w +
-             " is " + format_meta(*t));
+  check_channel_vectors(c, C, {"weight", "bias", "running_mean", "running_var"});
   if (!c.bool_("use_input_stats") && (!c.has("running_mean") || !c.has("running_var")))
     c.fail("Expected running_mean and running_var to be defined when use_input_stats is false");
   if (!is_floating(x.dtype)) not_implemented(c, "instance_norm", x.dtype);
@@ -131,10 +136,7 @@ Metas batch_norm_no_stats(const Graph& g, const Node& n) {
   if (x.dim() < 2)
     c.fail("batch_norm expects an input with at least 2 dimensions, got " + format_meta(x));
   const int64_t C = x.sizes[1];
-  for (const char* w : {"weight", "bias"})
-    if (const TensorMeta* t = c.opt_tensor(w); t && (t->dim() != 1 || t->sizes[0] != C))
-      c.fail(std::string(w) + " should contain " + std::to_string(C) + " elements, but " + w +
-             " is " + format_meta(*t));
+  check_channel_vectors(c, C, {"weight", "bias"});
   if (!is_floating(x.dtype)) not_implemented(c, "batch_norm", x.dtype);
   DType stat_dt = dtype_size(x.dtype) < 4 ? DType::F32 : x.dtype;
   return {make(x.dtype, x.sizes, x.device), make(stat_dt, {C}, x.device),

@@ -123,12 +123,17 @@ def scatter_case(g):
 
 CASES = {"reduce": reduce_case, "sort": sort_case, "scatter": scatter_case}
 
-if __name__ == "__main__":
+def write_cases(cases):
+    """Writes every case's inputs and outputs into the folder named on the command line."""
     folder = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-    for name, fn in CASES.items():
+    for name, fn in cases.items():
         g = torch.Generator().manual_seed(18)
         ins, outs = fn(g)
         save(os.path.join(folder, name + ".in.safetensors"), ins)
         save(os.path.join(folder, name + ".ref.safetensors"),
              {"output_%d" % i: o for i, o in enumerate(outs)})
         print("wrote", name, len(outs), "outputs")
+
+
+if __name__ == "__main__":
+    write_cases(CASES)

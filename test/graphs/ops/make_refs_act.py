@@ -1,13 +1,11 @@
 #!/usr/bin/env python3
 """References for activation.fxg and norm_group.fxg (see make_refs.py): the same computations
 in torch (1.13 or later), on seeded inputs. Usage: python3 make_refs_act.py [folder]."""
-import os
-import sys
 
 import torch
 import torch.nn.functional as F
 
-from make_refs import save
+from make_refs import write_cases
 
 aten = torch.ops.aten
 
@@ -59,11 +57,4 @@ CASES = {"activation": activation_case, "norm_group": norm_group_case,
          "mutate_view": mutate_view_case}
 
 if __name__ == "__main__":
-    folder = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-    for name, fn in CASES.items():
-        g = torch.Generator().manual_seed(18)
-        ins, outs = fn(g)
-        save(os.path.join(folder, name + ".in.safetensors"), ins)
-        save(os.path.join(folder, name + ".ref.safetensors"),
-             {"output_%d" % i: o for i, o in enumerate(outs)})
-        print("wrote", name, len(outs), "outputs")
+    write_cases(CASES)
