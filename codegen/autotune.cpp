@@ -147,7 +147,8 @@ std::vector<std::string> autotune_plan(Plan& plan, const std::vector<std::string
       }
     }
   } catch (const Error& e) {
-    for (size_t j = 0; j < pending.size(); ++j) plan.kernels[pending[j].kernel].grain = heuristic[j];
+    for (size_t j = 0; j < pending.size(); ++j)
+      plan.kernels[pending[j].kernel].grain = heuristic[j];
     log.push_back(std::string("not tuned: the plan failed on random inputs: ") + e.what());
     return log;
   }

@@ -85,8 +85,7 @@ void apply_kernel(PlanKernel& k, const PtxKernel& ptx, void* function) {
 std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
                                             std::vector<CudaTunedKernel>& kernels,
                                             CudaPlanRunner& runner, const AutotuneOptions& opts,
-                                            const std::string& arch,
-                                            const std::string& libdevice) {
+                                            const std::string& arch, const std::string& libdevice) {
   assert(kernels.size() == plan.kernels.size() && "one tuned kernel per plan kernel");
   std::vector<std::string> log;
   AutotuneCache cache = open_autotune_cache(opts.cache_dir, &log);
@@ -119,7 +118,7 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
     return size_t(at - t.labels.begin());
   };
   std::vector<Tuning> pending;
-  std::vector<PtxRequest> requests; // candidates to generate, for pending kernels
+  std::vector<PtxRequest> requests;                  // candidates to generate, for pending kernels
   std::vector<std::pair<size_t, size_t>> request_of; // (pending index, candidate)
   std::vector<bool> kernel_seen(plan.kernels.size(), false);
   std::vector<bool> extern_seen(plan.externs.size(), false);
@@ -131,9 +130,9 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
       std::vector<RowMapping> cands = nvptx_mapping_candidates(p, k);
       Tuning t;
       t.index = i;
-      t.key = AutotuneCache::kernel_key(kernels[i].ptx.ll, "xnumel=" + std::to_string(k.xnumel) +
-                                                               " rnumel=" +
-                                                               std::to_string(k.rnumel));
+      t.key =
+          AutotuneCache::kernel_key(kernels[i].ptx.ll, "xnumel=" + std::to_string(k.xnumel) +
+                                                           " rnumel=" + std::to_string(k.rnumel));
       for (const RowMapping& m : cands) t.labels.push_back(format_mapping(m));
       if (std::optional<size_t> c = cached_choice(t, plan.kernels[i].name)) {
         if (*c == 0) continue; // the heuristic's: nothing to change
@@ -258,8 +257,8 @@ std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
             }
           }
         } catch (const Error& e) {
-          log.push_back("round " + std::to_string(r) + " failed, its candidates are dropped: " +
-                        e.what());
+          log.push_back("round " + std::to_string(r) +
+                        " failed, its candidates are dropped: " + e.what());
           ctx.synchronize();
         }
       }

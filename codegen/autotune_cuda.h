@@ -30,8 +30,8 @@ namespace fxc {
 
 /// One generated kernel of a CUDA plan, as the tuner sees and updates it.
 struct CudaTunedKernel {
-  const Kernel* kernel = nullptr; ///< its loop-IR kernel (candidates are generated from it)
-  PtxKernel ptx;                  ///< its PTX (the heuristic's; replaced by the choice)
+  const Kernel* kernel = nullptr;       ///< its loop-IR kernel (candidates are generated from it)
+  PtxKernel ptx;                        ///< its PTX (the heuristic's; replaced by the choice)
   std::unique_ptr<cuda::Module> module; ///< the loaded `ptx` (replaced with it)
 };
 
@@ -45,7 +45,6 @@ struct CudaTunedKernel {
 std::vector<std::string> autotune_cuda_plan(const LoopProgram& p, Plan& plan,
                                             std::vector<CudaTunedKernel>& kernels,
                                             CudaPlanRunner& runner, const AutotuneOptions& opts,
-                                            const std::string& arch,
-                                            const std::string& libdevice);
+                                            const std::string& arch, const std::string& libdevice);
 
 } // namespace fxc

@@ -144,20 +144,36 @@ std::string render_conv(const PlanExtern& e) {
   for (const onednn::PostOp& op : ops) {
     s << "            ";
     switch (op.kind) {
-    case onednn::PostOp::Kind::Relu: s << "v = v > 0 ? v : 0;"; break;
-    case onednn::PostOp::Kind::Sigmoid: s << "v = 1 / (1 + std::exp(-v));"; break;
-    case onednn::PostOp::Kind::Tanh: s << "v = std::tanh(v);"; break;
-    case onednn::PostOp::Kind::Hardswish: s << "v = v * std::min(std::max(v + 3, 0.0), 6.0) / 6;"; break;
-    case onednn::PostOp::Kind::Silu: s << "v = v / (1 + std::exp(-v));"; break;
-    case onednn::PostOp::Kind::GeluErf: s << "v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));"; break;
+    case onednn::PostOp::Kind::Relu:
+      s << "v = v > 0 ? v : 0;";
+      break;
+    case onednn::PostOp::Kind::Sigmoid:
+      s << "v = 1 / (1 + std::exp(-v));";
+      break;
+    case onednn::PostOp::Kind::Tanh:
+      s << "v = std::tanh(v);";
+      break;
+    case onednn::PostOp::Kind::Hardswish:
+      s << "v = v * std::min(std::max(v + 3, 0.0), 6.0) / 6;";
+      break;
+    case onednn::PostOp::Kind::Silu:
+      s << "v = v / (1 + std::exp(-v));";
+      break;
+    case onednn::PostOp::Kind::GeluErf:
+      s << "v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));";
+      break;
     case onednn::PostOp::Kind::GeluTanh:
       s << "v = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));";
       break;
-    case onednn::PostOp::Kind::Linear: s << "v = " << f(op.a) << " * v + " << f(op.b) << ";"; break;
+    case onednn::PostOp::Kind::Linear:
+      s << "v = " << f(op.a) << " * v + " << f(op.b) << ";";
+      break;
     case onednn::PostOp::Kind::Clip:
       s << "v = std::min(std::max(v, double(" << f(op.a) << ")), double(" << f(op.b) << "));";
       break;
-    case onednn::PostOp::Kind::Sum: s << "v += R" << next++ << "[i];"; break;
+    case onednn::PostOp::Kind::Sum:
+      s << "v += R" << next++ << "[i];";
+      break;
     }
     s << "\n";
   }

@@ -135,8 +135,7 @@ Plan build_host_plan(const Graph& g, const LoopProgram& p, const Schedule& s, co
       const Kernel& k = s.kernels[item.index];
       (*kernel_index)[item.index] = int(plan.kernels.size());
       plan.kernels.push_back(plan_kernel(g, p, k, mp));
-      if (k.xnumel > 0)
-        plan.steps.push_back({PlanStep::Kind::Kernel, (*kernel_index)[item.index]});
+      if (k.xnumel > 0) plan.steps.push_back({PlanStep::Kind::Kernel, (*kernel_index)[item.index]});
     } else {
       plan.externs.push_back(plan_extern(p, p.buffers[item.index], mp));
       plan.steps.push_back({PlanStep::Kind::Extern, int(plan.externs.size()) - 1});

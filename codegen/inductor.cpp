@@ -179,7 +179,8 @@ CompiledGraph stopped(std::shared_ptr<CompiledGraph::Impl> impl) {
 }
 
 // The steps after fuse: plan-memory, codegen, host-plan, load.
-CompiledGraph compile_fused(const Graph& g, const InductorFront& front, const InductorOptions& opts) {
+CompiledGraph compile_fused(const Graph& g, const InductorFront& front,
+                            const InductorOptions& opts) {
   auto impl = std::make_shared<CompiledGraph::Impl>();
   impl->source = g.source;
   const LoopProgram& p = front.program;
@@ -196,7 +197,10 @@ CompiledGraph compile_fused(const Graph& g, const InductorFront& front, const In
   mo.reuse = mo.inplace = opts.reuse_memory;
   // The PTX kernels take every buffer as noalias: no output may share an input's slot.
   if (opts.cuda) mo.inplace = false;
-  MemoryPlan mp = [&] { PassTimer t("memory_plan"); return plan_memory(p, s, mo); }();
+  MemoryPlan mp = [&] {
+    PassTimer t("memory_plan");
+    return plan_memory(p, s, mo);
+  }();
   for (auto& l : p.log) impl->log += l + "\n";
   impl->log += s.log + mp.log;
   impl->peak = mp.peak_bytes;
@@ -233,9 +237,8 @@ CompiledGraph compile_fused(const Graph& g, const InductorFront& front, const In
     PassTimer t("output_code.cpp");
     impl->output_code = render_cpp_wrapper(impl->plan, g.source);
   }
-  if (after_inductor_step(opts, "host-plan", nullptr, [&] {
-        return opts.cuda ? "" : impl->output_code;
-      }))
+  if (after_inductor_step(opts, "host-plan", nullptr,
+                          [&] { return opts.cuda ? "" : impl->output_code; }))
     return stopped(impl);
 
   // load: the last step, since it runs code (the JIT, the device) that every step before it

@@ -29,8 +29,8 @@ const std::vector<std::string>& inductor_step_names();
 
 /// What runs after each step (--print-after, --stop-after, --verify-each).
 struct StepHooks {
-  std::string print_after; ///< a step name: `print` gets its text
-  std::string stop_after;  ///< a step name: `print` gets its text and the build ends there
+  std::string print_after;  ///< a step name: `print` gets its text
+  std::string stop_after;   ///< a step name: `print` gets its text and the build ends there
   bool verify_each = false; ///< the loop-IR verifier after lower, fuse and plan-memory
   /// Receives a step's text: the loop IR (lower), the schedule (fuse), the schedule and memory
   /// plan (plan-memory), the kernels' LLVM IR or PTX (codegen), output_code.cpp (host-plan).
@@ -128,9 +128,9 @@ struct PtxKernelInfo {
   std::string name;
   std::string ll;
   std::string ptx;
-  int64_t grid = 0;    ///< blocks: ceil(rows / rows per block)
-  int block = 32;      ///< threads per block
-  int rows = 1; ///< rows per block: 1, `block` when each thread computes a row, or packed rows
+  int64_t grid = 0; ///< blocks: ceil(rows / rows per block)
+  int block = 32;   ///< threads per block
+  int rows = 1;     ///< rows per block: 1, `block` when each thread computes a row, or packed rows
   int num_buffers = 0; ///< pointer parameters before the trailing i64 row count
 };
 struct PtxProgram {

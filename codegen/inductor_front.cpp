@@ -19,7 +19,10 @@ bool after_inductor_step(const InductorOptions& opts, const std::string& step,
 
 InductorFront lower_and_fuse(const Graph& g, const LowerOptions& lo, const InductorOptions& opts) {
   InductorFront f;
-  f.program = [&] { PassTimer t("lower"); return lower(g, lo); }();
+  f.program = [&] {
+    PassTimer t("lower");
+    return lower(g, lo);
+  }();
   f.ir_pre_fusion = print_loop_program(f.program);
   if (after_inductor_step(opts, "lower", &f.program, [&] { return f.ir_pre_fusion; })) {
     f.stopped = true;
@@ -34,7 +37,10 @@ InductorFront lower_and_fuse(const Graph& g, const LowerOptions& lo, const Induc
 void fuse_step(InductorFront& f, const InductorOptions& opts) {
   FuseOptions fo;
   fo.enable = opts.fuse;
-  f.schedule = [&] { PassTimer t("fuse"); return fuse(f.program, fo); }();
+  f.schedule = [&] {
+    PassTimer t("fuse");
+    return fuse(f.program, fo);
+  }();
   f.ir_post_fusion = print_schedule(f.program, f.schedule);
   f.stopped = after_inductor_step(opts, "fuse", &f.program, [&] { return f.ir_post_fusion; });
 }

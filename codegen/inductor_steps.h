@@ -30,7 +30,7 @@ struct CompiledGraph::Impl {
   std::vector<std::unique_ptr<cuda::Module>> cuda_modules; // CUDA: the loaded kernels
   std::unique_ptr<CudaPlanRunner> cuda;                    // CUDA: runs `plan` on the device
   std::unique_ptr<ThreadPool> pool;
-  std::mutex run_mu; // the pool runs one plan at a time
+  std::mutex run_mu;     // the pool runs one plan at a time
   bool unloaded = false; // a CUDA build made with load_cuda = false: nothing to run
   bool stopped = false;  // --stop-after ended the build before the load step: nothing to run
   std::string pre, post, log, output_code, hints;
@@ -51,7 +51,8 @@ struct InductorFront {
   LoopProgram program;
   Schedule schedule;
   std::string ir_pre_fusion, ir_post_fusion; ///< print_loop_program, print_schedule
-  bool stopped = false; ///< --stop-after=lower|fuse: the build ends here (schedule empty after lower)
+  bool stopped =
+      false; ///< --stop-after=lower|fuse: the build ends here (schedule empty after lower)
 };
 
 /// Steps "lower" and "fuse": lowers `g` with `lo`, then fuses (opts.fuse), running the step

@@ -250,7 +250,7 @@ private:
   std::map<const VExpr*, int> structural_ids_;
   std::map<std::string, int> sid_table_;
   std::vector<bool> depends_on_r_; ///< per structural id: depends on r
-  IndexExpr same_;             ///< x * rnumel + r: an inner member's own position
+  IndexExpr same_;                 ///< x * rnumel + r: an inner member's own position
 
   // Pipelined rows (a persistent row, several rows per block): each vector load of the row
   // (its index depends on x) is issued for the first row in `prologue_`, and for row x + 1 in
@@ -268,7 +268,7 @@ private:
   llvm::Value* xnext_ = nullptr;         ///< x + 1
   /// Per pipelined load: its x.head phi and the next row's value merged in row_.
   std::vector<std::pair<llvm::PHINode*, llvm::PHINode*>> next_loads_;
-  int combines_ = 0;                     ///< block reductions (combine_partial) per row
+  int combines_ = 0;                        ///< block reductions (combine_partial) per row
   std::map<int, llvm::Value*> global_base_; ///< per buffer: global_base()
 };
 
@@ -479,15 +479,14 @@ llvm::Value* Emitter::floor_divide_float(llvm::Value* a, llvm::Value* c) {
   llvm::Value* q = b_.CreateFDiv(a, c);
   llvm::Value* mod = b_.CreateFRem(a, c);
   llvm::Value* div = b_.CreateFDiv(b_.CreateFSub(a, mod), c);
-  llvm::Value* adj = b_.CreateAnd(
-      b_.CreateFCmpUNE(mod, k(0)),
-      b_.CreateICmpNE(b_.CreateFCmpOLT(c, k(0)), b_.CreateFCmpOLT(mod, k(0))));
+  llvm::Value* adj =
+      b_.CreateAnd(b_.CreateFCmpUNE(mod, k(0)),
+                   b_.CreateICmpNE(b_.CreateFCmpOLT(c, k(0)), b_.CreateFCmpOLT(mod, k(0))));
   div = b_.CreateSelect(adj, b_.CreateFSub(div, k(1)), div);
   llvm::Value* fl = intrinsic(llvm::Intrinsic::floor, div);
   fl = b_.CreateSelect(b_.CreateFCmpOGT(b_.CreateFSub(div, fl), k(0.5)), b_.CreateFAdd(fl, k(1)),
                        fl);
-  llvm::Value* signed_zero =
-      b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, k(0), q);
+  llvm::Value* signed_zero = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, k(0), q);
   llvm::Value* r = b_.CreateSelect(b_.CreateFCmpUNE(div, k(0)), fl, signed_zero);
   return b_.CreateSelect(b_.CreateFCmpOEQ(c, k(0)), q, r);
 }
@@ -824,7 +823,8 @@ void Emitter::find_guarded_loads() {
     if (e->op == VOp::Load) {
       std::string key = vector_key(e->buffer, e->index);
       auto [it, fresh] = guard_of_.emplace(key, is_floating(e->dtype) ? guard : nullptr);
-      if (!fresh && it->second && (!guard || structural_id(it->second.get()) != structural_id(guard.get())))
+      if (!fresh && it->second &&
+          (!guard || structural_id(it->second.get()) != structural_id(guard.get())))
         it->second = nullptr;
     }
     for_each_indirect(e->index, [&](const VPtr& v) { walk(v, nullptr); });
@@ -928,8 +928,7 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
       int64_t row_bytes = k_.rnumel * int64_t(m_.getDataLayout().getTypeAllocSize(et));
       int64_t ahead = std::max<int64_t>(1, kPrefetchBytes / std::max<int64_t>(1, row_bytes));
       x_ = b_.CreateAdd(saved_x, b_.getInt64(uint64_t(ahead)), "x.ahead", true, true);
-      target_.prefetch(b_, b_.CreateGEP(et, base, index(ix)),
-                       b_.CreateICmpSLT(x_, entry_.xnumel));
+      target_.prefetch(b_, b_.CreateGEP(et, base, index(ix)), b_.CreateICmpSLT(x_, entry_.xnumel));
     } else {
       vv = load_at(saved_x);
     }
@@ -1199,7 +1198,8 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
       structural_id(vb->args[0].get()) != structural_id(vb->args[1].get()))
     return false;
   const VPtr& d = vb->args[0];
-  if (d->op != VOp::Sub || d->args.size() != 2 || structural_id(d->args[0].get()) != structural_id(va.get()) ||
+  if (d->op != VOp::Sub || d->args.size() != 2 ||
+      structural_id(d->args[0].get()) != structural_id(va.get()) ||
       depends_on_r_[size_t(structural_id(d->args[1].get()))])
     return false;
   llvm::Type* f = b_.getFloatTy();
@@ -1231,8 +1231,7 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
       }
     r_ = nullptr;
     for (size_t w = 1; w < acc.size(); w *= 2)
-      for (size_t l = 0; l + w < acc.size(); l += 2 * w)
-        acc[l] = b_.CreateFAdd(acc[l], acc[l + w]);
+      for (size_t l = 0; l + w < acc.size(); l += 2 * w) acc[l] = b_.CreateFAdd(acc[l], acc[l + w]);
     return acc[0];
   };
   llvm::Value* m2 = nullptr;
@@ -1270,8 +1269,7 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
     llvm::Value* t = b.CreateFMul(
         delta, llvm::ConstantFP::get(b.getFloatTy(),
                                      1.0 / std::sqrt(2.0 * double(threads) * double(per_thread))));
-    return {b.CreateFAdd(a[0], c[0]),
-            b.CreateFAdd(b.CreateFAdd(a[1], c[1]), b.CreateFMul(t, t))};
+    return {b.CreateFAdd(a[0], c[0]), b.CreateFAdd(b.CreateFAdd(a[1], c[1]), b.CreateFMul(t, t))};
   };
   std::vector<llvm::Value*> r = target_.combine_joint(b_, {sum, m2}, merge);
   assert(r.size() == 2 && "the target combines joint reductions");

@@ -116,9 +116,9 @@ struct HalfPhi {
   static constexpr int kTerms = 5;
   float p[kTerms]; ///< P's coefficients, constant term first
 };
-inline constexpr HalfPhi kHalfPhi = {
-    {-2.3021648378958903f, -0.10500869105545592f, 2.5551090095089416e-4f, 1.0541638506124971e-4f,
-     -4.082529422147926e-6f}};
+inline constexpr HalfPhi kHalfPhi = {{-2.3021648378958903f, -0.10500869105545592f,
+                                      2.5551090095089416e-4f, 1.0541638506124971e-4f,
+                                      -4.082529422147926e-6f}};
 
 /// LLVM's O2 module pipeline for `tm`'s target, as clang -O2 runs it.
 void optimize_o2(llvm::Module& m, llvm::TargetMachine* tm);

@@ -51,8 +51,8 @@ constexpr int kWarp = 32;
 constexpr uint32_t kRegistersPerSm = 65536; ///< sm_50 on
 constexpr uint32_t kMaxBlocksPerSm = 32;    ///< sm_90's limit (16 or 24 on some; ptxas caps it)
 constexpr uint32_t kMaxRegisters = 64;      ///< a thread's budget (.minnctapersm)
-constexpr int kMaxChunks = 8;         ///< vectors of a persistent row per thread
-constexpr int kPersistentBlock = 128; ///< smallest block for a persistent row
+constexpr int kMaxChunks = 8;               ///< vectors of a persistent row per thread
+constexpr int kPersistentBlock = 128;       ///< smallest block for a persistent row
 /// Fewer rows than this leave multiprocessors idle with 128-thread blocks (132 on an H100/H200).
 constexpr int64_t kFewRows = 264;
 /// Rows of at most this many elements get a thread each (the short-row form) when there are
@@ -525,8 +525,8 @@ public:
     llvm::Value* g = global(b, ptr);
     auto* ft = llvm::FunctionType::get(rt, {g->getType()}, false);
     auto* asm_ = llvm::InlineAsm::get(
-        ft, "ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {$0, $1, $2, $3}, [$4];",
-        "=r,=r,=r,=r,l", false);
+        ft, "ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l",
+        false);
     llvm::CallInst* call = b.CreateCall(ft, asm_, {g});
     call->setOnlyReadsMemory();
     call->setDoesNotThrow();
@@ -556,8 +556,7 @@ public:
   /// with more state spill under that bound (training's row kernels of several inputs and
   /// outputs: 72 to 251 registers), and libdevice's branchy math needs more (f32 norms with
   /// erff: 96 registers, 228 bytes spilled at 64).
-  void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* f,
-                  bool lean) override {
+  void end_kernel(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Function* f, bool lean) override {
     b.CreateRetVoid();
     if (!lean) return;
     for (const llvm::BasicBlock& bb : *f)
@@ -708,7 +707,7 @@ private:
   TargetCaps caps_;
   std::string arch_;
   std::optional<RowMapping> forced_;
-  int block_ = 0; ///< threads per row of the kernel being emitted (begin_kernel)
+  int block_ = 0;        ///< threads per row of the kernel being emitted (begin_kernel)
   uint32_t threads_ = 0; ///< threads per block of the kernel being emitted (begin_kernel)
 
   /// 90 for "sm_90" (0 when unknown).
@@ -986,7 +985,8 @@ const llvm::Target& nvptx_backend(const std::string& arch) {
   if (std::find(known.begin(), known.end(), arch) == known.end()) {
     std::string list;
     for (const std::string& a : known) list += (list.empty() ? "" : ", ") + a;
-    throw Error("", "unknown CUDA architecture '" + arch + "'; LLVM's NVPTX back end knows " + list);
+    throw Error("",
+                "unknown CUDA architecture '" + arch + "'; LLVM's NVPTX back end knows " + list);
   }
   return *t;
 }
@@ -1015,8 +1015,7 @@ std::vector<std::string> nvptx_processors() {
   std::unique_ptr<llvm::MCSubtargetInfo> sti(t->createMCSubtargetInfo(kTriple, "", ""));
   if (!sti) return {};
   std::vector<std::string> out;
-  for (const llvm::SubtargetSubTypeKV& p : sti->getAllProcessorDescriptions())
-    out.push_back(p.Key);
+  for (const llvm::SubtargetSubTypeKV& p : sti->getAllProcessorDescriptions()) out.push_back(p.Key);
   std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
     return std::make_pair(arch_number(a), a) < std::make_pair(arch_number(b), b);
   });

@@ -209,22 +209,20 @@ private:
   /// erf for float as a rational function of x^2 on [-4, 4] (Eigen's generic_fast_erf_float;
   /// max abs error 4.2e-7 against double erf): straight-line code, so r loops vectorize.
   static llvm::Value* erf_f32(llvm::IRBuilderBase& b, llvm::Value* a) {
-    return clamped_rational(
-        b, a, 4.0,
-        {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
-         -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
-         -1.60960333262415e-02},
-        {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-         -7.37332916720468e-03, -1.42647390514189e-02});
+    return clamped_rational(b, a, 4.0,
+                            {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+                             -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+                             -1.60960333262415e-02},
+                            {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                             -7.37332916720468e-03, -1.42647390514189e-02});
   }
   /// tanh for float as a rational function on [-7.9, 7.9] (Eigen's generic_fast_tanh_float;
   /// max abs error 3.3e-7), x itself below 4e-4.
   static llvm::Value* tanh_f32(llvm::IRBuilderBase& b, llvm::Value* a) {
     llvm::Value* r = clamped_rational(
         b, a, 7.90531110763549805,
-        {-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
-         5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
-         4.89352455891786e-03},
+        {-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+         1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03},
         {1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03});
     llvm::Value* tiny = b.CreateFCmpOLT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a),
                                         llvm::ConstantFP::get(a->getType(), 0.0004));
@@ -338,8 +336,8 @@ public:
     // What LLVM warned about, in kernel order, now that no worker prints.
     for (size_t i = 0; i < n; ++i)
       for (const std::string& w : warnings[i])
-        std::fprintf(stderr, "fxc: warning: kernel %s: %s\n", pending_[i].m->getName().str().c_str(),
-                     w.c_str());
+        std::fprintf(stderr, "fxc: warning: kernel %s: %s\n",
+                     pending_[i].m->getName().str().c_str(), w.c_str());
     for (size_t i = 0; i < n; ++i) {
       std::string name = pending_[i].m->getName().str();
       if (!errors[i].empty()) throw Error("", "compiling kernel " + name + " failed: " + errors[i]);

@@ -33,7 +33,9 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
 }
 
-int64_t bytes_of(const TensorMeta& m) { return m.numel() * int64_t(dtype_size(m.dtype)); }
+int64_t bytes_of(const TensorMeta& m) {
+  return m.numel() * int64_t(dtype_size(m.dtype));
+}
 
 // The multiply-add flops of a matmul or convolution node (2 per multiply-add); 0 for others.
 int64_t node_flops(const Graph& g, const Node& n) {

@@ -37,8 +37,8 @@ struct BenchStep {
 };
 
 struct BenchResult {
-  std::string device; ///< "cpu" or "cuda"
-  std::string timer;  ///< "cuda_events" or "host_clock"
+  std::string device;     ///< "cpu" or "cuda"
+  std::string timer;      ///< "cuda_events" or "host_clock"
   std::vector<double> ms; ///< every timed run, in order
   double median = 0, p20 = 0, p80 = 0, min = 0, max = 0;
   int warmup = 0;

@@ -117,7 +117,7 @@ bool pread_all(int fd, char* p, size_t n, uint64_t off) {
 /// An entry file opened for reading, closed with it.
 struct EntryFile {
   int fd = -1;
-  struct stat st {};
+  struct stat st{};
   uint64_t size = 0;     // the payload's, from the header (checked against the file's size)
   uint64_t checksum = 0; // the payload's XXH3-64, from the header
   EntryFile() = default;
@@ -177,7 +177,7 @@ bool payload_checksum(const EntryFile& e, uint64_t* sum) {
 
 /// Whether the regular file at `path` holds `size` bytes whose XXH3-64 is `sum`.
 bool file_holds(const std::string& path, uint64_t size, uint64_t sum) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) != size)
     return false;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -412,8 +412,7 @@ CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
   CacheKeyBuilder k = compile_cache_key(o, "fxo", code_target(o), g, external_files);
   u.key = k.key();
   u.components = k.components();
-  if (!url.empty())
-    u.remote = std::make_shared<RemoteCache>(url, o.remote_cache_ttl);
+  if (!url.empty()) u.remote = std::make_shared<RemoteCache>(url, o.remote_cache_ttl);
   Logger& log = process_logger();
   if (log.enabled(Component::Cache, Level::Debug))
     log.log(Component::Cache, Level::Debug, "key " + u.key + " of:\n" + k.description());
@@ -476,7 +475,7 @@ void discard(const std::string& path, const std::string& key, const EntryFile& e
              const std::string& why) {
   // Remove the entry only if it is still the file that was read: a writer may have renamed a
   // good entry into place meanwhile.
-  struct stat now {};
+  struct stat now{};
   if (::stat(path.c_str(), &now) == 0 && now.st_ino == e.st.st_ino && now.st_dev == e.st.st_dev)
     ::unlink(path.c_str());
   warn("discarding corrupt entry " + path + " (" + why + "); it will be rebuilt");
@@ -658,15 +657,14 @@ std::vector<EntryInfo> scan_entries(const std::string& dir) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string sub = it->path().filename().string();
-    if (sub.size() != 2 || sub.find_first_not_of("0123456789abcdef") != std::string::npos)
-      continue;
+    if (sub.size() != 2 || sub.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
     std::error_code sec;
     for (fs::directory_iterator jt(it->path(), sec), jend; !sec && jt != jend; jt.increment(sec)) {
       const std::string name = jt->path().filename().string();
       if (name.size() != kKeyDigits + 6 || name.compare(kKeyDigits, 6, ".entry") != 0) continue;
       std::string key = name.substr(0, kKeyDigits);
       if (!is_key(key) || key.compare(0, 2, sub) != 0) continue;
-      struct stat st {};
+      struct stat st{};
       if (::lstat(jt->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
       out.push_back({std::move(key), jt->path().string(), uint64_t(st.st_size),
                      int64_t(st.st_mtim.tv_sec), int64_t(st.st_mtim.tv_nsec)});
@@ -712,8 +710,8 @@ CacheUsage scan_and_evict(const std::string& dir, uint64_t limit, const std::str
   }
   info("evicted " + std::to_string(evicted) + (evicted == 1 ? " entry (" : " entries (") +
        std::to_string(freed) + " bytes); the cache holds " + std::to_string(u.entries) +
-       (u.entries == 1 ? " entry, " : " entries, ") + std::to_string(u.bytes) +
-       " bytes (limit " + std::to_string(limit) + ")");
+       (u.entries == 1 ? " entry, " : " entries, ") + std::to_string(u.bytes) + " bytes (limit " +
+       std::to_string(limit) + ")");
   if (u.bytes > limit)
     info("the entry just stored (" + keep + ") alone is over the limit; it is kept");
   return u;
@@ -765,7 +763,7 @@ bool CompileCache::store(const std::string& key, std::string_view payload) const
 bool CompileCache::store_file(const std::string& key, const std::string& path) const {
   if (!enabled()) return false;
   int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st {};
+  struct stat st{};
   if (in < 0 || ::fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
     if (in >= 0) ::close(in);
     warn("cannot read " + path + ": " + std::strerror(errno) + "; not stored");
@@ -867,7 +865,7 @@ bool CompileCache::store_entry(const std::string& key, uint64_t size, uint64_t s
   if (lock.fd < 0)
     warn("cannot lock " + dir_ + "/" + kStatsFile + ": " + std::strerror(errno) +
          "; the entry is stored but not counted");
-  struct stat old {};
+  struct stat old{};
   const bool replaces = ::lstat(final_path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
   if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
     err = errno;

@@ -36,9 +36,9 @@
 #include "driver/options.h"
 #include "frontend/graph.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -49,7 +49,8 @@ CheckReport check_expected(const NamedTensors& results,
       if (name == key) actual = &t;
     if (!actual) {
       rep.ok = false;
-      rep.text += key + ": missing: the run produced no such " + (is_grad ? "gradient" : "output") + "\n";
+      rep.text +=
+          key + ": missing: the run produced no such " + (is_grad ? "gradient" : "output") + "\n";
       continue;
     }
     CompareOptions co; // torch.testing.assert_close's criterion, equal_nan=False included
@@ -58,8 +59,9 @@ CheckReport check_expected(const NamedTensors& results,
     co.equal_nan = false;
     CompareResult r = compare_tensors(*actual, Tensor::from_weight(w), co);
     if (r.ok) {
-      rep.text += key + ": ok " + format_meta(actual->meta()) +
-                  fmt(" (max abs error %.3g, max rel error %.3g)\n", r.max_abs_error, r.max_rel_error);
+      rep.text +=
+          key + ": ok " + format_meta(actual->meta()) +
+          fmt(" (max abs error %.3g, max rel error %.3g)\n", r.max_abs_error, r.max_rel_error);
       continue;
     }
     rep.ok = false;

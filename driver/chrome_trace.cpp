@@ -34,8 +34,13 @@ void write_chrome_trace(const std::string& path, const std::vector<PassSpan>& pa
   for (int w : workers)
     meta("thread_name", 2 + w, "compile passes (worker " + std::to_string(w) + ")");
   for (const PassSpan& s : passes)
-    events.push_back({{"name", s.name}, {"cat", "pass"}, {"ph", "X"}, {"ts", s.start_us},
-                      {"dur", s.dur_us}, {"pid", 1}, {"tid", track(s)},
+    events.push_back({{"name", s.name},
+                      {"cat", "pass"},
+                      {"ph", "X"},
+                      {"ts", s.start_us},
+                      {"dur", s.dur_us},
+                      {"pid", 1},
+                      {"tid", track(s)},
                       {"args", {{"depth", s.depth}}}});
   for (const BenchStep& s : steps)
     events.push_back({{"name", s.name},

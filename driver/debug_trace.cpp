@@ -1,4 +1,5 @@
-// The debug directory (docs/design.md §4): per-run folder, per-graph folders, debug.log, index.json.
+// The debug directory (docs/design.md §4): per-run folder, per-graph folders, debug.log,
+// index.json.
 #include "driver/debug_trace.h"
 
 #include "frontend/diag.h"
@@ -31,12 +32,15 @@ std::string fnv1a_hex(const std::string& data) {
 DebugTrace::DebugTrace(const std::string& dir) {
   auto now = std::chrono::system_clock::now();
   std::time_t t = std::chrono::system_clock::to_time_t(now);
-  long micro = long(std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000);
+  long micro =
+      long(std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+           1000000);
   std::tm tm{};
   localtime_r(&t, &tm);
   char name[96];
-  std::snprintf(name, sizeof name, "run_%04d_%02d_%02d_%02d_%02d_%02d_%06ld-pid_%d", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micro, int(getpid()));
+  std::snprintf(name, sizeof name, "run_%04d_%02d_%02d_%02d_%02d_%02d_%06ld-pid_%d",
+                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                micro, int(getpid()));
   root_ = (fs::path(dir) / name).string();
   std::error_code ec;
   fs::create_directories(root_, ec);
@@ -68,7 +72,8 @@ void DebugTrace::record(const std::string& relpath, const std::string& stage,
   std::ifstream f(fs::path(root_) / relpath, std::ios::binary);
   std::string content((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (!f.good() && !f.eof()) throw Error(relpath, "cannot read debug trace file");
-  if (content.empty()) throw Error(relpath, "debug trace artifact is empty (stage '" + stage + "')");
+  if (content.empty())
+    throw Error(relpath, "debug trace artifact is empty (stage '" + stage + "')");
   entries_.push_back({relpath, stage, graph, fnv1a_hex(content), content.size()});
 }
 
@@ -90,7 +95,10 @@ void DebugTrace::finish() {
   write("fxc/debug.log", log_, "driver");
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
   for (const Entry& e : entries_)
-    files.push_back({{"path", e.path}, {"stage", e.stage}, {"graph", e.graph}, {"size", e.size},
+    files.push_back({{"path", e.path},
+                     {"stage", e.stage},
+                     {"graph", e.graph},
+                     {"size", e.size},
                      {"fnv1a64", e.hash}});
   nlohmann::ordered_json index = {{"format", "fxc-debug-index"}, {"version", 1}, {"files", files}};
   std::ofstream f(fs::path(root_) / "index.json");

@@ -1,4 +1,5 @@
-// The debug directory (docs/design.md §4): per-run folder, per-graph folders, debug.log, index.json.
+// The debug directory (docs/design.md §4): per-run folder, per-graph folders, debug.log,
+// index.json.
 #pragma once
 
 #include <string>

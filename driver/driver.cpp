@@ -1,27 +1,27 @@
 // The driver: from parsed options to an exit status — import, pipeline, emit, run, check.
 #include "driver/driver.h"
 
-#include "driver/pipeline.h"
-#include "frontend/fxg.h"
-#include "frontend/pass_timer.h"
-#include "frontend/import.h"
-#include "frontend/io_util.h"
-#include "frontend/printer.h"
-#include "frontend/shape_prop.h"
-#include "frontend/specialize.h"
-#include "frontend/random.h"
-#include "frontend/safetensors.h"
 #include "driver/bench.h"
 #include "driver/cache.h"
-#include "driver/remote_cache.h"
 #include "driver/check.h"
-#include "driver/depfile.h"
 #include "driver/chrome_trace.h"
-#include "driver/report.h"
+#include "driver/depfile.h"
 #include "driver/failure_tools.h"
 #include "driver/fxo.h"
 #include "driver/logging.h"
+#include "driver/pipeline.h"
+#include "driver/remote_cache.h"
+#include "driver/report.h"
 #include "driver/tensor_io.h"
+#include "frontend/fxg.h"
+#include "frontend/import.h"
+#include "frontend/io_util.h"
+#include "frontend/pass_timer.h"
+#include "frontend/printer.h"
+#include "frontend/random.h"
+#include "frontend/safetensors.h"
+#include "frontend/shape_prop.h"
+#include "frontend/specialize.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/plan_executor.h"
 #include "runtime/plugin.h"
@@ -37,14 +37,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cerrno>
-#include <cstring>
 #include <iostream>
 #include <set>
 
@@ -65,13 +65,17 @@ bool color_wanted(const std::string& color) {
   return ::isatty(2) && !(term && std::string(term) == "dumb");
 }
 
-void set_color_diagnostics(bool on) { g_color = on; }
+void set_color_diagnostics(bool on) {
+  g_color = on;
+}
 
 std::string paint_diagnostic(const std::string& line) {
   if (!g_color) return line;
   static const std::pair<const char*, const char*> kSeverities[] = {
-      {": error: ", "\033[0;1;31m"}, {": warning: ", "\033[0;1;35m"},
-      {": note: ", "\033[0;1;36m"}, {": internal compiler error: ", "\033[0;1;31m"}};
+      {": error: ", "\033[0;1;31m"},
+      {": warning: ", "\033[0;1;35m"},
+      {": note: ", "\033[0;1;36m"},
+      {": internal compiler error: ", "\033[0;1;31m"}};
   const char* bold = "\033[1m";
   const char* reset = "\033[0m";
   for (const auto& [sev, color] : kSeverities) {
@@ -79,7 +83,8 @@ std::string paint_diagnostic(const std::string& line) {
     if (at == std::string::npos) continue;
     std::string where = line.substr(0, at + 1), rest = line.substr(at + std::strlen(sev));
     size_t eol = rest.find('\n');
-    std::string first = rest.substr(0, eol), more = eol == std::string::npos ? "" : rest.substr(eol);
+    std::string first = rest.substr(0, eol),
+                more = eol == std::string::npos ? "" : rest.substr(eol);
     std::string name(sev + 2, std::strlen(sev) - 4); // "error", "warning", ...
     return bold + where + reset + " " + color + name + ":" + reset + " " + bold + first + reset +
            more;
@@ -89,8 +94,11 @@ std::string paint_diagnostic(const std::string& line) {
 
 void report_error(const Options& opts, const Error& e) {
   if (opts.diagnostics == "json") {
-    nlohmann::ordered_json j = {{"severity", "error"}, {"file", e.file()}, {"node", e.node()},
-                                {"op", e.op()}, {"message", e.message()}};
+    nlohmann::ordered_json j = {{"severity", "error"},
+                                {"file", e.file()},
+                                {"node", e.node()},
+                                {"op", e.op()},
+                                {"message", e.message()}};
     std::fprintf(stderr, "%s\n", j.dump().c_str());
     return;
   }
@@ -105,8 +113,8 @@ void report_warning(const Options& opts, const std::string& message) {
 void report_diagnostic(const Options& opts, const std::string& severity, const std::string& file,
                        const std::string& message, const std::string& repro) {
   if (opts.diagnostics == "json") {
-    nlohmann::ordered_json j = {{"severity", severity}, {"file", file}, {"node", ""},
-                                {"op", ""}, {"message", message}};
+    nlohmann::ordered_json j = {
+        {"severity", severity}, {"file", file}, {"node", ""}, {"op", ""}, {"message", message}};
     if (!repro.empty()) j["repro"] = repro;
     std::fprintf(stderr, "%s\n", j.dump().c_str());
     return;
@@ -162,11 +170,13 @@ void check_supported(const Options& o) {
   if (code_emit && o.backend != Backend::Inductor)
     throw UsageError("--emit=" + emit + " needs --backend=inductor");
   if (emit == "ptx" && !cuda) throw UsageError("--emit=ptx needs --device=cuda");
-  if ((emit == "obj" || emit == "cpp") && cuda) unsupported("--emit=" + emit + " for --device=cuda");
+  if ((emit == "obj" || emit == "cpp") && cuda)
+    unsupported("--emit=" + emit + " for --device=cuda");
   if (o.mode == Mode::Train && o.backend == Backend::Eager)
     throw UsageError("--mode=train needs AOT autograd: use --backend=aot_eager or a later backend");
-  for (const auto& [flag, step] : {std::pair<std::string, std::string>{"--print-after", o.print_after},
-                                   {"--stop-after", o.stop_after}})
+  for (const auto& [flag, step] :
+       {std::pair<std::string, std::string>{"--print-after", o.print_after},
+        {"--stop-after", o.stop_after}})
     if (!step.empty() && !backend_runs_step(o.backend, step))
       throw UsageError(flag + "=" + step + ": backend " + backend_name(o.backend) +
                        " does not run step " + step);
@@ -194,7 +204,9 @@ std::string output_file(const Options& o) {
   return stem_of(o.input) + ".fxo";
 }
 
-bool wants_depfile(const Options& o) { return o.md || !o.mf.empty() || !o.mt.empty(); }
+bool wants_depfile(const Options& o) {
+  return o.md || !o.mf.empty() || !o.mt.empty();
+}
 
 // Options the chosen action does not use get a warning each, as clang's "argument unused during
 // compilation" (an error under -Werror), instead of being dropped in silence. The action is the
@@ -210,8 +222,10 @@ void warn_unused_arguments(const Options& o, bool artifact) {
     const std::string with = "with --emit=" + emit + " (it writes " +
                              (emit == "fx" || emit == "fxg" ? "the graph" : "code") +
                              " and runs nothing)";
-    for (auto [given, name] : {std::pair{o.run, "--run"}, {o.bench, "--bench"},
-                               {o.check_accuracy, "--check-accuracy"}, {o.bisect, "--bisect"},
+    for (auto [given, name] : {std::pair{o.run, "--run"},
+                               {o.bench, "--bench"},
+                               {o.check_accuracy, "--check-accuracy"},
+                               {o.bisect, "--bisect"},
                                {o.minify, "--minify"}})
       if (given) unused(name, with);
   } else if (o.bisect || o.minify) {
@@ -221,7 +235,11 @@ void warn_unused_arguments(const Options& o, bool artifact) {
   if (executes && !o.output.empty() && o.output != "-" && !wants_depfile(o))
     unused("-o " + o.output,
            std::string("with ") +
-               (o.bisect ? "--bisect" : o.minify ? "--minify" : o.bench ? "--bench" : o.run ? "--run" : "--check-accuracy") +
+               (o.bisect   ? "--bisect"
+                : o.minify ? "--minify"
+                : o.bench  ? "--bench"
+                : o.run    ? "--run"
+                           : "--check-accuracy") +
                " (it writes no output file; --outputs=<f.safetensors> saves the outputs)");
   if (!executes) {
     if (!o.outputs.empty()) unused("--outputs " + o.outputs, "without --run");
@@ -356,8 +374,9 @@ std::string emitted_code(const Compilation& c, const std::string& emit) {
     throw Error(c.opts.input, "--emit=" + emit + ": the graph compiled to no kernels");
   PassTimer t("emit: one module");
   if (emit == "obj") return emit_kernels_object(kernels);
-  if (cuda) return out + link_ptx_kernels(kernels, c.opts.cuda_arch, InductorOptions().libdevice,
-                                          emit == "ptx");
+  if (cuda)
+    return out +
+           link_ptx_kernels(kernels, c.opts.cuda_arch, InductorOptions().libdevice, emit == "ptx");
   return out + link_kernels_ll(kernels, false);
 #else
   throw Error(c.opts.input, "--emit=" + emit + ": this fxc is built without code generation");
@@ -391,8 +410,8 @@ void specialize_to_inputs(Compilation& c, const std::vector<Tensor>& inputs) {
     if (std::string why = bind_symbols(*c.symbolic, metas, &b); !why.empty())
       throw Error(c.opts.inputs.empty() ? c.opts.input : c.opts.inputs,
                   "the inputs are outside the graph's dynamic shapes: " + why);
-    process_logger().artifact(Artifact::Guards, "dynamic shapes: the inputs bind " +
-                                                    format_bindings(b) + "\n");
+    process_logger().artifact(Artifact::Guards,
+                              "dynamic shapes: the inputs bind " + format_bindings(b) + "\n");
     if (b != c.bindings) {
       c.source = specialize(*c.symbolic, b);
       c.bindings = b;
@@ -416,7 +435,8 @@ void specialize_to_inputs(Compilation& c, const std::vector<Tensor>& inputs) {
     ++k;
   }
   if (reasons.empty()) return;
-  process_logger().artifact(Artifact::Recompiles, "recompiling " + g.name + " because the guards failed: " +
+  process_logger().artifact(Artifact::Recompiles, "recompiling " + g.name +
+                                                      " because the guards failed: " +
                                                       reasons.substr(0, reasons.size() - 2) + "\n");
   propagate_shapes(g);
 }
@@ -425,7 +445,8 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   const Options& o = c.opts;
   auto t0 = std::chrono::steady_clock::now();
   NamedTensors results = c.executable->run(inputs);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   c.trace.log("run", std::string("executed with backend ") + backend_name(o.backend), ms);
   if (o.verbose) std::fprintf(stderr, "fxc: run: %.3f ms\n", ms);
 
@@ -444,7 +465,8 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
     }
   }
   if (o.outputs.empty() && o.expect.empty() && !o.check_accuracy)
-    for (const auto& [name, t] : results) std::printf("%s: %s\n", name.c_str(), summarize(t).c_str());
+    for (const auto& [name, t] : results)
+      std::printf("%s: %s\n", name.c_str(), summarize(t).c_str());
   return status;
 }
 
@@ -476,7 +498,11 @@ TracedRun traced_run(const BenchResult& r) {
 std::string action_name(const Options& o) {
   std::string emit = effective_emit(o);
   if (!emit.empty()) return "emit=" + emit;
-  return o.bisect ? "bisect" : o.minify ? "minify" : o.bench ? "bench" : o.run || o.check_accuracy ? "run" : "compile";
+  return o.bisect                    ? "bisect"
+         : o.minify                  ? "minify"
+         : o.bench                   ? "bench"
+         : o.run || o.check_accuracy ? "run"
+                                     : "compile";
 }
 
 bool is_loop_ir_file(const std::string& path) {
@@ -492,7 +518,8 @@ int run_loop_ir_file(const Options& o) {
     throw UsageError("a loop-IR input (.lir) starts after lower: it needs "
                      "--stop-after=fuse|plan-memory|codegen|host-plan");
   if (!o.print_after.empty() && std::find(steps.begin(), steps.end(), o.print_after) == steps.end())
-    throw UsageError("--print-after=" + o.print_after + ": a loop-IR input (.lir) starts after lower");
+    throw UsageError("--print-after=" + o.print_after +
+                     ": a loop-IR input (.lir) starts after lower");
   if (o.backend != Backend::Inductor || o.mode == Mode::Train)
     throw UsageError("a loop-IR input (.lir) is one lowered graph: inductor, inference mode");
   std::ifstream in(o.input, std::ios::binary);
@@ -511,8 +538,8 @@ int run_loop_ir_file(const Options& o) {
   io.steps.verify_each = o.verify_each;
   io.steps.print = [&](const std::string& step, const std::string& ir) {
     if (step == o.print_after)
-      std::fprintf(stderr, "// ----- IR after %s (%s) -----\n%s", step.c_str(),
-                   io.log_name.c_str(), ir.c_str());
+      std::fprintf(stderr, "// ----- IR after %s (%s) -----\n%s", step.c_str(), io.log_name.c_str(),
+                   ir.c_str());
     if (step == o.stop_after) out = ir;
   };
   compile_loop_program(p, io);
@@ -524,9 +551,11 @@ int run_loop_ir_file(const Options& o) {
 }
 
 int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
-  if (int status = configure_process_logger(given.log, std::cout, std::cerr); status >= 0) return status;
+  if (int status = configure_process_logger(given.log, std::cout, std::cerr); status >= 0)
+    return status;
   if (!given.report.empty()) capture_process_logs(report_log_capture());
-  if (!given.compare.empty() && !given.report.empty()) compare_trace_dir(given.compare); // before compiling
+  if (!given.compare.empty() && !given.report.empty())
+    compare_trace_dir(given.compare); // before compiling
   // --device defaults to cuda when a CUDA driver and device are present, else cpu.
   Options o = given;
   if (o.device == DeviceKind::Auto)
@@ -579,8 +608,9 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   }
   double import_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  trace.log("frontend", "imported " + o.input + " (" + std::to_string(c.source.nodes.size()) +
-                            " nodes)", import_ms);
+  trace.log("frontend",
+            "imported " + o.input + " (" + std::to_string(c.source.nodes.size()) + " nodes)",
+            import_ms);
   if (o.verbose) std::fprintf(stderr, "fxc: import: %.3f ms\n", import_ms);
 
   if (o.explain_cache) { // the key of the default action's compile, and why it would miss
@@ -599,7 +629,8 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
     trace.finish();
     return 0;
   }
-  if (std::string emit = effective_emit(o); emit == "llvm" || emit == "ptx" || emit == "obj" || emit == "cpp") {
+  if (std::string emit = effective_emit(o);
+      emit == "llvm" || emit == "ptx" || emit == "obj" || emit == "cpp") {
     run_pipeline(c);
     std::string text = emitted_code(c, emit);
     write_text(output_file(o), text);
@@ -613,9 +644,11 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
       for (const GraphInput& in : c.source.inputs)
         if (in.kind != InputKind::UserInput && c.source.weights.count(in.fqn) &&
             !c.source.weights.at(in.fqn).init)
-          throw UsageError("--emit=fxg -o -: the graph's weights are written to a .safetensors "
-                           "file beside the .fxg, which standard output has not; give -o <file>.fxg");
-    write_fxg(c.symbolic ? *c.symbolic : c.source, o.output.empty() ? stem_of(o.input) + ".fxg" : o.output);
+          throw UsageError(
+              "--emit=fxg -o -: the graph's weights are written to a .safetensors "
+              "file beside the .fxg, which standard output has not; give -o <file>.fxg");
+    write_fxg(c.symbolic ? *c.symbolic : c.source,
+              o.output.empty() ? stem_of(o.input) + ".fxg" : o.output);
     write_dependencies(o, external_files);
     trace.finish();
     return 0;
@@ -663,8 +696,10 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
     ChildOutcome r = run_in_child([&] { return run_backend(o, o.backend, c.source, inputs); });
     if (r.kind != ChildOutcome::Ok) {
       std::fprintf(stderr, "%s\n", r.message.c_str());
-      if (level == 1) write_repro(o, c.source, inputs, "failure (FXC_REPRO_LEVEL=1)");
-      else run_minify(o, c.source, inputs);
+      if (level == 1)
+        write_repro(o, c.source, inputs, "failure (FXC_REPRO_LEVEL=1)");
+      else
+        run_minify(o, c.source, inputs);
       return 1;
     }
     if (level == 4 && run_minify(o, c.source, inputs) != 0) return 1;
@@ -720,7 +755,8 @@ public:
       throw UsageError("reading the graph from standard input ('-') needs -o <file>");
     if (wants_depfile(o)) throw UsageError("-MD cannot name standard input as a dependency");
     std::string tmpl = (fs::temp_directory_path() / "fxc-stdin-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw Error("<stdin>", std::string("cannot spool: ") + std::strerror(errno));
+    if (!::mkdtemp(tmpl.data()))
+      throw Error("<stdin>", std::string("cannot spool: ") + std::strerror(errno));
     dir_ = tmpl;
     path_ = dir_ + "/stdin";
     OutputFile out(path_, "cannot spool standard input");
@@ -735,7 +771,8 @@ public:
       total += size_t(n);
     }
     out.commit();
-    if (total == 0) throw Error("<stdin>", "standard input is empty: expected a graph (.pt2, .fxg) or an .fxo");
+    if (total == 0)
+      throw Error("<stdin>", "standard input is empty: expected a graph (.pt2, .fxg) or an .fxo");
   }
   ~StdinGraph() {
     std::error_code ec;
@@ -776,8 +813,8 @@ int run_driver(const Options& given) {
     throw Error("<stdin>", e.message(), e.node(), e.op());
   }
   if (o.time_passes) std::fputs(format_pass_report(pass_spans()).c_str(), stderr);
-  if (!o.trace.empty()) write_chrome_trace(o.trace, pass_spans(), traced.steps, traced.start_us,
-                                           traced.track);
+  if (!o.trace.empty())
+    write_chrome_trace(o.trace, pass_spans(), traced.steps, traced.start_us, traced.track);
   if (!o.report.empty() && !rep.action.empty()) {
     rep.status = status;
     rep.passes = pass_spans();

@@ -1,19 +1,20 @@
-// The failure tools (docs/design.md §5): --bisect over the backends and --minify of a failing graph.
+// The failure tools (docs/design.md §5): --bisect over the backends and --minify of a failing
+// graph.
 #include "driver/failure_tools.h"
 
 #include "driver/tensor_io.h"
 #include "frontend/diag.h"
 #include "frontend/fxg.h"
 #include "passes/graph_utils.h"
-#include "passes/partition.h"
 #include "passes/minify.h"
+#include "passes/partition.h"
 #include "runtime/compare.h"
 #include "runtime/interpreter.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstdarg>
 #include <csignal>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,7 +47,9 @@ std::string g_transcript;
 
 } // namespace
 
-const std::string& failure_tools_transcript() { return g_transcript; }
+const std::string& failure_tools_transcript() {
+  return g_transcript;
+}
 
 ChildOutcome run_in_child(const std::function<NamedTensors()>& fn, unsigned timeout_s) {
   char path[] = "/tmp/fxc-child-XXXXXX";
@@ -137,7 +140,8 @@ std::string first_mismatch(const Options& o, const NamedTensors& results,
                            const NamedTensors& ref_outputs, const NamedTensors* ref_grads) {
   for (const auto& [name, t] : results) {
     bool grad = name.rfind("grad.", 0) == 0;
-    const Tensor* ref = grad ? (ref_grads ? find(*ref_grads, name) : nullptr) : find(ref_outputs, name);
+    const Tensor* ref =
+        grad ? (ref_grads ? find(*ref_grads, name) : nullptr) : find(ref_outputs, name);
     if (!ref) continue;
     CompareOptions co;
     co.rtol = o.rtol;
@@ -205,8 +209,10 @@ std::string first_diverging_node(const Options& base, Backend backend, const Gra
     size_t mid = (lo + hi) / 2;
     Graph prefix = eliminate_dead_code(with_all_values_as_outputs(g, mid)).graph;
     ChildOutcome r = run_in_child([&] { return run_backend(o, backend, prefix, inputs); });
-    if (r.kind == ChildOutcome::Ok) lo = mid + 1;
-    else hi = mid;
+    if (r.kind == ChildOutcome::Ok)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return describe(lo, "the graph up to this node fails: " + whole.message);
 }
@@ -226,8 +232,10 @@ int run_bisect(const Options& o, const Graph& g, const std::vector<Tensor>& inpu
     ChildOutcome r = run_in_child([&] { return run_backend(so, b, g, inputs); });
     std::string line = std::string(backend_name(b)) + ": ";
     bool ok = false;
-    if (r.kind == ChildOutcome::Error) line += "error: " + r.message;
-    else if (r.kind == ChildOutcome::Crash) line += "crash: " + r.message;
+    if (r.kind == ChildOutcome::Error)
+      line += "error: " + r.message;
+    else if (r.kind == ChildOutcome::Crash)
+      line += "crash: " + r.message;
     else if (b == Backend::Eager) {
       ref_outputs = r.results;
       ok = true;
@@ -260,7 +268,7 @@ int run_bisect(const Options& o, const Graph& g, const std::vector<Tensor>& inpu
     std::string node = first_diverging_node(o, fb, g, inputs);
     if (node.empty())
       say("first diverging node: none in the forward graph run in inference mode%s\n",
-                  train ? "; the failure is in the backward graph" : "");
+          train ? "; the failure is in the backward graph" : "");
     else
       say("first diverging node: %s\n", node.c_str());
   }
@@ -287,14 +295,16 @@ void write_repro_files(const Options& o, const Graph& g, const std::vector<Tenso
   for (size_t i = 0; i < inputs.size(); ++i)
     named_inputs.emplace_back("input_" + std::to_string(i), inputs[i]);
   write_named_tensors(dir + "/repro.inputs.safetensors", named_inputs);
-  std::string cmd = "--backend=" + std::string(backend_name(o.backend)) + " --device=cpu --mode=" +
-                    (o.mode == Mode::Train ? "train" : "inference") +
+  std::string cmd = "--backend=" + std::string(backend_name(o.backend)) +
+                    " --device=cpu --mode=" + (o.mode == Mode::Train ? "train" : "inference") +
                     " --run --inputs \"$here/repro.inputs.safetensors\"";
   if (!o.inject_bug.empty()) cmd += " --inject-bug=" + shell_quote(o.inject_bug);
-  for (const std::string& p : o.plugins) cmd += " --plugin=" + shell_quote(fs::absolute(p).string());
+  for (const std::string& p : o.plugins)
+    cmd += " --plugin=" + shell_quote(fs::absolute(p).string());
   if (expect) {
     Backend ref_backend = o.mode == Mode::Train ? Backend::AotEager : Backend::Eager;
-    write_named_tensors(dir + "/repro.expected.safetensors", run_backend(o, ref_backend, g, inputs));
+    write_named_tensors(dir + "/repro.expected.safetensors",
+                        run_backend(o, ref_backend, g, inputs));
     cmd += " --expect \"$here/repro.expected.safetensors\" --rtol " + fmt_err(o.rtol) + " --atol " +
            fmt_err(o.atol);
   }
@@ -305,7 +315,8 @@ void write_repro_files(const Options& o, const Graph& g, const std::vector<Tenso
      << "here=$(cd \"$(dirname \"$0\")\" && pwd)\n"
      << "exec ${FXC:-fxc} " << cmd << "\n";
   sh.close();
-  fs::permissions(dir + "/repro.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+  fs::permissions(dir + "/repro.sh",
+                  fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                   fs::perm_options::add);
   say("wrote %s/repro.fxg, %s/repro.sh\n", dir.c_str(), dir.c_str());
 }
@@ -353,8 +364,8 @@ namespace {
 // FXC_REPRO_AFTER=aot: the graphs inductor compiles (after AOT autograd and decompositions),
 // each with concrete inputs: the forward's are the user inputs; the backward's are the saved
 // values the forward returns plus output gradients of ones.
-std::vector<std::pair<Graph, std::vector<Tensor>>> graphs_after_aot(const Options& o, const Graph& g,
-                                                                    const std::vector<Tensor>& inputs) {
+std::vector<std::pair<Graph, std::vector<Tensor>>>
+graphs_after_aot(const Options& o, const Graph& g, const std::vector<Tensor>& inputs) {
   Options ao = o;
   ao.backend = Backend::AotEagerDecompPartition;
   ao.debug_dir.clear();
@@ -399,11 +410,11 @@ int run_minify_graph(const Options& o, const Graph& g, const std::vector<Tensor>
     say("no failure to minify: %s matches the reference\n", backend_name(o.backend));
     return 0;
   }
-  const char* kind = original.accuracy ? "accuracy failure"
+  const char* kind = original.accuracy                      ? "accuracy failure"
                      : original.kind == ChildOutcome::Crash ? "crash"
                                                             : "error";
   say("minifying %s %s of backend %s: %s\n", original.accuracy ? "an" : "a", kind,
-              backend_name(o.backend), original.what.c_str());
+      backend_name(o.backend), original.what.c_str());
   MinifyOptions mo;
   mo.progress = [](const std::string& line) {
     say("%s\n", line.c_str());
@@ -417,8 +428,7 @@ int run_minify_graph(const Options& o, const Graph& g, const std::vector<Tensor>
       mo);
 
   write_repro_files(o, res.graph, res.inputs, kind, original.accuracy);
-  say("minified to %zu node%s\n", res.graph.nodes.size(),
-              res.graph.nodes.size() == 1 ? "" : "s");
+  say("minified to %zu node%s\n", res.graph.nodes.size(), res.graph.nodes.size() == 1 ? "" : "s");
   return 1;
 }
 

@@ -1,4 +1,5 @@
-// The failure tools (docs/design.md §5): --bisect over the backends and --minify of a failing graph.
+// The failure tools (docs/design.md §5): --bisect over the backends and --minify of a failing
+// graph.
 #pragma once
 
 #include "driver/options.h"

@@ -166,8 +166,8 @@ int run_artifact(const Options& o, BenchResult* benched) {
     // The report names the artifact's backend and mode, not the command line's defaults.
     Options ao = o;
     ao.mode = a.mode == "train" ? Mode::Train : Mode::Inference;
-    for (Backend b : {Backend::Eager, Backend::AotEager, Backend::AotEagerDecompPartition,
-                      Backend::Inductor})
+    for (Backend b :
+         {Backend::Eager, Backend::AotEager, Backend::AotEagerDecompPartition, Backend::Inductor})
       if (a.backend == backend_name(b)) ao.backend = b;
     if (o.json)
       std::fputs(format_bench_json(r, ao, 0).c_str(), stdout);

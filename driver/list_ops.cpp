@@ -19,8 +19,7 @@ std::string autograd_column(OpId id) {
   if (!has_tag(id, OpTag::Differentiable)) return "-";
   if (derivative_layer().has(id)) return "derivative";
   if (decomposition_layer().has(id) || autograd_form_layer().has(id)) return "decomposed";
-  if (functionalizes(op_info(id).target))
-    return "functionalized";
+  if (functionalizes(op_info(id).target)) return "functionalized";
   return "missing";
 }
 
@@ -30,8 +29,7 @@ std::string autograd_column(OpId id) {
 std::string inductor_column(OpId id, bool cuda) {
   if (decomposition_layer().has(id)) return "decomposed";
   if (lowering_layer().has(id)) return "lowered";
-  if (functionalizes(op_info(id).target))
-    return "functionalized";
+  if (functionalizes(op_info(id).target)) return "functionalized";
   return cuda ? "host fallback" : "extern fallback";
 }
 
@@ -51,16 +49,17 @@ std::string list_ops_text() {
   std::vector<Line> lines;
   lines.push_back({{"op", "meta", "eager", "autograd", "inductor-cpu", "inductor-cuda", "tags"}});
   for (const OpInfo& op : all_ops())
-    lines.push_back({{std::string(op.target), meta_layer().has(op.id) ? "yes" : "-",
-                      kernel_layer().has(op.id) ? "yes" : "-", autograd_column(op.id),
-                      inductor_column(op.id, false), inductor_column(op.id, true),
-                      tags_column(op.id)}});
+    lines.push_back(
+        {{std::string(op.target), meta_layer().has(op.id) ? "yes" : "-",
+          kernel_layer().has(op.id) ? "yes" : "-", autograd_column(op.id),
+          inductor_column(op.id, false), inductor_column(op.id, true), tags_column(op.id)}});
   size_t width[6] = {};
   for (const Line& l : lines)
     for (size_t c = 0; c < 6; ++c) width[c] = std::max(width[c], l.cells[c].size());
   std::ostringstream os;
   for (const Line& l : lines) {
-    for (size_t c = 0; c < 6; ++c) os << l.cells[c] << std::string(width[c] + 2 - l.cells[c].size(), ' ');
+    for (size_t c = 0; c < 6; ++c)
+      os << l.cells[c] << std::string(width[c] + 2 - l.cells[c].size(), ' ');
     os << l.cells[6] << '\n';
   }
   os << all_ops().size() << " ops\n";

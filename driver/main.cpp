@@ -68,7 +68,7 @@ void install_crash_handlers() {
   ss.ss_sp = alt_stack;
   ss.ss_size = sizeof alt_stack;
   sigaltstack(&ss, nullptr);
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_handler = on_crash;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESETHAND | SA_ONSTACK;

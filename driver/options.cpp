@@ -4,9 +4,9 @@
 #include "driver/pipeline.h"
 
 #include "driver/cache.h"
-#include "driver/remote_cache.h"
 #include "driver/driver.h"
 #include "driver/list_ops.h"
+#include "driver/remote_cache.h"
 #include "runtime/cuda_driver.h"
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/llvm_codegen.h"
@@ -29,10 +29,14 @@ namespace fxc {
 
 const char* backend_name(Backend b) {
   switch (b) {
-  case Backend::Eager: return "eager";
-  case Backend::AotEager: return "aot_eager";
-  case Backend::AotEagerDecompPartition: return "aot_eager_decomp_partition";
-  case Backend::Inductor: return "inductor";
+  case Backend::Eager:
+    return "eager";
+  case Backend::AotEager:
+    return "aot_eager";
+  case Backend::AotEagerDecompPartition:
+    return "aot_eager_decomp_partition";
+  case Backend::Inductor:
+    return "inductor";
   }
   return "?";
 }
@@ -58,9 +62,12 @@ bool expand_response_files(std::vector<std::string>* args, std::string* error) {
     for (size_t k = 0; k < text.size(); ++k) {
       char c = text[k];
       if (quote) {
-        if (c == quote) quote = 0;
-        else if (c == '\\' && quote == '"' && k + 1 < text.size()) word += text[++k];
-        else word += c;
+        if (c == quote)
+          quote = 0;
+        else if (c == '\\' && quote == '"' && k + 1 < text.size())
+          word += text[++k];
+        else
+          word += c;
       } else if (c == '\'' || c == '"') {
         quote = c;
         in_word = true;
@@ -107,8 +114,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
-                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
         d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
@@ -126,8 +133,10 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 std::string raw_value(const std::vector<std::string>& args, const std::string& flag) {
   std::string v;
   for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i].rfind(flag + "=", 0) == 0) v = args[i].substr(flag.size() + 1);
-    else if (args[i] == flag && i + 1 < args.size()) v = args[i + 1];
+    if (args[i].rfind(flag + "=", 0) == 0)
+      v = args[i].substr(flag.size() + 1);
+    else if (args[i] == flag && i + 1 < args.size())
+      v = args[i + 1];
   }
   return v;
 }
@@ -135,8 +144,8 @@ std::string raw_value(const std::vector<std::string>& args, const std::string& f
 // Prints a usage error as every diagnostic is printed (text, colored on a terminal, or JSON).
 int usage_error(const std::vector<std::string>& args, const std::string& message) {
   if (raw_value(args, "--diagnostics") == "json") {
-    nlohmann::ordered_json j = {{"severity", "error"}, {"file", ""}, {"node", ""},
-                                {"op", ""}, {"message", message}};
+    nlohmann::ordered_json j = {
+        {"severity", "error"}, {"file", ""}, {"node", ""}, {"op", ""}, {"message", message}};
     std::fprintf(stderr, "%s\n", j.dump().c_str());
     return 2;
   }
@@ -179,8 +188,8 @@ std::string explain_extras(const CLI::App& app, const std::vector<std::string>& 
     if (a == "--") break;
     if (a.size() < 2 || a[0] != '-') continue;
     std::string name = a.substr(0, a.find('='));
-    std::string fixed = name == "-MD" || name == "-MF" || name == "-MT" || name == "-Werror"
-                            ? "-" + name : name;
+    std::string fixed =
+        name == "-MD" || name == "-MF" || name == "-MT" || name == "-Werror" ? "-" + name : name;
     bool known = false;
     for (const CLI::Option* opt : app.get_options())
       if (opt->check_name(fixed)) {
@@ -213,8 +222,9 @@ std::string cuda_arch_error(const std::string& arch) {
   bool ok = arch.rfind("sm_", 0) == 0 && end > 3 &&
             std::all_of(arch.begin() + 3, arch.begin() + long(end),
                         [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-  return ok ? "" : "invalid value '" + arch + "' for '--cuda-arch'; valid values: sm_<number>, " +
-                       "optionally with the suffix a (sm_90, sm_90a)";
+  return ok ? ""
+            : "invalid value '" + arch + "' for '--cuda-arch'; valid values: sm_<number>, " +
+                  "optionally with the suffix a (sm_90, sm_90a)";
 #endif
 }
 
@@ -257,8 +267,9 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
 
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = i == 0 ? std::string("fxc") : args[i];
-    bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                   "0123456789-_=+./,:@%") == std::string::npos;
+    bool plain =
+        !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789-_=+./,:@%") == std::string::npos;
     std::string quoted = "'";
     for (char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
     o->command_line += (i ? " " : "") + (plain ? a : quoted + "'");
@@ -275,12 +286,14 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   std::string backend, device, mode;
   app.add_option("--backend", backend, "Pipeline prefix to run (default inductor)")
       ->option_text("eager|aot_eager|aot_eager_decomp_partition|inductor");
-  app.add_option("--device", device, "Target device (default: cuda when a driver and device are present, else cpu)")
+  app.add_option("--device", device,
+                 "Target device (default: cuda when a driver and device are present, else cpu)")
       ->option_text("cpu|cuda");
   app.add_option("--mode", mode, "inference (default) or train (forward + backward)")
       ->option_text("inference|train");
   app.add_flag("--run", o->run, "Compile, then execute once");
-  app.add_option("--inputs", o->inputs, "Inputs by name (input_0.. or graph input names); default: seeded random")
+  app.add_option("--inputs", o->inputs,
+                 "Inputs by name (input_0.. or graph input names); default: seeded random")
       ->option_text("<f.safetensors>");
   app.add_option("--outputs", o->outputs, "Write outputs (and gradients in train mode)")
       ->option_text("<f.safetensors>");
@@ -289,24 +302,29 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_option("--rtol", o->rtol, "Relative tolerance for --expect (default 1e-4)");
   app.add_option("--atol", o->atol, "Absolute tolerance for --expect (default 1e-5)");
   app.add_option("--seed", o->seed, "Seed for random inputs (default 0)");
-  app.add_flag("--check-accuracy", o->check_accuracy, "Compare against the float64 eager reference");
+  app.add_flag("--check-accuracy", o->check_accuracy,
+               "Compare against the float64 eager reference");
   app.add_flag("--bench", o->bench,
                "Time the compiled graph: warm-up, cache flush, median/p20/p80 over a time budget, "
                "per-kernel times, GB/s and TFLOP/s (CUDA events on cuda)");
   app.add_flag("--json", o->json, "With --bench: print the results as one JSON object on stdout");
-  app.add_flag("--time-passes", o->time_passes, "Print each compiler pass's wall time to stderr at exit");
-  app.add_flag("--bisect", o->bisect, "Run every backend in stage order, report the first that fails");
+  app.add_flag("--time-passes", o->time_passes,
+               "Print each compiler pass's wall time to stderr at exit");
+  app.add_flag("--bisect", o->bisect,
+               "Run every backend in stage order, report the first that fails");
   app.add_flag("--minify", o->minify, "Shrink a failing graph to a minimal repro");
   app.add_option("--inject-bug", o->inject_bug, "Testing only: plant a codegen bug in <op>")
       ->option_text("<op>:compile_error|runtime_error|accuracy");
   app.add_option("--debug-dir", o->debug_dir, "Write the debug trace there")->option_text("<dir>");
-  app.add_option("--log", o->log, "Log components and artifacts (like TORCH_LOGS); 'help' lists them")
+  app.add_option("--log", o->log,
+                 "Log components and artifacts (like TORCH_LOGS); 'help' lists them")
       ->option_text("<list>");
   app.add_option("--emit", o->emit, "Write one intermediate instead of the artifact")
       ->option_text("fxg|fx|llvm|ptx|obj|cpp");
   app.add_flag("-S", o->emit_asm, "Same as --emit=ptx for cuda, --emit=llvm for cpu");
-  app.add_option("--trace", o->trace,
-                 "Write a Chrome trace (Perfetto): compile passes, and the kernels of one --bench run")
+  app.add_option(
+         "--trace", o->trace,
+         "Write a Chrome trace (Perfetto): compile passes, and the kernels of one --bench run")
       ->option_text("<f.json>");
   app.add_option("--report", o->report,
                  "Write the compile (and --run/--bench/--bisect/--minify) as a static HTML site: "
@@ -374,12 +392,14 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       ->option_text("auto|always|never");
   app.add_flag("--Werror", o->werror, "-Werror: treat warnings (e.g. 'argument unused') as errors");
   app.add_option("--cuda-arch", o->cuda_arch, "CUDA architecture (default sm_90)");
-  app.add_flag("--allow-tf32", o->allow_tf32,
-               "CUDA: float32 matmuls (cuBLASLt) and convolutions (cuDNN) may use TF32 tensor cores");
+  app.add_flag(
+      "--allow-tf32", o->allow_tf32,
+      "CUDA: float32 matmuls (cuBLASLt) and convolutions (cuDNN) may use TF32 tensor cores");
   app.add_flag("--cuda-graphs", o->cuda_graphs,
                "CUDA: capture the plan into a CUDA graph on the first run and replay it");
   // One library per --plugin: a repeatable option must not take the graph as a second value.
-  app.add_option("--plugin", o->plugins, "Load custom ops from a plugin library (include/fxc/plugin.h); repeatable")
+  app.add_option("--plugin", o->plugins,
+                 "Load custom ops from a plugin library (include/fxc/plugin.h); repeatable")
       ->option_text("<lib.so>")
       ->allow_extra_args(false);
   // Flags of the second round's contract (docs/design.md §9) that are not built yet: accepted by
@@ -403,9 +423,12 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   std::vector<std::string> fixed;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "-MD" || a == "-Werror") fixed.push_back("-" + a);
-    else if (a == "-MF" || a == "-MT") fixed.push_back("-" + a);
-    else fixed.push_back(a);
+    if (a == "-MD" || a == "-Werror")
+      fixed.push_back("-" + a);
+    else if (a == "-MF" || a == "-MT")
+      fixed.push_back("-" + a);
+    else
+      fixed.push_back(a);
   }
   std::reverse(fixed.begin(), fixed.end()); // CLI11 parses a reversed vector
   try {
@@ -428,8 +451,9 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   }
   for (const std::string& f : planned_options)
     if (app.count(f)) return usage_error(args, f + " is not yet supported");
-  for (const auto& [flag, step] : {std::pair<std::string, std::string>{"--print-after", o->print_after},
-                                   {"--stop-after", o->stop_after}}) {
+  for (const auto& [flag, step] :
+       {std::pair<std::string, std::string>{"--print-after", o->print_after},
+        {"--stop-after", o->stop_after}}) {
     if (!app.count(flag)) continue;
     std::vector<std::string> steps = pipeline_step_names();
     if (std::find(steps.begin(), steps.end(), step) != steps.end()) continue;
@@ -438,8 +462,12 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
     return usage_error(args, flag + ": unknown step '" + step + "' (valid steps: " + list + ")");
   }
   const std::vector<std::pair<std::string, std::string>> choices_given = {
-      {"--backend", backend}, {"--device", device}, {"--mode", mode}, {"--emit", o->emit},
-      {"--diagnostics", o->diagnostics}, {"--color", o->color}};
+      {"--backend", backend},
+      {"--device", device},
+      {"--mode", mode},
+      {"--emit", o->emit},
+      {"--diagnostics", o->diagnostics},
+      {"--color", o->color}};
   const std::map<std::string, std::vector<std::string>> valid = {
       {"--backend", {"eager", "aot_eager", "aot_eager_decomp_partition", "inductor"}},
       {"--device", {"cpu", "cuda"}},
@@ -448,8 +476,9 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       {"--diagnostics", {"text", "json"}},
       {"--color", {"auto", "always", "never"}}};
   for (const auto& [flag, value] : choices_given) {
-    if (value.empty() && (flag == "--backend" || flag == "--device" || flag == "--mode" ||
-                          flag == "--emit") && !app.count(flag))
+    if (value.empty() &&
+        (flag == "--backend" || flag == "--device" || flag == "--mode" || flag == "--emit") &&
+        !app.count(flag))
       continue;
     if (auto m = check_choice(flag, value, valid.at(flag))) return usage_error(args, *m);
   }
@@ -464,16 +493,15 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   o->seed_given = app.count("--seed") > 0;
   o->cuda_arch_given = app.count("--cuda-arch") > 0;
   o->remote_cache_given = app.count("--remote-cache") > 0;
-  if (const char* env = std::getenv("FXC_REMOTE_CACHE");
-      !o->remote_cache_given && env && *env) {
+  if (const char* env = std::getenv("FXC_REMOTE_CACHE"); !o->remote_cache_given && env && *env) {
     std::string error;
     if (!parse_redis_url(env, &error)) return usage_error(args, "FXC_REMOTE_CACHE: " + error);
   }
   set_color_diagnostics(color_wanted(o->color));
   if (const char* env = std::getenv("FXC_CACHE_MAX_SIZE");
       o->cache_max_size.empty() && env && *env && !parse_cache_size(env)) {
-    return usage_error(args, std::string("FXC_CACHE_MAX_SIZE: invalid size '") + env + "': " +
-                                 kCacheSizeSyntax);
+    return usage_error(args, std::string("FXC_CACHE_MAX_SIZE: invalid size '") + env +
+                                 "': " + kCacheSizeSyntax);
   }
   if (std::string e = app.count("--cuda-arch") ? cuda_arch_error(o->cuda_arch) : ""; !e.empty())
     return usage_error(args, e);

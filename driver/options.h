@@ -15,8 +15,8 @@ enum class DeviceKind { Auto, Cpu, Cuda };
 const char* backend_name(Backend b);
 
 struct Options {
-  std::string input;            ///< the graph file
-  std::string output;           ///< -o
+  std::string input;  ///< the graph file
+  std::string output; ///< -o
   Backend backend = Backend::Inductor;
   DeviceKind device = DeviceKind::Auto;
   Mode mode = Mode::Inference;
@@ -26,15 +26,15 @@ struct Options {
   uint64_t seed = 0;
   bool check_accuracy = false;
   bool bench = false, bisect = false, minify = false;
-  bool json = false;            ///< --json: --bench prints one JSON object on stdout
-  bool time_passes = false;     ///< --time-passes: per-pass wall times on stderr at exit
+  bool json = false;        ///< --json: --bench prints one JSON object on stdout
+  bool time_passes = false; ///< --time-passes: per-pass wall times on stderr at exit
   std::string inject_bug;
   std::string debug_dir;
   std::string log;
-  std::string emit;             ///< fxg|fx|llvm|ptx|obj|cpp; "" = default action
-  bool emit_asm = false;        ///< -S
+  std::string emit;      ///< fxg|fx|llvm|ptx|obj|cpp; "" = default action
+  bool emit_asm = false; ///< -S
   std::string trace;
-  std::string report;  ///< --report=<dir>: the compile (and run/bench) as a static HTML site
+  std::string report;       ///< --report=<dir>: the compile (and run/bench) as a static HTML site
   std::string command_line; ///< the arguments as given (after @file expansion), for --report
   std::string compare; ///< --compare=<debug dir>: with --report, what changed against that trace
   bool md = false;
@@ -42,15 +42,15 @@ struct Options {
   std::string cache_dir;
   std::string cache_max_size; ///< --cache-max-size as given ("": $FXC_CACHE_MAX_SIZE, else 5G)
   bool no_cache = false;
-  std::string remote_cache;        ///< --remote-cache=redis://... ("" with it given: off)
-  bool remote_cache_given = false; ///< else $FXC_REMOTE_CACHE
+  std::string remote_cache;                 ///< --remote-cache=redis://... ("" with it given: off)
+  bool remote_cache_given = false;          ///< else $FXC_REMOTE_CACHE
   int64_t remote_cache_ttl = 7 * 24 * 3600; ///< --remote-cache-ttl seconds; 0: never expire
-  bool explain_cache = false;      ///< --explain-cache: print the key, and why it misses
+  bool explain_cache = false;               ///< --explain-cache: print the key, and why it misses
   bool max_autotune = false;
   bool verbose = false;
-  bool verify_each = false;    ///< graph verifier after every stage, loop-IR verifier after lower..
-  std::string print_after;     ///< --print-after=STEP: the IR after that step on stderr
-  std::string stop_after;      ///< --stop-after=STEP: end there, exit 0 (-o gets the IR)
+  bool verify_each = false; ///< graph verifier after every stage, loop-IR verifier after lower..
+  std::string print_after;  ///< --print-after=STEP: the IR after that step on stderr
+  std::string stop_after;   ///< --stop-after=STEP: end there, exit 0 (-o gets the IR)
   std::string diagnostics = "text";
   std::string cuda_arch = "sm_90";
   bool allow_tf32 = false;  ///< --allow-tf32: float32 matmuls/convolutions on CUDA may use TF32

@@ -48,8 +48,7 @@ public:
     std::vector<Tensor> grads =
         runners_.at(1)(backward_inputs(fw, n_user, aot_->tangent_output_index));
     assert(grads.size() == aot_->grad_names.size() && "backward returns one gradient per name");
-    for (size_t i = 0; i < grads.size(); ++i)
-      out.emplace_back(aot_->grad_names[i], grads[i]);
+    for (size_t i = 0; i < grads.size(); ++i) out.emplace_back(aot_->grad_names[i], grads[i]);
     return out;
   }
 
@@ -69,7 +68,8 @@ void write_runnable_graphs(Compilation& c) {
   if (!c.trace.enabled()) return;
   for (const StageGraph& sg : c.graphs) {
     std::string rel = "inductor/" + sg.folder + "/fx_graph_runnable.fxg";
-    std::filesystem::create_directories(std::filesystem::path(c.trace.root()) / "inductor" / sg.folder);
+    std::filesystem::create_directories(std::filesystem::path(c.trace.root()) / "inductor" /
+                                        sg.folder);
     write_fxg(sg.graph, c.trace.root() + "/" + rel);
     c.trace.record(rel, "frontend", sg.folder);
     std::string weights = "inductor/" + sg.folder + "/fx_graph_runnable.safetensors";
@@ -82,10 +82,9 @@ void log_aot_graphs(const Compilation& c, const std::string& what) {
   Logger& log = process_logger();
   if (!log.enabled(Artifact::AotGraphs)) return;
   for (const StageGraph& sg : c.graphs)
-    log.artifact(Artifact::AotGraphs, "===== " + sg.role + " graph, " + what + " =====\n" +
-                                          print_readable(sg.graph));
+    log.artifact(Artifact::AotGraphs,
+                 "===== " + sg.role + " graph, " + what + " =====\n" + print_readable(sg.graph));
 }
-
 
 std::string folder_name(const Compilation& c, const char* role, int n, int k) {
   return c.source.name + "__0_" + role + "_" + std::to_string(n) + "." + std::to_string(k);
@@ -170,12 +169,15 @@ void log_plan_artifacts(const std::string& folder, const std::string& post_fusio
     size_t eq = line.find(" = ");
     std::string op = eq == std::string::npos ? line : line.substr(eq + 3, fb - eq - 3);
     if (find_custom_op(op)) { // a plugin's op: an extern call by design, not a graph break
-      hints += folder + ": custom op " + op + " runs as an extern call to its plugin's kernel; its "
-                                             "inputs and output round-trip through memory\n";
+      hints += folder + ": custom op " + op +
+               " runs as an extern call to its plugin's kernel; its "
+               "inputs and output round-trip through memory\n";
       continue;
     }
-    breaks += folder + ": fallback " + op + ": no inductor lowering; runs the reference kernel as an extern call\n";
-    hints += folder + ": " + op + " runs as an unfused fallback; its inputs and output round-trip through memory\n";
+    breaks += folder + ": fallback " + op +
+              ": no inductor lowering; runs the reference kernel as an extern call\n";
+    hints += folder + ": " + op +
+             " runs as an unfused fallback; its inputs and output round-trip through memory\n";
   }
   log.artifact(Artifact::Schedule, schedule);
   if (!breaks.empty()) log.artifact(Artifact::GraphBreaks, breaks);
@@ -229,10 +231,11 @@ void write_inductor_artifacts(Compilation& c, const StageGraph& sg, const Induct
     log.artifact(Artifact::PerfHints, text);
   }
   if (!cuda)
-    log.artifact(Artifact::OutputCode, "===== " + sg.folder + "/output_code.cpp =====\n" +
-                                           out.output_code);
+    log.artifact(Artifact::OutputCode,
+                 "===== " + sg.folder + "/output_code.cpp =====\n" + out.output_code);
   for (const GeneratedKernel& k : *out.kernels)
-    if (cuda) log.artifact(Artifact::OutputCode, "===== kernel " + k.name + " (PTX) =====\n" + k.ptx);
+    if (cuda)
+      log.artifact(Artifact::OutputCode, "===== kernel " + k.name + " (PTX) =====\n" + k.ptx);
 }
 
 // Stage 4, PTX only (--device=cuda --emit=ptx): lowering, fusion and the kernels' PTX per graph;
@@ -245,14 +248,14 @@ void stage_inductor_cuda(Compilation& c) {
     io.log_name = sg.folder;
     // Each kernel's PTX only for the debug trace and --print-after/--stop-after=codegen:
     // --emit's one module compiles them together.
-    io.kernel_ptx = c.trace.enabled() || c.opts.print_after == "codegen" ||
-                    c.opts.stop_after == "codegen";
+    io.kernel_ptx =
+        c.trace.enabled() || c.opts.print_after == "codegen" || c.opts.stop_after == "codegen";
     io.steps = step_hooks(c, sg.folder);
     auto prog = std::make_shared<PtxProgram>(compile_inductor_ptx(sg.graph, io, c.opts.cuda_arch));
     std::vector<GeneratedKernel> kernels;
     for (const PtxKernelInfo& k : prog->kernels) kernels.push_back({k.name, k.ll, k.ptx});
-    InductorOutput out{prog->ir_pre_fusion, prog->ir_post_fusion, prog->fusion_log, "", "",
-                       &kernels};
+    InductorOutput out{
+        prog->ir_pre_fusion, prog->ir_post_fusion, prog->fusion_log, "", "", &kernels};
     write_inductor_artifacts(c, sg, out, true);
     c.trace.log("inductor", sg.folder + ": " + std::to_string(prog->kernels.size()) +
                                 " PTX kernels for " + c.opts.cuda_arch);
@@ -300,7 +303,7 @@ void stage_inductor(Compilation& c) {
     for (const std::string& line : cg->autotune_log())
       process_logger().log(Component::Autotune, Level::Info, sg.folder + ": " + line);
     InductorOutput out{cg->ir_pre_fusion(), cg->ir_post_fusion(), cg->fusion_log(),
-                       cg->output_code(), cg->perf_hints(), &cg->kernels()};
+                       cg->output_code(),   cg->perf_hints(),     &cg->kernels()};
     write_inductor_artifacts(c, sg, out, cuda);
     c.trace.log("inductor", sg.folder + ": " + std::to_string(cg->num_kernels()) +
                                 " generated kernels, " + std::to_string(cg->num_extern_calls()) +
@@ -362,10 +365,14 @@ bool backend_runs_step(Backend b, const std::string& name) {
 
 int stage_count(Backend b) {
   switch (b) {
-  case Backend::Eager: return 1;
-  case Backend::AotEager: return 2;
-  case Backend::AotEagerDecompPartition: return 3;
-  case Backend::Inductor: return 4;
+  case Backend::Eager:
+    return 1;
+  case Backend::AotEager:
+    return 2;
+  case Backend::AotEagerDecompPartition:
+    return 3;
+  case Backend::Inductor:
+    return 4;
   }
   return 1;
 }
@@ -396,8 +403,8 @@ void run_pipeline(Compilation& c) {
     const std::string name = kStages[i].name;
     for (const StageGraph& sg : c.graphs) {
       if (c.opts.print_after == name)
-        std::fprintf(stderr, "// ----- IR after %s (%s) -----\n%s", name.c_str(),
-                     sg.folder.c_str(), print_readable(sg.graph).c_str());
+        std::fprintf(stderr, "// ----- IR after %s (%s) -----\n%s", name.c_str(), sg.folder.c_str(),
+                     print_readable(sg.graph).c_str());
       if (c.opts.stop_after == name) c.stop_text += print_readable(sg.graph);
     }
     if (c.opts.stop_after == name) c.stopped = true;

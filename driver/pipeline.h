@@ -42,17 +42,17 @@ struct Compilation {
   Compilation(const Options& o, DebugTrace& t, Graph g) : opts(o), trace(t), source(std::move(g)) {}
   const Options& opts;
   DebugTrace& trace;
-  Graph source;                   ///< the imported graph (frontend output)
+  Graph source; ///< the imported graph (frontend output)
   /// Dynamic graphs: the imported graph with its symbols; `source` is it specialized to
   /// `bindings` (the hints, or the sizes of --inputs).
   std::shared_ptr<const Graph> symbolic;
   SymBindings bindings;
-  std::vector<StageGraph> graphs; ///< current graphs, rewritten by each stage
-  std::shared_ptr<JointGraph> joint;             ///< train mode: the joint graph (aot stage)
-  std::shared_ptr<const AotGraphs> aot;          ///< train mode: the partition in use
-  std::string aot_log;                           ///< partition decisions (train mode)
+  std::vector<StageGraph> graphs;                       ///< current graphs, rewritten by each stage
+  std::shared_ptr<JointGraph> joint;                    ///< train mode: the joint graph (aot stage)
+  std::shared_ptr<const AotGraphs> aot;                 ///< train mode: the partition in use
+  std::string aot_log;                                  ///< partition decisions (train mode)
   std::vector<std::shared_ptr<CompiledGraph>> compiled; ///< inductor (cpu): one per graph
-  std::vector<std::shared_ptr<PtxProgram>> ptx;          ///< inductor (cuda): one per graph
+  std::vector<std::shared_ptr<PtxProgram>> ptx;         ///< inductor (cuda): one per graph
   std::unique_ptr<Executable> executable;
   /// --stop-after reached its step: the pipeline ended there; `stop_text` is the IR after it
   /// (every graph's, in order), what -o receives.
@@ -76,7 +76,8 @@ void run_pipeline(Compilation& c);
 /// The backward graph's inputs for one training step: the saved values the forward returned
 /// after its `num_user_outputs` user outputs, then output gradients of ones (as
 /// out.sum().backward()) for the forward outputs `tangent_output_index` names.
-std::vector<Tensor> backward_inputs(const std::vector<Tensor>& forward_results, size_t num_user_outputs,
+std::vector<Tensor> backward_inputs(const std::vector<Tensor>& forward_results,
+                                    size_t num_user_outputs,
                                     const std::vector<size_t>& tangent_output_index);
 
 /// Number of stages a backend runs (eager 1 ... inductor 4).

@@ -15,16 +15,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <pthread.h>
 #include <set>
 #include <sstream>
-#include <csignal>
-#include <pthread.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -136,17 +136,17 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 /// The label of a key field that is a command-line flag.
 bool is_flag_component(const std::string& name) {
-  static const std::set<std::string> flags = {"backend",     "device",       "mode",
-                                              "cuda-arch",   "inject-bug",   "allow-tf32",
+  static const std::set<std::string> flags = {"backend",      "device",     "mode",
+                                              "cuda-arch",    "inject-bug", "allow-tf32",
                                               "max-autotune", "verify-each"};
   return flags.count(name) > 0;
 }
 
 // The large weights of an artifact, cut out for storage by digest.
 struct SplitArtifact {
-  std::string stripped;                                   ///< the artifact, large weights zeroed
-  std::vector<std::pair<std::string, uint64_t>> weights;  ///< digest and size, in order
-  std::vector<std::string> weight_bytes;                  ///< the weights' bytes, in order
+  std::string stripped;                                  ///< the artifact, large weights zeroed
+  std::vector<std::pair<std::string, uint64_t>> weights; ///< digest and size, in order
+  std::vector<std::string> weight_bytes;                 ///< the weights' bytes, in order
 };
 
 /// Every distinct storage of a constant of the artifact's plans at least kLargeWeight bytes,
@@ -234,7 +234,8 @@ std::optional<RedisUrl> parse_redis_url(std::string_view url, std::string* error
     std::string_view cred = rest.substr(0, at);
     rest = rest.substr(at + 1);
     size_t colon = cred.find(':');
-    std::string_view user = colon == std::string_view::npos ? std::string_view() : cred.substr(0, colon);
+    std::string_view user =
+        colon == std::string_view::npos ? std::string_view() : cred.substr(0, colon);
     std::string_view pw = colon == std::string_view::npos ? cred : cred.substr(colon + 1);
     if (!percent_decode(user, &u.user) || !percent_decode(pw, &u.password))
       return bad("malformed %-escape in the credentials");
@@ -262,11 +263,13 @@ std::optional<RedisUrl> parse_redis_url(std::string_view url, std::string* error
   if (u.host.find_first_of(" \t/@") != std::string::npos) return bad("bad host");
   int64_t v = 0;
   if (!port.empty()) {
-    if (!parse_int(port, 1, 65535, &v)) return bad("port '" + std::string(port) + "' is not 1..65535");
+    if (!parse_int(port, 1, 65535, &v))
+      return bad("port '" + std::string(port) + "' is not 1..65535");
     u.port = int(v);
   }
   if (!path.empty()) {
-    if (!parse_int(path, 0, 1 << 20, &v)) return bad("database '" + std::string(path) + "' is not a number");
+    if (!parse_int(path, 0, 1 << 20, &v))
+      return bad("database '" + std::string(path) + "' is not a number");
     u.db = int(v);
   }
   return u;
@@ -329,7 +332,8 @@ bool parse_manifest(std::string_view text, std::string* key, std::vector<KeyComp
 
 std::string component_label(const KeyComponent& c) {
   if (is_flag_component(c.name)) return "--" + c.name;
-  if (c.name == "weights" || c.name == "plugin") return c.name + " " + fs::path(c.value).filename().string();
+  if (c.name == "weights" || c.name == "plugin")
+    return c.name + " " + fs::path(c.value).filename().string();
   if (c.name == "fxc-binary") return "fxc build";
   if (c.name == "fxc") return "fxc version";
   return c.name;
@@ -400,8 +404,9 @@ public:
     sigset_t pending;
     sigpending(&pending);
     if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
-      struct timespec zero {0, 0};
-      while (sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {}
+      struct timespec zero{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {
+      }
     }
     pthread_sigmask(SIG_SETMASK, &old_, nullptr);
   }
@@ -460,7 +465,8 @@ RemoteCache::RemoteCache(const std::string& url, int64_t ttl_s) : impl_(std::mak
   std::string to = env_or("FXC_REMOTE_CACHE_TIMEOUT", "");
   int64_t t = kDefaultTimeoutMs;
   if (!to.empty() && !parse_int(to, 1, 3600 * 1000, &t))
-    throw UsageError("FXC_REMOTE_CACHE_TIMEOUT: expected milliseconds (1..3600000), got '" + to + "'");
+    throw UsageError("FXC_REMOTE_CACHE_TIMEOUT: expected milliseconds (1..3600000), got '" + to +
+                     "'");
   timeout_ms_ = int(t);
   enabled_ = true;
   if (!secret_error.empty()) fail(secret_error);
@@ -493,7 +499,7 @@ bool RemoteCache::connect() {
   if (!enabled()) return false;
   if (impl_ && impl_->c) return true;
   auto t0 = std::chrono::steady_clock::now();
-  struct timeval tv {timeout_ms_ / 1000, (timeout_ms_ % 1000) * 1000};
+  struct timeval tv{timeout_ms_ / 1000, (timeout_ms_ % 1000) * 1000};
   redisContext* c = redisConnectWithTimeout(url_.host.c_str(), url_.port, tv);
   if (!impl_) impl_ = std::make_unique<Impl>();
   impl_->c = c;
@@ -561,19 +567,19 @@ Reply command(redisContext* c, const std::vector<std::string_view>& argv, std::s
 } // namespace
 
 // One command, counted; null after a failure (which is warned about once).
-#define FXC_REDIS(ret, reply, ...)                                                               \
-  Reply reply(nullptr);                                                                          \
-  {                                                                                              \
-    if (!connect()) return ret;                                                                  \
-    auto t0_ = std::chrono::steady_clock::now();                                                 \
-    std::string why_;                                                                            \
-    reply = command(impl_->c, {__VA_ARGS__}, &why_);                                             \
-    ++stats_.commands;                                                                           \
-    stats_.ms += ms_since(t0_);                                                                  \
-    if (!reply.r) {                                                                              \
-      fail(why_);                                                                                \
-      return ret;                                                                                \
-    }                                                                                            \
+#define FXC_REDIS(ret, reply, ...)                                                                 \
+  Reply reply(nullptr);                                                                            \
+  {                                                                                                \
+    if (!connect()) return ret;                                                                    \
+    auto t0_ = std::chrono::steady_clock::now();                                                   \
+    std::string why_;                                                                              \
+    reply = command(impl_->c, {__VA_ARGS__}, &why_);                                               \
+    ++stats_.commands;                                                                             \
+    stats_.ms += ms_since(t0_);                                                                    \
+    if (!reply.r) {                                                                                \
+      fail(why_);                                                                                  \
+      return ret;                                                                                  \
+    }                                                                                              \
   }
 
 namespace {
@@ -610,7 +616,8 @@ std::optional<std::string> RemoteCache::get(const std::string& key) {
     ++stats_.commands;
   };
   // A value that does not check out: the entry is dropped, and this is a miss.
-  auto corrupt = [&](const std::string& rkey, const std::string& why) -> std::optional<std::string> {
+  auto corrupt = [&](const std::string& rkey,
+                     const std::string& why) -> std::optional<std::string> {
     warn("remote cache " + shown_url_ + ": discarding corrupt value " + rkey + " (" + why +
          "); treated as a miss");
     std::vector<std::string> keys = blob_keys;
@@ -772,14 +779,14 @@ bool RemoteCache::put(const std::string& key, const std::vector<KeyComponent>& c
     ++stats_.puts;
     stats_.bytes_written += manifest.size();
   }
-  info("remote put " + key + ": " + (won ? "published" : "another host published it first") +
-       ", " + std::to_string(stats_.bytes_written - written0) + " bytes in " +
-       std::to_string(fresh) + " new of " + std::to_string(blobs.size()) + " blobs (" +
-       format_ms(ms_since(t0)) + ")");
+  info("remote put " + key + ": " + (won ? "published" : "another host published it first") + ", " +
+       std::to_string(stats_.bytes_written - written0) + " bytes in " + std::to_string(fresh) +
+       " new of " + std::to_string(blobs.size()) + " blobs (" + format_ms(ms_since(t0)) + ")");
   return true;
 }
 
-std::vector<std::pair<std::string, std::vector<KeyComponent>>> RemoteCache::manifests(size_t limit) {
+std::vector<std::pair<std::string, std::vector<KeyComponent>>>
+RemoteCache::manifests(size_t limit) {
   std::vector<std::pair<std::string, std::vector<KeyComponent>>> out;
   std::vector<std::string> keys;
   std::string cursor = "0";
@@ -1014,7 +1021,8 @@ std::string shorten(const std::string& s) {
 
 } // namespace
 
-int explain_cache(const Options& o, const Graph& g, const std::vector<std::string>& external_files) {
+int explain_cache(const Options& o, const Graph& g,
+                  const std::vector<std::string>& external_files) {
   CacheKeyBuilder k = compile_cache_key(o, "fxo", code_target(o), g, external_files);
   const std::string key = k.key();
   const std::vector<KeyComponent>& comps = k.components();

@@ -125,10 +125,10 @@ std::string summarize(const Tensor& t) {
   return buf;
 }
 
-
 NamedTensors read_named_tensors(const std::string& path) {
   NamedTensors out;
-  for (const auto& [name, w] : read_safetensors(path)) out.emplace_back(name, Tensor::from_weight(w).clone());
+  for (const auto& [name, w] : read_safetensors(path))
+    out.emplace_back(name, Tensor::from_weight(w).clone());
   return out;
 }
 

@@ -13,11 +13,11 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kInfo[] = {
-    {DType::Bool, "b8", "BOOL", "bool", 12, 1},     {DType::U8, "u8", "U8", "uint8", 1, 1},
-    {DType::I8, "i8", "I8", "int8", 2, 1},          {DType::I16, "i16", "I16", "int16", 3, 2},
-    {DType::I32, "i32", "I32", "int32", 4, 4},      {DType::I64, "i64", "I64", "int64", 5, 8},
-    {DType::F16, "f16", "F16", "float16", 6, 2},    {DType::BF16, "bf16", "BF16", "bfloat16", 13, 2},
-    {DType::F32, "f32", "F32", "float32", 7, 4},    {DType::F64, "f64", "F64", "float64", 8, 8},
+    {DType::Bool, "b8", "BOOL", "bool", 12, 1},  {DType::U8, "u8", "U8", "uint8", 1, 1},
+    {DType::I8, "i8", "I8", "int8", 2, 1},       {DType::I16, "i16", "I16", "int16", 3, 2},
+    {DType::I32, "i32", "I32", "int32", 4, 4},   {DType::I64, "i64", "I64", "int64", 5, 8},
+    {DType::F16, "f16", "F16", "float16", 6, 2}, {DType::BF16, "bf16", "BF16", "bfloat16", 13, 2},
+    {DType::F32, "f32", "F32", "float32", 7, 4}, {DType::F64, "f64", "F64", "float64", 8, 8},
 };
 const DTypeInfo& info(DType t) {
   for (const auto& i : kInfo)
@@ -27,9 +27,15 @@ const DTypeInfo& info(DType t) {
 }
 } // namespace
 
-std::string_view dtype_name(DType t) { return info(t).name; }
-std::string_view dtype_safetensors_name(DType t) { return info(t).st_name; }
-size_t dtype_size(DType t) { return info(t).size; }
+std::string_view dtype_name(DType t) {
+  return info(t).name;
+}
+std::string_view dtype_safetensors_name(DType t) {
+  return info(t).st_name;
+}
+size_t dtype_size(DType t) {
+  return info(t).size;
+}
 
 std::optional<DType> parse_dtype(std::string_view s) {
   if (s.substr(0, 6) == "torch.") s = s.substr(6);

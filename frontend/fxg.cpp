@@ -209,7 +209,8 @@ void emit(const ojson& j, std::string& out) {
 }
 
 ojson meta_json(const TensorMeta& m) {
-  ojson j = {{"dtype", std::string(dtype_name(m.dtype))}, {"shape", dims_json(m.sizes, m.sym_sizes)}};
+  ojson j = {{"dtype", std::string(dtype_name(m.dtype))},
+             {"shape", dims_json(m.sizes, m.sym_sizes)}};
   if (!m.is_contiguous()) j["strides"] = dims_json(m.strides, m.sym_strides);
   if (m.storage_offset) j["storage_offset"] = m.storage_offset;
   return j;
@@ -440,8 +441,8 @@ private:
       TensorMeta& out = g_.values[n.outputs[k]].meta;
       out.sym_sizes = std::move(sym_sizes);
       // Strides left out are contiguous (the writer omits only those), symbolic with the sizes.
-      out.sym_strides = sj ? std::move(sym_strides)
-                           : symbolic_contiguous_strides(out.sizes, out.sym_sizes);
+      out.sym_strides =
+          sj ? std::move(sym_strides) : symbolic_contiguous_strides(out.sizes, out.sym_sizes);
     }
   }
 
@@ -464,7 +465,8 @@ private:
         name = parse_sym_text(it.key());
       } catch (const SymError&) {
       }
-      if (!name.is_symbol()) fail(what + ": a symbol's name is a letter or '_' and then letters, digits or '_'");
+      if (!name.is_symbol())
+        fail(what + ": a symbol's name is a letter or '_' and then letters, digits or '_'");
       SymbolRange r;
       r.name = it.key();
       r.min = integer(get(*it, "min", what), what + ".min");
@@ -503,7 +505,8 @@ private:
     meta.dtype = dtype(get(in, "dtype", what), what + ".dtype");
     meta.sizes = shape(get(in, "shape", what), what + ".shape", &meta.sym_sizes);
     meta.strides = contiguous_strides(meta.sizes);
-    if (!meta.sym_sizes.empty()) meta.sym_strides = symbolic_contiguous_strides(meta.sizes, meta.sym_sizes);
+    if (!meta.sym_sizes.empty())
+      meta.sym_strides = symbolic_contiguous_strides(meta.sizes, meta.sym_sizes);
     int64_t nbytes;
     if (!view_extent_bytes(meta.sizes, meta.strides, 0, int64_t(dtype_size(meta.dtype)), &nbytes))
       fail("size of " + what + " overflows");

@@ -34,7 +34,6 @@ bool TensorMeta::operator==(const TensorMeta& o) const {
          storage_offset == o.storage_offset && device == o.device;
 }
 
-
 namespace {
 std::string join(const std::vector<int64_t>& v) {
   std::string s;
@@ -69,18 +68,32 @@ std::string format_meta_with_strides(const TensorMeta& m) {
 bool Arg::operator==(const Arg& o) const {
   if (kind != o.kind) return false;
   switch (kind) {
-  case Kind::None: return true;
-  case Kind::Int: return i == o.i && syms == o.syms;
-  case Kind::DType: case Kind::MemoryFormat: case Kind::Layout: return i == o.i;
-  case Kind::Float: return f == o.f || (f != f && o.f != o.f);
-  case Kind::Bool: return b == o.b;
-  case Kind::String: return s == o.s;
-  case Kind::Ints: return ints == o.ints && syms == o.syms;
-  case Kind::Floats: return floats == o.floats;
-  case Kind::Bools: return bools == o.bools;
-  case Kind::Tensor: return tensor == o.tensor;
-  case Kind::Tensors: return tensors == o.tensors;
-  case Kind::Device: return device == o.device;
+  case Kind::None:
+    return true;
+  case Kind::Int:
+    return i == o.i && syms == o.syms;
+  case Kind::DType:
+  case Kind::MemoryFormat:
+  case Kind::Layout:
+    return i == o.i;
+  case Kind::Float:
+    return f == o.f || (f != f && o.f != o.f);
+  case Kind::Bool:
+    return b == o.b;
+  case Kind::String:
+    return s == o.s;
+  case Kind::Ints:
+    return ints == o.ints && syms == o.syms;
+  case Kind::Floats:
+    return floats == o.floats;
+  case Kind::Bools:
+    return bools == o.bools;
+  case Kind::Tensor:
+    return tensor == o.tensor;
+  case Kind::Tensors:
+    return tensors == o.tensors;
+  case Kind::Device:
+    return device == o.device;
   }
   return false;
 }
@@ -105,10 +118,14 @@ std::vector<ValueId> Node::tensor_inputs() const {
 
 std::string_view input_kind_name(InputKind k) {
   switch (k) {
-  case InputKind::Parameter: return "parameter";
-  case InputKind::Buffer: return "buffer";
-  case InputKind::Constant: return "constant";
-  case InputKind::UserInput: return "user_input";
+  case InputKind::Parameter:
+    return "parameter";
+  case InputKind::Buffer:
+    return "buffer";
+  case InputKind::Constant:
+    return "constant";
+  case InputKind::UserInput:
+    return "user_input";
   }
   return "?";
 }

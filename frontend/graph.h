@@ -30,7 +30,12 @@ struct Device {
 std::string device_name(const Device& d); // "cpu", "cuda:0"
 
 /// torch.export's serialized codes: 1 contiguous, 2 channels_last, 3 channels_last_3d, 4 preserve.
-enum class MemoryFormat : uint8_t { Contiguous = 1, ChannelsLast = 2, ChannelsLast3d = 3, Preserve = 4 };
+enum class MemoryFormat : uint8_t {
+  Contiguous = 1,
+  ChannelsLast = 2,
+  ChannelsLast3d = 3,
+  Preserve = 4
+};
 /// Only strided tensors are supported; the code (7) is kept for round-tripping.
 enum class Layout : uint8_t { Strided = 7 };
 
@@ -65,19 +70,31 @@ constexpr ValueId kNoValue = -1;
 /// One literal or reference argument of a node.
 struct Arg {
   enum class Kind : uint8_t {
-    None, Int, Float, Bool, String, Ints, Floats, Bools, Tensor, Tensors, DType, Device,
-    MemoryFormat, Layout
+    None,
+    Int,
+    Float,
+    Bool,
+    String,
+    Ints,
+    Floats,
+    Bools,
+    Tensor,
+    Tensors,
+    DType,
+    Device,
+    MemoryFormat,
+    Layout
   };
   Kind kind = Kind::None;
-  int64_t i = 0;     // Int; also DType/MemoryFormat/Layout codes
-  double f = 0;      // Float
-  bool b = false;    // Bool
-  std::string s;     // String
+  int64_t i = 0;  // Int; also DType/MemoryFormat/Layout codes
+  double f = 0;   // Float
+  bool b = false; // Bool
+  std::string s;  // String
   std::vector<int64_t> ints;
   std::vector<double> floats;
   std::vector<bool> bools;
-  ValueId tensor = kNoValue;     // Tensor
-  std::vector<ValueId> tensors;  // Tensors (kNoValue entries are None in Optional[Tensor] lists)
+  ValueId tensor = kNoValue;    // Tensor
+  std::vector<ValueId> tensors; // Tensors (kNoValue entries are None in Optional[Tensor] lists)
   fxc::Device device;
   /// Dynamic graphs: Int and Ints arguments computed from symbols (a view's sizes) hold the
   /// expression of each element here (an empty entry: a literal) and its value at the hints in
@@ -85,23 +102,90 @@ struct Arg {
   std::vector<SymExpr> syms;
 
   static Arg none() { return {}; }
-  static Arg of_int(int64_t v) { Arg a; a.kind = Kind::Int; a.i = v; return a; }
-  static Arg of_float(double v) { Arg a; a.kind = Kind::Float; a.f = v; return a; }
-  static Arg of_bool(bool v) { Arg a; a.kind = Kind::Bool; a.b = v; return a; }
-  static Arg of_string(std::string v) { Arg a; a.kind = Kind::String; a.s = std::move(v); return a; }
-  static Arg of_ints(std::vector<int64_t> v) { Arg a; a.kind = Kind::Ints; a.ints = std::move(v); return a; }
-  static Arg of_floats(std::vector<double> v) { Arg a; a.kind = Kind::Floats; a.floats = std::move(v); return a; }
-  static Arg of_bools(std::vector<bool> v) { Arg a; a.kind = Kind::Bools; a.bools = std::move(v); return a; }
-  static Arg of_tensor(ValueId v) { Arg a; a.kind = Kind::Tensor; a.tensor = v; return a; }
-  static Arg of_tensors(std::vector<ValueId> v) { Arg a; a.kind = Kind::Tensors; a.tensors = std::move(v); return a; }
-  static Arg of_dtype(DType t) { Arg a; a.kind = Kind::DType; a.i = int64_t(t); return a; }
-  static Arg of_device(fxc::Device d) { Arg a; a.kind = Kind::Device; a.device = d; return a; }
-  static Arg of_memory_format(MemoryFormat m) { Arg a; a.kind = Kind::MemoryFormat; a.i = int64_t(m); return a; }
-  static Arg of_layout(Layout l) { Arg a; a.kind = Kind::Layout; a.i = int64_t(l); return a; }
+  static Arg of_int(int64_t v) {
+    Arg a;
+    a.kind = Kind::Int;
+    a.i = v;
+    return a;
+  }
+  static Arg of_float(double v) {
+    Arg a;
+    a.kind = Kind::Float;
+    a.f = v;
+    return a;
+  }
+  static Arg of_bool(bool v) {
+    Arg a;
+    a.kind = Kind::Bool;
+    a.b = v;
+    return a;
+  }
+  static Arg of_string(std::string v) {
+    Arg a;
+    a.kind = Kind::String;
+    a.s = std::move(v);
+    return a;
+  }
+  static Arg of_ints(std::vector<int64_t> v) {
+    Arg a;
+    a.kind = Kind::Ints;
+    a.ints = std::move(v);
+    return a;
+  }
+  static Arg of_floats(std::vector<double> v) {
+    Arg a;
+    a.kind = Kind::Floats;
+    a.floats = std::move(v);
+    return a;
+  }
+  static Arg of_bools(std::vector<bool> v) {
+    Arg a;
+    a.kind = Kind::Bools;
+    a.bools = std::move(v);
+    return a;
+  }
+  static Arg of_tensor(ValueId v) {
+    Arg a;
+    a.kind = Kind::Tensor;
+    a.tensor = v;
+    return a;
+  }
+  static Arg of_tensors(std::vector<ValueId> v) {
+    Arg a;
+    a.kind = Kind::Tensors;
+    a.tensors = std::move(v);
+    return a;
+  }
+  static Arg of_dtype(DType t) {
+    Arg a;
+    a.kind = Kind::DType;
+    a.i = int64_t(t);
+    return a;
+  }
+  static Arg of_device(fxc::Device d) {
+    Arg a;
+    a.kind = Kind::Device;
+    a.device = d;
+    return a;
+  }
+  static Arg of_memory_format(MemoryFormat m) {
+    Arg a;
+    a.kind = Kind::MemoryFormat;
+    a.i = int64_t(m);
+    return a;
+  }
+  static Arg of_layout(Layout l) {
+    Arg a;
+    a.kind = Kind::Layout;
+    a.i = int64_t(l);
+    return a;
+  }
 
   bool is_none() const { return kind == Kind::None; }
   /// Int or Float as double (Scalar arguments).
-  double scalar() const { return kind == Kind::Float ? f : kind == Kind::Bool ? double(b) : double(i); }
+  double scalar() const {
+    return kind == Kind::Float ? f : kind == Kind::Bool ? double(b) : double(i);
+  }
   DType dtype() const { return DType(i); }
   bool operator==(const Arg& o) const;
 };
@@ -117,8 +201,8 @@ struct Node {
   std::string name;   ///< unique, e.g. "addmm_3"
   std::string target; ///< "aten.addmm.default"
   const OpSchema* schema = nullptr;
-  std::vector<Arg> args;      ///< one per schema argument, defaults filled in
-  std::vector<bool> given;    ///< args[i] was spelled out by the source
+  std::vector<Arg> args;   ///< one per schema argument, defaults filled in
+  std::vector<bool> given; ///< args[i] was spelled out by the source
   std::vector<ValueId> outputs;
   std::string stack_trace;     ///< Python traceback from the exporter, may be empty
   std::string nn_module_stack; ///< module path from the exporter, may be empty
@@ -155,10 +239,10 @@ struct WeightData {
 };
 
 struct Graph {
-  std::string source;          ///< file the graph came from (for diagnostics)
-  std::string name = "model";  ///< stem used in debug directory names
+  std::string source;         ///< file the graph came from (for diagnostics)
+  std::string name = "model"; ///< stem used in debug directory names
   std::vector<Value> values;
-  std::vector<Node> nodes;     ///< in topological order
+  std::vector<Node> nodes; ///< in topological order
   std::vector<GraphInput> inputs;
   std::vector<ValueId> outputs;
   std::map<std::string, WeightData> weights; ///< by fqn; every Parameter/Buffer/Constant has one

@@ -90,7 +90,8 @@ Graph import_by_contents(const std::string& path, std::vector<std::string>* exte
   if (i < n && head[i] == '{') return import_fxg(path, external_files);
   // Unrecognised contents: let the reader the name asks for explain what is wrong.
   if (ends_with(path, ".pt2")) return import_pt2(path);
-  if (ends_with(path, ".fxg") || ends_with(path, ".fxg.zst")) return import_fxg(path, external_files);
+  if (ends_with(path, ".fxg") || ends_with(path, ".fxg.zst"))
+    return import_fxg(path, external_files);
   throw Error(path, "not a graph file: expected a .pt2 archive (zip) or an .fxg / .fxg.zst graph");
 }
 

@@ -48,7 +48,7 @@ OutputFile::OutputFile(std::string path, std::string what)
   }
   // A symbolic link (/dev/stdout, a user's link) is written through, in place: renaming over it
   // would replace the link itself.
-  struct stat lst {}, st {};
+  struct stat lst{}, st{};
   if (::lstat(path_.c_str(), &lst) == 0 && !S_ISREG(lst.st_mode)) {
     bool regular = ::stat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode);
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (regular ? O_TRUNC : 0), 0666);
@@ -107,8 +107,7 @@ void OutputFile::commit() {
   committed_ = true; // (on a failure above, the destructor removes the temporary)
 }
 
-void write_file_bytes(const std::string& path, const std::string& bytes,
-                      const std::string& what) {
+void write_file_bytes(const std::string& path, const std::string& bytes, const std::string& what) {
   OutputFile out(path, what);
   out.write(bytes);
   out.commit();

@@ -21,7 +21,8 @@ bool write_all(int fd, const char* p, size_t n);
 /// commit() (an error, an exception), the temporary is removed and `path` keeps what it held: a
 /// killed or failed run never leaves a half-written output newer than its inputs (which make
 /// then takes as up to date). A `path` that exists and is no regular file (a device, a FIFO, a
-/// symbolic link) is written in place, through it; "-" or "" is standard output. Failures throw fxc::Error(path, `what` + ": "
+/// symbolic link) is written in place, through it; "-" or "" is standard output. Failures throw
+/// fxc::Error(path, `what` + ": "
 /// + the system's reason).
 class OutputFile {
 public:

@@ -46,7 +46,9 @@ const OpTable<MetaFn>& meta_table() {
 
 } // namespace
 
-const OpLayer& meta_layer() { return meta_table(); }
+const OpLayer& meta_layer() {
+  return meta_table();
+}
 
 MetaFn find_meta(std::string_view target) {
   if (MetaFn fn = meta_table().find(target)) return fn;

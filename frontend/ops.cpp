@@ -14,9 +14,11 @@ namespace {
 namespace decl_tags {
 constexpr uint32_t None = 0;
 #define FXC_TAG(name) constexpr uint32_t name = uint32_t(OpTag::name);
+// clang-format off
 FXC_TAG(Pointwise) FXC_TAG(Reduction) FXC_TAG(Scan) FXC_TAG(View) FXC_TAG(Indexing)
 FXC_TAG(Random) FXC_TAG(Inplace) FXC_TAG(Nondeterministic) FXC_TAG(Differentiable)
 FXC_TAG(Recomputable) FXC_TAG(Factory)
+// clang-format on
 #undef FXC_TAG
 } // namespace decl_tags
 using namespace decl_tags;
@@ -83,7 +85,9 @@ const Registry& registry() {
 
 } // namespace
 
-const OpInfo& op_info(OpId id) { return registry().by_id[size_t(id)]; }
+const OpInfo& op_info(OpId id) {
+  return registry().by_id[size_t(id)];
+}
 
 std::string_view canonical_target(std::string_view target) {
   static const std::pair<std::string_view, std::string_view> kAliases[] = {
@@ -110,7 +114,9 @@ std::optional<OpId> find_op(std::string_view target) {
   return it->second;
 }
 
-const std::vector<OpInfo>& all_ops() { return registry().sorted; }
+const std::vector<OpInfo>& all_ops() {
+  return registry().sorted;
+}
 
 bool target_has_tag(std::string_view target, OpTag tag) {
   std::optional<OpId> id = find_op(target);
@@ -119,17 +125,28 @@ bool target_has_tag(std::string_view target, OpTag tag) {
 
 std::string_view tag_name(OpTag tag) {
   switch (tag) {
-  case OpTag::Pointwise: return "pointwise";
-  case OpTag::Reduction: return "reduction";
-  case OpTag::Scan: return "scan";
-  case OpTag::View: return "view";
-  case OpTag::Indexing: return "indexing";
-  case OpTag::Random: return "random";
-  case OpTag::Inplace: return "inplace";
-  case OpTag::Nondeterministic: return "nondeterministic";
-  case OpTag::Differentiable: return "differentiable";
-  case OpTag::Recomputable: return "recomputable";
-  case OpTag::Factory: return "factory";
+  case OpTag::Pointwise:
+    return "pointwise";
+  case OpTag::Reduction:
+    return "reduction";
+  case OpTag::Scan:
+    return "scan";
+  case OpTag::View:
+    return "view";
+  case OpTag::Indexing:
+    return "indexing";
+  case OpTag::Random:
+    return "random";
+  case OpTag::Inplace:
+    return "inplace";
+  case OpTag::Nondeterministic:
+    return "nondeterministic";
+  case OpTag::Differentiable:
+    return "differentiable";
+  case OpTag::Recomputable:
+    return "recomputable";
+  case OpTag::Factory:
+    return "factory";
   }
   return "?";
 }

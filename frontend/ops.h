@@ -41,17 +41,18 @@ enum class OpTag : uint32_t {
   Factory = 1u << 10,         ///< makes a tensor from sizes and scalars only
 };
 inline constexpr OpTag kAllOpTags[] = {
-    OpTag::Pointwise, OpTag::Reduction,        OpTag::Scan,           OpTag::View,
-    OpTag::Indexing,  OpTag::Random,           OpTag::Inplace,        OpTag::Nondeterministic,
+    OpTag::Pointwise,      OpTag::Reduction,    OpTag::Scan,    OpTag::View,
+    OpTag::Indexing,       OpTag::Random,       OpTag::Inplace, OpTag::Nondeterministic,
     OpTag::Differentiable, OpTag::Recomputable, OpTag::Factory};
 
 /// The declaration of one op.
 struct OpInfo {
   OpId id;
-  std::string_view name;      ///< the C++ name, "add_Tensor"
-  std::string_view target;    ///< "aten.add.Tensor"
-  std::string_view signature; ///< "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
-  uint32_t tags;              ///< OpTag bits, View and Inplace included
+  std::string_view name;   ///< the C++ name, "add_Tensor"
+  std::string_view target; ///< "aten.add.Tensor"
+  std::string_view
+      signature; ///< "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+  uint32_t tags; ///< OpTag bits, View and Inplace included
 };
 
 /// The declaration of `id`.
@@ -64,7 +65,9 @@ std::string_view canonical_target(std::string_view target);
 /// Every declared op, sorted by target.
 const std::vector<OpInfo>& all_ops();
 
-inline bool has_tag(OpId id, OpTag tag) { return (op_info(id).tags & uint32_t(tag)) != 0; }
+inline bool has_tag(OpId id, OpTag tag) {
+  return (op_info(id).tags & uint32_t(tag)) != 0;
+}
 /// Whether `target` is a declared op with `tag` (false for plugin and unknown ops).
 bool target_has_tag(std::string_view target, OpTag tag);
 

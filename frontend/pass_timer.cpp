@@ -54,7 +54,9 @@ std::vector<PassSpan> pass_spans() {
   return out;
 }
 
-int pass_depth() { return t_depth; }
+int pass_depth() {
+  return t_depth;
+}
 
 ScopedPassDepth::ScopedPassDepth(int depth) : saved_(t_depth) {
   t_depth = depth;
@@ -113,8 +115,9 @@ std::string format_pass_report(const std::vector<PassSpan>& spans) {
     bool workers = r.parallel;
     parallel |= workers;
     std::snprintf(buf, sizeof buf, "  %10.3f  %6.1f  %5d  %s%s%s\n", r.us / 1000,
-                  total > 0 ? 100 * r.us / total : 0.0, r.runs, std::string(2 * r.depth, ' ').c_str(),
-                  r.name.c_str(), workers ? " [parallel]" : "");
+                  total > 0 ? 100 * r.us / total : 0.0, r.runs,
+                  std::string(2 * r.depth, ' ').c_str(), r.name.c_str(),
+                  workers ? " [parallel]" : "");
     out += buf;
   }
   if (parallel)

@@ -158,7 +158,8 @@ std::string format_arg(const Graph& g, const Arg& a) {
   case K::String:
     return python_string(a.s);
   case K::Ints: {
-    if (a.syms.size() != a.ints.size()) return list(a.ints, [](int64_t x) { return std::to_string(x); });
+    if (a.syms.size() != a.ints.size())
+      return list(a.ints, [](int64_t x) { return std::to_string(x); });
     std::vector<std::string> dims;
     for (size_t k = 0; k < a.ints.size(); ++k)
       dims.push_back(a.syms[k].empty() ? std::to_string(a.ints[k]) : format_sym(a.syms[k]));

@@ -15,8 +15,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <sys/stat.h>
 
 namespace fxc {
@@ -222,7 +222,8 @@ using HintMap = std::map<std::string, int64_t, std::less<>>;
 int64_t read_dim(const Reader& r, const json& j, const char* what, SymExpr* expr, HintMap* hints) {
   int64_t v = r.sym_dim(j, what, expr);
   if (hints && expr->is_symbol()) (*hints)[expr->name] = v;
-  if (!expr->empty() && !hints) r.fail(std::string(what) + " is symbolic where fxc expects a fixed size");
+  if (!expr->empty() && !hints)
+    r.fail(std::string(what) + " is symbolic where fxc expects a fixed size");
   return v;
 }
 
@@ -398,7 +399,8 @@ private:
       if (rc && rc->is_object())
         if (auto it = rc->find(name); it != rc->end()) {
           r.min = bound(r_.find(*it, "min_val"), 0, "range_constraints['" + name + "'].min_val");
-          r.max = bound(r_.find(*it, "max_val"), INT64_MAX, "range_constraints['" + name + "'].max_val");
+          r.max = bound(r_.find(*it, "max_val"), INT64_MAX,
+                        "range_constraints['" + name + "'].max_val");
         }
       r.min = std::max<int64_t>(r.min, 0);
       if (r.hint < r.min || r.hint > r.max)
@@ -424,16 +426,20 @@ private:
   }
 
   void read_symbolic_node(const json& n, const std::string& name, const std::string& target) {
-    if (target == "aten._assert_scalar.default" || target.find("sym_constrain_range") != std::string::npos) {
+    if (target == "aten._assert_scalar.default" ||
+        target.find("sym_constrain_range") != std::string::npos) {
       std::string cond;
-      for (const json& in : r_.array(n, "inputs", "node")) cond += (cond.empty() ? "" : ", ") + r_.get(in, "arg", "node input").dump();
+      for (const json& in : r_.array(n, "inputs", "node"))
+        cond += (cond.empty() ? "" : ", ") + r_.get(in, "arg", "node input").dump();
       g_.sym_asserts.push_back({name, target + "(" + cond + ")"});
       return;
     }
     for (const json& o : r_.array(n, "outputs", "node")) {
       if (r_.find(o, "as_sym_bool") || r_.find(o, "as_sym_float")) continue; // feeds asserts only
       const json* si = r_.find(o, "as_sym_int");
-      if (!si) r_.fail("output " + o.dump() + " of a size computation is not a symbolic int", name, target);
+      if (!si)
+        r_.fail("output " + o.dump() + " of a size computation is not a symbolic int", name,
+                target);
       std::string out = r_.str(r_.get(*si, "as_name", "output"), "output name");
       if (!sym_values_.count(out))
         r_.fail("symbolic int '" + out + "' has no sym_int_values entry", name, target);

@@ -43,7 +43,7 @@ inline int64_t avg_window(int64_t start, int64_t k, int64_t in, int64_t pad, boo
 
 /// The resolved arguments of an upsample node over `spatial` dims.
 struct Upsample {
-  std::vector<int64_t> out;                ///< output spatial sizes
+  std::vector<int64_t> out;                 ///< output spatial sizes
   std::vector<std::optional<double>> scale; ///< the user's scale factor per dim, if any
   bool align_corners = false;
 };
@@ -121,8 +121,7 @@ template <class T> T linear_source(T scale, int64_t dst, bool align) {
 inline int64_t nearest_source(int64_t dst, int64_t in, int64_t out, std::optional<double> s,
                               bool exact) {
   float scale = scales_value<float>(s, in, out);
-  if (exact)
-    return std::min(int64_t(std::floor(float((double(dst) + 0.5) * scale))), in - 1);
+  if (exact) return std::min(int64_t(std::floor(float((double(dst) + 0.5) * scale))), in - 1);
   if (out == in) return dst;
   if (out == 2 * in) return dst >> 1;
   return std::min(int64_t(std::floor(float(dst) * scale)), in - 1);

@@ -36,8 +36,10 @@ std::vector<std::string_view> split_top(std::string_view s) {
   size_t start = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
-    if (c == '[' || c == '(') ++depth;
-    else if (c == ']' || c == ')') --depth;
+    if (c == '[' || c == '(')
+      ++depth;
+    else if (c == ']' || c == ')')
+      --depth;
     else if (c == ',' && depth == 0) {
       out.push_back(trim(s.substr(start, i - start)));
       start = i + 1;
@@ -49,8 +51,14 @@ std::vector<std::string_view> split_top(std::string_view s) {
 
 bool parse_number(std::string_view s, Arg* out) {
   std::string str(s);
-  if (str == "inf") { *out = Arg::of_float(INFINITY); return true; }
-  if (str == "-inf") { *out = Arg::of_float(-INFINITY); return true; }
+  if (str == "inf") {
+    *out = Arg::of_float(INFINITY);
+    return true;
+  }
+  if (str == "-inf") {
+    *out = Arg::of_float(-INFINITY);
+    return true;
+  }
   char* end = nullptr;
   bool is_float = str.find_first_of(".eE") != std::string::npos;
   if (is_float) {
@@ -67,7 +75,10 @@ bool parse_number(std::string_view s, Arg* out) {
 
 // Parses a default value for an argument of the given (already parsed) type.
 bool parse_default(std::string_view text, const ArgSchema& a, int fixed_len, Arg* out) {
-  if (text == "None") { *out = Arg::none(); return true; }
+  if (text == "None") {
+    *out = Arg::none();
+    return true;
+  }
   if (a.type == ArgType::Bool && !a.is_list) {
     if (text != "True" && text != "False") return false;
     *out = Arg::of_bool(text == "True");
@@ -79,8 +90,14 @@ bool parse_default(std::string_view text, const ArgSchema& a, int fixed_len, Arg
     return true;
   }
   if (a.type == ArgType::MemoryFormat) {
-    if (text == "contiguous_format") { *out = Arg::of_memory_format(MemoryFormat::Contiguous); return true; }
-    if (text == "preserve_format") { *out = Arg::of_memory_format(MemoryFormat::Preserve); return true; }
+    if (text == "contiguous_format") {
+      *out = Arg::of_memory_format(MemoryFormat::Contiguous);
+      return true;
+    }
+    if (text == "preserve_format") {
+      *out = Arg::of_memory_format(MemoryFormat::Preserve);
+      return true;
+    }
     return false;
   }
   if (a.is_list) {
@@ -111,31 +128,56 @@ bool parse_type(std::string_view t, ArgSchema* a, int* fixed_len, std::string* e
   std::string clean;
   int depth = 0;
   for (char c : t) {
-    if (c == '(') { ++depth; continue; }
-    if (c == ')') { --depth; continue; }
+    if (c == '(') {
+      ++depth;
+      continue;
+    }
+    if (c == ')') {
+      --depth;
+      continue;
+    }
     if (depth == 0) clean += c;
   }
   std::string_view s = clean;
   // Optional list element ("Tensor?[]") or optional list ("int[1]?").
-  if (!s.empty() && s.back() == '?') { a->optional = true; s.remove_suffix(1); }
+  if (!s.empty() && s.back() == '?') {
+    a->optional = true;
+    s.remove_suffix(1);
+  }
   *fixed_len = 0;
   if (!s.empty() && s.back() == ']') {
     size_t lb = s.rfind('[');
-    if (lb == std::string_view::npos) { *error = "unbalanced '['"; return false; }
+    if (lb == std::string_view::npos) {
+      *error = "unbalanced '['";
+      return false;
+    }
     auto n = s.substr(lb + 1, s.size() - lb - 2);
     if (!n.empty()) *fixed_len = std::atoi(std::string(n).c_str());
     a->is_list = true;
     s = s.substr(0, lb);
   }
-  if (!s.empty() && s.back() == '?') { a->optional = true; s.remove_suffix(1); }
+  if (!s.empty() && s.back() == '?') {
+    a->optional = true;
+    s.remove_suffix(1);
+  }
   static const std::pair<std::string_view, ArgType> kTypes[] = {
-      {"Tensor", ArgType::Tensor}, {"int", ArgType::Int}, {"SymInt", ArgType::SymInt},
-      {"float", ArgType::Float}, {"bool", ArgType::Bool}, {"Scalar", ArgType::Scalar},
-      {"ScalarType", ArgType::ScalarType}, {"Layout", ArgType::Layout},
-      {"Device", ArgType::Device}, {"MemoryFormat", ArgType::MemoryFormat},
-      {"str", ArgType::Str}, {"Generator", ArgType::Generator}};
+      {"Tensor", ArgType::Tensor},
+      {"int", ArgType::Int},
+      {"SymInt", ArgType::SymInt},
+      {"float", ArgType::Float},
+      {"bool", ArgType::Bool},
+      {"Scalar", ArgType::Scalar},
+      {"ScalarType", ArgType::ScalarType},
+      {"Layout", ArgType::Layout},
+      {"Device", ArgType::Device},
+      {"MemoryFormat", ArgType::MemoryFormat},
+      {"str", ArgType::Str},
+      {"Generator", ArgType::Generator}};
   for (auto& [name, type] : kTypes)
-    if (s == name) { a->type = type; return true; }
+    if (s == name) {
+      a->type = type;
+      return true;
+    }
   *error = "unknown type '" + std::string(s) + "'";
   return false;
 }
@@ -157,23 +199,36 @@ std::optional<OpSchema> parse_schema(std::string_view sig, std::string* error) {
     return std::nullopt;
   }
   size_t rp = sig.rfind(')', arrow);
-  if (rp == std::string_view::npos || rp < lp) { *error = "missing ')'"; return std::nullopt; }
+  if (rp == std::string_view::npos || rp < lp) {
+    *error = "missing ')'";
+    return std::nullopt;
+  }
   OpSchema op;
   std::string_view fname = trim(sig.substr(0, lp));
   size_t dot = fname.find('.');
-  std::string base(fname.substr(0, dot)), overload = dot == std::string_view::npos ? "default" : std::string(fname.substr(dot + 1));
+  std::string base(fname.substr(0, dot)),
+      overload = dot == std::string_view::npos ? "default" : std::string(fname.substr(dot + 1));
   op.target = "aten." + base + "." + overload;
   op.is_inplace = !base.empty() && base.back() == '_';
   bool kwarg_only = false;
   for (auto part : split_top(sig.substr(lp + 1, rp - lp - 1))) {
-    if (part == "*") { kwarg_only = true; continue; }
+    if (part == "*") {
+      kwarg_only = true;
+      continue;
+    }
     ArgSchema a;
     a.kwarg_only = kwarg_only;
     std::string_view decl = part, def;
     size_t eq = part.find('=');
-    if (eq != std::string_view::npos) { decl = trim(part.substr(0, eq)); def = trim(part.substr(eq + 1)); }
+    if (eq != std::string_view::npos) {
+      decl = trim(part.substr(0, eq));
+      def = trim(part.substr(eq + 1));
+    }
     size_t sp = decl.rfind(' ');
-    if (sp == std::string_view::npos) { *error = "argument without a name: " + std::string(part); return std::nullopt; }
+    if (sp == std::string_view::npos) {
+      *error = "argument without a name: " + std::string(part);
+      return std::nullopt;
+    }
     a.name = std::string(trim(decl.substr(sp + 1)));
     std::string_view type = trim(decl.substr(0, sp));
     if (op.args.empty() && type.find("(a)") != std::string_view::npos) op.is_view = true;
@@ -189,7 +244,10 @@ std::optional<OpSchema> parse_schema(std::string_view sig, std::string* error) {
     op.args.push_back(std::move(a));
   }
   std::string_view rets = trim(sig.substr(arrow + 2));
-  if (rets.empty()) { *error = "missing returns after '->'"; return std::nullopt; }
+  if (rets.empty()) {
+    *error = "missing returns after '->'";
+    return std::nullopt;
+  }
   if (rets.front() == '(') rets = rets.substr(1, rets.size() - 2);
   for (auto r : split_top(rets)) {
     ReturnSchema rs;
@@ -200,8 +258,9 @@ std::optional<OpSchema> parse_schema(std::string_view sig, std::string* error) {
 }
 
 std::string arg_type_name(const ArgSchema& a) {
-  static const char* kNames[] = {"Tensor", "int", "SymInt", "float", "bool", "Scalar", "ScalarType",
-                                 "Layout", "Device", "MemoryFormat", "str", "Generator"};
+  static const char* kNames[] = {"Tensor", "int",          "SymInt",     "float",
+                                 "bool",   "Scalar",       "ScalarType", "Layout",
+                                 "Device", "MemoryFormat", "str",        "Generator"};
   std::string s = kNames[int(a.type)];
   if (a.is_list) s += a.optional && a.type == ArgType::Tensor ? "?[]" : "[]";
   if (a.optional && !(a.is_list && a.type == ArgType::Tensor)) s += "?";
@@ -210,20 +269,34 @@ std::string arg_type_name(const ArgSchema& a) {
 
 std::string_view arg_kind_name(Arg::Kind k) {
   switch (k) {
-  case Arg::Kind::None: return "None";
-  case Arg::Kind::Int: return "int";
-  case Arg::Kind::Float: return "float";
-  case Arg::Kind::Bool: return "bool";
-  case Arg::Kind::String: return "string";
-  case Arg::Kind::Ints: return "int list";
-  case Arg::Kind::Floats: return "float list";
-  case Arg::Kind::Bools: return "bool list";
-  case Arg::Kind::Tensor: return "tensor";
-  case Arg::Kind::Tensors: return "tensor list";
-  case Arg::Kind::DType: return "dtype";
-  case Arg::Kind::Device: return "device";
-  case Arg::Kind::MemoryFormat: return "memory format";
-  case Arg::Kind::Layout: return "layout";
+  case Arg::Kind::None:
+    return "None";
+  case Arg::Kind::Int:
+    return "int";
+  case Arg::Kind::Float:
+    return "float";
+  case Arg::Kind::Bool:
+    return "bool";
+  case Arg::Kind::String:
+    return "string";
+  case Arg::Kind::Ints:
+    return "int list";
+  case Arg::Kind::Floats:
+    return "float list";
+  case Arg::Kind::Bools:
+    return "bool list";
+  case Arg::Kind::Tensor:
+    return "tensor";
+  case Arg::Kind::Tensors:
+    return "tensor list";
+  case Arg::Kind::DType:
+    return "dtype";
+  case Arg::Kind::Device:
+    return "device";
+  case Arg::Kind::MemoryFormat:
+    return "memory format";
+  case Arg::Kind::Layout:
+    return "layout";
   }
   return "?";
 }
@@ -235,29 +308,51 @@ bool coerce(const ArgSchema& a, Arg* v) {
   if (v->kind == K::None) return a.optional;
   if (a.is_list) {
     switch (a.type) {
-    case ArgType::Tensor: return v->kind == K::Tensors;
-    case ArgType::Int: case ArgType::SymInt:
-      if (v->kind == K::Int) { *v = Arg::of_ints({v->i}); return true; }
+    case ArgType::Tensor:
+      return v->kind == K::Tensors;
+    case ArgType::Int:
+    case ArgType::SymInt:
+      if (v->kind == K::Int) {
+        *v = Arg::of_ints({v->i});
+        return true;
+      }
       return v->kind == K::Ints;
-    case ArgType::Float: return v->kind == K::Floats;
-    case ArgType::Bool: return v->kind == K::Bools;
-    default: return false;
+    case ArgType::Float:
+      return v->kind == K::Floats;
+    case ArgType::Bool:
+      return v->kind == K::Bools;
+    default:
+      return false;
     }
   }
   switch (a.type) {
-  case ArgType::Tensor: return v->kind == K::Tensor;
-  case ArgType::Int: case ArgType::SymInt: return v->kind == K::Int;
+  case ArgType::Tensor:
+    return v->kind == K::Tensor;
+  case ArgType::Int:
+  case ArgType::SymInt:
+    return v->kind == K::Int;
   case ArgType::Float:
-    if (v->kind == K::Int) { *v = Arg::of_float(double(v->i)); return true; }
+    if (v->kind == K::Int) {
+      *v = Arg::of_float(double(v->i));
+      return true;
+    }
     return v->kind == K::Float;
-  case ArgType::Bool: return v->kind == K::Bool;
-  case ArgType::Scalar: return v->kind == K::Int || v->kind == K::Float || v->kind == K::Bool;
-  case ArgType::ScalarType: return v->kind == K::DType;
-  case ArgType::Layout: return v->kind == K::Layout;
-  case ArgType::Device: return v->kind == K::Device;
-  case ArgType::MemoryFormat: return v->kind == K::MemoryFormat;
-  case ArgType::Str: return v->kind == K::String;
-  case ArgType::Generator: return false;
+  case ArgType::Bool:
+    return v->kind == K::Bool;
+  case ArgType::Scalar:
+    return v->kind == K::Int || v->kind == K::Float || v->kind == K::Bool;
+  case ArgType::ScalarType:
+    return v->kind == K::DType;
+  case ArgType::Layout:
+    return v->kind == K::Layout;
+  case ArgType::Device:
+    return v->kind == K::Device;
+  case ArgType::MemoryFormat:
+    return v->kind == K::MemoryFormat;
+  case ArgType::Str:
+    return v->kind == K::String;
+  case ArgType::Generator:
+    return false;
   }
   return false;
 }
@@ -297,7 +392,8 @@ bool bind_args(const OpSchema& schema, const std::vector<CallArg>& call, std::ve
     Arg v = c.value;
     if (!coerce(schema.args[idx], &v)) {
       *error = "argument '" + schema.args[idx].name + "' expects " +
-               arg_type_name(schema.args[idx]) + ", got " + std::string(arg_kind_name(c.value.kind));
+               arg_type_name(schema.args[idx]) + ", got " +
+               std::string(arg_kind_name(c.value.kind));
       return false;
     }
     (*args)[idx] = std::move(v);
@@ -306,7 +402,10 @@ bool bind_args(const OpSchema& schema, const std::vector<CallArg>& call, std::ve
   for (size_t i = 0; i < n; ++i) {
     if ((*given)[i]) continue;
     const ArgSchema& a = schema.args[i];
-    if (a.has_default) { (*args)[i] = a.default_value; continue; }
+    if (a.has_default) {
+      (*args)[i] = a.default_value;
+      continue;
+    }
     if (a.optional) continue; // "Tensor? bias" without default still accepts absence as None
     *error = "missing argument '" + a.name + "'";
     return false;
@@ -345,6 +444,8 @@ const OpSchema* find_schema(std::string_view target) {
   return op ? &op->schema : nullptr;
 }
 
-const std::vector<const OpSchema*>& all_schemas() { return registry().sorted; }
+const std::vector<const OpSchema*>& all_schemas() {
+  return registry().sorted;
+}
 
 } // namespace fxc

@@ -13,18 +13,28 @@ namespace fxc {
 
 /// Base type of a schema argument. Lists and optionals are flags on ArgSchema.
 enum class ArgType : uint8_t {
-  Tensor, Int, SymInt, Float, Bool, Scalar, ScalarType, Layout, Device, MemoryFormat, Str,
+  Tensor,
+  Int,
+  SymInt,
+  Float,
+  Bool,
+  Scalar,
+  ScalarType,
+  Layout,
+  Device,
+  MemoryFormat,
+  Str,
   Generator
 };
 
 struct ArgSchema {
   std::string name;
   ArgType type = ArgType::Tensor;
-  bool is_list = false;     ///< int[], Tensor[], Tensor?[] ...
-  bool optional = false;    ///< T? (the element for Tensor?[])
-  bool kwarg_only = false;  ///< after '*'
+  bool is_list = false;    ///< int[], Tensor[], Tensor?[] ...
+  bool optional = false;   ///< T? (the element for Tensor?[])
+  bool kwarg_only = false; ///< after '*'
   bool has_default = false;
-  Arg default_value;        ///< valid when has_default
+  Arg default_value; ///< valid when has_default
 };
 
 struct ReturnSchema {
@@ -32,11 +42,11 @@ struct ReturnSchema {
 };
 
 struct OpSchema {
-  std::string target;               ///< "aten.addmm.default"
+  std::string target; ///< "aten.addmm.default"
   std::vector<ArgSchema> args;
   std::vector<ReturnSchema> returns;
-  bool is_view = false;             ///< output aliases the first input (view/reshape/permute ...)
-  bool is_inplace = false;          ///< mutates `self` (relu_, add_ ...)
+  bool is_view = false;    ///< output aliases the first input (view/reshape/permute ...)
+  bool is_inplace = false; ///< mutates `self` (relu_, add_ ...)
 
   /// Position of the named argument, or -1.
   int index_of(std::string_view name) const;

@@ -20,15 +20,14 @@ const SymbolRange* find_symbol(const Graph& g, const std::string& name) {
 
 // Evaluates the expressions of a size list; static entries keep their value.
 std::vector<int64_t> evaluate_dims(const std::vector<int64_t>& v, const std::vector<SymExpr>& sym,
-                                   const SymBindings& b, const std::string& what,
-                                   const Graph& g) {
+                                   const SymBindings& b, const std::string& what, const Graph& g) {
   std::vector<int64_t> out = v;
   for (size_t d = 0; d < sym.size() && d < out.size(); ++d) {
     if (sym[d].empty()) continue;
     std::optional<int64_t> x = evaluate(sym[d], b);
     if (!x)
-      throw Error(g.source, what + ": cannot evaluate '" + format_sym(sym[d]) + "' at " +
-                                format_bindings(b));
+      throw Error(g.source,
+                  what + ": cannot evaluate '" + format_sym(sym[d]) + "' at " + format_bindings(b));
     out[d] = *x;
   }
   return out;
@@ -108,21 +107,21 @@ std::string bind_symbols(const Graph& g, const std::vector<TensorMeta>& inputs, 
   }
   for (const SymbolRange& r : g.symbols)
     if (!b.count(r.name))
-      return "symbol " + r.name + " is not the size of any input dim, so the inputs cannot give "
+      return "symbol " + r.name +
+             " is not the size of any input dim, so the inputs cannot give "
              "its value";
   // Then every dim: static ones equal, expressions evaluate to the size given.
   for (const auto& [i, in] : users) {
     const TensorMeta& want = g.values[size_t(in->value)].meta;
     const TensorMeta& got = inputs[i];
     for (size_t d = 0; d < want.sizes.size(); ++d) {
-      const SymExpr* e = d < want.sym_sizes.size() && !want.sym_sizes[d].empty()
-                             ? &want.sym_sizes[d]
-                             : nullptr;
+      const SymExpr* e =
+          d < want.sym_sizes.size() && !want.sym_sizes[d].empty() ? &want.sym_sizes[d] : nullptr;
       int64_t expect = e ? evaluate(*e, b).value_or(-1) : want.sizes[d];
       if (got.sizes[d] != expect)
         return input_label(i, g, *in) + ": dim " + std::to_string(d) + " is " +
-               std::to_string(got.sizes[d]) + (e ? ", but " + format_sym(*e) + " is " : ", expected ") +
-               std::to_string(expect);
+               std::to_string(got.sizes[d]) +
+               (e ? ", but " + format_sym(*e) + " is " : ", expected ") + std::to_string(expect);
     }
   }
   *out = std::move(b);

@@ -194,7 +194,8 @@ SymExpr sympy_expr(Cursor& c) {
 }
 
 // Infix: sum := product (('+' | '-') product)*; product := power (('*' | '//' | '%') power)*;
-// power := atom ('**' integer)?; atom := integer | name | '-' atom | '(' sum ')' | Max(...) | Min(...).
+// power := atom ('**' integer)?; atom := integer | name | '-' atom | '(' sum ')' | Max(...) |
+// Min(...).
 SymExpr text_sum(Cursor& c);
 
 SymExpr text_atom(Cursor& c) {
@@ -274,13 +275,18 @@ SymExpr text_sum(Cursor& c) {
 // Precedence for parenthesizing: sum 1, product 2, power 3, atom 4.
 int precedence(const SymExpr& e) {
   switch (e.op) {
-  case SymExpr::Op::Add: return 1;
+  case SymExpr::Op::Add:
+    return 1;
   case SymExpr::Op::Mul:
   case SymExpr::Op::FloorDiv:
-  case SymExpr::Op::Mod: return 2;
-  case SymExpr::Op::Pow: return 3;
-  case SymExpr::Op::Const: return e.value < 0 ? 2 : 4;
-  default: return 4;
+  case SymExpr::Op::Mod:
+    return 2;
+  case SymExpr::Op::Pow:
+    return 3;
+  case SymExpr::Op::Const:
+    return e.value < 0 ? 2 : 4;
+  default:
+    return 4;
   }
 }
 
@@ -316,9 +322,12 @@ SymExpr parse_sym_text(std::string_view text) {
 std::string format_sym(const SymExpr& e) {
   using Op = SymExpr::Op;
   switch (e.op) {
-  case Op::None: return "?";
-  case Op::Const: return std::to_string(e.value);
-  case Op::Symbol: return e.name;
+  case Op::None:
+    return "?";
+  case Op::Const:
+    return std::to_string(e.value);
+  case Op::Symbol:
+    return e.name;
   case Op::Add: {
     std::string s = format_at(e.args[0], 1);
     for (size_t i = 1; i < e.args.size(); ++i) {
@@ -335,9 +344,12 @@ std::string format_sym(const SymExpr& e) {
     for (size_t i = 0; i < e.args.size(); ++i) s += (i ? "*" : "") + format_at(e.args[i], 3);
     return s;
   }
-  case Op::FloorDiv: return format_at(e.args[0], 2) + "//" + format_at(e.args[1], 3);
-  case Op::Mod: return format_at(e.args[0], 2) + "%" + format_at(e.args[1], 3);
-  case Op::Pow: return format_at(e.args[0], 4) + "**" + format_sym(e.args[1]);
+  case Op::FloorDiv:
+    return format_at(e.args[0], 2) + "//" + format_at(e.args[1], 3);
+  case Op::Mod:
+    return format_at(e.args[0], 2) + "%" + format_at(e.args[1], 3);
+  case Op::Pow:
+    return format_at(e.args[0], 4) + "**" + format_sym(e.args[1]);
   case Op::Max:
   case Op::Min: {
     std::string s = e.op == Op::Max ? "Max(" : "Min(";
@@ -351,14 +363,17 @@ std::string format_sym(const SymExpr& e) {
 std::optional<int64_t> evaluate(const SymExpr& e, const SymBindings& b) {
   using Op = SymExpr::Op;
   switch (e.op) {
-  case Op::None: return std::nullopt;
-  case Op::Const: return e.value;
+  case Op::None:
+    return std::nullopt;
+  case Op::Const:
+    return e.value;
   case Op::Symbol: {
     auto it = b.find(e.name);
     if (it == b.end()) return std::nullopt;
     return it->second;
   }
-  default: break;
+  default:
+    break;
   }
   std::vector<int64_t> v;
   for (const SymExpr& a : e.args) {
@@ -413,7 +428,8 @@ std::optional<int64_t> evaluate(const SymExpr& e, const SymBindings& b) {
     for (int64_t x : v) r = std::min(r, x);
     return r;
   }
-  default: return std::nullopt;
+  default:
+    return std::nullopt;
   }
 }
 

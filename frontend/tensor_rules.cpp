@@ -59,16 +59,36 @@ DType wrapped_number_dtype(const Arg& a, DType default_float) {
 std::string not_implemented_message(std::string_view kernel, DType t) {
   const char* name = "?";
   switch (t) {
-  case DType::Bool: name = "Bool"; break;
-  case DType::U8: name = "Byte"; break;
-  case DType::I8: name = "Char"; break;
-  case DType::I16: name = "Short"; break;
-  case DType::I32: name = "Int"; break;
-  case DType::I64: name = "Long"; break;
-  case DType::F16: name = "Half"; break;
-  case DType::BF16: name = "BFloat16"; break;
-  case DType::F32: name = "Float"; break;
-  case DType::F64: name = "Double"; break;
+  case DType::Bool:
+    name = "Bool";
+    break;
+  case DType::U8:
+    name = "Byte";
+    break;
+  case DType::I8:
+    name = "Char";
+    break;
+  case DType::I16:
+    name = "Short";
+    break;
+  case DType::I32:
+    name = "Int";
+    break;
+  case DType::I64:
+    name = "Long";
+    break;
+  case DType::F16:
+    name = "Half";
+    break;
+  case DType::BF16:
+    name = "BFloat16";
+    break;
+  case DType::F32:
+    name = "Float";
+    break;
+  case DType::F64:
+    name = "Double";
+    break;
   }
   return "\"" + std::string(kernel) + "\" not implemented for '" + name + "'";
 }

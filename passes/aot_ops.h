@@ -56,7 +56,7 @@ public:
   ValueId cmp(std::string_view name, ValueId a, ValueId b);  ///< "eq" -> aten.eq.Tensor
   ValueId where(ValueId cond, ValueId a, ValueId b);
   ValueId where_s(ValueId cond, ValueId a, double other); ///< where(cond, a, other)
-  ValueId cast(ValueId a, DType t);  ///< _to_copy(a, dtype=t), or a when it already has t
+  ValueId cast(ValueId a, DType t); ///< _to_copy(a, dtype=t), or a when it already has t
 
   // Reductions.
   ValueId sum(ValueId a, std::vector<int64_t> dims, bool keepdim);

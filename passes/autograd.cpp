@@ -109,7 +109,8 @@ ValueId first_input(const GradCtx& c) {
 void add_tensor(GradCtx& c) {
   double alpha = c.arg("alpha").scalar();
   c.add_grad("self", c.grad_out());
-  if (c.needs("other")) c.add_grad("other", alpha == 1 ? c.grad_out() : c.e.mul_s(c.grad_out(), alpha));
+  if (c.needs("other"))
+    c.add_grad("other", alpha == 1 ? c.grad_out() : c.e.mul_s(c.grad_out(), alpha));
 }
 
 void sub_tensor(GradCtx& c) {
@@ -235,9 +236,11 @@ void extremum(GradCtx& c, const char* self_wins, const char* other_wins) {
   ValueId a = c.in("self"), b = c.in("other");
   ValueId tie = c.e.cmp("eq", a, b), half = c.e.mul_s(c.grad_out(), 0.5);
   if (c.needs("self"))
-    c.add_grad("self", c.e.where(tie, half, c.e.where_s(c.e.cmp(self_wins, a, b), c.grad_out(), 0.0)));
+    c.add_grad("self",
+               c.e.where(tie, half, c.e.where_s(c.e.cmp(self_wins, a, b), c.grad_out(), 0.0)));
   if (c.needs("other"))
-    c.add_grad("other", c.e.where(tie, half, c.e.where_s(c.e.cmp(other_wins, a, b), c.grad_out(), 0.0)));
+    c.add_grad("other",
+               c.e.where(tie, half, c.e.where_s(c.e.cmp(other_wins, a, b), c.grad_out(), 0.0)));
 }
 void maximum(GradCtx& c) {
   extremum(c, "gt", "lt");
@@ -291,7 +294,8 @@ void hardsigmoid(GradCtx& c) {
 void where_self(GradCtx& c) {
   ValueId cond = c.in("condition");
   if (c.needs("self")) c.add_grad("self", c.e.where_s(cond, c.grad_out(), 0.0));
-  if (c.needs("other")) c.add_grad("other", c.e.where_s(c.e.unary("logical_not", cond), c.grad_out(), 0.0));
+  if (c.needs("other"))
+    c.add_grad("other", c.e.where_s(c.e.unary("logical_not", cond), c.grad_out(), 0.0));
 }
 
 void where_scalar_other(GradCtx& c) {
@@ -318,8 +322,9 @@ void sum_dim(GradCtx& c) {
 void mean_default(GradCtx& c) {
   std::vector<int64_t> xs = c.sizes(c.in("self"));
   c.add_grad("self",
-         c.e.expand(
-             c.e.div_s(c.grad_out(), double(count_of(xs, reduced_dims(c, {}, int64_t(xs.size()))))), xs));
+             c.e.expand(c.e.div_s(c.grad_out(),
+                                  double(count_of(xs, reduced_dims(c, {}, int64_t(xs.size()))))),
+                        xs));
 }
 
 void mean_dim(GradCtx& c) {
@@ -399,7 +404,8 @@ void batch_norm_eval(GradCtx& c) {
   std::vector<int64_t> not_channel;
   for (int64_t d = 0; d < rank; ++d)
     if (d != 1) not_channel.push_back(d);
-  if (c.needs("input")) c.add_grad("input", e.mul(g, w == kNoValue ? inv : e.mul(inv, per_channel(w))));
+  if (c.needs("input"))
+    c.add_grad("input", e.mul(g, w == kNoValue ? inv : e.mul(inv, per_channel(w))));
   if (w != kNoValue && c.needs(w)) {
     ValueId xhat = e.mul(e.sub(x, per_channel(c.in("running_mean"))), inv);
     c.add_grad(w, e.sum(e.mul(g, xhat), not_channel, false));
@@ -614,8 +620,8 @@ void gather(GradCtx& c) {
   ValueId x = c.in("self");
   int64_t dim = wrap(c.arg("dim").i, c.e.dim(x));
   c.add_grad(x, c.e.op("aten.scatter_add.default",
-                   {Emit::t(c.e.zeros(c.sizes(x), c.e.meta(x))), Emit::i(dim),
-                    Emit::t(c.in("index")), Emit::t(c.grad_out())}));
+                       {Emit::t(c.e.zeros(c.sizes(x), c.e.meta(x))), Emit::i(dim),
+                        Emit::t(c.in("index")), Emit::t(c.grad_out())}));
 }
 
 void index_select(GradCtx& c) {
@@ -625,7 +631,7 @@ void index_select(GradCtx& c) {
   shape[size_t(dim)] = c.e.meta(c.in("index")).numel();
   ValueId idx = c.e.expand(c.e.reshape(c.in("index"), shape), c.sizes(g));
   c.add_grad(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(c.sizes(x), c.e.meta(x))),
-                                                Emit::i(dim), Emit::t(idx), Emit::t(g)}));
+                                                    Emit::i(dim), Emit::t(idx), Emit::t(g)}));
 }
 
 /// Advanced indexing x[i0, i1, ...]: the gradient scatters back at the linearised positions
@@ -694,7 +700,7 @@ void scatter_add(GradCtx& c) {
   c.add_grad("self", c.grad_out());
   if (c.needs("src"))
     c.add_grad("src", c.e.op("aten.gather.default",
-                         {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(c.in("index"))}));
+                             {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(c.in("index"))}));
 }
 
 // ---- Views and data movement
@@ -715,7 +721,8 @@ void permute(GradCtx& c) {
 void transpose(GradCtx& c) {
   int64_t r = c.e.dim(c.grad_out());
   if (r == 0) return c.add_grad("self", c.grad_out());
-  c.add_grad("self", c.e.transpose(c.grad_out(), wrap(c.arg("dim0").i, r), wrap(c.arg("dim1").i, r)));
+  c.add_grad("self",
+             c.e.transpose(c.grad_out(), wrap(c.arg("dim0").i, r), wrap(c.arg("dim1").i, r)));
 }
 
 /// Normalised [start, end) of a slice, as PyTorch clamps them.
@@ -742,8 +749,8 @@ void select(GradCtx& c) {
   std::vector<int64_t> xs = c.sizes(x);
   int64_t dim = wrap(c.arg("dim").i, int64_t(xs.size()));
   int64_t idx = wrap(c.arg("index").i, xs[size_t(dim)]);
-  c.add_grad(x, c.e.slice_scatter(c.e.zeros(xs, c.e.meta(x)), c.e.unsqueeze(c.grad_out(), dim), dim, idx,
-                              idx + 1));
+  c.add_grad(x, c.e.slice_scatter(c.e.zeros(xs, c.e.meta(x)), c.e.unsqueeze(c.grad_out(), dim), dim,
+                                  idx, idx + 1));
 }
 
 /// as_strided(x, size, stride, offset) reads x's storage at offset + sum(i_d * stride_d); the
@@ -774,12 +781,12 @@ void as_strided(GradCtx& c) {
     pos = pos == kNoValue ? r : e.add(pos, r);
   }
   if (lo < 0 || hi >= numel) c.fail("as_strided reads outside its input; no derivative rule");
-  if (pos == kNoValue) pos = e.reshape(e.arange(0, 1, 1, xm.device), std::vector<int64_t>(size.size(), 1));
+  if (pos == kNoValue)
+    pos = e.reshape(e.arange(0, 1, 1, xm.device), std::vector<int64_t>(size.size(), 1));
   pos = e.reshape(e.expand(pos, size), {n});
   if (base != 0) pos = e.add(pos, e.reshape(e.arange(base, base + 1, 1, xm.device), {1}));
-  ValueId flat = e.op("aten.scatter_add.default",
-                      {Emit::t(e.zeros({numel}, xm)), Emit::i(0), Emit::t(pos),
-                       Emit::t(e.reshape(g, {n}))});
+  ValueId flat = e.op("aten.scatter_add.default", {Emit::t(e.zeros({numel}, xm)), Emit::i(0),
+                                                   Emit::t(pos), Emit::t(e.reshape(g, {n}))});
   c.add_grad(x, e.reshape(flat, xm.sizes));
 }
 
@@ -791,7 +798,8 @@ void slice_scatter(GradCtx& c) {
   int64_t step = c.arg("step").i;
   if (c.needs("self"))
     c.add_grad("self",
-           c.e.slice_scatter(c.grad_out(), c.e.zeros(c.sizes(src), c.e.meta(c.grad_out())), dim, s, e, step));
+               c.e.slice_scatter(c.grad_out(), c.e.zeros(c.sizes(src), c.e.meta(c.grad_out())), dim,
+                                 s, e, step));
   if (c.needs(src)) c.add_grad(src, c.e.slice(c.grad_out(), dim, s, e, step));
 }
 
@@ -830,8 +838,8 @@ void constant_pad_nd(GradCtx& c) {
 void roll(GradCtx& c) {
   std::vector<int64_t> shifts = c.arg("shifts").ints;
   for (int64_t& s : shifts) s = -s;
-  c.add_grad("self",
-         c.e.op("aten.roll.default", {Emit::t(c.grad_out()), Emit::ints(shifts), {"", c.arg("dims")}}));
+  c.add_grad("self", c.e.op("aten.roll.default",
+                            {Emit::t(c.grad_out()), Emit::ints(shifts), {"", c.arg("dims")}}));
 }
 
 // ---- flip, tril/triu, repeat, t, pixel (un)shuffle ----------------------------------------------
@@ -868,7 +876,7 @@ void pixel_shuffle(GradCtx& c) {
   bool up = c.n.schema->index_of("upscale_factor") >= 0;
   int64_t r = c.arg(up ? "upscale_factor" : "downscale_factor").i;
   c.add_grad("self", c.e.op(up ? "aten.pixel_unshuffle.default" : "aten.pixel_shuffle.default",
-                        {Emit::t(c.grad_out()), Emit::i(r)}));
+                            {Emit::t(c.grad_out()), Emit::i(r)}));
 }
 
 void dropout(GradCtx& c) {
@@ -892,17 +900,19 @@ void div_mode(GradCtx& c) {
   if (c.arg("rounding_mode").is_none()) {
     if (c.needs("self"))
       c.add_grad("self", tensor_other ? c.e.div(c.grad_out(), c.in("other"))
-                                  : c.e.div_s(c.grad_out(), c.arg("other").scalar()));
+                                      : c.e.div_s(c.grad_out(), c.arg("other").scalar()));
     if (tensor_other && c.needs("other"))
       c.add_grad("other", c.e.mul(c.e.unary("neg", c.grad_out()), c.e.div(c.out(), c.in("other"))));
     return;
   }
-  if (c.needs("self")) c.add_grad("self", c.e.zeros(c.sizes(c.in("self")), c.g.values[c.in("self")].meta));
+  if (c.needs("self"))
+    c.add_grad("self", c.e.zeros(c.sizes(c.in("self")), c.g.values[c.in("self")].meta));
   if (tensor_other && c.needs("other"))
     c.add_grad("other", c.e.zeros(c.sizes(c.in("other")), c.g.values[c.in("other")].meta));
 }
 
-// remainder.Tensor: other gets -grad * floor(self / other); fmod.Tensor: -grad * trunc(self / other).
+// remainder.Tensor: other gets -grad * floor(self / other); fmod.Tensor: -grad * trunc(self /
+// other).
 template <bool Floor> void remainder_like(GradCtx& c) {
   c.add_grad("self", c.grad_out());
   if (c.needs("other")) {
@@ -926,7 +936,7 @@ void asin(GradCtx& c) {
 void acos(GradCtx& c) {
   ValueId x = c.in("self");
   c.add_grad("self", c.e.mul(c.e.unary("neg", c.grad_out()),
-                         c.e.unary("rsqrt", c.e.rsub_s(1.0, c.e.mul(x, x)))));
+                             c.e.unary("rsqrt", c.e.rsub_s(1.0, c.e.mul(x, x)))));
 }
 void atan(GradCtx& c) {
   ValueId x = c.in("self");
@@ -971,7 +981,8 @@ void atan2(GradCtx& c) {
   ValueId a = c.in("self"), b = c.in("other");
   ValueId r2 = c.e.add(c.e.mul(a, a), c.e.mul(b, b));
   if (c.needs("self")) c.add_grad("self", c.e.mul(c.grad_out(), c.e.div(b, r2)));
-  if (c.needs("other")) c.add_grad("other", c.e.mul(c.grad_out(), c.e.div(c.e.unary("neg", a), r2)));
+  if (c.needs("other"))
+    c.add_grad("other", c.e.mul(c.grad_out(), c.e.div(c.e.unary("neg", a), r2)));
 }
 // pow.Scalar(s, x) = s^x: d/dx = s^x log s, 0 where s == 0 and x >= 0 (pow_backward_exponent).
 void pow_scalar(GradCtx& c) {
@@ -985,15 +996,18 @@ void pow_scalar(GradCtx& c) {
 // it binds.
 void clamp_tensor(GradCtx& c) {
   ValueId x = c.in("self");
-  const bool lo = c.arg("min").kind == Arg::Kind::Tensor, hi = c.arg("max").kind == Arg::Kind::Tensor;
+  const bool lo = c.arg("min").kind == Arg::Kind::Tensor,
+             hi = c.arg("max").kind == Arg::Kind::Tensor;
   ValueId ge = lo ? c.e.cmp("ge", x, c.in("min")) : kNoValue;
   ValueId le = hi ? c.e.cmp("le", x, c.in("max")) : kNoValue;
-  ValueId in = ge == kNoValue ? le
+  ValueId in = ge == kNoValue   ? le
                : le == kNoValue ? ge
                                 : c.e.op("aten.logical_and.default", {Emit::t(ge), Emit::t(le)});
   c.add_grad("self", c.e.where_s(in, c.grad_out(), 0.0));
-  if (lo && c.needs("min")) c.add_grad("min", c.e.where_s(c.e.unary("logical_not", ge), c.grad_out(), 0.0));
-  if (hi && c.needs("max")) c.add_grad("max", c.e.where_s(c.e.unary("logical_not", le), c.grad_out(), 0.0));
+  if (lo && c.needs("min"))
+    c.add_grad("min", c.e.where_s(c.e.unary("logical_not", ge), c.grad_out(), 0.0));
+  if (hi && c.needs("max"))
+    c.add_grad("max", c.e.where_s(c.e.unary("logical_not", le), c.grad_out(), 0.0));
 }
 // End of the issue-18 unary math.
 
@@ -1058,7 +1072,6 @@ void copy(GradCtx& c) {
   c.add_grad("src", c.grad_out());
 }
 
-
 // ---- Issue 18: reductions, sorting and indexing ---------------------------------------------
 
 /// max() / min() over every element: like amax, the gradient is shared among the extremes.
@@ -1089,7 +1102,7 @@ void pick_grad(GradCtx& c, int64_t dim, bool keepdim) {
     idx = c.e.unsqueeze(idx, dim);
   }
   c.add_grad(x, c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros(xs, c.e.meta(x))),
-                                                Emit::i(dim), Emit::t(idx), Emit::t(g)}));
+                                                    Emit::i(dim), Emit::t(idx), Emit::t(g)}));
 }
 void extreme_dim(GradCtx& c) {
   pick_grad(c, c.arg("dim").i, c.arg("keepdim").b);
@@ -1140,15 +1153,19 @@ void prod(GradCtx& c) {
 void scatter_src(GradCtx& c) {
   ValueId idx = c.in("index");
   if (c.needs("self"))
-    c.add_grad("self", c.e.op("aten.scatter.value",
-                          {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(idx), Emit::f(0.0)}));
+    c.add_grad("self",
+               c.e.op("aten.scatter.value",
+                      {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(idx), Emit::f(0.0)}));
   if (c.needs("src"))
-    c.add_grad("src", c.e.op("aten.gather.default", {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(idx)}));
+    c.add_grad("src", c.e.op("aten.gather.default",
+                             {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(idx)}));
 }
 
 void scatter_value(GradCtx& c) {
-  c.add_grad("self", c.e.op("aten.scatter.value", {Emit::t(c.grad_out()), {"", c.arg("dim")},
-                                               Emit::t(c.in("index")), Emit::f(0.0)}));
+  c.add_grad(
+      "self",
+      c.e.op("aten.scatter.value",
+             {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(c.in("index")), Emit::f(0.0)}));
 }
 
 /// scatter_reduce: the "sum" reduction (the others are refused by name).
@@ -1158,12 +1175,15 @@ void scatter_reduce(GradCtx& c) {
            c.arg("reduce").s + "'");
   ValueId idx = c.in("index");
   if (c.needs("self"))
-    c.add_grad("self", c.arg("include_self").b
-                       ? c.grad_out()
-                       : c.e.op("aten.scatter.value", {Emit::t(c.grad_out()), {"", c.arg("dim")},
-                                                       Emit::t(idx), Emit::f(0.0)}));
+    c.add_grad(
+        "self",
+        c.arg("include_self").b
+            ? c.grad_out()
+            : c.e.op("aten.scatter.value",
+                     {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(idx), Emit::f(0.0)}));
   if (c.needs("src"))
-    c.add_grad("src", c.e.op("aten.gather.default", {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(idx)}));
+    c.add_grad("src", c.e.op("aten.gather.default",
+                             {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(idx)}));
 }
 
 /// index_put: self keeps the gradient where it was not overwritten (everywhere when
@@ -1174,9 +1194,10 @@ void index_put(GradCtx& c) {
     if (c.arg("accumulate").b)
       c.add_grad("self", c.grad_out());
     else
-      c.add_grad("self", c.e.op("aten.index_put.default",
-                            {Emit::t(c.grad_out()), {"", c.arg("indices")},
-                             Emit::t(c.e.zeros({}, c.e.meta(vals))), Emit::b(false)}));
+      c.add_grad("self", c.e.op("aten.index_put.default", {Emit::t(c.grad_out()),
+                                                           {"", c.arg("indices")},
+                                                           Emit::t(c.e.zeros({}, c.e.meta(vals))),
+                                                           Emit::b(false)}));
   }
   if (c.needs(vals))
     c.add_grad(vals, c.e.op("aten.index.Tensor", {Emit::t(c.grad_out()), {"", c.arg("indices")}}));
@@ -1184,7 +1205,8 @@ void index_put(GradCtx& c) {
 
 void masked_fill_tensor(GradCtx& c) {
   ValueId mask = c.in("mask");
-  if (c.needs("self")) c.add_grad("self", c.e.where_s(c.e.unary("logical_not", mask), c.grad_out(), 0.0));
+  if (c.needs("self"))
+    c.add_grad("self", c.e.where_s(c.e.unary("logical_not", mask), c.grad_out(), 0.0));
   if (c.needs("value")) {
     ValueId picked = c.e.where_s(mask, c.grad_out(), 0.0);
     std::vector<int64_t> dims;
@@ -1214,8 +1236,10 @@ void index_add(GradCtx& c) {
 }
 
 void index_fill(GradCtx& c) {
-  c.add_grad("self", c.e.op("aten.index_fill.int_Scalar", {Emit::t(c.grad_out()), {"", c.arg("dim")},
-                                                       Emit::t(c.in("index")), Emit::f(0.0)}));
+  c.add_grad(
+      "self",
+      c.e.op("aten.index_fill.int_Scalar",
+             {Emit::t(c.grad_out()), {"", c.arg("dim")}, Emit::t(c.in("index")), Emit::f(0.0)}));
 }
 // ---- End of the issue-18 rules ----
 
@@ -1378,7 +1402,9 @@ const OpTable<GradRule>& derivative_table() {
   return table;
 }
 
-GradRule find_rule(std::string_view target) { return derivative_table().find(target); }
+GradRule find_rule(std::string_view target) {
+  return derivative_table().find(target);
+}
 
 /// Whether a declared op's float outputs do not depend differentiably on its inputs (plugin
 /// ops are differentiable: their missing derivative is reported where it is needed).
@@ -1397,7 +1423,9 @@ ValueId accumulate(Emit& e, const std::vector<ValueId>& parts) {
 
 } // namespace
 
-const OpLayer& derivative_layer() { return derivative_table(); }
+const OpLayer& derivative_layer() {
+  return derivative_table();
+}
 
 bool has_derivative(std::string_view target) {
   return find_rule(target) != nullptr;

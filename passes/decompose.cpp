@@ -405,7 +405,6 @@ std::vector<ValueId> pad(Emit& e, const DNode& d) {
                {Emit::t(d.tensor("self")), {"", d.arg("pad")}, Emit::f(value)})};
 }
 
-
 // ---- Issue 18: reductions as sums, maxima and pointwise ops -----------------------------------
 
 /// The reduced dims of a reduction's `dim` argument (None, [] or absent: every dim).
@@ -523,9 +522,9 @@ std::vector<ValueId> all_of(Emit& e, const DNode& d) {
   if (e.dtype(x) == DType::U8) return {};
   std::vector<int64_t> dims = reduce_dims_of(d, x, e);
   ValueId nx = e.unary("logical_not", x);
-  ValueId any = dims.empty() ? nx
-                             : e.op("aten.any.dims", {Emit::t(nx), Emit::ints(dims),
-                                                      Emit::b(keepdim_of(d))});
+  ValueId any =
+      dims.empty() ? nx
+                   : e.op("aten.any.dims", {Emit::t(nx), Emit::ints(dims), Emit::b(keepdim_of(d))});
   return {e.unary("logical_not", any)};
 }
 /// nansum: the sum of where(isnan(x), 0, x) (floating inputs).
@@ -669,19 +668,27 @@ std::vector<ValueId> native_group_norm(Emit& e, const DNode& d) {
 std::vector<ValueId> group_norm(Emit& e, const DNode& d) {
   ValueId x = d.tensor("input");
   std::vector<int64_t> xs = e.sizes(x);
-  return {e.call("aten.native_group_norm.default",
-                 {Emit::t(x), {"", d.arg("weight")}, {"", d.arg("bias")}, Emit::i(xs[0]),
-                  Emit::i(xs[1]), Emit::i(prod(xs, 2)), Emit::i(d.arg("num_groups").i),
-                  Emit::f(d.arg("eps").f)})[0]};
+  return {e.call("aten.native_group_norm.default", {Emit::t(x),
+                                                    {"", d.arg("weight")},
+                                                    {"", d.arg("bias")},
+                                                    Emit::i(xs[0]),
+                                                    Emit::i(xs[1]),
+                                                    Emit::i(prod(xs, 2)),
+                                                    Emit::i(d.arg("num_groups").i),
+                                                    Emit::f(d.arg("eps").f)})[0]};
 }
 
 std::vector<ValueId> instance_norm(Emit& e, const DNode& d) {
   ValueId x = d.tensor("input");
   if (!d.arg("use_input_stats").b)
     return {e.call("aten._native_batch_norm_legit_no_training.default",
-                   {Emit::t(x), {"", d.arg("weight")}, {"", d.arg("bias")},
-                    Emit::t(d.tensor("running_mean")), Emit::t(d.tensor("running_var")),
-                    Emit::f(d.arg("momentum").f), Emit::f(d.arg("eps").f)})[0]};
+                   {Emit::t(x),
+                    {"", d.arg("weight")},
+                    {"", d.arg("bias")},
+                    Emit::t(d.tensor("running_mean")),
+                    Emit::t(d.tensor("running_var")),
+                    Emit::f(d.arg("momentum").f),
+                    Emit::f(d.arg("eps").f)})[0]};
   int64_t rank = e.dim(x);
   std::vector<int64_t> dims;
   for (int64_t k = 2; k < rank; ++k) dims.push_back(k);
@@ -779,7 +786,9 @@ std::vector<ValueId> separable(Emit& e, const DNode& d) {
   ValueId x = d.args[size_t(xi)].tensor;
   std::vector<int64_t> xs = e.sizes(x), os = d.out_meta(0).sizes;
   int64_t R = int64_t(xs.size());
-  int64_t S = target.find("1d") != std::string::npos ? 1 : target.find("3d") != std::string::npos ? 3 : 2;
+  int64_t S = target.find("1d") != std::string::npos   ? 1
+              : target.find("3d") != std::string::npos ? 3
+                                                       : 2;
   if (R < S + 1 || int64_t(os.size()) != R) return {};
   bool pool = target.find("avg_pool") != std::string::npos;
   bool upsample = target.find("upsample") != std::string::npos;
@@ -798,12 +807,14 @@ std::vector<ValueId> separable(Emit& e, const DNode& d) {
       resample::Upsample u;
       std::vector<int64_t> in(xs.end() - 2, xs.end());
       if (!resample::upsample_args(d.n, in, u).empty()) return {};
-      if (t.size() > 4 && t.compare(t.size() - 4, 4, ".vec") == 0) t = t.substr(0, t.size() - 4) + ".default";
+      if (t.size() > 4 && t.compare(t.size() - 4, 4, ".vec") == 0)
+        t = t.substr(0, t.size() - 4) + ".default";
       std::vector<int64_t> osz = {i == 0 ? O : 1, i == 1 ? O : 1};
       call = {Emit::t(eye), Emit::ints(osz)};
       if (s.index_of("align_corners") >= 0) call.push_back(Emit::b(u.align_corners));
       for (int64_t j = 0; j < 2; ++j)
-        call.push_back({"", j == i && u.scale[size_t(j)] ? Arg::of_float(*u.scale[size_t(j)]) : Arg::none()});
+        call.push_back(
+            {"", j == i && u.scale[size_t(j)] ? Arg::of_float(*u.scale[size_t(j)]) : Arg::none()});
     } else {
       for (size_t k = 0; k < d.args.size(); ++k) {
         const std::string& name = s.args[k].name;
@@ -811,8 +822,9 @@ std::vector<ValueId> separable(Emit& e, const DNode& d) {
         if (int(k) == xi) {
           v = Arg::of_tensor(eye);
         } else if (pool && (name == "kernel_size" || name == "stride" || name == "padding")) {
-          std::vector<int64_t> full = v.ints.empty() ? resample::spatial_param(d.arg("kernel_size").ints, size_t(S))
-                                                     : resample::spatial_param(v.ints, size_t(S));
+          std::vector<int64_t> full =
+              v.ints.empty() ? resample::spatial_param(d.arg("kernel_size").ints, size_t(S))
+                             : resample::spatial_param(v.ints, size_t(S));
           std::vector<int64_t> one(size_t(S), name == "padding" ? 0 : 1);
           one[size_t(i)] = full.at(size_t(i));
           v = Arg::of_ints(one);
@@ -1025,7 +1037,6 @@ DecompFn find_row(std::string_view target) {
 
 using RowFinder = DecompFn (*)(std::string_view);
 
-
 /// One pass over g; returns whether anything was decomposed.
 bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& select, RowFinder find,
                     Graph& out) {
@@ -1086,8 +1097,12 @@ bool functionalizes(std::string_view target) {
          (!functional_target(target).empty() || target == "aten.fill_.Tensor");
 }
 
-const OpLayer& decomposition_layer() { return decomposition_table(); }
-const OpLayer& autograd_form_layer() { return autograd_form_table(); }
+const OpLayer& decomposition_layer() {
+  return decomposition_table();
+}
+const OpLayer& autograd_form_layer() {
+  return autograd_form_table();
+}
 
 bool has_decomposition(std::string_view target) {
   return find_row(target) != nullptr;

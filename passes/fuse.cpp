@@ -297,8 +297,8 @@ void Fuser::finish(Schedule& s) {
       int64_t n = g.x * g.r, r = 2048;
       while (r >= 16 && n % r != 0) r /= 2;
       if (r >= 16 && r < g.r) {
-        s.log += "split group " + std::to_string(gi) + ": x < " + std::to_string(n / r) +
-                 ", r < " + std::to_string(r) + "\n";
+        s.log += "split group " + std::to_string(gi) + ": x < " + std::to_string(n / r) + ", r < " +
+                 std::to_string(r) + "\n";
         g.x = n / r;
         g.r = r;
       }

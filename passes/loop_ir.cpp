@@ -750,9 +750,9 @@ std::string extern_kind_suffix(const ExternCall& c) {
     auto pair = [](const std::array<int64_t, 2>& v) {
       return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
     };
-    return std::string(c.op == "onednn_convolution" ? " (onednn" : " (cudnn") +
-           ", stride " + pair(c.stride) + ", padding " + pair(c.padding) + ", dilation " +
-           pair(c.dilation) + ", groups " + std::to_string(c.groups) +
+    return std::string(c.op == "onednn_convolution" ? " (onednn" : " (cudnn") + ", stride " +
+           pair(c.stride) + ", padding " + pair(c.padding) + ", dilation " + pair(c.dilation) +
+           ", groups " + std::to_string(c.groups) +
            (c.post_ops.empty() ? "" : ", post-ops " + c.post_ops) + ")";
   }
   case ExternCall::Kind::Fallback:

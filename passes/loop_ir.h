@@ -125,8 +125,8 @@ enum class VOp : uint8_t {
   Mul,
   Div,
   FloorDivide,
-  Fmod,      // C fmod: the sign of the dividend (int: 0 for a zero divisor)
-  Remainder, // Python %: the sign of the divisor (int: 0 for a zero divisor)
+  Fmod,        // C fmod: the sign of the dividend (int: 0 for a zero divisor)
+  Remainder,   // Python %: the sign of the divisor (int: 0 for a zero divisor)
   TruncDivide, // division rounded toward zero (int: 0 for a zero divisor)
   BitAnd,
   BitOr,
@@ -217,7 +217,7 @@ struct ExternCall {
   /// Conv on the CPU: per-output-channel y = scale · conv + shift before the post-ops (a folded
   /// inference batch norm); empty: none. See PlanExtern::scale.
   std::vector<float> scale, shift;
-  std::vector<int> outputs;            ///< buffer ids written (the first is the owning buffer)
+  std::vector<int> outputs; ///< buffer ids written (the first is the owning buffer)
   /// Fallback: a one-node graph whose user inputs are `operands` in order, outputs in order.
   std::shared_ptr<const Graph> graph;
   std::string reason; ///< Fallback: why the node has no generated code ("no lowering", ...)

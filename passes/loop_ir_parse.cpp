@@ -92,7 +92,8 @@ private:
     if (c.peek() == '-') ++j;
     size_t k = j;
     while (k < c.s.size() && std::isdigit(static_cast<unsigned char>(c.s[k]))) ++k;
-    if (k == j) fail("expected an integer at column " + std::to_string(c.i + 1) + " of '" + c.s + "'");
+    if (k == j)
+      fail("expected an integer at column " + std::to_string(c.i + 1) + " of '" + c.s + "'");
     int64_t v = std::strtoll(c.s.c_str() + c.i, nullptr, 10);
     c.i = k;
     return v;
@@ -139,12 +140,15 @@ private:
     if (c.eat("indirect("))
       fail("indirect indices (gather, embedding) have no parseable text form");
     char v = c.peek();
-    if (v != 'x' && v != 'r') fail("expected an index variable at column " + std::to_string(c.i + 1) + " of '" + c.s + "'");
+    if (v != 'x' && v != 'r')
+      fail("expected an index variable at column " + std::to_string(c.i + 1) + " of '" + c.s + "'");
     ++c.i;
     int id = v == 'x' ? kXVar : kRVar;
-    if (std::isdigit(static_cast<unsigned char>(c.peek()))) id = int(integer(c)) + (v == 'r' ? kRVarBase : 0);
+    if (std::isdigit(static_cast<unsigned char>(c.peek())))
+      id = int(integer(c)) + (v == 'r' ? kRVarBase : 0);
     auto it = extents_.find(id);
-    if (it == extents_.end()) fail("index variable " + var_name(id) + " is not a loop variable of this buffer");
+    if (it == extents_.end())
+      fail("index variable " + var_name(id) + " is not a loop variable of this buffer");
     return IndexExpr::var(id, it->second);
   }
   IndexExpr index_term(Cursor& c) {
@@ -160,9 +164,12 @@ private:
     IndexExpr e = index_term(c);
     if (neg) e = IndexExpr(0) - e;
     for (;;) {
-      if (c.eat(" + ")) e = e + index_term(c);
-      else if (c.eat(" - ")) e = e - index_term(c);
-      else return e;
+      if (c.eat(" + "))
+        e = e + index_term(c);
+      else if (c.eat(" - "))
+        e = e - index_term(c);
+      else
+        return e;
     }
   }
 
@@ -218,9 +225,12 @@ private:
       return;
     }
     next_is("  reads: ", &rest); // derived from the body: printed, not read
-    if (b.kind == Buffer::Kind::Extern) parse_extern(b, expect("  extern: "));
-    else if (b.kind == Buffer::Kind::ExternOutput) b.extern_owner = buffer_id(expect("  output of "));
-    else parse_loop(b);
+    if (b.kind == Buffer::Kind::Extern)
+      parse_extern(b, expect("  extern: "));
+    else if (b.kind == Buffer::Kind::ExternOutput)
+      b.extern_owner = buffer_id(expect("  output of "));
+    else
+      parse_loop(b);
     p_.buffers.push_back(std::move(b));
   }
 
@@ -299,7 +309,9 @@ private:
         need(c, " < ");
         int64_t n = integer(c);
         IndexExpr v = IndexExpr::var(kRVarBase + int(j), n);
-        if (name != v.str()) fail("reduction variable " + std::to_string(j) + " is printed " + v.str() + ", not " + name);
+        if (name != v.str())
+          fail("reduction variable " + std::to_string(j) + " is printed " + v.str() + ", not " +
+               name);
         b.rvars.push_back(v);
         b.rsizes.push_back(n);
         extents_[kRVarBase + int(j)] = n;
@@ -321,7 +333,8 @@ private:
         if (!tmps.count(t)) fail("store of unknown value '" + t + "'");
         std::vector<int64_t> strides = contiguous_strides(b.sizes);
         if (at != linear_index(b.vars, strides))
-          fail("a buffer stores at its row-major index " + linear_index(b.vars, strides).str() + ", not " + at.str());
+          fail("a buffer stores at its row-major index " + linear_index(b.vars, strides).str() +
+               ", not " + at.str());
         b.body = tmps.at(t);
         return;
       }
@@ -352,9 +365,12 @@ private:
       std::string v = word(c, ",");
       need(c, ", ");
       e->dtype = dtype(word(c, ")"));
-      if (is_floating(e->dtype)) e->fval = std::strtod(v.c_str(), nullptr);
-      else if (e->dtype == DType::Bool) e->ival = v == "True";
-      else e->ival = std::strtoll(v.c_str(), nullptr, 10);
+      if (is_floating(e->dtype))
+        e->fval = std::strtod(v.c_str(), nullptr);
+      else if (e->dtype == DType::Bool)
+        e->ival = v == "True";
+      else
+        e->ival = std::strtoll(v.c_str(), nullptr, 10);
     } else if (fn == "load") {
       e->op = VOp::Load;
       e->buffer = buffer_id(word(c, ","));

@@ -27,16 +27,26 @@ public:
     for (int b = 0; b < int(p_.buffers.size()); ++b) {
       const Buffer& buf = p_.buffers[b];
       where_ = buf.name.empty() ? "buffer " + std::to_string(b) : buf.name;
-      if (buf.name.empty()) fail("buffer without a name");
-      else if (!names.insert(buf.name).second) fail("a second buffer of this name");
+      if (buf.name.empty())
+        fail("buffer without a name");
+      else if (!names.insert(buf.name).second)
+        fail("a second buffer of this name");
       for (int64_t s : buf.sizes)
         if (s < 0) fail("negative size " + std::to_string(s));
       switch (buf.kind) {
-      case Buffer::Kind::Input: check_input(buf); break;
+      case Buffer::Kind::Input:
+        check_input(buf);
+        break;
       case Buffer::Kind::Pointwise:
-      case Buffer::Kind::Reduction: check_computed(b, buf); break;
-      case Buffer::Kind::Extern: check_extern(b, buf); break;
-      case Buffer::Kind::ExternOutput: check_extern_output(b, buf); break;
+      case Buffer::Kind::Reduction:
+        check_computed(b, buf);
+        break;
+      case Buffer::Kind::Extern:
+        check_extern(b, buf);
+        break;
+      case Buffer::Kind::ExternOutput:
+        check_extern_output(b, buf);
+        break;
       }
     }
     where_ = "outputs";
@@ -79,8 +89,8 @@ private:
       (span < 0 ? lo : hi) += span;
     }
     if (lo < 0 || hi >= b.numel())
-      fail(what + " reaches elements [" + std::to_string(lo) + ", " + std::to_string(hi) +
-           "] of " + std::to_string(b.numel()));
+      fail(what + " reaches elements [" + std::to_string(lo) + ", " + std::to_string(hi) + "] of " +
+           std::to_string(b.numel()));
   }
 
   void check_computed(int id, const Buffer& b) {
@@ -154,9 +164,9 @@ private:
     for (const VPtr& a : e->args) check_expr(id, a, extents, seen);
     const std::string op(vop_name(e->op));
     size_t want_args = e->op == VOp::Const || e->op == VOp::Load || e->op == VOp::Index ? 0
-                       : e->op == VOp::Where                                         ? 3
-                       : vop_is_binary(e->op)                                        ? 2
-                                                                                     : 1;
+                       : e->op == VOp::Where                                            ? 3
+                       : vop_is_binary(e->op)                                           ? 2
+                                                                                        : 1;
     if (e->args.size() != want_args) {
       fail(op + " with " + std::to_string(e->args.size()) + " operands, not " +
            std::to_string(want_args));

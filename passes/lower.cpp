@@ -21,8 +21,8 @@ std::string op_base_name(const std::string& target) {
 
 namespace {
 
-using lower_detail::LowerFn;
 using lower_detail::Lowerer;
+using lower_detail::LowerFn;
 using lower_detail::LVal;
 
 // One row per op. Ops absent here become fallback extern calls.
@@ -34,11 +34,15 @@ const OpTable<LowerFn>& rule_table() {
   return table;
 }
 
-LowerFn find_rule(const std::string& target) { return rule_table().find(target); }
+LowerFn find_rule(const std::string& target) {
+  return rule_table().find(target);
+}
 
 } // namespace
 
-const OpLayer& lowering_layer() { return rule_table(); }
+const OpLayer& lowering_layer() {
+  return rule_table();
+}
 
 void Lowerer::fallback(int n, const std::string& why) {
   const Node& nd = node(n);

@@ -17,8 +17,9 @@ struct LowerOptions {
   /// recorded in LoopProgram::injected for code generation and the plan to act on.
   std::string inject_kind;
   /// Lower for the CUDA plan: matmuls take f32/f16/bf16 (cuBLASLt), addmm's bias and a following
-  /// relu (or tanh-approximated gelu) become the matmul's epilogue, and 2-D convolutions (f32/f16/bf16)
-  /// become cuDNN calls when `cudnn` is set (else im2col + BLAS, logged with `no_cudnn_reason`).
+  /// relu (or tanh-approximated gelu) become the matmul's epilogue, and 2-D convolutions
+  /// (f32/f16/bf16) become cuDNN calls when `cudnn` is set (else im2col + BLAS, logged with
+  /// `no_cudnn_reason`).
   bool cuda = false;
   bool cudnn = false;
   std::string no_cudnn_reason;

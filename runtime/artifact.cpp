@@ -14,8 +14,8 @@
 #include "frontend/io_util.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/elf_loader.h"
-#include "runtime/onednn.h"
 #include "runtime/interpreter.h"
+#include "runtime/onednn.h"
 #include "runtime/thread_pool.h"
 
 #include <nlohmann/json.hpp>
@@ -31,9 +31,9 @@
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <chrono>
 #include <map>
 #include <mutex>
 #include <new>
@@ -271,10 +271,9 @@ const char* extern_kind_name(PlanExtern::Kind k) {
   return "?";
 }
 
-const PlanExtern::Epilogue kEpilogues[] = {PlanExtern::Epilogue::None, PlanExtern::Epilogue::Bias,
-                                           PlanExtern::Epilogue::ReluBias,
-                                           PlanExtern::Epilogue::GeluTanhBias,
-                                           PlanExtern::Epilogue::BiasResidual};
+const PlanExtern::Epilogue kEpilogues[] = {
+    PlanExtern::Epilogue::None, PlanExtern::Epilogue::Bias, PlanExtern::Epilogue::ReluBias,
+    PlanExtern::Epilogue::GeluTanhBias, PlanExtern::Epilogue::BiasResidual};
 
 ojson write_extern(const PlanExtern& e, const std::string& source, Writer& w) {
   ojson j;
@@ -474,8 +473,8 @@ public:
     if (!j.is_array() || j.size() != 2) fail(where, "not a weight reference");
     int64_t off = integer(j[0], where, 0, INT64_MAX), size = integer(j[1], where, 0, INT64_MAX);
     if (size != bytes)
-      fail(where, "holds " + std::to_string(size) + " bytes, its tensor needs " +
-                      std::to_string(bytes));
+      fail(where,
+           "holds " + std::to_string(size) + " bytes, its tensor needs " + std::to_string(bytes));
     if (uint64_t(off) > weights_.size() || uint64_t(size) > weights_.size() - uint64_t(off))
       fail(where, "lies outside the weight section");
     if (size > 0 && off % int64_t(kWeightAlign) != 0)
@@ -526,8 +525,8 @@ void check_weight_chunks(const Reader& r, const json& manifest, std::string_view
   const json& sums = r.array(c, "xxh3", "weight_chunks");
   uint64_t count = (weights.size() + uint64_t(chunk) - 1) / uint64_t(chunk);
   if (sums.size() != count)
-    r.fail("weight_chunks", std::to_string(sums.size()) + " checksums for " +
-                                std::to_string(count) + " chunks");
+    r.fail("weight_chunks",
+           std::to_string(sums.size()) + " checksums for " + std::to_string(count) + " chunks");
   for (uint64_t i = 0; i < count; ++i) {
     std::string_view part = weights.substr(size_t(i * uint64_t(chunk)), size_t(chunk));
     if (r.str(sums[i], "weight_chunks.xxh3") != hex64(XXH3_64bits(part.data(), part.size())))
@@ -620,9 +619,8 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
     } catch (const std::exception&) {
       r.fail(where + ".scale", "not two lists of numbers (scale, shift)");
     }
-    if (e.kind != PlanExtern::Kind::Conv || e.inputs.size() < 2 ||
-        e.inputs[1].meta.sizes.empty() || e.scale.size() != size_t(e.inputs[1].meta.sizes[0]) ||
-        e.shift.size() != e.scale.size())
+    if (e.kind != PlanExtern::Kind::Conv || e.inputs.size() < 2 || e.inputs[1].meta.sizes.empty() ||
+        e.scale.size() != size_t(e.inputs[1].meta.sizes[0]) || e.shift.size() != e.scale.size())
       r.fail(where + ".scale", "not one scale and shift per output channel of a convolution");
   }
   const json& g = r.at(j, "graph", where);
@@ -1057,8 +1055,8 @@ CompiledArtifact parse_artifact(std::shared_ptr<const ArtifactBytes> file,
                             std::to_string(woff) + ", not " + std::to_string(want_woff));
   if (wsize > bytes.size() - std::min<uint64_t>(woff, bytes.size()) || woff > bytes.size())
     throw Error(source, "truncated artifact: the header promises " + std::to_string(wsize) +
-                            " bytes of weights at byte " + std::to_string(woff) + ", the file has " +
-                            std::to_string(bytes.size()));
+                            " bytes of weights at byte " + std::to_string(woff) +
+                            ", the file has " + std::to_string(bytes.size()));
   if (woff + wsize < bytes.size())
     throw Error(source, "corrupt artifact: " + std::to_string(bytes.size() - woff - wsize) +
                             " bytes after the weights");
@@ -1120,7 +1118,8 @@ CompiledArtifact parse_artifact(std::shared_ptr<const ArtifactBytes> file,
   for (size_t i = 0; i < graphs.size(); ++i) {
     a.graphs.push_back(
         read_graph(r, graphs[i], "graphs[" + std::to_string(i) + "]", a, weight_table));
-    if (a.graphs.back().role == "dynamic") r.fail("graphs[" + std::to_string(i) + "]", "a dynamic graph among the plans");
+    if (a.graphs.back().role == "dynamic")
+      r.fail("graphs[" + std::to_string(i) + "]", "a dynamic graph among the plans");
   }
   if (auto d = m.find("dynamic"); d != m.end() && !d->is_null()) {
     ArtifactGraph dyn = read_graph(r, *d, "dynamic", a, weight_table);
@@ -1156,14 +1155,16 @@ CompiledArtifact read_artifact_file(const std::string& path) {
 // The bytes of an artifact.
 
 ArtifactBytes::~ArtifactBytes() {
-  if (mapped_) ::munmap(data_, size_);
-  else ::operator delete(data_, std::align_val_t(kPage));
+  if (mapped_)
+    ::munmap(data_, size_);
+  else
+    ::operator delete(data_, std::align_val_t(kPage));
 }
 
 std::shared_ptr<const ArtifactBytes> ArtifactBytes::copy(std::string_view bytes) {
   auto b = std::shared_ptr<ArtifactBytes>(new ArtifactBytes());
-  b->data_ = static_cast<char*>(::operator new(std::max<size_t>(bytes.size(), 1),
-                                               std::align_val_t(kPage)));
+  b->data_ = static_cast<char*>(
+      ::operator new(std::max<size_t>(bytes.size(), 1), std::align_val_t(kPage)));
   b->size_ = bytes.size();
   if (!bytes.empty()) std::memcpy(b->data_, bytes.data(), bytes.size());
   return b;
@@ -1171,7 +1172,7 @@ std::shared_ptr<const ArtifactBytes> ArtifactBytes::copy(std::string_view bytes)
 
 std::shared_ptr<const ArtifactBytes> ArtifactBytes::map_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st {};
+  struct stat st{};
   if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
     if (fd >= 0) ::close(fd);
     return copy(read_file_bytes(path)); // its message for a missing file; pipes; empty files
@@ -1202,8 +1203,8 @@ struct LoadedGraph {
 /// What runs use of one graph, replaced as a whole by a weight swap: a run holds the version it
 /// started with, so runs in flight finish on the old weights (double buffering).
 struct LiveGraph {
-  std::shared_ptr<const Plan> plan;      // the plan with the weights of this version
-  std::unique_ptr<CudaPlanRunner> cuda;  // CUDA: its runner (device copies of the weights)
+  std::shared_ptr<const Plan> plan;     // the plan with the weights of this version
+  std::unique_ptr<CudaPlanRunner> cuda; // CUDA: its runner (device copies of the weights)
 };
 
 } // namespace
@@ -1485,8 +1486,7 @@ void LoadedModel::swap_weights(const std::vector<std::pair<std::string, Tensor>>
         std::memcpy(own.raw_data(), c.raw_data(), size_t(c.numel()) * dtype_size(c.dtype()));
       c = own;
     }
-    if (!repl.emplace(name, c).second)
-      throw Error(where, "weight '" + name + "' is given twice");
+    if (!repl.emplace(name, c).second) throw Error(where, "weight '" + name + "' is given twice");
   }
   // The new version of every graph, built before anything changes (all or nothing).
   std::vector<std::shared_ptr<LiveGraph>> next = impl_->snapshot();

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <exception>
 #include <map>
-#include <stdexcept>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -268,10 +268,9 @@ fxc_status fxc_model_dim_range(const fxc_model* model, size_t index, int32_t dim
                                int64_t* max) {
   if (!model || !min || !max)
     return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `model`, `min` or `max` is NULL");
-  if (index >= model->inputs.size() || dim < 0 ||
-      size_t(dim) >= model->inputs[index].sizes.size())
-    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: no input " + std::to_string(index) +
-                                                " dim " + std::to_string(dim));
+  if (index >= model->inputs.size() || dim < 0 || size_t(dim) >= model->inputs[index].sizes.size())
+    return fail(FXC_ERROR_INVALID_ARGUMENT,
+                "fxc: error: no input " + std::to_string(index) + " dim " + std::to_string(dim));
   *min = *max = model->inputs[index].sizes[size_t(dim)];
   const fxc::CompiledArtifact& a = model->model->artifact();
   if (!a.symbolic) return FXC_OK;
@@ -348,7 +347,8 @@ fxc_status fxc_model_swap_weights(fxc_model* model, const fxc_weight* weights, s
       return fail(FXC_ERROR_INVALID_ARGUMENT, which + " '" + w.name + "': bad rank or sizes");
     std::vector<int64_t> sizes(w.sizes, w.sizes + w.rank);
     for (int64_t d : sizes)
-      if (d < 0) return fail(FXC_ERROR_INVALID_ARGUMENT, which + " '" + w.name + "': negative size");
+      if (d < 0)
+        return fail(FXC_ERROR_INVALID_ARGUMENT, which + " '" + w.name + "': negative size");
     // Checked against the artifact before a byte is copied.
     fxc::TensorMeta want;
     for (size_t k = 0; k < model->weight_names.size(); ++k)
@@ -357,7 +357,8 @@ fxc_status fxc_model_swap_weights(fxc_model* model, const fxc_weight* weights, s
       fxc_status s = guarded(FXC_ERROR_RUN, [&] {
         fxc::Tensor x = fxc::Tensor::empty(t, sizes);
         size_t n = size_t(x.numel()) * fxc::dtype_size(t);
-        if (n > 0 && !w.data) throw std::invalid_argument(which + " '" + w.name + "': `data` is NULL");
+        if (n > 0 && !w.data)
+          throw std::invalid_argument(which + " '" + w.name + "': `data` is NULL");
         if (n > 0) std::memcpy(x.raw_data(), w.data, n);
         ts.emplace_back(w.name, x);
         return FXC_OK;

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cassert>
 #include <climits>
-#include <vector>
 #include <dlfcn.h>
+#include <vector>
 
 #if defined(FXC_HAVE_CUDA_HEADERS) && __has_include(<cublasLt.h>)
 #define FXC_HAVE_CUBLASLT_HEADERS 1
@@ -327,13 +327,26 @@ CublasLt::Prepared& CublasLt::prepare(const MatmulProblem& problem, DevicePtr a,
   if (!wants_bias && bias != 0) bad("a bias was given without a bias epilogue");
   if (a == 0 || b == 0 || d == 0) bad("null operand");
   // The algorithm index is not part of the key: one problem's descriptors serve every index.
-  std::array<int64_t, 21> key = {int64_t(p.dtype),   p.m,           p.n,
-                                 p.k,                p.trans_a,     p.trans_b,
-                                 p.lda,              p.ldb,         p.ldd,
-                                 p.batch,            p.stride_a,    p.stride_b,
-                                 p.stride_d,         int64_t(p.epilogue), p.allow_tf32,
-                                 wants_bias,         alignment_of(b), alignment_of(a),
-                                 alignment_of(d),    wants_bias ? alignment_of(bias) : 0,
+  std::array<int64_t, 21> key = {int64_t(p.dtype),
+                                 p.m,
+                                 p.n,
+                                 p.k,
+                                 p.trans_a,
+                                 p.trans_b,
+                                 p.lda,
+                                 p.ldb,
+                                 p.ldd,
+                                 p.batch,
+                                 p.stride_a,
+                                 p.stride_b,
+                                 p.stride_d,
+                                 int64_t(p.epilogue),
+                                 p.allow_tf32,
+                                 wants_bias,
+                                 alignment_of(b),
+                                 alignment_of(a),
+                                 alignment_of(d),
+                                 wants_bias ? alignment_of(bias) : 0,
                                  alignment_of(c ? c : d)};
   auto it = prepared_.find(key);
   if (it != prepared_.end()) return *it->second;
@@ -403,11 +416,12 @@ CublasLt::Prepared& CublasLt::prepare(const MatmulProblem& problem, DevicePtr a,
   std::array<cublasLtMatmulHeuristicResult_t, kMaxAlgorithms> results = {};
   int found = 0;
   check(L.cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), r.op, r.first,
-                                         r.second, r.dl, r.dl, pref, kMaxAlgorithms,
-                                         results.data(), &found),
+                                         r.second, r.dl, r.dl, pref, kMaxAlgorithms, results.data(),
+                                         &found),
         "cublasLtMatmulAlgoGetHeuristic");
   for (int i = 0; i < std::min(found, kMaxAlgorithms); ++i)
-    if (results[size_t(i)].state == CUBLAS_STATUS_SUCCESS) r.algos.push_back(results[size_t(i)].algo);
+    if (results[size_t(i)].state == CUBLAS_STATUS_SUCCESS)
+      r.algos.push_back(results[size_t(i)].algo);
   if (r.algos.empty())
     bad("cuBLASLt has no algorithm for m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
         " k=" + std::to_string(p.k) + " batch=" + std::to_string(p.batch) + " " +
@@ -472,8 +486,8 @@ void CublasLt::matmul(const MatmulProblem& p, DevicePtr, DevicePtr, DevicePtr, D
   normalize(p);
   throw CudaError("cuBLASLt not available: fxc was built without cublasLt.h");
 }
-int CublasLt::algorithm_count(const MatmulProblem& p, DevicePtr, DevicePtr, DevicePtr,
-                              DevicePtr, DevicePtr) {
+int CublasLt::algorithm_count(const MatmulProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr,
+                              DevicePtr) {
   normalize(p);
   throw CudaError("cuBLASLt not available: fxc was built without cublasLt.h");
 }

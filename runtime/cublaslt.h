@@ -98,8 +98,8 @@ public:
               DevicePtr c = 0);
   /// How many algorithms the heuristic offers for the product matmul() would run with these
   /// operands (at most kMaxAlgorithms; p.algo picks one). Throws as matmul() does.
-  int algorithm_count(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias,
-                      DevicePtr d, DevicePtr c = 0);
+  int algorithm_count(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr d,
+                      DevicePtr c = 0);
   static constexpr int kMaxAlgorithms = 16;
   /// cublasLtGetVersion(), e.g. 130000.
   size_t version() const { return version_; }
@@ -115,8 +115,8 @@ public:
 private:
   CublasLt(Context& ctx, std::unique_ptr<Api> api);
   void check(int status, const char* call) const;
-  Prepared& prepare(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias,
-                    DevicePtr d, DevicePtr c);
+  Prepared& prepare(const MatmulProblem& p, DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr d,
+                    DevicePtr c);
   Context& ctx_;
   std::unique_ptr<Api> api_;
   mutable std::mutex mu_;

@@ -261,16 +261,15 @@ Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, const std::array<int64_t
                                                : CUDNN_DATA_FLOAT;
   auto tensor = [&](cudnnTensorDescriptor_t& t, int64_t n, int64_t c, int64_t hh, int64_t ww) {
     check(D.cudnnCreateTensorDescriptor(&t), "cudnnCreateTensorDescriptor");
-    check(D.cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, dt, int(n), int(c), int(hh),
-                                       int(ww)),
+    check(D.cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, dt, int(n), int(c), int(hh), int(ww)),
           "cudnnSetTensor4dDescriptor");
   };
   tensor(r.xd, p.n, p.c, p.h, p.w);
   tensor(r.yd, out[0], out[1], out[2], out[3]);
   tensor(r.bd, 1, p.k, 1, 1);
   check(D.cudnnCreateFilterDescriptor(&r.wd), "cudnnCreateFilterDescriptor");
-  check(D.cudnnSetFilter4dDescriptor(r.wd, dt, CUDNN_TENSOR_NCHW, int(p.k),
-                                     int(p.c / p.groups), int(p.r), int(p.s)),
+  check(D.cudnnSetFilter4dDescriptor(r.wd, dt, CUDNN_TENSOR_NCHW, int(p.k), int(p.c / p.groups),
+                                     int(p.r), int(p.s)),
         "cudnnSetFilter4dDescriptor");
   check(D.cudnnCreateConvolutionDescriptor(&r.cd), "cudnnCreateConvolutionDescriptor");
   // PyTorch's conv2d is a cross-correlation, as is CUDNN_CROSS_CORRELATION.
@@ -317,10 +316,10 @@ void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, Dev
   ctx_.make_current();
   const Api& D = *api_;
   cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
-  std::array<int64_t, 16> key = {p.n,        p.c,          p.h,          p.w,
-                                 p.k,        p.r,          p.s,          p.stride_h,
-                                 p.stride_w, p.pad_h,      p.pad_w,      p.dilation_h,
-                                 p.dilation_w, p.groups,   p.allow_tf32, int64_t(p.dtype)};
+  std::array<int64_t, 16> key = {p.n,          p.c,      p.h,          p.w,
+                                 p.k,          p.r,      p.s,          p.stride_h,
+                                 p.stride_w,   p.pad_h,  p.pad_w,      p.dilation_h,
+                                 p.dilation_w, p.groups, p.allow_tf32, int64_t(p.dtype)};
   std::lock_guard<std::mutex> lock(mu_);
   Prepared& r = prepare(p, key);
   DevicePtr ws = workspace(r.ws_bytes);
@@ -329,8 +328,7 @@ void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, Dev
   check(D.cudnnConvolutionForward(h, &one, r.xd, ptr(x), r.wd, ptr(w), r.cd, r.algo, ptr(ws),
                                   r.ws_bytes, &zero, r.yd, ptr(y)),
         "cudnnConvolutionForward");
-  if (bias)
-    check(D.cudnnAddTensor(h, &one, r.bd, ptr(bias), &one, r.yd, ptr(y)), "cudnnAddTensor");
+  if (bias) check(D.cudnnAddTensor(h, &one, r.bd, ptr(bias), &one, r.yd, ptr(y)), "cudnnAddTensor");
 }
 
 #else // no cuDNN headers at build time

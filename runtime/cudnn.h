@@ -24,7 +24,7 @@ namespace fxc::cuda {
 /// y = conv2d(x, w) (+ bias[k] broadcast over n, h, w), all contiguous NCHW of one dtype; the
 /// weight is [k, c / groups, r, s], as PyTorch's.
 struct Conv2dProblem {
-  DType dtype = DType::F32; ///< F32, F16 or BF16; accumulation is float32 for all three
+  DType dtype = DType::F32;           ///< F32, F16 or BF16; accumulation is float32 for all three
   int64_t n = 0, c = 0, h = 0, w = 0; ///< input
   int64_t k = 0, r = 0, s = 0;        ///< output channels, kernel height and width
   int64_t stride_h = 1, stride_w = 1;

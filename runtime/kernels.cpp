@@ -39,7 +39,9 @@ const OpTable<KernelFn>& kernel_table() {
 
 } // namespace
 
-const OpLayer& kernel_layer() { return kernel_table(); }
+const OpLayer& kernel_layer() {
+  return kernel_table();
+}
 
 bool compute_view_strides(const Shape& oldshape, const Shape& oldstride, const Shape& newshape,
                           Shape* out) {
@@ -86,7 +88,9 @@ bool compute_view_strides(const Shape& oldshape, const Shape& oldstride, const S
   return true;
 }
 
-KernelFn find_kernel(std::string_view target) { return kernel_table().find(target); }
+KernelFn find_kernel(std::string_view target) {
+  return kernel_table().find(target);
+}
 
 std::vector<Tensor> run_kernel(const KernelCall& call) {
   assert(call.node.schema && "node without schema");

@@ -3,8 +3,8 @@
 
 #include "frontend/diag.h"
 
-#include <dnnl.h>
 #include <dlfcn.h>
+#include <dnnl.h>
 
 #include <cmath>
 #include <cstdio>
@@ -102,11 +102,11 @@ struct Token {
   int params;
 };
 constexpr Token kTokens[] = {
-    {"relu", PostOp::Kind::Relu, 0},         {"sigmoid", PostOp::Kind::Sigmoid, 0},
-    {"tanh", PostOp::Kind::Tanh, 0},         {"hardswish", PostOp::Kind::Hardswish, 0},
-    {"silu", PostOp::Kind::Silu, 0},         {"gelu_erf", PostOp::Kind::GeluErf, 0},
+    {"relu", PostOp::Kind::Relu, 0},          {"sigmoid", PostOp::Kind::Sigmoid, 0},
+    {"tanh", PostOp::Kind::Tanh, 0},          {"hardswish", PostOp::Kind::Hardswish, 0},
+    {"silu", PostOp::Kind::Silu, 0},          {"gelu_erf", PostOp::Kind::GeluErf, 0},
     {"gelu_tanh", PostOp::Kind::GeluTanh, 0}, {"linear", PostOp::Kind::Linear, 2},
-    {"clip", PostOp::Kind::Clip, 2},         {"sum", PostOp::Kind::Sum, 0},
+    {"clip", PostOp::Kind::Clip, 2},          {"sum", PostOp::Kind::Sum, 0},
 };
 
 std::string fmt_float(float v) {
@@ -147,7 +147,7 @@ double apply(const PostOp& op, double v) {
 struct Prepared {
   dnnl_primitive_t conv = nullptr;
   dnnl_primitive_t src_reorder = nullptr, dst_reorder = nullptr, dst_in_reorder = nullptr;
-  dnnl_memory_desc_t src_md{}, w_md{}, dst_md{};       ///< what the primitive reads and writes
+  dnnl_memory_desc_t src_md{}, w_md{}, dst_md{};          ///< what the primitive reads and writes
   dnnl_memory_desc_t plain_src{}, plain_w{}, plain_dst{}; ///< NCHW / (g)oihw
   bool src_plain = true, w_plain = true, dst_plain = true;
   std::vector<float> src_buf, dst_buf, w_buf; ///< blocked copies (w_buf: reordered weights)
@@ -416,7 +416,9 @@ const float* f32_of(const std::vector<std::shared_ptr<Storage>>& slots, const Pl
 
 } // namespace
 
-const std::string& unavailable_reason() { return api().why; }
+const std::string& unavailable_reason() {
+  return api().why;
+}
 
 std::vector<PostOp> parse_post_ops(const std::string& text) {
   std::vector<PostOp> out;
@@ -425,7 +427,7 @@ std::vector<PostOp> parse_post_ops(const std::string& text) {
   while (in >> tok) {
     std::vector<std::string> parts;
     size_t start = 0;
-    for (size_t c = tok.find(':'); ; c = tok.find(':', start)) {
+    for (size_t c = tok.find(':');; c = tok.find(':', start)) {
       parts.push_back(tok.substr(start, c == std::string::npos ? c : c - start));
       if (c == std::string::npos) break;
       start = c + 1;
@@ -520,8 +522,8 @@ void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& 
   std::vector<const float*> extra;
   for (size_t i = e.inputs.size() - size_t(sums); i < e.inputs.size(); ++i)
     extra.push_back(f32_of(slots, e.inputs[i]));
-  float* out = reinterpret_cast<float*>(slots[e.outputs[0].slot]->data()) +
-               e.outputs[0].meta.storage_offset;
+  float* out =
+      reinterpret_cast<float*>(slots[e.outputs[0].slot]->data()) + e.outputs[0].meta.storage_offset;
   const float* scale = e.scale.empty() ? nullptr : e.scale.data();
   const float* shift = e.shift.empty() ? nullptr : e.shift.data();
   if (!api().why.empty()) {

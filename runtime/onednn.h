@@ -35,8 +35,18 @@ const std::string& unavailable_reason();
 ///   the result's shape)
 /// Post-ops apply in order to conv(x, w) + bias.
 struct PostOp {
-  enum class Kind : uint8_t { Relu, Sigmoid, Tanh, Hardswish, Silu, GeluErf, GeluTanh, Linear,
-                              Clip, Sum };
+  enum class Kind : uint8_t {
+    Relu,
+    Sigmoid,
+    Tanh,
+    Hardswish,
+    Silu,
+    GeluErf,
+    GeluTanh,
+    Linear,
+    Clip,
+    Sum
+  };
   Kind kind = Kind::Relu;
   float a = 0, b = 0; ///< Linear: A, B; Clip: LO, HI
 };

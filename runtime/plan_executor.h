@@ -67,8 +67,9 @@ struct PlanExtern {
   Kind kind = Kind::Fallback;
   std::string name;
   /// Gemm: A [(B,) M, K], B [(B,) K, N], then the bias [N] (unit stride) when the epilogue has
-  /// one, then the residual R [M, N] (contiguous) for BiasResidual. Conv: x [N, C, H, W], w [K, C / groups, R, S], then the bias [K] when there is one,
-  /// then one operand per `sum` post-op (CPU), all contiguous.
+  /// one, then the residual R [M, N] (contiguous) for BiasResidual. Conv: x [N, C, H, W], w [K, C /
+  /// groups, R, S], then the bias [K] when there is one, then one operand per `sum` post-op (CPU),
+  /// all contiguous.
   std::vector<PlanView> inputs;
   std::vector<PlanView> outputs;      ///< contiguous
   std::shared_ptr<const Graph> graph; ///< Fallback: one node; inputs are its user inputs
@@ -174,8 +175,7 @@ struct CudaRunnerOptions {
 ///   std::vector<Tensor> outs = runner.download();
 class CudaPlanRunner {
 public:
-  explicit CudaPlanRunner(const Plan& plan, std::string source = {},
-                          CudaRunnerOptions opts = {});
+  explicit CudaPlanRunner(const Plan& plan, std::string source = {}, CudaRunnerOptions opts = {});
   ~CudaPlanRunner();
   CudaPlanRunner(const CudaPlanRunner&) = delete;
   CudaPlanRunner& operator=(const CudaPlanRunner&) = delete;

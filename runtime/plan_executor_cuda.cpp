@@ -58,9 +58,8 @@ ArenaLayout plan_arena(const Plan& plan) {
     if (input[s] || output[s] || end[s] == -2 || end[s] < begin[s]) end[s] = last;
     order.push_back(s);
   }
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    return begin[x] < begin[y];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return begin[x] < begin[y]; });
   struct Live {
     int64_t offset, size, end;
   };
@@ -68,9 +67,9 @@ ArenaLayout plan_arena(const Plan& plan) {
   for (size_t s : order) {
     int64_t size = (std::max<int64_t>(plan.slot_bytes[s], 1) + kAlign - 1) / kAlign * kAlign;
     // A slot freed at a step before this slot's first Alloc no longer needs its bytes.
-    live.erase(std::remove_if(live.begin(), live.end(),
-                              [&](const Live& l) { return l.end < begin[s]; }),
-               live.end());
+    live.erase(
+        std::remove_if(live.begin(), live.end(), [&](const Live& l) { return l.end < begin[s]; }),
+        live.end());
     int64_t at = 0; // first fit
     for (const Live& l : live) {
       if (l.offset - at >= size) break;
@@ -99,7 +98,8 @@ DevicePtr view_ptr(const std::vector<uint64_t>& slot_ptr, const PlanView& v) {
 Tensor download_view(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& plan,
                      const PlanView& v) {
   int64_t elem = int64_t(dtype_size(v.meta.dtype));
-  Tensor flat = cuda::download(ctx, slot_ptr[v.slot], v.meta.dtype, {plan.slot_bytes[v.slot] / elem});
+  Tensor flat =
+      cuda::download(ctx, slot_ptr[v.slot], v.meta.dtype, {plan.slot_bytes[v.slot] / elem});
   return flat.as_strided(v.meta.sizes, v.meta.strides, v.meta.storage_offset);
 }
 
@@ -175,8 +175,10 @@ GemmCall gemm_call(const std::vector<uint64_t>& slot_ptr, const Plan& plan, cons
   if (has_residual) {
     const TensorMeta& rm = e.inputs[3].meta;
     if (batched || rm.dtype != c.dtype || rm.sizes != c.sizes || !rm.is_contiguous())
-      throw Error(source, "matmul residual must be a contiguous [" + std::to_string(p.m) + ", " +
-                              std::to_string(p.n) + "] matrix like the result", e.name);
+      throw Error(source,
+                  "matmul residual must be a contiguous [" + std::to_string(p.m) + ", " +
+                      std::to_string(p.n) + "] matrix like the result",
+                  e.name);
     call.c = view_ptr(slot_ptr, e.inputs[3]);
     p.beta = 1.0f;
   }
@@ -207,9 +209,8 @@ void run_conv(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const Pla
               const std::string& source) {
   if (e.inputs.size() < 2 || e.inputs.size() > 3 || e.outputs.size() != 1)
     throw Error(source, "convolution call needs x, w (and a bias) and one output", e.name);
-  std::optional<cuda::Conv2dProblem> p =
-      cuda::conv2d_problem(e.inputs[0].meta, e.inputs[1].meta, e.stride, e.padding, e.dilation,
-                           e.groups);
+  std::optional<cuda::Conv2dProblem> p = cuda::conv2d_problem(
+      e.inputs[0].meta, e.inputs[1].meta, e.stride, e.padding, e.dilation, e.groups);
   if (!p) throw Error(source, "convolution operands are not contiguous NCHW", e.name);
   p->allow_tf32 = plan.allow_tf32;
   if (cuda::conv2d_output_sizes(*p) !=
@@ -287,11 +288,10 @@ CudaPlanRunner::CudaPlanRunner(const Plan& plan, std::string source, CudaRunnerO
   if (opts_.cuda_graphs)
     for (const PlanExtern& e : plan.externs)
       if (e.kind == PlanExtern::Kind::Fallback) {
-        graph_note_ = "--cuda-graphs: not captured: node '" + e.name +
-                      "' runs on the host (fallback " + (e.graph && !e.graph->nodes.empty()
-                                                             ? e.graph->nodes[0].target
-                                                             : std::string("call")) +
-                      "); the plan runs step by step";
+        graph_note_ =
+            "--cuda-graphs: not captured: node '" + e.name + "' runs on the host (fallback " +
+            (e.graph && !e.graph->nodes.empty() ? e.graph->nodes[0].target : std::string("call")) +
+            "); the plan runs step by step";
         break;
       }
 }

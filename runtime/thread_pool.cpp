@@ -10,7 +10,9 @@ namespace {
 std::atomic<int> g_default_threads{0};
 } // namespace
 
-void set_default_threads(int threads) { g_default_threads = std::max(0, threads); }
+void set_default_threads(int threads) {
+  g_default_threads = std::max(0, threads);
+}
 
 int default_threads() {
   int n = g_default_threads;

@@ -8,14 +8,15 @@
 # (.gitignore and .git/info/exclude); name it in the device `run` tool's `carry` parameter and
 # run test/gpu/run.sh there (docs/gpu.md).
 #
-# Usage: tools/build-gpu.sh            (build dir: build-gpu, or $FXC_GPU_BUILD; jobs: $JOBS or 2)
+# Usage: tools/build-gpu.sh  (build dir: build-gpu or $FXC_GPU_BUILD; jobs: $JOBS or 2;
+#                             build type: $FXC_BUILD_TYPE or Release)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${FXC_GPU_BUILD:-$src/build-gpu}
 carry=$src/carry
 jobs=${JOBS:-2}
 
-cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFXC_STATIC_LLVM=ON >/dev/null
+cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=${FXC_BUILD_TYPE:-Release} -DFXC_STATIC_LLVM=ON >/dev/null
 ninja -C "$build" -j"$jobs" fxc fxc_unit fxcrt
 
 stage=$(mktemp -d)

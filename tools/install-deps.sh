@@ -2,7 +2,7 @@
 # Installs fxc's build and test dependencies from Debian 12's packages (run as root).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
-      llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev libcli11-dev nlohmann-json3-dev doctest-dev
+      llvm-19-dev llvm-19-tools clang-19 clang-format-19 libclang-rt-19-dev libcli11-dev nlohmann-json3-dev doctest-dev
       libzstd-dev zstd libzip-dev libxxhash-dev libopenblas-dev libdnnl-dev python3 binutils groff-base
       bsdutils
       libhiredis-dev redis-server \

@@ -4,6 +4,7 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 bash "$src/tools/install-deps.sh"
+bash "$src/tools/check-format.sh"   # clang-format-19, .clang-format
 bash "$src/tools/build.sh"
 (cd "$src/build" && ctest --output-on-failure -j2)
 echo "== error corpus under AddressSanitizer + UndefinedBehaviorSanitizer"

@@ -13,12 +13,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <mutex>
-#include <string>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -66,8 +66,10 @@ int main(int argc, char** argv) {
         const bool after = swapped.load(); // the swap had returned before this run started
         Bytes out = model.run(in);
         if (out == ref) {
-          if (after) ++wrong; // old weights in a run started after the swap
-          else ++old_seen;
+          if (after)
+            ++wrong; // old weights in a run started after the swap
+          else
+            ++old_seen;
           continue;
         }
         std::lock_guard<std::mutex> lock(mu);
@@ -98,8 +100,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     for (const Bytes& o : others) {
-      if (argc > 4 && o == ref_new) ++new_seen;
-      else ++wrong; // neither weights' result: a race, or a mix of old and new weights
+      if (argc > 4 && o == ref_new)
+        ++new_seen;
+      else
+        ++wrong; // neither weights' result: a race, or a mix of old and new weights
     }
     if (wrong) {
       std::printf("FAIL: %d of %d runs differed from the reference\n", wrong.load(),

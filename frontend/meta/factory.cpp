@@ -155,6 +155,8 @@ const OpTable<MetaFn>::Row kFactoryMeta[] = {
 
 } // namespace
 
-std::span<const OpTable<MetaFn>::Row> factory_meta() { return kFactoryMeta; }
+std::span<const OpTable<MetaFn>::Row> factory_meta() {
+  return kFactoryMeta;
+}
 
 } // namespace fxc::meta_detail

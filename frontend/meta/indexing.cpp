@@ -158,7 +158,6 @@ Metas index_tensor(const Graph& g, const Node& n) {
   return {index_layout(self, out, rst)};
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Issue 18, indexing: scatter (.src, .value), scatter_reduce.two, index_put (and index_put_).
 
@@ -254,9 +253,12 @@ Metas index_put(const Graph& g, const Node& n) {
     int state = 0;
     bool adjacent = true;
     for (bool b : is_idx) {
-      if (state == 0 && b) state = 1;
-      else if (state == 1 && !b) state = 2;
-      else if (state == 2 && b) adjacent = false;
+      if (state == 0 && b)
+        state = 1;
+      else if (state == 1 && !b)
+        state = 2;
+      else if (state == 2 && b)
+        adjacent = false;
     }
     for (size_t p = 0; p < is_idx.size(); ++p) {
       if (is_idx[p]) {
@@ -321,6 +323,8 @@ const OpTable<MetaFn>::Row kIndexingMeta[] = {
 
 } // namespace
 
-std::span<const OpTable<MetaFn>::Row> indexing_meta() { return kIndexingMeta; }
+std::span<const OpTable<MetaFn>::Row> indexing_meta() {
+  return kIndexingMeta;
+}
 
 } // namespace fxc::meta_detail

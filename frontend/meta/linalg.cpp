@@ -320,18 +320,16 @@ Metas sdpa(const Graph& g, const Node& n) {
 }
 
 const OpTable<MetaFn>::Row kLinalgMeta[] = {
-    {OpId::addmm, guarded<addmm>},
-    {OpId::bmm, guarded<bmm>},
-    {OpId::conv2d, guarded<conv2d>},
-    {OpId::convolution, guarded<convolution>},
-    {OpId::linear, guarded<linear>},
-    {OpId::matmul, guarded<matmul>},
-    {OpId::mm, guarded<mm>},
-    {OpId::scaled_dot_product_attention, guarded<sdpa>},
+    {OpId::addmm, guarded<addmm>},   {OpId::bmm, guarded<bmm>},
+    {OpId::conv2d, guarded<conv2d>}, {OpId::convolution, guarded<convolution>},
+    {OpId::linear, guarded<linear>}, {OpId::matmul, guarded<matmul>},
+    {OpId::mm, guarded<mm>},         {OpId::scaled_dot_product_attention, guarded<sdpa>},
 };
 
 } // namespace
 
-std::span<const OpTable<MetaFn>::Row> linalg_meta() { return kLinalgMeta; }
+std::span<const OpTable<MetaFn>::Row> linalg_meta() {
+  return kLinalgMeta;
+}
 
 } // namespace fxc::meta_detail

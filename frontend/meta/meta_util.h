@@ -258,7 +258,9 @@ inline TensorMeta make_format(DType dt, const Sizes& sizes, Device dev, MemoryFo
 // ---------------------------------------------------------------------------------------------
 // Type promotion (c10/core/ScalarType.h promoteTypes, ATen/native/TypeProperties.cpp).
 
-inline DType scalar_dtype(const Arg& a) { return wrapped_number_dtype(a); }
+inline DType scalar_dtype(const Arg& a) {
+  return wrapped_number_dtype(a);
+}
 
 inline bool is_scalar_kind(Arg::Kind k) {
   return k == Arg::Kind::Int || k == Arg::Kind::Float || k == Arg::Kind::Bool;

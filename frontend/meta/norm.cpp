@@ -78,12 +78,14 @@ void group_norm_checks(const Ctx& c, const TensorMeta& x, int64_t C, int64_t G) 
            std::to_string(x.dim()));
   if (G <= 0 || C % G != 0)
     c.fail("Expected number of channels in input to be divisible by num_groups, but got input of "
-           "shape " + join(x.sizes) + " and num_groups=" + std::to_string(G));
+           "shape " +
+           join(x.sizes) + " and num_groups=" + std::to_string(G));
   for (const char* w : {"weight", "bias"})
     if (const TensorMeta* t = c.opt_tensor(w); t && (t->dim() != 1 || t->sizes[0] != C))
-      c.fail(std::string("Expected ") + w + " to be a vector of size equal to the number of "
-             "channels in input, but got " + w + " of shape " + join(t->sizes) +
-             " and input of shape " + join(x.sizes));
+      c.fail(std::string("Expected ") + w +
+             " to be a vector of size equal to the number of "
+             "channels in input, but got " +
+             w + " of shape " + join(t->sizes) + " and input of shape " + join(x.sizes));
   if (!is_floating(x.dtype)) not_implemented(c, "group_norm", x.dtype);
 }
 
@@ -156,6 +158,8 @@ const OpTable<MetaFn>::Row kNormMeta[] = {
 
 } // namespace
 
-std::span<const OpTable<MetaFn>::Row> norm_meta() { return kNormMeta; }
+std::span<const OpTable<MetaFn>::Row> norm_meta() {
+  return kNormMeta;
+}
 
 } // namespace fxc::meta_detail

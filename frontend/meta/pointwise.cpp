@@ -215,7 +215,8 @@ Metas div_mode(const Graph& g, const Node& n) {
   if (mode.empty()) return binary<Bin::TrueDiv>(g, n);
   Operand a = c.operand("self"), b = c.operand("other");
   DType dt = result_type({a, b});
-  if (dt == DType::Bool) not_implemented(c, mode == "trunc" ? "div_trunc_cpu" : "div_floor_cpu", dt);
+  if (dt == DType::Bool)
+    not_implemented(c, mode == "trunc" ? "div_trunc_cpu" : "div_floor_cpu", dt);
   return {iter_output(c, {a, b}, dt)};
 }
 
@@ -481,6 +482,8 @@ const OpTable<MetaFn>::Row kPointwiseMeta[] = {
 
 } // namespace
 
-std::span<const OpTable<MetaFn>::Row> pointwise_meta() { return kPointwiseMeta; }
+std::span<const OpTable<MetaFn>::Row> pointwise_meta() {
+  return kPointwiseMeta;
+}
 
 } // namespace fxc::meta_detail

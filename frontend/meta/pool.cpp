@@ -91,7 +91,6 @@ Metas adaptive_avg_pool2d(const Graph& g, const Node& n) {
   return {pool_out(x.dtype, p, x.device)};
 }
 
-
 // avg_pool1d/2d/3d: `sp` spatial dims after one or two leading dims.
 Metas avg_pool(const Graph& g, const Node& n, size_t sp) {
   Ctx c(g, n);
@@ -105,11 +104,10 @@ Metas avg_pool(const Graph& g, const Node& n, size_t sp) {
   Sizes st = c.ints("stride").empty() ? k : resample::spatial_param(c.ints("stride"), sp);
   Sizes pad = resample::spatial_param(c.ints("padding"), sp);
   if (st.size() != sp || pad.size() != sp)
-    c.fail(name + ": stride and padding must be a single int or a tuple of " +
-           std::to_string(sp) + " ints");
+    c.fail(name + ": stride and padding must be a single int or a tuple of " + std::to_string(sp) +
+           " ints");
   bool ceil_mode = c.bool_("ceil_mode");
-  if (c.has_arg("divisor_override") && c.has("divisor_override") &&
-      c.int_("divisor_override") == 0)
+  if (c.has_arg("divisor_override") && c.has("divisor_override") && c.int_("divisor_override") == 0)
     c.fail(name + ": divisor must be not zero");
   if (x.dim() != int64_t(sp) + 1 && x.dim() != int64_t(sp) + 2)
     c.fail(name + " expects a " + std::to_string(sp + 1) + "D or " + std::to_string(sp + 2) +
@@ -126,16 +124,21 @@ Metas avg_pool(const Graph& g, const Node& n, size_t sp) {
              " and kernel_size " + join(k));
     int64_t in = x.sizes[x.sizes.size() - sp + i];
     int64_t o = resample::pool_out_size(in, k[i], pad[i], st[i], 1, ceil_mode);
-    if (o < 1)
-      c.fail("given input " + join(x.sizes) + ", the calculated output size is too small");
+    if (o < 1) c.fail("given input " + join(x.sizes) + ", the calculated output size is too small");
     r.out.push_back(o);
   }
   r.channels_last = sp == 2 && x.dim() == 4 && suggests_channels_last(x);
   return {pool_out(x.dtype, r, x.device)};
 }
-Metas avg_pool1d(const Graph& g, const Node& n) { return avg_pool(g, n, 1); }
-Metas avg_pool2d(const Graph& g, const Node& n) { return avg_pool(g, n, 2); }
-Metas avg_pool3d(const Graph& g, const Node& n) { return avg_pool(g, n, 3); }
+Metas avg_pool1d(const Graph& g, const Node& n) {
+  return avg_pool(g, n, 1);
+}
+Metas avg_pool2d(const Graph& g, const Node& n) {
+  return avg_pool(g, n, 2);
+}
+Metas avg_pool3d(const Graph& g, const Node& n) {
+  return avg_pool(g, n, 3);
+}
 
 // upsample_nearest2d / _upsample_nearest_exact2d / upsample_bilinear2d, both overloads.
 Metas upsample2d(const Graph& g, const Node& n) {
@@ -171,6 +174,8 @@ const OpTable<MetaFn>::Row kPoolMeta[] = {
 
 } // namespace
 
-std::span<const OpTable<MetaFn>::Row> pool_meta() { return kPoolMeta; }
+std::span<const OpTable<MetaFn>::Row> pool_meta() {
+  return kPoolMeta;
+}
 
 } // namespace fxc::meta_detail

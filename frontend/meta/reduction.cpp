@@ -141,7 +141,6 @@ Metas argmax(const Graph& g, const Node& n) {
   return {make(DType::I64, reduce_shape(x.sizes, mask, c.bool_("keepdim")), x.device)};
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Issue 18, reductions: amin, argmin, max/min (whole tensor and .dim), any/all, prod, var/std,
 // var_mean, logsumexp and linalg_vector_norm.
@@ -311,8 +310,9 @@ Metas topk(const Graph& g, const Node& n) {
   int64_t d = sort_dim(c, x);
   int64_t k = c.int_("k");
   int64_t len = x.dim() == 0 ? 1 : x.sizes[size_t(d)];
-  if (k < 0 || k > len) c.fail("selected index k out of range: k is " + std::to_string(k) +
-                               " but the dimension has " + std::to_string(len) + " elements");
+  if (k < 0 || k > len)
+    c.fail("selected index k out of range: k is " + std::to_string(k) + " but the dimension has " +
+           std::to_string(len) + " elements");
   Sizes out = x.sizes;
   if (x.dim() > 0) out[size_t(d)] = k;
   return {make(x.dtype, out, x.device), make(DType::I64, out, x.device)};
@@ -392,6 +392,8 @@ const OpTable<MetaFn>::Row kReductionMeta[] = {
 
 } // namespace
 
-std::span<const OpTable<MetaFn>::Row> reduction_meta() { return kReductionMeta; }
+std::span<const OpTable<MetaFn>::Row> reduction_meta() {
+  return kReductionMeta;
+}
 
 } // namespace fxc::meta_detail

@@ -617,7 +617,8 @@ Metas to_other(const Graph& g, const Node& n) {
   DType dt = c.opt_dtype("dtype").value_or(x.dtype);
   Device dev = c.opt_device("device").value_or(x.device);
   MemoryFormat mf = c.memory_format("memory_format", MemoryFormat::Preserve);
-  if (dt == x.dtype && dev.kind == x.device.kind && !c.bool_("copy") && mf == MemoryFormat::Preserve)
+  if (dt == x.dtype && dev.kind == x.device.kind && !c.bool_("copy") &&
+      mf == MemoryFormat::Preserve)
     return {x};
   return {to_copy_meta(c, x, dt, dev, mf)};
 }
@@ -701,7 +702,6 @@ Metas glu(const Graph& g, const Node& n) {
   return {make(x.dtype, out, x.device)};
 }
 
-
 // ---- flip, repeat, tril/triu, t, squeeze(), _unsafe_view, detach, pixel (un)shuffle, pads.
 
 Metas flip(const Graph& g, const Node& n) {
@@ -783,15 +783,16 @@ Metas pixel_shuffle(const Graph& g, const Node& n) {
   if (up) {
     if (out[C] % r2 != 0)
       c.fail("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
-             "of upscale_factor, but input.size(-3)=" + std::to_string(out[C]) +
-             " is not divisible by " + std::to_string(r2));
+             "of upscale_factor, but input.size(-3)=" +
+             std::to_string(out[C]) + " is not divisible by " + std::to_string(r2));
     out[C] /= r2;
     out[H] = mul(out[H], r);
     out[W] = mul(out[W], r);
   } else {
     if (out[H] % r != 0 || out[W] % r != 0)
       c.fail("pixel_unshuffle expects height and width to be divisible by downscale_factor, but "
-             "input is " + join(x.sizes) + " and downscale_factor=" + std::to_string(r));
+             "input is " +
+             join(x.sizes) + " and downscale_factor=" + std::to_string(r));
     out[C] = mul(out[C], r2);
     out[H] /= r;
     out[W] /= r;
@@ -807,8 +808,8 @@ Metas mode_pad(const Graph& g, const Node& n) {
   const Sizes& p = c.ints("padding");
   bool reflect = n.target.find("reflection") != std::string::npos;
   int64_t sp = int64_t(p.size() / 2);
-  std::string name = std::string(reflect ? "reflection" : "replication") + "_pad" +
-                     std::to_string(sp) + "d";
+  std::string name =
+      std::string(reflect ? "reflection" : "replication") + "_pad" + std::to_string(sp) + "d";
   if (x.dim() != sp + 1 && x.dim() != sp + 2)
     c.fail(name + ": expected a " + std::to_string(sp + 1) + "D or " + std::to_string(sp + 2) +
            "D input, but " + c.desc("self"));
@@ -821,12 +822,15 @@ Metas mode_pad(const Graph& g, const Node& n) {
     int64_t a = p[size_t(2 * i)], b = p[size_t(2 * i + 1)];
     if (reflect && (a >= x.sizes[d] || b >= x.sizes[d]))
       c.fail("Argument #4: Padding size should be less than the corresponding input dimension, "
-             "but got: padding (" + std::to_string(a) + ", " + std::to_string(b) +
-             ") at dimension " + std::to_string(d) + " of input " + join(x.sizes));
+             "but got: padding (" +
+             std::to_string(a) + ", " + std::to_string(b) + ") at dimension " + std::to_string(d) +
+             " of input " + join(x.sizes));
     __int128 o = __int128(x.sizes[d]) + a + b;
     if (o < 1)
-      c.fail("input (" + join(x.sizes) + ") is too small. Calculated output size is below 1 at "
-             "dimension " + std::to_string(d));
+      c.fail("input (" + join(x.sizes) +
+             ") is too small. Calculated output size is below 1 at "
+             "dimension " +
+             std::to_string(d));
     out[d] = c.checked(o, "padded size");
   }
   c.check_sizes(out);
@@ -921,6 +925,8 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
 
 } // namespace
 
-std::span<const OpTable<MetaFn>::Row> view_meta() { return kViewMeta; }
+std::span<const OpTable<MetaFn>::Row> view_meta() {
+  return kViewMeta;
+}
 
 } // namespace fxc::meta_detail

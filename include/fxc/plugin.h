@@ -41,10 +41,10 @@ extern "C" {
 #endif
 
 #define FXC_PLUGIN_API_VERSION 1
-#define FXC_PLUGIN_MAX_DIMS 8      /* tensors of rank at most 8 */
-#define FXC_PLUGIN_MAX_TENSORS 8   /* tensor arguments, and outputs, per op */
-#define FXC_PLUGIN_MAX_SCALARS 16  /* non-tensor arguments per op */
-#define FXC_PLUGIN_ERROR_SIZE 512  /* capacity of every error buffer */
+#define FXC_PLUGIN_MAX_DIMS 8     /* tensors of rank at most 8 */
+#define FXC_PLUGIN_MAX_TENSORS 8  /* tensor arguments, and outputs, per op */
+#define FXC_PLUGIN_MAX_SCALARS 16 /* non-tensor arguments per op */
+#define FXC_PLUGIN_ERROR_SIZE 512 /* capacity of every error buffer */
 /* A CUDA kernel's answer for operands it does not handle (a dtype, say): fxc then copies them to
  * the host and runs the CPU kernel instead. */
 #define FXC_PLUGIN_USE_CPU (-2)
@@ -92,8 +92,8 @@ typedef struct fxc_op_args {
 } fxc_op_args;
 
 /* Writes outputs[0..num_outputs) (num_outputs = the schema's return count). */
-typedef int (*fxc_shape_fn)(const fxc_op_args* args, int32_t num_outputs,
-                            fxc_tensor_desc* outputs, char* error);
+typedef int (*fxc_shape_fn)(const fxc_op_args* args, int32_t num_outputs, fxc_tensor_desc* outputs,
+                            char* error);
 /* inputs[k] points at tensor argument k, outputs[k] at output k (sized by the shape function). */
 typedef int (*fxc_cpu_kernel_fn)(const fxc_op_args* args, const void* const* inputs,
                                  void* const* outputs, char* error);

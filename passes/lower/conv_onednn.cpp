@@ -101,9 +101,9 @@ std::optional<std::vector<double>> channel_constant(const Lowerer& L, ValueId v,
   int64_t numel = 1;
   for (int64_t d : m.sizes) numel *= d;
   if (numel != K || (m.dtype != DType::F32 && m.dtype != DType::F64)) return std::nullopt;
-  bool channel_shape = m.sizes.size() == 1 ||
-                       (m.sizes.size() == 3 && m.sizes[1] == 1 && m.sizes[2] == 1) ||
-                       (m.sizes.size() == 4 && m.sizes[0] == 1 && m.sizes[2] == 1 && m.sizes[3] == 1);
+  bool channel_shape =
+      m.sizes.size() == 1 || (m.sizes.size() == 3 && m.sizes[1] == 1 && m.sizes[2] == 1) ||
+      (m.sizes.size() == 4 && m.sizes[0] == 1 && m.sizes[2] == 1 && m.sizes[3] == 1);
   if (!channel_shape) return std::nullopt;
   int prod = g.values[v].producer;
   if (prod < 0) {
@@ -121,15 +121,17 @@ std::optional<std::vector<double>> channel_constant(const Lowerer& L, ValueId v,
   const Node& nd = g.nodes[size_t(prod)];
   const std::string& t = nd.target;
   ValueId self = tensor_arg(nd, "self");
-  if (t == "aten.view.default" || t == "aten._unsafe_view.default" ||
-      t == "aten.reshape.default" || t == "aten.unsqueeze.default" ||
-      t == "aten.squeeze.dim" || t == "aten.clone.default" || t == "aten._to_copy.default")
+  if (t == "aten.view.default" || t == "aten._unsafe_view.default" || t == "aten.reshape.default" ||
+      t == "aten.unsqueeze.default" || t == "aten.squeeze.dim" || t == "aten.clone.default" ||
+      t == "aten._to_copy.default")
     return channel_constant(L, self, K, depth + 1);
   auto a = channel_constant(L, self, K, depth + 1);
   if (!a) return std::nullopt;
   if (t == "aten.rsqrt.default" || t == "aten.sqrt.default" || t == "aten.reciprocal.default") {
     for (double& x : *a)
-      x = t == "aten.sqrt.default" ? std::sqrt(x) : t == "aten.rsqrt.default" ? 1 / std::sqrt(x) : 1 / x;
+      x = t == "aten.sqrt.default"    ? std::sqrt(x)
+          : t == "aten.rsqrt.default" ? 1 / std::sqrt(x)
+                                      : 1 / x;
     return a;
   }
   std::optional<std::vector<double>> b;
@@ -180,8 +182,7 @@ std::optional<PostOp> two_use_post_op(const Lowerer& L, ValueId x, const TensorM
     }
     // hardswish: x + 3, clamps to [0, 6], then x · that, then / 6
     double c = 0;
-    if (f.target != "aten.add.Scalar" || !unit_alpha(f) || !scalar_arg(f, "other", &c) ||
-        c != 3)
+    if (f.target != "aten.add.Scalar" || !unit_alpha(f) || !scalar_arg(f, "other", &c) || c != 3)
       continue;
     std::vector<int> chain = {first};
     double lo = -INFINITY, hi = INFINITY;
@@ -266,10 +267,14 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
             double y = (*c)[size_t(k)];
             double& sc = scale[size_t(k)];
             double& sh = shift[size_t(k)];
-            if (t == "aten.add.Tensor") sh += y;
-            else if (t == "aten.sub.Tensor") sh -= y;
-            else if (t == "aten.mul.Tensor") sc *= y, sh *= y;
-            else sc /= y, sh /= y;
+            if (t == "aten.add.Tensor")
+              sh += y;
+            else if (t == "aten.sub.Tensor")
+              sh -= y;
+            else if (t == "aten.mul.Tensor")
+              sc *= y, sh *= y;
+            else
+              sc /= y, sh /= y;
           }
           affine = true;
           folded.push_back(u);
@@ -301,7 +306,8 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
     }
     if (!op) break;
     bool planted = false;
-    for (int c : chain) planted = planted || (!inject.empty() && op_base_name(L.node(c).target) == inject);
+    for (int c : chain)
+      planted = planted || (!inject.empty() && op_base_name(L.node(c).target) == inject);
     if (planted) break;
     std::vector<PostOp> next = ops;
     // Two clamps in a row are one; so are two affine maps (fewer passes over the result).
@@ -340,7 +346,8 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
   c.padding = padding;
   c.dilation = dilation;
   c.groups = groups;
-  for (const PostOp& op : ops) c.post_ops += (c.post_ops.empty() ? "" : " ") + onednn::post_op_token(op);
+  for (const PostOp& op : ops)
+    c.post_ops += (c.post_ops.empty() ? "" : " ") + onednn::post_op_token(op);
   int id = L.extern_buffer(n, std::move(c), m.dtype, m.sizes);
   std::set<int> origins = {n};
   origins.insert(folded.begin(), folded.end());

@@ -49,17 +49,17 @@ void lower_linspace(Lowerer& L, int n) {
   double a = nd.arg("start").scalar(), b = nd.arg("end").scalar();
   double step = steps > 1 ? (b - a) / double(steps - 1) : 0.0;
   DType t = is_floating(m.dtype) && m.dtype != DType::F16 && m.dtype != DType::BF16 ? m.dtype
-                                                                                     : DType::F64;
+                                                                                    : DType::F64;
   L.set_output(n, 0,
                L.pointwise(n, m.dtype, m.sizes,
                            [&](auto& idx) {
                              IndexExpr i = idx.empty() ? IndexExpr(0) : idx[0];
-                             VPtr lo = v_binary(VOp::Add, v_const(a, t),
-                                                v_binary(VOp::Mul, v_const(step, t), v_index(i, t)));
-                             VPtr hi = v_binary(
-                                 VOp::Sub, v_const(b, t),
-                                 v_binary(VOp::Mul, v_const(step, t),
-                                          v_index(IndexExpr(steps - 1) - i, t)));
+                             VPtr lo =
+                                 v_binary(VOp::Add, v_const(a, t),
+                                          v_binary(VOp::Mul, v_const(step, t), v_index(i, t)));
+                             VPtr hi = v_binary(VOp::Sub, v_const(b, t),
+                                                v_binary(VOp::Mul, v_const(step, t),
+                                                         v_index(IndexExpr(steps - 1) - i, t)));
                              VPtr first = v_binary(VOp::Lt, v_index(i, DType::I64),
                                                    v_const(double(steps / 2), DType::I64));
                              return v_cast(v_where(first, lo, hi), m.dtype);
@@ -90,6 +90,8 @@ const OpTable<LowerFn>::Row kFactoryRules[] = {
 
 } // namespace
 
-std::span<const OpTable<LowerFn>::Row> factory_rules() { return kFactoryRules; }
+std::span<const OpTable<LowerFn>::Row> factory_rules() {
+  return kFactoryRules;
+}
 
 } // namespace fxc::lower_detail

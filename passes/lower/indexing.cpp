@@ -67,6 +67,8 @@ const OpTable<LowerFn>::Row kIndexingRules[] = {
 
 } // namespace
 
-std::span<const OpTable<LowerFn>::Row> indexing_rules() { return kIndexingRules; }
+std::span<const OpTable<LowerFn>::Row> indexing_rules() {
+  return kIndexingRules;
+}
 
 } // namespace fxc::lower_detail

@@ -110,7 +110,8 @@ int match_residual_add(Lowerer& L, int n, ValueId x, ValueId* residual) {
   const Graph& g = L.g();
   const TensorMeta &xm = g.values[x].meta, &rm = g.values[r].meta;
   if (g.values[r].producer >= n || !L.vals_[r].body || rm.sizes != xm.sizes ||
-      rm.dtype != xm.dtype || L.out_meta(add).dtype != xm.dtype || L.out_meta(add).sizes != xm.sizes)
+      rm.dtype != xm.dtype || L.out_meta(add).dtype != xm.dtype ||
+      L.out_meta(add).sizes != xm.sizes)
     return -1;
   ValueId out = nd.outputs[0];
   if (L.uses(out) != 1 || L.sole_user(out) >= 0) return -1; // read by a node, not only output
@@ -139,8 +140,7 @@ bool lower_addmm_epilogue(Lowerer& L, int n, LVal& bias, LVal& a, LVal& b) {
   ValueId x = nd.outputs[0];
   for (int u = L.sole_user(x); u >= 0; u = L.sole_user(x)) {
     const std::string& t = L.node(u).target;
-    if (t != "aten.view.default" && t != "aten._unsafe_view.default" &&
-        t != "aten.reshape.default")
+    if (t != "aten.view.default" && t != "aten._unsafe_view.default" && t != "aten.reshape.default")
       break;
     x = L.node(u).outputs[0];
   }
@@ -193,8 +193,8 @@ bool lower_addmm_epilogue(Lowerer& L, int n, LVal& bias, LVal& a, LVal& b) {
   for (int f : folded) L.absorbed[f] = x;
   L.set_output(n, 0, prod);
   if (!folded.empty())
-    L.p_.log.push_back("epilogue: " + L.node(last).name + " = " + gemm_epilogue_name(epi) +
-                       " of " + nd.name + " (cuBLASLt)");
+    L.p_.log.push_back("epilogue: " + L.node(last).name + " = " + gemm_epilogue_name(epi) + " of " +
+                       nd.name + " (cuBLASLt)");
   return true;
 }
 
@@ -243,8 +243,7 @@ void lower_linear(Lowerer& L, int n) {
   LVal& w = L.input(n, "weight");
   const LVal* bias = L.opt_input(n, "bias");
   const TensorMeta& m = L.out_meta(n);
-  if (x.sizes.empty() || w.sizes.size() != 2 || !gemm_dtype_ok(L, x.dtype) ||
-      x.dtype != w.dtype) {
+  if (x.sizes.empty() || w.sizes.size() != 2 || !gemm_dtype_ok(L, x.dtype) || x.dtype != w.dtype) {
     L.fallback(n, "linear operands not supported by BLAS");
     return;
   }
@@ -280,10 +279,9 @@ void lower_convolution(Lowerer& L, int n) {
   auto st = two(nd.arg("stride").ints), pd = two(nd.arg("padding").ints),
        dl = two(nd.arg("dilation").ints);
   int64_t groups = nd.arg("groups").i;
-  bool conv2d = !transposed && x.sizes.size() == 4 && w.sizes.size() == 4 &&
-                m.sizes.size() == 4 && st.size() == 2 && pd.size() == 2 && dl.size() == 2 &&
-                x.dtype == w.dtype && groups >= 1 && w.sizes[1] * groups == x.sizes[1] &&
-                w.sizes[0] % groups == 0;
+  bool conv2d = !transposed && x.sizes.size() == 4 && w.sizes.size() == 4 && m.sizes.size() == 4 &&
+                st.size() == 2 && pd.size() == 2 && dl.size() == 2 && x.dtype == w.dtype &&
+                groups >= 1 && w.sizes[1] * groups == x.sizes[1] && w.sizes[0] % groups == 0;
   const LowerOptions& lo = L.options();
   bool dnn_dtype = x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16;
   if (lo.cuda && conv2d && dnn_dtype && m.dtype == x.dtype && (!bias || bias->dtype == x.dtype)) {
@@ -305,22 +303,23 @@ void lower_convolution(Lowerer& L, int n) {
       return;
     }
     L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target +
-                       "): cuDNN not used: " + lo.no_cudnn_reason +
-                       "; im2col + cuBLASLt instead");
+                       "): cuDNN not used: " + lo.no_cudnn_reason + "; im2col + cuBLASLt instead");
   }
   if (!lo.cuda && conv2d && x.dtype == DType::F32 && m.dtype == DType::F32 &&
       (!bias || bias->dtype == DType::F32)) {
-    if (lo.onednn && lower_conv_onednn(L, n, x, w, bias, {st[0], st[1]}, {pd[0], pd[1]},
-                                       {dl[0], dl[1]}, groups))
+    if (lo.onednn &&
+        lower_conv_onednn(L, n, x, w, bias, {st[0], st[1]}, {pd[0], pd[1]}, {dl[0], dl[1]}, groups))
       return;
     if (!lo.onednn)
-      L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target +
-                         "): oneDNN not used: " + lo.no_onednn_reason +
-                         (groups == 1 ? "; im2col + BLAS instead" : "; the reference kernel instead"));
+      L.p_.log.push_back(
+          "im2col: node '" + nd.name + "' (" + nd.target +
+          "): oneDNN not used: " + lo.no_onednn_reason +
+          (groups == 1 ? "; im2col + BLAS instead" : "; the reference kernel instead"));
   }
   if (!conv2d || groups != 1 || !gemm_dtype_ok(L, x.dtype)) {
-    L.fallback(n, std::string("convolution other than 2-D and ungrouped, or of a dtype BLAS lacks") +
-                      (lo.cuda || lo.onednn ? "" : " (oneDNN not used: " + lo.no_onednn_reason + ")"));
+    L.fallback(n,
+               std::string("convolution other than 2-D and ungrouped, or of a dtype BLAS lacks") +
+                   (lo.cuda || lo.onednn ? "" : " (oneDNN not used: " + lo.no_onednn_reason + ")"));
     return;
   }
   int64_t N = x.sizes[0], C = x.sizes[1], H = x.sizes[2], W = x.sizes[3];
@@ -364,16 +363,15 @@ void lower_convolution(Lowerer& L, int n) {
 }
 
 const OpTable<LowerFn>::Row kLinalgRules[] = {
-    {OpId::addmm, lower_addmm},
-    {OpId::bmm, lower_mm},
-    {OpId::conv2d, lower_convolution},
-    {OpId::convolution, lower_convolution},
-    {OpId::linear, lower_linear},
-    {OpId::mm, lower_mm},
+    {OpId::addmm, lower_addmm},        {OpId::bmm, lower_mm},
+    {OpId::conv2d, lower_convolution}, {OpId::convolution, lower_convolution},
+    {OpId::linear, lower_linear},      {OpId::mm, lower_mm},
 };
 
 } // namespace
 
-std::span<const OpTable<LowerFn>::Row> linalg_rules() { return kLinalgRules; }
+std::span<const OpTable<LowerFn>::Row> linalg_rules() {
+  return kLinalgRules;
+}
 
 } // namespace fxc::lower_detail

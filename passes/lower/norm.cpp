@@ -121,6 +121,8 @@ const OpTable<LowerFn>::Row kNormRules[] = {
 
 } // namespace
 
-std::span<const OpTable<LowerFn>::Row> norm_rules() { return kNormRules; }
+std::span<const OpTable<LowerFn>::Row> norm_rules() {
+  return kNormRules;
+}
 
 } // namespace fxc::lower_detail

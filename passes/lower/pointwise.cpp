@@ -331,16 +331,16 @@ void lower_clamp_tensor(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   DType t = m.dtype;
   const bool lo = !L.node(n).arg("min").is_none(), hi = !L.node(n).arg("max").is_none();
-  L.set_output(n, 0,
-               L.pointwise(n, t, m.sizes,
-                           [&](auto& idx) {
-                             VPtr x = operand_at(L, n, "self", idx, t);
-                             if (lo) x = v_binary(VOp::Max, x, operand_at(L, n, "min", idx, t));
-                             if (hi) x = v_binary(VOp::Min, x, operand_at(L, n, "max", idx, t));
-                             return x;
-                           },
-                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "min"),
-                            tensor_arg(L, n, "max")}));
+  L.set_output(
+      n, 0,
+      L.pointwise(n, t, m.sizes,
+                  [&](auto& idx) {
+                    VPtr x = operand_at(L, n, "self", idx, t);
+                    if (lo) x = v_binary(VOp::Max, x, operand_at(L, n, "min", idx, t));
+                    if (hi) x = v_binary(VOp::Min, x, operand_at(L, n, "max", idx, t));
+                    return x;
+                  },
+                  {tensor_arg(L, n, "self"), tensor_arg(L, n, "min"), tensor_arg(L, n, "max")}));
 }
 // End of the issue-18 unary math.
 
@@ -361,15 +361,15 @@ void lower_where(Lowerer& L, int n) {
 void lower_masked_fill(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   DType t = m.dtype;
-  L.set_output(n, 0,
-               L.pointwise(n, t, m.sizes,
-                           [&](auto& idx) {
-                             return v_where(operand_at(L, n, "mask", idx, DType::Bool),
-                                            operand_at(L, n, "value", idx, t),
-                                            operand_at(L, n, "self", idx, t));
-                           },
-                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "mask"),
-                            tensor_arg(L, n, "value")}));
+  L.set_output(
+      n, 0,
+      L.pointwise(n, t, m.sizes,
+                  [&](auto& idx) {
+                    return v_where(operand_at(L, n, "mask", idx, DType::Bool),
+                                   operand_at(L, n, "value", idx, t),
+                                   operand_at(L, n, "self", idx, t));
+                  },
+                  {tensor_arg(L, n, "self"), tensor_arg(L, n, "mask"), tensor_arg(L, n, "value")}));
 }
 
 const OpTable<LowerFn>::Row kPointwiseRules[] = {
@@ -473,6 +473,8 @@ const OpTable<LowerFn>::Row kPointwiseRules[] = {
 
 } // namespace
 
-std::span<const OpTable<LowerFn>::Row> pointwise_rules() { return kPointwiseRules; }
+std::span<const OpTable<LowerFn>::Row> pointwise_rules() {
+  return kPointwiseRules;
+}
 
 } // namespace fxc::lower_detail

@@ -31,7 +31,8 @@ void lower_max_pool2d(Lowerer& L, int n) {
   // window of ceil mode) read -inf, so they never win: PyTorch keeps every window's start
   // inside the input or its left padding.
   std::vector<int64_t> in_sizes = {m.sizes[0], m.sizes[1], m.sizes[2], m.sizes[3], k[0], k[1]};
-  const double lowest = is_floating(m.dtype) ? -INFINITY : double(std::numeric_limits<int64_t>::min());
+  const double lowest =
+      is_floating(m.dtype) ? -INFINITY : double(std::numeric_limits<int64_t>::min());
   auto window = [&](auto& idx) {
     IndexExpr h = idx[2] * s[0] + idx[4] * dl[0] - IndexExpr(p[0]);
     IndexExpr w = idx[3] * s[1] + idx[5] * dl[1] - IndexExpr(p[1]);
@@ -53,28 +54,31 @@ void lower_max_pool2d(Lowerer& L, int n) {
   const TensorMeta& mi = L.out_meta(n, 1);
   int64_t W = x.sizes[3];
   LVal flat = L.reshape(pos, m.sizes);
-  L.set_output(n, 1,
-               L.pointwise(n, DType::I64, m.sizes,
-                           [&](auto& idx) {
-                             auto c = [](int64_t v) { return v_const(double(v), DType::I64); };
-                             VPtr a = L.at(flat, idx);
-                             VPtr kh = v_binary(VOp::FloorDivide, a, c(k[1]));
-                             VPtr kw = v_binary(VOp::Sub, a, v_binary(VOp::Mul, kh, c(k[1])));
-                             VPtr ih = v_binary(VOp::Add,
-                                                v_index(idx[2] * s[0] - IndexExpr(p[0]), DType::I64),
-                                                v_binary(VOp::Mul, kh, c(dl[0])));
-                             VPtr iw = v_binary(VOp::Add,
-                                                v_index(idx[3] * s[1] - IndexExpr(p[1]), DType::I64),
-                                                v_binary(VOp::Mul, kw, c(dl[1])));
-                             return v_cast(v_binary(VOp::Add, v_binary(VOp::Mul, ih, c(W)), iw),
-                                           mi.dtype);
-                           },
-                           {&flat}));
+  L.set_output(
+      n, 1,
+      L.pointwise(n, DType::I64, m.sizes,
+                  [&](auto& idx) {
+                    auto c = [](int64_t v) { return v_const(double(v), DType::I64); };
+                    VPtr a = L.at(flat, idx);
+                    VPtr kh = v_binary(VOp::FloorDivide, a, c(k[1]));
+                    VPtr kw = v_binary(VOp::Sub, a, v_binary(VOp::Mul, kh, c(k[1])));
+                    VPtr ih =
+                        v_binary(VOp::Add, v_index(idx[2] * s[0] - IndexExpr(p[0]), DType::I64),
+                                 v_binary(VOp::Mul, kh, c(dl[0])));
+                    VPtr iw =
+                        v_binary(VOp::Add, v_index(idx[3] * s[1] - IndexExpr(p[1]), DType::I64),
+                                 v_binary(VOp::Mul, kw, c(dl[1])));
+                    return v_cast(v_binary(VOp::Add, v_binary(VOp::Mul, ih, c(W)), iw), mi.dtype);
+                  },
+                  {&flat}));
 }
 
-
-VPtr i64(const IndexExpr& e) { return v_index(e, DType::I64); }
-VPtr c64(int64_t v) { return v_const(double(v), DType::I64); }
+VPtr i64(const IndexExpr& e) {
+  return v_index(e, DType::I64);
+}
+VPtr c64(int64_t v) {
+  return v_const(double(v), DType::I64);
+}
 
 /// avg_pool1d/2d/3d: a sum over the window (padding reads 0) divided by PyTorch's divisor,
 /// computed per output position from index arithmetic.
@@ -82,8 +86,9 @@ void lower_avg_pool(Lowerer& L, int n) {
   const Node& nd = L.node(n);
   LVal& x = L.input(n, "self");
   const TensorMeta& m = L.out_meta(n);
-  size_t sp = nd.target.find("1d") != std::string::npos ? 1
-              : nd.target.find("3d") != std::string::npos ? 3 : 2;
+  size_t sp = nd.target.find("1d") != std::string::npos   ? 1
+              : nd.target.find("3d") != std::string::npos ? 3
+                                                          : 2;
   auto k = resample::spatial_param(nd.arg("kernel_size").ints, sp);
   auto s = nd.arg("stride").ints.empty() ? k : resample::spatial_param(nd.arg("stride").ints, sp);
   auto p = resample::spatial_param(nd.arg("padding").ints, sp);
@@ -131,8 +136,8 @@ void lower_avg_pool(Lowerer& L, int n) {
                                  int64_t ext = x.sizes[lead + i];
                                  IndexExpr st = idx[lead + i] * s[i] - IndexExpr(p[i]);
                                  VPtr start = i64(st);
-                                 VPtr end = v_binary(VOp::Min, i64(st + IndexExpr(k[i])),
-                                                     c64(ext + p[i]));
+                                 VPtr end =
+                                     v_binary(VOp::Min, i64(st + IndexExpr(k[i])), c64(ext + p[i]));
                                  VPtr len;
                                  if (include) {
                                    len = v_binary(VOp::Sub, end, start);
@@ -161,7 +166,8 @@ void lower_upsample(Lowerer& L, int n) {
     return;
   }
   int mode = nd.target.find("bilinear") != std::string::npos ? 2
-             : nd.target.find("exact") != std::string::npos  ? 1 : 0;
+             : nd.target.find("exact") != std::string::npos  ? 1
+                                                             : 0;
   resample::Upsample u;
   if (!resample::upsample_args(nd, {x.sizes[2], x.sizes[3]}, u).empty()) {
     L.fallback(n, "upsample arguments not lowered");
@@ -185,8 +191,8 @@ void lower_upsample(Lowerer& L, int n) {
         float scale = resample::scales_value<float>(sc, in, out);
         VPtr pos = v_index(o, f);
         if (mode == 1) pos = v_binary(VOp::Add, pos, v_const(0.5, f));
-        VPtr src = v_cast(v_unary(VOp::Floor, v_binary(VOp::Mul, pos, v_const(scale, f))),
-                          DType::I64);
+        VPtr src =
+            v_cast(v_unary(VOp::Floor, v_binary(VOp::Mul, pos, v_const(scale, f))), DType::I64);
         a.i0 = IndexExpr::indirect(v_binary(VOp::Min, src, c64(in - 1)), in);
       }
       a.i1 = a.i0;
@@ -216,7 +222,8 @@ void lower_upsample(Lowerer& L, int n) {
                            [&](auto& idx) {
                              Axis h = axis(idx[2], x.sizes[2], m.sizes[2], u.scale[0]);
                              Axis w = axis(idx[3], x.sizes[3], m.sizes[3], u.scale[1]);
-                             if (mode != 2) return v_cast(L.at(x, {idx[0], idx[1], h.i0, w.i0}), m.dtype);
+                             if (mode != 2)
+                               return v_cast(L.at(x, {idx[0], idx[1], h.i0, w.i0}), m.dtype);
                              auto ld = [&](const IndexExpr& a, const IndexExpr& b) {
                                return v_cast(L.at(x, {idx[0], idx[1], a, b}), ft);
                              };
@@ -248,6 +255,8 @@ const OpTable<LowerFn>::Row kPoolRules[] = {
 
 } // namespace
 
-std::span<const OpTable<LowerFn>::Row> pool_rules() { return kPoolRules; }
+std::span<const OpTable<LowerFn>::Row> pool_rules() {
+  return kPoolRules;
+}
 
 } // namespace fxc::lower_detail

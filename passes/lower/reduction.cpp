@@ -116,6 +116,8 @@ const OpTable<LowerFn>::Row kReductionRules[] = {
 
 } // namespace
 
-std::span<const OpTable<LowerFn>::Row> reduction_rules() { return kReductionRules; }
+std::span<const OpTable<LowerFn>::Row> reduction_rules() {
+  return kReductionRules;
+}
 
 } // namespace fxc::lower_detail

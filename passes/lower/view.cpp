@@ -245,7 +245,6 @@ void lower_slice_scatter(Lowerer& L, int n) {
                            {&self, &src}));
 }
 
-
 // ---- index-mapping copies
 
 /// out[idx] = x[map(idx)], or 0 where `keep` (optional) says false.
@@ -282,7 +281,8 @@ void lower_repeat(Lowerer& L, int n) {
   const TensorMeta& m = L.out_meta(n);
   size_t off = m.sizes.size() - x.sizes.size();
   if (numel_of(m.sizes) == 0) {
-    L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, [&](auto&) { return v_const(0, m.dtype); }, {}));
+    L.set_output(n, 0,
+                 L.pointwise(n, m.dtype, m.sizes, [&](auto&) { return v_const(0, m.dtype); }, {}));
     return;
   }
   gather_rule(L, n, x, [&](auto& idx) {
@@ -333,9 +333,9 @@ void lower_mode_pad(Lowerer& L, int n) {
   const Node& nd = L.node(n);
   LVal& x = L.input(n, "self");
   bool generic = nd.schema->index_of("mode") >= 0;
-  std::string mode = generic ? nd.arg("mode").s
+  std::string mode = generic                                             ? nd.arg("mode").s
                      : nd.target.find("reflection") != std::string::npos ? "reflect"
-                                                                            : "replicate";
+                                                                         : "replicate";
   if (mode == "constant") {
     L.fallback(n, "constant pad() not decomposed");
     return;
@@ -359,8 +359,8 @@ void lower_mode_pad(Lowerer& L, int n) {
         if (a >= 0 && b < ext) continue;
         auto c = [](int64_t v) { return v_const(double(v), DType::I64); };
         VPtr j = v_unary(VOp::Abs, v_index(e, DType::I64));
-        VPtr r = v_binary(VOp::Sub, c(ext - 1),
-                          v_unary(VOp::Abs, v_binary(VOp::Sub, c(ext - 1), j)));
+        VPtr r =
+            v_binary(VOp::Sub, c(ext - 1), v_unary(VOp::Abs, v_binary(VOp::Sub, c(ext - 1), j)));
         in[d] = IndexExpr::indirect(r, ext);
       }
     }
@@ -428,6 +428,8 @@ const OpTable<LowerFn>::Row kViewRules[] = {
 
 } // namespace
 
-std::span<const OpTable<LowerFn>::Row> view_rules() { return kViewRules; }
+std::span<const OpTable<LowerFn>::Row> view_rules() {
+  return kViewRules;
+}
 
 } // namespace fxc::lower_detail

@@ -13,8 +13,8 @@ Tensors k_assert_tensor_metadata(const KernelCall& c) {
          shape_str(a.sizes()));
   const Arg& dt = c.arg("dtype");
   if (!dt.is_none() && c.result_dtype(dt.dtype()) != a.dtype())
-    fail("tensor metadata mismatch: expected dtype " + dname(c.result_dtype(dt.dtype())) + ", got " +
-         dname(a.dtype()));
+    fail("tensor metadata mismatch: expected dtype " + dname(c.result_dtype(dt.dtype())) +
+         ", got " + dname(a.dtype()));
   // Strides are deliberately not compared: reference kernels return contiguous results where
   // PyTorch may return another layout with the same values.
   return {};
@@ -28,7 +28,8 @@ DType factory_dtype(const KernelCall& c, DType fallback) {
 
 Tensors k_full(const KernelCall& c) {
   const Arg& v = c.arg("fill_value");
-  return {filled(factory_dtype(c, wrapped_number_dtype(v, c.default_float())), c.arg("size").ints, v)};
+  return {
+      filled(factory_dtype(c, wrapped_number_dtype(v, c.default_float())), c.arg("size").ints, v)};
 }
 
 Tensors k_full_like(const KernelCall& c) {
@@ -61,8 +62,8 @@ Tensors k_new_ones(const KernelCall& c) {
   return {filled(factory_dtype(c, c.tensor("self").dtype()), c.arg("size").ints, Arg::of_int(1))};
 }
 Tensors k_new_full(const KernelCall& c) {
-  return {filled(factory_dtype(c, c.tensor("self").dtype()), c.arg("size").ints,
-                 c.arg("fill_value"))};
+  return {
+      filled(factory_dtype(c, c.tensor("self").dtype()), c.arg("size").ints, c.arg("fill_value"))};
 }
 
 // linspace: PyTorch's two-sided formula (start + i*step in the first half, end - (n-1-i)*step
@@ -139,6 +140,8 @@ const OpTable<KernelFn>::Row kFactoryKernels[] = {
 
 } // namespace
 
-std::span<const OpTable<KernelFn>::Row> factory_kernels() { return kFactoryKernels; }
+std::span<const OpTable<KernelFn>::Row> factory_kernels() {
+  return kFactoryKernels;
+}
 
 } // namespace fxc::kernel_detail

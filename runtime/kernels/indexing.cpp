@@ -256,7 +256,6 @@ Tensors k_scatter_add(const KernelCall& c) {
   return {make(dt, x.sizes(), acc)};
 }
 
-
 // ---- Issue 18: scatter (.src, .value), scatter_reduce.two, index_put ----
 
 // Scatters src (or a number) into a copy of self along dim. `reduce` is "" (assign), "sum",
@@ -303,8 +302,8 @@ Tensor scatter_impl(const Tensor& x, int64_t dim_arg, const Tensor& index, const
     }
     int64_t v = index.load_int(ioff);
     if (v < 0 || v >= dsize)
-      fail("index " + std::to_string(v) + " is out of bounds for dimension " +
-           std::to_string(dim) + " with size " + std::to_string(dsize));
+      fail("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(dim) +
+           " with size " + std::to_string(dsize));
     int64_t o = 0;
     for (int64_t d = 0; d < x.dim(); ++d) o += (d == dim ? v : mi[size_t(d)]) * xstr[size_t(d)];
     double s = src ? src->load(soff) : value;
@@ -312,16 +311,25 @@ Tensor scatter_impl(const Tensor& x, int64_t dim_arg, const Tensor& index, const
     double& a = acc[size_t(o)];
     if (!include_self && !touched[size_t(o)]) {
       touched[size_t(o)] = 1;
-      if (reduce == "sum" || reduce == "mean") a = 0;
-      else if (reduce == "prod") a = 1;
-      else if (reduce == "amax") a = -INFINITY;
-      else if (reduce == "amin") a = INFINITY;
+      if (reduce == "sum" || reduce == "mean")
+        a = 0;
+      else if (reduce == "prod")
+        a = 1;
+      else if (reduce == "amax")
+        a = -INFINITY;
+      else if (reduce == "amin")
+        a = INFINITY;
     }
-    if (reduce.empty()) a = s;
-    else if (reduce == "sum" || reduce == "mean") a += s;
-    else if (reduce == "prod") a *= s;
-    else if (reduce == "amax") a = nan_max(a, s);
-    else if (reduce == "amin") a = nan_min(a, s);
+    if (reduce.empty())
+      a = s;
+    else if (reduce == "sum" || reduce == "mean")
+      a += s;
+    else if (reduce == "prod")
+      a *= s;
+    else if (reduce == "amax")
+      a = nan_max(a, s);
+    else if (reduce == "amin")
+      a = nan_min(a, s);
     ++count[size_t(o)];
   }
   if (reduce == "mean")
@@ -485,8 +493,8 @@ Tensors k_index_add_fill(const KernelCall& c) {
     int64_t v = idx[j];
     // index_fill wraps negative indices; index_add takes [0, size) only, as PyTorch.
     if (v < (add ? 0 : -dsize) || v >= dsize)
-      fail("index " + std::to_string(v) + " is out of bounds for dimension " +
-           std::to_string(dim) + " with size " + std::to_string(dsize));
+      fail("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(dim) +
+           " with size " + std::to_string(dsize));
     if (v < 0) v += dsize;
     for (size_t r = 0; r < rest.size(); ++r) {
       int64_t o = v * ov.stride(dim) + rest[r];
@@ -501,9 +509,9 @@ Tensors k_index_add_fill(const KernelCall& c) {
       if (fl)
         out.store(o, out.load(o) + alpha.scalar() * src.load(so));
       else
-        out.store_int(o, wrap_add(out.load_int(o),
-                                  wrap_mul(alpha.kind == Arg::Kind::Int ? alpha.i : 1,
-                                           src.load_int(so))));
+        out.store_int(
+            o, wrap_add(out.load_int(o),
+                        wrap_mul(alpha.kind == Arg::Kind::Int ? alpha.i : 1, src.load_int(so))));
     }
   }
   return {out};
@@ -511,22 +519,18 @@ Tensors k_index_add_fill(const KernelCall& c) {
 // ---- End of the issue-18 indexing ----
 
 const OpTable<KernelFn>::Row kIndexingKernels[] = {
-    {OpId::embedding, k_embedding},
-    {OpId::gather, k_gather},
-    {OpId::index_Tensor, k_index},
-    {OpId::index_select, k_index_select},
-    {OpId::scatter_add, k_scatter_add},
-    {OpId::index_put, k_index_put},
-    {OpId::index_add, k_index_add_fill},
-    {OpId::index_fill_int_Scalar, k_index_add_fill},
-    {OpId::index_put_, k_index_put_},
-    {OpId::scatter_reduce_two, k_scatter_reduce},
-    {OpId::scatter_src, k_scatter},
-    {OpId::scatter_value, k_scatter},
+    {OpId::embedding, k_embedding},      {OpId::gather, k_gather},
+    {OpId::index_Tensor, k_index},       {OpId::index_select, k_index_select},
+    {OpId::scatter_add, k_scatter_add},  {OpId::index_put, k_index_put},
+    {OpId::index_add, k_index_add_fill}, {OpId::index_fill_int_Scalar, k_index_add_fill},
+    {OpId::index_put_, k_index_put_},    {OpId::scatter_reduce_two, k_scatter_reduce},
+    {OpId::scatter_src, k_scatter},      {OpId::scatter_value, k_scatter},
 };
 
 } // namespace
 
-std::span<const OpTable<KernelFn>::Row> indexing_kernels() { return kIndexingKernels; }
+std::span<const OpTable<KernelFn>::Row> indexing_kernels() {
+  return kIndexingKernels;
+}
 
 } // namespace fxc::kernel_detail

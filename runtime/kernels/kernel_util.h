@@ -20,7 +20,6 @@
 #include <span>
 #include <sstream>
 
-
 // Hot loops are optimised even in debug builds (GCC only; other compilers use the build's level).
 #if defined(__GNUC__) && !defined(__clang__)
 #define FXC_OPTIMIZED [[gnu::optimize("O3")]]

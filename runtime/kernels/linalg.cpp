@@ -166,8 +166,8 @@ Tensors k_addmm(const KernelCall& c) {
   check_same_dtype(self, a, "addmm");
   Shape shape;
   auto v = matmul_values(a, b, &shape);
-  return {
-      add_bias(v, shape, self, c.arg("beta").scalar(), c.arg("alpha").scalar(), c.result_dtype(a.dtype()))};
+  return {add_bias(v, shape, self, c.arg("beta").scalar(), c.arg("alpha").scalar(),
+                   c.result_dtype(a.dtype()))};
 }
 
 Tensors k_linear(const KernelCall& c) {
@@ -399,18 +399,16 @@ Tensors k_sdpa(const KernelCall& c) {
 }
 
 const OpTable<KernelFn>::Row kLinalgKernels[] = {
-    {OpId::addmm, k_addmm},
-    {OpId::bmm, k_bmm},
-    {OpId::conv2d, k_conv2d},
-    {OpId::convolution, k_convolution},
-    {OpId::linear, k_linear},
-    {OpId::matmul, k_matmul},
-    {OpId::mm, k_mm},
-    {OpId::scaled_dot_product_attention, k_sdpa},
+    {OpId::addmm, k_addmm},   {OpId::bmm, k_bmm},
+    {OpId::conv2d, k_conv2d}, {OpId::convolution, k_convolution},
+    {OpId::linear, k_linear}, {OpId::matmul, k_matmul},
+    {OpId::mm, k_mm},         {OpId::scaled_dot_product_attention, k_sdpa},
 };
 
 } // namespace
 
-std::span<const OpTable<KernelFn>::Row> linalg_kernels() { return kLinalgKernels; }
+std::span<const OpTable<KernelFn>::Row> linalg_kernels() {
+  return kLinalgKernels;
+}
 
 } // namespace fxc::kernel_detail

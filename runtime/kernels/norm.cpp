@@ -145,8 +145,8 @@ void check_norm_input(const Tensor& x, const char* what) {
   if (x.dim() < 2)
     fail(std::string(what) + " expects an input with at least 2 dimensions, got " +
          shape_str(x.sizes()));
-  if (!is_floating(x.dtype())) fail(std::string("\"") + what + "\" not implemented for '" +
-                                    dname(x.dtype()) + "'");
+  if (!is_floating(x.dtype()))
+    fail(std::string("\"") + what + "\" not implemented for '" + dname(x.dtype()) + "'");
 }
 
 Tensors group_norm_impl(const KernelCall& c, int64_t G) {
@@ -155,12 +155,12 @@ Tensors group_norm_impl(const KernelCall& c, int64_t G) {
   int64_t N = x.size(0), C = x.size(1);
   if (G <= 0 || C % G != 0)
     fail("Expected number of channels in input to be divisible by num_groups, but got input of "
-         "shape " + shape_str(x.sizes()) + " and num_groups=" + std::to_string(G));
+         "shape " +
+         shape_str(x.sizes()) + " and num_groups=" + std::to_string(G));
   int64_t per = C / G;
   DType dt = c.result_dtype(x.dtype());
-  return normalize_by(
-      x, N * G, [&](int64_t n, int64_t ch) { return n * G + ch / per; }, c.tensor("weight"),
-      c.tensor("bias"), c.arg("eps").f, dt, dt, {N, G});
+  return normalize_by(x, N * G, [&](int64_t n, int64_t ch) { return n * G + ch / per; },
+                      c.tensor("weight"), c.tensor("bias"), c.arg("eps").f, dt, dt, {N, G});
 }
 
 Tensors k_group_norm(const KernelCall& c) {
@@ -182,9 +182,9 @@ Tensors k_instance_norm(const KernelCall& c) {
     return {batch_norm_eval(x, c.tensor("weight"), c.tensor("bias"), c.tensor("running_mean"),
                             c.tensor("running_var"), c.arg("eps").f, dt)};
   int64_t C = x.size(1);
-  return {normalize_by(
-      x, x.size(0) * C, [&](int64_t n, int64_t ch) { return n * C + ch; }, c.tensor("weight"),
-      c.tensor("bias"), c.arg("eps").f, dt, dt, {x.size(0), C})[0]};
+  return {normalize_by(x, x.size(0) * C, [&](int64_t n, int64_t ch) { return n * C + ch; },
+                       c.tensor("weight"), c.tensor("bias"), c.arg("eps").f, dt, dt,
+                       {x.size(0), C})[0]};
 }
 
 // _native_batch_norm_legit.no_stats: statistics of the batch, per channel.
@@ -193,9 +193,8 @@ Tensors k_batch_norm_no_stats(const KernelCall& c) {
   check_norm_input(x, "batch_norm");
   DType dt = c.result_dtype(x.dtype());
   DType stat_dt = is_floating(dt) && dtype_size(dt) < 4 ? DType::F32 : dt;
-  return normalize_by(
-      x, x.size(1), [](int64_t, int64_t ch) { return ch; }, c.tensor("weight"), c.tensor("bias"),
-      c.arg("eps").f, dt, stat_dt, {x.size(1)});
+  return normalize_by(x, x.size(1), [](int64_t, int64_t ch) { return ch; }, c.tensor("weight"),
+                      c.tensor("bias"), c.arg("eps").f, dt, stat_dt, {x.size(1)});
 }
 
 const OpTable<KernelFn>::Row kNormKernels[] = {
@@ -211,6 +210,8 @@ const OpTable<KernelFn>::Row kNormKernels[] = {
 
 } // namespace
 
-std::span<const OpTable<KernelFn>::Row> norm_kernels() { return kNormKernels; }
+std::span<const OpTable<KernelFn>::Row> norm_kernels() {
+  return kNormKernels;
+}
 
 } // namespace fxc::kernel_detail

@@ -370,8 +370,8 @@ template <bool Min> Tensors k_clamp_one(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Arg& b = c.arg(Min ? "min" : "max");
   DType dt = result_type({x}, {b}, c);
-  if (dt == DType::Bool) fail(std::string(Min ? "clamp_min" : "clamp_max") +
-                              "_cpu not implemented for 'Bool'");
+  if (dt == DType::Bool)
+    fail(std::string(Min ? "clamp_min" : "clamp_max") + "_cpu not implemented for 'Bool'");
   return {Min ? clamp_to(x, b, Arg::none(), dt) : clamp_to(x, Arg::none(), b, dt)};
 }
 
@@ -402,16 +402,15 @@ Tensors k_leaky_relu(const KernelCall& c) {
   })};
 }
 Tensors k_elu(const KernelCall& c) {
-  return {activation(c, "elu", {"alpha", "scale", "input_scale"},
-                     [](const double* v, const double* e) {
-                       double x = v[0];
-                       return x > 0 ? x * e[1] : std::expm1(x * e[2]) * e[0] * e[1];
-                     })};
+  return {
+      activation(c, "elu", {"alpha", "scale", "input_scale"}, [](const double* v, const double* e) {
+        double x = v[0];
+        return x > 0 ? x * e[1] : std::expm1(x * e[2]) * e[0] * e[1];
+      })};
 }
 Tensors k_softplus(const KernelCall& c) {
-  return {activation(c, "softplus", {"beta", "threshold"}, [](const double* v, const double* e) {
-    return softplus(v[0], e[0], e[1]);
-  })};
+  return {activation(c, "softplus", {"beta", "threshold"},
+                     [](const double* v, const double* e) { return softplus(v[0], e[0], e[1]); })};
 }
 Tensors k_mish(const KernelCall& c) {
   return {activation(c, "mish", {}, [](const double* v, const double*) {
@@ -428,8 +427,8 @@ Tensors k_prelu(const KernelCall& c) {
   if (w.numel() != 1) {
     if (x.dim() < 2 || w.dim() != 1 || w.size(0) != x.size(1))
       fail("Mismatch of parameter numbers and input channel size. Found parameter numbers = " +
-           std::to_string(w.numel()) + " and channel size = " +
-           std::to_string(x.dim() >= 2 ? x.size(1) : 1) + ".");
+           std::to_string(w.numel()) +
+           " and channel size = " + std::to_string(x.dim() >= 2 ? x.size(1) : 1) + ".");
     Shape sizes(size_t(x.dim()), 1), strides(size_t(x.dim()), 0);
     sizes[1] = w.size(0);
     strides[1] = w.stride(0);
@@ -595,22 +594,22 @@ template <bool Left> Tensors k_shift(const KernelCall& c) {
   if (!is_integral(op.common)) not_implemented(Left ? "lshift_cpu" : "rshift_cpu", op.common);
   const bool u8 = op.common == DType::U8;
   double extra[2] = {double(dtype_size(op.common) * 8), double(u8)};
-  return {elementwise({op.a, op.b}, op.common, op.common, nullptr,
-                      [](const int64_t* v, const double* e) -> int64_t {
-                        const int64_t bits = int64_t(e[0]);
-                        const bool is_unsigned = e[1] != 0;
-                        const int64_t b = v[1];
-                        const bool negative = is_unsigned ? int8_t(b) < 0 : b < 0;
-                        if (Left) {
-                          if (negative || b >= bits) return 0;
-                          return int64_t(uint64_t(v[0]) << b);
-                        }
-                        const int64_t max_shift = bits - (is_unsigned ? 0 : 1);
-                        if (negative || b >= max_shift)
-                          return max_shift >= 64 ? 0 : v[0] >> max_shift;
-                        return v[0] >> b;
-                      },
-                      extra)};
+  return {elementwise(
+      {op.a, op.b}, op.common, op.common, nullptr,
+      [](const int64_t* v, const double* e) -> int64_t {
+        const int64_t bits = int64_t(e[0]);
+        const bool is_unsigned = e[1] != 0;
+        const int64_t b = v[1];
+        const bool negative = is_unsigned ? int8_t(b) < 0 : b < 0;
+        if (Left) {
+          if (negative || b >= bits) return 0;
+          return int64_t(uint64_t(v[0]) << b);
+        }
+        const int64_t max_shift = bits - (is_unsigned ? 0 : 1);
+        if (negative || b >= max_shift) return max_shift >= 64 ? 0 : v[0] >> max_shift;
+        return v[0] >> b;
+      },
+      extra)};
 }
 
 Tensors k_bitwise_not(const KernelCall& c) {
@@ -721,8 +720,8 @@ Tensors k_atan2(const KernelCall& c) {
   Binary op = binary_operands(c);
   DType dt = is_floating(op.common) ? op.common : c.default_float();
   return {elementwise(
-      {op.a, op.b}, dt, dt,
-      [](const double* v, const double*) { return std::atan2(v[0], v[1]); }, nullptr)};
+      {op.a, op.b}, dt, dt, [](const double* v, const double*) { return std::atan2(v[0], v[1]); },
+      nullptr)};
 }
 
 // pow.Scalar(Scalar self, Tensor exponent).
@@ -971,6 +970,8 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
 
 } // namespace
 
-std::span<const OpTable<KernelFn>::Row> pointwise_kernels() { return kPointwiseKernels; }
+std::span<const OpTable<KernelFn>::Row> pointwise_kernels() {
+  return kPointwiseKernels;
+}
 
 } // namespace fxc::kernel_detail

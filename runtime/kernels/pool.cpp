@@ -110,7 +110,6 @@ Tensors k_adaptive_avg_pool2d(const KernelCall& c) {
   return {out};
 }
 
-
 // avg_pool1d/2d/3d: windows over the last `sp` dims, padded as 3-D with unit dims in front.
 Tensors avg_pool(const KernelCall& c, size_t sp) {
   const Tensor& x = c.tensor("self");
@@ -120,7 +119,8 @@ Tensors avg_pool(const KernelCall& c, size_t sp) {
   Shape k = resample::spatial_param(c.arg("kernel_size").ints, sp);
   Shape s = c.arg("stride").ints.empty() ? k : resample::spatial_param(c.arg("stride").ints, sp);
   Shape p = resample::spatial_param(c.arg("padding").ints, sp);
-  if (k.size() != sp || s.size() != sp || p.size() != sp) fail("avg_pool: bad kernel_size, stride or padding");
+  if (k.size() != sp || s.size() != sp || p.size() != sp)
+    fail("avg_pool: bad kernel_size, stride or padding");
   bool ceil = c.arg("ceil_mode").b, include = c.arg("count_include_pad").b;
   int64_t divisor = 0;
   if (c.node.schema->index_of("divisor_override") >= 0 && !c.arg("divisor_override").is_none())
@@ -135,7 +135,9 @@ Tensors avg_pool(const KernelCall& c, size_t sp) {
     if (K[i] <= 0 || S[i] <= 0) fail("kernel size and stride should be greater than zero");
     if (P[i] < 0 || P[i] > K[i] / 2) fail("pad should be at most half of kernel size");
     O.push_back(resample::pool_out_size(I[i], K[i], P[i], S[i], 1, ceil));
-    if (O.back() <= 0) fail("given input size " + shape_str(x.sizes()) + ", the calculated output size is too small");
+    if (O.back() <= 0)
+      fail("given input size " + shape_str(x.sizes()) +
+           ", the calculated output size is too small");
   }
   Shape osz(x.sizes().begin(), x.sizes().end() - int64_t(sp));
   int64_t planes = checked_numel(osz);
@@ -166,9 +168,15 @@ Tensors avg_pool(const KernelCall& c, size_t sp) {
         }
   return {out};
 }
-Tensors k_avg_pool1d(const KernelCall& c) { return avg_pool(c, 1); }
-Tensors k_avg_pool2d(const KernelCall& c) { return avg_pool(c, 2); }
-Tensors k_avg_pool3d(const KernelCall& c) { return avg_pool(c, 3); }
+Tensors k_avg_pool1d(const KernelCall& c) {
+  return avg_pool(c, 1);
+}
+Tensors k_avg_pool2d(const KernelCall& c) {
+  return avg_pool(c, 2);
+}
+Tensors k_avg_pool3d(const KernelCall& c) {
+  return avg_pool(c, 3);
+}
 
 // upsample_nearest2d, _upsample_nearest_exact2d and upsample_bilinear2d (both overloads). The
 // source indices and weights are computed in float for float and half inputs, as PyTorch does.
@@ -206,9 +214,12 @@ template <class T> Tensor upsample(const KernelCall& c, const Tensor& x, int mod
     for (int64_t oh = 0; oh < OH; ++oh)
       for (int64_t ow = 0; ow < OW; ++ow) {
         T ah = lh[size_t(oh)], aw = lw[size_t(ow)];
-        T v00 = T(b[h0[size_t(oh)] * W + w0[size_t(ow)]]), v01 = T(b[h0[size_t(oh)] * W + w1[size_t(ow)]]);
-        T v10 = T(b[h1[size_t(oh)] * W + w0[size_t(ow)]]), v11 = T(b[h1[size_t(oh)] * W + w1[size_t(ow)]]);
-        T r = mode == 2 ? (T(1) - ah) * ((T(1) - aw) * v00 + aw * v01) + ah * ((T(1) - aw) * v10 + aw * v11)
+        T v00 = T(b[h0[size_t(oh)] * W + w0[size_t(ow)]]),
+          v01 = T(b[h0[size_t(oh)] * W + w1[size_t(ow)]]);
+        T v10 = T(b[h1[size_t(oh)] * W + w0[size_t(ow)]]),
+          v11 = T(b[h1[size_t(oh)] * W + w1[size_t(ow)]]);
+        T r = mode == 2 ? (T(1) - ah) * ((T(1) - aw) * v00 + aw * v01) +
+                              ah * ((T(1) - aw) * v10 + aw * v11)
                         : v00;
         out.store(idx++, double(r));
       }
@@ -218,13 +229,20 @@ template <class T> Tensor upsample(const KernelCall& c, const Tensor& x, int mod
 
 Tensors upsample2d(const KernelCall& c, int mode) {
   const Tensor& x = c.tensor(c.node.schema->index_of("input") >= 0 ? "input" : "self");
-  if (x.dim() != 4) fail("upsampling expects a 4-D input (N, C, H, W), got " + shape_str(x.sizes()));
+  if (x.dim() != 4)
+    fail("upsampling expects a 4-D input (N, C, H, W), got " + shape_str(x.sizes()));
   if (mode != 2 || c.result_dtype(x.dtype()) == DType::F64) return {upsample<double>(c, x, mode)};
   return {upsample<float>(c, x, mode)};
 }
-Tensors k_upsample_nearest2d(const KernelCall& c) { return upsample2d(c, 0); }
-Tensors k_upsample_nearest_exact2d(const KernelCall& c) { return upsample2d(c, 1); }
-Tensors k_upsample_bilinear2d(const KernelCall& c) { return upsample2d(c, 2); }
+Tensors k_upsample_nearest2d(const KernelCall& c) {
+  return upsample2d(c, 0);
+}
+Tensors k_upsample_nearest_exact2d(const KernelCall& c) {
+  return upsample2d(c, 1);
+}
+Tensors k_upsample_bilinear2d(const KernelCall& c) {
+  return upsample2d(c, 2);
+}
 
 const OpTable<KernelFn>::Row kPoolKernels[] = {
     {OpId::_adaptive_avg_pool2d, k_adaptive_avg_pool2d},
@@ -244,6 +262,8 @@ const OpTable<KernelFn>::Row kPoolKernels[] = {
 
 } // namespace
 
-std::span<const OpTable<KernelFn>::Row> pool_kernels() { return kPoolKernels; }
+std::span<const OpTable<KernelFn>::Row> pool_kernels() {
+  return kPoolKernels;
+}
 
 } // namespace fxc::kernel_detail

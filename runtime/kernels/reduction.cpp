@@ -203,7 +203,6 @@ Tensors k_argmax(const KernelCall& c) {
   return {o};
 }
 
-
 // ---- Issue 18, reductions: amin, argmin, max/min, any/all, prod, var/std, logsumexp, norms ----
 
 bool keepdim_of(const KernelCall& c) {
@@ -244,8 +243,7 @@ template <bool Min> Tensors k_extreme(const KernelCall& c) {
 }
 
 // The position of the first extreme element of each reduced row (the first NaN, if any).
-template <bool Min>
-std::vector<int64_t> arg_extreme(const Tensor& x, const ReduceLayout& L) {
+template <bool Min> std::vector<int64_t> arg_extreme(const Tensor& x, const ReduceLayout& L) {
   std::vector<int64_t> out(L.outer.size(), 0);
   const bool fl = is_floating(x.dtype());
   for (size_t i = 0; i < L.outer.size(); ++i) {
@@ -290,8 +288,8 @@ Tensors k_argmin(const KernelCall& c) {
 // max.dim / min.dim: (values, indices of the first extreme element).
 template <bool Min> Tensors k_extreme_dim(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
-  ReduceLayout L = reduce_layout(x, reduced_dims(x, Arg::of_ints({c.arg("dim").i})),
-                                 c.arg("keepdim").b);
+  ReduceLayout L =
+      reduce_layout(x, reduced_dims(x, Arg::of_ints({c.arg("dim").i})), c.arg("keepdim").b);
   if (L.inner.empty() && !L.outer.empty())
     fail(std::string(Min ? "min" : "max") + "(): expected reduction dim to have non-zero size");
   std::vector<int64_t> a = arg_extreme<Min>(x, L);
@@ -327,7 +325,8 @@ template <bool All> Tensors k_any_all(const KernelCall& c) {
 Tensors k_prod(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Arg& dt = c.arg("dtype");
-  DType out = c.result_dtype(dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype());
+  DType out =
+      c.result_dtype(dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype());
   ReduceLayout L = reduce_layout(x, reduced_dims(x, dim_arg(c)), keepdim_of(c));
   Tensor o = Tensor::empty(out, L.out_shape);
   for (size_t i = 0; i < L.outer.size(); ++i) {
@@ -452,7 +451,8 @@ Tensors k_count_nonzero(const KernelCall& c) {
 Tensors k_nansum(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Arg& dt = c.arg("dtype");
-  DType out = c.result_dtype(dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype());
+  DType out =
+      c.result_dtype(dt.is_none() ? (is_floating(x.dtype()) ? x.dtype() : DType::I64) : dt.dtype());
   ReduceLayout L = reduce_layout(x, reduced_dims(x, c.arg("dim")), c.arg("keepdim").b);
   Tensor o = Tensor::empty(out, L.out_shape);
   for (size_t i = 0; i < L.outer.size(); ++i) {
@@ -481,7 +481,8 @@ template <bool Min> Tensors k_cumextreme(const KernelCall& c) {
   if (x.dim() > 0) red[size_t(d)] = true;
   ReduceLayout L = reduce_layout(x, red, true);
   ReduceLayout O = reduce_layout(x.sizes(), contiguous_strides(x.sizes()), red, true);
-  Tensor v = Tensor::empty(c.result_dtype(x.dtype()), x.sizes()), idx = Tensor::empty(DType::I64, x.sizes());
+  Tensor v = Tensor::empty(c.result_dtype(x.dtype()), x.sizes()),
+         idx = Tensor::empty(DType::I64, x.sizes());
   const bool fl = is_floating(x.dtype());
   for (size_t i = 0; i < L.outer.size(); ++i) {
     double best = 0;
@@ -689,6 +690,8 @@ const OpTable<KernelFn>::Row kReductionKernels[] = {
 
 } // namespace
 
-std::span<const OpTable<KernelFn>::Row> reduction_kernels() { return kReductionKernels; }
+std::span<const OpTable<KernelFn>::Row> reduction_kernels() {
+  return kReductionKernels;
+}
 
 } // namespace fxc::kernel_detail

@@ -505,14 +505,13 @@ Tensors k_glu(const KernelCall& c) {
   Tensor b = view_of(x, sizes, x.strides(), x.storage_offset() + h * x.stride(d));
   DType dt = c.result_dtype(x.dtype());
   return {elementwise(
-      {a, b}, dt, dt,
-      [](const double* v, const double*) { return v[0] / (1.0 + std::exp(-v[1])); }, nullptr)};
+      {a, b}, dt, dt, [](const double* v, const double*) { return v[0] / (1.0 + std::exp(-v[1])); },
+      nullptr)};
 }
 
 Tensors k_lift_fresh_copy(const KernelCall& c) {
   return {c.tensor("self").clone()};
 }
-
 
 // ---- Index-mapping copies: flip, repeat, tril/triu, pixel (un)shuffle, reflection and
 // replication padding. Each output element i is x's element src(coords of i), or 0 for -1.
@@ -524,7 +523,8 @@ template <class F> Tensor gather_copy(const Tensor& x0, const Shape& osz, F src)
   int64_t n = out.numel();
   bool fl = is_floating(dt);
   Shape xs = x.sizes(), xst(xs.size(), 1);
-  for (int64_t d = int64_t(xs.size()) - 2; d >= 0; --d) xst[size_t(d)] = xst[size_t(d) + 1] * xs[size_t(d) + 1];
+  for (int64_t d = int64_t(xs.size()) - 2; d >= 0; --d)
+    xst[size_t(d)] = xst[size_t(d) + 1] * xs[size_t(d) + 1];
   Shape o(osz.size());
   for (int64_t i = 0; i < n; ++i) {
     int64_t rem = i;
@@ -548,7 +548,8 @@ Tensors k_flip(const KernelCall& c) {
   for (int64_t d : c.arg("dims").ints) {
     int64_t w = wrap(d, x.dim());
     if (x.dim() > 0) {
-      if (f[size_t(w)]) fail("dim " + std::to_string(w) + " appears multiple times in the list of dims");
+      if (f[size_t(w)])
+        fail("dim " + std::to_string(w) + " appears multiple times in the list of dims");
       f[size_t(w)] = true;
     }
   }
@@ -564,7 +565,8 @@ Tensors k_repeat(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Shape& r = c.arg("repeats").ints;
   if (int64_t(r.size()) < x.dim())
-    fail("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+    fail("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+         "tensor");
   size_t off = r.size() - size_t(x.dim());
   Shape xs = x.sizes(), osz(r.size());
   for (size_t i = 0; i < r.size(); ++i) {
@@ -580,7 +582,8 @@ Tensors k_repeat(const KernelCall& c) {
 
 Tensors triangle(const KernelCall& c, bool lower) {
   const Tensor& x = c.tensor("self");
-  if (x.dim() < 2) fail(std::string(lower ? "tril" : "triu") + ": input tensor must have at least 2 dimensions");
+  if (x.dim() < 2)
+    fail(std::string(lower ? "tril" : "triu") + ": input tensor must have at least 2 dimensions");
   int64_t k = c.arg("diagonal").i;
   size_t R = size_t(x.dim());
   return {gather_copy(x, x.sizes(), [&](const Shape& o, const Shape& st) -> int64_t {
@@ -591,8 +594,12 @@ Tensors triangle(const KernelCall& c, bool lower) {
     return j;
   })};
 }
-Tensors k_tril(const KernelCall& c) { return triangle(c, true); }
-Tensors k_triu(const KernelCall& c) { return triangle(c, false); }
+Tensors k_tril(const KernelCall& c) {
+  return triangle(c, true);
+}
+Tensors k_triu(const KernelCall& c) {
+  return triangle(c, false);
+}
 
 Tensors k_pixel_shuffle(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
@@ -608,7 +615,8 @@ Tensors k_pixel_shuffle(const KernelCall& c) {
     osz[H] *= r;
     osz[W] *= r;
   } else {
-    if (osz[H] % r != 0 || osz[W] % r != 0) fail("pixel_unshuffle: size not divisible by downscale_factor");
+    if (osz[H] % r != 0 || osz[W] % r != 0)
+      fail("pixel_unshuffle: size not divisible by downscale_factor");
     osz[C] *= r * r;
     osz[H] /= r;
     osz[W] /= r;
@@ -633,7 +641,8 @@ Tensors k_pixel_shuffle(const KernelCall& c) {
 // reflect / replicate / circular padding of the last pad.size()/2 dims.
 Tensor mode_pad(const Tensor& x, const Shape& pad, const std::string& mode) {
   size_t sp = pad.size() / 2, R = size_t(x.dim());
-  if (pad.size() % 2 != 0 || sp > R) fail("padding must have an even number of values, at most two per dim");
+  if (pad.size() % 2 != 0 || sp > R)
+    fail("padding must have an even number of values, at most two per dim");
   Shape osz = x.sizes(), lo(R, 0);
   for (size_t i = 0; i < sp; ++i) {
     size_t d = R - 1 - i;
@@ -781,6 +790,8 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
 
 } // namespace
 
-std::span<const OpTable<KernelFn>::Row> view_kernels() { return kViewKernels; }
+std::span<const OpTable<KernelFn>::Row> view_kernels() {
+  return kViewKernels;
+}
 
 } // namespace fxc::kernel_detail

@@ -17,7 +17,9 @@ namespace {
 uint32_t u16(const std::string& s, size_t at) {
   return uint8_t(s[at]) | uint32_t(uint8_t(s[at + 1])) << 8;
 }
-uint32_t u32(const std::string& s, size_t at) { return u16(s, at) | u16(s, at + 2) << 16; }
+uint32_t u32(const std::string& s, size_t at) {
+  return u16(s, at) | u16(s, at + 2) << 16;
+}
 void put32(std::string& s, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) s[at + i] = char((v >> (8 * i)) & 0xff);
 }
@@ -38,8 +40,8 @@ bool fix_stored_crcs(std::string& z) {
     if (method == 0 && local + 30 <= z.size() && u32(z, local) == 0x04034b50) {
       size_t data = local + 30 + u16(z, local + 26) + u16(z, local + 28);
       if (data <= z.size() && csize <= z.size() - data) {
-        uint32_t crc = uint32_t(crc32(0, reinterpret_cast<const Bytef*>(z.data() + data),
-                                      uInt(csize)));
+        uint32_t crc =
+            uint32_t(crc32(0, reinterpret_cast<const Bytef*>(z.data() + data), uInt(csize)));
         if (u32(z, cd + 16) != crc || u32(z, local + 14) != crc) changed = true;
         put32(z, cd + 16, crc);
         put32(z, local + 14, crc);

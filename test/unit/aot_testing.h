@@ -182,8 +182,8 @@ inline TestGraph causal_softmax_graph(DType t, int64_t heads, int64_t n, bool pl
   ValueId ar = tg.op("aten.arange.default", {I(n), KW("dtype", Arg::of_dtype(DType::I64))});
   ValueId mask = tg.op("aten.gt.Tensor", {T(tg.op("aten.unsqueeze.default", {T(ar), I(0)})),
                                           T(tg.op("aten.unsqueeze.default", {T(ar), I(1)}))});
-  ValueId masked = tg.op("aten.masked_fill.Scalar",
-                         {T(x), T(mask), KW("value", Arg::of_float(-INFINITY))});
+  ValueId masked =
+      tg.op("aten.masked_fill.Scalar", {T(x), T(mask), KW("value", Arg::of_float(-INFINITY))});
   ValueId y = tg.op("aten._softmax.default", {T(masked), I(-1), B(false)});
   if (plus_x) y = tg.op("aten.add.Tensor", {T(y), T(x)});
   tg.output(y);

@@ -5,8 +5,8 @@
 #include "frontend/diag.h"
 #include "frontend/import.h"
 #include "frontend/safetensors.h"
-#include "fxc/runtime.h"
 #include "fxc/plugin.h"
+#include "fxc/runtime.h"
 #include "passes/decompose.h"
 #include "runtime/artifact.h"
 #include "runtime/compare.h"
@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -345,7 +345,8 @@ TEST_CASE("artifact: weights are raw, aligned, deduplicated by content, checked 
   // same size.
   for (auto& [slot, t] : p.constant_slots) {
     Tensor own = Tensor::empty(t.dtype(), t.sizes());
-    std::memcpy(own.raw_data(), t.contiguous().raw_data(), size_t(t.numel()) * dtype_size(t.dtype()));
+    std::memcpy(own.raw_data(), t.contiguous().raw_data(),
+                size_t(t.numel()) * dtype_size(t.dtype()));
     t = own;
   }
   CHECK(serialize_artifact(a) == before);
@@ -433,8 +434,9 @@ TEST_CASE("artifact: weight swaps are validated, all or nothing, and runs see on
   CHECK(error_of([&] { m->swap_weights({{name, Tensor::empty(meta.dtype, wrong)}}, "w.st"); }) ==
         "w.st: error: weight '" + name + "': expected " + format_meta(meta) + ", got " +
             format_meta(Tensor::empty(meta.dtype, wrong).meta()));
-  CHECK(error_of([&] { m->swap_weights({{name, Tensor::empty(DType::F64, meta.sizes)}}); })
-            .find("expected " + format_meta(meta)) != std::string::npos);
+  CHECK(error_of([&] {
+          m->swap_weights({{name, Tensor::empty(DType::F64, meta.sizes)}});
+        }).find("expected " + format_meta(meta)) != std::string::npos);
   Tensor same = m->run(in)[0].second.contiguous();
   CHECK(std::memcmp(same.raw_data(), before.raw_data(), size_t(before.numel()) * 4) == 0);
   // Zero weights: a different result; the old weights back: the first result again.

@@ -462,8 +462,10 @@ TEST_CASE("autograd: remainder and fmod away from their jumps") {
 TEST_CASE("autograd: div with a rounding mode has a zero gradient") {
   TestGraph tg;
   ValueId x = tg.input("x", {2, 3}, 0.1, 0.9), y = tg.input("y", {3}, 2.0, 3.0);
-  tg.output(tg.op("aten.div.Tensor_mode", {T(x), T(y), KW("rounding_mode", Arg::of_string("floor"))}));
-  tg.output(tg.op("aten.div.Scalar_mode", {T(x), F(2.0), KW("rounding_mode", Arg::of_string("trunc"))}));
+  tg.output(
+      tg.op("aten.div.Tensor_mode", {T(x), T(y), KW("rounding_mode", Arg::of_string("floor"))}));
+  tg.output(
+      tg.op("aten.div.Scalar_mode", {T(x), F(2.0), KW("rounding_mode", Arg::of_string("trunc"))}));
   check_gradients(tg);
 }
 
@@ -480,8 +482,8 @@ TEST_CASE("autograd: trigonometric, hyperbolic, log/exp variants and rounding") 
   for (const char* op : {"aten.log2.default", "aten.log10.default", "aten.log1p.default"})
     unary(op, {2, 3}, 0.3, 2);
   // Rounding has a zero gradient (away from the jumps: values stay inside (0.1, 0.4)).
-  for (const char* op : {"aten.floor.default", "aten.ceil.default", "aten.round.default",
-                         "aten.trunc.default"})
+  for (const char* op :
+       {"aten.floor.default", "aten.ceil.default", "aten.round.default", "aten.trunc.default"})
     unary(op, {2, 3}, 0.1, 0.4);
   binary("aten.atan2.default", {2, 3}, {3}, {}, 0.3, 1.5);
   binary("aten.atan2.default", {3}, {2, 3}, {}, -1.5, -0.3);
@@ -570,11 +572,14 @@ TEST_CASE("autograd: prod (zeros included), scatter, scatter_reduce sum, index_p
   tg.output(tg.op("aten.prod.dim_int", {T(z), I(-1)}));
   tg.output(tg.op("aten.scatter.src", {T(x), I(0), T(idx), T(src)}));
   tg.output(tg.op("aten.scatter.value", {T(x), I(0), T(idx), F(1.5)}));
-  tg.output(tg.op("aten.scatter_reduce.two", {T(x), I(0), T(idx), T(src), CallArg{"", Arg::of_string("sum")}}));
   tg.output(tg.op("aten.scatter_reduce.two",
-                  {T(x), I(0), T(idx), T(src), CallArg{"", Arg::of_string("sum")}, KW("include_self", Arg::of_bool(false))}));
+                  {T(x), I(0), T(idx), T(src), CallArg{"", Arg::of_string("sum")}}));
+  tg.output(tg.op("aten.scatter_reduce.two",
+                  {T(x), I(0), T(idx), T(src), CallArg{"", Arg::of_string("sum")},
+                   KW("include_self", Arg::of_bool(false))}));
   tg.output(tg.op("aten.index_put.default", {T(x), CallArg{"", Arg::of_tensors({rows})}, T(src)}));
-  tg.output(tg.op("aten.index_put.default", {T(x), CallArg{"", Arg::of_tensors({rows})}, T(src), B(true)}));
+  tg.output(tg.op("aten.index_put.default",
+                  {T(x), CallArg{"", Arg::of_tensors({rows})}, T(src), B(true)}));
   tg.output(tg.op("aten.masked_fill.Tensor", {T(x), T(mask), T(v)}));
   check_gradients(tg);
 }
@@ -586,7 +591,8 @@ TEST_CASE("autograd: cummax/cummin, index_add, index_fill, nansum and std_mean")
   ValueId cols = tg.input_values("cols", DType::I64, {2}, {3, 3});
   tg.output(tg.ops("aten.cummax.default", {T(x), I(1)})[0]);
   tg.output(tg.ops("aten.cummin.default", {T(x), I(0)})[0]);
-  tg.output(tg.op("aten.index_add.default", {T(x), I(1), T(cols), T(s), KW("alpha", Arg::of_float(-2.0))}));
+  tg.output(tg.op("aten.index_add.default",
+                  {T(x), I(1), T(cols), T(s), KW("alpha", Arg::of_float(-2.0))}));
   tg.output(tg.op("aten.index_fill.int_Scalar", {T(x), I(1), T(cols), F(4.0)}));
   tg.output(tg.op("aten.nansum.default", {T(x), Is({0})}));
   auto sm = tg.ops("aten.std_mean.correction", {T(x), Is({1})});
@@ -606,13 +612,13 @@ TEST_CASE("autograd: avg pooling, upsampling and mode padding through their sepa
   tg.output(tg.op("aten.avg_pool2d.default", {T(x), Is({3, 3}), Is({2, 3}), Is({1, 0}), B(true)}));
   tg.output(tg.op("aten.avg_pool2d.default",
                   {T(x), Is({2, 2}), Is({}), Is({0, 0}), B(true), B(true), I(3)}));
-  tg.output(tg.op("aten.avg_pool1d.default", {T(x3), Is({3}), Is({2}), Is({1}), B(true), B(false)}));
+  tg.output(
+      tg.op("aten.avg_pool1d.default", {T(x3), Is({3}), Is({2}), Is({1}), B(true), B(false)}));
   tg.output(tg.op("aten.avg_pool3d.default",
                   {T(x5), Is({2, 3, 3}), Is({2, 2, 2}), Is({1, 1, 1}), B(true), B(false)}));
   tg.output(tg.op("aten.upsample_bilinear2d.default", {T(x), Is({8, 11}), B(false)}));
   tg.output(tg.op("aten.upsample_bilinear2d.vec", {T(x), Is({9, 4}), B(true), none}));
-  tg.output(tg.op("aten.upsample_nearest2d.vec",
-                  {T(x), none, {"", Arg::of_floats({2.0, 1.5})}}));
+  tg.output(tg.op("aten.upsample_nearest2d.vec", {T(x), none, {"", Arg::of_floats({2.0, 1.5})}}));
   tg.output(tg.op("aten._upsample_nearest_exact2d.default", {T(x), Is({3, 10})}));
   tg.output(tg.op("aten.reflection_pad2d.default", {T(x), Is({2, 1, 3, 0})}));
   tg.output(tg.op("aten.replication_pad1d.default", {T(x3), Is({0, 4})}));
@@ -629,7 +635,8 @@ TEST_CASE("autograd: flip, repeat, tril/triu, t and pixel (un)shuffle") {
   tg.output(tg.op("aten.repeat.default", {T(x), Is({2, 1, 3})}));
   tg.output(tg.op("aten.tril.default", {T(x), I(1)}));
   tg.output(tg.op("aten.triu.default", {T(x), I(-1)}));
-  tg.output(tg.op("aten.mul.Tensor", {T(tg.op("aten.t.default", {T(x)})), T(tg.op("aten.t.default", {T(x)}))}));
+  tg.output(tg.op("aten.mul.Tensor",
+                  {T(tg.op("aten.t.default", {T(x)})), T(tg.op("aten.t.default", {T(x)}))}));
   ValueId ps = tg.op("aten.pixel_shuffle.default", {T(y), I(2)});
   tg.output(tg.op("aten.mul.Tensor", {T(ps), T(ps)}));
   tg.output(tg.op("aten.pixel_unshuffle.default", {T(y), I(1)}));
@@ -672,8 +679,15 @@ TEST_CASE("autograd: group, instance and batch-statistics norms through decompos
   auto ngn = tg.ops("aten.native_group_norm.default",
                     {T(x), T(w), {"", Arg::none()}, I(2), I(4), I(6), I(2), F(1e-5)});
   tg.output(ngn[0]);
-  tg.output(tg.op("aten.instance_norm.default",
-                  {T(x), T(w), T(b), {"", Arg::none()}, {"", Arg::none()}, B(true), F(0.1), F(1e-5), B(false)}));
+  tg.output(tg.op("aten.instance_norm.default", {T(x),
+                                                 T(w),
+                                                 T(b),
+                                                 {"", Arg::none()},
+                                                 {"", Arg::none()},
+                                                 B(true),
+                                                 F(0.1),
+                                                 F(1e-5),
+                                                 B(false)}));
   auto bn = tg.ops("aten._native_batch_norm_legit.no_stats",
                    {T(x), T(w), T(b), B(true), F(0.1), F(1e-5)});
   tg.output(bn[0]);

@@ -1,11 +1,10 @@
 // --max-autotune on CUDA: the mapping candidates of a kernel (compile-only, no GPU needed) and,
 // on a GPU, every candidate's results, cached choices and a tuned run against the host reference.
 #include "aot_testing.h"
-#include "cuda_testing.h"
-#include "test_files.h"
 #include "codegen/autotune_cuda.h"
 #include "codegen/inductor.h"
 #include "codegen/llvm_codegen.h"
+#include "cuda_testing.h"
 #include "frontend/diag.h"
 #include "passes/decompose.h"
 #include "passes/fuse.h"
@@ -15,6 +14,7 @@
 #include "runtime/cublaslt.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/interpreter.h"
+#include "test_files.h"
 
 #include <doctest/doctest.h>
 
@@ -29,7 +29,6 @@ using namespace fxc::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -131,7 +130,8 @@ TEST_CASE("cuda autotune: without a device --max-autotune cannot time candidates
   }
 }
 
-TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cached and reused" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cached and reused" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   TestGraph tg = tuned_graph(300, 2048);
   std::vector<Tensor> want = interpret(tg.g, tg.inputs);
@@ -146,9 +146,9 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
   for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
     const Kernel& k = s.kernels[ki];
     REQUIRE(heuristic.kernels[ki].name == k.name);
-    std::string key = AutotuneCache::kernel_key(
-        heuristic.kernels[ki].ll,
-        "xnumel=" + std::to_string(k.xnumel) + " rnumel=" + std::to_string(k.rnumel));
+    std::string key = AutotuneCache::kernel_key(heuristic.kernels[ki].ll,
+                                                "xnumel=" + std::to_string(k.xnumel) +
+                                                    " rnumel=" + std::to_string(k.rnumel));
     for (const RowMapping& m : nvptx_mapping_candidates(p, k)) {
       INFO(k.name << " " << format_mapping(m));
       testing::TempDir tmp("fxc-autotune-cuda-each-");
@@ -197,7 +197,8 @@ TEST_CASE("cuda gpu autotune: every candidate matches the host, choices are cach
   check_close(second.run(tg.inputs), want, 1e-5);
 }
 
-TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the choice" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu autotune: matmuls time cuBLASLt's algorithms and keep the choice" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   TestGraph tg;
   ValueId x = tg.input_values("x", DType::F32, {256, 512}, tg.random_values(256 * 512, -1, 1));

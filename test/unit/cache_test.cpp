@@ -14,8 +14,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -66,7 +66,7 @@ void set_mtime(const std::string& p, long seconds) {
 }
 
 long mtime_of(const std::string& p) {
-  struct stat st {};
+  struct stat st{};
   REQUIRE(::stat(p.c_str(), &st) == 0);
   return long(st.st_mtim.tv_sec);
 }
@@ -318,8 +318,8 @@ TEST_CASE("cache: stats count each entry once, and are rebuilt when missing or d
   REQUIRE(cache.store(key_of('a'), some_bytes(3000, 1))); // replaces an entry
   CHECK(cache.usage()->entries == 3);
   CHECK(cache.usage()->bytes == 2 * entry + 4096 + 3000);
-  for (const std::string& damage : {std::string(), std::string("fxc-cache-stats 1\nentries x\n"),
-                                    std::string("garbage")}) {
+  for (const std::string& damage :
+       {std::string(), std::string("fxc-cache-stats 1\nentries x\n"), std::string("garbage")}) {
     write_all(t.path / "stats", damage);
     CHECK_FALSE(cache.usage());
     REQUIRE(cache.store(key_of('d'), some_bytes(1000, 4))); // a scan counts them again
@@ -532,7 +532,7 @@ TEST_CASE("output files: renamed over the path when whole; an unfinished one lea
                       }) == 0);
   // An output that holds the payload already is left as it is (the same file), with a new
   // modification time; one of the same size with other bytes is replaced.
-  struct stat before {}, after {};
+  struct stat before{}, after{};
   REQUIRE(::stat(p.c_str(), &before) == 0);
   fs::last_write_time(p, fs::last_write_time(p) - std::chrono::hours(1));
   auto old_time = fs::last_write_time(p);

@@ -1,6 +1,5 @@
 // End-to-end tests of the inductor backend: fixtures compiled to LLVM kernels and run.
 #include "aot_testing.h"
-#include "skip.h"
 #include "codegen/inductor.h"
 #include "frontend/diag.h"
 #include "frontend/import.h"
@@ -10,6 +9,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/interpreter.h"
 #include "runtime/thread_pool.h"
+#include "skip.h"
 
 #include <doctest/doctest.h>
 

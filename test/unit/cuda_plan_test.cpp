@@ -1,7 +1,7 @@
 // The CUDA plan: cuBLASLt epilogues, cuDNN convolutions, the device arena, resident runs, graphs.
 #include "aot_testing.h"
-#include "cuda_testing.h"
 #include "codegen/inductor.h"
+#include "cuda_testing.h"
 #include "frontend/import.h"
 #include "frontend/safetensors.h"
 #include "passes/decompose.h"
@@ -151,9 +151,8 @@ TEST_CASE("cuda plan: the arena shares bytes between slots whose lifetimes do no
   p.slot_bytes = {1000, 64, 4096, 4000, 10};
   p.input_slots = {0};
   p.constant_slots = {{1, Tensor()}};
-  p.steps = {{PlanStep::Kind::Alloc, 2}, {PlanStep::Kind::Kernel, 0},
-             {PlanStep::Kind::Alloc, 4}, {PlanStep::Kind::Kernel, 1},
-             {PlanStep::Kind::Free, 2},  {PlanStep::Kind::Alloc, 3},
+  p.steps = {{PlanStep::Kind::Alloc, 2},  {PlanStep::Kind::Kernel, 0}, {PlanStep::Kind::Alloc, 4},
+             {PlanStep::Kind::Kernel, 1}, {PlanStep::Kind::Free, 2},   {PlanStep::Kind::Alloc, 3},
              {PlanStep::Kind::Kernel, 2}, {PlanStep::Kind::Free, 3}};
   PlanView out;
   out.slot = 4;
@@ -174,7 +173,8 @@ TEST_CASE("cuda plan: the arena shares bytes between slots whose lifetimes do no
   CHECK(b.offset[3] == 1024 + 4096 + 256);
 }
 
-TEST_CASE("cuda gpu plan: epilogues, cuDNN, the arena, resident runs and graphs match the host" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu plan: epilogues, cuDNN, the arena, resident runs and graphs match the host" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   for (const char* act : {"relu", "gelu", "residual"}) {
     CAPTURE(act);
@@ -225,7 +225,8 @@ TEST_CASE("cuda gpu plan: epilogues, cuDNN, the arena, resident runs and graphs 
   }
 }
 
-TEST_CASE("cuda gpu plan: short rows (a thread per row) match the host reference" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu plan: short rows (a thread per row) match the host reference" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   TestGraph tg;
   // Pooling: 262144 rows of 4 (values and arg indices), as in convnet; rows of 3 and 4 whose
@@ -251,7 +252,8 @@ TEST_CASE("cuda gpu plan: short rows (a thread per row) match the host reference
   check_cuda_against_host(tg, 1e-5);
 }
 
-TEST_CASE("cuda gpu plan: packed rows (kernels without reductions) match the host reference" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu plan: packed rows (kernels without reductions) match the host reference" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   // Rows of 16 vectors (16 rows a block), 192 vectors (a block of 192 threads), 3 vectors (85
   // rows in 255 threads), row counts no multiple of the rows a block takes, and a copy of a
@@ -277,7 +279,8 @@ TEST_CASE("cuda gpu plan: packed rows (kernels without reductions) match the hos
   check_cuda_against_host(tg, 1e-6);
 }
 
-TEST_CASE("cuda gpu plan: a causal softmax skips its masked vectors and matches the host" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu plan: a causal softmax skips its masked vectors and matches the host" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   // Rows of 512 (4 or 8 elements a vector, guarded loads), 500 (f32 vectors of 4), 501 (no
   // vectors: every element loaded), and x read after the softmax too (nothing skipped).
@@ -286,9 +289,9 @@ TEST_CASE("cuda gpu plan: a causal softmax skips its masked vectors and matches 
     int64_t n;
     bool plus_x;
   };
-  for (Case c : {Case{DType::F32, 512, false}, Case{DType::BF16, 512, false},
-                 Case{DType::F32, 500, false}, Case{DType::F32, 501, false},
-                 Case{DType::F32, 512, true}}) {
+  for (Case c :
+       {Case{DType::F32, 512, false}, Case{DType::BF16, 512, false}, Case{DType::F32, 500, false},
+        Case{DType::F32, 501, false}, Case{DType::F32, 512, true}}) {
     CAPTURE(dtype_name(c.t));
     CAPTURE(c.n);
     CAPTURE(c.plus_x);
@@ -298,7 +301,8 @@ TEST_CASE("cuda gpu plan: a causal softmax skips its masked vectors and matches 
   }
 }
 
-TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the spread" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the spread" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   // Each path of the joint (mean, variance) reduction against float64, the layer norm and a
   // norms-like chain after it within 16-bit rounding: f16 rows of 2048 + U(-8, 8) (mean^2 /
@@ -328,8 +332,7 @@ TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the
     tg.output(ln);
     tg.output(tg.op("aten._softmax.default",
                     {T(tg.op("aten.add.Tensor", {T(tg.op("aten.gelu.default", {T(ln)})),
-                                                 T(tg.op("aten.mul.Scalar",
-                                                         {T(ln), F(0.5)}))})),
+                                                 T(tg.op("aten.mul.Scalar", {T(ln), F(0.5)}))})),
                      I(-1), B(false)}));
     tg.g = decompose(tg.g);
     InterpretOptions f64;
@@ -344,7 +347,8 @@ TEST_CASE("cuda gpu plan: 16-bit layer norm stays exact when the mean dwarfs the
   }
 }
 
-TEST_CASE("cuda gpu plan: bf16 convolutions run on cuDNN and match the host reference" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu plan: bf16 convolutions run on cuDNN and match the host reference" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   TestGraph tg;
   auto in = [&](const char* name, std::vector<int64_t> sizes) {
@@ -353,8 +357,8 @@ TEST_CASE("cuda gpu plan: bf16 convolutions run on cuDNN and match the host refe
     return tg.input_values(name, DType::BF16, sizes, tg.random_values(n, -1, 1));
   };
   ValueId x = in("x", {2, 8, 12, 12}), w = in("w", {16, 4, 3, 3}), b = in("b", {16});
-  tg.output(tg.op("aten.conv2d.default",
-                  {T(x), T(w), T(b), Is({2, 1}), Is({1, 1}), Is({1, 1}), I(2)}));
+  tg.output(
+      tg.op("aten.conv2d.default", {T(x), T(w), T(b), Is({2, 1}), Is({1, 1}), Is({1, 1}), I(2)}));
   std::vector<Tensor> want = interpret(tg.g, tg.inputs);
   InductorOptions o;
   o.cuda = true;

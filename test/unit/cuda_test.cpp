@@ -69,7 +69,6 @@ $L__BB0_2:
 }
 )";
 
-
 // A fake device for the allocator: hands out 256-aligned addresses up to `capacity` bytes.
 struct FakeMemory : DeviceMemory {
   size_t capacity = size_t(1) << 40;
@@ -573,7 +572,8 @@ TEST_CASE("cuda: conv2d problems come from contiguous NCHW operands") {
                        doctest::Contains("stride = 0"), CudaError);
 }
 
-TEST_CASE("cuda gpu: a PTX vector add loads, launches and computes a + b" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu: a PTX vector add loads, launches and computes a + b" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   Context& ctx = Context::get();
   std::unique_ptr<Module> mod = ctx.load_module(kVaddPtx, "vadd.ptx");
@@ -620,7 +620,8 @@ TEST_CASE("cuda gpu: cubin images load like PTX" * doctest::test_suite("gpu")) {
   for (int i = 0; i < 300; ++i) CHECK(c[i] == a[i] + b[i]);
 }
 
-TEST_CASE("cuda gpu: a cubin made by nvJitLink loads and computes a + b" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu: a cubin made by nvJitLink loads and computes a + b" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda() || !have_dependency("nvJitLink", nvjitlink_unavailable_reason())) return;
   Context& ctx = Context::get();
   std::string cubin = ptx_to_cubin(kVaddPtx, ctx.info().arch(), "vadd.ptx");
@@ -641,7 +642,8 @@ TEST_CASE("cuda gpu: a cubin made by nvJitLink loads and computes a + b" * docte
   CHECK(wrong == 0);
 }
 
-TEST_CASE("cuda gpu: bad modules, unknown kernels and refused launches give checked errors" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu: bad modules, unknown kernels and refused launches give checked errors" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   Context& ctx = Context::get();
   std::string bad_ptx = std::string(kVaddPtx);
@@ -678,7 +680,8 @@ TEST_CASE("cuda gpu: bad modules, unknown kernels and refused launches give chec
   CHECK(out[n - 1] == 2.0f);
 }
 
-TEST_CASE("cuda gpu: events time queued work and device memory is reused through the cache" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu: events time queued work and device memory is reused through the cache" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   Context& ctx = Context::get();
   DriverMemory mem(ctx);
@@ -708,7 +711,8 @@ TEST_CASE("cuda gpu: events time queued work and device memory is reused through
   MESSAGE("free device memory: " << free0 << " of " << total << " bytes");
 }
 
-TEST_CASE("cuda gpu: host tensors, strided views included, round-trip through device memory" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu: host tensors, strided views included, round-trip through device memory" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   Context& ctx = Context::get();
   std::vector<double> vals(12);
@@ -729,7 +733,8 @@ TEST_CASE("cuda gpu: host tensors, strided views included, round-trip through de
   CHECK(std::memcmp(hb.raw_data(), h.raw_data(), 20) == 0);
 }
 
-TEST_CASE("cuda gpu: cuBLASLt matmuls match a float64 host reference" * doctest::test_suite("gpu")) {
+TEST_CASE("cuda gpu: cuBLASLt matmuls match a float64 host reference" *
+          doctest::test_suite("gpu")) {
   if (!have_cuda(CublasLt::unavailable_reason())) return;
   MESSAGE("cuBLASLt version " << CublasLt::get().version());
   struct Case {

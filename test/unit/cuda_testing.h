@@ -3,8 +3,8 @@
 
 #include "runtime/compare.h"
 #include "runtime/cuda_driver.h"
-#include "skip.h"
 #include "runtime/tensor.h"
+#include "skip.h"
 
 #include <doctest/doctest.h>
 

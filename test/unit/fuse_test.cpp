@@ -275,8 +275,7 @@ TEST_CASE("fuse: at most 64 buffers a kernel (Inductor's max_fusion_size)") {
   // minutes (issue 16, point 16).
   TestGraph tg;
   ValueId x = f32_input(tg, "x", {4, 8});
-  for (int i = 0; i < 100; ++i)
-    tg.output(tg.op("aten.mul.Scalar", {T(x), F(double(i))}));
+  for (int i = 0; i < 100; ++i) tg.output(tg.op("aten.mul.Scalar", {T(x), F(double(i))}));
   CompiledGraph cg = compile_and_check(tg);
   Schedule s = fuse(lower(tg.g));
   size_t buffers = 0;

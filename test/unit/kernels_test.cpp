@@ -1255,8 +1255,8 @@ TEST_CASE("kernels: floor_divide, div rounding modes, remainder and fmod sign ru
         "ZeroDivisionError");
   CHECK(op_error("aten.remainder.Scalar", {L({1}, {5}), I(0)}) == "ZeroDivisionError");
   CHECK(op_error("aten.fmod.Tensor", {L({1}, {5}), L({1}, {0})}) == "ZeroDivisionError");
-  CHECK(op_error("aten.div.Tensor_mode", {L({1}, {5}), L({1}, {0}), {"rounding_mode", S("trunc")}}) ==
-        "ZeroDivisionError");
+  CHECK(op_error("aten.div.Tensor_mode",
+                 {L({1}, {5}), L({1}, {0}), {"rounding_mode", S("trunc")}}) == "ZeroDivisionError");
   // Promotion: an int tensor with a float number computes in float.
   check(op1("aten.floor_divide.Scalar", {L({2}, {-7, 7}), Fl(2.5)}), DType::F32, {2}, {-3, 2});
   check(op1("aten.remainder.Tensor", {T(DType::I32, {2}, {-7, 7}), L({2}, {3, -3})}), DType::I64,
@@ -1309,7 +1309,8 @@ TEST_CASE("kernels: bitwise and/or/xor/not on integers and bools") {
   check(op1("aten.bitwise_xor.Scalar", {B({2}, {0, 1}), I(3)}), DType::I64, {2}, {3, 2});
   check(op1("aten.bitwise_and.Tensor", {T(DType::U8, {2}, {255, 7}), T(DType::I8, {2}, {-1, 3})}),
         DType::I16, {2}, {255, 3});
-  check(op1("aten.bitwise_and.Tensor", {L({2, 1}, {6, 3}), L({}, {5})}), DType::I64, {2, 1}, {4, 1});
+  check(op1("aten.bitwise_and.Tensor", {L({2, 1}, {6, 3}), L({}, {5})}), DType::I64, {2, 1},
+        {4, 1});
   check(op1("aten.bitwise_not.default", {L({3}, {0, 5, -1})}), DType::I64, {3}, {-1, -6, 0});
   check(op1("aten.bitwise_not.default", {B({2}, {1, 0})}), DType::Bool, {2}, {0, 1});
   check(op1("aten.bitwise_not.default", {T(DType::U8, {2}, {0, 5})}), DType::U8, {2}, {255, 250});
@@ -1332,10 +1333,10 @@ TEST_CASE("kernels: shifts follow PyTorch's out-of-range rules") {
         DType::I32, {5}, {-4, 4, -1, 0, -1});
   // uint8: amounts of 128 and more are negative as int8; a right shift past the width gives 0.
   Tensor u = T(DType::U8, {3}, {200, 200, 200});
-  check(op1("aten.bitwise_right_shift.Tensor", {u, T(DType::U8, {3}, {1, 8, 200})}), DType::U8,
-        {3}, {100, 0, 0});
-  check(op1("aten.bitwise_left_shift.Tensor", {u, T(DType::U8, {3}, {1, 8, 200})}), DType::U8,
-        {3}, {144, 0, 0});
+  check(op1("aten.bitwise_right_shift.Tensor", {u, T(DType::U8, {3}, {1, 8, 200})}), DType::U8, {3},
+        {100, 0, 0});
+  check(op1("aten.bitwise_left_shift.Tensor", {u, T(DType::U8, {3}, {1, 8, 200})}), DType::U8, {3},
+        {144, 0, 0});
   check(op1("aten.bitwise_left_shift.Tensor_Scalar", {L({2}, {1, 2}), I(62)}), DType::I64, {2},
         {4611686018427387904.0, -9223372036854775808.0});
   check(op1("aten.bitwise_right_shift.Tensor_Scalar", {L({2}, {-5, 5}), I(1)}), DType::I64, {2},
@@ -1406,20 +1407,21 @@ TEST_CASE("kernels: floor, ceil, round (half to even), trunc and round.decimals"
   // Integers come back unchanged (no float round trip: 2^53 + 1 survives).
   Tensor big = L({2}, {-3, 0});
   big.store_int(1, (int64_t(1) << 53) + 1);
-  for (const char* op : {"aten.floor.default", "aten.ceil.default", "aten.round.default",
-                         "aten.trunc.default"}) {
+  for (const char* op :
+       {"aten.floor.default", "aten.ceil.default", "aten.round.default", "aten.trunc.default"}) {
     CAPTURE(op);
     Tensor r = op1(op, {big});
     CHECK(r.dtype() == DType::I64);
     CHECK(r.load_int(1) == (int64_t(1) << 53) + 1);
   }
-  CHECK(op_error("aten.floor.default", {B({1}, {1})}) == "\"floor_cpu\" not implemented for 'Bool'");
+  CHECK(op_error("aten.floor.default", {B({1}, {1})}) ==
+        "\"floor_cpu\" not implemented for 'Bool'");
   check(op1("aten.round.decimals", {F({3}, {1.2345, -2.5, 125}), {"decimals", I(2)}}), DType::F32,
         {3}, {1.23, -2.5, 125}, 1e-6, 1e-6);
   check(op1("aten.round.decimals", {F({3}, {1.2345, -2.5, 125}), {"decimals", I(-1)}}), DType::F32,
         {3}, {0, 0, 120});
-  check(op1("aten.round.decimals", {T(DType::F16, {1}, {2.5}), {"decimals", I(0)}}), DType::F16, {1},
-        {2});
+  check(op1("aten.round.decimals", {T(DType::F16, {1}, {2.5}), {"decimals", I(0)}}), DType::F16,
+        {1}, {2});
 }
 
 TEST_CASE("kernels: isnan, isinf, atan2, pow.Scalar and clamp.Tensor") {
@@ -1459,7 +1461,8 @@ TEST_CASE("kernels: cumsum along a dim, dtypes, 0-dim, empty and strided inputs"
   check(op1("aten.cumsum.default", {B({4}, {1, 0, 1, 1}), I(0)}), DType::I64, {4}, {1, 1, 2, 3});
   check(op1("aten.cumsum.default", {T(DType::I8, {3}, {100, 100, 100}), I(0)}), DType::I64, {3},
         {100, 200, 300});
-  check(op1("aten.cumsum.default", {T(DType::I8, {3}, {100, 100, 100}), I(0), {"dtype", Dt(DType::I8)}}),
+  check(op1("aten.cumsum.default",
+            {T(DType::I8, {3}, {100, 100, 100}), I(0), {"dtype", Dt(DType::I8)}}),
         DType::I8, {3}, {100, -56, 44});
   check(op1("aten.cumsum.default", {L({}, {7}), I(-1)}), DType::I64, {}, {7});
   check(op1("aten.cumsum.default", {F({0, 3}, {}), I(1)}), DType::F32, {0, 3}, {});
@@ -1535,13 +1538,17 @@ TEST_CASE("kernels: scatter_reduce with and without include_self; scatter and in
   check(sr("amax", false), DType::F32, {3}, {4, 20, 3});
   check(sr("amin", true), DType::F32, {3}, {1, 20, 3});
   check(sr("prod", true), DType::F32, {3}, {80, 20, 90});
-  check(op1("aten.scatter_reduce.two", {L({3}, {10, 20, 30}), I(0), idx, L({4}, {1, 2, 3, 4}),
-                                         S("mean"), {"include_self", Bo(false)}}),
+  check(op1("aten.scatter_reduce.two", {L({3}, {10, 20, 30}),
+                                        I(0),
+                                        idx,
+                                        L({4}, {1, 2, 3, 4}),
+                                        S("mean"),
+                                        {"include_self", Bo(false)}}),
         DType::I64, {3}, {2, 20, 3}); // integer mean floors
   CHECK(op_error("aten.scatter_reduce.two", {self, I(0), idx, src, S("max")}).find("amax") !=
         std::string::npos);
-  check(op1("aten.scatter.src", {F({2, 3}, {0, 0, 0, 0, 0, 0}), I(1), L({2, 1}, {2, 0}),
-                                 F({2, 2}, {5, 6, 7, 8})}),
+  check(op1("aten.scatter.src",
+            {F({2, 3}, {0, 0, 0, 0, 0, 0}), I(1), L({2, 1}, {2, 0}), F({2, 2}, {5, 6, 7, 8})}),
         DType::F32, {2, 3}, {0, 0, 5, 7, 0, 0});
   check(op1("aten.scatter.value", {F({2, 2}, {1, 2, 3, 4}), I(0), L({1, 2}, {1, 0}), Fl(9)}),
         DType::F32, {2, 2}, {1, 9, 9, 4});
@@ -1565,8 +1572,7 @@ TEST_CASE("kernels: var and std with corrections, var_mean, and the other new re
   check(op1("aten.var.correction", {x, Is({1}), {"correction", I(3)}}), DType::F32, {2},
         {kInf, kNaN}); // the divisor max(0, N - correction) is 0
   check(op1("aten.var.correction", {x}), DType::F32, {}, {3.1});
-  check(op1("aten.std.dim", {x, Is({0}), Bo(false), Bo(true)}), DType::F32, {1, 3},
-        {1.5, 1, 1});
+  check(op1("aten.std.dim", {x, Is({0}), Bo(false), Bo(true)}), DType::F32, {1, 3}, {1.5, 1, 1});
   auto vm = op("aten.var_mean.correction", {x, Is({-1}), {"keepdim", Bo(true)}});
   check(vm[0], DType::F32, {2, 1}, {7, 0});
   check(vm[1], DType::F32, {2, 1}, {3, 4});
@@ -1595,8 +1601,8 @@ TEST_CASE("kernels: cummax/cummin take the later index on ties; index_add, index
   check(cn[0], DType::F32, {2, 3}, {2, kNaN, kNaN, 4, 4, 3});
   check(cn[1], DType::I64, {2, 3}, {0, 1, 1, 0, 1, 2});
   Tensor x = F({2, 3}, {0, 1, 2, 3, 4, 5});
-  check(op1("aten.index_add.default", {x, I(1), L({2}, {2, 2}), F({2, 2}, {1, 2, 3, 4}),
-                                        {"alpha", Fl(10)}}),
+  check(op1("aten.index_add.default",
+            {x, I(1), L({2}, {2, 2}), F({2, 2}, {1, 2, 3, 4}), {"alpha", Fl(10)}}),
         DType::F32, {2, 3}, {0, 1, 32, 3, 4, 75});
   CHECK(op_error("aten.index_add.default", {x, I(0), L({1}, {-1}), F({1, 3}, {1, 1, 1})})
             .find("out of bounds") != std::string::npos);
@@ -1624,8 +1630,9 @@ TEST_CASE("kernels: avg_pool2d ceil_mode windows clip at input+padding for the d
   Tensor x = F({1, 1, 1, 6}, {1, 2, 3, 4, 5, 6});
   check(op1("aten.avg_pool2d.default", {x, Is({1, 3}), Is({1, 2}), Is({0, 1}), Bo(true), Bo(true)}),
         DType::F32, {1, 1, 1, 4}, {1, 3, 5, 3});
-  check(op1("aten.avg_pool2d.default", {x, Is({1, 3}), Is({1, 2}), Is({0, 1}), Bo(true), Bo(false)}),
-        DType::F32, {1, 1, 1, 4}, {1.5, 3, 5, 6});
+  check(
+      op1("aten.avg_pool2d.default", {x, Is({1, 3}), Is({1, 2}), Is({0, 1}), Bo(true), Bo(false)}),
+      DType::F32, {1, 1, 1, 4}, {1.5, 3, 5, 6});
   // Without ceil mode the partial last window is dropped; a divisor_override replaces the count.
   check(op1("aten.avg_pool2d.default",
             {x, Is({1, 3}), Is({1, 2}), Is({0, 1}), Bo(false), Bo(true), I(2)}),

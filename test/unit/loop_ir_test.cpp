@@ -86,9 +86,9 @@ TEST_CASE("loop_ir: value expressions print as numbered temporaries") {
 #include "frontend/diag.h"
 #include "frontend/import.h"
 #include "passes/decompose.h"
-#include "passes/lower.h"
 #include "passes/loop_ir_parse.h"
 #include "passes/loop_ir_verify.h"
+#include "passes/lower.h"
 
 namespace {
 
@@ -142,12 +142,11 @@ outputs: buf1:f32[4, 8]
 } // namespace
 
 TEST_CASE("loop_ir: print, parse, print is the same text for lowered example programs") {
-  for (const char* rel : {"examples/mlp.fxg", "examples/norms.fxg", "examples/block.fxg",
-                          "test/graphs/ops/bitwise.fxg", "test/graphs/ops/intdiv.fxg",
-                          "test/graphs/ops/factory_like.fxg", "test/graphs/ops/math.fxg",
-                          "test/graphs/ops/reduce.fxg",
-                          "test/graphs/ops/view_copy.fxg",
-                          "test/graphs/ops/sort.fxg"})
+  for (const char* rel :
+       {"examples/mlp.fxg", "examples/norms.fxg", "examples/block.fxg",
+        "test/graphs/ops/bitwise.fxg", "test/graphs/ops/intdiv.fxg",
+        "test/graphs/ops/factory_like.fxg", "test/graphs/ops/math.fxg",
+        "test/graphs/ops/reduce.fxg", "test/graphs/ops/view_copy.fxg", "test/graphs/ops/sort.fxg"})
     for (bool cuda : {false, true}) {
       const std::string label = std::string(rel) + (cuda ? " (cuda)" : " (cpu)");
       INFO(label);
@@ -217,13 +216,15 @@ TEST_CASE("loop_ir: the verifier names each broken invariant") {
   // Operand dtypes that differ.
   {
     std::string t = s;
-    t.replace(t.find("tmp2 = truediv(tmp0, tmp1)"), std::string("tmp2 = truediv(tmp0, tmp1)").size(),
+    t.replace(t.find("tmp2 = truediv(tmp0, tmp1)"),
+              std::string("tmp2 = truediv(tmp0, tmp1)").size(),
               "tmp5 = to_dtype(tmp1, f64)\n    tmp2 = truediv(tmp0, tmp5)");
     CHECK(has_error(loop_program_errors(parse_loop_program(t, "bad.lir")),
                     "buf1: truediv of f32 and f64"));
   }
   // The body's dtype is not the buffer's.
-  CHECK(has_error(errors_after_edit(s, "layout: f32[4, 8]\n  origins: div", "layout: f64[4, 8]\n  origins: div"),
+  CHECK(has_error(errors_after_edit(s, "layout: f32[4, 8]\n  origins: div",
+                                    "layout: f64[4, 8]\n  origins: div"),
                   "buf1: the body is f32 but the buffer is f64"));
   // where with a non-bool condition.
   {
@@ -243,11 +244,12 @@ TEST_CASE("loop_ir: the verifier names each broken invariant") {
   CHECK(has_error(loop_program_errors(p), "buf1: loop variable 1 is 'x1', not x1 < 8"));
   p = parse_loop_program(s, "small.lir");
   p.buffers[0].input_index = -1;
-  CHECK(has_error(loop_program_errors(p), "arg0_1: an input buffer is either a user input or a weight"));
+  CHECK(has_error(loop_program_errors(p),
+                  "arg0_1: an input buffer is either a user input or a weight"));
   p = parse_loop_program(s, "small.lir");
   p.buffers[1].name = "buf1";
   CHECK(has_error(loop_program_errors(p), "buf1: a second buffer of this name"));
-  CHECK_THROWS_WITH_AS(verify_loop_program(p, "after fuse"),
-                       doctest::Contains("loop IR is not well formed after fuse:\n  buf1: a second"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      verify_loop_program(p, "after fuse"),
+      doctest::Contains("loop IR is not well formed after fuse:\n  buf1: a second"), Error);
 }

@@ -149,7 +149,8 @@ TEST_CASE("lower: padded, ceil-mode and dilated max_pool2d read -inf outside the
   // so a padding read as 0 would win many border windows.
   TestGraph tg;
   ValueId x = f32_input(tg, "x", {2, 3, 9, 10});
-  auto a = tg.ops("aten.max_pool2d_with_indices.default", {T(x), Is({3, 3}), Is({2, 2}), Is({1, 1})});
+  auto a =
+      tg.ops("aten.max_pool2d_with_indices.default", {T(x), Is({3, 3}), Is({2, 2}), Is({1, 1})});
   tg.output(a[0]);
   tg.output(a[1]);
   auto b = tg.ops("aten.max_pool2d_with_indices.default",

@@ -578,13 +578,15 @@ TEST_CASE("meta: slice_scatter returns a fresh tensor, never a view of its input
   ValueId x = t.in("x", meta(DType::F32, {2, 3, 4}));
   ValueId sel = add_node1(t.g, "aten.select.int", {T(x), I(0), I(1)}); // [3, 4] offset 12, dense
   ValueId src = t.in("src", meta(DType::F32, {1, 4}));
-  const TensorMeta& a = t.op("aten.slice_scatter.default", {T(sel), T(src), I(0), I(1), I(2), I(1)});
+  const TensorMeta& a =
+      t.op("aten.slice_scatter.default", {T(sel), T(src), I(0), I(1), I(2), I(1)});
   CHECK(a.sizes == Sizes{3, 4});
   CHECK(a.strides == Sizes{4, 1});
   CHECK(a.storage_offset == 0);
   ValueId part = add_node1(t.g, "aten.slice.Tensor", {T(x), I(1), I(1)}); // [2, 2, 4] offset 4
   ValueId src2 = t.in("src2", meta(DType::F32, {2, 1, 4}));
-  const TensorMeta& b = t.op("aten.slice_scatter.default", {T(part), T(src2), I(1), I(0), I(1), I(1)});
+  const TensorMeta& b =
+      t.op("aten.slice_scatter.default", {T(part), T(src2), I(1), I(0), I(1), I(1)});
   CHECK(b.sizes == Sizes{2, 2, 4});
   CHECK(b.strides == Sizes{8, 4, 1});
   CHECK(b.storage_offset == 0);
@@ -756,7 +758,8 @@ TEST_CASE("meta: sort, topk, scatter and index_put") {
   ValueId idx = t.in("idx", meta(DType::I64, {2, 5}));
   ValueId i32 = t.in("i32", meta(DType::I32, {2, 5}));
   ValueId rows = t.in("rows", meta(DType::I64, {4}));
-  auto s = t.ops("aten.sort.stable", {T(x), KW("stable", Arg::of_bool(true)), KW("dim", Arg::of_int(0))});
+  auto s = t.ops("aten.sort.stable",
+                 {T(x), KW("stable", Arg::of_bool(true)), KW("dim", Arg::of_int(0))});
   CHECK(s[0].sizes == Sizes{3, 5});
   CHECK(s[1].dtype == DType::I64);
   auto tk = t.ops("aten.topk.default", {T(x), I(2), I(0)});
@@ -765,8 +768,7 @@ TEST_CASE("meta: sort, topk, scatter and index_put") {
   CHECK(t.op("aten.scatter.value", {T(x), I(0), T(idx), F(1.0)}).sizes == Sizes{3, 5});
   CHECK(t.error("aten.scatter.value", {T(x), I(0), T(i32), F(1.0)}).find("i64") !=
         std::string::npos);
-  CHECK(t.error("aten.scatter_reduce.two",
-                {T(x), I(0), T(idx), T(x), {"", Arg::of_string("max")}})
+  CHECK(t.error("aten.scatter_reduce.two", {T(x), I(0), T(idx), T(x), {"", Arg::of_string("max")}})
             .find("amax or amin") != std::string::npos);
   ValueId v = t.in("v", meta(DType::F32, {4, 5}));
   CHECK(t.op("aten.index_put.default", {T(x), Ts({rows}), T(v)}).sizes == Sizes{3, 5});

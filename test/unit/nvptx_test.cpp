@@ -2,13 +2,13 @@
 // row) and the PTX they give for pointwise, reduction and persistent-reduction kernels (16-byte
 // vector accesses, warp shuffles, one read of a resident row, no cooperation for short rows).
 #include "aot_testing.h"
-#include "skip.h"
 #include "codegen/inductor.h"
 #include "codegen/llvm_codegen.h"
 #include "frontend/diag.h"
 #include "passes/fuse.h"
 #include "passes/lower.h"
 #include "runtime/tensor.h"
+#include "skip.h"
 
 #include <doctest/doctest.h>
 
@@ -27,7 +27,6 @@ using namespace fxc;
 using namespace fxc::testing;
 
 namespace {
-
 
 int count(const std::string& s, const std::string& what) {
   int n = 0;
@@ -501,15 +500,15 @@ TEST_CASE("nvptx: a causal mask's masked vectors are not loaded") {
   if (!have_libdevice()) return;
   for (DType t : {DType::F32, DType::BF16}) {
     CAPTURE(dtype_name(t));
-    PtxProgram pp =
-        compile_inductor_ptx(decompose(causal_softmax_graph(t, 4, 512, false).g), {}, "sm_90", kLibdevice);
+    PtxProgram pp = compile_inductor_ptx(decompose(causal_softmax_graph(t, 4, 512, false).g), {},
+                                         "sm_90", kLibdevice);
     REQUIRE(pp.kernels.size() == 1);
     // Each vector of the row is loaded only where some lane lies on or below the diagonal.
     CHECK(count(pp.kernels[0].ll, "guard.load") >= 1);
     CHECK(count(pp.kernels[0].ll, "guarded = phi") >= 1);
     // x read outside the where() too: every vector is loaded.
-    PtxProgram all =
-        compile_inductor_ptx(decompose(causal_softmax_graph(t, 4, 512, true).g), {}, "sm_90", kLibdevice);
+    PtxProgram all = compile_inductor_ptx(decompose(causal_softmax_graph(t, 4, 512, true).g), {},
+                                          "sm_90", kLibdevice);
     REQUIRE(all.kernels.size() == 1);
     CHECK(count(all.kernels[0].ll, "guard.load") == 0);
   }
@@ -548,7 +547,9 @@ TEST_CASE("nvptx: PTX of the short-row form") {
 
 TEST_CASE("nvptx: one module of several kernels; unknown architectures and link errors throw") {
   std::vector<std::string> known = nvptx_processors();
-  auto at = [&](const std::string& a) { return std::find(known.begin(), known.end(), a) - known.begin(); };
+  auto at = [&](const std::string& a) {
+    return std::find(known.begin(), known.end(), a) - known.begin();
+  };
   REQUIRE(at("sm_90") < int64_t(known.size()));
   CHECK(at("sm_80") < at("sm_90"));
   CHECK(at("sm_90") < at("sm_90a"));
@@ -575,9 +576,9 @@ TEST_CASE("nvptx: one module of several kernels; unknown architectures and link 
   CHECK(count(ll, "declare float @__nv_expf") == 1);
   // Twice under one name: LLVM's linker reports it through the context's diagnostics, an
   // fxc::Error (its default handler would print and exit the process).
-  CHECK_THROWS_WITH_AS(link_ptx_kernels({{k.name, k.ll, ""}, {k.name, k.ll, ""}}, "sm_90",
-                                        kLibdevice, true),
-                       doctest::Contains("symbol multiply defined"), Error);
+  CHECK_THROWS_WITH_AS(
+      link_ptx_kernels({{k.name, k.ll, ""}, {k.name, k.ll, ""}}, "sm_90", kLibdevice, true),
+      doctest::Contains("symbol multiply defined"), Error);
 }
 
 TEST_CASE("nvptx: a kernel of more parameter space than PTX 7.8 allows is PTX 8.1") {
@@ -587,8 +588,8 @@ TEST_CASE("nvptx: a kernel of more parameter space than PTX 7.8 allows is PTX 8.
   TestGraph tg;
   std::vector<ValueId> parts;
   for (int i = 0; i < 700; ++i)
-    parts.push_back(tg.input_values("x" + std::to_string(i), DType::F32, {1, 4},
-                                    tg.random_values(4, -1, 1)));
+    parts.push_back(
+        tg.input_values("x" + std::to_string(i), DType::F32, {1, 4}, tg.random_values(4, -1, 1)));
   tg.output(tg.op("aten.cat.default", {{"", Arg::of_tensors(parts)}, I(0)}));
   PtxProgram pp = compile_inductor_ptx(decompose(tg.g), {}, "sm_90", kLibdevice);
   REQUIRE(!pp.kernels.empty());

@@ -115,10 +115,10 @@ TEST_CASE("ops: pointwise ops lower; recomputable ops neither reduce nor mutate"
 }
 
 TEST_CASE("ops: PyTorch's operator aliases name declared ops") {
-  for (const char* alias : {"aten.__and__.Tensor", "aten.__and__.Scalar", "aten.__or__.Tensor",
-                            "aten.__or__.Scalar", "aten.__xor__.Tensor", "aten.__xor__.Scalar",
-                            "aten.__lshift__.Tensor", "aten.__lshift__.Scalar",
-                            "aten.__rshift__.Tensor", "aten.__rshift__.Scalar"}) {
+  for (const char* alias :
+       {"aten.__and__.Tensor", "aten.__and__.Scalar", "aten.__or__.Tensor", "aten.__or__.Scalar",
+        "aten.__xor__.Tensor", "aten.__xor__.Scalar", "aten.__lshift__.Tensor",
+        "aten.__lshift__.Scalar", "aten.__rshift__.Tensor", "aten.__rshift__.Scalar"}) {
     CAPTURE(alias);
     std::string_view op = canonical_target(alias);
     CHECK(op != alias);

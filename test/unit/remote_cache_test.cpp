@@ -70,7 +70,8 @@ TEST_CASE("redact_redis_url hides the password and nothing else") {
 }
 
 TEST_CASE("manifests round-trip their components") {
-  std::vector<KeyComponent> c = {{"fxc", "0.2.0", "d1"}, {"graph", "/m/model.pt2", "d2"},
+  std::vector<KeyComponent> c = {{"fxc", "0.2.0", "d1"},
+                                 {"graph", "/m/model.pt2", "d2"},
                                  {"weights", "/m/w.safetensors", "d3"}};
   std::string text = manifest_json("0123456789abcdef0123456789abcdef", c, R"({"size":3})");
   std::string key;
@@ -87,8 +88,10 @@ TEST_CASE("manifests round-trip their components") {
 }
 
 TEST_CASE("differing_components names what differs, by flag, file or field") {
-  std::vector<KeyComponent> want = {{"fxc", "0.2.0", "a"},         {"allow-tf32", "1", "t1"},
-                                    {"graph", "/x/m.pt2", "g"},    {"weights", "/x/w1.bin", "w1"},
+  std::vector<KeyComponent> want = {{"fxc", "0.2.0", "a"},
+                                    {"allow-tf32", "1", "t1"},
+                                    {"graph", "/x/m.pt2", "g"},
+                                    {"weights", "/x/w1.bin", "w1"},
                                     {"weights", "/x/w2.bin", "w2"}};
   std::vector<KeyComponent> have = want;
   CHECK(differing_components(want, have).empty());

@@ -141,7 +141,7 @@ TEST_CASE("report: a logger keeps what capture() asks for without printing it") 
 
 TEST_CASE("report: a CUDA device's peak bandwidth from its memory clock and bus width") {
   cuda::DeviceInfo h100;
-  CHECK(h100.peak_gbps() == 0); // the driver did not say
+  CHECK(h100.peak_gbps() == 0);    // the driver did not say
   h100.memory_clock_khz = 2619000; // H100 SXM: HBM3, 5120-bit bus
   h100.memory_bus_bits = 5120;
   CHECK(format_fixed(h100.peak_gbps(), 1) == "3352.3");

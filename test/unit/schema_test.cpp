@@ -7,7 +7,9 @@ using namespace fxc;
 
 TEST_CASE("schema: addmm parses with kwarg-only scalar defaults") {
   std::string err;
-  auto s = parse_schema("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", &err);
+  auto s = parse_schema(
+      "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+      &err);
   REQUIRE(s);
   CHECK(s->target == "aten.addmm.default");
   REQUIRE(s->args.size() == 5);
@@ -49,17 +51,26 @@ TEST_CASE("schema: bind_args fills defaults, coerces and reports errors") {
   std::vector<Arg> args;
   std::vector<bool> given;
   std::string err;
-  REQUIRE(bind_args(s, {{"", Arg::of_tensor(0)}, {"", Arg::of_tensor(1)}, {"", Arg::of_tensor(2)}}, &args, &given, &err));
+  REQUIRE(bind_args(s, {{"", Arg::of_tensor(0)}, {"", Arg::of_tensor(1)}, {"", Arg::of_tensor(2)}},
+                    &args, &given, &err));
   CHECK(args[3] == Arg::of_int(1));
   CHECK(given == std::vector<bool>{true, true, true, false, false});
-  CHECK_FALSE(bind_args(s, {{"", Arg::of_tensor(0)}, {"", Arg::of_tensor(1)}}, &args, &given, &err));
+  CHECK_FALSE(
+      bind_args(s, {{"", Arg::of_tensor(0)}, {"", Arg::of_tensor(1)}}, &args, &given, &err));
   CHECK(err == "missing argument 'mat2'");
-  CHECK_FALSE(bind_args(s, {{"", Arg::of_tensor(0)}, {"", Arg::of_int(3)}, {"", Arg::of_tensor(2)}}, &args, &given, &err));
+  CHECK_FALSE(bind_args(s, {{"", Arg::of_tensor(0)}, {"", Arg::of_int(3)}, {"", Arg::of_tensor(2)}},
+                        &args, &given, &err));
   CHECK(err == "argument 'mat1' expects Tensor, got int");
-  CHECK_FALSE(bind_args(s, {{"", Arg::of_tensor(0)}, {"", Arg::of_tensor(1)}, {"", Arg::of_tensor(2)}, {"", Arg::of_int(1)}}, &args, &given, &err));
+  CHECK_FALSE(bind_args(s,
+                        {{"", Arg::of_tensor(0)},
+                         {"", Arg::of_tensor(1)},
+                         {"", Arg::of_tensor(2)},
+                         {"", Arg::of_int(1)}},
+                        &args, &given, &err));
   CHECK(err.find("too many positional") == 0);
   const OpSchema& ln = *find_schema("aten.layer_norm.default");
-  REQUIRE(bind_args(ln, {{"", Arg::of_tensor(0)}, {"", Arg::of_ints({4})}, {"eps", Arg::of_int(0)}}, &args, &given, &err));
+  REQUIRE(bind_args(ln, {{"", Arg::of_tensor(0)}, {"", Arg::of_ints({4})}, {"eps", Arg::of_int(0)}},
+                    &args, &given, &err));
   CHECK(args[4] == Arg::of_float(0.0));
   CHECK(args[2].is_none());
 }

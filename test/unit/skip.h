@@ -1,11 +1,11 @@
 // Whether a unit case can run on this machine, decided in one place.
 //
 // A case that needs something CI's machine has (libdevice and nvJitLink of the CUDA toolkit in
-// /usr/local/cuda) fails when it is missing: a skip there would hide a case that can run. FXC_ALLOW_SKIPS=1 turns that into a skip on a machine set up by hand.
-// A case that needs a CUDA device is in the doctest suite "gpu" (ctest unit.gpu) and is
-// skipped without one, unless FXC_REQUIRE_CUDA=1 (test/gpu/run.sh) makes that a failure.
-// Skips are counted: a run with a skip and no failure exits 77, which ctest shows as
-// "Skipped" (SKIP_RETURN_CODE), never as a pass.
+// /usr/local/cuda) fails when it is missing: a skip there would hide a case that can run.
+// FXC_ALLOW_SKIPS=1 turns that into a skip on a machine set up by hand. A case that needs a CUDA
+// device is in the doctest suite "gpu" (ctest unit.gpu) and is skipped without one, unless
+// FXC_REQUIRE_CUDA=1 (test/gpu/run.sh) makes that a failure. Skips are counted: a run with a skip
+// and no failure exits 77, which ctest shows as "Skipped" (SKIP_RETURN_CODE), never as a pass.
 #pragma once
 
 #include "runtime/cuda_driver.h"

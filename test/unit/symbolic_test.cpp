@@ -43,15 +43,15 @@ TEST_CASE("symbolic: sympy srepr as torch.export writes it") {
   CHECK(evaluate(parse_sympy("ModularIndexing(Symbol('s0'), Integer(2), Integer(3))"),
                  {{"s0", 11}}) == 2);
   CHECK(parse_sympy("Integer(7)").op == SymExpr::Op::Const);
-  CHECK_THROWS_WITH_AS(parse_sympy("Sin(Symbol('s0'))"), doctest::Contains("'Sin' is not a size expression"),
-                       SymError);
+  CHECK_THROWS_WITH_AS(parse_sympy("Sin(Symbol('s0'))"),
+                       doctest::Contains("'Sin' is not a size expression"), SymError);
   CHECK_THROWS_AS(parse_sympy("Mul(Integer(2)"), SymError);
   CHECK_THROWS_AS(parse_sympy("Pow(Symbol('s0'), Symbol('s1'))"), SymError);
 }
 
 TEST_CASE("symbolic: the infix form prints and parses back") {
-  for (const char* text : {"s0", "4*s0", "s27*s77", "(s0 + 1)//2", "s0 - 1", "s0%3",
-                           "Max(s0, 2)", "Min(s0*2, s1 + 3)", "s0**2", "2*(s0 + s1)"}) {
+  for (const char* text : {"s0", "4*s0", "s27*s77", "(s0 + 1)//2", "s0 - 1", "s0%3", "Max(s0, 2)",
+                           "Min(s0*2, s1 + 3)", "s0**2", "2*(s0 + s1)"}) {
     CAPTURE(text);
     SymExpr e = parse_sym_text(text);
     CHECK(format_sym(e) == text);
@@ -75,8 +75,8 @@ TEST_CASE("symbolic: evaluation follows Python's integer division and modulo") {
   CHECK(evaluate(parse_sym_text("a%b"), b) == 1);
   CHECK(evaluate(parse_sym_text("Max(a, b, 5)"), b) == 5);
   CHECK_FALSE(evaluate(parse_sym_text("a//(b - 2)"), b).has_value()); // division by zero
-  CHECK_FALSE(evaluate(parse_sym_text("c + 1"), b).has_value());       // unbound
-  CHECK_FALSE(evaluate(parse_sym_text("b**70"), b).has_value());       // overflow
+  CHECK_FALSE(evaluate(parse_sym_text("c + 1"), b).has_value());      // unbound
+  CHECK_FALSE(evaluate(parse_sym_text("b**70"), b).has_value());      // overflow
 }
 
 TEST_CASE("symbolic: contiguous strides of symbolic sizes") {
@@ -155,9 +155,10 @@ TEST_CASE("dynamic: an .fxg holds the symbols and reads back the same graph") {
 
 TEST_CASE("dynamic: an .fxg with a bad symbol is refused with the reason") {
   auto read = [](const std::string& symbols, const std::string& shape) {
-    std::string text = R"({"format": "fxg", "version": 1, "symbols": )" + symbols +
-                       R"(, "inputs": [{"name": "x", "dtype": "f32", "shape": )" + shape +
-                       R"(}], "nodes": [{"name": "r", "target": "aten.relu.default", "args": [{"ref": "x"}]}], "outputs": ["r"]})";
+    std::string text =
+        R"({"format": "fxg", "version": 1, "symbols": )" + symbols +
+        R"(, "inputs": [{"name": "x", "dtype": "f32", "shape": )" + shape +
+        R"(}], "nodes": [{"name": "r", "target": "aten.relu.default", "args": [{"ref": "x"}]}], "outputs": ["r"]})";
     return parse_fxg_text(text, "t.fxg", {});
   };
   Graph ok = read(R"({"s0": {"min": 1, "max": null, "hint": 4}})", R"(["s0", 3])");
