@@ -5,13 +5,15 @@ torch.export, small enough to carry back from the GPU machine.
   python3 tools/export_zoo.py OUTDIR [NAME ...]        (torch 2.11; torchvision, transformers)
 
 For each model, batch 2, float32, eval: NAME.pt2 (torch.export's default opset), NAME.core.pt2
-(after run_decompositions(): core ATen) and NAME.io.safetensors (input_<i>, output_0 from eager
-on the CPU). Every floating-point parameter or buffer of 4096 elements or more is first replaced
-by values that tools/zoo_weights.py can regenerate anywhere (a counter-based hash, uniform, with
-the tensor's own mean and standard deviation), so the archives leave the machine with those
-entries zeroed and deflated (NAME.pt2 is a few hundred KB instead of 100 MB), and
-`tools/zoo_weights.py restore` writes them back bit for bit. NAME.weights.json lists, per zip
-entry, the seed, element count, mean and spread.
+(after run_decompositions(): core ATen) and NAME.out.safetensors (output_0 from eager on the
+CPU). Every floating-point parameter or buffer of 4096 elements or more is first replaced by
+values that tools/zoo_weights.py can regenerate anywhere (a counter-based hash, uniform, with the
+tensor's own mean and standard deviation), and so are the inputs (images: mean 0, spread 1; token
+ids: uniform in the vocabulary). The archives leave the machine with those entries zeroed and
+deflated and without data/sample_inputs (a weight-less skeleton: NAME.pt2 is a few hundred KB
+instead of 100 MB); `tools/zoo_weights.py restore` writes the weights back bit for bit and
+writes NAME.in.safetensors. NAME.weights.json lists, per zip entry, the seed, element count,
+mean and spread, and each input's seed, shape and dtype. A model that fails leaves no files.
 """
 import json, os, sys, time, traceback, zipfile, zlib
 
@@ -27,16 +29,24 @@ SEQ = 128
 # hardswish), dense connections, channel shuffle, grouped convs, fire modules, 3-d video convs,
 # segmentation (atrous convs, bilinear upsampling), vision transformers, shifted windows,
 # encoder and decoder language models.
+def _image(shape, seed=1):
+    return dict(seed=seed, shape=list(shape), dtype="float32", mean=0.0, std=1.0)
+
+
+def _ids(shape, high, seed=1):
+    return dict(seed=seed, shape=list(shape), dtype="int64", high=high)
+
+
 def _tv(name, shape=(BATCH, 3, 224, 224), **kw):
     def make():
         import torchvision
-        return getattr(torchvision.models, name)(**kw), (torch.randn(*shape),)
+        return getattr(torchvision.models, name)(**kw), (_image(shape),)
     return make
 
 
 def _video():
     import torchvision
-    return torchvision.models.video.r3d_18(), (torch.randn(BATCH, 3, 8, 112, 112),)
+    return torchvision.models.video.r3d_18(), (_image((BATCH, 3, 8, 112, 112)),)
 
 
 class _Out(torch.nn.Module):  # one tensor out of a dict or ModelOutput
@@ -53,7 +63,7 @@ def _deeplab():
     import torchvision
     m = torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(weights=None,
                                                                       weights_backbone=None)
-    return _Out(m, "out"), (torch.randn(BATCH, 3, 224, 224),)
+    return _Out(m, "out"), (_image((BATCH, 3, 224, 224)),)
 
 
 def _lm(kind):
@@ -74,9 +84,7 @@ def _lm(kind):
                                            max_position_embeddings=512)
             m = transformers.LlamaModel(cfg)
             field = "last_hidden_state"
-        ids = torch.randint(0, cfg.vocab_size, (BATCH, SEQ),
-                            generator=torch.Generator().manual_seed(1))
-        return _Out(m, field, kw=True), (ids,)
+        return _Out(m, field, kw=True), (_ids((BATCH, SEQ), cfg.vocab_size),)
     return make
 
 
@@ -125,6 +133,8 @@ def slim(path, table):
     with zipfile.ZipFile(path) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
         for info in zin.infolist():
             data = zin.read(info.filename)
+            if "/data/sample_inputs/" in "/" + info.filename:
+                continue  # the example inputs: regenerable (NAME.weights.json "inputs")
             hit = table.get((zlib.crc32(data), len(data)))
             if hit is not None and zoo_weights.generate_bytes(hit) == data:
                 entries[info.filename] = hit
@@ -139,8 +149,9 @@ def slim(path, table):
 def export_one(outdir, name):
     from safetensors.torch import save_file
     torch.manual_seed(0)
-    m, ins = MODELS[name]()
+    m, specs = MODELS[name]()
     m = m.eval()
+    ins = tuple(torch.from_numpy(zoo_weights.generate_input(s)) for s in specs)
     table = replace_weights(m)
     t0 = time.time()
     with torch.no_grad():
@@ -148,15 +159,13 @@ def export_one(outdir, name):
         out = m(*ins)
         torch.export.save(ep, f"{outdir}/{name}.pt2")
         torch.export.save(ep.run_decompositions(), f"{outdir}/{name}.core.pt2")
-    io = {f"input_{i}": x.contiguous() for i, x in enumerate(ins)}
-    io["output_0"] = out.contiguous()
-    save_file(io, f"{outdir}/{name}.io.safetensors")
-    meta = {}
+    save_file({"output_0": out.contiguous()}, f"{outdir}/{name}.out.safetensors")
+    meta = {"archives": {}, "inputs": list(specs)}
     for suffix in ("pt2", "core.pt2"):
-        meta[suffix] = slim(f"{outdir}/{name}.{suffix}", table)
+        meta["archives"][suffix] = slim(f"{outdir}/{name}.{suffix}", table)
     with open(f"{outdir}/{name}.weights.json", "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
-    n = sum(len(v) for v in meta.values())
+    n = sum(len(v) for v in meta["archives"].values())
     print(f"{name} ok {time.time() - t0:.1f}s, {n} entries regenerable", flush=True)
 
 
@@ -169,6 +178,9 @@ def main():
         except Exception as e:  # one model's failure is reported, the others go on
             print(f"{name} ERROR {type(e).__name__}: {str(e)[:500]}", flush=True)
             traceback.print_exc(limit=3)
+            for f in os.listdir(outdir):  # no half-written (unslimmed) archives
+                if f.startswith(name + "."):
+                    os.remove(os.path.join(outdir, f))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Regenerable weights for the model zoo (tools/export_zoo.py).
+"""Regenerable weights and inputs for the model zoo (tools/export_zoo.py).
 
   python3 tools/zoo_weights.py restore DIR     every DIR/NAME[.core].pt2 with a DIR/NAME.weights.json
                                                gets its zeroed entries written back (stored, not
-                                               deflated, as torch.export writes them)
+                                               deflated, as torch.export writes them), and
+                                               DIR/NAME.in.safetensors gets the inputs (input_<i>)
+
+NAME.weights.json: {"archives": {"pt2": {zip entry: info}, "core.pt2": {...}}, "inputs": [info]},
+where a weight's info is {seed, n, mean, std} and an input's {seed, shape, dtype, mean, std} for
+float32 or {seed, shape, dtype: "int64", high} for token ids in [0, high).
 
 The values are a counter-based hash (splitmix64 of the element index and a seed), mapped to a
 uniform distribution with a given mean and standard deviation, in float32. Integer arithmetic
@@ -28,6 +33,40 @@ def generate(seed, n, mean, std):
     u = (x >> _U(40)).astype(np.float64) * (1.0 / (1 << 24))  # [0, 1)
     half = std * 3.0 ** 0.5  # a uniform on [-h, h] has standard deviation h / sqrt(3)
     return ((2.0 * u - 1.0) * half + mean).astype(np.float32)
+
+
+def generate_ints(seed, n, high):
+    """n int64 values in [0, high): the same hash as generate(), reduced modulo high."""
+    x = np.arange(n, dtype=np.uint64) * _U(0x9E3779B97F4A7C15) + _U((seed * 0xD1B54A32D192ED03) & 0xFFFFFFFFFFFFFFFF)
+    x ^= x >> _U(31)
+    x *= _U(0xBF58476D1CE4E5B9)
+    x ^= x >> _U(29)
+    return (x % _U(high)).astype(np.int64)
+
+
+def generate_input(info):
+    """The array an input's info describes (shape, dtype, and its seed)."""
+    n = int(np.prod(info["shape"], dtype=np.int64))
+    if info["dtype"] == "int64":
+        return generate_ints(info["seed"], n, info["high"]).reshape(info["shape"])
+    return generate(info["seed"], n, info["mean"], info["std"]).reshape(info["shape"])
+
+
+def write_safetensors(path, arrays):
+    """A safetensors file of numpy arrays (name -> array), in the order given."""
+    names = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64"}
+    header, blobs, off = {}, [], 0
+    for k, a in arrays.items():
+        b = np.ascontiguousarray(a).tobytes()
+        header[k] = {"dtype": names[a.dtype], "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h)
+        for b in blobs:
+            f.write(b)
 
 
 def generate_bytes(info):
@@ -57,11 +96,13 @@ def main():
         name = f[: -len(".weights.json")]
         with open(os.path.join(d, f)) as fh:
             meta = json.load(fh)
-        for suffix, entries in meta.items():
+        for suffix, entries in meta["archives"].items():
             p = os.path.join(d, f"{name}.{suffix}")
             if os.path.exists(p):
                 restore(p, entries)
                 print(f"{p}: {len(entries)} entries restored")
+        ins = {f"input_{i}": generate_input(info) for i, info in enumerate(meta["inputs"])}
+        write_safetensors(os.path.join(d, f"{name}.in.safetensors"), ins)
 
 
 if __name__ == "__main__":
