@@ -5,6 +5,8 @@
                                                gets its zeroed entries written back (stored, not
                                                deflated, as torch.export writes them), and
                                                DIR/NAME.in.safetensors gets the inputs (input_<i>)
+                                               and DIR/NAME.io.safetensors the inputs and the
+                                               outputs of DIR/NAME.out.safetensors (output_<i>)
 
 NAME.weights.json: {"archives": {"pt2": {zip entry: info}, "core.pt2": {...}}, "inputs": [info]},
 where a weight's info is {seed, n, mean, std} and an input's {seed, shape, dtype, mean, std} for
@@ -54,7 +56,9 @@ def generate_input(info):
 
 def write_safetensors(path, arrays):
     """A safetensors file of numpy arrays (name -> array), in the order given."""
-    names = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64"}
+    names = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.float16): "F16",
+             np.dtype(np.int64): "I64", np.dtype(np.int32): "I32", np.dtype(np.int8): "I8",
+             np.dtype(np.uint8): "U8", np.dtype(np.bool_): "BOOL"}
     header, blobs, off = {}, [], 0
     for k, a in arrays.items():
         b = np.ascontiguousarray(a).tobytes()
@@ -67,6 +71,23 @@ def write_safetensors(path, arrays):
         f.write(len(h).to_bytes(8, "little") + h)
         for b in blobs:
             f.write(b)
+
+
+def read_safetensors(path):
+    """name -> numpy array of a safetensors file (F32, I64, BOOL, ... as numpy has them)."""
+    types = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64,
+             "I32": np.int32, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for k, v in header.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        out[k] = np.frombuffer(data[a:b], dtype=types[v["dtype"]]).reshape(v["shape"])
+    return out
 
 
 def generate_bytes(info):
@@ -103,6 +124,10 @@ def main():
                 print(f"{p}: {len(entries)} entries restored")
         ins = {f"input_{i}": generate_input(info) for i, info in enumerate(meta["inputs"])}
         write_safetensors(os.path.join(d, f"{name}.in.safetensors"), ins)
+        out = os.path.join(d, f"{name}.out.safetensors")
+        if os.path.exists(out):
+            ins.update(read_safetensors(out))
+            write_safetensors(os.path.join(d, f"{name}.io.safetensors"), ins)
 
 
 if __name__ == "__main__":
