@@ -6,7 +6,8 @@ torch.export, small enough to carry back from the GPU machine.
 
 For each model, batch 2, float32, eval: NAME.pt2 (torch.export's default opset), NAME.core.pt2
 (after run_decompositions(): core ATen) and NAME.out.safetensors (output_0 from eager on the
-CPU). Every floating-point parameter or buffer of 4096 elements or more is first replaced by
+CPU) and NAME.grad.safetensors (output_0, and the gradients of out.sum() of the parameters under
+4096 elements: grad.<name>). Every floating-point parameter or buffer of 4096 elements or more is first replaced by
 values that tools/zoo_weights.py can regenerate anywhere (a counter-based hash, uniform, with the
 tensor's own mean and standard deviation), and so are the inputs (images: mean 0, spread 1; token
 ids: uniform in the vocabulary). The archives leave the machine with those entries zeroed and
@@ -160,6 +161,15 @@ def export_one(outdir, name):
         torch.export.save(ep, f"{outdir}/{name}.pt2")
         torch.export.save(ep.run_decompositions(), f"{outdir}/{name}.core.pt2")
     save_file({"output_0": out.contiguous()}, f"{outdir}/{name}.out.safetensors")
+    # Train mode: gradients of out.sum() (fxc --mode=train: output gradients of ones) for the
+    # parameters small enough to stay in the archive (norm scales, biases: a few KB, and each
+    # depends on the backward of everything after it), PyTorch's autograd on the CPU.
+    m.zero_grad(set_to_none=True)
+    m(*ins).sum().backward()
+    grads = {f"grad.{k}": p.grad.detach().contiguous() for k, p in m.named_parameters()
+             if p.grad is not None and p.numel() < zoo_weights.MIN_ELEMENTS}
+    grads["output_0"] = out.contiguous()
+    save_file(grads, f"{outdir}/{name}.grad.safetensors")
     meta = {"archives": {}, "inputs": list(specs)}
     for suffix in ("pt2", "core.pt2"):
         meta["archives"][suffix] = slim(f"{outdir}/{name}.{suffix}", table)
