@@ -18,7 +18,8 @@ Metas pool2d_grad(const Ctx& c, const Sizes& out_spatial) {
   if (go.sizes != want)
     c.fail("'grad_output' must have the pooled output's sizes " + join(want) + ", but " +
            c.desc("grad_output"));
-  if (!is_floating(go.dtype)) c.fail("'grad_output' must be floating point, but " + c.desc("grad_output"));
+  if (!is_floating(go.dtype))
+    c.fail("'grad_output' must be floating point, but " + c.desc("grad_output"));
   return {make(go.dtype, x.sizes, x.device)};
 }
 
@@ -31,8 +32,8 @@ Sizes pooled(const Ctx& c, const Sizes& k, const Sizes& s, const Sizes& p, const
     if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0 || p[i] < 0 || p[i] > k[i] / 2)
       c.fail("bad pooling parameters: kernel_size " + join(k) + ", stride " + join(s) +
              ", padding " + join(p));
-    out.push_back(resample::pool_out_size(x.sizes[x.sizes.size() - 2 + i], k[i], p[i], s[i], d[i],
-                                          ceil));
+    out.push_back(
+        resample::pool_out_size(x.sizes[x.sizes.size() - 2 + i], k[i], p[i], s[i], d[i], ceil));
   }
   return out;
 }
@@ -61,8 +62,8 @@ Metas max_pool2d_with_indices_backward(const Graph& g, const Node& n) {
   if (idx.sizes != c.tensor("grad_output").sizes)
     c.fail("'indices' must have grad_output's sizes, but " + c.desc("indices") + " and " +
            c.desc("grad_output"));
-  return pool2d_grad(c, pooled(c, k, s, c.ints_n("padding", 2), c.ints_n("dilation", 2),
-                               c.bool_("ceil_mode")));
+  return pool2d_grad(
+      c, pooled(c, k, s, c.ints_n("padding", 2), c.ints_n("dilation", 2), c.bool_("ceil_mode")));
 }
 
 Metas adaptive_avg_pool2d_backward(const Graph& g, const Node& n) {
@@ -81,7 +82,8 @@ Metas embedding_dense_backward(const Graph& g, const Node& n) {
   const TensorMeta& idx = c.tensor("indices");
   if (idx.dtype != DType::I64 && idx.dtype != DType::I32)
     c.fail("expected indices of dtype i64 or i32, but " + c.desc("indices"));
-  if (go.dim() != idx.dim() + 1 || !std::equal(idx.sizes.begin(), idx.sizes.end(), go.sizes.begin()))
+  if (go.dim() != idx.dim() + 1 ||
+      !std::equal(idx.sizes.begin(), idx.sizes.end(), go.sizes.begin()))
     c.fail("'grad_output' must be the indices' sizes plus the embedding dim, but " +
            c.desc("grad_output") + " and " + c.desc("indices"));
   int64_t rows = c.int_("num_weights");

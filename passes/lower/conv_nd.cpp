@@ -16,8 +16,7 @@ bool lower_conv_nd_im2col(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
   const size_t sp = R - 2, pad = 3 - sp;
   auto fit = [&](const std::vector<int64_t>& v, int64_t unit, std::array<int64_t, 3>& out) {
     if (v.size() != 1 && v.size() != sp) return false;
-    for (size_t i = 0; i < 3; ++i)
-      out[i] = i < pad ? unit : v.size() == 1 ? v[0] : v[i - pad];
+    for (size_t i = 0; i < 3; ++i) out[i] = i < pad ? unit : v.size() == 1 ? v[0] : v[i - pad];
     return true;
   };
   std::array<int64_t, 3> S, P, D, I, K, OS;
@@ -31,28 +30,27 @@ bool lower_conv_nd_im2col(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
   const int64_t KV = K[0] * K[1] * K[2], CK = C * KV, Lo = OS[0] * OS[1] * OS[2];
   // cols[n, (c, kd, kh, kw), (od, oh, ow)]: the input under each window position, 0 in the
   // padding.
-  LVal cols = L.pointwise(
-      n, x.dtype, {N, CK, Lo},
-      [&](auto& idx) {
-        IndexExpr c = idx[1].floordiv(KV);
-        IndexExpr k[3] = {idx[1].floordiv(K[1] * K[2]).mod(K[0]), idx[1].floordiv(K[2]).mod(K[1]),
-                          idx[1].mod(K[2])};
-        IndexExpr o[3] = {idx[2].floordiv(OS[1] * OS[2]), idx[2].floordiv(OS[2]).mod(OS[1]),
-                          idx[2].mod(OS[2])};
-        std::vector<IndexExpr> at = {idx[0], c};
-        VPtr inside;
-        for (size_t i = pad; i < 3; ++i) {
-          IndexExpr e = o[i] * S[i] + k[i] * D[i] - IndexExpr(P[i]);
-          IndexExpr ce = clamped(e, I[i]);
-          at.push_back(ce);
-          if (ce == e) continue;
-          VPtr ok = v_binary(VOp::And, index_ge(e, 0), index_lt(e, I[i]));
-          inside = inside ? v_binary(VOp::And, inside, ok) : ok;
-        }
-        VPtr v = L.at(x, at);
-        return inside ? v_where(inside, v, v_const(0, x.dtype)) : v;
-      },
-      {&x});
+  LVal cols = L.pointwise(n, x.dtype, {N, CK, Lo},
+                          [&](auto& idx) {
+                            IndexExpr c = idx[1].floordiv(KV);
+                            IndexExpr k[3] = {idx[1].floordiv(K[1] * K[2]).mod(K[0]),
+                                              idx[1].floordiv(K[2]).mod(K[1]), idx[1].mod(K[2])};
+                            IndexExpr o[3] = {idx[2].floordiv(OS[1] * OS[2]),
+                                              idx[2].floordiv(OS[2]).mod(OS[1]), idx[2].mod(OS[2])};
+                            std::vector<IndexExpr> at = {idx[0], c};
+                            VPtr inside;
+                            for (size_t i = pad; i < 3; ++i) {
+                              IndexExpr e = o[i] * S[i] + k[i] * D[i] - IndexExpr(P[i]);
+                              IndexExpr ce = clamped(e, I[i]);
+                              at.push_back(ce);
+                              if (ce == e) continue;
+                              VPtr ok = v_binary(VOp::And, index_ge(e, 0), index_lt(e, I[i]));
+                              inside = inside ? v_binary(VOp::And, inside, ok) : ok;
+                            }
+                            VPtr v = L.at(x, at);
+                            return inside ? v_where(inside, v, v_const(0, x.dtype)) : v;
+                          },
+                          {&x});
   LVal wb = L.view(n, w, {N, O, CK}, [&](auto& idx) {
     std::vector<IndexExpr> at = {idx[1], idx[2].floordiv(KV)};
     IndexExpr k[3] = {idx[2].floordiv(K[1] * K[2]).mod(K[0]), idx[2].floordiv(K[2]).mod(K[1]),

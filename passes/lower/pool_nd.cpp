@@ -61,28 +61,26 @@ void lower_max_pool3d(Lowerer& L, int n) {
   LVal pos = L.reduce(n, ReduceOp::ArgMax, m.dtype, in_sizes, rdims, window, {&x});
   LVal flat = L.reshape(pos, m.sizes);
   const TensorMeta& mi = L.out_meta(n, 1);
-  L.set_output(n, 1,
-               L.pointwise(n, DType::I64, m.sizes,
-                           [&](auto& idx) {
-                             VPtr a = L.at(flat, idx);
-                             VPtr at;
-                             int64_t inner = k[1] * k[2];
-                             for (size_t i = 0; i < sp; ++i) {
-                               VPtr ki = v_binary(VOp::FloorDivide, a, c64(inner));
-                               a = v_binary(VOp::Sub, a, v_binary(VOp::Mul, ki, c64(inner)));
-                               if (i + 1 < sp) inner /= k[i + 1];
-                               VPtr pi = v_binary(
-                                   VOp::Add,
-                                   v_index(idx[lead + i] * s[i] - IndexExpr(p[i]), DType::I64),
-                                   v_binary(VOp::Mul, ki, c64(dl[i])));
-                               at = at ? v_binary(VOp::Add,
-                                                  v_binary(VOp::Mul, at, c64(x.sizes[lead + i])),
-                                                  pi)
-                                       : pi;
-                             }
-                             return v_cast(at, mi.dtype);
-                           },
-                           {&flat}));
+  L.set_output(
+      n, 1,
+      L.pointwise(
+          n, DType::I64, m.sizes,
+          [&](auto& idx) {
+            VPtr a = L.at(flat, idx);
+            VPtr at;
+            int64_t inner = k[1] * k[2];
+            for (size_t i = 0; i < sp; ++i) {
+              VPtr ki = v_binary(VOp::FloorDivide, a, c64(inner));
+              a = v_binary(VOp::Sub, a, v_binary(VOp::Mul, ki, c64(inner)));
+              if (i + 1 < sp) inner /= k[i + 1];
+              VPtr pi =
+                  v_binary(VOp::Add, v_index(idx[lead + i] * s[i] - IndexExpr(p[i]), DType::I64),
+                           v_binary(VOp::Mul, ki, c64(dl[i])));
+              at = at ? v_binary(VOp::Add, v_binary(VOp::Mul, at, c64(x.sizes[lead + i])), pi) : pi;
+            }
+            return v_cast(at, mi.dtype);
+          },
+          {&flat}));
 }
 
 /// adaptive_avg_pool1d/2d/3d: output o of a spatial dim averages the input over
@@ -105,8 +103,7 @@ void lower_adaptive_avg_pool(Lowerer& L, int n) {
     in[i] = x.sizes[lead + i];
     out[i] = m.sizes[lead + i];
     for (int64_t o = 0; o < out[i]; ++o)
-      kmax[i] =
-          std::max(kmax[i], ((o + 1) * in[i] + out[i] - 1) / out[i] - (o * in[i]) / out[i]);
+      kmax[i] = std::max(kmax[i], ((o + 1) * in[i] + out[i] - 1) / out[i] - (o * in[i]) / out[i]);
     in_sizes.push_back(kmax[i]);
     rdims.push_back(int64_t(R + i));
   }
@@ -122,7 +119,8 @@ void lower_adaptive_avg_pool(Lowerer& L, int n) {
       IndexExpr e = start(idx[lead + i], i) + idx[R + i];
       at.push_back(clamped(e, in[i]));
       if (kmax[i] == 1) continue; // every window has one element
-      VPtr ok = v_binary(VOp::Lt, v_index(e, DType::I64), v_index(end(idx[lead + i], i), DType::I64));
+      VPtr ok =
+          v_binary(VOp::Lt, v_index(e, DType::I64), v_index(end(idx[lead + i], i), DType::I64));
       inside = inside ? v_binary(VOp::And, inside, ok) : ok;
     }
     VPtr v = v_cast(L.at(x, at), acc);
@@ -130,19 +128,19 @@ void lower_adaptive_avg_pool(Lowerer& L, int n) {
   };
   LVal sum = L.reduce(n, ReduceOp::Sum, acc, in_sizes, rdims, window, {&x});
   LVal flat = L.reshape(sum, m.sizes);
-  L.set_output(n, 0,
-               L.pointwise(n, m.dtype, m.sizes,
-                           [&](auto& idx) {
-                             VPtr vol;
-                             for (size_t i = 0; i < sp; ++i) {
-                               VPtr len = v_index(end(idx[lead + i], i) - start(idx[lead + i], i),
-                                                  DType::I64);
-                               vol = vol ? v_binary(VOp::Mul, vol, len) : len;
-                             }
-                             return v_cast(v_binary(VOp::Div, L.at(flat, idx), v_cast(vol, acc)),
-                                           m.dtype);
-                           },
-                           {&flat}));
+  L.set_output(
+      n, 0,
+      L.pointwise(n, m.dtype, m.sizes,
+                  [&](auto& idx) {
+                    VPtr vol;
+                    for (size_t i = 0; i < sp; ++i) {
+                      VPtr len =
+                          v_index(end(idx[lead + i], i) - start(idx[lead + i], i), DType::I64);
+                      vol = vol ? v_binary(VOp::Mul, vol, len) : len;
+                    }
+                    return v_cast(v_binary(VOp::Div, L.at(flat, idx), v_cast(vol, acc)), m.dtype);
+                  },
+                  {&flat}));
 }
 
 const OpTable<LowerFn>::Row kPoolNdRules[] = {

@@ -138,8 +138,7 @@ Tensors k_embedding_dense_backward(const KernelCall& c) {
     int64_t r = int64_t(ids[k]);
     if (r == pad) continue;
     double scale = freq ? 1.0 / count[size_t(r)] : 1.0;
-    for (int64_t j = 0; j < D; ++j)
-      out[size_t(r * D + j)] += g[size_t(int64_t(k) * D + j)] * scale;
+    for (int64_t j = 0; j < D; ++j) out[size_t(r * D + j)] += g[size_t(int64_t(k) * D + j)] * scale;
   }
   return {make(c.result_dtype(go.dtype()), {V, D}, out)};
 }
