@@ -564,15 +564,21 @@ void conv2d(GradCtx& c) {
 
 // ---- Pooling, indexing --------------------------------------------------------------------------
 
-/// Scatters the pooled gradient back to the positions its indices (flat per H*W plane) name.
-void pool_grad_from_indices(GradCtx& c, ValueId indices) {
+/// Scatters the pooled gradient back to the positions its indices (flat over the last `sp`
+/// spatial dims: h * W + w, d * H * W + h * W + w) name.
+void pool_grad_from_indices(GradCtx& c, ValueId indices, size_t sp = 2) {
   Emit& e = c.e;
   ValueId x = c.in("self");
   std::vector<int64_t> xs = c.sizes(x), gs = c.sizes(c.grad_out());
-  if (xs.size() < 3) c.fail("max_pool2d backward needs a (N,)C,H,W input");
-  int64_t planes = 1;
-  for (size_t d = 0; d + 2 < xs.size(); ++d) planes *= xs[d];
-  int64_t in_plane = xs[xs.size() - 2] * xs.back(), out_plane = gs[gs.size() - 2] * gs.back();
+  if (xs.size() < sp + 1 || gs.size() != xs.size())
+    c.fail("max_pool" + std::to_string(sp) + "d backward needs a (N,)C," +
+           (sp == 3 ? std::string("D,") : std::string()) + "H,W input");
+  int64_t planes = 1, in_plane = 1, out_plane = 1;
+  for (size_t d = 0; d + sp < xs.size(); ++d) planes *= xs[d];
+  for (size_t d = xs.size() - sp; d < xs.size(); ++d) {
+    in_plane *= xs[d];
+    out_plane *= gs[d];
+  }
   ValueId idx = e.reshape(indices, {planes, out_plane});
   ValueId src = e.reshape(c.grad_out(), {planes, out_plane});
   ValueId gx = e.op("aten.scatter_add.default", {Emit::t(e.zeros({planes, in_plane}, e.meta(x))),
@@ -583,6 +589,11 @@ void pool_grad_from_indices(GradCtx& c, ValueId indices) {
 void max_pool2d_with_indices(GradCtx& c) {
   c.only_first_output();
   pool_grad_from_indices(c, c.out(1));
+}
+
+void max_pool3d_with_indices(GradCtx& c) {
+  c.only_first_output();
+  pool_grad_from_indices(c, c.out(1), 3);
 }
 
 void adaptive_avg_pool2d(GradCtx& c) {
@@ -751,6 +762,38 @@ void select(GradCtx& c) {
   int64_t idx = wrap(c.arg("index").i, xs[size_t(dim)]);
   c.add_grad(x, c.e.slice_scatter(c.e.zeros(xs, c.e.meta(x)), c.e.unsqueeze(c.grad_out(), dim), dim,
                                   idx, idx + 1));
+}
+
+/// diagonal: the gradient lands on the diagonal of zeros: with dim1 and dim2 moved last and
+/// flattened, the diagonal is the slice start::n2+1 of that flat dim.
+void diagonal(GradCtx& c) {
+  Emit& e = c.e;
+  ValueId x = c.in("self");
+  std::vector<int64_t> xs = c.sizes(x);
+  int64_t R = int64_t(xs.size());
+  int64_t d1 = wrap(c.arg("dim1").i, R), d2 = wrap(c.arg("dim2").i, R), off = c.arg("offset").i;
+  int64_t n1 = xs[size_t(d1)], n2 = xs[size_t(d2)];
+  int64_t len = c.sizes(c.grad_out()).back();
+  std::vector<int64_t> perm, moved;
+  for (int64_t d = 0; d < R; ++d)
+    if (d != d1 && d != d2) {
+      perm.push_back(d);
+      moved.push_back(xs[size_t(d)]);
+    }
+  perm.push_back(d1);
+  perm.push_back(d2);
+  std::vector<int64_t> flat = moved;
+  flat.push_back(n1 * n2);
+  ValueId z = e.zeros(flat, e.meta(x));
+  if (len > 0) {
+    int64_t start = std::max<int64_t>(-off, 0) * n2 + std::max<int64_t>(off, 0);
+    z = e.slice_scatter(z, c.grad_out(), R - 2, start, start + (len - 1) * (n2 + 1) + 1, n2 + 1);
+  }
+  moved.push_back(n1);
+  moved.push_back(n2);
+  std::vector<int64_t> inv(static_cast<size_t>(R), 0);
+  for (int64_t i = 0; i < R; ++i) inv[size_t(perm[size_t(i)])] = i;
+  c.add_grad(x, e.permute(e.reshape(z, moved), inv));
 }
 
 /// as_strided(x, size, stride, offset) reads x's storage at offset + sum(i_d * stride_d); the
@@ -968,6 +1011,9 @@ void log10(GradCtx& c) {
 }
 void log1p(GradCtx& c) {
   c.add_grad("self", c.e.div(c.grad_out(), c.e.add_s(c.in("self"), 1.0)));
+}
+void exp2(GradCtx& c) {
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.mul_s(c.out(), std::log(2.0))));
 }
 void expm1(GradCtx& c) {
   c.add_grad("self", c.e.mul(c.grad_out(), c.e.add_s(c.out(), 1.0)));
@@ -1315,6 +1361,7 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::atan2, atan2},
     {OpId::atanh, atanh},
     {OpId::cosh, cosh},
+    {OpId::exp2, exp2},
     {OpId::expm1, expm1},
     {OpId::log10, log10},
     {OpId::log1p, log1p},
@@ -1344,6 +1391,7 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::log_softmax_int, log_softmax},
     {OpId::masked_fill_Scalar, masked_fill},
     {OpId::max_pool2d_with_indices, max_pool2d_with_indices},
+    {OpId::max_pool3d_with_indices, max_pool3d_with_indices},
     {OpId::maximum, maximum},
     {OpId::mean, mean_default},
     {OpId::mean_dim, mean_dim},
@@ -1366,6 +1414,7 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::roll, roll},
     {OpId::rsqrt, rsqrt},
     {OpId::scatter_add, scatter_add},
+    {OpId::diagonal, diagonal},
     {OpId::select_int, select},
     {OpId::sigmoid, sigmoid},
     {OpId::silu, silu},

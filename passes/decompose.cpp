@@ -338,9 +338,17 @@ std::vector<int64_t> spatial(const Arg& a, size_t n) {
   return a.ints;
 }
 
+/// conv1d/conv2d/conv3d as convolution; an unbatched input gains a batch dim of 1 and loses it
+/// after.
 std::vector<ValueId> conv2d(Emit& e, const DNode& d) {
   ValueId x = d.tensor("input"), w = d.tensor("weight");
   size_t sp = size_t(std::max<int64_t>(e.dim(w) - 2, 0));
+  if (e.dim(x) == e.dim(w) - 1) {
+    std::vector<int64_t> os = d.out_meta(0).sizes;
+    DNode b = d;
+    b.args[size_t(d.n.schema->index_of("input"))] = Arg::of_tensor(e.unsqueeze(x, 0));
+    return {e.reshape(conv2d(e, b)[0], os)};
+  }
   std::vector<CallArg> call = {Emit::t(x),
                                Emit::t(w),
                                {"", d.arg("bias")},
@@ -362,6 +370,12 @@ std::vector<ValueId> max_pool2d(Emit& e, const DNode& d) {
   std::vector<CallArg> call;
   for (size_t k = 0; k < d.args.size(); ++k) call.push_back({"", d.args[k]});
   return {e.call("aten.max_pool2d_with_indices.default", std::move(call))[0]};
+}
+
+std::vector<ValueId> max_pool3d(Emit& e, const DNode& d) {
+  std::vector<CallArg> call;
+  for (size_t k = 0; k < d.args.size(); ++k) call.push_back({"", d.args[k]});
+  return {e.call("aten.max_pool3d_with_indices.default", std::move(call))[0]};
 }
 
 std::vector<ValueId> adaptive_avg_pool2d(Emit& e, const DNode& d) {
@@ -707,7 +721,103 @@ std::vector<ValueId> batch_norm_no_stats(Emit& e, const DNode& d) {
           e.cast(e.reshape(r[2], {C}), stat)};
 }
 
+// ---- Backward ops of the core opset, as the ops their derivative rules emit ----
+
+/// max_pool2d_with_indices_backward: the gradient scattered (added) to the input positions its
+/// indices (flat per H*W plane) name.
+std::vector<ValueId> max_pool2d_backward(Emit& e, const DNode& d) {
+  ValueId go = d.tensor("grad_output"), x = d.tensor("self");
+  std::vector<int64_t> xs = e.sizes(x), gs = e.sizes(go);
+  if (xs.size() < 3 || gs.size() != xs.size()) return {};
+  int64_t planes = prod(xs, 0, xs.size() - 2), in_plane = prod(xs, xs.size() - 2);
+  int64_t out_plane = prod(gs, gs.size() - 2);
+  TensorMeta like = e.meta(go);
+  ValueId gx = e.op("aten.scatter_add.default",
+                    {Emit::t(e.zeros({planes, in_plane}, like)), Emit::i(1),
+                     Emit::t(e.reshape(d.tensor("indices"), {planes, out_plane})),
+                     Emit::t(e.reshape(go, {planes, out_plane}))});
+  return {e.reshape(gx, xs)};
+}
+
+/// embedding_dense_backward: gradient rows added into the rows their indices name (none at
+/// padding_idx); scale_grad_by_freq divides each by the count of its index.
+std::vector<ValueId> embedding_backward(Emit& e, const DNode& d) {
+  ValueId go = d.tensor("grad_output"), ids = d.tensor("indices");
+  int64_t k = e.meta(ids).numel(), dim = e.sizes(go).back(), rows = d.arg("num_weights").i;
+  TensorMeta like = e.meta(go);
+  ValueId src = e.reshape(go, {k, dim});
+  ValueId flat = e.reshape(ids, {k, 1});
+  int64_t pad = d.arg("padding_idx").i;
+  if (pad >= 0) src = e.where_s(e.cmp_s("ne", flat, double(pad)), src, 0.0);
+  if (d.arg("scale_grad_by_freq").b) {
+    ValueId ones = e.add_s(e.zeros({k}, like), 1.0);
+    ValueId counts =
+        e.op("aten.scatter_add.default", {Emit::t(e.zeros({rows}, like)), Emit::i(0),
+                                          Emit::t(e.reshape(ids, {k})), Emit::t(ones)});
+    ValueId per = e.op("aten.index_select.default",
+                       {Emit::t(counts), Emit::i(0), Emit::t(e.reshape(ids, {k}))});
+    src = e.div(src, e.reshape(per, {k, 1}));
+  }
+  return {e.op("aten.scatter_add.default", {Emit::t(e.zeros({rows, dim}, like)), Emit::i(0),
+                                            Emit::t(e.expand(flat, {k, dim})), Emit::t(src)})};
+}
+
+/// avg_pool2d_backward and _adaptive_avg_pool2d_backward: the forward maps are separable, x ×_d
+/// M_d with M_d ([in_d, out_d]) the op applied to an identity laid out along d, so the gradient
+/// is grad ×_d M_d^T.
+std::vector<ValueId> separable_pool_backward(Emit& e, const DNode& d) {
+  ValueId go = d.tensor("grad_output"), x = d.tensor("self");
+  std::vector<int64_t> xs = e.sizes(x), gs = e.sizes(go);
+  const int64_t S = 2, R = int64_t(xs.size());
+  if (R < S + 1 || int64_t(gs.size()) != R) return {};
+  bool adaptive = d.n.target.find("adaptive") != std::string::npos;
+  double override_div = 0;
+  ValueId y = go;
+  for (int64_t i = 0; i < S; ++i) {
+    int64_t dim = R - S + i, I = xs[size_t(dim)], O = gs[size_t(dim)];
+    ValueId a = e.arange(0, I, 1, e.meta(go).device);
+    ValueId eye = e.cast(e.cmp("eq", e.unsqueeze(a, 1), e.unsqueeze(a, 0)), e.meta(go).dtype);
+    std::vector<int64_t> es = {1, I};
+    for (int64_t j = 0; j < S; ++j) es.push_back(j == i ? I : 1);
+    eye = e.reshape(eye, es);
+    ValueId m;
+    if (adaptive) {
+      std::vector<int64_t> osz(size_t(S), 1);
+      osz[size_t(i)] = O;
+      m = e.op("aten._adaptive_avg_pool2d.default", {Emit::t(eye), Emit::ints(osz)});
+    } else {
+      auto one = [&](const char* name, int64_t unit) {
+        const Arg& v = d.arg(name);
+        std::vector<int64_t> full =
+            v.ints.empty() ? resample::spatial_param(d.arg("kernel_size").ints, size_t(S))
+                           : resample::spatial_param(v.ints, size_t(S));
+        std::vector<int64_t> r(size_t(S), unit);
+        r[size_t(i)] = full.at(size_t(i));
+        return Emit::ints(r);
+      };
+      CallArg div{"", Arg::none()};
+      if (d.has("divisor_override")) {
+        override_div = double(d.arg("divisor_override").i);
+        div = Emit::i(1);
+      }
+      m = e.op("aten.avg_pool2d.default",
+               {Emit::t(eye), one("kernel_size", 1), one("stride", 1), one("padding", 0),
+                Emit::b(d.arg("ceil_mode").b), Emit::b(d.arg("count_include_pad").b), div});
+    }
+    ValueId mt = e.transpose(e.reshape(m, {I, O}), 0, 1);
+    ValueId moved = dim == R - 1 ? y : e.transpose(y, dim, R - 1);
+    ValueId r = e.op("aten.matmul.default", {Emit::t(moved), Emit::t(mt)});
+    y = dim == R - 1 ? r : e.transpose(r, dim, R - 1);
+  }
+  if (override_div != 0) y = e.div_s(y, override_div);
+  return {y};
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
+    {OpId::_adaptive_avg_pool2d_backward, separable_pool_backward},
+    {OpId::avg_pool2d_backward, separable_pool_backward},
+    {OpId::embedding_dense_backward, embedding_backward},
+    {OpId::max_pool2d_with_indices_backward, max_pool2d_backward},
     {OpId::_native_batch_norm_legit_no_stats, batch_norm_no_stats},
     {OpId::_prelu_kernel, prelu},
     {OpId::chunk, split},
@@ -750,7 +860,9 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::adaptive_avg_pool2d, adaptive_avg_pool2d},
     {OpId::addmm, addmm},
     {OpId::batch_norm, batch_norm},
+    {OpId::conv1d, conv2d},
     {OpId::conv2d, conv2d},
+    {OpId::conv3d, conv2d},
     {OpId::diff, diff},
     {OpId::dropout, dropout},
     {OpId::flatten_using_ints, to_shape},
@@ -762,6 +874,7 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::log_softmax_int, log_softmax},
     {OpId::matmul, matmul},
     {OpId::max_pool2d, max_pool2d},
+    {OpId::max_pool3d, max_pool3d},
     {OpId::native_layer_norm, native_layer_norm},
     {OpId::pad, pad},
     {OpId::reshape, to_shape},
@@ -775,10 +888,11 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::unflatten_int, to_shape},
 };
 
-/// Pooling windows, upsampling and reflection/replication padding are linear maps that act on
-/// each spatial dim separately: y = x ×_d M_d over the spatial dims d, with M_d ([in_d, out_d])
-/// the op itself applied to an identity laid out along d (size 1 in the other spatial dims).
-/// Train mode differentiates this form (transposes and matmuls); inference keeps the op.
+/// Pooling windows (adaptive ones too), upsampling and reflection/replication padding are linear
+/// maps that act on each spatial dim separately: y = x ×_d M_d over the spatial dims d, with M_d
+/// ([in_d, out_d]) the op itself applied to an identity laid out along d (size 1 in the other
+/// spatial dims). Train mode differentiates this form (transposes and matmuls); inference keeps the
+/// op.
 std::vector<ValueId> separable(Emit& e, const DNode& d) {
   const OpSchema& s = *d.n.schema;
   const std::string& target = d.n.target;
@@ -790,7 +904,8 @@ std::vector<ValueId> separable(Emit& e, const DNode& d) {
               : target.find("3d") != std::string::npos ? 3
                                                        : 2;
   if (R < S + 1 || int64_t(os.size()) != R) return {};
-  bool pool = target.find("avg_pool") != std::string::npos;
+  bool adaptive = target.find("adaptive_avg_pool") != std::string::npos;
+  bool pool = !adaptive && target.find("avg_pool") != std::string::npos;
   bool upsample = target.find("upsample") != std::string::npos;
   double override_div = 0;
   ValueId y = x;
@@ -803,7 +918,12 @@ std::vector<ValueId> separable(Emit& e, const DNode& d) {
     eye = e.reshape(eye, es);
     std::vector<CallArg> call;
     std::string t = target;
-    if (upsample) {
+    if (adaptive) {
+      // The identity pooled to O along this dim only (1 -> 1 elsewhere is the identity).
+      std::vector<int64_t> osz(size_t(S), 1);
+      osz[size_t(i)] = O;
+      call = {Emit::t(eye), Emit::ints(osz)};
+    } else if (upsample) {
       resample::Upsample u;
       std::vector<int64_t> in(xs.end() - 2, xs.end());
       if (!resample::upsample_args(d.n, in, u).empty()) return {};
@@ -880,7 +1000,11 @@ const OpTable<DecompFn>::Row kAutogradForms[] = {
     {OpId::avg_pool3d, separable},
     {OpId::batch_norm, batch_norm_to_native},
     {OpId::layer_norm, layer_norm_to_native},
+    {OpId::_adaptive_avg_pool3d, separable},
+    {OpId::adaptive_avg_pool1d, separable},
+    {OpId::adaptive_avg_pool3d, separable},
     {OpId::max_pool2d, max_pool2d},
+    {OpId::max_pool3d, max_pool3d},
     {OpId::reflection_pad1d, separable},
     {OpId::reflection_pad2d, separable},
     {OpId::reflection_pad3d, separable},

@@ -29,8 +29,8 @@ using lower_detail::LVal;
 const OpTable<LowerFn>& rule_table() {
   using namespace lower_detail;
   static const OpTable<LowerFn> table({pointwise_rules(), reduction_rules(), norm_rules(),
-                                       linalg_rules(), pool_rules(), indexing_rules(), view_rules(),
-                                       factory_rules()});
+                                       linalg_rules(), pool_rules(), pool_nd_rules(),
+                                       indexing_rules(), view_rules(), factory_rules()});
   return table;
 }
 

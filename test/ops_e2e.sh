@@ -2,7 +2,7 @@
 # End to end for the op families of issue 18: each graph in test/graphs/ops/ runs on the eager
 # backend (the reference kernels) and on inductor on the CPU, whose outputs must match eager's
 # (integer and bool outputs exactly), with no op left to an extern fallback (scans, sorting,
-# prod, cummax/cummin, scatter and index_put/index_add/index_fill excepted: they have no lowering yet, and --log=graph_breaks must
+# prod, cummax/cummin, scatter, scatter_add and index_put/index_add/index_fill excepted: they have no lowering yet, and --log=graph_breaks must
 # name each of them and nothing else); and with --device=cuda --emit=ptx its kernels must
 # assemble with ptxas. Where <name>.in.safetensors and <name>.ref.safetensors exist (written by
 # test/graphs/ops/make_refs.py from PyTorch), both backends run on those inputs and eager must
@@ -42,6 +42,8 @@ for g in "$src"/test/graphs/ops/*.fxg; do
       "$tmp/err" "sort|argsort|topk|prod|cummax|cummin" ;;
     scatter) only_fallbacks "$name: only scatter, scatter_reduce and index_put/add/fill fall back" \
       "$tmp/err" "scatter|scatter_reduce|index_put|index_add|index_fill" ;;
+    pool_backward) only_fallbacks "$name: only scatter_add (max-pool and embedding gradients) falls back" \
+      "$tmp/err" "scatter_add" ;;
     *) hasnt "$name: inductor lowers every node (no fallback)" "$tmp/err" "fallback" ;;
   esac
   check "$name: --device=cuda --emit=ptx" 0 "$fxc" --backend=inductor --device=cuda --emit=ptx \

@@ -197,24 +197,36 @@ Metas convolution(const Graph& g, const Node& n) {
                     c.ints("output_padding"), c.int_("groups"))};
 }
 
-Metas conv2d(const Graph& g, const Node& n) {
+// conv1d/conv2d/conv3d: a batched or unbatched (unsqueeze(0), then squeeze the result) input.
+Metas conv_nd(const Graph& g, const Node& n, size_t sp) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("input");
-  if (x.dim() != 3 && x.dim() != 4)
-    c.fail("expected 3D (unbatched) or 4D (batched) input to conv2d, but " + c.desc("input"));
+  const int64_t s = int64_t(sp);
+  if (x.dim() != s + 1 && x.dim() != s + 2)
+    c.fail("expected " + std::to_string(s + 1) + "D (unbatched) or " + std::to_string(s + 2) +
+           "D (batched) input to conv" + std::to_string(s) + "d, but " + c.desc("input"));
   TensorMeta in = x;
-  if (x.dim() == 3) { // unbatched: unsqueeze(0), then squeeze the result
+  if (x.dim() == s + 1) {
     in.sizes.insert(in.sizes.begin(), 1);
     in.strides.insert(in.strides.begin(), c.checked(__int128(x.sizes[0]) * x.strides[0], "stride"));
   }
-  TensorMeta out =
-      conv_meta(c, in, c.tensor("weight"), c.opt_tensor("bias"), c.ints_n("stride", 2),
-                c.ints_n("padding", 2), c.ints_n("dilation", 2), false, {0, 0}, c.int_("groups"));
-  if (x.dim() == 3) {
+  TensorMeta out = conv_meta(c, in, c.tensor("weight"), c.opt_tensor("bias"),
+                             c.ints_n("stride", sp), c.ints_n("padding", sp),
+                             c.ints_n("dilation", sp), false, Sizes(sp, 0), c.int_("groups"));
+  if (x.dim() == s + 1) {
     out.sizes.erase(out.sizes.begin());
     out.strides.erase(out.strides.begin());
   }
   return {out};
+}
+Metas conv1d(const Graph& g, const Node& n) {
+  return conv_nd(g, n, 1);
+}
+Metas conv2d(const Graph& g, const Node& n) {
+  return conv_nd(g, n, 2);
+}
+Metas conv3d(const Graph& g, const Node& n) {
+  return conv_nd(g, n, 3);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -321,7 +333,8 @@ Metas sdpa(const Graph& g, const Node& n) {
 
 const OpTable<MetaFn>::Row kLinalgMeta[] = {
     {OpId::addmm, guarded<addmm>},   {OpId::bmm, guarded<bmm>},
-    {OpId::conv2d, guarded<conv2d>}, {OpId::convolution, guarded<convolution>},
+    {OpId::conv1d, guarded<conv1d>}, {OpId::conv2d, guarded<conv2d>},
+    {OpId::conv3d, guarded<conv3d>}, {OpId::convolution, guarded<convolution>},
     {OpId::linear, guarded<linear>}, {OpId::matmul, guarded<matmul>},
     {OpId::mm, guarded<mm>},         {OpId::scaled_dot_product_attention, guarded<sdpa>},
 };

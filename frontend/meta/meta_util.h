@@ -520,6 +520,7 @@ std::span<const OpTable<MetaFn>::Row> reduction_meta();
 std::span<const OpTable<MetaFn>::Row> norm_meta();
 std::span<const OpTable<MetaFn>::Row> linalg_meta();
 std::span<const OpTable<MetaFn>::Row> pool_meta();
+std::span<const OpTable<MetaFn>::Row> backward_meta();
 std::span<const OpTable<MetaFn>::Row> indexing_meta();
 std::span<const OpTable<MetaFn>::Row> view_meta();
 std::span<const OpTable<MetaFn>::Row> factory_meta();

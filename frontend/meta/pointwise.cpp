@@ -445,6 +445,7 @@ const OpTable<MetaFn>::Row kPointwiseMeta[] = {
     {OpId::atan, guarded<unary<Out::Float>>},
     {OpId::atanh, guarded<unary<Out::Float>>},
     {OpId::cosh, guarded<unary<Out::Float>>},
+    {OpId::exp2, guarded<unary<Out::Float>>},
     {OpId::expm1, guarded<unary<Out::Float>>},
     {OpId::log10, guarded<unary<Out::Float>>},
     {OpId::log1p, guarded<unary<Out::Float>>},

@@ -1,4 +1,4 @@
-// Meta functions of pooling: max_pool2d (with and without indices) and adaptive_avg_pool2d,
+// Meta functions of pooling: max_pool2d/3d (with and without indices), adaptive_avg_pool1d/2d/3d,
 // with PyTorch's output-size rules (padding, dilation, ceil mode) and channels_last layouts.
 #include "frontend/meta/meta_util.h"
 #include "frontend/resample.h"
@@ -11,21 +11,25 @@ struct PoolGeom {
   bool channels_last = false;
 };
 
-PoolGeom max_pool_geom(const Ctx& c) {
+/// max_pool2d/3d: `sp` spatial dims after one or two leading dims.
+PoolGeom max_pool_geom(const Ctx& c, size_t sp = 2) {
   const TensorMeta& x = c.tensor("self");
+  const std::string name = "max_pool" + std::to_string(sp) + "d";
+  const int64_t n = int64_t(sp);
   const Sizes& k0 = c.ints("kernel_size");
-  if (k0.size() != 1 && k0.size() != 2)
-    c.fail("max_pool2d: kernel_size must either be a single int, or a tuple of two ints");
-  Sizes k = c.ints_n("kernel_size", 2);
-  Sizes st = c.ints("stride").empty() ? k : c.ints_n("stride", 2);
-  Sizes pad = c.ints_n("padding", 2), dil = c.ints_n("dilation", 2);
+  if (k0.size() != 1 && k0.size() != sp)
+    c.fail(name + ": kernel_size must either be a single int, or a tuple of " +
+           (sp == 2 ? std::string("two") : std::to_string(sp)) + " ints");
+  Sizes k = c.ints_n("kernel_size", sp);
+  Sizes st = c.ints("stride").empty() ? k : c.ints_n("stride", sp);
+  Sizes pad = c.ints_n("padding", sp), dil = c.ints_n("dilation", sp);
   bool ceil_mode = c.bool_("ceil_mode");
-  if (x.dim() != 3 && x.dim() != 4)
-    c.fail("max_pool2d expects a 3D or 4D (batch mode) input, but " + c.desc("self"));
-  for (int64_t d = x.dim() == 4 ? 1 : 0; d < x.dim(); ++d)
-    if (x.sizes[size_t(d)] == 0)
-      c.fail("max_pool2d expects a non-empty input, but " + c.desc("self"));
-  for (int i = 0; i < 2; ++i) {
+  if (x.dim() != n + 1 && x.dim() != n + 2)
+    c.fail(name + " expects a " + std::to_string(sp + 1) + "D or " + std::to_string(sp + 2) +
+           "D (batch mode) input, but " + c.desc("self"));
+  for (int64_t d = x.dim() == n + 2 ? 1 : 0; d < x.dim(); ++d)
+    if (x.sizes[size_t(d)] == 0) c.fail(name + " expects a non-empty input, but " + c.desc("self"));
+  for (size_t i = 0; i < sp; ++i) {
     if (k[i] <= 0) c.fail("kernel size should be greater than zero, but got " + join(k));
     if (st[i] <= 0) c.fail("stride should be greater than zero, but got " + join(st));
     if (dil[i] <= 0) c.fail("dilation should be greater than zero, but got " + join(dil));
@@ -34,9 +38,9 @@ PoolGeom max_pool_geom(const Ctx& c) {
              " and kernel_size " + join(k));
   }
   PoolGeom r;
-  r.out.assign(x.sizes.begin(), x.sizes.end() - 2);
-  for (int i = 0; i < 2; ++i) {
-    __int128 in = x.sizes[x.sizes.size() - 2 + i];
+  r.out.assign(x.sizes.begin(), x.sizes.end() - n);
+  for (size_t i = 0; i < sp; ++i) {
+    __int128 in = x.sizes[x.sizes.size() - sp + i];
     __int128 num =
         in + 2 * __int128(pad[i]) - __int128(dil[i]) * (k[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
     __int128 o = (num >= 0 ? num / st[i] : -((-num + st[i] - 1) / st[i])) + 1; // div_rtn
@@ -45,7 +49,7 @@ PoolGeom max_pool_geom(const Ctx& c) {
       c.fail("given input " + join(x.sizes) + ", the calculated output size is too small");
     r.out.push_back(int64_t(o));
   }
-  r.channels_last = x.dim() == 4 && suggests_channels_last(x);
+  r.channels_last = sp == 2 && x.dim() == 4 && suggests_channels_last(x);
   return r;
 }
 
@@ -89,6 +93,49 @@ Metas adaptive_avg_pool2d(const Graph& g, const Node& n) {
   if (os[0] == 1 && os[1] == 1 && p.channels_last) // mean(-1, -2) restrided to {c, 1, c, c}
     return {make_strided(x.dtype, p.out, {x.sizes[1], 1, x.sizes[1], x.sizes[1]}, x.device)};
   return {pool_out(x.dtype, p, x.device)};
+}
+
+Metas max_pool3d(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  PoolGeom p = max_pool_geom(c, 3);
+  const TensorMeta& x = c.tensor("self");
+  return {pool_out(x.dtype, p, x.device)};
+}
+
+Metas max_pool3d_with_indices(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  PoolGeom p = max_pool_geom(c, 3);
+  const TensorMeta& x = c.tensor("self");
+  return {pool_out(x.dtype, p, x.device), pool_out(DType::I64, p, x.device)};
+}
+
+// adaptive_avg_pool1d/3d: `sp` spatial dims after one or two leading dims (PyTorch's checks).
+Metas adaptive_avg_pool_nd(const Graph& g, const Node& n, size_t sp) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const std::string name = "adaptive_avg_pool" + std::to_string(sp) + "d";
+  const Sizes& os0 = c.ints("output_size");
+  if (os0.size() != sp)
+    c.fail(name + ": output_size must be " + std::to_string(sp) + " ints, got " + join(os0));
+  Sizes os = c.ints_n("output_size", sp);
+  for (int64_t o : os)
+    if (o < 0) c.fail(name + ": elements of output_size must be >= 0, got " + join(os));
+  if (x.dim() != int64_t(sp) + 1 && x.dim() != int64_t(sp) + 2)
+    c.fail(name + "(): expected a " + std::to_string(sp + 1) + "D or " + std::to_string(sp + 2) +
+           "D tensor, but " + c.desc("self"));
+  for (int64_t d = 1; d < x.dim(); ++d)
+    if (x.sizes[size_t(d)] == 0)
+      c.fail(name + "(): expected input to have non-zero size for non-batch dimensions, but " +
+             c.desc("self"));
+  Sizes out(x.sizes.begin(), x.sizes.end() - int64_t(sp));
+  out.insert(out.end(), os.begin(), os.end());
+  return {make(x.dtype, out, x.device)};
+}
+Metas adaptive_avg_pool1d(const Graph& g, const Node& n) {
+  return adaptive_avg_pool_nd(g, n, 1);
+}
+Metas adaptive_avg_pool3d(const Graph& g, const Node& n) {
+  return adaptive_avg_pool_nd(g, n, 3);
 }
 
 // avg_pool1d/2d/3d: `sp` spatial dims after one or two leading dims.
@@ -158,14 +205,19 @@ Metas upsample2d(const Graph& g, const Node& n) {
 
 const OpTable<MetaFn>::Row kPoolMeta[] = {
     {OpId::_adaptive_avg_pool2d, guarded<adaptive_avg_pool2d>},
+    {OpId::_adaptive_avg_pool3d, guarded<adaptive_avg_pool3d>},
     {OpId::_upsample_nearest_exact2d, guarded<upsample2d>},
     {OpId::_upsample_nearest_exact2d_vec, guarded<upsample2d>},
+    {OpId::adaptive_avg_pool1d, guarded<adaptive_avg_pool1d>},
     {OpId::adaptive_avg_pool2d, guarded<adaptive_avg_pool2d>},
+    {OpId::adaptive_avg_pool3d, guarded<adaptive_avg_pool3d>},
     {OpId::avg_pool1d, guarded<avg_pool1d>},
     {OpId::avg_pool2d, guarded<avg_pool2d>},
     {OpId::avg_pool3d, guarded<avg_pool3d>},
     {OpId::max_pool2d, guarded<max_pool2d>},
     {OpId::max_pool2d_with_indices, guarded<max_pool2d_with_indices>},
+    {OpId::max_pool3d, guarded<max_pool3d>},
+    {OpId::max_pool3d_with_indices, guarded<max_pool3d_with_indices>},
     {OpId::upsample_bilinear2d, guarded<upsample2d>},
     {OpId::upsample_bilinear2d_vec, guarded<upsample2d>},
     {OpId::upsample_nearest2d, guarded<upsample2d>},

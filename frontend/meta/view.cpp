@@ -455,6 +455,40 @@ Metas select(const Graph& g, const Node& n) {
   return {out};
 }
 
+// diagonal: dims dim1 and dim2 replaced by one last dim that walks both (offset > 0 above the
+// main diagonal, < 0 below); an offset past the end gives an empty diagonal.
+Metas diagonal(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() < 2)
+    c.fail("diagonal() needs a tensor of at least 2 dimensions, but " + c.desc("self"));
+  int64_t d1 = c.dim(c.int_("dim1"), x.dim()), d2 = c.dim(c.int_("dim2"), x.dim());
+  if (d1 == d2)
+    c.fail("diagonal dimensions cannot be identical " + std::to_string(c.int_("dim1")) + ", " +
+           std::to_string(c.int_("dim2")));
+  int64_t off = c.int_("offset");
+  int64_t s1 = x.sizes[size_t(d1)], s2 = x.sizes[size_t(d2)];
+  int64_t len = off >= 0 ? std::max<int64_t>(std::min(s1, s2 - std::min(off, s2)), 0)
+                         : std::max<int64_t>(std::min(s1 + std::max(off, -s1), s2), 0);
+  TensorMeta out = x;
+  __int128 start = 0;
+  if (len > 0)
+    start =
+        off >= 0 ? __int128(off) * x.strides[size_t(d2)] : -__int128(off) * x.strides[size_t(d1)];
+  out.storage_offset = c.checked(__int128(x.storage_offset) + start, "storage offset");
+  int64_t st = c.checked(__int128(x.strides[size_t(d1)]) + x.strides[size_t(d2)], "stride");
+  out.sizes.clear();
+  out.strides.clear();
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d == d1 || d == d2) continue;
+    out.sizes.push_back(x.sizes[size_t(d)]);
+    out.strides.push_back(x.strides[size_t(d)]);
+  }
+  out.sizes.push_back(len);
+  out.strides.push_back(st);
+  return {out};
+}
+
 Metas unsqueeze(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
@@ -897,6 +931,7 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::replication_pad3d, guarded<mode_pad>},
     {OpId::reshape, guarded<reshape>},
     {OpId::roll, guarded<roll>},
+    {OpId::diagonal, guarded<diagonal>},
     {OpId::diff, guarded<diff>},
     {OpId::select_int, guarded<select>},
     {OpId::slice_Tensor, guarded<slice>},

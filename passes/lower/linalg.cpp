@@ -316,10 +316,18 @@ void lower_convolution(Lowerer& L, int n) {
           "): oneDNN not used: " + lo.no_onednn_reason +
           (groups == 1 ? "; im2col + BLAS instead" : "; the reference kernel instead"));
   }
+  // 1-D and 3-D convolutions: im2col over the spatial dims and one GEMM.
+  bool conv_nd = !transposed && (x.sizes.size() == 3 || x.sizes.size() == 5) && groups == 1 &&
+                 x.dtype == w.dtype && m.dtype == x.dtype && (!bias || bias->dtype == x.dtype) &&
+                 gemm_dtype_ok(L, x.dtype);
+  if (conv_nd && lower_conv_nd_im2col(L, n, x, w, bias, nd.arg("stride").ints,
+                                      nd.arg("padding").ints, nd.arg("dilation").ints))
+    return;
   if (!conv2d || groups != 1 || !gemm_dtype_ok(L, x.dtype)) {
-    L.fallback(n,
-               std::string("convolution other than 2-D and ungrouped, or of a dtype BLAS lacks") +
-                   (lo.cuda || lo.onednn ? "" : " (oneDNN not used: " + lo.no_onednn_reason + ")"));
+    L.fallback(
+        n,
+        std::string("convolution other than 1-D to 3-D and ungrouped, or of a dtype BLAS lacks") +
+            (lo.cuda || lo.onednn ? "" : " (oneDNN not used: " + lo.no_onednn_reason + ")"));
     return;
   }
   int64_t N = x.sizes[0], C = x.sizes[1], H = x.sizes[2], W = x.sizes[3];

@@ -83,7 +83,13 @@ std::span<const OpTable<LowerFn>::Row> linalg_rules();
 bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
                        const std::array<int64_t, 2>& stride, const std::array<int64_t, 2>& padding,
                        const std::array<int64_t, 2>& dilation, int64_t groups);
+/// A 1-D or 3-D (any of 1-3 spatial dims), ungrouped convolution as im2col and one batched GEMM
+/// (passes/lower/conv_nd.cpp); false when the node is not one.
+bool lower_conv_nd_im2col(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
+                          const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                          const std::vector<int64_t>& dilation);
 std::span<const OpTable<LowerFn>::Row> pool_rules();
+std::span<const OpTable<LowerFn>::Row> pool_nd_rules();
 std::span<const OpTable<LowerFn>::Row> indexing_rules();
 std::span<const OpTable<LowerFn>::Row> view_rules();
 std::span<const OpTable<LowerFn>::Row> factory_rules();

@@ -268,6 +268,7 @@ UNARY(lower_log2, v_unary(VOp::Log2, x))
 UNARY(lower_log10, v_unary(VOp::Log10, x))
 UNARY(lower_log1p, v_unary(VOp::Log1p, x))
 UNARY(lower_expm1, v_unary(VOp::Expm1, x))
+UNARY(lower_exp2, v_binary(VOp::Pow, v_const(2.0, x->dtype), x))
 // Integers round to themselves.
 UNARY(lower_floor, is_floating(x->dtype) ? v_unary(VOp::Floor, x) : x)
 UNARY(lower_ceil, is_floating(x->dtype) ? v_unary(VOp::Ceil, x) : x)
@@ -417,6 +418,7 @@ const OpTable<LowerFn>::Row kPointwiseRules[] = {
     {OpId::atanh, lower_atanh},
     {OpId::ceil, lower_ceil},
     {OpId::cosh, lower_cosh},
+    {OpId::exp2, lower_exp2},
     {OpId::expm1, lower_expm1},
     {OpId::floor, lower_floor},
     {OpId::isinf, lower_isinf},

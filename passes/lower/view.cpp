@@ -119,6 +119,31 @@ void lower_select(Lowerer& L, int n) {
   }));
 }
 
+// diagonal: the last output dim k walks dim1 and dim2 together from (max(-offset, 0),
+// max(offset, 0)); the other dims keep their order.
+void lower_diagonal(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const Node& nd = L.node(n);
+  int64_t R = int64_t(x.sizes.size());
+  int64_t d1 = wrap(L, n, nd.arg("dim1").i, R), d2 = wrap(L, n, nd.arg("dim2").i, R);
+  int64_t off = nd.arg("offset").i;
+  const TensorMeta& m = L.out_meta(n);
+  int64_t r0 = std::max<int64_t>(-off, 0), c0 = std::max<int64_t>(off, 0);
+  L.set_output(n, 0, L.view(n, x, m.sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in;
+    size_t j = 0;
+    for (int64_t d = 0; d < R; ++d) {
+      if (d == d1)
+        in.push_back(idx.back() + IndexExpr(r0));
+      else if (d == d2)
+        in.push_back(idx.back() + IndexExpr(c0));
+      else
+        in.push_back(idx[j++]);
+    }
+    return in;
+  }));
+}
+
 void lower_split(Lowerer& L, int n) {
   LVal& x = L.input(n, "self");
   const Node& nd = L.node(n);
@@ -406,6 +431,7 @@ const OpTable<LowerFn>::Row kViewRules[] = {
     {OpId::replication_pad2d, lower_mode_pad},
     {OpId::replication_pad3d, lower_mode_pad},
     {OpId::reshape, lower_reshape},
+    {OpId::diagonal, lower_diagonal},
     {OpId::select_int, lower_select},
     {OpId::slice_Tensor, lower_slice},
     {OpId::slice_scatter, lower_slice_scatter},

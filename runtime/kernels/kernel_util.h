@@ -376,6 +376,7 @@ std::span<const OpTable<KernelFn>::Row> reduction_kernels();
 std::span<const OpTable<KernelFn>::Row> norm_kernels();
 std::span<const OpTable<KernelFn>::Row> linalg_kernels();
 std::span<const OpTable<KernelFn>::Row> pool_kernels();
+std::span<const OpTable<KernelFn>::Row> backward_kernels();
 std::span<const OpTable<KernelFn>::Row> indexing_kernels();
 std::span<const OpTable<KernelFn>::Row> view_kernels();
 std::span<const OpTable<KernelFn>::Row> factory_kernels();

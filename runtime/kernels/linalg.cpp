@@ -1,5 +1,5 @@
 // Reference kernels of linear algebra, convolution and attention: mm, bmm, addmm, matmul and
-// linear over one double GEMM, 2-D convolution as im2col and GEMM, and
+// linear over one double GEMM, 1-D to 3-D convolution as im2col and GEMM, and
 // scaled_dot_product_attention (with grouped-query heads).
 #include "runtime/kernels/kernel_util.h"
 
@@ -259,20 +259,136 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& bias, Shape s
   return make(dt, out_shape, out);
 }
 
-Tensors k_conv2d(const KernelCall& c) {
+// 3-D convolution of x [N, C, D, H, W] with w [O, C/groups, KD, KH, KW]: per image and group,
+// the unfolded input col[(c, kd, kh, kw), (od, oh, ow)] (zeros in the padding) times the weights.
+Tensor conv3d_impl(const Tensor& x, const Tensor& w, const Tensor& bias, Shape stride, Shape pad,
+                   Shape dil, int64_t groups, DType dt) {
+  if (x.dim() != 5 || w.dim() != 5)
+    fail("expected a 5-D input and weight for 3-D convolution, got " + shape_str(x.sizes()) +
+         " and " + shape_str(w.sizes()));
+  const int64_t N = x.size(0), C = x.size(1), O = w.size(0), CG = w.size(1);
+  const int64_t I[3] = {x.size(2), x.size(3), x.size(4)};
+  const int64_t K[3] = {w.size(2), w.size(3), w.size(4)};
+  if (groups <= 0) fail("non-positive groups is not supported");
+  for (int i = 0; i < 3; ++i) {
+    if (stride[i] <= 0) fail("non-positive stride is not supported");
+    if (pad[i] < 0) fail("negative padding is not supported");
+    if (dil[i] <= 0) fail("dilation should be greater than zero");
+  }
+  if (CG * groups != C)
+    fail("given groups=" + std::to_string(groups) + ", weight of size " + shape_str(w.sizes()) +
+         ", expected input" + shape_str(x.sizes()) + " to have " + std::to_string(CG * groups) +
+         " channels, but got " + std::to_string(C) + " channels instead");
+  if (O % groups != 0)
+    fail("given groups=" + std::to_string(groups) + ", expected weight to be divisible by " +
+         std::to_string(groups) + " at dimension 0, but got weight of size " +
+         shape_str(w.sizes()));
+  check_affine(bias, O, "bias");
+  int64_t OS[3];
+  for (int i = 0; i < 3; ++i) {
+    int64_t eff = I[i] + 2 * pad[i] - dil[i] * (K[i] - 1) - 1;
+    if (eff < 0)
+      fail("calculated output size is too small for input " + shape_str(x.sizes()) +
+           " and kernel " + shape_str(w.sizes()));
+    OS[i] = eff / stride[i] + 1;
+  }
+  Shape out_shape{N, O, OS[0], OS[1], OS[2]};
+  int64_t patch = checked_numel({CG, K[0], K[1], K[2]}),
+          npix = checked_numel({OS[0], OS[1], OS[2]});
+  if (checked_numel(out_shape) > Tensor::kMaxBytes / 8 ||
+      checked_numel({patch, npix}) > Tensor::kMaxBytes / 8)
+    fail("convolution of " + shape_str(x.sizes()) + " with " + shape_str(w.sizes()) +
+         " is too large");
+  std::vector<double> xv = values(x), wv = values(w);
+  std::vector<double> bv = bias.defined() ? values(bias) : std::vector<double>();
+  std::vector<double> out(size_t(N * O * npix), 0.0), col(size_t(patch * npix));
+  const int64_t opg = O / groups, vol = I[0] * I[1] * I[2];
+  for (int64_t nn = 0; nn < N; ++nn)
+    for (int64_t g = 0; g < groups; ++g) {
+      const double* img = xv.data() + (nn * C + g * CG) * vol;
+      double* row = col.data();
+      for (int64_t c = 0; c < CG; ++c)
+        for (int64_t a = 0; a < K[0]; ++a)
+          for (int64_t b = 0; b < K[1]; ++b)
+            for (int64_t k = 0; k < K[2]; ++k)
+              for (int64_t o0 = 0; o0 < OS[0]; ++o0) {
+                int64_t i0 = o0 * stride[0] - pad[0] + a * dil[0];
+                for (int64_t o1 = 0; o1 < OS[1]; ++o1) {
+                  int64_t i1 = o1 * stride[1] - pad[1] + b * dil[1];
+                  for (int64_t o2 = 0; o2 < OS[2]; ++o2) {
+                    int64_t i2 = o2 * stride[2] - pad[2] + k * dil[2];
+                    bool inside =
+                        i0 >= 0 && i0 < I[0] && i1 >= 0 && i1 < I[1] && i2 >= 0 && i2 < I[2];
+                    *row++ = inside ? img[c * vol + (i0 * I[1] + i1) * I[2] + i2] : 0.0;
+                  }
+                }
+              }
+      gemm_kernel(wv.data() + g * opg * patch, col.data(), out.data() + (nn * O + g * opg) * npix,
+                  opg, patch, npix);
+    }
+  if (!bv.empty())
+    for (int64_t nn = 0; nn < N; ++nn)
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t p = 0; p < npix; ++p) out[size_t((nn * O + o) * npix + p)] += bv[size_t(o)];
+  return make(dt, out_shape, out);
+}
+
+// A batched convolution of `sp` spatial dims (1-D runs as 2-D with height 1).
+Tensor conv_nd(Tensor x, Tensor w, const Tensor& bias, Shape stride, Shape pad, Shape dil,
+               int64_t groups, DType dt) {
+  if (w.dim() != x.dim())
+    fail("expected a " + std::to_string(x.dim()) + "-D weight for a " + std::to_string(x.dim()) +
+         "-D input, got " + shape_str(w.sizes()));
+  if (x.dim() == 5)
+    return conv3d_impl(x, w, bias, expand_param(stride, 3, "stride"),
+                       expand_param(pad, 3, "padding"), expand_param(dil, 3, "dilation"), groups,
+                       dt);
+  bool one_d = x.dim() == 3;
+  if (one_d) { // 1-D convolution as 2-D with height 1
+    x = unsqueeze_view(x, 2);
+    w = unsqueeze_view(w, 2);
+    stride = {1, expand_param(stride, 1, "stride")[0]};
+    pad = {0, expand_param(pad, 1, "padding")[0]};
+    dil = {1, expand_param(dil, 1, "dilation")[0]};
+  } else if (x.dim() != 4) {
+    fail("only 1-D, 2-D and 3-D convolutions are supported by the reference interpreter, got "
+         "input " +
+         shape_str(x.sizes()));
+  }
+  Tensor out =
+      conv2d_impl(x, w, bias, expand_param(stride, 2, "stride"), expand_param(pad, 2, "padding"),
+                  expand_param(dil, 2, "dilation"), groups, dt);
+  if (one_d)
+    out = view_of(out, {out.size(0), out.size(1), out.size(3)},
+                  {out.stride(0), out.stride(1), out.stride(3)}, 0);
+  return out;
+}
+
+// conv1d/conv2d/conv3d: a batched or unbatched input of `sp` spatial dims.
+Tensors conv_op(const KernelCall& c, int64_t sp, const char* name) {
   Tensor x = c.tensor("input");
   const Tensor& w = c.tensor("weight");
-  check_same_dtype(x, w, "conv2d");
-  bool unbatched = x.dim() == 3;
+  check_same_dtype(x, w, name);
+  if (x.dim() != sp + 1 && x.dim() != sp + 2)
+    fail("expected " + std::to_string(sp + 1) + "D (unbatched) or " + std::to_string(sp + 2) +
+         "D (batched) input to " + name + ", got " + shape_str(x.sizes()));
+  bool unbatched = x.dim() == sp + 1;
   if (unbatched) x = unsqueeze_view(x, 0);
-  Tensor out = conv2d_impl(x, w, c.tensor("bias"), expand_param(c.arg("stride").ints, 2, "stride"),
-                           expand_param(c.arg("padding").ints, 2, "padding"),
-                           expand_param(c.arg("dilation").ints, 2, "dilation"), c.arg("groups").i,
-                           c.result_dtype(x.dtype()));
+  Tensor out = conv_nd(x, w, c.tensor("bias"), c.arg("stride").ints, c.arg("padding").ints,
+                       c.arg("dilation").ints, c.arg("groups").i, c.result_dtype(x.dtype()));
   if (unbatched)
     out = view_of(out, Shape(out.sizes().begin() + 1, out.sizes().end()),
                   Shape(out.strides().begin() + 1, out.strides().end()), 0);
   return {out};
+}
+Tensors k_conv1d(const KernelCall& c) {
+  return conv_op(c, 1, "conv1d");
+}
+Tensors k_conv2d(const KernelCall& c) {
+  return conv_op(c, 2, "conv2d");
+}
+Tensors k_conv3d(const KernelCall& c) {
+  return conv_op(c, 3, "conv3d");
 }
 
 Tensors k_convolution(const KernelCall& c) {
@@ -280,27 +396,8 @@ Tensors k_convolution(const KernelCall& c) {
     fail("transposed convolution is not supported by the reference interpreter");
   Tensor x = c.tensor("input"), w = c.tensor("weight");
   check_same_dtype(x, w, "convolution");
-  Shape stride = c.arg("stride").ints, pad = c.arg("padding").ints, dil = c.arg("dilation").ints;
-  bool one_d = x.dim() == 3;
-  if (one_d) { // 1-D convolution as 2-D with height 1
-    if (w.dim() != 3)
-      fail("expected a 3-D weight for 1-D convolution, got " + shape_str(w.sizes()));
-    x = unsqueeze_view(x, 2);
-    w = unsqueeze_view(w, 2);
-    stride = {1, expand_param(stride, 1, "stride")[0]};
-    pad = {0, expand_param(pad, 1, "padding")[0]};
-    dil = {1, expand_param(dil, 1, "dilation")[0]};
-  } else if (x.dim() != 4) {
-    fail("only 1-D and 2-D convolutions are supported by the reference interpreter, got input " +
-         shape_str(x.sizes()));
-  }
-  Tensor out = conv2d_impl(x, w, c.tensor("bias"), expand_param(stride, 2, "stride"),
-                           expand_param(pad, 2, "padding"), expand_param(dil, 2, "dilation"),
-                           c.arg("groups").i, c.result_dtype(x.dtype()));
-  if (one_d)
-    out = view_of(out, {out.size(0), out.size(1), out.size(3)},
-                  {out.stride(0), out.stride(1), out.stride(3)}, 0);
-  return {out};
+  return {conv_nd(x, w, c.tensor("bias"), c.arg("stride").ints, c.arg("padding").ints,
+                  c.arg("dilation").ints, c.arg("groups").i, c.result_dtype(x.dtype()))};
 }
 
 // ---- Attention ----
@@ -400,7 +497,8 @@ Tensors k_sdpa(const KernelCall& c) {
 
 const OpTable<KernelFn>::Row kLinalgKernels[] = {
     {OpId::addmm, k_addmm},   {OpId::bmm, k_bmm},
-    {OpId::conv2d, k_conv2d}, {OpId::convolution, k_convolution},
+    {OpId::conv1d, k_conv1d}, {OpId::conv2d, k_conv2d},
+    {OpId::conv3d, k_conv3d}, {OpId::convolution, k_convolution},
     {OpId::linear, k_linear}, {OpId::matmul, k_matmul},
     {OpId::mm, k_mm},         {OpId::scaled_dot_product_attention, k_sdpa},
 };

@@ -657,6 +657,7 @@ UNARY_FLOAT(log2, Promote, std::log2(x))
 UNARY_FLOAT(log10, Promote, std::log10(x))
 UNARY_FLOAT(log1p, Promote, std::log1p(x))
 UNARY_FLOAT(expm1, Promote, std::expm1(x))
+UNARY_FLOAT(exp2, Promote, std::exp2(x))
 #undef UNARY_FLOAT
 
 // floor, ceil, round (half to even), trunc: integers come back unchanged; bool has no loop.
@@ -892,6 +893,7 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::atan, k_atan},
     {OpId::atanh, k_atanh},
     {OpId::cosh, k_cosh},
+    {OpId::exp2, k_exp2},
     {OpId::expm1, k_expm1},
     {OpId::log10, k_log10},
     {OpId::log1p, k_log1p},

@@ -1,5 +1,5 @@
-// Reference kernels of pooling: max_pool2d (with and without indices, padding, dilation and
-// ceil mode) and adaptive_avg_pool2d.
+// Reference kernels of pooling: max_pool2d/3d (with and without indices, padding, dilation and
+// ceil mode) and adaptive_avg_pool1d/2d/3d.
 #include "runtime/kernels/kernel_util.h"
 
 #include "frontend/resample.h"
@@ -15,68 +15,143 @@ int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil
   return out;
 }
 
-Tensors max_pool(const KernelCall& c, bool with_indices) {
+// max_pool2d/3d over the last `sp` dims, padded as 3-D with unit dims in front; the indices are
+// flat over the input's spatial dims (h * W + w, d * H * W + h * W + w).
+Tensors max_pool(const KernelCall& c, bool with_indices, size_t sp) {
   Tensor x = c.tensor("self");
-  if (x.dim() != 3 && x.dim() != 4)
-    fail("max_pool2d expects a 3-D or 4-D input, got " + shape_str(x.sizes()));
-  Shape k = expand_param(c.arg("kernel_size").ints, 2, "kernel_size");
-  Shape s = c.arg("stride").ints.empty() ? k : expand_param(c.arg("stride").ints, 2, "stride");
-  Shape p = expand_param(c.arg("padding").ints, 2, "padding");
-  Shape d = expand_param(c.arg("dilation").ints, 2, "dilation");
+  const std::string name = "max_pool" + std::to_string(sp) + "d";
+  const int64_t n = int64_t(sp);
+  if (x.dim() != n + 1 && x.dim() != n + 2)
+    fail(name + " expects a " + std::to_string(sp + 1) + "-D or " + std::to_string(sp + 2) +
+         "-D input, got " + shape_str(x.sizes()));
+  Shape k = expand_param(c.arg("kernel_size").ints, sp, "kernel_size");
+  Shape s = c.arg("stride").ints.empty() ? k : expand_param(c.arg("stride").ints, sp, "stride");
+  Shape p = expand_param(c.arg("padding").ints, sp, "padding");
+  Shape d = expand_param(c.arg("dilation").ints, sp, "dilation");
   bool ceil = c.arg("ceil_mode").b;
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < sp; ++i) {
     if (k[i] <= 0) fail("kernel size should be greater than zero");
     if (s[i] <= 0) fail("stride should be greater than zero");
     if (d[i] <= 0) fail("dilation should be greater than zero");
     if (p[i] < 0 || p[i] > k[i] / 2) fail("pad should be at most half of effective kernel size");
   }
-  int64_t H = x.size(x.dim() - 2), W = x.size(x.dim() - 1);
-  int64_t planes = checked_numel(Shape(x.sizes().begin(), x.sizes().end() - 2));
-  int64_t OH = pool_out(H, k[0], p[0], s[0], d[0], ceil),
-          OW = pool_out(W, k[1], p[1], s[1], d[1], ceil);
-  if (OH <= 0 || OW <= 0)
-    fail("given input size " + shape_str(x.sizes()) + ", the calculated output size is too small");
-  Shape osz(x.sizes().begin(), x.sizes().end() - 2);
-  osz.insert(osz.end(), {OH, OW});
+  Shape K(3 - sp, 1), S(3 - sp, 1), P(3 - sp, 0), D(3 - sp, 1), I(3 - sp, 1), O(3 - sp, 1);
+  K.insert(K.end(), k.begin(), k.end());
+  S.insert(S.end(), s.begin(), s.end());
+  P.insert(P.end(), p.begin(), p.end());
+  D.insert(D.end(), d.begin(), d.end());
+  for (size_t i = 0; i < sp; ++i) I.push_back(x.size(x.dim() - n + int64_t(i)));
+  for (size_t i = 3 - sp; i < 3; ++i) {
+    O.push_back(pool_out(I[i], K[i], P[i], S[i], D[i], ceil));
+    if (O.back() <= 0)
+      fail("given input size " + shape_str(x.sizes()) +
+           ", the calculated output size is too small");
+  }
+  int64_t planes = checked_numel(Shape(x.sizes().begin(), x.sizes().end() - n));
+  Shape osz(x.sizes().begin(), x.sizes().end() - n);
+  osz.insert(osz.end(), O.end() - n, O.end());
   DType dt = c.result_dtype(x.dtype());
   Tensor out = Tensor::empty(dt, osz), ind = Tensor::empty(DType::I64, osz);
   std::vector<double> xv = values(x);
+  const int64_t vol = I[0] * I[1] * I[2];
   int64_t idx = 0;
   for (int64_t pl = 0; pl < planes; ++pl)
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        int64_t hs = oh * s[0] - p[0], ws = ow * s[1] - p[1];
-        int64_t h0 = hs, w0 = ws;
-        while (h0 < 0) h0 += d[0];
-        while (w0 < 0) w0 += d[1];
-        double best = -std::numeric_limits<double>::infinity();
-        int64_t bi = h0 * W + w0;
-        for (int64_t kh = 0; kh < k[0]; ++kh) {
-          int64_t ih = hs + kh * d[0];
-          if (ih < 0 || ih >= H) continue;
-          for (int64_t kw = 0; kw < k[1]; ++kw) {
-            int64_t iw = ws + kw * d[1];
-            if (iw < 0 || iw >= W) continue;
-            double v = xv[size_t((pl * H + ih) * W + iw)];
-            if (v > best || std::isnan(v)) {
-              best = v;
-              bi = ih * W + iw;
+    for (int64_t o0 = 0; o0 < O[0]; ++o0)
+      for (int64_t o1 = 0; o1 < O[1]; ++o1)
+        for (int64_t o2 = 0; o2 < O[2]; ++o2) {
+          int64_t st[3] = {o0 * S[0] - P[0], o1 * S[1] - P[1], o2 * S[2] - P[2]};
+          int64_t first[3];
+          for (int i = 0; i < 3; ++i) {
+            first[i] = st[i];
+            while (first[i] < 0) first[i] += D[i];
+          }
+          double best = -std::numeric_limits<double>::infinity();
+          int64_t bi = (first[0] * I[1] + first[1]) * I[2] + first[2];
+          for (int64_t a = 0; a < K[0]; ++a) {
+            int64_t i0 = st[0] + a * D[0];
+            if (i0 < 0 || i0 >= I[0]) continue;
+            for (int64_t b = 0; b < K[1]; ++b) {
+              int64_t i1 = st[1] + b * D[1];
+              if (i1 < 0 || i1 >= I[1]) continue;
+              for (int64_t w = 0; w < K[2]; ++w) {
+                int64_t i2 = st[2] + w * D[2];
+                if (i2 < 0 || i2 >= I[2]) continue;
+                int64_t at = (i0 * I[1] + i1) * I[2] + i2;
+                double v = xv[size_t(pl * vol + at)];
+                if (v > best || std::isnan(v)) {
+                  best = v;
+                  bi = at;
+                }
+              }
             }
           }
+          out.store(idx, best);
+          ind.store_int(idx, bi);
+          ++idx;
         }
-        out.store(idx, best);
-        ind.store_int(idx, bi);
-        ++idx;
-      }
   if (with_indices) return {out, ind};
   return {out};
 }
 
 Tensors k_max_pool2d(const KernelCall& c) {
-  return max_pool(c, false);
+  return max_pool(c, false, 2);
 }
 Tensors k_max_pool2d_with_indices(const KernelCall& c) {
-  return max_pool(c, true);
+  return max_pool(c, true, 2);
+}
+Tensors k_max_pool3d(const KernelCall& c) {
+  return max_pool(c, false, 3);
+}
+Tensors k_max_pool3d_with_indices(const KernelCall& c) {
+  return max_pool(c, true, 3);
+}
+
+// adaptive_avg_pool1d/3d: PyTorch's windows [floor(o * in / out), ceil((o + 1) * in / out)) per
+// spatial dim over the last `sp` dims, padded as 3-D with unit dims in front.
+Tensors adaptive_avg_pool_nd(const KernelCall& c, size_t sp) {
+  const Tensor& x = c.tensor("self");
+  const std::string name = "adaptive_avg_pool" + std::to_string(sp) + "d";
+  const int64_t n = int64_t(sp);
+  if (x.dim() != n + 1 && x.dim() != n + 2)
+    fail(name + " expects a " + std::to_string(sp + 1) + "-D or " + std::to_string(sp + 2) +
+         "-D input, got " + shape_str(x.sizes()));
+  Shape os = expand_param(c.arg("output_size").ints, sp, "output_size");
+  for (int64_t o : os)
+    if (o < 0) fail(name + ": output size must be non-negative");
+  for (int64_t d = 1; d < x.dim(); ++d)
+    if (x.size(d) == 0) fail(name + ": input has an empty non-batch dimension");
+  Shape I(3 - sp, 1), O(3 - sp, 1);
+  for (size_t i = 0; i < sp; ++i) I.push_back(x.size(x.dim() - n + int64_t(i)));
+  O.insert(O.end(), os.begin(), os.end());
+  int64_t planes = checked_numel(Shape(x.sizes().begin(), x.sizes().end() - n));
+  Shape osz(x.sizes().begin(), x.sizes().end() - n);
+  osz.insert(osz.end(), os.begin(), os.end());
+  Tensor out = Tensor::empty(c.result_dtype(x.dtype()), osz);
+  std::vector<double> xv = values(x);
+  auto lo = [](int64_t o, int64_t in, int64_t out) { return (o * in) / out; };
+  auto hi = [](int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; };
+  int64_t idx = 0;
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t o0 = 0; o0 < O[0]; ++o0)
+      for (int64_t o1 = 0; o1 < O[1]; ++o1)
+        for (int64_t o2 = 0; o2 < O[2]; ++o2) {
+          int64_t a0 = lo(o0, I[0], O[0]), a1 = hi(o0, I[0], O[0]);
+          int64_t b0 = lo(o1, I[1], O[1]), b1 = hi(o1, I[1], O[1]);
+          int64_t w0 = lo(o2, I[2], O[2]), w1 = hi(o2, I[2], O[2]);
+          double sum = 0;
+          for (int64_t a = a0; a < a1; ++a)
+            for (int64_t b = b0; b < b1; ++b)
+              for (int64_t w = w0; w < w1; ++w)
+                sum += xv[size_t(((pl * I[0] + a) * I[1] + b) * I[2] + w)];
+          out.store(idx++, sum / double((a1 - a0) * (b1 - b0) * (w1 - w0)));
+        }
+  return {out};
+}
+Tensors k_adaptive_avg_pool1d(const KernelCall& c) {
+  return adaptive_avg_pool_nd(c, 1);
+}
+Tensors k_adaptive_avg_pool3d(const KernelCall& c) {
+  return adaptive_avg_pool_nd(c, 3);
 }
 
 Tensors k_adaptive_avg_pool2d(const KernelCall& c) {
@@ -246,14 +321,19 @@ Tensors k_upsample_bilinear2d(const KernelCall& c) {
 
 const OpTable<KernelFn>::Row kPoolKernels[] = {
     {OpId::_adaptive_avg_pool2d, k_adaptive_avg_pool2d},
+    {OpId::_adaptive_avg_pool3d, k_adaptive_avg_pool3d},
     {OpId::_upsample_nearest_exact2d, k_upsample_nearest_exact2d},
     {OpId::_upsample_nearest_exact2d_vec, k_upsample_nearest_exact2d},
+    {OpId::adaptive_avg_pool1d, k_adaptive_avg_pool1d},
     {OpId::adaptive_avg_pool2d, k_adaptive_avg_pool2d},
+    {OpId::adaptive_avg_pool3d, k_adaptive_avg_pool3d},
     {OpId::avg_pool1d, k_avg_pool1d},
     {OpId::avg_pool2d, k_avg_pool2d},
     {OpId::avg_pool3d, k_avg_pool3d},
     {OpId::max_pool2d, k_max_pool2d},
     {OpId::max_pool2d_with_indices, k_max_pool2d_with_indices},
+    {OpId::max_pool3d, k_max_pool3d},
+    {OpId::max_pool3d_with_indices, k_max_pool3d_with_indices},
     {OpId::upsample_bilinear2d, k_upsample_bilinear2d},
     {OpId::upsample_bilinear2d_vec, k_upsample_bilinear2d},
     {OpId::upsample_nearest2d, k_upsample_nearest2d},

@@ -305,6 +305,27 @@ Tensors k_select(const KernelCall& c) {
   return {view_of(x, sz, st, x.storage_offset() + i * x.stride(d))};
 }
 
+Tensors k_diagonal(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() < 2) fail("diagonal() needs a tensor of at least 2 dimensions");
+  int64_t d1 = wrap(c.arg("dim1").i, x.dim()), d2 = wrap(c.arg("dim2").i, x.dim());
+  if (d1 == d2) fail("diagonal dimensions cannot be identical");
+  int64_t off = c.arg("offset").i, s1 = x.size(d1), s2 = x.size(d2);
+  int64_t len = off >= 0 ? std::max<int64_t>(std::min(s1, s2 - std::min(off, s2)), 0)
+                         : std::max<int64_t>(std::min(s1 + std::max(off, -s1), s2), 0);
+  int64_t start = x.storage_offset();
+  if (len > 0) start += off >= 0 ? off * x.stride(d2) : -off * x.stride(d1);
+  Shape sz, st;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d == d1 || d == d2) continue;
+    sz.push_back(x.size(d));
+    st.push_back(x.stride(d));
+  }
+  sz.push_back(len);
+  st.push_back(x.stride(d1) + x.stride(d2));
+  return {view_of(x, sz, st, start)};
+}
+
 Tensors k_as_strided(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Shape& size = c.arg("size").ints;
@@ -763,6 +784,7 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::reshape, k_reshape},
     {OpId::roll, k_roll},
     {OpId::diff, k_diff},
+    {OpId::diagonal, k_diagonal},
     {OpId::select_int, k_select},
     {OpId::slice_Tensor, k_slice},
     {OpId::slice_scatter, k_slice_scatter},

@@ -706,3 +706,35 @@ TEST_CASE("autograd: in-place ops on intermediates are differentiated as their f
   tg.output(q);
   check_gradients(tg);
 }
+
+TEST_CASE("autograd: 3-D convolution, conv1d/conv3d (batched and unbatched)") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 2, 4, 5, 4}), w = tg.weight("conv.weight", {3, 2, 2, 3, 2});
+  ValueId b = tg.weight("conv.bias", {3});
+  ValueId xu = tg.input("xu", {2, 3, 4, 3}), x1 = tg.input("x1", {3, 7});
+  ValueId w1 = tg.weight("conv1.weight", {4, 3, 3});
+  CallArg none{"", Arg::none()};
+  tg.output(tg.op("aten.convolution.default", {T(x), T(w), T(b), Is({1, 2, 1}), Is({1, 0, 1}),
+                                               Is({1, 1, 2}), B(false), Is({0, 0, 0}), I(1)}));
+  tg.output(tg.op("aten.conv3d.default", {T(xu), T(w), none, Is({2}), Is({1}), Is({1}), I(1)}));
+  tg.output(tg.op("aten.conv1d.default", {T(x1), T(w1), none, Is({1}), Is({1}), Is({2}), I(1)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: max_pool3d, adaptive average pooling 1-D/2-D/3-D, diagonal and exp2") {
+  TestGraph tg;
+  ValueId x5 = tg.input("x5", {1, 2, 4, 5, 3});
+  ValueId x3 = tg.input("x3", {2, 3, 7});
+  ValueId x4 = tg.input("x4", {2, 5, 4, 3});
+  auto mp = tg.ops("aten.max_pool3d_with_indices.default",
+                   {T(x5), Is({2, 3, 2}), Is({2, 1, 1}), Is({1, 1, 0})});
+  tg.output(mp[0]);
+  tg.output(tg.op("aten.max_pool3d.default", {T(x5), Is({2}), Is({}), Is({0}), Is({1}), B(true)}));
+  tg.output(tg.op("aten.adaptive_avg_pool1d.default", {T(x3), Is({3})}));
+  tg.output(tg.op("aten.adaptive_avg_pool3d.default", {T(x5), Is({3, 2, 2})}));
+  tg.output(tg.op("aten._adaptive_avg_pool3d.default", {T(x5), Is({1, 1, 1})}));
+  tg.output(tg.op("aten.diagonal.default", {T(x4), I(1), I(-1), I(1)}));
+  tg.output(tg.op("aten.diagonal.default", {T(x4), I(-2), I(2), I(-3)}));
+  tg.output(tg.op("aten.exp2.default", {T(x3)}));
+  check_gradients(tg);
+}

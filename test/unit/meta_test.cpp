@@ -776,3 +776,65 @@ TEST_CASE("meta: sort, topk, scatter and index_put") {
   CHECK(t.error("aten.index_put.default", {T(x), Ts({rows}), T(bad)}).find("shape mismatch") !=
         std::string::npos);
 }
+
+TEST_CASE("meta: 3-D convolution and pooling, adaptive pooling, diagonal, exp2, pool backward") {
+  G t;
+  ValueId x5 = t.in("x5", meta(DType::F32, {2, 3, 5, 6, 4}));
+  ValueId w5 = t.in("w5", meta(DType::F32, {4, 3, 3, 2, 3}));
+  ValueId xu = t.in("xu", meta(DType::F32, {3, 5, 6, 4}));
+  ValueId x1 = t.in("x1", meta(DType::F32, {2, 3, 9}));
+  ValueId w1 = t.in("w1", meta(DType::F32, {4, 3, 3}));
+  CallArg none{"", Arg::none()};
+  CHECK(t.op("aten.conv3d.default", {T(x5), T(w5), none, Is({1, 2, 1}), Is({1, 0, 1})}).sizes ==
+        Sizes{2, 4, 5, 3, 4});
+  CHECK(t.op("aten.conv3d.default", {T(xu), T(w5)}).sizes == Sizes{4, 3, 5, 2});
+  CHECK(t.op("aten.conv1d.default", {T(x1), T(w1), none, Is({2}), Is({1})}).sizes ==
+        Sizes{2, 4, 5});
+  CHECK(t.error("aten.conv3d.default", {T(x1), T(w5)}).find("expected 4D (unbatched) or 5D") == 0);
+  auto mp = t.ops("aten.max_pool3d_with_indices.default", {T(x5), Is({2}), Is({2, 1, 1})});
+  REQUIRE(mp.size() == 2);
+  CHECK(mp[0].sizes == Sizes{2, 3, 2, 5, 3});
+  CHECK(mp[1].dtype == DType::I64);
+  CHECK(
+      t.op("aten.max_pool3d.default", {T(x5), Is({2}), Is({}), Is({0}), Is({1}), B(true)}).sizes ==
+      Sizes{2, 3, 3, 3, 2});
+  CHECK(t.error("aten.max_pool3d.default", {T(x5), Is({2}), Is({2}), Is({2})})
+            .find("pad should be at most half") == 0);
+  CHECK(
+      t.error("aten.max_pool3d.default", {T(x1), Is({2})}).find("max_pool3d expects a 4D or 5D") ==
+      0);
+  CHECK(t.op("aten.adaptive_avg_pool3d.default", {T(x5), Is({3, 4, 3})}).sizes ==
+        Sizes{2, 3, 3, 4, 3});
+  CHECK(t.op("aten.adaptive_avg_pool1d.default", {T(x1), Is({12})}).sizes == Sizes{2, 3, 12});
+  CHECK(t.error("aten._adaptive_avg_pool3d.default", {T(x5), Is({2, 2})})
+            .find("output_size must be 3 ints") != std::string::npos);
+  ValueId xd = t.in("xd", meta(DType::F32, {4, 5, 3}));
+  const TensorMeta& dg = t.op("aten.diagonal.default", {T(xd), I(1), I(0), I(-1)});
+  CHECK(dg.sizes == Sizes{5, 2});
+  CHECK(dg.strides == Sizes{3, 16});
+  CHECK(dg.storage_offset == 1);
+  const TensorMeta& dn = t.op("aten.diagonal.default", {T(xd), I(-2), I(2), I(0)});
+  CHECK(dn.sizes == Sizes{5, 1});
+  CHECK(dn.storage_offset == 2);
+  CHECK(t.op("aten.diagonal.default", {T(xd), I(7)}).sizes == Sizes{3, 0});
+  CHECK(t.error("aten.diagonal.default", {T(xd), I(0), I(1), I(-2)})
+            .find("diagonal dimensions cannot be identical") == 0);
+  ValueId xi = t.in("xi", meta(DType::I64, {3, 4}));
+  CHECK(t.op("aten.exp2.default", {T(xi)}).dtype == DType::F32);
+  ValueId x = t.in("x", meta(DType::F32, {2, 3, 7, 9}));
+  ValueId go = t.in("go", meta(DType::F32, {2, 3, 4, 5}));
+  CHECK(t.op("aten.avg_pool2d_backward.default",
+             {T(go), T(x), Is({3, 2}), Is({2, 2}), Is({1, 1}), B(true), B(false), none})
+            .sizes == Sizes{2, 3, 7, 9});
+  CHECK(t.error("aten.avg_pool2d_backward.default",
+                {T(go), T(x), Is({3, 3}), Is({3, 3}), Is({1, 1}), B(false), B(false), none})
+            .find("'grad_output' must have the pooled output's sizes") == 0);
+  CHECK(t.op("aten._adaptive_avg_pool2d_backward.default", {T(go), T(x)}).sizes ==
+        Sizes{2, 3, 7, 9});
+  ValueId ge = t.in("ge", meta(DType::F32, {3, 4, 5}));
+  CHECK(
+      t.op("aten.embedding_dense_backward.default", {T(ge), T(xi), I(7), I(-1), B(false)}).sizes ==
+      Sizes{7, 5});
+  CHECK(t.error("aten.embedding_dense_backward.default", {T(go), T(xi), I(7), I(-1), B(false)})
+            .find("'grad_output' must be the indices' sizes plus the embedding dim") == 0);
+}

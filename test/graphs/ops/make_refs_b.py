@@ -16,7 +16,7 @@ import sys
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GRAPHS = ["pool_avg", "resample", "pad_mode", "view_copy", "factory_like"]
+GRAPHS = ["pool_avg", "resample", "pad_mode", "view_copy", "factory_like", "pool_nd", "pool_backward"]
 
 DTYPES = {
     "f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -62,7 +62,7 @@ def save(path, tensors):
     header, blobs, off = {}, [], 0
     for name, t in tensors.items():
         t = t.detach().contiguous().cpu()
-        data = bytes(t.view(torch.uint8).reshape(-1).tolist()) if t.numel() else b""
+        data = bytes(t.reshape(-1).view(torch.uint8).tolist()) if t.numel() else b""
         header[name] = {"dtype": ST_NAMES[t.dtype], "shape": list(t.shape),
                         "data_offsets": [off, off + len(data)]}
         blobs.append(data)

@@ -1,0 +1,107 @@
+// Meta functions of the backward ops of the core ATen opset that exported backward graphs
+// contain: avg_pool2d_backward, max_pool2d_with_indices_backward, _adaptive_avg_pool2d_backward
+// (each the input's sizes, in grad_output's dtype) and embedding_dense_backward.
+#include "frontend/meta/meta_util.h"
+#include "frontend/resample.h"
+
+namespace fxc::meta_detail {
+namespace {
+
+// grad_output must have self's leading dims and float dtype; the result has self's sizes.
+Metas pool2d_grad(const Ctx& c, const Sizes& out_spatial) {
+  const TensorMeta& go = c.tensor("grad_output");
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() != 3 && x.dim() != 4)
+    c.fail("expected a 3D or 4D (batch mode) 'self', but " + c.desc("self"));
+  Sizes want(x.sizes.begin(), x.sizes.end() - 2);
+  want.insert(want.end(), out_spatial.begin(), out_spatial.end());
+  if (go.sizes != want)
+    c.fail("'grad_output' must have the pooled output's sizes " + join(want) + ", but " +
+           c.desc("grad_output"));
+  if (!is_floating(go.dtype))
+    c.fail("'grad_output' must be floating point, but " + c.desc("grad_output"));
+  return {make(go.dtype, x.sizes, x.device)};
+}
+
+// The pooled sizes of the last two dims of self (PyTorch's pooling_output_shape).
+Sizes pooled(const Ctx& c, const Sizes& k, const Sizes& s, const Sizes& p, const Sizes& d,
+             bool ceil) {
+  const TensorMeta& x = c.tensor("self");
+  Sizes out;
+  for (size_t i = 0; i < 2; ++i) {
+    if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0 || p[i] < 0 || p[i] > k[i] / 2)
+      c.fail("bad pooling parameters: kernel_size " + join(k) + ", stride " + join(s) +
+             ", padding " + join(p));
+    out.push_back(
+        resample::pool_out_size(x.sizes[x.sizes.size() - 2 + i], k[i], p[i], s[i], d[i], ceil));
+  }
+  return out;
+}
+
+Metas avg_pool2d_backward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Sizes k = c.ints_n("kernel_size", 2);
+  Sizes s = c.ints("stride").empty() ? k : c.ints_n("stride", 2);
+  if (c.has("divisor_override") && c.int_("divisor_override") == 0)
+    c.fail("avg_pool2d_backward: divisor must be not zero");
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() != 3 && x.dim() != 4)
+    c.fail("expected a 3D or 4D (batch mode) 'self', but " + c.desc("self"));
+  return pool2d_grad(c, pooled(c, k, s, c.ints_n("padding", 2), {1, 1}, c.bool_("ceil_mode")));
+}
+
+Metas max_pool2d_with_indices_backward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Sizes k = c.ints_n("kernel_size", 2);
+  Sizes s = c.ints("stride").empty() ? k : c.ints_n("stride", 2);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() != 3 && x.dim() != 4)
+    c.fail("expected a 3D or 4D (batch mode) 'self', but " + c.desc("self"));
+  const TensorMeta& idx = c.tensor("indices");
+  if (idx.dtype != DType::I64) c.fail("'indices' must be i64, but " + c.desc("indices"));
+  if (idx.sizes != c.tensor("grad_output").sizes)
+    c.fail("'indices' must have grad_output's sizes, but " + c.desc("indices") + " and " +
+           c.desc("grad_output"));
+  return pool2d_grad(
+      c, pooled(c, k, s, c.ints_n("padding", 2), c.ints_n("dilation", 2), c.bool_("ceil_mode")));
+}
+
+Metas adaptive_avg_pool2d_backward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& go = c.tensor("grad_output");
+  const TensorMeta& x = c.tensor("self");
+  if (go.dim() != x.dim() || go.dim() < 3)
+    c.fail("'grad_output' and 'self' must both be 3D or 4D, but " + c.desc("grad_output") +
+           " and " + c.desc("self"));
+  return pool2d_grad(c, Sizes(go.sizes.end() - 2, go.sizes.end()));
+}
+
+Metas embedding_dense_backward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& go = c.tensor("grad_output");
+  const TensorMeta& idx = c.tensor("indices");
+  if (idx.dtype != DType::I64 && idx.dtype != DType::I32)
+    c.fail("expected indices of dtype i64 or i32, but " + c.desc("indices"));
+  if (go.dim() != idx.dim() + 1 ||
+      !std::equal(idx.sizes.begin(), idx.sizes.end(), go.sizes.begin()))
+    c.fail("'grad_output' must be the indices' sizes plus the embedding dim, but " +
+           c.desc("grad_output") + " and " + c.desc("indices"));
+  int64_t rows = c.int_("num_weights");
+  if (rows < 0) c.fail("num_weights must be non-negative, got " + std::to_string(rows));
+  return {make(go.dtype, {rows, go.sizes.back()}, go.device)};
+}
+
+const OpTable<MetaFn>::Row kBackwardMeta[] = {
+    {OpId::_adaptive_avg_pool2d_backward, guarded<adaptive_avg_pool2d_backward>},
+    {OpId::avg_pool2d_backward, guarded<avg_pool2d_backward>},
+    {OpId::embedding_dense_backward, guarded<embedding_dense_backward>},
+    {OpId::max_pool2d_with_indices_backward, guarded<max_pool2d_with_indices_backward>},
+};
+
+} // namespace
+
+std::span<const OpTable<MetaFn>::Row> backward_meta() {
+  return kBackwardMeta;
+}
+
+} // namespace fxc::meta_detail

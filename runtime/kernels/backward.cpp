@@ -1,0 +1,159 @@
+// Reference kernels of the backward ops of the core ATen opset: avg_pool2d_backward,
+// max_pool2d_with_indices_backward, _adaptive_avg_pool2d_backward (each gradient element spread
+// over the input positions its output read) and embedding_dense_backward (rows accumulated per
+// index).
+#include "runtime/kernels/kernel_util.h"
+
+#include "frontend/resample.h"
+
+namespace fxc::kernel_detail {
+namespace {
+
+// The leading (plane) count and the two spatial extents of a 3-D or 4-D tensor.
+struct Planes {
+  int64_t planes, h, w;
+};
+Planes planes_of(const Tensor& t, const char* op) {
+  if (t.dim() != 3 && t.dim() != 4)
+    fail(std::string(op) + " expects a 3-D or 4-D tensor, got " + shape_str(t.sizes()));
+  return {checked_numel(Shape(t.sizes().begin(), t.sizes().end() - 2)), t.size(t.dim() - 2),
+          t.size(t.dim() - 1)};
+}
+
+void check_grad(const Tensor& go, const Tensor& x, int64_t oh, int64_t ow, const char* op) {
+  Shape want(x.sizes().begin(), x.sizes().end() - 2);
+  want.insert(want.end(), {oh, ow});
+  if (go.sizes() != want)
+    fail(std::string(op) + ": grad_output is " + shape_str(go.sizes()) + " but the output is " +
+         shape_str(want));
+}
+
+Tensors k_avg_pool2d_backward(const KernelCall& c) {
+  const Tensor& go = c.tensor("grad_output");
+  const Tensor& x = c.tensor("self");
+  Planes p = planes_of(x, "avg_pool2d_backward");
+  Shape k = expand_param(c.arg("kernel_size").ints, 2, "kernel_size");
+  Shape s = c.arg("stride").ints.empty() ? k : expand_param(c.arg("stride").ints, 2, "stride");
+  Shape pad = expand_param(c.arg("padding").ints, 2, "padding");
+  bool ceil = c.arg("ceil_mode").b, include = c.arg("count_include_pad").b;
+  int64_t divisor = c.arg("divisor_override").is_none() ? 0 : c.arg("divisor_override").i;
+  int64_t I[2] = {p.h, p.w}, O[2];
+  for (int i = 0; i < 2; ++i) {
+    if (k[i] <= 0 || s[i] <= 0 || pad[i] < 0 || pad[i] > k[i] / 2)
+      fail("avg_pool2d_backward: bad kernel_size, stride or padding");
+    O[i] = resample::pool_out_size(I[i], k[i], pad[i], s[i], 1, ceil);
+  }
+  check_grad(go, x, O[0], O[1], "avg_pool2d_backward");
+  std::vector<double> g = values(go), out(size_t(p.planes * p.h * p.w), 0.0);
+  for (int64_t pl = 0; pl < p.planes; ++pl)
+    for (int64_t oh = 0; oh < O[0]; ++oh)
+      for (int64_t ow = 0; ow < O[1]; ++ow) {
+        int64_t st[2] = {oh * s[0] - pad[0], ow * s[1] - pad[1]}, lo[2], hi[2], full = 1, cnt = 1;
+        for (int i = 0; i < 2; ++i) {
+          int64_t end = std::min(st[i] + k[i], I[i] + pad[i]);
+          full *= end - st[i];
+          lo[i] = std::max<int64_t>(st[i], 0);
+          hi[i] = std::min(end, I[i]);
+          cnt *= std::max<int64_t>(hi[i] - lo[i], 0);
+        }
+        int64_t div = divisor ? divisor : include ? full : cnt;
+        if (cnt == 0) continue;
+        double v = g[size_t((pl * O[0] + oh) * O[1] + ow)] / double(div);
+        for (int64_t a = lo[0]; a < hi[0]; ++a)
+          for (int64_t b = lo[1]; b < hi[1]; ++b) out[size_t((pl * p.h + a) * p.w + b)] += v;
+      }
+  return {make(c.result_dtype(go.dtype()), x.sizes(), out)};
+}
+
+Tensors k_max_pool2d_with_indices_backward(const KernelCall& c) {
+  const Tensor& go = c.tensor("grad_output");
+  const Tensor& x = c.tensor("self");
+  const Tensor& idx = c.tensor("indices");
+  Planes p = planes_of(x, "max_pool2d_with_indices_backward");
+  if (idx.sizes() != go.sizes())
+    fail("max_pool2d_with_indices_backward: indices are " + shape_str(idx.sizes()) +
+         " but grad_output is " + shape_str(go.sizes()));
+  if (go.dim() != x.dim())
+    fail("max_pool2d_with_indices_backward: grad_output is " + shape_str(go.sizes()) +
+         " for an input of " + shape_str(x.sizes()));
+  const int64_t plane_in = p.h * p.w;
+  const int64_t plane_out = go.size(go.dim() - 2) * go.size(go.dim() - 1);
+  std::vector<double> g = values(go), at = values(idx), out(size_t(p.planes * plane_in), 0.0);
+  for (int64_t pl = 0; pl < p.planes; ++pl)
+    for (int64_t o = 0; o < plane_out; ++o) {
+      int64_t i = int64_t(at[size_t(pl * plane_out + o)]);
+      if (i < 0 || i >= plane_in)
+        fail("max_pool2d_with_indices_backward: index " + std::to_string(i) +
+             " is outside the input plane of " + std::to_string(plane_in) + " elements");
+      out[size_t(pl * plane_in + i)] += g[size_t(pl * plane_out + o)];
+    }
+  return {make(c.result_dtype(go.dtype()), x.sizes(), out)};
+}
+
+Tensors k_adaptive_avg_pool2d_backward(const KernelCall& c) {
+  const Tensor& go = c.tensor("grad_output");
+  const Tensor& x = c.tensor("self");
+  Planes p = planes_of(x, "_adaptive_avg_pool2d_backward");
+  if (go.dim() != x.dim())
+    fail("_adaptive_avg_pool2d_backward: grad_output is " + shape_str(go.sizes()) +
+         " for an input of " + shape_str(x.sizes()));
+  int64_t OH = go.size(go.dim() - 2), OW = go.size(go.dim() - 1);
+  check_grad(go, x, OH, OW, "_adaptive_avg_pool2d_backward");
+  std::vector<double> g = values(go), out(size_t(p.planes * p.h * p.w), 0.0);
+  for (int64_t pl = 0; pl < p.planes; ++pl)
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      int64_t h0 = (oh * p.h) / OH, h1 = ((oh + 1) * p.h + OH - 1) / OH;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t w0 = (ow * p.w) / OW, w1 = ((ow + 1) * p.w + OW - 1) / OW;
+        double v = g[size_t((pl * OH + oh) * OW + ow)] / double((h1 - h0) * (w1 - w0));
+        for (int64_t a = h0; a < h1; ++a)
+          for (int64_t b = w0; b < w1; ++b) out[size_t((pl * p.h + a) * p.w + b)] += v;
+      }
+    }
+  return {make(c.result_dtype(go.dtype()), x.sizes(), out)};
+}
+
+// Row r of the result sums the gradient rows of the indices equal to r (none at padding_idx);
+// scale_grad_by_freq divides each by how often its index occurs.
+Tensors k_embedding_dense_backward(const KernelCall& c) {
+  const Tensor& go = c.tensor("grad_output");
+  const Tensor& idx = c.tensor("indices");
+  if (idx.dtype() != DType::I64 && idx.dtype() != DType::I32)
+    fail("embedding_dense_backward: expected i64 or i32 indices, got " + dname(idx.dtype()));
+  const int64_t V = c.arg("num_weights").i, pad = c.arg("padding_idx").i;
+  if (go.dim() != idx.dim() + 1)
+    fail("embedding_dense_backward: grad_output is " + shape_str(go.sizes()) + " for indices " +
+         shape_str(idx.sizes()));
+  const int64_t D = go.size(go.dim() - 1);
+  std::vector<double> g = values(go), ids = values(idx), out(size_t(V * D), 0.0);
+  std::vector<double> count(size_t(V), 0.0);
+  for (double r : ids) {
+    if (r < 0 || r >= double(V))
+      fail("embedding_dense_backward: index " + std::to_string(int64_t(r)) +
+           " is out of range for a table of " + std::to_string(V) + " rows");
+    count[size_t(r)] += 1;
+  }
+  const bool freq = c.arg("scale_grad_by_freq").b;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    int64_t r = int64_t(ids[k]);
+    if (r == pad) continue;
+    double scale = freq ? 1.0 / count[size_t(r)] : 1.0;
+    for (int64_t j = 0; j < D; ++j) out[size_t(r * D + j)] += g[size_t(int64_t(k) * D + j)] * scale;
+  }
+  return {make(c.result_dtype(go.dtype()), {V, D}, out)};
+}
+
+const OpTable<KernelFn>::Row kBackwardKernels[] = {
+    {OpId::_adaptive_avg_pool2d_backward, k_adaptive_avg_pool2d_backward},
+    {OpId::avg_pool2d_backward, k_avg_pool2d_backward},
+    {OpId::embedding_dense_backward, k_embedding_dense_backward},
+    {OpId::max_pool2d_with_indices_backward, k_max_pool2d_with_indices_backward},
+};
+
+} // namespace
+
+std::span<const OpTable<KernelFn>::Row> backward_kernels() {
+  return kBackwardKernels;
+}
+
+} // namespace fxc::kernel_detail
