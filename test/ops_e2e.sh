@@ -37,4 +37,26 @@ for g in "$src"/test/graphs/ops/*.fxg; do
       -o "$tmp/$name.cubin"
   else missing "$name through ptxas" "ptxas not found (PTXAS unset)"; fi
 done
+# Must-fail inputs: a boolean-mask index_put writes data-dependent positions, which a CUDA plan
+# refuses (it never round-trips through the host); the CPU plan calls the reference kernel.
+cat > "$tmp/mask_put.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "mask_put",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [4, 6]}, {"name": "m", "dtype": "b8", "shape": [4, 6]},
+            {"name": "v", "dtype": "f32", "shape": []}],
+ "nodes": [{"name": "put", "target": "aten.index_put.default", "args": [{"ref": "x"}, {"refs": ["m"]}, {"ref": "v"}]}],
+ "outputs": ["put"]}
+EOF
+check "mask index_put: a CUDA plan refuses it" 1 "$fxc" --backend=inductor --device=cuda \
+  --emit=ptx -o "$tmp/mask_put.ptx" "$tmp/mask_put.fxg"
+has "mask index_put: the error names the node and why" "$tmp/err" \
+  "node 'put' (aten.index_put.default): index_put with a boolean mask index writes data-dependent positions and has no CUDA lowering"
+check "mask index_put: the CPU plan runs it" 0 "$fxc" --backend=inductor --device=cpu --run \
+  "$tmp/mask_put.fxg"
+# _assert_tensor_metadata is checked at compile time.
+sed 's/{"ints": \[4, 6\]}, {"ints": \[6, 1\]}/{"ints": [4, 5]}, {"ints": [6, 1]}/' \
+  "$src/test/graphs/ops/assert_meta.fxg" > "$tmp/assert_bad.fxg"
+check "_assert_tensor_metadata: a size mismatch fails to compile" 1 "$fxc" --backend=inductor \
+  --device=cuda --emit=ptx -o "$tmp/assert_bad.ptx" "$tmp/assert_bad.fxg"
+has "_assert_tensor_metadata: the error names the node" "$tmp/err" \
+  "node 'chk' (aten._assert_tensor_metadata.default): tensor size mismatch: expected [4, 5]"
 exit $fail

@@ -1,6 +1,7 @@
 // Unit tests for lowering graphs to the loop IR: views as index arithmetic, reductions, externs.
 #include "aot_testing.h"
 #include "codegen/inductor.h"
+#include "frontend/diag.h"
 #include "passes/lower.h"
 #include "runtime/compare.h"
 
