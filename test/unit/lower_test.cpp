@@ -162,7 +162,8 @@ TEST_CASE("lower: scans, sorts and scatters match the reference kernels without 
   tg.output(tg.op("aten.cumsum.default", {T(e), I(0)}));
   tg.output(tg.op("aten.scatter.src", {T(t), I(0), T(ix), T(src)}));
   tg.output(tg.op("aten.scatter_add.default", {T(t), I(0), T(ix), T(src)}));
-  tg.output(tg.op("aten.index_put.default", {T(t), {"", Arg::of_tensors({ip})}, T(src)}));
+  ValueId row = tg.input_values("row", DType::I32, {4}, {-7, 8, -9, 10});
+  tg.output(tg.op("aten.index_put.default", {T(t), {"", Arg::of_tensors({ip})}, T(row)}));
   tg.output(tg.op("aten.index_fill.int_Scalar", {T(t), I(1), T(ip), I(-4)}));
   tg.output(tg.op("aten.roll.default", {T(t), Is({-5}), Is({})}));
   LoopProgram lp = lower(tg.g);
