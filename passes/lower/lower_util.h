@@ -96,6 +96,19 @@ inline VPtr wrap_index(const VPtr& i, int64_t size) {
                  v_binary(VOp::Add, v, v_const(double(size), DType::I64)), v);
 }
 
+/// The lowerings of scans, sorts and scatters do quadratic work (a row against itself, every
+/// element against the index). Past this many steps a CPU plan calls the reference kernel
+/// (linear, or n log n) instead; a CUDA plan always lowers: no op of it goes through the host.
+constexpr int64_t kCpuQuadraticWorkLimit = int64_t(1) << 27;
+/// Makes node n an extern call of its reference kernel, logged with the work, and returns true
+/// when this is a CPU plan and `work` is past kCpuQuadraticWorkLimit.
+inline bool cpu_reference_instead(Lowerer& L, int n, int64_t work) {
+  if (L.options().cuda || work <= kCpuQuadraticWorkLimit) return false;
+  L.fallback(n, "quadratic lowering of " + std::to_string(work) +
+                    " steps: the reference kernel is faster on the CPU");
+  return true;
+}
+
 /// A reduction with `op` of fn(out_idx, r_idx) over the extra dims `extra`, for every element
 /// of a result of `out` sizes (the result has exactly those sizes). With nothing to reduce
 /// (an extra extent of 0), every element is the identity of `op` (Sum and Prod only: the other

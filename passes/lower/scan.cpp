@@ -13,6 +13,8 @@ namespace {
 struct ScanInput {
   LVal x;
   int64_t d = 0;
+  /// The steps of the triangular reductions (numel times the row length).
+  int64_t work() const { return numel_of(x.sizes) * x.sizes[size_t(d)]; }
 };
 ScanInput scan_input(Lowerer& L, int n) {
   ScanInput s{L.input(n, "self"), 0};
@@ -36,16 +38,16 @@ VPtr in_prefix(const IndexExpr& j, const IndexExpr& i) {
 /// cumsum / cumprod: where(j <= i, x[j], identity) summed (multiplied) over j.
 void sum_scan(Lowerer& L, int n, ReduceOp op) {
   ScanInput s = scan_input(L, n);
+  if (cpu_reference_instead(L, n, s.work())) return;
   const TensorMeta& m = L.out_meta(n);
   DType acc = accumulate_type(m.dtype);
   VPtr ident = v_const(op == ReduceOp::Prod ? 1 : 0, acc);
-  LVal r = reduce_extra(
-      L, n, op, acc, s.x.sizes, {s.x.sizes[size_t(s.d)]},
-      [&](auto& out, auto& rr) {
-        VPtr xj = v_cast(L.at(s.x, with_dim(out, s.d, rr[0])), acc);
-        return v_where(in_prefix(rr[0], out[size_t(s.d)]), xj, ident);
-      },
-      {&s.x});
+  LVal r = reduce_extra(L, n, op, acc, s.x.sizes, {s.x.sizes[size_t(s.d)]},
+                        [&](auto& out, auto& rr) {
+                          VPtr xj = v_cast(L.at(s.x, with_dim(out, s.d, rr[0])), acc);
+                          return v_where(in_prefix(rr[0], out[size_t(s.d)]), xj, ident);
+                        },
+                        {&s.x});
   L.set_output(n, 0, r);
 }
 void lower_cumsum(Lowerer& L, int n) {
@@ -59,45 +61,46 @@ void lower_cumprod(Lowerer& L, int n) {
 /// gives -inf and any +inf gives +inf), then m + log(sum_j<=i exp(x[j] - m)).
 void lower_logcumsumexp(Lowerer& L, int n) {
   ScanInput s = scan_input(L, n);
+  if (cpu_reference_instead(L, n, s.work())) return;
   const TensorMeta& m = L.out_meta(n);
   DType acc = accumulate_type(m.dtype);
   if (!is_floating(acc)) L.fail(n, "logcumsumexp needs a floating-point result");
   int64_t d = s.d;
   std::vector<int64_t> extra = {s.x.sizes[size_t(d)]};
   // The masked positions take x[i] itself, which is in the prefix: the maximum is unchanged.
-  LVal mx = reduce_extra(
-      L, n, ReduceOp::Max, acc, s.x.sizes, extra,
-      [&](auto& out, auto& rr) {
-        return v_where(in_prefix(rr[0], out[size_t(d)]),
-                       v_cast(L.at(s.x, with_dim(out, d, rr[0])), acc), v_cast(L.at(s.x, out), acc));
-      },
-      {&s.x});
-  LVal shift = L.pointwise(
-      n, acc, s.x.sizes,
-      [&](auto& idx) {
-        VPtr v = L.at(mx, idx);
-        VPtr inf = v_binary(VOp::Eq, v_unary(VOp::Abs, v),
-                            v_const(std::numeric_limits<double>::infinity(), acc));
-        return v_where(inf, v_const(0, acc), v);
-      },
-      {&mx});
+  LVal mx = reduce_extra(L, n, ReduceOp::Max, acc, s.x.sizes, extra,
+                         [&](auto& out, auto& rr) {
+                           return v_where(in_prefix(rr[0], out[size_t(d)]),
+                                          v_cast(L.at(s.x, with_dim(out, d, rr[0])), acc),
+                                          v_cast(L.at(s.x, out), acc));
+                         },
+                         {&s.x});
+  LVal shift = L.pointwise(n, acc, s.x.sizes,
+                           [&](auto& idx) {
+                             VPtr v = L.at(mx, idx);
+                             VPtr inf =
+                                 v_binary(VOp::Eq, v_unary(VOp::Abs, v),
+                                          v_const(std::numeric_limits<double>::infinity(), acc));
+                             return v_where(inf, v_const(0, acc), v);
+                           },
+                           {&mx});
   L.realize(shift);
-  LVal sum = reduce_extra(
-      L, n, ReduceOp::Sum, acc, s.x.sizes, extra,
-      [&](auto& out, auto& rr) {
-        VPtr xj = v_cast(L.at(s.x, with_dim(out, d, rr[0])), acc);
-        return v_where(in_prefix(rr[0], out[size_t(d)]),
-                       v_unary(VOp::Exp, v_binary(VOp::Sub, xj, L.at(shift, out))),
-                       v_const(0, acc));
-      },
-      {&s.x, &shift});
-  L.set_output(n, 0,
-               L.pointwise(
-                   n, acc, s.x.sizes,
-                   [&](auto& idx) {
-                     return v_binary(VOp::Add, L.at(shift, idx), v_unary(VOp::Log, L.at(sum, idx)));
+  LVal sum =
+      reduce_extra(L, n, ReduceOp::Sum, acc, s.x.sizes, extra,
+                   [&](auto& out, auto& rr) {
+                     VPtr xj = v_cast(L.at(s.x, with_dim(out, d, rr[0])), acc);
+                     return v_where(in_prefix(rr[0], out[size_t(d)]),
+                                    v_unary(VOp::Exp, v_binary(VOp::Sub, xj, L.at(shift, out))),
+                                    v_const(0, acc));
                    },
-                   {&shift, &sum}));
+                   {&s.x, &shift});
+  L.set_output(n, 0,
+               L.pointwise(n, acc, s.x.sizes,
+                           [&](auto& idx) {
+                             return v_binary(VOp::Add, L.at(shift, idx),
+                                             v_unary(VOp::Log, L.at(sum, idx)));
+                           },
+                           {&shift, &sum}));
 }
 
 /// cummax / cummin: the prefix extreme (NaN propagates), and where it was last reached as
@@ -105,27 +108,28 @@ void lower_logcumsumexp(Lowerer& L, int n) {
 /// position holding the extreme value.
 void cum_extreme(Lowerer& L, int n, bool mx) {
   ScanInput s = scan_input(L, n);
+  if (cpu_reference_instead(L, n, s.work())) return;
   DType kt = exact_type(s.x.dtype);
   int64_t d = s.d;
   std::vector<int64_t> extra = {s.x.sizes[size_t(d)]};
   auto key = [&](const std::vector<IndexExpr>& idx) { return v_cast(L.at(s.x, idx), kt); };
-  LVal v = reduce_extra(
-      L, n, mx ? ReduceOp::Max : ReduceOp::Min, kt, s.x.sizes, extra,
-      [&](auto& out, auto& rr) {
-        return v_where(in_prefix(rr[0], out[size_t(d)]), key(with_dim(out, d, rr[0])), key(out));
-      },
-      {&s.x});
-  LVal at = reduce_extra(
-      L, n, ReduceOp::Max, DType::I64, s.x.sizes, extra,
-      [&](auto& out, auto& rr) {
-        VPtr xj = key(with_dim(out, d, rr[0]));
-        VPtr best = L.at(v, out);
-        VPtr hit = is_floating(kt) ? v_where(is_nan(best), is_nan(xj), v_binary(VOp::Eq, xj, best))
-                                   : v_binary(VOp::Eq, xj, best);
-        return v_where(v_binary(VOp::And, in_prefix(rr[0], out[size_t(d)]), hit), i64(rr[0]),
-                       v_const(-1, DType::I64));
-      },
-      {&s.x, &v});
+  LVal v = reduce_extra(L, n, mx ? ReduceOp::Max : ReduceOp::Min, kt, s.x.sizes, extra,
+                        [&](auto& out, auto& rr) {
+                          return v_where(in_prefix(rr[0], out[size_t(d)]),
+                                         key(with_dim(out, d, rr[0])), key(out));
+                        },
+                        {&s.x});
+  LVal at = reduce_extra(L, n, ReduceOp::Max, DType::I64, s.x.sizes, extra,
+                         [&](auto& out, auto& rr) {
+                           VPtr xj = key(with_dim(out, d, rr[0]));
+                           VPtr best = L.at(v, out);
+                           VPtr hit = is_floating(kt) ? v_where(is_nan(best), is_nan(xj),
+                                                                v_binary(VOp::Eq, xj, best))
+                                                      : v_binary(VOp::Eq, xj, best);
+                           return v_where(v_binary(VOp::And, in_prefix(rr[0], out[size_t(d)]), hit),
+                                          i64(rr[0]), v_const(-1, DType::I64));
+                         },
+                         {&s.x, &v});
   L.set_output(n, 0, v);
   L.set_output(n, 1, at);
 }
@@ -137,8 +141,10 @@ void lower_cummin(Lowerer& L, int n) {
 }
 
 const OpTable<LowerFn>::Row kScanRules[] = {
-    {OpId::cummax, lower_cummax},   {OpId::cummin, lower_cummin},
-    {OpId::cumprod, lower_cumprod}, {OpId::cumsum, lower_cumsum},
+    {OpId::cummax, lower_cummax},
+    {OpId::cummin, lower_cummin},
+    {OpId::cumprod, lower_cumprod},
+    {OpId::cumsum, lower_cumsum},
     {OpId::logcumsumexp, lower_logcumsumexp},
 };
 

@@ -92,37 +92,41 @@ LVal last_match(Lowerer& L, int n, ScatterRow& r, std::vector<const LVal*> input
 
 void lower_scatter(Lowerer& L, int n) {
   ScatterRow r = scatter_row(L, n);
+  if (cpu_reference_instead(L, n, numel_of(r.self.sizes) * r.index.sizes[size_t(r.d)])) return;
   const TensorMeta& m = L.out_meta(n);
   bool has_src = L.node(n).schema->index_of("src") >= 0;
   std::optional<LVal> src;
   if (has_src) src = at_least_1d(L, L.input(n, "src"));
   if (numel_of(r.index.sizes) == 0) {
-    L.set_output(n, 0, L.pointwise(n, m.dtype, r.self.sizes, [&](auto& x) { return L.at(r.self, x); }, {&r.self}));
+    L.set_output(
+        n, 0,
+        L.pointwise(n, m.dtype, r.self.sizes, [&](auto& x) { return L.at(r.self, x); }, {&r.self}));
     return;
   }
   LVal win = last_match(L, n, r, {&r.index});
   int64_t len = r.index.sizes[size_t(r.d)];
   L.set_output(n, 0,
-               L.pointwise(
-                   n, m.dtype, r.self.sizes,
-                   [&](auto& x) {
-                     VPtr w = L.at(win, x);
-                     VPtr v = scattered(L, n, src ? &*src : nullptr,
-                                        r.at(x, IndexExpr::indirect(w, len)), m.dtype);
-                     return v_where(v_binary(VOp::Ge, w, v_const(0, DType::I64)), v,
-                                    v_cast(L.at(r.self, x), m.dtype));
-                   },
-                   {&r.self, &win}));
+               L.pointwise(n, m.dtype, r.self.sizes,
+                           [&](auto& x) {
+                             VPtr w = L.at(win, x);
+                             VPtr v = scattered(L, n, src ? &*src : nullptr,
+                                                r.at(x, IndexExpr::indirect(w, len)), m.dtype);
+                             return v_where(v_binary(VOp::Ge, w, v_const(0, DType::I64)), v,
+                                            v_cast(L.at(r.self, x), m.dtype));
+                           },
+                           {&r.self, &win}));
 }
 
 /// scatter_add and scatter_reduce.two (sum, prod, mean, amax, amin; include_self or not).
 void scatter_reduce_with(Lowerer& L, int n, const std::string& how, bool include_self) {
   ScatterRow r = scatter_row(L, n);
+  if (cpu_reference_instead(L, n, 2 * numel_of(r.self.sizes) * r.index.sizes[size_t(r.d)])) return;
   const TensorMeta& m = L.out_meta(n);
   LVal src = at_least_1d(L, L.input(n, "src"));
   DType t = m.dtype;
   if (numel_of(r.index.sizes) == 0) {
-    L.set_output(n, 0, L.pointwise(n, t, r.self.sizes, [&](auto& x) { return L.at(r.self, x); }, {&r.self}));
+    L.set_output(
+        n, 0, L.pointwise(n, t, r.self.sizes, [&](auto& x) { return L.at(r.self, x); }, {&r.self}));
     return;
   }
   std::vector<int64_t> extra = {r.index.sizes[size_t(r.d)]};
@@ -142,39 +146,40 @@ void scatter_reduce_with(Lowerer& L, int n, const std::string& how, bool include
   } else {
     L.fail(n, "reduce argument must be one of sum, prod, mean, amax, amin, got '" + how + "'");
   }
-  LVal red = reduce_extra(
-      L, n, op, acc, r.self.sizes, extra,
-      [&](auto& x, auto& rr) {
-        return v_where(r.match(L, x, rr[0]), v_cast(L.at(src, r.at(x, rr[0])), acc), ident);
-      },
-      {&r.index, &src});
-  LVal cnt = reduce_extra(
-      L, n, ReduceOp::Sum, DType::I64, r.self.sizes, extra,
-      [&](auto& x, auto& rr) {
-        return v_where(r.match(L, x, rr[0]), v_const(1, DType::I64), v_const(0, DType::I64));
-      },
-      {&r.index});
+  LVal red = reduce_extra(L, n, op, acc, r.self.sizes, extra,
+                          [&](auto& x, auto& rr) {
+                            return v_where(r.match(L, x, rr[0]),
+                                           v_cast(L.at(src, r.at(x, rr[0])), acc), ident);
+                          },
+                          {&r.index, &src});
+  LVal cnt = reduce_extra(L, n, ReduceOp::Sum, DType::I64, r.self.sizes, extra,
+                          [&](auto& x, auto& rr) {
+                            return v_where(r.match(L, x, rr[0]), v_const(1, DType::I64),
+                                           v_const(0, DType::I64));
+                          },
+                          {&r.index});
   L.set_output(
       n, 0,
-      L.pointwise(
-          n, t, r.self.sizes,
-          [&](auto& x) {
-            VPtr s = v_cast(L.at(r.self, x), acc), v = L.at(red, x), c = L.at(cnt, x);
-            VPtr res;
-            if (op == ReduceOp::Sum)
-              res = include_self ? v_binary(VOp::Add, s, v) : v;
-            else if (op == ReduceOp::Prod)
-              res = include_self ? v_binary(VOp::Mul, s, v) : v;
-            else
-              res = include_self ? v_binary(op == ReduceOp::Max ? VOp::Max : VOp::Min, s, v) : v;
-            if (how == "mean") {
-              VPtr k = v_cast(include_self ? v_binary(VOp::Add, c, v_const(1, DType::I64)) : c, acc);
-              res = v_binary(is_floating(acc) ? VOp::Div : VOp::FloorDivide, res, k);
-            }
-            VPtr any = v_binary(VOp::Gt, c, v_const(0, DType::I64));
-            return v_cast(v_where(any, res, s), t);
-          },
-          {&r.self, &red, &cnt}));
+      L.pointwise(n, t, r.self.sizes,
+                  [&](auto& x) {
+                    VPtr s = v_cast(L.at(r.self, x), acc), v = L.at(red, x), c = L.at(cnt, x);
+                    VPtr res;
+                    if (op == ReduceOp::Sum)
+                      res = include_self ? v_binary(VOp::Add, s, v) : v;
+                    else if (op == ReduceOp::Prod)
+                      res = include_self ? v_binary(VOp::Mul, s, v) : v;
+                    else
+                      res = include_self ? v_binary(op == ReduceOp::Max ? VOp::Max : VOp::Min, s, v)
+                                         : v;
+                    if (how == "mean") {
+                      VPtr k = v_cast(
+                          include_self ? v_binary(VOp::Add, c, v_const(1, DType::I64)) : c, acc);
+                      res = v_binary(is_floating(acc) ? VOp::Div : VOp::FloorDivide, res, k);
+                    }
+                    VPtr any = v_binary(VOp::Gt, c, v_const(0, DType::I64));
+                    return v_cast(v_where(any, res, s), t);
+                  },
+                  {&r.self, &red, &cnt}));
 }
 
 void lower_scatter_add(Lowerer& L, int n) {
@@ -208,53 +213,55 @@ DimIndex dim_index(Lowerer& L, int n) {
 /// index_add: out = self + alpha * sum_j where(index[j] == x_d, source[x with d = j], 0).
 void lower_index_add(Lowerer& L, int n) {
   DimIndex r = dim_index(L, n);
+  if (cpu_reference_instead(L, n, numel_of(r.self.sizes) * r.index.sizes[0])) return;
   const TensorMeta& m = L.out_meta(n);
   LVal src = at_least_1d(L, L.input(n, "source"));
   DType t = m.dtype, acc = accumulate_type(t);
   int64_t len = r.index.sizes[0];
   if (src.sizes.size() != r.self.sizes.size() || src.sizes[size_t(r.d)] != len)
     L.fail(n, "source must have self's rank and the index's length along dim");
-  LVal sum = reduce_extra(
-      L, n, ReduceOp::Sum, acc, r.self.sizes, {len},
-      [&](auto& x, auto& rr) {
-        std::vector<IndexExpr> y = x;
-        y[size_t(r.d)] = rr[0];
-        return v_where(r.match(L, x, rr[0]), v_cast(L.at(src, y), acc), v_const(0, acc));
-      },
-      {&r.index, &src});
+  LVal sum = reduce_extra(L, n, ReduceOp::Sum, acc, r.self.sizes, {len},
+                          [&](auto& x, auto& rr) {
+                            std::vector<IndexExpr> y = x;
+                            y[size_t(r.d)] = rr[0];
+                            return v_where(r.match(L, x, rr[0]), v_cast(L.at(src, y), acc),
+                                           v_const(0, acc));
+                          },
+                          {&r.index, &src});
   VPtr alpha = v_const(L.node(n).arg("alpha").scalar(), acc);
   L.set_output(n, 0,
-               L.pointwise(
-                   n, t, r.self.sizes,
-                   [&](auto& x) {
-                     VPtr add = v_binary(VOp::Mul, L.at(sum, x), alpha);
-                     if (t == DType::Bool)
-                       return v_binary(VOp::Or, L.at(r.self, x), v_cast(add, DType::Bool));
-                     return v_cast(v_binary(VOp::Add, v_cast(L.at(r.self, x), acc), add), t);
-                   },
-                   {&r.self, &sum}));
+               L.pointwise(n, t, r.self.sizes,
+                           [&](auto& x) {
+                             VPtr add = v_binary(VOp::Mul, L.at(sum, x), alpha);
+                             if (t == DType::Bool)
+                               return v_binary(VOp::Or, L.at(r.self, x), v_cast(add, DType::Bool));
+                             return v_cast(v_binary(VOp::Add, v_cast(L.at(r.self, x), acc), add),
+                                           t);
+                           },
+                           {&r.self, &sum}));
 }
 
 /// index_fill: value where some index[j] names the coordinate along dim, else self.
 void lower_index_fill(Lowerer& L, int n) {
   DimIndex r = dim_index(L, n);
   r.wraps = true;
+  if (cpu_reference_instead(L, n, numel_of(r.self.sizes) * r.index.sizes[0])) return;
   const TensorMeta& m = L.out_meta(n);
-  LVal hits = reduce_extra(
-      L, n, ReduceOp::Sum, DType::I64, r.self.sizes, {r.index.sizes[0]},
-      [&](auto& x, auto& rr) {
-        return v_where(r.match(L, x, rr[0]), v_const(1, DType::I64), v_const(0, DType::I64));
-      },
-      {&r.index});
+  LVal hits = reduce_extra(L, n, ReduceOp::Sum, DType::I64, r.self.sizes, {r.index.sizes[0]},
+                           [&](auto& x, auto& rr) {
+                             return v_where(r.match(L, x, rr[0]), v_const(1, DType::I64),
+                                            v_const(0, DType::I64));
+                           },
+                           {&r.index});
   VPtr value = v_const(L.node(n).arg("value").scalar(), m.dtype);
   L.set_output(n, 0,
-               L.pointwise(
-                   n, m.dtype, r.self.sizes,
-                   [&](auto& x) {
-                     return v_where(v_binary(VOp::Gt, L.at(hits, x), v_const(0, DType::I64)), value,
-                                    v_cast(L.at(r.self, x), m.dtype));
-                   },
-                   {&r.self, &hits}));
+               L.pointwise(n, m.dtype, r.self.sizes,
+                           [&](auto& x) {
+                             return v_where(
+                                 v_binary(VOp::Gt, L.at(hits, x), v_const(0, DType::I64)), value,
+                                 v_cast(L.at(r.self, x), m.dtype));
+                           },
+                           {&r.self, &hits}));
 }
 
 // ---- index_put
@@ -337,8 +344,10 @@ void lower_index_put(Lowerer& L, int n) {
     return mt;
   };
   DType t = m.dtype;
+  if (cpu_reference_instead(L, n, numel_of(self.sizes) * numel_of(B))) return;
   if (numel_of(B) == 0) {
-    L.set_output(n, 0, L.pointwise(n, t, self.sizes, [&](auto& x) { return L.at(self, x); }, {&self}));
+    L.set_output(n, 0,
+                 L.pointwise(n, t, self.sizes, [&](auto& x) { return L.at(self, x); }, {&self}));
     return;
   }
   std::vector<const LVal*> ins;
@@ -355,13 +364,12 @@ void lower_index_put(Lowerer& L, int n) {
         },
         ins);
     L.set_output(n, 0,
-                 L.pointwise(
-                     n, t, self.sizes,
-                     [&](auto& x) {
-                       return v_cast(v_binary(VOp::Add, v_cast(L.at(self, x), acc), L.at(sum, x)),
-                                     t);
-                     },
-                     {&self, &sum}));
+                 L.pointwise(n, t, self.sizes,
+                             [&](auto& x) {
+                               return v_cast(
+                                   v_binary(VOp::Add, v_cast(L.at(self, x), acc), L.at(sum, x)), t);
+                             },
+                             {&self, &sum}));
     return;
   }
   // The last b (row-major) that writes x, as a flat position in B.
@@ -373,16 +381,15 @@ void lower_index_put(Lowerer& L, int n) {
       },
       ins);
   L.set_output(n, 0,
-               L.pointwise(
-                   n, t, self.sizes,
-                   [&](auto& x) {
-                     VPtr w = L.at(win, x);
-                     auto b = unravel_index(IndexExpr::indirect(w, numel_of(B)), B);
-                     return v_where(v_binary(VOp::Ge, w, v_const(0, DType::I64)),
-                                    v_cast(L.bcast(values, value_index(x, b)), t),
-                                    v_cast(L.at(self, x), t));
-                   },
-                   {&self, &values, &win}));
+               L.pointwise(n, t, self.sizes,
+                           [&](auto& x) {
+                             VPtr w = L.at(win, x);
+                             auto b = unravel_index(IndexExpr::indirect(w, numel_of(B)), B);
+                             return v_where(v_binary(VOp::Ge, w, v_const(0, DType::I64)),
+                                            v_cast(L.bcast(values, value_index(x, b)), t),
+                                            v_cast(L.at(self, x), t));
+                           },
+                           {&self, &values, &win}));
 }
 
 const OpTable<LowerFn>::Row kScatterRules[] = {

@@ -40,48 +40,62 @@ Sorted sort_rows(Lowerer& L, int n, int64_t dim, bool descending, int64_t k) {
     idx[size_t(d)] = j;
     return idx;
   };
-  LVal ranks = reduce_extra(
-      L, n, ReduceOp::Sum, DType::I64, x.sizes, {len},
-      [&](auto& out, auto& rr) {
-        VPtr xi = key(out), xj = key(with_d(out, rr[0]));
-        VPtr first = descending ? sort_less(xi, xj) : sort_less(xj, xi);
-        VPtr after = descending ? sort_less(xj, xi) : sort_less(xi, xj);
-        VPtr earlier = v_binary(VOp::Lt, i64(rr[0]), i64(out[size_t(d)]));
-        VPtr before =
-            v_binary(VOp::Or, first, v_binary(VOp::And, v_unary(VOp::Not, after), earlier));
-        return v_where(before, v_const(1, DType::I64), v_const(0, DType::I64));
-      },
-      {&x});
+  LVal ranks =
+      reduce_extra(L, n, ReduceOp::Sum, DType::I64, x.sizes, {len},
+                   [&](auto& out, auto& rr) {
+                     VPtr xi = key(out), xj = key(with_d(out, rr[0]));
+                     VPtr first = descending ? sort_less(xi, xj) : sort_less(xj, xi);
+                     VPtr after = descending ? sort_less(xj, xi) : sort_less(xi, xj);
+                     VPtr earlier = v_binary(VOp::Lt, i64(rr[0]), i64(out[size_t(d)]));
+                     VPtr before = v_binary(VOp::Or, first,
+                                            v_binary(VOp::And, v_unary(VOp::Not, after), earlier));
+                     return v_where(before, v_const(1, DType::I64), v_const(0, DType::I64));
+                   },
+                   {&x});
   std::vector<int64_t> osizes = x.sizes;
   osizes[size_t(d)] = k;
-  LVal perm = reduce_extra(
-      L, n, ReduceOp::Max, DType::I64, osizes, {len},
-      [&](auto& out, auto& rr) {
-        VPtr hit = v_binary(VOp::Eq, L.at(ranks, with_d(out, rr[0])), i64(out[size_t(d)]));
-        return v_where(hit, i64(rr[0]), v_const(-1, DType::I64));
-      },
-      {&ranks});
+  LVal perm = reduce_extra(L, n, ReduceOp::Max, DType::I64, osizes, {len},
+                           [&](auto& out, auto& rr) {
+                             VPtr hit = v_binary(VOp::Eq, L.at(ranks, with_d(out, rr[0])),
+                                                 i64(out[size_t(d)]));
+                             return v_where(hit, i64(rr[0]), v_const(-1, DType::I64));
+                           },
+                           {&ranks});
   LVal values = L.pointwise(
       n, x.dtype, osizes,
       [&](auto& idx) {
-        return L.at(x, with_d(idx, IndexExpr::indirect(L.at(perm, idx), std::max<int64_t>(len, 1))));
+        return L.at(x,
+                    with_d(idx, IndexExpr::indirect(L.at(perm, idx), std::max<int64_t>(len, 1))));
       },
       {&x, &perm});
   return {values, perm};
 }
 
+/// Whether the CPU plan calls the reference kernel instead (a long row: see
+/// cpu_reference_instead).
+bool sort_on_host_cpu(Lowerer& L, int n) {
+  const LVal& x = L.input(n, "self");
+  int64_t len = 1;
+  if (!x.sizes.empty())
+    len = x.sizes[size_t(wrap(L, n, L.node(n).arg("dim").i, int64_t(x.sizes.size())))];
+  return cpu_reference_instead(L, n, 2 * numel_of(x.sizes) * len);
+}
+
 void lower_sort(Lowerer& L, int n) {
+  if (sort_on_host_cpu(L, n)) return;
   const Node& nd = L.node(n);
   Sorted s = sort_rows(L, n, nd.arg("dim").i, nd.arg("descending").b, -1);
   L.set_output(n, 0, s.values);
   L.set_output(n, 1, s.indices);
 }
 void lower_argsort(Lowerer& L, int n) {
+  if (sort_on_host_cpu(L, n)) return;
   const Node& nd = L.node(n);
   L.set_output(n, 0, sort_rows(L, n, nd.arg("dim").i, nd.arg("descending").b, -1).indices);
 }
 /// topk: the first k of the stable descending (largest) or ascending order, sorted either way.
 void lower_topk(Lowerer& L, int n) {
+  if (sort_on_host_cpu(L, n)) return;
   const Node& nd = L.node(n);
   int64_t k = nd.arg("k").i;
   if (k < 0) L.fail(n, "selected index k out of range (k = " + std::to_string(k) + ")");

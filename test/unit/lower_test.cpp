@@ -172,6 +172,23 @@ TEST_CASE("lower: scans, sorts and scatters match the reference kernels without 
   check_compiled(tg);
 }
 
+TEST_CASE("lower: a long scan calls the reference kernel on the CPU and lowers for CUDA") {
+  // 20000 x 20000 steps of a triangular reduction: past kCpuQuadraticWorkLimit on the CPU.
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {1, 20000});
+  tg.output(tg.op("aten.cumsum.default", {T(x), I(1)}));
+  LoopProgram cpu = lower(tg.g);
+  CHECK(count_kind(cpu, Buffer::Kind::Extern) == 1);
+  REQUIRE(cpu.log.size() == 1);
+  CHECK(cpu.log[0] == "fallback: node 'cumsum' (aten.cumsum.default): quadratic lowering of "
+                      "400000000 steps: the reference kernel is faster on the CPU");
+  LowerOptions cuda;
+  cuda.cuda = true;
+  LoopProgram dev = lower(tg.g, cuda);
+  CHECK(count_kind(dev, Buffer::Kind::Extern) == 0);
+  CHECK(count_kind(dev, Buffer::Kind::Reduction) == 1);
+}
+
 TEST_CASE("lower: cat, constant_pad_nd and slice_scatter are selects over clamped loads") {
   TestGraph tg;
   ValueId x = f32_input(tg, "x", {3, 4});
