@@ -44,8 +44,10 @@ bool is_half(DType t) {
 bool is_unsigned(DType t) {
   return t == DType::Bool || t == DType::U8;
 }
-/// Whether an index expression depends on the kernel's r variable (indirect indices count as
-/// depending on it).
+bool expr_uses_r(const VExpr& e);
+/// Whether an index expression depends on the kernel's r variable (an indirect index when its
+/// value does: a gather at a position computed per row, such as a sort's permutation, is a
+/// per-row value in the stage after the reduction that computed it).
 bool uses_r(const IndexExpr& e) {
   for (auto& [a, c] : e.terms()) {
     switch (a.kind) {
@@ -57,9 +59,17 @@ bool uses_r(const IndexExpr& e) {
       if (uses_r(*a.arg)) return true;
       break;
     case IndexAtom::Kind::Indirect:
-      return true;
+      if (expr_uses_r(*a.value)) return true;
+      break;
     }
   }
+  return false;
+}
+/// Whether a value expression depends on r (through the index of a load or index_expr).
+bool expr_uses_r(const VExpr& e) {
+  if ((e.op == VOp::Load || e.op == VOp::Index) && uses_r(e.index)) return true;
+  for (const VPtr& a : e.args)
+    if (expr_uses_r(*a)) return true;
   return false;
 }
 
@@ -730,6 +740,8 @@ llvm::Value* Emitter::reduce_init(ReduceOp op, DType t) {
   switch (op) {
   case ReduceOp::Sum:
     return constant(0, 0, t);
+  case ReduceOp::Prod:
+    return constant(1, 1, t);
   case ReduceOp::Any:
     return b_.getFalse();
   case ReduceOp::Max:
@@ -763,6 +775,9 @@ llvm::Value* Emitter::accumulate(const Buffer& buf, llvm::Value* a, llvm::Value*
     } else {
       n = binary(VOp::Add, a, v, vt);
     }
+    break;
+  case ReduceOp::Prod:
+    n = binary(VOp::Mul, a, v, vt);
     break;
   case ReduceOp::Max:
     n = binary(VOp::Max, a, v, vt);

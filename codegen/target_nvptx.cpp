@@ -664,6 +664,9 @@ private:
     switch (op) {
     case ReduceOp::Sum:
       return fl ? b.CreateFAdd(a, c) : b.CreateAdd(a, c);
+    case ReduceOp::Prod:
+      if (a->getType()->isIntegerTy(1)) return b.CreateAnd(a, c);
+      return fl ? b.CreateFMul(a, c) : b.CreateMul(a, c);
     case ReduceOp::Any:
       return b.CreateOr(a, c);
     case ReduceOp::Max:

@@ -775,6 +775,8 @@ std::string_view reduce_op_name(ReduceOp op) {
     return "argmax";
   case ReduceOp::ArgMin:
     return "argmin";
+  case ReduceOp::Prod:
+    return "prod";
   }
   return "?";
 }

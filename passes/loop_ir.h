@@ -178,7 +178,7 @@ void for_each_load(const VPtr& e, const std::function<void(const VExpr&)>& f);
 /// Number of distinct nodes.
 int expr_size(const VPtr& e);
 
-enum class ReduceOp : uint8_t { Sum, Max, Min, Any, ArgMax, ArgMin };
+enum class ReduceOp : uint8_t { Sum, Max, Min, Any, ArgMax, ArgMin, Prod };
 std::string_view reduce_op_name(ReduceOp op);
 
 /// An operand of an extern call: a strided view of a buffer.

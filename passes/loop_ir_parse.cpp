@@ -297,7 +297,7 @@ private:
       std::string op = word(c, " ");
       bool found = false;
       for (ReduceOp r : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Any,
-                         ReduceOp::ArgMax, ReduceOp::ArgMin})
+                         ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Prod})
         if (op == reduce_op_name(r)) b.reduce = r, found = true;
       if (!found) fail("unknown reduction '" + op + "'");
       need(c, " over ");

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # End to end for the op families of issue 18: each graph in test/graphs/ops/ runs on the eager
 # backend (the reference kernels) and on inductor on the CPU, whose outputs must match eager's
-# (integer and bool outputs exactly), with no op left to an extern fallback (scans, sorting,
-# prod, cummax/cummin, scatter, scatter_add and index_put/index_add/index_fill excepted: they have no lowering yet, and --log=graph_breaks must
-# name each of them and nothing else); and with --device=cuda --emit=ptx its kernels must
+# (integer and bool outputs exactly), with no op left to an extern fallback (--log=graph_breaks
+# names none: scans, sorting, prod, scatters, index_put/index_add/index_fill, index.Tensor,
+# roll and as_strided are lowered too); and with --device=cuda --emit=ptx its kernels must
 # assemble with ptxas. Where <name>.in.safetensors and <name>.ref.safetensors exist (written by
 # test/graphs/ops/make_refs.py from PyTorch), both backends run on those inputs and eager must
 # match PyTorch's outputs. Usage: ops_e2e.sh <fxc>
@@ -15,13 +15,6 @@ fail=0
 . "$src/test/lib/common.sh"
 ptxas=${PTXAS:-}
 [ -x "$ptxas" ] || ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
-only_fallbacks() { # only_fallbacks <description> <file> <regex of the targets allowed to fall back>
-  local others
-  others=$(grep -F 'fallback' "$2" | grep -vE "fallback aten\.($3)\.[A-Za-z0-9_]+: ")
-  if ! grep -qF 'fallback' "$2"; then bad "$1: no fallback named in $2"
-  elif [ -n "$others" ]; then bad "$1: other nodes fall back" "$others"
-  else ok "$1"; fi
-}
 for g in "$src"/test/graphs/ops/*.fxg; do
   name=$(basename "$g" .fxg)
   in=${g%.fxg}.in.safetensors ref=${g%.fxg}.ref.safetensors
@@ -36,16 +29,7 @@ for g in "$src"/test/graphs/ops/*.fxg; do
   check "$name: inductor (cpu) matches eager" 0 "$fxc" --backend=inductor --device=cpu --run \
     "${inputs[@]}" --expect="$tmp/$name.eager.safetensors" --rtol=1e-5 --atol=1e-6 \
     --log=graph_breaks "$g"
-  case $name in
-    scan) has "$name: --log=graph_breaks names the scan's extern fallback" "$tmp/err" "cumsum" ;;
-    sort) only_fallbacks "$name: only sort, argsort, topk, prod, cummax and cummin fall back" \
-      "$tmp/err" "sort|argsort|topk|prod|cummax|cummin" ;;
-    scatter) only_fallbacks "$name: only scatter, scatter_reduce and index_put/add/fill fall back" \
-      "$tmp/err" "scatter|scatter_reduce|index_put|index_add|index_fill" ;;
-    pool_backward) only_fallbacks "$name: only scatter_add (max-pool and embedding gradients) falls back" \
-      "$tmp/err" "scatter_add" ;;
-    *) hasnt "$name: inductor lowers every node (no fallback)" "$tmp/err" "fallback" ;;
-  esac
+  hasnt "$name: inductor lowers every node (no fallback)" "$tmp/err" "fallback"
   check "$name: --device=cuda --emit=ptx" 0 "$fxc" --backend=inductor --device=cuda --emit=ptx \
     -o "$tmp/$name.ptx" "$g"
   if [ -x "$ptxas" ]; then
@@ -53,4 +37,26 @@ for g in "$src"/test/graphs/ops/*.fxg; do
       -o "$tmp/$name.cubin"
   else missing "$name through ptxas" "ptxas not found (PTXAS unset)"; fi
 done
+# Must-fail inputs: a boolean-mask index_put writes data-dependent positions, which a CUDA plan
+# refuses (it never round-trips through the host); the CPU plan calls the reference kernel.
+cat > "$tmp/mask_put.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "mask_put",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [4, 6]}, {"name": "m", "dtype": "b8", "shape": [4, 6]},
+            {"name": "v", "dtype": "f32", "shape": []}],
+ "nodes": [{"name": "put", "target": "aten.index_put.default", "args": [{"ref": "x"}, {"refs": ["m"]}, {"ref": "v"}]}],
+ "outputs": ["put"]}
+EOF
+check "mask index_put: a CUDA plan refuses it" 1 "$fxc" --backend=inductor --device=cuda \
+  --emit=ptx -o "$tmp/mask_put.ptx" "$tmp/mask_put.fxg"
+has "mask index_put: the error names the node and why" "$tmp/err" \
+  "node 'put' (aten.index_put.default): index_put with a boolean mask index writes data-dependent positions and has no CUDA lowering"
+check "mask index_put: the CPU plan runs it" 0 "$fxc" --backend=inductor --device=cpu --run \
+  "$tmp/mask_put.fxg"
+# _assert_tensor_metadata is checked at compile time.
+sed 's/{"ints": \[4, 6\]}, {"ints": \[6, 1\]}/{"ints": [4, 5]}, {"ints": [6, 1]}/' \
+  "$src/test/graphs/ops/assert_meta.fxg" > "$tmp/assert_bad.fxg"
+check "_assert_tensor_metadata: a size mismatch fails to compile" 1 "$fxc" --backend=inductor \
+  --device=cuda --emit=ptx -o "$tmp/assert_bad.ptx" "$tmp/assert_bad.fxg"
+has "_assert_tensor_metadata: the error names the node" "$tmp/err" \
+  "node 'chk' (aten._assert_tensor_metadata.default): tensor size mismatch: expected [4, 5]"
 exit $fail

@@ -6,6 +6,27 @@ namespace fxc::lower_detail {
 namespace {
 
 /// full, zeros, scalar_tensor, full_like, new_zeros: a constant of the output's dtype.
+/// _assert_tensor_metadata: checked here, at compile time, against the operand's metadata (its
+/// size and dtype; strides are not compared, as the reference kernel does not); it computes
+/// nothing, so no code runs for it.
+void lower_assert_tensor_metadata(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  const Arg& a = nd.arg("a");
+  if (a.kind != Arg::Kind::Tensor) L.fail(n, "argument 'a' must be a tensor");
+  const TensorMeta& m = L.g().values[a.tensor].meta;
+  const Arg& size = nd.arg("size");
+  if (size.kind == Arg::Kind::Ints && size.ints != m.sizes) {
+    std::string s = "[";
+    for (size_t i = 0; i < size.ints.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(size.ints[i]);
+    L.fail(n, "tensor metadata mismatch: expected size " + s + "], got " + format_meta(m));
+  }
+  const Arg& dt = nd.arg("dtype");
+  if (dt.kind == Arg::Kind::DType && dt.dtype() != m.dtype)
+    L.fail(n, "tensor metadata mismatch: expected dtype " + std::string(dtype_name(dt.dtype())) +
+                  ", got " + format_meta(m));
+}
+
 void constant_fill(Lowerer& L, int n, double v) {
   const TensorMeta& m = L.out_meta(n);
   L.set_output(n, 0,
@@ -68,6 +89,7 @@ void lower_linspace(Lowerer& L, int n) {
 }
 
 const OpTable<LowerFn>::Row kFactoryRules[] = {
+    {OpId::_assert_tensor_metadata, lower_assert_tensor_metadata},
     {OpId::arange, lower_arange},
     {OpId::arange_start, lower_arange},
     {OpId::arange_start_step, lower_arange},

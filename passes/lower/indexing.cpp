@@ -59,9 +59,75 @@ void lower_index_select(Lowerer& L, int n) {
                   {&x, &ix}));
 }
 
+/// index.Tensor (advanced indexing with integer index tensors and None entries): the index
+/// tensors broadcast to B, which replaces the indexed dims in place when they are adjacent and
+/// goes first otherwise (as meta_index_Tensor places it); each indexed coordinate is the
+/// (wrapped) index at the result's B coordinates, the others run free. Boolean masks never
+/// reach here: the meta rejects them (data-dependent shape).
+void lower_index_tensor(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  const Arg& ia = L.node(n).arg("indices");
+  size_t R = x.sizes.size();
+  if (ia.tensors.size() > R) L.fail(n, "too many indices for the tensor");
+  std::vector<const LVal*> idx(R, nullptr);
+  size_t brank = 0;
+  for (size_t k = 0; k < ia.tensors.size(); ++k)
+    if (ia.tensors[k] != kNoValue) {
+      idx[k] = &L.val(n, ia.tensors[k]);
+      brank = std::max(brank, idx[k]->sizes.size());
+    }
+  int first = -1, last = -1, state = 0;
+  bool adjacent = true;
+  for (size_t k = 0; k < R; ++k) {
+    if (idx[k]) {
+      if (first < 0) first = int(k);
+      last = int(k);
+      if (state == 2) adjacent = false;
+      state = 1;
+    } else if (state == 1) {
+      state = 2;
+    }
+  }
+  if (first < 0) L.fail(n, "at least one index must be provided");
+  size_t nfree = 0;
+  for (auto* p : idx) nfree += p == nullptr;
+  if (m.sizes.size() != brank + nfree) L.fail(n, "the result rank does not match the indexing");
+  std::vector<const LVal*> ins = {&x};
+  for (auto* p : idx)
+    if (p) ins.push_back(p);
+  L.set_output(n, 0,
+               L.pointwise(
+                   n, x.dtype, m.sizes,
+                   [&](auto& o) {
+                     size_t bstart = adjacent ? size_t(first) : 0;
+                     std::vector<IndexExpr> b(o.begin() + std::ptrdiff_t(bstart),
+                                              o.begin() + std::ptrdiff_t(bstart + brank));
+                     std::vector<IndexExpr> in(R);
+                     size_t next = adjacent ? 0 : brank; // the next free coordinate of o
+                     for (size_t k = 0; k < R; ++k) {
+                       if (idx[k]) {
+                         VPtr i = L.bcast(*idx[k], b);
+                         VPtr w = v_cast(i, DType::I64);
+                         w = v_where(v_binary(VOp::Lt, w, v_const(0, DType::I64)),
+                                     v_binary(VOp::Add, w, v_const(double(x.sizes[k]), DType::I64)),
+                                     w);
+                         in[k] = IndexExpr::indirect(w, std::max<int64_t>(x.sizes[k], 1));
+                         continue;
+                       }
+                       if (adjacent && int(k) > last && next < bstart + brank)
+                         next = bstart + brank;
+                       in[k] = o[next++];
+                     }
+                     return L.at(x, in);
+                   },
+                   ins));
+}
+
 const OpTable<LowerFn>::Row kIndexingRules[] = {
     {OpId::embedding, lower_embedding},
     {OpId::gather, lower_gather},
+    {OpId::index_Tensor, lower_index_tensor},
     {OpId::index_select, lower_index_select},
 };
 

@@ -58,6 +58,26 @@ void lower_argmax(Lowerer& L, int n) {
   simple_reduce(L, n, ReduceOp::ArgMax, false);
 }
 
+/// prod: a product reduction (16-bit floats multiply in float32).
+void lower_prod(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  int di = nd.schema->index_of("dim");
+  Arg dim = di >= 0 ? nd.args[size_t(di)] : Arg::none();
+  auto dims = reduce_dims(L, n, dim, int64_t(x.sizes.size()));
+  DType acc = accumulate_type(m.dtype);
+  int64_t count = 1;
+  for (int64_t d : dims) count *= x.sizes[size_t(d)];
+  if (count == 0) { // an empty product is 1
+    L.set_output(n, 0, L.pointwise(n, acc, m.sizes, [&](auto&) { return v_const(1, acc); }, {}));
+    return;
+  }
+  L.set_output(n, 0,
+               L.reduce(n, ReduceOp::Prod, acc, x.sizes, dims,
+                        [&](auto& idx) { return L.at(x, idx); }, {&x}));
+}
+
 // Issue 18: amin, argmin, and any over several dims or all of them.
 void lower_amin(Lowerer& L, int n) {
   simple_reduce(L, n, ReduceOp::Min, false);
@@ -109,6 +129,8 @@ const OpTable<LowerFn>::Row kReductionRules[] = {
     {OpId::log_softmax_int, lower_log_softmax},
     {OpId::mean, lower_mean},
     {OpId::mean_dim, lower_mean},
+    {OpId::prod, lower_prod},
+    {OpId::prod_dim_int, lower_prod},
     {OpId::softmax_int, lower_softmax},
     {OpId::sum, lower_sum},
     {OpId::sum_dim_IntList, lower_sum},

@@ -31,6 +31,70 @@ void lower_reshape(Lowerer& L, int n) {
   L.set_output(n, 0, r);
 }
 
+/// roll: element i along each rolled dim comes from (i - shift) mod size; without dims the
+/// flattened tensor rolls by the one shift.
+void lower_roll(Lowerer& L, int n) {
+  LVal& x0 = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  std::vector<int64_t> shifts = L.node(n).arg("shifts").ints, dims = L.node(n).arg("dims").ints;
+  LVal x = x0;
+  bool flat = dims.empty();
+  if (flat) {
+    if (shifts.size() != 1) L.fail(n, "roll without dims takes exactly one shift");
+    x = L.reshape(x0, {numel_of(x0.sizes)});
+    dims = {0};
+  }
+  if (shifts.size() != dims.size())
+    L.fail(n, "roll needs one shift per dim (" + std::to_string(shifts.size()) + " shifts, " +
+                  std::to_string(dims.size()) + " dims)");
+  int64_t rank = int64_t(x.sizes.size());
+  for (auto& d : dims) d = wrap(L, n, d, std::max<int64_t>(rank, 1));
+  if (rank == 0) x = L.reshape(x, {1});
+  LVal r = L.view(n, x, x.sizes, [&](auto& idx) {
+    std::vector<IndexExpr> in = idx;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      int64_t s = x.sizes[size_t(dims[k])];
+      if (s == 0) continue;
+      int64_t back = ((-shifts[k]) % s + s) % s; // in = (i - shift) mod s = (i + back) mod s
+      in[size_t(dims[k])] = (in[size_t(dims[k])] + IndexExpr(back)).mod(s);
+    }
+    return in;
+  });
+  L.set_output(n, 0, r.sizes == m.sizes ? r : L.reshape(r, m.sizes));
+}
+
+/// as_strided: element idx is element offset + sum idx_k * stride_k of self's elements in
+/// row-major order (the storage an extern call of the reference kernel sees: self laid out
+/// contiguously from offset 0); every element read must lie within self.
+void lower_as_strided(Lowerer& L, int n) {
+  LVal& x = L.input(n, "self");
+  const Node& nd = L.node(n);
+  const TensorMeta& m = L.out_meta(n);
+  std::vector<int64_t> size = nd.arg("size").ints, stride = nd.arg("stride").ints;
+  if (size.size() != stride.size())
+    L.fail(n, "as_strided: mismatch in length of strides and shape (" +
+                  std::to_string(size.size()) + " sizes, " + std::to_string(stride.size()) +
+                  " strides)");
+  const Arg& off = nd.arg("storage_offset");
+  int64_t offset = off.kind == Arg::Kind::Int ? off.i : 0;
+  int64_t total = numel_of(x.sizes);
+  if (numel_of(size) > 0) {
+    int64_t lo = offset, hi = offset;
+    for (size_t k = 0; k < size.size(); ++k) {
+      if (stride[k] < 0) L.fail(n, "as_strided: negative strides are not supported");
+      hi += (size[k] - 1) * stride[k];
+    }
+    if (lo < 0 || hi >= total)
+      L.fail(n, "as_strided: the view reads elements [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "] of an input of " + std::to_string(total) + " elements");
+  }
+  LVal flat = L.reshape(x, {total});
+  LVal r = L.view(n, flat, size, [&](auto& idx) {
+    return std::vector<IndexExpr>{linear_index(idx, stride, offset)};
+  });
+  L.set_output(n, 0, r.sizes == m.sizes ? r : L.reshape(r, m.sizes));
+}
+
 void lower_permute(Lowerer& L, int n) {
   LVal& x = L.input(n, "self");
   auto dims = L.node(n).arg("dims").ints;
@@ -409,6 +473,7 @@ const OpTable<LowerFn>::Row kViewRules[] = {
     {OpId::_to_copy, lower_copy_like},
     {OpId::_unsafe_view, lower_reshape},
     {OpId::alias, lower_copy_like},
+    {OpId::as_strided, lower_as_strided},
     {OpId::cat, lower_cat},
     {OpId::clone, lower_copy_like},
     {OpId::contiguous, lower_copy_like},
@@ -432,6 +497,7 @@ const OpTable<LowerFn>::Row kViewRules[] = {
     {OpId::replication_pad3d, lower_mode_pad},
     {OpId::reshape, lower_reshape},
     {OpId::diagonal, lower_diagonal},
+    {OpId::roll, lower_roll},
     {OpId::select_int, lower_select},
     {OpId::slice_Tensor, lower_slice},
     {OpId::slice_scatter, lower_slice_scatter},

@@ -143,16 +143,19 @@ TEST_CASE("codegen: output_code.cpp renders the host plan as a program with main
   CHECK(c.find("FXC_WITH_RUNTIME") == std::string::npos);
   // The same plan renders the same text.
   CHECK(compile_inductor(g, {}).output_code() == c);
-  // An op without a lowering runs through fxc's reference kernels, which the program needs.
+  // A node without generated code (index_put through a boolean mask: data-dependent
+  // positions) runs through fxc's reference kernels, which the program needs.
   fxc::testing::TestGraph tg;
   ValueId x = tg.input("x", {4, 3});
-  tg.output(tg.op("aten.roll.default",
-                  {fxc::testing::T(x), fxc::testing::Is({1}), fxc::testing::Is({0})}));
-  CompiledGraph roll = compile_inductor(tg.g, {});
-  CHECK(roll.output_code().find("#error \"this graph calls fxc reference kernels") !=
+  ValueId m = tg.input_values("m", DType::Bool, {4, 3}, {1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 1, 0});
+  ValueId v = tg.input("v", {});
+  tg.output(tg.op("aten.index_put.default",
+                  {fxc::testing::T(x), {"", Arg::of_tensors({m})}, fxc::testing::T(v)}));
+  CompiledGraph put = compile_inductor(tg.g, {});
+  CHECK(put.output_code().find("#error \"this graph calls fxc reference kernels") !=
         std::string::npos);
-  CHECK(roll.output_code().find("fxc::interpret(fallback_graph(0), in)") != std::string::npos);
-  CHECK(roll.output_code().find("aten.roll.default") != std::string::npos);
+  CHECK(put.output_code().find("fxc::interpret(fallback_graph(0), in)") != std::string::npos);
+  CHECK(put.output_code().find("aten.index_put.default") != std::string::npos);
 }
 
 TEST_CASE("codegen: the thread pool runs every task exactly once, repeatedly") {

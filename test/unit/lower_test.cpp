@@ -1,9 +1,11 @@
 // Unit tests for lowering graphs to the loop IR: views as index arithmetic, reductions, externs.
 #include "aot_testing.h"
 #include "codegen/inductor.h"
+#include "frontend/diag.h"
 #include "passes/lower.h"
 #include "runtime/compare.h"
 
+#include <cmath>
 #include <doctest/doctest.h>
 
 using namespace fxc;
@@ -99,22 +101,92 @@ TEST_CASE("lower: addmm is a BLAS call on a transposed view plus a pointwise epi
   CHECK(lp.buffers[4].origins == std::vector<std::string>{"addmm"});
 }
 
-TEST_CASE("lower: an op without a lowering becomes a logged fallback extern call") {
+TEST_CASE("lower: a node without generated code becomes a logged fallback extern call") {
+  // index_put through a boolean mask writes data-dependent positions: the CPU plan calls the
+  // reference kernel, a CUDA plan refuses it rather than round-trip through the host.
   TestGraph tg;
   ValueId x = f32_input(tg, "x", {2, 3});
   ValueId y = f32_input(tg, "y", {2, 3});
+  ValueId m = tg.input_values("m", DType::Bool, {2, 3}, {1, 0, 1, 0, 0, 1});
+  ValueId v = f32_input(tg, "v", {});
   ValueId s = tg.op("aten.add.Tensor", {T(x), T(y)});
-  ValueId c = tg.op("aten.roll.default", {T(s), Is({1}), Is({0})});
+  ValueId c = tg.op("aten.index_put.default", {T(s), {"", Arg::of_tensors({m})}, T(v)});
   tg.output(tg.op("aten.relu.default", {T(c)}));
   LoopProgram lp = lower(tg.g);
   REQUIRE(count_kind(lp, Buffer::Kind::Extern) == 1);
-  // The add is realized for the call, which reads it as one operand.
-  CHECK(lp.buffers[2].kind == Buffer::Kind::Pointwise);
-  CHECK(lp.buffers[3].call.kind == ExternCall::Kind::Fallback);
-  CHECK(lp.buffers[3].call.operands.size() == 1);
+  // The add is realized for the call, which reads it, the mask and the value.
+  CHECK(lp.buffers[4].kind == Buffer::Kind::Pointwise);
+  CHECK(lp.buffers[5].call.kind == ExternCall::Kind::Fallback);
+  CHECK(lp.buffers[5].call.operands.size() == 3);
   REQUIRE(lp.log.size() == 1);
-  CHECK(lp.log[0] == "fallback: node 'roll' (aten.roll.default): no lowering");
+  CHECK(lp.log[0] == "fallback: node 'index_put' (aten.index_put.default): boolean mask index "
+                     "(data-dependent positions)");
   check_compiled(tg);
+  LowerOptions cuda;
+  cuda.cuda = true;
+  try {
+    lower(tg.g, cuda);
+    FAIL("a CUDA plan lowered a boolean-mask index_put");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("has no CUDA lowering") != std::string::npos);
+  }
+}
+
+TEST_CASE("lower: scans, sorts and scatters match the reference kernels without fallbacks") {
+  TestGraph tg;
+  // Ties and a NaN: stable order, NaN sorting last, cummax's index of the last NaN / maximum.
+  ValueId x = tg.input_values("x", DType::F32, {2, 5}, {3, 1, 3, NAN, 2, -1, 4, 4, 0, -INFINITY});
+  ValueId t = tg.input_values("t", DType::I32, {3, 4}, {5, -2, 5, 0, 1, 1, 1, 7, -3, 9, 0, 9});
+  ValueId ix = tg.input_values("ix", DType::I64, {2, 4}, {0, 2, 2, 1, 2, 2, 0, 0});
+  ValueId src = tg.input_values("src", DType::I32, {2, 4}, {10, 20, 30, 40, 50, 60, 70, 80});
+  ValueId ip = tg.input_values("ip", DType::I64, {3}, {-1, 0, 2});
+  ValueId e = f32_input(tg, "e", {0, 3});
+  for (const char* op : {"aten.cumsum.default", "aten.cumprod.default"})
+    tg.output(tg.op(op, {T(t), I(-1)}));
+  tg.output(tg.op("aten.logcumsumexp.default", {T(x), I(1)}));
+  for (const char* op : {"aten.cummax.default", "aten.cummin.default"}) {
+    auto r = tg.ops(op, {T(x), I(1)});
+    tg.output(r[0]);
+    tg.output(r[1]);
+  }
+  for (bool desc : {false, true}) {
+    auto s = tg.ops("aten.sort.default", {T(x), I(-1), B(desc)});
+    tg.output(s[0]);
+    tg.output(s[1]);
+    tg.output(tg.op("aten.argsort.default", {T(t), I(0), B(desc)}));
+  }
+  auto k = tg.ops("aten.topk.default", {T(t), I(2), I(1)});
+  tg.output(k[0]);
+  tg.output(k[1]);
+  tg.output(tg.op("aten.prod.dim_int", {T(t), I(0)}));
+  tg.output(tg.op("aten.cumsum.default", {T(e), I(0)}));
+  tg.output(tg.op("aten.scatter.src", {T(t), I(0), T(ix), T(src)}));
+  tg.output(tg.op("aten.scatter_add.default", {T(t), I(0), T(ix), T(src)}));
+  ValueId row = tg.input_values("row", DType::I32, {4}, {-7, 8, -9, 10});
+  tg.output(tg.op("aten.index_put.default", {T(t), {"", Arg::of_tensors({ip})}, T(row)}));
+  tg.output(tg.op("aten.index_fill.int_Scalar", {T(t), I(1), T(ip), I(-4)}));
+  tg.output(tg.op("aten.roll.default", {T(t), Is({-5}), Is({})}));
+  LoopProgram lp = lower(tg.g);
+  CHECK(count_kind(lp, Buffer::Kind::Extern) == 0);
+  for (const std::string& l : lp.log) CHECK(l.rfind("fallback", 0) == std::string::npos);
+  check_compiled(tg);
+}
+
+TEST_CASE("lower: a long scan calls the reference kernel on the CPU and lowers for CUDA") {
+  // 20000 x 20000 steps of a triangular reduction: past kCpuQuadraticWorkLimit on the CPU.
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {1, 20000});
+  tg.output(tg.op("aten.cumsum.default", {T(x), I(1)}));
+  LoopProgram cpu = lower(tg.g);
+  CHECK(count_kind(cpu, Buffer::Kind::Extern) == 1);
+  REQUIRE(cpu.log.size() == 1);
+  CHECK(cpu.log[0] == "fallback: node 'cumsum' (aten.cumsum.default): quadratic lowering of "
+                      "400000000 steps: the reference kernel is faster on the CPU");
+  LowerOptions cuda;
+  cuda.cuda = true;
+  LoopProgram dev = lower(tg.g, cuda);
+  CHECK(count_kind(dev, Buffer::Kind::Extern) == 0);
+  CHECK(count_kind(dev, Buffer::Kind::Reduction) == 1);
 }
 
 TEST_CASE("lower: cat, constant_pad_nd and slice_scatter are selects over clamped loads") {
