@@ -77,7 +77,7 @@ Compiled compile_fixture(const std::string& model) {
   ArtifactGraph g;
   g.role = "inference";
   g.plan = c.cg.plan();
-  g.object_code = c.cg.object_code();
+  g.objects = c.cg.object_codes();
   g.constant_names = name_constants(g.plan, c.graph);
   for (size_t i = 0; i < g.plan.outputs.size(); ++i)
     a.outputs.push_back("output_" + std::to_string(i));
@@ -150,7 +150,8 @@ TEST_CASE("artifact: interpreted graphs (eager backend) keep their weights") {
 
 TEST_CASE("elf loader: real kernel objects load; corrupt ones are clean errors") {
   Compiled c = compile_fixture("norms"); // uses expf: GOT64, GOTPC64 and GOTOFF64 relocations
-  const std::string obj = c.artifact.graphs[0].object_code;
+  REQUIRE(c.artifact.graphs[0].objects.size() == 1); // a few kernels: one object
+  const std::string obj = c.artifact.graphs[0].objects[0];
   auto loaded = load_elf_object(obj, "k.o");
   for (const PlanKernel& k : c.artifact.graphs[0].plan.kernels) CHECK(loaded->function(k.name));
   CHECK(loaded->function("no_such_kernel") == nullptr);
