@@ -240,7 +240,7 @@ void write_inductor_artifacts(Compilation& c, const StageGraph& sg, const Induct
 
 // Whether each CUDA kernel's own PTX is wanted: for the debug trace, --log=output_code and
 // --print-after/--stop-after=codegen. Otherwise --emit's one module and an artifact's compile the
-// kernels together (much faster: libdevice linked and the pipeline run once).
+// kernels together, once (libdevice linked and the pipeline run once).
 bool need_kernel_ptx(const Compilation& c) {
   return c.trace.enabled() || process_logger().enabled(Artifact::OutputCode) ||
          c.opts.print_after == "codegen" || c.opts.stop_after == "codegen";
