@@ -17,7 +17,10 @@ namespace fxc {
 
 std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& user_inputs) const {
   assert(impl && "run() on an empty CompiledGraph");
-  if (impl->unloaded) throw Error(impl->source, "this CUDA build was not loaded on a device");
+  if (impl->unloaded)
+    throw Error(impl->source, impl->cpu_unloaded
+                                  ? "this CPU build was compiled for an artifact, not loaded"
+                                  : "this CUDA build was not loaded on a device");
   assert(!impl->stopped && "run() on a build that --stop-after ended");
   std::lock_guard<std::mutex> lock(impl->run_mu);
   if (impl->cuda) return impl->cuda->run(user_inputs);
@@ -27,7 +30,10 @@ std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor>& user_inputs) c
 std::vector<Tensor> CompiledGraph::run_profiled(const std::vector<Tensor>& user_inputs,
                                                 std::vector<StepProfile>* profile) const {
   assert(impl && "run_profiled() on an empty CompiledGraph");
-  if (impl->unloaded) throw Error(impl->source, "this CUDA build was not loaded on a device");
+  if (impl->unloaded)
+    throw Error(impl->source, impl->cpu_unloaded
+                                  ? "this CPU build was compiled for an artifact, not loaded"
+                                  : "this CUDA build was not loaded on a device");
   std::lock_guard<std::mutex> lock(impl->run_mu);
   if (impl->cuda) {
     impl->cuda->upload(user_inputs);
@@ -70,6 +76,15 @@ std::string CompiledGraph::object_code() const {
   if (impl->cuda)
     throw Error(impl->source, "a CUDA build has PTX kernels (kernels()[i].ptx), not host code");
   return emit_kernels_object(kernel_texts(impl->kernels));
+}
+std::vector<std::string> CompiledGraph::object_codes() const {
+  if (impl->cuda)
+    throw Error(impl->source, "a CUDA build has PTX kernels (kernels()[i].ptx), not host code");
+  PassTimer t("x86 object code");
+  return emit_kernels_objects(kernel_texts(impl->kernels));
+}
+const std::string& CompiledGraph::ptx_module() const {
+  return impl->ptx_module;
 }
 int CompiledGraph::num_kernels() const {
   return int(impl->kernels.size());
@@ -214,7 +229,10 @@ CompiledGraph compile_fused(const Graph& g, const InductorFront& front,
   std::map<std::string, PtxKernel> ptx;
   if (opts.cuda) {
     PassTimer t("codegen (PTX)");
-    for (PtxKernel& k : generate_ptx(p, s, opts.cuda_arch, opts.libdevice)) ptx[k.name] = k;
+    // Each kernel's own PTX where it is loaded, tuned or printed; an artifact's kernels compile
+    // together after the load step (ptx_module()).
+    bool each = opts.load_cuda || opts.max_autotune || opts.kernel_ptx;
+    for (PtxKernel& k : generate_ptx(p, s, opts.cuda_arch, opts.libdevice, each)) ptx[k.name] = k;
     for (const ScheduleItem& item : s.items)
       if (item.is_kernel) {
         const PtxKernel& k = ptx.at(s.kernels[item.index].name);
@@ -243,17 +261,26 @@ CompiledGraph compile_fused(const Graph& g, const InductorFront& front,
 
   // load: the last step, since it runs code (the JIT, the device) that every step before it
   // must have finished making.
-  impl->unloaded = opts.cuda && !opts.load_cuda;
+  const bool jit = opts.load_cpu || opts.max_autotune;
+  impl->unloaded = opts.cuda ? !opts.load_cuda : !jit;
+  impl->cpu_unloaded = !opts.cuda && !jit;
   // --max-autotune times the kernels on the device even for a build that is not run here (an
   // .fxo artifact): the chosen PTX and algorithms are what the plan keeps.
   if (opts.cuda && (opts.load_cuda || opts.max_autotune))
     load_cuda_kernels(g, p, s, ptx, kernel_index, opts, *impl);
-  else if (!opts.cuda) {
-    { // oneDNN primitives, and the constant weights in its layout, made once here
+  else if (!opts.cuda && jit) {
+    { // oneDNN primitives, and the constant weights in its layout, made once here (an
+      // artifact's are made at its load)
       PassTimer t("oneDNN primitives");
       onednn::prepare_plan(impl->plan, g.source);
     }
     load_cpu_kernels(g, s, kernel_index, opts, *impl);
+  }
+  if (opts.cuda && !opts.load_cuda && !impl->kernels.empty()) {
+    PassTimer t("codegen (one PTX module)");
+    std::vector<KernelText> texts;
+    for (const GeneratedKernel& k : impl->kernels) texts.push_back({k.name, k.ll, ""});
+    impl->ptx_module = link_ptx_kernels(texts, opts.cuda_arch, opts.libdevice, true);
   }
   after_inductor_step(opts, "load", nullptr, [&] {
     std::string text;

@@ -57,8 +57,12 @@ struct InductorOptions {
   /// fusion log and perf hints); false forces im2col + cuBLASLt.
   bool cudnn = true;
   /// CUDA: load the PTX and make the runner. false builds the plan and the PTX without touching
-  /// a device (for .fxo artifacts); run() then throws.
+  /// a device (for .fxo artifacts: ptx_module()); run() then throws.
   bool load_cuda = true;
+  /// CPU: compile the kernels into this process (the JIT). false builds the plan and the kernels'
+  /// LLVM IR only (for .fxo artifacts, whose object code object_code() compiles once); run()
+  /// then throws. --max-autotune loads them regardless, to time them.
+  bool load_cpu = true;
   /// --max-autotune (CPU builds): time candidate grain sizes of each kernel and keep the
   /// fastest (codegen/autotune.h), remembered in `autotune_dir`/autotune.json ("": not stored).
   bool max_autotune = false;
@@ -68,9 +72,11 @@ struct InductorOptions {
   /// "mlp__0_forward_1.0"); empty: the graph's own name.
   std::string log_name;
   std::string libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
-  /// compile_inductor_ptx(): compile each kernel to PTX (PtxKernelInfo::ptx). false: each
-  /// kernel's LLVM IR only, for --emit=ptx|llvm without a debug trace, whose one module
-  /// (link_ptx_kernels()) compiles the kernels together, libdevice's functions once.
+  /// compile_inductor_ptx(), and compile_inductor() for CUDA without load_cuda: compile each
+  /// kernel to PTX (PtxKernelInfo::ptx, GeneratedKernel::ptx). false: each kernel's LLVM IR
+  /// only, for --emit=ptx|llvm and .fxo artifacts without a debug trace, whose one module
+  /// (link_ptx_kernels(), CompiledGraph::ptx_module()) compiles the kernels together,
+  /// libdevice's functions once.
   bool kernel_ptx = true;
   StepHooks steps;
 };
@@ -103,6 +109,12 @@ public:
   /// Every kernel as one x86-64 ELF relocatable object (--emit=obj); each kernel's entry point
   /// `void <name>(void* const* args, int64_t xbegin, int64_t xend)` is exported.
   std::string object_code() const;
+  /// The same kernels as several objects compiled in parallel (emit_kernels_objects()), each
+  /// exporting its kernels' entry points: what an .fxo artifact holds.
+  std::vector<std::string> object_codes() const;
+  /// CUDA builds made without load_cuda (.fxo artifacts): every kernel in one PTX module, each
+  /// an entry named like its kernel (the kernels as finally chosen, --max-autotune's included).
+  const std::string& ptx_module() const;
   int num_kernels() const;      ///< generated (fused) kernels
   int num_extern_calls() const; ///< BLAS and fallback calls
   int64_t peak_bytes() const;   ///< planned peak of intermediate buffers

@@ -30,12 +30,14 @@ struct CompiledGraph::Impl {
   std::vector<std::unique_ptr<cuda::Module>> cuda_modules; // CUDA: the loaded kernels
   std::unique_ptr<CudaPlanRunner> cuda;                    // CUDA: runs `plan` on the device
   std::unique_ptr<ThreadPool> pool;
-  std::mutex run_mu;     // the pool runs one plan at a time
-  bool unloaded = false; // a CUDA build made with load_cuda = false: nothing to run
-  bool stopped = false;  // --stop-after ended the build before the load step: nothing to run
+  std::mutex run_mu;         // the pool runs one plan at a time
+  bool unloaded = false;     // made with load_cuda (CUDA) or load_cpu (CPU) false: nothing to run
+  bool cpu_unloaded = false; // the CPU's kind of unloaded
+  bool stopped = false;      // --stop-after ended the build before the load step: nothing to run
   std::string pre, post, log, output_code, hints;
   std::vector<std::string> autotune_log;
   std::vector<GeneratedKernel> kernels;
+  std::string ptx_module; // CUDA without load_cuda: every kernel, compiled together
   int externs = 0;
   int64_t peak = 0;
 };

@@ -163,6 +163,14 @@ std::string link_kernels_ll(const std::vector<KernelText>& kernels, bool optimiz
 /// The linked, optimized kernels as an x86-64 ELF relocatable object (position independent),
 /// exporting each kernel's entry point. Throws fxc::Error.
 std::string emit_kernels_object(const std::vector<KernelText>& kernels);
+/// The kernels in object_parts(kernels) consecutive groups, each linked and compiled as
+/// emit_kernels_object() compiles all of them, the groups in parallel (in order in the result).
+/// The grouping depends on the kernels alone, never on the machine, so the objects are
+/// deterministic. Throws fxc::Error.
+std::vector<std::string> emit_kernels_objects(const std::vector<KernelText>& kernels);
+/// How many objects emit_kernels_objects() makes of `n` kernels: one per 32 kernels, at most 4
+/// (LLVM's per-module cost is small next to a kernel's; the parts run on the cores).
+size_t object_parts(size_t n);
 /// NVPTX kernels' LLVM IR as generate_ptx() generated it (PtxKernel::ll) linked into one
 /// module: its text as generated (`ptx` false), or one PTX module for `arch` (`ptx` true) with
 /// the libdevice functions the kernels call linked once, optimized and compiled as

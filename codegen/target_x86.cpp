@@ -20,7 +20,9 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <algorithm>
 #include <cassert>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -389,6 +391,46 @@ std::string link_kernels_ll(const std::vector<KernelText>& kernels, bool optimiz
   m->print(os, nullptr);
   os.flush();
   return text;
+}
+
+size_t object_parts(size_t n) {
+  return std::clamp<size_t>((n + 31) / 32, 1, 4);
+}
+
+std::vector<std::string> emit_kernels_objects(const std::vector<KernelText>& kernels) {
+  // Consecutive groups of about equal IR size (a proxy for compile time), cut where the running
+  // total passes each k/parts of the whole.
+  const size_t parts = object_parts(kernels.size());
+  size_t total = 0;
+  for (const KernelText& k : kernels) total += k.ll.size();
+  std::vector<std::vector<KernelText>> groups(parts);
+  size_t seen = 0;
+  for (const KernelText& k : kernels) {
+    size_t g = total == 0 ? 0 : std::min(parts - 1, seen * parts / total);
+    // Never an empty group before a later one: each group starts with a kernel of its own.
+    while (g > 0 && groups[g - 1].empty()) --g;
+    groups[g].push_back(k);
+    seen += k.ll.size();
+  }
+  while (!groups.empty() && groups.back().empty()) groups.pop_back();
+  std::vector<std::string> objs(groups.size());
+  std::vector<std::exception_ptr> failed(groups.size());
+  auto compile = [&](int64_t i) {
+    try {
+      objs[size_t(i)] = emit_kernels_object(groups[size_t(i)]);
+    } catch (...) { // never past the pool: a worker would terminate
+      failed[size_t(i)] = std::current_exception();
+    }
+  };
+  if (groups.size() < 2 || default_threads() < 2) {
+    for (size_t i = 0; i < groups.size(); ++i) compile(int64_t(i));
+  } else {
+    ThreadPool pool(int(std::min(groups.size(), size_t(default_threads()))));
+    pool.parallel_for(int64_t(groups.size()), compile);
+  }
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+  return objs;
 }
 
 std::string emit_kernels_object(const std::vector<KernelText>& kernels) {

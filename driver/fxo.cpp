@@ -85,15 +85,12 @@ CompiledArtifact make_artifact(const Compilation& c) {
         k.cuda_function = nullptr;
       }
       if (cuda) {
-        for (const PlanKernel& k : g.plan.kernels) {
-          std::string ptx;
-          for (const GeneratedKernel& gk : cg.kernels())
-            if (gk.name == k.name) ptx = gk.ptx;
-          if (ptx.empty()) throw Error(o.input, "no PTX for kernel " + k.name);
-          g.ptx.push_back(ptx);
-        }
+        g.ptx = cg.ptx_module();
+        if (!g.plan.kernels.empty() && g.ptx.empty())
+          throw Error(o.input,
+                      "internal error: a CUDA build for an artifact without its PTX module");
       } else if (!g.plan.kernels.empty()) {
-        g.object_code = cg.object_code();
+        g.objects = cg.object_codes();
       }
       // Named constants (parameters and buffers as the graph holds them) can be swapped.
       g.constant_names = name_constants(g.plan, sg.graph);

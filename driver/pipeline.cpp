@@ -238,6 +238,14 @@ void write_inductor_artifacts(Compilation& c, const StageGraph& sg, const Induct
       log.artifact(Artifact::OutputCode, "===== kernel " + k.name + " (PTX) =====\n" + k.ptx);
 }
 
+// Whether each CUDA kernel's own PTX is wanted: for the debug trace, --log=output_code and
+// --print-after/--stop-after=codegen. Otherwise --emit's one module and an artifact's compile the
+// kernels together, once (libdevice linked and the pipeline run once).
+bool need_kernel_ptx(const Compilation& c) {
+  return c.trace.enabled() || process_logger().enabled(Artifact::OutputCode) ||
+         c.opts.print_after == "codegen" || c.opts.stop_after == "codegen";
+}
+
 // Stage 4, PTX only (--device=cuda --emit=ptx): lowering, fusion and the kernels' PTX per graph;
 // no memory plan, host plan or device.
 void stage_inductor_cuda(Compilation& c) {
@@ -246,10 +254,7 @@ void stage_inductor_cuda(Compilation& c) {
     InductorOptions io;
     io.inject_bug = c.opts.inject_bug;
     io.log_name = sg.folder;
-    // Each kernel's PTX only for the debug trace and --print-after/--stop-after=codegen:
-    // --emit's one module compiles them together.
-    io.kernel_ptx =
-        c.trace.enabled() || c.opts.print_after == "codegen" || c.opts.stop_after == "codegen";
+    io.kernel_ptx = need_kernel_ptx(c);
     io.steps = step_hooks(c, sg.folder);
     auto prog = std::make_shared<PtxProgram>(compile_inductor_ptx(sg.graph, io, c.opts.cuda_arch));
     std::vector<GeneratedKernel> kernels;
@@ -287,6 +292,10 @@ void stage_inductor(Compilation& c) {
     io.log_name = sg.folder;
     io.cuda = cuda;
     io.load_cuda = needs_execution(c.opts);
+    // An artifact's kernels are compiled once, into its object or PTX module (make_artifact),
+    // not also loaded here.
+    io.load_cpu = !artifact || late_step;
+    io.kernel_ptx = need_kernel_ptx(c);
     io.cuda_arch = c.opts.cuda_arch;
     io.allow_tf32 = c.opts.allow_tf32;
     io.cuda_graphs = c.opts.cuda_graphs;

@@ -37,6 +37,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
 #include <tuple>
 
 #ifndef FXC_VERSION
@@ -245,7 +246,7 @@ ojson write_views(const std::vector<PlanView>& vs) {
 }
 
 // PlanKernel: fn and cuda_function are resolved at load from the kernel's name.
-ojson write_kernel(const PlanKernel& k, const std::string* ptx, Writer& w) {
+ojson write_kernel(const PlanKernel& k) {
   ojson j;
   j["name"] = k.name;
   j["arg_slots"] = k.arg_slots;
@@ -255,7 +256,6 @@ ojson write_kernel(const PlanKernel& k, const std::string* ptx, Writer& w) {
   j["bytes"] = k.bytes;
   j["cuda_block"] = k.cuda_block;
   j["cuda_rows"] = k.cuda_rows;
-  j["ptx"] = ptx ? w.blob(*ptx) : ojson();
   return j;
 }
 
@@ -325,11 +325,10 @@ ojson write_plan(const ArtifactGraph& g, bool cuda, const std::string& source, W
   for (const auto& [slot, t] : p.constant_slots)
     consts.push_back(ojson::array({slot, w.weight(t.storage(), t.meta())}));
   j["constant_slots"] = consts;
-  if (cuda && g.ptx.size() != p.kernels.size())
-    throw Error(source, "a CUDA plan needs the PTX of each of its kernels");
+  if (cuda && !p.kernels.empty() && g.ptx.empty())
+    throw Error(source, "a CUDA plan with kernels needs their PTX module");
   ojson kernels = ojson::array();
-  for (size_t i = 0; i < p.kernels.size(); ++i)
-    kernels.push_back(write_kernel(p.kernels[i], cuda ? &g.ptx[i] : nullptr, w));
+  for (const PlanKernel& k : p.kernels) kernels.push_back(write_kernel(k));
   j["kernels"] = kernels;
   ojson externs = ojson::array();
   for (const PlanExtern& e : p.externs) externs.push_back(write_extern(e, source, w));
@@ -350,9 +349,12 @@ ojson write_graph(const ArtifactGraph& g, const CompiledArtifact& a, Writer& w) 
   if (g.kind == ArtifactGraph::Kind::Plan) {
     bool cuda = a.device == "cuda";
     j["plan"] = write_plan(g, cuda, source, w);
-    if (!cuda && !g.plan.kernels.empty() && g.object_code.empty())
+    if (!cuda && !g.plan.kernels.empty() && g.objects.empty())
       throw Error(source, "a CPU plan with kernels needs their object code");
-    j["object"] = cuda ? ojson() : w.blob(g.object_code);
+    ojson objects = ojson::array();
+    for (const std::string& o : g.objects) objects.push_back(w.blob(o));
+    j["objects"] = objects;
+    j["ptx"] = cuda ? w.blob(g.ptx) : ojson();
     std::vector<std::string> names = g.constant_names;
     names.resize(g.plan.constant_slots.size()); // unnamed: made at compile time
     j["constant_names"] = names;
@@ -553,8 +555,7 @@ std::vector<PlanView> read_views(const Reader& r, const json& j, const char* key
   return out;
 }
 
-PlanKernel read_kernel(const Reader& r, const json& j, const std::string& where, bool cuda,
-                       std::string* ptx) {
+PlanKernel read_kernel(const Reader& r, const json& j, const std::string& where, bool cuda) {
   PlanKernel k;
   k.name = r.str(j, "name", where);
   for (int64_t s : r.ints(j, "arg_slots", where, 0, INT32_MAX)) k.arg_slots.push_back(int(s));
@@ -568,11 +569,6 @@ PlanKernel read_kernel(const Reader& r, const json& j, const std::string& where,
     k.cuda_rows = int(r.integer(j, "cuda_rows", where, 1, cuda ? 1024 : 1));
   if (cuda && k.cuda_block % k.cuda_rows != 0)
     r.fail(where + ".cuda_rows", "rows per block must divide the block size");
-  const json& p = r.at(j, "ptx", where);
-  if (cuda)
-    *ptx = std::string(r.blob(p, where + ".ptx"));
-  else if (!p.is_null())
-    r.fail(where + ".ptx", "PTX in a CPU plan");
   if (k.name.empty()) r.fail(where, "a kernel without a name");
   return k;
 }
@@ -743,7 +739,7 @@ void validate_plan(const Reader& r, const Plan& p, const std::vector<Tensor>& we
 }
 
 Plan read_plan(const Reader& r, const json& j, const std::string& where, bool cuda,
-               const std::vector<Tensor>& weights, std::vector<std::string>* ptx) {
+               const std::vector<Tensor>& weights) {
   Plan p;
   p.slot_bytes = r.ints(j, "slot_bytes", where, 0, Tensor::kMaxBytes);
   for (int64_t s : r.ints(j, "input_slots", where, 0, INT32_MAX)) p.input_slots.push_back(int(s));
@@ -762,11 +758,12 @@ Plan read_plan(const Reader& r, const json& j, const std::string& where, bool cu
     p.constant_slots.push_back({slot, Tensor()});
   }
   const json& kernels = r.array(j, "kernels", where);
+  std::set<std::string> kernel_names; // entry points of one object or module
   for (size_t i = 0; i < kernels.size(); ++i) {
-    std::string code;
-    p.kernels.push_back(
-        read_kernel(r, kernels[i], where + ".kernels[" + std::to_string(i) + "]", cuda, &code));
-    if (cuda) ptx->push_back(std::move(code));
+    std::string w = where + ".kernels[" + std::to_string(i) + "]";
+    p.kernels.push_back(read_kernel(r, kernels[i], w, cuda));
+    if (!kernel_names.insert(p.kernels.back().name).second)
+      r.fail(w, "a second kernel named '" + p.kernels.back().name + "'");
   }
   const json& externs = r.array(j, "externs", where);
   for (size_t i = 0; i < externs.size(); ++i)
@@ -810,13 +807,19 @@ ArtifactGraph read_graph(const Reader& r, const json& j, const std::string& wher
   if (kind == "plan") {
     bool cuda = a.device == "cuda";
     g.kind = ArtifactGraph::Kind::Plan;
-    g.plan = read_plan(r, r.at(j, "plan", where), where + ".plan", cuda, weights, &g.ptx);
+    g.plan = read_plan(r, r.at(j, "plan", where), where + ".plan", cuda, weights);
     if (!cuda) onednn::prepare_plan(g.plan, r.source()); // primitives and reordered weights
-    const json& obj = r.at(j, "object", where);
-    if (cuda && !obj.is_null()) r.fail(where + ".object", "CPU code in a CUDA plan");
-    if (!cuda) g.object_code = std::string(r.blob(obj, where + ".object"));
-    if (!cuda && !g.plan.kernels.empty() && g.object_code.empty())
-      r.fail(where + ".object", "kernels without object code");
+    const json& objects = r.array(j, "objects", where);
+    if (cuda && !objects.empty()) r.fail(where + ".objects", "CPU code in a CUDA plan");
+    for (size_t k = 0; k < objects.size(); ++k)
+      g.objects.emplace_back(r.blob(objects[k], where + ".objects[" + std::to_string(k) + "]"));
+    if (!cuda && !g.plan.kernels.empty() && g.objects.empty())
+      r.fail(where + ".objects", "kernels without object code");
+    const json& ptx = r.at(j, "ptx", where);
+    if (!cuda && !ptx.is_null()) r.fail(where + ".ptx", "PTX in a CPU plan");
+    if (cuda) g.ptx = std::string(r.blob(ptx, where + ".ptx"));
+    if (cuda && !g.plan.kernels.empty() && g.ptx.empty())
+      r.fail(where + ".ptx", "kernels without a PTX module");
     for (const json& n : r.array(j, "constant_names", where))
       g.constant_names.push_back(r.str(n, where + ".constant_names"));
     if (g.constant_names.size() != g.plan.constant_slots.size())
@@ -1196,8 +1199,8 @@ std::shared_ptr<const ArtifactBytes> ArtifactBytes::map_file(const std::string& 
 namespace {
 
 struct LoadedGraph {
-  std::unique_ptr<ElfObject> object;                  // CPU: the kernels' code
-  std::vector<std::unique_ptr<cuda::Module>> modules; // CUDA: one module per kernel
+  std::vector<std::unique_ptr<ElfObject>> objects;    // CPU: the kernels' code
+  std::vector<std::unique_ptr<cuda::Module>> modules; // CUDA: one module, every kernel
 };
 
 /// What runs use of one graph, replaced as a whole by a weight swap: a run holds the version it
@@ -1333,23 +1336,23 @@ std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::st
     impl->live[i] = std::make_shared<LiveGraph>();
     if (g.kind != ArtifactGraph::Kind::Plan) continue;
     if (!cuda) {
-      if (!g.plan.kernels.empty()) {
-        lg.object = load_elf_object(g.object_code, source);
-        for (PlanKernel& k : g.plan.kernels) {
-          k.fn = reinterpret_cast<KernelFn>(lg.object->function(k.name));
-          if (!k.fn) throw Error(source, "kernel object: no function '" + k.name + "'");
-        }
+      for (const std::string& o : g.objects) lg.objects.push_back(load_elf_object(o, source));
+      for (PlanKernel& k : g.plan.kernels) {
+        k.fn = nullptr;
+        for (const std::unique_ptr<ElfObject>& o : lg.objects)
+          if (void* f = o->function(k.name)) {
+            if (k.fn) throw Error(source, "kernel objects: two define '" + k.name + "'");
+            k.fn = reinterpret_cast<KernelFn>(f);
+          }
+        if (!k.fn) throw Error(source, "kernel object: no function '" + k.name + "'");
       }
       impl->live[i]->plan = std::make_shared<const Plan>(g.plan);
       continue;
     }
     try {
       cuda::Context& ctx = cuda::Context::get();
-      for (size_t k = 0; k < g.plan.kernels.size(); ++k) {
-        PlanKernel& pk = g.plan.kernels[k];
-        lg.modules.push_back(ctx.load_module(g.ptx[k], pk.name + ".ptx"));
-        pk.cuda_function = lg.modules.back()->function(pk.name);
-      }
+      if (!g.plan.kernels.empty()) lg.modules.push_back(ctx.load_module(g.ptx, g.role + ".ptx"));
+      for (PlanKernel& pk : g.plan.kernels) pk.cuda_function = lg.modules.back()->function(pk.name);
     } catch (const cuda::CudaError& e) {
       throw Error(source, e.what());
     }

@@ -29,7 +29,7 @@
 namespace fxc {
 
 /// The format version this fxc writes and reads (the header's second field).
-constexpr uint32_t kArtifactFormatVersion = 2;
+constexpr uint32_t kArtifactFormatVersion = 3;
 
 /// What an artifact assumes about one user input; run() checks every field before running.
 struct InputGuard {
@@ -57,11 +57,13 @@ struct ArtifactGraph {
   /// in a parsed artifact and set by LoadedModel::load. Fallback externs carry their one-node
   /// graph; constant slots carry the weights.
   Plan plan;
-  /// Plan on the CPU: every kernel of the plan in one x86-64 ELF relocatable object, each
-  /// exported as `void <name>(void* const* args, int64_t xbegin, int64_t xend)`.
-  std::string object_code;
-  /// Plan on CUDA: the PTX module of each kernel, indexed like plan.kernels.
-  std::vector<std::string> ptx;
+  /// Plan on the CPU: the kernels of the plan in x86-64 ELF relocatable objects (compiled in
+  /// parallel, each holding some of them), each kernel exported by exactly one as
+  /// `void <name>(void* const* args, int64_t xbegin, int64_t xend)`.
+  std::vector<std::string> objects;
+  /// Plan on CUDA: one PTX module holding every kernel of the plan, each an entry named like
+  /// its kernel (libdevice's functions once, compiled in one pass).
+  std::string ptx;
   /// Interpreted: the graph (with its weights) that runtime/interpreter.h runs.
   std::shared_ptr<const Graph> graph;
   /// Plan: per plan.constant_slots entry, the parameter or buffer it is ("fc1.weight"), or ""

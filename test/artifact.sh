@@ -73,6 +73,41 @@ if out=$("$fxc" --run cuda.fxo --inputs "$fx/block.io.safetensors" --expect "$fx
 elif grep -qF "cuda.fxo: error: no CUDA driver/device" <<<"$out"; then ok "--run cuda.fxo without a GPU: clean error"
 else bad "--run cuda.fxo" "$out"; fi
 
+# The kernels' code (format 3): a CUDA graph's kernels in one PTX module; a CPU graph of more
+# than 32 kernels in several objects (compiled in parallel), loaded and run to the graph's results.
+cat >code.py <<'PY'
+import json, struct, subprocess, sys
+b = open(sys.argv[1], 'rb').read()
+csize, = struct.unpack('<Q', b[24:32])
+p = subprocess.run(['zstd', '-dc'], input=b[64:64 + csize], capture_output=True, check=True).stdout
+mlen, = struct.unpack('<Q', p[:8])
+m = json.loads(p[8:8 + mlen]); blobs = p[8 + mlen:]
+for g in m['graphs']:
+    names = [k['name'] for k in g['plan']['kernels']]
+    if g['ptx'] is not None:
+        o, n = g['ptx']; ptx = blobs[o:o + n].decode()
+        entries = [l.split('.entry ')[1].split('(')[0] for l in ptx.splitlines() if '.entry ' in l]
+        print('ptx', ptx.count('.version '), sorted(entries) == sorted(names))
+    else:
+        objs = [blobs[o:o + n] for o, n in g['objects']]
+        print('objects', len(objs), len(names), all(o[:4] == b'\x7fELF' for o in objs))
+PY
+if command -v zstd >/dev/null; then
+  check "CUDA artifact" 0 "$fxc" $nc --device=cuda "$fx/mlp.pt2" -o cuda.fxo
+  python3 code.py cuda.fxo >code.txt 2>&1
+  has "CUDA artifact: one PTX module holding every kernel" code.txt "ptx 1 True"
+  python3 "$src/bench/make_models.py" --size small --only resnet50 -o . >/dev/null
+  check "CPU artifact of a ResNet-50" 0 "$fxc" $nc --device=cpu resnet50.fxg -o r50.fxo
+  python3 code.py r50.fxo >code.txt 2>&1
+  if grep -Eq '^objects [2-4] ([3-9][0-9]|1[0-9][0-9]) True$' code.txt; then
+    ok "CPU artifact: its 33+ kernels in 2 to 4 objects"
+  else
+    bad "CPU artifact: its 33+ kernels in 2 to 4 objects ($(cat code.txt))"
+  fi
+  "$fxc" --device=cpu --run resnet50.fxg --outputs r50_fxg.safetensors >/dev/null 2>&1
+  check "... loaded from its objects, runs to the graph's results" 0 "$fxc" --run r50.fxo --expect r50_fxg.safetensors --rtol 0 --atol 0
+fi
+
 # Corrupt, truncated, foreign and newer files.
 cp "$fx/mlp.pt2" foreign.fxo
 check "foreign file" 1 "$fxc" --run foreign.fxo
@@ -85,14 +120,14 @@ import sys
 b = bytearray(open(sys.argv[1], 'rb').read())
 c = bytearray(b); c[100] ^= 0x40; open('corrupt.fxo', 'wb').write(c)
 w = bytearray(b); w[-5] ^= 0x40; open('corrupt_weights.fxo', 'wb').write(w)
-v = bytearray(b); v[4] = 3; open('newer.fxo', 'wb').write(v)
+v = bytearray(b); v[4] = 4; open('newer.fxo', 'wb').write(v)
 EOF
 check "corrupt file" 1 "$fxc" --run corrupt.fxo
 has "corrupt file: message" "$tmp/err" "corrupt.fxo: error: corrupt artifact: checksum mismatch"
 check "corrupt weights" 1 "$fxc" --run corrupt_weights.fxo
 has "corrupt weights: message" "$tmp/err" "corrupt_weights.fxo: error: corrupt artifact: checksum mismatch in the weights"
 check "newer format" 1 "$fxc" --run newer.fxo
-has "newer format: message" "$tmp/err" "newer.fxo: error: artifact format version 3"
+has "newer format: message" "$tmp/err" "newer.fxo: error: artifact format version 4"
 check "an artifact is not recompiled by --emit" 2 "$fxc" --emit=fx mlp.fxo
 has "an artifact is not recompiled by --emit: message" "$tmp/err" "is a compiled artifact"
 
@@ -202,10 +237,10 @@ EOF
   check "swap.fxo" 0 "$fxc" $nc --device=cpu swap.fxg -o swap.fxo
   python3 - <<'EOF'
 # new.safetensors: swap.safetensors' weights halved; wrong.safetensors: l0.weight renamed l9.
-import struct
-import numpy as np
+import array, struct
 st = open('swap.safetensors', 'rb').read(); n = struct.unpack('<Q', st[:8])[0]
-data = np.frombuffer(st[8 + n:], dtype=np.float32) * np.float32(0.5)
+data = array.array('f', st[8 + n:])
+data = array.array('f', (v * 0.5 for v in data))  # exact in f32: an exponent decrement
 open('new.safetensors', 'wb').write(st[:8 + n] + data.tobytes())
 open('wrong.safetensors', 'wb').write(st[:8 + n].replace(b'"l0.weight"', b'"l9.weight"') + st[8 + n:])
 EOF

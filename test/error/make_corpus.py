@@ -125,13 +125,13 @@ def xxh64(data, seed=0):
 
 
 def fxo(manifest, blobs):
-    """An .fxo file (docs/artifact.md, version 2): 64-byte header, the payload as one raw zstd
+    """An .fxo file (docs/artifact.md, version 3): 64-byte header, the payload as one raw zstd
     block, no weight section."""
     m = json.dumps(manifest).encode()
     payload = struct.pack("<Q", len(m)) + m + blobs
     frame = (b"\x28\xb5\x2f\xfd" + bytes([0xA0]) + struct.pack("<I", len(payload)) +
              struct.pack("<I", 1 | (len(payload) << 3))[:3] + payload)
-    head = (b"FXO\0" + struct.pack("<I", 2) + b"0.1.0".ljust(16, b"\0") +
+    head = (b"FXO\0" + struct.pack("<I", 3) + b"0.1.0".ljust(16, b"\0") +
             struct.pack("<QQQQ", len(frame), len(payload), 64 + len(frame), 0))
     return head + struct.pack("<Q", xxh64(head[:56] + frame)) + frame
 

@@ -1,5 +1,6 @@
 // Tests of .fxo artifacts: the ELF loader on real kernel objects, the format, guards, the C API.
 #include "codegen/inductor.h"
+#include "codegen/llvm_codegen.h"
 #include "driver/tensor_io.h"
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
@@ -12,6 +13,7 @@
 #include "runtime/compare.h"
 #include "runtime/elf_loader.h"
 #include "runtime/interpreter.h"
+#include "skip.h"
 
 #include <doctest/doctest.h>
 
@@ -77,7 +79,7 @@ Compiled compile_fixture(const std::string& model) {
   ArtifactGraph g;
   g.role = "inference";
   g.plan = c.cg.plan();
-  g.object_code = c.cg.object_code();
+  g.objects = c.cg.object_codes();
   g.constant_names = name_constants(g.plan, c.graph);
   for (size_t i = 0; i < g.plan.outputs.size(); ++i)
     a.outputs.push_back("output_" + std::to_string(i));
@@ -150,7 +152,8 @@ TEST_CASE("artifact: interpreted graphs (eager backend) keep their weights") {
 
 TEST_CASE("elf loader: real kernel objects load; corrupt ones are clean errors") {
   Compiled c = compile_fixture("norms"); // uses expf: GOT64, GOTPC64 and GOTOFF64 relocations
-  const std::string obj = c.artifact.graphs[0].object_code;
+  REQUIRE(c.artifact.graphs[0].objects.size() == 1); // a few kernels: one object
+  const std::string obj = c.artifact.graphs[0].objects[0];
   auto loaded = load_elf_object(obj, "k.o");
   for (const PlanKernel& k : c.artifact.graphs[0].plan.kernels) CHECK(loaded->function(k.name));
   CHECK(loaded->function("no_such_kernel") == nullptr);
@@ -526,4 +529,72 @@ TEST_CASE("C API: weight info and swaps from buffers and safetensors files") {
   for (float v : y) CHECK(v == y[0]);
   fxc_model_free(m);
   std::remove(st.c_str());
+}
+
+TEST_CASE("artifact code: CPU kernels in parallel objects, split by the kernels alone") {
+  CHECK(object_parts(0) == 1);
+  CHECK(object_parts(1) == 1);
+  CHECK(object_parts(32) == 1);
+  CHECK(object_parts(33) == 2);
+  CHECK(object_parts(96) == 3);
+  CHECK(object_parts(1000) == 4);
+  // 40 copies of a real kernel under other names: two objects, each kernel in exactly one.
+  Compiled c = compile_fixture("mlp");
+  REQUIRE(!c.cg.kernels().empty());
+  const GeneratedKernel& k = c.cg.kernels().front();
+  std::vector<KernelText> texts;
+  for (int i = 0; i < 40; ++i) texts.push_back({k.name, k.ll, "copy_" + std::to_string(i)});
+  std::vector<std::string> objs = emit_kernels_objects(texts);
+  REQUIRE(objs.size() == 2);
+  CHECK(emit_kernels_objects(texts) == objs); // deterministic
+  std::vector<std::unique_ptr<ElfObject>> loaded;
+  for (const std::string& o : objs) loaded.push_back(load_elf_object(o, "k.o"));
+  for (int i = 0; i < 40; ++i) {
+    int defined = 0;
+    for (const auto& o : loaded) defined += o->function("copy_" + std::to_string(i)) != nullptr;
+    CHECK(defined == 1);
+  }
+  // The artifact's graph holds the parts; an artifact build does not load the kernels itself.
+  CHECK(c.cg.object_codes().size() == 1);
+  InductorOptions io;
+  io.load_cpu = false;
+  CompiledGraph unloaded = compile_inductor(c.graph, io);
+  CHECK(unloaded.object_codes() == c.cg.object_codes());
+  CHECK_THROWS_WITH_AS(unloaded.run(io_tensors("mlp", "input_")),
+                       doctest::Contains("compiled for an artifact, not loaded"), Error);
+}
+
+TEST_CASE("artifact code: a CUDA build for an artifact has one PTX module of every kernel") {
+  if (!fxc::testing::have_libdevice()) return;
+  Compiled c = compile_fixture("block"); // several kernels, some calling libdevice
+  InductorOptions io;
+  io.cuda = true;
+  io.load_cuda = false;
+  io.kernel_ptx = false;
+  CompiledGraph cg = compile_inductor(c.graph, io);
+  REQUIRE(cg.num_kernels() > 0);
+  const std::string& ptx = cg.ptx_module();
+  CHECK(ptx.find(".target sm_90") != std::string::npos);
+  for (const GeneratedKernel& k : cg.kernels()) {
+    CHECK(k.ptx.empty()); // no kernel compiled on its own
+    CHECK(ptx.find(".entry " + k.name + "(") != std::string::npos);
+  }
+  // Into an artifact and back: one module per graph; duplicate kernel names are refused.
+  CompiledArtifact a = c.artifact;
+  a.device = "cuda";
+  a.cuda_arch = "sm_90";
+  a.graphs[0].plan = cg.plan();
+  for (PlanKernel& k : a.graphs[0].plan.kernels) k.fn = nullptr;
+  a.graphs[0].objects.clear();
+  a.graphs[0].ptx = ptx;
+  CompiledArtifact back = parse_artifact(serialize_artifact(a), "c.fxo");
+  CHECK(back.graphs[0].ptx == ptx);
+  CHECK(back.graphs[0].objects.empty());
+  a.graphs[0].ptx.clear();
+  CHECK_THROWS_WITH_AS(serialize_artifact(a), doctest::Contains("needs their PTX module"), Error);
+  a.graphs[0].ptx = ptx;
+  if (a.graphs[0].plan.kernels.size() < 2) return;
+  a.graphs[0].plan.kernels[1].name = a.graphs[0].plan.kernels[0].name;
+  CHECK_THROWS_WITH_AS(parse_artifact(serialize_artifact(a), "c.fxo"),
+                       doctest::Contains("a second kernel named"), Error);
 }
