@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Torch references for the op-family graphs of test/graphs/ops/ that ops_e2e_b.sh checks
-(pooling, resampling, padding, views/copies, factories).
+(pooling, resampling, padding, views/copies, factories, pool and norm backwards).
 
 For each graph named on the command line (default: the graphs listed in GRAPHS) this runs the
 same nodes through torch.ops.aten, in order, from inputs drawn here with a fixed seed, and writes
@@ -16,7 +16,8 @@ import sys
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GRAPHS = ["pool_avg", "resample", "pad_mode", "view_copy", "factory_like", "pool_nd", "pool_backward"]
+GRAPHS = ["pool_avg", "resample", "pad_mode", "view_copy", "factory_like", "pool_nd", "pool_backward",
+          "norm_backward"]
 
 DTYPES = {
     "f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
