@@ -813,11 +813,68 @@ std::vector<ValueId> separable_pool_backward(Emit& e, const DNode& d) {
   return {y};
 }
 
+/// The gradients of a normalisation from its saved statistics: x and g shaped so that `red` are
+/// the normalised dims, mean/rstd broadcasting against them; `w` (or kNoValue) broadcasting
+/// likewise. Returns (dx, sum of g * xhat over `keep_sum`, sum of g over `keep_sum`).
+std::vector<ValueId> norm_grads(Emit& e, ValueId g, ValueId x, ValueId mean, ValueId rstd,
+                                ValueId w, const std::vector<int64_t>& red,
+                                const std::vector<int64_t>& param_sum) {
+  double m = 1;
+  for (int64_t dim : red) m *= double(e.sizes(x)[size_t(dim)]);
+  ValueId xhat = e.mul(e.sub(x, mean), rstd);
+  ValueId gx = w == kNoValue ? g : e.mul(g, w);
+  ValueId inner = e.sub(e.sub(e.mul_s(gx, m), e.sum(gx, red, true)),
+                        e.mul(xhat, e.sum(e.mul(gx, xhat), red, true)));
+  ValueId dx = e.mul(e.div_s(rstd, m), inner);
+  ValueId gxhat = e.mul(g, xhat);
+  if (param_sum.empty()) return {dx, gxhat, g};
+  return {dx, e.sum(gxhat, param_sum, false), e.sum(g, param_sum, false)};
+}
+
+/// native_layer_norm_backward: dx, dweight, dbias from the saved mean and rstd (all three are
+/// computed; output_mask only says which ones the graph reads).
+std::vector<ValueId> layer_norm_backward(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input"), g = d.tensor("grad_out");
+  std::vector<int64_t> xs = e.sizes(x);
+  int64_t rank = int64_t(xs.size()), k = int64_t(d.arg("normalized_shape").ints.size());
+  if (k == 0 || k > rank) d.fail("normalized_shape does not fit the input");
+  std::vector<int64_t> stat(xs.begin(), xs.end() - k), lead;
+  stat.resize(size_t(rank), 1);
+  for (int64_t i = 0; i < rank - k; ++i) lead.push_back(i);
+  ValueId mean = e.reshape(d.tensor("mean"), stat), rstd = e.reshape(d.tensor("rstd"), stat);
+  ValueId w = d.has("weight") ? d.tensor("weight") : kNoValue;
+  std::vector<ValueId> r = norm_grads(e, g, x, mean, rstd, w, last_dims(rank, k), lead);
+  for (size_t i = 0; i < 3; ++i) r[i] = e.cast(r[i], d.out_meta(i).dtype);
+  return r;
+}
+
+/// native_group_norm_backward: the input viewed as [N, G, C / G, HxW], normalised over the last
+/// two dims; dweight and dbias sum over N and HxW.
+std::vector<ValueId> group_norm_backward(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input"), g = d.tensor("grad_out");
+  std::vector<int64_t> xs = e.sizes(x);
+  const int64_t N = d.arg("N").i, C = d.arg("C").i, HxW = d.arg("HxW").i, G = d.arg("group").i;
+  if (G <= 0 || C % G != 0) d.fail("the channels are not divisible by the groups");
+  std::vector<int64_t> grouped = {N, G, C / G, HxW};
+  ValueId mean = e.reshape(d.tensor("mean"), {N, G, 1, 1});
+  ValueId rstd = e.reshape(d.tensor("rstd"), {N, G, 1, 1});
+  ValueId w = d.has("weight") ? e.reshape(d.tensor("weight"), {1, G, C / G, 1}) : kNoValue;
+  std::vector<ValueId> r =
+      norm_grads(e, e.reshape(g, grouped), e.reshape(x, grouped), mean, rstd, w, {2, 3}, {0, 3});
+  r[0] = e.reshape(r[0], xs);
+  r[1] = e.reshape(r[1], {C});
+  r[2] = e.reshape(r[2], {C});
+  for (size_t i = 0; i < 3; ++i) r[i] = e.cast(r[i], d.out_meta(i).dtype);
+  return r;
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::_adaptive_avg_pool2d_backward, separable_pool_backward},
     {OpId::avg_pool2d_backward, separable_pool_backward},
     {OpId::embedding_dense_backward, embedding_backward},
     {OpId::max_pool2d_with_indices_backward, max_pool2d_backward},
+    {OpId::native_group_norm_backward, group_norm_backward},
+    {OpId::native_layer_norm_backward, layer_norm_backward},
     {OpId::_native_batch_norm_legit_no_stats, batch_norm_no_stats},
     {OpId::_prelu_kernel, prelu},
     {OpId::chunk, split},

@@ -1,6 +1,8 @@
 // Meta functions of the backward ops of the core ATen opset that exported backward graphs
 // contain: avg_pool2d_backward, max_pool2d_with_indices_backward, _adaptive_avg_pool2d_backward
-// (each the input's sizes, in grad_output's dtype) and embedding_dense_backward.
+// (each the input's sizes, in grad_output's dtype), embedding_dense_backward, and
+// native_layer_norm_backward / native_group_norm_backward (grad_input like the input, grad_weight
+// and grad_bias shaped like the affine parameters).
 #include "frontend/meta/meta_util.h"
 #include "frontend/resample.h"
 
@@ -91,11 +93,71 @@ Metas embedding_dense_backward(const Graph& g, const Node& n) {
   return {make(go.dtype, {rows, go.sizes.back()}, go.device)};
 }
 
+// grad_out must be the input's sizes and float; the statistics must hold `rows` elements each.
+void norm_backward_checks(const Ctx& c, int64_t rows) {
+  const TensorMeta& go = c.tensor("grad_out");
+  const TensorMeta& x = c.tensor("input");
+  if (go.sizes != x.sizes)
+    c.fail("'grad_out' must have the input's sizes, but " + c.desc("grad_out") + " and " +
+           c.desc("input"));
+  if (!is_floating(go.dtype) || !is_floating(x.dtype))
+    c.fail("'grad_out' and 'input' must be floating point, but " + c.desc("grad_out") + " and " +
+           c.desc("input"));
+  for (const char* s : {"mean", "rstd"})
+    if (c.tensor(s).numel() != rows)
+      c.fail(std::string("'") + s + "' must hold " + std::to_string(rows) + " statistics, but " +
+             c.desc(s));
+  if (c.arg("output_mask").bools.size() != 3)
+    c.fail("'output_mask' must hold 3 bools, got " +
+           std::to_string(c.arg("output_mask").bools.size()));
+}
+
+Metas native_layer_norm_backward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  const Sizes& ns = c.ints("normalized_shape");
+  const int64_t axis = x.dim() - int64_t(ns.size());
+  if (ns.empty() || axis < 0 || !std::equal(ns.begin(), ns.end(), x.sizes.begin() + axis))
+    c.fail("given normalized_shape=" + join(ns) + ", expected input with shape [*, " +
+           (ns.empty() ? std::string("]") : join(ns).substr(1)) + ", but " + c.desc("input"));
+  for (const char* w : {"weight", "bias"})
+    if (const TensorMeta* t = c.opt_tensor(w); t && t->sizes != ns)
+      c.fail(std::string("expected ") + w + " of the same shape as normalized_shape " + join(ns) +
+             ", but " + c.desc(w));
+  int64_t rows = 1;
+  for (int64_t d = 0; d < axis; ++d) rows *= x.sizes[size_t(d)];
+  norm_backward_checks(c, rows);
+  const TensorMeta* w = c.opt_tensor("weight");
+  DType wdt = w ? w->dtype : x.dtype;
+  return {make(x.dtype, x.sizes, x.device), make(wdt, ns, x.device), make(wdt, ns, x.device)};
+}
+
+Metas native_group_norm_backward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  const int64_t N = c.int_("N"), C = c.int_("C"), HxW = c.int_("HxW"), G = c.int_("group");
+  if (x.dim() < 2 || x.sizes[0] != N || x.sizes[1] != C || x.numel() != N * C * HxW)
+    c.fail("N=" + std::to_string(N) + ", C=" + std::to_string(C) + ", HxW=" + std::to_string(HxW) +
+           " do not describe " + c.desc("input"));
+  if (G <= 0 || C % G != 0)
+    c.fail("expected the number of channels " + std::to_string(C) +
+           " to be divisible by group=" + std::to_string(G));
+  if (const TensorMeta* t = c.opt_tensor("weight"); t && (t->dim() != 1 || t->sizes[0] != C))
+    c.fail("expected weight to be a vector of " + std::to_string(C) + " elements, but " +
+           c.desc("weight"));
+  norm_backward_checks(c, N * G);
+  const TensorMeta* w = c.opt_tensor("weight");
+  DType wdt = w ? w->dtype : x.dtype;
+  return {make(x.dtype, x.sizes, x.device), make(wdt, {C}, x.device), make(wdt, {C}, x.device)};
+}
+
 const OpTable<MetaFn>::Row kBackwardMeta[] = {
     {OpId::_adaptive_avg_pool2d_backward, guarded<adaptive_avg_pool2d_backward>},
     {OpId::avg_pool2d_backward, guarded<avg_pool2d_backward>},
     {OpId::embedding_dense_backward, guarded<embedding_dense_backward>},
     {OpId::max_pool2d_with_indices_backward, guarded<max_pool2d_with_indices_backward>},
+    {OpId::native_group_norm_backward, guarded<native_group_norm_backward>},
+    {OpId::native_layer_norm_backward, guarded<native_layer_norm_backward>},
 };
 
 } // namespace

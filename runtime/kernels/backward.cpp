@@ -1,7 +1,8 @@
 // Reference kernels of the backward ops of the core ATen opset: avg_pool2d_backward,
 // max_pool2d_with_indices_backward, _adaptive_avg_pool2d_backward (each gradient element spread
-// over the input positions its output read) and embedding_dense_backward (rows accumulated per
-// index).
+// over the input positions its output read), embedding_dense_backward (rows accumulated per
+// index) and native_layer_norm_backward / native_group_norm_backward (from the saved mean and
+// rstd; all three results are computed whatever output_mask says, as only the read ones matter).
 #include "runtime/kernels/kernel_util.h"
 
 #include "frontend/resample.h"
@@ -143,11 +144,96 @@ Tensors k_embedding_dense_backward(const KernelCall& c) {
   return {make(c.result_dtype(go.dtype()), {V, D}, out)};
 }
 
+// The gradients of a normalisation whose groups are `rows` runs of `m` elements each of x (group
+// r's statistics mean[r], rstd[r]); element k of a group has affine parameter param(r, k) (-1:
+// none). Returns (dx, dw, db), dw and db of `P` parameters.
+template <class Param>
+void norm_backward(const std::vector<double>& g, const std::vector<double>& x,
+                   const std::vector<double>& mean, const std::vector<double>& rstd,
+                   const std::vector<double>& w, int64_t rows, int64_t m, Param param,
+                   std::vector<double>& dx, std::vector<double>& dw, std::vector<double>& db) {
+  std::vector<double> xhat(static_cast<size_t>(m)), gx(static_cast<size_t>(m));
+  for (int64_t r = 0; r < rows; ++r) {
+    const size_t base = size_t(r * m);
+    double sg = 0, sgx = 0;
+    for (int64_t k = 0; k < m; ++k) {
+      const int64_t p = param(r, k);
+      xhat[size_t(k)] = (x[base + size_t(k)] - mean[size_t(r)]) * rstd[size_t(r)];
+      gx[size_t(k)] = g[base + size_t(k)] * (w.empty() ? 1.0 : w[size_t(p)]);
+      sg += gx[size_t(k)];
+      sgx += gx[size_t(k)] * xhat[size_t(k)];
+      dw[size_t(p)] += g[base + size_t(k)] * xhat[size_t(k)];
+      db[size_t(p)] += g[base + size_t(k)];
+    }
+    const double scale = rstd[size_t(r)] / double(m);
+    for (int64_t k = 0; k < m; ++k)
+      dx[base + size_t(k)] = scale * (double(m) * gx[size_t(k)] - sg - xhat[size_t(k)] * sgx);
+  }
+}
+
+void check_norm_grad(const Tensor& go, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                     int64_t rows, const char* op) {
+  if (go.sizes() != x.sizes())
+    fail(std::string(op) + ": grad_out is " + shape_str(go.sizes()) + " but the input is " +
+         shape_str(x.sizes()));
+  if (checked_numel(mean.sizes()) != rows || checked_numel(rstd.sizes()) != rows)
+    fail(std::string(op) + ": mean and rstd must hold " + std::to_string(rows) +
+         " statistics, got " + shape_str(mean.sizes()) + " and " + shape_str(rstd.sizes()));
+}
+
+Tensors k_native_layer_norm_backward(const KernelCall& c) {
+  const Tensor& go = c.tensor("grad_out");
+  const Tensor& x = c.tensor("input");
+  const Tensor& w = c.tensor("weight");
+  const Shape& ns = c.arg("normalized_shape").ints;
+  const int64_t axis = x.dim() - int64_t(ns.size());
+  bool ok = axis >= 0 && !ns.empty();
+  for (int64_t i = 0; ok && i < int64_t(ns.size()); ++i) ok = x.size(axis + i) == ns[size_t(i)];
+  if (!ok)
+    fail("native_layer_norm_backward: normalized_shape " + shape_str(ns) +
+         " is not the trailing sizes of the input " + shape_str(x.sizes()));
+  const int64_t m = checked_numel(ns), rows = m == 0 ? 0 : checked_numel(x.sizes()) / m;
+  check_norm_grad(go, x, c.tensor("mean"), c.tensor("rstd"), rows, "native_layer_norm_backward");
+  check_affine(w, m, "weight");
+  std::vector<double> wv = w.defined() ? values(w) : std::vector<double>();
+  std::vector<double> dx(size_t(rows * m)), dw(size_t(m), 0.0), db(size_t(m), 0.0);
+  norm_backward(
+      values(go), values(x), values(c.tensor("mean")), values(c.tensor("rstd")), wv, rows, m,
+      [](int64_t, int64_t k) { return k; }, dx, dw, db);
+  DType wdt = c.result_dtype(w.defined() ? w.dtype() : x.dtype());
+  return {make(c.result_dtype(x.dtype()), x.sizes(), dx), make(wdt, ns, dw), make(wdt, ns, db)};
+}
+
+Tensors k_native_group_norm_backward(const KernelCall& c) {
+  const Tensor& go = c.tensor("grad_out");
+  const Tensor& x = c.tensor("input");
+  const Tensor& w = c.tensor("weight");
+  const int64_t N = c.arg("N").i, C = c.arg("C").i, HxW = c.arg("HxW").i, G = c.arg("group").i;
+  if (x.dim() < 2 || x.size(0) != N || x.size(1) != C || checked_numel(x.sizes()) != N * C * HxW)
+    fail("native_group_norm_backward: N, C, HxW do not describe the input " + shape_str(x.sizes()));
+  if (G <= 0 || C % G != 0)
+    fail("native_group_norm_backward: " + std::to_string(C) +
+         " channels are not divisible by group=" + std::to_string(G));
+  check_norm_grad(go, x, c.tensor("mean"), c.tensor("rstd"), N * G, "native_group_norm_backward");
+  check_affine(w, C, "weight");
+  const int64_t D = C / G, m = D * HxW;
+  std::vector<double> wv = w.defined() ? values(w) : std::vector<double>();
+  std::vector<double> dx(size_t(N * C * HxW)), dw(size_t(C), 0.0), db(size_t(C), 0.0);
+  // Group r = n * G + g covers channels g * D .. g * D + D - 1, HxW elements each.
+  norm_backward(
+      values(go), values(x), values(c.tensor("mean")), values(c.tensor("rstd")), wv, N * G, m,
+      [&](int64_t r, int64_t k) { return (r % G) * D + k / HxW; }, dx, dw, db);
+  DType wdt = c.result_dtype(w.defined() ? w.dtype() : x.dtype());
+  return {make(c.result_dtype(x.dtype()), x.sizes(), dx), make(wdt, {C}, dw), make(wdt, {C}, db)};
+}
+
 const OpTable<KernelFn>::Row kBackwardKernels[] = {
     {OpId::_adaptive_avg_pool2d_backward, k_adaptive_avg_pool2d_backward},
     {OpId::avg_pool2d_backward, k_avg_pool2d_backward},
     {OpId::embedding_dense_backward, k_embedding_dense_backward},
     {OpId::max_pool2d_with_indices_backward, k_max_pool2d_with_indices_backward},
+    {OpId::native_group_norm_backward, k_native_group_norm_backward},
+    {OpId::native_layer_norm_backward, k_native_layer_norm_backward},
 };
 
 } // namespace

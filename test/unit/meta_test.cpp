@@ -838,3 +838,48 @@ TEST_CASE("meta: 3-D convolution and pooling, adaptive pooling, diagonal, exp2, 
   CHECK(t.error("aten.embedding_dense_backward.default", {T(go), T(xi), I(7), I(-1), B(false)})
             .find("'grad_output' must be the indices' sizes plus the embedding dim") == 0);
 }
+
+TEST_CASE("meta: native_layer_norm_backward and native_group_norm_backward") {
+  G t;
+  CallArg none{"", Arg::none()};
+  CallArg mask{"", Arg::of_bools({true, true, true})};
+  ValueId x = t.in("x", meta(DType::F32, {3, 4, 5}));
+  ValueId w = t.in("w", meta(DType::F32, {5}));
+  ValueId st = t.in("st", meta(DType::F32, {3, 4, 1}));
+  ValueId st2 = t.in("st2", meta(DType::F32, {3, 1, 1}));
+  auto ln = t.ops("aten.native_layer_norm_backward.default",
+                  {T(x), T(x), Is({5}), T(st), T(st), T(w), T(w), mask});
+  REQUIRE(ln.size() == 3);
+  CHECK(ln[0].sizes == Sizes{3, 4, 5});
+  CHECK(ln[1].sizes == Sizes{5});
+  CHECK(ln[2].sizes == Sizes{5});
+  auto l2 = t.ops("aten.native_layer_norm_backward.default",
+                  {T(x), T(x), Is({4, 5}), T(st2), T(st2), none, none, mask});
+  CHECK(l2[1].sizes == Sizes{4, 5});
+  CHECK(t.error("aten.native_layer_norm_backward.default",
+                {T(x), T(x), Is({4, 5}), T(st2), T(st2), T(w), none, mask})
+            .find("expected weight of the same shape as normalized_shape") == 0);
+  CHECK(t.error("aten.native_layer_norm_backward.default",
+                {T(x), T(x), Is({4}), T(st), T(st), none, none, mask})
+            .find("given normalized_shape=") == 0);
+  CHECK(t.error("aten.native_layer_norm_backward.default",
+                {T(x), T(x), Is({4, 5}), T(st), T(st), none, none, mask})
+            .find("'mean' must hold 3 statistics") == 0);
+  ValueId xg = t.in("xg", meta(DType::F32, {2, 6, 3, 4}));
+  ValueId wg = t.in("wg", meta(DType::F32, {6}));
+  ValueId sg = t.in("sg", meta(DType::F32, {2, 3}));
+  auto gn = t.ops("aten.native_group_norm_backward.default",
+                  {T(xg), T(xg), T(sg), T(sg), T(wg), I(2), I(6), I(12), I(3), mask});
+  REQUIRE(gn.size() == 3);
+  CHECK(gn[0].sizes == Sizes{2, 6, 3, 4});
+  CHECK(gn[1].sizes == Sizes{6});
+  CHECK(t.error("aten.native_group_norm_backward.default",
+                {T(xg), T(xg), T(sg), T(sg), T(wg), I(2), I(6), I(12), I(4), mask})
+            .find("to be divisible by group=4") != std::string::npos);
+  CHECK(t.error("aten.native_group_norm_backward.default",
+                {T(xg), T(xg), T(sg), T(sg), T(wg), I(2), I(6), I(12), I(2), mask})
+            .find("'mean' must hold 4 statistics") == 0);
+  CHECK(t.error("aten.native_group_norm_backward.default",
+                {T(xg), T(xg), T(sg), T(sg), T(wg), I(2), I(6), I(10), I(3), mask})
+            .find("do not describe") != std::string::npos);
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Torch references for the op-family graphs of test/graphs/ops/ that ops_e2e_b.sh checks
-(pooling, resampling, padding, views/copies, factories) and that ops_e2e.sh checks (scans,
-sorting, scatters, roll, as_strided, index.Tensor).
+(pooling, resampling, padding, views/copies, factories, pool and norm backwards) and that
+ops_e2e.sh checks (scans, sorting, scatters, roll, as_strided, index.Tensor).
 
 For each graph named on the command line (default: the graphs listed in GRAPHS) this runs the
 same nodes through torch.ops.aten, in order, from inputs drawn here with a fixed seed, and writes
@@ -18,7 +18,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GRAPHS = ["pool_avg", "resample", "pad_mode", "view_copy", "factory_like", "pool_nd", "pool_backward",
-          "scan", "scan_sort_more", "scatter_more", "index_view"]
+          "scan", "scan_sort_more", "scatter_more", "index_view", "norm_backward"]
 
 DTYPES = {
     "f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
