@@ -249,8 +249,7 @@ private:
   llvm::Value* r_ = nullptr;
 
   RowMapping map_;
-  bool slots_ = false;      ///< the slot form is in use
-  bool slot_stage_ = false; ///< emitting a loop stage in the slot form (chunk_ and lane_ are set)
+  bool slots_ = false; ///< the slot form is in use
   int chunk_ = 0, lane_ = 0;
   std::vector<llvm::Value*> chunk_r0_; ///< each chunk's first r (clamped into the row)
   std::vector<llvm::Value*> chunk_ok_; ///< each chunk lies in the row (nullptr: always)
@@ -334,7 +333,9 @@ llvm::Value* Emitter::index(const IndexExpr& e) {
 llvm::Value* Emitter::load(int buffer, const IndexExpr& ix, DType t) {
   auto rv = row_vals_.find(buffer);
   if (rv != row_vals_.end()) return rv->second;
-  if (slot_stage_) {
+  // Slot values exist once a stage has set up its chunks (begin_chunks); a stage that runs
+  // before that (none set up yet) or after a row loop has ended (cleared) reads memory.
+  if (slots_ && size_t(chunk_ * map_.vec + lane_) < inner_vals_.size()) {
     auto& iv = inner_vals_[size_t(chunk_ * map_.vec + lane_)];
     auto in = iv.find(buffer);
     if (in != iv.end() && ix == same_) return in->second;
@@ -1300,9 +1301,7 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
 
 void Emitter::emit_stage(const KernelStage& st) {
   if (st.loop && slots_) {
-    slot_stage_ = true;
     emit_slot_stage(st);
-    slot_stage_ = false;
     return;
   }
   llvm::IntegerType* i64 = b_.getInt64Ty();
