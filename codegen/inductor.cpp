@@ -84,6 +84,15 @@ std::vector<std::string> CompiledGraph::object_codes() const {
   return emit_kernels_objects(kernel_texts(impl->kernels));
 }
 const std::string& CompiledGraph::ptx_module() const {
+  // A build made to run (load_cuda) loaded each kernel's own PTX; its artifact (the compile
+  // cache stores one after --run) links the same LLVM IR, as tuned, into one module here.
+  std::call_once(impl->ptx_once, [&] {
+    if (!impl->ptx_module.empty() || impl->kernels.empty() || impl->cuda_arch.empty()) return;
+    PassTimer t("codegen (one PTX module)");
+    std::vector<KernelText> texts;
+    for (const GeneratedKernel& k : impl->kernels) texts.push_back({k.name, k.ll, ""});
+    impl->ptx_module = link_ptx_kernels(texts, impl->cuda_arch, impl->libdevice, true);
+  });
   return impl->ptx_module;
 }
 int CompiledGraph::num_kernels() const {
@@ -228,6 +237,8 @@ CompiledGraph compile_fused(const Graph& g, const InductorFront& front,
   // an output in place over an input (CPU; PTX kernels take every argument as noalias).
   std::map<std::string, PtxKernel> ptx;
   if (opts.cuda) {
+    impl->cuda_arch = opts.cuda_arch;
+    impl->libdevice = opts.libdevice;
     PassTimer t("codegen (PTX)");
     // Each kernel's own PTX where it is loaded, tuned or printed; an artifact's kernels compile
     // together after the load step (ptx_module()).

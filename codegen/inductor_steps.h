@@ -37,7 +37,9 @@ struct CompiledGraph::Impl {
   std::string pre, post, log, output_code, hints;
   std::vector<std::string> autotune_log;
   std::vector<GeneratedKernel> kernels;
-  std::string ptx_module; // CUDA without load_cuda: every kernel, compiled together
+  std::string ptx_module;           // CUDA: every kernel, compiled together (ptx_module())
+  std::string cuda_arch, libdevice; // CUDA: for a ptx_module() asked of a loaded build
+  std::once_flag ptx_once;          // ptx_module() links a loaded build's kernels once
   int externs = 0;
   int64_t peak = 0;
 };
