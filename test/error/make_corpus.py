@@ -267,7 +267,7 @@ def main():
 
     # The same number inside an artifact's embedded graph (an interpreted .fxo).
     write("fxo_number_range.fxo", fxo({
-        "format": "fxo", "version": 2, "name": "g", "backend": "eager", "device": "cpu",
+        "format": "fxo", "version": 3, "name": "g", "backend": "eager", "device": "cpu",
         "cuda_arch": "", "mode": "inference", "kind": "interpreted", "inputs": [], "outputs": [],
         "num_user_outputs": 0, "tangent_output_index": [], "custom_ops": [], "weights": [],
         "weight_chunks": {"bytes": 1048576, "xxh3": []},
