@@ -1506,6 +1506,20 @@ JointGraph build_joint_graph(const Graph& fw_in) {
       requires_grad[size_t(o)] = any && is_floating(g.values[o].meta.dtype);
   }
 
+  // In-place ops left after functionalization write into a view whose base is read afterwards
+  // (decompose.cpp can replay writes through slices and selects only): their effect on the
+  // base would be missed by the gradient, so they are refused rather than ignored.
+  for (const Node& n : g.nodes) {
+    int self = n.schema ? n.schema->index_of("self") : -1;
+    if (target_has_tag(n.target, OpTag::Inplace) && self >= 0 &&
+        n.args[size_t(self)].kind == Arg::Kind::Tensor &&
+        requires_grad[size_t(n.args[size_t(self)].tensor)])
+      throw Error(g.source,
+                  "no derivative rule for this op: it writes in place into a view whose base is "
+                  "read afterwards, which fxc cannot rewrite to its functional op",
+                  n.name, n.target);
+  }
+
   // One tangent per float output, seeding that output's gradient.
   std::vector<std::vector<ValueId>> contrib(num_fw_values);
   for (size_t k = 0; k < jg.num_fw_outputs; ++k) {

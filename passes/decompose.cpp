@@ -1121,6 +1121,48 @@ bool can_functionalize(const Graph& g, const Node& n) {
   return true;
 }
 
+/// Whether an in-place write into a view can be rewritten to its functional op without writing
+/// the result back into the view's base: the storage it writes is a computed value (not a graph
+/// input), and after the write nothing reads it under a name made before the write other than the
+/// one written (the base, another view of it), and no graph output is such a name. ConvNeXt's `x =
+/// permute(...); x += skip` and a classifier's in-place dropout on a flattened view are such
+/// writes.
+bool writes_dead_view(const Graph& g, const Node& n) {
+  if (!has_inplace_self(n)) return false;
+  // Every value's storage: through views (their `self`, else first tensor input) and in-place ops.
+  std::vector<ValueId> root(g.values.size());
+  for (size_t i = 0; i < root.size(); ++i) root[i] = ValueId(i);
+  for (const Node& m : g.nodes) {
+    bool view = target_has_tag(m.target, OpTag::View);
+    if (!view && !has_inplace_self(m)) continue;
+    ValueId src = -1;
+    if (m.schema && m.schema->index_of("self") >= 0 &&
+        m.args[size_t(m.schema->index_of("self"))].kind == Arg::Kind::Tensor)
+      src = m.args[size_t(m.schema->index_of("self"))].tensor;
+    else if (!m.tensor_inputs().empty())
+      src = m.tensor_inputs().front();
+    if (src < 0) continue;
+    for (ValueId o : view ? m.outputs : std::vector<ValueId>{m.outputs.front()})
+      root[size_t(o)] = root[size_t(src)];
+  }
+  ValueId self = n.args[size_t(n.schema->index_of("self"))].tensor;
+  ValueId r = root[size_t(self)];
+  if (g.values[size_t(r)].producer < 0) return false;
+  std::vector<ValueId> names = inplace_aliases(g, self);
+  size_t w = size_t(&n - g.nodes.data());
+  // Views made after the write are views of its result (the rewrite remaps their input).
+  auto other_name = [&](ValueId t) {
+    return root[size_t(t)] == r && g.values[size_t(t)].producer < int32_t(w) &&
+           std::find(names.begin(), names.end(), t) == names.end();
+  };
+  for (size_t j = w + 1; j < g.nodes.size(); ++j)
+    for (ValueId t : g.nodes[j].tensor_inputs())
+      if (other_name(t)) return false;
+  for (ValueId o : g.outputs)
+    if (other_name(o)) return false;
+  return true;
+}
+
 /// Number of nodes of g that read v.
 int users_of(const Graph& g, ValueId v) {
   int k = 0;
@@ -1189,7 +1231,8 @@ ValueId functional_value(Emit& e, const DNode& d) {
 /// it; written through a chain of slices and selects (`mask[a:b, c:d] = v`), the result is
 /// scattered back up the chain (slice_scatter, select_scatter) and replaces the base.
 std::vector<ValueId> functionalize(Emit& e, const DNode& d) {
-  if (can_functionalize(d.src, d.n)) return {functional_value(e, d)};
+  if (can_functionalize(d.src, d.n) || writes_dead_view(d.src, d.n))
+    return {functional_value(e, d)};
   if (!has_inplace_self(d.n)) return {};
   ValueId base = -1;
   std::vector<const Node*> chain =

@@ -194,6 +194,7 @@ Cudnn::~Cudnn() {
     ctx_.make_current();
     ctx_.synchronize();
     if (workspace_) ctx_.mem_free(workspace_);
+    for (DevicePtr p : retired_) ctx_.mem_free(p);
   } catch (const CudaError&) {
   }
   prepared_.clear();
@@ -210,15 +211,15 @@ void Cudnn::check(int status, const char* call) const {
 DevicePtr Cudnn::workspace(size_t bytes) {
   if (bytes == 0) return 0;
   if (bytes <= workspace_bytes_) return workspace_;
-  // The old workspace may still be in use by queued work: wait before freeing it.
-  if (workspace_) {
-    ctx_.synchronize();
-    ctx_.mem_free(workspace_);
-    workspace_ = 0;
-    workspace_bytes_ = 0;
-  }
-  workspace_ = ctx_.mem_alloc(bytes);
-  workspace_bytes_ = bytes;
+  // A CUDA graph captured earlier (another plan's, under --cuda-graphs) holds the old pointer and
+  // is replayed later: the old workspace stays allocated until the handle goes away. Sizes grow
+  // by powers of two, so the retired ones add up to less than the one in use.
+  size_t grown = size_t(1) << 20;
+  while (grown < bytes) grown <<= 1;
+  DevicePtr fresh = ctx_.mem_alloc(grown);
+  if (workspace_) retired_.push_back(workspace_);
+  workspace_ = fresh;
+  workspace_bytes_ = grown;
   return workspace_;
 }
 

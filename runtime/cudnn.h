@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fxc::cuda {
 
@@ -88,6 +89,7 @@ private:
   void* handle_ = nullptr;
   DevicePtr workspace_ = 0;
   size_t workspace_bytes_ = 0;
+  std::vector<DevicePtr> retired_; ///< smaller workspaces that captured graphs may still use
   size_t version_ = 0;
 };
 

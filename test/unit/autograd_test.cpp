@@ -707,6 +707,34 @@ TEST_CASE("autograd: in-place ops on intermediates are differentiated as their f
   check_gradients(tg);
 }
 
+TEST_CASE("autograd: in-place ops on views whose base is dead after the write") {
+  // ConvNeXt: a permuted view of an intermediate gets `+=`, and a view is made of the result;
+  // a classifier's in-place dropout (eval: identity) and relu_ on a flattened view.
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4}, -2, 2), y = tg.input("y", {2, 4, 3});
+  ValueId t = tg.op("aten.mul.Scalar", {T(x), F(2.0)});
+  ValueId p = tg.op("aten.permute.default", {T(t), Is({0, 2, 1})});
+  ValueId u = tg.op("aten.add_.Tensor", {T(p), T(y)});
+  ValueId v = tg.op("aten.permute.default", {T(u), Is({0, 2, 1})});
+  tg.output(tg.op("aten.mul.Tensor", {T(v), T(x)}));
+  ValueId f = tg.op("aten.view.default", {T(tg.op("aten.neg.default", {T(x)})), Is({2, 12})});
+  ValueId d = tg.op("aten.dropout_.default", {T(f), F(0.2), B(false)});
+  tg.op("aten.relu_.default", {T(d)});
+  tg.output(tg.op("aten.mul.Tensor", {T(d), T(d)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: an in-place write into a view whose base is read later is refused") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3}, -2, 2), y = tg.input("y", {3, 2});
+  ValueId t = tg.op("aten.mul.Scalar", {T(x), F(2.0)});
+  ValueId p = tg.op("aten.permute.default", {T(t), Is({1, 0})});
+  tg.op("aten.add_.Tensor", {T(p), T(y)});
+  tg.output(tg.op("aten.mul.Tensor", {T(t), T(x)})); // reads the base: needs the write-back
+  CHECK_THROWS_WITH_AS(aot_autograd(tg.g, PartitionStrategy::MinCut),
+                       doctest::Contains("writes in place into a view whose base is read"), Error);
+}
+
 TEST_CASE("autograd: 3-D convolution, conv1d/conv3d (batched and unbatched)") {
   TestGraph tg;
   ValueId x = tg.input("x", {2, 2, 4, 5, 4}), w = tg.weight("conv.weight", {3, 2, 2, 3, 2});
