@@ -927,6 +927,52 @@ void dropout(GradCtx& c) {
   c.add_grad("input", c.grad_out());
 }
 
+// native_dropout: the gradient goes where the mask kept, scaled as the output was.
+void native_dropout(GradCtx& c) {
+  c.only_first_output();
+  const Arg& train = c.arg("train");
+  double p = c.arg("p").f;
+  double scale = !train.is_none() && !train.b ? 1.0 : (p == 1 ? 0.0 : 1.0 / (1.0 - p));
+  c.add_grad("input", c.e.op("aten.native_dropout_backward.default",
+                             {Emit::t(c.grad_out()), Emit::t(c.out(1)), Emit::f(scale)}));
+}
+void native_dropout_backward(GradCtx& c) {
+  c.add_grad("grad_output",
+             c.e.op("aten.native_dropout_backward.default",
+                    {Emit::t(c.grad_out()), Emit::t(c.in("mask")), Emit::f(c.arg("scale").f)}));
+}
+
+// ---- Special functions (derivatives.yaml) ----
+
+ValueId polygamma_of(GradCtx& c, int64_t n, ValueId x) {
+  return c.e.op("aten.polygamma.default", {Emit::i(n), Emit::t(x)});
+}
+void lgamma(GradCtx& c) {
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("digamma", c.in("self"))));
+}
+void digamma(GradCtx& c) {
+  c.add_grad("self", c.e.mul(c.grad_out(), polygamma_of(c, 1, c.in("self"))));
+}
+void polygamma(GradCtx& c) {
+  c.add_grad("self", c.e.mul(c.grad_out(), polygamma_of(c, c.arg("n").i + 1, c.in("self"))));
+}
+// erfinv'(x) = sqrt(pi) / 2 * exp(erfinv(x)^2).
+void erfinv(GradCtx& c) {
+  ValueId y = c.out();
+  c.add_grad("self", c.e.mul(c.grad_out(),
+                             c.e.mul_s(c.e.unary("exp", c.e.mul(y, y)), 0.5 * std::sqrt(M_PI))));
+}
+void i0(GradCtx& c) {
+  c.add_grad("self",
+             c.e.mul(c.grad_out(), c.e.op("aten.special_i1.default", {Emit::t(c.in("self"))})));
+}
+// i1'(x) = i0(x) - i1(x) / x, and 1/2 at 0.
+void special_i1(GradCtx& c) {
+  ValueId x = c.in("self");
+  ValueId d = c.e.sub(c.e.unary("i0", x), c.e.div(c.out(), x));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.where_s(c.e.cmp_s("ne", x, 0.0), d, 0.5)));
+}
+
 // ---- Op families of issue 18 (derivatives.yaml) ----
 
 // rsub(self, other, alpha) = other - alpha * self.
@@ -1339,6 +1385,14 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::dropout, dropout},
     {OpId::embedding, embedding},
     {OpId::erf, erf},
+    {OpId::digamma, digamma},
+    {OpId::erfinv, erfinv},
+    {OpId::i0, i0},
+    {OpId::lgamma, lgamma},
+    {OpId::native_dropout, native_dropout},
+    {OpId::native_dropout_backward, native_dropout_backward},
+    {OpId::polygamma, polygamma},
+    {OpId::special_i1, special_i1},
     {OpId::exp, exp},
     {OpId::expand, identity},
     {OpId::flatten_using_ints, reshape_back},
