@@ -3,12 +3,12 @@
 //
 // Element i of a random op's output is computed from one Philox block whose key is the seed
 // (--seed) and whose counter is (i mod 2^32, i / 2^32, stream mod 2^32, stream / 2^32), where
-// the stream is an FNV-1a hash of the node's name. The reference kernels (runtime/kernels/random.cpp)
-// and the inductor lowerings (passes/lower/random.cpp, the same rounds written as integer loop-IR
-// operations) compute the same function, so eager, inductor CPU and the CUDA kernels draw the
-// same numbers for the same seed, graph and node. docs/random.md gives the conversions to
-// uniform, normal, integer and Bernoulli samples; they are not PyTorch's numbers, only PyTorch's
-// distributions.
+// the stream is an FNV-1a hash of the node's name. The reference kernels
+// (runtime/kernels/random.cpp) and the inductor lowerings (passes/lower/random.cpp, the same rounds
+// written as integer loop-IR operations) compute the same function, so eager, inductor CPU and the
+// CUDA kernels draw the same numbers for the same seed, graph and node. docs/random.md gives the
+// conversions to uniform, normal, integer and Bernoulli samples; they are not PyTorch's numbers,
+// only PyTorch's distributions.
 #pragma once
 
 #include "frontend/dtype.h"
@@ -44,9 +44,9 @@ inline Block philox4x32_10(Block c, uint32_t k0, uint32_t k1) {
 
 /// The block of element `index` of the stream `stream` under `seed`.
 inline Block draw(uint64_t seed, uint64_t stream, uint64_t index) {
-  return philox4x32_10({uint32_t(index), uint32_t(index >> 32), uint32_t(stream),
-                        uint32_t(stream >> 32)},
-                       uint32_t(seed), uint32_t(seed >> 32));
+  return philox4x32_10(
+      {uint32_t(index), uint32_t(index >> 32), uint32_t(stream), uint32_t(stream >> 32)},
+      uint32_t(seed), uint32_t(seed >> 32));
 }
 
 /// The stream of a random node: FNV-1a (64-bit) of its name.

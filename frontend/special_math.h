@@ -113,8 +113,7 @@ inline double zeta(double x, double q) {
 inline double polygamma(int64_t n, double x) {
   if (n == 0) return digamma(x);
   if (n == 1) return trigamma(x);
-  return ((n % 2) ? 1.0 : -1.0) * std::exp(std::lgamma(double(n) + 1.0)) *
-         zeta(double(n + 1), x);
+  return ((n % 2) ? 1.0 : -1.0) * std::exp(std::lgamma(double(n) + 1.0)) * zeta(double(n + 1), x);
 }
 
 /// Giles' single-precision erfinv ("Approximating the erfinv function", GPU Computing Gems),

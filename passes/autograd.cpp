@@ -942,6 +942,33 @@ void native_dropout_backward(GradCtx& c) {
                     {Emit::t(c.grad_out()), Emit::t(c.in("mask")), Emit::f(c.arg("scale").f)}));
 }
 
+// masked_scatter: self's gradient where the mask is false; source element k gets the gradient
+// of the k-th true mask position (a scatter_add at cumsum(mask) - 1).
+void masked_scatter(GradCtx& c) {
+  ValueId g = c.grad_out();
+  std::vector<int64_t> shape = c.sizes(g);
+  ValueId mask = c.e.expand(c.in("mask"), shape);
+  if (c.needs("self")) c.add_grad("self", c.e.where_s(c.e.unary("logical_not", mask), g, 0.0));
+  if (!c.needs("source")) return;
+  ValueId src = c.in("source");
+  std::vector<int64_t> ssizes = c.sizes(src);
+  int64_t total = 1, sn = 1;
+  for (int64_t s : shape) total *= s;
+  for (int64_t s : ssizes) sn *= s;
+  ValueId mflat = c.e.reshape(mask, {total});
+  ValueId pos = c.e.op("aten.cumsum.default",
+                       {Emit::t(mflat), Emit::i(0), Emit::kw("dtype", Arg::of_dtype(DType::I64))});
+  // Integer scalars keep the positions int64 (a float scalar would promote them).
+  ValueId idx =
+      c.e.op("aten.where.ScalarOther",
+             {Emit::t(mflat), Emit::t(c.e.op("aten.add.Scalar", {Emit::t(pos), Emit::i(-1)})),
+              Emit::i(0)});
+  ValueId vals = c.e.where_s(mflat, c.e.reshape(g, {total}), 0.0);
+  ValueId acc = c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros({sn}, c.e.meta(g))),
+                                                    Emit::i(0), Emit::t(idx), Emit::t(vals)});
+  c.add_grad(src, c.e.reshape(acc, ssizes));
+}
+
 // ---- Special functions (derivatives.yaml) ----
 
 ValueId polygamma_of(GradCtx& c, int64_t n, ValueId x) {
@@ -1390,6 +1417,7 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::i0, i0},
     {OpId::lgamma, lgamma},
     {OpId::native_dropout, native_dropout},
+    {OpId::masked_scatter, masked_scatter},
     {OpId::native_dropout_backward, native_dropout_backward},
     {OpId::polygamma, polygamma},
     {OpId::special_i1, special_i1},

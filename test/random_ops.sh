@@ -132,6 +132,37 @@ done
 check "stats: eager and inductor byte-identical" 0 python3 "$tmp/bitwise.py" "$tmp" \
   "$tmp/stats_eager.safetensors" "$tmp/stats_inductor.safetensors"
 
+# Train mode: dropout's mask is an output of the forward that the backward reads
+# (native_dropout_backward); the partitioned backends and inductor agree with aot_eager on
+# outputs and gradients.
+cat > "$tmp/train.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "dropout_train",
+ "inputs": [
+  {"name": "p_w", "kind": "parameter", "fqn": "w", "dtype": "f32", "shape": [8, 16],
+   "init": {"rule": "kaiming_uniform", "seed": 1}},
+  {"name": "x", "dtype": "f32", "shape": [4, 16]}],
+ "nodes": [
+  {"name": "lin", "target": "aten.linear.default", "args": [{"ref": "x"}, {"ref": "p_w"}]},
+  {"name": "drop", "target": "aten.native_dropout.default", "args": [{"ref": "lin"}, 0.5, true], "outputs": ["drop_y", "drop_m"]},
+  {"name": "act", "target": "aten.tanh.default", "args": [{"ref": "drop_y"}]}],
+ "outputs": ["act"]}
+EOF
+check "train: aot_eager runs dropout forward and backward" 0 "$fxc" --backend=aot_eager --mode=train \
+  --device=cpu --run --outputs="$tmp/train_eager.safetensors" "$tmp/train.fxg"
+for be in aot_eager_decomp_partition inductor; do
+  check "train: $be matches aot_eager (outputs and gradients)" 0 "$fxc" --backend=$be --mode=train \
+    --device=cpu --run --expect="$tmp/train_eager.safetensors" --rtol=1e-5 --atol=1e-6 \
+    "$tmp/train.fxg"
+done
+check "train: --device=cuda --emit=ptx" 0 "$fxc" --backend=inductor --mode=train --device=cuda \
+  --emit=ptx -o "$tmp/train.ptx" "$tmp/train.fxg"
+ptxas=${PTXAS:-}
+[ -x "$ptxas" ] || ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$ptxas" ]; then
+  check "train: ptxas -arch=sm_90 assembles the PTX" 0 "$ptxas" -arch=sm_90 "$tmp/train.ptx" \
+    -o "$tmp/train.cubin"
+else missing "train PTX through ptxas" "ptxas not found (PTXAS unset)"; fi
+
 # Must-fail arguments name the node.
 cat > "$tmp/bad.fxg" <<'EOF'
 {"format": "fxg", "version": 1, "name": "bad_randint", "inputs": [],

@@ -83,8 +83,7 @@ Metas native_dropout(const Graph& g, const Node& n) {
     c.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
   bool train = c.arg("train").is_none() || c.bool_("train");
   if (train && !is_floating(x.dtype))
-    c.fail("native_dropout is not implemented for " + std::string(dtype_name(x.dtype)) +
-           " inputs");
+    c.fail("native_dropout is not implemented for " + std::string(dtype_name(x.dtype)) + " inputs");
   return {make(x.dtype, x.sizes, x.device), make(DType::Bool, x.sizes, x.device)};
 }
 

@@ -154,12 +154,12 @@ void lower_native_dropout(Lowerer& L, int n) {
     return;
   }
   double s = p == 1 ? 0.0 : 1.0 / (1.0 - p);
-  LVal mask = L.pointwise(n, DType::Bool, m.sizes,
-                          [&](auto& idx) {
-                            return keep(philox_block(L, n, element_index(m.sizes, idx)),
-                                        f64(1.0 - p));
-                          },
-                          {});
+  LVal mask =
+      L.pointwise(n, DType::Bool, m.sizes,
+                  [&](auto& idx) {
+                    return keep(philox_block(L, n, element_index(m.sizes, idx)), f64(1.0 - p));
+                  },
+                  {});
   L.realize(mask);
   LVal out = L.pointwise(n, m.dtype, m.sizes,
                          [&](auto& idx) {
@@ -200,9 +200,8 @@ void lower_randperm(Lowerer& L, int n) {
                             [&](auto& out, auto& rr) {
                               VPtr ki = L.at(keys, out), kj = L.at(keys, {rr[0]});
                               VPtr earlier = op(VOp::Lt, i64(rr[0]), i64(out[0]));
-                              VPtr before =
-                                  op(VOp::Or, op(VOp::Lt, kj, ki),
-                                     op(VOp::And, op(VOp::Eq, kj, ki), earlier));
+                              VPtr before = op(VOp::Or, op(VOp::Lt, kj, ki),
+                                               op(VOp::And, op(VOp::Eq, kj, ki), earlier));
                               return v_where(before, ic(1), ic(0));
                             },
                             {&keys});

@@ -56,9 +56,10 @@ VPtr lgamma_pos(const VPtr& y) {
   VPtr z = add(y, k(8.0));
   VPtr iz = div(k(1.0), z), iz2 = mul(iz, iz);
   VPtr series = mul(
-      iz, add(k(1.0 / 12),
-              mul(iz2, add(k(-1.0 / 360), mul(iz2, add(k(1.0 / 1260), mul(iz2, k(-1.0 / 1680))))))));
-  VPtr st = add(sub(mul(sub(z, k(0.5)), un(VOp::Log, z)), z), add(k(0.91893853320467274178), series));
+      iz, add(k(1.0 / 12), mul(iz2, add(k(-1.0 / 360),
+                                        mul(iz2, add(k(1.0 / 1260), mul(iz2, k(-1.0 / 1680))))))));
+  VPtr st =
+      add(sub(mul(sub(z, k(0.5)), un(VOp::Log, z)), z), add(k(0.91893853320467274178), series));
   VPtr logs = un(VOp::Log, y);
   for (int i = 1; i < 8; ++i) logs = add(logs, un(VOp::Log, add(y, k(double(i)))));
   return sel(eq(y, k(kInf)), k(kInf), sub(st, logs));
@@ -150,12 +151,12 @@ VPtr erfinv_ir(const VPtr& y) {
     for (double c : cs) p = p ? add(k(c), mul(p, t)) : k(c);
     return p;
   };
-  VPtr central = horner(sub(w, k(2.5)), {2.81022636e-08, 3.43273939e-07, -3.5233877e-06,
-                                         -4.39150654e-06, 0.00021858087, -0.00125372503,
-                                         -0.00417768164, 0.246640727, 1.50140941});
+  VPtr central = horner(sub(w, k(2.5)),
+                        {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                         0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941});
   VPtr tail = horner(sub(un(VOp::Sqrt, w), k(3.0)),
-                     {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-                      0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682});
+                     {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                      -0.0076224613, 0.00943887047, 1.00167406, 2.83297682});
   VPtr x = mul(sel(lt(w, k(5.0)), central, tail), y);
   for (int i = 0; i < 2; ++i)
     x = sub(x, div(sub(un(VOp::Erf, x), y),
@@ -193,12 +194,11 @@ VPtr bessel_ir(int nu, const VPtr& x) {
 void special(Lowerer& L, int n, const std::function<VPtr(VPtr)>& f) {
   const TensorMeta& m = L.out_meta(n);
   LVal& x = L.input(n, "self");
-  L.set_output(n, 0,
-               L.pointwise(n, m.dtype, m.sizes,
-                           [&](auto& idx) {
-                             return v_cast(f(v_cast(L.at(x, idx), DType::F64)), m.dtype);
-                           },
-                           {&x}));
+  L.set_output(
+      n, 0,
+      L.pointwise(n, m.dtype, m.sizes,
+                  [&](auto& idx) { return v_cast(f(v_cast(L.at(x, idx), DType::F64)), m.dtype); },
+                  {&x}));
 }
 
 void lower_lgamma(Lowerer& L, int n) {
@@ -226,9 +226,12 @@ void lower_polygamma(Lowerer& L, int n) {
 }
 
 const OpTable<LowerFn>::Row kSpecialRules[] = {
-    {OpId::digamma, lower_digamma}, {OpId::erfinv, lower_erfinv},
-    {OpId::i0, lower_i0},           {OpId::lgamma, lower_lgamma},
-    {OpId::polygamma, lower_polygamma}, {OpId::special_i1, lower_i1},
+    {OpId::digamma, lower_digamma},
+    {OpId::erfinv, lower_erfinv},
+    {OpId::i0, lower_i0},
+    {OpId::lgamma, lower_lgamma},
+    {OpId::polygamma, lower_polygamma},
+    {OpId::special_i1, lower_i1},
 };
 
 } // namespace

@@ -39,7 +39,7 @@ Tensors k_polygamma(const KernelCall& c) {
 }
 
 const OpTable<KernelFn>::Row kSpecialKernels[] = {
-    {OpId::digamma, k_digamma}, {OpId::erfinv, k_erfinv},         {OpId::i0, k_i0},
+    {OpId::digamma, k_digamma}, {OpId::erfinv, k_erfinv},       {OpId::i0, k_i0},
     {OpId::lgamma, k_lgamma},   {OpId::polygamma, k_polygamma}, {OpId::special_i1, k_i1},
 };
 

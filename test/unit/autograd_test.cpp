@@ -772,3 +772,17 @@ TEST_CASE("autograd: native_dropout routes the gradient through its mask, scaled
   tg.output(tg.op("aten.native_dropout_backward.default", {T(gr), T(m), F(1.25)}));
   check_gradients(tg);
 }
+
+TEST_CASE("autograd: masked_scatter sends gradients to self off the mask, to source on it") {
+  for (bool broadcast : {false, true}) {
+    INFO("broadcast mask " << broadcast);
+    TestGraph tg;
+    ValueId x = tg.input("x", {3, 4});
+    ValueId m =
+        broadcast ? tg.input_values("m", DType::Bool, {4}, {1, 0, 1, 1})
+                  : tg.input_values("m", DType::Bool, {3, 4}, {1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 0, 1});
+    ValueId s = tg.input("s", {2, 7}); // more elements than the mask's 6 or 9 ones
+    tg.output(tg.op("aten.masked_scatter.default", {T(x), T(m), T(s)}));
+    check_gradients(tg);
+  }
+}
