@@ -8,6 +8,7 @@
 #endif
 #include "frontend/diag.h"
 #include "frontend/io_util.h"
+#include "frontend/ops.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/onednn.h"
 
@@ -378,6 +379,10 @@ CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
   k.add_file("graph", o.input);
   for (const std::string& f : external_files) k.add_file("weights", f);
   k.add("name", g.name);
+  // The random ops' numbers are constants of the compiled code (docs/random.md).
+  if (std::any_of(g.nodes.begin(), g.nodes.end(),
+                  [](const Node& n) { return target_has_tag(n.target, OpTag::Random); }))
+    k.add("seed", std::to_string(o.seed));
   for (const GraphInput& in : g.inputs) {
     if (in.kind != InputKind::UserInput) continue;
     const Value& v = g.values[in.value];

@@ -16,7 +16,9 @@
 #include "frontend/fxg.h"
 #include "frontend/import.h"
 #include "frontend/io_util.h"
+#include "frontend/ops.h"
 #include "frontend/pass_timer.h"
+#include "frontend/philox.h"
 #include "frontend/printer.h"
 #include "frontend/random.h"
 #include "frontend/safetensors.h"
@@ -249,8 +251,6 @@ void warn_unused_arguments(const Options& o, bool artifact) {
     if (o.rtol_given) unused("--rtol", "without --expect");
     if (o.atol_given) unused("--atol", "without --expect");
   }
-  if (o.seed_given && !o.inputs.empty() && !o.bisect && !o.minify)
-    unused("--seed", "with --inputs (every input comes from the file)");
   if (!artifact && o.device == DeviceKind::Cpu) {
     if (o.cuda_graphs) unused("--cuda-graphs", "with --device=cpu");
     if (o.allow_tf32) unused("--allow-tf32", "with --device=cpu");
@@ -563,6 +563,7 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   check_supported(o);
   check_depfile_options(o);
   warn_unused_arguments(o, is_artifact_file(o.input));
+  philox::set_generator_seed(o.seed); // the random ops' key (docs/random.md)
   // Plugins first: importing the graph needs the schemas of their ops.
   for (const std::string& p : o.plugins) load_plugin(p);
   rep.backend = backend_name(o.backend);
@@ -612,6 +613,12 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
             "imported " + o.input + " (" + std::to_string(c.source.nodes.size()) + " nodes)",
             import_ms);
   if (o.verbose) std::fprintf(stderr, "fxc: import: %.3f ms\n", import_ms);
+  // --seed keys the random ops too; with --inputs and none of them it does nothing.
+  if (o.seed_given && !o.inputs.empty() && !o.bisect && !o.minify &&
+      std::none_of(c.source.nodes.begin(), c.source.nodes.end(),
+                   [](const Node& n) { return target_has_tag(n.target, OpTag::Random); }))
+    report_warning(o, "argument unused with --inputs (every input comes from the file, and the "
+                      "graph has no random op): '--seed'");
 
   if (o.explain_cache) { // the key of the default action's compile, and why it would miss
     if (!o.inputs.empty()) specialize_to_inputs(c, load_inputs(c.source, o));

@@ -40,7 +40,7 @@ const OpTable<MetaFn>& meta_table() {
   using namespace meta_detail;
   static const OpTable<MetaFn> table({pointwise_meta(), reduction_meta(), norm_meta(),
                                       linalg_meta(), pool_meta(), backward_meta(), indexing_meta(),
-                                      view_meta(), factory_meta()});
+                                      view_meta(), factory_meta(), random_meta()});
   return table;
 }
 

@@ -89,6 +89,13 @@ bool parse_default(std::string_view text, const ArgSchema& a, int fixed_len, Arg
     *out = Arg::of_string(std::string(text.substr(1, text.size() - 2)));
     return true;
   }
+  if (a.type == ArgType::ScalarType && !a.is_list) {
+    // native_functions.yaml spells dtype defaults by name ("ScalarType? dtype=long").
+    if (std::optional<DType> t = parse_dtype(text)) {
+      *out = Arg::of_dtype(*t);
+      return true;
+    }
+  }
   if (a.type == ArgType::MemoryFormat) {
     if (text == "contiguous_format") {
       *out = Arg::of_memory_format(MemoryFormat::Contiguous);

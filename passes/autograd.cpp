@@ -927,6 +927,79 @@ void dropout(GradCtx& c) {
   c.add_grad("input", c.grad_out());
 }
 
+// native_dropout: the gradient goes where the mask kept, scaled as the output was.
+void native_dropout(GradCtx& c) {
+  c.only_first_output();
+  const Arg& train = c.arg("train");
+  double p = c.arg("p").f;
+  double scale = !train.is_none() && !train.b ? 1.0 : (p == 1 ? 0.0 : 1.0 / (1.0 - p));
+  c.add_grad("input", c.e.op("aten.native_dropout_backward.default",
+                             {Emit::t(c.grad_out()), Emit::t(c.out(1)), Emit::f(scale)}));
+}
+void native_dropout_backward(GradCtx& c) {
+  c.add_grad("grad_output",
+             c.e.op("aten.native_dropout_backward.default",
+                    {Emit::t(c.grad_out()), Emit::t(c.in("mask")), Emit::f(c.arg("scale").f)}));
+}
+
+// masked_scatter: self's gradient where the mask is false; source element k gets the gradient
+// of the k-th true mask position (a scatter_add at cumsum(mask) - 1).
+void masked_scatter(GradCtx& c) {
+  ValueId g = c.grad_out();
+  std::vector<int64_t> shape = c.sizes(g);
+  ValueId mask = c.e.expand(c.in("mask"), shape);
+  if (c.needs("self")) c.add_grad("self", c.e.where_s(c.e.unary("logical_not", mask), g, 0.0));
+  if (!c.needs("source")) return;
+  ValueId src = c.in("source");
+  std::vector<int64_t> ssizes = c.sizes(src);
+  int64_t total = 1, sn = 1;
+  for (int64_t s : shape) total *= s;
+  for (int64_t s : ssizes) sn *= s;
+  ValueId mflat = c.e.reshape(mask, {total});
+  ValueId pos = c.e.op("aten.cumsum.default",
+                       {Emit::t(mflat), Emit::i(0), Emit::kw("dtype", Arg::of_dtype(DType::I64))});
+  // Integer scalars keep the positions int64 (a float scalar would promote them).
+  ValueId idx =
+      c.e.op("aten.where.ScalarOther",
+             {Emit::t(mflat), Emit::t(c.e.op("aten.add.Scalar", {Emit::t(pos), Emit::i(-1)})),
+              Emit::i(0)});
+  ValueId vals = c.e.where_s(mflat, c.e.reshape(g, {total}), 0.0);
+  ValueId acc = c.e.op("aten.scatter_add.default", {Emit::t(c.e.zeros({sn}, c.e.meta(g))),
+                                                    Emit::i(0), Emit::t(idx), Emit::t(vals)});
+  c.add_grad(src, c.e.reshape(acc, ssizes));
+}
+
+// ---- Special functions (derivatives.yaml) ----
+
+ValueId polygamma_of(GradCtx& c, int64_t n, ValueId x) {
+  return c.e.op("aten.polygamma.default", {Emit::i(n), Emit::t(x)});
+}
+void lgamma(GradCtx& c) {
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.unary("digamma", c.in("self"))));
+}
+void digamma(GradCtx& c) {
+  c.add_grad("self", c.e.mul(c.grad_out(), polygamma_of(c, 1, c.in("self"))));
+}
+void polygamma(GradCtx& c) {
+  c.add_grad("self", c.e.mul(c.grad_out(), polygamma_of(c, c.arg("n").i + 1, c.in("self"))));
+}
+// erfinv'(x) = sqrt(pi) / 2 * exp(erfinv(x)^2).
+void erfinv(GradCtx& c) {
+  ValueId y = c.out();
+  c.add_grad("self", c.e.mul(c.grad_out(),
+                             c.e.mul_s(c.e.unary("exp", c.e.mul(y, y)), 0.5 * std::sqrt(M_PI))));
+}
+void i0(GradCtx& c) {
+  c.add_grad("self",
+             c.e.mul(c.grad_out(), c.e.op("aten.special_i1.default", {Emit::t(c.in("self"))})));
+}
+// i1'(x) = i0(x) - i1(x) / x, and 1/2 at 0.
+void special_i1(GradCtx& c) {
+  ValueId x = c.in("self");
+  ValueId d = c.e.sub(c.e.unary("i0", x), c.e.div(c.out(), x));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.where_s(c.e.cmp_s("ne", x, 0.0), d, 0.5)));
+}
+
 // ---- Op families of issue 18 (derivatives.yaml) ----
 
 // rsub(self, other, alpha) = other - alpha * self.
@@ -1339,6 +1412,15 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::dropout, dropout},
     {OpId::embedding, embedding},
     {OpId::erf, erf},
+    {OpId::digamma, digamma},
+    {OpId::erfinv, erfinv},
+    {OpId::i0, i0},
+    {OpId::lgamma, lgamma},
+    {OpId::native_dropout, native_dropout},
+    {OpId::masked_scatter, masked_scatter},
+    {OpId::native_dropout_backward, native_dropout_backward},
+    {OpId::polygamma, polygamma},
+    {OpId::special_i1, special_i1},
     {OpId::exp, exp},
     {OpId::expand, identity},
     {OpId::flatten_using_ints, reshape_back},

@@ -28,10 +28,10 @@ using lower_detail::LVal;
 // One row per op. Ops absent here become fallback extern calls.
 const OpTable<LowerFn>& rule_table() {
   using namespace lower_detail;
-  static const OpTable<LowerFn> table({pointwise_rules(), reduction_rules(), norm_rules(),
-                                       linalg_rules(), pool_rules(), pool_nd_rules(),
-                                       indexing_rules(), view_rules(), factory_rules(),
-                                       scan_rules(), sort_rules(), scatter_rules()});
+  static const OpTable<LowerFn> table(
+      {pointwise_rules(), reduction_rules(), norm_rules(), linalg_rules(), pool_rules(),
+       pool_nd_rules(), indexing_rules(), view_rules(), factory_rules(), scan_rules(), sort_rules(),
+       scatter_rules(), random_rules(), special_rules()});
   return table;
 }
 

@@ -33,7 +33,8 @@ const OpTable<KernelFn>& kernel_table() {
   using namespace kernel_detail;
   static const OpTable<KernelFn> table({pointwise_kernels(), reduction_kernels(), norm_kernels(),
                                         linalg_kernels(), pool_kernels(), backward_kernels(),
-                                        indexing_kernels(), view_kernels(), factory_kernels()});
+                                        indexing_kernels(), view_kernels(), factory_kernels(),
+                                        random_kernels(), special_kernels()});
   return table;
 }
 

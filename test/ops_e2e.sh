@@ -52,6 +52,18 @@ has "mask index_put: the error names the node and why" "$tmp/err" \
   "node 'put' (aten.index_put.default): index_put with a boolean mask index writes data-dependent positions and has no CUDA lowering"
 check "mask index_put: the CPU plan runs it" 0 "$fxc" --backend=inductor --device=cpu --run \
   "$tmp/mask_put.fxg"
+# masked_scatter: a source with fewer elements than the mask has ones is refused at run time
+# (a data-dependent count), naming the node.
+cat > "$tmp/ms_short.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "ms_short",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [2, 3]}, {"name": "s", "dtype": "f32", "shape": [2]}],
+ "nodes": [{"name": "one", "target": "aten.ones_like.default", "args": [{"ref": "x"}, {"name": "dtype", "value": {"dtype": "b8"}}]},
+           {"name": "msc", "target": "aten.masked_scatter.default", "args": [{"ref": "x"}, {"ref": "one"}, {"ref": "s"}]}],
+ "outputs": ["msc"]}
+EOF
+check "masked_scatter: a short source is refused" 1 "$fxc" --backend=eager --run "$tmp/ms_short.fxg"
+has "masked_scatter: the error names the node" "$tmp/err" \
+  "node 'msc' (aten.masked_scatter.default): masked_scatter: expected source to have at least as many elements as ones in mask (2 elements)"
 # _assert_tensor_metadata is checked at compile time.
 sed 's/{"ints": \[4, 6\]}, {"ints": \[6, 1\]}/{"ints": [4, 5]}, {"ints": [6, 1]}/' \
   "$src/test/graphs/ops/assert_meta.fxg" > "$tmp/assert_bad.fxg"

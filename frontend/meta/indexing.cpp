@@ -306,6 +306,22 @@ Metas index_add_fill(const Graph& g, const Node& n) {
 }
 // End of the issue-18 indexing.
 
+/// masked_scatter: self and the bool mask broadcast together; source has self's dtype (that it
+/// holds as many elements as the mask has ones is checked by the kernel: data-dependent).
+Metas masked_scatter(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& self = c.tensor("self");
+  const TensorMeta& mask = c.tensor("mask");
+  const TensorMeta& src = c.tensor("source");
+  if (mask.dtype != DType::Bool)
+    c.fail("masked_scatter_ only supports boolean masks, but got mask " + format_meta(mask));
+  if (src.dtype != self.dtype)
+    c.fail("masked_scatter: expected self and source to have same dtypes but got " +
+           std::string(dtype_name(self.dtype)) + " and " + std::string(dtype_name(src.dtype)));
+  Sizes shape = broadcast_all(c, {&mask, &self});
+  return {make(self.dtype, shape, common_device(c, {&self, &mask, &src}))};
+}
+
 const OpTable<MetaFn>::Row kIndexingMeta[] = {
     {OpId::embedding, guarded<embedding>},
     {OpId::gather, guarded<gather>},
@@ -319,6 +335,7 @@ const OpTable<MetaFn>::Row kIndexingMeta[] = {
     {OpId::scatter_reduce_two, guarded<scatter_reduce>},
     {OpId::scatter_src, guarded<scatter>},
     {OpId::scatter_value, guarded<scatter>},
+    {OpId::masked_scatter, guarded<masked_scatter>},
 };
 
 } // namespace

@@ -524,5 +524,6 @@ std::span<const OpTable<MetaFn>::Row> backward_meta();
 std::span<const OpTable<MetaFn>::Row> indexing_meta();
 std::span<const OpTable<MetaFn>::Row> view_meta();
 std::span<const OpTable<MetaFn>::Row> factory_meta();
+std::span<const OpTable<MetaFn>::Row> random_meta();
 
 } // namespace fxc::meta_detail

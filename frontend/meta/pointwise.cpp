@@ -194,6 +194,14 @@ Metas dropout(const Graph& g, const Node& n) {
   return {iter_output(c, {{&x, {}}}, x.dtype)};
 }
 
+Metas polygamma(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  int64_t order = c.int_("n");
+  if (order < 0)
+    c.fail("polygamma(n, x) does not support negative n, got n=" + std::to_string(order));
+  return unary<Out::Float>(g, n);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Op families of issue 18: integer division and remainders, rsub, bitwise and logical ops.
 
@@ -370,6 +378,13 @@ const OpTable<MetaFn>::Row kPointwiseMeta[] = {
     {OpId::eq_Scalar, guarded<binary<Bin::Compare>>},
     {OpId::eq_Tensor, guarded<binary<Bin::Compare>>},
     {OpId::erf, guarded<unary<Out::Float>>},
+    // The special functions (runtime/kernels/special.cpp).
+    {OpId::digamma, guarded<unary<Out::Float>>},
+    {OpId::erfinv, guarded<unary<Out::Float>>},
+    {OpId::i0, guarded<unary<Out::Float>>},
+    {OpId::lgamma, guarded<unary<Out::Float>>},
+    {OpId::polygamma, guarded<polygamma>},
+    {OpId::special_i1, guarded<unary<Out::Float>>},
     {OpId::exp, guarded<unary<Out::Float>>},
     {OpId::fill__Scalar, guarded<inplace>},
     {OpId::fill__Tensor, guarded<fill_tensor>},

@@ -124,11 +124,50 @@ void lower_index_tensor(Lowerer& L, int n) {
                    ins));
 }
 
+/// masked_scatter: element i (row-major over the broadcast shape) where the mask is true takes
+/// source's element rank(i), the number of true mask elements before i: a triangular count
+/// (O(N^2) work, as the scans lower); past the quadratic limit a CPU plan calls the kernel.
+/// That source holds enough elements is the kernel's check (a data-dependent count); here a
+/// short source is read clamped.
+void lower_masked_scatter(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  int64_t total = numel_of(m.sizes);
+  if (cpu_reference_instead(L, n, total * total)) return;
+  LVal& self = L.input(n, "self");
+  LVal& mask = L.input(n, "mask");
+  LVal& src = L.input(n, "source");
+  int64_t sn = numel_of(src.sizes);
+  LVal mexp =
+      L.pointwise(n, DType::Bool, m.sizes,
+                  [&](auto& idx) { return v_cast(L.bcast(mask, idx), DType::Bool); }, {&mask});
+  L.realize(mexp);
+  LVal mflat = L.reshape(mexp, {total});
+  LVal ranks = reduce_extra(L, n, ReduceOp::Sum, DType::I64, {total}, {total},
+                            [&](auto& out, auto& rr) {
+                              VPtr take =
+                                  v_binary(VOp::And, v_binary(VOp::Lt, i64(rr[0]), i64(out[0])),
+                                           L.at(mflat, {rr[0]}));
+                              return v_where(take, v_const(1, DType::I64), v_const(0, DType::I64));
+                            },
+                            {&mflat});
+  LVal sflat = sn > 0 ? L.reshape(src, {sn}) : src;
+  std::vector<int64_t> strides = contiguous_strides(m.sizes);
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             VPtr keep = v_cast(L.bcast(self, idx), m.dtype);
+                             if (sn == 0) return keep;
+                             VPtr r = L.at(ranks, {linear_index(idx, strides)});
+                             VPtr v = v_cast(L.at(sflat, {IndexExpr::indirect(r, sn)}), m.dtype);
+                             return v_where(L.at(mexp, idx), v, keep);
+                           },
+                           {&self, &mexp, &ranks, &sflat}));
+}
+
 const OpTable<LowerFn>::Row kIndexingRules[] = {
-    {OpId::embedding, lower_embedding},
-    {OpId::gather, lower_gather},
-    {OpId::index_Tensor, lower_index_tensor},
-    {OpId::index_select, lower_index_select},
+    {OpId::embedding, lower_embedding},           {OpId::gather, lower_gather},
+    {OpId::index_Tensor, lower_index_tensor},     {OpId::index_select, lower_index_select},
+    {OpId::masked_scatter, lower_masked_scatter},
 };
 
 } // namespace

@@ -160,5 +160,7 @@ std::span<const OpTable<LowerFn>::Row> factory_rules();
 std::span<const OpTable<LowerFn>::Row> scan_rules();
 std::span<const OpTable<LowerFn>::Row> sort_rules();
 std::span<const OpTable<LowerFn>::Row> scatter_rules();
+std::span<const OpTable<LowerFn>::Row> random_rules();
+std::span<const OpTable<LowerFn>::Row> special_rules();
 
 } // namespace fxc::lower_detail

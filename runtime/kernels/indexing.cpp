@@ -518,13 +518,47 @@ Tensors k_index_add_fill(const KernelCall& c) {
 }
 // ---- End of the issue-18 indexing ----
 
+/// masked_scatter: self (broadcast with mask) with the elements where mask is true replaced, in
+/// row-major order, by source's elements in row-major order.
+Tensors k_masked_scatter(const KernelCall& c) {
+  const Tensor& self = c.tensor("self");
+  const Tensor& mask = c.tensor("mask");
+  const Tensor& src = c.tensor("source");
+  if (mask.dtype() != DType::Bool)
+    fail("masked_scatter_ only supports boolean masks, but got mask " + dname(mask.dtype()));
+  Shape shape = broadcast(self.sizes(), mask.sizes());
+  Tensor out = expand_to(self, shape).contiguous().clone();
+  Tensor m = expand_to(mask, shape).contiguous();
+  Tensor s = src.contiguous();
+  int64_t k = 0;
+  for (int64_t i = 0, n = out.numel(); i < n; ++i) {
+    if (m.load_int(m.offset_of(i)) == 0) continue;
+    if (k >= s.numel())
+      fail("masked_scatter: expected source to have at least as many elements as ones in mask (" +
+           std::to_string(s.numel()) + " elements)");
+    if (is_floating(out.dtype()))
+      out.store(i, s.load(s.offset_of(k)));
+    else
+      out.store_int(i, s.load_int(s.offset_of(k)));
+    ++k;
+  }
+  return {out};
+}
+
 const OpTable<KernelFn>::Row kIndexingKernels[] = {
-    {OpId::embedding, k_embedding},      {OpId::gather, k_gather},
-    {OpId::index_Tensor, k_index},       {OpId::index_select, k_index_select},
-    {OpId::scatter_add, k_scatter_add},  {OpId::index_put, k_index_put},
-    {OpId::index_add, k_index_add_fill}, {OpId::index_fill_int_Scalar, k_index_add_fill},
-    {OpId::index_put_, k_index_put_},    {OpId::scatter_reduce_two, k_scatter_reduce},
-    {OpId::scatter_src, k_scatter},      {OpId::scatter_value, k_scatter},
+    {OpId::embedding, k_embedding},
+    {OpId::gather, k_gather},
+    {OpId::index_Tensor, k_index},
+    {OpId::index_select, k_index_select},
+    {OpId::scatter_add, k_scatter_add},
+    {OpId::index_put, k_index_put},
+    {OpId::index_add, k_index_add_fill},
+    {OpId::index_fill_int_Scalar, k_index_add_fill},
+    {OpId::index_put_, k_index_put_},
+    {OpId::scatter_reduce_two, k_scatter_reduce},
+    {OpId::scatter_src, k_scatter},
+    {OpId::scatter_value, k_scatter},
+    {OpId::masked_scatter, k_masked_scatter},
 };
 
 } // namespace

@@ -766,3 +766,51 @@ TEST_CASE("autograd: max_pool3d, adaptive average pooling 1-D/2-D/3-D, diagonal 
   tg.output(tg.op("aten.exp2.default", {T(x3)}));
   check_gradients(tg);
 }
+
+TEST_CASE("autograd: special functions (lgamma, digamma, polygamma, erfinv, i0, i1)") {
+  // Both sides of the reflections at 0.5, away from the poles at 0, -1, ...
+  unary("aten.lgamma.default", {2, 3}, 0.2, 4.0);
+  unary("aten.lgamma.default", {5}, -0.9, -0.1);
+  unary("aten.digamma.default", {2, 3}, 0.2, 4.0);
+  unary("aten.digamma.default", {5}, -0.9, -0.1);
+  unary("aten.erfinv.default", {2, 3}, -0.9, 0.9);
+  unary("aten.i0.default", {2, 3}, -3.0, 3.0);
+  unary("aten.special_i1.default", {2, 3}, -3.0, 3.0);
+  for (int64_t n : {0, 1, 2, 3}) {
+    INFO("polygamma n=" << n);
+    TestGraph tg;
+    ValueId x = tg.input("x", {2, 3}, 0.3, 3.0);
+    tg.output(tg.op("aten.polygamma.default", {I(n), T(x)}));
+    check_gradients(tg);
+  }
+}
+
+TEST_CASE("autograd: native_dropout routes the gradient through its mask, scaled") {
+  for (bool train : {true, false}) {
+    INFO("train " << train);
+    TestGraph tg;
+    ValueId x = tg.input("x", {4, 8});
+    std::vector<ValueId> o = tg.ops("aten.native_dropout.default", {T(x), F(0.4), B(train)});
+    tg.output(o[0]);
+    check_gradients(tg);
+  }
+  TestGraph tg;
+  ValueId gr = tg.input("g", {3, 5});
+  ValueId m = tg.op("aten.gt.Scalar", {T(tg.input("y", {3, 5})), F(0.0)});
+  tg.output(tg.op("aten.native_dropout_backward.default", {T(gr), T(m), F(1.25)}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: masked_scatter sends gradients to self off the mask, to source on it") {
+  for (bool broadcast : {false, true}) {
+    INFO("broadcast mask " << broadcast);
+    TestGraph tg;
+    ValueId x = tg.input("x", {3, 4});
+    ValueId m =
+        broadcast ? tg.input_values("m", DType::Bool, {4}, {1, 0, 1, 1})
+                  : tg.input_values("m", DType::Bool, {3, 4}, {1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 0, 1});
+    ValueId s = tg.input("s", {2, 7}); // more elements than the mask's 6 or 9 ones
+    tg.output(tg.op("aten.masked_scatter.default", {T(x), T(m), T(s)}));
+    check_gradients(tg);
+  }
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# The random ops (docs/random.md): eager and inductor on the CPU draw the same numbers bit for
+# bit; the same --seed gives byte-identical outputs and another seed different ones; the
+# distributions hold (means and variances of 1e5 samples, randint's buckets, bernoulli's and
+# dropout's keep fractions, dropout's 1/(1-p) scaling, randperm a permutation); bad arguments
+# fail with the node named. test/ops_e2e.sh runs test/graphs/ops/random.fxg through ptxas.
+# Usage: random_ops.sh <fxc>
+set -u
+fxc=$1
+src=${FXC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+. "$src/test/lib/common.sh"
+g=$src/test/graphs/ops/random.fxg
+in=$src/test/graphs/ops/random.in.safetensors
+
+# Reads safetensors files without torch: tensors(path) -> {name: (dtype, shape, [values])}.
+cat > "$tmp/st.py" <<'EOF'
+import json, struct, sys
+FMT = {"F32": "f", "F64": "d", "F16": "e", "I64": "q", "I32": "i", "BOOL": "?", "U8": "B"}
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    out = {}
+    for k, v in h.items():
+        if k == "__metadata__": continue
+        s, e = v["data_offsets"]
+        raw = b[8 + n + s:8 + n + e]
+        f = FMT[v["dtype"]]
+        out[k] = (v["dtype"], v["shape"], list(struct.unpack("<%d%s" % (len(raw) // struct.calcsize(f), f), raw)), raw)
+    return out
+EOF
+
+# Bit for bit: eager against inductor (cpu), every output's bytes.
+check "eager runs random.fxg" 0 "$fxc" --backend=eager --run --inputs="$in" \
+  --outputs="$tmp/eager.safetensors" "$g"
+check "inductor (cpu) runs random.fxg" 0 "$fxc" --backend=inductor --device=cpu --run \
+  --inputs="$in" --outputs="$tmp/ind.safetensors" --log=graph_breaks "$g"
+hasnt "inductor lowers every random op (no fallback)" "$tmp/err" "fallback"
+cat > "$tmp/bitwise.py" <<'EOF'
+import sys; sys.path.insert(0, sys.argv[1]); from st import tensors
+a, b = tensors(sys.argv[2]), tensors(sys.argv[3])
+assert sorted(a) == sorted(b), (sorted(a), sorted(b))
+bad = [k for k in a if a[k][3] != b[k][3] or a[k][:2] != b[k][:2]]
+print("outputs", len(a), "differing", bad)
+sys.exit(1 if bad else 0)
+EOF
+check "eager and inductor (cpu) outputs are byte-identical" 0 python3 "$tmp/bitwise.py" "$tmp" \
+  "$tmp/eager.safetensors" "$tmp/ind.safetensors"
+
+# Determinism: the same seed twice gives the same bytes; another seed changes every random output.
+check "inductor --seed=0 again" 0 "$fxc" --backend=inductor --device=cpu --run --inputs="$in" \
+  --outputs="$tmp/ind2.safetensors" --seed=0 "$g"
+same "same seed: byte-identical output files" "$tmp/ind.safetensors" "$tmp/ind2.safetensors"
+check "eager --seed=7" 0 "$fxc" --backend=eager --run --inputs="$in" \
+  --outputs="$tmp/eager7.safetensors" --seed=7 "$g"
+check "inductor --seed=7" 0 "$fxc" --backend=inductor --device=cpu --run --inputs="$in" \
+  --outputs="$tmp/ind7.safetensors" --seed=7 "$g"
+check "--seed=7: eager and inductor still byte-identical" 0 python3 "$tmp/bitwise.py" "$tmp" \
+  "$tmp/eager7.safetensors" "$tmp/ind7.safetensors"
+cat > "$tmp/differ.py" <<'EOF'
+import sys; sys.path.insert(0, sys.argv[1]); from st import tensors
+a, b = tensors(sys.argv[2]), tensors(sys.argv[3])
+# output_14/15 (eval-mode dropout) do not draw; output_17 is rand_like + x.
+same = [k for k in a if a[k][3] == b[k][3] and k not in ("output_14", "output_15")]
+print("unchanged by the seed:", same)
+sys.exit(1 if same else 0)
+EOF
+check "another seed changes every random output" 0 python3 "$tmp/differ.py" "$tmp" \
+  "$tmp/eager.safetensors" "$tmp/eager7.safetensors"
+
+# Distributions, on 1e5 samples (bounds of 5 standard errors or more).
+cat > "$tmp/stats.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "random_stats",
+ "inputs": [],
+ "nodes": [
+  {"name": "r", "target": "aten.rand.default", "args": [{"ints": [100000]}]},
+  {"name": "rd", "target": "aten.rand.default", "args": [{"ints": [100000]}, {"name": "dtype", "value": {"dtype": "f64"}}]},
+  {"name": "rn", "target": "aten.randn.default", "args": [{"ints": [100000]}]},
+  {"name": "ri", "target": "aten.randint.low", "args": [-3, 7, {"ints": [100000]}]},
+  {"name": "bp", "target": "aten.bernoulli.p", "args": [{"ref": "r"}, 0.3]},
+  {"name": "bt", "target": "aten.bernoulli.default", "args": [{"ref": "r"}]},
+  {"name": "nd", "target": "aten.native_dropout.default", "args": [{"ref": "rn"}, 0.2, true], "outputs": ["nd_y", "nd_m"]},
+  {"name": "rp", "target": "aten.randperm.default", "args": [1000]}
+ ],
+ "outputs": ["r", "rd", "rn", "ri", "bp", "bt", "nd_y", "nd_m", "rp"]}
+EOF
+cat > "$tmp/stats.py" <<'EOF'
+import math, struct, sys; sys.path.insert(0, sys.argv[1]); from st import tensors
+t = {k: v[2] for k, v in tensors(sys.argv[2]).items()}
+r, rd, rn, ri, bp, bt, y, m, rp = (t["output_%d" % i] for i in range(9))
+errs = []
+def near(what, got, want, tol):
+    print("%-36s %.6f (want %.6f +- %g)" % (what, got, want, tol))
+    if not abs(got - want) <= tol: errs.append(what)
+mean = lambda v: sum(v) / len(v)
+def var(v):
+    mu = mean(v)
+    return sum((x - mu) ** 2 for x in v) / len(v)
+for name, u in (("rand f32", r), ("rand f64", rd)):
+    if not (min(u) >= 0 and max(u) < 1): errs.append(name + " outside [0, 1)")
+    near(name + " mean", mean(u), 0.5, 0.005)
+    near(name + " variance", var(u), 1 / 12, 0.003)
+near("randn mean", mean(rn), 0.0, 0.02)
+near("randn variance", var(rn), 1.0, 0.03)
+near("randn P(|z| < 1)", sum(abs(z) < 1 for z in rn) / len(rn), 0.682689, 0.008)
+if not (min(ri) >= -3 and max(ri) < 7): errs.append("randint outside [-3, 7)")
+for v in range(-3, 7):
+    near("randint P(%d)" % v, ri.count(v) / len(ri), 0.1, 0.005)
+near("bernoulli.p(0.3) mean", mean(bp), 0.3, 0.008)
+near("bernoulli(u) mean (E[u] = 1/2)", mean(bt), 0.5, 0.008)
+near("dropout(p=0.2) keep fraction", mean(m), 0.8, 0.007)
+f32 = lambda v: struct.unpack("f", struct.pack("f", v))[0]
+scaled = [f32(x * 1.25) if k else 0.0 for x, k in zip(rn, m)]
+if y != scaled: errs.append("dropout output is not input * mask / (1 - p)")
+else: print("dropout output = input * mask * 1.25 exactly")
+if sorted(rp) != list(range(1000)): errs.append("randperm(1000) is not a permutation")
+fixed = sum(i == v for i, v in enumerate(rp))
+print("randperm(1000): a permutation with %d fixed points" % fixed)
+if fixed > 10: errs.append("randperm(1000) leaves %d points fixed" % fixed)
+print("FAILED:", errs if errs else "none")
+sys.exit(1 if errs else 0)
+EOF
+for be in eager inductor; do
+  check "$be: the stats graph runs" 0 "$fxc" --backend=$be --device=cpu --run \
+    --outputs="$tmp/stats_$be.safetensors" "$tmp/stats.fxg"
+  check "$be: distributions within bounds" 0 python3 "$tmp/stats.py" "$tmp" \
+    "$tmp/stats_$be.safetensors"
+  [ "$fail" = 0 ] || cat "$tmp/out"
+done
+check "stats: eager and inductor byte-identical" 0 python3 "$tmp/bitwise.py" "$tmp" \
+  "$tmp/stats_eager.safetensors" "$tmp/stats_inductor.safetensors"
+
+# Train mode: dropout's mask is an output of the forward that the backward reads
+# (native_dropout_backward); the partitioned backends and inductor agree with aot_eager on
+# outputs and gradients.
+cat > "$tmp/train.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "dropout_train",
+ "inputs": [
+  {"name": "p_w", "kind": "parameter", "fqn": "w", "dtype": "f32", "shape": [8, 16],
+   "init": {"rule": "kaiming_uniform", "seed": 1}},
+  {"name": "x", "dtype": "f32", "shape": [4, 16]}],
+ "nodes": [
+  {"name": "lin", "target": "aten.linear.default", "args": [{"ref": "x"}, {"ref": "p_w"}]},
+  {"name": "drop", "target": "aten.native_dropout.default", "args": [{"ref": "lin"}, 0.5, true], "outputs": ["drop_y", "drop_m"]},
+  {"name": "act", "target": "aten.tanh.default", "args": [{"ref": "drop_y"}]}],
+ "outputs": ["act"]}
+EOF
+check "train: aot_eager runs dropout forward and backward" 0 "$fxc" --backend=aot_eager --mode=train \
+  --device=cpu --run --outputs="$tmp/train_eager.safetensors" "$tmp/train.fxg"
+for be in aot_eager_decomp_partition inductor; do
+  check "train: $be matches aot_eager (outputs and gradients)" 0 "$fxc" --backend=$be --mode=train \
+    --device=cpu --run --expect="$tmp/train_eager.safetensors" --rtol=1e-5 --atol=1e-6 \
+    "$tmp/train.fxg"
+done
+check "train: --device=cuda --emit=ptx" 0 "$fxc" --backend=inductor --mode=train --device=cuda \
+  --emit=ptx -o "$tmp/train.ptx" "$tmp/train.fxg"
+ptxas=${PTXAS:-}
+[ -x "$ptxas" ] || ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$ptxas" ]; then
+  check "train: ptxas -arch=sm_90 assembles the PTX" 0 "$ptxas" -arch=sm_90 "$tmp/train.ptx" \
+    -o "$tmp/train.cubin"
+else missing "train PTX through ptxas" "ptxas not found (PTXAS unset)"; fi
+
+# Must-fail arguments name the node.
+cat > "$tmp/bad.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "bad_randint", "inputs": [],
+ "nodes": [{"name": "ri", "target": "aten.randint.low", "args": [5, 5, {"ints": [3]}]}],
+ "outputs": ["ri"]}
+EOF
+check "randint.low(5, 5): refused" 1 "$fxc" --backend=eager --run "$tmp/bad.fxg"
+has "randint.low(5, 5): the error names the node" "$tmp/err" \
+  "node 'ri' (aten.randint.low): random_ expects 'from' to be less than 'to', but got from=5 >= to=5"
+sed 's/"aten.randint.low", "args": \[5, 5, {"ints": \[3\]}\]/"aten.rand.default", "args": [{"ints": [3]}, {"name": "dtype", "value": {"dtype": "i64"}}]/' \
+  "$tmp/bad.fxg" > "$tmp/bad2.fxg"
+check "rand(dtype=int64): refused" 1 "$fxc" --backend=inductor --device=cpu --run "$tmp/bad2.fxg"
+has "rand(dtype=int64): the error names the node" "$tmp/err" \
+  "node 'ri' (aten.rand.default): aten.rand.default is not implemented for i64 (a floating dtype is required)"
+exit $fail
