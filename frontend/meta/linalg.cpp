@@ -1,7 +1,7 @@
 // Meta functions of linear algebra, convolution and attention: mm, bmm, addmm, matmul, linear,
-// convolution and conv2d, scaled_dot_product_attention. Matrix products are contiguous;
-// convolutions keep channels_last inputs channels_last; the fused CPU attention kernel returns
-// empty_like(query).
+// convolution and conv2d, scaled_dot_product_attention, _cdist_forward. Matrix products are
+// contiguous; convolutions keep channels_last inputs channels_last; the fused CPU attention kernel
+// returns empty_like(query).
 #include "frontend/meta/meta_util.h"
 
 namespace fxc::meta_detail {
@@ -331,12 +331,41 @@ Metas sdpa(const Graph& g, const Node& n) {
   return {make(q.dtype, out, q.device)};
 }
 
+// _cdist_forward: x1 (..., P, M) and x2 (..., R, M), batch dims broadcast -> (..., P, R).
+Metas cdist_forward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x1 = c.tensor("x1");
+  const TensorMeta& x2 = c.tensor("x2");
+  if (x1.dim() < 2) c.fail("cdist only supports at least 2D tensors, X1 got: " + c.desc("x1"));
+  if (x2.dim() < 2) c.fail("cdist only supports at least 2D tensors, X2 got: " + c.desc("x2"));
+  if (x1.sizes.back() != x2.sizes.back())
+    c.fail("X1 and X2 must have the same number of columns, but " + c.desc("x1") + " and " +
+           c.desc("x2"));
+  if (!is_floating(x1.dtype) || x1.dtype != x2.dtype)
+    c.fail("cdist only supports floating-point dtypes of the same type, but " + c.desc("x1") +
+           " and " + c.desc("x2"));
+  double p = c.float_("p");
+  if (!(p >= 0)) c.fail("cdist only supports non-negative p values, got " + std::to_string(p));
+  Sizes b1(x1.sizes.begin(), x1.sizes.end() - 2), b2(x2.sizes.begin(), x2.sizes.end() - 2);
+  Sizes out = broadcast_shapes(b1, b2);
+  out.push_back(x1.sizes[x1.sizes.size() - 2]);
+  out.push_back(x2.sizes[x2.sizes.size() - 2]);
+  c.check_sizes(out);
+  return {make(x1.dtype, out, x1.device)};
+}
+
 const OpTable<MetaFn>::Row kLinalgMeta[] = {
-    {OpId::addmm, guarded<addmm>},   {OpId::bmm, guarded<bmm>},
-    {OpId::conv1d, guarded<conv1d>}, {OpId::conv2d, guarded<conv2d>},
-    {OpId::conv3d, guarded<conv3d>}, {OpId::convolution, guarded<convolution>},
-    {OpId::linear, guarded<linear>}, {OpId::matmul, guarded<matmul>},
-    {OpId::mm, guarded<mm>},         {OpId::scaled_dot_product_attention, guarded<sdpa>},
+    {OpId::_cdist_forward, guarded<cdist_forward>},
+    {OpId::addmm, guarded<addmm>},
+    {OpId::bmm, guarded<bmm>},
+    {OpId::conv1d, guarded<conv1d>},
+    {OpId::conv2d, guarded<conv2d>},
+    {OpId::conv3d, guarded<conv3d>},
+    {OpId::convolution, guarded<convolution>},
+    {OpId::linear, guarded<linear>},
+    {OpId::matmul, guarded<matmul>},
+    {OpId::mm, guarded<mm>},
+    {OpId::scaled_dot_product_attention, guarded<sdpa>},
 };
 
 } // namespace

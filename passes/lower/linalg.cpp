@@ -1,6 +1,7 @@
 // Lowering rules of linear algebra and convolution: mm, addmm and linear as BLAS extern calls
 // (on CUDA, cuBLASLt with a folded bias, relu/gelu or residual-add epilogue), 2-D convolution as
-// im2col, a batched BLAS call and a pointwise bias epilogue (or cuDNN).
+// im2col, a batched BLAS call and a pointwise bias epilogue (or cuDNN); _cdist_forward as a
+// reduction over the feature dim.
 #include "passes/lower/lower_util.h"
 
 namespace fxc::lower_detail {
@@ -370,10 +371,67 @@ void lower_convolution(Lowerer& L, int n) {
                            {bias}));
 }
 
+/// _cdist_forward: a reduction over the feature dim of |x1 - x2| raised per p (a count for p = 0,
+/// a max for p = inf, |d|, d^2 or |d|^p), then the root; batch dims broadcast by index.
+void lower_cdist(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x1 = L.input(n, "x1");
+  LVal& x2 = L.input(n, "x2");
+  const TensorMeta& m = L.out_meta(n);
+  const double p = nd.arg("p").f;
+  const size_t R = m.sizes.size();
+  if (R < 2 || x1.sizes.size() < 2 || x2.sizes.size() < 2 || !(p >= 0)) {
+    L.fallback(n, "_cdist_forward arguments not lowered");
+    return;
+  }
+  const int64_t M = x1.sizes.back();
+  const DType acc = accumulate_type(m.dtype);
+  std::vector<int64_t> in_sizes = m.sizes;
+  in_sizes.push_back(M);
+  // The operand's element for output batch index idx[..R-2], row `row`, feature `k`.
+  auto at = [&](LVal& x, const auto& idx, const IndexExpr& row, const IndexExpr& k) {
+    std::vector<IndexExpr> i;
+    size_t kb = x.sizes.size() - 2, ob = R - 2;
+    for (size_t d = 0; d < kb; ++d) i.push_back(x.sizes[d] == 1 ? IndexExpr(0) : idx[ob - kb + d]);
+    i.push_back(row);
+    i.push_back(k);
+    return v_cast(L.at(x, i), acc);
+  };
+  const bool inf = std::isinf(p);
+  auto term = [&](auto& idx) {
+    VPtr d = v_unary(VOp::Abs, v_binary(VOp::Sub, at(x1, idx, idx[R - 2], idx[R]),
+                                        at(x2, idx, idx[R - 1], idx[R])));
+    if (p == 0) return v_cast(v_binary(VOp::Ne, d, v_const(0, acc)), acc);
+    if (inf || p == 1) return d;
+    if (p == 2) return v_binary(VOp::Mul, d, d);
+    return v_binary(VOp::Pow, d, v_const(p, acc));
+  };
+  LVal r = L.reduce(n, inf ? ReduceOp::Max : ReduceOp::Sum, acc, in_sizes, {int64_t(R)}, term,
+                    {&x1, &x2});
+  LVal flat = L.reshape(r, m.sizes);
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             VPtr v = L.at(flat, idx);
+                             if (inf)
+                               v = v_binary(VOp::Max, v, v_const(0, acc));
+                             else if (p == 2)
+                               v = v_unary(VOp::Sqrt, v);
+                             else if (p != 0 && p != 1)
+                               v = v_binary(VOp::Pow, v, v_const(1 / p, acc));
+                             return v_cast(v, m.dtype);
+                           },
+                           {&flat}));
+}
+
 const OpTable<LowerFn>::Row kLinalgRules[] = {
-    {OpId::addmm, lower_addmm},        {OpId::bmm, lower_mm},
-    {OpId::conv2d, lower_convolution}, {OpId::convolution, lower_convolution},
-    {OpId::linear, lower_linear},      {OpId::mm, lower_mm},
+    {OpId::_cdist_forward, lower_cdist},
+    {OpId::addmm, lower_addmm},
+    {OpId::bmm, lower_mm},
+    {OpId::conv2d, lower_convolution},
+    {OpId::convolution, lower_convolution},
+    {OpId::linear, lower_linear},
+    {OpId::mm, lower_mm},
 };
 
 } // namespace

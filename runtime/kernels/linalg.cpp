@@ -1,6 +1,6 @@
 // Reference kernels of linear algebra, convolution and attention: mm, bmm, addmm, matmul and
 // linear over one double GEMM, 1-D to 3-D convolution as im2col and GEMM, and
-// scaled_dot_product_attention (with grouped-query heads).
+// scaled_dot_product_attention (with grouped-query heads), _cdist_forward.
 #include "runtime/kernels/kernel_util.h"
 
 namespace fxc::kernel_detail {
@@ -495,12 +495,75 @@ Tensors k_sdpa(const KernelCall& c) {
   return {make(c.result_dtype(q.dtype()), with({L, Ev}), out)};
 }
 
+// ---- Distances ----
+
+// The p-norm of a difference vector accumulated one |d| at a time: p = 0 counts the non-zeros,
+// p = inf takes the max, else sum |d|^p then the 1/p power (p = 1, 2 without pow, as PyTorch).
+struct PNorm {
+  double p, acc = 0;
+  void add(double d) {
+    d = std::fabs(d);
+    if (p == 0)
+      acc += d != 0;
+    else if (std::isinf(p))
+      acc = std::max(acc, d);
+    else if (p == 1)
+      acc += d;
+    else if (p == 2)
+      acc += d * d;
+    else
+      acc += std::pow(d, p);
+  }
+  double result() const {
+    if (p == 0 || p == 1 || std::isinf(p)) return acc;
+    if (p == 2) return std::sqrt(acc);
+    return std::pow(acc, 1 / p);
+  }
+};
+
+// _cdist_forward: out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p (batch dims broadcast),
+// in double.
+Tensors k_cdist_forward(const KernelCall& c) {
+  const Tensor& x1 = c.tensor("x1");
+  const Tensor& x2 = c.tensor("x2");
+  double p = c.arg("p").f;
+  if (x1.dim() < 2 || x2.dim() < 2 || x1.size(x1.dim() - 1) != x2.size(x2.dim() - 1))
+    fail("_cdist_forward: x1 and x2 must be at least 2-D with the same last dim, got " +
+         shape_str(x1.sizes()) + " and " + shape_str(x2.sizes()));
+  if (!(p >= 0)) fail("_cdist_forward: p must be non-negative");
+  Shape batch = broadcast(Shape(x1.sizes().begin(), x1.sizes().end() - 2),
+                          Shape(x2.sizes().begin(), x2.sizes().end() - 2));
+  const int64_t P = x1.size(x1.dim() - 2), R = x2.size(x2.dim() - 2), M = x1.size(x1.dim() - 1);
+  Shape s1 = batch, s2 = batch, out = batch;
+  s1.insert(s1.end(), {P, M});
+  s2.insert(s2.end(), {R, M});
+  out.insert(out.end(), {P, R});
+  std::vector<double> a = values(expand_to(x1, s1)), b = values(expand_to(x2, s2));
+  const int64_t B = checked_numel(batch);
+  std::vector<double> r(size_t(B * P * R));
+  for (int64_t n = 0; n < B; ++n)
+    for (int64_t i = 0; i < P; ++i)
+      for (int64_t j = 0; j < R; ++j) {
+        PNorm acc{p};
+        for (int64_t k = 0; k < M; ++k)
+          acc.add(a[size_t((n * P + i) * M + k)] - b[size_t((n * R + j) * M + k)]);
+        r[size_t((n * P + i) * R + j)] = acc.result();
+      }
+  return {make(c.result_dtype(x1.dtype()), out, r)};
+}
+
 const OpTable<KernelFn>::Row kLinalgKernels[] = {
-    {OpId::addmm, k_addmm},   {OpId::bmm, k_bmm},
-    {OpId::conv1d, k_conv1d}, {OpId::conv2d, k_conv2d},
-    {OpId::conv3d, k_conv3d}, {OpId::convolution, k_convolution},
-    {OpId::linear, k_linear}, {OpId::matmul, k_matmul},
-    {OpId::mm, k_mm},         {OpId::scaled_dot_product_attention, k_sdpa},
+    {OpId::_cdist_forward, k_cdist_forward},
+    {OpId::addmm, k_addmm},
+    {OpId::bmm, k_bmm},
+    {OpId::conv1d, k_conv1d},
+    {OpId::conv2d, k_conv2d},
+    {OpId::conv3d, k_conv3d},
+    {OpId::convolution, k_convolution},
+    {OpId::linear, k_linear},
+    {OpId::matmul, k_matmul},
+    {OpId::mm, k_mm},
+    {OpId::scaled_dot_product_attention, k_sdpa},
 };
 
 } // namespace
