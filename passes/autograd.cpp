@@ -621,6 +621,24 @@ void cdist(GradCtx& c) {
                          Emit::f(p), Emit::t(e.transpose(out, r - 2, r - 1))}));
 }
 
+/// im2col and col2im are each other's adjoints.
+void im2col(GradCtx& c) {
+  std::vector<int64_t> xs = c.sizes(c.in("self"));
+  c.add_grad("self", c.e.op("aten.col2im.default", {Emit::t(c.grad_out()),
+                                                    Emit::ints({xs[xs.size() - 2], xs.back()}),
+                                                    {"", c.arg("kernel_size")},
+                                                    {"", c.arg("dilation")},
+                                                    {"", c.arg("padding")},
+                                                    {"", c.arg("stride")}}));
+}
+void col2im(GradCtx& c) {
+  c.add_grad("self", c.e.op("aten.im2col.default", {Emit::t(c.grad_out()),
+                                                    {"", c.arg("kernel_size")},
+                                                    {"", c.arg("dilation")},
+                                                    {"", c.arg("padding")},
+                                                    {"", c.arg("stride")}}));
+}
+
 void adaptive_avg_pool2d(GradCtx& c) {
   ValueId x = c.in("self");
   std::vector<int64_t> xs = c.sizes(x), os = spatial(c.arg("output_size"), 2);
@@ -1322,6 +1340,8 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::abs, abs},
     {OpId::_adaptive_avg_pool2d, adaptive_avg_pool2d},
     {OpId::_cdist_forward, cdist},
+    {OpId::col2im, col2im},
+    {OpId::im2col, im2col},
     {OpId::adaptive_max_pool1d, adaptive_max_pool},
     {OpId::adaptive_max_pool2d, adaptive_max_pool},
     {OpId::adaptive_max_pool3d, adaptive_max_pool},

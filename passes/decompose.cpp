@@ -769,6 +769,36 @@ std::vector<ValueId> cdist_backward(Emit& e, const DNode& d) {
   return {r};
 }
 
+/// _pdist_forward: _cdist_forward of the rows against themselves, then the pairs i < j in
+/// row-major order gathered from the flat distance matrix. Pair k lies in row
+/// i = #{r in 1..N-1 : start(r) <= k}, start(r) = r*N - r(r+1)/2 its first pair, at column
+/// j = k - start(i) + i + 1 (index arithmetic in f64, exact below 2^53).
+std::vector<ValueId> pdist_forward(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> xs = e.sizes(x);
+  if (xs.size() != 2) return {};
+  const int64_t N = xs[0], K = N > 1 ? N * (N - 1) / 2 : 0;
+  const Device dev = e.meta(x).device;
+  if (K == 0) return {e.zeros({0}, e.meta(x))};
+  ValueId dist = e.op("aten._cdist_forward.default", {Emit::t(e.unsqueeze(x, 0)),
+                                                      Emit::t(e.unsqueeze(x, 0)),
+                                                      Emit::f(d.arg("p").f),
+                                                      {"", Arg::none()}});
+  ValueId k = e.cast(e.arange(0, K, 1, dev), DType::F64);
+  ValueId r = e.cast(e.arange(0, N, 1, dev), DType::F64);
+  // start(r) = r*N - r(r+1)/2
+  ValueId start = e.sub(e.mul_s(r, double(N)), e.div_s(e.mul(r, e.add_s(r, 1)), 2));
+  ValueId later = e.slice(start, 0, 1, N);
+  ValueId row =
+      e.sum(e.cast(e.cmp("ge", e.unsqueeze(k, 1), e.unsqueeze(later, 0)), DType::F64), {1}, false);
+  ValueId row_start = e.op("aten.index_select.default",
+                           {Emit::t(start), Emit::i(0), Emit::t(e.cast(row, DType::I64))});
+  ValueId col = e.add_s(e.add(e.sub(k, row_start), row), 1);
+  ValueId flat = e.cast(e.add(e.mul_s(row, double(N)), col), DType::I64);
+  return {e.op("aten.index_select.default",
+               {Emit::t(e.reshape(dist, {N * N})), Emit::i(0), Emit::t(flat)})};
+}
+
 /// embedding_dense_backward: gradient rows added into the rows their indices name (none at
 /// padding_idx); scale_grad_by_freq divides each by the count of its index.
 std::vector<ValueId> embedding_backward(Emit& e, const DNode& d) {
@@ -901,6 +931,7 @@ std::vector<ValueId> group_norm_backward(Emit& e, const DNode& d) {
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::_adaptive_avg_pool2d_backward, separable_pool_backward},
     {OpId::_cdist_backward, cdist_backward},
+    {OpId::_pdist_forward, pdist_forward},
     {OpId::adaptive_max_pool2d_backward, max_pool2d_backward},
     {OpId::adaptive_max_pool3d_backward, max_pool2d_backward},
     {OpId::avg_pool2d_backward, separable_pool_backward},

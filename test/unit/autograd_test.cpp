@@ -680,6 +680,19 @@ TEST_CASE("autograd: _cdist_forward for p = 0, 1, 1.5, 2, 3 and inf, batch dims 
   }
 }
 
+TEST_CASE("autograd: im2col, col2im and _pdist_forward") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 5, 7});
+  ValueId cols = tg.input("cols", {2, 8, 9});
+  ValueId pts = tg.input("pts", {5, 3});
+  tg.output(tg.op("aten.im2col.default", {T(x), Is({2, 3}), Is({1, 2}), Is({1, 0}), Is({2, 1})}));
+  tg.output(tg.op("aten.col2im.default",
+                  {T(cols), Is({4, 5}), Is({2, 2}), Is({1, 1}), Is({0, 1}), Is({1, 2})}));
+  tg.output(tg.op("aten._pdist_forward.default", {T(pts), {"", Arg::of_float(2.0)}}));
+  tg.output(tg.op("aten._pdist_forward.default", {T(pts), {"", Arg::of_float(1.5)}}));
+  check_gradients(tg);
+}
+
 TEST_CASE("autograd: flip, repeat, tril/triu, t and pixel (un)shuffle") {
   TestGraph tg;
   ValueId x = tg.input("x", {4, 5});

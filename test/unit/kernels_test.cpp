@@ -1719,3 +1719,19 @@ TEST_CASE("kernels: linear 1-D and bicubic upsampling, adaptive max pooling and 
   check(op1("aten._cdist_forward.default", {a, b, Fl(0.0), None()}), DType::F32, {2, 2},
         {2, 1, 2, 1});
 }
+
+TEST_CASE("kernels: im2col, col2im and _pdist_forward (values from torch 1.13)") {
+  Vals v;
+  for (int i = 0; i < 12; ++i) v.push_back(i);
+  check(op1("aten.im2col.default",
+            {F({1, 1, 3, 4}, v), Is({2, 2}), Is({1, 1}), Is({0, 0}), Is({1, 2})}),
+        DType::F32, {1, 4, 4}, {0, 2, 4, 6, 1, 3, 5, 7, 4, 6, 8, 10, 5, 7, 9, 11});
+  check(op1("aten.col2im.default", {F({1, 4, 4}, Vals(16, 1.0)), Is({3, 3}), Is({2, 2}), Is({1, 1}),
+                                    Is({0, 0}), Is({1, 1})}),
+        DType::F32, {1, 1, 3, 3}, {1, 2, 1, 2, 4, 2, 1, 2, 1});
+  check(op1("aten._pdist_forward.default", {F({3, 2}, {0, 0, 3, 4, 1, 0}), Fl(2.0)}), DType::F32,
+        {3}, {5, 1, std::sqrt(20.0)});
+  CHECK(op_error("aten.col2im.default", {F({1, 4, 5}, Vals(20, 1.0)), Is({3, 3}), Is({2, 2}),
+                                         Is({1, 1}), Is({0, 0}), Is({1, 1})})
+            .find("does not match") != std::string::npos);
+}

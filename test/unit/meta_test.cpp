@@ -926,3 +926,22 @@ TEST_CASE("meta: grid_sampler_2d, linear/bicubic upsampling and avg_pool3d_backw
                                                      Is({0, 0, 0}), B(false), B(false), none})
             .find("'grad_output' must have the pooled output's sizes") == 0);
 }
+
+TEST_CASE("meta: im2col, col2im and _pdist_forward") {
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {2, 3, 5, 7}));
+  ValueId cols = t.in("cols", meta(DType::F32, {2, 8, 9}));
+  ValueId pts = t.in("pts", meta(DType::F32, {6, 3}));
+  CHECK(t.op("aten.im2col.default", {T(x), Is({2, 3}), Is({1, 2}), Is({1, 0}), Is({2, 1})}).sizes ==
+        Sizes{2, 18, 9});
+  CHECK(t.op("aten.col2im.default",
+             {T(cols), Is({4, 5}), Is({2, 2}), Is({1, 1}), Is({0, 1}), Is({1, 2})})
+            .sizes == Sizes{2, 2, 4, 5});
+  CHECK(t.error("aten.col2im.default",
+                {T(cols), Is({4, 6}), Is({2, 2}), Is({1, 1}), Is({0, 1}), Is({1, 2})})
+            .find("sliding blocks") != std::string::npos);
+  CHECK(t.error("aten.im2col.default", {T(x), Is({6, 3}), Is({1, 1}), Is({0, 0}), Is({1, 1})})
+            .find("must be at least one") != std::string::npos);
+  CHECK(t.op("aten._pdist_forward.default", {T(pts), F(2.0)}).sizes == Sizes{15});
+  CHECK(t.error("aten._pdist_forward.default", {T(x), F(2.0)}).find("pdist only supports 2D") == 0);
+}
