@@ -84,7 +84,7 @@ inline std::string upsample_args(const Node& n, const std::vector<int64_t>& in, 
     u.out = os.ints;
     const char* names[] = {"scales_d", "scales_h", "scales_w"};
     for (size_t i = 0; i < sp; ++i) {
-      int k = s.index_of(names[3 - sp + i]);
+      int k = s.index_of(sp == 1 ? "scales" : names[3 - sp + i]);
       if (k >= 0 && !n.args[size_t(k)].is_none()) u.scale[i] = n.args[size_t(k)].f;
     }
   }
@@ -115,6 +115,50 @@ template <class T> T linear_source(T scale, int64_t dst, bool align) {
   if (align) return scale * T(dst);
   T src = scale * (T(dst) + T(0.5)) - T(0.5);
   return src < T(0) ? T(0) : src;
+}
+
+/// area_pixel_compute_source_index for cubic interpolation: not clamped.
+template <class T> T cubic_source(T scale, int64_t dst, bool align) {
+  return align ? scale * T(dst) : scale * (T(dst) + T(0.5)) - T(0.5);
+}
+
+/// get_cubic_upsample_coefficients (A = -0.75): the weights of the taps at floor(x) - 1 .. + 2
+/// for the fraction t = x - floor(x) (upsample_bicubic2d and grid_sampler_2d's bicubic mode).
+template <class T> void cubic_coefficients(T t, T w[4]) {
+  const T A = T(-0.75);
+  auto c1 = [&](T x) { return ((A + T(2)) * x - (A + T(3))) * x * x + T(1); };
+  auto c2 = [&](T x) { return ((A * x - T(5) * A) * x + T(8) * A) * x - T(4) * A; };
+  w[0] = c2(t + T(1));
+  w[1] = c1(t);
+  w[2] = c1(T(1) - t);
+  w[3] = c2(T(1) - t + T(1));
+}
+
+/// grid_sampler_unnormalize: a grid coordinate in [-1, 1] to a pixel position of a dim of `size`.
+template <class T> T grid_unnormalize(T coord, int64_t size, bool align) {
+  return align ? (coord + T(1)) / T(2) * T(size - 1) : ((coord + T(1)) * T(size) - T(1)) / T(2);
+}
+
+/// reflect_coordinates: `in` reflected into [twice_low / 2, twice_high / 2].
+template <class T> T grid_reflect(T in, int64_t twice_low, int64_t twice_high) {
+  if (twice_low == twice_high) return T(0);
+  T lo = T(twice_low) / T(2), span = T(twice_high - twice_low) / T(2);
+  in = std::fabs(in - lo);
+  T extra = std::fmod(in, span);
+  int64_t flips = int64_t(std::floor(in / span));
+  return flips % 2 == 0 ? extra + lo : span - extra + lo;
+}
+
+/// grid_sampler_compute_source_index after unnormalizing: padding 1 (border) clips into the dim,
+/// 2 (reflection) reflects then clips; 0 (zeros) leaves the position as is.
+template <class T> T grid_pad(T coord, int64_t size, int64_t padding, bool align) {
+  auto clip = [&](T v) { return std::min(T(size - 1), std::max(v, T(0))); };
+  if (padding == 1) return clip(coord);
+  if (padding == 2) {
+    coord = align ? grid_reflect(coord, 0, 2 * (size - 1)) : grid_reflect(coord, -1, 2 * size - 1);
+    return clip(coord);
+  }
+  return coord;
 }
 
 /// nearest_idx (exact = false) and nearest_exact_idx (exact = true).

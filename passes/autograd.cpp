@@ -596,6 +596,49 @@ void max_pool3d_with_indices(GradCtx& c) {
   pool_grad_from_indices(c, c.out(1), 3);
 }
 
+void adaptive_max_pool(GradCtx& c) {
+  c.only_first_output();
+  const std::string& t = c.n.target;
+  pool_grad_from_indices(c, c.out(1),
+                         t.find("1d") != std::string::npos   ? 1
+                         : t.find("3d") != std::string::npos ? 3
+                                                             : 2);
+}
+
+/// _cdist_forward: x1's gradient is _cdist_backward(grad, x1, x2, p, cdist), x2's the same with
+/// the roles swapped and grad and cdist transposed (derivatives.yaml).
+void cdist(GradCtx& c) {
+  Emit& e = c.e;
+  ValueId x1 = c.in("x1"), x2 = c.in("x2"), g = c.grad_out(), out = c.out(0);
+  double p = c.arg("p").f;
+  int64_t r = e.dim(out);
+  if (c.needs(x1))
+    c.add_grad(x1, e.op("aten._cdist_backward.default",
+                        {Emit::t(g), Emit::t(x1), Emit::t(x2), Emit::f(p), Emit::t(out)}));
+  if (c.needs(x2))
+    c.add_grad(x2, e.op("aten._cdist_backward.default",
+                        {Emit::t(e.transpose(g, r - 2, r - 1)), Emit::t(x2), Emit::t(x1),
+                         Emit::f(p), Emit::t(e.transpose(out, r - 2, r - 1))}));
+}
+
+/// im2col and col2im are each other's adjoints.
+void im2col(GradCtx& c) {
+  std::vector<int64_t> xs = c.sizes(c.in("self"));
+  c.add_grad("self", c.e.op("aten.col2im.default", {Emit::t(c.grad_out()),
+                                                    Emit::ints({xs[xs.size() - 2], xs.back()}),
+                                                    {"", c.arg("kernel_size")},
+                                                    {"", c.arg("dilation")},
+                                                    {"", c.arg("padding")},
+                                                    {"", c.arg("stride")}}));
+}
+void col2im(GradCtx& c) {
+  c.add_grad("self", c.e.op("aten.im2col.default", {Emit::t(c.grad_out()),
+                                                    {"", c.arg("kernel_size")},
+                                                    {"", c.arg("dilation")},
+                                                    {"", c.arg("padding")},
+                                                    {"", c.arg("stride")}}));
+}
+
 void adaptive_avg_pool2d(GradCtx& c) {
   ValueId x = c.in("self");
   std::vector<int64_t> xs = c.sizes(x), os = spatial(c.arg("output_size"), 2);
@@ -1369,6 +1412,12 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::_to_copy, identity},
     {OpId::abs, abs},
     {OpId::_adaptive_avg_pool2d, adaptive_avg_pool2d},
+    {OpId::_cdist_forward, cdist},
+    {OpId::col2im, col2im},
+    {OpId::im2col, im2col},
+    {OpId::adaptive_max_pool1d, adaptive_max_pool},
+    {OpId::adaptive_max_pool2d, adaptive_max_pool},
+    {OpId::adaptive_max_pool3d, adaptive_max_pool},
     {OpId::_unsafe_view, reshape_back},
     {OpId::adaptive_avg_pool2d, adaptive_avg_pool2d},
     {OpId::add_Scalar, identity},

@@ -723,20 +723,80 @@ std::vector<ValueId> batch_norm_no_stats(Emit& e, const DNode& d) {
 
 // ---- Backward ops of the core opset, as the ops their derivative rules emit ----
 
-/// max_pool2d_with_indices_backward: the gradient scattered (added) to the input positions its
-/// indices (flat per H*W plane) name.
+/// max_pool2d_with_indices_backward and adaptive_max_pool2d/3d_backward: the gradient scattered
+/// (added) to the input positions its indices (flat per H*W or D*H*W plane) name.
 std::vector<ValueId> max_pool2d_backward(Emit& e, const DNode& d) {
   ValueId go = d.tensor("grad_output"), x = d.tensor("self");
   std::vector<int64_t> xs = e.sizes(x), gs = e.sizes(go);
-  if (xs.size() < 3 || gs.size() != xs.size()) return {};
-  int64_t planes = prod(xs, 0, xs.size() - 2), in_plane = prod(xs, xs.size() - 2);
-  int64_t out_plane = prod(gs, gs.size() - 2);
+  const size_t S = d.n.target.find("3d") != std::string::npos ? 3 : 2;
+  if (xs.size() < S + 1 || gs.size() != xs.size()) return {};
+  int64_t planes = prod(xs, 0, xs.size() - S), in_plane = prod(xs, xs.size() - S);
+  int64_t out_plane = prod(gs, gs.size() - S);
   TensorMeta like = e.meta(go);
   ValueId gx = e.op("aten.scatter_add.default",
                     {Emit::t(e.zeros({planes, in_plane}, like)), Emit::i(1),
                      Emit::t(e.reshape(d.tensor("indices"), {planes, out_plane})),
                      Emit::t(e.reshape(go, {planes, out_plane}))});
   return {e.reshape(gx, xs)};
+}
+
+/// _cdist_backward: sum over x2's rows of grad times d||x1_i - x2_j||_p / dx1_i (per p, as
+/// PyTorch's cdist backward; 0 where the distance is 0), summed back to x1's sizes.
+std::vector<ValueId> cdist_backward(Emit& e, const DNode& d) {
+  ValueId g = d.tensor("grad"), x1 = d.tensor("x1"), x2 = d.tensor("x2"), dist = d.tensor("cdist");
+  const double p = d.arg("p").f;
+  std::vector<int64_t> s1 = e.sizes(x1);
+  if (p == 0) return {e.zeros(s1, e.meta(g))};
+  int64_t r1 = e.dim(x1), r2 = e.dim(x2), rg = e.dim(g);
+  ValueId diff = e.sub(e.unsqueeze(x1, r1 - 1), e.unsqueeze(x2, r2 - 2)); // [..., P, R, M]
+  ValueId gg = e.unsqueeze(g, rg), dd = e.unsqueeze(dist, rg);
+  ValueId ad = e.unary("abs", diff), sg = e.unary("sign", diff), v;
+  if (p == 1) {
+    v = sg;
+  } else if (std::isinf(p)) {
+    v = e.mul(sg, e.cast(e.cmp("eq", ad, dd), e.dtype(diff)));
+  } else if (p < 2) {
+    ValueId num = e.where_s(e.cmp_s("ne", ad, 0), e.mul(sg, e.pow_s(ad, p - 1)), 0);
+    v = e.div(num, e.pow_s(dd, p - 1));
+  } else if (p == 2) {
+    v = e.div(diff, dd);
+  } else {
+    v = e.div(e.mul(diff, e.pow_s(ad, p - 2)), e.pow_s(dd, p - 1));
+  }
+  v = e.where_s(e.cmp_s("ne", dd, 0), v, 0);
+  ValueId r = e.sum(e.mul(gg, v), {e.dim(v) - 2}, false);
+  if (e.sizes(r) != s1) r = e.sum_to(r, s1);
+  return {r};
+}
+
+/// _pdist_forward: _cdist_forward of the rows against themselves, then the pairs i < j in
+/// row-major order gathered from the flat distance matrix. Pair k lies in row
+/// i = #{r in 1..N-1 : start(r) <= k}, start(r) = r*N - r(r+1)/2 its first pair, at column
+/// j = k - start(i) + i + 1 (index arithmetic in f64, exact below 2^53).
+std::vector<ValueId> pdist_forward(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> xs = e.sizes(x);
+  if (xs.size() != 2) return {};
+  const int64_t N = xs[0], K = N > 1 ? N * (N - 1) / 2 : 0;
+  const Device dev = e.meta(x).device;
+  if (K == 0) return {e.zeros({0}, e.meta(x))};
+  ValueId dist = e.op("aten._cdist_forward.default", {Emit::t(e.unsqueeze(x, 0)),
+                                                      Emit::t(e.unsqueeze(x, 0)),
+                                                      Emit::f(d.arg("p").f),
+                                                      {"", Arg::none()}});
+  ValueId k = e.cast(e.arange(0, K, 1, dev), DType::F64);
+  ValueId r = e.cast(e.arange(0, N, 1, dev), DType::F64);
+  // start(r) = r*N - r(r+1)/2
+  ValueId start = e.sub(e.mul_s(r, double(N)), e.div_s(e.mul(r, e.add_s(r, 1)), 2));
+  ValueId later = e.slice(start, 0, 1, N);
+  ValueId row =
+      e.sum(e.cast(e.cmp("ge", e.unsqueeze(k, 1), e.unsqueeze(later, 0)), DType::F64), {1}, false);
+  ValueId row_start = e.op("aten.index_select.default",
+                           {Emit::t(start), Emit::i(0), Emit::t(e.cast(row, DType::I64))});
+  ValueId col = e.add_s(e.add(e.sub(k, row_start), row), 1);
+  ValueId flat = e.cast(e.add(e.mul_s(row, double(N)), col), DType::I64);
+  return {e.op("aten.index_select.default",
+               {Emit::t(e.reshape(dist, {N * N})), Emit::i(0), Emit::t(flat)})};
 }
 
 /// embedding_dense_backward: gradient rows added into the rows their indices name (none at
@@ -762,13 +822,13 @@ std::vector<ValueId> embedding_backward(Emit& e, const DNode& d) {
                                             Emit::t(e.expand(flat, {k, dim})), Emit::t(src)})};
 }
 
-/// avg_pool2d_backward and _adaptive_avg_pool2d_backward: the forward maps are separable, x ×_d
-/// M_d with M_d ([in_d, out_d]) the op applied to an identity laid out along d, so the gradient
-/// is grad ×_d M_d^T.
+/// avg_pool2d_backward, avg_pool3d_backward and _adaptive_avg_pool2d_backward: the forward maps are
+/// separable, x ×_d M_d with M_d ([in_d, out_d]) the op applied to an identity laid out along d, so
+/// the gradient is grad ×_d M_d^T.
 std::vector<ValueId> separable_pool_backward(Emit& e, const DNode& d) {
   ValueId go = d.tensor("grad_output"), x = d.tensor("self");
   std::vector<int64_t> xs = e.sizes(x), gs = e.sizes(go);
-  const int64_t S = 2, R = int64_t(xs.size());
+  const int64_t S = d.n.target.find("3d") != std::string::npos ? 3 : 2, R = int64_t(xs.size());
   if (R < S + 1 || int64_t(gs.size()) != R) return {};
   bool adaptive = d.n.target.find("adaptive") != std::string::npos;
   double override_div = 0;
@@ -800,7 +860,7 @@ std::vector<ValueId> separable_pool_backward(Emit& e, const DNode& d) {
         override_div = double(d.arg("divisor_override").i);
         div = Emit::i(1);
       }
-      m = e.op("aten.avg_pool2d.default",
+      m = e.op(S == 3 ? "aten.avg_pool3d.default" : "aten.avg_pool2d.default",
                {Emit::t(eye), one("kernel_size", 1), one("stride", 1), one("padding", 0),
                 Emit::b(d.arg("ceil_mode").b), Emit::b(d.arg("count_include_pad").b), div});
     }
@@ -870,7 +930,12 @@ std::vector<ValueId> group_norm_backward(Emit& e, const DNode& d) {
 
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::_adaptive_avg_pool2d_backward, separable_pool_backward},
+    {OpId::_cdist_backward, cdist_backward},
+    {OpId::_pdist_forward, pdist_forward},
+    {OpId::adaptive_max_pool2d_backward, max_pool2d_backward},
+    {OpId::adaptive_max_pool3d_backward, max_pool2d_backward},
     {OpId::avg_pool2d_backward, separable_pool_backward},
+    {OpId::avg_pool3d_backward, separable_pool_backward},
     {OpId::embedding_dense_backward, embedding_backward},
     {OpId::max_pool2d_with_indices_backward, max_pool2d_backward},
     {OpId::native_group_norm_backward, group_norm_backward},
@@ -982,14 +1047,15 @@ std::vector<ValueId> separable(Emit& e, const DNode& d) {
       call = {Emit::t(eye), Emit::ints(osz)};
     } else if (upsample) {
       resample::Upsample u;
-      std::vector<int64_t> in(xs.end() - 2, xs.end());
+      std::vector<int64_t> in(xs.end() - S, xs.end());
       if (!resample::upsample_args(d.n, in, u).empty()) return {};
       if (t.size() > 4 && t.compare(t.size() - 4, 4, ".vec") == 0)
         t = t.substr(0, t.size() - 4) + ".default";
-      std::vector<int64_t> osz = {i == 0 ? O : 1, i == 1 ? O : 1};
+      std::vector<int64_t> osz(size_t(S), 1);
+      osz[size_t(i)] = O;
       call = {Emit::t(eye), Emit::ints(osz)};
       if (s.index_of("align_corners") >= 0) call.push_back(Emit::b(u.align_corners));
-      for (int64_t j = 0; j < 2; ++j)
+      for (int64_t j = 0; j < S; ++j)
         call.push_back(
             {"", j == i && u.scale[size_t(j)] ? Arg::of_float(*u.scale[size_t(j)]) : Arg::none()});
     } else {
@@ -1025,6 +1091,101 @@ std::vector<ValueId> separable(Emit& e, const DNode& d) {
   }
   if (override_div != 0) y = e.div_s(y, override_div);
   return {y};
+}
+
+/// grid_sampler_2d as the sum of its taps, for autograd: the grid unnormalized and padded with
+/// differentiable ops (clamp, abs, fmod, where), each tap an index_select of the input's
+/// (N*H*W, C) rows at the tap's flat position (computed in f64, clamped into the input) times its
+/// weight and a 0/1 in-bounds factor. The gradient of the input is index_select's (an index_add),
+/// that of the grid flows through the weights' fractions, as grid_sampler_2d_backward computes.
+std::vector<ValueId> grid_sampler_taps(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input"), grid = d.tensor("grid");
+  std::vector<int64_t> xs = e.sizes(x), gs = e.sizes(grid);
+  if (xs.size() != 4 || gs.size() != 4) return {};
+  const int64_t mode = d.arg("interpolation_mode").i, pad = d.arg("padding_mode").i;
+  const bool align = d.arg("align_corners").b;
+  if (mode < 0 || mode > 2 || pad < 0 || pad > 2) return {};
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], OH = gs[1], OW = gs[2];
+  const DType ft = e.dtype(x);
+  auto unnormalize = [&](ValueId g, int64_t size) {
+    return align ? e.mul_s(e.div_s(e.add_s(g, 1), 2), double(size - 1))
+                 : e.div_s(e.add_s(e.mul_s(e.add_s(g, 1), double(size)), -1), 2);
+  };
+  auto clip = [&](ValueId v, int64_t size) {
+    return e.op("aten.clamp.default", {Emit::t(v), Emit::f(0), Emit::f(double(size - 1))});
+  };
+  auto reflect = [&](ValueId v, int64_t twice_low, int64_t twice_high) {
+    if (twice_low == twice_high) return e.mul_s(v, 0);
+    double lo = double(twice_low) / 2, span = double(twice_high - twice_low) / 2;
+    ValueId a = e.unary("abs", e.add_s(v, -lo));
+    ValueId extra = e.op("aten.fmod.Scalar", {Emit::t(a), Emit::f(span)});
+    ValueId flips = e.unary("floor", e.div_s(a, span));
+    ValueId even = e.cmp_s("eq", e.op("aten.fmod.Scalar", {Emit::t(flips), Emit::f(2)}), 0);
+    return e.where(even, e.add_s(extra, lo), e.add_s(e.rsub_s(span, extra), lo));
+  };
+  auto padded = [&](ValueId v, int64_t size) {
+    if (pad == 1) return clip(v, size);
+    if (pad == 2)
+      return clip(align ? reflect(v, 0, 2 * (size - 1)) : reflect(v, -1, 2 * size - 1), size);
+    return v;
+  };
+  ValueId gx = e.op("aten.select.int", {Emit::t(grid), Emit::i(3), Emit::i(0)});
+  ValueId gy = e.op("aten.select.int", {Emit::t(grid), Emit::i(3), Emit::i(1)});
+  ValueId ix = unnormalize(gx, W), iy = unnormalize(gy, H);
+  if (mode != 2) ix = padded(ix, W), iy = padded(iy, H);
+  // Rows of the input by (n, h, w); the batch's first row per grid point, in f64.
+  ValueId rows = e.reshape(e.permute(x, {0, 2, 3, 1}), {N * H * W, C});
+  ValueId base =
+      e.cast(e.reshape(e.arange(0, N * H * W, H * W, e.meta(x).device), {N, 1, 1}), DType::F64);
+  // One tap: the input at integer-valued positions (yi, xi) (f64), 0 outside, times `w`.
+  auto tap = [&](ValueId yi, ValueId xi, ValueId w) {
+    ValueId ok =
+        e.mul(e.mul(e.cast(e.cmp_s("ge", yi, 0), ft), e.cast(e.cmp_s("lt", yi, double(H)), ft)),
+              e.mul(e.cast(e.cmp_s("ge", xi, 0), ft), e.cast(e.cmp_s("lt", xi, double(W)), ft)));
+    ValueId at = e.add(e.add(base, e.mul_s(clip(yi, H), double(W))), clip(xi, W));
+    ValueId flat = e.reshape(e.cast(at, DType::I64), {N * OH * OW});
+    ValueId v =
+        e.reshape(e.op("aten.index_select.default", {Emit::t(rows), Emit::i(0), Emit::t(flat)}),
+                  {N, OH, OW, C});
+    return e.mul(v, e.unsqueeze(e.mul(w, ok), 3));
+  };
+  auto f64 = [&](ValueId v) { return e.cast(v, DType::F64); };
+  ValueId r = kNoValue;
+  auto acc = [&](ValueId v) { r = r == kNoValue ? v : e.add(r, v); };
+  if (mode == 1) {
+    ValueId one = e.add_s(e.zeros({N, OH, OW}, e.meta(ix)), 1);
+    acc(tap(f64(e.unary("round", iy)), f64(e.unary("round", ix)), one));
+  } else if (mode == 0) {
+    ValueId fx = e.unary("floor", ix), fy = e.unary("floor", iy);
+    ValueId tx = e.sub(ix, fx), ty = e.sub(iy, fy);
+    ValueId ux = e.rsub_s(1, tx), uy = e.rsub_s(1, ty);
+    ValueId x0 = f64(fx), y0 = f64(fy), x1 = e.add_s(x0, 1), y1 = e.add_s(y0, 1);
+    acc(tap(y0, x0, e.mul(ux, uy)));
+    acc(tap(y0, x1, e.mul(tx, uy)));
+    acc(tap(y1, x0, e.mul(ux, ty)));
+    acc(tap(y1, x1, e.mul(tx, ty)));
+  } else {
+    ValueId fx = e.unary("floor", ix), fy = e.unary("floor", iy);
+    const double A = -0.75;
+    auto c1 = [&](ValueId z) {
+      return e.add_s(e.mul(e.mul(e.add_s(e.mul_s(z, A + 2), -(A + 3)), z), z), 1);
+    };
+    auto c2 = [&](ValueId z) {
+      return e.add_s(e.mul(e.add_s(e.mul(e.add_s(e.mul_s(z, A), -5 * A), z), 8 * A), z), -4 * A);
+    };
+    auto coeffs = [&](ValueId t) {
+      ValueId omt = e.rsub_s(1, t);
+      return std::vector<ValueId>{c2(e.add_s(t, 1)), c1(t), c1(omt), c2(e.add_s(omt, 1))};
+    };
+    std::vector<ValueId> wx = coeffs(e.sub(ix, fx)), wy = coeffs(e.sub(iy, fy));
+    auto at = [&](ValueId fl, int j, int64_t size) {
+      return f64(e.unary("trunc", padded(e.add_s(fl, double(j - 1)), size)));
+    };
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        acc(tap(at(fy, i, H), at(fx, j, W), e.mul(wy[size_t(i)], wx[size_t(j)])));
+  }
+  return {e.permute(r, {0, 3, 1, 2})};
 }
 
 std::vector<ValueId> layer_norm_to_native(Emit& e, const DNode& d) {
@@ -1068,10 +1229,17 @@ const OpTable<DecompFn>::Row kAutogradForms[] = {
     {OpId::replication_pad1d, separable},
     {OpId::replication_pad2d, separable},
     {OpId::replication_pad3d, separable},
+    {OpId::grid_sampler_2d, grid_sampler_taps},
+    {OpId::upsample_bicubic2d, separable},
+    {OpId::upsample_bicubic2d_vec, separable},
     {OpId::upsample_bilinear2d, separable},
     {OpId::upsample_bilinear2d_vec, separable},
+    {OpId::upsample_linear1d, separable},
+    {OpId::upsample_linear1d_vec, separable},
     {OpId::upsample_nearest2d, separable},
     {OpId::upsample_nearest2d_vec, separable},
+    {OpId::upsample_trilinear3d, separable},
+    {OpId::upsample_trilinear3d_vec, separable},
 };
 
 const OpTable<DecompFn>& decomposition_table() {

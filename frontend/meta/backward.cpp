@@ -1,8 +1,9 @@
 // Meta functions of the backward ops of the core ATen opset that exported backward graphs
-// contain: avg_pool2d_backward, max_pool2d_with_indices_backward, _adaptive_avg_pool2d_backward
-// (each the input's sizes, in grad_output's dtype), embedding_dense_backward, and
-// native_layer_norm_backward / native_group_norm_backward (grad_input like the input, grad_weight
-// and grad_bias shaped like the affine parameters).
+// contain: avg_pool2d_backward, avg_pool3d_backward, adaptive_max_pool2d/3d_backward,
+// _cdist_backward, max_pool2d_with_indices_backward,
+// _adaptive_avg_pool2d_backward (each the input's sizes, in grad_output's dtype),
+// embedding_dense_backward, and native_layer_norm_backward / native_group_norm_backward (grad_input
+// like the input, grad_weight and grad_bias shaped like the affine parameters).
 #include "frontend/meta/meta_util.h"
 #include "frontend/resample.h"
 
@@ -50,6 +51,82 @@ Metas avg_pool2d_backward(const Graph& g, const Node& n) {
   if (x.dim() != 3 && x.dim() != 4)
     c.fail("expected a 3D or 4D (batch mode) 'self', but " + c.desc("self"));
   return pool2d_grad(c, pooled(c, k, s, c.ints_n("padding", 2), {1, 1}, c.bool_("ceil_mode")));
+}
+
+// avg_pool3d_backward: self (N,)C,D,H,W; grad_output the pooled sizes of its last three dims.
+Metas avg_pool3d_backward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Sizes k = c.ints_n("kernel_size", 3);
+  Sizes s = c.ints("stride").empty() ? k : c.ints_n("stride", 3);
+  Sizes p = c.ints_n("padding", 3);
+  if (c.has("divisor_override") && c.int_("divisor_override") == 0)
+    c.fail("avg_pool3d_backward: divisor must be not zero");
+  const TensorMeta& x = c.tensor("self");
+  const TensorMeta& go = c.tensor("grad_output");
+  if (x.dim() != 4 && x.dim() != 5)
+    c.fail("expected a 4D or 5D (batch mode) 'self', but " + c.desc("self"));
+  Sizes want(x.sizes.begin(), x.sizes.end() - 3);
+  for (size_t i = 0; i < 3; ++i) {
+    if (k[i] <= 0 || s[i] <= 0 || p[i] < 0 || p[i] > k[i] / 2)
+      c.fail("bad pooling parameters: kernel_size " + join(k) + ", stride " + join(s) +
+             ", padding " + join(p));
+    want.push_back(resample::pool_out_size(x.sizes[x.sizes.size() - 3 + i], k[i], p[i], s[i], 1,
+                                           c.bool_("ceil_mode")));
+  }
+  if (go.sizes != want)
+    c.fail("'grad_output' must have the pooled output's sizes " + join(want) + ", but " +
+           c.desc("grad_output"));
+  if (!is_floating(go.dtype))
+    c.fail("'grad_output' must be floating point, but " + c.desc("grad_output"));
+  return {make(go.dtype, x.sizes, x.device)};
+}
+
+// adaptive_max_pool2d_backward / 3d: self's sizes in grad_output's dtype; indices like grad_output.
+Metas adaptive_max_pool_backward(const Graph& g, const Node& n, size_t sp) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const TensorMeta& go = c.tensor("grad_output");
+  const TensorMeta& idx = c.tensor("indices");
+  if (x.dim() != int64_t(sp) + 1 && x.dim() != int64_t(sp) + 2)
+    c.fail("expected a " + std::to_string(sp + 1) + "D or " + std::to_string(sp + 2) +
+           "D (batch mode) 'self', but " + c.desc("self"));
+  if (go.dim() != x.dim() ||
+      !std::equal(x.sizes.begin(), x.sizes.end() - int64_t(sp), go.sizes.begin()))
+    c.fail("'grad_output' must have self's leading dims, but " + c.desc("grad_output") + " and " +
+           c.desc("self"));
+  if (idx.dtype != DType::I64) c.fail("'indices' must be i64, but " + c.desc("indices"));
+  if (idx.sizes != go.sizes)
+    c.fail("'indices' must have grad_output's sizes, but " + c.desc("indices") + " and " +
+           c.desc("grad_output"));
+  if (!is_floating(go.dtype))
+    c.fail("'grad_output' must be floating point, but " + c.desc("grad_output"));
+  return {make(go.dtype, x.sizes, x.device)};
+}
+Metas adaptive_max_pool2d_backward(const Graph& g, const Node& n) {
+  return adaptive_max_pool_backward(g, n, 2);
+}
+Metas adaptive_max_pool3d_backward(const Graph& g, const Node& n) {
+  return adaptive_max_pool_backward(g, n, 3);
+}
+
+// _cdist_backward: the gradient of x1 (x1's sizes, grad's dtype).
+Metas cdist_backward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& gr = c.tensor("grad");
+  const TensorMeta& x1 = c.tensor("x1");
+  const TensorMeta& x2 = c.tensor("x2");
+  const TensorMeta& d = c.tensor("cdist");
+  if (x1.dim() < 2 || x2.dim() < 2 || x1.sizes.back() != x2.sizes.back())
+    c.fail("_cdist_backward: x1 and x2 must be at least 2-D with the same last dim, but " +
+           c.desc("x1") + " and " + c.desc("x2"));
+  if (gr.sizes != d.sizes || gr.dim() < 2 ||
+      gr.sizes[gr.sizes.size() - 2] != x1.sizes[x1.sizes.size() - 2] ||
+      gr.sizes.back() != x2.sizes[x2.sizes.size() - 2])
+    c.fail("_cdist_backward: grad and cdist must be the distances' sizes, but " + c.desc("grad") +
+           " and " + c.desc("cdist"));
+  if (!is_floating(gr.dtype))
+    c.fail("_cdist_backward: grad must be floating point, but " + c.desc("grad"));
+  return {make(gr.dtype, x1.sizes, x1.device)};
 }
 
 Metas max_pool2d_with_indices_backward(const Graph& g, const Node& n) {
@@ -153,7 +230,11 @@ Metas native_group_norm_backward(const Graph& g, const Node& n) {
 
 const OpTable<MetaFn>::Row kBackwardMeta[] = {
     {OpId::_adaptive_avg_pool2d_backward, guarded<adaptive_avg_pool2d_backward>},
+    {OpId::_cdist_backward, guarded<cdist_backward>},
+    {OpId::adaptive_max_pool2d_backward, guarded<adaptive_max_pool2d_backward>},
+    {OpId::adaptive_max_pool3d_backward, guarded<adaptive_max_pool3d_backward>},
     {OpId::avg_pool2d_backward, guarded<avg_pool2d_backward>},
+    {OpId::avg_pool3d_backward, guarded<avg_pool3d_backward>},
     {OpId::embedding_dense_backward, guarded<embedding_dense_backward>},
     {OpId::max_pool2d_with_indices_backward, guarded<max_pool2d_with_indices_backward>},
     {OpId::native_group_norm_backward, guarded<native_group_norm_backward>},

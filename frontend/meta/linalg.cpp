@@ -1,8 +1,10 @@
 // Meta functions of linear algebra, convolution and attention: mm, bmm, addmm, matmul, linear,
-// convolution and conv2d, scaled_dot_product_attention. Matrix products are contiguous;
-// convolutions keep channels_last inputs channels_last; the fused CPU attention kernel returns
-// empty_like(query).
+// convolution and conv2d, scaled_dot_product_attention, _cdist_forward,
+// _pdist_forward, im2col and col2im. Matrix products are
+// contiguous; convolutions keep channels_last inputs channels_last; the fused CPU attention kernel
+// returns empty_like(query).
 #include "frontend/meta/meta_util.h"
+#include "frontend/resample.h"
 
 namespace fxc::meta_detail {
 namespace {
@@ -331,12 +333,123 @@ Metas sdpa(const Graph& g, const Node& n) {
   return {make(q.dtype, out, q.device)};
 }
 
+// _cdist_forward: x1 (..., P, M) and x2 (..., R, M), batch dims broadcast -> (..., P, R).
+Metas cdist_forward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x1 = c.tensor("x1");
+  const TensorMeta& x2 = c.tensor("x2");
+  if (x1.dim() < 2) c.fail("cdist only supports at least 2D tensors, X1 got: " + c.desc("x1"));
+  if (x2.dim() < 2) c.fail("cdist only supports at least 2D tensors, X2 got: " + c.desc("x2"));
+  if (x1.sizes.back() != x2.sizes.back())
+    c.fail("X1 and X2 must have the same number of columns, but " + c.desc("x1") + " and " +
+           c.desc("x2"));
+  if (!is_floating(x1.dtype) || x1.dtype != x2.dtype)
+    c.fail("cdist only supports floating-point dtypes of the same type, but " + c.desc("x1") +
+           " and " + c.desc("x2"));
+  double p = c.float_("p");
+  if (!(p >= 0)) c.fail("cdist only supports non-negative p values, got " + std::to_string(p));
+  Sizes b1(x1.sizes.begin(), x1.sizes.end() - 2), b2(x2.sizes.begin(), x2.sizes.end() - 2);
+  Sizes out = broadcast_shapes(b1, b2);
+  out.push_back(x1.sizes[x1.sizes.size() - 2]);
+  out.push_back(x2.sizes[x2.sizes.size() - 2]);
+  c.check_sizes(out);
+  return {make(x1.dtype, out, x1.device)};
+}
+
+// _pdist_forward: the distances between the rows of a 2-D input, pairs i < j in row-major order.
+Metas pdist_forward(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() != 2) c.fail("pdist only supports 2D tensors, got: " + c.desc("self"));
+  if (!is_floating(x.dtype))
+    c.fail("pdist only supports floating-point dtypes, but " + c.desc("self"));
+  double p = c.float_("p");
+  if (!(p >= 0)) c.fail("pdist only supports non-negative p values, got " + std::to_string(p));
+  int64_t N = x.sizes[0];
+  return {make(x.dtype, {N > 1 ? N * (N - 1) / 2 : 0}, x.device)};
+}
+
+// The sliding-block geometry of im2col/col2im over spatial sizes (H, W): blocks per dim, with
+// PyTorch's argument checks (Im2Col.cpp's im2col_shape_check / col2im_shape_check).
+Sizes sliding_blocks(const Ctx& c, int64_t H, int64_t W) {
+  Sizes k = c.ints_n("kernel_size", 2), d = c.ints_n("dilation", 2), p = c.ints_n("padding", 2),
+        s = c.ints_n("stride", 2);
+  if (k[0] <= 0 || k[1] <= 0)
+    c.fail("kernel size should be greater than zero, but got kernel_size " + join(k));
+  if (d[0] <= 0 || d[1] <= 0)
+    c.fail("dilation should be greater than zero, but got dilation " + join(d));
+  if (p[0] < 0 || p[1] < 0) c.fail("padding should be non-negative, but got padding " + join(p));
+  if (s[0] <= 0 || s[1] <= 0)
+    c.fail("stride should be greater than zero, but got stride " + join(s));
+  Sizes out;
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = i == 0 ? H : W;
+    out.push_back(resample::pool_out_size(in, k[size_t(i)], p[size_t(i)], s[size_t(i)],
+                                          d[size_t(i)], false)); // div_rtn, as PyTorch
+  }
+  if (out[0] < 1 || out[1] < 1)
+    c.fail("given an input with spatial size (" + std::to_string(H) + ", " + std::to_string(W) +
+           "), the array of sliding blocks is (" + std::to_string(out[0]) + ", " +
+           std::to_string(out[1]) + "), but its components must be at least one");
+  return out;
+}
+
+// im2col: (N,) C, H, W -> (N,) C * kh * kw, L.
+Metas im2col(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() != 3 && x.dim() != 4)
+    c.fail("expected a 3D or 4D (batch mode) tensor for input, but " + c.desc("self"));
+  int64_t H = x.sizes[size_t(x.dim() - 2)], W = x.sizes[size_t(x.dim() - 1)];
+  if (x.sizes[size_t(x.dim() - 3)] == 0 || H == 0 || W == 0)
+    c.fail("expected non-empty non-batch dimensions, but " + c.desc("self"));
+  Sizes b = sliding_blocks(c, H, W), k = c.ints_n("kernel_size", 2);
+  Sizes out(x.sizes.begin(), x.sizes.end() - 3);
+  out.push_back(x.sizes[size_t(x.dim() - 3)] * k[0] * k[1]);
+  out.push_back(b[0] * b[1]);
+  c.check_sizes(out);
+  return {make(x.dtype, out, x.device)};
+}
+
+// col2im: (N,) C * kh * kw, L -> (N,) C, H, W with (H, W) = output_size.
+Metas col2im(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  if (x.dim() != 2 && x.dim() != 3)
+    c.fail("expected a 2D or 3D (batch mode) tensor for input, but " + c.desc("self"));
+  Sizes os = c.ints_n("output_size", 2), k = c.ints_n("kernel_size", 2);
+  if (os.size() != 2 || os[0] <= 0 || os[1] <= 0)
+    c.fail("output_size must be two positive ints, got " + join(c.ints("output_size")));
+  Sizes b = sliding_blocks(c, os[0], os[1]);
+  int64_t ck = x.sizes[size_t(x.dim() - 2)], L = x.sizes[size_t(x.dim() - 1)];
+  if (ck == 0 || ck % (k[0] * k[1]) != 0)
+    c.fail("expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+           "but " +
+           c.desc("self"));
+  if (L != b[0] * b[1])
+    c.fail("given output_size " + join(os) + ", the input's last dim must be " +
+           std::to_string(b[0] * b[1]) + " sliding blocks, but " + c.desc("self"));
+  Sizes out(x.sizes.begin(), x.sizes.end() - 2);
+  out.insert(out.end(), {ck / (k[0] * k[1]), os[0], os[1]});
+  c.check_sizes(out);
+  return {make(x.dtype, out, x.device)};
+}
+
 const OpTable<MetaFn>::Row kLinalgMeta[] = {
-    {OpId::addmm, guarded<addmm>},   {OpId::bmm, guarded<bmm>},
-    {OpId::conv1d, guarded<conv1d>}, {OpId::conv2d, guarded<conv2d>},
-    {OpId::conv3d, guarded<conv3d>}, {OpId::convolution, guarded<convolution>},
-    {OpId::linear, guarded<linear>}, {OpId::matmul, guarded<matmul>},
-    {OpId::mm, guarded<mm>},         {OpId::scaled_dot_product_attention, guarded<sdpa>},
+    {OpId::_cdist_forward, guarded<cdist_forward>},
+    {OpId::_pdist_forward, guarded<pdist_forward>},
+    {OpId::col2im, guarded<col2im>},
+    {OpId::im2col, guarded<im2col>},
+    {OpId::addmm, guarded<addmm>},
+    {OpId::bmm, guarded<bmm>},
+    {OpId::conv1d, guarded<conv1d>},
+    {OpId::conv2d, guarded<conv2d>},
+    {OpId::conv3d, guarded<conv3d>},
+    {OpId::convolution, guarded<convolution>},
+    {OpId::linear, guarded<linear>},
+    {OpId::matmul, guarded<matmul>},
+    {OpId::mm, guarded<mm>},
+    {OpId::scaled_dot_product_attention, guarded<sdpa>},
 };
 
 } // namespace

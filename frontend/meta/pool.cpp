@@ -1,5 +1,6 @@
 // Meta functions of pooling: max_pool2d/3d (with and without indices), adaptive_avg_pool1d/2d/3d,
-// with PyTorch's output-size rules (padding, dilation, ceil mode) and channels_last layouts.
+// with PyTorch's output-size rules (padding, dilation, ceil mode) and channels_last layouts;
+// upsampling (nearest, linear 1-D/2-D/3-D, bicubic) and grid_sampler_2d.
 #include "frontend/meta/meta_util.h"
 #include "frontend/resample.h"
 
@@ -110,10 +111,11 @@ Metas max_pool3d_with_indices(const Graph& g, const Node& n) {
 }
 
 // adaptive_avg_pool1d/3d: `sp` spatial dims after one or two leading dims (PyTorch's checks).
-Metas adaptive_avg_pool_nd(const Graph& g, const Node& n, size_t sp) {
+Metas adaptive_avg_pool_nd(const Graph& g, const Node& n, size_t sp, bool max = false) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
-  const std::string name = "adaptive_avg_pool" + std::to_string(sp) + "d";
+  const std::string name =
+      std::string(max ? "adaptive_max_pool" : "adaptive_avg_pool") + std::to_string(sp) + "d";
   const Sizes& os0 = c.ints("output_size");
   if (os0.size() != sp)
     c.fail(name + ": output_size must be " + std::to_string(sp) + " ints, got " + join(os0));
@@ -129,7 +131,18 @@ Metas adaptive_avg_pool_nd(const Graph& g, const Node& n, size_t sp) {
              c.desc("self"));
   Sizes out(x.sizes.begin(), x.sizes.end() - int64_t(sp));
   out.insert(out.end(), os.begin(), os.end());
+  if (max) return {make(x.dtype, out, x.device), make(DType::I64, out, x.device)};
   return {make(x.dtype, out, x.device)};
+}
+// adaptive_max_pool1d/2d/3d: the values and their flat indices in the input's spatial dims.
+Metas adaptive_max_pool1d(const Graph& g, const Node& n) {
+  return adaptive_avg_pool_nd(g, n, 1, true);
+}
+Metas adaptive_max_pool2d(const Graph& g, const Node& n) {
+  return adaptive_avg_pool_nd(g, n, 2, true);
+}
+Metas adaptive_max_pool3d(const Graph& g, const Node& n) {
+  return adaptive_avg_pool_nd(g, n, 3, true);
 }
 Metas adaptive_avg_pool1d(const Graph& g, const Node& n) {
   return adaptive_avg_pool_nd(g, n, 1);
@@ -187,19 +200,74 @@ Metas avg_pool3d(const Graph& g, const Node& n) {
   return avg_pool(g, n, 3);
 }
 
-// upsample_nearest2d / _upsample_nearest_exact2d / upsample_bilinear2d, both overloads.
-Metas upsample2d(const Graph& g, const Node& n) {
+// upsample_nearest2d / _upsample_nearest_exact2d / upsample_bilinear2d / upsample_bicubic2d
+// (sp = 2), upsample_linear1d (sp = 1) and upsample_trilinear3d (sp = 3), both overloads.
+Metas upsample_nd(const Graph& g, const Node& n, size_t sp) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor(c.has_arg("input") ? "input" : "self");
-  if (x.dim() != 4)
-    c.fail("upsampling expects a 4D input (N, C, H, W), but the input is " + format_meta(x));
+  if (x.dim() != int64_t(sp) + 2)
+    c.fail("upsampling expects a " + std::to_string(sp + 2) + "D input (N, C, " +
+           (sp == 1   ? std::string("W")
+            : sp == 2 ? std::string("H, W")
+                      : std::string("D, H, W")) +
+           "), but the input is " + format_meta(x));
+  if (n.target.find("nearest") == std::string::npos && !is_floating(x.dtype))
+    c.fail("upsampling needs a floating-point input, but " + format_meta(x));
   resample::Upsample u;
-  std::string err = resample::upsample_args(n, {x.sizes[2], x.sizes[3]}, u);
+  std::string err = resample::upsample_args(n, Sizes(x.sizes.begin() + 2, x.sizes.end()), u);
   if (!err.empty()) c.fail(err);
-  Sizes out = {x.sizes[0], x.sizes[1], u.out[0], u.out[1]};
+  Sizes out = {x.sizes[0], x.sizes[1]};
+  out.insert(out.end(), u.out.begin(), u.out.end());
   c.check_sizes(out);
-  if (suggests_channels_last(x))
+  if (sp == 2 && suggests_channels_last(x))
     return {make_strided(x.dtype, out, channels_last_strides(out), x.device)};
+  return {make(x.dtype, out, x.device)};
+}
+Metas upsample1d(const Graph& g, const Node& n) {
+  return upsample_nd(g, n, 1);
+}
+Metas upsample2d(const Graph& g, const Node& n) {
+  return upsample_nd(g, n, 2);
+}
+Metas upsample3d(const Graph& g, const Node& n) {
+  return upsample_nd(g, n, 3);
+}
+
+// grid_sampler_2d: input (N, C, H, W) sampled at grid (N, Ho, Wo, 2) -> (N, C, Ho, Wo), with
+// PyTorch's checks (grid_sampler_checks in GridSampler.cpp).
+Metas grid_sampler_2d(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  const TensorMeta& grid = c.tensor("grid");
+  if (x.dtype != grid.dtype)
+    c.fail("grid_sampler(): expected input and grid to have same dtype, but " + c.desc("input") +
+           " and " + c.desc("grid"));
+  if (!is_floating(x.dtype))
+    c.fail("grid_sampler(): expected a floating-point input, but " + c.desc("input"));
+  if (x.dim() != 4 || grid.dim() != 4)
+    c.fail("grid_sampler(): expected 4D input and grid, but " + c.desc("input") + " and " +
+           c.desc("grid"));
+  if (x.sizes[0] != grid.sizes[0])
+    c.fail("grid_sampler(): expected grid and input to have same batch size, but " +
+           c.desc("input") + " and " + c.desc("grid"));
+  if (grid.sizes[3] != 2)
+    c.fail("grid_sampler(): expected grid to have size 2 in last dimension, but " + c.desc("grid"));
+  if (x.sizes[2] == 0 || x.sizes[3] == 0)
+    c.fail("grid_sampler(): expected input to have non-empty spatial dimensions, but " +
+           c.desc("input"));
+  if (x.device != grid.device)
+    c.fail("grid_sampler(): expected input and grid on the same device, but " + c.desc("input") +
+           " and " + c.desc("grid"));
+  int64_t mode = c.int_("interpolation_mode"), pad = c.int_("padding_mode");
+  if (mode < 0 || mode > 2)
+    c.fail("grid_sampler(): interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), "
+           "got " +
+           std::to_string(mode));
+  if (pad < 0 || pad > 2)
+    c.fail("grid_sampler(): padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got " +
+           std::to_string(pad));
+  Sizes out = {x.sizes[0], x.sizes[1], grid.sizes[1], grid.sizes[2]};
+  c.check_sizes(out);
   return {make(x.dtype, out, x.device)};
 }
 
@@ -211,6 +279,9 @@ const OpTable<MetaFn>::Row kPoolMeta[] = {
     {OpId::adaptive_avg_pool1d, guarded<adaptive_avg_pool1d>},
     {OpId::adaptive_avg_pool2d, guarded<adaptive_avg_pool2d>},
     {OpId::adaptive_avg_pool3d, guarded<adaptive_avg_pool3d>},
+    {OpId::adaptive_max_pool1d, guarded<adaptive_max_pool1d>},
+    {OpId::adaptive_max_pool2d, guarded<adaptive_max_pool2d>},
+    {OpId::adaptive_max_pool3d, guarded<adaptive_max_pool3d>},
     {OpId::avg_pool1d, guarded<avg_pool1d>},
     {OpId::avg_pool2d, guarded<avg_pool2d>},
     {OpId::avg_pool3d, guarded<avg_pool3d>},
@@ -218,10 +289,17 @@ const OpTable<MetaFn>::Row kPoolMeta[] = {
     {OpId::max_pool2d_with_indices, guarded<max_pool2d_with_indices>},
     {OpId::max_pool3d, guarded<max_pool3d>},
     {OpId::max_pool3d_with_indices, guarded<max_pool3d_with_indices>},
+    {OpId::grid_sampler_2d, guarded<grid_sampler_2d>},
+    {OpId::upsample_bicubic2d, guarded<upsample2d>},
+    {OpId::upsample_bicubic2d_vec, guarded<upsample2d>},
     {OpId::upsample_bilinear2d, guarded<upsample2d>},
     {OpId::upsample_bilinear2d_vec, guarded<upsample2d>},
     {OpId::upsample_nearest2d, guarded<upsample2d>},
+    {OpId::upsample_linear1d, guarded<upsample1d>},
+    {OpId::upsample_linear1d_vec, guarded<upsample1d>},
     {OpId::upsample_nearest2d_vec, guarded<upsample2d>},
+    {OpId::upsample_trilinear3d, guarded<upsample3d>},
+    {OpId::upsample_trilinear3d_vec, guarded<upsample3d>},
 };
 
 } // namespace

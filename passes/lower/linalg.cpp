@@ -1,7 +1,10 @@
 // Lowering rules of linear algebra and convolution: mm, addmm and linear as BLAS extern calls
 // (on CUDA, cuBLASLt with a folded bias, relu/gelu or residual-add epilogue), 2-D convolution as
-// im2col, a batched BLAS call and a pointwise bias epilogue (or cuDNN).
+// im2col, a batched BLAS call and a pointwise bias epilogue (or cuDNN); _cdist_forward as a
+// reduction over the feature dim, im2col as a gather and col2im as a sum over the kernel offsets.
 #include "passes/lower/lower_util.h"
+
+#include "frontend/resample.h"
 
 namespace fxc::lower_detail {
 namespace {
@@ -370,10 +373,169 @@ void lower_convolution(Lowerer& L, int n) {
                            {bias}));
 }
 
+/// _cdist_forward: a reduction over the feature dim of |x1 - x2| raised per p (a count for p = 0,
+/// a max for p = inf, |d|, d^2 or |d|^p), then the root; batch dims broadcast by index.
+void lower_cdist(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x1 = L.input(n, "x1");
+  LVal& x2 = L.input(n, "x2");
+  const TensorMeta& m = L.out_meta(n);
+  const double p = nd.arg("p").f;
+  const size_t R = m.sizes.size();
+  if (R < 2 || x1.sizes.size() < 2 || x2.sizes.size() < 2 || !(p >= 0)) {
+    L.fallback(n, "_cdist_forward arguments not lowered");
+    return;
+  }
+  const int64_t M = x1.sizes.back();
+  const DType acc = accumulate_type(m.dtype);
+  std::vector<int64_t> in_sizes = m.sizes;
+  in_sizes.push_back(M);
+  // The operand's element for output batch index idx[..R-2], row `row`, feature `k`.
+  auto at = [&](LVal& x, const auto& idx, const IndexExpr& row, const IndexExpr& k) {
+    std::vector<IndexExpr> i;
+    size_t kb = x.sizes.size() - 2, ob = R - 2;
+    for (size_t d = 0; d < kb; ++d) i.push_back(x.sizes[d] == 1 ? IndexExpr(0) : idx[ob - kb + d]);
+    i.push_back(row);
+    i.push_back(k);
+    return v_cast(L.at(x, i), acc);
+  };
+  const bool inf = std::isinf(p);
+  auto term = [&](auto& idx) {
+    VPtr d = v_unary(VOp::Abs, v_binary(VOp::Sub, at(x1, idx, idx[R - 2], idx[R]),
+                                        at(x2, idx, idx[R - 1], idx[R])));
+    if (p == 0) return v_cast(v_binary(VOp::Ne, d, v_const(0, acc)), acc);
+    if (inf || p == 1) return d;
+    if (p == 2) return v_binary(VOp::Mul, d, d);
+    return v_binary(VOp::Pow, d, v_const(p, acc));
+  };
+  LVal r = L.reduce(n, inf ? ReduceOp::Max : ReduceOp::Sum, acc, in_sizes, {int64_t(R)}, term,
+                    {&x1, &x2});
+  LVal flat = L.reshape(r, m.sizes);
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             VPtr v = L.at(flat, idx);
+                             if (inf)
+                               v = v_binary(VOp::Max, v, v_const(0, acc));
+                             else if (p == 2)
+                               v = v_unary(VOp::Sqrt, v);
+                             else if (p != 0 && p != 1)
+                               v = v_binary(VOp::Pow, v, v_const(1 / p, acc));
+                             return v_cast(v, m.dtype);
+                           },
+                           {&flat}));
+}
+
+/// im2col/col2im's kernel_size, dilation, padding and stride (two each) and blocks per dim.
+struct Blocks {
+  std::vector<int64_t> k, d, p, s;
+  int64_t oh = 0, ow = 0;
+};
+bool blocks_of(const Node& nd, int64_t H, int64_t W, Blocks& b) {
+  auto two = [&](const char* name) {
+    auto v = nd.arg(name).ints;
+    return v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
+  };
+  b.k = two("kernel_size"), b.d = two("dilation"), b.p = two("padding"), b.s = two("stride");
+  if (b.k.size() != 2 || b.d.size() != 2 || b.p.size() != 2 || b.s.size() != 2) return false;
+  if (b.s[0] <= 0 || b.s[1] <= 0) return false;
+  b.oh = resample::pool_out_size(H, b.k[0], b.p[0], b.s[0], b.d[0], false);
+  b.ow = resample::pool_out_size(W, b.k[1], b.p[1], b.s[1], b.d[1], false);
+  return b.oh > 0 && b.ow > 0;
+}
+
+/// im2col: a pointwise gather; row r = (c * kh + i) * kw + j and block l = oh * OW + ow read
+/// x[c, oh*sh - ph + i*dh, ow*sw - pw + j*dw], 0 in the padding.
+void lower_im2col(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  Blocks b;
+  if (x.sizes.size() < 3 || !blocks_of(nd, x.sizes[x.sizes.size() - 2], x.sizes.back(), b)) {
+    L.fallback(n, "im2col arguments not lowered");
+    return;
+  }
+  const size_t lead = x.sizes.size() - 3;
+  const int64_t H = x.sizes[lead + 1], W = x.sizes[lead + 2];
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             const IndexExpr &r = idx[lead], &l = idx[lead + 1];
+                             IndexExpr ch = r.floordiv(b.k[0] * b.k[1]),
+                                       i = r.floordiv(b.k[1]).mod(b.k[0]), j = r.mod(b.k[1]);
+                             IndexExpr h =
+                                 l.floordiv(b.ow) * b.s[0] - IndexExpr(b.p[0]) + i * b.d[0];
+                             IndexExpr w = l.mod(b.ow) * b.s[1] - IndexExpr(b.p[1]) + j * b.d[1];
+                             IndexExpr hc = clamped(h, H), wc = clamped(w, W);
+                             std::vector<IndexExpr> at(idx.begin(), idx.begin() + long(lead));
+                             at.insert(at.end(), {ch, hc, wc});
+                             VPtr v = L.at(x, at), inside;
+                             if (!(hc == h))
+                               inside = v_binary(VOp::And, index_ge(h, 0), index_lt(h, H));
+                             if (!(wc == w)) {
+                               VPtr ok = v_binary(VOp::And, index_ge(w, 0), index_lt(w, W));
+                               inside = inside ? v_binary(VOp::And, inside, ok) : ok;
+                             }
+                             return inside ? v_where(inside, v, v_const(0, v->dtype)) : v;
+                           },
+                           {&x}));
+}
+
+/// col2im: a sum over the kernel offsets (i, j); offset (i, j) of pixel (h, w) reads block
+/// ((h + ph - i*dh) / sh, (w + pw - j*dw) / sw) where that divides exactly and lies in range.
+void lower_col2im(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  Blocks b;
+  if (m.sizes.size() < 3 || !blocks_of(nd, m.sizes[m.sizes.size() - 2], m.sizes.back(), b)) {
+    L.fallback(n, "col2im arguments not lowered");
+    return;
+  }
+  const size_t R = m.sizes.size(), lead = R - 3;
+  const DType acc = accumulate_type(m.dtype);
+  std::vector<int64_t> in_sizes = m.sizes;
+  in_sizes.insert(in_sizes.end(), {b.k[0], b.k[1]});
+  auto c64 = [](int64_t v) { return v_const(double(v), DType::I64); };
+  // The block index along one dim for pixel + pad - offset * dil, and whether it is one.
+  auto block = [&](const IndexExpr& e, int64_t stride, int64_t blocks, VPtr& ok) {
+    VPtr v = i64(e);
+    VPtr q = stride == 1 ? v : v_binary(VOp::FloorDivide, v, c64(stride));
+    ok = v_binary(VOp::And, v_binary(VOp::Ge, v, c64(0)), v_binary(VOp::Lt, q, c64(blocks)));
+    if (stride != 1)
+      ok = v_binary(VOp::And, ok,
+                    v_binary(VOp::Eq, v_binary(VOp::Remainder, v, c64(stride)), c64(0)));
+    return IndexExpr::indirect(q, blocks);
+  };
+  auto term = [&](auto& idx) {
+    const IndexExpr &ch = idx[lead], &h = idx[lead + 1], &w = idx[lead + 2], &i = idx[R],
+                    &j = idx[R + 1];
+    VPtr okh, okw;
+    IndexExpr oh = block(h + IndexExpr(b.p[0]) - i * b.d[0], b.s[0], b.oh, okh);
+    IndexExpr ow = block(w + IndexExpr(b.p[1]) - j * b.d[1], b.s[1], b.ow, okw);
+    std::vector<IndexExpr> at(idx.begin(), idx.begin() + long(lead));
+    at.push_back(ch * (b.k[0] * b.k[1]) + i * b.k[1] + j);
+    at.push_back(oh * b.ow + ow);
+    VPtr v = v_cast(L.at(x, at), acc);
+    return v_where(v_binary(VOp::And, okh, okw), v, v_const(0, acc));
+  };
+  LVal r = L.reduce(n, ReduceOp::Sum, acc, in_sizes, {int64_t(R), int64_t(R + 1)}, term, {&x});
+  LVal flat = L.reshape(r, m.sizes);
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) { return v_cast(L.at(flat, idx), m.dtype); }, {&flat}));
+}
+
 const OpTable<LowerFn>::Row kLinalgRules[] = {
-    {OpId::addmm, lower_addmm},        {OpId::bmm, lower_mm},
-    {OpId::conv2d, lower_convolution}, {OpId::convolution, lower_convolution},
-    {OpId::linear, lower_linear},      {OpId::mm, lower_mm},
+    {OpId::_cdist_forward, lower_cdist},
+    {OpId::addmm, lower_addmm},
+    {OpId::bmm, lower_mm},
+    {OpId::col2im, lower_col2im},
+    {OpId::conv2d, lower_convolution},
+    {OpId::convolution, lower_convolution},
+    {OpId::im2col, lower_im2col},
+    {OpId::linear, lower_linear},
+    {OpId::mm, lower_mm},
 };
 
 } // namespace

@@ -1,5 +1,6 @@
 // Lowering rules of pooling: max_pool2d (padding, dilation, ceil mode) as a reduction over the
-// window, on the host and the device.
+// window, avg pooling, upsampling (nearest, linear 1-D/2-D/3-D, bicubic) and grid_sampler_2d as
+// pointwise buffers of indirect loads, on the host and the device.
 #include "passes/lower/lower_util.h"
 
 #include "frontend/resample.h"
@@ -155,88 +156,214 @@ void lower_avg_pool(Lowerer& L, int n) {
                            {&flat}));
 }
 
-/// upsample_nearest2d, _upsample_nearest_exact2d, upsample_bilinear2d: loads at source indices
-/// computed in float from the output index (PyTorch's formulas, resample.h), as indirect indices.
+/// Upsampling over the last 1-3 dims (nearest, nearest-exact, linear, bicubic): each output
+/// position of a dim reads taps (1, 2 or 4 source indices, indirect and computed in float from the
+/// output index with PyTorch's formulas, resample.h) with weights; the value is the weighted sum
+/// over the taps of every dim, innermost dim first, as the reference kernel sums.
 void lower_upsample(Lowerer& L, int n) {
   const Node& nd = L.node(n);
   LVal& x = L.input(n, nd.schema->index_of("input") >= 0 ? "input" : "self");
   const TensorMeta& m = L.out_meta(n);
-  if (x.sizes.size() != 4) {
-    L.fallback(n, "upsample of a non-4-D input");
+  const std::string& t = nd.target;
+  const size_t sp = t.find("1d") != std::string::npos   ? 1
+                    : t.find("3d") != std::string::npos ? 3
+                                                        : 2;
+  if (x.sizes.size() != sp + 2 || m.sizes.size() != sp + 2) {
+    L.fallback(n, "upsample of an input of the wrong rank");
     return;
   }
-  int mode = nd.target.find("bilinear") != std::string::npos ? 2
-             : nd.target.find("exact") != std::string::npos  ? 1
-                                                             : 0;
+  const int mode = t.find("cubic") != std::string::npos    ? 3
+                   : t.find("linear") != std::string::npos ? 2
+                   : t.find("exact") != std::string::npos  ? 1
+                                                           : 0;
   resample::Upsample u;
-  if (!resample::upsample_args(nd, {x.sizes[2], x.sizes[3]}, u).empty()) {
+  std::vector<int64_t> in(x.sizes.begin() + 2, x.sizes.end());
+  if (!resample::upsample_args(nd, in, u).empty()) {
     L.fallback(n, "upsample arguments not lowered");
     return;
   }
   DType f = DType::F32, acc = m.dtype == DType::F64 ? DType::F64 : DType::F32;
-  DType ft = mode == 2 ? acc : f;
+  DType ft = mode >= 2 ? acc : f;
   auto fc = [&](double v) { return v_const(v, ft); };
+  auto add = [](VPtr a, VPtr b) { return v_binary(VOp::Add, a, b); };
+  auto mul = [](VPtr a, VPtr b) { return v_binary(VOp::Mul, a, b); };
+  auto sub = [](VPtr a, VPtr b) { return v_binary(VOp::Sub, a, b); };
   struct Axis {
-    IndexExpr i0, i1;
-    VPtr lam;
+    std::vector<IndexExpr> at;
+    std::vector<VPtr> w; // empty: a single tap of weight 1
   };
-  auto axis = [&](const IndexExpr& o, int64_t in, int64_t out, std::optional<double> sc) {
+  auto axis = [&](const IndexExpr& o, int64_t I, int64_t O, std::optional<double> sc) {
     Axis a;
-    if (mode != 2) {
-      if (mode == 0 && out == in) {
-        a.i0 = o;
-      } else if (mode == 0 && out == 2 * in) {
-        a.i0 = o.floordiv(2);
+    if (mode < 2) {
+      if (mode == 0 && O == I) {
+        a.at = {o};
+      } else if (mode == 0 && O == 2 * I) {
+        a.at = {o.floordiv(2)};
       } else {
-        float scale = resample::scales_value<float>(sc, in, out);
+        float scale = resample::scales_value<float>(sc, I, O);
         VPtr pos = v_index(o, f);
-        if (mode == 1) pos = v_binary(VOp::Add, pos, v_const(0.5, f));
-        VPtr src =
-            v_cast(v_unary(VOp::Floor, v_binary(VOp::Mul, pos, v_const(scale, f))), DType::I64);
-        a.i0 = IndexExpr::indirect(v_binary(VOp::Min, src, c64(in - 1)), in);
+        if (mode == 1) pos = add(pos, v_const(0.5, f));
+        VPtr src = v_cast(v_unary(VOp::Floor, mul(pos, v_const(scale, f))), DType::I64);
+        a.at = {IndexExpr::indirect(v_binary(VOp::Min, src, c64(I - 1)), I)};
       }
-      a.i1 = a.i0;
       return a;
     }
-    double scale = ft == DType::F64 ? resample::linear_scale<double>(in, out, u.align_corners, sc)
-                                    : resample::linear_scale<float>(in, out, u.align_corners, sc);
+    double scale = ft == DType::F64 ? resample::linear_scale<double>(I, O, u.align_corners, sc)
+                                    : resample::linear_scale<float>(I, O, u.align_corners, sc);
     VPtr pos = v_index(o, ft);
-    VPtr real;
-    if (u.align_corners) {
-      real = v_binary(VOp::Mul, fc(scale), pos);
-    } else {
-      real = v_binary(VOp::Sub, v_binary(VOp::Mul, fc(scale), v_binary(VOp::Add, pos, fc(0.5))),
-                      fc(0.5));
-      real = v_binary(VOp::Max, real, fc(0));
+    VPtr real =
+        u.align_corners ? mul(fc(scale), pos) : sub(mul(fc(scale), add(pos, fc(0.5))), fc(0.5));
+    if (mode == 2) {
+      if (!u.align_corners) real = v_binary(VOp::Max, real, fc(0));
+      VPtr i0 = v_binary(VOp::Min, v_cast(v_unary(VOp::Floor, real), DType::I64), c64(I - 1));
+      VPtr lam = sub(real, v_cast(i0, ft));
+      lam = v_binary(VOp::Min, v_binary(VOp::Max, lam, fc(0)), fc(1));
+      VPtr i1 = add(i0, v_cast(v_binary(VOp::Lt, i0, c64(I - 1)), DType::I64));
+      a.at = {IndexExpr::indirect(i0, I), IndexExpr::indirect(i1, I)};
+      a.w = {sub(fc(1), lam), lam};
+      return a;
     }
-    VPtr i0 = v_binary(VOp::Min, v_cast(v_unary(VOp::Floor, real), DType::I64), c64(in - 1));
-    VPtr lam = v_binary(VOp::Sub, real, v_cast(i0, ft));
-    a.lam = v_binary(VOp::Min, v_binary(VOp::Max, lam, fc(0)), fc(1));
-    VPtr i1 = v_binary(VOp::Add, i0, v_cast(v_binary(VOp::Lt, i0, c64(in - 1)), DType::I64));
-    a.i0 = IndexExpr::indirect(i0, in);
-    a.i1 = IndexExpr::indirect(i1, in);
+    // Bicubic: taps floor(real) - 1 .. + 2, clamped into the dim (indirect indices clamp), with
+    // get_cubic_upsample_coefficients' weights of the fraction.
+    VPtr fl = v_unary(VOp::Floor, real);
+    VPtr i0 = v_cast(fl, DType::I64);
+    VPtr tt = sub(real, fl);
+    const double A = -0.75;
+    auto c1 = [&](VPtr z) { return add(mul(mul(sub(mul(fc(A + 2), z), fc(A + 3)), z), z), fc(1)); };
+    auto c2 = [&](VPtr z) {
+      return sub(mul(add(mul(sub(mul(fc(A), z), fc(5 * A)), z), fc(8 * A)), z), fc(4 * A));
+    };
+    VPtr omt = sub(fc(1), tt);
+    a.w = {c2(add(tt, fc(1))), c1(tt), c1(omt), c2(add(omt, fc(1)))};
+    for (int j = 0; j < 4; ++j) a.at.push_back(IndexExpr::indirect(add(i0, c64(j - 1)), I));
     return a;
   };
   L.set_output(n, 0,
                L.pointwise(n, m.dtype, m.sizes,
                            [&](auto& idx) {
-                             Axis h = axis(idx[2], x.sizes[2], m.sizes[2], u.scale[0]);
-                             Axis w = axis(idx[3], x.sizes[3], m.sizes[3], u.scale[1]);
-                             if (mode != 2)
-                               return v_cast(L.at(x, {idx[0], idx[1], h.i0, w.i0}), m.dtype);
-                             auto ld = [&](const IndexExpr& a, const IndexExpr& b) {
-                               return v_cast(L.at(x, {idx[0], idx[1], a, b}), ft);
+                             std::vector<Axis> ax;
+                             for (size_t d = 0; d < sp; ++d)
+                               ax.push_back(axis(idx[2 + d], in[d], u.out[d], u.scale[d]));
+                             std::vector<IndexExpr> at = {idx[0], idx[1]};
+                             auto sum = [&](auto& self, size_t d) -> VPtr {
+                               if (d == sp) return mode < 2 ? L.at(x, at) : v_cast(L.at(x, at), ft);
+                               VPtr r;
+                               for (size_t k = 0; k < ax[d].at.size(); ++k) {
+                                 at.push_back(ax[d].at[k]);
+                                 VPtr v = self(self, d + 1);
+                                 at.pop_back();
+                                 if (!ax[d].w.empty()) v = mul(ax[d].w[k], v);
+                                 r = r ? add(r, v) : v;
+                               }
+                               return r;
                              };
-                             auto lerp = [&](VPtr a, VPtr b, VPtr t) {
-                               return v_binary(VOp::Add,
-                                               v_binary(VOp::Mul, v_binary(VOp::Sub, fc(1), t), a),
-                                               v_binary(VOp::Mul, t, b));
-                             };
-                             VPtr top = lerp(ld(h.i0, w.i0), ld(h.i0, w.i1), w.lam);
-                             VPtr bot = lerp(ld(h.i1, w.i0), ld(h.i1, w.i1), w.lam);
-                             return v_cast(lerp(top, bot, h.lam), m.dtype);
+                             return v_cast(sum(sum, 0), m.dtype);
                            },
                            {&x}));
+}
+
+/// grid_sampler_2d: per output (n, c, h, w) the grid point (n, h, w) unnormalized and padded
+/// (border clips, reflection reflects then clips) in the input's opmath type, then the taps as
+/// indirect loads: bilinear the four neighbours, nearest the roundeven neighbour, bicubic the 4x4
+/// neighbours with each tap padded; taps outside the input read 0 (a select, the load clamped).
+void lower_grid_sampler(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "input");
+  LVal& grid = L.input(n, "grid");
+  const TensorMeta& m = L.out_meta(n);
+  const int64_t mode = nd.arg("interpolation_mode").i, pad = nd.arg("padding_mode").i;
+  const bool align = nd.arg("align_corners").b;
+  if (x.sizes.size() != 4 || grid.sizes.size() != 4 || mode < 0 || mode > 2 || pad < 0 || pad > 2) {
+    L.fallback(n, "grid_sampler_2d arguments not lowered");
+    return;
+  }
+  const int64_t H = x.sizes[2], W = x.sizes[3];
+  const DType ft = m.dtype == DType::F64 ? DType::F64 : DType::F32;
+  auto fc = [&](double v) { return v_const(v, ft); };
+  auto add = [](VPtr a, VPtr b) { return v_binary(VOp::Add, a, b); };
+  auto mul = [](VPtr a, VPtr b) { return v_binary(VOp::Mul, a, b); };
+  auto sub = [](VPtr a, VPtr b) { return v_binary(VOp::Sub, a, b); };
+  auto unnormalize = [&](VPtr g, int64_t size) {
+    return align ? mul(v_binary(VOp::Div, add(g, fc(1)), fc(2)), fc(double(size - 1)))
+                 : v_binary(VOp::Div, sub(mul(add(g, fc(1)), fc(double(size))), fc(1)), fc(2));
+  };
+  auto clip = [&](VPtr v, int64_t size) {
+    return v_binary(VOp::Min, fc(double(size - 1)), v_binary(VOp::Max, v, fc(0)));
+  };
+  auto reflect = [&](VPtr v, int64_t twice_low, int64_t twice_high) {
+    if (twice_low == twice_high) return fc(0);
+    double lo = double(twice_low) / 2, span = double(twice_high - twice_low) / 2;
+    VPtr a = v_unary(VOp::Abs, sub(v, fc(lo)));
+    VPtr extra = v_binary(VOp::Fmod, a, fc(span));
+    VPtr flips = v_unary(VOp::Floor, v_binary(VOp::Div, a, fc(span)));
+    VPtr even = v_binary(VOp::Eq, v_binary(VOp::Fmod, flips, fc(2)), fc(0));
+    return v_where(even, add(extra, fc(lo)), add(sub(fc(span), extra), fc(lo)));
+  };
+  auto padded = [&](VPtr v, int64_t size) {
+    if (pad == 1) return clip(v, size);
+    if (pad == 2)
+      return clip(align ? reflect(v, 0, 2 * (size - 1)) : reflect(v, -1, 2 * size - 1), size);
+    return v;
+  };
+  auto fn = [&](auto& idx) {
+    VPtr gx = v_cast(L.at(grid, {idx[0], idx[2], idx[3], IndexExpr(0)}), ft);
+    VPtr gy = v_cast(L.at(grid, {idx[0], idx[2], idx[3], IndexExpr(1)}), ft);
+    VPtr ix = unnormalize(gx, W), iy = unnormalize(gy, H);
+    if (mode != 2) ix = padded(ix, W), iy = padded(iy, H);
+    // The input at integer positions (yi, xi) (I64), 0 outside.
+    auto tap = [&](VPtr yi, VPtr xi) {
+      VPtr v = v_cast(
+          L.at(x, {idx[0], idx[1], IndexExpr::indirect(yi, H), IndexExpr::indirect(xi, W)}), ft);
+      VPtr ok = v_binary(
+          VOp::And,
+          v_binary(VOp::And, v_binary(VOp::Ge, yi, c64(0)), v_binary(VOp::Lt, yi, c64(H))),
+          v_binary(VOp::And, v_binary(VOp::Ge, xi, c64(0)), v_binary(VOp::Lt, xi, c64(W))));
+      return v_where(ok, v, fc(0));
+    };
+    VPtr r;
+    if (mode == 1) {
+      r = tap(v_cast(v_unary(VOp::Round, iy), DType::I64),
+              v_cast(v_unary(VOp::Round, ix), DType::I64));
+    } else if (mode == 0) {
+      VPtr fx = v_unary(VOp::Floor, ix), fy = v_unary(VOp::Floor, iy);
+      VPtr x0 = v_cast(fx, DType::I64), y0 = v_cast(fy, DType::I64);
+      VPtr x1 = add(x0, c64(1)), y1 = add(y0, c64(1));
+      VPtr tx = sub(ix, fx), ty = sub(iy, fy);
+      VPtr ux = sub(fc(1), tx), uy = sub(fc(1), ty);
+      r = add(add(add(mul(tap(y0, x0), mul(ux, uy)), mul(tap(y0, x1), mul(tx, uy))),
+                  mul(tap(y1, x0), mul(ux, ty))),
+              mul(tap(y1, x1), mul(tx, ty)));
+    } else {
+      VPtr fx = v_unary(VOp::Floor, ix), fy = v_unary(VOp::Floor, iy);
+      const double A = -0.75;
+      auto c1 = [&](VPtr z) {
+        return add(mul(mul(sub(mul(fc(A + 2), z), fc(A + 3)), z), z), fc(1));
+      };
+      auto c2 = [&](VPtr z) {
+        return sub(mul(add(mul(sub(mul(fc(A), z), fc(5 * A)), z), fc(8 * A)), z), fc(4 * A));
+      };
+      auto coeffs = [&](VPtr tt) {
+        VPtr omt = sub(fc(1), tt);
+        return std::vector<VPtr>{c2(add(tt, fc(1))), c1(tt), c1(omt), c2(add(omt, fc(1)))};
+      };
+      std::vector<VPtr> wx = coeffs(sub(ix, fx)), wy = coeffs(sub(iy, fy));
+      // Each tap's position padded, then truncated toward zero (PyTorch's static_cast).
+      auto at = [&](VPtr base, int j, int64_t size) {
+        return v_cast(v_unary(VOp::Trunc, padded(add(base, fc(double(j - 1))), size)), DType::I64);
+      };
+      for (int i = 0; i < 4; ++i) {
+        VPtr yi = at(fy, i, H), row;
+        for (int j = 0; j < 4; ++j) {
+          VPtr v = mul(wx[size_t(j)], tap(yi, at(fx, j, W)));
+          row = row ? add(row, v) : v;
+        }
+        VPtr v = mul(wy[size_t(i)], row);
+        r = r ? add(r, v) : v;
+      }
+    }
+    return v_cast(r, m.dtype);
+  };
+  L.set_output(n, 0, L.pointwise(n, m.dtype, m.sizes, fn, {&x, &grid}));
 }
 
 const OpTable<LowerFn>::Row kPoolRules[] = {
@@ -245,12 +372,19 @@ const OpTable<LowerFn>::Row kPoolRules[] = {
     {OpId::avg_pool1d, lower_avg_pool},
     {OpId::avg_pool2d, lower_avg_pool},
     {OpId::avg_pool3d, lower_avg_pool},
+    {OpId::grid_sampler_2d, lower_grid_sampler},
     {OpId::max_pool2d, lower_max_pool2d},
     {OpId::max_pool2d_with_indices, lower_max_pool2d},
+    {OpId::upsample_bicubic2d, lower_upsample},
+    {OpId::upsample_bicubic2d_vec, lower_upsample},
     {OpId::upsample_bilinear2d, lower_upsample},
     {OpId::upsample_bilinear2d_vec, lower_upsample},
     {OpId::upsample_nearest2d, lower_upsample},
+    {OpId::upsample_linear1d, lower_upsample},
+    {OpId::upsample_linear1d_vec, lower_upsample},
     {OpId::upsample_nearest2d_vec, lower_upsample},
+    {OpId::upsample_trilinear3d, lower_upsample},
+    {OpId::upsample_trilinear3d_vec, lower_upsample},
 };
 
 } // namespace

@@ -1,7 +1,8 @@
 // Lowering rules of the pooling ops over any number of spatial dims that the 2-D rules of
 // pool.cpp do not cover: max_pool3d (with indices) as a max reduction over the window, and
 // adaptive average pooling (1-D, 2-D with windows that do not divide the input, 3-D) as a sum
-// over the largest window with the positions past each window's end masked out.
+// over the largest window with the positions past each window's end masked out, adaptive max
+// pooling (1-D to 3-D, with indices) as a max over it.
 #include "passes/lower/lower_util.h"
 
 #include "frontend/resample.h"
@@ -143,12 +144,86 @@ void lower_adaptive_avg_pool(Lowerer& L, int n) {
                   {&flat}));
 }
 
+/// adaptive_max_pool1d/2d/3d: a max (and argmax) reduction over the largest adaptive window, the
+/// positions past each window's end reading -inf (or the lowest integer); the index is the flat
+/// position in the input's spatial dims of the window's first max.
+void lower_adaptive_max_pool(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  LVal& x = L.input(n, "self");
+  const TensorMeta& m = L.out_meta(n);
+  const size_t sp = nd.target.find("1d") != std::string::npos   ? 1
+                    : nd.target.find("3d") != std::string::npos ? 3
+                                                                : 2;
+  if (m.sizes.size() != x.sizes.size() || x.sizes.size() < sp + 1) {
+    L.fallback(n, "adaptive_max_pool arguments not lowered");
+    return;
+  }
+  const size_t R = m.sizes.size(), lead = R - sp;
+  std::vector<int64_t> in_sizes = m.sizes, rdims, in(sp), out(sp), kmax(sp, 1);
+  for (size_t i = 0; i < sp; ++i) {
+    in[i] = x.sizes[lead + i];
+    out[i] = m.sizes[lead + i];
+    for (int64_t o = 0; o < out[i]; ++o)
+      kmax[i] = std::max(kmax[i], ((o + 1) * in[i] + out[i] - 1) / out[i] - (o * in[i]) / out[i]);
+    in_sizes.push_back(kmax[i]);
+    rdims.push_back(int64_t(R + i));
+  }
+  auto start = [&](const IndexExpr& o, size_t i) { return (o * in[i]).floordiv(out[i]); };
+  auto end = [&](const IndexExpr& o, size_t i) {
+    return (o * in[i] + IndexExpr(in[i] + out[i] - 1)).floordiv(out[i]);
+  };
+  const double lowest =
+      is_floating(m.dtype) ? -INFINITY : double(std::numeric_limits<int64_t>::min());
+  auto window = [&](auto& idx) {
+    std::vector<IndexExpr> at(idx.begin(), idx.begin() + long(lead));
+    VPtr inside;
+    for (size_t i = 0; i < sp; ++i) {
+      IndexExpr e = start(idx[lead + i], i) + idx[R + i];
+      at.push_back(clamped(e, in[i]));
+      if (kmax[i] == 1) continue;
+      VPtr ok =
+          v_binary(VOp::Lt, v_index(e, DType::I64), v_index(end(idx[lead + i], i), DType::I64));
+      inside = inside ? v_binary(VOp::And, inside, ok) : ok;
+    }
+    VPtr v = L.at(x, at);
+    return inside ? v_where(inside, v, v_const(lowest, v->dtype)) : v;
+  };
+  LVal r = L.reduce(n, ReduceOp::Max, m.dtype, in_sizes, rdims, window, {&x});
+  L.set_output(n, 0, L.reshape(r, m.sizes));
+  if (nd.outputs.size() < 2) return;
+  LVal pos = L.reduce(n, ReduceOp::ArgMax, m.dtype, in_sizes, rdims, window, {&x});
+  LVal flat = L.reshape(pos, m.sizes);
+  const TensorMeta& mi = L.out_meta(n, 1);
+  L.set_output(n, 1,
+               L.pointwise(n, DType::I64, m.sizes,
+                           [&](auto& idx) {
+                             VPtr a = L.at(flat, idx);
+                             int64_t inner = 1;
+                             for (size_t i = 1; i < sp; ++i) inner *= kmax[i];
+                             VPtr at;
+                             for (size_t i = 0; i < sp; ++i) {
+                               VPtr ki = v_binary(VOp::FloorDivide, a, c64(inner));
+                               a = v_binary(VOp::Sub, a, v_binary(VOp::Mul, ki, c64(inner)));
+                               if (i + 1 < sp) inner /= kmax[i + 1];
+                               VPtr pi = v_binary(VOp::Add,
+                                                  v_index(start(idx[lead + i], i), DType::I64), ki);
+                               at = at ? v_binary(VOp::Add, v_binary(VOp::Mul, at, c64(in[i])), pi)
+                                       : pi;
+                             }
+                             return v_cast(at, mi.dtype);
+                           },
+                           {&flat}));
+}
+
 const OpTable<LowerFn>::Row kPoolNdRules[] = {
     {OpId::_adaptive_avg_pool2d, lower_adaptive_avg_pool},
     {OpId::_adaptive_avg_pool3d, lower_adaptive_avg_pool},
     {OpId::adaptive_avg_pool1d, lower_adaptive_avg_pool},
     {OpId::adaptive_avg_pool2d, lower_adaptive_avg_pool},
     {OpId::adaptive_avg_pool3d, lower_adaptive_avg_pool},
+    {OpId::adaptive_max_pool1d, lower_adaptive_max_pool},
+    {OpId::adaptive_max_pool2d, lower_adaptive_max_pool},
+    {OpId::adaptive_max_pool3d, lower_adaptive_max_pool},
     {OpId::max_pool3d, lower_max_pool3d},
     {OpId::max_pool3d_with_indices, lower_max_pool3d},
 };

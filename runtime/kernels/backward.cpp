@@ -1,4 +1,5 @@
-// Reference kernels of the backward ops of the core ATen opset: avg_pool2d_backward,
+// Reference kernels of the backward ops of the core ATen opset: avg_pool2d_backward/3d,
+// adaptive_max_pool2d/3d_backward, _cdist_backward,
 // max_pool2d_with_indices_backward, _adaptive_avg_pool2d_backward (each gradient element spread
 // over the input positions its output read), embedding_dense_backward (rows accumulated per
 // index) and native_layer_norm_backward / native_group_norm_backward (from the saved mean and
@@ -64,6 +65,151 @@ Tensors k_avg_pool2d_backward(const KernelCall& c) {
           for (int64_t b = lo[1]; b < hi[1]; ++b) out[size_t((pl * p.h + a) * p.w + b)] += v;
       }
   return {make(c.result_dtype(go.dtype()), x.sizes(), out)};
+}
+
+Tensors k_avg_pool3d_backward(const KernelCall& c) {
+  const Tensor& go = c.tensor("grad_output");
+  const Tensor& x = c.tensor("self");
+  if (x.dim() != 4 && x.dim() != 5)
+    fail("avg_pool3d_backward expects a 4-D or 5-D tensor, got " + shape_str(x.sizes()));
+  Shape k = expand_param(c.arg("kernel_size").ints, 3, "kernel_size");
+  Shape s = c.arg("stride").ints.empty() ? k : expand_param(c.arg("stride").ints, 3, "stride");
+  Shape pad = expand_param(c.arg("padding").ints, 3, "padding");
+  bool ceil = c.arg("ceil_mode").b, include = c.arg("count_include_pad").b;
+  int64_t divisor = c.arg("divisor_override").is_none() ? 0 : c.arg("divisor_override").i;
+  int64_t I[3], O[3];
+  Shape want(x.sizes().begin(), x.sizes().end() - 3);
+  for (int i = 0; i < 3; ++i) {
+    I[i] = x.size(x.dim() - 3 + i);
+    if (k[size_t(i)] <= 0 || s[size_t(i)] <= 0 || pad[size_t(i)] < 0 ||
+        pad[size_t(i)] > k[size_t(i)] / 2)
+      fail("avg_pool3d_backward: bad kernel_size, stride or padding");
+    O[i] = resample::pool_out_size(I[i], k[size_t(i)], pad[size_t(i)], s[size_t(i)], 1, ceil);
+    want.push_back(O[i]);
+  }
+  if (go.sizes() != want)
+    fail("avg_pool3d_backward: grad_output is " + shape_str(go.sizes()) + " but the output is " +
+         shape_str(want));
+  const int64_t planes = checked_numel(Shape(x.sizes().begin(), x.sizes().end() - 3));
+  std::vector<double> g = values(go), out(size_t(planes * I[0] * I[1] * I[2]), 0.0);
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t od = 0; od < O[0]; ++od)
+      for (int64_t oh = 0; oh < O[1]; ++oh)
+        for (int64_t ow = 0; ow < O[2]; ++ow) {
+          int64_t o[3] = {od, oh, ow}, lo[3], hi[3], full = 1, cnt = 1;
+          for (int i = 0; i < 3; ++i) {
+            int64_t st = o[i] * s[size_t(i)] - pad[size_t(i)];
+            int64_t end = std::min(st + k[size_t(i)], I[i] + pad[size_t(i)]);
+            full *= end - st;
+            lo[i] = std::max<int64_t>(st, 0);
+            hi[i] = std::min(end, I[i]);
+            cnt *= std::max<int64_t>(hi[i] - lo[i], 0);
+          }
+          if (cnt == 0) continue;
+          int64_t div = divisor ? divisor : include ? full : cnt;
+          double v = g[size_t(((pl * O[0] + od) * O[1] + oh) * O[2] + ow)] / double(div);
+          for (int64_t a = lo[0]; a < hi[0]; ++a)
+            for (int64_t b = lo[1]; b < hi[1]; ++b)
+              for (int64_t e = lo[2]; e < hi[2]; ++e)
+                out[size_t(((pl * I[0] + a) * I[1] + b) * I[2] + e)] += v;
+        }
+  return {make(c.result_dtype(go.dtype()), x.sizes(), out)};
+}
+
+// adaptive_max_pool2d_backward / 3d: each gradient element added at the flat position (over the
+// last `sp` dims) its index names.
+Tensors adaptive_max_pool_backward(const KernelCall& c, size_t sp) {
+  const Tensor& go = c.tensor("grad_output");
+  const Tensor& x = c.tensor("self");
+  const Tensor& idx = c.tensor("indices");
+  const std::string name = "adaptive_max_pool" + std::to_string(sp) + "d_backward";
+  if (x.dim() < int64_t(sp) + 1 || go.dim() != x.dim() || idx.sizes() != go.sizes())
+    fail(name + ": grad_output " + shape_str(go.sizes()) + ", indices " + shape_str(idx.sizes()) +
+         " and self " + shape_str(x.sizes()) + " do not match");
+  const int64_t planes = checked_numel(Shape(x.sizes().begin(), x.sizes().end() - long(sp)));
+  const int64_t plane_in = checked_numel(Shape(x.sizes().end() - long(sp), x.sizes().end()));
+  const int64_t plane_out = checked_numel(Shape(go.sizes().end() - long(sp), go.sizes().end()));
+  std::vector<double> g = values(go), at = values(idx), out(size_t(planes * plane_in), 0.0);
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t o = 0; o < plane_out; ++o) {
+      int64_t i = int64_t(at[size_t(pl * plane_out + o)]);
+      if (i < 0 || i >= plane_in)
+        fail(name + ": index " + std::to_string(i) + " is outside the input plane of " +
+             std::to_string(plane_in) + " elements");
+      out[size_t(pl * plane_in + i)] += g[size_t(pl * plane_out + o)];
+    }
+  return {make(c.result_dtype(go.dtype()), x.sizes(), out)};
+}
+Tensors k_adaptive_max_pool2d_backward(const KernelCall& c) {
+  return adaptive_max_pool_backward(c, 2);
+}
+Tensors k_adaptive_max_pool3d_backward(const KernelCall& c) {
+  return adaptive_max_pool_backward(c, 3);
+}
+
+// _cdist_backward (PyTorch's cdist backward formulas per p): the gradient of x1 summed over x2's
+// rows and over broadcast batch dims; 0 where a distance is 0.
+Tensors k_cdist_backward(const KernelCall& c) {
+  const Tensor& gr = c.tensor("grad");
+  const Tensor& x1 = c.tensor("x1");
+  const Tensor& x2 = c.tensor("x2");
+  const Tensor& dist = c.tensor("cdist");
+  double p = c.arg("p").f;
+  if (x1.dim() < 2 || x2.dim() < 2 || x1.size(x1.dim() - 1) != x2.size(x2.dim() - 1) ||
+      gr.sizes() != dist.sizes() || gr.dim() < 2 ||
+      gr.size(gr.dim() - 2) != x1.size(x1.dim() - 2) ||
+      gr.size(gr.dim() - 1) != x2.size(x2.dim() - 2))
+    fail("_cdist_backward: grad " + shape_str(gr.sizes()) + ", x1 " + shape_str(x1.sizes()) +
+         " and x2 " + shape_str(x2.sizes()) + " do not match");
+  Shape batch(gr.sizes().begin(), gr.sizes().end() - 2);
+  const int64_t P = x1.size(x1.dim() - 2), R = x2.size(x2.dim() - 2), M = x1.size(x1.dim() - 1),
+                B = checked_numel(batch);
+  Shape s1 = batch, s2 = batch;
+  s1.insert(s1.end(), {P, M});
+  s2.insert(s2.end(), {R, M});
+  std::vector<double> a = values(expand_to(x1, s1)), b = values(expand_to(x2, s2));
+  std::vector<double> g = values(gr), d = values(dist), out(size_t(B * P * M), 0.0);
+  for (int64_t n = 0; n < B; ++n)
+    for (int64_t i = 0; i < P; ++i)
+      for (int64_t j = 0; j < R; ++j) {
+        double dd = d[size_t((n * P + i) * R + j)], gg = g[size_t((n * P + i) * R + j)];
+        if (p == 0 || dd == 0) continue;
+        for (int64_t k = 0; k < M; ++k) {
+          double diff = a[size_t((n * P + i) * M + k)] - b[size_t((n * R + j) * M + k)];
+          // In the distances' precision, so |diff| == cdist picks p = inf's maxima as PyTorch.
+          if (dist.dtype() != DType::F64) diff = double(float(diff));
+          double sgn = double((diff > 0) - (diff < 0)), ad = std::fabs(diff), v;
+          if (p == 1)
+            v = sgn;
+          else if (std::isinf(p))
+            v = ad == dd ? sgn : 0;
+          else if (p < 2)
+            v = ad == 0 ? 0 : sgn * std::pow(ad, p - 1) / std::pow(dd, p - 1);
+          else if (p == 2)
+            v = diff / dd;
+          else
+            v = diff * std::pow(ad, p - 2) / std::pow(dd, p - 1);
+          out[size_t((n * P + i) * M + k)] += gg * v;
+        }
+      }
+  // Sum the broadcast batch dims back to x1's sizes.
+  Tensor full = make(DType::F64, s1, out);
+  std::vector<double> red(size_t(x1.numel()), 0.0);
+  Shape xs = x1.sizes();
+  const size_t lead = s1.size() - xs.size();
+  for (int64_t e = 0; e < full.numel(); ++e) {
+    int64_t r = e, at = 0, mul = 1;
+    for (size_t dd = s1.size(); dd-- > 0;) {
+      int64_t c0 = r % s1[dd];
+      r /= s1[dd];
+      if (dd < lead) continue;
+      int64_t sz = xs[dd - lead];
+      at += (sz == 1 ? 0 : c0) * mul;
+      mul *= sz;
+    }
+    red[size_t(at)] += out[size_t(e)];
+  }
+  return {make(c.result_dtype(gr.dtype()), xs, red)};
 }
 
 Tensors k_max_pool2d_with_indices_backward(const KernelCall& c) {
@@ -229,7 +375,11 @@ Tensors k_native_group_norm_backward(const KernelCall& c) {
 
 const OpTable<KernelFn>::Row kBackwardKernels[] = {
     {OpId::_adaptive_avg_pool2d_backward, k_adaptive_avg_pool2d_backward},
+    {OpId::_cdist_backward, k_cdist_backward},
+    {OpId::adaptive_max_pool2d_backward, k_adaptive_max_pool2d_backward},
+    {OpId::adaptive_max_pool3d_backward, k_adaptive_max_pool3d_backward},
     {OpId::avg_pool2d_backward, k_avg_pool2d_backward},
+    {OpId::avg_pool3d_backward, k_avg_pool3d_backward},
     {OpId::embedding_dense_backward, k_embedding_dense_backward},
     {OpId::max_pool2d_with_indices_backward, k_max_pool2d_with_indices_backward},
     {OpId::native_group_norm_backward, k_native_group_norm_backward},

@@ -1,7 +1,10 @@
 // Reference kernels of linear algebra, convolution and attention: mm, bmm, addmm, matmul and
 // linear over one double GEMM, 1-D to 3-D convolution as im2col and GEMM, and
-// scaled_dot_product_attention (with grouped-query heads).
+// scaled_dot_product_attention (with grouped-query heads), _cdist_forward, _pdist_forward, im2col
+// and col2im.
 #include "runtime/kernels/kernel_util.h"
+
+#include "frontend/resample.h"
 
 namespace fxc::kernel_detail {
 namespace {
@@ -495,12 +498,175 @@ Tensors k_sdpa(const KernelCall& c) {
   return {make(c.result_dtype(q.dtype()), with({L, Ev}), out)};
 }
 
+// ---- Distances ----
+
+// The p-norm of a difference vector accumulated one |d| at a time: p = 0 counts the non-zeros,
+// p = inf takes the max, else sum |d|^p then the 1/p power (p = 1, 2 without pow, as PyTorch).
+struct PNorm {
+  double p, acc = 0;
+  void add(double d) {
+    d = std::fabs(d);
+    if (p == 0)
+      acc += d != 0;
+    else if (std::isinf(p))
+      acc = std::max(acc, d);
+    else if (p == 1)
+      acc += d;
+    else if (p == 2)
+      acc += d * d;
+    else
+      acc += std::pow(d, p);
+  }
+  double result() const {
+    if (p == 0 || p == 1 || std::isinf(p)) return acc;
+    if (p == 2) return std::sqrt(acc);
+    return std::pow(acc, 1 / p);
+  }
+};
+
+// _cdist_forward: out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p (batch dims broadcast),
+// in double.
+Tensors k_cdist_forward(const KernelCall& c) {
+  const Tensor& x1 = c.tensor("x1");
+  const Tensor& x2 = c.tensor("x2");
+  double p = c.arg("p").f;
+  if (x1.dim() < 2 || x2.dim() < 2 || x1.size(x1.dim() - 1) != x2.size(x2.dim() - 1))
+    fail("_cdist_forward: x1 and x2 must be at least 2-D with the same last dim, got " +
+         shape_str(x1.sizes()) + " and " + shape_str(x2.sizes()));
+  if (!(p >= 0)) fail("_cdist_forward: p must be non-negative");
+  Shape batch = broadcast(Shape(x1.sizes().begin(), x1.sizes().end() - 2),
+                          Shape(x2.sizes().begin(), x2.sizes().end() - 2));
+  const int64_t P = x1.size(x1.dim() - 2), R = x2.size(x2.dim() - 2), M = x1.size(x1.dim() - 1);
+  Shape s1 = batch, s2 = batch, out = batch;
+  s1.insert(s1.end(), {P, M});
+  s2.insert(s2.end(), {R, M});
+  out.insert(out.end(), {P, R});
+  std::vector<double> a = values(expand_to(x1, s1)), b = values(expand_to(x2, s2));
+  const int64_t B = checked_numel(batch);
+  std::vector<double> r(size_t(B * P * R));
+  for (int64_t n = 0; n < B; ++n)
+    for (int64_t i = 0; i < P; ++i)
+      for (int64_t j = 0; j < R; ++j) {
+        PNorm acc{p};
+        for (int64_t k = 0; k < M; ++k)
+          acc.add(a[size_t((n * P + i) * M + k)] - b[size_t((n * R + j) * M + k)]);
+        r[size_t((n * P + i) * R + j)] = acc.result();
+      }
+  return {make(c.result_dtype(x1.dtype()), out, r)};
+}
+
+// _pdist_forward: the p-norm distances of the rows i < j of a 2-D input, in double.
+Tensors k_pdist_forward(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  double p = c.arg("p").f;
+  if (x.dim() != 2) fail("_pdist_forward expects a 2-D input, got " + shape_str(x.sizes()));
+  if (!(p >= 0)) fail("_pdist_forward: p must be non-negative");
+  const int64_t N = x.size(0), M = x.size(1);
+  std::vector<double> a = values(x), r;
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = i + 1; j < N; ++j) {
+      PNorm acc{p};
+      for (int64_t k = 0; k < M; ++k) acc.add(a[size_t(i * M + k)] - a[size_t(j * M + k)]);
+      r.push_back(acc.result());
+    }
+  return {make(c.result_dtype(x.dtype()), {int64_t(r.size())}, r)};
+}
+
+// ---- im2col / col2im ----
+
+struct Blocks {
+  Shape k, d, p, s;
+  int64_t oh, ow;
+};
+Blocks blocks_of(const KernelCall& c, int64_t H, int64_t W, const char* op) {
+  Blocks b{expand_param(c.arg("kernel_size").ints, 2, "kernel_size"),
+           expand_param(c.arg("dilation").ints, 2, "dilation"),
+           expand_param(c.arg("padding").ints, 2, "padding"),
+           expand_param(c.arg("stride").ints, 2, "stride"),
+           0,
+           0};
+  for (size_t i = 0; i < 2; ++i)
+    if (b.k[i] <= 0 || b.d[i] <= 0 || b.p[i] < 0 || b.s[i] <= 0)
+      fail(std::string(op) + ": bad kernel_size, dilation, padding or stride");
+  b.oh = resample::pool_out_size(H, b.k[0], b.p[0], b.s[0], b.d[0], false);
+  b.ow = resample::pool_out_size(W, b.k[1], b.p[1], b.s[1], b.d[1], false);
+  if (b.oh < 1 || b.ow < 1) fail(std::string(op) + ": no sliding block fits the input");
+  return b;
+}
+
+// im2col: column (c * kh + i) * kw + j, block oh * OW + ow holds x[c, oh*sh - ph + i*dh,
+// ow*sw - pw + j*dw] (0 in the padding). col2im (add = true) adds the columns back.
+void im2col_planes(const Blocks& b, int64_t C, int64_t H, int64_t W, double* img, double* col,
+                   bool add) {
+  int64_t L = b.oh * b.ow;
+  for (int64_t ch = 0; ch < C; ++ch)
+    for (int64_t i = 0; i < b.k[0]; ++i)
+      for (int64_t j = 0; j < b.k[1]; ++j) {
+        int64_t row = (ch * b.k[0] + i) * b.k[1] + j;
+        for (int64_t oh = 0; oh < b.oh; ++oh)
+          for (int64_t ow = 0; ow < b.ow; ++ow) {
+            int64_t h = oh * b.s[0] - b.p[0] + i * b.d[0], w = ow * b.s[1] - b.p[1] + j * b.d[1];
+            bool in = h >= 0 && h < H && w >= 0 && w < W;
+            double* cv = col + row * L + oh * b.ow + ow;
+            if (add) {
+              if (in) img[(ch * H + h) * W + w] += *cv;
+            } else {
+              *cv = in ? img[(ch * H + h) * W + w] : 0.0;
+            }
+          }
+      }
+}
+
+Tensors k_im2col(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() != 3 && x.dim() != 4)
+    fail("im2col expects a 3-D or 4-D input, got " + shape_str(x.sizes()));
+  const int64_t N = x.dim() == 4 ? x.size(0) : 1, C = x.size(x.dim() - 3), H = x.size(x.dim() - 2),
+                W = x.size(x.dim() - 1);
+  Blocks b = blocks_of(c, H, W, "im2col");
+  const int64_t rows = C * b.k[0] * b.k[1], L = b.oh * b.ow;
+  std::vector<double> xv = values(x), out(size_t(N * rows * L));
+  for (int64_t n = 0; n < N; ++n)
+    im2col_planes(b, C, H, W, xv.data() + n * C * H * W, out.data() + n * rows * L, false);
+  Shape os(x.sizes().begin(), x.sizes().end() - 3);
+  os.insert(os.end(), {rows, L});
+  return {make(c.result_dtype(x.dtype()), os, out)};
+}
+
+Tensors k_col2im(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dim() != 2 && x.dim() != 3)
+    fail("col2im expects a 2-D or 3-D input, got " + shape_str(x.sizes()));
+  Shape os = expand_param(c.arg("output_size").ints, 2, "output_size");
+  Blocks b = blocks_of(c, os[0], os[1], "col2im");
+  const int64_t N = x.dim() == 3 ? x.size(0) : 1, rows = x.size(x.dim() - 2),
+                L = x.size(x.dim() - 1);
+  if (rows % (b.k[0] * b.k[1]) != 0 || L != b.oh * b.ow)
+    fail("col2im: input " + shape_str(x.sizes()) + " does not match kernel_size and output_size");
+  const int64_t C = rows / (b.k[0] * b.k[1]), H = os[0], W = os[1];
+  std::vector<double> xv = values(x), out(size_t(N * C * H * W), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    im2col_planes(b, C, H, W, out.data() + n * C * H * W, xv.data() + n * rows * L, true);
+  Shape shape(x.sizes().begin(), x.sizes().end() - 2);
+  shape.insert(shape.end(), {C, H, W});
+  return {make(c.result_dtype(x.dtype()), shape, out)};
+}
+
 const OpTable<KernelFn>::Row kLinalgKernels[] = {
-    {OpId::addmm, k_addmm},   {OpId::bmm, k_bmm},
-    {OpId::conv1d, k_conv1d}, {OpId::conv2d, k_conv2d},
-    {OpId::conv3d, k_conv3d}, {OpId::convolution, k_convolution},
-    {OpId::linear, k_linear}, {OpId::matmul, k_matmul},
-    {OpId::mm, k_mm},         {OpId::scaled_dot_product_attention, k_sdpa},
+    {OpId::_cdist_forward, k_cdist_forward},
+    {OpId::_pdist_forward, k_pdist_forward},
+    {OpId::col2im, k_col2im},
+    {OpId::im2col, k_im2col},
+    {OpId::addmm, k_addmm},
+    {OpId::bmm, k_bmm},
+    {OpId::conv1d, k_conv1d},
+    {OpId::conv2d, k_conv2d},
+    {OpId::conv3d, k_conv3d},
+    {OpId::convolution, k_convolution},
+    {OpId::linear, k_linear},
+    {OpId::matmul, k_matmul},
+    {OpId::mm, k_mm},
+    {OpId::scaled_dot_product_attention, k_sdpa},
 };
 
 } // namespace

@@ -627,6 +627,72 @@ TEST_CASE("autograd: avg pooling, upsampling and mode padding through their sepa
   check_gradients(tg);
 }
 
+TEST_CASE("autograd: linear 1-D/3-D and bicubic upsampling through their separable form") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 5, 7});
+  ValueId x3 = tg.input("x3", {2, 3, 6});
+  ValueId x5 = tg.input("x5", {1, 2, 3, 4, 5});
+  CallArg none{"", Arg::none()};
+  tg.output(tg.op("aten.upsample_linear1d.default", {T(x3), Is({11}), B(false)}));
+  tg.output(
+      tg.op("aten.upsample_linear1d.vec", {T(x3), none, B(true), {"", Arg::of_floats({1.7})}}));
+  tg.output(tg.op("aten.upsample_trilinear3d.default", {T(x5), Is({5, 3, 9}), B(false)}));
+  tg.output(tg.op("aten.upsample_trilinear3d.vec", {T(x5), Is({4, 7, 6}), B(true), none}));
+  tg.output(tg.op("aten.upsample_bicubic2d.default", {T(x), Is({9, 4}), B(false)}));
+  tg.output(tg.op("aten.upsample_bicubic2d.vec",
+                  {T(x), none, B(true), {"", Arg::of_floats({1.5, 2.0})}}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: grid_sampler_2d in every mode, padding and alignment") {
+  for (int64_t mode : {0, 1, 2})
+    for (int64_t pad : {0, 1, 2})
+      for (bool align : {false, true}) {
+        INFO("mode " << mode << " padding " << pad << " align_corners " << align);
+        TestGraph tg;
+        ValueId x = tg.input("x", {2, 3, 4, 5});
+        ValueId g = tg.input("g", {2, 3, 6, 2}, -1.3, 1.3);
+        tg.output(tg.op("aten.grid_sampler_2d.default", {T(x), T(g), I(mode), I(pad), B(align)}));
+        check_gradients(tg);
+      }
+}
+
+TEST_CASE("autograd: adaptive max pooling routes the gradient to the picks") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 5, 7});
+  ValueId x3 = tg.input("x3", {2, 3, 7});
+  ValueId x5 = tg.input("x5", {1, 2, 3, 4, 5});
+  tg.output(tg.ops("aten.adaptive_max_pool2d.default", {T(x), Is({3, 4})})[0]);
+  tg.output(tg.ops("aten.adaptive_max_pool1d.default", {T(x3), Is({3})})[0]);
+  tg.output(tg.ops("aten.adaptive_max_pool3d.default", {T(x5), Is({2, 3, 2})})[0]);
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: _cdist_forward for p = 0, 1, 1.5, 2, 3 and inf, batch dims broadcast") {
+  for (double p : {0.0, 1.0, 1.5, 2.0, 3.0, double(INFINITY)}) {
+    INFO("p " << p);
+    TestGraph tg;
+    ValueId a = tg.input("a", {3, 1, 4, 5});
+    ValueId b = tg.input("b", {2, 6, 5});
+    CallArg none{"", Arg::none()};
+    tg.output(tg.op("aten._cdist_forward.default", {T(a), T(b), {"", Arg::of_float(p)}, none}));
+    check_gradients(tg);
+  }
+}
+
+TEST_CASE("autograd: im2col, col2im and _pdist_forward") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 5, 7});
+  ValueId cols = tg.input("cols", {2, 8, 9});
+  ValueId pts = tg.input("pts", {5, 3});
+  tg.output(tg.op("aten.im2col.default", {T(x), Is({2, 3}), Is({1, 2}), Is({1, 0}), Is({2, 1})}));
+  tg.output(tg.op("aten.col2im.default",
+                  {T(cols), Is({4, 5}), Is({2, 2}), Is({1, 1}), Is({0, 1}), Is({1, 2})}));
+  tg.output(tg.op("aten._pdist_forward.default", {T(pts), {"", Arg::of_float(2.0)}}));
+  tg.output(tg.op("aten._pdist_forward.default", {T(pts), {"", Arg::of_float(1.5)}}));
+  check_gradients(tg);
+}
+
 TEST_CASE("autograd: flip, repeat, tril/triu, t and pixel (un)shuffle") {
   TestGraph tg;
   ValueId x = tg.input("x", {4, 5});

@@ -1664,3 +1664,74 @@ TEST_CASE("kernels: upsample_bilinear2d source positions with and without align_
   CHECK(op_error("aten.upsample_nearest2d.vec", {y, Is({1, 5}), Fls({2.0, 2.0})})
             .find("exactly one") != std::string::npos);
 }
+
+TEST_CASE("kernels: grid_sampler_2d in every mode and padding (values from torch 1.13)") {
+  Tensor x = F({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor g = F({1, 1, 5, 2}, {0, 0, -1, -1, 1.5, 0.2, -1.2, 0.7, 0.25, -0.4});
+  struct Case {
+    int64_t mode, pad;
+    bool align;
+    Vals want;
+  };
+  const Case cases[] = {
+      {0, 0, false, {3.5, 0.25, 0.0, 0.64, 2.675}},
+      {0, 0, true, {3.5, 1.0, 2.4, 2.84, 3.15}},
+      {0, 1, false, {3.5, 1.0, 5.1, 4.0, 2.675}},
+      {0, 2, false, {3.5, 1.0, 4.85, 4.0, 2.675}},
+      {0, 2, true, {3.5, 1.0, 4.3, 3.75, 3.15}},
+      {1, 0, false, {2.0, 1.0, 0.0, 0.0, 2.0}},
+      {1, 0, true, {2.0, 1.0, 6.0, 4.0, 2.0}},
+      {1, 2, false, {2.0, 1.0, 6.0, 4.0, 2.0}},
+      {2, 0, false, {4.15625, 0.0625, -0.629253, 0.611008, 3.131858}},
+      {2, 1, true, {3.5, 1.0, 4.929749, 3.520939, 3.169032}},
+      {2, 2, false, {3.5, 0.25, 4.971595, 4.24, 2.716216}},
+      {2, 2, true, {3.5, 1.0, 4.631498, 3.873753, 3.015189}},
+  };
+  for (const Case& c : cases) {
+    INFO("mode " << c.mode << " padding " << c.pad << " align " << c.align);
+    check(op1("aten.grid_sampler_2d.default", {x, g, I(c.mode), I(c.pad), Bo(c.align)}), DType::F32,
+          {1, 1, 1, 5}, c.want, 1e-5, 1e-5);
+  }
+  CHECK(op_error("aten.grid_sampler_2d.default", {x, g, I(0), I(5), Bo(false)})
+            .find("padding_mode") != std::string::npos);
+}
+
+TEST_CASE("kernels: linear 1-D and bicubic upsampling, adaptive max pooling and cdist") {
+  Tensor x = F({1, 1, 4}, {0, 1, 4, 9});
+  check(op1("aten.upsample_linear1d.default", {x, Is({6}), Bo(false)}), DType::F32, {1, 1, 6},
+        {0.0, 0.5, 1.5, 3.5, 6.5, 9.0}, 1e-6, 1e-6);
+  Tensor x4 = F({1, 1, 1, 4}, {0, 1, 4, 9});
+  check(op1("aten.upsample_bicubic2d.default", {x4, Is({1, 6}), Bo(true)}), DType::F32,
+        {1, 1, 1, 6}, {0.0, 0.288, 1.504, 3.016, 6.264, 9.0}, 1e-5, 1e-5);
+  check(op1("aten.upsample_bicubic2d.default", {x4, Is({1, 6}), Bo(false)}), DType::F32,
+        {1, 1, 1, 6}, {-0.0868056, 0.21875, 1.430555, 3.152778, 6.78125, 9.434028}, 1e-5, 1e-5);
+  auto mp = op("aten.adaptive_max_pool1d.default", {F({1, 1, 7}, {3, 1, 4, 1, 5, 9, 2}), Is({3})});
+  REQUIRE(mp.size() == 2);
+  check(mp[0], DType::F32, {1, 1, 3}, {4, 5, 9});
+  check(mp[1], DType::I64, {1, 1, 3}, {2, 4, 5});
+  Tensor a = F({2, 2}, {0, 0, 1, 2}), b = F({2, 2}, {3, 4, 1, 0});
+  check(op1("aten._cdist_forward.default", {a, b, Fl(1.0), None()}), DType::F32, {2, 2},
+        {7, 1, 4, 2});
+  check(op1("aten._cdist_forward.default", {a, b, Fl(2.0), None()}), DType::F32, {2, 2},
+        {5, 1, std::sqrt(8.0), 2});
+  check(op1("aten._cdist_forward.default", {a, b, Fl(INFINITY), None()}), DType::F32, {2, 2},
+        {4, 1, 2, 2});
+  check(op1("aten._cdist_forward.default", {a, b, Fl(0.0), None()}), DType::F32, {2, 2},
+        {2, 1, 2, 1});
+}
+
+TEST_CASE("kernels: im2col, col2im and _pdist_forward (values from torch 1.13)") {
+  Vals v;
+  for (int i = 0; i < 12; ++i) v.push_back(i);
+  check(op1("aten.im2col.default",
+            {F({1, 1, 3, 4}, v), Is({2, 2}), Is({1, 1}), Is({0, 0}), Is({1, 2})}),
+        DType::F32, {1, 4, 4}, {0, 2, 4, 6, 1, 3, 5, 7, 4, 6, 8, 10, 5, 7, 9, 11});
+  check(op1("aten.col2im.default", {F({1, 4, 4}, Vals(16, 1.0)), Is({3, 3}), Is({2, 2}), Is({1, 1}),
+                                    Is({0, 0}), Is({1, 1})}),
+        DType::F32, {1, 1, 3, 3}, {1, 2, 1, 2, 4, 2, 1, 2, 1});
+  check(op1("aten._pdist_forward.default", {F({3, 2}, {0, 0, 3, 4, 1, 0}), Fl(2.0)}), DType::F32,
+        {3}, {5, 1, std::sqrt(20.0)});
+  CHECK(op_error("aten.col2im.default", {F({1, 4, 5}, Vals(20, 1.0)), Is({3, 3}), Is({2, 2}),
+                                         Is({1, 1}), Is({0, 0}), Is({1, 1})})
+            .find("does not match") != std::string::npos);
+}

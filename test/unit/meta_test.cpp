@@ -883,3 +883,65 @@ TEST_CASE("meta: native_layer_norm_backward and native_group_norm_backward") {
                 {T(xg), T(xg), T(sg), T(sg), T(wg), I(2), I(6), I(10), I(3), mask})
             .find("do not describe") != std::string::npos);
 }
+
+TEST_CASE("meta: grid_sampler_2d, linear/bicubic upsampling and avg_pool3d_backward") {
+  G t;
+  CallArg none{"", Arg::none()};
+  ValueId x = t.in("x", meta(DType::F32, {2, 3, 5, 7}));
+  ValueId g = t.in("g", meta(DType::F32, {2, 4, 6, 2}));
+  ValueId g3 = t.in("g3", meta(DType::F32, {2, 4, 6, 3}));
+  ValueId gd = t.in("gd", meta(DType::F64, {2, 4, 6, 2}));
+  ValueId g1 = t.in("g1", meta(DType::F32, {1, 4, 6, 2}));
+  CHECK(t.op("aten.grid_sampler_2d.default", {T(x), T(g), I(0), I(2), B(true)}).sizes ==
+        Sizes{2, 3, 4, 6});
+  CHECK(t.error("aten.grid_sampler_2d.default", {T(x), T(g3), I(0), I(0), B(false)})
+            .find("expected grid to have size 2 in last dimension") != std::string::npos);
+  CHECK(t.error("aten.grid_sampler_2d.default", {T(x), T(gd), I(0), I(0), B(false)})
+            .find("expected input and grid to have same dtype") != std::string::npos);
+  CHECK(t.error("aten.grid_sampler_2d.default", {T(x), T(g1), I(0), I(0), B(false)})
+            .find("same batch size") != std::string::npos);
+  CHECK(t.error("aten.grid_sampler_2d.default", {T(x), T(g), I(3), I(0), B(false)})
+            .find("interpolation_mode must be") != std::string::npos);
+  ValueId x3 = t.in("x3", meta(DType::F32, {2, 3, 6}));
+  ValueId x5 = t.in("x5", meta(DType::F32, {1, 2, 3, 4, 5}));
+  CHECK(t.op("aten.upsample_linear1d.default", {T(x3), Is({11}), B(false)}).sizes ==
+        Sizes{2, 3, 11});
+  CHECK(t.op("aten.upsample_linear1d.vec", {T(x3), none, B(false), {"", Arg::of_floats({1.7})}})
+            .sizes == Sizes{2, 3, 10});
+  CHECK(t.op("aten.upsample_trilinear3d.vec",
+             {T(x5), none, B(true), {"", Arg::of_floats({2.0, 1.5, 0.6})}})
+            .sizes == Sizes{1, 2, 6, 6, 3});
+  CHECK(t.op("aten.upsample_bicubic2d.default", {T(x), Is({9, 13}), B(false)}).sizes ==
+        Sizes{2, 3, 9, 13});
+  CHECK(t.error("aten.upsample_trilinear3d.default", {T(x), Is({2, 3, 4}), B(false)})
+            .find("upsampling expects a 5D input") == 0);
+  CHECK(t.error("aten.upsample_bicubic2d.vec",
+                {T(x), Is({2, 3}), B(false), {"", Arg::of_floats({2.0, 2.0})}})
+            .find("must specify exactly one of output_size and scale_factors") == 0);
+  ValueId go = t.in("go", meta(DType::F32, {1, 2, 2, 3, 3}));
+  CHECK(t.op("aten.avg_pool3d_backward.default",
+             {T(go), T(x5), Is({2, 3, 3}), Is({2, 2, 2}), Is({1, 1, 1}), B(true), B(false), none})
+            .sizes == Sizes{1, 2, 3, 4, 5});
+  CHECK(t.error("aten.avg_pool3d_backward.default", {T(go), T(x5), Is({2, 2, 2}), Is({2, 2, 2}),
+                                                     Is({0, 0, 0}), B(false), B(false), none})
+            .find("'grad_output' must have the pooled output's sizes") == 0);
+}
+
+TEST_CASE("meta: im2col, col2im and _pdist_forward") {
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {2, 3, 5, 7}));
+  ValueId cols = t.in("cols", meta(DType::F32, {2, 8, 9}));
+  ValueId pts = t.in("pts", meta(DType::F32, {6, 3}));
+  CHECK(t.op("aten.im2col.default", {T(x), Is({2, 3}), Is({1, 2}), Is({1, 0}), Is({2, 1})}).sizes ==
+        Sizes{2, 18, 9});
+  CHECK(t.op("aten.col2im.default",
+             {T(cols), Is({4, 5}), Is({2, 2}), Is({1, 1}), Is({0, 1}), Is({1, 2})})
+            .sizes == Sizes{2, 2, 4, 5});
+  CHECK(t.error("aten.col2im.default",
+                {T(cols), Is({4, 6}), Is({2, 2}), Is({1, 1}), Is({0, 1}), Is({1, 2})})
+            .find("sliding blocks") != std::string::npos);
+  CHECK(t.error("aten.im2col.default", {T(x), Is({6, 3}), Is({1, 1}), Is({0, 0}), Is({1, 1})})
+            .find("must be at least one") != std::string::npos);
+  CHECK(t.op("aten._pdist_forward.default", {T(pts), F(2.0)}).sizes == Sizes{15});
+  CHECK(t.error("aten._pdist_forward.default", {T(x), F(2.0)}).find("pdist only supports 2D") == 0);
+}

@@ -18,7 +18,8 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GRAPHS = ["pool_avg", "resample", "pad_mode", "view_copy", "factory_like", "pool_nd", "pool_backward",
-          "scan", "scan_sort_more", "scatter_more", "index_view", "norm_backward"]
+          "scan", "scan_sort_more", "scatter_more", "index_view", "norm_backward", "grid_sample", "pool_max_cdist", "im2col_pdist",
+          "resample_nd"]
 
 DTYPES = {
     "f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
