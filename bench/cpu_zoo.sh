@@ -11,6 +11,10 @@
 #   NO_ONEDNN=1        also time fxc with FXC_ONEDNN=0 (im2col + BLAS, reference kernels)
 #   ANCHOR=path        cpu_anchor.py (default ../shared/anchors/cpu_anchor.py beside the checkout)
 #   MODELS="a b"       only these NAMEs (default: every archive with its .io.safetensors)
+#   MODE=train         time fxc's train step (forward + backward, --mode=train) instead: no
+#                      PyTorch column (the anchor runs inference only), the compile's peak RSS
+#                      (/usr/bin/time) and, with BASE=<another fxc>, that build's step in the
+#                      same run (a before/after pair)
 # NAME.core.pt2 (the decomposed export) is taken over NAME.pt2 when both are there.
 set -euo pipefail
 fxc=$(realpath "$1")
@@ -37,6 +41,54 @@ fxc_ms() { # model io [env...]: fxc's median, "-" when it fails
   env "$@" "$fxc" "$m" --device=cpu --backend=inductor --threads="$threads" --inputs "$io" \
     --expect "$io" --rtol 1e-3 --atol 1e-4 --bench --json 2>/dev/null | field median_ms || echo -
 }
+if [ "${MODE:-inference}" = train ]; then
+  base=${BASE:+$(realpath "$BASE")}
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  train_ms() { # fxc model io: compile (peak RSS in $tmp/rss), then the .fxo's median step
+    local f=$1 m=$2 io=$3
+    if ! /usr/bin/time -f %M -o "$tmp/rss" "$f" "$m" --device=cpu --backend=inductor \
+      --mode=train --threads="$threads" --no-cache -o "$tmp/m.fxo" >/dev/null 2>&1; then
+      echo - >"$tmp/rss"
+      echo -
+      return
+    fi
+    "$f" "$tmp/m.fxo" --threads="$threads" --inputs "$io" --bench --json 2>/dev/null |
+      field median_ms || echo -
+  }
+  mb() { awk '{ if ($1 ~ /^[0-9]+$/) printf "%d", $1 / 1024; else print "-" }' "$tmp/rss"; }
+  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores; threads: $threads; train step (forward + backward)"
+  echo "load before: $(uptime | sed 's/.*load average/load average/')"
+  echo
+  if [ -n "$base" ]; then
+    echo "| model | base fxc ms | base compile RSS MB | fxc ms | compile RSS MB | fxc vs base |"
+    echo "|---|---:|---:|---:|---:|---|"
+  else
+    echo "| model | fxc ms | compile RSS MB |"
+    echo "|---|---:|---:|"
+  fi
+  shopt -s nullglob
+  for m in "$zoo"/*.pt2; do
+    name=$(basename "$m" .pt2)
+    name=${name%.core}
+    io=$zoo/$name.io.safetensors
+    [ -f "$io" ] || continue
+    [ "$m" = "$zoo/$name.pt2" ] && [ -f "$zoo/$name.core.pt2" ] && continue
+    if [ -n "${MODELS:-}" ] && [[ " $MODELS " != *" $name "* ]]; then continue; fi
+    if [ -n "$base" ]; then
+      b=$(train_ms "$base" "$m" "$io")
+      brss=$(mb)
+      f=$(train_ms "$fxc" "$m" "$io")
+      echo "| $name | $b | $brss | $f | $(mb) | $(ratio "$b" "$f") |"
+    else
+      f=$(train_ms "$fxc" "$m" "$io")
+      echo "| $name | $f | $(mb) |"
+    fi
+  done
+  echo
+  echo "load after: $(uptime | sed 's/.*load average/load average/')"
+  exit 0
+fi
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); threads: $threads each"
 echo "load before: $(uptime | sed 's/.*load average/load average/')"
 echo

@@ -9,6 +9,12 @@ Storage::Storage(size_t nbytes) : nbytes_(nbytes), bytes_(new std::byte[nbytes ?
 
 Storage::Storage(size_t nbytes, Loader load) : nbytes_(nbytes), loader_(std::move(load)) {}
 
+std::shared_ptr<Storage> Storage::uninitialized(size_t nbytes) {
+  auto s = std::shared_ptr<Storage>(new Storage(nbytes, Loader()));
+  s->bytes_.reset(new std::byte[nbytes ? nbytes : 1]);
+  return s;
+}
+
 std::shared_ptr<Storage> Storage::lazy(size_t nbytes, Loader load) {
   return std::shared_ptr<Storage>(new Storage(nbytes, std::move(load)));
 }

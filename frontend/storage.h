@@ -18,6 +18,8 @@ public:
 
   /// Zero-filled buffer of nbytes.
   explicit Storage(size_t nbytes);
+  /// Buffer of nbytes whose bytes are not initialised (the caller writes every byte it reads).
+  static std::shared_ptr<Storage> uninitialized(size_t nbytes);
   /// Buffer filled by `load` on first access. `load` may throw fxc::Error.
   static std::shared_ptr<Storage> lazy(size_t nbytes, Loader load);
   /// `nbytes` at `data`, owned by someone else (a mapped artifact): no copy. `owner` is held as

@@ -159,6 +159,59 @@ void run_fallback(const PlanExtern& e, const std::vector<std::shared_ptr<Storage
   }
 }
 
+/// A run's hold on its plan's activation arena (Plan::arena_cache): the idle block, or a new one
+/// when another run holds it or the plan has none yet; given back (when the cache is empty) on
+/// destruction. Lays the arena out on first use and again whenever the plan's slots or its
+/// Alloc/Free steps changed since.
+class ArenaLease {
+public:
+  explicit ArenaLease(const Plan& plan) : cache_(plan.arena_cache) {
+    std::vector<std::pair<int, int>> steps;
+    for (const PlanStep& s : plan.steps)
+      if (s.kind == PlanStep::Kind::Alloc || s.kind == PlanStep::Kind::Free)
+        steps.emplace_back(int(s.kind), s.index);
+    std::lock_guard<std::mutex> lock(cache_.mutex);
+    if (!cache_.laid_out || cache_.slot_bytes != plan.slot_bytes || cache_.steps != steps) {
+      cache_.layout = plan_arena(plan, /*intermediates_only=*/true);
+      cache_.slot_bytes = plan.slot_bytes;
+      cache_.steps = std::move(steps);
+      cache_.block.reset();
+      cache_.outputs.clear();
+      cache_.laid_out = true;
+    }
+    layout_ = cache_.layout;
+    block_ = std::move(cache_.block);
+    if (!block_) block_.reset(new std::byte[size_t(std::max<int64_t>(layout_.bytes, 1))]);
+  }
+  ~ArenaLease() {
+    std::lock_guard<std::mutex> lock(cache_.mutex);
+    if (!cache_.block && cache_.layout.bytes == layout_.bytes) cache_.block = std::move(block_);
+  }
+  ArenaLease(const ArenaLease&) = delete;
+  ArenaLease& operator=(const ArenaLease&) = delete;
+  /// The storage of `slot`: its bytes in the arena; for a slot outside it (an output), the
+  /// buffer an earlier run returned there if nothing else holds it any more, else a new
+  /// uninitialised one (kept for the next run).
+  std::shared_ptr<Storage> slot(int slot, int64_t bytes) const {
+    int64_t at = size_t(slot) < layout_.offset.size() ? layout_.offset[size_t(slot)] : -1;
+    size_t n = size_t(std::max<int64_t>(bytes, 1));
+    if (at >= 0)
+      return Storage::borrowed(block_.get() + at, n, std::shared_ptr<const void>(block_, nullptr));
+    std::lock_guard<std::mutex> lock(cache_.mutex);
+    if (cache_.outputs.size() < cache_.slot_bytes.size())
+      cache_.outputs.resize(cache_.slot_bytes.size());
+    std::shared_ptr<Storage>& kept = cache_.outputs.at(size_t(slot));
+    if (kept && kept.use_count() == 1 && kept->nbytes() == n) return kept;
+    kept = Storage::uninitialized(n);
+    return kept;
+  }
+
+private:
+  PlanArenaCache& cache_;
+  ArenaLayout layout_;
+  std::shared_ptr<std::byte[]> block_;
+};
+
 } // namespace
 
 BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
@@ -182,6 +235,8 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
   if (user_inputs.size() != plan.input_slots.size())
     throw Error(source, "expected " + std::to_string(plan.input_slots.size()) + " inputs, got " +
                             std::to_string(user_inputs.size()));
+  // Declared before the slots, so that every view of the arena is gone when it is given back.
+  ArenaLease arena(plan);
   std::vector<std::shared_ptr<Storage>> slots(plan.slot_bytes.size());
   std::vector<Tensor> keep; // contiguous copies of inputs live until the run ends
   for (size_t i = 0; i < user_inputs.size(); ++i) {
@@ -200,8 +255,7 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
   for (const PlanStep& s : plan.steps) {
     switch (s.kind) {
     case PlanStep::Kind::Alloc:
-      slots[s.index] =
-          std::make_shared<Storage>(size_t(std::max<int64_t>(plan.slot_bytes[s.index], 1)));
+      slots[s.index] = arena.slot(s.index, plan.slot_bytes[s.index]);
       break;
     case PlanStep::Kind::Free:
       slots[s.index].reset();

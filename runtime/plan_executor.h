@@ -11,6 +11,7 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,32 @@ struct PlanStep {
   int index = -1; ///< slot (Alloc, Free), kernel or extern index
 };
 
+struct ArenaLayout {
+  std::vector<int64_t> offset; ///< per slot, bytes from the arena's base; -1: not in the arena
+  int64_t bytes = 0;           ///< the arena's size (the planned peak, rounded per slot)
+};
+
+/// A CPU plan's activation arena, kept between runs (execute_plan): one block laid out by
+/// plan_arena, taken by a run and given back when it ends, so that a run neither allocates nor
+/// zeroes its intermediate buffers (page faults and memset were most of a ResNet-50 train step).
+/// A run that finds the arena taken (concurrent runs of one plan) makes a block of its own. A
+/// copied plan starts with an empty cache. Buffers are not zeroed: every kernel writes what it
+/// reads later, as on CUDA, whose arena is reused the same way.
+struct PlanArenaCache {
+  PlanArenaCache() = default;
+  PlanArenaCache(const PlanArenaCache&) {}
+  PlanArenaCache& operator=(const PlanArenaCache&) { return *this; }
+  std::mutex mutex;
+  bool laid_out = false;
+  std::vector<int64_t> slot_bytes;        ///< what the layout was made for (plans may change)
+  std::vector<std::pair<int, int>> steps; ///< Alloc/Free steps (kind, slot) it was made for
+  ArenaLayout layout;
+  std::shared_ptr<std::byte[]> block; ///< the idle block; null while a run holds it
+  /// Per slot outside the arena (outputs): the last run's buffer, reused by the next run once
+  /// the caller has let go of it (so a plan keeps one set of outputs alive after a run).
+  std::vector<std::shared_ptr<Storage>> outputs;
+};
+
 struct Plan {
   std::vector<int64_t> slot_bytes; ///< size of each storage slot
   std::vector<int> input_slots;    ///< slot of each user input, in order (contiguous copies)
@@ -121,17 +148,17 @@ struct Plan {
   std::vector<PlanView> outputs;
   /// float32 BLAS and convolutions may round their inputs to TF32 (--allow-tf32; CUDA only).
   bool allow_tf32 = false;
+  /// CPU runs: the reused activation arena (not serialized).
+  mutable PlanArenaCache arena_cache;
 };
 
 /// Where each storage slot of a CUDA plan lives in its one device arena: slots whose lifetimes
 /// (first Alloc to last Free in plan.steps; inputs and outputs for the whole run) do not overlap
 /// may share bytes. Constant slots are not in the arena (offset -1). Offsets are multiples of
 /// 256 bytes (cuBLASLt and cuDNN like aligned operands). Deterministic; runs on the host only.
-struct ArenaLayout {
-  std::vector<int64_t> offset; ///< per slot, bytes from the arena's base; -1: not in the arena
-  int64_t bytes = 0;           ///< the arena's size (the planned peak, rounded per slot)
-};
-ArenaLayout plan_arena(const Plan& plan);
+/// `intermediates_only` (CPU runs): inputs and outputs stay out of the arena (offset -1), since
+/// the run's inputs are the caller's and its outputs outlive the run.
+ArenaLayout plan_arena(const Plan& plan, bool intermediates_only = false);
 
 /// How a BLAS gemm reads a rows x cols matrix with element strides (s0, s1) in place: row-major
 /// (trans = false) or transposed, with leading dimension ld; ok = false when it must be copied.

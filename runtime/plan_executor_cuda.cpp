@@ -30,7 +30,7 @@ const char* epilogue_name(PlanExtern::Epilogue e) {
   return "?";
 }
 
-ArenaLayout plan_arena(const Plan& plan) {
+ArenaLayout plan_arena(const Plan& plan, bool intermediates_only) {
   constexpr int64_t kAlign = 256;
   size_t n = plan.slot_bytes.size();
   int64_t last = int64_t(plan.steps.size());
@@ -53,7 +53,7 @@ ArenaLayout plan_arena(const Plan& plan) {
   a.offset.assign(n, -1);
   std::vector<size_t> order;
   for (size_t s = 0; s < n; ++s) {
-    if (constant[s]) continue;
+    if (constant[s] || (intermediates_only && (input[s] || output[s]))) continue;
     if (input[s] || begin[s] == -2) begin[s] = -1;
     if (input[s] || output[s] || end[s] == -2 || end[s] < begin[s]) end[s] = last;
     order.push_back(s);

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 using namespace fxc;
 
@@ -172,6 +173,41 @@ TEST_CASE("codegen: the thread pool runs every task exactly once, repeatedly") {
   ThreadPool single(1);
   single.parallel_for(5, [&](int64_t) { ++count; });
   CHECK(count == 5);
+}
+
+TEST_CASE("codegen: runs reuse the activation arena; outputs of earlier runs stay intact") {
+  Graph g = import_graph(fixture("convnet.core.pt2"));
+  IO io = read_io("convnet");
+  CompiledGraph cg = compile_inductor(g, {});
+  std::vector<Tensor> first = cg.run(io.inputs);
+  // Other inputs leave other values in the arena's bytes.
+  std::vector<Tensor> other;
+  for (const Tensor& t : io.inputs) {
+    Tensor c = t.clone();
+    float* p = c.data<float>();
+    for (int64_t i = 0; i < c.numel(); ++i) p[i] = -3.0f * p[i] + 0.5f;
+    other.push_back(c);
+  }
+  std::vector<Tensor> changed = cg.run(other);
+  std::vector<Tensor> again = cg.run(io.inputs);
+  // Two runs at once: one takes the idle arena, the other makes its own.
+  std::vector<Tensor> t1, t2;
+  std::thread a([&] { t1 = cg.run(io.inputs); });
+  std::thread b([&] { t2 = cg.run(other); });
+  a.join();
+  b.join();
+  CompareOptions exact;
+  exact.rtol = exact.atol = 0;
+  REQUIRE(first.size() == again.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    CHECK(compare_tensors(again[i], first[i], exact).ok);
+    CHECK(compare_tensors(t1[i], first[i], exact).ok);
+    CHECK(compare_tensors(t2[i], changed[i], exact).ok);
+    CHECK_FALSE(compare_tensors(changed[i], first[i], exact).ok);
+  }
+  CompareOptions co;
+  co.rtol = co.atol = 1e-4;
+  CHECK(compare_tensors(first[0], io.outputs[0], co).ok);
 }
 
 TEST_CASE("codegen: kernels split over threads give the same result as one thread") {
