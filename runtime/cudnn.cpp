@@ -242,6 +242,11 @@ struct Cudnn::Prepared {
   }
 };
 
+size_t Cudnn::workspace_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return workspace_bytes_;
+}
+
 size_t Cudnn::prepared_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return prepared_.size();

@@ -76,6 +76,8 @@ public:
   struct Prepared;
   /// Problems prepared so far.
   size_t prepared_count() const;
+  /// Bytes of the workspace in use (0 before any algorithm asked for one).
+  size_t workspace_bytes() const;
 
 private:
   Cudnn(Context& ctx, std::unique_ptr<Api> api);

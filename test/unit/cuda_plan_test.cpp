@@ -9,11 +9,13 @@
 #include "runtime/compare.h"
 #include "runtime/cuda_alloc.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/cudnn.h"
 #include "runtime/interpreter.h"
 #include "runtime/plan_executor.h"
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cstdlib>
 #include <string>
 
@@ -384,4 +386,54 @@ TEST_CASE("cuda gpu plan: TF32 is used only when allowed" * doctest::test_suite(
   CHECK_FALSE(compare_tensors(tf32[0], want[0], co).ok);
   co.rtol = co.atol = 5e-2;
   CHECK(compare_tensors(tf32[0], want[0], co).ok);
+}
+
+TEST_CASE("cuda gpu plan: a captured graph still runs after another plan grew cuDNN's workspace" *
+          doctest::test_suite("gpu")) {
+  if (!have_cuda()) return;
+  // Train + --cuda-graphs: the forward's graph is captured, then the backward's first run needs
+  // a larger workspace. The forward's replay must not use a freed one (an illegal address).
+  auto conv_graph = [](int64_t n, int64_t c, int64_t hw, int64_t kout, int64_t k, int64_t pad) {
+    TestGraph tg;
+    ValueId x =
+        tg.input_values("x", DType::F32, {n, c, hw, hw}, tg.random_values(n * c * hw * hw, -1, 1));
+    ValueId w = tg.input_values("w", DType::F32, {kout, c, k, k},
+                                tg.random_values(kout * c * k * k, -1, 1));
+    tg.output(tg.op("aten.convolution.default", {T(x),
+                                                 T(w),
+                                                 {"", Arg::none()},
+                                                 Is({1, 1}),
+                                                 Is({pad, pad}),
+                                                 Is({1, 1}),
+                                                 B(false),
+                                                 Is({0, 0}),
+                                                 I(1)}));
+    tg.g = decompose(tg.g);
+    return tg;
+  };
+  TestGraph small = conv_graph(1, 8, 16, 8, 3, 1);
+  std::vector<Tensor> want = interpret(small.g, small.inputs);
+  InductorOptions o;
+  o.cuda = true;
+  o.cuda_graphs = true;
+  CompiledGraph a = compile_inductor(small.g, o);
+  for (int i = 0; i < 2; ++i) check_close(a.run(small.inputs), want, 1e-4);
+  REQUIRE(a.cuda_runner()->graph_captured());
+  size_t before = cuda::Cudnn::get().workspace_bytes();
+  // Problems that ask cuDNN for large workspaces: a weight gradient's shape (the batch as the
+  // channels, the output map as the kernel), large kernels, wide layers.
+  const std::vector<std::array<int64_t, 6>> bigger = {{64, 2, 58, 64, 56, 0},
+                                                      {256, 8, 30, 256, 28, 0},
+                                                      {16, 64, 128, 64, 11, 5},
+                                                      {8, 512, 56, 512, 7, 3},
+                                                      {32, 128, 64, 128, 3, 1}};
+  for (const auto& p : bigger) {
+    TestGraph big = conv_graph(p[0], p[1], p[2], p[3], p[4], p[5]);
+    CompiledGraph b = compile_inductor(big.g, o);
+    b.run(big.inputs);
+    if (cuda::Cudnn::get().workspace_bytes() > before) break;
+  }
+  // Without growth this case shows nothing: one of the problems must ask for more.
+  REQUIRE(cuda::Cudnn::get().workspace_bytes() > before);
+  for (int i = 0; i < 3; ++i) check_close(a.run(small.inputs), want, 1e-4);
 }
