@@ -6,6 +6,8 @@
 # post-ops (so the oneDNN path cannot be silently skipped), also from an .fxo artifact (loaded
 # with and without oneDNN: the runtime's direct loop runs its calls then). With
 # FXC_ONEDNN=0 the same graphs take the im2col/reference path, say why, and still match.
+# Train mode: the gradients of the inductor train step (its forward and backward convolutions on
+# oneDNN, then with FXC_ONEDNN=0) must match aot_eager's reference-kernel gradients.
 # Usage: onednn.sh <fxc>
 set -u
 fxc=$1
@@ -52,6 +54,24 @@ case_() {
   has "$name: FXC_ONEDNN=0 says why" "$tmp/err" "oneDNN not used: FXC_ONEDNN=0"
 }
 
+# train <name>: the graph case_ wrote, differentiated.
+train() {
+  local name=$1 g=$tmp/$1.fxg
+  "$fxc" "$g" --mode=train --backend=aot_eager --device=cpu --run \
+    --outputs "$tmp/$name.grad.safetensors" >"$tmp/aot.log" 2>&1 ||
+    { bad "$name: aot_eager train run failed" "$(cat "$tmp/aot.log")"; return; }
+  check "$name: train gradients match aot_eager" 0 "$fxc" "$g" --mode=train --device=cpu \
+    --backend=inductor --no-cache --run --expect "$tmp/$name.grad.safetensors" --rtol 1e-4 \
+    --atol 1e-4 --log=+inductor
+  if [ $have_dnnl = 1 ]; then
+    matches "$name: the backward's convolutions are oneDNN calls" "$tmp/err" \
+      "backward.*extern calls \(0 matmul, [1-9][0-9]* convolution, 0 fallback\)"
+  fi
+  FXC_ONEDNN=0 check "$name: train gradients match aot_eager with FXC_ONEDNN=0" 0 "$fxc" "$g" \
+    --mode=train --device=cpu --backend=inductor --no-cache --run \
+    --expect "$tmp/$name.grad.safetensors" --rtol 1e-4 --atol 1e-4
+}
+
 #     name        post-ops            N  C  H  W  K  R S st pad dil groups bias chain
 case_ plain       -                   2  8 10 10 16 3 3  1  1   1   1     1    ""
 case_ depthwise   -                   2 16 11 11 16 3 3  1  1   1   16    0    ""
@@ -63,6 +83,7 @@ case_ conv5x5     silu                2  4 12 12  8 5 5  2  2   1   1     1    s
 case_ sigmoid     "sigmoid linear:0.5:0" 2 4 8  8  4 3 3  1  1   1   2     0    sigmoid,scale
 case_ batchnorm   hardswish           2  8 12 12 16 3 3  1  1   1   1     0    bn,hardswish
 case_ dw_bn       relu                2 16  9  9 16 3 3  2  1   1   16    0    bn,relu
+for name in plain dw_strided grouped dilated conv5x5 batchnorm; do train $name; done
 if [ $have_dnnl = 1 ]; then
   has "batch norm folded into the weights" "$tmp/batchnorm.log" "per-channel affine (folded into the weights)"
 fi
