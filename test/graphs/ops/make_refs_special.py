@@ -1,19 +1,9 @@
 # References for special.fxg from PyTorch (Debian's python3-torch 1.13 is enough), computed in
 # float64 and rounded to each output's dtype:
 # python3 test/graphs/ops/make_refs_special.py  -> special.in.safetensors, special.ref.safetensors
-import json, os, struct, torch
+import os, torch
+from refs_io import save_file
 
-def save_file(tensors, path): # the safetensors format, without the safetensors package
-    codes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}
-    header, blobs, off = {}, [], 0
-    for name, t in tensors.items():
-        b = t.contiguous().numpy().tobytes()
-        header[name] = {"dtype": codes[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    open(path, "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 here = os.path.dirname(os.path.abspath(__file__))
 # Both signs, both sides of the lowerings' branch points (0.5 for the reflections, 30 for the
 # Bessel series), no poles (0, -1, -2, ...: NaN or inf).
