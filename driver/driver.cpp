@@ -325,6 +325,23 @@ void log_guards(const Graph& g, const std::vector<Tensor>& inputs) {
   log.artifact(Artifact::Guards, text);
 }
 
+// A graph with a data-dependent size (nonzero, masked_select, unique: torch.export's unbacked
+// symbols) runs on the eager interpreter, which learns each such size when its node has run.
+// Everything else needs every size before the run, so it stops here, naming the node.
+void check_data_dependent_action(const Options& o, const Graph& g) {
+  const bool eager_run = (o.run || o.bench || o.check_accuracy) && o.backend == Backend::Eager &&
+                         o.mode == Mode::Inference && !o.bisect && !o.minify &&
+                         o.stop_after.empty() && o.emit.empty();
+  if (eager_run || o.emit == "fx") return;
+  const Node* n = first_data_dependent_node(g);
+  std::string what = "the size of its result depends on its input's values (a data-dependent "
+                     "size); such graphs run only with --backend=eager --run in inference mode: ";
+  what += o.mode == Mode::Train ? "AOT autograd" : "inductor, AOT autograd and .fxo artifacts";
+  what += " need every size before the run";
+  if (n) throw Error(o.input, what, n->name, n->target);
+  throw Error(o.input, what);
+}
+
 // --log=guards and -v: a dynamic graph's symbols, their ranges and hints, and the runtime
 // assertions the export recorded.
 void log_symbols(const Graph& g) {
@@ -403,6 +420,20 @@ int repro_level() {
 // A dynamic graph (exported with Dim) needs no recompile: its symbols are bound from the inputs'
 // sizes, checked against their ranges, and the graph is specialized to them.
 void specialize_to_inputs(Compilation& c, const std::vector<Tensor>& inputs) {
+  if (c.symbolic && has_unbacked_symbols(*c.symbolic)) { // eager binds them as it runs
+    std::vector<TensorMeta> metas;
+    for (const Tensor& t : inputs) metas.push_back(t.meta());
+    SymBindings b;
+    if (std::string why = bind_symbols(*c.symbolic, metas, &b); !why.empty())
+      throw Error(c.opts.inputs.empty() ? c.opts.input : c.opts.inputs,
+                  "the inputs are outside the graph's dynamic shapes: " + why);
+    process_logger().artifact(Artifact::Guards,
+                              "dynamic shapes: the inputs bind " +
+                                  (b.empty() ? std::string("no symbol") : format_bindings(b)) +
+                                  "; data-dependent sizes are bound as the graph runs\n");
+    c.bindings = b;
+    return;
+  }
   if (c.symbolic) {
     std::vector<TensorMeta> metas;
     for (const Tensor& t : inputs) metas.push_back(t.meta());
@@ -604,8 +635,12 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   if (c.source.is_dynamic()) { // compile at the hints unless --inputs say otherwise
     c.symbolic = std::make_shared<const Graph>(c.source);
     log_symbols(*c.symbolic);
-    c.bindings = hint_bindings(*c.symbolic);
-    c.source = specialize(*c.symbolic, c.bindings);
+    if (has_unbacked_symbols(c.source)) {
+      check_data_dependent_action(o, c.source); // the eager interpreter runs it as it is
+    } else {
+      c.bindings = hint_bindings(*c.symbolic);
+      c.source = specialize(*c.symbolic, c.bindings);
+    }
   }
   double import_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

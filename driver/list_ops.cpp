@@ -23,10 +23,12 @@ std::string autograd_column(OpId id) {
   return "missing";
 }
 
-// Inductor decomposes an op with a decomposition before lowering; an op with neither becomes
+// A data-dependent op (nonzero) runs only on the eager interpreter. Inductor decomposes an op
+// with a decomposition before lowering; an op with neither becomes
 // an extern call of the reference kernel (on CUDA that is a round trip to the host). An in-place
 // op whose functional op is declared is rewritten to it (when nothing else aliases its storage).
 std::string inductor_column(OpId id, bool cuda) {
+  if (has_tag(id, OpTag::DataDependent)) return "eager only";
   if (decomposition_layer().has(id)) return "decomposed";
   if (lowering_layer().has(id)) return "lowered";
   if (functionalizes(op_info(id).target)) return "functionalized";

@@ -38,9 +38,9 @@ Metas custom_op_meta(const Graph& g, const Node& n) {
 
 const OpTable<MetaFn>& meta_table() {
   using namespace meta_detail;
-  static const OpTable<MetaFn> table({pointwise_meta(), reduction_meta(), norm_meta(),
-                                      linalg_meta(), pool_meta(), backward_meta(), indexing_meta(),
-                                      view_meta(), factory_meta(), random_meta()});
+  static const OpTable<MetaFn> table(
+      {pointwise_meta(), reduction_meta(), norm_meta(), linalg_meta(), pool_meta(), backward_meta(),
+       indexing_meta(), view_meta(), factory_meta(), random_meta(), selection_meta()});
   return table;
 }
 

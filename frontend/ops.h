@@ -39,11 +39,12 @@ enum class OpTag : uint32_t {
   Differentiable = 1u << 8,   ///< float outputs depend differentiably on float inputs
   Recomputable = 1u << 9,     ///< cheap enough for the partitioner to recompute in the backward
   Factory = 1u << 10,         ///< makes a tensor from sizes and scalars only
+  DataDependent = 1u << 11, ///< a result's size depends on the input's values (nonzero): eager only
 };
 inline constexpr OpTag kAllOpTags[] = {
     OpTag::Pointwise,      OpTag::Reduction,    OpTag::Scan,    OpTag::View,
     OpTag::Indexing,       OpTag::Random,       OpTag::Inplace, OpTag::Nondeterministic,
-    OpTag::Differentiable, OpTag::Recomputable, OpTag::Factory};
+    OpTag::Differentiable, OpTag::Recomputable, OpTag::Factory, OpTag::DataDependent};
 
 /// The declaration of one op.
 struct OpInfo {

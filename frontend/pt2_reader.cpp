@@ -192,12 +192,12 @@ public:
     }
     if (x.op == SymExpr::Op::Const) return x.value;
     const json* h = find(e, "hint");
-    if (!h || h->is_null())
-      fail(std::string(what) + " '" + format_sym(x) +
-           "' has no hint: a data-dependent size (from .item() or nonzero) is not supported");
-    int64_t hint = h->is_object() ? integer(get(*h, "as_int", what), what) : integer(*h, what);
     *expr = x;
-    return hint;
+    if (!h || h->is_null()) { // data-dependent (nonzero, .item()): its symbols are unbacked
+      collect_symbols(x, unbacked_);
+      return 0; // a placeholder: no pass reads the size of an unbacked value
+    }
+    return h->is_object() ? integer(get(*h, "as_int", what), what) : integer(*h, what);
   }
   double floating(const json& j, const char* what) const {
     if (j.is_number()) return j.get<double>();
@@ -210,9 +210,12 @@ public:
     fail(std::string(what) + " is not a number");
   }
   const std::string& path() const { return path_; }
+  /// The symbols seen in an expression without a hint: data-dependent sizes.
+  const std::set<std::string>& unbacked() const { return unbacked_; }
 
 private:
   std::string path_, where_;
+  mutable std::set<std::string> unbacked_;
 };
 
 // Symbol hints seen while reading: a bare symbol's value at the export's example inputs.
@@ -392,9 +395,10 @@ private:
       SymbolRange r;
       r.name = name;
       auto h = hints_.find(name);
-      if (h == hints_.end())
+      r.unbacked = r_.unbacked().count(name) != 0;
+      if (h == hints_.end() && !r.unbacked)
         r_.fail("symbol '" + name + "' has no hint (it never appears as a size of its own)");
-      r.hint = h->second;
+      r.hint = r.unbacked ? 0 : h->second;
       r.min = 0;
       if (rc && rc->is_object())
         if (auto it = rc->find(name); it != rc->end()) {
@@ -403,6 +407,7 @@ private:
                         "range_constraints['" + name + "'].max_val");
         }
       r.min = std::max<int64_t>(r.min, 0);
+      if (r.unbacked) r.hint = r.min;
       if (r.hint < r.min || r.hint > r.max)
         r_.fail("symbol '" + name + "': its hint " + std::to_string(r.hint) + " is outside " +
                 format_range(r));

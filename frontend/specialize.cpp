@@ -4,6 +4,8 @@
 #include "frontend/diag.h"
 #include "frontend/shape_prop.h"
 
+#include <set>
+
 namespace fxc {
 
 namespace {
@@ -45,7 +47,21 @@ std::string describe_symbols(const Graph& g) {
   std::string text = "dynamic shapes: " + std::to_string(g.symbols.size()) + " symbol" +
                      (g.symbols.size() == 1 ? "" : "s");
   for (const SymbolRange& r : g.symbols) {
-    text += "\n  " + format_range(r) + ", hint " + std::to_string(r.hint);
+    text += "\n  " + format_range(r);
+    if (!r.unbacked) text += ", hint " + std::to_string(r.hint);
+    for (size_t i = 0; r.unbacked && i < g.nodes.size(); ++i) { // the node whose result gives it
+      const Node& n = g.nodes[i];
+      bool found = false;
+      for (ValueId v : n.outputs) {
+        const std::vector<SymExpr>& dims = g.values[size_t(v)].meta.sym_sizes;
+        for (size_t d = 0; d < dims.size() && !found; ++d)
+          if (dims[d].is_symbol() && dims[d].name == r.name) {
+            text += ", dim " + std::to_string(d) + " of node '" + n.name + "' (" + n.target + ")";
+            found = true;
+          }
+      }
+      if (found) break;
+    }
     size_t k = 0;
     std::string dims;
     for (const GraphInput& in : g.inputs) {
@@ -61,6 +77,27 @@ std::string describe_symbols(const Graph& g) {
   for (const auto& [node, cond] : g.sym_asserts)
     text += "\n  assert (node '" + node + "'): " + cond + " (checked by torch.export, not by fxc)";
   return text + "\n";
+}
+
+bool has_unbacked_symbols(const Graph& g) {
+  for (const SymbolRange& r : g.symbols)
+    if (r.unbacked) return true;
+  return false;
+}
+
+const Node* first_data_dependent_node(const Graph& g) {
+  std::set<std::string> unbacked;
+  for (const SymbolRange& r : g.symbols)
+    if (r.unbacked) unbacked.insert(r.name);
+  if (unbacked.empty()) return nullptr;
+  for (const Node& n : g.nodes)
+    for (ValueId v : n.outputs) {
+      std::set<std::string> used;
+      for (const SymExpr& e : g.values[size_t(v)].meta.sym_sizes) collect_symbols(e, used);
+      for (const std::string& s : used)
+        if (unbacked.count(s)) return &n;
+    }
+  return nullptr;
 }
 
 SymBindings hint_bindings(const Graph& g) {
@@ -106,7 +143,7 @@ std::string bind_symbols(const Graph& g, const std::vector<TensorMeta>& inputs, 
     }
   }
   for (const SymbolRange& r : g.symbols)
-    if (!b.count(r.name))
+    if (!r.unbacked && !b.count(r.name))
       return "symbol " + r.name +
              " is not the size of any input dim, so the inputs cannot give "
              "its value";

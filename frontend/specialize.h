@@ -17,13 +17,19 @@
 
 namespace fxc {
 
-/// Binds every symbol of `g` from the sizes of its user inputs (`inputs[k]` for the k-th user
-/// input): a dim whose size is a bare symbol gives its value. Returns "" and sets *out, or the
-/// first failure, naming the input, the dim and the range or expression:
+/// Binds every symbol of `g` but the unbacked ones from the sizes of its user inputs (`inputs[k]`
+/// for the k-th user input): a dim whose size is a bare symbol gives its value. Returns "" and sets
+/// *out, or the first failure, naming the input, the dim and the range or expression:
 ///   "input_0 'x': dim 0 is 5000, outside s77 in [1, 4096]"
 ///   "input_1 'y': dim 0 is 3, but s77 is 2 (input_0 'x' dim 0)"
 ///   "input_0 'x': dim 1 is 7, expected 256"
 std::string bind_symbols(const Graph& g, const std::vector<TensorMeta>& inputs, SymBindings* out);
+
+/// True when `g` has a data-dependent (unbacked) symbol: nonzero, masked_select, unique.
+bool has_unbacked_symbols(const Graph& g);
+
+/// The first node whose result has a data-dependent size, or null.
+const Node* first_data_dependent_node(const Graph& g);
 
 /// Each symbol at its hint: the sizes the graph was exported with.
 SymBindings hint_bindings(const Graph& g);

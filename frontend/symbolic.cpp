@@ -464,7 +464,8 @@ std::vector<SymExpr> symbolic_contiguous_strides(const std::vector<int64_t>& siz
 
 std::string format_range(const SymbolRange& r) {
   return r.name + " in [" + std::to_string(r.min) + ", " +
-         (r.max == INT64_MAX ? std::string("inf") : std::to_string(r.max)) + "]";
+         (r.max == INT64_MAX ? std::string("inf") : std::to_string(r.max)) + "]" +
+         (r.unbacked ? " (data-dependent)" : "");
 }
 
 } // namespace fxc

@@ -52,13 +52,20 @@ using SymBindings = std::map<std::string, int64_t, std::less<>>;
 
 /// One symbol of a dynamic graph: its range (inclusive; max INT64_MAX is unbounded, torch's
 /// int_oo) and its hint, the size the graph was exported (and is compiled) at.
+///
+/// An unbacked symbol (torch's u0, u1, ...) is a data-dependent size: the number of elements
+/// nonzero, masked_select or unique find. It has no hint (`hint` is its minimum, a placeholder);
+/// its value is known only when the node that produces it has run, so only the eager
+/// interpreter runs such graphs.
 struct SymbolRange {
   std::string name;
   int64_t min = 0;
   int64_t max = INT64_MAX;
   int64_t hint = 0;
+  bool unbacked = false;
   bool operator==(const SymbolRange& o) const {
-    return name == o.name && min == o.min && max == o.max && hint == o.hint;
+    return name == o.name && min == o.min && max == o.max && hint == o.hint &&
+           unbacked == o.unbacked;
   }
 };
 

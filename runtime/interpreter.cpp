@@ -4,6 +4,7 @@
 
 #include "frontend/diag.h"
 #include "frontend/schema.h"
+#include "frontend/specialize.h"
 #include "runtime/kernels.h"
 
 #include <algorithm>
@@ -104,6 +105,31 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
   if (user_inputs.size() != n_user)
     throw Error(g.source, "expected " + std::to_string(n_user) + " inputs, got " +
                               std::to_string(user_inputs.size()));
+  // A dynamic graph: its symbols bound from the inputs, data-dependent ones as nodes run.
+  SymBindings syms;
+  if (g.is_dynamic()) {
+    std::vector<TensorMeta> metas;
+    for (const Tensor& t : user_inputs)
+      if (t.defined()) metas.push_back(t.meta());
+    if (metas.size() == user_inputs.size())
+      if (std::string why = bind_symbols(g, metas, &syms); !why.empty()) throw Error(g.source, why);
+  }
+  auto sym_range = [&](const std::string& name) -> const SymbolRange* {
+    for (const SymbolRange& r : g.symbols)
+      if (r.name == name) return &r;
+    return nullptr;
+  };
+  auto evaluate_all = [&](const std::vector<int64_t>& v, const std::vector<SymExpr>& e,
+                          const std::function<Error(const std::string&)>& fail) {
+    std::vector<int64_t> out = v;
+    for (size_t d = 0; d < e.size() && d < out.size(); ++d) {
+      if (e[d].empty()) continue;
+      std::optional<int64_t> x = evaluate(e[d], syms);
+      if (!x) throw fail("cannot evaluate '" + format_sym(e[d]) + "' at " + format_bindings(syms));
+      out[d] = *x;
+    }
+    return out;
+  };
   std::set<ValueId> mutated = mutated_roots(g);
   size_t next_user = 0;
   for (const GraphInput& in : g.inputs) {
@@ -125,7 +151,8 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
         throw Error(g.source, what + ": " + e.what());
       }
     }
-    if (t.dtype() != val.meta.dtype || t.sizes() != val.meta.sizes)
+    if (t.dtype() != val.meta.dtype ||
+        (t.sizes() != val.meta.sizes && (in.kind != InputKind::UserInput || !g.is_dynamic())))
       throw Error(g.source,
                   what + ": expected " + format_meta(val.meta) + ", got " + format_meta(t.meta()));
     try {
@@ -160,9 +187,19 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
                        std::to_string(schema->args.size()));
     Node bound_node;
     const Node* np = &node;
-    if (!node.schema) { // run with the looked-up schema without modifying the graph
+    bool symbolic_args = false;
+    for (const Arg& a : node.args) symbolic_args = symbolic_args || !a.syms.empty();
+    if (!node.schema || symbolic_args) { // run with the looked-up schema and the symbols' values
       bound_node = node;
       bound_node.schema = schema;
+      for (Arg& a : bound_node.args) {
+        if (a.syms.empty()) continue;
+        if (a.kind == Arg::Kind::Int)
+          a.i = evaluate_all({a.i}, a.syms, node_error)[0];
+        else
+          a.ints = evaluate_all(a.ints, a.syms, node_error);
+        a.syms.clear();
+      }
       np = &bound_node;
     }
     KernelCall call{*np, {}, {}, f64};
@@ -198,9 +235,25 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
       check_value(v);
       const TensorMeta& m = g.values[size_t(v)].meta;
       DType want = run_dtype(m.dtype, f64);
-      if (outs[i].dtype() != want || outs[i].sizes() != m.sizes)
+      std::vector<int64_t> want_sizes = m.sizes;
+      const bool symbolic = !m.sym_sizes.empty() || !m.sym_strides.empty();
+      if (!m.sym_sizes.empty()) {
+        // A data-dependent size is known now: the first result that has it as a dim gives it.
+        for (size_t d = 0; d < m.sym_sizes.size() && d < outs[i].sizes().size(); ++d) {
+          const SymExpr& e = m.sym_sizes[d];
+          const SymbolRange* r = e.is_symbol() ? sym_range(e.name) : nullptr;
+          if (!r || !r->unbacked || syms.count(e.name)) continue;
+          int64_t got = outs[i].sizes()[d];
+          if (got < r->min || got > r->max)
+            throw node_error("result " + std::to_string(i) + " dim " + std::to_string(d) + " is " +
+                             std::to_string(got) + ", outside " + format_range(*r));
+          syms[e.name] = got;
+        }
+        want_sizes = evaluate_all(m.sizes, m.sym_sizes, node_error);
+      }
+      if (outs[i].dtype() != want || outs[i].sizes() != want_sizes)
         throw node_error("result " + std::to_string(i) + " is " + format_meta(outs[i].meta()) +
-                         " but the graph says " + meta_str(want, m.sizes));
+                         " but the graph says " + meta_str(want, want_sizes));
       // Results that alias an operand (views, in-place ops, identities) inherit its layout;
       // fresh results (including reshapes that had to copy) take the layout PyTorch recorded.
       bool aliases = false;
@@ -209,7 +262,7 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
       for (const auto& list : call.lists)
         for (const Tensor& t : list)
           aliases = aliases || (t.defined() && t.storage() == outs[i].storage());
-      if (!aliases) {
+      if (!aliases && !symbolic) {
         try {
           outs[i] = with_layout(outs[i], m);
         } catch (const TensorError& e) {

@@ -26,6 +26,11 @@ struct InterpretOptions {
 /// shape (f64 for floating values in float64 mode); fresh results take the strides recorded
 /// in the graph, as PyTorch laid them out, so later views behave as in PyTorch. Weights that
 /// an in-place node mutates are copied first, so g.weights is never modified.
+///
+/// A dynamic graph runs as it is: its symbols are bound from the inputs' sizes (bind_symbols),
+/// each symbolic argument is evaluated before its node runs, and a data-dependent (unbacked)
+/// symbol is bound from the result that first has it as a size (nonzero's row count), checked
+/// against its range.
 std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_inputs,
                               const InterpretOptions& opts = {});
 

@@ -34,7 +34,7 @@ const OpTable<KernelFn>& kernel_table() {
   static const OpTable<KernelFn> table({pointwise_kernels(), reduction_kernels(), norm_kernels(),
                                         linalg_kernels(), pool_kernels(), backward_kernels(),
                                         indexing_kernels(), view_kernels(), factory_kernels(),
-                                        random_kernels(), special_kernels()});
+                                        random_kernels(), special_kernels(), selection_kernels()});
   return table;
 }
 

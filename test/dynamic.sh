@@ -18,7 +18,8 @@ fail=0
 export FXC_CACHE_DIR=$tmp/cache
 
 run() { # run <label> <args...>: exit 0 expected
-  if out=$("$fxc" "$@" 2>&1); then ok "$1"; else bad "$*" "$out"; fi
+  local label=$1; shift
+  if out=$("$fxc" "$@" 2>&1); then ok "$label"; else bad "$label: fxc $*" "$out"; fi
 }
 sizes() { ls "$dx/$1".*.io.safetensors | sed "s|.*/$1\.||; s|\.io\.safetensors||"; }
 
@@ -104,5 +105,29 @@ dyn=$(ls -d "$tmp"/dbg/run_*/fxc 2>/dev/null | head -1)/dynamic_shapes.txt
 has "the trace lists each symbol with the input dim that gives it" "$dyn" "s77 in [1, 64], hint 2 (input_0 'x' dim 0)"
 has "the trace says what was compiled" "$dyn" "compiled at s27=16, s77=2"
 has "the trace holds the symbolic graph" "$dyn" "f32[s77, s27, 128]"
+
+# Data-dependent sizes (test/fixtures/datadep, tools/export_datadep.py): boolean-mask indexing,
+# nonzero, masked_select and unique give sizes torch.export names u0..; eager runs them and
+# matches PyTorch on inputs that find different counts; everything else names the node.
+dd=$src/test/fixtures/datadep
+for name in masked_mean nonzero_gather select_unique dynamic_select; do
+  for g in "$dd/$name.pt2" "$dd/$name.core.pt2"; do
+    base=$(basename "$g")
+    for io in "$dd/$name".*.io.safetensors; do
+      run "eager $base at $(basename "$io")" --backend=eager --run --inputs "$io" --expect "$io" "$g"
+    done
+    check "inductor refuses $base" 1 "$fxc" --backend=inductor --run --inputs "$io" "$g"
+    has "inductor on $base: the message names the data-dependent size" "$tmp/err" "(a data-dependent size); such graphs run only with --backend=eager --run"
+    check "an .fxo of $base is refused" 1 "$fxc" --no-cache -o "$tmp/dd.fxo" "$g"
+    check "train mode on $base is refused" 1 "$fxc" --mode=train --backend=aot_eager --run "$g"
+    has "train mode on $base: AOT autograd needs the sizes" "$tmp/err" "AOT autograd need every size"
+  done
+done
+check "--emit=fx of a data-dependent graph" 0 "$fxc" --emit=fx -o "$tmp/dd.txt" "$dd/nonzero_gather.pt2"
+matches "the graph prints the data-dependent size" "$tmp/dd.txt" 'i64\[u[0-9]+, 2\]'
+check "--log=guards of a data-dependent graph" 0 "$fxc" --log=guards --backend=eager --run \
+  --inputs "$dd/masked_mean.0.io.safetensors" "$dd/masked_mean.pt2"
+matches "guards: the unbacked symbol, its range and the node giving it" "$tmp/err" \
+  'u[0-9]+ in \[0, 30\] \(data-dependent\), dim 0 of node'
 
 exit $fail

@@ -525,5 +525,6 @@ std::span<const OpTable<MetaFn>::Row> indexing_meta();
 std::span<const OpTable<MetaFn>::Row> view_meta();
 std::span<const OpTable<MetaFn>::Row> factory_meta();
 std::span<const OpTable<MetaFn>::Row> random_meta();
+std::span<const OpTable<MetaFn>::Row> selection_meta();
 
 } // namespace fxc::meta_detail

@@ -7,8 +7,8 @@
 //   digamma   x < 0: digamma(1 - x) - pi / tan(pi (x - trunc(x))); ten recurrence steps, then the
 //             asymptotic series (Cephes' coefficients)
 //   polygamma n = 0: digamma; n = 1: PyTorch's trigamma (reflection, six steps, series);
-//             n >= 2: (-1)^(n+1) n! zeta(n + 1, x), zeta by nine terms and Cephes'
-//             Euler-Maclaurin tail (accurate for x > -8; the kernel loops further)
+//             n >= 2: (-1)^(n+1) n! zeta(n + 1, x), zeta by the kernel's terms (9, and up to
+//             64 more while x + i <= 9) and Cephes' Euler-Maclaurin tail (exact for x > -55)
 //   erfinv    Giles' approximation and two Newton steps (erf and exp)
 //   i0, i1    |x| <= 30: the power series (60 terms); beyond: the asymptotic expansion
 //             exp(|x| - log(2 pi |x|) / 2) sum_k a_k |x|^-k (15 terms); i1 is odd
@@ -120,13 +120,25 @@ VPtr trigamma_ir(const VPtr& x0) {
 
 /// zeta(s, q) for integer s >= 3: nine terms, then the Euler-Maclaurin tail at w = q + 9.
 VPtr zeta_ir(double s, const VPtr& q) {
+  // The kernel sums terms while i < 9 or q + i <= 9, i.e. cnt = max(9, floor(9 - q) + 1) of
+  // them, so that the tail starts at w = q + cnt > 9. Here: nine terms, then up to kShift more,
+  // each kept when i <= cnt (exact for q > -kShift + 9).
+  constexpr int kShift = 64;
+  VPtr cnt = v_binary(VOp::Max, k(9.0), add(un(VOp::Floor, sub(k(9.0), q)), k(1.0)));
   VPtr sum = v_binary(VOp::Pow, q, k(-s));
   VPtr b;
-  for (int i = 1; i <= 9; ++i) {
-    b = v_binary(VOp::Pow, add(q, k(double(i))), k(-s));
-    sum = add(sum, b);
+  for (int i = 1; i <= 9 + kShift; ++i) {
+    VPtr term = v_binary(VOp::Pow, add(q, k(double(i))), k(-s));
+    if (i <= 9) {
+      b = term;
+      sum = add(sum, term);
+      continue;
+    }
+    VPtr keep = v_binary(VOp::Le, k(double(i)), cnt);
+    sum = add(sum, sel(keep, term, k(0.0)));
+    b = sel(keep, term, b);
   }
-  VPtr w = add(q, k(9.0));
+  VPtr w = add(q, cnt);
   sum = add(sum, div(mul(b, w), k(s - 1)));
   sum = sub(sum, mul(k(0.5), b));
   double a = 1.0, kk = 0.0;

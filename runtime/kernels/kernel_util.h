@@ -381,6 +381,7 @@ std::span<const OpTable<KernelFn>::Row> indexing_kernels();
 std::span<const OpTable<KernelFn>::Row> view_kernels();
 std::span<const OpTable<KernelFn>::Row> factory_kernels();
 std::span<const OpTable<KernelFn>::Row> random_kernels();
+std::span<const OpTable<KernelFn>::Row> selection_kernels();
 std::span<const OpTable<KernelFn>::Row> special_kernels();
 
 } // namespace fxc::kernel_detail
