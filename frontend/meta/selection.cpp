@@ -39,12 +39,9 @@ Metas unique(const Graph& g, const Node& n) {
 }
 
 const OpTable<MetaFn>::Row kSelectionMeta[] = {
-    {OpId::nonzero, guarded<nonzero>},
-    {OpId::argwhere, guarded<nonzero>},
-    {OpId::nonzero_numpy, guarded<nonzero>},
-    {OpId::masked_select, guarded<masked_select>},
-    {OpId::_unique2, guarded<unique>},
-    {OpId::unique_consecutive, guarded<unique>},
+    {OpId::nonzero, guarded<nonzero>},       {OpId::argwhere, guarded<nonzero>},
+    {OpId::nonzero_numpy, guarded<nonzero>}, {OpId::masked_select, guarded<masked_select>},
+    {OpId::_unique2, guarded<unique>},       {OpId::unique_consecutive, guarded<unique>},
     {OpId::unique_dim, guarded<unique>},
 };
 
