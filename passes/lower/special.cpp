@@ -7,8 +7,8 @@
 //   digamma   x < 0: digamma(1 - x) - pi / tan(pi (x - trunc(x))); ten recurrence steps, then the
 //             asymptotic series (Cephes' coefficients)
 //   polygamma n = 0: digamma; n = 1: PyTorch's trigamma (reflection, six steps, series);
-//             n >= 2: (-1)^(n+1) n! zeta(n + 1, x), zeta by nine terms and Cephes'
-//             Euler-Maclaurin tail (accurate for x > -8; the kernel loops further)
+//             n >= 2: (-1)^(n+1) n! zeta(n + 1, x), zeta by 30 terms and Cephes'
+//             Euler-Maclaurin tail (accurate for x > -21; the kernel loops further)
 //   erfinv    Giles' approximation and two Newton steps (erf and exp)
 //   i0, i1    |x| <= 30: the power series (60 terms); beyond: the asymptotic expansion
 //             exp(|x| - log(2 pi |x|) / 2) sum_k a_k |x|^-k (15 terms); i1 is odd
@@ -127,15 +127,19 @@ VPtr trigamma_ir(const VPtr& x0) {
   return sel(refl, sub(k(0.0), result), result);
 }
 
-/// zeta(s, q) for integer s >= 3: nine terms, then the Euler-Maclaurin tail at w = q + 9.
+/// The direct terms of the lowered Hurwitz zeta before its Euler-Maclaurin tail at
+/// w = q + kZetaTerms: the kernel sums until w > 9, so this count matches it for q > -21.
+constexpr int kZetaTerms = 30;
+
+/// zeta(s, q) for integer s >= 3: kZetaTerms terms, then the Euler-Maclaurin tail.
 VPtr zeta_ir(double s, const VPtr& q) {
   VPtr sum = v_binary(VOp::Pow, q, k(-s));
   VPtr b;
-  for (int i = 1; i <= 9; ++i) {
+  for (int i = 1; i <= kZetaTerms; ++i) {
     b = v_binary(VOp::Pow, add(q, k(double(i))), k(-s));
     sum = add(sum, b);
   }
-  VPtr w = add(q, k(9.0));
+  VPtr w = add(q, k(double(kZetaTerms)));
   sum = add(sum, div(mul(b, w), k(s - 1)));
   sum = sub(sum, mul(k(0.5), b));
   double a = 1.0, kk = 0.0;
@@ -350,11 +354,11 @@ VPtr zeta_tensor_ir(const VPtr& s, const VPtr& q) {
   VPtr ns = sub(k(0.0), s);
   VPtr sum = v_binary(VOp::Pow, q, ns);
   VPtr b;
-  for (int i = 1; i <= 9; ++i) {
+  for (int i = 1; i <= kZetaTerms; ++i) {
     b = v_binary(VOp::Pow, add(q, k(double(i))), ns);
     sum = add(sum, b);
   }
-  VPtr w = add(q, k(9.0));
+  VPtr w = add(q, k(double(kZetaTerms)));
   sum = add(sum, div(mul(b, w), sub(s, k(1.0))));
   sum = sub(sum, mul(k(0.5), b));
   VPtr a = k(1.0), kk = k(0.0);
