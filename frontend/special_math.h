@@ -5,6 +5,7 @@
 // and erfinv (Giles' single-precision approximation refined by two Newton steps).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -170,6 +171,140 @@ inline double bessel_i0(double x) {
 }
 inline double bessel_i1(double x) {
   return bessel_series(1, x);
+}
+
+/// Terms of the continued fraction erfcx(x) = 1 / (sqrt(pi) (x + (1/2) / (x + 1 / (x + ...))))
+/// evaluated from its tail, used for x >= kErfcxCfFrom: 40 terms give full float64 accuracy there.
+inline constexpr int kErfcxCfTerms = 40;
+inline constexpr double kErfcxCfFrom = 3.0;
+inline constexpr double kInvSqrtPi = 0.56418958354775628695;
+inline double erfcx_cf(double x) {
+  double t = 0;
+  for (int n = kErfcxCfTerms; n >= 1; --n) t = (n / 2.0) / (x + t);
+  return kInvSqrtPi / (x + t);
+}
+
+/// erfcx(x) = exp(x^2) erfc(x): the continued fraction for x >= 3, exp(x^2) erfc(x) below
+/// (erfc(x) > 2e-5 there, so 1 - erf(x) keeps float64's relative accuracy), and
+/// 2 exp(x^2) - erfcx(-x) for x <= -3 (+inf once exp(x^2) overflows).
+inline double erfcx(double x) {
+  if (std::isnan(x)) return x;
+  if (x >= kErfcxCfFrom) return x == INFINITY ? 0.0 : erfcx_cf(x);
+  if (x > -kErfcxCfFrom) return std::exp(x * x) * std::erfc(x);
+  return 2 * std::exp(x * x) - erfcx_cf(-x);
+}
+
+/// The standard normal distribution function, 0.5 erfc(-x / sqrt(2)) (exact in both tails).
+inline double ndtr(double x) {
+  return 0.5 * std::erfc(-x * 0.70710678118654752440);
+}
+
+/// log(ndtr(x)), as PyTorch's calc_log_ndtr: log(erfcx(-x/sqrt 2) / 2) - x^2 / 2 below -1.
+inline double log_ndtr(double x) {
+  const double t = x * 0.70710678118654752440;
+  if (x < -1.0) return std::log(erfcx(-t) / 2) - t * t;
+  return std::log1p(-std::erfc(t) / 2);
+}
+
+/// The inverse of ndtr on [0, 1]: Abramowitz and Stegun's 26.2.23 estimate (absolute error
+/// below 4.5e-4 on (0, 1/2]), then kNdtriNewton Newton steps on log(ndtr(x)) = log(q) in the
+/// lower half (ndtri(p) = -ndtri(1 - p) in the upper half), each squaring the error.
+inline constexpr int kNdtriNewton = 3;
+inline constexpr double kNdtriC[] = {2.515517, 0.802853, 0.010328};
+inline constexpr double kNdtriD[] = {1.432788, 0.189269, 0.001308};
+inline double ndtri(double p) {
+  if (std::isnan(p) || p < 0 || p > 1) return std::numeric_limits<double>::quiet_NaN();
+  if (p == 0) return -INFINITY;
+  if (p == 1) return INFINITY;
+  const bool upper = p > 0.5;
+  const double q = upper ? 1 - p : p; // exact for p > 0.5 (Sterbenz)
+  const double t = std::sqrt(-2 * std::log(q));
+  const double num = kNdtriC[0] + t * (kNdtriC[1] + t * kNdtriC[2]);
+  const double den = 1 + t * (kNdtriD[0] + t * (kNdtriD[1] + t * kNdtriD[2]));
+  double x = num / den - t;
+  const double lq = std::log(q);
+  for (int i = 0; i < kNdtriNewton; ++i) {
+    // d/dx log ndtr(x) = pdf(x) / ndtr(x) = sqrt(2/pi) / erfcx(-x / sqrt 2).
+    const double d = 0.79788456080286535588 / erfcx(-x * 0.70710678118654752440);
+    x -= (log_ndtr(x) - lq) / d;
+  }
+  return upper ? -x : x;
+}
+
+/// exp(-|x|) I_nu(|x|) for nu = 0, 1 (sign(x) for nu = 1): the power series up to
+/// kBesselAsymFrom, the asymptotic expansion sum_k a_k(nu) |x|^-k / sqrt(2 pi |x|) (15 terms)
+/// beyond, as the lowerings of i0 and special_i1 split them.
+inline constexpr double kBesselAsymFrom = 30.0;
+inline constexpr int kBesselAsymTerms = 15;
+inline double bessel_asym_sum(int nu, double ax) {
+  double a = 1.0, acc = 0.0, coef[kBesselAsymTerms];
+  for (int k = 0; k < kBesselAsymTerms; ++k) {
+    if (k > 0) a *= -(4.0 * nu * nu - double((2 * k - 1) * (2 * k - 1))) / (8.0 * k);
+    coef[k] = a;
+  }
+  for (int k = kBesselAsymTerms - 1; k >= 0; --k) acc = acc * (1 / ax) + coef[k];
+  return acc / std::sqrt(2 * kPi * ax);
+}
+inline double bessel_ie(int nu, double x) {
+  if (std::isnan(x)) return x;
+  const double ax = std::fabs(x);
+  double r =
+      ax <= kBesselAsymFrom ? bessel_series(nu, ax) * std::exp(-ax) : bessel_asym_sum(nu, ax);
+  return nu == 1 && x < 0 ? -r : r;
+}
+
+/// The regularized incomplete gamma functions P(a, x) (igamma) and Q(a, x) = 1 - P (igammac),
+/// with PyTorch's special values. x < a + 1: the series
+/// P = x^a e^-x / Gamma(a + 1) sum_n x^n / ((a + 1) ... (a + n)); else the continued fraction
+/// Q = x^a e^-x / Gamma(a) / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)), evaluated
+/// from its tail with kIgammaTerms terms (the lowering's fixed count; the series runs to
+/// convergence here).
+inline constexpr int kIgammaTerms = 200;
+inline double igamma_series(double a, double x) {
+  double term = 1, sum = 1;
+  for (int n = 1; n < 100000; ++n) {
+    term *= x / (a + n);
+    sum += term;
+    if (term < sum * 1e-17) break;
+  }
+  return std::exp(a * std::log(x) - x - std::lgamma(a + 1)) * sum;
+}
+inline double igammac_cf(double a, double x) {
+  double t = 0;
+  for (int i = kIgammaTerms; i >= 1; --i) t = -i * (i - a) / (x + 2 * i + 1 - a + t);
+  return std::exp(a * std::log(x) - x - std::lgamma(a)) / (x + 1 - a + t);
+}
+inline double igamma(double a, double x, bool upper) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (std::isnan(a) || std::isnan(x) || x < 0 || a < 0) return nan;
+  if (a == 0) return x > 0 ? (upper ? 0.0 : 1.0) : nan;
+  if (x == 0) return upper ? 1.0 : 0.0;
+  if (std::isinf(a)) return std::isinf(x) ? nan : (upper ? 1.0 : 0.0);
+  if (std::isinf(x)) return upper ? 0.0 : 1.0;
+  if (x < a + 1) {
+    double p = igamma_series(a, x);
+    return upper ? 1 - p : p;
+  }
+  double q = igammac_cf(a, x);
+  return upper ? q : 1 - q;
+}
+
+/// ldexp's and nextafter's helper: the float's successor of x toward y in a dtype with `mant`
+/// explicit mantissa bits and smallest subnormal 2^min_exp (23/-149 for float32, 52/-1074 for
+/// float64), by its exponent; the lowering computes the same steps.
+inline double next_toward(double x, double y, int mant, int min_exp, double maxval) {
+  if (std::isnan(x) || std::isnan(y)) return x + y;
+  if (x == y) return y;
+  if (x == 0) return y > 0 ? std::ldexp(1.0, min_exp) : -std::ldexp(1.0, min_exp);
+  if (std::isinf(x)) return x > 0 ? maxval : -maxval;
+  int e;
+  std::frexp(std::fabs(x), &e); // |x| in [2^(e-1), 2^e)
+  e -= 1;
+  const bool away = (y > x) == (x > 0);
+  int s = e - mant;
+  if (!away && std::fabs(x) == std::ldexp(1.0, e)) s -= 1;
+  double step = std::ldexp(1.0, std::max(s, min_exp));
+  return y > x ? x + step : x - step;
 }
 
 } // namespace fxc::special

@@ -1405,7 +1405,203 @@ void index_fill(GradCtx& c) {
 }
 // ---- End of the issue-18 rules ----
 
+// ---- Issue 18, the math family (derivatives.yaml's formulas).
+void erfc(GradCtx& c) {
+  ValueId x = c.in("self");
+  ValueId d = c.e.mul_s(c.e.unary("exp", c.e.unary("neg", c.e.mul(x, x))), -2.0 / std::sqrt(M_PI));
+  c.add_grad("self", c.e.mul(c.grad_out(), d));
+}
+// copysign: result / self where self != 0 (copysign_tensor_self_backward); other gets none.
+void copysign(GradCtx& c) {
+  ValueId x = c.in("self");
+  c.add_grad("self",
+             c.e.mul(c.grad_out(), c.e.where_s(c.e.cmp_s("ne", x, 0), c.e.div(c.out(), x), 0.0)));
+}
+// fmax / fmin: self where it wins or other is NaN, other elsewhere.
+void fextremum(GradCtx& c, const char* self_wins) {
+  ValueId a = c.in("self"), b = c.in("other");
+  ValueId take_self = c.e.op("aten.logical_or.default",
+                             {Emit::t(c.e.cmp(self_wins, a, b)), Emit::t(c.e.unary("isnan", b))});
+  if (c.needs("self")) c.add_grad("self", c.e.where_s(take_self, c.grad_out(), 0.0));
+  if (c.needs("other"))
+    c.add_grad("other", c.e.where_s(c.e.unary("logical_not", take_self), c.grad_out(), 0.0));
+}
+void fmax(GradCtx& c) {
+  fextremum(c, "ge");
+}
+void fmin(GradCtx& c) {
+  fextremum(c, "le");
+}
+void hypot(GradCtx& c) {
+  for (const char* name : {"self", "other"})
+    if (c.needs(name)) c.add_grad(name, c.e.mul(c.grad_out(), c.e.div(c.in(name), c.out())));
+}
+// ldexp(x, e) = x 2^e.
+void ldexp(GradCtx& c) {
+  ValueId e2 = c.e.op("aten.pow.Scalar", {Emit::f(2.0), Emit::t(c.in("other"))});
+  if (c.needs("self")) c.add_grad("self", c.e.mul(c.grad_out(), e2));
+  if (c.needs("other")) c.add_grad("other", c.e.mul_s(c.e.mul(c.grad_out(), c.out()), M_LN2));
+}
+// logaddexp: g / (1 + exp(other - self)); logaddexp2 with exp2.
+void logaddexp_like(GradCtx& c, bool two) {
+  ValueId a = c.in("self"), b = c.in("other");
+  auto part = [&](ValueId x, ValueId y) {
+    ValueId d = c.e.sub(y, x);
+    ValueId p = two ? c.e.op("aten.pow.Scalar", {Emit::f(2.0), Emit::t(d)}) : c.e.unary("exp", d);
+    return c.e.div(c.grad_out(), c.e.add_s(p, 1.0));
+  };
+  if (c.needs("self")) c.add_grad("self", part(a, b));
+  if (c.needs("other")) c.add_grad("other", part(b, a));
+}
+void logaddexp(GradCtx& c) {
+  logaddexp_like(c, false);
+}
+void logaddexp2(GradCtx& c) {
+  logaddexp_like(c, true);
+}
+// xlogy: self: g log(other) where self != 0; other: g self / other. xlog1py with log1p and
+// other + 1.
+void xlogy_like(GradCtx& c, bool one_plus) {
+  ValueId x = c.in("self"), y = c.in("other");
+  if (c.needs("self")) {
+    ValueId l = c.e.unary(one_plus ? "log1p" : "log", y);
+    c.add_grad("self", c.e.mul(c.grad_out(), c.e.where_s(c.e.cmp_s("ne", x, 0), l, 0.0)));
+  }
+  if (c.needs("other"))
+    c.add_grad("other", c.e.div(c.e.mul(c.grad_out(), x), one_plus ? c.e.add_s(y, 1.0) : y));
+}
+void xlogy(GradCtx& c) {
+  xlogy_like(c, false);
+}
+void xlog1py(GradCtx& c) {
+  xlogy_like(c, true);
+}
+// sinc: (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at x = 0.
+void sinc(GradCtx& c) {
+  ValueId x = c.in("self");
+  ValueId px = c.e.mul_s(x, M_PI);
+  ValueId num = c.e.sub(c.e.mul(px, c.e.unary("cos", px)), c.e.unary("sin", px));
+  ValueId d = c.e.div(num, c.e.mul(px, x));
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.where_s(c.e.cmp_s("ne", x, 0), d, 0.0)));
+}
+void scaled_identity(GradCtx& c, double s) {
+  c.add_grad("self", c.e.mul_s(c.grad_out(), s));
+}
+void deg2rad(GradCtx& c) {
+  scaled_identity(c, M_PI / 180.0);
+}
+void rad2deg(GradCtx& c) {
+  scaled_identity(c, 180.0 / M_PI);
+}
+void nan_to_num(GradCtx& c) {
+  c.add_grad("self", c.e.where_s(c.e.unary("isfinite", c.in("self")), c.grad_out(), 0.0));
+}
+void special_entr(GradCtx& c) {
+  ValueId d = c.e.unary("neg", c.e.add_s(c.e.unary("log", c.in("self")), 1.0));
+  c.add_grad("self", c.e.mul(c.grad_out(), d));
+}
+// The standard normal density exp(-x^2 / 2) / sqrt(2 pi).
+ValueId normal_pdf(GradCtx& c, ValueId x) {
+  return c.e.mul_s(c.e.unary("exp", c.e.mul_s(c.e.mul(x, x), -0.5)), 1.0 / std::sqrt(2 * M_PI));
+}
+void special_ndtr(GradCtx& c) {
+  c.add_grad("self", c.e.mul(c.grad_out(), normal_pdf(c, c.in("self"))));
+}
+void special_ndtri(GradCtx& c) {
+  c.add_grad("self", c.e.div(c.grad_out(), normal_pdf(c, c.out())));
+}
+void special_log_ndtr(GradCtx& c) {
+  ValueId d = c.e.div(normal_pdf(c, c.in("self")), c.e.unary("exp", c.out()));
+  c.add_grad("self", c.e.mul(c.grad_out(), d));
+}
+void special_erfcx(GradCtx& c) {
+  ValueId d = c.e.add_s(c.e.mul_s(c.e.mul(c.in("self"), c.out()), 2.0), -2.0 / std::sqrt(M_PI));
+  c.add_grad("self", c.e.mul(c.grad_out(), d));
+}
+// i0e' = i1e - sgn(x) i0e; i1e' = i0e - i1e (sgn(x) + 1/x), 1/2 at 0.
+void special_i0e(GradCtx& c) {
+  ValueId x = c.in("self");
+  ValueId d = c.e.sub(c.e.unary("special_i1e", x), c.e.mul(c.e.unary("sign", x), c.out()));
+  c.add_grad("self", c.e.mul(c.grad_out(), d));
+}
+void special_i1e(GradCtx& c) {
+  ValueId x = c.in("self");
+  ValueId s = c.e.add(c.e.unary("sign", x), c.e.unary("reciprocal", x));
+  ValueId d = c.e.sub(c.e.unary("special_i0e", x), c.e.mul(c.out(), s));
+  ValueId zero = c.e.cmp_s("eq", x, 0);
+  c.add_grad("self", c.e.mul(c.grad_out(), c.e.where(zero, c.e.add_s(c.e.mul_s(x, 0.0), 0.5), d)));
+}
+void special_polygamma(GradCtx& c) {
+  ValueId d = c.e.op("aten.polygamma.default", {Emit::i(c.arg("n").i + 1), Emit::t(c.in("self"))});
+  c.add_grad("self", c.e.mul(c.grad_out(), d));
+}
+// mvlgamma: sum_j digamma(x - j / 2).
+void mvlgamma(GradCtx& c) {
+  ValueId x = c.in("self"), d = kNoValue;
+  for (int64_t j = 0; j < c.arg("p").i; ++j) {
+    ValueId t = c.e.unary("digamma", c.e.add_s(x, -double(j) / 2));
+    d = d == kNoValue ? t : c.e.add(d, t);
+  }
+  c.add_grad("self", c.e.mul(c.grad_out(), d));
+}
+// igamma / igammac: d/dx P(a, x) = x^(a-1) e^-x / Gamma(a) (Q: its negative); PyTorch has no
+// derivative in a.
+void igamma_like(GradCtx& c, double sign, const char* name) {
+  if (c.needs("self"))
+    c.fail(std::string("the derivative for '") + name +
+           "' with respect to 'self' is not implemented");
+  ValueId a = c.in("self"), x = c.in("other");
+  ValueId l =
+      c.e.sub(c.e.sub(c.e.mul(c.e.add_s(a, -1.0), c.e.unary("log", x)), x), c.e.unary("lgamma", a));
+  c.add_grad("other", c.e.mul_s(c.e.mul(c.grad_out(), c.e.unary("exp", l)), sign));
+}
+void igamma(GradCtx& c) {
+  igamma_like(c, 1.0, "igamma");
+}
+void igammac(GradCtx& c) {
+  igamma_like(c, -1.0, "igammac");
+}
+// zeta(s, q): d/dq = -s zeta(s + 1, q); none in s (as PyTorch).
+void special_zeta(GradCtx& c) {
+  if (c.needs("self"))
+    c.fail("the derivative for 'special_zeta' with respect to 'self' is not implemented");
+  ValueId s = c.in("self"), q = c.in("other");
+  ValueId z = c.e.op("aten.special_zeta.default", {Emit::t(c.e.add_s(s, 1.0)), Emit::t(q)});
+  c.add_grad("other", c.e.mul(c.grad_out(), c.e.unary("neg", c.e.mul(s, z))));
+}
+// End of the math family.
+
 const OpTable<GradRule>::Row kDerivatives[] = {
+    // The math family (issue 18).
+    {OpId::angle, zero_grad},
+    {OpId::copysign_Tensor, copysign},
+    {OpId::deg2rad, deg2rad},
+    {OpId::erfc, erfc},
+    {OpId::fmax, fmax},
+    {OpId::fmin, fmin},
+    {OpId::frac, identity},
+    {OpId::hypot, hypot},
+    {OpId::igamma, igamma},
+    {OpId::igammac, igammac},
+    {OpId::ldexp_Tensor, ldexp},
+    {OpId::logaddexp, logaddexp},
+    {OpId::logaddexp2, logaddexp2},
+    {OpId::mvlgamma, mvlgamma},
+    {OpId::nan_to_num, nan_to_num},
+    {OpId::rad2deg, rad2deg},
+    {OpId::sgn, zero_grad},
+    {OpId::sinc, sinc},
+    {OpId::special_entr, special_entr},
+    {OpId::special_erfcx, special_erfcx},
+    {OpId::special_i0e, special_i0e},
+    {OpId::special_i1e, special_i1e},
+    {OpId::special_log_ndtr, special_log_ndtr},
+    {OpId::special_ndtr, special_ndtr},
+    {OpId::special_ndtri, special_ndtri},
+    {OpId::special_polygamma, special_polygamma},
+    {OpId::special_xlog1py, xlog1py},
+    {OpId::special_zeta, special_zeta},
+    {OpId::xlogy_Tensor, xlogy},
     {OpId::_log_softmax, log_softmax},
     {OpId::_native_batch_norm_legit_no_training, batch_norm_eval},
     {OpId::_softmax, softmax},
@@ -1424,6 +1620,11 @@ const OpTable<GradRule>::Row kDerivatives[] = {
     {OpId::add_Tensor, add_tensor},
     {OpId::addmm, addmm},
     {OpId::alias, identity},
+    {OpId::conj_physical, identity},
+    {OpId::positive, identity},
+    {OpId::real, identity},
+    {OpId::resolve_conj, identity},
+    {OpId::resolve_neg, identity},
     {OpId::amax, amax},
     {OpId::amin, amax},
     {OpId::index_put, index_put},

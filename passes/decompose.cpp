@@ -928,7 +928,22 @@ std::vector<ValueId> group_norm_backward(Emit& e, const DNode& d) {
   return r;
 }
 
+// float_power: pow of the operands as float64 (issue 18).
+std::vector<ValueId> float_power(Emit& e, const DNode& d) {
+  const Arg& s = d.arg("self");
+  const Arg& x = d.arg("exponent");
+  if (s.kind != Arg::Kind::Tensor)
+    return {e.op("aten.pow.Scalar", {Emit::f(s.scalar()), Emit::t(e.cast(x.tensor, DType::F64))})};
+  ValueId base = e.cast(s.tensor, DType::F64);
+  if (x.kind != Arg::Kind::Tensor)
+    return {e.op("aten.pow.Tensor_Scalar", {Emit::t(base), Emit::f(x.scalar())})};
+  return {e.op("aten.pow.Tensor_Tensor", {Emit::t(base), Emit::t(e.cast(x.tensor, DType::F64))})};
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
+    {OpId::float_power_Scalar, float_power},
+    {OpId::float_power_Tensor_Scalar, float_power},
+    {OpId::float_power_Tensor_Tensor, float_power},
     {OpId::_adaptive_avg_pool2d_backward, separable_pool_backward},
     {OpId::_cdist_backward, cdist_backward},
     {OpId::_pdist_forward, pdist_forward},

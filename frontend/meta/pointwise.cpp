@@ -365,7 +365,112 @@ Metas fill_scalar(const Graph& g, const Node& n) {
   return {iter_output(c, {{&x, {}}}, x.dtype)};
 }
 
+// ---------------------------------------------------------------------------------------------
+// Issue 18, the math family.
+
+// Binary ops with loops for floating dtypes only (hypot, logaddexp, nextafter, igamma, ...).
+template <const char* Kernel> Metas float_only_binary(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand a = c.operand("self"), b = c.operand("other");
+  DType dt = result_type({a, b});
+  if (!is_floating(dt)) not_implemented(c, Kernel, dt);
+  return {iter_output(c, {a, b}, dt)};
+}
+constexpr char kHypotCpu[] = "hypot_cpu";
+constexpr char kLogaddexpCpu[] = "logaddexp_cpu";
+constexpr char kLogaddexp2Cpu[] = "logaddexp2_cpu";
+constexpr char kNextafterCpu[] = "nextafter_cpu";
+constexpr char kIgammaCpu[] = "igamma_cpu";
+constexpr char kIgammacCpu[] = "igammac_cpu";
+constexpr char kFmaxCpu[] = "fmax_cpu";
+constexpr char kFminCpu[] = "fmin_cpu";
+constexpr char kGcdCpu[] = "gcd_cpu";
+constexpr char kLcmCpu[] = "lcm_cpu";
+
+// heaviside(self, values): both of one dtype.
+Metas heaviside(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const TensorMeta& v = c.tensor("values");
+  if (x.dtype != v.dtype)
+    c.fail("heaviside is not yet implemented for tensors with different dtypes");
+  if (x.dtype == DType::Bool) not_implemented(c, "heaviside_cpu", x.dtype);
+  return {iter_output(c, {{&x, {}}, {&v, {}}}, x.dtype)};
+}
+
+Metas isclose(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  const TensorMeta& y = c.tensor("other");
+  if (x.dtype != y.dtype)
+    c.fail("isclose(): expected self and other to have the same dtype, but got self.dtype = " +
+           std::string(dtype_name(x.dtype)) +
+           " and other.dtype = " + std::string(dtype_name(y.dtype)));
+  if (c.float_("rtol") < 0) c.fail("rtol must be greater than or equal to zero");
+  if (c.float_("atol") < 0) c.fail("atol must be greater than or equal to zero");
+  return {iter_output(c, {{&x, {}}, {&y, {}}}, DType::Bool)};
+}
+
+// float_power: float64 whatever the operands (one may be a Python number).
+Metas float_power(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  std::vector<Operand> ops;
+  for (const char* name : {"self", "exponent"})
+    if (c.arg(name).kind == Arg::Kind::Tensor) ops.push_back({&c.tensor(name), {}});
+  return {iter_output(c, ops, DType::F64)};
+}
+
+Metas mvlgamma(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  if (c.int_("p") < 1) c.fail("p has to be greater than or equal to 1");
+  return unary<Out::Float>(g, n);
+}
+
 const OpTable<MetaFn>::Row kPointwiseMeta[] = {
+    // The math family (issue 18).
+    {OpId::angle, guarded<unary<Out::Float>>},
+    {OpId::conj_physical, guarded<unary<Out::Same>>},
+    {OpId::copysign_Tensor, guarded<binary<Bin::TrueDiv>>},
+    {OpId::deg2rad, guarded<unary<Out::Float>>},
+    {OpId::erfc, guarded<unary<Out::Float>>},
+    {OpId::float_power_Scalar, guarded<float_power>},
+    {OpId::float_power_Tensor_Scalar, guarded<float_power>},
+    {OpId::float_power_Tensor_Tensor, guarded<float_power>},
+    {OpId::fmax, guarded<int_division<kFmaxCpu>>},
+    {OpId::fmin, guarded<int_division<kFminCpu>>},
+    {OpId::frac, guarded<float_activation>},
+    {OpId::gcd, guarded<bitwise<kGcdCpu, false>>},
+    {OpId::heaviside, guarded<heaviside>},
+    {OpId::hypot, guarded<float_only_binary<kHypotCpu>>},
+    {OpId::igamma, guarded<float_only_binary<kIgammaCpu>>},
+    {OpId::igammac, guarded<float_only_binary<kIgammacCpu>>},
+    {OpId::isclose, guarded<isclose>},
+    {OpId::isfinite, guarded<unary<Out::Bool>>},
+    {OpId::isneginf, guarded<unary<Out::Bool>>},
+    {OpId::isposinf, guarded<unary<Out::Bool>>},
+    {OpId::isreal, guarded<unary<Out::Bool>>},
+    {OpId::lcm, guarded<bitwise<kLcmCpu, false>>},
+    {OpId::ldexp_Tensor, guarded<binary<Bin::TrueDiv>>},
+    {OpId::logaddexp, guarded<float_only_binary<kLogaddexpCpu>>},
+    {OpId::logaddexp2, guarded<float_only_binary<kLogaddexp2Cpu>>},
+    {OpId::mvlgamma, guarded<mvlgamma>},
+    {OpId::nan_to_num, guarded<unary<Out::Same>>},
+    {OpId::nextafter, guarded<float_only_binary<kNextafterCpu>>},
+    {OpId::rad2deg, guarded<unary<Out::Float>>},
+    {OpId::sgn, guarded<unary<Out::Same>>},
+    {OpId::signbit, guarded<unary<Out::Bool>>},
+    {OpId::sinc, guarded<unary<Out::Float>>},
+    {OpId::special_entr, guarded<unary<Out::Float>>},
+    {OpId::special_erfcx, guarded<unary<Out::Float>>},
+    {OpId::special_i0e, guarded<unary<Out::Float>>},
+    {OpId::special_i1e, guarded<unary<Out::Float>>},
+    {OpId::special_log_ndtr, guarded<unary<Out::Float>>},
+    {OpId::special_ndtr, guarded<unary<Out::Float>>},
+    {OpId::special_ndtri, guarded<unary<Out::Float>>},
+    {OpId::special_polygamma, guarded<polygamma>},
+    {OpId::special_xlog1py, guarded<binary<Bin::TrueDiv>>},
+    {OpId::special_zeta, guarded<binary<Bin::TrueDiv>>},
+    {OpId::xlogy_Tensor, guarded<binary<Bin::TrueDiv>>},
     {OpId::abs, guarded<unary<Out::Same>>},
     {OpId::add_Scalar, guarded<binary<Bin::Arith>>},
     {OpId::add_Tensor, guarded<binary<Bin::Arith>>},

@@ -599,6 +599,14 @@ Metas alias(const Graph& g, const Node& n) {
   return {c.tensor("self")};
 }
 
+// positive(x) is x itself; PyTorch refuses it on bool tensors.
+Metas positive(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  if (c.tensor("self").dtype == DType::Bool)
+    c.fail("The `+` operator, on a bool tensor is not supported.");
+  return {c.tensor("self")};
+}
+
 Metas contiguous(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& x = c.tensor("self");
@@ -914,6 +922,10 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::contiguous, guarded<contiguous>},
     {OpId::copy, guarded<copy>},
     {OpId::detach, guarded<alias>},
+    {OpId::positive, guarded<positive>},
+    {OpId::real, guarded<alias>},
+    {OpId::resolve_conj, guarded<alias>},
+    {OpId::resolve_neg, guarded<alias>},
     {OpId::expand, guarded<expand>},
     {OpId::flatten_using_ints, guarded<flatten>},
     {OpId::flip, guarded<flip>},

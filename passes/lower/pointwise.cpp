@@ -3,6 +3,8 @@
 // inlines into their consumers.
 #include "passes/lower/lower_util.h"
 
+#include <cfloat>
+
 namespace fxc::lower_detail {
 namespace {
 
@@ -373,7 +375,322 @@ void lower_masked_fill(Lowerer& L, int n) {
                   {tensor_arg(L, n, "self"), tensor_arg(L, n, "mask"), tensor_arg(L, n, "value")}));
 }
 
+// ---- Issue 18: the math family. Floating ops read their operands in the result dtype (as the
+// reference kernel rounds them), compute in float64 and round once, as the kernels do.
+
+VPtr f64(double v) {
+  return v_const(v, DType::F64);
+}
+VPtr vsel(VPtr c, VPtr a, VPtr b) {
+  return v_where(std::move(c), std::move(a), std::move(b));
+}
+
+/// Element-wise f(a, b) of operands `x` and `y` in float64 for floating results, in the result
+/// dtype otherwise.
+void math_binary(Lowerer& L, int n, const char* x, const char* y,
+                 const std::function<VPtr(VPtr, VPtr)>& f) {
+  const TensorMeta& m = L.out_meta(n);
+  DType t = m.dtype;
+  DType compute = is_floating(t) ? DType::F64 : t;
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr a = v_cast(operand_at(L, n, x, idx, t), compute);
+                             VPtr b = v_cast(operand_at(L, n, y, idx, t), compute);
+                             return v_cast(f(a, b), t);
+                           },
+                           {tensor_arg(L, n, x), tensor_arg(L, n, y)}));
+}
+/// The same for one operand read in the result dtype (`in` = the input's own dtype instead).
+void math_unary(Lowerer& L, int n, const std::function<VPtr(VPtr)>& f, bool own_dtype = false) {
+  const TensorMeta& m = L.out_meta(n);
+  LVal& x = L.input(n, "self");
+  DType t = own_dtype ? x.dtype : m.dtype;
+  DType compute = is_floating(t) ? DType::F64 : t;
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             return v_cast(f(v_cast(v_cast(L.at(x, idx), t), compute)), m.dtype);
+                           },
+                           {&x}));
+}
+
+VPtr vabs(VPtr a) {
+  return v_unary(VOp::Abs, std::move(a));
+}
+VPtr veq(VPtr a, VPtr b) {
+  return v_binary(VOp::Eq, std::move(a), std::move(b));
+}
+/// The sign bit of a float64 (-0 included; a NaN's sign bit is not visible to arithmetic and
+/// reads as clear).
+VPtr sign_bit(const VPtr& b) {
+  return v_binary(
+      VOp::Or, v_binary(VOp::Lt, b, f64(0)),
+      v_binary(VOp::And, veq(b, f64(0)), v_binary(VOp::Lt, v_binary(VOp::Div, f64(1), b), f64(0))));
+}
+
+void lower_copysign(Lowerer& L, int n) {
+  math_binary(L, n, "self", "other", [](VPtr a, VPtr b) {
+    VPtr m = vabs(a);
+    return vsel(sign_bit(b), v_unary(VOp::Neg, m), m);
+  });
+}
+template <bool Max> void lower_fextremum(Lowerer& L, int n) {
+  math_binary(L, n, "self", "other", [](VPtr a, VPtr b) {
+    VPtr r = v_binary(Max ? VOp::Max : VOp::Min, a, b);
+    if (!is_floating(a->dtype)) return r;
+    return vsel(is_nan(a), b, vsel(is_nan(b), a, r));
+  });
+}
+void lower_hypot(Lowerer& L, int n) {
+  math_binary(L, n, "self", "other", [](VPtr a, VPtr b) {
+    // max * sqrt(1 + (min/max)^2), with hypot(inf, nan) = inf and hypot(0, 0) = 0.
+    VPtr x = vabs(a), y = vabs(b);
+    VPtr hi = v_binary(VOp::Max, x, y), lo = v_binary(VOp::Min, x, y);
+    VPtr q = v_binary(VOp::Div, lo, hi);
+    VPtr r = v_binary(VOp::Mul, hi,
+                      v_unary(VOp::Sqrt, v_binary(VOp::Add, f64(1), v_binary(VOp::Mul, q, q))));
+    r = vsel(veq(hi, f64(0)), f64(0), r);
+    VPtr inf = v_binary(VOp::Or, veq(x, f64(INFINITY)), veq(y, f64(INFINITY)));
+    return vsel(inf, f64(INFINITY), r);
+  });
+}
+void lower_ldexp(Lowerer& L, int n) {
+  math_binary(L, n, "self", "other",
+              [](VPtr a, VPtr b) { return v_binary(VOp::Mul, a, v_binary(VOp::Pow, f64(2), b)); });
+}
+/// logaddexp (base e) and logaddexp2: max + log1p(base^-|a - b|) / log(base); equal infinities
+/// give themselves.
+template <bool Two> void lower_logaddexp(Lowerer& L, int n) {
+  math_binary(L, n, "self", "other", [](VPtr a, VPtr b) {
+    VPtr d = v_unary(VOp::Neg, vabs(v_binary(VOp::Sub, a, b)));
+    VPtr e = Two ? v_binary(VOp::Pow, f64(2), d) : v_unary(VOp::Exp, d);
+    VPtr l = v_unary(VOp::Log1p, e);
+    if (Two) l = v_binary(VOp::Div, l, f64(M_LN2));
+    VPtr r = v_binary(VOp::Add, v_binary(VOp::Max, a, b), l);
+    VPtr same_inf = v_binary(VOp::And, veq(a, b), veq(vabs(a), f64(INFINITY)));
+    return vsel(same_inf, a, r);
+  });
+}
+template <bool OnePlus> void lower_xlogy(Lowerer& L, int n) {
+  math_binary(L, n, "self", "other", [](VPtr a, VPtr b) {
+    VPtr r = vsel(veq(a, f64(0)), f64(0),
+                  v_binary(VOp::Mul, a, v_unary(OnePlus ? VOp::Log1p : VOp::Log, b)));
+    return vsel(is_nan(b), b, r);
+  });
+}
+/// nextafter as special::next_toward computes it: the step is 2^(e - mantissa bits) (one less
+/// toward zero from a power of two), at least the smallest subnormal.
+void lower_nextafter(Lowerer& L, int n) {
+  const bool f64t = L.out_meta(n).dtype == DType::F64;
+  if (!f64t && L.out_meta(n).dtype != DType::F32)
+    L.fail(n, "nextafter: only float32 and float64 lower");
+  const double mant = f64t ? 52 : 23, min_exp = f64t ? -1074 : -149;
+  const double maxval = f64t ? DBL_MAX : FLT_MAX;
+  math_binary(L, n, "self", "other", [&](VPtr x, VPtr y) {
+    VPtr ax = vabs(x);
+    VPtr e0 = v_unary(VOp::Floor, v_unary(VOp::Log2, ax));
+    VPtr p = v_binary(VOp::Pow, f64(2), e0);
+    VPtr e = vsel(v_binary(VOp::Gt, p, ax), v_binary(VOp::Sub, e0, f64(1)),
+                  vsel(v_binary(VOp::Le, v_binary(VOp::Mul, p, f64(2)), ax),
+                       v_binary(VOp::Add, e0, f64(1)), e0));
+    VPtr pe = v_binary(VOp::Pow, f64(2), e);
+    VPtr up = v_binary(VOp::Gt, y, x);
+    VPtr away = veq(up, v_binary(VOp::Gt, x, f64(0)));
+    VPtr s = v_binary(VOp::Sub, e, f64(mant));
+    s = vsel(v_binary(VOp::And, v_unary(VOp::Not, away), veq(ax, pe)),
+             v_binary(VOp::Sub, s, f64(1)), s);
+    VPtr step = v_binary(VOp::Pow, f64(2), v_binary(VOp::Max, s, f64(min_exp)));
+    VPtr r = vsel(up, v_binary(VOp::Add, x, step), v_binary(VOp::Sub, x, step));
+    VPtr tiny = f64(std::ldexp(1.0, int(min_exp)));
+    r = vsel(veq(x, f64(0)), vsel(up, tiny, v_unary(VOp::Neg, tiny)), r);
+    r = vsel(veq(ax, f64(INFINITY)), vsel(v_binary(VOp::Gt, x, f64(0)), f64(maxval), f64(-maxval)),
+             r);
+    r = vsel(veq(x, y), y, r);
+    return vsel(v_binary(VOp::Or, is_nan(x), is_nan(y)), v_binary(VOp::Add, x, y), r);
+  });
+}
+/// gcd by Euclid's algorithm unrolled 96 times (enough for any int64 pair: the worst case,
+/// consecutive Fibonacci numbers, takes 92 steps), in buffers of 8 steps each: a step reads both
+/// of the previous step's values twice, so one expression of all steps would double 92 times
+/// wherever a pass walks it as a tree. lcm = |a / gcd * b|, 0 when gcd is 0.
+LVal gcd_value(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  const DType t = m.dtype;
+  auto operand = [&](const char* name) {
+    LVal v =
+        L.pointwise(n, t, m.sizes, [&](auto& idx) { return vabs(operand_at(L, n, name, idx, t)); },
+                    {tensor_arg(L, n, name)});
+    L.realize(v);
+    return v;
+  };
+  LVal a = operand("self"), b = operand("other");
+  const VPtr zero = v_const(0, t);
+  for (int chunk = 0; chunk < 12; ++chunk) {
+    auto steps = [&](bool first) {
+      return L.pointwise(n, t, m.sizes,
+                         [&](auto& idx) {
+                           VPtr x = L.at(a, idx), y = L.at(b, idx);
+                           for (int i = 0; i < 8; ++i) {
+                             VPtr yz = veq(y, zero);
+                             VPtr r = v_binary(VOp::Fmod, x, y);
+                             x = vsel(yz, x, y);
+                             y = vsel(yz, zero, r);
+                           }
+                           return first ? x : y;
+                         },
+                         {&a, &b});
+    };
+    LVal na = steps(true), nb = steps(false);
+    L.realize(na);
+    L.realize(nb);
+    a = na;
+    b = nb;
+  }
+  return a;
+}
+void lower_gcd(Lowerer& L, int n) {
+  L.set_output(n, 0, gcd_value(L, n));
+}
+void lower_lcm(Lowerer& L, int n) {
+  LVal g = gcd_value(L, n);
+  const TensorMeta& m = L.out_meta(n);
+  const DType t = m.dtype;
+  L.set_output(n, 0,
+               L.pointwise(n, t, m.sizes,
+                           [&](auto& idx) {
+                             VPtr gv = L.at(g, idx), zero = v_const(0, t);
+                             VPtr a = operand_at(L, n, "self", idx, t);
+                             VPtr b = operand_at(L, n, "other", idx, t);
+                             VPtr r =
+                                 vabs(v_binary(VOp::Mul, v_binary(VOp::TruncDivide, a, gv), b));
+                             return vsel(veq(gv, zero), zero, r);
+                           },
+                           {&g, tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+}
+void lower_heaviside(Lowerer& L, int n) {
+  math_binary(L, n, "self", "values", [](VPtr x, VPtr v) {
+    VPtr zero = v_const(0, x->dtype);
+    return vsel(veq(x, zero), v, v_cast(v_binary(VOp::Gt, x, zero), x->dtype));
+  });
+}
+void lower_isclose(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  const double rtol = nd.arg("rtol").f, atol = nd.arg("atol").f;
+  const bool equal_nan = nd.arg("equal_nan").b;
+  const TensorMeta& m = L.out_meta(n);
+  LVal& xv = L.input(n, "self");
+  LVal& yv = L.input(n, "other");
+  L.set_output(
+      n, 0,
+      L.pointwise(n, m.dtype, m.sizes,
+                  [&](auto& idx) {
+                    VPtr x = v_cast(L.bcast(xv, idx), DType::F64);
+                    VPtr y = v_cast(L.bcast(yv, idx), DType::F64);
+                    VPtr finite = v_binary(VOp::And, v_binary(VOp::Lt, vabs(x), f64(INFINITY)),
+                                           v_binary(VOp::Lt, vabs(y), f64(INFINITY)));
+                    VPtr near = v_binary(
+                        VOp::Le, vabs(v_binary(VOp::Sub, x, y)),
+                        v_binary(VOp::Add, f64(atol), vabs(v_binary(VOp::Mul, f64(rtol), y))));
+                    VPtr r = v_binary(VOp::Or, veq(x, y), v_binary(VOp::And, finite, near));
+                    if (equal_nan)
+                      r = v_binary(VOp::Or, r, v_binary(VOp::And, is_nan(x), is_nan(y)));
+                    return r;
+                  },
+                  {&xv, &yv}));
+}
+/// isfinite (K 0), isposinf (1), isneginf (2), signbit (3), isreal (4) in the input's dtype.
+template <int K> void lower_float_test(Lowerer& L, int n) {
+  math_unary(
+      L, n,
+      [](VPtr x) -> VPtr {
+        if (!is_floating(x->dtype)) {
+          if (K == 3) return v_binary(VOp::Lt, x, v_const(0, x->dtype));
+          return v_const(K == 0 || K == 4, DType::Bool);
+        }
+        switch (K) {
+        case 0:
+          return v_binary(VOp::Lt, vabs(x), f64(INFINITY));
+        case 1:
+          return veq(x, f64(INFINITY));
+        case 2:
+          return veq(x, f64(-INFINITY));
+        case 3:
+          return sign_bit(x);
+        default:
+          return v_const(1, DType::Bool);
+        }
+      },
+      true);
+}
+void lower_nan_to_num(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  const DType t = L.out_meta(n).dtype;
+  if (!is_floating(t)) return unary(L, n, [](VPtr x) { return x; });
+  const double mx = t == DType::F64    ? DBL_MAX
+                    : t == DType::F16  ? 65504.0
+                    : t == DType::BF16 ? 3.38953138925153547590e38
+                                       : FLT_MAX;
+  auto opt = [&](const char* name, double d) {
+    return nd.arg(name).is_none() ? d : nd.arg(name).scalar();
+  };
+  const double nanv = opt("nan", 0.0), pos = opt("posinf", mx), neg = opt("neginf", -mx);
+  math_unary(L, n, [&](VPtr x) {
+    return vsel(is_nan(x), f64(nanv),
+                vsel(veq(x, f64(INFINITY)), f64(pos), vsel(veq(x, f64(-INFINITY)), f64(neg), x)));
+  });
+}
+#define MATH_UNARY(NAME, EXPR)                                                                     \
+  void NAME(Lowerer& L, int n) {                                                                   \
+    math_unary(L, n, [](VPtr x) -> VPtr { return EXPR; });                                         \
+  }
+MATH_UNARY(lower_deg2rad, v_binary(VOp::Mul, x, f64(M_PI / 180.0)))
+MATH_UNARY(lower_rad2deg, v_binary(VOp::Mul, x, f64(180.0 / M_PI)))
+MATH_UNARY(lower_sinc, vsel(veq(x, f64(0)), f64(1),
+                            v_binary(VOp::Div, v_unary(VOp::Sin, v_binary(VOp::Mul, f64(M_PI), x)),
+                                     v_binary(VOp::Mul, f64(M_PI), x))))
+MATH_UNARY(lower_angle, vsel(is_nan(x), x, vsel(v_binary(VOp::Lt, x, f64(0)), f64(M_PI), f64(0))))
+MATH_UNARY(lower_entr, vsel(is_nan(x), x,
+                            vsel(v_binary(VOp::Gt, x, f64(0)),
+                                 v_unary(VOp::Neg, v_binary(VOp::Mul, x, v_unary(VOp::Log, x))),
+                                 vsel(veq(x, f64(0)), f64(0), f64(-INFINITY)))))
+MATH_UNARY(lower_frac, v_binary(VOp::Sub, x, v_unary(VOp::Trunc, x)))
+#undef MATH_UNARY
+void lower_conj_physical(Lowerer& L, int n) {
+  unary(L, n, [](VPtr x) { return x; });
+}
+// End of the math family.
+
 const OpTable<LowerFn>::Row kPointwiseRules[] = {
+    // The math family (issue 18).
+    {OpId::angle, lower_angle},
+    {OpId::conj_physical, lower_conj_physical},
+    {OpId::copysign_Tensor, lower_copysign},
+    {OpId::deg2rad, lower_deg2rad},
+    {OpId::fmax, lower_fextremum<true>},
+    {OpId::fmin, lower_fextremum<false>},
+    {OpId::frac, lower_frac},
+    {OpId::gcd, lower_gcd},
+    {OpId::heaviside, lower_heaviside},
+    {OpId::hypot, lower_hypot},
+    {OpId::isclose, lower_isclose},
+    {OpId::isfinite, lower_float_test<0>},
+    {OpId::isneginf, lower_float_test<2>},
+    {OpId::isposinf, lower_float_test<1>},
+    {OpId::isreal, lower_float_test<4>},
+    {OpId::lcm, lower_lcm},
+    {OpId::ldexp_Tensor, lower_ldexp},
+    {OpId::logaddexp, lower_logaddexp<false>},
+    {OpId::logaddexp2, lower_logaddexp<true>},
+    {OpId::nan_to_num, lower_nan_to_num},
+    {OpId::nextafter, lower_nextafter},
+    {OpId::rad2deg, lower_rad2deg},
+    {OpId::sgn, lower_sign},
+    {OpId::signbit, lower_float_test<3>},
+    {OpId::sinc, lower_sinc},
+    {OpId::special_entr, lower_entr},
+    {OpId::special_xlog1py, lower_xlogy<true>},
+    {OpId::xlogy_Tensor, lower_xlogy<false>},
     {OpId::abs, lower_abs},
     {OpId::add_Scalar, lower_add},
     {OpId::add_Tensor, lower_add},

@@ -12,6 +12,15 @@
 //   erfinv    Giles' approximation and two Newton steps (erf and exp)
 //   i0, i1    |x| <= 30: the power series (60 terms); beyond: the asymptotic expansion
 //             exp(|x| - log(2 pi |x|) / 2) sum_k a_k |x|^-k (15 terms); i1 is odd
+//   i0e, i1e  the same times exp(-|x|) (the expansion without its exponential)
+//   erfcx     x >= 3: a continued fraction from its 40th term; |x| < 3: exp(x^2) (1 - erf(x));
+//             x <= -3: 2 exp(x^2) - erfcx(-x). erfc, ndtr and log_ndtr from it
+//   ndtri     Abramowitz and Stegun's 26.2.23 estimate, then three Newton steps on
+//             log(ndtr(x)) = log(p)
+//   mvlgamma  the sum of p lgamma terms
+//   igamma,   x < a + 1: the series (200 terms), else the continued fraction (200 terms from
+//   igammac   its tail): accurate for a and x up to about 100 (the kernel's series runs on)
+//   zeta      special_zeta's tensor s: zeta(n + 1, x)'s formula with s a value
 #include "passes/lower/lower_util.h"
 
 #include "frontend/special_math.h"
@@ -118,17 +127,23 @@ VPtr trigamma_ir(const VPtr& x0) {
   return sel(refl, sub(k(0.0), result), result);
 }
 
-/// zeta(s, q) for integer s >= 3: nine terms, then the Euler-Maclaurin tail at w = q + 9.
-VPtr zeta_ir(double s, const VPtr& q) {
-  // The kernel sums terms while i < 9 or q + i <= 9, i.e. cnt = max(9, floor(9 - q) + 1) of
-  // them, so that the tail starts at w = q + cnt > 9. Here: nine terms, then up to kShift more,
-  // each kept when i <= cnt (exact for q > -kShift + 9).
+/// The direct terms of the lowered Hurwitz zeta and where its Euler-Maclaurin tail starts.
+struct ZetaHead {
+  VPtr sum; ///< q^-s + sum of the kept (q + i)^-s
+  VPtr b;   ///< the last kept term
+  VPtr w;   ///< q + the number of terms
+};
+
+/// The kernel sums terms while i < 9 or q + i <= 9, i.e. cnt = max(9, floor(9 - q) + 1) of
+/// them, so that the tail starts at w = q + cnt > 9. Here: nine terms, then up to kShift more,
+/// each kept when i <= cnt (exact for q > 9 - kShift). `ns` is -s.
+ZetaHead zeta_head(const VPtr& ns, const VPtr& q) {
   constexpr int kShift = 64;
   VPtr cnt = v_binary(VOp::Max, k(9.0), add(un(VOp::Floor, sub(k(9.0), q)), k(1.0)));
-  VPtr sum = v_binary(VOp::Pow, q, k(-s));
+  VPtr sum = v_binary(VOp::Pow, q, ns);
   VPtr b;
   for (int i = 1; i <= 9 + kShift; ++i) {
-    VPtr term = v_binary(VOp::Pow, add(q, k(double(i))), k(-s));
+    VPtr term = v_binary(VOp::Pow, add(q, k(double(i))), ns);
     if (i <= 9) {
       b = term;
       sum = add(sum, term);
@@ -138,7 +153,12 @@ VPtr zeta_ir(double s, const VPtr& q) {
     sum = add(sum, sel(keep, term, k(0.0)));
     b = sel(keep, term, b);
   }
-  VPtr w = add(q, cnt);
+  return {sum, b, add(q, cnt)};
+}
+
+/// zeta(s, q) for integer s >= 3: zeta_head's terms, then the Euler-Maclaurin tail.
+VPtr zeta_ir(double s, const VPtr& q) {
+  auto [sum, b, w] = zeta_head(k(-s), q);
   sum = add(sum, div(mul(b, w), k(s - 1)));
   sum = sub(sum, mul(k(0.5), b));
   double a = 1.0, kk = 0.0;
@@ -237,7 +257,223 @@ void lower_polygamma(Lowerer& L, int n) {
   special(L, n, [&](VPtr x) { return mul(k(factor), zeta_ir(double(order + 1), x)); });
 }
 
+// ---- Issue 18: erfc, erfcx, the normal distribution's functions, i0e/i1e, mvlgamma, the
+// incomplete gamma functions and Hurwitz zeta, following frontend/special_math.h.
+
+/// The continued fraction of erfcx at z >= 3 (special::erfcx_cf).
+VPtr erfcx_cf_ir(const VPtr& z) {
+  VPtr t = k(0.0);
+  for (int m = sp::kErfcxCfTerms; m >= 1; --m) t = div(k(m / 2.0), add(z, t));
+  return div(k(sp::kInvSqrtPi), add(z, t));
+}
+VPtr erfcx_ir(const VPtr& x) {
+  VPtr cf = erfcx_cf_ir(v_binary(VOp::Max, un(VOp::Abs, x), k(sp::kErfcxCfFrom)));
+  VPtr ex2 = un(VOp::Exp, mul(x, x));
+  VPtr mid = mul(ex2, sub(k(1.0), un(VOp::Erf, x)));
+  VPtr r = sel(v_binary(VOp::Gt, x, k(-sp::kErfcxCfFrom)), mid, sub(mul(k(2.0), ex2), cf));
+  r = sel(v_binary(VOp::Ge, x, k(sp::kErfcxCfFrom)), sel(eq(x, k(kInf)), k(0.0), cf), r);
+  return sel(v_binary(VOp::Ne, x, x), x, r);
+}
+VPtr erfc_ir(const VPtr& x) {
+  VPtr cf = erfcx_cf_ir(v_binary(VOp::Max, x, k(sp::kErfcxCfFrom)));
+  VPtr tail = mul(un(VOp::Exp, sub(k(0.0), mul(x, x))), cf);
+  return sel(v_binary(VOp::Ge, x, k(sp::kErfcxCfFrom)), tail, sub(k(1.0), un(VOp::Erf, x)));
+}
+const double kSqrtHalf = 0.70710678118654752440;
+VPtr ndtr_ir(const VPtr& x) {
+  return mul(k(0.5), erfc_ir(mul(x, k(-kSqrtHalf))));
+}
+VPtr log_ndtr_ir(const VPtr& x) {
+  VPtr t = mul(x, k(kSqrtHalf));
+  VPtr low = sub(un(VOp::Log, div(erfcx_ir(sub(k(0.0), t)), k(2.0))), mul(t, t));
+  VPtr high = un(VOp::Log1p, div(sub(k(0.0), erfc_ir(t)), k(2.0)));
+  return sel(lt(x, k(-1.0)), low, high);
+}
+/// q = min(p, 1 - p), kept inside (0, 1/2] so that masked lanes stay finite.
+VPtr ndtri_q(const VPtr& p) {
+  VPtr q = sel(v_binary(VOp::Gt, p, k(0.5)), sub(k(1.0), p), p);
+  return v_binary(VOp::Max, q, k(std::numeric_limits<double>::denorm_min()));
+}
+/// Abramowitz and Stegun's 26.2.23 estimate of ndtri(q), q <= 1/2.
+VPtr ndtri_start(const VPtr& q) {
+  VPtr t = un(VOp::Sqrt, mul(k(-2.0), un(VOp::Log, q)));
+  VPtr num = add(k(sp::kNdtriC[0]), mul(t, add(k(sp::kNdtriC[1]), mul(t, k(sp::kNdtriC[2])))));
+  VPtr den = add(k(1.0), mul(t, add(k(sp::kNdtriD[0]),
+                                    mul(t, add(k(sp::kNdtriD[1]), mul(t, k(sp::kNdtriD[2])))))));
+  return sub(div(num, den), t);
+}
+/// One Newton step on log(ndtr(x)) = log(q).
+VPtr ndtri_newton(const VPtr& x, const VPtr& q) {
+  VPtr d = div(k(0.79788456080286535588), erfcx_ir(mul(x, k(-kSqrtHalf))));
+  return sub(x, div(sub(log_ndtr_ir(x), un(VOp::Log, q)), d));
+}
+VPtr ndtri_finish(const VPtr& x, const VPtr& p) {
+  VPtr r = sel(v_binary(VOp::Gt, p, k(0.5)), sub(k(0.0), x), x);
+  r = sel(eq(p, k(0.0)), k(-kInf), sel(eq(p, k(1.0)), k(kInf), r));
+  VPtr bad = v_binary(VOp::Or, v_binary(VOp::Ne, p, p),
+                      v_binary(VOp::Or, lt(p, k(0.0)), v_binary(VOp::Gt, p, k(1.0))));
+  return sel(bad, k(kNaN), r);
+}
+
+/// exp(-|x|) I_nu(|x|) (sign(x) for nu = 1), as special::bessel_ie.
+VPtr bessel_e_ir(int nu, const VPtr& x) {
+  VPtr ax = un(VOp::Abs, x);
+  VPtr q = div(mul(ax, ax), k(4.0));
+  VPtr t = k(1.0), sum = k(1.0);
+  for (int i = 1; i <= 60; ++i) {
+    t = mul(t, mul(q, k(1.0 / (double(i) * double(i + nu)))));
+    sum = add(sum, t);
+  }
+  VPtr series = mul(nu == 0 ? sum : mul(div(ax, k(2.0)), sum), un(VOp::Exp, sub(k(0.0), ax)));
+  double a = 1.0, coef[sp::kBesselAsymTerms];
+  for (int kk = 0; kk < sp::kBesselAsymTerms; ++kk) {
+    if (kk > 0) a *= -(4.0 * nu * nu - double((2 * kk - 1) * (2 * kk - 1))) / (8.0 * kk);
+    coef[kk] = a;
+  }
+  VPtr iz = div(k(1.0), ax), acc = k(0.0);
+  for (int kk = sp::kBesselAsymTerms - 1; kk >= 0; --kk) acc = add(mul(acc, iz), k(coef[kk]));
+  VPtr asym = div(acc, un(VOp::Sqrt, mul(k(2 * sp::kPi), ax)));
+  VPtr r = sel(v_binary(VOp::Le, ax, k(sp::kBesselAsymFrom)), series, asym);
+  if (nu == 1) r = sel(lt(x, k(0.0)), sub(k(0.0), r), r);
+  return sel(v_binary(VOp::Ne, x, x), x, r);
+}
+
+/// P(a, x) (upper = false) or Q(a, x): the series (kIgammaTerms terms) where x < a + 1, the
+/// continued fraction elsewhere, with special::igamma's special values.
+VPtr igamma_ir(const VPtr& a, const VPtr& x, bool upper) {
+  VPtr sum = k(1.0), term = k(1.0);
+  for (int i = 1; i <= sp::kIgammaTerms; ++i) {
+    term = mul(term, div(x, add(a, k(double(i)))));
+    sum = add(sum, term);
+  }
+  VPtr la = sub(mul(a, un(VOp::Log, x)), x);
+  VPtr p_series = mul(un(VOp::Exp, sub(la, lgamma_ir(add(a, k(1.0))))), sum);
+  VPtr t = k(0.0);
+  for (int i = sp::kIgammaTerms; i >= 1; --i) {
+    double di = double(i);
+    t = div(mul(k(-di), sub(k(di), a)), add(add(x, k(2 * di + 1)), sub(t, a)));
+  }
+  VPtr q_cf = div(un(VOp::Exp, sub(la, lgamma_ir(a))), add(sub(add(x, k(1.0)), a), t));
+  VPtr use_series = lt(x, add(a, k(1.0)));
+  VPtr r = upper ? sel(use_series, sub(k(1.0), p_series), q_cf)
+                 : sel(use_series, p_series, sub(k(1.0), q_cf));
+  const double one_if_upper = upper ? 1.0 : 0.0;
+  auto isinf = [](const VPtr& v) { return eq(un(VOp::Abs, v), k(kInf)); };
+  r = sel(isinf(x), k(1.0 - one_if_upper), r);
+  r = sel(isinf(a), sel(isinf(x), k(kNaN), k(one_if_upper)), r);
+  r = sel(eq(x, k(0.0)), k(one_if_upper), r);
+  r = sel(eq(a, k(0.0)), sel(v_binary(VOp::Gt, x, k(0.0)), k(1.0 - one_if_upper), k(kNaN)), r);
+  VPtr bad = v_binary(VOp::Or, v_binary(VOp::Or, lt(x, k(0.0)), lt(a, k(0.0))),
+                      v_binary(VOp::Or, v_binary(VOp::Ne, a, a), v_binary(VOp::Ne, x, x)));
+  return sel(bad, k(kNaN), r);
+}
+
+/// Hurwitz zeta(s, q) for a tensor s: zeta_ir's terms with special::zeta's domain.
+VPtr zeta_tensor_ir(const VPtr& s, const VPtr& q) {
+  auto [sum, b, w] = zeta_head(sub(k(0.0), s), q);
+  sum = add(sum, div(mul(b, w), sub(s, k(1.0))));
+  sum = sub(sum, mul(k(0.5), b));
+  VPtr a = k(1.0), kk = k(0.0);
+  for (double A : sp::kZetaA) {
+    a = mul(a, add(s, kk));
+    b = div(b, w);
+    sum = add(sum, div(mul(a, b), k(A)));
+    kk = add(kk, k(1.0));
+    a = mul(a, add(s, kk));
+    b = div(b, w);
+    kk = add(kk, k(1.0));
+  }
+  VPtr qint = eq(q, un(VOp::Floor, q)), qneg = v_binary(VOp::Le, q, k(0.0));
+  VPtr r = sel(v_binary(VOp::And, qneg, qint), k(kInf), sum);
+  r = sel(v_binary(VOp::And, qneg, v_binary(VOp::Ne, s, un(VOp::Floor, s))), k(kNaN), r);
+  r = sel(lt(s, k(1.0)), k(kNaN), r);
+  return sel(eq(s, k(1.0)), k(kInf), r);
+}
+
+void special_binary(Lowerer& L, int n, const std::function<VPtr(VPtr, VPtr)>& f) {
+  const TensorMeta& m = L.out_meta(n);
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             VPtr a = v_cast(operand_at(L, n, "self", idx, m.dtype), DType::F64);
+                             VPtr b = v_cast(operand_at(L, n, "other", idx, m.dtype), DType::F64);
+                             return v_cast(f(a, b), m.dtype);
+                           },
+                           {tensor_arg(L, n, "self"), tensor_arg(L, n, "other")}));
+}
+
+void lower_erfc(Lowerer& L, int n) {
+  special(L, n, erfc_ir);
+}
+void lower_erfcx(Lowerer& L, int n) {
+  special(L, n, erfcx_ir);
+}
+void lower_ndtr(Lowerer& L, int n) {
+  special(L, n, ndtr_ir);
+}
+void lower_log_ndtr(Lowerer& L, int n) {
+  special(L, n, log_ndtr_ir);
+}
+// ndtri: each Newton step is a float64 buffer, since a step reads its estimate many times
+// (one expression of all steps would grow geometrically wherever a pass walks it as a tree).
+void lower_ndtri(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  LVal& p = L.input(n, "self");
+  auto p_at = [&](auto& idx) { return v_cast(L.at(p, idx), DType::F64); };
+  LVal x = L.pointwise(n, DType::F64, m.sizes,
+                       [&](auto& idx) { return ndtri_start(ndtri_q(p_at(idx))); }, {&p});
+  for (int i = 0; i < sp::kNdtriNewton; ++i) {
+    L.realize(x);
+    x = L.pointwise(n, DType::F64, m.sizes,
+                    [&](auto& idx) { return ndtri_newton(L.at(x, idx), ndtri_q(p_at(idx))); },
+                    {&x, &p});
+  }
+  L.set_output(
+      n, 0,
+      L.pointwise(n, m.dtype, m.sizes,
+                  [&](auto& idx) { return v_cast(ndtri_finish(L.at(x, idx), p_at(idx)), m.dtype); },
+                  {&x, &p}));
+}
+void lower_i0e(Lowerer& L, int n) {
+  special(L, n, [](VPtr x) { return bessel_e_ir(0, x); });
+}
+void lower_i1e(Lowerer& L, int n) {
+  special(L, n, [](VPtr x) { return bessel_e_ir(1, x); });
+}
+// mvlgamma: the values' domain (x > (p - 1) / 2) is checked by the reference kernel only.
+void lower_mvlgamma(Lowerer& L, int n) {
+  const int64_t p = L.node(n).arg("p").i;
+  if (p < 1) L.fail(n, "p has to be greater than or equal to 1");
+  special(L, n, [&](VPtr x) {
+    VPtr r = k(double(p) * double(p - 1) / 4 * std::log(sp::kPi));
+    for (int64_t j = 0; j < p; ++j) r = add(r, lgamma_ir(sub(x, k(double(j) / 2))));
+    return r;
+  });
+}
+void lower_igamma(Lowerer& L, int n) {
+  special_binary(L, n, [](VPtr a, VPtr x) { return igamma_ir(a, x, false); });
+}
+void lower_igammac(Lowerer& L, int n) {
+  special_binary(L, n, [](VPtr a, VPtr x) { return igamma_ir(a, x, true); });
+}
+void lower_zeta(Lowerer& L, int n) {
+  special_binary(L, n, zeta_tensor_ir);
+}
+
 const OpTable<LowerFn>::Row kSpecialRules[] = {
+    // Issue 18.
+    {OpId::erfc, lower_erfc},
+    {OpId::igamma, lower_igamma},
+    {OpId::igammac, lower_igammac},
+    {OpId::mvlgamma, lower_mvlgamma},
+    {OpId::special_erfcx, lower_erfcx},
+    {OpId::special_i0e, lower_i0e},
+    {OpId::special_i1e, lower_i1e},
+    {OpId::special_log_ndtr, lower_log_ndtr},
+    {OpId::special_ndtr, lower_ndtr},
+    {OpId::special_ndtri, lower_ndtri},
+    {OpId::special_polygamma, lower_polygamma},
+    {OpId::special_zeta, lower_zeta},
     {OpId::digamma, lower_digamma},
     {OpId::erfinv, lower_erfinv},
     {OpId::i0, lower_i0},

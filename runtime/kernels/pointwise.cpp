@@ -4,6 +4,10 @@
 // on overflow, as in PyTorch.
 #include "runtime/kernels/kernel_util.h"
 
+#include "frontend/special_math.h"
+
+#include <cfloat>
+
 namespace fxc::kernel_detail {
 namespace {
 
@@ -846,7 +850,262 @@ Tensors k_fill_(const KernelCall& c) {
   return {self};
 }
 
+// ---- Issue 18: the math family (binary float functions, tests, conversions) ----
+
+// The common dtype of self and other, refused as PyTorch's dispatch does when it is not
+// floating (`kernel` names PyTorch's loop); with `promote`, integers compute in the default
+// float dtype instead (TensorIterator's float ops: copysign, xlogy, ...).
+DType float_common(const KernelCall& c, const Binary& op, const char* kernel, bool promote) {
+  if (is_floating(op.common)) return op.common;
+  if (promote) return c.result_dtype(c.default_float());
+  not_implemented(kernel, op.common);
+}
+
+Tensor float_binary(const KernelCall& c, const char* kernel, bool promote, FloatFn f,
+                    const char* other = "other", const double* extra = nullptr) {
+  Binary op = binary_operands(c, other);
+  DType dt = float_common(c, op, kernel, promote);
+  return elementwise({op.a, op.b}, dt, dt, f, nullptr, extra);
+}
+
+#define FLOAT_BINARY(NAME, KERNEL, PROMOTE, EXPR)                                                  \
+  Tensors k_##NAME(const KernelCall& c) {                                                          \
+    return {float_binary(c, KERNEL, PROMOTE, [](const double* v, const double*) {                  \
+      const double a = v[0], b = v[1];                                                             \
+      return (EXPR);                                                                               \
+    })};                                                                                           \
+  }
+FLOAT_BINARY(copysign, "copysign_cpu", true, std::copysign(a, b))
+FLOAT_BINARY(hypot, "hypot_cpu", false, std::hypot(a, b))
+FLOAT_BINARY(ldexp, "ldexp", true, a* std::exp2(b))
+FLOAT_BINARY(logaddexp, "logaddexp_cpu", false,
+             std::isinf(a) && a == b ? a : std::max(a, b) + std::log1p(std::exp(-std::fabs(a - b))))
+FLOAT_BINARY(logaddexp2, "logaddexp2_cpu", false,
+             std::isinf(a) && a == b
+                 ? a
+                 : std::max(a, b) + std::log1p(std::exp2(-std::fabs(a - b))) / M_LN2)
+FLOAT_BINARY(xlogy, "xlogy_cpu", true, std::isnan(b) ? b : (a == 0 ? 0.0 : a * std::log(b)))
+FLOAT_BINARY(xlog1py, "xlog1py_cpu", true, std::isnan(b) ? b : (a == 0 ? 0.0 : a * std::log1p(b)))
+#undef FLOAT_BINARY
+
+// fmax / fmin: the other operand where one is NaN; integers compare as integers.
+template <bool Max> Tensors k_fextremum(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  if (op.common == DType::Bool) not_implemented(Max ? "fmax_cpu" : "fmin_cpu", op.common);
+  return {elementwise(
+      {op.a, op.b}, op.common, op.common,
+      [](const double* v, const double*) {
+        return Max ? std::fmax(v[0], v[1]) : std::fmin(v[0], v[1]);
+      },
+      [](const int64_t* v, const double*) {
+        return Max ? std::max(v[0], v[1]) : std::min(v[0], v[1]);
+      })};
+}
+
+// gcd / lcm of integers: non-negative, lcm 0 when either is 0.
+int64_t gcd_of(int64_t a, int64_t b) {
+  a = a < 0 ? wrap_sub(0, a) : a;
+  b = b < 0 ? wrap_sub(0, b) : b;
+  while (b != 0) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+template <bool Lcm> Tensors k_gcd_lcm(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  if (!is_integral(op.common) || op.common == DType::Bool)
+    not_implemented(Lcm ? "lcm_cpu" : "gcd_cpu", op.common);
+  return {elementwise({op.a, op.b}, op.common, op.common, nullptr,
+                      [](const int64_t* v, const double*) -> int64_t {
+                        int64_t g = gcd_of(v[0], v[1]);
+                        if (!Lcm) return g;
+                        if (g == 0) return 0;
+                        int64_t r = wrap_mul(v[0] / g, v[1]);
+                        return r < 0 ? wrap_sub(0, r) : r;
+                      })};
+}
+
+Tensors k_nextafter(const KernelCall& c) {
+  Binary op = binary_operands(c);
+  if (!is_floating(op.common)) not_implemented("nextafter_cpu", op.common);
+  const bool f64 = op.common == DType::F64;
+  if (!f64 && op.common != DType::F32) not_implemented("nextafter_cpu", op.common);
+  const double extra[1] = {double(f64)};
+  return {elementwise(
+      {op.a, op.b}, op.common, op.common,
+      [](const double* v, const double* e) {
+        return e[0] != 0 ? special::next_toward(v[0], v[1], 52, -1074, DBL_MAX)
+                         : special::next_toward(v[0], v[1], 23, -149, FLT_MAX);
+      },
+      nullptr, extra)};
+}
+
+// heaviside(x, values): values where x == 0, else x > 0 (NaN gives 0, as PyTorch's loop).
+Tensors k_heaviside(const KernelCall& c) {
+  Binary op = binary_operands(c, "values");
+  if (op.a.dtype() != op.b.dtype())
+    fail("heaviside is not yet implemented for tensors with different dtypes");
+  if (op.common == DType::Bool) not_implemented("heaviside_cpu", op.common);
+  return {elementwise(
+      {op.a, op.b}, op.common, op.common,
+      [](const double* v, const double*) { return v[0] == 0 ? v[1] : double(v[0] > 0); },
+      [](const int64_t* v, const double*) { return v[0] == 0 ? v[1] : int64_t(v[0] > 0); })};
+}
+
+// isclose: |x - y| <= atol + rtol |y| for finite values, equality otherwise, NaNs equal when
+// equal_nan.
+Tensors k_isclose(const KernelCall& c) {
+  const Tensor& a = c.tensor("self");
+  const Tensor& b = c.tensor("other");
+  if (a.dtype() != b.dtype())
+    fail(std::string(
+             "isclose(): expected self and other to have the same dtype, but got self.dtype = ") +
+         dname(a.dtype()) + " and other.dtype = " + dname(b.dtype()));
+  const double extra[3] = {c.arg("rtol").f, c.arg("atol").f, double(c.arg("equal_nan").b)};
+  return {elementwise(
+      {a, b}, DType::F64, DType::Bool,
+      [](const double* v, const double* e) {
+        const double x = v[0], y = v[1];
+        if (x == y) return 1.0;
+        if (std::isnan(x) || std::isnan(y))
+          return double(e[2] != 0 && std::isnan(x) && std::isnan(y));
+        if (std::isinf(x) || std::isinf(y)) return 0.0;
+        return double(std::fabs(x - y) <= e[1] + std::fabs(e[0] * y));
+      },
+      nullptr, extra)};
+}
+
+template <int K> Tensors k_float_test(const KernelCall& c) {
+  return {elementwise(
+      {c.tensor("self")}, DType::F64, DType::Bool,
+      [](const double* v, const double*) {
+        const double x = v[0];
+        return double(K == 0   ? std::isfinite(x)
+                      : K == 1 ? x == INFINITY
+                      : K == 2 ? x == -INFINITY
+                      : K == 3 ? std::signbit(x)
+                               : true);
+      },
+      nullptr)};
+}
+
+// The largest finite value of a floating dtype (nan_to_num's default for +inf).
+double float_max(DType t) {
+  switch (t) {
+  case DType::F16:
+    return 65504.0;
+  case DType::BF16:
+    return 3.38953138925153547590e38;
+  case DType::F64:
+    return DBL_MAX;
+  default:
+    return FLT_MAX;
+  }
+}
+
+Tensors k_nan_to_num(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (!is_floating(x.dtype())) return {x.clone()};
+  auto opt = [&](const char* name, double dflt) {
+    const Arg& a = c.arg(name);
+    return a.is_none() ? dflt : a.scalar();
+  };
+  const double mx = float_max(x.dtype());
+  const double extra[3] = {opt("nan", 0.0), opt("posinf", mx), opt("neginf", -mx)};
+  return {elementwise(
+      {x}, x.dtype(), x.dtype(),
+      [](const double* v, const double* e) {
+        const double y = v[0];
+        return std::isnan(y) ? e[0] : y == INFINITY ? e[1] : y == -INFINITY ? e[2] : y;
+      },
+      nullptr, extra)};
+}
+
+// float_power: both operands as float64.
+Tensors k_float_power(const KernelCall& c) {
+  const Arg& s = c.arg("self");
+  const Arg& e = c.arg("exponent");
+  Tensor a = s.kind == Arg::Kind::Tensor ? c.tensor("self") : filled(DType::F64, {}, s);
+  Tensor b = e.kind == Arg::Kind::Tensor ? c.tensor("exponent") : filled(DType::F64, {}, e);
+  return {elementwise(
+      {a, b}, DType::F64, DType::F64,
+      [](const double* v, const double*) { return std::pow(v[0], v[1]); }, nullptr)};
+}
+
+#define UNARY_MATH(NAME, KIND, EXPR)                                                               \
+  Tensors k_##NAME(const KernelCall& c) {                                                          \
+    return {unary(                                                                                 \
+        c, c.tensor("self"), UnaryKind::KIND,                                                      \
+        [](const double* v, const double*) {                                                       \
+          const double x = v[0];                                                                   \
+          return (EXPR);                                                                           \
+        },                                                                                         \
+        nullptr, #NAME)};                                                                          \
+  }
+UNARY_MATH(erfc, Promote, std::erfc(x))
+UNARY_MATH(deg2rad, Promote, x*(M_PI / 180.0))
+UNARY_MATH(rad2deg, Promote, x * (180.0 / M_PI))
+UNARY_MATH(sinc, Promote, x == 0 ? 1.0 : std::sin(M_PI * x) / (M_PI * x))
+UNARY_MATH(angle, Promote, std::isnan(x) ? x : (x < 0 ? M_PI : 0.0))
+UNARY_MATH(entr, Promote, std::isnan(x) ? x : x > 0 ? -x * std::log(x) : x == 0 ? 0.0 : -INFINITY)
+UNARY_MATH(frac, FloatOnly, x - std::trunc(x))
+#undef UNARY_MATH
+
+Tensors k_conj_physical(const KernelCall& c) {
+  return {c.tensor("self").clone()};
+}
+
+Tensors k_signbit(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (is_floating(x.dtype())) return k_float_test<3>(c);
+  return {elementwise({x}, DType::I64, DType::Bool, nullptr,
+                      [](const int64_t* v, const double*) { return int64_t(v[0] < 0); })};
+}
+// isfinite / isposinf / isneginf: integers are finite and never infinite.
+template <int K> Tensors k_int_aware_test(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (is_floating(x.dtype())) return k_float_test<K>(c);
+  return {elementwise({x}, DType::I64, DType::Bool, nullptr,
+                      [](const int64_t*, const double*) { return int64_t(K == 0 || K == 4); })};
+}
+// End of the math family.
+
 const OpTable<KernelFn>::Row kPointwiseKernels[] = {
+    // The math family (issue 18).
+    {OpId::angle, k_angle},
+    {OpId::conj_physical, k_conj_physical},
+    {OpId::copysign_Tensor, k_copysign},
+    {OpId::deg2rad, k_deg2rad},
+    {OpId::erfc, k_erfc},
+    {OpId::float_power_Scalar, k_float_power},
+    {OpId::float_power_Tensor_Scalar, k_float_power},
+    {OpId::float_power_Tensor_Tensor, k_float_power},
+    {OpId::fmax, k_fextremum<true>},
+    {OpId::fmin, k_fextremum<false>},
+    {OpId::frac, k_frac},
+    {OpId::gcd, k_gcd_lcm<false>},
+    {OpId::heaviside, k_heaviside},
+    {OpId::hypot, k_hypot},
+    {OpId::isclose, k_isclose},
+    {OpId::isfinite, k_int_aware_test<0>},
+    {OpId::isneginf, k_int_aware_test<2>},
+    {OpId::isposinf, k_int_aware_test<1>},
+    {OpId::isreal, k_int_aware_test<4>},
+    {OpId::lcm, k_gcd_lcm<true>},
+    {OpId::ldexp_Tensor, k_ldexp},
+    {OpId::logaddexp, k_logaddexp},
+    {OpId::logaddexp2, k_logaddexp2},
+    {OpId::nan_to_num, k_nan_to_num},
+    {OpId::nextafter, k_nextafter},
+    {OpId::rad2deg, k_rad2deg},
+    {OpId::sgn, k_sign},
+    {OpId::signbit, k_signbit},
+    {OpId::sinc, k_sinc},
+    {OpId::special_entr, k_entr},
+    {OpId::special_xlog1py, k_xlog1py},
+    {OpId::xlogy_Tensor, k_xlogy},
     {OpId::abs, k_abs},
     {OpId::add_Scalar, k_add},
     {OpId::add_Tensor, k_add},

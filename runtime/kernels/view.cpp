@@ -766,6 +766,11 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::contiguous, k_contiguous},
     {OpId::copy, k_copy},
     {OpId::detach, k_alias},
+    // Identities on real tensors (issue 18): +x, real, resolve_conj, resolve_neg.
+    {OpId::positive, k_alias},
+    {OpId::real, k_alias},
+    {OpId::resolve_conj, k_alias},
+    {OpId::resolve_neg, k_alias},
     {OpId::expand, k_expand},
     {OpId::flatten_using_ints, k_flatten},
     {OpId::flip, k_flip},

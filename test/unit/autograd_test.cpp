@@ -880,3 +880,56 @@ TEST_CASE("autograd: masked_scatter sends gradients to self off the mask, to sou
     check_gradients(tg);
   }
 }
+
+TEST_CASE("autograd: the math family of issue 18 (pointwise and special functions)") {
+  unary("aten.erfc.default", {2, 3}, -2.0, 2.0);
+  unary("aten.sinc.default", {2, 3}, -2.0, 2.0);
+  unary("aten.frac.default", {2, 3}, 0.1, 0.9);
+  unary("aten.deg2rad.default", {2, 3});
+  unary("aten.rad2deg.default", {2, 3});
+  unary("aten.sgn.default", {2, 3});
+  unary("aten.angle.default", {2, 3});
+  unary("aten.positive.default", {2, 3});
+  unary("aten.conj_physical.default", {2, 3});
+  unary("aten.resolve_conj.default", {2, 3});
+  unary("aten.resolve_neg.default", {2, 3});
+  unary("aten.real.default", {2, 3});
+  unary("aten.nan_to_num.default", {2, 3});
+  unary("aten.special_entr.default", {2, 3}, 0.1, 3.0);
+  unary("aten.special_ndtr.default", {2, 3}, -3.0, 3.0);
+  unary("aten.special_ndtri.default", {2, 3}, 0.05, 0.95);
+  unary("aten.special_log_ndtr.default", {2, 3}, -4.0, 3.0);
+  unary("aten.special_erfcx.default", {2, 3}, -2.0, 5.0);
+  unary("aten.special_i0e.default", {2, 3}, -4.0, 4.0);
+  unary("aten.special_i1e.default", {2, 3}, -4.0, 4.0);
+  binary("aten.copysign.Tensor", {2, 3}, {3});
+  binary("aten.fmax.default", {2, 3}, {3});
+  binary("aten.fmin.default", {2, 3}, {2, 1});
+  binary("aten.hypot.default", {2, 3}, {3}, {}, 0.5, 2.0);
+  binary("aten.ldexp.Tensor", {2, 3}, {3});
+  binary("aten.logaddexp.default", {2, 3}, {3}, {}, -3.0, 3.0);
+  binary("aten.logaddexp2.default", {2, 3}, {3}, {}, -3.0, 3.0);
+  binary("aten.xlogy.Tensor", {2, 3}, {3}, {}, 0.2, 2.0);
+  binary("aten.special_xlog1py.default", {2, 3}, {3}, {}, 0.2, 2.0);
+  binary("aten.float_power.Tensor_Tensor", {2, 3}, {3}, {}, 0.5, 2.0);
+  {
+    TestGraph tg;
+    ValueId x = tg.input("x", {2, 3}, 1.2, 3.0);
+    tg.output(tg.op("aten.mvlgamma.default", {T(x), I(3)}));
+    tg.output(tg.op("aten.special_polygamma.default", {I(2), T(x)}));
+    tg.output(tg.op("aten.float_power.Tensor_Scalar", {T(x), F(1.5)}));
+    tg.output(tg.op("aten.float_power.Scalar", {F(2.5), T(x)}));
+    check_gradients(tg);
+  }
+  // igamma, igammac, zeta: gradients in the second argument only (as PyTorch).
+  for (const char* op :
+       {"aten.igamma.default", "aten.igammac.default", "aten.special_zeta.default"}) {
+    INFO(op);
+    TestGraph tg;
+    ValueId x = tg.input("x", {2, 3}, 0.5, 5.0);
+    // a = 2.5 everywhere, from ones_like (no gradient flows into a).
+    ValueId a = tg.op("aten.add.Scalar", {T(tg.op("aten.ones_like.default", {T(x)})), F(1.5)});
+    tg.output(tg.op(op, {T(a), T(x)}));
+    check_gradients(tg);
+  }
+}

@@ -1735,3 +1735,197 @@ TEST_CASE("kernels: im2col, col2im and _pdist_forward (values from torch 1.13)")
                                          Is({1, 1}), Is({0, 0}), Is({1, 1})})
             .find("does not match") != std::string::npos);
 }
+
+// ---- Issue 18, the math family: float64 values from PyTorch 1.13 (torch.special, torch.*),
+// edge cases included (+-0, +-inf, NaN, the domains' ends).
+
+TEST_CASE("kernels: math family unary ops match PyTorch in float64, edge values included") {
+  struct Row {
+    const char* target;
+    Vals x, want;
+  };
+  const Row rows[] = {
+      {"aten.erfc.default",
+       {-kInf, -30.0, -2.0, -0.0, 0.0, 0.5, 3.0, 10.0, kInf, kNaN},
+       {2.0, 2.0, 1.9953222650189528, 1.0, 1.0, 0.4795001221869535, 2.209049699858544e-05,
+        2.088487583762545e-45, 0.0, kNaN}},
+      {"aten.special_erfcx.default",
+       {-kInf, -30.0, -2.0, -0.0, 0.0, 0.5, 3.0, 10.0, kInf, kNaN},
+       {kInf, kInf, 108.94090438997797, 1.0, 1.0, 0.6156903441929258, 0.17900115118138998,
+        0.05614099274382259, 0.0, kNaN}},
+      // ndtr(-30) = erfc(30 / sqrt 2) / 2 = 4.9e-198; PyTorch's (1 + erf(x / sqrt 2)) / 2 gives 0
+      // by cancellation, fxc keeps the lower tail.
+      {"aten.special_ndtr.default",
+       {-kInf, -30.0, -2.0, -0.0, 0.0, 0.5, 3.0, 10.0, kInf, kNaN},
+       {0.0, 4.906713927148764e-198, 0.02275013194817921, 0.5, 0.5, 0.6914624612740131,
+        0.9986501019683699, 1.0, 1.0, kNaN}},
+      {"aten.special_log_ndtr.default",
+       {-kInf, -30.0, -2.0, -0.0, 0.0, 0.5, 3.0, 10.0, kInf, kNaN},
+       {-kInf, -454.32124395634327, -3.7831843336820317, -0.6931471805599453, -0.6931471805599453,
+        -0.36894641528865635, -0.0013508099647481923, -7.619853024160498e-24, -0.0, kNaN}},
+      {"aten.special_i0e.default",
+       {-kInf, -30.0, -2.0, -0.0, 0.0, 0.5, 3.0, 10.0, kInf, kNaN},
+       {0.0, 0.0731459464822373, 0.308508322553671, 1.0, 1.0, 0.6450352704491501,
+        0.24300035416182536, 0.1278333371634286, 0.0, kNaN}},
+      {"aten.special_i1e.default",
+       {-kInf, -30.0, -2.0, -0.0, 0.0, 0.5, 3.0, 10.0, kInf, kNaN},
+       {-0.0, -0.07191633059864755, -0.2152692892489377, 0.0, 0.0, 0.15642080318487173,
+        0.19682671329730084, 0.1212626813844555, 0.0, kNaN}},
+      {"aten.sinc.default",
+       {-kInf, -2.0, -0.0, 0.0, 0.5, kInf, kNaN},
+       {kNaN, -3.8981718325193755e-17, 1.0, 1.0, 0.6366197723675814, kNaN, kNaN}},
+      {"aten.special_entr.default",
+       {-kInf, -30.0, -0.0, 0.0, 0.5, 3.0, kInf, kNaN},
+       {-kInf, -kInf, 0.0, 0.0, 0.34657359027997264, -3.295836866004329, -kInf, kNaN}},
+      {"aten.angle.default",
+       {-kInf, -2.0, -0.0, 0.0, 0.5, kInf, kNaN},
+       {3.141592653589793, 3.141592653589793, 0.0, 0.0, 0.0, 0.0, kNaN}},
+      {"aten.frac.default", {-2.5, -0.0, 0.0, 3.25, kNaN}, {-0.5, 0.0, 0.0, 0.25, kNaN}},
+      {"aten.special_ndtri.default",
+       {-0.5, 0.0, 1e-300, 1e-20, 0.3, 0.5, 0.9, 0.999999999999, 1.0, 2.0, kNaN},
+       {kNaN, -kInf, -37.0470962993612, -9.262340089798409, -0.5244005127080409, 0.0,
+        1.2815515655446004, 7.0344869100478356, kInf, kNaN, kNaN}},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.target);
+    const int64_t n = int64_t(r.x.size());
+    // The sinc(+-2) = +-4e-17 and erfc tails: relative tolerance, no absolute one (ndtri(0.5)
+    // is 0 to within 1e-16).
+    const bool ndtri = std::string(r.target) == "aten.special_ndtri.default";
+    check(op1(r.target, {D({n}, r.x)}), DType::F64, {n}, r.want, 1e-9, ndtri ? 1e-15 : 1e-300);
+    // float32 reads its inputs as float32 and rounds the float64 result once.
+    Tensor x32 = F({n}, r.x);
+    Vals want32 = map(op1(r.target, {D({n}, held(x32))}).to_vector(),
+                      [](double v) { return double(float(v)); });
+    check(op1(r.target, {x32}), DType::F32, {n}, want32, 1e-7, 1e-30);
+  }
+  // Integers compute in the default float dtype.
+  check(op1("aten.erfc.default", {L({2}, {0, 1})}), DType::F32, {2}, {1.0, 0.15729920705028513},
+        1e-6, 0);
+  CHECK(op_error("aten.frac.default", {L({1}, {1})}) == "frac is not implemented for i64 tensors");
+}
+
+TEST_CASE("kernels: math family binary ops match PyTorch in float64, edge values included") {
+  struct Row {
+    const char* target;
+    Vals a, b, want;
+  };
+  const Row rows[] = {
+      {"aten.igamma.default",
+       {0.0, 0.5, 1.0, 3.0, -1.0, kInf, 2.0, kNaN, 0.0, 5.0, 20.0},
+       {1.0, 0.0, kInf, 2.5, 1.0, 1.0, kInf, 1.0, 0.0, 30.0, 15.0},
+       {1.0, 0.0, 1.0, 0.4561868841166703, kNaN, 0.0, 1.0, kNaN, kNaN, 0.999999996375699,
+        0.12478121503252497}},
+      {"aten.igammac.default",
+       {0.0, 0.5, 1.0, 3.0, -1.0, kInf, 2.0, kNaN, 0.0, 5.0, 20.0},
+       {1.0, 0.0, kInf, 2.5, 1.0, 1.0, kInf, 1.0, 0.0, 30.0, 15.0},
+       {0.0, 1.0, 0.0, 0.5438131158833297, kNaN, 1.0, 0.0, kNaN, kNaN, 3.6243009520614924e-09,
+        0.8752187849674751}},
+      {"aten.special_zeta.default",
+       {1.0, 0.5, 2.0, 3.0, 2.5, 4.0, kNaN},
+       {1.0, 1.0, -2.0, -2.5, -2.5, 0.5, 1.0},
+       {kInf, kNaN, kInf, 0.0541020258208641, kNaN, 16.23484850566707, kNaN}},
+      {"aten.hypot.default",
+       {3.0, kInf, kNaN, 0.0, -5.0},
+       {4.0, kNaN, kInf, -0.0, 12.0},
+       {5.0, kInf, kInf, 0.0, 13.0}},
+      {"aten.logaddexp.default",
+       {kInf, -kInf, kInf, 1.0, -1000.0, kNaN},
+       {kInf, -kInf, -kInf, 2.0, -1000.0, 1.0},
+       {kInf, -kInf, kInf, 2.313261687518223, -999.3068528194401, kNaN}},
+      {"aten.logaddexp2.default",
+       {kInf, -kInf, 1.0, 3.0},
+       {kInf, -kInf, 1.0, -2.0},
+       {kInf, -kInf, 2.0, 3.0443941193584534}},
+      {"aten.xlogy.Tensor",
+       {0.0, 0.0, 2.0, 2.0, kNaN},
+       {0.0, kNaN, 0.0, 3.0, 1.0},
+       {0.0, kNaN, -kInf, 2.1972245773362196, kNaN}},
+      {"aten.special_xlog1py.default",
+       {0.0, 0.0, 2.0, 2.0},
+       {-1.0, kNaN, -1.0, 3.0},
+       {0.0, kNaN, -kInf, 2.772588722239781}},
+      {"aten.copysign.Tensor",
+       {1.0, 1.0, -2.0, kInf, 0.0},
+       {-0.0, 0.0, 3.0, -1.0, -1.0},
+       {-1.0, 1.0, 2.0, -kInf, -0.0}},
+      {"aten.fmax.default", {kNaN, 1.0, kNaN, -0.0}, {1.0, kNaN, kNaN, 2.0}, {1.0, 1.0, kNaN, 2.0}},
+      {"aten.fmin.default",
+       {kNaN, 1.0, kNaN, -3.0},
+       {1.0, kNaN, kNaN, 2.0},
+       {1.0, 1.0, kNaN, -3.0}},
+      {"aten.nextafter.default",
+       {0.0, 0.0, 1.0, 1.0, kInf, -kInf, 2.0, 5e-324, kNaN},
+       {1.0, -1.0, 2.0, 0.0, 0.0, 0.0, 2.0, 0.0, 1.0},
+       {5e-324, -5e-324, 1.0000000000000002, 0.9999999999999999, 1.7976931348623157e+308,
+        -1.7976931348623157e+308, 2.0, 0.0, kNaN}},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.target);
+    const int64_t n = int64_t(r.a.size());
+    check(op1(r.target, {D({n}, r.a), D({n}, r.b)}), DType::F64, {n}, r.want, 1e-9, 0);
+  }
+  // The sign of a zero result (copysign(0, -1) = -0).
+  CHECK(std::signbit(op1("aten.copysign.Tensor", {D({1}, {0.0}), D({1}, {-1.0})}).load(0)));
+  // float32 steps are float32's.
+  check(op1("aten.nextafter.default",
+            {F({4}, {0.0, 1.0, -1.0, 1e38}), F({4}, {1.0, 2.0, -2.0, kInf})}),
+        DType::F32, {4},
+        {1.401298464324817e-45, 1.0000001192092896, -1.0000001192092896, 1.0000000694406173e+38}, 0,
+        0);
+  check(op1("aten.heaviside.default", {F({4}, {-1.0, 0.0, 2.0, kNaN}), F({1}, {0.5})}), DType::F32,
+        {4}, {0.0, 0.5, 1.0, 0.0});
+  CHECK(op_error("aten.heaviside.default", {F({1}, {1.0}), D({1}, {0.5})}) ==
+        "heaviside is not yet implemented for tensors with different dtypes");
+  check(op1("aten.gcd.default", {L({5}, {12, -18, 0, 0, 7}), L({5}, {18, 12, 0, 5, -21})}),
+        DType::I64, {5}, {6, 6, 0, 5, 7});
+  check(op1("aten.lcm.default", {L({5}, {12, -18, 0, 0, 7}), L({5}, {18, 12, 0, 5, -21})}),
+        DType::I64, {5}, {36, 36, 0, 0, 21});
+  CHECK(op_error("aten.gcd.default", {F({1}, {1.0}), F({1}, {2.0})}) ==
+        "\"gcd_cpu\" not implemented for 'Float'");
+  CHECK(op_error("aten.hypot.default", {L({1}, {1}), L({1}, {2})}) ==
+        "\"hypot_cpu\" not implemented for 'Long'");
+  check(op1("aten.isclose.default",
+            {F({4}, {1.0, kInf, kNaN, 1.0}), F({4}, {1.000001f, kInf, kNaN, 1.1})}),
+        DType::Bool, {4}, {1, 1, 0, 0});
+  check(op1("aten.isclose.default",
+            {F({2}, {kNaN, 1.0}), F({2}, {kNaN, 1.0}), {"equal_nan", Bo(true)}}),
+        DType::Bool, {2}, {1, 1});
+  // mvlgamma (p = 3) and special_polygamma; mvlgamma's domain is x > (p - 1) / 2.
+  check(op1("aten.mvlgamma.default", {D({2}, {2.5, 4.0}), {"p", I(3)}}), DType::F64, {2},
+        {1.8809954616117743, 5.402975080909175}, 1e-12, 0);
+  CHECK(op_error("aten.mvlgamma.default", {D({1}, {1.0}), {"p", I(3)}}) ==
+        "All elements must be greater than (p-1)/2");
+  check(op1("aten.special_polygamma.default", {{"n", I(2)}, {"self", D({2}, {0.5, 3.0})}}),
+        DType::F64, {2}, {-16.828796644234316, -0.15411380631918856}, 1e-12, 0);
+}
+
+TEST_CASE("kernels: float tests, nan_to_num, float_power and the identities of real tensors") {
+  Tensor w = F({6}, {kInf, -kInf, kNaN, 1.0, -0.0, 3e38});
+  check(op1("aten.isfinite.default", {w}), DType::Bool, {6}, {0, 0, 0, 1, 1, 1});
+  check(op1("aten.isposinf.default", {w}), DType::Bool, {6}, {1, 0, 0, 0, 0, 0});
+  check(op1("aten.isneginf.default", {w}), DType::Bool, {6}, {0, 1, 0, 0, 0, 0});
+  check(op1("aten.isreal.default", {w}), DType::Bool, {6}, {1, 1, 1, 1, 1, 1});
+  check(op1("aten.signbit.default", {w}), DType::Bool, {6}, {0, 1, 0, 0, 1, 0});
+  check(op1("aten.signbit.default", {L({3}, {-2, 0, 5})}), DType::Bool, {3}, {1, 0, 0});
+  check(op1("aten.isfinite.default", {L({2}, {-2, 0})}), DType::Bool, {2}, {1, 1});
+  check(op1("aten.nan_to_num.default", {w}), DType::F32, {6},
+        {3.4028234663852886e38, -3.4028234663852886e38, 0.0, 1.0, 0.0, 3e38}, 1e-7, 0);
+  check(op1("aten.nan_to_num.default",
+            {w, {"nan", Fl(1.5)}, {"posinf", Fl(9.0)}, {"neginf", Fl(-9.0)}}),
+        DType::F32, {6}, {9.0, -9.0, 1.5, 1.0, 0.0, 3e38}, 1e-7, 0);
+  check(op1("aten.float_power.Tensor_Tensor", {L({3}, {2, 3, 4}), F({1}, {0.5})}), DType::F64, {3},
+        {std::sqrt(2.0), std::sqrt(3.0), 2.0}, 1e-15, 0);
+  check(op1("aten.float_power.Scalar", {{"self", I(2)}, {"exponent", L({2}, {-1, 10})}}),
+        DType::F64, {2}, {0.5, 1024.0}, 0, 0);
+  check(op1("aten.sgn.default", {L({3}, {-4, 0, 7})}), DType::I64, {3}, {-1, 0, 1});
+  check(op1("aten.deg2rad.default", {L({1}, {180})}), DType::F32, {1}, {M_PI}, 1e-7, 0);
+  check(op1("aten.rad2deg.default", {D({1}, {M_PI})}), DType::F64, {1}, {180.0}, 1e-15, 0);
+  check(op1("aten.ldexp.Tensor", {F({3}, {1.5, -2.0, 3.0}), L({3}, {3, -1, 0})}), DType::F32, {3},
+        {12.0, -1.0, 3.0}, 0, 0);
+  for (const char* id : {"aten.positive.default", "aten.real.default", "aten.resolve_conj.default",
+                         "aten.resolve_neg.default", "aten.conj_physical.default"}) {
+    CAPTURE(id);
+    check(op1(id, {F({2}, {-1.5, 2.0})}), DType::F32, {2}, {-1.5, 2.0});
+  }
+}
