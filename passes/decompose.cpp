@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -1928,7 +1929,9 @@ std::vector<ValueId> trapezoid(Emit& e, const DNode& d) {
     s[size_t(dim)] = n - 1;
     dx = e.reshape(dx, s);
   } else {
+    if (e.dim(x) == 0) d.fail("trapezoid: x must have at least one dimension");
     int64_t xd = wrap(d.arg("dim").i, e.dim(x)), m = e.sizes(x)[size_t(xd)];
+    if (m != n) d.fail("trapezoid: x and y must have the same size along dim");
     dx = e.sub(e.slice(x, xd, 1, m), e.slice(x, xd, 0, m - 1));
   }
   ValueId avg = e.add(e.slice(y, dim, 1, n), e.slice(y, dim, 0, n - 1));
@@ -2594,7 +2597,14 @@ Graph composite_expand(const Graph& g, const Node& n) {
   NameCache names(out);
   Emit e(out, n.name, &names);
   DNode d{g, n, remap_args(n, map), &map, {}};
-  std::vector<ValueId> r = fn(e, d);
+  std::vector<ValueId> r;
+  try {
+    r = fn(e, d);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& err) { // dimension wrapping, broadcasting
+    d.fail(err.what());
+  }
   if (r.empty()) d.fail("the decomposition does not take these arguments");
   out.outputs = r;
   return out;

@@ -59,8 +59,9 @@ TEST_CASE("composite: argument errors name the node") {
   CHECK_THROWS_WITH_AS(tg.op("aten.narrow.default", {T(x), I(0), I(5), I(1)}),
                        doctest::Contains("node 'narrow' (aten.narrow.default): start out of range"),
                        Error);
-  CHECK_THROWS_WITH_AS(tg.op("aten.one_hot.default", {T(tg.input_values("i", DType::I64, {2}, {0, 1}))}),
-                       doctest::Contains("num_classes=-1"), Error);
+  CHECK_THROWS_WITH_AS(
+      tg.op("aten.one_hot.default", {T(tg.input_values("i", DType::I64, {2}, {0, 1}))}),
+      doctest::Contains("num_classes=-1"), Error);
   CHECK_THROWS_WITH_AS(tg.op("aten.hsplit.int", {T(x), I(3)}),
                        doctest::Contains("not divisible by the split_size 3"), Error);
 }
@@ -77,7 +78,8 @@ TEST_CASE("composite: gradients through the decomposition") {
     TestGraph tg;
     ValueId p = tg.input("p", {2, 3, 4}), q = tg.input("q", {2, 4, 5});
     tg.output(tg.op("aten.tensordot.default", {T(p), T(q), Is({0, 2}), Is({0, 1})}));
-    tg.output(tg.op("aten.diag_embed.default", {T(tg.op("aten.narrow.default", {T(p), I(1), I(1), I(2)})), I(1), I(0), I(2)}));
+    tg.output(tg.op("aten.diag_embed.default",
+                    {T(tg.op("aten.narrow.default", {T(p), I(1), I(1), I(2)})), I(1), I(0), I(2)}));
     check_gradients(tg);
   }
   {
