@@ -35,6 +35,12 @@ std::string inductor_column(OpId id, bool cuda) {
   return cuda ? "host fallback" : "extern fallback";
 }
 
+// Meta and eager: the op's own row, or its decomposition's (a composite op, frontend/composite.h).
+std::string layer_column(const OpLayer& layer, OpId id) {
+  if (layer.has(id)) return "yes";
+  return decomposition_layer().has(id) ? "decomposed" : "-";
+}
+
 std::string tags_column(OpId id) {
   std::string out;
   for (OpTag t : kAllOpTags)
@@ -52,8 +58,8 @@ std::string list_ops_text() {
   lines.push_back({{"op", "meta", "eager", "autograd", "inductor-cpu", "inductor-cuda", "tags"}});
   for (const OpInfo& op : all_ops())
     lines.push_back(
-        {{std::string(op.target), meta_layer().has(op.id) ? "yes" : "-",
-          kernel_layer().has(op.id) ? "yes" : "-", autograd_column(op.id),
+        {{std::string(op.target), layer_column(meta_layer(), op.id),
+          layer_column(kernel_layer(), op.id), autograd_column(op.id),
           inductor_column(op.id, false), inductor_column(op.id, true), tags_column(op.id)}});
   size_t width[6] = {};
   for (const Line& l : lines)

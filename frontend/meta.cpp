@@ -3,6 +3,7 @@
 // table and adds the plugins' ops.
 #include "frontend/meta.h"
 
+#include "frontend/composite.h"
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/meta/meta_util.h"
@@ -36,6 +37,16 @@ Metas custom_op_meta(const Graph& g, const Node& n) {
   }
 }
 
+// A composite op (frontend/composite.h): the metadata of its decomposition's results.
+Metas composite_meta(const Graph& g, const Node& n) {
+  const CompositeHook* h = composite_hook();
+  if (!h) throw Error(g.source, "no meta function for this op", n.name, n.target);
+  Graph sub = h->expand(g, n);
+  Metas out;
+  for (ValueId v : sub.outputs) out.push_back(sub.values[size_t(v)].meta);
+  return out;
+}
+
 const OpTable<MetaFn>& meta_table() {
   using namespace meta_detail;
   static const OpTable<MetaFn> table(
@@ -52,7 +63,8 @@ const OpLayer& meta_layer() {
 
 MetaFn find_meta(std::string_view target) {
   if (MetaFn fn = meta_table().find(target)) return fn;
-  return find_custom_op(target) ? custom_op_meta : nullptr;
+  if (find_custom_op(target)) return custom_op_meta;
+  return is_composite(target) ? composite_meta : nullptr;
 }
 
 } // namespace fxc

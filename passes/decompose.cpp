@@ -1,6 +1,7 @@
 // The decomposition table: one row per composite op, each building the op from core ATen ops.
 #include "passes/decompose.h"
 
+#include "frontend/composite.h"
 #include "frontend/diag.h"
 #include "frontend/resample.h"
 #include "frontend/schema.h"
@@ -11,6 +12,8 @@
 #include <cassert>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -940,6 +943,1013 @@ std::vector<ValueId> float_power(Emit& e, const DNode& d) {
   return {e.op("aten.pow.Tensor_Tensor", {Emit::t(base), Emit::t(e.cast(x.tensor, DType::F64))})};
 }
 
+std::string join_ints(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + std::to_string(v[k]);
+  return s;
+}
+
+// ---- Composite ops (frontend/composite.h): their meta function and eager kernel are these rows'.
+// Rows here read no output metadata (d.out_meta), which a composite op's meta function lacks.
+
+/// `v` as a fresh contiguous tensor (the `*_copy` ops and ops PyTorch computes into a new
+/// tensor).
+ValueId contiguous_copy(Emit& e, ValueId v) {
+  return e.op(
+      "aten.clone.default",
+      {Emit::t(v), Emit::kw("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))});
+}
+
+/// `v` when it is contiguous, else a contiguous copy.
+ValueId dense(Emit& e, ValueId v) {
+  return e.meta(v).is_contiguous() ? v : contiguous_copy(e, v);
+}
+
+/// A view of `x` that is a value of its own (a row's result must not be its input).
+ValueId own_view(Emit& e, ValueId v, ValueId x) {
+  return v == x ? e.op("aten.alias.default", {Emit::t(x)}) : v;
+}
+
+/// v * s for a Scalar argument, keeping an integral scalar integral; v itself when s is 1.
+ValueId scale_by(Emit& e, ValueId v, const Arg& s) {
+  if (s.kind != Arg::Kind::Bool && s.scalar() == 1.0) return v;
+  return e.op("aten.mul.Scalar", {Emit::t(v), {"", s}});
+}
+
+std::vector<int64_t> broadcast_all(const DNode& d, const std::vector<std::vector<int64_t>>& ss) {
+  std::vector<int64_t> out;
+  try {
+    for (const auto& s : ss) out = broadcast_shapes(out, s);
+  } catch (const std::invalid_argument& err) {
+    d.fail(std::string("shapes do not broadcast: ") + err.what());
+  }
+  return out;
+}
+
+std::vector<ValueId> expand_as(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  return {own_view(e, e.expand(x, e.sizes(d.tensor("other"))), x)};
+}
+
+std::vector<ValueId> view_as(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  return {own_view(e, e.view(x, e.sizes(d.tensor("other"))), x)};
+}
+
+std::vector<ValueId> reshape_as(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  return {own_view(e, e.reshape(x, e.sizes(d.tensor("other"))), x)};
+}
+
+std::vector<ValueId> broadcast_to(Emit& e, const DNode& d) {
+  return {e.op("aten.expand.default", {Emit::t(d.tensor("self")), {"", d.arg("size")}})};
+}
+
+std::vector<ValueId> broadcast_tensors(Emit& e, const DNode& d) {
+  const std::vector<ValueId>& ts = d.arg("tensors").tensors;
+  std::vector<std::vector<int64_t>> ss;
+  for (ValueId t : ts) ss.push_back(e.sizes(t));
+  std::vector<int64_t> shape = broadcast_all(d, ss);
+  std::vector<ValueId> out;
+  for (ValueId t : ts) out.push_back(own_view(e, e.expand(t, shape), t));
+  return out;
+}
+
+/// mT, mH (real tensors: the same), matrix_H: the last two dims swapped.
+std::vector<ValueId> matrix_transpose(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t r = e.dim(x);
+  if (d.n.target == "aten.matrix_H.default" && r != 2)
+    d.fail("tensor.H is only supported on matrices (2-D tensors). Got " + std::to_string(r) +
+           "-D tensor.");
+  if (r < 2)
+    d.fail("tensor.mT is only supported on matrices or batches of matrices. Got " +
+           std::to_string(r) + "-D tensor.");
+  return {e.op("aten.transpose.int", {Emit::t(x), Emit::i(r - 2), Emit::i(r - 1)})};
+}
+
+std::vector<ValueId> numpy_T(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> perm;
+  for (int64_t k = e.dim(x) - 1; k >= 0; --k) perm.push_back(k);
+  return {e.op("aten.permute.default", {Emit::t(x), Emit::ints(perm)})};
+}
+
+std::vector<ValueId> movedim(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t r = e.dim(x);
+  const std::vector<int64_t>& src = d.arg("source").ints;
+  const std::vector<int64_t>& dst = d.arg("destination").ints;
+  if (src.size() != dst.size())
+    d.fail("movedim: Invalid source or destination dims: source (" + std::to_string(src.size()) +
+           " dims) should contain the same number of dims as destination (" +
+           std::to_string(dst.size()) + " dims)");
+  std::vector<int64_t> perm(size_t(r), -1);
+  std::vector<bool> used(size_t(r), false);
+  for (size_t k = 0; k < src.size(); ++k) {
+    int64_t s = wrap(src[k], r), t = wrap(dst[k], r);
+    if (used[size_t(s)] || perm[size_t(t)] != -1)
+      d.fail("movedim: repeated dim in source or destination");
+    perm[size_t(t)] = s;
+    used[size_t(s)] = true;
+  }
+  int64_t next = 0;
+  for (int64_t& p : perm) {
+    if (p != -1) continue;
+    while (used[size_t(next)]) ++next;
+    p = next;
+    used[size_t(next)] = true;
+  }
+  return {e.op("aten.permute.default", {Emit::t(x), Emit::ints(perm)})};
+}
+
+std::vector<ValueId> ravel(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  return {own_view(e, e.reshape(x, {e.meta(x).numel()}), x)};
+}
+
+ValueId narrow_of(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.dim(x) == 0) d.fail("narrow() cannot be applied to a 0-dim tensor.");
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x)), n = e.sizes(x)[size_t(dim)];
+  int64_t start = d.arg("start").i, length = d.arg("length").i;
+  if (start < -n || start > n)
+    d.fail("start out of range (expected to be in range of [" + std::to_string(-n) + ", " +
+           std::to_string(n) + "], but got " + std::to_string(start) + ")");
+  if (start < 0) start += n;
+  if (length < 0 || start + length > n)
+    d.fail("start (" + std::to_string(start) + ") + length (" + std::to_string(length) +
+           ") exceeds dimension size (" + std::to_string(n) + ").");
+  return e.slice(x, dim, start, start + length);
+}
+
+std::vector<ValueId> narrow(Emit& e, const DNode& d) {
+  return {narrow_of(e, d)};
+}
+
+std::vector<ValueId> narrow_copy(Emit& e, const DNode& d) {
+  return {contiguous_copy(e, narrow_of(e, d))};
+}
+
+/// atleast_1d/2d/3d of one tensor (numpy's placement of the new dims).
+ValueId atleast(Emit& e, ValueId x, int64_t k) {
+  int64_t r = e.dim(x);
+  if (r >= k) return x;
+  if (r == 0) return e.reshape(x, std::vector<int64_t>(size_t(k), 1));
+  if (k == 2) return e.unsqueeze(x, 0);
+  if (r == 1) return e.unsqueeze(e.unsqueeze(x, 0), 2);
+  return e.unsqueeze(x, 2);
+}
+
+std::vector<ValueId> atleast_nd(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  const std::string& t = d.n.target;
+  int64_t k = t == "aten.atleast_1d.default" ? 1 : t == "aten.atleast_2d.default" ? 2 : 3;
+  return {own_view(e, atleast(e, x, k), x)};
+}
+
+/// The `*_copy` ops: the view op of the same name and arguments, copied into a new contiguous
+/// tensor (one per result).
+std::vector<ValueId> view_copy(Emit& e, const DNode& d) {
+  std::string view = d.n.target;
+  view.erase(view.find("_copy."), 5);
+  if (view == "aten.alias.default") return {contiguous_copy(e, d.tensor("self"))};
+  // view_copy of a tensor no view can give is its reshape, as in PyTorch.
+  if (view == "aten.view.default")
+    return {contiguous_copy(
+        e, e.op("aten.reshape.default", {Emit::t(d.tensor("self")), {"", d.arg("size")}}))};
+  std::vector<CallArg> call;
+  for (size_t k = 0; k < d.args.size(); ++k) call.push_back({d.n.schema->args[k].name, d.args[k]});
+  std::vector<ValueId> out;
+  if (view == "aten.unbind.int") {
+    ValueId x = d.tensor("self");
+    if (e.dim(x) == 0) d.fail("Dimension specified as 0 but tensor has no dimensions");
+    int64_t dim = wrap(d.arg("dim").i, e.dim(x));
+    for (int64_t k = 0; k < e.sizes(x)[size_t(dim)]; ++k)
+      out.push_back(
+          contiguous_copy(e, e.op("aten.select.int", {Emit::t(x), Emit::i(dim), Emit::i(k)})));
+    return out;
+  }
+  for (ValueId v : e.call(view, std::move(call))) out.push_back(contiguous_copy(e, v));
+  return out;
+}
+
+/// unfold of a contiguous tensor: as_strided from its own start (storage_offset None), which
+/// eager reads from its storage and inductor from its row-major elements alike.
+ValueId unfold_contiguous(Emit& e, const DNode& d, ValueId x, int64_t dim) {
+  TensorMeta m = e.meta(x);
+  int64_t r = m.dim(), size = d.arg("size").i, step = d.arg("step").i;
+  std::vector<int64_t> sizes = m.sizes, strides = m.strides;
+  if (r > 0) {
+    sizes[size_t(dim)] = (m.sizes[size_t(dim)] - size) / step + 1;
+    strides[size_t(dim)] = step * m.strides[size_t(dim)];
+  }
+  sizes.push_back(size);
+  strides.push_back(r == 0 ? 1 : m.strides[size_t(dim)]);
+  return e.op("aten.as_strided.default",
+              {Emit::t(x), Emit::ints(sizes), Emit::ints(strides), {"", Arg::none()}});
+}
+
+std::vector<ValueId> unfold(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  TensorMeta m = e.meta(x);
+  int64_t r = m.dim(), dim = wrap(d.arg("dimension").i, std::max<int64_t>(r, 1));
+  int64_t size = d.arg("size").i, step = d.arg("step").i;
+  int64_t max_size = r == 0 ? 1 : m.sizes[size_t(dim)];
+  if (size > max_size)
+    d.fail("maximum size for tensor at dimension " + std::to_string(dim) + " is " +
+           std::to_string(max_size) + " but size is " + std::to_string(size));
+  if (size < 0) d.fail("size is " + std::to_string(size) + " but must be >= 0");
+  if (step <= 0) d.fail("step is " + std::to_string(step) + " but must be > 0");
+  if (m.is_contiguous()) return {unfold_contiguous(e, d, x, dim)};
+  // A dense permuted view (a transpose, mT): unfold its contiguous permutation, then permute
+  // the windows back; the strides are PyTorch's.
+  std::vector<int64_t> order(static_cast<size_t>(r), 0);
+  for (int64_t k = 0; k < r; ++k) order[size_t(k)] = k;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return m.strides[size_t(a)] > m.strides[size_t(b)];
+  });
+  ValueId xp = e.op("aten.permute.default", {Emit::t(x), Emit::ints(order)});
+  if (!e.meta(xp).is_contiguous())
+    d.fail("unfold of a view that is not a permutation of a contiguous tensor is not supported");
+  int64_t at = int64_t(std::find(order.begin(), order.end(), dim) - order.begin());
+  ValueId u = unfold_contiguous(e, d, xp, at);
+  std::vector<int64_t> back(static_cast<size_t>(r + 1), r);
+  for (int64_t k = 0; k < r; ++k)
+    back[size_t(k)] = int64_t(std::find(order.begin(), order.end(), k) - order.begin());
+  return {e.op("aten.permute.default", {Emit::t(u), Emit::ints(back)})};
+}
+
+std::vector<ValueId> unfold_copy(Emit& e, const DNode& d) {
+  return {contiguous_copy(e, unfold(e, d)[0])};
+}
+
+/// split's chunk sizes: equal pieces of `size` (the last smaller), at least one.
+std::vector<int64_t> split_sizes(int64_t n, int64_t size) {
+  int64_t pieces = size == 0 ? 1 : std::max<int64_t>((n + size - 1) / size, 1);
+  std::vector<int64_t> out(size_t(pieces), size);
+  out.back() = size - (size * pieces - n);
+  return out;
+}
+
+/// unsafe_split, unsafe_chunk: split and chunk (views, as PyTorch's are).
+std::vector<ValueId> unsafe_split(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.dim(x) == 0) d.fail("split expects at least a 1-dimensional tensor");
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x)), n = e.sizes(x)[size_t(dim)];
+  std::vector<int64_t> sizes;
+  if (d.n.target == "aten.unsafe_chunk.default") {
+    int64_t chunks = d.arg("chunks").i;
+    if (chunks <= 0)
+      d.fail("chunk expects `chunks` to be greater than 0, got: " + std::to_string(chunks));
+    int64_t size = (n + chunks - 1) / chunks;
+    if (size == 0 && n == 0) {
+      sizes.assign(size_t(chunks), 0);
+    } else {
+      sizes = split_sizes(n, size);
+    }
+  } else {
+    int64_t size = d.arg("split_size").i;
+    if (size < 0)
+      d.fail("split expects split_size be non-negative, but got split_size=" +
+             std::to_string(size));
+    if (size == 0 && n != 0)
+      d.fail("split_size can only be 0 if dimension size is 0, but got dimension size of " +
+             std::to_string(n));
+    sizes = split_sizes(n, size);
+  }
+  return e.call("aten.split_with_sizes.default", {Emit::t(x), Emit::ints(sizes), Emit::i(dim)});
+}
+
+/// hsplit, vsplit, dsplit: tensor_split along dim 1 (0 for 1-D), 0, 2.
+std::vector<ValueId> hvd_split(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t r = e.dim(x);
+  const std::string& t = d.n.target;
+  std::string name = t.substr(5, 6);
+  int64_t dim = 0, need = 1;
+  if (name == "vsplit") need = 2;
+  if (name == "dsplit") need = 3, dim = 2;
+  if (name == "hsplit") dim = r == 1 ? 0 : 1;
+  if (r < need)
+    d.fail("torch." + name + " requires a tensor with at least " + std::to_string(need) +
+           " dimension, but got a tensor with " + std::to_string(r) + " dimensions!");
+  int64_t n = e.sizes(x)[size_t(dim)];
+  std::vector<ValueId> out;
+  if (t.find(".int") != std::string::npos) {
+    int64_t sections = d.arg("sections").i;
+    if (sections <= 0 || n % sections != 0)
+      d.fail("torch." + name + " attempted to split along dimension " + std::to_string(dim) +
+             ", but the size of the dimension " + std::to_string(n) +
+             " is not divisible by the split_size " + std::to_string(sections) + "!");
+    return e.call("aten.split_with_sizes.default",
+                  {Emit::t(x), Emit::ints(std::vector<int64_t>(size_t(sections), n / sections)),
+                   Emit::i(dim)});
+  }
+  int64_t start = 0;
+  for (int64_t end : d.arg("indices").ints) {
+    out.push_back(e.op("aten.slice.Tensor",
+                       {Emit::t(x), Emit::i(dim), Emit::i(start), Emit::i(end), Emit::i(1)}));
+    start = end;
+  }
+  out.push_back(e.op("aten.slice.Tensor",
+                     {Emit::t(x), Emit::i(dim), Emit::i(start), Emit::i(INT64_MAX), Emit::i(1)}));
+  return out;
+}
+
+/// hstack, vstack, dstack, column_stack: cat of the tensors made at least 1-, 2-, 3-D.
+std::vector<ValueId> stack_like(Emit& e, const DNode& d) {
+  const std::vector<ValueId>& ts = d.arg("tensors").tensors;
+  std::string name = op_base_name(d.n.target);
+  if (ts.empty()) d.fail(name + " expects a non-empty TensorList");
+  std::vector<ValueId> parts;
+  int64_t dim = 0;
+  for (ValueId t : ts) {
+    if (name == "hstack") parts.push_back(atleast(e, t, 1));
+    if (name == "vstack") parts.push_back(atleast(e, t, 2));
+    if (name == "dstack") parts.push_back(atleast(e, t, 3));
+    if (name == "column_stack")
+      parts.push_back(e.dim(t) <= 1 ? e.reshape(t, {e.meta(t).numel(), 1}) : t);
+  }
+  if (name == "hstack") dim = e.dim(parts[0]) == 1 ? 0 : 1;
+  if (name == "dstack") dim = 2;
+  if (name == "column_stack") dim = 1;
+  return {e.cat(parts, dim)};
+}
+
+std::vector<ValueId> flip_lr_ud(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  bool lr = d.n.target == "aten.fliplr.default";
+  if (e.dim(x) < (lr ? 2 : 1)) d.fail(std::string("Input must be >= ") + (lr ? "2" : "1") + "-d.");
+  return {e.op("aten.flip.default", {Emit::t(x), Emit::ints({lr ? 1 : 0})})};
+}
+
+std::vector<ValueId> rot90(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t r = e.dim(x);
+  const std::vector<int64_t>& dims = d.arg("dims").ints;
+  if (dims.size() != 2)
+    d.fail("expected total rotation dims == 2, but got dims = " + std::to_string(dims.size()));
+  if (r < 2) d.fail("expected total dims >= 2, but got total dims = " + std::to_string(r));
+  int64_t a = wrap(dims[0], r), b = wrap(dims[1], r);
+  if (a == b) d.fail("expected rotation dims to be different");
+  int64_t k = ((d.arg("k").i % 4) + 4) % 4;
+  auto flip = [&](std::vector<int64_t> fd) {
+    return e.op("aten.flip.default", {Emit::t(x), Emit::ints(std::move(fd))});
+  };
+  // PyTorch returns the transposed flip as it is (not contiguous).
+  if (k == 1) return {e.transpose(flip({b}), a, b)};
+  if (k == 2) return {flip({a, b})};
+  if (k == 3) return {e.transpose(flip({a}), a, b)};
+  return {contiguous_copy(e, x)};
+}
+
+std::vector<ValueId> tile(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> reps = d.arg("dims").ints;
+  if (int64_t(reps.size()) < e.dim(x)) reps.insert(reps.begin(), size_t(e.dim(x)) - reps.size(), 1);
+  return {e.op("aten.repeat.default", {Emit::t(x), Emit::ints(reps)})};
+}
+
+std::vector<ValueId> repeat_interleave_int(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t reps = d.arg("repeats").i;
+  if (reps < 0) d.fail("repeats can not be negative");
+  int64_t dim = 0;
+  if (d.has("dim")) {
+    dim = wrap(d.arg("dim").i, std::max<int64_t>(e.dim(x), 1));
+    if (e.dim(x) == 0) x = e.reshape(x, {1});
+  } else {
+    x = e.reshape(x, {e.meta(x).numel()});
+  }
+  std::vector<int64_t> s = e.sizes(x);
+  ValueId u = e.unsqueeze(x, dim + 1);
+  std::vector<int64_t> big = e.sizes(u);
+  big[size_t(dim + 1)] = reps;
+  std::vector<int64_t> out = s;
+  out[size_t(dim)] *= reps;
+  if (d.has("output_size") && d.arg("output_size").i != out[size_t(dim)])
+    d.fail("repeat_interleave: output_size " + std::to_string(d.arg("output_size").i) +
+           " is not the repeated size " + std::to_string(out[size_t(dim)]));
+  return {e.reshape(e.expand(u, big), out)};
+}
+
+/// [..., n, n] with x's last dim on the `offset`-th diagonal of the last two dims, zeros elsewhere.
+ValueId embed_diagonal(Emit& e, ValueId x, int64_t offset) {
+  int64_t r = e.dim(x), len = e.sizes(x).back(), k = offset < 0 ? -offset : offset;
+  int64_t n = len + k;
+  ValueId xp = e.pad_dim(x, r - 1, 0, k);
+  ValueId a = e.arange(0, n, 1, e.meta(x).device);
+  ValueId mask = e.cmp_s("eq", e.sub(e.unsqueeze(a, 0), e.unsqueeze(a, 1)), double(offset));
+  ValueId v = offset >= 0 ? e.unsqueeze(xp, r) : e.unsqueeze(xp, r - 1);
+  return e.where(mask, v, e.zeros({}, e.meta(x)));
+}
+
+/// The permutation that moves dims of an R-dim tensor to d1, d2 (the others keep
+/// their order).
+std::vector<int64_t> place_last_two(int64_t R, int64_t d1, int64_t d2) {
+  std::vector<int64_t> perm(static_cast<size_t>(R), 0);
+  int64_t next = 0;
+  for (int64_t k = 0; k < R; ++k) perm[size_t(k)] = k == d1 ? R - 2 : k == d2 ? R - 1 : next++;
+  return perm;
+}
+
+std::vector<ValueId> diag_embed(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t R = e.dim(x) + 1;
+  if (R < 2) d.fail("diag_embed: the input must be at least 1-D");
+  int64_t d1 = wrap(d.arg("dim1").i, R), d2 = wrap(d.arg("dim2").i, R);
+  if (d1 == d2)
+    d.fail("diagonal dimensions cannot be identical " + std::to_string(d.arg("dim1").i) + ", " +
+           std::to_string(d.arg("dim2").i));
+  ValueId emb = embed_diagonal(e, x, d.arg("offset").i);
+  return {dense(e, e.permute(emb, place_last_two(R, d1, d2)))};
+}
+
+std::vector<ValueId> diagflat(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  return {embed_diagonal(e, e.reshape(x, {e.meta(x).numel()}), d.arg("offset").i)};
+}
+
+std::vector<ValueId> diag(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t off = d.arg("diagonal").i;
+  if (e.dim(x) == 1) return {embed_diagonal(e, x, off)};
+  if (e.dim(x) != 2)
+    d.fail("diag(): Supports 1D or 2D tensors. Got " + std::to_string(e.dim(x)) + "D");
+  return {contiguous_copy(
+      e, e.op("aten.diagonal.default", {Emit::t(x), Emit::i(off), Emit::i(0), Emit::i(1)}))};
+}
+
+std::vector<ValueId> diagonal_scatter(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), src = d.tensor("src");
+  int64_t R = e.dim(x);
+  if (R < 2) d.fail("diagonal_scatter: the input must be at least 2-D");
+  int64_t d1 = wrap(d.arg("dim1").i, R), d2 = wrap(d.arg("dim2").i, R), off = d.arg("offset").i;
+  if (d1 == d2) d.fail("diagonal dimensions cannot be identical");
+  std::vector<int64_t> xs = e.sizes(x);
+  int64_t D1 = xs[size_t(d1)], D2 = xs[size_t(d2)];
+  // The diagonal's expected shape: the other dims, then its length.
+  std::vector<int64_t> want;
+  std::vector<int64_t> to_last;
+  for (int64_t k = 0; k < R; ++k)
+    if (k != d1 && k != d2) want.push_back(xs[size_t(k)]), to_last.push_back(k);
+  int64_t len = std::max<int64_t>(0, off >= 0 ? std::min(D1, D2 - off) : std::min(D1 + off, D2));
+  want.push_back(len);
+  if (e.sizes(src) != want)
+    d.fail("diagonal_scatter: src must have the diagonal's shape [" + join_ints(want) + "], got [" +
+           join_ints(e.sizes(src)) + "]");
+  to_last.push_back(d1);
+  to_last.push_back(d2);
+  ValueId base = e.permute(x, to_last); // [..., D1, D2]
+  ValueId a1 = e.arange(0, D1, 1, e.meta(x).device), a2 = e.arange(0, D2, 1, e.meta(x).device);
+  ValueId mask = e.cmp_s("eq", e.sub(e.unsqueeze(a2, 0), e.unsqueeze(a1, 1)), double(off));
+  ValueId s = e.cast(src, e.dtype(x));
+  ValueId v = off >= 0 ? e.unsqueeze(e.pad_dim(s, R - 2, 0, D1 - len), R - 1)
+                       : e.unsqueeze(e.pad_dim(s, R - 2, 0, D2 - len), R - 2);
+  ValueId out = e.where(mask, v, base);
+  return {dense(e, e.permute(out, place_last_two(R, d1, d2)))};
+}
+
+std::vector<ValueId> as_strided_scatter(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), src = d.tensor("src");
+  TensorMeta m = e.meta(x);
+  if (!m.is_contiguous())
+    d.fail("as_strided_scatter of a non-contiguous input is not supported (its copy's storage "
+           "order differs from its logical order)");
+  const std::vector<int64_t>& size = d.arg("size").ints;
+  const std::vector<int64_t>& stride = d.arg("stride").ints;
+  if (size.size() != stride.size()) d.fail("mismatch in length of strides and shape");
+  if (e.sizes(src) != size)
+    d.fail("expected src to have a size equal to the slice of self. src size = [" +
+           join_ints(e.sizes(src)) + "], slice size = [" + join_ints(size) + "]");
+  int64_t off = d.has("storage_offset") ? d.arg("storage_offset").i : 0;
+  int64_t R = int64_t(size.size()), last = off;
+  for (int64_t k = 0; k < R; ++k)
+    if (size[size_t(k)] > 0) last += (size[size_t(k)] - 1) * stride[size_t(k)];
+  if (m.numel() > 0 && (off < 0 || last >= m.numel()) && e.meta(src).numel() > 0)
+    d.fail("setStorage: sizes [" + join_ints(size) + "], strides [" + join_ints(stride) +
+           "], storage offset " + std::to_string(off) + " are out of bounds for storage of " +
+           std::to_string(m.numel()) + " elements");
+  ValueId idx = e.reshape(e.arange(off, off + 1, 1, m.device), std::vector<int64_t>(size_t(R), 1));
+  for (int64_t k = 0; k < R; ++k) {
+    std::vector<int64_t> s(size_t(R), 1);
+    s[size_t(k)] = size[size_t(k)];
+    ValueId a = e.reshape(e.arange(0, size[size_t(k)], 1, m.device), s);
+    idx = e.add(idx, e.op("aten.mul.Scalar", {Emit::t(a), Emit::i(stride[size_t(k)])}));
+  }
+  int64_t n = prod(size);
+  ValueId flat = e.reshape(x, {m.numel()});
+  ValueId put = e.op("aten.index_put.default", {Emit::t(flat),
+                                                {"", Arg::of_tensors({e.reshape(idx, {n})})},
+                                                Emit::t(e.reshape(e.cast(src, m.dtype), {n})),
+                                                Emit::b(false)});
+  return {e.reshape(put, m.sizes)};
+}
+
+std::vector<ValueId> block_diag(Emit& e, const DNode& d) {
+  const std::vector<ValueId>& ts = d.arg("tensors").tensors;
+  std::vector<ValueId> mats;
+  std::optional<DType> dt;
+  int64_t cols = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    ValueId t = ts[i];
+    if (e.dim(t) > 2)
+      d.fail("torch.block_diag: Input tensors must have 2 or fewer dimensions. Input " +
+             std::to_string(i) + " has " + std::to_string(e.dim(t)) + " dimensions");
+    mats.push_back(e.dim(t) == 2 ? t : e.reshape(t, {1, e.meta(t).numel()}));
+    cols += e.sizes(mats.back())[1];
+    dt = dt ? promote_types(*dt, e.dtype(t)) : e.dtype(t);
+  }
+  if (mats.empty()) d.fail("torch.block_diag of no tensors is not supported");
+  std::vector<ValueId> rows;
+  int64_t at = 0;
+  for (ValueId m : mats) {
+    int64_t c = e.sizes(m)[1];
+    rows.push_back(e.pad_dim(e.cast(m, *dt), 1, at, cols - at - c));
+    at += c;
+  }
+  return {dense(e, e.cat(rows, 0))};
+}
+
+/// meshgrid's results: each 1-D (or 0-D) tensor viewed along its own dim and expanded.
+std::vector<ValueId> meshgrid_of(Emit& e, const DNode& d, const std::vector<ValueId>& ts, bool xy) {
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (e.dim(ts[i]) > 1)
+      d.fail("torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: " +
+             format_meta(e.meta(ts[i])));
+    shape.push_back(e.meta(ts[i]).numel());
+  }
+  if (xy && shape.size() >= 2) std::swap(shape[0], shape[1]);
+  std::vector<ValueId> out;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    size_t at = xy && ts.size() >= 2 && i < 2 ? 1 - i : i;
+    std::vector<int64_t> v(shape.size(), 1);
+    v[at] = shape[at];
+    out.push_back(e.expand(e.op("aten.view.default", {Emit::t(ts[i]), Emit::ints(v)}), shape));
+  }
+  return out;
+}
+
+std::vector<ValueId> meshgrid(Emit& e, const DNode& d) {
+  const std::string& ix = d.arg("indexing").s;
+  if (ix != "ij" && ix != "xy")
+    d.fail("torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: " + ix);
+  const std::vector<ValueId>& ts = d.arg("tensors").tensors;
+  if (ts.empty()) d.fail("torch.meshgrid expects a non-empty TensorList");
+  return meshgrid_of(e, d, ts, ix == "xy");
+}
+
+std::vector<ValueId> cartesian_prod(Emit& e, const DNode& d) {
+  const std::vector<ValueId>& ts = d.arg("tensors").tensors;
+  for (ValueId t : ts)
+    if (e.dim(t) != 1) d.fail("Expect a 1D vector, but got shape [" + join_ints(e.sizes(t)) + "]");
+  if (ts.empty()) d.fail("cartesian_prod expects a non-empty TensorList");
+  if (ts.size() == 1) return {e.op("aten.alias.default", {Emit::t(ts[0])})};
+  std::vector<ValueId> cols;
+  for (ValueId g : meshgrid_of(e, d, ts, false))
+    cols.push_back(e.unsqueeze(e.reshape(g, {e.meta(g).numel()}), 1));
+  return {e.cat(cols, 1)};
+}
+
+std::vector<ValueId> kron(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self"), b = d.tensor("other");
+  size_t R = size_t(std::max(e.dim(a), e.dim(b)));
+  std::vector<int64_t> as = e.sizes(a), bs = e.sizes(b);
+  as.insert(as.begin(), R - as.size(), 1);
+  bs.insert(bs.begin(), R - bs.size(), 1);
+  std::vector<int64_t> ai, bi, out;
+  for (size_t k = 0; k < R; ++k) {
+    ai.push_back(as[k]), ai.push_back(1);
+    bi.push_back(1), bi.push_back(bs[k]);
+    out.push_back(as[k] * bs[k]);
+  }
+  return {e.reshape(e.mul(e.reshape(a, ai), e.reshape(b, bi)), out)};
+}
+
+std::vector<ValueId> sum_to_size(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> size = d.arg("size").ints, xs = e.sizes(x);
+  bool ok = size.size() <= xs.size();
+  for (size_t k = 0; ok && k < size.size(); ++k) {
+    int64_t have = xs[xs.size() - size.size() + k];
+    ok = size[k] == have || size[k] == 1;
+  }
+  if (!ok)
+    d.fail("size {" + join_ints(size) + "} is not expandable to size {" + join_ints(xs) + "}.");
+  return {own_view(e, e.sum_to(x, size), x)};
+}
+
+// ---- Composite products and fused arithmetic ----
+
+std::vector<ValueId> outer(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self"), b = d.tensor("vec2");
+  if (e.dim(a) != 1 || e.dim(b) != 1)
+    d.fail("outer: expected 1-D vectors, got " + format_meta(e.meta(a)) + " and " +
+           format_meta(e.meta(b)));
+  return {e.mul(e.unsqueeze(a, 1), b)};
+}
+
+ValueId mv_of(Emit& e, const DNode& d, ValueId m, ValueId v) {
+  if (e.dim(m) != 2 || e.dim(v) != 1)
+    d.fail("vector + matrix @ vector expected, got " + format_meta(e.meta(m)) + " @ " +
+           format_meta(e.meta(v)));
+  if (e.sizes(m)[1] != e.sizes(v)[0])
+    d.fail("size mismatch, got input (" + std::to_string(e.sizes(m)[0]) + "), mat (" +
+           std::to_string(e.sizes(m)[0]) + "x" + std::to_string(e.sizes(m)[1]) + "), vec (" +
+           std::to_string(e.sizes(v)[0]) + ")");
+  return e.reshape(e.mm(m, e.unsqueeze(v, 1)), {e.sizes(m)[0]});
+}
+
+std::vector<ValueId> mv(Emit& e, const DNode& d) {
+  return {mv_of(e, d, d.tensor("self"), d.tensor("vec"))};
+}
+
+/// beta * self + alpha * product; beta 0 ignores self (NaN and inf included), as PyTorch does.
+ValueId add_scaled(Emit& e, const DNode& d, ValueId product) {
+  ValueId self = d.tensor("self");
+  ValueId p = scale_by(e, product, d.arg("alpha"));
+  const Arg& beta = d.arg("beta");
+  if (beta.kind != Arg::Kind::Bool && beta.scalar() == 0.0) {
+    std::vector<int64_t> s = broadcast_all(d, {e.sizes(self), e.sizes(p)});
+    if (s != e.sizes(p)) d.fail("the input does not broadcast to the product's shape");
+    return e.cast(p, promote_types(e.dtype(self), e.dtype(p)));
+  }
+  ValueId out = e.add(scale_by(e, self, beta), p);
+  if (e.sizes(out) != e.sizes(p))
+    d.fail("the input " + format_meta(e.meta(self)) + " does not broadcast to the product " +
+           format_meta(e.meta(p)));
+  return out;
+}
+
+std::vector<ValueId> addmv(Emit& e, const DNode& d) {
+  return {add_scaled(e, d, mv_of(e, d, d.tensor("mat"), d.tensor("vec")))};
+}
+
+std::vector<ValueId> addr(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("vec1"), b = d.tensor("vec2");
+  if (e.dim(a) != 1 || e.dim(b) != 1)
+    d.fail("addr: expected 1-D vectors, got " + format_meta(e.meta(a)) + " and " +
+           format_meta(e.meta(b)));
+  return {add_scaled(e, d, e.mul(e.unsqueeze(a, 1), b))};
+}
+
+std::vector<ValueId> addbmm(Emit& e, const DNode& d) {
+  ValueId p = e.bmm(d.tensor("batch1"), d.tensor("batch2"));
+  return {add_scaled(e, d, e.sum(p, {0}, false))};
+}
+
+std::vector<ValueId> baddbmm(Emit& e, const DNode& d) {
+  return {add_scaled(e, d, e.bmm(d.tensor("batch1"), d.tensor("batch2")))};
+}
+
+std::vector<ValueId> addcmul_div(Emit& e, const DNode& d) {
+  ValueId t1 = d.tensor("tensor1"), t2 = d.tensor("tensor2");
+  bool div = d.n.target == "aten.addcdiv.default";
+  if (div && !is_floating(e.dtype(t1)) && !is_floating(e.dtype(t2)))
+    d.fail("Integer division with addcdiv is no longer supported, and in a future release "
+           "addcdiv will perform a true division of tensor1 and tensor2.");
+  ValueId p = div ? e.div(t1, t2) : e.mul(scale_by(e, t1, d.arg("value")), t2);
+  if (div) p = scale_by(e, p, d.arg("value"));
+  return {e.add(d.tensor("self"), p)};
+}
+
+std::vector<ValueId> tensordot(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self"), b = d.tensor("other");
+  std::vector<int64_t> da = d.arg("dims_self").ints, db = d.arg("dims_other").ints;
+  if (da.size() != db.size()) d.fail("both dimension lists should have same length");
+  int64_t ra = e.dim(a), rb = e.dim(b), K = 1;
+  std::vector<bool> ca(size_t(ra), false), cb(size_t(rb), false);
+  for (size_t k = 0; k < da.size(); ++k) {
+    int64_t x = wrap(da[k], ra), y = wrap(db[k], rb);
+    if (e.sizes(a)[size_t(x)] != e.sizes(b)[size_t(y)])
+      d.fail("contracted dimensions need to match, but first has size " +
+             std::to_string(e.sizes(a)[size_t(x)]) + " in dim " + std::to_string(x) +
+             " and second has size " + std::to_string(e.sizes(b)[size_t(y)]) + " in dim " +
+             std::to_string(y));
+    da[k] = x, db[k] = y, ca[size_t(x)] = cb[size_t(y)] = true;
+    K *= e.sizes(a)[size_t(x)];
+  }
+  std::vector<int64_t> pa, pb, out;
+  int64_t P = 1, Q = 1;
+  for (int64_t k = 0; k < ra; ++k)
+    if (!ca[size_t(k)]) pa.push_back(k), out.push_back(e.sizes(a)[size_t(k)]), P *= out.back();
+  pa.insert(pa.end(), da.begin(), da.end());
+  pb = db;
+  for (int64_t k = 0; k < rb; ++k)
+    if (!cb[size_t(k)]) pb.push_back(k), out.push_back(e.sizes(b)[size_t(k)]), Q *= out.back();
+  ValueId am = e.reshape(e.permute(a, pa), {P, K}), bm = e.reshape(e.permute(b, pb), {K, Q});
+  return {e.reshape(e.mm(am, bm), out)};
+}
+
+std::vector<ValueId> linalg_vecdot(Emit& e, const DNode& d) {
+  ValueId p = e.mul(d.tensor("x"), d.tensor("y"));
+  if (e.dim(p) == 0) d.fail("linalg.vecdot: the inputs must have at least one dimension");
+  return {e.sum(p, {wrap(d.arg("dim").i, e.dim(p))}, false)};
+}
+
+std::vector<ValueId> cross(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self"), b = d.tensor("other");
+  if (e.dim(a) != e.dim(b)) d.fail("linalg.cross: inputs must have the same number of dimensions.");
+  std::vector<int64_t> s = broadcast_all(d, {e.sizes(a), e.sizes(b)});
+  int64_t R = int64_t(s.size()), dim = -1;
+  if (d.n.target == "aten.cross.default" && !d.has("dim")) {
+    for (int64_t k = 0; k < R && dim < 0; ++k)
+      if (s[size_t(k)] == 3) dim = k;
+    if (dim < 0) d.fail("no dimension of size 3 in input");
+  } else {
+    if (R == 0) d.fail("linalg.cross: inputs must have at least one dimension");
+    dim = wrap(d.arg("dim").i, R);
+  }
+  if (s[size_t(dim)] != 3)
+    d.fail("linalg.cross: inputs dimension " + std::to_string(dim) + " must have length 3. Got " +
+           std::to_string(e.sizes(a)[size_t(dim)]) + " and " +
+           std::to_string(e.sizes(b)[size_t(dim)]));
+  a = e.expand(a, s), b = e.expand(b, s);
+  auto at = [&](ValueId v, int64_t k) { return e.slice(v, dim, k, k + 1); };
+  auto term = [&](int64_t i, int64_t j) {
+    return e.sub(e.mul(at(a, i), at(b, j)), e.mul(at(a, j), at(b, i)));
+  };
+  return {e.cat({term(1, 2), term(2, 0), term(0, 1)}, dim)};
+}
+
+std::vector<ValueId> true_divide(Emit& e, const DNode& d) {
+  return {e.div(d.tensor("self"), d.tensor("other"))};
+}
+
+std::vector<ValueId> max_other(Emit& e, const DNode& d) {
+  return {e.op("aten.maximum.default", {Emit::t(d.tensor("self")), Emit::t(d.tensor("other"))})};
+}
+
+std::vector<ValueId> clamp_bound_tensor(Emit& e, const DNode& d) {
+  bool lo = d.n.target == "aten.clamp_min.Tensor";
+  ValueId bound = d.tensor(lo ? "min" : "max");
+  return {e.op("aten.clamp.Tensor", {Emit::t(d.tensor("self")),
+                                     {"", lo ? Arg::of_tensor(bound) : Arg::none()},
+                                     {"", lo ? Arg::none() : Arg::of_tensor(bound)}})};
+}
+
+std::vector<ValueId> square(Emit& e, const DNode& d) {
+  return {e.op("aten.pow.Tensor_Scalar", {Emit::t(d.tensor("self")), Emit::i(2)})};
+}
+
+// ---- Composite indexing and scatter ----
+
+std::vector<ValueId> take(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), idx = d.tensor("index");
+  ValueId flat = e.reshape(x, {e.meta(x).numel()});
+  return {e.op("aten.index.Tensor", {Emit::t(flat), {"", Arg::of_tensors({idx})}})};
+}
+
+std::vector<ValueId> take_along_dim(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), idx = d.tensor("indices");
+  if (!d.has("dim"))
+    return {e.op("aten.gather.default", {Emit::t(e.reshape(x, {e.meta(x).numel()})), Emit::i(0),
+                                         Emit::t(e.reshape(idx, {e.meta(idx).numel()}))})};
+  if (e.dim(x) != e.dim(idx))
+    d.fail("torch.take_along_dim(): input and indices should have the same number of dimensions, "
+           "but input has " +
+           std::to_string(e.dim(x)) + " dimensions and indices has " + std::to_string(e.dim(idx)) +
+           " dimensions");
+  int64_t dim = wrap(d.arg("dim").i, std::max<int64_t>(e.dim(x), 1));
+  if (e.dim(x) == 0) return {e.op("aten.gather.default", {Emit::t(x), Emit::i(0), Emit::t(idx)})};
+  std::vector<int64_t> xs = e.sizes(x);
+  xs[size_t(dim)] = e.sizes(idx)[size_t(dim)];
+  std::vector<int64_t> shape = broadcast_all(d, {xs, e.sizes(idx)});
+  std::vector<int64_t> xshape = shape;
+  xshape[size_t(dim)] = e.sizes(x)[size_t(dim)];
+  return {e.op("aten.gather.default",
+               {Emit::t(e.expand(x, xshape)), Emit::i(dim), Emit::t(e.expand(idx, shape))})};
+}
+
+std::vector<ValueId> put(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), idx = d.tensor("index"), src = d.tensor("source");
+  TensorMeta m = e.meta(x);
+  int64_t n = e.meta(idx).numel();
+  if (e.meta(src).numel() != n)
+    d.fail("put_(): Expected source and index to have the same number of elements, but got "
+           "source.numel() = " +
+           std::to_string(e.meta(src).numel()) + ", index.numel() = " + std::to_string(n));
+  ValueId flat = e.reshape(x, {m.numel()});
+  ValueId r = e.op("aten.index_put.default", {Emit::t(flat),
+                                              {"", Arg::of_tensors({e.reshape(idx, {n})})},
+                                              Emit::t(e.reshape(e.cast(src, m.dtype), {n})),
+                                              {"", d.arg("accumulate")}});
+  return {e.reshape(r, m.sizes)};
+}
+
+std::vector<ValueId> index_copy(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), idx = d.tensor("index"), src = d.tensor("source");
+  int64_t r = e.dim(x), dim = wrap(d.arg("dim").i, std::max<int64_t>(r, 1));
+  if (e.dim(idx) > 1)
+    d.fail("index_copy_(): Index should have dimension 1 or 0 (got " + std::to_string(e.dim(idx)) +
+           ")");
+  if (r == 0)
+    return {e.op("aten.index_put.default",
+                 {Emit::t(e.reshape(x, {1})),
+                  {"", Arg::of_tensors({e.reshape(idx, {e.meta(idx).numel()})})},
+                  Emit::t(e.reshape(src, {e.meta(src).numel()})),
+                  Emit::b(false)})};
+  std::vector<ValueId> ix(size_t(dim), kNoValue);
+  ix.push_back(e.reshape(idx, {e.meta(idx).numel()}));
+  ValueId s = e.cast(src, e.dtype(x));
+  if (e.dim(s) == 0) s = e.reshape(s, {1});
+  return {e.op("aten.index_put.default",
+               {Emit::t(x), {"", Arg::of_tensors(ix)}, Emit::t(s), Emit::b(false)})};
+}
+
+std::vector<ValueId> index_reduce(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), idx = d.tensor("index"), src = d.tensor("source");
+  const std::string& red = d.arg("reduce").s;
+  if (red != "prod" && red != "mean" && red != "amax" && red != "amin")
+    d.fail("index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got " + red +
+           ".");
+  if (e.dim(idx) > 1) d.fail("index_reduce_(): Index is supposed to be a vector");
+  int64_t r = e.dim(src), dim = wrap(d.arg("dim").i, std::max<int64_t>(r, 1));
+  ValueId index = idx;
+  if (r > 0) {
+    std::vector<int64_t> s(size_t(r), 1);
+    s[size_t(dim)] = e.meta(idx).numel();
+    index = e.expand(e.reshape(idx, s), e.sizes(src));
+  }
+  return {e.op("aten.scatter_reduce.two", {Emit::t(x), Emit::i(dim), Emit::t(index), Emit::t(src),
+                                           Emit::kw("reduce", Arg::of_string(red)),
+                                           Emit::kw("include_self", d.arg("include_self"))})};
+}
+
+std::vector<ValueId> scatter_reduce_op(Emit& e, const DNode& d) {
+  const std::string& red = d.arg("reduce").s;
+  if (red != "add" && red != "multiply")
+    d.fail("reduce argument must be either add or multiply, got " + red);
+  return {e.op("aten.scatter_reduce.two",
+               {Emit::t(d.tensor("self")),
+                {"", d.arg("dim")},
+                Emit::t(d.tensor("index")),
+                Emit::t(d.tensor("src")),
+                Emit::kw("reduce", Arg::of_string(red == "add" ? "sum" : "prod")),
+                Emit::kw("include_self", Arg::of_bool(true))})};
+}
+
+std::vector<ValueId> one_hot(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t n = d.arg("num_classes").i;
+  if (e.dtype(x) != DType::I64)
+    d.fail("one_hot is only applicable to index tensor of type LongTensor.");
+  if (n < 0)
+    d.fail("one_hot with num_classes=-1 takes the class count from the data (max + 1), which a "
+           "compiled graph cannot know; pass num_classes");
+  ValueId a = e.arange(0, n, 1, e.meta(x).device);
+  return {e.cast(e.cmp("eq", e.unsqueeze(x, e.dim(x)), a), DType::I64)};
+}
+
+/// The insertion points of `x` into the sorted last dim of `seq` ([M] or [..., M] against
+/// [..., N]): lower bound counts the entries !(s >= v), upper bound !(s > v) (NaN goes last).
+ValueId sorted_position(Emit& e, ValueId seq, ValueId x, bool right, bool int32) {
+  ValueId v = e.unsqueeze(x, e.dim(x));
+  ValueId s = e.dim(seq) == 1 ? seq : e.unsqueeze(seq, e.dim(seq) - 1);
+  ValueId past = e.unary("logical_not", e.cmp(right ? "gt" : "ge", s, v));
+  ValueId count = e.op("aten.sum.dim_IntList", {Emit::t(past), Emit::ints({-1}), Emit::b(false)});
+  return e.cast(count, int32 ? DType::I32 : DType::I64);
+}
+
+std::vector<ValueId> bucketize(Emit& e, const DNode& d) {
+  ValueId b = d.tensor("boundaries");
+  if (e.dim(b) != 1)
+    d.fail("boundaries tensor must be 1 dimension, but got dim(" + std::to_string(e.dim(b)) + ")");
+  return {sorted_position(e, b, d.tensor("self"), d.arg("right").b, d.arg("out_int32").b)};
+}
+
+std::vector<ValueId> searchsorted(Emit& e, const DNode& d) {
+  ValueId seq = d.tensor("sorted_sequence"), x = d.tensor("self");
+  bool right = d.arg("right").b;
+  if (d.has("side")) {
+    const std::string& side = d.arg("side").s;
+    if (side != "left" && side != "right")
+      d.fail("torch.searchsorted(): side can only be 'left' or 'right' but got " + side);
+    if (right && side == "left")
+      d.fail("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+             "while right was True");
+    right = side == "right";
+  }
+  if (e.dim(seq) == 0)
+    d.fail("torch.searchsorted(): input value can be a scalar only when boundaries tensor "
+           "dimension is 1, but we got boundaries tensor dim(0)");
+  if (e.dim(seq) > 1) {
+    std::vector<int64_t> a = e.sizes(seq), b = e.sizes(x);
+    a.pop_back();
+    if (!b.empty()) b.pop_back();
+    if (a != b)
+      d.fail("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+             "dimensions of boundaries tensor and input value tensor must match, but we got "
+             "boundaries tensor [" +
+             join_ints(e.sizes(seq)) + "] and input value tensor [" + join_ints(e.sizes(x)) + "]");
+  }
+  if (d.has("sorter"))
+    seq = e.op("aten.gather.default", {Emit::t(seq), Emit::i(-1), Emit::t(d.tensor("sorter"))});
+  return {sorted_position(e, seq, x, right, d.arg("out_int32").b)};
+}
+
+std::vector<ValueId> isin(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("elements"), t = d.tensor("test_elements");
+  ValueId flat = e.reshape(t, {e.meta(t).numel()});
+  ValueId hit = e.op("aten.any.dim", {Emit::t(e.cmp("eq", e.unsqueeze(x, e.dim(x)), flat)),
+                                      Emit::i(-1), Emit::b(false)});
+  return {d.arg("invert").b ? e.unary("logical_not", hit) : hit};
+}
+
+/// histc: counts of the elements in [min, max] over `bins` equal bins (min == max: the data's
+/// range, widened by 1 each way when that is empty), the last bin closed.
+std::vector<ValueId> histc(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  TensorMeta m = e.meta(x);
+  if (!is_floating(m.dtype))
+    d.fail("torch.histc: input tensor and bins must be of floating point dtype, got " +
+           std::string(dtype_name(m.dtype)));
+  int64_t bins = d.arg("bins").i;
+  if (bins <= 0) d.fail("torch.histc(): bins must be > 0, but got " + std::to_string(bins));
+  double lo = d.arg("min").scalar(), hi = d.arg("max").scalar();
+  if (lo > hi) d.fail("torch.histc(): max must be larger than min");
+  if (!std::isfinite(lo) || !std::isfinite(hi))
+    d.fail("torch.histc(): range of [" + std::to_string(lo) + ", " + std::to_string(hi) +
+           "] is not finite");
+  ValueId flat = e.reshape(x, {m.numel()});
+  ValueId vlo, vhi;
+  if (lo == hi) {
+    if (m.numel() == 0) return {e.zeros({bins}, m)};
+    vlo = e.op("aten.amin.default", {Emit::t(flat), Emit::ints({0}), Emit::b(false)});
+    vhi = e.amax(flat, {0}, false);
+    ValueId same = e.cmp("eq", vlo, vhi);
+    vlo = e.where(same, e.add_s(vlo, -1.0), vlo);
+    vhi = e.where(same, e.add_s(vhi, 1.0), vhi);
+  } else {
+    vlo = e.add_s(e.zeros({}, m), lo);
+    vhi = e.add_s(e.zeros({}, m), hi);
+  }
+  ValueId in = e.op("aten.logical_and.default",
+                    {Emit::t(e.cmp("ge", flat, vlo)), Emit::t(e.cmp("le", flat, vhi))});
+  ValueId pos = e.div(e.mul_s(e.sub(flat, vlo), double(bins)), e.sub(vhi, vlo));
+  pos = e.where(in, pos, e.zeros({}, m));
+  ValueId bin = e.cast(pos, DType::I64);
+  bin = e.op("aten.clamp.default", {Emit::t(bin), {"", Arg::none()}, Emit::i(bins - 1)});
+  ValueId ones = e.cast(in, m.dtype);
+  return {e.op("aten.scatter_add.default",
+               {Emit::t(e.zeros({bins}, m)), Emit::i(0), Emit::t(bin), Emit::t(ones)})};
+}
+
+std::vector<ValueId> msort(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.dim(x) == 0) return {contiguous_copy(e, x)};
+  return {e.call("aten.sort.default", {Emit::t(x), Emit::i(0), Emit::b(false)})[0]};
+}
+
+// ---- Composite reductions ----
+
+std::vector<ValueId> var_mean_unbiased(Emit& e, const DNode& d) {
+  std::string t = d.n.target;
+  t.replace(t.rfind(".dim"), 4, ".correction");
+  return e.call(t, {Emit::t(d.tensor("self")),
+                    {"", d.arg("dim")},
+                    Emit::kw("correction", Arg::of_int(d.arg("unbiased").b ? 1 : 0)),
+                    Emit::kw("keepdim", d.arg("keepdim"))});
+}
+
+std::vector<ValueId> nanmean(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (!is_floating(e.dtype(x)))
+    d.fail("nanmean(): expected input to have floating point dtype but got " +
+           std::string(dtype_name(e.dtype(x))));
+  ValueId present = e.unary("logical_not", e.unary("isnan", x));
+  ValueId count =
+      e.op("aten.sum.dim_IntList", {Emit::t(present), {"", d.arg("dim")}, {"", d.arg("keepdim")}});
+  ValueId total = e.op(
+      "aten.nansum.default",
+      {Emit::t(x), {"", d.arg("dim")}, {"", d.arg("keepdim")}, Emit::kw("dtype", d.arg("dtype"))});
+  return {e.div(total, count)};
+}
+
+std::vector<ValueId> trapezoid(Emit& e, const DNode& d) {
+  ValueId y = d.tensor("y"), x = d.tensor("x");
+  if (e.dim(y) == 0) d.fail("trapezoid: y must have at least one dimension");
+  int64_t R = e.dim(y), dim = wrap(d.arg("dim").i, R), n = e.sizes(y)[size_t(dim)];
+  if (n == 0) return {e.sum(y, {dim}, false)};
+  ValueId dx;
+  if (e.dim(x) == 1) {
+    if (e.sizes(x)[0] != n) d.fail("trapezoid: There must be one `x` value for each sample point");
+    dx = e.sub(e.slice(x, 0, 1, n), e.slice(x, 0, 0, n - 1));
+    std::vector<int64_t> s(size_t(R), 1);
+    s[size_t(dim)] = n - 1;
+    dx = e.reshape(dx, s);
+  } else {
+    if (e.dim(x) == 0) d.fail("trapezoid: x must have at least one dimension");
+    int64_t xd = wrap(d.arg("dim").i, e.dim(x)), m = e.sizes(x)[size_t(xd)];
+    if (m != n) d.fail("trapezoid: x and y must have the same size along dim");
+    dx = e.sub(e.slice(x, xd, 1, m), e.slice(x, xd, 0, m - 1));
+  }
+  ValueId avg = e.add(e.slice(y, dim, 1, n), e.slice(y, dim, 0, n - 1));
+  return {e.sum(e.div_s(e.mul(dx, avg), 2.0), {dim}, false)};
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::float_power_Scalar, float_power},
     {OpId::float_power_Tensor_Scalar, float_power},
@@ -1023,6 +2033,100 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::transpose_int, transpose},
     {OpId::unbind_int, unbind},
     {OpId::unflatten_int, to_shape},
+    // Composite ops (frontend/composite.h).
+    {OpId::addbmm, addbmm},
+    {OpId::addcdiv, addcmul_div},
+    {OpId::addcmul, addcmul_div},
+    {OpId::addmv, addmv},
+    {OpId::addr, addr},
+    {OpId::alias_copy, view_copy},
+    {OpId::as_strided_copy, view_copy},
+    {OpId::as_strided_scatter, as_strided_scatter},
+    {OpId::atleast_1d, atleast_nd},
+    {OpId::atleast_2d, atleast_nd},
+    {OpId::atleast_3d, atleast_nd},
+    {OpId::baddbmm, baddbmm},
+    {OpId::block_diag, block_diag},
+    {OpId::broadcast_tensors, broadcast_tensors},
+    {OpId::broadcast_to, broadcast_to},
+    {OpId::bucketize_Tensor, bucketize},
+    {OpId::cartesian_prod, cartesian_prod},
+    {OpId::clamp_max_Tensor, clamp_bound_tensor},
+    {OpId::clamp_min_Tensor, clamp_bound_tensor},
+    {OpId::column_stack, stack_like},
+    {OpId::cross, cross},
+    {OpId::diag, diag},
+    {OpId::diag_embed, diag_embed},
+    {OpId::diagflat, diagflat},
+    {OpId::diagonal_copy, view_copy},
+    {OpId::diagonal_scatter, diagonal_scatter},
+    {OpId::divide_Tensor, true_divide},
+    {OpId::dsplit_array, hvd_split},
+    {OpId::dsplit_int, hvd_split},
+    {OpId::dstack, stack_like},
+    {OpId::expand_as, expand_as},
+    {OpId::expand_copy, view_copy},
+    {OpId::fliplr, flip_lr_ud},
+    {OpId::flipud, flip_lr_ud},
+    {OpId::histc, histc},
+    {OpId::hsplit_array, hvd_split},
+    {OpId::hsplit_int, hvd_split},
+    {OpId::hstack, stack_like},
+    {OpId::index_copy, index_copy},
+    {OpId::index_reduce, index_reduce},
+    {OpId::isin_Tensor_Tensor, isin},
+    {OpId::kron, kron},
+    {OpId::linalg_cross, cross},
+    {OpId::linalg_vecdot, linalg_vecdot},
+    {OpId::mH, matrix_transpose},
+    {OpId::mT, matrix_transpose},
+    {OpId::matrix_H, matrix_transpose},
+    {OpId::max_other, max_other},
+    {OpId::meshgrid_indexing, meshgrid},
+    {OpId::movedim_intlist, movedim},
+    {OpId::msort, msort},
+    {OpId::mv, mv},
+    {OpId::nanmean, nanmean},
+    {OpId::narrow, narrow},
+    {OpId::narrow_copy, narrow_copy},
+    {OpId::numpy_T, numpy_T},
+    {OpId::one_hot, one_hot},
+    {OpId::outer, outer},
+    {OpId::permute_copy, view_copy},
+    {OpId::put, put},
+    {OpId::ravel, ravel},
+    {OpId::repeat_interleave_self_int, repeat_interleave_int},
+    {OpId::reshape_as, reshape_as},
+    {OpId::rot90, rot90},
+    {OpId::scatter_reduce, scatter_reduce_op},
+    {OpId::searchsorted_Tensor, searchsorted},
+    {OpId::split_with_sizes_copy, view_copy},
+    {OpId::square, square},
+    {OpId::squeeze_copy, view_copy},
+    {OpId::squeeze_copy_dim, view_copy},
+    {OpId::std_mean_dim, var_mean_unbiased},
+    {OpId::sum_to_size, sum_to_size},
+    {OpId::t_copy, view_copy},
+    {OpId::take, take},
+    {OpId::take_along_dim, take_along_dim},
+    {OpId::tensordot, tensordot},
+    {OpId::tile, tile},
+    {OpId::transpose_copy_int, view_copy},
+    {OpId::trapezoid_x, trapezoid},
+    {OpId::trapz_x, trapezoid},
+    {OpId::true_divide_Tensor, true_divide},
+    {OpId::unbind_copy_int, view_copy},
+    {OpId::unfold, unfold},
+    {OpId::unfold_copy, unfold_copy},
+    {OpId::unsafe_chunk, unsafe_split},
+    {OpId::unsafe_split_Tensor, unsafe_split},
+    {OpId::unsqueeze_copy, view_copy},
+    {OpId::var_mean_dim, var_mean_unbiased},
+    {OpId::view_as, view_as},
+    {OpId::view_copy, view_copy},
+    {OpId::vsplit_array, hvd_split},
+    {OpId::vsplit_int, hvd_split},
+    {OpId::vstack, stack_like},
 };
 
 /// Pooling windows (adaptive ones too), upsampling and reflection/replication padding are linear
@@ -1490,7 +2594,49 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
   return changed;
 }
 
+bool composite_has(std::string_view target) {
+  return decomposition_table().find(target) != nullptr;
+}
+
+Graph composite_expand(const Graph& g, const Node& n) {
+  DecompFn fn = decomposition_table().find(n.target);
+  if (!fn) throw Error(g.source, "no decomposition for this op", n.name, n.target);
+  Graph out;
+  out.source = g.source;
+  ValueMap map(g.values.size(), kNoValue);
+  for (ValueId v : n.tensor_inputs()) {
+    if (v == kNoValue || map[size_t(v)] != kNoValue) continue;
+    map[size_t(v)] = out.add_value(g.values[size_t(v)].name, g.values[size_t(v)].meta);
+    out.inputs.push_back({map[size_t(v)], InputKind::UserInput, g.values[size_t(v)].name, true});
+  }
+  NameCache names(out);
+  Emit e(out, n.name, &names);
+  DNode d{g, n, remap_args(n, map), &map, {}};
+  std::vector<ValueId> r;
+  try {
+    r = fn(e, d);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& err) { // dimension wrapping, broadcasting
+    d.fail(err.what());
+  }
+  if (r.empty()) d.fail("the decomposition does not take these arguments");
+  out.outputs = r;
+  return out;
+}
+
+/// Composite ops get their meta function and eager kernel from this table.
+const bool kCompositeHookInstalled = [] {
+  set_composite_hook({composite_has, composite_expand});
+  return true;
+}();
+
 } // namespace
+
+Graph expand_composite(const Graph& g, const Node& n) {
+  (void)kCompositeHookInstalled;
+  return composite_expand(g, n);
+}
 
 std::string functional_target(std::string_view target) {
   size_t dot = target.rfind('.');

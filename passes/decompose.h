@@ -47,6 +47,10 @@ std::string functional_target(std::string_view target);
 /// chain of slices and selects (scattered back into the base).
 bool functionalizes(std::string_view target);
 
+/// A composite op's decomposition as a graph of its own (frontend/composite.h: the hook that
+/// gives ops without a meta function or kernel those of their decomposition).
+Graph expand_composite(const Graph& g, const Node& n);
+
 /// Whether the table has a row for this normalised target.
 bool has_decomposition(std::string_view target);
 

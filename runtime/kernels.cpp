@@ -3,8 +3,11 @@
 // table, computes view strides and runs a node's kernel (or a plugin's).
 #include "runtime/kernels.h"
 
+#include "frontend/composite.h"
+#include "frontend/diag.h"
 #include "frontend/schema.h"
 #include "frontend/tensor_rules.h"
+#include "runtime/interpreter.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/plugin.h"
 
@@ -93,11 +96,53 @@ KernelFn find_kernel(std::string_view target) {
   return kernel_table().find(target);
 }
 
+namespace {
+
+// A composite op (frontend/composite.h): its decomposition, built on the operands' metadata and
+// run by the interpreter. Views come back as views of the operands.
+std::vector<Tensor> run_composite(const KernelCall& call) {
+  const Node& n = call.node;
+  Graph g;
+  g.source = "<composite>";
+  std::vector<Tensor> inputs;
+  Node copy = n;
+  auto input = [&](const Tensor& t) {
+    if (!t.defined()) return kNoValue;
+    ValueId v = g.add_value("operand_" + std::to_string(inputs.size()), t.meta());
+    g.inputs.push_back({v, InputKind::UserInput, g.values[size_t(v)].name, true});
+    inputs.push_back(t);
+    return v;
+  };
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    if (n.args[i].kind == Arg::Kind::Tensor) copy.args[i].tensor = input(call.tensors[i]);
+    if (n.args[i].kind == Arg::Kind::Tensors)
+      for (size_t k = 0; k < n.args[i].tensors.size(); ++k)
+        copy.args[i].tensors[k] = input(call.lists[i][k]);
+  }
+  copy.outputs.clear();
+  Graph sub;
+  try {
+    sub = composite_hook()->expand(g, copy);
+  } catch (const Error& e) {
+    throw TensorError(e.message());
+  }
+  InterpretOptions opts;
+  opts.float64 = call.float64;
+  try {
+    return interpret(sub, inputs, opts);
+  } catch (const Error& e) {
+    throw TensorError(e.message());
+  }
+}
+
+} // namespace
+
 std::vector<Tensor> run_kernel(const KernelCall& call) {
   assert(call.node.schema && "node without schema");
   KernelFn fn = find_kernel(call.node.target);
   if (!fn)
     if (const CustomOp* op = find_custom_op(call.node.target)) return run_custom_op_cpu(*op, call);
+  if (!fn && is_composite(call.node.target)) return run_composite(call);
   if (!fn) throw TensorError("the reference interpreter has no kernel for " + call.node.target);
   return fn(call);
 }

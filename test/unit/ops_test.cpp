@@ -1,5 +1,6 @@
 // The op registry (frontend/ops.def) against every layer that keys a table by it: what
 // docs/adding-an-op.md promises a new op gets checked for.
+#include "frontend/composite.h"
 #include "frontend/meta.h"
 #include "frontend/ops.h"
 #include "frontend/schema.h"
@@ -83,10 +84,19 @@ TEST_CASE("ops: a table joined from family parts keeps every part's rows") {
   CHECK(dup.duplicate() == OpId::view);
 }
 
-TEST_CASE("ops: every op has a meta function and a reference kernel") {
+// A composite op (frontend/composite.h) takes both from its decomposition.
+TEST_CASE("ops: every op has a meta function and a reference kernel, or is composite") {
   for (const OpInfo& op : all_ops()) {
-    CHECK_MESSAGE(meta_layer().has(op.id), op.target << " has no meta function");
-    CHECK_MESSAGE(kernel_layer().has(op.id), op.target << " has no reference kernel");
+    const bool composite = decomposition_layer().has(op.id);
+    CHECK_MESSAGE((meta_layer().has(op.id) || composite), op.target << " has no meta function");
+    CHECK_MESSAGE((kernel_layer().has(op.id) || composite),
+                  op.target << " has no reference kernel");
+    CHECK_MESSAGE(meta_layer().has(op.id) == kernel_layer().has(op.id),
+                  op.target << " has a meta function or a kernel but not both");
+    if (!meta_layer().has(op.id)) {
+      CHECK_MESSAGE(is_composite(op.target), op.target);
+      CHECK_MESSAGE((find_meta(op.target) != nullptr), op.target);
+    }
   }
 }
 

@@ -3,7 +3,8 @@ import json, struct, torch
 
 
 def save_file(tensors, path): # the safetensors format, without the safetensors package
-    codes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}
+    codes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.int32: "I32",
+             torch.bool: "BOOL"}
     header, blobs, off = {}, [], 0
     for name, t in tensors.items():
         b = t.contiguous().numpy().tobytes()
