@@ -472,9 +472,13 @@ TEST_CASE("kernels: batch norm in evaluation mode and its core ATen form") {
   check(r[0], DType::F32, {2, 3, 2, 2}, expect, 1e-5, 1e-6);
   check(r[1], DType::F32, {0}, {});
   check(r[2], DType::F32, {0}, {});
-  CHECK(op_error("aten.batch_norm.default",
-                 {x, tw, tb, trm, trv, Bo(true), Fl(0.1), Fl(eps), Bo(true)}) ==
-        "batch_norm in training mode is not supported by the reference interpreter");
+  // Training mode normalises by the batch and moves the running mean towards the batch mean.
+  Tensor rm2 = F({3}, rm), rv2 = F({3}, rv);
+  op1("aten.batch_norm.default", {x, tw, tb, rm2, rv2, Bo(true), Fl(0.1), Fl(eps), Bo(true)});
+  Vals mean(3, 0.0), moved;
+  for (size_t i = 0; i < h.size(); ++i) mean[(i / 4) % 3] += h[i] / 8;
+  for (size_t c = 0; c < 3; ++c) moved.push_back(0.9 * double(float(rm[c])) + 0.1 * mean[c]);
+  check(rm2, DType::F32, {3}, moved, 1e-5, 1e-6);
   CHECK(op_error("aten.batch_norm.default",
                  {x, tw, tb, F({2}, {0, 0}), trv, Bo(false), Fl(0.1), Fl(eps), Bo(true)})
             .find("running_mean") != std::string::npos);
