@@ -191,6 +191,13 @@ bool parse_type(std::string_view t, ArgSchema* a, int* fixed_len, std::string* e
 
 } // namespace
 
+bool OpSchema::writes() const {
+  if (is_inplace) return true;
+  for (const ArgSchema& a : args)
+    if (a.mutated) return true;
+  return false;
+}
+
 int OpSchema::index_of(std::string_view name) const {
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].name == name) return int(i);
@@ -239,6 +246,7 @@ std::optional<OpSchema> parse_schema(std::string_view sig, std::string* error) {
     a.name = std::string(trim(decl.substr(sp + 1)));
     std::string_view type = trim(decl.substr(0, sp));
     if (op.args.empty() && type.find("(a)") != std::string_view::npos) op.is_view = true;
+    a.mutated = type.find("!)") != std::string_view::npos;
     int fixed_len = 0;
     if (!parse_type(type, &a, &fixed_len, error)) return std::nullopt;
     if (!def.empty()) {

@@ -33,6 +33,7 @@ struct ArgSchema {
   bool is_list = false;    ///< int[], Tensor[], Tensor?[] ...
   bool optional = false;   ///< T? (the element for Tensor?[])
   bool kwarg_only = false; ///< after '*'
+  bool mutated = false;    ///< "Tensor(a!)": the op writes into this argument
   bool has_default = false;
   Arg default_value; ///< valid when has_default
 };
@@ -50,6 +51,8 @@ struct OpSchema {
 
   /// Position of the named argument, or -1.
   int index_of(std::string_view name) const;
+  /// Whether the op writes into an argument: `self` of an in-place op or a "Tensor(a!)".
+  bool writes() const;
 };
 
 /// Parses one signature such as

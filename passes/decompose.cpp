@@ -164,8 +164,15 @@ ValueId batch_norm_eval(Emit& e, const DNode& d, ValueId x, ValueId rm, ValueId 
   return out;
 }
 
+std::vector<ValueId> batch_norm_train_values(Emit& e, const DNode& d, std::vector<ValueId>* stats);
+
 std::vector<ValueId> batch_norm(Emit& e, const DNode& d) {
-  if (d.arg("training").b) d.fail("batch norm in training mode has no decomposition");
+  // Training mode writes the running statistics when given: that node stays (its kernel
+  // writes them); without them it normalises by the batch statistics.
+  if (d.arg("training").b) {
+    if (d.has("running_mean") && d.has("running_var")) return {};
+    return {batch_norm_train_values(e, d, nullptr)[0]};
+  }
   if (!d.has("running_mean") || !d.has("running_var"))
     d.fail("batch norm without running statistics has no decomposition");
   return {
@@ -1950,6 +1957,173 @@ std::vector<ValueId> trapezoid(Emit& e, const DNode& d) {
   return {e.sum(e.div_s(e.mul(dx, avg), 2.0), {dim}, false)};
 }
 
+/// Batch norm with batch statistics: (out, save_mean [C], save_rstd [C]), and the running
+/// statistics updated as PyTorch does (momentum-weighted, the variance unbiased) in *stats.
+std::vector<ValueId> batch_norm_train_values(Emit& e, const DNode& d, std::vector<ValueId>* stats) {
+  ValueId x = d.tensor("input");
+  int64_t rank = e.dim(x), C = e.sizes(x)[1];
+  std::vector<int64_t> dims = {0};
+  for (int64_t k = 2; k < rank; ++k) dims.push_back(k);
+  const double eps = d.arg("eps").f, m = d.arg("momentum").f;
+  const DType stat = dtype_size(e.dtype(x)) < 4 ? DType::F32 : e.dtype(x);
+  ValueId xs = e.cast(x, stat);
+  ValueId mean = e.mean(xs, dims, true);
+  ValueId xc = e.sub(xs, mean);
+  ValueId var = e.mean(e.mul(xc, xc), dims, true);
+  ValueId rstd = e.unary("rsqrt", e.add_s(var, eps));
+  ValueId out = e.cast(channel_affine(e, d, e.mul(xc, rstd), rank), d.out_meta(0).dtype);
+  ValueId mean_c = e.reshape(mean, {C}), rstd_c = e.reshape(rstd, {C});
+  if (stats && d.has("running_mean") && d.has("running_var")) {
+    const double n = C > 0 ? double(e.meta(x).numel() / C) : 0.0;
+    ValueId rm = d.tensor("running_mean"), rv = d.tensor("running_var");
+    ValueId unbiased = e.mul_s(e.reshape(var, {C}), n > 1 ? n / (n - 1) : INFINITY);
+    *stats = {
+        e.cast(e.add(e.mul_s(rm, 1 - m), e.mul_s(e.cast(mean_c, e.dtype(rm)), m)), e.dtype(rm)),
+        e.cast(e.add(e.mul_s(rv, 1 - m), e.mul_s(e.cast(unbiased, e.dtype(rv)), m)), e.dtype(rv))};
+  }
+  return {out, mean_c, rstd_c};
+}
+
+/// Batch norm with the running statistics (training false): the output and the empty
+/// statistics PyTorch's CPU kernel returns.
+std::vector<ValueId> batch_norm_eval_values(Emit& e, const DNode& d) {
+  ValueId out =
+      batch_norm_eval(e, d, d.tensor("input"), d.tensor("running_mean"), d.tensor("running_var"));
+  return {e.cast(out, d.out_meta(0).dtype), e.zeros(d.out_meta(1).sizes, d.out_meta(1)),
+          e.zeros(d.out_meta(2).sizes, d.out_meta(2))};
+}
+
+/// _native_batch_norm_legit_functional and _batch_norm_with_update_functional: the updated
+/// running statistics are the last two outputs (the running ones as given in evaluation mode);
+/// _batch_norm_with_update_functional adds the empty reserve before them.
+std::vector<ValueId> batch_norm_functional(Emit& e, const DNode& d) {
+  const bool with_update = d.n.schema->index_of("training") < 0;
+  std::vector<ValueId> r, stats;
+  if (with_update || d.arg("training").b) {
+    r = batch_norm_train_values(e, d, &stats);
+  } else {
+    r = batch_norm_eval_values(e, d);
+    stats = {d.tensor("running_mean"), d.tensor("running_var")};
+  }
+  if (with_update) r.push_back(e.zeros(d.out_meta(3).sizes, d.out_meta(3)));
+  r.insert(r.end(), stats.begin(), stats.end());
+  return r;
+}
+
+/// _native_batch_norm_legit, native_batch_norm and _batch_norm_with_update write the running
+/// statistics in place in training mode: such a node stays as it is (its kernel writes them);
+/// evaluation mode, and training without running statistics, decompose.
+std::vector<ValueId> batch_norm_mutating(Emit& e, const DNode& d) {
+  const bool with_update = d.n.schema->index_of("training") < 0;
+  const bool training = with_update || d.arg("training").b;
+  if (training && d.has("running_mean") && d.has("running_var")) return {};
+  if (!training) return batch_norm_eval_values(e, d);
+  std::vector<ValueId> r = batch_norm_train_values(e, d, nullptr);
+  if (with_update) r.push_back(e.zeros(d.out_meta(3).sizes, d.out_meta(3)));
+  return r;
+}
+
+/// rms_norm: x * rsqrt(mean(x^2) + eps) over the normalized dims, times weight; eps defaults to
+/// the input dtype's machine epsilon. Half inputs compute in float32.
+std::vector<ValueId> rms_norm(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input");
+  const DType dt = e.dtype(x);
+  const int64_t k = int64_t(d.arg("normalized_shape").ints.size()), rank = e.dim(x);
+  double eps = d.has("eps")        ? d.arg("eps").f
+               : dt == DType::F16  ? 0.0009765625
+               : dt == DType::BF16 ? 0.0078125
+               : dt == DType::F64  ? 2.220446049250313e-16
+                                   : 1.1920928955078125e-07;
+  ValueId xf = dt == DType::F64 ? x : e.cast(x, DType::F32);
+  ValueId y = xf;
+  if (k > 0) {
+    ValueId ms = e.mean(e.mul(xf, xf), last_dims(rank, k), true);
+    y = e.mul(xf, e.unary("rsqrt", e.add_s(ms, eps)));
+  } else {
+    y = e.mul(xf, e.unary("rsqrt", e.add_s(e.mul(xf, xf), eps)));
+  }
+  y = e.cast(y, dt);
+  if (d.has("weight")) y = e.mul(y, d.tensor("weight"));
+  return {e.cast(y, d.out_meta(0).dtype)};
+}
+
+/// _safe_softmax: softmax, with zeros for the rows whose elements are all -inf.
+std::vector<ValueId> safe_softmax(Emit& e, const DNode& d) {
+  ValueId x = softmax_input(e, d);
+  if (e.dim(x) == 0) return softmax(e, d);
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x));
+  ValueId sm = softmax(e, d)[0];
+  ValueId masked = e.cmp_s("eq", e.amax(x, {dim}, true), -INFINITY);
+  return {e.where_s(e.unary("logical_not", masked), sm, 0.0)};
+}
+
+/// _softmax_backward_data: output * (grad - sum(grad * output, dim)), in input_dtype.
+std::vector<ValueId> softmax_backward_data(Emit& e, const DNode& d) {
+  ValueId g = d.tensor("grad_output"), y = d.tensor("output");
+  int64_t dim = e.dim(y) == 0 ? 0 : wrap(d.arg("dim").i, e.dim(y));
+  ValueId gy = e.mul(g, y);
+  ValueId s = e.dim(y) == 0 ? gy : e.sum(gy, {dim}, true);
+  return {e.cast(e.mul(y, e.sub(g, s)), d.out_meta(0).dtype)};
+}
+
+std::vector<ValueId> relu6(Emit& e, const DNode& d) {
+  return {clamp_call(e, d.tensor("self"), Arg::of_int(0), Arg::of_int(6))};
+}
+
+std::vector<ValueId> selu(Emit& e, const DNode& d) {
+  const double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
+  ValueId x = d.tensor("self");
+  return {e.where(e.cmp_s("gt", x, 0.0), e.mul_s(x, scale),
+                  e.mul_s(e.unary("expm1", x), alpha * scale))};
+}
+
+std::vector<ValueId> celu(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  const double alpha = d.arg("alpha").scalar();
+  return {e.where(e.cmp_s("gt", x, 0.0), x, e.mul_s(e.unary("expm1", e.div_s(x, alpha)), alpha))};
+}
+
+/// log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)).
+std::vector<ValueId> log_sigmoid(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  ValueId lo = clamp_call(e, x, Arg::none(), Arg::of_float(0.0));
+  return {e.sub(lo, e.unary("log1p", e.unary("exp", e.mul_s(e.unary("abs", x), -1.0))))};
+}
+
+/// logit(x) = log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given.
+std::vector<ValueId> logit(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (!is_floating(e.dtype(x))) x = e.cast(x, d.out_meta(0).dtype);
+  if (d.has("eps"))
+    x = clamp_call(e, x, Arg::of_float(d.arg("eps").f), Arg::of_float(1.0 - d.arg("eps").f));
+  return {e.unary("log", e.div(x, e.rsub_s(1.0, x)))};
+}
+
+/// hardshrink: 0 where -lambd <= x <= lambd, x elsewhere (NaN stays).
+std::vector<ValueId> hardshrink(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  ValueId inside = e.cmp_s("le", e.unary("abs", x), d.arg("lambd").scalar());
+  return {e.where_s(e.unary("logical_not", inside), x, 0.0)};
+}
+
+/// softshrink: x - lambd above lambd, x + lambd below -lambd, 0 between.
+std::vector<ValueId> softshrink(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  const double l = d.arg("lambd").scalar();
+  ValueId below = e.where_s(e.cmp_s("lt", x, -l), e.add_s(x, l), 0.0);
+  return {e.where(e.cmp_s("gt", x, l), e.add_s(x, -l), below)};
+}
+
+/// threshold: value where x <= threshold, x elsewhere (NaN stays).
+std::vector<ValueId> threshold(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  ValueId le = e.cmp_s("le", x, d.arg("threshold").scalar());
+  // An integer tensor keeps its dtype: the value is passed as the Scalar it is.
+  return {e.cast(e.op("aten.where.ScalarOther",
+                      {Emit::t(e.unary("logical_not", le)), Emit::t(x), {"", d.arg("value")}}),
+                 d.out_meta(0).dtype)};
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::float_power_Scalar, float_power},
     {OpId::float_power_Tensor_Scalar, float_power},
@@ -2127,6 +2301,22 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::vsplit_array, hvd_split},
     {OpId::vsplit_int, hvd_split},
     {OpId::vstack, stack_like},
+    {OpId::_native_batch_norm_legit, batch_norm_mutating},
+    {OpId::native_batch_norm, batch_norm_mutating},
+    {OpId::_batch_norm_with_update, batch_norm_mutating},
+    {OpId::_native_batch_norm_legit_functional, batch_norm_functional},
+    {OpId::_batch_norm_with_update_functional, batch_norm_functional},
+    {OpId::rms_norm, rms_norm},
+    {OpId::_safe_softmax, safe_softmax},
+    {OpId::_softmax_backward_data, softmax_backward_data},
+    {OpId::relu6, relu6},
+    {OpId::selu, selu},
+    {OpId::celu, celu},
+    {OpId::log_sigmoid, log_sigmoid},
+    {OpId::logit, logit},
+    {OpId::hardshrink, hardshrink},
+    {OpId::softshrink, softshrink},
+    {OpId::threshold, threshold},
 };
 
 /// Pooling windows (adaptive ones too), upsampling and reflection/replication padding are linear

@@ -109,7 +109,7 @@ std::vector<bool> live_nodes(const Graph& g, bool keep_side_effects) {
   for (size_t i = g.nodes.size(); i-- > 0;) {
     const Node& n = g.nodes[i];
     bool root =
-        keep_side_effects && (n.outputs.empty() || (n.schema != nullptr && n.schema->is_inplace));
+        keep_side_effects && (n.outputs.empty() || (n.schema != nullptr && n.schema->writes()));
     bool used = root;
     for (ValueId v : n.outputs) used = used || needed[v];
     if (!used) continue;

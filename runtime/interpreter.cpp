@@ -28,6 +28,22 @@ std::string meta_str(DType dtype, const std::vector<int64_t>& sizes) {
   return format_meta(m);
 }
 
+// The graph value whose storage `v` names, through views and in-place ops.
+ValueId view_root(const Graph& g, ValueId v) {
+  for (size_t guard = 0; guard <= g.nodes.size() && v >= 0 && size_t(v) < g.values.size();
+       ++guard) {
+    int32_t p = g.values[size_t(v)].producer;
+    if (p < 0 || size_t(p) >= g.nodes.size()) break;
+    const Node& pn = g.nodes[size_t(p)];
+    const OpSchema* ps = pn.schema ? pn.schema : find_schema(pn.target);
+    if (!ps || !(ps->is_view || ps->is_inplace) || pn.args.empty() ||
+        pn.args[0].kind != Arg::Kind::Tensor)
+      break;
+    v = pn.args[0].tensor;
+  }
+  return v;
+}
+
 // Values whose storage some in-place node mutates, traced back through views to the graph
 // input they alias. Weights among them are copied before the run so that g.weights stays
 // unchanged across runs.
@@ -35,20 +51,19 @@ std::set<ValueId> mutated_roots(const Graph& g) {
   std::set<ValueId> roots;
   for (const Node& n : g.nodes) {
     const OpSchema* s = n.schema ? n.schema : find_schema(n.target);
-    if (!s || !s->is_inplace || n.args.empty() || n.args[0].kind != Arg::Kind::Tensor) continue;
-    ValueId v = n.args[0].tensor;
-    for (size_t guard = 0; guard <= g.nodes.size() && v >= 0 && size_t(v) < g.values.size();
-         ++guard) {
-      int32_t p = g.values[size_t(v)].producer;
-      if (p < 0 || size_t(p) >= g.nodes.size()) break;
-      const Node& pn = g.nodes[size_t(p)];
-      const OpSchema* ps = pn.schema ? pn.schema : find_schema(pn.target);
-      if (!ps || !(ps->is_view || ps->is_inplace) || pn.args.empty() ||
-          pn.args[0].kind != Arg::Kind::Tensor)
-        break;
-      v = pn.args[0].tensor;
+    if (!s) continue;
+    // The written arguments: `self` of an in-place op, any "Tensor(a!)" argument (the
+    // running statistics of _native_batch_norm_legit), and the running statistics of
+    // batch_norm in training mode, which PyTorch's schema does not mark.
+    const bool bn_train = n.target == "aten.batch_norm.default" && s->index_of("training") >= 0 &&
+                          n.args[size_t(s->index_of("training"))].b;
+    for (size_t k = 0; k < n.args.size() && k < s->args.size(); ++k) {
+      const bool stat = s->args[k].name == "running_mean" || s->args[k].name == "running_var";
+      if (!(s->args[k].mutated || (k == 0 && s->is_inplace) || (bn_train && stat)) ||
+          n.args[k].kind != Arg::Kind::Tensor)
+        continue;
+      roots.insert(view_root(g, n.args[k].tensor));
     }
-    roots.insert(v);
   }
   return roots;
 }

@@ -1,6 +1,7 @@
-// Meta functions of the normalisations: layer_norm and native_layer_norm, batch_norm and
-// _native_batch_norm_legit_no_training (inference, with running statistics), with the checks
-// PyTorch makes on the affine and statistics tensors.
+// Meta functions of the normalisations: layer_norm and native_layer_norm, rms_norm, batch_norm and
+// _native_batch_norm_legit_no_training (inference, with running statistics), the training forms
+// (_native_batch_norm_legit, native_batch_norm, _batch_norm_with_update, their _functional
+// forms), with the checks PyTorch makes on the affine and statistics tensors.
 #include "frontend/meta/meta_util.h"
 
 namespace fxc::meta_detail {
@@ -145,6 +146,48 @@ Metas batch_norm_no_stats(const Graph& g, const Node& n) {
           make(stat_dt, {C}, x.device)};
 }
 
+// Batch norm with batch statistics in training mode and running statistics otherwise:
+// _native_batch_norm_legit, native_batch_norm (the `training` argument), _batch_norm_with_update
+// (always training), and their _functional forms, which return the updated running statistics
+// as extra outputs instead of writing them. (out, save_mean, save_rstd[, reserve][, new
+// running_mean, new running_var]).
+template <bool Functional, bool WithUpdate> Metas batch_norm_train(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  const bool training = WithUpdate || c.bool_("training");
+  Metas r = batch_norm_impl(c, training);
+  if (!is_floating(x.dtype)) not_implemented(c, "batch_norm", x.dtype);
+  if (WithUpdate) r.push_back(make(DType::U8, {0}, x.device));
+  if (Functional)
+    for (const char* s : {"running_mean", "running_var"}) {
+      const TensorMeta& t = c.tensor(s);
+      r.push_back(make(t.dtype, t.sizes, t.device));
+    }
+  return r;
+}
+
+// rms_norm: x / sqrt(mean(x^2 over normalized_shape) + eps) * weight; the input's sizes, the
+// dtype promoted with the weight's.
+Metas rms_norm(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("input");
+  const Sizes& ns = c.ints("normalized_shape");
+  const int64_t axis = x.dim() - int64_t(ns.size());
+  if (axis < 0 || !std::equal(ns.begin(), ns.end(), x.sizes.begin() + axis))
+    c.fail("given normalized_shape=" + join(ns) + ", expected input with shape [*, " +
+           (ns.empty() ? std::string("]") : join(ns).substr(1)) + ", but input is " +
+           format_meta(x));
+  if (!is_floating(x.dtype)) not_implemented(c, "rms_norm", x.dtype);
+  DType dt = x.dtype;
+  if (const TensorMeta* w = c.opt_tensor("weight")) {
+    if (w->sizes != ns)
+      c.fail("expected weight of the same shape as normalized_shape " + join(ns) +
+             ", but weight is " + format_meta(*w));
+    dt = promote_types(dt, w->dtype);
+  }
+  return {make(dt, x.sizes, x.device)};
+}
+
 const OpTable<MetaFn>::Row kNormMeta[] = {
     {OpId::_native_batch_norm_legit_no_stats, guarded<batch_norm_no_stats>},
     {OpId::group_norm, guarded<group_norm>},
@@ -154,6 +197,12 @@ const OpTable<MetaFn>::Row kNormMeta[] = {
     {OpId::batch_norm, guarded<batch_norm>},
     {OpId::layer_norm, guarded<layer_norm>},
     {OpId::native_layer_norm, guarded<native_layer_norm>},
+    {OpId::_native_batch_norm_legit, guarded<batch_norm_train<false, false>>},
+    {OpId::_native_batch_norm_legit_functional, guarded<batch_norm_train<true, false>>},
+    {OpId::native_batch_norm, guarded<batch_norm_train<false, false>>},
+    {OpId::_batch_norm_with_update, guarded<batch_norm_train<false, true>>},
+    {OpId::_batch_norm_with_update_functional, guarded<batch_norm_train<true, true>>},
+    {OpId::rms_norm, guarded<rms_norm>},
 };
 
 } // namespace

@@ -342,6 +342,22 @@ Metas softmax_int(const Graph& g, const Node& n) {
   return {make(dt, x.sizes, x.device)};
 }
 
+// _softmax_backward_data(grad_output, output, dim, input_dtype): the gradient of softmax's
+// input, in input_dtype.
+Metas softmax_backward_data(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& go = c.tensor("grad_output");
+  const TensorMeta& y = c.tensor("output");
+  if (go.sizes != y.sizes)
+    c.fail("grad_output " + format_meta(go) + " and output " + format_meta(y) +
+           " must have the same sizes");
+  c.dim(c.int_("dim"), y.dim());
+  DType dt = c.arg("input_dtype").dtype();
+  if (!is_floating(dt) || !is_floating(y.dtype))
+    c.fail("softmax backward needs floating point tensors, got " + format_meta(y));
+  return {make(dt, y.sizes, y.device)};
+}
+
 const OpTable<MetaFn>::Row kReductionMeta[] = {
     {OpId::_log_softmax, guarded<softmax_internal>},
     {OpId::_softmax, guarded<softmax_internal>},
@@ -352,6 +368,8 @@ const OpTable<MetaFn>::Row kReductionMeta[] = {
     {OpId::mean, guarded<mean_default>},
     {OpId::mean_dim, guarded<mean_dim>},
     {OpId::softmax_int, guarded<softmax_int>},
+    {OpId::_safe_softmax, guarded<softmax_int>},
+    {OpId::_softmax_backward_data, guarded<softmax_backward_data>},
     {OpId::sum, guarded<sum_default>},
     {OpId::sum_dim_IntList, guarded<sum_dim>},
     {OpId::cumsum, guarded<cumsum>},

@@ -394,10 +394,82 @@ Tensors k_conv3d(const KernelCall& c) {
   return conv_op(c, 3, "conv3d");
 }
 
+// Transposed convolution of a batched [N, C_in, *spatial] input with weight [C_in, C_out/groups,
+// *kernel]: each input element scatters x * w into out[o = i * stride - pad + k * dil]; the output
+// size is (i - 1) * stride - 2 * pad + dil * (k - 1) + output_padding + 1 per spatial dim.
+Tensor conv_transposed(const Tensor& x, const Tensor& w, const Tensor& bias, const Shape& stride_a,
+                       const Shape& pad_a, const Shape& dil_a, const Shape& opad_a, int64_t groups,
+                       DType dt) {
+  const int64_t sp = x.dim() - 2;
+  if (sp < 1 || sp > 3 || w.dim() != x.dim())
+    fail("transposed convolution expects a batched 1-D, 2-D or 3-D input and a weight of the "
+         "same rank, got input " +
+         shape_str(x.sizes()) + " and weight " + shape_str(w.sizes()));
+  Shape stride = expand_param(stride_a, size_t(sp), "stride");
+  Shape pad = expand_param(pad_a, size_t(sp), "padding");
+  Shape dil = expand_param(dil_a, size_t(sp), "dilation");
+  Shape opad = expand_param(opad_a, size_t(sp), "output_padding");
+  const int64_t N = x.size(0), Ci = x.size(1);
+  if (groups <= 0 || Ci % groups != 0 || w.size(0) != Ci)
+    fail("transposed convolution: weight " + shape_str(w.sizes()) + " does not match input " +
+         shape_str(x.sizes()) + " with groups=" + std::to_string(groups));
+  const int64_t cig = Ci / groups, cog = w.size(1), Co = cog * groups;
+  Shape in(x.sizes().begin() + 2, x.sizes().end()), k(w.sizes().begin() + 2, w.sizes().end());
+  Shape out_shape = {N, Co};
+  for (int64_t d = 0; d < sp; ++d) {
+    int64_t o = (in[size_t(d)] - 1) * stride[size_t(d)] - 2 * pad[size_t(d)] +
+                dil[size_t(d)] * (k[size_t(d)] - 1) + opad[size_t(d)] + 1;
+    if (o <= 0) fail("transposed convolution: the output size is too small");
+    out_shape.push_back(o);
+  }
+  // Every spatial shape padded to three dims (leading 1s) so one loop nest serves 1-D to 3-D.
+  auto three = [&](const Shape& s, size_t from, int64_t fill) {
+    Shape r(size_t(3 - sp), fill);
+    r.insert(r.end(), s.begin() + int64_t(from), s.end());
+    return r;
+  };
+  Shape I = three(x.sizes(), 2, 1), K = three(w.sizes(), 2, 1), O = three(out_shape, 2, 1);
+  Shape St = three(stride, 0, 1), P = three(pad, 0, 0), Dl = three(dil, 0, 1);
+  const int64_t in_px = I[0] * I[1] * I[2], k_px = K[0] * K[1] * K[2], out_px = O[0] * O[1] * O[2];
+  std::vector<double> xv = values(x), wv = values(w);
+  std::vector<double> out(size_t(N * Co * out_px), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ci = 0; ci < Ci; ++ci) {
+      const int64_t g = ci / cig;
+      for (int64_t p = 0; p < in_px; ++p) {
+        const double xval = xv[size_t((n * Ci + ci) * in_px + p)];
+        const int64_t i0 = p / (I[1] * I[2]), i1 = (p / I[2]) % I[1], i2 = p % I[2];
+        for (int64_t q = 0; q < k_px; ++q) {
+          const int64_t k0 = q / (K[1] * K[2]), k1 = (q / K[2]) % K[1], k2 = q % K[2];
+          const int64_t o0 = i0 * St[0] - P[0] + k0 * Dl[0], o1 = i1 * St[1] - P[1] + k1 * Dl[1],
+                        o2 = i2 * St[2] - P[2] + k2 * Dl[2];
+          if (o0 < 0 || o0 >= O[0] || o1 < 0 || o1 >= O[1] || o2 < 0 || o2 >= O[2]) continue;
+          const int64_t op = (o0 * O[1] + o1) * O[2] + o2;
+          for (int64_t co = 0; co < cog; ++co)
+            out[size_t((n * Co + g * cog + co) * out_px + op)] +=
+                xval * wv[size_t((ci * cog + co) * k_px + q)];
+        }
+      }
+    }
+  if (bias.defined()) {
+    check_affine(bias, Co, "bias");
+    std::vector<double> bv = values(bias);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t co = 0; co < Co; ++co)
+        for (int64_t p = 0; p < out_px; ++p)
+          out[size_t((n * Co + co) * out_px + p)] += bv[size_t(co)];
+  }
+  return make(dt, out_shape, out);
+}
+
 Tensors k_convolution(const KernelCall& c) {
-  if (c.arg("transposed").b)
-    fail("transposed convolution is not supported by the reference interpreter");
   Tensor x = c.tensor("input"), w = c.tensor("weight");
+  if (c.arg("transposed").b) {
+    check_same_dtype(x, w, "convolution");
+    return {conv_transposed(x, w, c.tensor("bias"), c.arg("stride").ints, c.arg("padding").ints,
+                            c.arg("dilation").ints, c.arg("output_padding").ints, c.arg("groups").i,
+                            c.result_dtype(x.dtype()))};
+  }
   check_same_dtype(x, w, "convolution");
   return {conv_nd(x, w, c.tensor("bias"), c.arg("stride").ints, c.arg("padding").ints,
                   c.arg("dilation").ints, c.arg("groups").i, c.result_dtype(x.dtype()))};

@@ -1,5 +1,6 @@
-// Reference kernels of the normalisations: layer_norm and native_layer_norm, and inference
-// batch_norm (with running statistics) over channel dim 1.
+// Reference kernels of the normalisations: layer_norm and native_layer_norm, rms_norm, and
+// batch_norm over channel dim 1, in inference (running statistics) and training (batch
+// statistics, running statistics updated in place or returned by the _functional forms).
 #include "runtime/kernels/kernel_util.h"
 
 namespace fxc::kernel_detail {
@@ -83,14 +84,6 @@ Tensor batch_norm_eval(const Tensor& x, const Tensor& w, const Tensor& b, const 
     out.store(int64_t(i), y);
   }
   return out;
-}
-
-Tensors k_batch_norm(const KernelCall& c) {
-  if (c.arg("training").b)
-    fail("batch_norm in training mode is not supported by the reference interpreter");
-  const Tensor& x = c.tensor("input");
-  return {batch_norm_eval(x, c.tensor("weight"), c.tensor("bias"), c.tensor("running_mean"),
-                          c.tensor("running_var"), c.arg("eps").f, c.result_dtype(x.dtype()))};
 }
 
 Tensors k_native_batch_norm_no_training(const KernelCall& c) {
@@ -197,6 +190,151 @@ Tensors k_batch_norm_no_stats(const KernelCall& c) {
                       c.tensor("bias"), c.arg("eps").f, dt, stat_dt, {x.size(1)});
 }
 
+// Batch norm in training mode: (out, save_mean, save_rstd) from the batch statistics per
+// channel, and the running statistics updated as PyTorch does (momentum-weighted, the variance
+// unbiased), when given: new_stats = {running_mean, running_var}, or empty.
+Tensors batch_norm_train(const KernelCall& c, Tensors* new_stats) {
+  const Tensor& x = c.tensor("input");
+  check_norm_input(x, "batch_norm");
+  DType dt = c.result_dtype(x.dtype());
+  DType stat_dt = dtype_size(dt) < 4 ? DType::F32 : dt;
+  const int64_t C = x.size(1);
+  Tensors r = normalize_by(x, C, [](int64_t, int64_t ch) { return ch; }, c.tensor("weight"),
+                           c.tensor("bias"), c.arg("eps").f, dt, stat_dt, {C});
+  const Tensor& rm = c.tensor("running_mean");
+  const Tensor& rv = c.tensor("running_var");
+  if (!rm.defined() || !rv.defined()) return r;
+  check_affine(rm, C, "running_mean");
+  check_affine(rv, C, "running_var");
+  const double m = c.arg("momentum").f, eps = c.arg("eps").f;
+  const double n = C > 0 ? double(x.numel() / C) : 0.0;
+  std::vector<double> mean = values(r[1]), rstd = values(r[2]);
+  std::vector<double> nm = values(rm), nv = values(rv);
+  for (size_t k = 0; k < size_t(C); ++k) {
+    double var = 1.0 / (rstd[k] * rstd[k]) - eps;
+    double unbiased = n > 1 ? var * n / (n - 1) : INFINITY;
+    nm[k] = (1 - m) * nm[k] + m * mean[k];
+    nv[k] = (1 - m) * nv[k] + m * unbiased;
+  }
+  *new_stats = {make(c.result_dtype(rm.dtype()), rm.sizes(), nm),
+                make(c.result_dtype(rv.dtype()), rv.sizes(), nv)};
+  return r;
+}
+
+// Writes the updated running statistics into running_mean and running_var, as the ops whose
+// schema marks them "Tensor(a!)" (and batch_norm in training mode) do.
+void write_running_stats(const KernelCall& c, const Tensors& stats) {
+  if (stats.empty()) return;
+  c.tensor("running_mean").copy_from(stats[0]);
+  c.tensor("running_var").copy_from(stats[1]);
+}
+
+// The statistics outputs of batch norm in evaluation mode: empty, as PyTorch's CPU kernel
+// returns them.
+Tensors batch_norm_eval_outputs(const KernelCall& c) {
+  const Tensor& x = c.tensor("input");
+  DType dt = c.result_dtype(x.dtype());
+  DType stat_dt = is_floating(dt) && dtype_size(dt) < 4 ? DType::F32 : dt;
+  Tensor out = batch_norm_eval(x, c.tensor("weight"), c.tensor("bias"), c.tensor("running_mean"),
+                               c.tensor("running_var"), c.arg("eps").f, dt);
+  return {out, Tensor::empty(stat_dt, {0}), Tensor::empty(stat_dt, {0})};
+}
+
+Tensors k_batch_norm(const KernelCall& c) {
+  const Tensor& x = c.tensor("input");
+  if (!c.arg("training").b)
+    return {batch_norm_eval(x, c.tensor("weight"), c.tensor("bias"), c.tensor("running_mean"),
+                            c.tensor("running_var"), c.arg("eps").f, c.result_dtype(x.dtype()))};
+  Tensors stats;
+  Tensors r = batch_norm_train(c, &stats);
+  write_running_stats(c, stats);
+  return {r[0]};
+}
+
+// _native_batch_norm_legit and native_batch_norm: training writes the running statistics.
+Tensors k_native_batch_norm(const KernelCall& c) {
+  if (!c.arg("training").b) return batch_norm_eval_outputs(c);
+  Tensors stats;
+  Tensors r = batch_norm_train(c, &stats);
+  write_running_stats(c, stats);
+  return r;
+}
+
+// _native_batch_norm_legit_functional: the updated running statistics are outputs 3 and 4.
+Tensors k_native_batch_norm_functional(const KernelCall& c) {
+  Tensors r, stats;
+  if (c.arg("training").b) {
+    r = batch_norm_train(c, &stats);
+  } else {
+    r = batch_norm_eval_outputs(c);
+    stats = {c.tensor("running_mean").clone(), c.tensor("running_var").clone()};
+  }
+  r.insert(r.end(), stats.begin(), stats.end());
+  return r;
+}
+
+// _batch_norm_with_update: always training; output 3 is the (empty) reserve space.
+Tensors k_batch_norm_with_update(const KernelCall& c) {
+  Tensors stats;
+  Tensors r = batch_norm_train(c, &stats);
+  write_running_stats(c, stats);
+  r.push_back(Tensor::empty(DType::U8, {0}));
+  return r;
+}
+
+Tensors k_batch_norm_with_update_functional(const KernelCall& c) {
+  Tensors stats;
+  Tensors r = batch_norm_train(c, &stats);
+  r.push_back(Tensor::empty(DType::U8, {0}));
+  r.insert(r.end(), stats.begin(), stats.end());
+  return r;
+}
+
+// torch.finfo(dtype).eps.
+double dtype_epsilon(DType t) {
+  switch (t) {
+  case DType::F16:
+    return 0.0009765625;
+  case DType::BF16:
+    return 0.0078125;
+  case DType::F64:
+    return 2.220446049250313e-16;
+  default:
+    return 1.1920928955078125e-07;
+  }
+}
+
+// rms_norm: x * rsqrt(mean(x^2) + eps) over the trailing normalized_shape dims, times weight;
+// eps defaults to the input dtype's machine epsilon.
+Tensors k_rms_norm(const KernelCall& c) {
+  const Tensor& x = c.tensor("input");
+  const Shape& ns = c.arg("normalized_shape").ints;
+  const Tensor& w = c.tensor("weight");
+  int64_t k = int64_t(ns.size()), axis = x.dim() - k;
+  bool ok = axis >= 0;
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.size(axis + i) == ns[size_t(i)];
+  if (!ok)
+    fail("given normalized_shape=" + shape_str(ns) + ", expected input with shape [*, " +
+         (ns.empty() ? std::string("]") : shape_str(ns).substr(1)) + ", but got input of size " +
+         shape_str(x.sizes()));
+  if (!is_floating(x.dtype())) fail("rms_norm is not implemented for " + dname(x.dtype()));
+  int64_t n = checked_numel(ns);
+  check_affine(w, n, "weight");
+  double eps = c.arg("eps").is_none() ? dtype_epsilon(x.dtype()) : c.arg("eps").f;
+  std::vector<double> xv = values(x), yv(xv.size());
+  std::vector<double> wv = w.defined() ? values(w) : std::vector<double>();
+  for (size_t i = 0; n > 0 && i < xv.size() / size_t(n); ++i) {
+    const double* row = xv.data() + i * size_t(n);
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j) s += row[j] * row[j];
+    double r = 1.0 / std::sqrt(s / double(n) + eps);
+    for (int64_t j = 0; j < n; ++j)
+      yv[i * size_t(n) + size_t(j)] = row[j] * r * (wv.empty() ? 1.0 : wv[size_t(j)]);
+  }
+  DType dt = w.defined() ? promote_types(x.dtype(), w.dtype()) : x.dtype();
+  return {make(c.result_dtype(dt), x.sizes(), yv)};
+}
+
 const OpTable<KernelFn>::Row kNormKernels[] = {
     {OpId::_native_batch_norm_legit_no_stats, k_batch_norm_no_stats},
     {OpId::group_norm, k_group_norm},
@@ -206,6 +344,12 @@ const OpTable<KernelFn>::Row kNormKernels[] = {
     {OpId::batch_norm, k_batch_norm},
     {OpId::layer_norm, k_layer_norm},
     {OpId::native_layer_norm, k_native_layer_norm},
+    {OpId::_native_batch_norm_legit, k_native_batch_norm},
+    {OpId::native_batch_norm, k_native_batch_norm},
+    {OpId::_native_batch_norm_legit_functional, k_native_batch_norm_functional},
+    {OpId::_batch_norm_with_update, k_batch_norm_with_update},
+    {OpId::_batch_norm_with_update_functional, k_batch_norm_with_update_functional},
+    {OpId::rms_norm, k_rms_norm},
 };
 
 } // namespace

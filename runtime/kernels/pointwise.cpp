@@ -422,6 +422,78 @@ Tensors k_mish(const KernelCall& c) {
   })};
 }
 
+// ---- relu6, selu, celu, log_sigmoid, logit, hardshrink, softshrink, threshold ----
+
+// A Scalar parameter as the op's element type holds it: PyTorch compares float32 inputs with
+// float(lambd), so x = 0.4f is inside hardshrink(0.4).
+double param_as(const Tensor& x, double v) {
+  return x.dtype() == DType::F32 ? double(float(v)) : v;
+}
+
+Tensors k_relu6(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dtype() == DType::Bool) fail("\"hardtanh_cpu\" not implemented for 'Bool'");
+  return {clamp_to(x, Arg::of_int(0), Arg::of_int(6), c.result_dtype(x.dtype()))};
+}
+Tensors k_selu(const KernelCall& c) {
+  return {activation(c, "selu", {}, [](const double* v, const double*) {
+    const double alpha = 1.6732632423543772848170429916717,
+                 scale = 1.0507009873554804934193349852946;
+    return v[0] > 0 ? v[0] * scale : std::expm1(v[0]) * alpha * scale;
+  })};
+}
+Tensors k_celu(const KernelCall& c) {
+  return {activation(c, "celu", {"alpha"}, [](const double* v, const double* e) {
+    return v[0] > 0 ? v[0] : std::expm1(v[0] / e[0]) * e[0];
+  })};
+}
+Tensors k_log_sigmoid(const KernelCall& c) {
+  return {activation(c, "log_sigmoid", {}, [](const double* v, const double*) {
+    return std::min(v[0], 0.0) - std::log1p(std::exp(-std::abs(v[0])));
+  })};
+}
+Tensors k_hardshrink(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  double extra[1] = {param_as(x, c.arg("lambd").scalar())};
+  return {unary(
+      c, x, UnaryKind::FloatOnly,
+      [](const double* v, const double* e) { return v[0] >= -e[0] && v[0] <= e[0] ? 0.0 : v[0]; },
+      nullptr, "hardshrink", extra)};
+}
+Tensors k_softshrink(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  double extra[1] = {param_as(x, c.arg("lambd").scalar())};
+  return {unary(
+      c, x, UnaryKind::FloatOnly,
+      [](const double* v, const double* e) {
+        return v[0] > e[0] ? v[0] - e[0] : v[0] < -e[0] ? v[0] + e[0] : 0.0;
+      },
+      nullptr, "softshrink", extra)};
+}
+// logit(x) = log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given.
+Tensors k_logit(const KernelCall& c) {
+  const Arg& eps = c.arg("eps");
+  double extra[1] = {eps.is_none() ? -1.0 : eps.f};
+  return {unary(
+      c, c.tensor("self"), UnaryKind::Promote,
+      [](const double* v, const double* e) {
+        double z = e[0] < 0 ? v[0] : std::min(std::max(v[0], e[0]), 1.0 - e[0]);
+        return std::log(z / (1.0 - z));
+      },
+      nullptr, "logit", extra)};
+}
+// threshold: `value` where x <= threshold, x elsewhere; the input's dtype.
+Tensors k_threshold(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  if (x.dtype() == DType::Bool) fail("\"threshold_cpu\" not implemented for 'Bool'");
+  double extra[2] = {param_as(x, c.arg("threshold").scalar()), c.arg("value").scalar()};
+  return {unary(
+      c, x, UnaryKind::Keep,
+      [](const double* v, const double* e) { return v[0] <= e[0] ? e[1] : v[0]; },
+      [](const int64_t* v, const double* e) { return double(v[0]) <= e[0] ? int64_t(e[1]) : v[0]; },
+      "threshold", extra)};
+}
+
 // prelu: weight has one element or one per channel (dim 1).
 Tensors k_prelu(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
@@ -1215,6 +1287,14 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::clamp_max, k_clamp_one<false>},
     {OpId::clamp_min, k_clamp_one<true>},
     {OpId::elu, k_elu},
+    {OpId::celu, k_celu},
+    {OpId::selu, k_selu},
+    {OpId::log_sigmoid, k_log_sigmoid},
+    {OpId::logit, k_logit},
+    {OpId::hardshrink, k_hardshrink},
+    {OpId::softshrink, k_softshrink},
+    {OpId::relu6, k_relu6},
+    {OpId::threshold, k_threshold},
     {OpId::elu_, k_elu_},
     {OpId::dropout_, k_dropout_},
     {OpId::detach_, k_detach_},

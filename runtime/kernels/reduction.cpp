@@ -589,7 +589,8 @@ Tensors k_topk(const KernelCall& c) {
 
 // ---- Softmax and normalisation ----
 
-Tensor softmax_impl(const Tensor& in, int64_t dim, DType out_dtype, bool log) {
+// `safe` (_safe_softmax): a row whose elements are all -inf gives zeros instead of NaN.
+Tensor softmax_impl(const Tensor& in, int64_t dim, DType out_dtype, bool log, bool safe = false) {
   int64_t d = wrap(dim, in.dim());
   std::vector<bool> red(size_t(in.dim()), false);
   if (in.dim() > 0) red[size_t(d)] = true;
@@ -605,14 +606,16 @@ Tensor softmax_impl(const Tensor& in, int64_t dim, DType out_dtype, bool log) {
     }
     double s = 0;
     for (double v : row) s += std::exp(v - mx);
+    const bool masked = safe && mx == -std::numeric_limits<double>::infinity();
     for (size_t j = 0; j < row.size(); ++j)
-      yv[size_t(O.outer[i] + O.inner[j])] =
-          log ? row[j] - mx - std::log(s) : std::exp(row[j] - mx) / s;
+      yv[size_t(O.outer[i] + O.inner[j])] = masked ? 0.0
+                                            : log  ? row[j] - mx - std::log(s)
+                                                   : std::exp(row[j] - mx) / s;
   }
   return make(out_dtype, in.sizes(), yv);
 }
 
-Tensors softmax_family(const KernelCall& c, bool log) {
+Tensors softmax_family(const KernelCall& c, bool log, bool safe = false) {
   Tensor x = c.tensor("self");
   DType out = x.dtype();
   if (c.node.schema->index_of("half_to_float") >= 0) {
@@ -630,7 +633,7 @@ Tensors softmax_family(const KernelCall& c, bool log) {
          dname(x.dtype()) + " tensors");
   // An explicit dtype converts the input first (as PyTorch does); half_to_float only widens.
   if (c.node.schema->index_of("dtype") >= 0 && !c.arg("dtype").is_none()) x = x.to(out);
-  return {softmax_impl(x, c.arg("dim").i, out, log)};
+  return {softmax_impl(x, c.arg("dim").i, out, log, safe)};
 }
 
 Tensors k_softmax(const KernelCall& c) {
@@ -639,10 +642,41 @@ Tensors k_softmax(const KernelCall& c) {
 Tensors k_log_softmax(const KernelCall& c) {
   return softmax_family(c, true);
 }
+Tensors k_safe_softmax(const KernelCall& c) {
+  return softmax_family(c, false, true);
+}
+
+// _softmax_backward_data: output * (grad - sum(grad * output, dim)), in input_dtype.
+Tensors k_softmax_backward_data(const KernelCall& c) {
+  const Tensor& go = c.tensor("grad_output");
+  const Tensor& y = c.tensor("output");
+  if (go.sizes() != y.sizes())
+    fail("grad_output " + shape_str(go.sizes()) + " and output " + shape_str(y.sizes()) +
+         " must have the same sizes");
+  DType dt = c.result_dtype(c.arg("input_dtype").dtype());
+  if (!is_floating(dt) || !is_floating(y.dtype()))
+    fail("softmax backward is not implemented for " + dname(y.dtype()) + " tensors");
+  int64_t d = wrap(c.arg("dim").i, y.dim());
+  std::vector<bool> red(size_t(y.dim()), false);
+  if (y.dim() > 0) red[size_t(d)] = true;
+  ReduceLayout O = reduce_layout(y.sizes(), contiguous_strides(y.sizes()), red, true);
+  std::vector<double> gv = values(go), yv = values(y), r(yv.size());
+  for (size_t i = 0; i < O.outer.size(); ++i) {
+    double s = 0;
+    for (int64_t off : O.inner) s += gv[size_t(O.outer[i] + off)] * yv[size_t(O.outer[i] + off)];
+    for (int64_t off : O.inner) {
+      size_t k = size_t(O.outer[i] + off);
+      r[k] = yv[k] * (gv[k] - s);
+    }
+  }
+  return {make(dt, y.sizes(), r)};
+}
 
 const OpTable<KernelFn>::Row kReductionKernels[] = {
     {OpId::_log_softmax, k_log_softmax},
     {OpId::_softmax, k_softmax},
+    {OpId::_safe_softmax, k_safe_softmax},
+    {OpId::_softmax_backward_data, k_softmax_backward_data},
     {OpId::amax, k_amax},
     {OpId::any_dim, k_any},
     {OpId::argmax, k_argmax},

@@ -933,3 +933,51 @@ TEST_CASE("autograd: the math family of issue 18 (pointwise and special function
     check_gradients(tg);
   }
 }
+
+TEST_CASE("autograd: the nn activations of issue 18 through their decompositions") {
+  for (std::vector<int64_t> s : {std::vector<int64_t>{7}, std::vector<int64_t>{2, 3, 4}}) {
+    for (const char* op : {"aten.relu6.default", "aten.selu.default", "aten.celu.default",
+                           "aten.log_sigmoid.default"})
+      unary(op, s, -8, 8);
+    unary("aten.logit.default", s, 0.05, 0.95);
+  }
+  auto with = [](std::string_view target, std::vector<CallArg> extra, double lo, double hi) {
+    INFO(target);
+    TestGraph tg;
+    ValueId x = tg.input("x", {3, 5}, lo, hi);
+    std::vector<CallArg> call = {T(x)};
+    call.insert(call.end(), extra.begin(), extra.end());
+    tg.output(tg.op(target, call));
+    check_gradients(tg);
+  };
+  with("aten.celu.default", {F(0.6)}, -3, 3);
+  with("aten.logit.default", {F(0.2)}, 0.3, 0.7);
+  with("aten.hardshrink.default", {F(0.25)}, -2, 2);
+  with("aten.softshrink.default", {F(0.3)}, -2, 2);
+  with("aten.threshold.default", {F(0.1), F(-2.0)}, -2, 2);
+}
+
+TEST_CASE("autograd: training batch norm (functional forms), rms_norm and _safe_softmax") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 2, 4}, -2, 2);
+  ValueId w = tg.weight("bn.weight", {2}), b = tg.weight("bn.bias", {2});
+  ValueId rm = tg.weight("bn.running_mean", {2}, -1, 1, InputKind::Buffer);
+  ValueId rv = tg.weight("bn.running_var", {2}, 0.5, 2, InputKind::Buffer);
+  auto bn = tg.ops("aten._native_batch_norm_legit_functional.default",
+                   {T(x), T(w), T(b), T(rm), T(rv), B(true), F(0.1), F(1e-5)});
+  tg.output(bn[0]);
+  tg.output(bn[1]);
+  tg.output(bn[2]);
+  auto bu = tg.ops("aten._batch_norm_with_update_functional.default",
+                   {T(x), {"", Arg::none()}, T(b), T(rm), T(rv), F(0.3), F(1e-3)});
+  tg.output(bu[0]);
+  auto nb =
+      tg.ops("aten.native_batch_norm.default",
+             {T(x), T(w), T(b), {"", Arg::none()}, {"", Arg::none()}, B(true), F(0.1), F(1e-5)});
+  tg.output(nb[0]);
+  ValueId w4 = tg.weight("rms.weight", {4});
+  tg.output(tg.op("aten.rms_norm.default", {T(x), Is({4}), T(w4), F(1e-6)}));
+  tg.output(tg.op("aten.rms_norm.default", {T(x), Is({2, 4})}));
+  tg.output(tg.op("aten._safe_softmax.default", {T(x), I(1)}));
+  check_gradients(tg);
+}

@@ -474,9 +474,13 @@ TEST_CASE("kernels: batch norm in evaluation mode and its core ATen form") {
   check(r[0], DType::F32, {2, 3, 2, 2}, expect, 1e-5, 1e-6);
   check(r[1], DType::F32, {0}, {});
   check(r[2], DType::F32, {0}, {});
-  CHECK(op_error("aten.batch_norm.default",
-                 {x, tw, tb, trm, trv, Bo(true), Fl(0.1), Fl(eps), Bo(true)}) ==
-        "batch_norm in training mode is not supported by the reference interpreter");
+  // Training mode normalises by the batch and moves the running mean towards the batch mean.
+  Tensor rm2 = F({3}, rm), rv2 = F({3}, rv);
+  op1("aten.batch_norm.default", {x, tw, tb, rm2, rv2, Bo(true), Fl(0.1), Fl(eps), Bo(true)});
+  Vals mean(3, 0.0), moved;
+  for (size_t i = 0; i < h.size(); ++i) mean[(i / 4) % 3] += h[i] / 8;
+  for (size_t c = 0; c < 3; ++c) moved.push_back(0.9 * double(float(rm[c])) + 0.1 * mean[c]);
+  check(rm2, DType::F32, {3}, moved, 1e-5, 1e-6);
   CHECK(op_error("aten.batch_norm.default",
                  {x, tw, tb, F({2}, {0, 0}), trv, Bo(false), Fl(0.1), Fl(eps), Bo(true)})
             .find("running_mean") != std::string::npos);
@@ -630,9 +634,18 @@ TEST_CASE("kernels: conv2d and convolution with stride, padding, dilation and gr
   check(op1("aten.convolution.default",
             {x1, w1, None(), Is({1}), Is({0}), Is({1}), Bo(false), Is({0}), I(1)}),
         DType::F64, {1, 1, 4}, {-1, 1, -1, 1});
+  // Transposed convolution (values from torch 1.13): stride, padding, output_padding, groups.
+  check(op1("aten.convolution.default",
+            {D({1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), D({2, 1, 3}, {1, -1, 2, 0.5, 2, 1}),
+             D({1}, {0.5}), Is({2}), Is({1}), Is({1}), Bo(true), Is({1}), I(1)}),
+        DType::F64, {1, 1, 8}, {9.5, 12.5, 10.5, 17, 11.5, 21.5, 12.5, 16.5});
+  check(op1("aten.convolution.default",
+            {D({1, 2, 2, 1}, {1, 2, 3, 4}), D({2, 1, 2, 1}, {1, 2, 3, -1}), None(), Is({1}),
+             Is({0}), Is({1}), Bo(true), Is({0}), I(2)}),
+        DType::F64, {1, 2, 3, 1}, {1, 4, 4, 9, 9, -4});
   CHECK(op_error("aten.convolution.default",
-                 {X, W, Bb, Is({1}), Is({0}), Is({1}), Bo(true), Is({0}), I(2)}) ==
-        "transposed convolution is not supported by the reference interpreter");
+                 {X, W, Bb, Is({1}), Is({0}), Is({1}), Bo(true), Is({0}), I(2)})
+            .find("does not match input") != std::string::npos);
   CHECK(op_error("aten.conv2d.default", {X, W}).find("channels") != std::string::npos);
   CHECK(op_error("aten.conv2d.default", {D({1, 4, 2, 2}, Vals(16, 1)), W1}).find("too small") !=
         std::string::npos);
@@ -1930,4 +1943,96 @@ TEST_CASE("kernels: float tests, nan_to_num, float_power and the identities of r
     CAPTURE(id);
     check(op1(id, {F({2}, {-1.5, 2.0})}), DType::F32, {2}, {-1.5, 2.0});
   }
+}
+
+TEST_CASE("kernels: training batch norm updates the running statistics (values from torch 1.13)") {
+  const Vals out = {0.10000002, 0.46726084, 1.93711388, -1.13630426, -1.73711383, 1.26904345};
+  auto args = [](Tensor rm, Tensor rv) {
+    return std::vector<In>{F({3, 2}, {1, 2, 3, 5, -1, 0.5}),
+                           F({2}, {1.5, -1}),
+                           F({2}, {0.1, 0.2}),
+                           rm,
+                           rv,
+                           Bo(true),
+                           Fl(0.25),
+                           Fl(1e-5)};
+  };
+  // native_batch_norm and _native_batch_norm_legit write running_mean/var in place.
+  for (const char* target :
+       {"aten.native_batch_norm.default", "aten._native_batch_norm_legit.default"}) {
+    INFO(target);
+    Tensor rm = F({2}, {0.5, -1}), rv = F({2}, {2, 1});
+    std::vector<Tensor> r = op(target, args(rm, rv));
+    REQUIRE(r.size() == 3);
+    check(r[0], DType::F32, {3, 2}, out);
+    check(r[1], DType::F32, {2}, {1.0, 2.5});
+    check(r[2], DType::F32, {2}, {0.61237127, 0.53452170});
+    check(rm, DType::F32, {2}, {0.625, -0.125});
+    check(rv, DType::F32, {2}, {2.5, 2.0625});
+  }
+  // The functional form returns them and leaves its inputs alone.
+  Tensor rm = F({2}, {0.5, -1}), rv = F({2}, {2, 1});
+  std::vector<Tensor> r = op("aten._native_batch_norm_legit_functional.default", args(rm, rv));
+  REQUIRE(r.size() == 5);
+  check(r[0], DType::F32, {3, 2}, out);
+  check(r[3], DType::F32, {2}, {0.625, -0.125});
+  check(r[4], DType::F32, {2}, {2.5, 2.0625});
+  check(rm, DType::F32, {2}, {0.5, -1});
+  // _batch_norm_with_update_functional: an empty reserve, then the statistics.
+  r = op("aten._batch_norm_with_update_functional.default",
+         {F({3, 2}, {1, 2, 3, 5, -1, 0.5}), F({2}, {1.5, -1}), F({2}, {0.1, 0.2}), rm, rv, Fl(0.25),
+          Fl(1e-5)});
+  REQUIRE(r.size() == 6);
+  CHECK(r[3].dtype() == DType::U8);
+  CHECK(r[3].numel() == 0);
+  check(r[5], DType::F32, {2}, {2.5, 2.0625});
+  // batch_norm in training mode normalises by the batch statistics.
+  check(op1("aten.batch_norm.default",
+            {F({3, 2}, {1, 2, 3, 5, -1, 0.5}), F({2}, {1.5, -1}), F({2}, {0.1, 0.2}), None(),
+             None(), Bo(true), Fl(0.25), Fl(1e-5), Bo(false)}),
+        DType::F32, {3, 2}, out);
+  CHECK(op_error("aten.native_batch_norm.default", {L({3, 2}, {1, 2, 3, 5, -1, 0}), None(), None(),
+                                                    None(), None(), Bo(true), Fl(0.1), Fl(1e-5)})
+            .find("not implemented") != std::string::npos);
+}
+
+TEST_CASE("kernels: rms_norm, _safe_softmax and _softmax_backward_data (values from torch 1.13)") {
+  check(op1("aten.rms_norm.default",
+            {F({2, 3}, {1, 2, 2, 3, 0, 4}), Is({3}), F({3}, {1, 2, -1}), Fl(0.5)}),
+        DType::F32, {2, 3}, {0.53452247, 2.13808990, -1.06904495, 1.00938988, 0, -1.34585321});
+  CHECK(op_error("aten.rms_norm.default", {F({2, 3}, Vals(6, 1.0)), Is({2}), None(), None()})
+            .find("normalized_shape") != std::string::npos);
+  const double inf = std::numeric_limits<double>::infinity();
+  check(op1("aten._safe_softmax.default", {F({2, 2}, {-inf, -inf, 0, 0}), I(1), None()}),
+        DType::F32, {2, 2}, {0, 0, 0.5, 0.5});
+  check(op1("aten._softmax_backward_data.default",
+            {F({2, 3}, {1, -1, 2, 0, 3, 1}),
+             F({2, 3}, {0.09003057, 0.24472848, 0.66524094, 0.17529039, 0.03911257, 0.78559703}),
+             I(1), Dt(DType::F32)}),
+        DType::F32, {2, 3},
+        {-0.01582593, -0.53247631, 0.54830223, -0.15827578, 0.08202162, 0.07625419});
+}
+
+TEST_CASE("kernels: relu6, selu, celu, log_sigmoid, logit, shrinks, threshold (torch 1.13)") {
+  const Vals v = {-3, -0.5, 0, 0.5, 3};
+  check(op1("aten.selu.default", {F({5}, v)}), DType::F32, {5},
+        {-1.67056870, -0.69175816, 0, 0.52535051, 3.15210295});
+  check(op1("aten.celu.default", {F({5}, v), Fl(0.5)}), DType::F32, {5},
+        {-0.49876061, -0.31606027, 0, 0.5, 3});
+  check(op1("aten.log_sigmoid.default", {F({5}, v)}), DType::F32, {5},
+        {-3.04858732, -0.97407699, -0.69314718, -0.47407699, -0.04858735});
+  check(op1("aten.logit.default", {F({5}, {0, 0.25, 0.5, 0.9, 1}), Fl(0.2)}), DType::F32, {5},
+        {-1.38629436, -1.09861231, 0, 1.38629448, 1.38629448});
+  check(op1("aten.hardshrink.default", {F({5}, v), Fl(0.5)}), DType::F32, {5}, {-3, 0, 0, 0, 3});
+  check(op1("aten.softshrink.default", {F({5}, v), Fl(0.5)}), DType::F32, {5},
+        {-2.5, 0, 0, 0, 2.5});
+  check(op1("aten.threshold.default", {F({5}, v), Fl(0), Fl(-7)}), DType::F32, {5},
+        {-7, -7, -7, 0.5, 3});
+  check(op1("aten.threshold.default", {L({4}, {-1, 0, 2, 5}), I(1), I(9)}), DType::I64, {4},
+        {9, 9, 2, 5});
+  check(op1("aten.relu6.default", {F({5}, {-9, -1.5, 0, 1.5, 9})}), DType::F32, {5},
+        {0, 0, 0, 1.5, 6});
+  check(op1("aten.relu6.default", {L({3}, {-2, 3, 8})}), DType::I64, {3}, {0, 3, 6});
+  CHECK(op_error("aten.selu.default", {L({2}, {1, 2})}).find("not implemented") !=
+        std::string::npos);
 }

@@ -945,3 +945,41 @@ TEST_CASE("meta: im2col, col2im and _pdist_forward") {
   CHECK(t.op("aten._pdist_forward.default", {T(pts), F(2.0)}).sizes == Sizes{15});
   CHECK(t.error("aten._pdist_forward.default", {T(x), F(2.0)}).find("pdist only supports 2D") == 0);
 }
+
+TEST_CASE("meta: training batch norm forms, rms_norm, _safe_softmax, _softmax_backward_data") {
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {4, 3, 5}));
+  ValueId c = t.in("c", meta(DType::F32, {3}));
+  ValueId c2 = t.in("c2", meta(DType::F32, {2}));
+  ValueId h = t.in("h", meta(DType::F16, {4, 3}));
+  ValueId hc = t.in("hc", meta(DType::F32, {3}));
+  auto outs = t.ops("aten._native_batch_norm_legit_functional.default",
+                    {T(x), T(c), T(c), T(c), T(c), B(true), F(0.1), F(1e-5)});
+  REQUIRE(outs.size() == 5);
+  CHECK(outs[0].sizes == Sizes{4, 3, 5});
+  CHECK(outs[1].sizes == Sizes{3});
+  CHECK(outs[4].sizes == Sizes{3});
+  outs = t.ops("aten._batch_norm_with_update_functional.default",
+               {T(h), {"", Arg::none()}, {"", Arg::none()}, T(hc), T(hc), F(0.1), F(1e-5)});
+  REQUIRE(outs.size() == 6);
+  CHECK(outs[0].dtype == DType::F16);
+  CHECK(outs[1].dtype == DType::F32); // statistics of half inputs are float
+  CHECK(outs[3].dtype == DType::U8);
+  CHECK(outs[3].sizes == Sizes{0});
+  CHECK(t.error("aten._native_batch_norm_legit.default",
+                {T(x), T(c2), {"", Arg::none()}, T(c), T(c), B(true), F(0.1), F(1e-5)})
+            .find("weight should contain 3 elements") != std::string::npos);
+  CHECK(t.op("aten.rms_norm.default", {T(x), Is({3, 5}), {"", Arg::none()}, {"", Arg::none()}})
+            .sizes == Sizes{4, 3, 5});
+  CHECK(t.error("aten.rms_norm.default", {T(x), Is({3}), {"", Arg::none()}, {"", Arg::none()}})
+            .find("normalized_shape") != std::string::npos);
+  CHECK(t.op("aten._safe_softmax.default", {T(h), I(1), {"", Arg::of_dtype(DType::F32)}}).dtype ==
+        DType::F32);
+  CHECK(t.op("aten._softmax_backward_data.default",
+             {T(x), T(x), I(-1), {"", Arg::of_dtype(DType::F16)}})
+            .dtype == DType::F16);
+  CHECK(t.error("aten._softmax_backward_data.default",
+                {T(x), T(c), I(0), {"", Arg::of_dtype(DType::F32)}})
+            .find("same sizes") != std::string::npos);
+  CHECK(t.op("aten.logit.default", {T(t.in("i", meta(DType::I64, {2})))}).dtype == DType::F32);
+}
