@@ -36,7 +36,7 @@ double rmse(const Tensor& a, const Tensor& b) {
 
 CheckReport check_expected(const NamedTensors& results,
                            const std::map<std::string, WeightData>& expected, double rtol,
-                           double atol, bool train) {
+                           double atol, bool train, bool equal_nan) {
   CheckReport rep;
   int checked = 0;
   for (const auto& [key, w] : expected) {
@@ -53,10 +53,10 @@ CheckReport check_expected(const NamedTensors& results,
           key + ": missing: the run produced no such " + (is_grad ? "gradient" : "output") + "\n";
       continue;
     }
-    CompareOptions co; // torch.testing.assert_close's criterion, equal_nan=False included
+    CompareOptions co; // torch.testing.assert_close's criterion
     co.rtol = rtol;
     co.atol = atol;
-    co.equal_nan = false;
+    co.equal_nan = equal_nan;
     CompareResult r = compare_tensors(*actual, Tensor::from_weight(w), co);
     if (r.ok) {
       rep.text +=
@@ -120,7 +120,7 @@ int write_and_expect(const Options& o, const NamedTensors& results, bool train) 
   }
   if (o.expect.empty()) return 0;
   auto expected = read_safetensors(o.expect);
-  CheckReport rep = check_expected(results, expected, o.rtol, o.atol, train);
+  CheckReport rep = check_expected(results, expected, o.rtol, o.atol, train, o.equal_nan);
   log_message(Component::Driver, Level::Info,
               "expect: compared with " + o.expect + fmt(" (rtol=%g, atol=%g): ", o.rtol, o.atol) +
                   (rep.ok ? "match" : "MISMATCH"));

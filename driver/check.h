@@ -19,10 +19,11 @@ struct CheckReport {
 
 /// Compares every result whose name the file holds as `output_<i>` (and, in train mode,
 /// `grad.*`); other keys (input_<i>, ...) are ignored. An expected output or gradient that the
-/// run did not produce is a failure, and so is a file with nothing to compare.
+/// run did not produce is a failure, and so is a file with nothing to compare. NaN matches NaN
+/// only with `equal_nan` (--equal-nan), as in torch.testing.assert_close.
 CheckReport check_expected(const NamedTensors& results,
                            const std::map<std::string, WeightData>& expected, double rtol,
-                           double atol, bool train);
+                           double atol, bool train, bool equal_nan = false);
 
 /// Judges each result like torch._dynamo's same(ref, res, fp64_ref): `base` is the float32
 /// eager result, `fp64` the float64 reference, both in the order of `results`.

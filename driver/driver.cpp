@@ -250,6 +250,7 @@ void warn_unused_arguments(const Options& o, bool artifact) {
   if (o.expect.empty() && !o.bisect && !o.minify) {
     if (o.rtol_given) unused("--rtol", "without --expect");
     if (o.atol_given) unused("--atol", "without --expect");
+    if (o.equal_nan) unused("--equal-nan", "without --expect");
   }
   if (!artifact && o.device == DeviceKind::Cpu) {
     if (o.cuda_graphs) unused("--cuda-graphs", "with --device=cpu");
@@ -357,13 +358,14 @@ void log_symbols(const Graph& g) {
 // line per kernel, "===== fxc kernel <graph folder>/<name> =====". A kernel whose name an
 // earlier graph's kernel has (train mode: forward and backward) is renamed <name>_<role> (the
 // line then ends "(symbol <name>_<role>) ====="); kernel names end in a number, so the new
-// name is free. cpp is each graph's output_code.cpp, one after another.
+// name is free. cpp is each graph's output_code.cpp, one after another. A graph without kernels
+// gives an empty module (one comment line).
 std::string emitted_code(const Compilation& c, const std::string& emit) {
   std::string out;
 #ifdef FXC_HAVE_CODEGEN
   if (emit == "cpp") {
     for (const std::shared_ptr<CompiledGraph>& g : c.compiled) out += g->output_code();
-    if (out.empty()) throw Error(c.opts.input, "--emit=cpp: the graph compiled to no kernels");
+    if (out.empty()) out = "// fxc: the graph compiled to no kernels\n";
     return out;
   }
   const bool cuda = c.opts.device == DeviceKind::Cuda;
@@ -387,8 +389,10 @@ std::string emitted_code(const Compilation& c, const std::string& emit) {
       for (const GeneratedKernel& k : c.compiled.at(i)->kernels()) add(c.graphs[i], k.name, k.ll);
     }
   }
-  if (kernels.empty())
-    throw Error(c.opts.input, "--emit=" + emit + ": the graph compiled to no kernels");
+  // A graph of views and inputs only computes nothing: its module is empty but valid (as an
+  // empty translation unit's is for clang and nvcc), so that build rules hold for every graph.
+  if (kernels.empty() && emit != "obj")
+    out += comment + std::string("fxc: the graph compiled to no kernels\n");
   PassTimer t("emit: one module");
   if (emit == "obj") return emit_kernels_object(kernels);
   if (cuda)

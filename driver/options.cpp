@@ -301,6 +301,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       ->option_text("<f.safetensors>");
   app.add_option("--rtol", o->rtol, "Relative tolerance for --expect (default 1e-4)");
   app.add_option("--atol", o->atol, "Absolute tolerance for --expect (default 1e-5)");
+  app.add_flag("--equal-nan", o->equal_nan, "--expect: NaN matches NaN (default: never)");
   app.add_option("--seed", o->seed,
                  "Seed for random inputs and random ops (rand, dropout, ...; default 0)");
   app.add_flag("--check-accuracy", o->check_accuracy,

@@ -23,6 +23,7 @@ struct Options {
   bool run = false;
   std::string inputs, outputs, expect;
   double rtol = 1e-4, atol = 1e-5; ///< defaults suited to float32 (see man page)
+  bool equal_nan = false;          ///< --equal-nan: NaN matches NaN in --expect
   uint64_t seed = 0;
   bool check_accuracy = false;
   bool bench = false, bisect = false, minify = false;

@@ -248,4 +248,53 @@ has "--expect: greatest absolute difference at the mismatched element" "$tmp/err
 has "--expect: greatest relative difference at the mismatched element" "$tmp/err" \
   "  Greatest relative difference: 1.0 at index $bad_r $bad_c (up to 0.0001 allowed)"
 hasnt "--expect: not the largest error within tolerance" "$tmp/err" "$big_r $big_c"
+# NaN never matches under --expect (assert_close's equal_nan=False) unless --equal-nan is given:
+# log of x = [-1, 4] is [NaN, log 4], and the expected file holds the same.
+cat >"$tmp/nan.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "nan",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
+ "nodes": [{"name": "log", "target": "aten.log.default", "args": [{"ref": "x"}]}],
+ "outputs": ["log"]}
+EOF
+python3 - "$tmp/nan.safetensors" <<'EOF'
+import json, math, struct, sys
+x = struct.pack('<2f', -1.0, 4.0)
+y = struct.pack('<2f', float('nan'), math.log(4.0))
+h = json.dumps({'input_0': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]},
+                'output_0': {'dtype': 'F32', 'shape': [2], 'data_offsets': [8, 16]}}).encode()
+h += b' ' * (-len(h) % 8)
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + x + y)
+EOF
+for b in eager inductor; do
+  check "--expect: NaN does not match NaN ($b)" 1 "$fxc" --backend=$b --run \
+    --inputs "$tmp/nan.safetensors" --expect "$tmp/nan.safetensors" "$tmp/nan.fxg"
+  has "--expect: the NaN is the mismatch ($b)" "$tmp/err" "Mismatched elements: 1 / 2 (50.0%)"
+  check "--expect --equal-nan: NaN matches NaN ($b)" 0 "$fxc" --backend=$b --run \
+    --inputs "$tmp/nan.safetensors" --expect "$tmp/nan.safetensors" --equal-nan "$tmp/nan.fxg"
+done
+check "--equal-nan without --expect: a warning" 0 "$fxc" --backend=eager --run --equal-nan \
+  --inputs "$tmp/nan.safetensors" "$tmp/nan.fxg"
+has "--equal-nan without --expect: named" "$tmp/err" "argument unused without --expect: '--equal-nan'"
+
+# A graph of views only compiles to no kernels: --emit=ptx|llvm write an empty module,
+# cpp its host plan.
+cat >"$tmp/view.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "view",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [2, 3]}],
+ "nodes": [{"name": "t", "target": "aten.permute.default", "args": [{"ref": "x"}, {"ints": [1, 0]}]}],
+ "outputs": ["t"]}
+EOF
+for e in ptx llvm; do
+  check "--emit=$e of a view-only graph" 0 "$fxc" --backend=inductor --device=cuda --emit=$e \
+    -o "$tmp/view.$e" "$tmp/view.fxg"
+  has "--emit=$e of a view-only graph says it has no kernels" "$tmp/view.$e" \
+    "fxc: the graph compiled to no kernels"
+done
+check "--emit=cpp of a view-only graph" 0 "$fxc" --backend=inductor --emit=cpp -o "$tmp/view.cpp" \
+  "$tmp/view.fxg"
+has "--emit=cpp of a view-only graph: its host plan" "$tmp/view.cpp" "output_code.cpp: the host plan"
+pt=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
+if [ -x "$pt" ]; then
+  check "ptxas takes the empty module" 0 "$pt" -arch=sm_90 "$tmp/view.ptx" -o "$tmp/view.cubin"
+else missing "ptxas on an empty module" "ptxas not found"; fi
 exit $fail

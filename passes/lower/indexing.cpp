@@ -31,6 +31,9 @@ void lower_gather(Lowerer& L, int n) {
   L.set_output(n, 0,
                L.pointwise(n, x.dtype, m.sizes,
                            [&](auto& idx) {
+                             // A 0-dim input has one element: its only index is 0 (the meta
+                             // checked the shapes), so the load is the input itself.
+                             if (x.sizes.empty()) return L.at(x, {});
                              std::vector<IndexExpr> in = idx;
                              in[d] =
                                  IndexExpr::indirect(v_cast(L.at(ix, idx), DType::I64), x.sizes[d]);
@@ -44,19 +47,18 @@ void lower_index_select(Lowerer& L, int n) {
   LVal& ix = L.input(n, "index");
   const TensorMeta& m = L.out_meta(n);
   int64_t d = wrap(L, n, L.node(n).arg("dim").i, int64_t(x.sizes.size()));
-  L.set_output(
-      n, 0,
-      L.pointwise(n, x.dtype, m.sizes,
-                  [&](auto& idx) {
-                    std::vector<IndexExpr> in = idx;
-                    in[d] = IndexExpr::indirect(
-                        v_cast(L.at(ix, {ix.sizes.empty() ? IndexExpr(0) : idx[d]}), DType::I64),
-                        x.sizes[d]);
-                    if (ix.sizes.empty())
-                      in[d] = IndexExpr::indirect(v_cast(L.at(ix, {}), DType::I64), x.sizes[d]);
-                    return L.at(x, in);
-                  },
-                  {&x, &ix}));
+  L.set_output(n, 0,
+               L.pointwise(n, x.dtype, m.sizes,
+                           [&](auto& idx) {
+                             // A 0-dim input: the result is the input (its one index is 0).
+                             if (x.sizes.empty()) return L.at(x, {});
+                             std::vector<IndexExpr> in = idx;
+                             VPtr i = L.at(ix, ix.sizes.empty() ? std::vector<IndexExpr>{}
+                                                                : std::vector<IndexExpr>{idx[d]});
+                             in[d] = IndexExpr::indirect(v_cast(i, DType::I64), x.sizes[d]);
+                             return L.at(x, in);
+                           },
+                           {&x, &ix}));
 }
 
 /// index.Tensor (advanced indexing with integer index tensors and None entries): the index
