@@ -301,6 +301,12 @@ std::vector<ValueId> linear(Emit& e, const DNode& d) {
 /// addmm stays one extern matmul with a fused bias unless splitting helps, as in Inductor's
 /// decomposition: a 1-row product with a small mat2 becomes a pointwise multiply and a sum,
 /// and non-unit beta/alpha become scalings around mm + add.
+/// v * s for a Scalar argument, keeping an integral scalar integral; v itself when s is 1.
+ValueId scale_by(Emit& e, ValueId v, const Arg& s) {
+  if (s.kind != Arg::Kind::Bool && s.scalar() == 1.0) return v;
+  return e.op("aten.mul.Scalar", {Emit::t(v), {"", s}});
+}
+
 std::vector<ValueId> addmm(Emit& e, const DNode& d) {
   ValueId bias = d.tensor("self"), a = d.tensor("mat1"), b = d.tensor("mat2");
   double beta = d.arg("beta").scalar(), alpha = d.arg("alpha").scalar();
@@ -309,9 +315,10 @@ std::vector<ValueId> addmm(Emit& e, const DNode& d) {
   bool tiny = as[0] == 1 && bs[0] <= 16 && bs[1] <= 16;
   if (!tiny && beta == 1 && alpha == 1) return {};
   ValueId prod = tiny ? e.sum(e.mul(e.permute(a, {1, 0}), b), {0}, true) : e.mm(a, b);
-  if (alpha != 1) prod = e.mul_s(prod, alpha);
+  // Integer matrices stay integers: alpha and beta are applied as the Scalars they are.
+  prod = scale_by(e, prod, d.arg("alpha"));
   if (beta == 0) return {prod};
-  return {e.add(prod, beta == 1 ? bias : e.mul_s(bias, beta))};
+  return {e.add(prod, scale_by(e, bias, d.arg("beta")))};
 }
 
 std::vector<ValueId> matmul(Emit& e, const DNode& d) {
@@ -597,7 +604,9 @@ ValueId clamp_call(Emit& e, ValueId x, const Arg& lo, const Arg& hi) {
 }
 
 std::vector<ValueId> hardtanh(Emit& e, const DNode& d) {
-  return {clamp_call(e, d.tensor("self"), d.arg("min_val"), d.arg("max_val"))};
+  // hardtanh keeps its input's dtype (clamp would promote an integer tensor to float).
+  ValueId x = d.tensor("self");
+  return {e.cast(clamp_call(e, x, d.arg("min_val"), d.arg("max_val")), e.meta(x).dtype)};
 }
 std::vector<ValueId> clamp_min(Emit& e, const DNode& d) {
   return {clamp_call(e, d.tensor("self"), d.arg("min"), Arg::none())};
@@ -975,12 +984,6 @@ ValueId dense(Emit& e, ValueId v) {
 /// A view of `x` that is a value of its own (a row's result must not be its input).
 ValueId own_view(Emit& e, ValueId v, ValueId x) {
   return v == x ? e.op("aten.alias.default", {Emit::t(x)}) : v;
-}
-
-/// v * s for a Scalar argument, keeping an integral scalar integral; v itself when s is 1.
-ValueId scale_by(Emit& e, ValueId v, const Arg& s) {
-  if (s.kind != Arg::Kind::Bool && s.scalar() == 1.0) return v;
-  return e.op("aten.mul.Scalar", {Emit::t(v), {"", s}});
 }
 
 std::vector<int64_t> broadcast_all(const DNode& d, const std::vector<std::vector<int64_t>>& ss) {
