@@ -803,29 +803,45 @@ private:
     g_.nodes.push_back(std::move(node));
   }
 
+  // The graph's outputs, one per output spec. User outputs come first, in their order (they are
+  // output_0.. as PyTorch's module returns them); then the new values of the inputs and buffers
+  // the program mutates (user_input_mutation, buffer_mutation: torch.export lists them first),
+  // which fxc returns as further outputs instead of writing them back (docs/design.md).
   void read_outputs(const json& graph, const json& sig) {
-    for (const json& s : r_.array(sig, "output_specs", "signature")) {
+    const json& specs = r_.array(sig, "output_specs", "signature");
+    const json& outs = r_.array(graph, "outputs", "graph");
+    if (specs.size() != outs.size())
+      r_.fail("the signature has " + std::to_string(specs.size()) + " output specs, the graph " +
+              std::to_string(outs.size()) + " outputs");
+    std::vector<ValueId> user, mutated;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const json& s = specs[i];
       if (!s.is_object() || s.size() != 1) r_.fail("output spec is not a one-key object");
-      if (s.begin().key() != "user_output")
-        r_.fail("output kind '" + s.begin().key() + "' is not supported (only user outputs)");
+      const std::string& kind = s.begin().key();
+      if (kind != "user_output" && kind != "user_input_mutation" && kind != "buffer_mutation")
+        r_.fail("output kind '" + kind +
+                "' is not supported (user outputs and input and buffer mutations are)");
+      (kind == "user_output" ? user : mutated).push_back(read_output(outs[i], i));
     }
-    for (const json& o : r_.array(graph, "outputs", "graph")) {
-      if (const json* si = r_.find(o, "as_sym_int")) { // a size: returned as a 0-dim int64 tensor
-        SymExpr e;
-        Arg a = Arg::of_int(sym_arg(*si, &e, "", ""));
-        if (!e.empty()) a.syms = {e};
-        g_.outputs.push_back(add_node1(g_, "aten.scalar_tensor.default",
-                                       {{"", a}, {"dtype", Arg::of_dtype(DType::I64)}},
-                                       "sym_output_" + std::to_string(g_.outputs.size())));
-        continue;
-      }
-      const json* t = r_.find(o, "as_tensor");
-      if (!t) r_.fail("graph output " + o.dump() + " is not a tensor");
-      std::string name = r_.str(r_.get(*t, "name", "graph output"), "output name");
-      auto it = ids_.find(name);
-      if (it == ids_.end()) r_.fail("graph output names undefined value '" + name + "'");
-      g_.outputs.push_back(it->second);
+    g_.outputs = user;
+    g_.outputs.insert(g_.outputs.end(), mutated.begin(), mutated.end());
+  }
+
+  ValueId read_output(const json& o, size_t index) {
+    if (const json* si = r_.find(o, "as_sym_int")) { // a size: returned as a 0-dim int64 tensor
+      SymExpr e;
+      Arg a = Arg::of_int(sym_arg(*si, &e, "", ""));
+      if (!e.empty()) a.syms = {e};
+      return add_node1(g_, "aten.scalar_tensor.default",
+                       {{"", a}, {"dtype", Arg::of_dtype(DType::I64)}},
+                       "sym_output_" + std::to_string(index));
     }
+    const json* t = r_.find(o, "as_tensor");
+    if (!t) r_.fail("graph output " + o.dump() + " is not a tensor");
+    std::string name = r_.str(r_.get(*t, "name", "graph output"), "output name");
+    auto it = ids_.find(name);
+    if (it == ids_.end()) r_.fail("graph output names undefined value '" + name + "'");
+    return it->second;
   }
 
   // Weights: fqn -> {path_name, tensor_meta} in the weights and constants configs. Entries that

@@ -79,6 +79,11 @@ bool parse_default(std::string_view text, const ArgSchema& a, int fixed_len, Arg
     *out = Arg::none();
     return true;
   }
+  if (a.type == ArgType::Int && !a.is_list && (text == "Mean" || text == "Sum")) {
+    // native_functions.yaml's loss reductions (at::Reduction: None 0, Mean 1, Sum 2).
+    *out = Arg::of_int(text == "Mean" ? 1 : 2);
+    return true;
+  }
   if (a.type == ArgType::Bool && !a.is_list) {
     if (text != "True" && text != "False") return false;
     *out = Arg::of_bool(text == "True");

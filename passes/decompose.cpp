@@ -2127,6 +2127,664 @@ std::vector<ValueId> threshold(Emit& e, const DNode& d) {
                  d.out_meta(0).dtype)};
 }
 
+// ---- Composite ops, second batch (issue 18): products, statistics, order statistics, distances
+// and losses, pooling and upsampling in one dimension, and random distributions. Like the rows
+// above they read no output metadata.
+
+/// The result of a loss per element under `reduction` (0 none, 1 mean, 2 sum).
+ValueId reduce_loss(Emit& e, const DNode& d, ValueId v, int64_t reduction) {
+  if (reduction == 0) return v;
+  if (reduction == 1) return e.mean(v, {}, false);
+  if (reduction == 2) return e.sum(v, {}, false);
+  d.fail("reduction must be 0 (none), 1 (mean) or 2 (sum), got " + std::to_string(reduction));
+}
+
+std::vector<ValueId> dot(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self");
+  ValueId b = d.tensor(d.n.target == "aten.dot.default" ? "tensor" : "other");
+  if (e.dim(a) != 1 || e.dim(b) != 1)
+    d.fail("1D tensors expected, but got " + std::to_string(e.dim(a)) + "D and " +
+           std::to_string(e.dim(b)) + "D tensors");
+  if (e.sizes(a) != e.sizes(b))
+    d.fail("inconsistent tensor size, expected tensor [" + std::to_string(e.sizes(a)[0]) +
+           "] and src [" + std::to_string(e.sizes(b)[0]) + "] to have the same number of elements");
+  ValueId p = e.mul(a, b);
+  return {e.cast(e.sum(p, {0}, false), e.dtype(p))};
+}
+
+std::vector<ValueId> inner(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self"), b = d.tensor("other");
+  if (e.dim(a) == 0 || e.dim(b) == 0) return {e.mul(a, b)};
+  std::vector<int64_t> as = e.sizes(a), bs = e.sizes(b);
+  if (as.back() != bs.back())
+    d.fail("inner() the last dimension must match on both input tensors but got shapes " +
+           format_meta(e.meta(a)) + " and " + format_meta(e.meta(b)));
+  int64_t k = as.back();
+  std::vector<int64_t> out(as.begin(), as.end() - 1);
+  out.insert(out.end(), bs.begin(), bs.end() - 1);
+  ValueId a2 = e.reshape(a, {prod(as, 0, as.size() - 1), k});
+  ValueId b2 = e.reshape(b, {prod(bs, 0, bs.size() - 1), k});
+  return {e.reshape(e.mm(a2, e.permute(b2, {1, 0})), out)};
+}
+
+std::vector<ValueId> trace(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.dim(x) != 2)
+    d.fail("trace: expected a matrix, but got tensor with dim " + std::to_string(e.dim(x)));
+  ValueId diag = e.op("aten.diagonal.default", {Emit::t(x), Emit::i(0), Emit::i(0), Emit::i(1)});
+  if (e.sizes(diag)[0] == 0) return {e.sum(e.zeros({1}, e.meta(x)), {0}, false)};
+  return {e.sum(diag, {0}, false)};
+}
+
+/// var.default, std.default, var_mean.default, std_mean.default: over every dim.
+std::vector<ValueId> moments_all(Emit& e, const DNode& d) {
+  std::string t = d.n.target;
+  t.replace(t.rfind(".default"), 8, ".correction");
+  return e.call(t, {Emit::t(d.tensor("self")),
+                    {"", Arg::none()},
+                    Emit::kw("correction", Arg::of_int(d.arg("unbiased").b ? 1 : 0))});
+}
+
+std::vector<ValueId> aminmax(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  std::vector<CallArg> dims = {Emit::ints({})};
+  if (d.has("dim")) {
+    int64_t dim = d.arg("dim").i;
+    if (e.dim(x) > 0) dims = {Emit::ints({wrap(dim, e.dim(x))})};
+  }
+  bool keep = d.arg("keepdim").b;
+  auto red = [&](const char* op) {
+    ValueId r = e.op(op, {Emit::t(x), dims[0], Emit::b(keep)});
+    return r;
+  };
+  return {red("aten.amin.default"), red("aten.amax.default")};
+}
+
+/// The k-th smallest along `dim` of a stable ascending sort (NaN sorts last), k a tensor of
+/// indices with the reduced shape (keepdim). Returns {values, indices} without the dim unless
+/// keepdim.
+std::vector<ValueId> pick_sorted(Emit& e, ValueId x, int64_t dim, ValueId k, bool keepdim) {
+  std::vector<ValueId> s =
+      e.call("aten.sort.stable",
+             {Emit::t(x), Emit::kw("stable", Arg::of_bool(true)), Emit::kw("dim", Arg::of_int(dim)),
+              Emit::kw("descending", Arg::of_bool(false))});
+  ValueId v = e.op("aten.gather.default", {Emit::t(s[0]), Emit::i(dim), Emit::t(k)});
+  ValueId i = e.op("aten.gather.default", {Emit::t(s[1]), Emit::i(dim), Emit::t(k)});
+  if (!keepdim) {
+    v = e.op("aten.squeeze.dims", {Emit::t(v), Emit::ints({dim})});
+    i = e.op("aten.squeeze.dims", {Emit::t(i), Emit::ints({dim})});
+  }
+  return {v, i};
+}
+
+/// A tensor of the reduced shape (dim kept) holding `k` everywhere, as int64.
+ValueId const_index(Emit& e, ValueId x, int64_t dim, int64_t k) {
+  std::vector<int64_t> s = e.sizes(x);
+  s[size_t(dim)] = 1;
+  TensorMeta like = e.meta(x);
+  like.dtype = DType::I64;
+  return e.op("aten.add.Scalar", {Emit::t(e.zeros(s, like)), Emit::i(k)});
+}
+
+/// median / nanmedian over `dim` (x at least 1-D): the lower middle of the values (of the
+/// non-NaN ones for nanmedian); median gives the first NaN of a row that has one, nanmedian
+/// NaN only for a row of NaNs.
+std::vector<ValueId> median_along(Emit& e, const DNode& d, ValueId x, int64_t dim, bool keepdim,
+                                  bool nan_skipping) {
+  int64_t n = e.sizes(x)[size_t(dim)];
+  if (n == 0) d.fail("median() cannot compute the median of an empty dimension");
+  ValueId k;
+  if (!is_floating(e.dtype(x))) {
+    k = const_index(e, x, dim, (n - 1) / 2);
+  } else {
+    // count of non-NaN values per row; median: (n-1)/2 when the row has no NaN, else the count
+    // (the first NaN's sorted position); nanmedian: (count-1)/2, 0 for a row of NaNs.
+    ValueId present = e.cast(e.unary("logical_not", e.unary("isnan", x)), DType::F64);
+    ValueId cnt = e.sum(present, {dim}, true);
+    ValueId pick;
+    if (nan_skipping) {
+      pick = e.unary("floor", e.mul_s(e.add_s(cnt, -1.0), 0.5));
+      pick = e.op("aten.clamp_min.default", {Emit::t(pick), Emit::f(0.0)});
+    } else {
+      ValueId full = e.cmp_s("eq", cnt, double(n));
+      pick = e.where(full, e.add_s(e.mul_s(cnt, 0.0), double((n - 1) / 2)), cnt);
+    }
+    k = e.cast(pick, DType::I64);
+  }
+  return pick_sorted(e, x, dim, k, keepdim);
+}
+
+std::vector<ValueId> median_all(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.meta(x).numel() == 0) d.fail("median() input tensor cannot be empty");
+  ValueId flat = e.reshape(x, {e.meta(x).numel()});
+  bool nan_skipping = d.n.target == "aten.nanmedian.default";
+  return {median_along(e, d, flat, 0, false, nan_skipping)[0]};
+}
+
+std::vector<ValueId> median_dim(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  bool keep = d.arg("keepdim").b, nan_skipping = d.n.target == "aten.nanmedian.dim";
+  if (e.dim(x) == 0) {
+    int64_t dim = wrap(d.arg("dim").i, 1);
+    (void)dim;
+    ValueId idx = e.op("aten.mul.Scalar", {Emit::t(e.cast(x, DType::I64)), Emit::i(0)});
+    return {own_view(e, x, x), idx};
+  }
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x));
+  return median_along(e, d, x, dim, keep, nan_skipping);
+}
+
+std::vector<ValueId> kthvalue(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t k = d.arg("k").i;
+  bool keep = d.arg("keepdim").b;
+  if (e.dim(x) == 0) {
+    if (k != 1) d.fail("kthvalue(): selected number k out of range for dimension 0");
+    ValueId idx = e.op("aten.mul.Scalar", {Emit::t(e.cast(x, DType::I64)), Emit::i(0)});
+    return {own_view(e, x, x), idx};
+  }
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x)), n = e.sizes(x)[size_t(dim)];
+  if (k < 1 || k > n)
+    d.fail("kthvalue(): selected number k out of range for dimension " + std::to_string(dim));
+  return pick_sorted(e, x, dim, const_index(e, x, dim, k - 1), keep);
+}
+
+std::vector<ValueId> lerp_scalar(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self"), b = d.tensor("end");
+  double w = d.arg("weight").scalar();
+  ValueId diff = e.sub(b, a);
+  // PyTorch's two-sided form: exact at both ends.
+  if (std::abs(w) < 0.5) return {e.add(a, e.mul_s(diff, w))};
+  return {e.sub(b, e.mul_s(diff, 1.0 - w))};
+}
+
+std::vector<ValueId> channel_shuffle(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t g = d.arg("groups").i;
+  std::vector<int64_t> s = e.sizes(x);
+  if (s.size() < 3) d.fail("channel_shuffle expects input to have at least 3 dimensions");
+  if (g <= 0 || s[1] % g != 0)
+    d.fail("channel_shuffle: number of channels (" + std::to_string(s[1]) +
+           ") must be divisible by groups (" + std::to_string(g) + ")");
+  std::vector<int64_t> split = {s[0], g, s[1] / g};
+  split.insert(split.end(), s.begin() + 2, s.end());
+  ValueId t = e.transpose(e.reshape(x, split), 1, 2);
+  return {e.reshape(contiguous_copy(e, t), s)};
+}
+
+std::vector<ValueId> linalg_vander(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("x");
+  if (e.dim(x) == 0) x = e.reshape(x, {1}); // a scalar is a vector of one
+  int64_t n = d.has("N") ? d.arg("N").i : e.sizes(x).back();
+  if (n <= 0) d.fail("N must be greater than 1.");
+  DType t = e.dtype(x) == DType::Bool ? DType::I64 : e.dtype(x);
+  ValueId xc = e.cast(x, t);
+  std::vector<int64_t> s = e.sizes(x);
+  ValueId col = e.unsqueeze(xc, -1);
+  s.push_back(1);
+  ValueId ones = e.op("aten.add.Scalar", {Emit::t(e.zeros(s, e.meta(col))), Emit::i(1)});
+  if (n == 1) return {ones};
+  std::vector<int64_t> rest = e.sizes(col);
+  rest.back() = n - 1;
+  ValueId all = e.cat({ones, e.expand(col, rest)}, int64_t(s.size()) - 1);
+  return {e.op("aten.cumprod.default", {Emit::t(all), Emit::i(int64_t(s.size()) - 1)})};
+}
+
+std::vector<ValueId> frexp(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  DType t = e.dtype(x);
+  if (!is_floating(t))
+    d.fail("torch.frexp() only supports floating-point dtypes, got " + std::string(dtype_name(t)));
+  ValueId xd = e.cast(x, DType::F64);
+  ValueId ax = e.unary("abs", xd);
+  ValueId finite_nz = e.op("aten.logical_and.default",
+                           {Emit::t(e.unary("isfinite", xd)), Emit::t(e.cmp_s("ne", xd, 0.0))});
+  // exponent = floor(log2 |x|) + 1, corrected by one either way where log2 rounded.
+  ValueId safe = e.where(finite_nz, ax, e.add_s(e.mul_s(ax, 0.0), 1.0));
+  ValueId ex = e.add_s(e.unary("floor", e.unary("log2", safe)), 1.0);
+  ValueId m = e.mul(safe, e.op("aten.pow.Scalar", {Emit::f(2.0), Emit::t(e.mul_s(ex, -1.0))}));
+  ValueId hi = e.cmp_s("ge", m, 1.0), lo = e.cmp_s("lt", m, 0.5);
+  ex = e.add(ex, e.sub(e.cast(hi, DType::F64), e.cast(lo, DType::F64)));
+  m = e.where(hi, e.mul_s(m, 0.5), e.where(lo, e.mul_s(m, 2.0), m));
+  ValueId signed_m = e.where(e.cmp_s("lt", xd, 0.0), e.mul_s(m, -1.0), m);
+  ValueId mant = e.where(finite_nz, signed_m, xd);
+  ValueId expo = e.where(finite_nz, ex, e.mul_s(ex, 0.0));
+  return {e.cast(mant, t), e.cast(expo, DType::I32)};
+}
+
+/// ||x1 - x2 + eps||_p over the last dim (pairwise_distance's rule).
+ValueId pairwise(Emit& e, ValueId a, ValueId b, double p, double eps, bool keepdim) {
+  ValueId diff = e.add_s(e.sub(a, b), eps);
+  int64_t r = e.dim(diff);
+  std::vector<CallArg> args = {Emit::t(diff), Emit::f(p)};
+  args.push_back(r == 0 ? Emit::ints({}) : Emit::ints({r - 1}));
+  args.push_back(Emit::b(keepdim));
+  return e.op("aten.linalg_vector_norm.default", std::move(args));
+}
+
+std::vector<ValueId> pairwise_distance(Emit& e, const DNode& d) {
+  return {pairwise(e, d.tensor("x1"), d.tensor("x2"), d.arg("p").scalar(), d.arg("eps").scalar(),
+                   d.arg("keepdim").b)};
+}
+
+std::vector<ValueId> dist(Emit& e, const DNode& d) {
+  ValueId diff = e.sub(d.tensor("self"), d.tensor("other"));
+  return {e.op("aten.linalg_vector_norm.default",
+               {Emit::t(diff), {"", d.arg("p")}, Emit::ints({}), Emit::b(false)})};
+}
+
+std::vector<ValueId> cosine_similarity(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("x1"), b = d.tensor("x2");
+  std::vector<int64_t> s = broadcast_all(d, {e.sizes(a), e.sizes(b)});
+  if (s.empty()) d.fail("cosine_similarity: the inputs must have at least one dimension");
+  a = e.expand(a, s);
+  b = e.expand(b, s);
+  int64_t dim = wrap(d.arg("dim").i, int64_t(s.size()));
+  double eps = d.arg("eps").scalar();
+  auto unit = [&](ValueId v) {
+    ValueId nrm = e.op("aten.linalg_vector_norm.default",
+                       {Emit::t(v), Emit::f(2.0), Emit::ints({dim}), Emit::b(true)});
+    return e.div(v, e.op("aten.clamp_min.default", {Emit::t(nrm), Emit::f(eps)}));
+  };
+  return {e.sum(e.mul(unit(a), unit(b)), {dim}, false)};
+}
+
+std::vector<ValueId> bilinear(Emit& e, const DNode& d) {
+  ValueId x1 = d.tensor("input1"), x2 = d.tensor("input2"), w = d.tensor("weight");
+  if (e.dim(w) != 3) d.fail("bilinear(): weight must be three-dimensional");
+  std::vector<int64_t> s1 = e.sizes(x1), ws = e.sizes(w);
+  if (s1.empty() || e.sizes(x2).empty() || s1.back() != ws[1] || e.sizes(x2).back() != ws[2])
+    d.fail("bilinear(): input sizes do not match the weight " + format_meta(e.meta(w)));
+  int64_t rows = prod(s1, 0, s1.size() - 1), O = ws[0], I = ws[1], J = ws[2];
+  ValueId a = e.reshape(x1, {rows, I});
+  ValueId b = e.reshape(x2, {rows, J});
+  // t[r, o, j] = sum_i a[r, i] w[o, i, j]; y[r, o] = sum_j t[r, o, j] b[r, j]
+  ValueId wt = e.reshape(contiguous_copy(e, e.permute(w, {1, 0, 2})), {I, O * J});
+  ValueId t = e.reshape(e.mm(a, wt), {rows, O, J});
+  ValueId y = e.sum(e.mul(t, e.unsqueeze(b, 1)), {2}, false);
+  if (d.has("bias")) y = e.add(y, d.tensor("bias"));
+  std::vector<int64_t> out(s1.begin(), s1.end() - 1);
+  out.push_back(O);
+  return {e.reshape(y, out)};
+}
+
+std::vector<ValueId> cdist(Emit& e, const DNode& d) {
+  return {e.op("aten._cdist_forward.default", {Emit::t(d.tensor("x1")),
+                                               Emit::t(d.tensor("x2")),
+                                               {"", d.arg("p")},
+                                               {"", d.arg("compute_mode")}})};
+}
+
+std::vector<ValueId> linalg_diagonal(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("A");
+  return {
+      own_view(e,
+               e.op("aten.diagonal.default",
+                    {Emit::t(x), {"", d.arg("offset")}, {"", d.arg("dim1")}, {"", d.arg("dim2")}}),
+               x)};
+}
+
+std::vector<ValueId> max_pool1d(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t r = e.dim(x);
+  if (r != 2 && r != 3)
+    d.fail("max_pool1d() Expected 2D or 3D input tensor, but got " + format_meta(e.meta(x)));
+  auto one = [&](const char* name, int64_t dflt) {
+    const std::vector<int64_t>& v = d.arg(name).ints;
+    return std::vector<int64_t>{dflt, v.empty() ? -1 : v[0]};
+  };
+  std::vector<int64_t> k = one("kernel_size", 1), s = one("stride", 1), p = one("padding", 0),
+                       dl = one("dilation", 1);
+  if (s[1] < 0) s[1] = k[1];
+  ValueId x2 = e.unsqueeze(x, r - 1);
+  std::vector<ValueId> out =
+      e.call("aten.max_pool2d_with_indices.default", {Emit::t(x2),
+                                                      Emit::ints(k),
+                                                      Emit::ints(s),
+                                                      Emit::ints(p),
+                                                      Emit::ints(dl),
+                                                      {"", d.arg("ceil_mode")}});
+  std::vector<ValueId> res;
+  for (ValueId v : out) res.push_back(e.op("aten.squeeze.dims", {Emit::t(v), Emit::ints({r - 1})}));
+  if (d.n.target == "aten.max_pool1d.default") res.resize(1);
+  return res;
+}
+
+std::vector<ValueId> upsample_nearest1d_vec(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input");
+  if (e.dim(x) != 3)
+    d.fail("upsample_nearest1d: expected a 3-D input, got " + format_meta(e.meta(x)));
+  ValueId x2 = e.unsqueeze(x, 2);
+  Arg size = Arg::none(), scales = Arg::none();
+  if (d.has("output_size")) size = Arg::of_ints({1, d.arg("output_size").ints.at(0)});
+  if (d.has("scale_factors")) scales = Arg::of_floats({1.0, d.arg("scale_factors").floats.at(0)});
+  ValueId y = e.op("aten.upsample_nearest2d.vec", {Emit::t(x2), {"", size}, {"", scales}});
+  return {e.op("aten.squeeze.dims", {Emit::t(y), Emit::ints({2})})};
+}
+
+// ---- Losses (reduction: 0 none, 1 mean, 2 sum)
+
+std::vector<ValueId> binary_cross_entropy(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), t = d.tensor("target");
+  auto clamped_log = [&](ValueId v) {
+    return e.op("aten.clamp_min.default", {Emit::t(e.unary("log", v)), Emit::f(-100.0)});
+  };
+  ValueId l =
+      e.add(e.mul(t, clamped_log(x)), e.mul(e.rsub_s(1.0, t), clamped_log(e.rsub_s(1.0, x))));
+  l = e.mul_s(l, -1.0);
+  if (d.has("weight")) l = e.mul(l, d.tensor("weight"));
+  return {reduce_loss(e, d, l, d.arg("reduction").i)};
+}
+
+std::vector<ValueId> kl_div(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), t = d.tensor("target");
+  ValueId l = d.arg("log_target").b
+                  ? e.mul(e.unary("exp", t), e.sub(t, x))
+                  : e.sub(e.op("aten.xlogy.Tensor", {Emit::t(t), Emit::t(t)}), e.mul(t, x));
+  return {reduce_loss(e, d, l, d.arg("reduction").i)};
+}
+
+std::vector<ValueId> soft_margin_loss(Emit& e, const DNode& d) {
+  ValueId l =
+      e.unary("log1p", e.unary("exp", e.mul_s(e.mul(d.tensor("self"), d.tensor("target")), -1.0)));
+  return {reduce_loss(e, d, l, d.arg("reduction").i)};
+}
+
+std::vector<ValueId> margin_ranking_loss(Emit& e, const DNode& d) {
+  ValueId diff = e.sub(d.tensor("input1"), d.tensor("input2"));
+  ValueId l = e.add_s(e.mul_s(e.mul(d.tensor("target"), diff), -1.0), d.arg("margin").scalar());
+  l = e.op("aten.clamp_min.default", {Emit::t(l), Emit::f(0.0)});
+  return {reduce_loss(e, d, l, d.arg("reduction").i)};
+}
+
+std::vector<ValueId> hinge_embedding_loss(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), t = d.tensor("target");
+  double margin = d.arg("margin").scalar();
+  ValueId mc = e.op("aten.clamp_min.default", {Emit::t(e.rsub_s(margin, x)), Emit::f(0.0)});
+  ValueId zero = e.mul_s(x, 0.0);
+  ValueId om = e.where(e.cmp_s("ne", t, 1.0), mc, zero);
+  ValueId os = e.where(e.cmp_s("ne", t, -1.0), x, zero);
+  return {reduce_loss(e, d, e.add(om, os), d.arg("reduction").i)};
+}
+
+std::vector<ValueId> poisson_nll_loss(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input"), t = d.tensor("target");
+  ValueId l = d.arg("log_input").b
+                  ? e.sub(e.unary("exp", x), e.mul(t, x))
+                  : e.sub(x, e.mul(t, e.unary("log", e.add_s(x, d.arg("eps").scalar()))));
+  if (d.arg("full").b) {
+    // Stirling's term t log t - t + log(2 pi t) / 2 where t > 1.
+    ValueId st = e.add(e.sub(e.mul(t, e.unary("log", t)), t),
+                       e.mul_s(e.unary("log", e.mul_s(t, 2.0 * M_PI)), 0.5));
+    l = e.add(l, e.where(e.cmp_s("gt", t, 1.0), st, e.mul_s(t, 0.0)));
+  }
+  return {reduce_loss(e, d, l, d.arg("reduction").i)};
+}
+
+std::vector<ValueId> cosine_embedding_loss(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("input1"), b = d.tensor("input2"), t = d.tensor("target");
+  int64_t r = e.dim(a);
+  if (r != e.dim(b) || r < 1 || r > 2)
+    d.fail("cosine_embedding_loss: expected 1-D or 2-D inputs of equal rank");
+  int64_t dim = r - 1;
+  const double kEps = 1e-12;
+  ValueId dotp = e.sum(e.mul(a, b), {dim}, false);
+  ValueId m1 = e.add_s(e.sum(e.mul(a, a), {dim}, false), kEps);
+  ValueId m2 = e.add_s(e.sum(e.mul(b, b), {dim}, false), kEps);
+  ValueId cos = e.div(dotp, e.unary("sqrt", e.mul(m1, m2)));
+  ValueId zero = e.mul_s(cos, 0.0);
+  ValueId pos = e.rsub_s(1.0, cos);
+  ValueId neg = e.op("aten.clamp_min.default",
+                     {Emit::t(e.add_s(cos, -d.arg("margin").scalar())), Emit::f(0.0)});
+  ValueId l =
+      e.add(e.where(e.cmp_s("eq", t, 1.0), pos, zero), e.where(e.cmp_s("eq", t, -1.0), neg, zero));
+  return {reduce_loss(e, d, l, d.arg("reduction").i)};
+}
+
+std::vector<ValueId> triplet_margin_loss(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("anchor"), p = d.tensor("positive"), n = d.tensor("negative");
+  double pn = d.arg("p").scalar(), eps = d.arg("eps").scalar();
+  ValueId dp = pairwise(e, a, p, pn, eps, false), dn = pairwise(e, a, n, pn, eps, false);
+  if (d.arg("swap").b)
+    dn = e.op("aten.minimum.default", {Emit::t(dn), Emit::t(pairwise(e, p, n, pn, eps, false))});
+  ValueId l = e.add_s(e.sub(dp, dn), d.arg("margin").scalar());
+  l = e.op("aten.clamp_min.default", {Emit::t(l), Emit::f(0.0)});
+  return {reduce_loss(e, d, l, d.arg("reduction").i)};
+}
+
+// ---- Random distributions: functions of rand_like / randn_like samples (docs/random.md), so
+// that eager, inductor and CUDA draw the same numbers.
+
+/// Uniform samples in [0, 1) shaped like x, in float64 (float x) or float32.
+ValueId uniform01(Emit& e, ValueId x) {
+  DType t = is_floating(e.dtype(x)) ? e.dtype(x) : DType::F32;
+  return e.op("aten.rand_like.default", {Emit::t(x), Emit::kw("dtype", Arg::of_dtype(t))});
+}
+
+std::vector<ValueId> exponential(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  double l = d.arg("lambd").scalar();
+  if (!(l > 0)) d.fail("exponential_ expects lambda > 0.0, but found lambda=" + std::to_string(l));
+  ValueId u = uniform01(e, x);
+  return {e.cast(e.mul_s(e.unary("log1p", e.mul_s(u, -1.0)), -1.0 / l), e.dtype(x))};
+}
+
+std::vector<ValueId> geometric(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  double p = d.arg("p").scalar();
+  if (!(p > 0 && p < 1))
+    d.fail("geometric_ expects p to be in (0, 1), but got p=" + std::to_string(p));
+  ValueId u = uniform01(e, x);
+  // ceil(log(1 - u) / log(1 - p)), at least 1.
+  ValueId k = e.unary("ceil", e.mul_s(e.unary("log1p", e.mul_s(u, -1.0)), 1.0 / std::log1p(-p)));
+  k = e.op("aten.clamp_min.default", {Emit::t(k), Emit::f(1.0)});
+  return {e.cast(k, e.dtype(x))};
+}
+
+std::vector<ValueId> cauchy(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  ValueId u = uniform01(e, x);
+  ValueId c = e.unary("tan", e.mul_s(e.add_s(u, -0.5), M_PI));
+  return {
+      e.cast(e.add_s(e.mul_s(c, d.arg("sigma").scalar()), d.arg("median").scalar()), e.dtype(x))};
+}
+
+/// Standard normal samples shaped like x (float dtype).
+ValueId normal01(Emit& e, ValueId x) {
+  DType t = is_floating(e.dtype(x)) ? e.dtype(x) : DType::F32;
+  return e.op("aten.randn_like.default", {Emit::t(x), Emit::kw("dtype", Arg::of_dtype(t))});
+}
+
+std::vector<ValueId> log_normal(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  double sd = d.arg("std").scalar();
+  if (!(sd > 0)) d.fail("log_normal_ expects std > 0.0, but found std=" + std::to_string(sd));
+  ValueId z = e.add_s(e.mul_s(normal01(e, x), sd), d.arg("mean").scalar());
+  return {e.cast(e.unary("exp", z), e.dtype(x))};
+}
+
+std::vector<ValueId> uniform(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  double lo = d.arg("from").scalar(), hi = d.arg("to").scalar();
+  if (lo > hi)
+    d.fail("uniform_ expects to return a [from, to) range, but found from=" + std::to_string(lo) +
+           " > to=" + std::to_string(hi));
+  return {e.cast(e.add_s(e.mul_s(uniform01(e, x), hi - lo), lo), e.dtype(x))};
+}
+
+std::vector<ValueId> normal_functional(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  double sd = d.arg("std").scalar();
+  if (sd < 0) d.fail("normal expects std >= 0.0, but found std " + std::to_string(sd));
+  return {e.cast(e.add_s(e.mul_s(normal01(e, x), sd), d.arg("mean").scalar()), e.dtype(x))};
+}
+
+/// normal.Tensor_Tensor, .Tensor_float, .float_Tensor: mean + std * N(0, 1), broadcast.
+std::vector<ValueId> normal_tensor(Emit& e, const DNode& d) {
+  const Arg& m = d.arg("mean");
+  const Arg& s = d.arg("std");
+  std::vector<std::vector<int64_t>> shapes;
+  if (m.kind == Arg::Kind::Tensor) shapes.push_back(e.sizes(m.tensor));
+  if (s.kind == Arg::Kind::Tensor) shapes.push_back(e.sizes(s.tensor));
+  std::vector<int64_t> shape = broadcast_all(d, shapes);
+  ValueId like = m.kind == Arg::Kind::Tensor ? m.tensor : s.tensor;
+  ValueId z = normal01(e, e.expand(like, shape));
+  ValueId r = s.kind == Arg::Kind::Tensor ? e.mul(z, s.tensor) : e.mul_s(z, s.scalar());
+  r = m.kind == Arg::Kind::Tensor ? e.add(r, m.tensor) : e.add_s(r, m.scalar());
+  return {r};
+}
+
+std::vector<ValueId> randint_like(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t lo = d.n.target == "aten.randint_like.low_dtype" ? d.arg("low").i : 0;
+  int64_t hi = d.arg("high").i;
+  if (hi <= lo)
+    d.fail("random_ expects 'from' to be less than 'to', but got from=" + std::to_string(lo) +
+           " >= to=" + std::to_string(hi));
+  DType t = d.has("dtype") ? d.arg("dtype").dtype() : e.dtype(x);
+  ValueId u =
+      e.op("aten.rand_like.default", {Emit::t(x), Emit::kw("dtype", Arg::of_dtype(DType::F64))});
+  ValueId v = e.add_s(e.unary("floor", e.mul_s(u, double(hi - lo))), double(lo));
+  return {e.cast(v, t)};
+}
+
+std::vector<ValueId> pointwise_loss(Emit& e, const DNode& d) {
+  ValueId diff = e.sub(d.tensor("self"), d.tensor("target"));
+  const std::string& t = d.n.target;
+  ValueId l;
+  if (t == "aten.mse_loss.default") {
+    l = e.mul(diff, diff);
+  } else {
+    ValueId z = e.unary("abs", diff);
+    if (t == "aten.l1_loss.default") {
+      l = z;
+    } else if (t == "aten.smooth_l1_loss.default") {
+      double beta = d.arg("beta").scalar();
+      if (beta < 0) d.fail("smooth_l1_loss does not support negative values for beta.");
+      l = beta == 0 ? z
+                    : e.where(e.cmp_s("lt", z, beta), e.mul_s(e.mul(z, z), 0.5 / beta),
+                              e.add_s(z, -0.5 * beta));
+    } else { // huber_loss
+      double delta = d.arg("delta").scalar();
+      if (delta <= 0) d.fail("huber_loss does not support non-positive values for delta.");
+      l = e.where(e.cmp_s("lt", z, delta), e.mul_s(e.mul(z, z), 0.5),
+                  e.mul_s(e.add_s(z, -0.5 * delta), delta));
+    }
+  }
+  return {reduce_loss(e, d, l, d.arg("reduction").i)};
+}
+
+std::vector<ValueId> bce_with_logits(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), t = d.tensor("target");
+  // -log sigmoid(x) = max(-x, 0) + log1p(exp(-|x|))
+  ValueId nls = e.add(e.op("aten.clamp_min.default", {Emit::t(e.mul_s(x, -1.0)), Emit::f(0.0)}),
+                      e.unary("log1p", e.unary("exp", e.mul_s(e.unary("abs", x), -1.0))));
+  if (d.has("pos_weight")) {
+    ValueId lw = e.add_s(e.mul(e.add_s(d.tensor("pos_weight"), -1.0), t), 1.0);
+    nls = e.mul(lw, nls);
+  }
+  ValueId l = e.add(e.mul(e.rsub_s(1.0, t), x), nls);
+  if (d.has("weight")) l = e.mul(l, d.tensor("weight"));
+  return {reduce_loss(e, d, l, d.arg("reduction").i)};
+}
+
+/// nll_loss: {per-element loss (the target's shape), total weight}; x is [C] or [N, C, d...]
+/// with the classes in dim 1 (dim 0 for a 1-D x), the target the other dims.
+std::pair<ValueId, ValueId> nll_parts(Emit& e, const DNode& d, ValueId x, ValueId t) {
+  int64_t r = e.dim(x);
+  if (r < 1) d.fail("nll_loss: input must have at least one dimension");
+  int64_t cdim = r == 1 ? 0 : 1, C = e.sizes(x)[size_t(cdim)];
+  std::vector<int64_t> ts = e.sizes(x);
+  ts.erase(ts.begin() + cdim);
+  if (e.sizes(t) != ts)
+    d.fail("nll_loss: expected target of shape " + format_meta(e.meta(t)) + " to match the input " +
+           format_meta(e.meta(x)) + " without its class dimension");
+  if (is_floating(e.dtype(t))) d.fail("nll_loss: expected a target of class indices (integers)");
+  int64_t ignore = d.arg("ignore_index").i;
+  ValueId keep = e.cmp_s("ne", t, double(ignore));
+  ValueId safe = e.where(keep, t, e.mul_s(e.cast(t, DType::F64), 0.0));
+  safe = e.cast(safe, DType::I64);
+  ValueId picked =
+      e.op("aten.gather.default", {Emit::t(x), Emit::i(cdim), Emit::t(e.unsqueeze(safe, cdim))});
+  picked = e.op("aten.squeeze.dims", {Emit::t(picked), Emit::ints({cdim})});
+  ValueId w = e.cast(keep, e.dtype(x));
+  if (d.has("weight")) {
+    ValueId wv = d.tensor("weight");
+    if (e.sizes(wv) != std::vector<int64_t>{C})
+      d.fail("nll_loss: weight tensor should be defined either for all " + std::to_string(C) +
+             " classes or no classes but got weight tensor of shape " + format_meta(e.meta(wv)));
+    int64_t n = prod(ts);
+    ValueId wt =
+        e.op("aten.index_select.default", {Emit::t(wv), Emit::i(0), Emit::t(e.reshape(safe, {n}))});
+    w = e.mul(w, e.reshape(wt, ts));
+  }
+  return {e.mul_s(e.mul(picked, w), -1.0), e.sum(w, {}, false)};
+}
+
+ValueId nll_reduce(Emit& e, const DNode& d, ValueId l, ValueId total, int64_t reduction) {
+  if (reduction == 0) return l;
+  if (reduction == 2) return e.sum(l, {}, false);
+  if (reduction == 1) return e.div(e.sum(l, {}, false), total);
+  d.fail("reduction must be 0 (none), 1 (mean) or 2 (sum), got " + std::to_string(reduction));
+}
+
+/// nll_loss_forward, nll_loss2d_forward: (output, total_weight).
+std::vector<ValueId> nll_loss_forward(Emit& e, const DNode& d) {
+  auto [l, total] = nll_parts(e, d, d.tensor("self"), d.tensor("target"));
+  int64_t red = d.arg("reduction").i;
+  if (red == 0) total = e.mul_s(total, 0.0);
+  return {nll_reduce(e, d, l, total, red), total};
+}
+
+std::vector<ValueId> nll_loss(Emit& e, const DNode& d) {
+  auto [l, total] = nll_parts(e, d, d.tensor("self"), d.tensor("target"));
+  return {nll_reduce(e, d, l, total, d.arg("reduction").i)};
+}
+
+std::vector<ValueId> cross_entropy_loss(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), t = d.tensor("target");
+  int64_t r = e.dim(x);
+  if (r < 1) d.fail("cross_entropy: input must have at least one dimension");
+  int64_t cdim = r == 1 ? 0 : 1, C = e.sizes(x)[size_t(cdim)], red = d.arg("reduction").i;
+  double ls = d.arg("label_smoothing").scalar();
+  if (ls < 0 || ls > 1)
+    d.fail("label_smoothing must be between 0.0 and 1.0. Got: " + std::to_string(ls));
+  ValueId logp = e.op("aten._log_softmax.default", {Emit::t(x), Emit::i(cdim), Emit::b(false)});
+  std::optional<ValueId> wc; // the weight broadcast along the class dim
+  if (d.has("weight")) {
+    std::vector<int64_t> s(size_t(r), 1);
+    s[size_t(cdim)] = C;
+    wc = e.reshape(d.tensor("weight"), s);
+  }
+  if (is_floating(e.dtype(t))) { // class probabilities
+    if (e.sizes(t) != e.sizes(x))
+      d.fail("cross_entropy: a probability target must have the input's shape");
+    ValueId tt = ls > 0 ? e.add_s(e.mul_s(t, 1.0 - ls), ls / double(C)) : t;
+    ValueId prodv = e.mul(logp, tt);
+    if (wc) prodv = e.mul(prodv, *wc);
+    ValueId l = e.mul_s(e.sum(prodv, {cdim}, false), -1.0);
+    if (red == 1)
+      return {e.div_s(e.sum(l, {}, false),
+                      double(std::max<int64_t>(e.meta(x).numel() / std::max<int64_t>(C, 1), 1)))};
+    return {reduce_loss(e, d, l, red)};
+  }
+  auto [l, total] = nll_parts(e, d, logp, t);
+  ValueId nll = nll_reduce(e, d, l, total, red);
+  if (ls == 0) return {nll};
+  ValueId keep = e.cast(e.cmp_s("ne", t, double(d.arg("ignore_index").i)), e.dtype(x));
+  ValueId sm = wc ? e.mul(logp, *wc) : logp;
+  ValueId smooth = e.mul(e.mul_s(e.sum(sm, {cdim}, false), -1.0), keep);
+  ValueId ret;
+  if (red == 0)
+    ret = smooth;
+  else if (red == 2)
+    ret = e.sum(smooth, {}, false);
+  else
+    ret = e.div(e.sum(smooth, {}, false), wc ? total : e.sum(keep, {}, false));
+  return {e.add(e.mul_s(nll, 1.0 - ls), e.mul_s(ret, ls / double(C)))};
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::float_power_Scalar, float_power},
     {OpId::float_power_Tensor_Scalar, float_power},
@@ -2320,6 +2978,63 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::hardshrink, hardshrink},
     {OpId::softshrink, softshrink},
     {OpId::threshold, threshold},
+    // Composite ops, second batch.
+    {OpId::aminmax, aminmax},
+    {OpId::bilinear, bilinear},
+    {OpId::binary_cross_entropy, binary_cross_entropy},
+    {OpId::binary_cross_entropy_with_logits, bce_with_logits},
+    {OpId::cauchy, cauchy},
+    {OpId::cdist, cdist},
+    {OpId::channel_shuffle, channel_shuffle},
+    {OpId::cosine_embedding_loss, cosine_embedding_loss},
+    {OpId::cosine_similarity, cosine_similarity},
+    {OpId::cross_entropy_loss, cross_entropy_loss},
+    {OpId::dist, dist},
+    {OpId::dot, dot},
+    {OpId::exponential, exponential},
+    {OpId::frexp_Tensor, frexp},
+    {OpId::geometric, geometric},
+    {OpId::hinge_embedding_loss, hinge_embedding_loss},
+    {OpId::huber_loss, pointwise_loss},
+    {OpId::inner, inner},
+    {OpId::kl_div, kl_div},
+    {OpId::kthvalue, kthvalue},
+    {OpId::l1_loss, pointwise_loss},
+    {OpId::lerp_Scalar, lerp_scalar},
+    {OpId::linalg_diagonal, linalg_diagonal},
+    {OpId::linalg_vander, linalg_vander},
+    {OpId::log_normal, log_normal},
+    {OpId::margin_ranking_loss, margin_ranking_loss},
+    {OpId::max_pool1d, max_pool1d},
+    {OpId::max_pool1d_with_indices, max_pool1d},
+    {OpId::median, median_all},
+    {OpId::median_dim, median_dim},
+    {OpId::mse_loss, pointwise_loss},
+    {OpId::nanmedian, median_all},
+    {OpId::nanmedian_dim, median_dim},
+    {OpId::nll_loss, nll_loss},
+    {OpId::nll_loss2d_forward, nll_loss_forward},
+    {OpId::nll_loss_forward, nll_loss_forward},
+    {OpId::nll_loss_nd, nll_loss},
+    {OpId::normal_Tensor_Tensor, normal_tensor},
+    {OpId::normal_Tensor_float, normal_tensor},
+    {OpId::normal_float_Tensor, normal_tensor},
+    {OpId::normal_functional, normal_functional},
+    {OpId::pairwise_distance, pairwise_distance},
+    {OpId::poisson_nll_loss, poisson_nll_loss},
+    {OpId::randint_like, randint_like},
+    {OpId::randint_like_low_dtype, randint_like},
+    {OpId::smooth_l1_loss, pointwise_loss},
+    {OpId::soft_margin_loss, soft_margin_loss},
+    {OpId::std, moments_all},
+    {OpId::std_mean, moments_all},
+    {OpId::trace, trace},
+    {OpId::triplet_margin_loss, triplet_margin_loss},
+    {OpId::uniform, uniform},
+    {OpId::upsample_nearest1d_vec, upsample_nearest1d_vec},
+    {OpId::var, moments_all},
+    {OpId::var_mean, moments_all},
+    {OpId::vdot, dot},
 };
 
 /// Pooling windows (adaptive ones too), upsampling and reflection/replication padding are linear
@@ -2832,6 +3547,7 @@ Graph expand_composite(const Graph& g, const Node& n) {
 }
 
 std::string functional_target(std::string_view target) {
+  if (target == "aten.normal_.default") return "aten.normal_functional.default";
   size_t dot = target.rfind('.');
   if (dot == std::string_view::npos || dot == 0 || target[dot - 1] != '_') return {};
   std::string f = std::string(target.substr(0, dot - 1)) + std::string(target.substr(dot));

@@ -177,4 +177,70 @@ sed 's/"aten.randint.low", "args": \[5, 5, {"ints": \[3\]}\]/"aten.rand.default"
 check "rand(dtype=int64): refused" 1 "$fxc" --backend=inductor --device=cpu --run "$tmp/bad2.fxg"
 has "rand(dtype=int64): the error names the node" "$tmp/err" \
   "node 'ri' (aten.rand.default): aten.rand.default is not implemented for i64 (a floating dtype is required)"
+# The distributions that are functions of rand_like/randn_like samples (docs/random.md): 1e5
+# samples each, eager and inductor byte-identical, and each sample set has its law's statistics.
+cat >"$tmp/dists.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "dists",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [100000]}],
+ "nodes": [
+  {"name": "expo", "target": "aten.exponential.default", "args": [{"ref": "x"}, 2.0]},
+  {"name": "unif", "target": "aten.uniform.default", "args": [{"ref": "x"}, -1.0, 3.0]},
+  {"name": "geom", "target": "aten.geometric.default", "args": [{"ref": "x"}, 0.25]},
+  {"name": "cauchy", "target": "aten.cauchy.default", "args": [{"ref": "x"}, 1.0, 2.0]},
+  {"name": "lognorm", "target": "aten.log_normal.default", "args": [{"ref": "x"}, 0.0, 0.5]},
+  {"name": "norm", "target": "aten.normal.Tensor_float", "args": [{"ref": "x"}, 2.0]},
+  {"name": "rint", "target": "aten.randint_like.default", "args": [{"ref": "x"}, 10]}],
+ "outputs": ["expo", "unif", "geom", "cauchy", "lognorm", "norm", "rint"]}
+EOF
+python3 - "$tmp/dists.in.safetensors" <<'EOF'
+import json, struct, sys
+n = 100000
+h = json.dumps({'input_0': {'dtype': 'F32', 'shape': [n], 'data_offsets': [0, 4 * n]}}).encode()
+h += b' ' * (-len(h) % 8)
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + b'\0' * (4 * n))
+EOF
+for b in eager inductor; do
+  check "distributions run ($b)" 0 "$fxc" --backend=$b --device=cpu --run \
+    --inputs="$tmp/dists.in.safetensors" --outputs="$tmp/dists.$b.safetensors" "$tmp/dists.fxg"
+done
+# The same uniform and normal samples: equal, up to the last bits of log1p, tan and exp where
+# those transform them (the reference kernels call libm, the generated code its own routines).
+cat >"$tmp/close.py" <<'EOF'
+import sys; sys.path.insert(0, sys.argv[1]); from st import tensors
+a, b = tensors(sys.argv[2]), tensors(sys.argv[3])
+import math
+# cauchy (output_3) = 1 + 2 tan(pi (u - 1/2)) is compared as its angle: tan is steep near +-pi/2.
+angle = lambda v: [math.atan((x - 1) / 2) for x in v]
+val = lambda k, t: angle(t[k][2]) if k == "output_3" else t[k][2]
+bad = [k for k in a if a[k][:2] != b[k][:2] or
+       any(abs(x - y) > 1e-6 * max(abs(x), abs(y), 1) for x, y in zip(val(k, a), val(k, b)))]
+exact = [k for k in a if a[k][3] == b[k][3]]
+print("outputs", len(a), "differing", bad, "byte-identical", exact)
+sys.exit(1 if bad or not {"output_1", "output_2", "output_5", "output_6"} <= set(exact) else 0)
+EOF
+check "distributions: eager and inductor draw the same samples" 0 python3 "$tmp/close.py" "$tmp" \
+  "$tmp/dists.eager.safetensors" "$tmp/dists.inductor.safetensors"
+cat >"$tmp/dists.py" <<'EOF'
+import math, statistics as st, sys
+sys.path.insert(0, sys.argv[1]); from st import tensors
+t = tensors(sys.argv[2])
+v = [t["output_%d" % i][2] for i in range(7)]
+expo, unif, geom, cauchy, lognorm, norm, rint = v
+checks = {
+  "exponential(2): mean 0.5, min >= 0": abs(st.fmean(expo) - 0.5) < 0.01 and min(expo) >= 0,
+  "uniform(-1, 3): in [-1, 3), mean 1": min(unif) >= -1 and max(unif) < 3 and abs(st.fmean(unif) - 1) < 0.02,
+  "geometric(0.25): integers >= 1, mean 4": all(x >= 1 and x == int(x) for x in geom) and abs(st.fmean(geom) - 4) < 0.06,
+  "cauchy(1, 2): median 1, quartiles -1 and 3": abs(st.median(cauchy) - 1) < 0.05 and
+      abs(st.quantiles(cauchy, n=4)[0] + 1) < 0.1 and abs(st.quantiles(cauchy, n=4)[2] - 3) < 0.1,
+  "log_normal(0, 0.5): log mean 0, log std 0.5": min(lognorm) > 0 and
+      abs(st.fmean(map(math.log, lognorm))) < 0.01 and abs(st.pstdev(list(map(math.log, lognorm))) - 0.5) < 0.01,
+  "normal(0, 2): mean 0, std 2": abs(st.fmean(norm)) < 0.03 and abs(st.pstdev(norm) - 2) < 0.03,
+  "randint_like(10): integers 0..9, each about 10%": set(rint) == set(range(10)) and
+      all(abs(rint.count(k) / len(rint) - 0.1) < 0.006 for k in range(10)),
+}
+for k, ok in checks.items(): print(("ok   " if ok else "FAIL ") + k)
+sys.exit(0 if all(checks.values()) else 1)
+EOF
+check "distributions hold their laws" 0 python3 "$tmp/dists.py" "$tmp" "$tmp/dists.eager.safetensors"
+sed 's/^/     /' "$tmp/out"
 exit $fail
