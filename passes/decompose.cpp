@@ -3547,7 +3547,6 @@ Graph expand_composite(const Graph& g, const Node& n) {
 }
 
 std::string functional_target(std::string_view target) {
-  if (target == "aten.normal_.default") return "aten.normal_functional.default";
   size_t dot = target.rfind('.');
   if (dot == std::string_view::npos || dot == 0 || target[dot - 1] != '_') return {};
   std::string f = std::string(target.substr(0, dot - 1)) + std::string(target.substr(dot));
