@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -2785,6 +2787,260 @@ std::vector<ValueId> cross_entropy_loss(Emit& e, const DNode& d) {
   return {e.add(e.mul_s(nll, 1.0 - ls), e.mul_s(ret, ls / double(C)))};
 }
 
+/// A tensor and the einsum label of each of its dims (letters; ellipsis dims as '0', '1', ...
+/// counted from the left of the broadcast ellipsis).
+struct Labeled {
+  ValueId v;
+  std::string labels;
+};
+
+/// Sums `x` over the dims whose label `drop` accepts.
+template <typename Pred> Labeled sum_labels(Emit& e, Labeled x, Pred drop) {
+  std::vector<int64_t> dims;
+  std::string keep;
+  for (size_t k = 0; k < x.labels.size(); ++k) {
+    if (drop(x.labels[k]))
+      dims.push_back(int64_t(k));
+    else
+      keep += x.labels[k];
+  }
+  if (dims.empty()) return x;
+  return {e.sum(x.v, dims, false), keep};
+}
+
+/// `x` with its dims in the order of `order` (every label of x, once).
+ValueId order_labels(Emit& e, const Labeled& x, const std::string& order) {
+  std::vector<int64_t> perm;
+  for (char c : order) perm.push_back(int64_t(x.labels.find(c)));
+  bool identity = true;
+  for (size_t k = 0; k < perm.size(); ++k) identity = identity && perm[k] == int64_t(k);
+  return identity ? x.v : e.permute(x.v, perm);
+}
+
+/// Contracts a and b over the labels they share that `keep` lacks: a bmm of
+/// [batch, left, contracted] by [batch, contracted, right] (floats), or a broadcast product and a
+/// sum (integers).
+Labeled contract_pair(Emit& e, const DNode& d, Labeled a, Labeled b, const std::string& keep) {
+  auto in = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
+  // Labels only one side has and nothing later needs are summed first.
+  a = sum_labels(e, a, [&](char c) { return !in(keep, c) && !in(b.labels, c); });
+  b = sum_labels(e, b, [&](char c) { return !in(keep, c) && !in(a.labels, c); });
+  std::string batch, contracted, left, right;
+  for (char c : a.labels) {
+    if (in(b.labels, c))
+      (in(keep, c) ? batch : contracted) += c;
+    else
+      left += c;
+  }
+  for (char c : b.labels)
+    if (!in(a.labels, c)) right += c;
+  std::map<char, int64_t> size;
+  for (const Labeled* x : {&a, &b})
+    for (size_t k = 0; k < x->labels.size(); ++k) {
+      int64_t s = e.sizes(x->v)[k];
+      auto [it, fresh] = size.emplace(x->labels[k], s);
+      if (!fresh && it->second != s) {
+        if (it->second != 1 && s != 1)
+          d.fail(
+              std::string("einsum(): operands do not broadcast with remapped shapes at label '") +
+              x->labels[k] + "'");
+        it->second = std::max(it->second, s);
+      }
+    }
+  auto sizes_of = [&](const std::string& ls) {
+    std::vector<int64_t> s;
+    for (char c : ls) s.push_back(size[c]);
+    return s;
+  };
+  auto expanded = [&](const Labeled& x, const std::string& order) {
+    ValueId v = order_labels(e, x, order);
+    std::vector<int64_t> want = sizes_of(order);
+    return e.sizes(v) == want ? v : e.expand(v, want);
+  };
+  std::string out = batch + left + right;
+  if (!is_floating(e.dtype(a.v)) || !is_floating(e.dtype(b.v))) {
+    // Integers: align every label, multiply with broadcasting, sum the contracted ones.
+    std::string all = batch + left + right + contracted;
+    auto aligned = [&](const Labeled& x) {
+      std::string present;
+      for (char c : all)
+        if (in(x.labels, c)) present += c;
+      ValueId v = order_labels(e, x, present);
+      std::vector<int64_t> s;
+      for (char c : all) s.push_back(in(x.labels, c) ? size[c] : 1);
+      std::vector<int64_t> have;
+      for (char c : all)
+        if (in(x.labels, c)) have.push_back(e.sizes(v)[present.find(c)]);
+      std::vector<int64_t> shaped;
+      size_t p = 0;
+      for (char c : all) shaped.push_back(in(x.labels, c) ? have[p++] : 1);
+      return e.reshape(v, shaped);
+    };
+    ValueId prodv = e.mul(aligned(a), aligned(b));
+    Labeled r{prodv, all};
+    return sum_labels(e, r, [&](char c) { return in(contracted, c); });
+  }
+  int64_t B = prod(sizes_of(batch)), L = prod(sizes_of(left)), R = prod(sizes_of(right)),
+          C = prod(sizes_of(contracted));
+  ValueId a3 = e.reshape(expanded(a, batch + left + contracted), {B, L, C});
+  ValueId b3 = e.reshape(expanded(b, batch + contracted + right), {B, C, R});
+  return {e.reshape(e.bmm(a3, b3), sizes_of(out)), out};
+}
+
+std::vector<ValueId> einsum(Emit& e, const DNode& d) {
+  std::string eq;
+  for (char c : d.arg("equation").s)
+    if (c != ' ') eq += c;
+  const std::vector<ValueId>& ts = d.arg("tensors").tensors;
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow), rhs;
+  std::vector<std::string> specs;
+  for (size_t p = 0;;) {
+    size_t q = lhs.find(',', p);
+    specs.push_back(lhs.substr(p, q == std::string::npos ? std::string::npos : q - p));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  if (specs.size() != ts.size())
+    d.fail("einsum(): " + std::to_string(specs.size()) + " operands in the equation, " +
+           std::to_string(ts.size()) + " tensors given");
+  // Ellipsis dims: '0' + k for the k-th of the broadcast ellipsis (right-aligned).
+  int64_t ell = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    size_t dots = specs[i].find("...");
+    if (dots == std::string::npos) continue;
+    int64_t letters = int64_t(specs[i].size()) - 3;
+    ell = std::max(ell, e.dim(ts[i]) - letters);
+  }
+  auto expand_spec = [&](const std::string& s, int64_t rank) {
+    size_t dots = s.find("...");
+    std::string r;
+    for (size_t k = 0; k < s.size(); ++k) {
+      if (k == dots) {
+        int64_t n = rank - (int64_t(s.size()) - 3);
+        for (int64_t j = ell - n; j < ell; ++j) r += char('0' + j);
+        k += 2;
+        continue;
+      }
+      if (!std::isalpha(static_cast<unsigned char>(s[k])))
+        d.fail(std::string("einsum(): invalid subscript given in the equation string: '") + s[k] +
+               "'");
+      r += s[k];
+    }
+    return r;
+  };
+  if (ell > 10) d.fail("einsum(): at most 10 ellipsis dimensions are supported");
+  std::vector<Labeled> ops;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::string ls = expand_spec(specs[i], e.dim(ts[i]));
+    if (int64_t(ls.size()) != e.dim(ts[i]))
+      d.fail("einsum(): the number of subscripts in the equation (" + std::to_string(ls.size()) +
+             ") does not match the number of dimensions (" + std::to_string(e.dim(ts[i])) +
+             ") for operand " + std::to_string(i));
+    Labeled x{ts[i], ls};
+    // A label repeated within an operand takes the diagonal (moved last by diagonal()).
+    for (bool again = true; again;) {
+      again = false;
+      for (size_t p = 0; p < x.labels.size() && !again; ++p) {
+        size_t q = x.labels.find(x.labels[p], p + 1);
+        if (q == std::string::npos) continue;
+        char c = x.labels[p];
+        x.v = e.op("aten.diagonal.default",
+                   {Emit::t(x.v), Emit::i(0), Emit::i(int64_t(p)), Emit::i(int64_t(q))});
+        x.labels.erase(q, 1);
+        x.labels.erase(p, 1);
+        x.labels += c;
+        again = true;
+      }
+    }
+    ops.push_back(x);
+  }
+  if (arrow != std::string::npos) {
+    rhs = expand_spec(eq.substr(arrow + 2), int64_t(eq.substr(arrow + 2).size()) - 3 + ell);
+  } else { // implicit: the ellipsis, then the labels seen once, sorted
+    std::map<char, int> seen;
+    for (const std::string& s : specs)
+      for (char c : s)
+        if (std::isalpha(static_cast<unsigned char>(c))) ++seen[c];
+    for (int64_t j = 0; j < ell; ++j) rhs += char('0' + j);
+    std::string once;
+    for (auto [c, n] : seen)
+      if (n == 1) once += c;
+    std::sort(once.begin(), once.end(), [](char x, char y) {
+      // PyTorch orders upper case before lower case (ASCII).
+      return x < y;
+    });
+    rhs += once;
+  }
+  for (char c : rhs) {
+    bool found = false;
+    for (const Labeled& x : ops) found = found || x.labels.find(c) != std::string::npos;
+    if (!found && !std::isdigit(static_cast<unsigned char>(c)))
+      d.fail(std::string("einsum(): output subscript ") + c +
+             " does not appear in the equation for any input operand");
+  }
+  Labeled acc = ops[0];
+  for (size_t i = 1; i < ops.size(); ++i) {
+    std::string keep = rhs;
+    for (size_t j = i + 1; j < ops.size(); ++j) keep += ops[j].labels;
+    acc = contract_pair(e, d, acc, ops[i], keep);
+  }
+  acc = sum_labels(e, acc, [&](char c) { return rhs.find(c) == std::string::npos; });
+  // Ellipsis labels of the output that no operand has (all operands had fewer dims) are size 1.
+  std::string present;
+  for (char c : rhs)
+    if (acc.labels.find(c) != std::string::npos) present += c;
+  ValueId r = order_labels(e, acc, present);
+  if (present.size() != rhs.size()) {
+    std::vector<int64_t> s;
+    size_t p = 0;
+    for (char c : rhs) s.push_back(acc.labels.find(c) != std::string::npos ? e.sizes(r)[p++] : 1);
+    r = e.reshape(r, s);
+  }
+  if (r == ts[0]) r = e.op("aten.alias.default", {Emit::t(r)});
+  // einsum's result is a new tensor, never a view of an operand.
+  return {e.meta(r).is_contiguous() ? r : contiguous_copy(e, r)};
+}
+
+/// _trilinear: the three operands unsqueezed at their expand dims, multiplied (broadcast) and
+/// summed over sumdim (bilinear's core form).
+std::vector<ValueId> trilinear(Emit& e, const DNode& d) {
+  ValueId xs[3] = {d.tensor("i1"), d.tensor("i2"), d.tensor("i3")};
+  const char* names[3] = {"expand1", "expand2", "expand3"};
+  for (int k = 0; k < 3; ++k)
+    for (int64_t dim : d.arg(names[k]).ints) xs[k] = e.unsqueeze(xs[k], dim);
+  if (e.dim(xs[0]) != e.dim(xs[1]) || e.dim(xs[0]) != e.dim(xs[2]))
+    d.fail("_trilinear: the expanded operands differ in rank");
+  ValueId p = e.mul(e.mul(xs[0], xs[1]), xs[2]);
+  std::vector<int64_t> dims;
+  for (int64_t s : d.arg("sumdim").ints) dims.push_back(wrap(s, e.dim(p)));
+  if (dims.empty()) return {p};
+  return {e.sum(p, dims, false)};
+}
+
+/// empty_permuted: a tensor laid out in `physical_layout` order (its values unspecified, here
+/// zeros), seen in logical order.
+std::vector<ValueId> empty_permuted(Emit& e, const DNode& d) {
+  const std::vector<int64_t>& size = d.arg("size").ints;
+  const std::vector<int64_t>& layout = d.arg("physical_layout").ints;
+  if (layout.size() != size.size())
+    d.fail("empty_permuted: the physical layout names " + std::to_string(layout.size()) +
+           " dims, the size " + std::to_string(size.size()));
+  std::vector<int64_t> phys, inverse(size.size(), -1);
+  for (size_t k = 0; k < layout.size(); ++k) {
+    int64_t l = layout[k];
+    if (l < 0 || l >= int64_t(size.size()) || inverse[size_t(l)] >= 0)
+      d.fail("empty_permuted: physical_layout is not a permutation");
+    phys.push_back(size[size_t(l)]);
+    inverse[size_t(l)] = int64_t(k);
+  }
+  TensorMeta like;
+  like.dtype = d.has("dtype") ? d.arg("dtype").dtype() : DType::F32;
+  if (d.has("device")) like.device = d.arg("device").device;
+  ValueId z = e.zeros(phys, like);
+  return {size.empty() ? z : e.permute(z, inverse)};
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::float_power_Scalar, float_power},
     {OpId::float_power_Tensor_Scalar, float_power},
@@ -3035,6 +3291,9 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::var, moments_all},
     {OpId::var_mean, moments_all},
     {OpId::vdot, dot},
+    {OpId::_trilinear, trilinear},
+    {OpId::einsum, einsum},
+    {OpId::empty_permuted, empty_permuted},
 };
 
 /// Pooling windows (adaptive ones too), upsampling and reflection/replication padding are linear
