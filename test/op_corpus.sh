@@ -47,7 +47,7 @@ if [ "$backend" = ptx ]; then
   timeout 120 "$fxc" --backend=inductor --device=cuda --emit=ptx -o "$dir/$name.ptx" "$g" >"$out" 2>&1 &&
     { [ -z "$ptxas" ] || "$ptxas" -arch=sm_90 "$dir/$name.ptx" -o /dev/null >>"$out" 2>&1; }
 else
-  args=(--backend="$backend" --device=cpu --run --inputs "$io")
+  args=(--backend="$backend" --device=cpu --no-cache --run --inputs "$io")
   if ! grep -qxF "$name" "$random" &&
     ! "$fxc" --backend=eager --emit=fx -o - "$g" 2>/dev/null | grep -qwF -f "$dir/random_ops"; then
     args+=(--expect "$io" --rtol 1e-4 --atol 1e-5 --equal-nan)
