@@ -12,6 +12,8 @@
 #
 # By default (CI) each op's first float32 sample and its int64 sample run, the core archive on
 # every check and the default export on eager; FXC_CORPUS=full runs every sample on every check.
+# FXC_CORPUS_ONLY=<extended regex> keeps the samples whose name matches it (with --update, only
+# their lines of the list are rewritten).
 #
 # test/op_corpus/expected.txt lists every check that fails today, with the first line of its
 # error: such a check must still fail (a pass means the line is stale: remove it), every other
@@ -70,6 +72,7 @@ for io in "$tmp"/c/*.io.safetensors; do
   name=$(basename "$io" .io.safetensors)
   case $name in *.0 | *.i64.0) first=1 ;; *) first= ;; esac
   [ "$full" = full ] || [ -n "$first" ] || continue
+  [ -z "${FXC_CORPUS_ONLY:-}" ] || echo "$name" | grep -Eq -- "$FXC_CORPUS_ONLY" || continue
   [ -f "$tmp/c/$name.pt2" ] && echo "$name - eager"
   [ -f "$tmp/c/$name.pt2" ] && [ "$full" = full ] && echo "$name - inductor"
   if [ -f "$tmp/c/$name.core.pt2" ]; then
@@ -86,7 +89,11 @@ if [ "$update" = --update ]; then
   [ "$full" = full ] || { bad "--update needs FXC_CORPUS=full (the list covers every check)"; exit 1; }
   { echo "# Checks of test/op_corpus.sh that fail today: <sample> <variant> <backend> fail <why>."
     echo "# Written by 'test/op_corpus.sh <fxc> --update'; a check listed here must fail."
-    awk '$4 == "fail"' "$tmp/results"; } >"$expected"
+    { if [ -n "${FXC_CORPUS_ONLY:-}" ]; then
+        grep -v '^#' "$expected" | awk '{ if ($1 !~ re) print }' re="$FXC_CORPUS_ONLY"
+      fi
+      awk '$4 == "fail"' "$tmp/results"; } | sort; } >"$expected.new"
+  mv "$expected.new" "$expected"
   echo "wrote $expected"
   exit 0
 fi
