@@ -470,6 +470,8 @@ ValueId conv(Emit& e, ValueId x, ValueId w, const std::vector<int64_t>& stride,
                                            Emit::i(groups)});
 }
 
+} // namespace
+
 /// d(input) of a convolution: the stride-dilated, re-padded gradient convolved with the
 /// spatially flipped weight whose in/out channels are swapped within each group.
 ValueId conv_input_grad(Emit& e, ValueId g, ValueId w, const std::vector<int64_t>& in_sizes,
@@ -506,6 +508,8 @@ ValueId conv_input_grad(Emit& e, ValueId g, ValueId w, const std::vector<int64_t
   }
   return conv(e, g, wf, std::vector<int64_t>(sp, 1), std::vector<int64_t>(sp, 0), d, groups);
 }
+
+namespace {
 
 /// d(weight) of one group: the input (batch as channels) convolved with the gradient as the
 /// weight, stride and dilation swapped, cropped to the kernel size.

@@ -7,6 +7,7 @@
 #include "frontend/schema.h"
 #include "frontend/tensor_rules.h"
 #include "passes/aot_ops.h"
+#include "passes/autograd.h"
 
 #include <algorithm>
 #include <cassert>
@@ -3041,6 +3042,73 @@ std::vector<ValueId> empty_permuted(Emit& e, const DNode& d) {
   return {size.empty() ? z : e.permute(z, inverse)};
 }
 
+/// A transposed convolution as the ordinary convolution it is the input gradient of
+/// (conv_input_grad): out = (in - 1) s - 2 p + d (k - 1) + output_padding + 1 per spatial dim.
+ValueId transposed_conv(Emit& e, const DNode& d, ValueId x, ValueId w, const Arg* bias,
+                        std::vector<int64_t> s, std::vector<int64_t> p, std::vector<int64_t> op,
+                        std::vector<int64_t> dl, int64_t groups) {
+  std::vector<int64_t> xs = e.sizes(x), ws = e.sizes(w);
+  if (ws.size() < 3 || xs.size() != ws.size())
+    d.fail("transposed convolution: expected a batched input of the weight's rank " +
+           std::to_string(ws.size()) + ", got " + format_meta(e.meta(x)));
+  size_t sp = ws.size() - 2;
+  auto fit = [&](std::vector<int64_t>& v, const char* what) {
+    if (v.size() == 1) v.assign(sp, v[0]);
+    if (v.size() != sp)
+      d.fail(std::string("transposed convolution: ") + what + " has the wrong length");
+  };
+  fit(s, "stride");
+  fit(p, "padding");
+  fit(op, "output_padding");
+  fit(dl, "dilation");
+  if (groups < 1 || xs[1] != ws[0] || ws[0] % groups != 0)
+    d.fail("transposed convolution: the input has " + std::to_string(xs[1]) +
+           " channels, the weight " + format_meta(e.meta(w)) + " with groups " +
+           std::to_string(groups));
+  std::vector<int64_t> out = {xs[0], ws[1] * groups};
+  for (size_t i = 0; i < sp; ++i) {
+    if (op[i] >= std::max(s[i], dl[i]) || op[i] < 0)
+      d.fail("transposed convolution: output padding must be smaller than either stride or "
+             "dilation");
+    out.push_back((xs[2 + i] - 1) * s[i] - 2 * p[i] + dl[i] * (ws[2 + i] - 1) + op[i] + 1);
+    if (out.back() <= 0) d.fail("transposed convolution: the output size is too small");
+  }
+  ValueId y = conv_input_grad(e, x, w, out, s, p, dl, groups);
+  if (bias && !bias->is_none()) {
+    std::vector<int64_t> bs(out.size(), 1);
+    bs[1] = out[1];
+    y = e.add(y, e.reshape(bias->tensor, bs));
+  }
+  return y;
+}
+
+/// convolution with transposed=True; an ordinary convolution stays as it is.
+std::vector<ValueId> convolution_transposed(Emit& e, const DNode& d) {
+  if (!d.arg("transposed").b) return {};
+  return {transposed_conv(e, d, d.tensor("input"), d.tensor("weight"), &d.arg("bias"),
+                          d.arg("stride").ints, d.arg("padding").ints, d.arg("output_padding").ints,
+                          d.arg("dilation").ints, d.arg("groups").i)};
+}
+
+/// conv_transpose1d/2d/3d: a convolution with transposed=True (an unbatched input gets a batch
+/// of one).
+std::vector<ValueId> conv_transpose(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input"), w = d.tensor("weight");
+  bool unbatched = e.dim(x) == e.dim(w) - 1;
+  if (unbatched) x = e.unsqueeze(x, 0);
+  ValueId y = e.op("aten.convolution.default", {Emit::t(x),
+                                                Emit::t(w),
+                                                {"", d.arg("bias")},
+                                                {"", d.arg("stride")},
+                                                {"", d.arg("padding")},
+                                                {"", d.arg("dilation")},
+                                                Emit::b(true),
+                                                {"", d.arg("output_padding")},
+                                                {"", d.arg("groups")}});
+  if (unbatched) y = e.op("aten.squeeze.dims", {Emit::t(y), Emit::ints({0})});
+  return {y};
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::float_power_Scalar, float_power},
     {OpId::float_power_Tensor_Scalar, float_power},
@@ -3294,6 +3362,10 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::_trilinear, trilinear},
     {OpId::einsum, einsum},
     {OpId::empty_permuted, empty_permuted},
+    {OpId::conv_transpose1d, conv_transpose},
+    {OpId::conv_transpose2d_input, conv_transpose},
+    {OpId::conv_transpose3d_input, conv_transpose},
+    {OpId::convolution, convolution_transposed},
 };
 
 /// Pooling windows (adaptive ones too), upsampling and reflection/replication padding are linear
