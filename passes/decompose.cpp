@@ -381,6 +381,46 @@ std::vector<ValueId> conv2d(Emit& e, const DNode& d) {
   return {e.op("aten.convolution.default", std::move(call))};
 }
 
+/// conv1d/2d/3d.padding: padding "valid" (none) or "same" (the output keeps the input's size,
+/// stride 1 only; PyTorch pads dilation * (k - 1) per dim, the odd element at the end, which
+/// needs a constant pad before the convolution when it is odd).
+std::vector<ValueId> conv_padding(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input"), w = d.tensor("weight");
+  size_t sp = size_t(std::max<int64_t>(e.dim(w) - 2, 0));
+  std::vector<int64_t> stride = spatial(d.arg("stride"), sp),
+                       dilation = spatial(d.arg("dilation"), sp), pad(sp, 0);
+  const std::string& mode = d.arg("padding").s;
+  if (mode != "valid" && mode != "same")
+    d.fail("invalid padding string '" + mode + "': expected 'valid' or 'same'");
+  bool unbatched = e.dim(x) == e.dim(w) - 1;
+  if (unbatched) x = e.unsqueeze(x, 0);
+  if (mode == "same") {
+    for (int64_t st : stride)
+      if (st != 1) d.fail("padding='same' is not supported for strided convolutions");
+    std::vector<int64_t> extra; // constant_pad_nd's pairs, last dim first
+    bool odd = false;
+    for (size_t i = sp; i-- > 0;) {
+      int64_t total = dilation[i] * (e.sizes(w)[2 + i] - 1);
+      pad[i] = total / 2;
+      extra.push_back(0);
+      extra.push_back(total - 2 * pad[i]);
+      odd = odd || total % 2 != 0;
+    }
+    if (odd) x = e.op("aten.constant_pad_nd.default", {Emit::t(x), Emit::ints(extra)});
+  }
+  ValueId y = e.op("aten.convolution.default", {Emit::t(x),
+                                                Emit::t(w),
+                                                {"", d.arg("bias")},
+                                                Emit::ints(stride),
+                                                Emit::ints(pad),
+                                                Emit::ints(dilation),
+                                                Emit::b(false),
+                                                Emit::ints(std::vector<int64_t>(sp, 0)),
+                                                Emit::i(d.arg("groups").i)});
+  if (unbatched) y = e.op("aten.squeeze.dims", {Emit::t(y), Emit::ints({0})});
+  return {y};
+}
+
 std::vector<ValueId> dropout(Emit& e, const DNode& d) {
   if (d.arg("train").b && d.arg("p").f != 0.0) d.fail("dropout in training mode is not supported");
   return {e.op("aten.clone.default", {Emit::t(d.tensor("input"))})};
@@ -3169,6 +3209,9 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::conv1d, conv2d},
     {OpId::conv2d, conv2d},
     {OpId::conv3d, conv2d},
+    {OpId::conv1d_padding, conv_padding},
+    {OpId::conv2d_padding, conv_padding},
+    {OpId::conv3d_padding, conv_padding},
     {OpId::diff, diff},
     {OpId::dropout, dropout},
     {OpId::flatten_using_ints, to_shape},

@@ -12,6 +12,9 @@
 #
 # By default (CI) each op's first float32 sample and its int64 sample run, the core archive on
 # every check and the default export on eager; FXC_CORPUS=full runs every sample on every check.
+# FXC_CORPUS_CUDA=1 (on the GPU machine: test/gpu/e2e/op_corpus_cuda.sh) runs instead each core
+# archive through inductor on --device=cuda against PyTorch's outputs; such a check must pass
+# unless expected.txt lists the sample's core inductor or ptx check.
 # FXC_CORPUS_ONLY=<extended regex> keeps the samples whose name matches it (with --update, only
 # their lines of the list are rewritten).
 #
@@ -45,7 +48,12 @@ fxc=$1 dir=$2 ptxas=$3 random=$4 name=$5 variant=$6 backend=$7
 v=$variant; [ "$v" = - ] && v=   # "-": the default export, NAME.pt2
 g=$dir/$name$v.pt2 io=$dir/$name.io.safetensors
 out=$dir/$name$v.$backend.log
-if [ "$backend" = ptx ]; then
+if [ "$backend" = cuda ]; then
+  args=(--backend=inductor --device=cuda --no-cache --run --inputs "$io")
+  grep -qxF "$name" "$random" || "$fxc" --backend=eager --emit=fx -o - "$g" 2>/dev/null |
+    grep -qwF -f "$dir/random_ops" || args+=(--expect "$io" --rtol 1e-4 --atol 1e-5 --equal-nan)
+  timeout 120 "$fxc" "${args[@]}" "$g" >"$out" 2>&1
+elif [ "$backend" = ptx ]; then
   timeout 120 "$fxc" --backend=inductor --device=cuda --emit=ptx -o "$dir/$name.ptx" "$g" >"$out" 2>&1 &&
     { [ -z "$ptxas" ] || "$ptxas" -arch=sm_90 "$dir/$name.ptx" -o /dev/null >>"$out" 2>&1; }
 else
@@ -73,6 +81,10 @@ for io in "$tmp"/c/*.io.safetensors; do
   case $name in *.0 | *.i64.0) first=1 ;; *) first= ;; esac
   [ "$full" = full ] || [ -n "$first" ] || continue
   [ -z "${FXC_CORPUS_ONLY:-}" ] || echo "$name" | grep -Eq -- "$FXC_CORPUS_ONLY" || continue
+  if [ -n "${FXC_CORPUS_CUDA:-}" ]; then
+    [ -f "$tmp/c/$name.core.pt2" ] && echo "$name .core cuda"
+    continue
+  fi
   [ -f "$tmp/c/$name.pt2" ] && echo "$name - eager"
   [ -f "$tmp/c/$name.pt2" ] && [ "$full" = full ] && echo "$name - inductor"
   if [ -f "$tmp/c/$name.core.pt2" ]; then
@@ -85,6 +97,18 @@ xargs -P "${FXC_JOBS:-2}" -L1 "$tmp/one.sh" "$fxc" "$tmp/c" "$ptxas" "$tmp/rando
 total=$(wc -l <"$tmp/results")
 passed=$(awk '$4 == "ok"' "$tmp/results" | wc -l)
 echo "op corpus: $passed of $total checks pass ($(wc -l <"$tmp/random") random samples run unchecked)"
+if [ -n "${FXC_CORPUS_CUDA:-}" ]; then
+  # The CUDA check of a sample may fail only where its CPU inductor or ptx check is listed.
+  grep -v '^#' "$expected" | awk '$2 == ".core" && ($3 == "inductor" || $3 == "ptx") {print $1}' |
+    sort -u >"$tmp/cpu_failing"
+  new=$(awk '$4 == "fail" {print $1}' "$tmp/results" | sort | comm -23 - "$tmp/cpu_failing")
+  if [ -z "$new" ]; then ok "op corpus on cuda: every sample that passes on the CPU passes"
+  else
+    bad "op corpus on cuda: $(echo "$new" | wc -l) samples fail that pass on the CPU" \
+      "$(echo "$new" | while read -r n; do grep -m1 "^$n " "$tmp/results"; done)"
+  fi
+  exit $fail
+fi
 if [ "$update" = --update ]; then
   [ "$full" = full ] || { bad "--update needs FXC_CORPUS=full (the list covers every check)"; exit 1; }
   { echo "# Checks of test/op_corpus.sh that fail today: <sample> <variant> <backend> fail <why>."
