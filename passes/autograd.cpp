@@ -1,5 +1,6 @@
 // Derivative rules, one table row per op, and the reverse walk that builds the joint graph.
 #include "passes/autograd.h"
+#include "passes/conv_grad.h"
 
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
@@ -470,6 +471,17 @@ ValueId conv(Emit& e, ValueId x, ValueId w, const std::vector<int64_t>& stride,
                                            Emit::i(groups)});
 }
 
+/// d(weight) of one group: the input (batch as channels) convolved with the gradient as the
+/// weight, stride and dilation swapped, cropped to the kernel size.
+ValueId conv_weight_grad_group(Emit& e, ValueId x, ValueId g, const std::vector<int64_t>& ksz,
+                               const std::vector<int64_t>& s, const std::vector<int64_t>& p,
+                               const std::vector<int64_t>& d) {
+  ValueId r = conv(e, e.transpose(x, 0, 1), e.transpose(g, 0, 1), d, p, s, 1);
+  for (size_t i = 0; i < ksz.size(); ++i)
+    if (e.sizes(r)[2 + i] != ksz[i]) r = e.slice(r, int64_t(2 + i), 0, ksz[i]);
+  return e.transpose(r, 0, 1);
+}
+
 } // namespace
 
 /// d(input) of a convolution: the stride-dilated, re-padded gradient convolved with the
@@ -509,18 +521,20 @@ ValueId conv_input_grad(Emit& e, ValueId g, ValueId w, const std::vector<int64_t
   return conv(e, g, wf, std::vector<int64_t>(sp, 1), std::vector<int64_t>(sp, 0), d, groups);
 }
 
-namespace {
-
-/// d(weight) of one group: the input (batch as channels) convolved with the gradient as the
-/// weight, stride and dilation swapped, cropped to the kernel size.
-ValueId conv_weight_grad_group(Emit& e, ValueId x, ValueId g, const std::vector<int64_t>& ksz,
-                               const std::vector<int64_t>& s, const std::vector<int64_t>& p,
-                               const std::vector<int64_t>& d) {
-  ValueId r = conv(e, e.transpose(x, 0, 1), e.transpose(g, 0, 1), d, p, s, 1);
-  for (size_t i = 0; i < ksz.size(); ++i)
-    if (e.sizes(r)[2 + i] != ksz[i]) r = e.slice(r, int64_t(2 + i), 0, ksz[i]);
-  return e.transpose(r, 0, 1);
+ValueId conv_weight_grad(Emit& e, ValueId x, ValueId g, const std::vector<int64_t>& w_sizes,
+                         const std::vector<int64_t>& s, const std::vector<int64_t>& p,
+                         const std::vector<int64_t>& d, int64_t groups) {
+  std::vector<int64_t> ksz(w_sizes.begin() + 2, w_sizes.end());
+  if (groups == 1) return conv_weight_grad_group(e, x, g, ksz, s, p, d);
+  int64_t cig = e.sizes(x)[1] / groups, cog = w_sizes[0] / groups;
+  std::vector<ValueId> parts;
+  for (int64_t j = 0; j < groups; ++j)
+    parts.push_back(conv_weight_grad_group(e, e.slice(x, 1, j * cig, (j + 1) * cig),
+                                           e.slice(g, 1, j * cog, (j + 1) * cog), ksz, s, p, d));
+  return e.cat(parts, 0);
 }
+
+namespace {
 
 void convolution_common(GradCtx& c, const std::vector<int64_t>& s, const std::vector<int64_t>& p,
                         const std::vector<int64_t>& d, int64_t groups) {
@@ -533,20 +547,7 @@ void convolution_common(GradCtx& c, const std::vector<int64_t>& s, const std::ve
   if (s.size() != sp || p.size() != sp || d.size() != sp || groups < 1)
     c.fail("convolution arguments do not match the weight's spatial rank");
   if (c.needs(x)) c.add_grad(x, conv_input_grad(e, g, w, xs, s, p, d, groups));
-  if (c.needs(w)) {
-    std::vector<int64_t> ksz(ws.begin() + 2, ws.end());
-    if (groups == 1) {
-      c.add_grad(w, conv_weight_grad_group(e, x, g, ksz, s, p, d));
-    } else {
-      int64_t cig = xs[1] / groups, cog = ws[0] / groups;
-      std::vector<ValueId> parts;
-      for (int64_t j = 0; j < groups; ++j)
-        parts.push_back(conv_weight_grad_group(e, e.slice(x, 1, j * cig, (j + 1) * cig),
-                                               e.slice(g, 1, j * cog, (j + 1) * cog), ksz, s, p,
-                                               d));
-      c.add_grad(w, e.cat(parts, 0));
-    }
-  }
+  if (c.needs(w)) c.add_grad(w, conv_weight_grad(e, x, g, ws, s, p, d, groups));
   if (!c.arg("bias").is_none() && c.needs("bias")) {
     std::vector<int64_t> dims = {0};
     for (size_t i = 0; i < sp; ++i) dims.push_back(int64_t(2 + i));

@@ -19,8 +19,6 @@
 
 namespace fxc {
 
-class Emit;
-
 /// The forward and backward computation in one graph.
 ///
 /// Inputs: the forward graph's inputs (parameters, buffers, constants, user inputs, in their
@@ -49,13 +47,5 @@ JointGraph build_joint_graph(const Graph& fw);
 bool has_derivative(std::string_view target);
 /// The declared ops that have a derivative rule.
 const OpLayer& derivative_layer();
-
-/// d(input) of a convolution with weight `w` (stride s, padding p, dilation d, `groups`) for
-/// the gradient `g`, `in_sizes` the input's sizes: a convolution of the stride-dilated,
-/// re-padded gradient with the flipped weight. It is also the transposed convolution of `g`
-/// (in_sizes then includes output_padding), which decompose.cpp builds from it.
-ValueId conv_input_grad(Emit& e, ValueId g, ValueId w, const std::vector<int64_t>& in_sizes,
-                        const std::vector<int64_t>& s, const std::vector<int64_t>& p,
-                        const std::vector<int64_t>& d, int64_t groups);
 
 } // namespace fxc

@@ -7,13 +7,14 @@
 #include "frontend/schema.h"
 #include "frontend/tensor_rules.h"
 #include "passes/aot_ops.h"
-#include "passes/autograd.h"
+#include "passes/conv_grad.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -419,11 +420,6 @@ std::vector<ValueId> conv_padding(Emit& e, const DNode& d) {
                                                 Emit::i(d.arg("groups").i)});
   if (unbatched) y = e.op("aten.squeeze.dims", {Emit::t(y), Emit::ints({0})});
   return {y};
-}
-
-std::vector<ValueId> dropout(Emit& e, const DNode& d) {
-  if (d.arg("train").b && d.arg("p").f != 0.0) d.fail("dropout in training mode is not supported");
-  return {e.op("aten.clone.default", {Emit::t(d.tensor("input"))})};
 }
 
 std::vector<ValueId> max_pool2d(Emit& e, const DNode& d) {
@@ -3149,6 +3145,623 @@ std::vector<ValueId> conv_transpose(Emit& e, const DNode& d) {
   return {y};
 }
 
+// ---- nn ops of the core opset and of torch.nn.functional built from index ops (scatter_reduce,
+// index_select, gather), so that they run and differentiate on every backend.
+
+/// An int64 tensor of `sizes` filled with `v`, on `dev`.
+ValueId full_i64(Emit& e, std::vector<int64_t> sizes, int64_t v, const Device& dev) {
+  std::vector<CallArg> call = {Emit::ints(std::move(sizes)), Emit::i(v),
+                               Emit::kw("dtype", Arg::of_dtype(DType::I64))};
+  if (dev != Device{}) call.push_back(Emit::kw("device", Arg::of_device(dev)));
+  return e.op("aten.full.default", std::move(call));
+}
+
+/// A tensor like `like` of `sizes` filled with the float `v`.
+ValueId full_like_f(Emit& e, std::vector<int64_t> sizes, double v, const TensorMeta& like) {
+  std::vector<CallArg> call = {Emit::ints(std::move(sizes)), Emit::f(v),
+                               Emit::kw("dtype", Arg::of_dtype(like.dtype))};
+  if (like.device != Device{}) call.push_back(Emit::kw("device", Arg::of_device(like.device)));
+  return e.op("aten.full.default", std::move(call));
+}
+
+ValueId scatter_reduce(Emit& e, ValueId self, int64_t dim, ValueId index, ValueId src,
+                       const char* how, bool include_self) {
+  return e.op("aten.scatter_reduce.two", {Emit::t(self),
+                                          Emit::i(dim),
+                                          Emit::t(index),
+                                          Emit::t(src),
+                                          {"", Arg::of_string(how)},
+                                          Emit::kw("include_self", Arg::of_bool(include_self))});
+}
+
+ValueId index_select(Emit& e, ValueId x, int64_t dim, ValueId index) {
+  return e.op("aten.index_select.default", {Emit::t(x), Emit::i(dim), Emit::t(index)});
+}
+
+/// For each position 0..n-1 (the last dim of the result), the number of `starts` (along their
+/// last dim, batched over the leading dims) at or before it, less one: the segment (bag) the
+/// position falls in when segments begin at `starts` (-1 before the first).
+ValueId segment_of(Emit& e, ValueId starts, int64_t n) {
+  const Device dev = e.meta(starts).device;
+  ValueId k = e.arange(0, n, 1, dev);
+  ValueId s = e.unsqueeze(e.cast(starts, DType::I64), e.dim(starts) - 1); // [..., 1, S]
+  ValueId le = e.cast(e.cmp("le", s, e.unsqueeze(k, 1)), DType::I64);     // [..., n, S]
+  return e.op("aten.sub.Scalar", {Emit::t(e.sum(le, {e.dim(le) - 1}, false)), Emit::i(1)});
+}
+
+/// _embedding_bag and its export spellings: the rows of `weight` that `indices` name, reduced per
+/// bag (sum, mean or max) with index_select and scatter_reduce. A bag runs from its offset to the
+/// next one (the end of indices for the last bag unless include_last_offset); indices equal to
+/// padding_idx (>= 0) count in no bag; an empty bag gives zeros. Outputs as PyTorch's CPU kernel:
+/// output, offset2bag (empty on its sum fast path: f32/f16 weight, no padding_idx), bag_size (the
+/// non-padding indices per bag for mean and max, zeros for sum), max_indices (max: the weight row
+/// of each max, the first of equal ones, 0 for an empty bag; mean: bag_size; sum: zeros).
+std::vector<ValueId> embedding_bag(Emit& e, const DNode& d) {
+  ValueId w = d.tensor("weight"), ids = d.tensor("indices"), offs = d.tensor("offsets");
+  auto is_index = [](DType t) { return t == DType::I64 || t == DType::I32; };
+  if (e.dim(w) != 2) d.fail("embedding_bag: weight must be 2-D, got " + format_meta(e.meta(w)));
+  if (e.dim(ids) != 1 || !is_index(e.dtype(ids)))
+    d.fail("embedding_bag: indices must be a 1-D int64 or int32 tensor, got " +
+           format_meta(e.meta(ids)));
+  if (e.dim(offs) != 1 || !is_index(e.dtype(offs)))
+    d.fail("embedding_bag: offsets must be a 1-D int64 or int32 tensor, got " +
+           format_meta(e.meta(offs)));
+  if (!is_floating(e.dtype(w)))
+    d.fail("embedding_bag: expected weight to be floating point type, got " +
+           format_meta(e.meta(w)));
+  const int64_t mode = d.arg("mode").i;
+  if (mode < 0 || mode > 2) d.fail("embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max)");
+  const bool last = d.arg("include_last_offset").b;
+  int64_t pad = -1;
+  if (d.n.schema->index_of("padding_idx") >= 0 && d.has("padding_idx"))
+    pad = d.arg("padding_idx").i;
+  const bool psw = d.has("per_sample_weights");
+  if (psw && mode != 0) d.fail("embedding_bag: per_sample_weights only supported with mode='sum'");
+  const int64_t K = e.sizes(ids)[0], D = e.sizes(w)[1], Bo = e.sizes(offs)[0];
+  if (last && Bo < 1) d.fail("embedding_bag: include_last_offset: numBags should be at least 1");
+  const int64_t B = last ? Bo - 1 : Bo;
+  if (psw && (e.dim(d.tensor("per_sample_weights")) != 1 ||
+              e.sizes(d.tensor("per_sample_weights"))[0] != K))
+    d.fail("embedding_bag: expected per_sample_weights to be a 1-D tensor of " + std::to_string(K) +
+           " elements, got " + format_meta(e.meta(d.tensor("per_sample_weights"))));
+  const Device dev = e.meta(w).device;
+  const DType odt = e.dtype(offs);
+  ValueId ids64 = e.cast(ids, DType::I64);
+  ValueId starts = B == Bo ? offs : e.slice(offs, 0, 0, B);
+  ValueId bag = segment_of(e, starts, K); // offset2bag, [K]
+  // The bag each index adds into: its own, or the spare row B (padding, before the first bag).
+  ValueId keep = e.cmp_s("ge", bag, 0);
+  if (pad >= 0)
+    keep = e.op("aten.logical_and.default",
+                {Emit::t(keep), Emit::t(e.cmp_s("ne", ids64, double(pad)))});
+  ValueId target = e.where(keep, bag, full_i64(e, {K}, B, dev));
+  ValueId count = scatter_reduce(e, full_i64(e, {B + 1}, 0, dev), 0, target,
+                                 full_i64(e, {K}, 1, dev), "sum", true);
+  ValueId bag_size = e.slice(count, 0, 0, B);
+  ValueId rows = index_select(e, w, 0, ids64); // [K, D]
+  if (psw) rows = e.mul(rows, e.unsqueeze(e.cast(d.tensor("per_sample_weights"), e.dtype(w)), 1));
+  ValueId idx2 = e.expand(e.unsqueeze(target, 1), {K, D});
+  ValueId out, max_indices;
+  if (mode == 2) {
+    // The max of each (bag, dim) from scatter_reduce finds the first index holding it (PyTorch
+    // keeps the first of equal ones); the output gathers that row, so that it differentiates.
+    ValueId m = scatter_reduce(e, e.zeros({B + 1, D}, e.meta(w)), 0, idx2, rows, "amax", false);
+    ValueId hit = e.cmp("eq", rows, index_select(e, m, 0, target));
+    ValueId pos = e.where(hit, e.expand(e.unsqueeze(e.arange(0, K, 1, dev), 1), {K, D}),
+                          full_i64(e, {K, D}, K, dev));
+    ValueId first = e.slice(
+        scatter_reduce(e, full_i64(e, {B + 1, D}, K, dev), 0, idx2, pos, "amin", true), 0, 0, B);
+    if (K == 0) {
+      out = e.zeros({B, D}, e.meta(w));
+      max_indices = full_i64(e, {B, D}, 0, dev);
+    } else {
+      ValueId found = e.cmp_s("lt", first, double(K));
+      ValueId safe = e.op("aten.clamp_max.default", {Emit::t(first), Emit::i(K - 1)});
+      out = e.where_s(found,
+                      e.op("aten.gather.default", {Emit::t(rows), Emit::i(0), Emit::t(safe)}), 0.0);
+      ValueId word = e.reshape(index_select(e, ids64, 0, e.reshape(safe, {B * D})), {B, D});
+      max_indices = e.where(found, word, full_i64(e, {B, D}, 0, dev));
+    }
+  } else {
+    ValueId s = scatter_reduce(e, e.zeros({B + 1, D}, e.meta(w)), 0, idx2, rows, "sum", true);
+    out = e.slice(s, 0, 0, B);
+    if (mode == 1) {
+      ValueId n = e.op("aten.clamp_min.default", {Emit::t(bag_size), Emit::i(1)});
+      out = e.div(out, e.unsqueeze(e.cast(n, e.dtype(w)), 1));
+      max_indices = bag_size;
+    } else {
+      bag_size = max_indices = full_i64(e, {B}, 0, dev);
+    }
+  }
+  const bool fast_sum =
+      mode == 0 && (e.dtype(w) == DType::F32 || e.dtype(w) == DType::F16) && pad < 0;
+  ValueId offset2bag = fast_sum ? full_i64(e, {0}, 0, dev) : bag;
+  return {out, e.cast(offset2bag, odt), e.cast(bag_size, odt), e.cast(max_indices, odt)};
+}
+
+/// max_unpool2d / max_unpool3d: zeros of the output size with each input value scattered to
+/// the flat spatial position its index names.
+std::vector<ValueId> max_unpool(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), idx = d.tensor("indices");
+  const std::vector<int64_t>& os = d.arg("output_size").ints;
+  const int64_t S = int64_t(os.size()), R = e.dim(x);
+  const std::string name = S == 3 ? "max_unpool3d" : "max_unpool2d";
+  if (R != S + 1 && R != S + 2)
+    d.fail(name + ": expected a " + std::to_string(S + 1) + "-D or " + std::to_string(S + 2) +
+           "-D input, got " + format_meta(e.meta(x)));
+  if (e.sizes(idx) != e.sizes(x) || e.dtype(idx) != DType::I64)
+    d.fail(name + ": expected indices of int64 and the input's shape, got " +
+           format_meta(e.meta(idx)) + " for input " + format_meta(e.meta(x)));
+  std::vector<int64_t> xs = e.sizes(x);
+  std::vector<int64_t> lead(xs.begin(), xs.end() - S);
+  int64_t in_plane = prod(xs, size_t(R - S)), out_plane = 1;
+  for (int64_t v : os) {
+    if (v < 0) d.fail(name + ": output_size must not be negative");
+    out_plane *= v;
+  }
+  std::vector<int64_t> flat_in = lead, flat_out = lead, out = lead;
+  flat_in.push_back(in_plane);
+  flat_out.push_back(out_plane);
+  out.insert(out.end(), os.begin(), os.end());
+  int64_t dim = int64_t(lead.size());
+  ValueId y =
+      e.op("aten.scatter.src", {Emit::t(e.zeros(flat_out, e.meta(x))), Emit::i(dim),
+                                Emit::t(e.reshape(idx, flat_in)), Emit::t(e.reshape(x, flat_in))});
+  return {e.reshape(y, out)};
+}
+
+std::vector<ValueId> pdist(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.dim(x) != 2)
+    d.fail("pdist only supports 2D tensors, got: " + std::to_string(e.dim(x)) + "D");
+  if (d.arg("p").f < 0) d.fail("pdist only supports non-negative p values");
+  return {e.op("aten._pdist_forward.default", {Emit::t(x), Emit::f(d.arg("p").f)})};
+}
+
+/// grid_sampler: grid_sampler_2d or grid_sampler_3d by the input's rank.
+std::vector<ValueId> grid_sampler(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input");
+  if (e.dim(x) != 4 && e.dim(x) != 5)
+    d.fail("grid_sampler: expected a 4-D or 5-D input, got " + format_meta(e.meta(x)));
+  std::vector<CallArg> call;
+  for (const Arg& a : d.args) call.push_back({"", a});
+  return {e.op(e.dim(x) == 4 ? "aten.grid_sampler_2d.default" : "aten.grid_sampler_3d.default",
+               std::move(call))};
+}
+
+/// A 0/1 mask (the input's dtype) of Bernoulli(1 - p) draws of `sizes`, from native_dropout so
+/// that every backend draws the same numbers.
+ValueId keep_mask(Emit& e, ValueId x, std::vector<int64_t> sizes, double p) {
+  ValueId ones = full_like_f(e, std::move(sizes), 1.0, e.meta(x));
+  std::vector<ValueId> r =
+      e.call("aten.native_dropout.default", {Emit::t(ones), Emit::f(p), {"", Arg::of_bool(true)}});
+  return e.cast(r[1], e.dtype(x));
+}
+
+/// dropout, feature_dropout, alpha_dropout and feature_alpha_dropout: ATen's _dropout_impl. The
+/// feature forms draw one mask value per (batch, channel); the alpha forms keep the
+/// self-normalizing mean and variance: x * m * a + (m - 1) * alpha * a + alpha * a * p with
+/// a = 1 / sqrt((alpha^2 p + 1)(1 - p)).
+std::vector<ValueId> dropout(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input");
+  const double p = d.arg("p").f;
+  const std::string& t = d.n.target;
+  const bool feature = t.find("feature") != std::string::npos;
+  const bool alpha = t.find("alpha") != std::string::npos;
+  if (p < 0 || p > 1)
+    d.fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (!d.arg("train").b || p == 0 || e.meta(x).numel() == 0)
+    return {e.op("aten.clone.default", {Emit::t(x)})};
+  if (!is_floating(e.dtype(x))) d.fail("dropout in training mode needs a floating-point input");
+  if (p == 1) return {e.mul_s(x, 0.0)};
+  std::vector<int64_t> ns = e.sizes(x);
+  if (feature) {
+    if (ns.size() < 2) d.fail("feature dropout requires at least 2 dimensions in the input");
+    for (size_t i = 2; i < ns.size(); ++i) ns[i] = 1;
+  }
+  if (!feature && !alpha)
+    return {e.call("aten.native_dropout.default",
+                   {Emit::t(x), Emit::f(p), {"", Arg::of_bool(true)}})[0]};
+  ValueId m = keep_mask(e, x, ns, p);
+  if (!alpha) return {e.mul(x, e.div_s(m, 1 - p))};
+  const double kAlpha = 1.7580993408473766;
+  const double a = 1.0 / std::sqrt((kAlpha * kAlpha * p + 1) * (1 - p));
+  ValueId b = e.add_s(e.mul_s(e.add_s(m, -1.0), kAlpha * a), kAlpha * a * p);
+  return {e.add(e.mul(x, e.mul_s(m, a)), b)};
+}
+
+/// rrelu / rrelu_with_noise_functional: in training, x * r for x <= 0 with r uniform in
+/// [lower, upper) (rand_like), the noise r there and 1 elsewhere; in eval, leaky_relu with slope
+/// (lower + upper) / 2 and the noise unchanged.
+std::vector<ValueId> rrelu(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  const double lo = d.arg("lower").scalar(), hi = d.arg("upper").scalar();
+  const bool functional = d.n.schema->index_of("noise") >= 0;
+  if (lo > hi) d.fail("rrelu: lower bound must be less than or equal to upper bound");
+  if (!is_floating(e.dtype(x)))
+    d.fail("rrelu: expected a floating-point input, got " + format_meta(e.meta(x)));
+  if (!d.arg("training").b) {
+    ValueId y = e.op("aten.leaky_relu.default", {Emit::t(x), Emit::f((lo + hi) / 2)});
+    if (!functional) return {y};
+    return {y, e.op("aten.clone.default", {Emit::t(d.tensor("noise"))})};
+  }
+  ValueId u = e.op("aten.rand_like.default", {Emit::t(x)});
+  ValueId r = e.add_s(e.mul_s(u, hi - lo), lo);
+  ValueId neg = e.cmp_s("le", x, 0.0);
+  ValueId y = e.where(neg, e.mul(x, r), x);
+  if (!functional) return {y};
+  ValueId noise = e.where_s(neg, r, 1.0);
+  ValueId nz = d.tensor("noise");
+  if (e.sizes(nz) != e.sizes(x)) noise = e.reshape(noise, e.sizes(nz));
+  return {y, e.cast(noise, e.dtype(nz))};
+}
+
+/// multi_margin_loss: per sample, the mean over the classes j != y of
+/// max(0, margin - x[y] + x[j])^p (times weight[y]), as PyTorch's decomposition.
+std::vector<ValueId> multi_margin_loss(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), y = d.tensor("target");
+  const double p = d.arg("p").scalar();
+  if (p != 1 && p != 2) d.fail("multi_margin_loss: only p == 1 and p == 2 supported");
+  if (e.dim(x) > 2)
+    d.fail("multi_margin_loss: expected a 0-D, 1-D or 2-D input, got " + format_meta(e.meta(x)));
+  std::vector<int64_t> xs = e.sizes(x);
+  const int64_t N = e.dim(x) == 2 ? xs[0] : 1, C = e.dim(x) == 0 ? 1 : xs.back();
+  if (e.meta(y).numel() != N || e.dim(y) > 1)
+    d.fail("multi_margin_loss: inconsistent target size " + format_meta(e.meta(y)) + " for input " +
+           format_meta(e.meta(x)));
+  ValueId x2 = e.reshape(x, {N, C});
+  ValueId idx = e.reshape(e.cast(y, DType::I64), {N, 1});
+  ValueId u = e.op("aten.gather.default", {Emit::t(x2), Emit::i(1), Emit::t(idx)});
+  ValueId z = e.op("aten.clamp_min.default",
+                   {Emit::t(e.add(e.rsub_s(d.arg("margin").scalar(), u), x2)), Emit::f(0.0)});
+  if (p == 2) z = e.mul(z, z);
+  if (d.has("weight"))
+    z = e.mul(z, e.reshape(index_select(e, d.tensor("weight"), 0, e.reshape(idx, {N})), {N, 1}));
+  ValueId other = e.cmp("ne", e.unsqueeze(e.arange(0, C, 1, e.meta(x).device), 0), idx);
+  z = e.where_s(other, z, 0.0);
+  const int64_t red = d.arg("reduction").i;
+  if (red == 0) return {e.reshape(e.mean(z, {1}, false), e.sizes(y))};
+  if (red == 2) return {e.div_s(e.sum(z, {}, false), double(C))};
+  return {reduce_loss(e, d, z, red)};
+}
+
+/// multilabel_margin_loss_forward: the target's labels run up to its first -1; per sample,
+/// sum over labels j and non-labels c of max(0, 1 - (x[j] - x[c])) / C; is_target marks the
+/// labels.
+std::vector<ValueId> multilabel_margin_loss(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), t = d.tensor("target");
+  if (e.dim(x) > 2)
+    d.fail("multilabel_margin_loss: expected a 0-D, 1-D or 2-D input, got " +
+           format_meta(e.meta(x)));
+  if (e.sizes(t) != e.sizes(x))
+    d.fail("multilabel_margin_loss: inconsistent target size " + format_meta(e.meta(t)) +
+           " for input " + format_meta(e.meta(x)));
+  std::vector<int64_t> xs = e.sizes(x);
+  const int64_t N = e.dim(x) == 2 ? xs[0] : 1, C = e.dim(x) == 0 ? 1 : xs.back();
+  const Device dev = e.meta(x).device;
+  ValueId x2 = e.reshape(x, {N, C});
+  ValueId t2 = e.reshape(e.cast(t, DType::I64), {N, C});
+  ValueId seen_end =
+      e.op("aten.cumsum.default", {Emit::t(e.cast(e.cmp_s("lt", t2, 0), DType::I64)), Emit::i(1)});
+  ValueId valid = e.cmp_s("eq", seen_end, 0);
+  ValueId tc = e.where(valid, t2, full_i64(e, {N, C}, 0, dev));
+  ValueId is_target =
+      scatter_reduce(e, e.zeros({N, C}, e.meta(x)), 1, tc, e.cast(valid, e.dtype(x)), "amax", true);
+  ValueId xt = e.op("aten.gather.default", {Emit::t(x2), Emit::i(1), Emit::t(tc)});
+  ValueId h =
+      e.op("aten.clamp_min.default",
+           {Emit::t(e.rsub_s(1.0, e.sub(e.unsqueeze(xt, 2), e.unsqueeze(x2, 1)))), Emit::f(0.0)});
+  ValueId wgt =
+      e.mul(e.unsqueeze(e.cast(valid, e.dtype(x)), 2), e.unsqueeze(e.rsub_s(1.0, is_target), 1));
+  ValueId l = e.div_s(e.sum(e.mul(h, wgt), {1, 2}, false), double(C));
+  const int64_t red = d.arg("reduction").i;
+  ValueId out = red == 0 ? (e.dim(x) <= 1 ? e.reshape(l, {}) : l) : reduce_loss(e, d, l, red);
+  return {out, e.reshape(is_target, xs)};
+}
+
+std::vector<ValueId> multilabel_margin_loss_only(Emit& e, const DNode& d) {
+  return {multilabel_margin_loss(e, d)[0]};
+}
+
+/// _upsample_nearest_exact1d / 3d (and .vec): an index_select along each spatial dim of the
+/// source positions nearest_exact_idx gives, min(floor((dst + 0.5) * scale), in - 1) with the
+/// float scale (resample::scales_value).
+std::vector<ValueId> upsample_nearest_exact(Emit& e, const DNode& d) {
+  const OpSchema& s = *d.n.schema;
+  ValueId x = d.args[size_t(s.index_of(s.index_of("self") >= 0 ? "self" : "input"))].tensor;
+  const int64_t S = d.n.target.find("1d") != std::string::npos ? 1 : 3, R = e.dim(x);
+  if (R != S + 2)
+    d.fail("upsample_nearest_exact" + std::to_string(S) + "d: expected a " + std::to_string(S + 2) +
+           "-D input, got " + format_meta(e.meta(x)));
+  std::vector<int64_t> xs = e.sizes(x), in(xs.end() - S, xs.end());
+  resample::Upsample u;
+  std::string err = resample::upsample_args(d.n, in, u);
+  if (!err.empty()) d.fail("upsample_nearest_exact: " + err);
+  ValueId y = x;
+  for (int64_t i = 0; i < S; ++i) {
+    const int64_t I = in[size_t(i)], O = u.out[size_t(i)];
+    const float scale = resample::scales_value<float>(u.scale[size_t(i)], I, O);
+    ValueId pos = e.add_s(e.cast(e.arange(0, O, 1, e.meta(x).device), DType::F64), 0.5);
+    pos = e.unary("floor", e.cast(e.mul_s(pos, double(scale)), DType::F32));
+    ValueId src =
+        e.op("aten.clamp_max.default", {Emit::t(e.cast(pos, DType::I64)), Emit::i(I - 1)});
+    y = index_select(e, y, R - S + i, src);
+  }
+  return {y};
+}
+
+/// segment_reduce (lengths or offsets along the last dim of `axis`'s batch): each element along
+/// axis goes to the segment whose start is the last at or before it (a spare segment past the
+/// end), then scatter_reduce from `initial` (the reduction's identity without one); mean
+/// divides by the length, NaN for an empty segment without initial.
+std::vector<ValueId> segment_reduce(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("data");
+  const std::string& how = d.arg("reduce").s;
+  if (d.has("indices")) d.fail("segment_reduce(): indices based reduction is not supported yet.");
+  const bool by_len = d.has("lengths");
+  if (!by_len && !d.has("offsets"))
+    d.fail("segment_reduce(): Either lengths or offsets must be defined.");
+  if (!is_floating(e.dtype(x)))
+    d.fail("segment_reduce(): expected floating-point data, got " + format_meta(e.meta(x)));
+  ValueId seg = d.tensor(by_len ? "lengths" : "offsets");
+  const int64_t R = e.dim(x), L = e.dim(seg);
+  const int64_t axis = wrap(d.arg("axis").i, R);
+  if (L < 1 || axis != L - 1)
+    d.fail("segment_reduce(): Expected axis to be the last dimension of " +
+           std::string(by_len ? "lengths" : "offsets") + " but got " + std::to_string(axis) + ".");
+  std::vector<int64_t> xs = e.sizes(x), ss = e.sizes(seg);
+  for (int64_t i = 0; i < axis; ++i)
+    if (ss[size_t(i)] != xs[size_t(i)])
+      d.fail("segment_reduce(): " + std::string(by_len ? "lengths" : "offsets") + " " +
+             format_meta(e.meta(seg)) + " do not match the leading dims of data " +
+             format_meta(e.meta(x)));
+  const int64_t S = by_len ? ss.back() : ss.back() - 1, A = xs[size_t(axis)];
+  if (S < 0) d.fail("segment_reduce(): offsets must have at least one element");
+  const Device dev = e.meta(x).device;
+  ValueId s64 = e.cast(seg, DType::I64), starts, ends, lens;
+  if (by_len) {
+    ends = e.op("aten.cumsum.default", {Emit::t(s64), Emit::i(axis)});
+    starts = e.sub(ends, s64);
+    lens = s64;
+  } else {
+    starts = e.slice(s64, axis, 0, S);
+    ends = e.slice(s64, axis, 1, S + 1);
+    lens = e.sub(ends, starts);
+  }
+  // The segment of each position along axis, batched over the leading dims: [lead..., A].
+  ValueId k = e.arange(0, A, 1, dev);
+  ValueId id = segment_of(e, starts, A);
+  ValueId inside = e.cmp_s("ge", id, 0); // none when there are no segments
+  if (S > 0) {
+    ValueId stop = by_len ? e.slice(ends, axis, S - 1, S) : e.slice(s64, axis, S, S + 1);
+    inside = e.op("aten.logical_and.default", {Emit::t(inside), Emit::t(e.cmp("lt", k, stop))});
+  }
+  std::vector<int64_t> lead(xs.begin(), xs.begin() + axis);
+  std::vector<int64_t> ids = lead;
+  ids.push_back(A);
+  ValueId target = e.where(inside, id, full_i64(e, ids, S, dev));
+  for (int64_t i = axis + 1; i < R; ++i) target = e.unsqueeze(target, i);
+  target = e.expand(target, xs);
+  std::optional<double> init;
+  if (d.has("initial")) init = d.arg("initial").scalar();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::string red = how;
+  double identity = 0;
+  if (how == "max")
+    red = "amax", identity = -inf;
+  else if (how == "min")
+    red = "amin", identity = inf;
+  else if (how == "prod")
+    identity = 1;
+  else if (how != "sum" && how != "mean")
+    d.fail("segment_reduce(): unknown reduction '" + how + "'");
+  if (how == "mean") red = "sum";
+  std::vector<int64_t> os = xs;
+  os[size_t(axis)] = S + 1;
+  ValueId acc = full_like_f(e, os, init.value_or(identity), e.meta(x));
+  ValueId r = e.slice(scatter_reduce(e, acc, axis, target, x, red.c_str(), true), axis, 0, S);
+  if (how == "mean") {
+    ValueId n = lens;
+    for (int64_t i = axis + 1; i < R; ++i) n = e.unsqueeze(n, i);
+    ValueId nf = e.cast(n, e.dtype(x));
+    ValueId q = e.div(r, e.op("aten.clamp_min.default", {Emit::t(nf), Emit::f(1.0)}));
+    r = e.where(e.cmp_s("gt", n, 0), q, init ? r : e.add_s(e.mul_s(r, 0.0), std::nan("")));
+  }
+  if (axis > 0) // the slice of a segment's dim past the first: contiguous, as PyTorch's output
+    r = e.op(
+        "aten.clone.default",
+        {Emit::t(r), Emit::kw("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))});
+  return {r};
+}
+
+/// convolution_backward (non-transposed): convolution's derivative rule (passes/conv_grad.h) for
+/// the outputs output_mask asks for; an output it does not ask for (None in PyTorch) is an empty
+/// tensor.
+std::vector<ValueId> convolution_backward(Emit& e, const DNode& d) {
+  ValueId g = d.tensor("grad_output"), x = d.tensor("input"), w = d.tensor("weight");
+  if (d.arg("transposed").b)
+    d.fail("convolution_backward: transposed convolution is not supported");
+  std::vector<int64_t> xs = e.sizes(x), ws = e.sizes(w);
+  if (ws.size() < 3 || xs.size() != ws.size() || e.dim(g) != e.dim(x))
+    d.fail(
+        "convolution_backward: expected batched input, weight and grad_output of one rank, got " +
+        format_meta(e.meta(x)) + ", " + format_meta(e.meta(w)) + ", " + format_meta(e.meta(g)));
+  const size_t sp = ws.size() - 2;
+  auto spatial_arg = [&](const char* name) {
+    std::vector<int64_t> v = d.arg(name).ints;
+    if (v.size() == 1 && sp > 1) v.assign(sp, v[0]);
+    if (v.size() != sp)
+      d.fail(std::string("convolution_backward: ") + name + " must have " + std::to_string(sp) +
+             " elements");
+    return v;
+  };
+  std::vector<int64_t> s = spatial_arg("stride"), p = spatial_arg("padding"),
+                       dl = spatial_arg("dilation");
+  const int64_t groups = d.arg("groups").i;
+  if (groups < 1 || xs[1] % groups != 0 || ws[0] % groups != 0)
+    d.fail("convolution_backward: groups must divide the input and output channels");
+  std::vector<bool> mask = d.arg("output_mask").bools;
+  mask.resize(3, false);
+  ValueId none = e.zeros({0}, e.meta(g));
+  ValueId gi = mask[0] ? conv_input_grad(e, g, w, xs, s, p, dl, groups) : none;
+  ValueId gw = mask[1] ? conv_weight_grad(e, x, g, ws, s, p, dl, groups) : none;
+  std::vector<int64_t> dims = {0};
+  for (size_t i = 0; i < sp; ++i) dims.push_back(int64_t(2 + i));
+  ValueId gb = mask[2] ? e.sum(g, dims, false) : none;
+  return {gi, gw, gb};
+}
+
+/// fractional_max_pool2d / 3d: PyTorch's generate_intervals in the input's dtype — window i of
+/// a dim starts at trunc((i + u) * alpha) - trunc(u * alpha), alpha = (in - k) / (out - 1), the
+/// last at in - k, u the plane's random sample for that dim (W, H for 2d; T, H, W for 3d) —
+/// then the windows gathered dim by dim and the first max of each (its flat plane index).
+std::vector<ValueId> fractional_max_pool(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), u = d.tensor("random_samples");
+  const std::vector<int64_t>& ks = d.arg("kernel_size").ints;
+  const std::vector<int64_t>& os = d.arg("output_size").ints;
+  const int64_t S = d.n.target.find("3d") != std::string::npos ? 3 : 2;
+  const std::string name = "fractional_max_pool" + std::to_string(S) + "d";
+  const bool batched = e.dim(x) == S + 2;
+  if (!batched && e.dim(x) != S + 1)
+    d.fail(name + ": expected a " + std::to_string(S + 1) + "-D or " + std::to_string(S + 2) +
+           "-D input, got " + format_meta(e.meta(x)));
+  if (int64_t(ks.size()) != S || int64_t(os.size()) != S)
+    d.fail(name + ": kernel_size and output_size must have " + std::to_string(S) + " elements");
+  if (!batched) x = e.unsqueeze(x, 0);
+  std::vector<int64_t> xs = e.sizes(x);
+  const int64_t N = xs[0], C = xs[1];
+  if (e.sizes(u) != std::vector<int64_t>{N, C, S})
+    d.fail(name + ": expected random_samples of shape [" + std::to_string(N) + ", " +
+           std::to_string(C) + ", " + std::to_string(S) + "], got " + format_meta(e.meta(u)));
+  const Device dev = e.meta(x).device;
+  const char* dim_names[] = {"time", "height", "width"};
+  std::vector<ValueId> pos; // per spatial dim: [N, C, out, k] input positions
+  for (int64_t j = 0; j < S; ++j) {
+    const int64_t I = xs[size_t(2 + j)], O = os[size_t(j)], K = ks[size_t(j)];
+    if (O <= 0 || K <= 0) d.fail(name + ": kernel_size and output_size must be positive");
+    if (O + K - 1 > I)
+      d.fail(name + ": output_size + kernel_size - 1 (" + std::to_string(O + K - 1) +
+             ") exceeds the input " + dim_names[3 - S + j] + " " + std::to_string(I));
+    // 2d samples are (W, H): dim j (H, W) reads sample 1 - j; 3d samples are (T, H, W).
+    const int64_t sample = S == 2 ? 1 - j : j;
+    ValueId uj = e.unsqueeze(e.op("aten.select.int", {Emit::t(u), Emit::i(2), Emit::i(sample)}), 2);
+    uj = e.cast(uj, e.dtype(x));
+    ValueId start;
+    if (O == 1) {
+      start = full_i64(e, {N, C, 1}, I - K, dev);
+    } else {
+      const double alpha = double(I - K) / double(O - 1);
+      ValueId i = e.cast(e.arange(0, O - 1, 1, dev), e.dtype(x));
+      ValueId a = e.unary("trunc", e.mul_s(e.add(e.reshape(i, {1, 1, O - 1}), uj), alpha));
+      ValueId b = e.unary("trunc", e.mul_s(uj, alpha));
+      ValueId first = e.cast(e.sub(a, b), DType::I64);
+      start = e.cat({first, full_i64(e, {N, C, 1}, I - K, dev)}, 2);
+    }
+    pos.push_back(e.add(e.unsqueeze(start, 3), e.reshape(e.arange(0, K, 1, dev), {1, 1, 1, K})));
+  }
+  // Gather the windows dim by dim: y [N, C, O0*K0, O1*K1, ...].
+  ValueId y = x;
+  for (int64_t j = 0; j < S; ++j) {
+    const int64_t OK = os[size_t(j)] * ks[size_t(j)];
+    std::vector<int64_t> shape(size_t(S + 2), 1);
+    shape[0] = N, shape[1] = C, shape[size_t(2 + j)] = OK;
+    std::vector<int64_t> full = e.sizes(y);
+    full[size_t(2 + j)] = OK;
+    ValueId idx = e.expand(e.reshape(pos[size_t(j)], shape), full);
+    y = e.op("aten.gather.default", {Emit::t(y), Emit::i(2 + j), Emit::t(idx)});
+  }
+  // [N, C, O0, K0, O1, K1, ...] -> [N, C, O0, O1, ..., K0*K1*...]
+  std::vector<int64_t> split = {N, C}, perm = {0, 1}, outs = {N, C};
+  int64_t window = 1;
+  for (int64_t j = 0; j < S; ++j) {
+    split.push_back(os[size_t(j)]);
+    split.push_back(ks[size_t(j)]);
+    perm.push_back(2 + 2 * j);
+    outs.push_back(os[size_t(j)]);
+    window *= ks[size_t(j)];
+  }
+  for (int64_t j = 0; j < S; ++j) perm.push_back(3 + 2 * j);
+  std::vector<int64_t> flat = outs;
+  flat.push_back(window);
+  ValueId win = e.reshape(e.permute(e.reshape(y, split), perm), flat);
+  // The flat plane index of each window element, in the same layout.
+  ValueId plane = kNoValue;
+  int64_t stride = 1;
+  for (int64_t j = S - 1; j >= 0; --j) {
+    std::vector<int64_t> shape(size_t(2 * S + 2), 1);
+    shape[0] = N, shape[1] = C, shape[size_t(2 + j)] = os[size_t(j)],
+    shape[size_t(2 + S + j)] = ks[size_t(j)];
+    ValueId pj = e.reshape(e.mul(pos[size_t(j)], full_i64(e, {1}, stride, dev)), shape);
+    plane = plane == kNoValue ? pj : e.add(plane, pj);
+    stride *= xs[size_t(2 + j)];
+  }
+  std::vector<int64_t> wide = outs;
+  for (int64_t j = 0; j < S; ++j) wide.push_back(ks[size_t(j)]);
+  plane = e.reshape(e.expand(plane, wide), flat);
+  const int64_t last = int64_t(flat.size()) - 1;
+  ValueId am =
+      e.unsqueeze(e.op("aten.argmax.default", {Emit::t(win), {"", Arg::of_int(last)}}), last);
+  ValueId val =
+      e.op("aten.squeeze.dims",
+           {Emit::t(e.op("aten.gather.default", {Emit::t(win), Emit::i(last), Emit::t(am)})),
+            Emit::ints({last})});
+  ValueId ind =
+      e.op("aten.squeeze.dims",
+           {Emit::t(e.op("aten.gather.default", {Emit::t(plane), Emit::i(last), Emit::t(am)})),
+            Emit::ints({last})});
+  if (!batched) {
+    val = e.op("aten.squeeze.dims", {Emit::t(val), Emit::ints({0})});
+    ind = e.op("aten.squeeze.dims", {Emit::t(ind), Emit::ints({0})});
+  }
+  return {val, ind};
+}
+
+/// _upsample_bilinear2d_aa (antialias): separable, each spatial dim multiplied by its [in, out]
+/// matrix of PyTorch's _compute_indices_min_size_weights_aa weights — the triangle filter at
+/// (j - center + 0.5) * invscale over [xmin, xmin + xsize), normalized per output — built in f64
+/// from aranges.
+std::vector<ValueId> upsample_bilinear2d_aa(Emit& e, const DNode& d) {
+  const OpSchema& s = *d.n.schema;
+  ValueId x = d.args[size_t(s.index_of(s.index_of("self") >= 0 ? "self" : "input"))].tensor;
+  const int64_t R = e.dim(x);
+  if (R != 4)
+    d.fail("_upsample_bilinear2d_aa: expected a 4-D input, got " + format_meta(e.meta(x)));
+  std::vector<int64_t> xs = e.sizes(x), in(xs.end() - 2, xs.end());
+  resample::Upsample u;
+  std::string err = resample::upsample_args(d.n, in, u);
+  if (!err.empty()) d.fail("_upsample_bilinear2d_aa: " + err);
+  const Device dev = e.meta(x).device;
+  ValueId y = x;
+  for (int64_t i = 0; i < 2; ++i) {
+    const int64_t I = in[size_t(i)], O = u.out[size_t(i)], dim = 2 + i;
+    const double scale = resample::linear_scale<double>(I, O, u.align_corners, u.scale[size_t(i)]);
+    const double support = scale >= 1.0 ? scale : 1.0; // interp_size 2 / 2, times the scale
+    const double invscale = scale >= 1.0 ? 1.0 / scale : 1.0;
+    ValueId o = e.cast(e.reshape(e.arange(0, O, 1, dev), {1, O}), DType::F64);
+    ValueId j = e.cast(e.reshape(e.arange(0, I, 1, dev), {I, 1}), DType::F64);
+    ValueId center = e.mul_s(e.add_s(o, 0.5), scale);
+    ValueId xmin = e.op("aten.clamp_min.default",
+                        {Emit::t(e.unary("trunc", e.add_s(center, 0.5 - support))), Emit::f(0.0)});
+    ValueId xmax =
+        e.op("aten.clamp_max.default",
+             {Emit::t(e.unary("trunc", e.add_s(center, 0.5 + support))), Emit::f(double(I))});
+    ValueId t = e.unary("abs", e.mul_s(e.add_s(e.sub(j, center), 0.5), invscale));
+    ValueId wgt = e.op("aten.clamp_min.default", {Emit::t(e.rsub_s(1.0, t)), Emit::f(0.0)});
+    ValueId in_win = e.op("aten.logical_and.default",
+                          {Emit::t(e.cmp("ge", j, xmin)), Emit::t(e.cmp("lt", j, xmax))});
+    wgt = e.where_s(in_win, wgt, 0.0);
+    ValueId total = e.sum(wgt, {0}, true);
+    ValueId safe = e.where(e.cmp_s("ne", total, 0.0), total, e.add_s(e.mul_s(total, 0.0), 1.0));
+    ValueId m = e.cast(e.div(wgt, safe), e.dtype(x));
+    ValueId moved = dim == R - 1 ? y : e.transpose(y, dim, R - 1);
+    ValueId r = e.op("aten.matmul.default", {Emit::t(moved), Emit::t(m)});
+    y = dim == R - 1 ? r : e.transpose(r, dim, R - 1);
+  }
+  return {e.op("aten.contiguous.default", {Emit::t(y)})};
+}
+
+std::vector<ValueId> grid_sampler_taps(Emit& e, const DNode& d);
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::float_power_Scalar, float_power},
     {OpId::float_power_Tensor_Scalar, float_power},
@@ -3409,6 +4022,34 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::conv_transpose2d_input, conv_transpose},
     {OpId::conv_transpose3d_input, conv_transpose},
     {OpId::convolution, convolution_transposed},
+    // nn ops: core ATen and torch.nn.functional (index ops, random masks).
+    {OpId::_embedding_bag, embedding_bag},
+    {OpId::_embedding_bag_forward_only, embedding_bag},
+    {OpId::_upsample_bilinear2d_aa, upsample_bilinear2d_aa},
+    {OpId::_upsample_bilinear2d_aa_vec, upsample_bilinear2d_aa},
+    {OpId::_upsample_nearest_exact1d, upsample_nearest_exact},
+    {OpId::_upsample_nearest_exact1d_vec, upsample_nearest_exact},
+    {OpId::_upsample_nearest_exact3d, upsample_nearest_exact},
+    {OpId::_upsample_nearest_exact3d_vec, upsample_nearest_exact},
+    {OpId::alpha_dropout, dropout},
+    {OpId::convolution_backward, convolution_backward},
+    {OpId::embedding_bag, embedding_bag},
+    {OpId::embedding_bag_padding_idx, embedding_bag},
+    {OpId::feature_alpha_dropout, dropout},
+    {OpId::feature_dropout, dropout},
+    {OpId::fractional_max_pool2d, fractional_max_pool},
+    {OpId::fractional_max_pool3d, fractional_max_pool},
+    {OpId::grid_sampler, grid_sampler},
+    {OpId::grid_sampler_3d, grid_sampler_taps},
+    {OpId::max_unpool2d, max_unpool},
+    {OpId::max_unpool3d, max_unpool},
+    {OpId::multi_margin_loss, multi_margin_loss},
+    {OpId::multilabel_margin_loss, multilabel_margin_loss_only},
+    {OpId::multilabel_margin_loss_forward, multilabel_margin_loss},
+    {OpId::pdist, pdist},
+    {OpId::rrelu, rrelu},
+    {OpId::rrelu_with_noise_functional, rrelu},
+    {OpId::segment_reduce, segment_reduce},
 };
 
 /// Pooling windows (adaptive ones too), upsampling and reflection/replication padding are linear
@@ -3494,19 +4135,33 @@ std::vector<ValueId> separable(Emit& e, const DNode& d) {
   return {y};
 }
 
-/// grid_sampler_2d as the sum of its taps, for autograd: the grid unnormalized and padded with
-/// differentiable ops (clamp, abs, fmod, where), each tap an index_select of the input's
-/// (N*H*W, C) rows at the tap's flat position (computed in f64, clamped into the input) times its
-/// weight and a 0/1 in-bounds factor. The gradient of the input is index_select's (an index_add),
-/// that of the grid flows through the weights' fractions, as grid_sampler_2d_backward computes.
+/// grid_sampler_2d and grid_sampler_3d as the sum of their taps: the grid unnormalized and
+/// padded with differentiable ops (clamp, abs, fmod, where), each tap an index_select of the
+/// input's (N*spatial, C) rows at the tap's flat position (computed in f64, clamped into the
+/// input) times its weight and a 0/1 in-bounds factor. The gradient of the input is
+/// index_select's (an index_add), that of the grid flows through the weights' fractions, as
+/// grid_sampler_2d_backward computes. grid_sampler_2d keeps its kernel and lowering in inference
+/// (this is its autograd form); grid_sampler_3d is this decomposition everywhere. The grid's last
+/// dim holds (x, y[, z]), the coordinates of the input's last, second-last[, third-last] dims.
 std::vector<ValueId> grid_sampler_taps(Emit& e, const DNode& d) {
   ValueId x = d.tensor("input"), grid = d.tensor("grid");
   std::vector<int64_t> xs = e.sizes(x), gs = e.sizes(grid);
-  if (xs.size() != 4 || gs.size() != 4) return {};
+  const int64_t S = int64_t(xs.size()) - 2;
+  const bool three = d.n.target.find("3d") != std::string::npos;
+  if (three && (xs.size() != 5 || gs.size() != 5 || gs[4] != 3 || gs[0] != xs[0]))
+    d.fail("grid_sampler_3d: expected a 5-D input and a 5-D grid [N, D, H, W, 3] of the same "
+           "batch, got " +
+           format_meta(e.meta(x)) + " and " + format_meta(e.meta(grid)));
+  if (!three && (xs.size() != 4 || gs.size() != 4)) return {};
   const int64_t mode = d.arg("interpolation_mode").i, pad = d.arg("padding_mode").i;
   const bool align = d.arg("align_corners").b;
+  if (three && (mode < 0 || mode > 1 || pad < 0 || pad > 2))
+    d.fail("grid_sampler_3d: interpolation_mode must be 0 (bilinear) or 1 (nearest) and "
+           "padding_mode 0, 1 or 2");
   if (mode < 0 || mode > 2 || pad < 0 || pad > 2) return {};
-  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], OH = gs[1], OW = gs[2];
+  const int64_t N = xs[0], C = xs[1];
+  std::vector<int64_t> in(xs.begin() + 2, xs.end()), out(gs.begin() + 1, gs.end() - 1);
+  const int64_t P = prod(in), OP = prod(out);
   const DType ft = e.dtype(x);
   auto unnormalize = [&](ValueId g, int64_t size) {
     return align ? e.mul_s(e.div_s(e.add_s(g, 1), 2), double(size - 1))
@@ -3530,42 +4185,73 @@ std::vector<ValueId> grid_sampler_taps(Emit& e, const DNode& d) {
       return clip(align ? reflect(v, 0, 2 * (size - 1)) : reflect(v, -1, 2 * size - 1), size);
     return v;
   };
-  ValueId gx = e.op("aten.select.int", {Emit::t(grid), Emit::i(3), Emit::i(0)});
-  ValueId gy = e.op("aten.select.int", {Emit::t(grid), Emit::i(3), Emit::i(1)});
-  ValueId ix = unnormalize(gx, W), iy = unnormalize(gy, H);
-  if (mode != 2) ix = padded(ix, W), iy = padded(iy, H);
-  // Rows of the input by (n, h, w); the batch's first row per grid point, in f64.
-  ValueId rows = e.reshape(e.permute(x, {0, 2, 3, 1}), {N * H * W, C});
-  ValueId base =
-      e.cast(e.reshape(e.arange(0, N * H * W, H * W, e.meta(x).device), {N, 1, 1}), DType::F64);
-  // One tap: the input at integer-valued positions (yi, xi) (f64), 0 outside, times `w`.
-  auto tap = [&](ValueId yi, ValueId xi, ValueId w) {
-    ValueId ok =
-        e.mul(e.mul(e.cast(e.cmp_s("ge", yi, 0), ft), e.cast(e.cmp_s("lt", yi, double(H)), ft)),
-              e.mul(e.cast(e.cmp_s("ge", xi, 0), ft), e.cast(e.cmp_s("lt", xi, double(W)), ft)));
-    ValueId at = e.add(e.add(base, e.mul_s(clip(yi, H), double(W))), clip(xi, W));
-    ValueId flat = e.reshape(e.cast(at, DType::I64), {N * OH * OW});
-    ValueId v =
-        e.reshape(e.op("aten.index_select.default", {Emit::t(rows), Emit::i(0), Emit::t(flat)}),
-                  {N, OH, OW, C});
-    return e.mul(v, e.unsqueeze(e.mul(w, ok), 3));
+  // pos[i]: the source position along spatial dim i (grid component S - 1 - i).
+  std::vector<ValueId> pos;
+  for (int64_t i = 0; i < S; ++i) {
+    ValueId c = e.op("aten.select.int", {Emit::t(grid), Emit::i(S + 1), Emit::i(S - 1 - i)});
+    ValueId v = unnormalize(c, in[size_t(i)]);
+    pos.push_back(mode != 2 ? padded(v, in[size_t(i)]) : v);
+  }
+  // Rows of the input by (n, spatial...); the batch's first row per grid point, in f64.
+  std::vector<int64_t> to_last = {0};
+  for (int64_t i = 0; i < S; ++i) to_last.push_back(2 + i);
+  to_last.push_back(1);
+  ValueId rows = e.reshape(e.permute(x, to_last), {N * P, C});
+  std::vector<int64_t> bshape(size_t(S + 1), 1);
+  bshape[0] = N;
+  ValueId base = e.cast(e.reshape(e.arange(0, N * P, P, e.meta(x).device), bshape), DType::F64);
+  std::vector<int64_t> res = {N};
+  res.insert(res.end(), out.begin(), out.end());
+  res.push_back(C);
+  // One tap: the input at integer-valued positions at[i] (f64), 0 outside, times `w`.
+  auto tap = [&](const std::vector<ValueId>& at, ValueId w) {
+    ValueId ok = kNoValue, flat = base;
+    int64_t stride = P;
+    for (int64_t i = 0; i < S; ++i) {
+      const int64_t n = in[size_t(i)];
+      stride /= n;
+      ValueId in_i = e.mul(e.cast(e.cmp_s("ge", at[size_t(i)], 0), ft),
+                           e.cast(e.cmp_s("lt", at[size_t(i)], double(n)), ft));
+      ok = ok == kNoValue ? in_i : e.mul(ok, in_i);
+      flat = e.add(flat, e.mul_s(clip(at[size_t(i)], n), double(stride)));
+    }
+    ValueId idx = e.reshape(e.cast(flat, DType::I64), {N * OP});
+    ValueId v = e.reshape(
+        e.op("aten.index_select.default", {Emit::t(rows), Emit::i(0), Emit::t(idx)}), res);
+    return e.mul(v, e.unsqueeze(e.mul(w, ok), S + 1));
   };
   auto f64 = [&](ValueId v) { return e.cast(v, DType::F64); };
   ValueId r = kNoValue;
   auto acc = [&](ValueId v) { r = r == kNoValue ? v : e.add(r, v); };
   if (mode == 1) {
-    ValueId one = e.add_s(e.zeros({N, OH, OW}, e.meta(ix)), 1);
-    acc(tap(f64(e.unary("round", iy)), f64(e.unary("round", ix)), one));
+    std::vector<int64_t> ws = {N};
+    ws.insert(ws.end(), out.begin(), out.end());
+    ValueId one = e.add_s(e.zeros(ws, e.meta(pos[0])), 1);
+    std::vector<ValueId> at;
+    for (ValueId p : pos) at.push_back(f64(e.unary("round", p)));
+    acc(tap(at, one));
   } else if (mode == 0) {
-    ValueId fx = e.unary("floor", ix), fy = e.unary("floor", iy);
-    ValueId tx = e.sub(ix, fx), ty = e.sub(iy, fy);
-    ValueId ux = e.rsub_s(1, tx), uy = e.rsub_s(1, ty);
-    ValueId x0 = f64(fx), y0 = f64(fy), x1 = e.add_s(x0, 1), y1 = e.add_s(y0, 1);
-    acc(tap(y0, x0, e.mul(ux, uy)));
-    acc(tap(y0, x1, e.mul(tx, uy)));
-    acc(tap(y1, x0, e.mul(ux, ty)));
-    acc(tap(y1, x1, e.mul(tx, ty)));
+    // The 2^S corners: bit i of the corner picks floor + 1 along dim i, weight t_i or 1 - t_i.
+    std::vector<ValueId> lo, t;
+    for (ValueId p : pos) {
+      ValueId f = e.unary("floor", p);
+      lo.push_back(f);
+      t.push_back(e.sub(p, f));
+    }
+    for (int64_t corner = 0; corner < (int64_t(1) << S); ++corner) {
+      std::vector<ValueId> at;
+      ValueId w = kNoValue;
+      for (int64_t i = 0; i < S; ++i) {
+        const bool up = (corner >> (S - 1 - i)) & 1;
+        at.push_back(up ? e.add_s(f64(lo[size_t(i)]), 1) : f64(lo[size_t(i)]));
+        ValueId wi = up ? t[size_t(i)] : e.rsub_s(1, t[size_t(i)]);
+        w = w == kNoValue ? wi : e.mul(w, wi);
+      }
+      acc(tap(at, w));
+    }
   } else {
+    ValueId iy = pos[0], ix = pos[1];
+    const int64_t H = in[0], W = in[1];
     ValueId fx = e.unary("floor", ix), fy = e.unary("floor", iy);
     const double A = -0.75;
     auto c1 = [&](ValueId z) {
@@ -3584,9 +4270,16 @@ std::vector<ValueId> grid_sampler_taps(Emit& e, const DNode& d) {
     };
     for (int i = 0; i < 4; ++i)
       for (int j = 0; j < 4; ++j)
-        acc(tap(at(fy, i, H), at(fx, j, W), e.mul(wy[size_t(i)], wx[size_t(j)])));
+        acc(tap({at(fy, i, H), at(fx, j, W)}, e.mul(wy[size_t(i)], wx[size_t(j)])));
   }
-  return {e.permute(r, {0, 3, 1, 2})};
+  std::vector<int64_t> back = {0, S + 1};
+  for (int64_t i = 0; i < S; ++i) back.push_back(1 + i);
+  // grid_sampler_3d's own meta is this decomposition's: contiguous, as PyTorch's output.
+  if (three)
+    return {e.op("aten.clone.default",
+                 {Emit::t(e.permute(r, back)),
+                  Emit::kw("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))})};
+  return {e.permute(r, back)};
 }
 
 std::vector<ValueId> layer_norm_to_native(Emit& e, const DNode& d) {

@@ -349,7 +349,12 @@ Metas cdist_forward(const Graph& g, const Node& n) {
   double p = c.float_("p");
   if (!(p >= 0)) c.fail("cdist only supports non-negative p values, got " + std::to_string(p));
   Sizes b1(x1.sizes.begin(), x1.sizes.end() - 2), b2(x2.sizes.begin(), x2.sizes.end() - 2);
-  Sizes out = broadcast_shapes(b1, b2);
+  Sizes out;
+  try {
+    out = broadcast_shapes(b1, b2);
+  } catch (const std::exception& e) {
+    c.fail(std::string("cdist: the batch dims of x1 and x2 do not broadcast: ") + e.what());
+  }
   out.push_back(x1.sizes[x1.sizes.size() - 2]);
   out.push_back(x2.sizes[x2.sizes.size() - 2]);
   c.check_sizes(out);

@@ -849,15 +849,6 @@ Tensors k_clamp_tensor(const KernelCall& c) {
 }
 // End of the issue-18 unary math.
 
-Tensors k_dropout(const KernelCall& c) {
-  double p = c.arg("p").f;
-  if (p < 0 || p > 1)
-    fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
-  if (c.arg("train").b && p != 0)
-    fail("dropout in training mode is not supported by the reference interpreter");
-  return {c.tensor("input")};
-}
-
 // ---- In-place ops: compute out of place, then write into self ----
 
 Tensors write_back(const Tensor& self, const Tensor& r) {
@@ -1186,7 +1177,6 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::cos, k_cos},
     {OpId::div_Scalar, k_div},
     {OpId::div_Tensor, k_div},
-    {OpId::dropout, k_dropout},
     {OpId::eq_Scalar, k_cmp<CmpKind::Eq>},
     {OpId::eq_Tensor, k_cmp<CmpKind::Eq>},
     {OpId::erf, k_erf},

@@ -216,10 +216,12 @@ Tensors k_adaptive_avg_pool2d(const KernelCall& c) {
   Shape os = expand_param(c.arg("output_size").ints, 2, "output_size");
   if (os[0] < 0 || os[1] < 0) fail("adaptive_avg_pool2d: output size must be non-negative");
   int64_t H = x.size(x.dim() - 2), W = x.size(x.dim() - 1);
-  for (int64_t d = 0; d < x.dim() - 2; ++d)
-    if (x.size(d) == 0) fail("adaptive_avg_pool2d: input has an empty non-spatial dimension");
-  if ((H == 0 || W == 0) && os[0] * os[1] > 0)
-    fail("adaptive_avg_pool2d: input spatial size is zero");
+  // As PyTorch: every dim but the first (the batch, or the channels of a 3-D input) non-empty.
+  for (int64_t d = 1; d < x.dim(); ++d)
+    if (x.size(d) == 0)
+      fail("adaptive_avg_pool2d: expected input to have non-zero size for non-batch dimensions, "
+           "got " +
+           shape_str(x.sizes()));
   int64_t planes = checked_numel(Shape(x.sizes().begin(), x.sizes().end() - 2));
   Shape osz(x.sizes().begin(), x.sizes().end() - 2);
   osz.insert(osz.end(), {os[0], os[1]});

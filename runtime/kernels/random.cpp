@@ -138,6 +138,15 @@ Tensors k_native_dropout(const KernelCall& c) {
   return {make(x.dtype(), x.sizes(), v), mask};
 }
 
+/// dropout: the input in eval mode or for p = 0, else native_dropout's output (the same draws).
+Tensors k_dropout(const KernelCall& c) {
+  double p = c.arg("p").f;
+  if (!(p >= 0 && p <= 1))
+    fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (!c.arg("train").b || p == 0) return {c.tensor("input")};
+  return {k_native_dropout(c)[0]};
+}
+
 /// native_dropout_backward: grad_output * mask * scale.
 Tensors k_native_dropout_backward(const KernelCall& c) {
   const Tensor& g = c.tensor("grad_output");
@@ -179,6 +188,7 @@ Tensors k_randperm(const KernelCall& c) {
 const OpTable<KernelFn>::Row kRandomKernels[] = {
     {OpId::bernoulli, k_bernoulli},
     {OpId::bernoulli_p, k_bernoulli},
+    {OpId::dropout, k_dropout},
     {OpId::native_dropout, k_native_dropout},
     {OpId::native_dropout_backward, k_native_dropout_backward},
     {OpId::rand, k_rand},

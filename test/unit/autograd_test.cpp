@@ -657,6 +657,67 @@ TEST_CASE("autograd: grid_sampler_2d in every mode, padding and alignment") {
       }
 }
 
+TEST_CASE("autograd: grid_sampler_3d in every mode, padding and alignment") {
+  for (int64_t mode : {0, 1})
+    for (int64_t pad : {0, 1, 2})
+      for (bool align : {false, true}) {
+        INFO("mode " << mode << " padding " << pad << " align_corners " << align);
+        TestGraph tg;
+        ValueId x = tg.input("x", {2, 2, 3, 4, 3});
+        ValueId g = tg.input("g", {2, 2, 3, 2, 3}, -1.3, 1.3);
+        tg.output(tg.op("aten.grid_sampler_3d.default", {T(x), T(g), I(mode), I(pad), B(align)}));
+        check_gradients(tg);
+      }
+}
+
+TEST_CASE("autograd: embedding_bag sum (per_sample_weights), mean and max (padding_idx)") {
+  for (int64_t mode : {0, 1, 2}) {
+    INFO("mode " << mode);
+    TestGraph tg;
+    ValueId w = tg.weight("bag.weight", {6, 3});
+    ValueId ids = tg.input_values("ids", DType::I64, {7}, {1, 5, 1, 0, 3, 4, 2});
+    // Bags [0, 3), [3, 3) (empty), [3, 7); include_last_offset drops the final 7.
+    ValueId offs = tg.input_values("offs", DType::I64, {4}, {0, 3, 3, 7});
+    CallArg none{"", Arg::none()};
+    CallArg psw = none;
+    if (mode == 0) psw = T(tg.input("psw", {7}));
+    std::vector<ValueId> r =
+        tg.ops("aten._embedding_bag.default", {T(w), T(ids), T(offs), B(false), I(mode), B(false),
+                                               psw, B(true), I(mode == 2 ? 4 : -1)});
+    tg.output(r[0]);
+    check_gradients(tg);
+  }
+}
+
+TEST_CASE("autograd: max_unpool2d and max_unpool3d route the gradient from the picks") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {1, 2, 2, 2});
+  ValueId i = tg.input_values("i", DType::I64, {1, 2, 2, 2}, {0, 3, 9, 11, 1, 2, 6, 7});
+  ValueId x3 = tg.input("x3", {2, 1, 2, 1});
+  ValueId i3 = tg.input_values("i3", DType::I64, {2, 1, 2, 1}, {0, 5, 3, 4});
+  tg.output(tg.op("aten.max_unpool2d.default", {T(x), T(i), Is({3, 4})}));
+  tg.output(tg.op("aten.max_unpool3d.default",
+                  {T(x3), T(i3), Is({2, 1, 3}), Is({1, 1, 1}), Is({0, 0, 0})}));
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: multi_margin_loss, multilabel_margin_loss and antialiased upsampling") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4});
+  ValueId y = tg.input_values("y", DType::I64, {3}, {2, 0, 3});
+  ValueId wt = tg.input("wt", {4}, 0.5, 2);
+  ValueId t = tg.input_values("t", DType::I64, {3, 4}, {3, 0, -1, 1, 1, -1, 2, 2, 0, 1, 2, 3});
+  ValueId img = tg.input("img", {1, 2, 5, 7});
+  ValueId seq = tg.input("seq", {2, 3, 4});
+  CallArg none{"", Arg::none()};
+  tg.output(tg.op("aten.multi_margin_loss.default", {T(x), T(y), I(1), F(0.7), none, I(1)}));
+  tg.output(tg.op("aten.multi_margin_loss.default", {T(x), T(y), I(2), F(1.0), T(wt), I(0)}));
+  tg.output(tg.op("aten.multilabel_margin_loss.default", {T(x), T(t), I(0)}));
+  tg.output(tg.op("aten._upsample_bilinear2d_aa.default", {T(img), Is({3, 11}), B(false)}));
+  tg.output(tg.op("aten._upsample_nearest_exact1d.default", {T(seq), Is({7})}));
+  check_gradients(tg);
+}
+
 TEST_CASE("autograd: adaptive max pooling routes the gradient to the picks") {
   TestGraph tg;
   ValueId x = tg.input("x", {2, 3, 5, 7});

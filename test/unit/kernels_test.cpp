@@ -1107,8 +1107,17 @@ TEST_CASE("kernels: dropout, _assert_tensor_metadata and factories") {
   Tensor x = F({2}, {1, 2});
   CHECK(op1("aten.dropout.default", {x, Fl(0.5), Bo(false)}).storage() == x.storage());
   CHECK(op1("aten.dropout.default", {x, Fl(0), Bo(true)}).to_vector() == Vals{1, 2});
-  CHECK(op_error("aten.dropout.default", {x, Fl(0.5), Bo(true)}) ==
-        "dropout in training mode is not supported by the reference interpreter");
+  // Training mode: native_dropout's output, each element dropped or scaled by 1 / (1 - p).
+  Tensor big = F({64}, Vals(64, 1.0));
+  Vals dropped = op1("aten.dropout.default", {big, Fl(0.5), Bo(true)}).to_vector();
+  int kept = 0;
+  for (double v : dropped) {
+    CHECK((v == 0 || v == 2));
+    kept += v == 2;
+  }
+  CHECK(kept > 8);
+  CHECK(kept < 56);
+  CHECK(op1("aten.dropout.default", {x, Fl(1), Bo(true)}).to_vector() == Vals{0, 0});
   CHECK(op_error("aten.dropout.default", {x, Fl(1.5), Bo(false)}).find("between 0 and 1") !=
         std::string::npos);
   CHECK(op("aten._assert_tensor_metadata.default", {x, Is({2}), None(), Dt(DType::F32)}).empty());
@@ -2035,4 +2044,124 @@ TEST_CASE("kernels: relu6, selu, celu, log_sigmoid, logit, shrinks, threshold (t
   check(op1("aten.relu6.default", {L({3}, {-2, 3, 8})}), DType::I64, {3}, {0, 3, 6});
   CHECK(op_error("aten.selu.default", {L({2}, {1, 2})}).find("not implemented") !=
         std::string::npos);
+}
+
+TEST_CASE("kernels: _embedding_bag in every mode, padding_idx, include_last_offset (torch 1.13)") {
+  Tensor w = F({6, 2}, {0, 1, 2, 3, 4, 5, 6, -7, 8, 9, -1, 10});
+  Tensor ids = L({7}, {1, 5, 1, 0, 3, 4, 2});
+  Tensor offs = L({4}, {0, 3, 3, 7}); // bags [0, 3), [3, 3) (empty), [3, 7); 7 is the last offset
+  auto bag = [&](int64_t mode, int64_t pad, In psw = None(), bool last = true) {
+    return op("aten._embedding_bag.default",
+              {w, ids, offs, Bo(false), I(mode), Bo(false), psw, Bo(last), I(pad)});
+  };
+  auto r = bag(0, -1);
+  REQUIRE(r.size() == 4);
+  check(r[0], DType::F32, {3, 2}, {3, 16, 0, 0, 18, 8});
+  check(r[1], DType::I64, {0}, {}); // the sum fast path computes no offset2bag
+  check(r[2], DType::I64, {3}, {0, 0, 0});
+  r = bag(0, 4);
+  check(r[0], DType::F32, {3, 2}, {3, 16, 0, 0, 10, -1});
+  check(r[1], DType::I64, {7}, {0, 0, 0, 2, 2, 2, 2});
+  r = bag(1, -1);
+  check(r[0], DType::F32, {3, 2}, {1, 16.0 / 3, 0, 0, 4.5, 2});
+  check(r[2], DType::I64, {3}, {3, 0, 4});
+  check(r[3], DType::I64, {3}, {3, 0, 4});
+  r = bag(1, 4);
+  check(r[0], DType::F32, {3, 2}, {1, 16.0 / 3, 0, 0, 10.0 / 3, -1.0 / 3});
+  check(r[2], DType::I64, {3}, {3, 0, 3});
+  r = bag(2, -1);
+  check(r[0], DType::F32, {3, 2}, {2, 10, 0, 0, 8, 9});
+  check(r[3], DType::I64, {3, 2}, {1, 5, 0, 0, 4, 4});
+  r = bag(2, 4);
+  check(r[0], DType::F32, {3, 2}, {2, 10, 0, 0, 6, 5});
+  check(r[2], DType::I64, {3}, {3, 0, 3});
+  check(r[3], DType::I64, {3, 2}, {1, 5, 0, 0, 3, 2});
+  r = bag(0, -1, F({7}, {1, 2, 3, 4, 5, 6, 7}), false);
+  check(r[0], DType::F32, {4, 2}, {6, 32, 0, 0, 106, 58, 0, 0});
+  // No indices at all: every bag is empty.
+  r = op("aten._embedding_bag.default",
+         {w, L({0}, {}), L({2}, {0, 0}), Bo(false), I(1), Bo(false), None(), Bo(false), I(-1)});
+  check(r[0], DType::F32, {2, 2}, {0, 0, 0, 0});
+  // The export spelling with an optional padding_idx.
+  check(op("aten.embedding_bag.padding_idx",
+           {w, ids, offs, Bo(false), I(1), Bo(false), None(), Bo(true), None()})[0],
+        DType::F32, {3, 2}, {1, 16.0 / 3, 0, 0, 4.5, 2});
+  CHECK(op_error("aten._embedding_bag.default",
+                 {w, ids, F({2}, {0, 3}), Bo(false), I(0), Bo(false), None(), Bo(false), I(-1)})
+            .find("offsets must be a 1-D int64 or int32 tensor") != std::string::npos);
+}
+
+TEST_CASE("kernels: max_unpool, segment_reduce, margin losses, nearest-exact (torch 1.13)") {
+  check(op1("aten.max_unpool2d.default",
+            {F({1, 1, 2, 2}, {1, 2, 3, 4}), L({1, 1, 2, 2}, {0, 3, 9, 11}), Is({3, 4})}),
+        DType::F32, {1, 1, 3, 4}, {1, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4});
+  check(op1("aten.max_unpool3d.default", {F({1, 2, 1, 1}, {5, 6}), L({1, 2, 1, 1}, {1, 0}),
+                                          Is({1, 2, 1}), Is({1, 1, 1}), Is({0, 0, 0})}),
+        DType::F32, {1, 1, 2, 1}, {6, 5}); // unbatched: the channel is the first dim
+  Tensor d = F({5, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  Tensor len = L({3}, {2, 0, 3}), off = L({4}, {1, 2, 2, 4});
+  auto seg = [&](const char* how, bool by_len, Arg init = None()) {
+    return op1("aten.segment_reduce.default",
+               {d, S(how), by_len ? In("lengths", len) : In("offsets", off), In("unsafe", Bo(true)),
+                In("initial", init)});
+  };
+  check(seg("sum", true), DType::F32, {3, 2}, {4, 6, 0, 0, 21, 24});
+  check(seg("sum", true, Fl(1.5)), DType::F32, {3, 2}, {5.5, 7.5, 1.5, 1.5, 22.5, 25.5});
+  check(seg("mean", true), DType::F32, {3, 2}, {2, 3, kNaN, kNaN, 7, 8});
+  check(seg("mean", true, Fl(1.5)), DType::F32, {3, 2}, {2.75, 3.75, 1.5, 1.5, 7.5, 8.5});
+  check(seg("max", true), DType::F32, {3, 2}, {3, 4, -kInf, -kInf, 9, 10});
+  check(seg("min", true, Fl(1.5)), DType::F32, {3, 2}, {1, 1.5, 1.5, 1.5, 1.5, 1.5});
+  check(seg("prod", true), DType::F32, {3, 2}, {3, 8, 1, 1, 315, 480});
+  check(seg("sum", false), DType::F32, {3, 2}, {3, 4, 0, 0, 12, 14});
+  check(seg("mean", false), DType::F32, {3, 2}, {3, 4, kNaN, kNaN, 6, 7});
+  check(seg("max", false), DType::F32, {3, 2}, {3, 4, -kInf, -kInf, 7, 8});
+  check(seg("prod", false), DType::F32, {3, 2}, {3, 4, 1, 1, 35, 48});
+  Tensor xm = F({2, 4}, {0.1, 0.2, 0.4, 0.8, 0.5, -0.3, 0.2, 0.9});
+  check(op1("aten.multi_margin_loss.default", {xm, L({2}, {3, 1}), I(1), I(1), None(), I(0)}),
+        DType::F32, {2}, {0.325, 1.375}, 1e-6, 1e-6);
+  check(op1("aten.multi_margin_loss.default",
+            {xm, L({2}, {3, 1}), I(2), Fl(0.5), F({4}, {1, 2, 3, 4}), I(1)}),
+        DType::F32, {}, {1.4}, 1e-6, 1e-6);
+  auto ml = op("aten.multilabel_margin_loss_forward.default",
+               {xm, L({2, 4}, {3, 0, -1, 1, 1, 2, 3, -1}), I(0)});
+  check(ml[0], DType::F32, {2}, {0.85, 0.925}, 1e-6, 1e-6);
+  check(ml[1], DType::F32, {2, 4}, {1, 0, 0, 1, 0, 1, 1, 1});
+  Tensor s = F({1, 1, 10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  check(op1("aten._upsample_nearest_exact1d.default", {s, Is({4})}), DType::F32, {1, 1, 4},
+        {1, 3, 6, 8});
+  check(op1("aten._upsample_nearest_exact1d.vec", {s, None(), In(Arg::of_floats({0.7}))}),
+        DType::F32, {1, 1, 7}, {0, 2, 3, 5, 6, 7, 9});
+  CHECK(op_error("aten.multi_margin_loss.default", {xm, L({2}, {3, 1}), I(3), I(1), None(), I(1)})
+            .find("only p == 1 and p == 2 supported") != std::string::npos);
+}
+
+TEST_CASE("kernels: fractional max pooling, grid_sampler_3d, antialiased bilinear (torch 1.13)") {
+  Tensor fx = F({1, 1, 4, 5}, {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4});
+  auto fr = op("aten.fractional_max_pool2d.default",
+               {fx, Is({2, 2}), Is({2, 3}), F({1, 1, 2}, {0.3, 0.6})});
+  REQUIRE(fr.size() == 2);
+  check(fr[0], DType::F32, {1, 1, 2, 3}, {9, 6, 5, 8, 9, 9});
+  check(fr[1], DType::I64, {1, 1, 2, 3}, {5, 7, 4, 11, 12, 14});
+  Vals v;
+  for (int i = 0; i < 24; ++i) v.push_back(i);
+  Tensor vol = F({1, 1, 2, 3, 4}, v);
+  Tensor g = F({1, 1, 1, 3, 3}, {-1, -1, -1, 0.55, 0.2, -0.3, 1.2, 0, 0.9});
+  auto gs = [&](int64_t mode, int64_t pad, bool align) {
+    return op1("aten.grid_sampler_3d.default", {vol, g, I(mode), I(pad), Bo(align)});
+  };
+  check(gs(0, 0, false), DType::F32, {1, 1, 1, 1, 3}, {0, 10.2, 1.14}, 1e-5, 1e-5);
+  check(gs(0, 0, true), DType::F32, {1, 1, 1, 1, 3}, {0, 11.325, 12.88}, 1e-5, 1e-5);
+  check(gs(0, 1, true), DType::F32, {1, 1, 1, 1, 3}, {0, 11.325, 18.4}, 1e-5, 1e-5);
+  check(gs(0, 2, true), DType::F32, {1, 1, 1, 1, 3}, {0, 11.325, 18.1}, 1e-5, 1e-5);
+  check(gs(0, 2, false), DType::F32, {1, 1, 1, 1, 3}, {0, 10.2, 19}, 1e-5, 1e-5);
+  check(gs(1, 0, false), DType::F32, {1, 1, 1, 1, 3}, {0, 7, 0});
+  check(gs(1, 0, true), DType::F32, {1, 1, 1, 1, 3}, {0, 6, 19});
+  check(gs(1, 1, false), DType::F32, {1, 1, 1, 1, 3}, {0, 7, 19});
+  Vals a;
+  for (int i = 0; i < 16; ++i) a.push_back(std::pow(double(i), 1.5));
+  check(op1("aten._upsample_bilinear2d_aa.default", {F({1, 1, 2, 8}, a), Is({3, 3}), Bo(false)}),
+        DType::F32, {1, 1, 3, 3},
+        {1.4748501, 6.7930546, 14.4421062, 14.5263090, 22.9623032, 33.1598358, 27.5777683,
+         39.1315498, 51.8775635},
+        1e-5, 1e-5);
 }

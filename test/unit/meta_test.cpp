@@ -946,6 +946,83 @@ TEST_CASE("meta: im2col, col2im and _pdist_forward") {
   CHECK(t.error("aten._pdist_forward.default", {T(x), F(2.0)}).find("pdist only supports 2D") == 0);
 }
 
+TEST_CASE("meta: the nn ops built from index ops (embedding_bag, unpooling, segments, ...)") {
+  G t;
+  CallArg none{"", Arg::none()};
+  ValueId w = t.in("w", meta(DType::F32, {10, 3}));
+  ValueId ids = t.in("ids", meta(DType::I64, {7}));
+  ValueId offs = t.in("offs", meta(DType::I64, {4}));
+  ValueId foffs = t.in("foffs", meta(DType::F32, {4}));
+  auto bag = [&](int64_t mode, bool last, int64_t pad) {
+    return t.ops("aten._embedding_bag.default",
+                 {T(w), T(ids), T(offs), B(false), I(mode), B(false), none, B(last), I(pad)});
+  };
+  std::vector<TensorMeta> r = bag(0, false, -1);
+  REQUIRE(r.size() == 4);
+  CHECK(r[0].sizes == Sizes{4, 3});
+  CHECK(r[1].sizes == Sizes{0});
+  CHECK(r[2].sizes == Sizes{4});
+  r = bag(2, true, 3);
+  CHECK(r[0].sizes == Sizes{3, 3});
+  CHECK(r[1].sizes == Sizes{7});
+  CHECK(r[3].sizes == Sizes{3, 3});
+  CHECK(r[3].dtype == DType::I64);
+  CHECK(t.error("aten._embedding_bag.default",
+                {T(w), T(ids), T(foffs), B(false), I(0), B(false), none, B(false), I(-1)})
+            .find("embedding_bag: offsets must be a 1-D int64 or int32 tensor") !=
+        std::string::npos);
+  CHECK(t.error("aten._embedding_bag.default",
+                {T(w), T(ids), T(offs), B(false), I(1), B(false),
+                 T(t.in("psw", meta(DType::F32, {7}))), B(false), I(-1)})
+            .find("per_sample_weights only supported with mode='sum'") != std::string::npos);
+  ValueId x = t.in("x", meta(DType::F32, {2, 3, 4, 5}));
+  ValueId xi = t.in("xi", meta(DType::I64, {2, 3, 4, 5}));
+  CHECK(t.op("aten.max_unpool2d.default", {T(x), T(xi), Is({8, 10})}).sizes == Sizes{2, 3, 8, 10});
+  ValueId go = t.in("go", meta(DType::F32, {2, 6, 2, 3}));
+  ValueId cw = t.in("cw", meta(DType::F32, {6, 3, 3, 3}));
+  std::vector<TensorMeta> cb =
+      t.ops("aten.convolution_backward.default", {T(go),
+                                                  T(x),
+                                                  T(cw),
+                                                  {"", Arg::of_ints({6})},
+                                                  Is({1, 1}),
+                                                  Is({0, 0}),
+                                                  Is({1, 1}),
+                                                  B(false),
+                                                  Is({0, 0}),
+                                                  I(1),
+                                                  {"", Arg::of_bools({true, true, false})}});
+  REQUIRE(cb.size() == 3);
+  CHECK(cb[0].sizes == Sizes{2, 3, 4, 5});
+  CHECK(cb[1].sizes == Sizes{6, 3, 3, 3});
+  CHECK(cb[2].sizes == Sizes{0}); // not asked for: None in PyTorch
+  ValueId data = t.in("data", meta(DType::F32, {5, 2}));
+  ValueId lens = t.in("lens", meta(DType::I64, {3}));
+  CHECK(t.op("aten.segment_reduce.default",
+             {T(data), {"", Arg::of_string("max")}, {"lengths", Arg::of_tensor(lens)}})
+            .sizes == Sizes{3, 2});
+  CHECK(t.error("aten.segment_reduce.default", {T(data), {"", Arg::of_string("max")}})
+            .find("Either lengths or offsets must be defined") != std::string::npos);
+  CHECK(t.ops("aten.fractional_max_pool2d.default",
+              {T(x), Is({2, 2}), Is({3, 3}), T(t.in("u", meta(DType::F32, {2, 3, 2})))})[1]
+            .sizes == Sizes{2, 3, 3, 3});
+  CHECK(t.error("aten.fractional_max_pool2d.default",
+                {T(x), Is({2, 2}), Is({4, 3}), T(t.in("u2", meta(DType::F32, {2, 3, 2})))})
+            .find("exceeds the input height 4") != std::string::npos);
+  ValueId v5 = t.in("v5", meta(DType::F32, {2, 3, 4, 5, 6}));
+  ValueId g5 = t.in("g5", meta(DType::F32, {2, 1, 2, 7, 3}));
+  CHECK(t.op("aten.grid_sampler_3d.default", {T(v5), T(g5), I(0), I(0), B(false)}).sizes ==
+        Sizes{2, 3, 1, 2, 7});
+  CHECK(t.op("aten.grid_sampler.default", {T(v5), T(g5), I(1), I(2), B(true)}).sizes ==
+        Sizes{2, 3, 1, 2, 7});
+  CHECK(t.op("aten._upsample_nearest_exact3d.vec",
+             {T(v5), none, {"", Arg::of_floats({2.0, 1.5, 0.5})}})
+            .sizes == Sizes{2, 3, 8, 7, 3});
+  CHECK(t.op("aten._upsample_bilinear2d_aa.vec", {T(x), Is({3, 9}), B(true), none}).sizes ==
+        Sizes{2, 3, 3, 9});
+  CHECK(t.op("aten.pdist.default", {T(w), F(2.0)}).sizes == Sizes{45});
+}
+
 TEST_CASE("meta: training batch norm forms, rms_norm, _safe_softmax, _softmax_backward_data") {
   G t;
   ValueId x = t.in("x", meta(DType::F32, {4, 3, 5}));
