@@ -25,13 +25,16 @@ std::string autograd_column(OpId id) {
 
 // A data-dependent op (nonzero) runs only on the eager interpreter. Inductor decomposes an op
 // with a decomposition before lowering; an op with neither becomes
-// an extern call of the reference kernel (on CUDA that is a round trip to the host). An in-place
+// an extern call of the reference kernel (on CUDA that is a round trip to the host; a CUDA plan
+// refuses a LinalgDecomposition op instead, "no CUDA path"). An in-place
 // op whose functional op is declared is rewritten to it (when nothing else aliases its storage).
 std::string inductor_column(OpId id, bool cuda) {
   if (has_tag(id, OpTag::DataDependent)) return "eager only";
   if (decomposition_layer().has(id)) return "decomposed";
   if (lowering_layer().has(id)) return "lowered";
   if (functionalizes(op_info(id).target)) return "functionalized";
+  // A LAPACK decomposition has no device path yet: a CUDA plan refuses it (passes/lower.cpp).
+  if (cuda && has_tag(id, OpTag::LinalgDecomposition)) return "no CUDA path";
   return cuda ? "host fallback" : "extern fallback";
 }
 

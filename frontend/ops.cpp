@@ -17,7 +17,7 @@ constexpr uint32_t None = 0;
 // clang-format off
 FXC_TAG(Pointwise) FXC_TAG(Reduction) FXC_TAG(Scan) FXC_TAG(View) FXC_TAG(Indexing)
 FXC_TAG(Random) FXC_TAG(Inplace) FXC_TAG(Nondeterministic) FXC_TAG(Differentiable)
-FXC_TAG(Recomputable) FXC_TAG(Factory) FXC_TAG(DataDependent)
+FXC_TAG(Recomputable) FXC_TAG(Factory) FXC_TAG(DataDependent) FXC_TAG(LinalgDecomposition)
 // clang-format on
 #undef FXC_TAG
 } // namespace decl_tags
@@ -149,6 +149,8 @@ std::string_view tag_name(OpTag tag) {
     return "factory";
   case OpTag::DataDependent:
     return "data-dependent";
+  case OpTag::LinalgDecomposition:
+    return "linalg-decomposition";
   }
   return "?";
 }

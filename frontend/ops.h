@@ -40,11 +40,15 @@ enum class OpTag : uint32_t {
   Recomputable = 1u << 9,     ///< cheap enough for the partitioner to recompute in the backward
   Factory = 1u << 10,         ///< makes a tensor from sizes and scalars only
   DataDependent = 1u << 11, ///< a result's size depends on the input's values (nonzero): eager only
+  /// a dense matrix decomposition or solve (LU, Cholesky, QR, eigh, SVD ...) whose reference
+  /// kernel calls LAPACK; it has no CUDA implementation yet, so a CUDA plan refuses it
+  LinalgDecomposition = 1u << 12,
 };
 inline constexpr OpTag kAllOpTags[] = {
-    OpTag::Pointwise,      OpTag::Reduction,    OpTag::Scan,    OpTag::View,
-    OpTag::Indexing,       OpTag::Random,       OpTag::Inplace, OpTag::Nondeterministic,
-    OpTag::Differentiable, OpTag::Recomputable, OpTag::Factory, OpTag::DataDependent};
+    OpTag::Pointwise,          OpTag::Reduction,    OpTag::Scan,    OpTag::View,
+    OpTag::Indexing,           OpTag::Random,       OpTag::Inplace, OpTag::Nondeterministic,
+    OpTag::Differentiable,     OpTag::Recomputable, OpTag::Factory, OpTag::DataDependent,
+    OpTag::LinalgDecomposition};
 
 /// The declaration of one op.
 struct OpInfo {

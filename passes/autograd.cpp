@@ -1576,7 +1576,146 @@ void special_zeta(GradCtx& c) {
 }
 // End of the math family.
 
+// ---- Decompositions and solves (FunctionsManual.cpp's linalg rules, real case). The info,
+// LU and pivots outputs carry no gradient. det and slogdet go through A^-T, so their gradient
+// at a singular matrix is not finite (PyTorch switches to an SVD formula there). ----
+
+ValueId mT(Emit& e, ValueId v) {
+  const int64_t r = e.dim(v);
+  return e.transpose(v, r - 2, r - 1);
+}
+
+ValueId matmul_of(Emit& e, ValueId a, ValueId b) {
+  return e.op("aten.matmul.default", {Emit::t(a), Emit::t(b)});
+}
+
+ValueId band(Emit& e, ValueId v, bool upper, int64_t k) {
+  return e.op(upper ? "aten.triu.default" : "aten.tril.default", {Emit::t(v), Emit::i(k)});
+}
+
+// A value with two trailing dims of 1, to scale a batch of matrices.
+ValueId per_matrix(Emit& e, ValueId v) {
+  return e.unsqueeze(e.unsqueeze(v, e.dim(v)), e.dim(v) + 1);
+}
+
+void only_outputs(GradCtx& c, std::initializer_list<size_t> ok) {
+  for (size_t k = 0; k < c.gout.size(); ++k)
+    if (c.gout[k] != kNoValue && std::find(ok.begin(), ok.end(), k) == ok.end())
+      c.fail("gradients through output " + std::to_string(k) + " are not supported");
+}
+
+// inverse = A^-1: gA = -A^-T g A^-T.
+void linalg_inv_ex(GradCtx& c) {
+  only_outputs(c, {0});
+  if (!c.needs("A") || c.gout[0] == kNoValue) return;
+  ValueId it = mT(c.e, c.out(0));
+  c.add_grad("A", c.e.unary("neg", matmul_of(c.e, matmul_of(c.e, it, c.grad_out()), it)));
+}
+
+ValueId inverse_t(GradCtx& c) {
+  return mT(c.e, c.e.call("aten.linalg_inv_ex.default", {Emit::t(c.in("A"))})[0]);
+}
+
+// det: gA = g det A^-T.
+void linalg_det(GradCtx& c) {
+  only_outputs(c, {0});
+  if (!c.needs("A") || c.gout[0] == kNoValue) return;
+  c.add_grad("A", c.e.mul(per_matrix(c.e, c.e.mul(c.grad_out(), c.out(0))), inverse_t(c)));
+}
+
+// slogdet: the sign is piecewise constant; g_logabsdet A^-T.
+void linalg_slogdet(GradCtx& c) {
+  only_outputs(c, {0, 1});
+  if (!c.needs("A") || c.gout[1] == kNoValue) return;
+  c.add_grad("A", c.e.mul(per_matrix(c.e, c.gout[1]), inverse_t(c)));
+}
+
+// X = A^-1 B (left) or B A^-1: gB = A^-T gX (gX A^-T), gA = -gB X^T (-X^T gB); a vector B
+// is a column.
+void linalg_solve_ex(GradCtx& c) {
+  only_outputs(c, {0});
+  if (c.gout[0] == kNoValue) return;
+  ValueId A = c.in("A"), B = c.in("B"), X = c.out(0);
+  const bool left = c.arg("left").b;
+  ValueId gB =
+      c.e.call("aten._linalg_solve_ex.default", {Emit::t(mT(c.e, A)), Emit::t(c.grad_out()),
+                                                 Emit::kw("left", Arg::of_bool(left))})[0];
+  c.add_grad(B, gB);
+  if (!c.needs(A)) return;
+  const bool vec =
+      c.e.dim(B) == 1 ||
+      (c.e.dim(A) - 1 == c.e.dim(B) &&
+       c.e.sizes(B) == std::vector<int64_t>(c.e.sizes(A).begin(), c.e.sizes(A).end() - 1));
+  ValueId gB2 = vec ? c.e.unsqueeze(gB, c.e.dim(gB)) : gB;
+  ValueId X2 = vec ? c.e.unsqueeze(X, c.e.dim(X)) : X;
+  ValueId gA = left ? matmul_of(c.e, gB2, mT(c.e, X2)) : matmul_of(c.e, mT(c.e, X2), gB2);
+  c.add_grad(A, c.e.unary("neg", gA));
+}
+
+// L L^T = A: gA = L^-T Phi(L^T gL) L^-1 symmetrised (PyTorch's cholesky_backward).
+void linalg_cholesky_ex(GradCtx& c) {
+  only_outputs(c, {0});
+  if (!c.needs("self") || c.gout[0] == kNoValue) return;
+  Emit& e = c.e;
+  const bool upper = c.arg("upper").b;
+  ValueId L = upper ? mT(e, c.out(0)) : c.out(0);
+  ValueId gL = upper ? mT(e, c.grad_out()) : c.grad_out();
+  ValueId gA = band(e, matmul_of(e, mT(e, L), gL), false, 0);
+  gA = e.mul_s(e.add(gA, mT(e, band(e, gA, false, -1))), 0.5);
+  gA = e.op("aten.linalg_solve_triangular.default",
+            {Emit::t(mT(e, L)), Emit::t(gA), Emit::kw("upper", Arg::of_bool(true)),
+             Emit::kw("left", Arg::of_bool(true))});
+  gA = e.op("aten.linalg_solve_triangular.default",
+            {Emit::t(L), Emit::t(gA), Emit::kw("upper", Arg::of_bool(false)),
+             Emit::kw("left", Arg::of_bool(false))});
+  c.add_grad("self", gA);
+}
+
+// X = op(A)^-1 B with A triangular: gB = op(A)^-T gX, gA = -gB X^T restricted to A's triangle.
+void linalg_solve_triangular(GradCtx& c) {
+  if (c.gout[0] == kNoValue) return;
+  Emit& e = c.e;
+  ValueId A = c.in("self"), X = c.out(0);
+  const bool upper = c.arg("upper").b, left = c.arg("left").b, unit = c.arg("unitriangular").b;
+  ValueId gB =
+      e.op("aten.linalg_solve_triangular.default",
+           {Emit::t(mT(e, A)), Emit::t(c.grad_out()), Emit::kw("upper", Arg::of_bool(!upper)),
+            Emit::kw("left", Arg::of_bool(left)), Emit::kw("unitriangular", Arg::of_bool(unit))});
+  c.add_grad("B", gB);
+  if (!c.needs(A)) return;
+  ValueId gA = left ? matmul_of(e, gB, mT(e, X)) : matmul_of(e, mT(e, X), gB);
+  c.add_grad(A, band(e, e.unary("neg", gA), upper, upper ? int64_t(unit) : -int64_t(unit)));
+}
+
+// triangular_solve(B, A): as solve_triangular (left), transpose solving with A^T; the cloned
+// coefficient's gradient flows to A unchanged.
+void triangular_solve(GradCtx& c) {
+  Emit& e = c.e;
+  ValueId B = c.in("self"), A = c.in("A"), X = c.out(0);
+  const bool upper = c.arg("upper").b, trans = c.arg("transpose").b,
+             unit = c.arg("unitriangular").b;
+  if (c.gout[0] != kNoValue) {
+    ValueId gB =
+        e.call("aten.triangular_solve.default", {Emit::t(c.grad_out()), Emit::t(A), Emit::b(upper),
+                                                 Emit::b(!trans), Emit::b(unit)})[0];
+    c.add_grad(B, gB);
+    if (c.needs(A)) {
+      ValueId gA = trans ? matmul_of(e, X, mT(e, gB)) : matmul_of(e, gB, mT(e, X));
+      c.add_grad(A, band(e, e.unary("neg", gA), upper, upper ? int64_t(unit) : -int64_t(unit)));
+    }
+  }
+  if (c.gout[1] != kNoValue) c.add_grad(A, c.gout[1]);
+}
+
 const OpTable<GradRule>::Row kDerivatives[] = {
+    // Decompositions and solves.
+    {OpId::_linalg_det, linalg_det},
+    {OpId::_linalg_slogdet, linalg_slogdet},
+    {OpId::_linalg_solve_ex, linalg_solve_ex},
+    {OpId::linalg_cholesky_ex, linalg_cholesky_ex},
+    {OpId::linalg_inv_ex, linalg_inv_ex},
+    {OpId::linalg_solve_triangular, linalg_solve_triangular},
+    {OpId::triangular_solve, triangular_solve},
     // The math family (issue 18).
     {OpId::angle, zero_grad},
     {OpId::copysign_Tensor, copysign},

@@ -3761,8 +3761,527 @@ std::vector<ValueId> upsample_bilinear2d_aa(Emit& e, const DNode& d) {
 }
 
 std::vector<ValueId> grid_sampler_taps(Emit& e, const DNode& d);
+// ---- The torch.linalg composites: the public ops over the LAPACK kernels (_ex ops with
+// check_errors=True raise what the plain op raises), and pinv, matrix_rank, the matrix norms,
+// cond, matrix_power, multi_dot, tensorinv and tensorsolve as PyTorch's
+// BatchLinearAlgebra.cpp / LinearAlgebra.cpp build them. ----
+
+std::string sizes_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+CallArg kwb(const char* name, bool v) {
+  return Emit::kw(name, Arg::of_bool(v));
+}
+
+ValueId mT(Emit& e, ValueId v) {
+  const int64_t r = e.dim(v);
+  return e.transpose(v, r - 2, r - 1);
+}
+
+ValueId matmul_of(Emit& e, ValueId a, ValueId b) {
+  return e.op("aten.matmul.default", {Emit::t(a), Emit::t(b)});
+}
+
+std::vector<ValueId> linalg_inv(Emit& e, const DNode& d) {
+  return {
+      e.call("aten.linalg_inv_ex.default", {Emit::t(d.tensor("A")), kwb("check_errors", true)})[0]};
+}
+
+std::vector<ValueId> linalg_solve(Emit& e, const DNode& d) {
+  return {e.call("aten._linalg_solve_ex.default",
+                 {Emit::t(d.tensor("A")), Emit::t(d.tensor("B")), Emit::kw("left", d.arg("left")),
+                  kwb("check_errors", true)})[0]};
+}
+
+std::vector<ValueId> linalg_solve_ex(Emit& e, const DNode& d) {
+  auto r = e.call("aten._linalg_solve_ex.default",
+                  {Emit::t(d.tensor("A")), Emit::t(d.tensor("B")), Emit::kw("left", d.arg("left")),
+                   Emit::kw("check_errors", d.arg("check_errors"))});
+  return {r[0], r[3]};
+}
+
+ValueId first_tensor(const DNode& d) {
+  return d.arg(d.n.schema->args[0].name).tensor;
+}
+
+std::vector<ValueId> det(Emit& e, const DNode& d) {
+  return {e.call("aten._linalg_det.default", {Emit::t(first_tensor(d))})[0]};
+}
+
+std::vector<ValueId> slogdet(Emit& e, const DNode& d) {
+  auto r = e.call("aten._linalg_slogdet.default", {Emit::t(first_tensor(d))});
+  return {r[0], r[1]};
+}
+
+// logdet: log|det| where det > 0, nan where det < 0 (and -inf where det == 0).
+std::vector<ValueId> logdet(Emit& e, const DNode& d) {
+  auto r = e.call("aten._linalg_slogdet.default", {Emit::t(d.tensor("self"))});
+  return {e.where_s(e.cmp_s("ne", r[0], -1), r[1], std::nan(""))};
+}
+
+std::vector<ValueId> linalg_lu_factor(Emit& e, const DNode& d) {
+  auto r = e.call(
+      "aten.linalg_lu_factor_ex.default",
+      {Emit::t(d.tensor("A")), Emit::kw("pivot", d.arg("pivot")), kwb("check_errors", true)});
+  return {r[0], r[1]};
+}
+
+// _lu_with_info: PyTorch ignores check_errors (info is returned).
+std::vector<ValueId> lu_with_info(Emit& e, const DNode& d) {
+  return e.call(
+      "aten.linalg_lu_factor_ex.default",
+      {Emit::t(d.tensor("self")), Emit::kw("pivot", d.arg("pivot")), kwb("check_errors", false)});
+}
+
+std::vector<ValueId> lu_solve(Emit& e, const DNode& d) {
+  return {e.op(
+      "aten.linalg_lu_solve.default",
+      {Emit::t(d.tensor("LU_data")), Emit::t(d.tensor("LU_pivots")), Emit::t(d.tensor("self"))})};
+}
+
+std::vector<ValueId> linalg_cholesky(Emit& e, const DNode& d) {
+  return {e.call("aten.linalg_cholesky_ex.default",
+                 {Emit::t(d.tensor("self")), Emit::kw("upper", d.arg("upper")),
+                  kwb("check_errors", true)})[0]};
+}
+
+std::vector<ValueId> linalg_ldl_factor(Emit& e, const DNode& d) {
+  auto r = e.call("aten.linalg_ldl_factor_ex.default",
+                  {Emit::t(d.tensor("self")), Emit::kw("hermitian", d.arg("hermitian")),
+                   kwb("check_errors", true)});
+  return {r[0], r[1]};
+}
+
+std::vector<ValueId> qr(Emit& e, const DNode& d) {
+  return e.call(
+      "aten.linalg_qr.default",
+      {Emit::t(d.tensor("self")), {"", Arg::of_string(d.arg("some").b ? "reduced" : "complete")}});
+}
+
+std::vector<ValueId> linalg_eigh(Emit& e, const DNode& d) {
+  return e.call("aten._linalg_eigh.default",
+                {Emit::t(d.tensor("self")), {"", d.arg("UPLO")}, Emit::b(true)});
+}
+
+std::vector<ValueId> linalg_eigvalsh(Emit& e, const DNode& d) {
+  return {e.call("aten._linalg_eigh.default",
+                 {Emit::t(d.tensor("self")), {"", d.arg("UPLO")}, Emit::b(false)})[0]};
+}
+
+ValueId svdvals_of(Emit& e, ValueId a) {
+  return e.call("aten._linalg_svd.default", {Emit::t(a), Emit::b(false), Emit::b(false)})[1];
+}
+
+std::vector<ValueId> linalg_svd(Emit& e, const DNode& d) {
+  return e.call("aten._linalg_svd.default", {Emit::t(d.tensor("A")),
+                                             {"", d.arg("full_matrices")},
+                                             Emit::b(true),
+                                             Emit::kw("driver", d.arg("driver"))});
+}
+
+std::vector<ValueId> linalg_svdvals(Emit& e, const DNode& d) {
+  return {
+      e.call("aten._linalg_svd.default", {Emit::t(d.tensor("A")), Emit::b(false), Emit::b(false),
+                                          Emit::kw("driver", d.arg("driver"))})[1]};
+}
+
+// svd: V rather than Vh; without compute_uv, U and V are zeros of the full sizes.
+std::vector<ValueId> svd(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self");
+  if (d.arg("compute_uv").b) {
+    auto r =
+        e.call("aten._linalg_svd.default", {Emit::t(a), Emit::b(!d.arg("some").b), Emit::b(true)});
+    return {r[0], r[1], mT(e, r[2])};
+  }
+  std::vector<int64_t> s = e.sizes(a);
+  const int64_t m = s[s.size() - 2], n = s.back();
+  std::vector<int64_t> us = s, vs = s;
+  us.back() = m;
+  vs[vs.size() - 2] = n;
+  return {e.zeros(us, e.meta(a)), svdvals_of(e, a), e.zeros(vs, e.meta(a))};
+}
+
+std::vector<ValueId> matrix_exp(Emit& e, const DNode& d) {
+  return {e.op("aten.linalg_matrix_exp.default", {Emit::t(d.tensor("self"))})};
+}
+
+double dtype_eps(DType t) {
+  return t == DType::F64    ? 2.220446049250313e-16
+         : t == DType::F16  ? 0.0009765625
+         : t == DType::BF16 ? 0.0078125
+                            : 1.1920928955078125e-07;
+}
+
+// PyTorch's tolerance of pinv and matrix_rank: max(atol, rtol * max_val) per matrix, with
+// atol 0 and rtol eps * max(m, n) by default (0 when only a positive atol is given). `max_val`
+// keeps a trailing dim of 1; atol and rtol are tensors, numbers, or None.
+ValueId pinv_tol(Emit& e, const DNode& d, ValueId a, ValueId max_val) {
+  std::vector<int64_t> s = e.sizes(a);
+  const double dflt = dtype_eps(e.dtype(a)) * double(std::max(s[s.size() - 2], s.back()));
+  const Arg& atol = d.arg("atol");
+  const Arg& rtol = d.arg("rtol");
+  auto as_col = [&](const Arg& x) { return e.unsqueeze(x.tensor, e.dim(x.tensor)); };
+  ValueId rt;
+  if (rtol.kind == Arg::Kind::Tensor)
+    rt = e.mul(as_col(rtol), max_val);
+  else if (!rtol.is_none())
+    rt = e.mul_s(max_val, rtol.scalar());
+  else if (atol.kind == Arg::Kind::Tensor)
+    rt = e.mul(e.where_s(e.cmp_s("gt", as_col(atol), 0), e.mul_s(as_col(atol), 0), dflt), max_val);
+  else
+    rt = e.mul_s(max_val, !atol.is_none() && atol.scalar() > 0 ? 0 : dflt);
+  if (atol.kind == Arg::Kind::Tensor)
+    return e.op("aten.maximum.default", {Emit::t(as_col(atol)), Emit::t(rt)});
+  if (!atol.is_none()) return e.op("aten.clamp_min.default", {Emit::t(rt), Emit::f(atol.scalar())});
+  return rt;
+}
+
+// The singular values (or |eigenvalues| when hermitian) with the largest one per matrix.
+struct Spectrum {
+  ValueId s, max_val, u = kNoValue, vh = kNoValue, ev = kNoValue;
+};
+Spectrum spectrum(Emit& e, ValueId a, bool hermitian, bool vectors) {
+  Spectrum sp;
+  if (hermitian) {
+    auto r = e.call("aten._linalg_eigh.default",
+                    {Emit::t(a), {"", Arg::of_string("L")}, Emit::b(vectors)});
+    sp.ev = r[0];
+    sp.u = r[1];
+    sp.s = e.unary("abs", r[0]);
+    sp.max_val = e.amax(sp.s, {e.dim(sp.s) - 1}, true);
+  } else {
+    auto r = e.call("aten._linalg_svd.default", {Emit::t(a), Emit::b(false), Emit::b(vectors)});
+    sp.u = r[0];
+    sp.s = r[1];
+    sp.vh = r[2];
+    sp.max_val = e.slice(sp.s, e.dim(sp.s) - 1, 0, 1);
+  }
+  return sp;
+}
+
+std::vector<ValueId> linalg_pinv(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self");
+  std::vector<int64_t> s = e.sizes(a);
+  if (s.size() < 2) d.fail("linalg.pinv: The input tensor must have at least 2 dimensions");
+  if (prod(s) == 0) {
+    std::swap(s[s.size() - 1], s[s.size() - 2]);
+    return {e.zeros(s, e.meta(a))};
+  }
+  const bool herm = d.arg("hermitian").b;
+  Spectrum sp = spectrum(e, a, herm, true);
+  ValueId tol = pinv_tol(e, d, a, sp.max_val);
+  ValueId inv = herm ? e.unary("reciprocal", sp.ev) : e.unary("reciprocal", sp.s);
+  ValueId sinv = e.where_s(e.cmp("gt", sp.s, tol), inv, 0);
+  ValueId scaled = herm ? e.mul(sp.u, e.unsqueeze(sinv, e.dim(sinv) - 1))
+                        : e.mul(mT(e, sp.vh), e.unsqueeze(sinv, e.dim(sinv) - 1));
+  return {matmul_of(e, scaled, mT(e, sp.u))};
+}
+
+// pinverse(self, rcond) = linalg_pinv(self, rtol=rcond).
+std::vector<ValueId> pinverse(Emit& e, const DNode& d) {
+  return {e.op("aten.linalg_pinv.atol_rtol_float",
+               {Emit::t(d.tensor("self")), Emit::kw("rtol", d.arg("rcond"))})};
+}
+
+std::vector<ValueId> linalg_matrix_rank(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("input");
+  std::vector<int64_t> s = e.sizes(a);
+  if (s.size() < 2)
+    d.fail("linalg.matrix_rank: The input tensor input must have at least 2 dimensions");
+  if (prod(s) == 0) {
+    TensorMeta like = e.meta(a);
+    like.dtype = DType::I64;
+    return {e.zeros(std::vector<int64_t>(s.begin(), s.end() - 2), like)};
+  }
+  Spectrum sp = spectrum(e, a, d.arg("hermitian").b, false);
+  ValueId tol = pinv_tol(e, d, a, sp.max_val);
+  return {e.op("aten.sum.dim_IntList",
+               {Emit::t(e.cmp("gt", sp.s, tol)), Emit::ints({-1}), Emit::b(false)})};
+}
+
+// The permutation that moves dims d0, d1 to the end (PyTorch's create_dim_backshift_permutation)
+// and its inverse.
+std::vector<int64_t> backshift(int64_t d0, int64_t d1, int64_t rank) {
+  std::vector<int64_t> p;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != d0 && i != d1) p.push_back(i);
+  p.push_back(d0);
+  p.push_back(d1);
+  return p;
+}
+
+std::vector<int64_t> inverse_perm(const std::vector<int64_t>& p) {
+  std::vector<int64_t> inv(p.size());
+  for (size_t i = 0; i < p.size(); ++i) inv[size_t(p[i])] = int64_t(i);
+  return inv;
+}
+
+ValueId with_dtype(Emit& e, ValueId a, const Arg& dtype) {
+  return dtype.is_none() ? a : e.cast(a, dtype.dtype());
+}
+
+ValueId vector_norm_of(Emit& e, ValueId a, double ord, std::vector<int64_t> dims, bool keepdim,
+                       const Arg& dtype) {
+  return e.op("aten.linalg_vector_norm.default",
+              {Emit::t(a), Emit::f(ord), Emit::ints(std::move(dims)), Emit::b(keepdim),
+               Emit::kw("dtype", dtype)});
+}
+
+// A reduction of the singular values over the matrix dims `dims` (nuc: sum; 2 / -2: amax /
+// amin), with the reduced dims kept as 1 when asked.
+ValueId svd_norm(Emit& e, const DNode& d, ValueId a, const std::vector<int64_t>& dims, bool keepdim,
+                 const Arg& dtype, const char* how) {
+  const int64_t r = e.dim(a);
+  const int64_t d0 = wrap(dims[0], r), d1 = wrap(dims[1], r);
+  if (d0 == d1)
+    d.fail("linalg.matrix_norm: dims must be different, got (" + std::to_string(dims[0]) + ", " +
+           std::to_string(dims[1]) + ")");
+  std::vector<int64_t> p = backshift(d0, d1, r);
+  ValueId s = svdvals_of(e, e.permute(with_dtype(e, a, dtype), p));
+  const int64_t last = e.dim(s) - 1;
+  std::string h = how;
+  ValueId out = h == "sum" ? e.sum(s, {last}, keepdim)
+                : h == "amax"
+                    ? e.amax(s, {last}, keepdim)
+                    : e.op("aten.amin.default", {Emit::t(s), Emit::ints({last}), Emit::b(keepdim)});
+  if (!keepdim) return out;
+  return e.permute(e.unsqueeze(out, e.dim(out)), inverse_perm(p));
+}
+
+ValueId matrix_norm_num(Emit& e, const DNode& d, ValueId a, double ord, std::vector<int64_t> dims,
+                        bool keepdim, const Arg& dtype) {
+  const double ab = std::abs(ord);
+  if (ab != 2 && ab != 1 && ab != INFINITY)
+    d.fail("linalg.matrix_norm: Order " + std::to_string(ord) + " not supported.");
+  if (dims.size() != 2) d.fail("linalg.matrix_norm: dim must be a 2-tuple.");
+  if (ab == 2) return svd_norm(e, d, a, dims, keepdim, dtype, ord > 0 ? "amax" : "amin");
+  const int64_t r = e.dim(a);
+  int64_t d0 = wrap(dims[0], r), d1 = wrap(dims[1], r);
+  if (ab == INFINITY) std::swap(d0, d1);
+  ValueId v = vector_norm_of(e, a, 1, {d0}, keepdim, dtype);
+  if (!keepdim && d0 < d1) --d1;
+  return ord > 0 ? e.amax(v, {d1}, keepdim)
+                 : e.op("aten.amin.default", {Emit::t(v), Emit::ints({d1}), Emit::b(keepdim)});
+}
+
+std::vector<ValueId> linalg_matrix_norm(Emit& e, const DNode& d) {
+  return {matrix_norm_num(e, d, d.tensor("self"), d.arg("ord").scalar(), d.arg("dim").ints,
+                          d.arg("keepdim").b, d.arg("dtype"))};
+}
+
+std::vector<ValueId> linalg_matrix_norm_str(Emit& e, const DNode& d) {
+  const std::string& ord = d.arg("ord").s;
+  ValueId a = d.tensor("self");
+  const std::vector<int64_t>& dims = d.arg("dim").ints;
+  if (dims.size() != 2) d.fail("linalg.matrix_norm: dim must be a 2-tuple.");
+  if (ord == "fro") return {vector_norm_of(e, a, 2, dims, d.arg("keepdim").b, d.arg("dtype"))};
+  if (ord == "nuc") return {svd_norm(e, d, a, dims, d.arg("keepdim").b, d.arg("dtype"), "sum")};
+  d.fail("linalg.matrix_norm: Order " + ord + " not supported.");
+}
+
+// linalg_norm: a matrix norm for an ord with two dims (or a 2-D input without dims), else a
+// vector norm (ord 2 by default).
+std::vector<ValueId> linalg_norm(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self");
+  const Arg& ord = d.arg("ord");
+  const bool has_dim = d.has("dim");
+  if (has_dim && d.arg("dim").ints.size() != 1 && d.arg("dim").ints.size() != 2)
+    d.fail("linalg.norm: If dim is specified, it must be of length 1 or 2.");
+  if (!has_dim && !ord.is_none() && e.dim(a) != 1 && e.dim(a) != 2)
+    d.fail("linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D.");
+  if (!ord.is_none() && (has_dim ? d.arg("dim").ints.size() == 2 : e.dim(a) == 2)) {
+    std::vector<int64_t> dims = has_dim ? d.arg("dim").ints : std::vector<int64_t>{0, 1};
+    return {matrix_norm_num(e, d, a, ord.scalar(), dims, d.arg("keepdim").b, d.arg("dtype"))};
+  }
+  std::vector<int64_t> dims;
+  if (has_dim)
+    dims = d.arg("dim").ints;
+  else
+    for (int64_t i = 0; i < e.dim(a); ++i) dims.push_back(i);
+  return {vector_norm_of(e, a, ord.is_none() ? 2 : ord.scalar(), dims, d.arg("keepdim").b,
+                         d.arg("dtype"))};
+}
+
+// linalg_cond: s_max / s_min for p None or +-2 (0 for an empty input); otherwise
+// norm(A) * norm(inv(A)), inf where A is singular.
+std::vector<ValueId> linalg_cond(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self");
+  std::vector<int64_t> s = e.sizes(a);
+  if (s.size() < 2) d.fail("linalg.cond: The input tensor A must have at least 2 dimensions.");
+  const Arg& p = d.arg("p");
+  const double ord = p.is_none() ? 2 : p.scalar();
+  if (prod(s) == 0) return {e.zeros(std::vector<int64_t>(s.begin(), s.end() - 2), e.meta(a))};
+  if (std::abs(ord) == 2) {
+    ValueId sv = svdvals_of(e, a);
+    const int64_t last = e.dim(sv) - 1, k = e.sizes(sv).back();
+    ValueId mx = e.slice(sv, last, 0, 1), mn = e.slice(sv, last, k - 1, k);
+    ValueId r = ord < 0 ? e.div(mn, mx) : e.div(mx, mn);
+    return {e.op("aten.squeeze.dims", {Emit::t(r), Emit::ints({last})})};
+  }
+  if (s[s.size() - 1] != s[s.size() - 2])
+    d.fail("linalg.cond(ord=" + std::to_string(ord) +
+           "): A must be batches of square matrices, "
+           "but they are " +
+           std::to_string(s[s.size() - 2]) + " by " + std::to_string(s.back()) + " matrices");
+  auto inv = e.call("aten.linalg_inv_ex.default", {Emit::t(a)});
+  const int64_t r = int64_t(s.size());
+  ValueId prod_norm = e.mul(matrix_norm_num(e, d, a, ord, {r - 2, r - 1}, false, Arg()),
+                            matrix_norm_num(e, d, inv[0], ord, {r - 2, r - 1}, false, Arg()));
+  return {e.where_s(e.cmp_s("eq", inv[1], 0), prod_norm, INFINITY)};
+}
+
+// The identity matrix [n, n] of `like`'s dtype, broadcast to `sizes`.
+ValueId eye_like(Emit& e, ValueId like, const std::vector<int64_t>& sizes) {
+  const int64_t n = sizes.back();
+  ValueId i = e.arange(0, n, 1, e.meta(like).device);
+  ValueId eq = e.cmp("eq", e.unsqueeze(i, 1), e.unsqueeze(i, 0));
+  return e.expand(e.cast(eq, e.dtype(like)), sizes);
+}
+
+ValueId contiguous_clone(Emit& e, ValueId v) {
+  return e.op(
+      "aten.clone.default",
+      {Emit::t(v), Emit::kw("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))});
+}
+
+// linalg_matrix_power: PyTorch's binary decomposition of n (inverse first for n < 0).
+std::vector<ValueId> linalg_matrix_power(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self");
+  std::vector<int64_t> s = e.sizes(a);
+  if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2])
+    d.fail("linalg.matrix_power: A must be batches of square matrices");
+  int64_t n = d.arg("n").i;
+  if (n == 0) return {contiguous_clone(e, eye_like(e, a, s))};
+  if (n < 0) {
+    a = e.call("aten.linalg_inv_ex.default", {Emit::t(a), kwb("check_errors", true)})[0];
+    n = -n;
+  }
+  if (n == 1) return {contiguous_clone(e, a)};
+  if (n == 2) return {matmul_of(e, a, a)};
+  if (n == 3) return {matmul_of(e, matmul_of(e, a, a), a)};
+  ValueId z = kNoValue, result = kNoValue;
+  while (n > 0) {
+    const int64_t bit = n % 2;
+    n /= 2;
+    z = z == kNoValue ? a : matmul_of(e, z, z);
+    if (bit == 1) result = result == kNoValue ? z : matmul_of(e, result, z);
+  }
+  return {result};
+}
+
+// linalg_multi_dot: the chain left to right; a 1-D first (last) operand is a row (column).
+std::vector<ValueId> linalg_multi_dot(Emit& e, const DNode& d) {
+  std::vector<ValueId> ts = d.arg("tensors").tensors;
+  if (ts.size() < 2)
+    d.fail("multi_dot(): expected at least 2 tensors but got " + std::to_string(ts.size()));
+  const bool first_vec = e.dim(ts.front()) == 1, last_vec = e.dim(ts.back()) == 1;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    int64_t r = e.dim(ts[i]);
+    bool edge = i == 0 || i + 1 == ts.size();
+    if (r != 2 && !(edge && r == 1))
+      d.fail("multi_dot(): tensor " + std::to_string(i) + " must be 2D" + (edge ? " or 1D" : "") +
+             " but got " + std::to_string(r) + "D");
+  }
+  ValueId acc = first_vec ? e.unsqueeze(ts[0], 0) : ts[0];
+  for (size_t i = 1; i < ts.size(); ++i) {
+    ValueId b = i + 1 == ts.size() && last_vec ? e.unsqueeze(ts[i], 1) : ts[i];
+    if (e.sizes(acc)[1] != e.sizes(b)[0])
+      d.fail("multi_dot(): tensors " + std::to_string(i - 1) + " and " + std::to_string(i) +
+             " with shapes " + sizes_str(e.sizes(acc)) + " and " + sizes_str(e.sizes(b)) +
+             " cannot be multiplied");
+    acc = e.mm(acc, b);
+  }
+  std::vector<int64_t> out = e.sizes(acc);
+  if (first_vec && last_vec) return {e.reshape(acc, {})};
+  if (first_vec) return {e.reshape(acc, {out[1]})};
+  if (last_vec) return {e.reshape(acc, {out[0]})};
+  return {acc};
+}
+
+std::vector<ValueId> linalg_tensorinv(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self");
+  const int64_t ind = d.arg("ind").i;
+  std::vector<int64_t> s = e.sizes(a);
+  if (ind <= 0)
+    d.fail("Expected a strictly positive integer for 'ind', but got " + std::to_string(ind));
+  if (ind > int64_t(s.size())) d.fail("linalg.tensorinv: ind must not exceed the input's rank");
+  const int64_t lead = prod(s, 0, size_t(ind)), tail = prod(s, size_t(ind));
+  if (lead != tail)
+    d.fail("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+           "prod(self.shape[:ind]), but got " +
+           std::to_string(tail) + " != " + std::to_string(lead));
+  std::vector<int64_t> rs(s.begin() + ind, s.end());
+  rs.insert(rs.end(), s.begin(), s.begin() + ind);
+  ValueId inv = e.call("aten.linalg_inv_ex.default",
+                       {Emit::t(e.reshape(a, {tail, tail})), kwb("check_errors", true)})[0];
+  return {e.reshape(inv, rs)};
+}
+
+std::vector<ValueId> linalg_tensorsolve(Emit& e, const DNode& d) {
+  ValueId a = d.tensor("self"), b = d.tensor("other");
+  const int64_t nd = e.dim(a);
+  if (d.has("dims")) {
+    std::vector<int64_t> dims = d.arg("dims").ints, perm;
+    std::vector<bool> moved(size_t(nd), false);
+    for (int64_t& x : dims) moved[size_t(x = wrap(x, nd))] = true;
+    for (int64_t i = 0; i < nd; ++i)
+      if (!moved[size_t(i)]) perm.push_back(i);
+    perm.insert(perm.end(), dims.begin(), dims.end());
+    a = e.permute(a, perm);
+  }
+  std::vector<int64_t> s = e.sizes(a);
+  const int64_t bd = e.dim(b);
+  if (bd > int64_t(s.size())) d.fail("linalg.tensorsolve: other has more dimensions than self");
+  std::vector<int64_t> rs(s.begin() + bd, s.end());
+  const int64_t rp = prod(rs), op = prod(e.sizes(b));
+  if (prod(s) != rp * op || rp != op)
+    d.fail("Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+           "prod(self.shape[:other.ndim]), but got " +
+           std::to_string(rp) + " != " + std::to_string(op));
+  ValueId x = e.call(
+      "aten._linalg_solve_ex.default",
+      {Emit::t(e.reshape(a, {op, rp})), Emit::t(e.reshape(b, {op})), kwb("check_errors", true)})[0];
+  return {e.reshape(x, rs)};
+}
 
 const OpTable<DecompFn>::Row kDecompositions[] = {
+    // The torch.linalg composites.
+    {OpId::_lu_with_info, lu_with_info},
+    {OpId::cholesky, linalg_cholesky},
+    {OpId::det, det},
+    {OpId::linalg_cholesky, linalg_cholesky},
+    {OpId::linalg_cond, linalg_cond},
+    {OpId::linalg_det, det},
+    {OpId::linalg_eigh, linalg_eigh},
+    {OpId::linalg_eigvalsh, linalg_eigvalsh},
+    {OpId::linalg_inv, linalg_inv},
+    {OpId::linalg_ldl_factor, linalg_ldl_factor},
+    {OpId::linalg_lu_factor, linalg_lu_factor},
+    {OpId::linalg_matrix_norm, linalg_matrix_norm},
+    {OpId::linalg_matrix_norm_str_ord, linalg_matrix_norm_str},
+    {OpId::linalg_matrix_power, linalg_matrix_power},
+    {OpId::linalg_matrix_rank_atol_rtol_tensor, linalg_matrix_rank},
+    {OpId::linalg_multi_dot, linalg_multi_dot},
+    {OpId::linalg_norm, linalg_norm},
+    {OpId::linalg_pinv_atol_rtol_float, linalg_pinv},
+    {OpId::linalg_pinv_atol_rtol_tensor, linalg_pinv},
+    {OpId::linalg_slogdet, slogdet},
+    {OpId::linalg_solve, linalg_solve},
+    {OpId::linalg_solve_ex, linalg_solve_ex},
+    {OpId::linalg_svd, linalg_svd},
+    {OpId::linalg_svdvals, linalg_svdvals},
+    {OpId::linalg_tensorinv, linalg_tensorinv},
+    {OpId::linalg_tensorsolve, linalg_tensorsolve},
+    {OpId::logdet, logdet},
+    {OpId::lu_solve, lu_solve},
+    {OpId::matrix_exp, matrix_exp},
+    {OpId::pinverse, pinverse},
+    {OpId::qr, qr},
+    {OpId::slogdet, slogdet},
+    {OpId::svd, svd},
     {OpId::float_power_Scalar, float_power},
     {OpId::float_power_Tensor_Scalar, float_power},
     {OpId::float_power_Tensor_Tensor, float_power},

@@ -153,6 +153,10 @@ LoopProgram Lowerer::run() {
       vals_[nd.outputs[0]] = val(n, ab->second);
     else if (fn)
       fn(*this, n);
+    else if (opts_.cuda && target_has_tag(nd.target, OpTag::LinalgDecomposition))
+      // Its reference kernel calls LAPACK on the host: a CUDA plan must not leave the device.
+      fail(n, std::string(nd.target) + " has no CUDA implementation yet (a linalg decomposition: "
+                                       "compile for --device=cpu)");
     else
       fallback(n, find_custom_op(nd.target) ? "custom op: extern call to its plugin's kernel"
                                             : "no lowering");

@@ -17,7 +17,8 @@ out=${2:-$src/docs/ops.md}
   echo "a derivative rule, a decomposition that is differentiated, or \`-\` when the op is not"
   echo "differentiable; \`inductor-cpu\`/\`inductor-cuda\` lowered to loop IR, decomposed first, or an"
   echo "extern call of the reference kernel (\`extern fallback\`; on CUDA a \`host fallback\` copies"
-  echo "through the host)."
+  echo "through the host, and \`no CUDA path\`, for a LAPACK decomposition tagged"
+  echo "\`linalg-decomposition\`, means a CUDA compile refuses the op: docs/gpu.md)."
   echo
   echo '```'
   "$fxc" --list-ops

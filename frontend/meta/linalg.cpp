@@ -1,8 +1,9 @@
 // Meta functions of linear algebra, convolution and attention: mm, bmm, addmm, matmul, linear,
 // convolution and conv2d, scaled_dot_product_attention, _cdist_forward,
-// _pdist_forward, im2col and col2im. Matrix products are
-// contiguous; convolutions keep channels_last inputs channels_last; the fused CPU attention kernel
-// returns empty_like(query).
+// _pdist_forward, im2col and col2im; the LAPACK decompositions and solves (LU, Cholesky, QR,
+// eigh, SVD, LDL, triangular solves, matrix_exp) with PyTorch's checks and column-major outputs.
+// Matrix products are contiguous; convolutions keep channels_last inputs channels_last; the fused
+// CPU attention kernel returns empty_like(query).
 #include "frontend/meta/meta_util.h"
 #include "frontend/resample.h"
 
@@ -440,7 +441,380 @@ Metas col2im(const Graph& g, const Node& n) {
   return {make(x.dtype, out, x.device)};
 }
 
+// ---------------------------------------------------------------------------------------------
+// Decompositions and solves (LU, Cholesky, QR, eigh, SVD, LDL, triangular solves): PyTorch's
+// shape checks, with matrix outputs in batched column-major layout (what LAPACK writes, and
+// the strides PyTorch gives them) and int32 pivots and info.
+
+// PyTorch's batched_matrix_contiguous_strides: row-major, or column-major in the last two dims.
+Sizes matrix_strides(const Sizes& sizes, bool f_contig) {
+  Sizes st = dense_strides(sizes);
+  const size_t d = sizes.size();
+  if (f_contig && d >= 2) {
+    st[d - 1] = std::max<int64_t>(sizes[d - 2], 1);
+    st[d - 2] = 1;
+  }
+  return st;
+}
+
+TensorMeta fmat(DType dt, const Sizes& sizes, Device dev) {
+  return make_strided(dt, sizes, matrix_strides(sizes, true), dev);
+}
+
+Sizes drop_last(const Sizes& s, size_t k) {
+  return Sizes(s.begin(), s.end() - std::ptrdiff_t(k));
+}
+
+// `name` is a batch of matrices of a floating dtype (square when asked), as PyTorch checks it.
+const TensorMeta& check_matrix(const Ctx& c, const char* name, const char* op, bool square) {
+  const TensorMeta& a = c.tensor(name);
+  if (a.dim() < 2)
+    c.fail(std::string(op) + ": The input tensor " + name +
+           " must have at least 2 dimensions, but " + c.desc(name));
+  if (square && a.sizes[a.sizes.size() - 1] != a.sizes[a.sizes.size() - 2])
+    c.fail(std::string(op) + ": " + name + " must be batches of square matrices, but " +
+           c.desc(name));
+  if (!is_floating(a.dtype))
+    c.fail(std::string(op) + ": Expected a floating point tensor as input, but " + c.desc(name));
+  return a;
+}
+
+// The broadcast batch shape of two batches of matrices.
+Sizes batch_broadcast(const Ctx& c, const TensorMeta& a, const char* an, const TensorMeta& b,
+                      const char* bn) {
+  try {
+    return broadcast_shapes(drop_last(a.sizes, 2), drop_last(b.sizes, 2));
+  } catch (const std::invalid_argument&) {
+    c.fail(c.desc(an) + " but " + c.desc(bn) + " (batch dimensions cannot be broadcast)");
+  }
+}
+
+// B against the square matrix A for a solve (PyTorch's checkInputsSolver): A's size matches
+// B's rows (left) or columns (right).
+void check_solver(const Ctx& c, const TensorMeta& A, const char* an, const TensorMeta& B,
+                  const char* bn, bool left, const char* op) {
+  const int64_t n = A.sizes.back();
+  const int64_t k = left ? B.sizes[B.sizes.size() - 2] : B.sizes.back();
+  if (n != k)
+    c.fail(std::string(op) + ": Incompatible shapes of A and B for the equation " +
+           (left ? "AX = B" : "XA = B") + ": " + c.desc(an) + " but " + c.desc(bn));
+  if (A.dtype != B.dtype)
+    c.fail(std::string(op) + ": Expected A and B to have the same dtype, but " + c.desc(an) +
+           " and " + c.desc(bn));
+}
+
+Sizes with_matrix(Sizes batch, int64_t r, int64_t col) {
+  batch.push_back(r);
+  batch.push_back(col);
+  return batch;
+}
+
+Metas linalg_inv_ex(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "A", "linalg.inv", true);
+  return {fmat(a.dtype, a.sizes, a.device), make(DType::I32, drop_last(a.sizes, 2), a.device)};
+}
+
+Metas linalg_cholesky_ex(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "self", "linalg.cholesky", true);
+  return {fmat(a.dtype, a.sizes, a.device), make(DType::I32, drop_last(a.sizes, 2), a.device)};
+}
+
+Metas linalg_lu_factor_ex(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "A", "torch.lu_factor", false);
+  const int64_t m = a.sizes[a.sizes.size() - 2], k = std::min(m, a.sizes.back());
+  Sizes piv = drop_last(a.sizes, 2);
+  piv.push_back(k);
+  return {fmat(a.dtype, a.sizes, a.device), make(DType::I32, piv, a.device),
+          make(DType::I32, drop_last(a.sizes, 2), a.device)};
+}
+
+Metas linalg_det(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "A", "linalg.det", true);
+  return {make(a.dtype, drop_last(a.sizes, 2), a.device), fmat(a.dtype, a.sizes, a.device),
+          make(DType::I32, drop_last(a.sizes, 1), a.device)};
+}
+
+Metas linalg_slogdet(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "A", "linalg.slogdet", true);
+  Sizes b = drop_last(a.sizes, 2);
+  return {make(a.dtype, b, a.device), make(a.dtype, b, a.device), fmat(a.dtype, a.sizes, a.device),
+          make(DType::I32, drop_last(a.sizes, 1), a.device)};
+}
+
+// PyTorch's linalg_solve_is_vector_rhs: B is a (batch of) vector(s).
+bool solve_vector_rhs(const TensorMeta& A, const TensorMeta& B) {
+  return B.dim() == 1 || (A.dim() - 1 == B.dim() && B.sizes == drop_last(A.sizes, 1));
+}
+
+Metas linalg_solve_ex(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& A = check_matrix(c, "A", "linalg.solve", true);
+  const TensorMeta& B = c.tensor("B");
+  const bool left = c.bool_("left");
+  const bool vec = solve_vector_rhs(A, B);
+  TensorMeta B2 = B;
+  if (vec) B2.sizes.push_back(1), B2.strides.push_back(1);
+  if (B2.dim() < 2) c.fail("linalg.solve: " + c.desc("B") + " (expected at least 1 dimension)");
+  if (!left && vec)
+    c.fail("linalg.solve: Vector broadcasting of the left hand side is not supported for "
+           "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)");
+  check_solver(c, A, "A", B2, "B", left, "linalg.solve");
+  Sizes out = batch_broadcast(c, B2, "B", A, "A");
+  out.push_back(B2.sizes[B2.sizes.size() - 2]);
+  out.push_back(B2.sizes.back());
+  if (vec) out.pop_back();
+  return {make_strided(B.dtype, out, matrix_strides(out, left), B.device),
+          fmat(A.dtype, A.sizes, A.device), make(DType::I32, drop_last(A.sizes, 1), A.device),
+          make(DType::I32, drop_last(A.sizes, 2), A.device)};
+}
+
+Metas linalg_lu_solve(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& LU = check_matrix(c, "LU", "linalg.lu_solve", true);
+  const TensorMeta& B = c.tensor("B");
+  const TensorMeta& piv = c.tensor("pivots");
+  const bool left = c.bool_("left");
+  if (B.dim() < 2) c.fail("linalg.lu_solve: B must have at least 2 dimensions, but " + c.desc("B"));
+  check_solver(c, LU, "LU", B, "B", left, "linalg.lu_solve");
+  if (piv.dtype != DType::I32)
+    c.fail("linalg.lu_solve: pivots should be a Tensor of scalar type int32, but " +
+           c.desc("pivots"));
+  if (piv.dim() < 1 || piv.sizes.back() != LU.sizes.back() ||
+      drop_last(piv.sizes, 1) != drop_last(LU.sizes, 2))
+    c.fail("linalg.lu_solve: Number of pivots per batch should be same as the dimension of the "
+           "matrix, but " +
+           c.desc("pivots") + " and " + c.desc("LU"));
+  Sizes out = batch_broadcast(c, B, "B", LU, "LU");
+  out.push_back(B.sizes[B.sizes.size() - 2]);
+  out.push_back(B.sizes.back());
+  return {make_strided(B.dtype, out, matrix_strides(out, left), B.device)};
+}
+
+Metas linalg_lu(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "A", "linalg.lu", false);
+  const int64_t m = a.sizes[a.sizes.size() - 2], nn = a.sizes.back(), k = std::min(m, nn);
+  Sizes b = drop_last(a.sizes, 2);
+  TensorMeta P = c.bool_("pivot") ? make(a.dtype, with_matrix(b, m, m), a.device)
+                                  : make(a.dtype, {0}, a.device);
+  return {P, make(a.dtype, with_matrix(b, m, k), a.device),
+          make(a.dtype, with_matrix(b, k, nn), a.device)};
+}
+
+Metas lu_unpack(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "LU_data", "torch.lu_unpack", false);
+  const TensorMeta& piv = c.tensor("LU_pivots");
+  const int64_t m = a.sizes[a.sizes.size() - 2], nn = a.sizes.back(), k = std::min(m, nn);
+  if (piv.dtype != DType::I32)
+    c.fail("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 "
+           "dtype, but " +
+           c.desc("LU_pivots"));
+  if (piv.dim() < 1 || piv.sizes.back() != k)
+    c.fail("torch.lu_unpack: LU_pivots.size(-1) must be min(m, n), but " + c.desc("LU_pivots") +
+           " and " + c.desc("LU_data"));
+  Sizes b = drop_last(a.sizes, 2);
+  const bool data = c.bool_("unpack_data"), pivots = c.bool_("unpack_pivots");
+  return {pivots ? make(a.dtype, with_matrix(b, m, m), a.device) : make(a.dtype, {0}, a.device),
+          data ? make(a.dtype, with_matrix(b, m, k), a.device) : make(a.dtype, {0}, a.device),
+          data ? make(a.dtype, with_matrix(b, k, nn), a.device) : make(a.dtype, {0}, a.device)};
+}
+
+Metas triangular_solve(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& B = c.tensor("self");
+  const TensorMeta& A = check_matrix(c, "A", "triangular_solve", true);
+  if (B.dim() < 2)
+    c.fail("torch.triangular_solve: Expected b to have at least 2 dimensions, but " +
+           c.desc("self"));
+  check_solver(c, A, "A", B, "self", true, "triangular_solve");
+  Sizes b = batch_broadcast(c, B, "self", A, "A");
+  Sizes bs = with_matrix(b, B.sizes[B.sizes.size() - 2], B.sizes.back());
+  Sizes as = with_matrix(b, A.sizes.back(), A.sizes.back());
+  return {fmat(B.dtype, bs, B.device), fmat(A.dtype, as, A.device)};
+}
+
+Metas linalg_solve_triangular(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& A = check_matrix(c, "self", "linalg.solve_triangular", true);
+  const TensorMeta& B = c.tensor("B");
+  const bool left = c.bool_("left");
+  if (B.dim() < 2)
+    c.fail("linalg.solve_triangular: The input tensor B must have at least 2 dimensions, but " +
+           c.desc("B"));
+  check_solver(c, A, "self", B, "B", left, "linalg.solve_triangular");
+  Sizes out = with_matrix(batch_broadcast(c, B, "B", A, "self"), B.sizes[B.sizes.size() - 2],
+                          B.sizes.back());
+  return {fmat(B.dtype, out, B.device)};
+}
+
+Metas cholesky_solve(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& B = c.tensor("self");
+  const TensorMeta& L = check_matrix(c, "input2", "cholesky_solve", true);
+  if (B.dim() < 2)
+    c.fail("cholesky_solve: b should have at least 2 dimensions, but " + c.desc("self"));
+  check_solver(c, L, "input2", B, "self", true, "cholesky_solve");
+  Sizes out = with_matrix(batch_broadcast(c, B, "self", L, "input2"), B.sizes[B.sizes.size() - 2],
+                          B.sizes.back());
+  return {fmat(B.dtype, out, B.device)};
+}
+
+Metas cholesky_inverse(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "self", "cholesky_inverse", true);
+  return {fmat(a.dtype, a.sizes, a.device)};
+}
+
+Metas linalg_qr(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "A", "linalg.qr", false);
+  const std::string& mode = c.str("mode");
+  if (mode != "reduced" && mode != "complete" && mode != "r")
+    c.fail("qr received unrecognized mode '" + mode +
+           "' but expected one of 'reduced' (default), 'r', or 'complete'");
+  const int64_t m = a.sizes[a.sizes.size() - 2], nn = a.sizes.back(), k = std::min(m, nn);
+  Sizes b = drop_last(a.sizes, 2);
+  const bool complete = mode == "complete";
+  TensorMeta Q = mode == "r" ? make(a.dtype, {0}, a.device)
+                             : fmat(a.dtype, with_matrix(b, m, complete ? m : k), a.device);
+  return {Q, fmat(a.dtype, with_matrix(b, complete ? m : k, nn), a.device)};
+}
+
+Metas geqrf(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "self", "geqrf", false);
+  Sizes tau = drop_last(a.sizes, 2);
+  tau.push_back(std::min(a.sizes[a.sizes.size() - 2], a.sizes.back()));
+  return {fmat(a.dtype, a.sizes, a.device), make(a.dtype, tau, a.device)};
+}
+
+Metas householder_product(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "input", "torch.linalg.householder_product", false);
+  const TensorMeta& tau = c.tensor("tau");
+  const int64_t m = a.sizes[a.sizes.size() - 2], nn = a.sizes.back();
+  if (m < nn)
+    c.fail("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
+           "input.shape[-1], but " +
+           c.desc("input"));
+  if (tau.dim() != a.dim() - 1 || tau.sizes.back() > nn ||
+      drop_last(tau.sizes, 1) != drop_last(a.sizes, 2))
+    c.fail("torch.linalg.householder_product: tau must have one dimension fewer than input, the "
+           "same batch dimensions and at most input.shape[-1] elements, but " +
+           c.desc("tau") + " and " + c.desc("input"));
+  if (tau.dtype != a.dtype)
+    c.fail("torch.linalg.householder_product: tau dtype differs from input: " + c.desc("tau"));
+  return {fmat(a.dtype, a.sizes, a.device)};
+}
+
+Metas ormqr(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "self", "torch.ormqr", false);
+  const TensorMeta& tau = c.tensor("input2");
+  const TensorMeta& C = check_matrix(c, "input3", "torch.ormqr", false);
+  const bool left = c.bool_("left");
+  const int64_t mm = a.sizes[a.sizes.size() - 2];
+  const int64_t cdim = left ? C.sizes[C.sizes.size() - 2] : C.sizes.back();
+  if (cdim != mm)
+    c.fail("torch.ormqr: other.shape[" + std::string(left ? "-2" : "-1") +
+           "] must be equal to input.shape[-2], but " + c.desc("input3") + " and " +
+           c.desc("self"));
+  if (tau.dim() != a.dim() - 1 || tau.sizes.back() > mm ||
+      drop_last(tau.sizes, 1) != drop_last(a.sizes, 2) || C.dim() != a.dim() ||
+      drop_last(C.sizes, 2) != drop_last(a.sizes, 2))
+    c.fail("torch.ormqr: input, tau and other must have matching batch dimensions, but " +
+           c.desc("self") + ", " + c.desc("input2") + " and " + c.desc("input3"));
+  if (tau.dtype != a.dtype || C.dtype != a.dtype)
+    c.fail("torch.ormqr: input, tau and other must have the same dtype, but " + c.desc("self") +
+           ", " + c.desc("input2") + " and " + c.desc("input3"));
+  return {fmat(C.dtype, C.sizes, C.device)};
+}
+
+Metas linalg_eigh(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "A", "linalg.eigh", true);
+  const std::string& uplo = c.str("UPLO");
+  if (uplo != "L" && uplo != "U" && uplo != "l" && uplo != "u")
+    c.fail("Expected UPLO argument to be 'L' or 'U', but got " + uplo);
+  return {make(a.dtype, drop_last(a.sizes, 1), a.device),
+          c.bool_("compute_v") ? fmat(a.dtype, a.sizes, a.device) : make(a.dtype, {0}, a.device)};
+}
+
+Metas linalg_svd(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "A", "linalg.svd", false);
+  if (c.has("driver"))
+    c.fail("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+           "cuSOLVER backend");
+  const int64_t m = a.sizes[a.sizes.size() - 2], nn = a.sizes.back(), k = std::min(m, nn);
+  const bool full = c.bool_("full_matrices");
+  Sizes b = drop_last(a.sizes, 2);
+  Sizes s = b;
+  s.push_back(k);
+  if (!c.bool_("compute_uv"))
+    return {make(a.dtype, {0}, a.device), make(a.dtype, s, a.device), make(a.dtype, {0}, a.device)};
+  return {fmat(a.dtype, with_matrix(b, m, full ? m : k), a.device), make(a.dtype, s, a.device),
+          fmat(a.dtype, with_matrix(b, full ? nn : k, nn), a.device)};
+}
+
+Metas linalg_ldl_factor_ex(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "self", "torch.linalg.ldl_factor_ex", true);
+  return {fmat(a.dtype, a.sizes, a.device), make(DType::I32, drop_last(a.sizes, 1), a.device),
+          make(DType::I32, drop_last(a.sizes, 2), a.device)};
+}
+
+Metas linalg_ldl_solve(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& LD = check_matrix(c, "LD", "torch.linalg.ldl_solve", true);
+  const TensorMeta& piv = c.tensor("pivots");
+  const TensorMeta& B = c.tensor("B");
+  if (B.dim() < 2)
+    c.fail("torch.linalg.ldl_solve: B must have at least 2 dimensions, but " + c.desc("B"));
+  check_solver(c, LD, "LD", B, "B", true, "torch.linalg.ldl_solve");
+  if (piv.dtype != DType::I32 || piv.dim() < 1 || piv.sizes.back() != LD.sizes.back())
+    c.fail("torch.linalg.ldl_solve: expected int32 pivots with LD.shape[-1] entries, but " +
+           c.desc("pivots"));
+  Sizes out = with_matrix(batch_broadcast(c, B, "B", LD, "LD"), B.sizes[B.sizes.size() - 2],
+                          B.sizes.back());
+  return {fmat(B.dtype, out, B.device)};
+}
+
+Metas linalg_matrix_exp(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& a = check_matrix(c, "self", "linalg.matrix_exp", true);
+  return {make(a.dtype, a.sizes, a.device)};
+}
+
 const OpTable<MetaFn>::Row kLinalgMeta[] = {
+    {OpId::_linalg_det, guarded<linalg_det>},
+    {OpId::_linalg_eigh, guarded<linalg_eigh>},
+    {OpId::_linalg_slogdet, guarded<linalg_slogdet>},
+    {OpId::_linalg_solve_ex, guarded<linalg_solve_ex>},
+    {OpId::_linalg_svd, guarded<linalg_svd>},
+    {OpId::cholesky_inverse, guarded<cholesky_inverse>},
+    {OpId::cholesky_solve, guarded<cholesky_solve>},
+    {OpId::geqrf, guarded<geqrf>},
+    {OpId::linalg_cholesky_ex, guarded<linalg_cholesky_ex>},
+    {OpId::linalg_householder_product, guarded<householder_product>},
+    {OpId::linalg_inv_ex, guarded<linalg_inv_ex>},
+    {OpId::linalg_ldl_factor_ex, guarded<linalg_ldl_factor_ex>},
+    {OpId::linalg_ldl_solve, guarded<linalg_ldl_solve>},
+    {OpId::linalg_lu, guarded<linalg_lu>},
+    {OpId::linalg_lu_factor_ex, guarded<linalg_lu_factor_ex>},
+    {OpId::linalg_lu_solve, guarded<linalg_lu_solve>},
+    {OpId::linalg_matrix_exp, guarded<linalg_matrix_exp>},
+    {OpId::linalg_qr, guarded<linalg_qr>},
+    {OpId::linalg_solve_triangular, guarded<linalg_solve_triangular>},
+    {OpId::lu_unpack, guarded<lu_unpack>},
+    {OpId::ormqr, guarded<ormqr>},
+    {OpId::triangular_solve, guarded<triangular_solve>},
     {OpId::_cdist_forward, guarded<cdist_forward>},
     {OpId::_pdist_forward, guarded<pdist_forward>},
     {OpId::col2im, guarded<col2im>},

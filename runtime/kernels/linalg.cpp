@@ -1,10 +1,11 @@
 // Reference kernels of linear algebra, convolution and attention: mm, bmm, addmm, matmul and
 // linear over one double GEMM, 1-D to 3-D convolution as im2col and GEMM, and
 // scaled_dot_product_attention (with grouped-query heads), _cdist_forward, _pdist_forward, im2col
-// and col2im.
+// and col2im; the decompositions and solves (LU, Cholesky, QR, eigh, SVD, LDL) through LAPACK.
 #include "runtime/kernels/kernel_util.h"
 
 #include "frontend/resample.h"
+#include "runtime/kernels/lapack.h"
 
 namespace fxc::kernel_detail {
 namespace {
@@ -72,7 +73,8 @@ std::vector<double> gemm(const Tensor& a, const Tensor& b) {
   assert(b.size(r - 2) == k && "gemm inner sizes differ");
   auto boff_a = dim_offsets(batch, Shape(a.strides().begin(), a.strides().end() - 2));
   auto boff_b = dim_offsets(batch, Shape(b.strides().begin(), b.strides().end() - 2));
-  std::vector<double> av(size_t(n * k)), bv(size_t(k * m)), out(boff_a.size() * size_t(n * m), 0.0);
+  std::vector<double> av(static_cast<size_t>(n * k)), bv(size_t(k * m)),
+      out(boff_a.size() * size_t(n * m), 0.0);
   for (size_t t = 0; t < boff_a.size(); ++t) {
     // A batch operand broadcast with stride 0 is loaded once.
     if (t == 0 || boff_a[t] != boff_a[t - 1])
@@ -244,7 +246,7 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Tensor& bias, Shape s
          " is too large");
   std::vector<double> xv = values(x), wv = values(w);
   std::vector<double> bv = bias.defined() ? values(bias) : std::vector<double>();
-  std::vector<double> out(size_t(N * O * npix), 0.0), col(size_t(patch * npix));
+  std::vector<double> out(static_cast<size_t>(N * O * npix), 0.0), col(size_t(patch * npix));
   int64_t opg = O / groups;
   // Per image and group: out[o, pixel] = sum over (c, kh, kw) of w[o, c, kh, kw] * x[c, ih, iw],
   // as a product of the weights and the unfolded input patches.
@@ -304,7 +306,7 @@ Tensor conv3d_impl(const Tensor& x, const Tensor& w, const Tensor& bias, Shape s
          " is too large");
   std::vector<double> xv = values(x), wv = values(w);
   std::vector<double> bv = bias.defined() ? values(bias) : std::vector<double>();
-  std::vector<double> out(size_t(N * O * npix), 0.0), col(size_t(patch * npix));
+  std::vector<double> out(static_cast<size_t>(N * O * npix), 0.0), col(size_t(patch * npix));
   const int64_t opg = O / groups, vol = I[0] * I[1] * I[2];
   for (int64_t nn = 0; nn < N; ++nn)
     for (int64_t g = 0; g < groups; ++g) {
@@ -432,7 +434,7 @@ Tensor conv_transposed(const Tensor& x, const Tensor& w, const Tensor& bias, con
   Shape St = three(stride, 0, 1), P = three(pad, 0, 0), Dl = three(dil, 0, 1);
   const int64_t in_px = I[0] * I[1] * I[2], k_px = K[0] * K[1] * K[2], out_px = O[0] * O[1] * O[2];
   std::vector<double> xv = values(x), wv = values(w);
-  std::vector<double> out(size_t(N * Co * out_px), 0.0);
+  std::vector<double> out(static_cast<size_t>(N * Co * out_px), 0.0);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t ci = 0; ci < Ci; ++ci) {
       const int64_t g = ci / cig;
@@ -615,7 +617,7 @@ Tensors k_cdist_forward(const KernelCall& c) {
   out.insert(out.end(), {P, R});
   std::vector<double> a = values(expand_to(x1, s1)), b = values(expand_to(x2, s2));
   const int64_t B = checked_numel(batch);
-  std::vector<double> r(size_t(B * P * R));
+  std::vector<double> r(static_cast<size_t>(B * P * R));
   for (int64_t n = 0; n < B; ++n)
     for (int64_t i = 0; i < P; ++i)
       for (int64_t j = 0; j < R; ++j) {
@@ -724,7 +726,839 @@ Tensors k_col2im(const KernelCall& c) {
   return {make(c.result_dtype(x.dtype()), shape, out)};
 }
 
+// ---- Decompositions and solves through LAPACK (runtime/kernels/lapack.h) ----
+// Each matrix of a batch is copied to a column-major double buffer (what LAPACK takes), factored
+// or solved with the routine PyTorch's CPU path uses (getrf, potrf, geqrf + orgqr, syevd, gesdd,
+// sytrf), and written back row-major; the interpreter lays results out with the recorded
+// (column-major) strides. `info` outputs are int32; the ops without `_ex` raise instead.
+
+// A batch of matrices [batch..., r, c] as row-major doubles, with its batch shape.
+struct Mats {
+  Shape batch;
+  int64_t r = 0, c = 0;
+  std::vector<double> v;
+  int64_t count() const { return checked_numel(batch); }
+  const double* at(int64_t b) const { return v.data() + b * r * c; }
+};
+
+Mats mats_of(const Tensor& t, const char* op, const char* name) {
+  if (t.dim() < 2)
+    fail(std::string(op) + ": " + name + " must have at least 2 dimensions, got " +
+         shape_str(t.sizes()));
+  Mats m;
+  m.batch.assign(t.sizes().begin(), t.sizes().end() - 2);
+  m.r = t.size(t.dim() - 2);
+  m.c = t.size(t.dim() - 1);
+  m.v = values(t);
+  return m;
+}
+
+Mats mats_expanded(const Tensor& t, const Shape& batch) {
+  Shape s = batch;
+  s.push_back(t.size(t.dim() - 2));
+  s.push_back(t.size(t.dim() - 1));
+  return mats_of(expand_to(t, s), "linalg", "operand");
+}
+
+void check_square(const Mats& m, const char* op, const char* name) {
+  if (m.r != m.c)
+    fail(std::string(op) + ": " + name + " must be batches of square matrices, but they are " +
+         std::to_string(m.r) + " by " + std::to_string(m.c) + " matrices");
+}
+
+int lapack_int(int64_t v) {
+  if (v > std::numeric_limits<int>::max())
+    fail("matrix too large for LAPACK: " + std::to_string(v));
+  return int(v);
+}
+
+// Row-major [r, c] -> column-major with leading dimension ld >= r.
+std::vector<double> to_cm(const double* rm, int64_t r, int64_t c, int64_t ld) {
+  std::vector<double> cm(size_t(std::max<int64_t>(ld, 1) * c), 0.0);
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) cm[size_t(i + j * ld)] = rm[i * c + j];
+  return cm;
+}
+
+// Column-major [r, c] (leading dimension ld) appended row-major to `out`.
+void append_rm(const double* cm, int64_t r, int64_t c, int64_t ld, std::vector<double>& out) {
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) out.push_back(cm[i + j * ld]);
+}
+
+Shape shape_with(Shape batch, std::initializer_list<int64_t> tail) {
+  batch.insert(batch.end(), tail);
+  return batch;
+}
+
+std::string batch_prefix(const Mats& m, int64_t b) {
+  return m.batch.empty() ? "" : "(Batch element " + std::to_string(b) + "): ";
+}
+
+// LU with partial pivoting (getrf) of one row-major [r, c] matrix: the column-major factors,
+// 1-based pivots and LAPACK's info.
+struct LU {
+  std::vector<double> a;
+  std::vector<int> piv;
+  int info = 0;
+};
+LU lu_factor(const double* rm, int64_t r, int64_t c) {
+  LU f;
+  f.a = to_cm(rm, r, c, std::max<int64_t>(r, 1));
+  f.piv.assign(size_t(std::min(r, c)), 0);
+  if (r == 0 || c == 0) return f;
+  int m = lapack_int(r), n = lapack_int(c), lda = m;
+  dgetrf_(&m, &n, f.a.data(), &lda, f.piv.data(), &f.info);
+  return f;
+}
+
+// Solves op(A) X = B in place (B column-major [n, nrhs]) with the factors of A.
+void lu_solve_cm(const LU& f, int64_t n, double* b, int64_t nrhs, bool trans) {
+  if (n == 0 || nrhs == 0) return;
+  int nn = lapack_int(n), k = lapack_int(nrhs), info = 0;
+  dgetrs_(trans ? "T" : "N", &nn, &k, f.a.data(), &nn, f.piv.data(), b, &nn, &info, 1);
+}
+
+// Appends the factors (row-major) and pivots of f to the LU / pivots outputs.
+void append_lu(const LU& f, int64_t r, int64_t c, std::vector<double>& lu,
+               std::vector<double>& piv) {
+  append_rm(f.a.data(), r, c, std::max<int64_t>(r, 1), lu);
+  for (int p : f.piv) piv.push_back(p);
+}
+
+// For each index of the broadcast batch `to`, the index of the batch `from` it reads.
+std::vector<int64_t> batch_index(const Shape& from, const Shape& to) {
+  Shape st(to.size(), 0);
+  int64_t s = 1;
+  for (size_t i = from.size(); i-- > 0;) {
+    size_t o = to.size() - from.size() + i;
+    st[o] = from[i] == 1 ? 0 : s;
+    s *= from[i];
+  }
+  return dim_offsets(to, st);
+}
+
+// linalg_inv_ex: getrf, then getrs against the identity (PyTorch's linalg_solve_ex(A, I)).
+Tensors k_linalg_inv_ex(const KernelCall& c) {
+  const Tensor& A = c.tensor("A");
+  Mats a = mats_of(A, "linalg.inv", "A");
+  check_square(a, "linalg.inv", "A");
+  const int64_t n = a.r, B = a.count();
+  std::vector<double> out, info;
+  for (int64_t b = 0; b < B; ++b) {
+    LU f = lu_factor(a.at(b), n, n);
+    std::vector<double> x(static_cast<size_t>(n * n), 0.0);
+    for (int64_t i = 0; i < n; ++i) x[size_t(i * n + i)] = 1;
+    lu_solve_cm(f, n, x.data(), n, false);
+    append_rm(x.data(), n, n, n, out);
+    info.push_back(f.info);
+    if (f.info > 0 && c.arg("check_errors").b)
+      fail("linalg.inv: " + batch_prefix(a, b) + "The diagonal element " + std::to_string(f.info) +
+           " is zero, the inversion could not be completed because the input matrix is "
+           "singular.");
+  }
+  return {make(c.result_dtype(A.dtype()), A.sizes(), out), make(DType::I32, a.batch, info)};
+}
+
+// _linalg_det and _linalg_slogdet: getrf; det = product of U's diagonal, negated per swap.
+struct DetParts {
+  std::vector<double> det, sign, logabs, lu, piv;
+};
+DetParts det_parts(const Tensor& A, const char* op) {
+  Mats a = mats_of(A, op, "A");
+  check_square(a, op, "A");
+  DetParts d;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    LU f = lu_factor(a.at(b), a.r, a.r);
+    double det = 1, sign = 1, logabs = 0;
+    for (int64_t i = 0; i < a.r; ++i) {
+      double u = f.a[size_t(i + i * a.r)];
+      bool swap = f.piv[size_t(i)] != i + 1;
+      det *= swap ? -u : u;
+      sign *= (u < 0) != swap ? -1 : 1;
+      if (u == 0) sign = 0;
+      logabs += std::log(std::abs(u));
+    }
+    d.det.push_back(det);
+    d.sign.push_back(sign);
+    d.logabs.push_back(logabs);
+    append_lu(f, a.r, a.r, d.lu, d.piv);
+  }
+  return d;
+}
+
+Tensors k_linalg_det(const KernelCall& c) {
+  const Tensor& A = c.tensor("A");
+  DetParts d = det_parts(A, "linalg.det");
+  Shape batch(A.sizes().begin(), A.sizes().end() - 2);
+  DType dt = c.result_dtype(A.dtype());
+  return {make(dt, batch, d.det), make(dt, A.sizes(), d.lu),
+          make(DType::I32, Shape(A.sizes().begin(), A.sizes().end() - 1), d.piv)};
+}
+
+Tensors k_linalg_slogdet(const KernelCall& c) {
+  const Tensor& A = c.tensor("A");
+  DetParts d = det_parts(A, "linalg.slogdet");
+  Shape batch(A.sizes().begin(), A.sizes().end() - 2);
+  DType dt = c.result_dtype(A.dtype());
+  return {make(dt, batch, d.sign), make(dt, batch, d.logabs), make(dt, A.sizes(), d.lu),
+          make(DType::I32, Shape(A.sizes().begin(), A.sizes().end() - 1), d.piv)};
+}
+
+// Solves A X = B (left) or X A = B (right, as A^T X^T = B^T) for a broadcast batch, with the
+// factors `fs` of A's own batch. B is the (already unsqueezed) right-hand side.
+std::vector<double> solve_with_lu(const std::vector<LU>& fs, const Shape& a_batch, int64_t n,
+                                  const Tensor& B, bool left, bool adjoint, Shape* out_shape) {
+  Shape bb(B.sizes().begin(), B.sizes().end() - 2);
+  Shape batch = broadcast(a_batch, bb);
+  Mats bm = mats_expanded(B, batch);
+  std::vector<int64_t> ai = batch_index(a_batch, batch);
+  std::vector<double> out;
+  for (int64_t b = 0; b < bm.count(); ++b) {
+    const LU& f = fs[size_t(ai[size_t(b)])];
+    if (left) {
+      std::vector<double> x = to_cm(bm.at(b), bm.r, bm.c, std::max<int64_t>(n, 1));
+      lu_solve_cm(f, n, x.data(), bm.c, adjoint);
+      append_rm(x.data(), bm.r, bm.c, std::max<int64_t>(n, 1), out);
+    } else {
+      // X op(A) = B  <=>  op(A)^T X^T = B^T: X^T column-major is X row-major.
+      std::vector<double> xt(bm.at(b), bm.at(b) + bm.r * bm.c);
+      lu_solve_cm(f, n, xt.data(), bm.r, !adjoint);
+      out.insert(out.end(), xt.begin(), xt.end());
+    }
+  }
+  *out_shape = shape_with(batch, {bm.r, bm.c});
+  return out;
+}
+
+Tensors k_linalg_solve_ex(const KernelCall& c) {
+  const Tensor& A = c.tensor("A");
+  const Tensor& B0 = c.tensor("B");
+  const bool left = c.arg("left").b;
+  Mats a = mats_of(A, "linalg.solve", "A");
+  check_square(a, "linalg.solve", "A");
+  Shape a_rows(A.sizes().begin(), A.sizes().end() - 1);
+  const bool vec = B0.dim() == 1 || (A.dim() - 1 == B0.dim() && B0.sizes() == a_rows);
+  Tensor B = vec ? unsqueeze_view(B0, B0.dim()) : B0;
+  if (B.dim() < 2 || (left ? B.size(B.dim() - 2) : B.size(B.dim() - 1)) != a.r)
+    fail("linalg.solve: Incompatible shapes of A and B for the equation " +
+         std::string(left ? "AX = B" : "XA = B") + " (" + shape_str(A.sizes()) + " and " +
+         shape_str(B0.sizes()) + ")");
+  std::vector<LU> fs;
+  std::vector<double> lu, piv, info;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    fs.push_back(lu_factor(a.at(b), a.r, a.r));
+    append_lu(fs.back(), a.r, a.r, lu, piv);
+    info.push_back(fs.back().info);
+    if (fs.back().info > 0 && c.arg("check_errors").b)
+      fail("torch.linalg.solve: " + batch_prefix(a, b) +
+           "The solver failed because the input matrix is singular.");
+  }
+  Shape shape;
+  std::vector<double> x = solve_with_lu(fs, a.batch, a.r, B, left, false, &shape);
+  if (vec) shape.pop_back();
+  DType dt = c.result_dtype(A.dtype());
+  return {make(c.result_dtype(B0.dtype()), shape, x), make(dt, A.sizes(), lu),
+          make(DType::I32, a_rows, piv), make(DType::I32, a.batch, info)};
+}
+
+Tensors k_linalg_lu_factor_ex(const KernelCall& c) {
+  const Tensor& A = c.tensor("A");
+  if (!c.arg("pivot").b)
+    fail("linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  Mats a = mats_of(A, "torch.linalg.lu_factor_ex", "A");
+  std::vector<double> lu, piv, info;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    LU f = lu_factor(a.at(b), a.r, a.c);
+    append_lu(f, a.r, a.c, lu, piv);
+    info.push_back(f.info);
+    if (f.info > 0 && c.arg("check_errors").b)
+      fail("torch.linalg.lu_factor_ex: " + batch_prefix(a, b) + "U[" + std::to_string(f.info) +
+           ", " + std::to_string(f.info) +
+           "] is zero and using it on lu_solve would result in a division by zero. If you still "
+           "want to perform the factorization, consider calling linalg.lu(A, pivot) or "
+           "linalg.lu_factor_ex(A, pivot)");
+  }
+  return {make(c.result_dtype(A.dtype()), A.sizes(), lu),
+          make(DType::I32, shape_with(a.batch, {std::min(a.r, a.c)}), piv),
+          make(DType::I32, a.batch, info)};
+}
+
+// P, L, U of one column-major factorization (ld = r) with 1-based pivots: A = P L U.
+void unpack_lu(const double* lu, const int* piv, int64_t r, int64_t c, bool data, bool pivots,
+               std::vector<double>& P, std::vector<double>& L, std::vector<double>& U) {
+  const int64_t k = std::min(r, c), ld = std::max<int64_t>(r, 1);
+  if (pivots) {
+    std::vector<int64_t> perm(static_cast<size_t>(r));
+    std::iota(perm.begin(), perm.end(), 0);
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t p = piv[i] - 1;
+      if (p < 0 || p >= r)
+        fail("torch.lu_unpack: pivot " + std::to_string(piv[i]) + " is out of range [1, " +
+             std::to_string(r) + "]");
+      std::swap(perm[size_t(i)], perm[size_t(p)]);
+    }
+    std::vector<double> pm(static_cast<size_t>(r * r), 0.0);
+    for (int64_t i = 0; i < r; ++i) pm[size_t(perm[size_t(i)] * r + i)] = 1;
+    P.insert(P.end(), pm.begin(), pm.end());
+  }
+  if (!data) return;
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < k; ++j) L.push_back(i == j ? 1 : i > j ? lu[i + j * ld] : 0);
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < c; ++j) U.push_back(j >= i ? lu[i + j * ld] : 0);
+}
+
+Tensors k_linalg_lu(const KernelCall& c) {
+  const Tensor& A = c.tensor("A");
+  const bool pivot = c.arg("pivot").b;
+  if (!pivot) fail("linalg.lu: LU without pivoting is not implemented on the CPU");
+  Mats a = mats_of(A, "linalg.lu", "A");
+  const int64_t k = std::min(a.r, a.c);
+  std::vector<double> P, L, U;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    LU f = lu_factor(a.at(b), a.r, a.c);
+    unpack_lu(f.a.data(), f.piv.data(), a.r, a.c, true, true, P, L, U);
+  }
+  DType dt = c.result_dtype(A.dtype());
+  return {make(dt, shape_with(a.batch, {a.r, a.r}), P), make(dt, shape_with(a.batch, {a.r, k}), L),
+          make(dt, shape_with(a.batch, {k, a.c}), U)};
+}
+
+std::vector<int> int_values(const Tensor& t) {
+  std::vector<double> v = values(t);
+  return std::vector<int>(v.begin(), v.end());
+}
+
+Tensors k_lu_unpack(const KernelCall& c) {
+  const Tensor& LUt = c.tensor("LU_data");
+  Mats a = mats_of(LUt, "torch.lu_unpack", "LU_data");
+  const int64_t k = std::min(a.r, a.c);
+  std::vector<int> piv = int_values(c.tensor("LU_pivots"));
+  if (int64_t(piv.size()) != a.count() * k)
+    fail("torch.lu_unpack: LU_pivots must hold min(m, n) pivots per matrix of LU_data");
+  const bool data = c.arg("unpack_data").b, pivots = c.arg("unpack_pivots").b;
+  std::vector<double> P, L, U;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> cm = to_cm(a.at(b), a.r, a.c, std::max<int64_t>(a.r, 1));
+    unpack_lu(cm.data(), piv.data() + b * k, a.r, a.c, data, pivots, P, L, U);
+  }
+  DType dt = c.result_dtype(LUt.dtype());
+  return {pivots ? make(dt, shape_with(a.batch, {a.r, a.r}), P) : make(dt, {0}, {}),
+          data ? make(dt, shape_with(a.batch, {a.r, k}), L) : make(dt, {0}, {}),
+          data ? make(dt, shape_with(a.batch, {k, a.c}), U) : make(dt, {0}, {})};
+}
+
+Tensors k_linalg_lu_solve(const KernelCall& c) {
+  const Tensor& LUt = c.tensor("LU");
+  const Tensor& B = c.tensor("B");
+  Mats a = mats_of(LUt, "linalg.lu_solve", "LU");
+  check_square(a, "linalg.lu_solve", "LU");
+  std::vector<int> piv = int_values(c.tensor("pivots"));
+  if (int64_t(piv.size()) != a.count() * a.r)
+    fail("linalg.lu_solve: Number of pivots per batch should be same as the dimension of the "
+         "matrix");
+  std::vector<LU> fs;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    LU f;
+    f.a = to_cm(a.at(b), a.r, a.r, std::max<int64_t>(a.r, 1));
+    f.piv.assign(piv.begin() + b * a.r, piv.begin() + (b + 1) * a.r);
+    fs.push_back(std::move(f));
+  }
+  Shape shape;
+  std::vector<double> x =
+      solve_with_lu(fs, a.batch, a.r, B, c.arg("left").b, c.arg("adjoint").b, &shape);
+  return {make(c.result_dtype(B.dtype()), shape, x)};
+}
+
+// Cholesky (potrf, lower) of each matrix; `upper` returns L^T. Info > 0: not positive-definite.
+Tensors k_linalg_cholesky_ex(const KernelCall& c) {
+  const Tensor& A = c.tensor("self");
+  const bool upper = c.arg("upper").b;
+  Mats a = mats_of(A, "linalg.cholesky", "A");
+  check_square(a, "linalg.cholesky", "A");
+  const int64_t n = a.r;
+  std::vector<double> out, info;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> cm = to_cm(a.at(b), n, n, std::max<int64_t>(n, 1));
+    int nn = lapack_int(n), lda = std::max(nn, 1), inf = 0;
+    if (n > 0) dpotrf_("L", &nn, cm.data(), &lda, &inf, 1);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double l = upper ? cm[size_t(j + i * n)] : cm[size_t(i + j * n)];
+        out.push_back((upper ? j >= i : i >= j) ? l : 0);
+      }
+    info.push_back(inf);
+    if (inf > 0 && c.arg("check_errors").b)
+      fail("linalg.cholesky: " + batch_prefix(a, b) +
+           "The factorization could not be completed because the input is not positive-definite "
+           "(the leading minor of order " +
+           std::to_string(inf) + " is not positive-definite).");
+  }
+  return {make(c.result_dtype(A.dtype()), A.sizes(), out), make(DType::I32, a.batch, info)};
+}
+
+// Solves op(T) X = B by substitution for triangular T (row-major [n, n]) and row-major B
+// [n, k]: what BLAS trsm computes (a zero diagonal gives inf/nan, no error).
+void tri_solve(const double* T, int64_t n, bool upper, bool trans, bool unit, double* B,
+               int64_t k) {
+  // op(T)[i][j]
+  auto t = [&](int64_t i, int64_t j) { return trans ? T[j * n + i] : T[i * n + j]; };
+  const bool up = upper != trans; // op(T) is upper triangular
+  for (int64_t col = 0; col < k; ++col)
+    for (int64_t s = 0; s < n; ++s) {
+      int64_t i = up ? n - 1 - s : s;
+      double acc = B[i * k + col];
+      if (up)
+        for (int64_t j = i + 1; j < n; ++j) acc -= t(i, j) * B[j * k + col];
+      else
+        for (int64_t j = 0; j < i; ++j) acc -= t(i, j) * B[j * k + col];
+      B[i * k + col] = unit ? acc : acc / t(i, i);
+    }
+}
+
+// Broadcast batches of the triangular A ([.., n, n]) and B; solves in place.
+struct TriSolve {
+  Mats a, b;
+};
+TriSolve tri_operands(const Tensor& A, const Tensor& B, const char* op) {
+  if (A.dim() < 2 || B.dim() < 2)
+    fail(std::string(op) + ": expected A and B with at least 2 dimensions, got " +
+         shape_str(A.sizes()) + " and " + shape_str(B.sizes()));
+  Shape batch = broadcast(Shape(A.sizes().begin(), A.sizes().end() - 2),
+                          Shape(B.sizes().begin(), B.sizes().end() - 2));
+  TriSolve s{mats_expanded(A, batch), mats_expanded(B, batch)};
+  check_square(s.a, op, "A");
+  return s;
+}
+
+Tensors k_triangular_solve(const KernelCall& c) {
+  const Tensor& B = c.tensor("self");
+  const Tensor& A = c.tensor("A");
+  TriSolve s = tri_operands(A, B, "triangular_solve");
+  if (s.b.r != s.a.r)
+    fail("triangular_solve: Incompatible matrix sizes for A " + shape_str(A.sizes()) + " and b " +
+         shape_str(B.sizes()));
+  for (int64_t i = 0; i < s.b.count(); ++i)
+    tri_solve(s.a.at(i), s.a.r, c.arg("upper").b, c.arg("transpose").b, c.arg("unitriangular").b,
+              s.b.v.data() + i * s.b.r * s.b.c, s.b.c);
+  return {make(c.result_dtype(B.dtype()), shape_with(s.b.batch, {s.b.r, s.b.c}), s.b.v),
+          make(c.result_dtype(A.dtype()), shape_with(s.a.batch, {s.a.r, s.a.r}), s.a.v)};
+}
+
+Tensors k_linalg_solve_triangular(const KernelCall& c) {
+  const Tensor& A = c.tensor("self");
+  const Tensor& B = c.tensor("B");
+  const bool left = c.arg("left").b;
+  TriSolve s = tri_operands(A, B, "linalg.solve_triangular");
+  if ((left ? s.b.r : s.b.c) != s.a.r)
+    fail("linalg.solve_triangular: Incompatible shapes of A and B for the equation " +
+         std::string(left ? "AX = B" : "XA = B") + " (" + shape_str(A.sizes()) + " and " +
+         shape_str(B.sizes()) + ")");
+  std::vector<double> out;
+  for (int64_t i = 0; i < s.b.count(); ++i) {
+    const int64_t r = s.b.r, k = s.b.c;
+    std::vector<double> x(s.b.at(i), s.b.at(i) + r * k);
+    if (left) {
+      tri_solve(s.a.at(i), s.a.r, c.arg("upper").b, false, c.arg("unitriangular").b, x.data(), k);
+    } else {
+      // X A = B  <=>  A^T X^T = B^T
+      std::vector<double> xt(static_cast<size_t>(r * k));
+      for (int64_t p = 0; p < r; ++p)
+        for (int64_t q = 0; q < k; ++q) xt[size_t(q * r + p)] = x[size_t(p * k + q)];
+      tri_solve(s.a.at(i), s.a.r, c.arg("upper").b, true, c.arg("unitriangular").b, xt.data(), r);
+      for (int64_t p = 0; p < r; ++p)
+        for (int64_t q = 0; q < k; ++q) x[size_t(p * k + q)] = xt[size_t(q * r + p)];
+    }
+    out.insert(out.end(), x.begin(), x.end());
+  }
+  return {make(c.result_dtype(B.dtype()), shape_with(s.b.batch, {s.b.r, s.b.c}), out)};
+}
+
+// cholesky_solve: potrs with the factor in `input2` (lower, or upper when asked).
+Tensors k_cholesky_solve(const KernelCall& c) {
+  const Tensor& B = c.tensor("self");
+  const Tensor& L = c.tensor("input2");
+  TriSolve s = tri_operands(L, B, "cholesky_solve");
+  if (s.b.r != s.a.r)
+    fail("cholesky_solve: Incompatible matrix sizes for A " + shape_str(L.sizes()) + " and b " +
+         shape_str(B.sizes()));
+  const int64_t n = s.a.r, k = s.b.c;
+  std::vector<double> out;
+  for (int64_t i = 0; i < s.b.count(); ++i) {
+    std::vector<double> a = to_cm(s.a.at(i), n, n, std::max<int64_t>(n, 1));
+    std::vector<double> x = to_cm(s.b.at(i), n, k, std::max<int64_t>(n, 1));
+    int nn = lapack_int(n), kk = lapack_int(k), ld = std::max(nn, 1), info = 0;
+    if (n > 0 && k > 0)
+      dpotrs_(c.arg("upper").b ? "U" : "L", &nn, &kk, a.data(), &ld, x.data(), &ld, &info, 1);
+    append_rm(x.data(), n, k, std::max<int64_t>(n, 1), out);
+  }
+  return {make(c.result_dtype(B.dtype()), shape_with(s.b.batch, {n, k}), out)};
+}
+
+// cholesky_inverse: (L L^T)^-1 from the factor (potri), both triangles filled.
+Tensors k_cholesky_inverse(const KernelCall& c) {
+  const Tensor& L = c.tensor("self");
+  const bool upper = c.arg("upper").b;
+  Mats a = mats_of(L, "cholesky_inverse", "input");
+  check_square(a, "cholesky_inverse", "input");
+  const int64_t n = a.r;
+  std::vector<double> out;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> cm = to_cm(a.at(b), n, n, std::max<int64_t>(n, 1));
+    int nn = lapack_int(n), ld = std::max(nn, 1), info = 0;
+    if (n > 0) dpotri_(upper ? "U" : "L", &nn, cm.data(), &ld, &info, 1);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        // potri fills the triangle it was given: (i, j) there, (j, i) mirrored.
+        bool stored = upper ? j >= i : i >= j;
+        out.push_back(stored ? cm[size_t(i + j * n)] : cm[size_t(j + i * n)]);
+      }
+  }
+  return {make(c.result_dtype(L.dtype()), L.sizes(), out)};
+}
+
+// geqrf of one row-major matrix: the column-major factored matrix and tau.
+void qr_factor(const double* rm, int64_t r, int64_t c, std::vector<double>& a,
+               std::vector<double>& tau, int64_t ld_cols) {
+  const int64_t ld = std::max<int64_t>(r, 1);
+  a = to_cm(rm, r, c, ld);
+  a.resize(size_t(ld * std::max(c, ld_cols)), 0.0);
+  tau.assign(size_t(std::min(r, c)), 0.0);
+  if (r == 0 || c == 0) return;
+  int m = lapack_int(r), n = lapack_int(c), lda = int(ld), info = 0, lwork = -1;
+  double q = 0;
+  dgeqrf_(&m, &n, a.data(), &lda, tau.data(), &q, &lwork, &info);
+  lwork = std::max(1, int(q));
+  std::vector<double> work(static_cast<size_t>(lwork));
+  dgeqrf_(&m, &n, a.data(), &lda, tau.data(), work.data(), &lwork, &info);
+}
+
+// orgqr: the first `cols` columns of Q from k reflectors (a column-major, ld = r).
+void qr_q(std::vector<double>& a, int64_t r, int64_t cols, const std::vector<double>& tau,
+          int64_t k) {
+  if (r == 0 || cols == 0) return;
+  int m = lapack_int(r), n = lapack_int(cols), kk = lapack_int(k), lda = m, info = 0, lwork = -1;
+  double q = 0;
+  dorgqr_(&m, &n, &kk, a.data(), &lda, tau.data(), &q, &lwork, &info);
+  lwork = std::max(1, int(q));
+  std::vector<double> work(static_cast<size_t>(lwork));
+  dorgqr_(&m, &n, &kk, a.data(), &lda, tau.data(), work.data(), &lwork, &info);
+}
+
+Tensors k_linalg_qr(const KernelCall& c) {
+  const Tensor& A = c.tensor("A");
+  const std::string& mode = c.arg("mode").s;
+  if (mode != "reduced" && mode != "complete" && mode != "r")
+    fail("qr received unrecognized mode '" + mode +
+         "' but expected one of 'reduced' (default), 'r', or 'complete'");
+  Mats a = mats_of(A, "linalg.qr", "A");
+  const int64_t m = a.r, n = a.c, k = std::min(m, n);
+  const bool complete = mode == "complete";
+  const int64_t qc = complete ? m : k, rr = complete ? m : k;
+  std::vector<double> Q, R;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> f, tau;
+    qr_factor(a.at(b), m, n, f, tau, qc);
+    const int64_t ld = std::max<int64_t>(m, 1);
+    for (int64_t i = 0; i < rr; ++i)
+      for (int64_t j = 0; j < n; ++j) R.push_back(j >= i && i < m ? f[size_t(i + j * ld)] : 0);
+    if (mode == "r") continue;
+    qr_q(f, m, qc, tau, k);
+    append_rm(f.data(), m, qc, ld, Q);
+  }
+  DType dt = c.result_dtype(A.dtype());
+  return {mode == "r" ? make(dt, {0}, {}) : make(dt, shape_with(a.batch, {m, qc}), Q),
+          make(dt, shape_with(a.batch, {rr, n}), R)};
+}
+
+Tensors k_geqrf(const KernelCall& c) {
+  const Tensor& A = c.tensor("self");
+  Mats a = mats_of(A, "geqrf", "input");
+  std::vector<double> out, taus;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> f, tau;
+    qr_factor(a.at(b), a.r, a.c, f, tau, 0);
+    append_rm(f.data(), a.r, a.c, std::max<int64_t>(a.r, 1), out);
+    taus.insert(taus.end(), tau.begin(), tau.end());
+  }
+  DType dt = c.result_dtype(A.dtype());
+  return {make(dt, A.sizes(), out), make(dt, shape_with(a.batch, {std::min(a.r, a.c)}), taus)};
+}
+
+Tensors k_householder_product(const KernelCall& c) {
+  const Tensor& A = c.tensor("input");
+  Mats a = mats_of(A, "torch.linalg.householder_product", "input");
+  std::vector<double> tau = values(c.tensor("tau"));
+  const int64_t k = c.tensor("tau").size(c.tensor("tau").dim() - 1);
+  if (a.r < a.c || k > a.c || int64_t(tau.size()) != a.count() * k)
+    fail("torch.linalg.householder_product: expected input.shape[-2] >= input.shape[-1] >= "
+         "tau.shape[-1] and matching batch dimensions, got " +
+         shape_str(A.sizes()) + " and " + shape_str(c.tensor("tau").sizes()));
+  std::vector<double> out;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> f = to_cm(a.at(b), a.r, a.c, std::max<int64_t>(a.r, 1));
+    std::vector<double> t(tau.begin() + b * k, tau.begin() + (b + 1) * k);
+    qr_q(f, a.r, a.c, t, k);
+    append_rm(f.data(), a.r, a.c, std::max<int64_t>(a.r, 1), out);
+  }
+  return {make(c.result_dtype(A.dtype()), A.sizes(), out)};
+}
+
+Tensors k_ormqr(const KernelCall& c) {
+  const Tensor& A = c.tensor("self");
+  const Tensor& C = c.tensor("input3");
+  const bool left = c.arg("left").b, trans = c.arg("transpose").b;
+  Mats a = mats_of(A, "torch.ormqr", "input");
+  Mats cm = mats_of(C, "torch.ormqr", "other");
+  std::vector<double> tau = values(c.tensor("input2"));
+  const int64_t k = c.tensor("input2").size(c.tensor("input2").dim() - 1);
+  if (cm.count() != a.count() || int64_t(tau.size()) != a.count() * k ||
+      (left ? cm.r : cm.c) != a.r || k > a.r)
+    fail("torch.ormqr: input, tau and other do not match: " + shape_str(A.sizes()) + ", " +
+         shape_str(c.tensor("input2").sizes()) + " and " + shape_str(C.sizes()));
+  std::vector<double> out;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> af = to_cm(a.at(b), a.r, a.c, std::max<int64_t>(a.r, 1));
+    std::vector<double> cf = to_cm(cm.at(b), cm.r, cm.c, std::max<int64_t>(cm.r, 1));
+    if (cm.r > 0 && cm.c > 0 && k > 0) {
+      int m = lapack_int(cm.r), n = lapack_int(cm.c), kk = lapack_int(k);
+      int lda = std::max(lapack_int(a.r), 1), ldc = std::max(m, 1), info = 0, lwork = -1;
+      double q = 0;
+      const char* side = left ? "L" : "R";
+      const char* tr = trans ? "T" : "N";
+      dormqr_(side, tr, &m, &n, &kk, af.data(), &lda, tau.data() + b * k, cf.data(), &ldc, &q,
+              &lwork, &info, 1, 1);
+      lwork = std::max(1, int(q));
+      std::vector<double> work(static_cast<size_t>(lwork));
+      dormqr_(side, tr, &m, &n, &kk, af.data(), &lda, tau.data() + b * k, cf.data(), &ldc,
+              work.data(), &lwork, &info, 1, 1);
+    }
+    append_rm(cf.data(), cm.r, cm.c, std::max<int64_t>(cm.r, 1), out);
+  }
+  return {make(c.result_dtype(C.dtype()), C.sizes(), out)};
+}
+
+// _linalg_eigh: syevd, eigenvalues ascending, eigenvectors as columns.
+Tensors k_linalg_eigh(const KernelCall& c) {
+  const Tensor& A = c.tensor("A");
+  const std::string& uplo = c.arg("UPLO").s;
+  const bool vecs = c.arg("compute_v").b;
+  Mats a = mats_of(A, "linalg.eigh", "A");
+  check_square(a, "linalg.eigh", "A");
+  const int64_t n = a.r;
+  std::vector<double> w, V;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> cm = to_cm(a.at(b), n, n, std::max<int64_t>(n, 1));
+    std::vector<double> ev(static_cast<size_t>(n));
+    if (n > 0) {
+      int nn = lapack_int(n), lda = nn, info = 0, lwork = -1, liwork = -1, iq = 0;
+      double q = 0;
+      const char* jobz = vecs ? "V" : "N";
+      const char* ul = (uplo == "U" || uplo == "u") ? "U" : "L";
+      dsyevd_(jobz, ul, &nn, cm.data(), &lda, ev.data(), &q, &lwork, &iq, &liwork, &info, 1, 1);
+      lwork = std::max(1, int(q));
+      liwork = std::max(1, iq);
+      std::vector<double> work(static_cast<size_t>(lwork));
+      std::vector<int> iwork(static_cast<size_t>(liwork));
+      dsyevd_(jobz, ul, &nn, cm.data(), &lda, ev.data(), work.data(), &lwork, iwork.data(), &liwork,
+              &info, 1, 1);
+      if (info > 0)
+        fail("linalg.eigh: " + batch_prefix(a, b) +
+             "The algorithm failed to converge because "
+             "the input matrix is ill-conditioned or has too many repeated eigenvalues (error "
+             "code: " +
+             std::to_string(info) + ").");
+    }
+    w.insert(w.end(), ev.begin(), ev.end());
+    if (vecs) append_rm(cm.data(), n, n, std::max<int64_t>(n, 1), V);
+  }
+  DType dt = c.result_dtype(A.dtype());
+  return {make(dt, shape_with(a.batch, {n}), w), vecs ? make(dt, A.sizes(), V) : make(dt, {0}, {})};
+}
+
+// _linalg_svd: gesdd ('A' full, 'S' reduced, 'N' values only); an empty matrix gives identity
+// U / Vh when full matrices are asked for, as PyTorch does.
+Tensors k_linalg_svd(const KernelCall& c) {
+  const Tensor& A = c.tensor("A");
+  const bool full = c.arg("full_matrices").b, uv = c.arg("compute_uv").b;
+  if (!c.arg("driver").is_none())
+    fail("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+         "cuSOLVER backend");
+  Mats a = mats_of(A, "linalg.svd", "A");
+  const int64_t m = a.r, n = a.c, k = std::min(m, n);
+  const int64_t uc = full ? m : k, vr = full ? n : k;
+  std::vector<double> U, S, Vh;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> s(static_cast<size_t>(k)), u(size_t(std::max<int64_t>(m * uc, 1)), 0.0),
+        vt(size_t(std::max<int64_t>(vr * n, 1)), 0.0);
+    if (k == 0) {
+      for (int64_t i = 0; i < std::min(m, uc); ++i) u[size_t(i + i * m)] = 1;
+      for (int64_t i = 0; i < std::min(vr, n); ++i) vt[size_t(i + i * vr)] = 1;
+    } else {
+      std::vector<double> cm = to_cm(a.at(b), m, n, m);
+      int mm = lapack_int(m), nn = lapack_int(n), lda = mm, ldu = mm,
+          ldvt = std::max<int>(1, int(vr));
+      int info = 0, lwork = -1;
+      std::vector<int> iwork(static_cast<size_t>(8 * k));
+      double q = 0;
+      const char* jobz = !uv ? "N" : full ? "A" : "S";
+      dgesdd_(jobz, &mm, &nn, cm.data(), &lda, s.data(), u.data(), &ldu, vt.data(), &ldvt, &q,
+              &lwork, iwork.data(), &info, 1);
+      lwork = std::max(1, int(q));
+      std::vector<double> work(static_cast<size_t>(lwork));
+      dgesdd_(jobz, &mm, &nn, cm.data(), &lda, s.data(), u.data(), &ldu, vt.data(), &ldvt,
+              work.data(), &lwork, iwork.data(), &info, 1);
+      if (info > 0)
+        fail("linalg.svd: " + batch_prefix(a, b) +
+             "The algorithm failed to converge because "
+             "the input matrix is ill-conditioned or has too many repeated singular values "
+             "(error code: " +
+             std::to_string(info) + ").");
+    }
+    S.insert(S.end(), s.begin(), s.end());
+    if (uv) {
+      append_rm(u.data(), m, uc, std::max<int64_t>(m, 1), U);
+      append_rm(vt.data(), vr, n, std::max<int64_t>(vr, 1), Vh);
+    }
+  }
+  DType dt = c.result_dtype(A.dtype());
+  if (!uv) return {make(dt, {0}, {}), make(dt, shape_with(a.batch, {k}), S), make(dt, {0}, {})};
+  return {make(dt, shape_with(a.batch, {m, uc}), U), make(dt, shape_with(a.batch, {k}), S),
+          make(dt, shape_with(a.batch, {vr, n}), Vh)};
+}
+
+// LDL^T (sytrf, lower) with LAPACK's pivots; the strict upper triangle is zeroed.
+Tensors k_linalg_ldl_factor_ex(const KernelCall& c) {
+  const Tensor& A = c.tensor("self");
+  Mats a = mats_of(A, "torch.linalg.ldl_factor_ex", "A");
+  check_square(a, "torch.linalg.ldl_factor_ex", "A");
+  const int64_t n = a.r;
+  std::vector<double> LD, piv, info;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> cm = to_cm(a.at(b), n, n, std::max<int64_t>(n, 1));
+    std::vector<int> ip(static_cast<size_t>(n), 0);
+    int inf = 0;
+    if (n > 0) {
+      int nn = lapack_int(n), lda = nn, lwork = -1;
+      double q = 0;
+      dsytrf_("L", &nn, cm.data(), &lda, ip.data(), &q, &lwork, &inf, 1);
+      lwork = std::max(1, int(q));
+      std::vector<double> work(static_cast<size_t>(lwork));
+      dsytrf_("L", &nn, cm.data(), &lda, ip.data(), work.data(), &lwork, &inf, 1);
+    }
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) LD.push_back(j <= i ? cm[size_t(i + j * n)] : 0);
+    piv.insert(piv.end(), ip.begin(), ip.end());
+    info.push_back(inf);
+    if (inf > 0 && c.arg("check_errors").b)
+      fail("torch.linalg.ldl_factor_ex: " + batch_prefix(a, b) +
+           "The factorization could not "
+           "be completed because the input is singular (D[" +
+           std::to_string(inf) + ", " + std::to_string(inf) + "] is zero).");
+  }
+  return {make(c.result_dtype(A.dtype()), A.sizes(), LD),
+          make(DType::I32, shape_with(a.batch, {n}), piv), make(DType::I32, a.batch, info)};
+}
+
+Tensors k_linalg_ldl_solve(const KernelCall& c) {
+  const Tensor& LDt = c.tensor("LD");
+  const Tensor& B = c.tensor("B");
+  Mats ld = mats_of(LDt, "torch.linalg.ldl_solve", "LD");
+  check_square(ld, "torch.linalg.ldl_solve", "LD");
+  std::vector<int> piv = int_values(c.tensor("pivots"));
+  const int64_t n = ld.r;
+  if (int64_t(piv.size()) != ld.count() * n)
+    fail("torch.linalg.ldl_solve: expected LD.shape[-1] pivots per matrix");
+  if (B.dim() < 2 || B.size(B.dim() - 2) != n)
+    fail("torch.linalg.ldl_solve: Incompatible shapes of LD and B: " + shape_str(LDt.sizes()) +
+         " and " + shape_str(B.sizes()));
+  Shape batch = broadcast(ld.batch, Shape(B.sizes().begin(), B.sizes().end() - 2));
+  Mats bm = mats_expanded(B, batch);
+  std::vector<int64_t> li = batch_index(ld.batch, batch);
+  std::vector<double> out;
+  for (int64_t b = 0; b < bm.count(); ++b) {
+    int64_t src = li[size_t(b)];
+    std::vector<double> a = to_cm(ld.at(src), n, n, std::max<int64_t>(n, 1));
+    std::vector<double> x = to_cm(bm.at(b), n, bm.c, std::max<int64_t>(n, 1));
+    if (n > 0 && bm.c > 0) {
+      int nn = lapack_int(n), k = lapack_int(bm.c), info = 0;
+      dsytrs_("L", &nn, &k, a.data(), &nn, piv.data() + src * n, x.data(), &nn, &info, 1);
+      if (info < 0)
+        fail("torch.linalg.ldl_solve: invalid pivots (LAPACK info " + std::to_string(info) + ")");
+    }
+    append_rm(x.data(), n, bm.c, std::max<int64_t>(n, 1), out);
+  }
+  return {make(c.result_dtype(B.dtype()), shape_with(batch, {n, bm.c}), out)};
+}
+
+// matrix_exp by scaling and squaring: exp(A) = exp(A / 2^s)^(2^s) with ||A / 2^s||_1 <= 1/2,
+// the inner exponential a Taylor series summed until its terms vanish in double.
+Tensors k_linalg_matrix_exp(const KernelCall& c) {
+  const Tensor& A = c.tensor("self");
+  Mats a = mats_of(A, "linalg.matrix_exp", "A");
+  check_square(a, "linalg.matrix_exp", "A");
+  const int64_t n = a.r;
+  auto matmul = [n](const std::vector<double>& x, const std::vector<double>& y) {
+    std::vector<double> r(static_cast<size_t>(n * n), 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t p = 0; p < n; ++p)
+        for (int64_t j = 0; j < n; ++j)
+          r[size_t(i * n + j)] += x[size_t(i * n + p)] * y[size_t(p * n + j)];
+    return r;
+  };
+  std::vector<double> out;
+  for (int64_t b = 0; b < a.count(); ++b) {
+    std::vector<double> x(a.at(b), a.at(b) + n * n);
+    double norm = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double col = 0;
+      for (int64_t i = 0; i < n; ++i) col += std::abs(x[size_t(i * n + j)]);
+      norm = std::max(norm, col);
+    }
+    int s = 0;
+    if (std::isfinite(norm) && norm > 0.5)
+      s = std::min(1000, int(std::ceil(std::log2(norm / 0.5))));
+    const double scale = std::ldexp(1.0, -s);
+    for (double& v : x) v *= scale;
+    std::vector<double> e(static_cast<size_t>(n * n), 0.0), term(size_t(n * n), 0.0);
+    for (int64_t i = 0; i < n; ++i) e[size_t(i * n + i)] = term[size_t(i * n + i)] = 1;
+    for (int k = 1; k <= 30; ++k) {
+      term = matmul(term, x);
+      double big = 0;
+      for (double& v : term) v /= k, big = std::max(big, std::abs(v));
+      for (size_t i = 0; i < e.size(); ++i) e[i] += term[i];
+      if (big == 0 || !std::isfinite(big)) break;
+    }
+    for (int i = 0; i < s; ++i) e = matmul(e, e);
+    out.insert(out.end(), e.begin(), e.end());
+  }
+  return {make(c.result_dtype(A.dtype()), A.sizes(), out)};
+}
+
 const OpTable<KernelFn>::Row kLinalgKernels[] = {
+    {OpId::_linalg_det, k_linalg_det},
+    {OpId::_linalg_eigh, k_linalg_eigh},
+    {OpId::_linalg_slogdet, k_linalg_slogdet},
+    {OpId::_linalg_solve_ex, k_linalg_solve_ex},
+    {OpId::_linalg_svd, k_linalg_svd},
+    {OpId::cholesky_inverse, k_cholesky_inverse},
+    {OpId::cholesky_solve, k_cholesky_solve},
+    {OpId::geqrf, k_geqrf},
+    {OpId::linalg_cholesky_ex, k_linalg_cholesky_ex},
+    {OpId::linalg_householder_product, k_householder_product},
+    {OpId::linalg_inv_ex, k_linalg_inv_ex},
+    {OpId::linalg_ldl_factor_ex, k_linalg_ldl_factor_ex},
+    {OpId::linalg_ldl_solve, k_linalg_ldl_solve},
+    {OpId::linalg_lu, k_linalg_lu},
+    {OpId::linalg_lu_factor_ex, k_linalg_lu_factor_ex},
+    {OpId::linalg_lu_solve, k_linalg_lu_solve},
+    {OpId::linalg_matrix_exp, k_linalg_matrix_exp},
+    {OpId::linalg_qr, k_linalg_qr},
+    {OpId::linalg_solve_triangular, k_linalg_solve_triangular},
+    {OpId::lu_unpack, k_lu_unpack},
+    {OpId::ormqr, k_ormqr},
+    {OpId::triangular_solve, k_triangular_solve},
     {OpId::_cdist_forward, k_cdist_forward},
     {OpId::_pdist_forward, k_pdist_forward},
     {OpId::col2im, k_col2im},

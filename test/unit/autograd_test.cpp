@@ -1042,3 +1042,36 @@ TEST_CASE("autograd: training batch norm (functional forms), rms_norm and _safe_
   tg.output(tg.op("aten._safe_softmax.default", {T(x), I(1)}));
   check_gradients(tg);
 }
+
+namespace {
+// A float64 input of well-conditioned square matrices: random entries plus 4 on the diagonal.
+ValueId well_conditioned(TestGraph& tg, const std::string& name, std::vector<int64_t> sizes) {
+  const int64_t n = sizes.back();
+  std::vector<double> v = tg.random_values(TestGraph::meta(DType::F64, sizes).numel(), -1, 1);
+  for (size_t i = 0; i < v.size(); ++i)
+    if (int64_t(i) % (n * n) / n == int64_t(i) % n) v[i] += 4;
+  return tg.input_values(name, DType::F64, sizes, v);
+}
+} // namespace
+
+TEST_CASE("autograd: cholesky and triangular solves") {
+  TestGraph tg;
+  // A = X X^T is positive-definite for the nonsingular X.
+  ValueId x = well_conditioned(tg, "x", {3, 3});
+  ValueId spd =
+      tg.op("aten.mm.default", {T(x), T(tg.op("aten.permute.default", {T(x), Is({1, 0})}))});
+  tg.output(tg.ops("aten.linalg_cholesky_ex.default", {T(spd)})[0]);
+  tg.output(
+      tg.ops("aten.linalg_cholesky_ex.default", {T(spd), KW("upper", Arg::of_bool(true))})[0]);
+  ValueId t = well_conditioned(tg, "t", {3, 3}), rhs = tg.input("rhs", {3, 2});
+  ValueId rrhs = tg.input("rrhs", {2, 3});
+  tg.output(tg.op("aten.linalg_solve_triangular.default",
+                  {T(t), T(rhs), KW("upper", Arg::of_bool(true))}));
+  tg.output(tg.op("aten.linalg_solve_triangular.default",
+                  {T(t), T(rrhs), KW("upper", Arg::of_bool(false)), KW("left", Arg::of_bool(false)),
+                   KW("unitriangular", Arg::of_bool(true))}));
+  auto ts = tg.ops("aten.triangular_solve.default", {T(rhs), T(t), B(false), B(true), B(false)});
+  tg.output(ts[0]);
+  tg.output(ts[1]);
+  check_gradients(tg);
+}

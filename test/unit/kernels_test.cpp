@@ -2165,3 +2165,167 @@ TEST_CASE("kernels: fractional max pooling, grid_sampler_3d, antialiased bilinea
          39.1315498, 51.8775635},
         1e-5, 1e-5);
 }
+
+// The LAPACK decompositions, against values torch.linalg gives (float64) for the same inputs.
+TEST_CASE("kernels: linalg inverse, det, slogdet and LU with batches, info and empty inputs") {
+  const Vals m = {3, 1, 2, 6, 3, 4, 3, 1, 5};
+  const Vals inv = {1.2222222222222223,
+                    -0.3333333333333333,
+                    -0.2222222222222222,
+                    -2,
+                    1,
+                    0,
+                    -0.3333333333333333,
+                    0,
+                    0.3333333333333333};
+  auto r = op("aten.linalg_inv_ex.default", {D({3, 3}, m)});
+  check(r[0], DType::F64, {3, 3}, inv, 1e-12, 1e-12);
+  check(r[1], DType::I32, {}, {0});
+  // A non-contiguous (column-major) input holding the same matrix.
+  check(op("aten.linalg_inv_ex.default", {transposed(DType::F64, 3, 3, m)})[0], DType::F64, {3, 3},
+        inv, 1e-12, 1e-12);
+  // A batch with a singular matrix: info names the zero pivot; check_errors raises.
+  Tensor batch = D({2, 2, 2}, {4, 7, 2, 6, 1, 2, 2, 4});
+  r = op("aten.linalg_inv_ex.default", {batch});
+  check(r[1], DType::I32, {2}, {0, 2});
+  Vals first = r[0].to_vector();
+  CHECK(close(first[0], 0.6, 1e-12, 1e-12));
+  CHECK(close(first[1], -0.7, 1e-12, 1e-12));
+  CHECK(op_error("aten.linalg_inv_ex.default", {batch, {"check_errors", Bo(true)}}) ==
+        "linalg.inv: (Batch element 1): The diagonal element 2 is zero, the inversion could not "
+        "be completed because the input matrix is singular.");
+  // det, slogdet and the LU factors (getrf's pivots, 1-based).
+  r = op("aten._linalg_det.default", {D({3, 3}, m)});
+  check(r[0], DType::F64, {}, {9}, 1e-12, 1e-12);
+  check(r[1], DType::F64, {3, 3}, {6, 3, 4, 0.5, -0.5, 0, 0.5, 1, 3}, 1e-12, 1e-12);
+  check(r[2], DType::I32, {3}, {2, 2, 3});
+  Vals neg = map(m, [](double x) { return -x; });
+  r = op("aten._linalg_slogdet.default", {D({3, 3}, neg)});
+  check(r[0], DType::F64, {}, {-1});
+  check(r[1], DType::F64, {}, {std::log(9.0)}, 1e-12, 1e-12);
+  r = op("aten._linalg_slogdet.default", {D({2, 2}, {1, 2, 2, 4})});
+  check(r[0], DType::F64, {}, {0});
+  check(r[1], DType::F64, {}, {-kInf});
+  // Empty: the determinant of a 0x0 matrix is 1; an empty batch gives empty results.
+  check(op("aten._linalg_det.default", {D({0, 0}, {})})[0], DType::F64, {}, {1});
+  check(op("aten._linalg_det.default", {D({0, 2, 2}, {})})[0], DType::F64, {0}, {});
+  check(op("aten.linalg_inv_ex.default", {F({0, 0}, {})})[0], DType::F32, {0, 0}, {});
+  // linalg_lu: A = P L U.
+  r = op("aten.linalg_lu.default", {D({3, 3}, m)});
+  check(r[0], DType::F64, {3, 3}, {0, 1, 0, 1, 0, 0, 0, 0, 1});
+  check(r[1], DType::F64, {3, 3}, {1, 0, 0, 0.5, 1, 0, 0.5, 1, 1}, 1e-12, 1e-12);
+  check(r[2], DType::F64, {3, 3}, {6, 3, 4, 0, -0.5, 0, 0, 0, 3}, 1e-12, 1e-12);
+  // linalg_lu_solve with the factors solves A X = B.
+  auto f = op("aten.linalg_lu_factor_ex.default", {D({3, 3}, m)});
+  Tensor x = op1("aten.linalg_lu_solve.default", {f[0], f[1], D({3, 1}, {1, 2, 3})});
+  Vals xv = x.to_vector();
+  for (int i = 0; i < 3; ++i)
+    CHECK(close(m[size_t(i * 3)] * xv[0] + m[size_t(i * 3 + 1)] * xv[1] +
+                    m[size_t(i * 3 + 2)] * xv[2],
+                double(i + 1), 1e-12, 1e-12));
+  CHECK(op_error("aten.linalg_inv_ex.default", {D({2, 3}, rand_vals(6, 1))}).find("square") !=
+        std::string::npos);
+}
+
+TEST_CASE("kernels: linalg solve, cholesky and triangular solves") {
+  // solve with a vector right-hand side broadcast over a batch of A.
+  Tensor A = D({2, 2, 2}, {4, 7, 2, 6, 2, 0, 0, 4});
+  auto r = op("aten._linalg_solve_ex.default", {A, D({2}, {1, 2})});
+  check(r[0], DType::F64, {2, 2}, {-0.8, 0.6, 0.5, 0.5}, 1e-12, 1e-12);
+  check(r[3], DType::I32, {2}, {0, 0});
+  // left=False solves X A = B.
+  r = op("aten._linalg_solve_ex.default",
+         {D({2, 2}, {4, 7, 2, 6}), D({1, 2}, {1, 2}), {"left", Bo(false)}});
+  check(r[0], DType::F64, {1, 2}, {0.2, 0.1}, 1e-12, 1e-12);
+  CHECK(op_error("aten._linalg_solve_ex.default",
+                 {D({2, 2}, {1, 2, 2, 4}), D({2}, {1, 2}), {"check_errors", Bo(true)}}) ==
+        "torch.linalg.solve: The solver failed because the input matrix is singular.");
+  // Cholesky: lower and upper factors; a matrix that is not positive-definite sets info.
+  Tensor spd = D({2, 2}, {4, 2, 2, 3});
+  r = op("aten.linalg_cholesky_ex.default", {spd});
+  check(r[0], DType::F64, {2, 2}, {2, 0, 1, std::sqrt(2.0)}, 1e-12, 1e-12);
+  check(r[1], DType::I32, {}, {0});
+  check(op("aten.linalg_cholesky_ex.default", {spd, {"upper", Bo(true)}})[0], DType::F64, {2, 2},
+        {2, 1, 0, std::sqrt(2.0)}, 1e-12, 1e-12);
+  check(op("aten.linalg_cholesky_ex.default", {D({2, 2}, {1, 2, 2, 1})})[1], DType::I32, {}, {2});
+  CHECK(op_error("aten.linalg_cholesky_ex.default",
+                 {D({2, 2}, {1, 2, 2, 1}), {"check_errors", Bo(true)}}) ==
+        "linalg.cholesky: The factorization could not be completed because the input is not "
+        "positive-definite (the leading minor of order 2 is not positive-definite).");
+  // cholesky_solve and cholesky_inverse from the factor.
+  Tensor Lf = D({2, 2}, {2, 0, 1, std::sqrt(2.0)});
+  // inverse of [[4, 2], [2, 3]] = [[3, -2], [-2, 4]] / 8
+  check(op1("aten.cholesky_inverse.default", {Lf}), DType::F64, {2, 2}, {0.375, -0.25, -0.25, 0.5},
+        1e-12, 1e-12);
+  check(op1("aten.cholesky_solve.default", {D({2, 1}, {1, 1}), Lf}), DType::F64, {2, 1},
+        {0.125, 0.25}, 1e-12, 1e-12);
+  // Triangular solves: upper, lower with unit diagonal, transposed, right-hand side.
+  Tensor U = D({2, 2}, {2, 1, 0, 4});
+  r = op("aten.triangular_solve.default", {D({2, 1}, {4, 8}), U});
+  check(r[0], DType::F64, {2, 1}, {1, 2}, 1e-12, 1e-12);
+  check(r[1], DType::F64, {2, 2}, {2, 1, 0, 4});
+  check(
+      op("aten.triangular_solve.default", {D({2, 1}, {2, 9}), U, Bo(true), Bo(true), Bo(false)})[0],
+      DType::F64, {2, 1}, {1, 2}, 1e-12, 1e-12);
+  check(op1("aten.linalg_solve_triangular.default", {D({2, 2}, {5, 0, 3, 7}),
+                                                     D({2, 1}, {1, 5}),
+                                                     {"upper", Bo(false)},
+                                                     {"unitriangular", Bo(true)}}),
+        DType::F64, {2, 1}, {1, 2}, 1e-12, 1e-12);
+  check(op1("aten.linalg_solve_triangular.default",
+            {U, D({1, 2}, {2, 9}), {"upper", Bo(true)}, {"left", Bo(false)}}),
+        DType::F64, {1, 2}, {1, 2}, 1e-12, 1e-12);
+}
+
+TEST_CASE("kernels: qr, eigh and svd follow LAPACK's signs as PyTorch does") {
+  Tensor A = D({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto r = op("aten.linalg_qr.default", {A});
+  check(r[0], DType::F64, {3, 2},
+        {-0.16903085094570325, 0.8970852271450607, -0.50709255283711, 0.27602622373694136,
+         -0.8451542547285166, -0.34503277967117696},
+        1e-12, 1e-12);
+  check(r[1], DType::F64, {2, 2}, {-5.916079783099616, -7.437357441610946, 0, 0.828078671210825},
+        1e-12, 1e-12);
+  r = op("aten.linalg_qr.default", {A, S("complete")});
+  check(r[0], DType::F64, {3, 3},
+        {-0.16903085094570325, 0.8970852271450607, 0.4082482904638627, -0.50709255283711,
+         0.27602622373694136, -0.8164965809277263, -0.8451542547285166, -0.34503277967117696,
+         0.40824829046386313},
+        1e-12, 1e-12);
+  check(r[1], DType::F64, {3, 2},
+        {-5.916079783099616, -7.437357441610946, 0, 0.828078671210825, 0, 0}, 1e-12, 1e-12);
+  CHECK(op_error("aten.linalg_qr.default", {A, S("full")}).find("unrecognized mode 'full'") !=
+        std::string::npos);
+  r = op("aten._linalg_svd.default", {A});
+  check(r[0], DType::F64, {3, 2},
+        {-0.22984769640007147, 0.8834610176985255, -0.5247448187602937, 0.24078249213254635,
+         -0.8196419411205159, -0.4018960334334318},
+        1e-12, 1e-12);
+  check(r[1], DType::F64, {2}, {9.525518091565107, 0.5143005806586443}, 1e-12, 1e-12);
+  check(r[2], DType::F64, {2, 2},
+        {-0.6196294838293404, -0.7848944532670524, -0.7848944532670524, 0.6196294838293404}, 1e-12,
+        1e-12);
+  // Values only; an empty matrix with full matrices gives identity U.
+  r = op("aten._linalg_svd.default", {A, Bo(false), Bo(false)});
+  CHECK(r[0].numel() == 0);
+  check(r[1], DType::F64, {2}, {9.525518091565107, 0.5143005806586443}, 1e-12, 1e-12);
+  r = op("aten._linalg_svd.default", {D({2, 0}, {}), Bo(true)});
+  check(r[0], DType::F64, {2, 2}, {1, 0, 0, 1});
+  check(r[1], DType::F64, {0}, {});
+  Tensor H = D({3, 3}, {2, 1, 0, 1, 3, 1, 0, 1, 4});
+  r = op("aten._linalg_eigh.default", {H});
+  check(r[0], DType::F64, {3}, {1.2679491924311228, 3, 4.7320508075688785}, 1e-12, 1e-12);
+  check(r[1], DType::F64, {3, 3},
+        {0.7886751345948129, -0.5773502691896255, 0.2113248654051871, -0.5773502691896255,
+         -0.5773502691896257, 0.5773502691896258, 0.21132486540518702, 0.5773502691896258,
+         0.7886751345948129},
+        1e-12, 1e-12);
+  // Batched float32 input: each matrix on its own, results in float32.
+  Tensor Hb = F({2, 2, 2}, {2, 0, 0, 1, 1, 1, 1, 1});
+  r = op("aten._linalg_eigh.default", {Hb, S("U"), Bo(false)});
+  check(r[0], DType::F32, {2, 2}, {1, 2, 0, 2}, 1e-6, 1e-6);
+  CHECK(r[1].numel() == 0);
+  check(op1("aten.linalg_matrix_exp.default", {D({2, 2}, {0, 1, -2, -3})}), DType::F64, {2, 2},
+        {0.6004235991062717, 0.23254415793482963, -0.46508831586965926, -0.09720887469821694},
+        1e-12, 1e-12);
+}

@@ -294,6 +294,54 @@ TEST_CASE("meta: matrix products") {
         "input is f32[5, 8, 64] but weight is f32[64, 10]");
 }
 
+TEST_CASE("meta: linalg decompositions give PyTorch's column-major outputs and int32 info") {
+  G t;
+  ValueId a = t.in("a", meta(DType::F32, {4, 3, 3}));
+  ValueId r = t.in("r", meta(DType::F32, {5, 3}));
+  ValueId v = t.in("v", meta(DType::F32, {3}));
+  ValueId i = t.in("i", meta(DType::I64, {3, 3}));
+  auto inv = t.ops("aten.linalg_inv_ex.default", {T(a)});
+  CHECK(inv[0].sizes == Sizes{4, 3, 3});
+  CHECK(inv[0].strides == Sizes{9, 1, 3});
+  CHECK(inv[1].dtype == DType::I32);
+  CHECK(inv[1].sizes == Sizes{4});
+  auto det = t.ops("aten._linalg_det.default", {T(a)});
+  CHECK(det[0].sizes == Sizes{4});
+  CHECK(det[2].sizes == Sizes{4, 3});
+  auto solve = t.ops("aten._linalg_solve_ex.default", {T(a), T(v)});
+  CHECK(solve[0].sizes == Sizes{4, 3});
+  CHECK(solve[0].strides == Sizes{1, 4});
+  auto qr = t.ops("aten.linalg_qr.default", {T(r)});
+  CHECK(qr[0].sizes == Sizes{5, 3});
+  CHECK(qr[0].strides == Sizes{1, 5});
+  CHECK(qr[1].sizes == Sizes{3, 3});
+  CHECK(t.ops("aten.linalg_qr.default", {T(r), {"", Arg::of_string("complete")}})[0].sizes ==
+        Sizes{5, 5});
+  auto svd = t.ops("aten._linalg_svd.default", {T(r), B(true)});
+  CHECK(svd[0].sizes == Sizes{5, 5});
+  CHECK(svd[1].sizes == Sizes{3});
+  CHECK(svd[2].sizes == Sizes{3, 3});
+  CHECK(t.ops("aten._linalg_svd.default", {T(r), B(false), B(false)})[0].sizes == Sizes{0});
+  auto lu = t.ops("aten.linalg_lu_factor_ex.default", {T(r)});
+  CHECK(lu[1].sizes == Sizes{3});
+  ValueId bt = t.in("bt", meta(DType::F32, {3, 2}));
+  auto ts = t.ops("aten.triangular_solve.default", {T(bt), T(a)});
+  CHECK(ts[0].sizes == Sizes{4, 3, 2});
+  CHECK(ts[0].strides == Sizes{6, 1, 3});
+  CHECK(ts[1].sizes == Sizes{4, 3, 3});
+  CHECK(t.error("aten.linalg_inv_ex.default", {T(r)}) ==
+        "linalg.inv: A must be batches of square matrices, but A is f32[5, 3]");
+  CHECK(t.error("aten.linalg_cholesky_ex.default", {T(i)}) ==
+        "linalg.cholesky: Expected a floating point tensor as input, but self is i64[3, 3]");
+  CHECK(t.error("aten.linalg_inv_ex.default", {T(v)}) ==
+        "linalg.inv: The input tensor A must have at least 2 dimensions, but A is f32[3]");
+  CHECK(t.error("aten._linalg_solve_ex.default", {T(a), T(r)}) ==
+        "linalg.solve: Incompatible shapes of A and B for the equation AX = B: A is f32[4, 3, 3] "
+        "but B is f32[5, 3]");
+  CHECK(t.error("aten.linalg_qr.default", {T(r), {"", Arg::of_string("x")}}).find("unrecognized") !=
+        std::string::npos);
+}
+
 TEST_CASE("meta: convolution and pooling sizes") {
   G t;
   ValueId x = t.in("x", meta(DType::F32, {4, 3, 32, 32}));
