@@ -32,8 +32,7 @@ template <class T, class = std::enable_if_t<std::is_floating_point_v<T>>>
 inline T sel(bool c, T a, T b) {
   return c ? a : b;
 }
-template <class T, class = std::enable_if_t<std::is_floating_point_v<T>>>
-inline bool is_double(T) {
+template <class T, class = std::enable_if_t<std::is_floating_point_v<T>>> inline bool is_double(T) {
   return std::is_same_v<T, double>;
 }
 
@@ -99,26 +98,24 @@ inline constexpr double kAiryAD[] = {+5.67594532638770212846e-01, +1.47562562584
                                      +8.45138970141474626562e+01, +1.77318088145400459522e+02,
                                      +1.64234692871529701831e+02, +7.14778400825575695274e+01,
                                      +1.40959135607834029598e+01, +1.00000000000000000470e+00};
-inline constexpr double kAiryAFN[] = {-1.31696323418331795333e-01, -6.26456544431912369773e-01,
-                                      -6.93158036036933542233e-01, -2.79779981545119124951e-01,
-                                      -4.91900132609500318020e-02, -4.06265923594885404393e-03,
-                                      -1.59276496239262096340e-04, -2.77649108155232920844e-06,
-                                      -1.67787698489114633780e-08};
-inline constexpr double kAiryAFD[] = {+1.33560420706553243746e+01, +3.26825032795224613948e+01,
-                                      +2.67367040941499554804e+01, +9.18707402907259625840e+00,
-                                      +1.47529146771666414581e+00, +1.15687173795188044134e-01,
-                                      +4.40291641615211203805e-03, +7.54720348287414296618e-05,
-                                      +4.51850092970580378464e-07};
+inline constexpr double kAiryAFN[] = {
+    -1.31696323418331795333e-01, -6.26456544431912369773e-01, -6.93158036036933542233e-01,
+    -2.79779981545119124951e-01, -4.91900132609500318020e-02, -4.06265923594885404393e-03,
+    -1.59276496239262096340e-04, -2.77649108155232920844e-06, -1.67787698489114633780e-08};
+inline constexpr double kAiryAFD[] = {
+    +1.33560420706553243746e+01, +3.26825032795224613948e+01, +2.67367040941499554804e+01,
+    +9.18707402907259625840e+00, +1.47529146771666414581e+00, +1.15687173795188044134e-01,
+    +4.40291641615211203805e-03, +7.54720348287414296618e-05, +4.51850092970580378464e-07};
 inline constexpr double kAiryAGN[] = {
     +1.97339932091685679179e-02, +3.91103029615688277255e-01, +1.06579897599595591108e+00,
     +9.39169229816650230044e-01, +3.51465656105547619242e-01, +6.33888919628925490927e-02,
     +5.85804113048388458567e-03, +2.82851600836737019778e-04, +6.98793669997260967291e-06,
     +8.11789239554389293311e-08, +3.41551784765923618484e-10};
-inline constexpr double kAiryAGD[] = {
-    +9.30892908077441974853e+00, +1.98352928718312140417e+01, +1.55646628932864612953e+01,
-    +5.47686069422975497931e+00, +9.54293611618961883998e-01, +8.64580826352392193095e-02,
-    +4.12656523824222607191e-03, +1.01259085116509135510e-04, +1.17166733214413521882e-06,
-    +4.91834570062930015649e-09};
+inline constexpr double kAiryAGD[] = {+9.30892908077441974853e+00, +1.98352928718312140417e+01,
+                                      +1.55646628932864612953e+01, +5.47686069422975497931e+00,
+                                      +9.54293611618961883998e-01, +8.64580826352392193095e-02,
+                                      +4.12656523824222607191e-03, +1.01259085116509135510e-04,
+                                      +1.17166733214413521882e-06, +4.91834570062930015649e-09};
 
 /// Ai(x): the asymptotic forms below -2.09 and from 2.09 on (0 beyond 103.892), the Maclaurin
 /// series between (summed until a term is below the precision's epsilon), NaN at +-inf.
@@ -136,8 +133,8 @@ template <class T> T airy_ai(T x) {
                  cos(tn) * (zn * horner(zz, kAiryAGN) / horner(zz, kAiryAGD)));
   // x >= 2.09
   const T zeta = T(2.0) * x * sqrt(x) / T(3.0);
-  const T pos = T(5.64189583547756286948e-01) * (horner(one / zeta, kAiryAN) /
-                                                 horner(one / zeta, kAiryAD)) /
+  const T pos = T(5.64189583547756286948e-01) *
+                (horner(one / zeta, kAiryAN) / horner(one / zeta, kAiryAD)) /
                 (T(2.0) * sqrt(sqrt(x)) * exp(zeta));
   // The series, from x = 0 (one step) where another branch is taken.
   const auto series_taken = !(x < T(-2.09)) && !(x >= T(2.09));
@@ -268,8 +265,8 @@ template <class T> T bessel_j0(T x0) {
 template <class T> T bessel_j1(T x0) {
   using std::fabs;
   const T x = fabs(x0), xx = x * x;
-  const T small = horner(xx, kJ1RP) / horner(xx, kJ1RQ) * x *
-                  (xx - T(1.46819706421238932572e+01)) * (xx - T(4.92184563216946036703e+01));
+  const T small = horner(xx, kJ1RP) / horner(xx, kJ1RQ) * x * (xx - T(1.46819706421238932572e+01)) *
+                  (xx - T(4.92184563216946036703e+01));
   const T r = sel(x <= T(5.0), small, bessel_asym1(x, false));
   return sel(x0 < T(0.0), -r, r);
 }
@@ -350,12 +347,11 @@ inline constexpr double kK0B[] = {
     +2.76681363944501510342e-07, -1.83175552271911948767e-06, +1.39498137188764993662e-05,
     -1.28495495816278026384e-04, +1.56988388573005337491e-03, -3.14481013119645005427e-02,
     +2.44030308206595545468e+00};
-inline constexpr double kK1A[] = {-7.02386347938628759343e-18, -2.42744985051936593393e-15,
-                                  -6.66690169419932900609e-13, -1.41148839263352776110e-10,
-                                  -2.21338763073472585583e-08, -2.43340614156596823496e-06,
-                                  -1.73028895751305206302e-04, -6.97572385963986435018e-03,
-                                  -1.22611180822657148235e-01, -3.53155960776544875667e-01,
-                                  +1.52530022733894777053e+00};
+inline constexpr double kK1A[] = {
+    -7.02386347938628759343e-18, -2.42744985051936593393e-15, -6.66690169419932900609e-13,
+    -1.41148839263352776110e-10, -2.21338763073472585583e-08, -2.43340614156596823496e-06,
+    -1.73028895751305206302e-04, -6.97572385963986435018e-03, -1.22611180822657148235e-01,
+    -3.53155960776544875667e-01, +1.52530022733894777053e+00};
 inline constexpr double kK1B[] = {
     -5.75674448366501715755e-18, +1.79405087314755922667e-17, -5.68946255844285935196e-17,
     +1.83809354436663880070e-16, -6.05704724837331885336e-16, +2.03870316562433424052e-15,
@@ -455,7 +451,8 @@ template <class T> T chebyshev_u(T x, T n0) {
   const auto unit = fabs(x) == one;
   const auto trig = n > T(8.0) && fabs(x) < one;
   const T a = acos(x);
-  const T closed = sel(sin(a) != zero, sin((n + one) * a) / sin(a), (n + one) * cos((n + one) * a) / x);
+  const T closed =
+      sel(sin(a) != zero, sin((n + one) * a) / sin(a), (n + one) * cos((n + one) * a) / x);
   T r = chebyshev_recur(x, x + x, n, n > one && !unit && !trig);
   r = sel(n == zero, one, r);
   r = sel(trig, closed, r);
@@ -518,7 +515,8 @@ template <class T> T shifted_chebyshev_u(T x, T n0) {
   const auto trig = n > T(6.0) && fabs(y) < one;
   const auto edge = x == one || x == zero;
   const T a = acos(y);
-  const T closed = sel(sin(a) != zero, sin((n + one) * a) / sin(a), (n + one) * cos((n + one) * a) / y);
+  const T closed =
+      sel(sin(a) != zero, sin((n + one) * a) / sin(a), (n + one) * cos((n + one) * a) / y);
   T r = chebyshev_recur(y, y + y, n, n > one && !edge && !trig);
   r = sel(n == zero, one, r);
   r = sel(trig, closed, r);
@@ -610,9 +608,9 @@ template <class T> T legendre_p(T x, T n0) {
 }
 
 static_assert(std::size(kI0A) == 30 && std::size(kI0B) == 25 && std::size(kI1A) == 29 &&
-              std::size(kI1B) == 25 && std::size(kK0A) == 10 && std::size(kK0B) == 25 &&
-              std::size(kK1A) == 11 && std::size(kK1B) == 25 && std::size(kAiryAGN) == 11 &&
-              std::size(kAiryAGD) == 10 && std::size(kY1YP) == 6 && std::size(kY0YP) == 8,
+                  std::size(kI1B) == 25 && std::size(kK0A) == 10 && std::size(kK0B) == 25 &&
+                  std::size(kK1A) == 11 && std::size(kK1B) == 25 && std::size(kAiryAGN) == 11 &&
+                  std::size(kAiryAGD) == 10 && std::size(kY1YP) == 6 && std::size(kY0YP) == 8,
               "the coefficient tables of PyTorch's Math.h");
 
 /// f(args): the function a VOp::Call names.

@@ -2092,10 +2092,10 @@ TEST_CASE("kernels: special Bessel and Airy functions match PyTorch at edge valu
     CAPTURE(r.target);
     const int64_t n = int64_t(r.x.size());
     check(op1(r.target, {D({n}, r.x)}), DType::F64, {n}, r.want, 1e-13, 1e-300);
-    // float32 computes in float (as PyTorch's CPU kernel): within float's rounding of the
-    // float64 value at these well-conditioned points.
+    // float32 computes in float (as PyTorch's CPU kernel): near the float64 value (Ai(-30)'s
+    // phase 2/3 30^1.5 = 110 rounded to float costs it 2e-5).
     check(op1(r.target, {F({n}, r.x)}), DType::F32, {n},
-          map(r.want, [](double v) { return double(float(v)); }), 2e-5, 1e-30);
+          map(r.want, [](double v) { return double(float(v)); }), 1e-4, 1e-30);
   }
   // Integers give the default float dtype; PyTorch's CPU kernels take no 16-bit floats.
   check(op1("aten.special_bessel_j0.default", {L({1}, {0})}), DType::F32, {1}, {1.0}, 0, 0);
