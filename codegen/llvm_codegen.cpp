@@ -2,6 +2,7 @@
 // and the O2 pipeline and machine-code emission that both targets share.
 #include "codegen/llvm_codegen.h"
 #include "frontend/diag.h"
+#include "frontend/special_fns.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
@@ -20,6 +21,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <array>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -31,6 +33,183 @@
 namespace fxc {
 
 namespace {
+
+// ---- The scalar helper functions of VOp::Call: frontend/special_fns.h's templates
+// instantiated for LV, an LLVM value of the helper's float type, while its body is built.
+namespace llv {
+
+/// The builder, module, target and float type of the helper being built (one at a time per
+/// thread; Emitter::scalar_fn sets it).
+struct Ctx {
+  llvm::IRBuilderBase* b = nullptr;
+  llvm::Module* m = nullptr;
+  Target* target = nullptr;
+  llvm::Type* ty = nullptr;
+  bool f64 = false;
+};
+thread_local Ctx* g_ctx = nullptr;
+llvm::IRBuilderBase& B() {
+  return *g_ctx->b;
+}
+
+/// A condition (i1).
+struct LB {
+  llvm::Value* v;
+};
+/// A float or double value; constants take the helper's type.
+struct LV {
+  llvm::Value* v;
+  explicit LV(llvm::Value* x) : v(x) {}
+  LV(double c) : v(llvm::ConstantFP::get(g_ctx->ty, c)) {}
+};
+
+LV operator+(LV a, LV b) {
+  return LV(B().CreateFAdd(a.v, b.v));
+}
+LV operator-(LV a, LV b) {
+  return LV(B().CreateFSub(a.v, b.v));
+}
+LV operator*(LV a, LV b) {
+  return LV(B().CreateFMul(a.v, b.v));
+}
+LV operator/(LV a, LV b) {
+  return LV(B().CreateFDiv(a.v, b.v));
+}
+LV operator-(LV a) {
+  return LV(B().CreateFNeg(a.v));
+}
+// Ordered comparisons (false with a NaN operand), != unordered: C++'s semantics.
+LB operator<(LV a, LV b) {
+  return LB{B().CreateFCmpOLT(a.v, b.v)};
+}
+LB operator<=(LV a, LV b) {
+  return LB{B().CreateFCmpOLE(a.v, b.v)};
+}
+LB operator>(LV a, LV b) {
+  return LB{B().CreateFCmpOGT(a.v, b.v)};
+}
+LB operator>=(LV a, LV b) {
+  return LB{B().CreateFCmpOGE(a.v, b.v)};
+}
+LB operator==(LV a, LV b) {
+  return LB{B().CreateFCmpOEQ(a.v, b.v)};
+}
+LB operator!=(LV a, LV b) {
+  return LB{B().CreateFCmpUNE(a.v, b.v)};
+}
+LB operator&&(LB a, LB b) {
+  return LB{B().CreateAnd(a.v, b.v)};
+}
+LB operator||(LB a, LB b) {
+  return LB{B().CreateOr(a.v, b.v)};
+}
+LB operator!(LB a) {
+  return LB{B().CreateNot(a.v)};
+}
+
+LV sel(LB c, LV a, LV b) {
+  return LV(B().CreateSelect(c.v, a.v, b.v));
+}
+bool is_double(LV) {
+  return g_ctx->f64;
+}
+LB isnan(LV a) {
+  return LB{B().CreateFCmpUNO(a.v, a.v)};
+}
+LV fabs(LV a) {
+  return LV(B().CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a.v));
+}
+LB isinf(LV a) {
+  return LB{B().CreateFCmpOEQ(fabs(a).v, LV(INFINITY).v)};
+}
+LV sqrt(LV a) {
+  return LV(B().CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a.v));
+}
+LV trunc(LV a) {
+  return LV(B().CreateUnaryIntrinsic(llvm::Intrinsic::trunc, a.v));
+}
+LV math(VOp op, LV a) {
+  return LV(g_ctx->target->math(B(), *g_ctx->m, op, {a.v}, g_ctx->f64));
+}
+LV exp(LV a) {
+  return math(VOp::Exp, a);
+}
+LV log(LV a) {
+  return math(VOp::Log, a);
+}
+LV sin(LV a) {
+  return math(VOp::Sin, a);
+}
+LV cos(LV a) {
+  return math(VOp::Cos, a);
+}
+LV acos(LV a) {
+  return math(VOp::Acos, a);
+}
+
+/// special::recur as a loop: k counts in i64 (exact for any trip count), and the loop ends
+/// after `count` steps or once q is NaN.
+template <class F> LV recur(LV count, LV p0, LV q0, F step) {
+  llvm::IRBuilderBase& b = B();
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::Value* c =
+      b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b.getInt64Ty(), g_ctx->ty}, {count.v});
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(ctx, "recur.head", fn);
+  auto* body = llvm::BasicBlock::Create(ctx, "recur.body", fn);
+  auto* exit = llvm::BasicBlock::Create(ctx, "recur.exit", fn);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* k = b.CreatePHI(b.getInt64Ty(), 2);
+  llvm::PHINode* p = b.CreatePHI(g_ctx->ty, 2);
+  llvm::PHINode* q = b.CreatePHI(g_ctx->ty, 2);
+  k->addIncoming(b.getInt64(1), pre);
+  p->addIncoming(p0.v, pre);
+  q->addIncoming(q0.v, pre);
+  llvm::Value* go = b.CreateAnd(b.CreateICmpSLE(k, c), b.CreateFCmpORD(q, q));
+  b.CreateCondBr(go, body, exit);
+  b.SetInsertPoint(body);
+  LV r = step(LV(b.CreateSIToFP(k, g_ctx->ty)), LV(p), LV(q));
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  k->addIncoming(b.CreateAdd(k, b.getInt64(1)), latch);
+  p->addIncoming(q, latch);
+  q->addIncoming(r.v, latch);
+  b.CreateBr(head);
+  b.SetInsertPoint(exit);
+  return LV(q);
+}
+
+/// special::loop_while as a loop.
+template <size_t N, class C, class Body>
+std::array<LV, N> loop_while(std::array<LV, N> s, C cond, Body body) {
+  llvm::IRBuilderBase& b = B();
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(ctx, "while.head", fn);
+  auto* bb = llvm::BasicBlock::Create(ctx, "while.body", fn);
+  auto* exit = llvm::BasicBlock::Create(ctx, "while.exit", fn);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  std::array<llvm::PHINode*, N> phis;
+  std::array<LV, N> cur = s;
+  for (size_t i = 0; i < N; ++i) {
+    phis[i] = b.CreatePHI(g_ctx->ty, 2);
+    phis[i]->addIncoming(s[i].v, pre);
+    cur[i] = LV(phis[i]);
+  }
+  b.CreateCondBr(cond(cur).v, bb, exit);
+  b.SetInsertPoint(bb);
+  std::array<LV, N> next = body(cur);
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  for (size_t i = 0; i < N; ++i) phis[i]->addIncoming(next[i].v, latch);
+  b.CreateBr(head);
+  b.SetInsertPoint(exit);
+  return cur;
+}
+
+} // namespace llv
 
 /// How far ahead of its row a kernel of a row per block prefetches the rows streaming through
 /// it (Emitter::vector_load), about half of what an H200's resident blocks hold. bf16 norms
@@ -162,6 +341,9 @@ private:
   void store(int buffer, llvm::Value* offset, llvm::Value* v, DType t);
   llvm::Value* cast(llvm::Value* v, DType from, DType to);
   llvm::Value* unary(VOp op, llvm::Value* a, DType t);
+  /// The helper function of VOp::Call `f` in dtype t (F32 or F64), emitted into the module on
+  /// first use as an internal function.
+  llvm::Function* scalar_fn(ScalarFn f, DType t);
   llvm::Value* binary(VOp op, llvm::Value* a, llvm::Value* c, DType t);
   llvm::Value* math(VOp op, llvm::Value* a, DType t, llvm::Value* c = nullptr) {
     std::vector<llvm::Value*> args = {a};
@@ -454,6 +636,27 @@ llvm::Value* Emitter::unary(VOp op, llvm::Value* a, DType t) {
   return a;
 }
 
+llvm::Function* Emitter::scalar_fn(ScalarFn f, DType t) {
+  const bool f64 = t == DType::F64;
+  const std::string name = "fxc_" + std::string(scalar_fn_name(f)) + (f64 ? "_f64" : "_f32");
+  if (llvm::Function* fn = m_.getFunction(name)) return fn;
+  llvm::Type* ty = f64 ? b_.getDoubleTy() : b_.getFloatTy();
+  const int arity = scalar_fn_arity(f);
+  auto* fty = llvm::FunctionType::get(ty, std::vector<llvm::Type*>(size_t(arity), ty), false);
+  auto* fn = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, m_);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::IRBuilder<> hb(llvm::BasicBlock::Create(ctx_, "entry", fn));
+  llv::Ctx c{&hb, &m_, &target_, ty, f64};
+  llv::Ctx* saved = llv::g_ctx;
+  llv::g_ctx = &c;
+  std::vector<llv::LV> args;
+  for (int i = 0; i < arity; ++i) args.emplace_back(fn->getArg(unsigned(i)));
+  llv::LV r = special::eval_scalar_fn(f, args.data());
+  hb.CreateRet(r.v);
+  llv::g_ctx = saved;
+  return fn;
+}
+
 llvm::Value* Emitter::int_division(VOp op, llvm::Value* a, llvm::Value* c, bool un) {
   llvm::Type* ty = a->getType();
   llvm::Value* zero = llvm::ConstantInt::get(ty, 0);
@@ -695,6 +898,12 @@ llvm::Value* Emitter::value(const VPtr& e) {
   case VOp::Where:
     v = b_.CreateSelect(value(e->args[0]), value(e->args[1]), value(e->args[2]));
     break;
+  case VOp::Call: {
+    std::vector<llvm::Value*> args;
+    for (const VPtr& a : e->args) args.push_back(value(a));
+    v = b_.CreateCall(scalar_fn(ScalarFn(e->ival), e->dtype), args);
+    break;
+  }
   case VOp::Div:
     // Along a row, dividing by a per-row value multiplies by its reciprocal, computed once
     // (within 1.5 f32 ulps of the quotient; softmax's normalization).

@@ -56,7 +56,9 @@ std::string inline_expr(const VPtr& e) {
   default:
     break;
   }
-  std::string s = std::string(vop_name(e->op)) + "(";
+  std::string s = (e->op == VOp::Call ? "call_" + std::string(scalar_fn_name(ScalarFn(e->ival)))
+                                      : std::string(vop_name(e->op))) +
+                  "(";
   for (size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + inline_expr(e->args[i]);
   return s + ")";
 }
@@ -581,6 +583,8 @@ std::string_view vop_name(VOp op) {
     return "logical_or";
   case VOp::Where:
     return "where";
+  case VOp::Call:
+    return "call";
   }
   return "?";
 }
@@ -663,6 +667,16 @@ VPtr v_where(VPtr cond, VPtr a, VPtr b) {
   e->op = VOp::Where;
   e->dtype = a->dtype;
   e->args = {std::move(cond), std::move(a), std::move(b)};
+  return e;
+}
+
+VPtr v_call(ScalarFn f, std::vector<VPtr> args) {
+  assert(!args.empty() && int(args.size()) == scalar_fn_arity(f) && "call operand count");
+  auto e = std::make_shared<VExpr>();
+  e->op = VOp::Call;
+  e->dtype = args[0]->dtype;
+  e->ival = int64_t(f);
+  e->args = std::move(args);
   return e;
 }
 
@@ -859,7 +873,9 @@ std::string print_body(const VPtr& body, const LoopProgram& p, const std::string
       rhs = "to_dtype(" + args[0] + ", " + std::string(dtype_name(e->dtype)) + ")";
       break;
     default:
-      rhs = std::string(vop_name(e->op)) + "(";
+      rhs = (e->op == VOp::Call ? "call_" + std::string(scalar_fn_name(ScalarFn(e->ival)))
+                                : std::string(vop_name(e->op))) +
+            "(";
       for (size_t i = 0; i < args.size(); ++i) rhs += (i ? ", " : "") + args[i];
       rhs += ")";
     }

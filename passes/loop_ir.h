@@ -10,6 +10,7 @@
 #pragma once
 
 #include "frontend/graph.h"
+#include "frontend/scalar_fn.h"
 
 #include <array>
 #include <cstdint>
@@ -146,6 +147,7 @@ enum class VOp : uint8_t {
   And,
   Or,    // binary
   Where, // ternary
+  Call,  // a scalar helper function (frontend/scalar_fn.h): ival is its ScalarFn
 };
 std::string_view vop_name(VOp op);
 bool vop_is_unary(VOp op);
@@ -157,7 +159,7 @@ struct VExpr {
   VOp op = VOp::Const;
   DType dtype = DType::F32; ///< the type of the result (Bool for comparisons)
   double fval = 0;          ///< Const (floating types)
-  int64_t ival = 0;         ///< Const (integral and bool types)
+  int64_t ival = 0;         ///< Const (integral and bool types); Call: the ScalarFn
   int buffer = -1;          ///< Load: buffer id
   IndexExpr index;          ///< Load: element offset into the buffer; Index: the value
   std::vector<VPtr> args;
@@ -171,6 +173,10 @@ VPtr v_unary(VOp op, VPtr a);
 /// Both operands must have the same dtype; comparisons give Bool.
 VPtr v_binary(VOp op, VPtr a, VPtr b);
 VPtr v_where(VPtr cond, VPtr a, VPtr b);
+/// f(args): operands of one floating dtype (F32 or F64), the result of that dtype. Code
+/// generation emits f once per module as a function with its own control flow (loops with
+/// data-dependent trip counts), which an expression of the other operations cannot express.
+VPtr v_call(ScalarFn f, std::vector<VPtr> args);
 /// Replaces variables in every index of the expression.
 VPtr substitute(const VPtr& e, const std::map<int, IndexExpr>& subst);
 /// Calls f(load) for every Load node (each node once, in DFS order, indirect indices included).

@@ -391,6 +391,11 @@ private:
       bool found = false;
       for (int o = int(VOp::Neg); o <= int(VOp::Where); ++o)
         if (vop_name(VOp(o)) == fn) e->op = VOp(o), found = true;
+      ScalarFn f;
+      if (!found && fn.rfind("call_", 0) == 0) {
+        if (!scalar_fn_by_name(fn.substr(5), &f)) fail("unknown scalar function '" + fn + "'");
+        e->op = VOp::Call, e->ival = int64_t(f), found = true;
+      }
       if (!found) fail("unknown operation '" + fn + "'");
       while (c.peek() != ')' && !c.at_end()) {
         if (!e->args.empty()) need(c, ", ");

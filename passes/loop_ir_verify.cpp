@@ -163,10 +163,15 @@ private:
     if (!seen.insert(e.get()).second) return;
     for (const VPtr& a : e->args) check_expr(id, a, extents, seen);
     const std::string op(vop_name(e->op));
+    if (e->op == VOp::Call && (e->ival < 0 || e->ival >= kScalarFnCount)) {
+      fail("call of scalar function " + std::to_string(e->ival) + ", which does not exist");
+      return;
+    }
     size_t want_args = e->op == VOp::Const || e->op == VOp::Load || e->op == VOp::Index ? 0
                        : e->op == VOp::Where                                            ? 3
-                       : vop_is_binary(e->op)                                           ? 2
-                                                                                        : 1;
+                       : e->op == VOp::Call   ? size_t(scalar_fn_arity(ScalarFn(e->ival)))
+                       : vop_is_binary(e->op) ? 2
+                                              : 1;
     if (e->args.size() != want_args) {
       fail(op + " with " + std::to_string(e->args.size()) + " operands, not " +
            std::to_string(want_args));
@@ -194,6 +199,12 @@ private:
     }
     case VOp::Index:
       check_index(e->index, extents, "index_expr");
+      return;
+    case VOp::Call:
+      for (const VPtr& a : e->args)
+        if (a->dtype != e->dtype || (e->dtype != DType::F32 && e->dtype != DType::F64))
+          fail(op + " of " + dt(a) + " as " + dt(e) +
+               "; operands and result must share f32 or f64");
       return;
     case VOp::Where:
       if (e->args[0]->dtype != DType::Bool) fail("where's condition is " + dt(e->args[0]));

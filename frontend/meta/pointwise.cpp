@@ -426,7 +426,73 @@ Metas mvlgamma(const Graph& g, const Node& n) {
   return unary<Out::Float>(g, n);
 }
 
+// The special Bessel and Airy functions (integer inputs give the default float dtype), named
+// "self" or "x" by native_functions.yaml.
+Metas special_unary(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor(n.schema->index_of("x") >= 0 ? "x" : "self");
+  return {iter_output(c, {{&x, {}}}, is_floating(x.dtype) ? x.dtype : DType::F32)};
+}
+
+// The orthogonal polynomials p(x, n): x and n (either may be a number) promote together, an
+// integral result type gives the default float dtype (PyTorch's binary float op).
+Metas special_poly(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  Operand x = c.operand("x"), deg = c.operand("n");
+  DType dt = result_type({x, deg});
+  return {iter_output(c, {x, deg}, is_floating(dt) ? dt : DType::F32)};
+}
+
 const OpTable<MetaFn>::Row kPointwiseMeta[] = {
+    // The special Bessel, Airy and orthogonal-polynomial functions.
+    {OpId::special_airy_ai, guarded<special_unary>},
+    {OpId::special_bessel_j0, guarded<special_unary>},
+    {OpId::special_bessel_j1, guarded<special_unary>},
+    {OpId::special_bessel_y0, guarded<special_unary>},
+    {OpId::special_bessel_y1, guarded<special_unary>},
+    {OpId::special_chebyshev_polynomial_t, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_t_x_scalar, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_t_n_scalar, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_u, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_u_x_scalar, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_u_n_scalar, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_v, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_v_x_scalar, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_v_n_scalar, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_w, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_w_x_scalar, guarded<special_poly>},
+    {OpId::special_chebyshev_polynomial_w_n_scalar, guarded<special_poly>},
+    {OpId::special_hermite_polynomial_h, guarded<special_poly>},
+    {OpId::special_hermite_polynomial_h_x_scalar, guarded<special_poly>},
+    {OpId::special_hermite_polynomial_h_n_scalar, guarded<special_poly>},
+    {OpId::special_hermite_polynomial_he, guarded<special_poly>},
+    {OpId::special_hermite_polynomial_he_x_scalar, guarded<special_poly>},
+    {OpId::special_hermite_polynomial_he_n_scalar, guarded<special_poly>},
+    {OpId::special_laguerre_polynomial_l, guarded<special_poly>},
+    {OpId::special_laguerre_polynomial_l_x_scalar, guarded<special_poly>},
+    {OpId::special_laguerre_polynomial_l_n_scalar, guarded<special_poly>},
+    {OpId::special_legendre_polynomial_p, guarded<special_poly>},
+    {OpId::special_legendre_polynomial_p_x_scalar, guarded<special_poly>},
+    {OpId::special_legendre_polynomial_p_n_scalar, guarded<special_poly>},
+    {OpId::special_modified_bessel_i0, guarded<special_unary>},
+    {OpId::special_modified_bessel_i1, guarded<special_unary>},
+    {OpId::special_modified_bessel_k0, guarded<special_unary>},
+    {OpId::special_modified_bessel_k1, guarded<special_unary>},
+    {OpId::special_scaled_modified_bessel_k0, guarded<special_unary>},
+    {OpId::special_scaled_modified_bessel_k1, guarded<special_unary>},
+    {OpId::special_shifted_chebyshev_polynomial_t, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_t_x_scalar, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_t_n_scalar, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_u, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_u_x_scalar, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_u_n_scalar, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_v, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_v_x_scalar, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_v_n_scalar, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_w, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_w_x_scalar, guarded<special_poly>},
+    {OpId::special_shifted_chebyshev_polynomial_w_n_scalar, guarded<special_poly>},
+    {OpId::special_spherical_bessel_j0, guarded<special_unary>},
     // The math family (issue 18).
     {OpId::angle, guarded<unary<Out::Float>>},
     {OpId::conj_physical, guarded<unary<Out::Same>>},

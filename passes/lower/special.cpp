@@ -23,6 +23,7 @@
 //   zeta      special_zeta's tensor s: zeta(n + 1, x)'s formula with s a value
 #include "passes/lower/lower_util.h"
 
+#include "frontend/scalar_fn.h"
 #include "frontend/special_math.h"
 
 namespace fxc::lower_detail {
@@ -460,6 +461,32 @@ void lower_zeta(Lowerer& L, int n) {
   special_binary(L, n, zeta_tensor_ir);
 }
 
+// The Bessel, Airy and orthogonal-polynomial functions: one VOp::Call of the op's scalar
+// function (frontend/special_fns.h, which code generation emits once per module) on the
+// operands converted to the opmath type, f64 for f64 results and f32 otherwise, as the
+// reference kernel computes; like PyTorch's CPU kernels they take no 16-bit floats.
+template <ScalarFn F> void lower_call(Lowerer& L, int n) {
+  const TensorMeta& m = L.out_meta(n);
+  if (m.dtype != DType::F32 && m.dtype != DType::F64)
+    L.fail(n, "this special function is not implemented for " + std::string(dtype_name(m.dtype)));
+  const std::string x_name = L.node(n).schema->index_of("x") >= 0 ? "x" : "self";
+  const std::vector<std::string> names = scalar_fn_arity(F) == 1
+                                             ? std::vector<std::string>{x_name}
+                                             : std::vector<std::string>{"x", "n"};
+  std::vector<const LVal*> ins;
+  for (const std::string& nm : names) ins.push_back(tensor_arg(L, n, nm));
+  L.set_output(n, 0,
+               L.pointwise(
+                   n, m.dtype, m.sizes,
+                   [&](const std::vector<IndexExpr>& idx) {
+                     std::vector<VPtr> a;
+                     for (const std::string& nm : names)
+                       a.push_back(operand_at(L, n, nm, idx, m.dtype));
+                     return v_call(F, std::move(a));
+                   },
+                   ins));
+}
+
 const OpTable<LowerFn>::Row kSpecialRules[] = {
     // Issue 18.
     {OpId::erfc, lower_erfc},
@@ -480,6 +507,63 @@ const OpTable<LowerFn>::Row kSpecialRules[] = {
     {OpId::lgamma, lower_lgamma},
     {OpId::polygamma, lower_polygamma},
     {OpId::special_i1, lower_i1},
+    // The Bessel, Airy and orthogonal-polynomial functions.
+    {OpId::special_airy_ai, lower_call<ScalarFn::AiryAi>},
+    {OpId::special_bessel_j0, lower_call<ScalarFn::BesselJ0>},
+    {OpId::special_bessel_j1, lower_call<ScalarFn::BesselJ1>},
+    {OpId::special_bessel_y0, lower_call<ScalarFn::BesselY0>},
+    {OpId::special_bessel_y1, lower_call<ScalarFn::BesselY1>},
+    {OpId::special_chebyshev_polynomial_t, lower_call<ScalarFn::ChebyshevT>},
+    {OpId::special_chebyshev_polynomial_t_x_scalar, lower_call<ScalarFn::ChebyshevT>},
+    {OpId::special_chebyshev_polynomial_t_n_scalar, lower_call<ScalarFn::ChebyshevT>},
+    {OpId::special_chebyshev_polynomial_u, lower_call<ScalarFn::ChebyshevU>},
+    {OpId::special_chebyshev_polynomial_u_x_scalar, lower_call<ScalarFn::ChebyshevU>},
+    {OpId::special_chebyshev_polynomial_u_n_scalar, lower_call<ScalarFn::ChebyshevU>},
+    {OpId::special_chebyshev_polynomial_v, lower_call<ScalarFn::ChebyshevV>},
+    {OpId::special_chebyshev_polynomial_v_x_scalar, lower_call<ScalarFn::ChebyshevV>},
+    {OpId::special_chebyshev_polynomial_v_n_scalar, lower_call<ScalarFn::ChebyshevV>},
+    {OpId::special_chebyshev_polynomial_w, lower_call<ScalarFn::ChebyshevW>},
+    {OpId::special_chebyshev_polynomial_w_x_scalar, lower_call<ScalarFn::ChebyshevW>},
+    {OpId::special_chebyshev_polynomial_w_n_scalar, lower_call<ScalarFn::ChebyshevW>},
+    {OpId::special_hermite_polynomial_h, lower_call<ScalarFn::HermiteH>},
+    {OpId::special_hermite_polynomial_h_x_scalar, lower_call<ScalarFn::HermiteH>},
+    {OpId::special_hermite_polynomial_h_n_scalar, lower_call<ScalarFn::HermiteH>},
+    {OpId::special_hermite_polynomial_he, lower_call<ScalarFn::HermiteHe>},
+    {OpId::special_hermite_polynomial_he_x_scalar, lower_call<ScalarFn::HermiteHe>},
+    {OpId::special_hermite_polynomial_he_n_scalar, lower_call<ScalarFn::HermiteHe>},
+    {OpId::special_laguerre_polynomial_l, lower_call<ScalarFn::LaguerreL>},
+    {OpId::special_laguerre_polynomial_l_x_scalar, lower_call<ScalarFn::LaguerreL>},
+    {OpId::special_laguerre_polynomial_l_n_scalar, lower_call<ScalarFn::LaguerreL>},
+    {OpId::special_legendre_polynomial_p, lower_call<ScalarFn::LegendreP>},
+    {OpId::special_legendre_polynomial_p_x_scalar, lower_call<ScalarFn::LegendreP>},
+    {OpId::special_legendre_polynomial_p_n_scalar, lower_call<ScalarFn::LegendreP>},
+    {OpId::special_modified_bessel_i0, lower_call<ScalarFn::ModifiedBesselI0>},
+    {OpId::special_modified_bessel_i1, lower_call<ScalarFn::ModifiedBesselI1>},
+    {OpId::special_modified_bessel_k0, lower_call<ScalarFn::ModifiedBesselK0>},
+    {OpId::special_modified_bessel_k1, lower_call<ScalarFn::ModifiedBesselK1>},
+    {OpId::special_scaled_modified_bessel_k0, lower_call<ScalarFn::ScaledModifiedBesselK0>},
+    {OpId::special_scaled_modified_bessel_k1, lower_call<ScalarFn::ScaledModifiedBesselK1>},
+    {OpId::special_shifted_chebyshev_polynomial_t, lower_call<ScalarFn::ShiftedChebyshevT>},
+    {OpId::special_shifted_chebyshev_polynomial_t_x_scalar,
+     lower_call<ScalarFn::ShiftedChebyshevT>},
+    {OpId::special_shifted_chebyshev_polynomial_t_n_scalar,
+     lower_call<ScalarFn::ShiftedChebyshevT>},
+    {OpId::special_shifted_chebyshev_polynomial_u, lower_call<ScalarFn::ShiftedChebyshevU>},
+    {OpId::special_shifted_chebyshev_polynomial_u_x_scalar,
+     lower_call<ScalarFn::ShiftedChebyshevU>},
+    {OpId::special_shifted_chebyshev_polynomial_u_n_scalar,
+     lower_call<ScalarFn::ShiftedChebyshevU>},
+    {OpId::special_shifted_chebyshev_polynomial_v, lower_call<ScalarFn::ShiftedChebyshevV>},
+    {OpId::special_shifted_chebyshev_polynomial_v_x_scalar,
+     lower_call<ScalarFn::ShiftedChebyshevV>},
+    {OpId::special_shifted_chebyshev_polynomial_v_n_scalar,
+     lower_call<ScalarFn::ShiftedChebyshevV>},
+    {OpId::special_shifted_chebyshev_polynomial_w, lower_call<ScalarFn::ShiftedChebyshevW>},
+    {OpId::special_shifted_chebyshev_polynomial_w_x_scalar,
+     lower_call<ScalarFn::ShiftedChebyshevW>},
+    {OpId::special_shifted_chebyshev_polynomial_w_n_scalar,
+     lower_call<ScalarFn::ShiftedChebyshevW>},
+    {OpId::special_spherical_bessel_j0, lower_call<ScalarFn::SphericalBesselJ0>},
 };
 
 } // namespace

@@ -7,6 +7,7 @@
 // erfinv as Giles' approximation refined by two Newton steps.
 #include "runtime/kernels/kernel_util.h"
 
+#include "frontend/special_fns.h"
 #include "frontend/special_math.h"
 
 namespace fxc::kernel_detail {
@@ -100,6 +101,48 @@ Tensors k_polygamma(const KernelCall& c) {
       extra)};
 }
 
+// The Bessel, Airy and orthogonal-polynomial functions (frontend/special_fns.h), computed in
+// the result's own precision as PyTorch's CPU kernels do (float or double; integer inputs give
+// the default float dtype, and the polynomials promote x and n together). PyTorch's CPU kernels
+// take no 16-bit floats.
+template <ScalarFn F> double call_f64(const double* v, const double*) {
+  return special::eval_scalar_fn<double>(F, v);
+}
+template <ScalarFn F> double call_f32(const double* v, const double*) {
+  const float a[2] = {float(v[0]), scalar_fn_arity(F) == 2 ? float(v[1]) : 0.0f};
+  return double(special::eval_scalar_fn<float>(F, a));
+}
+template <ScalarFn F> Tensors k_call(const KernelCall& c) {
+  const bool unary = scalar_fn_arity(F) == 1;
+  // The unary functions' operand is "self" or "x" (airy_ai, scaled_modified_bessel_k0/k1,
+  // spherical_bessel_j0), as native_functions.yaml names it.
+  const char* x_name = c.node.schema->index_of("x") >= 0 ? "x" : "self";
+  std::vector<const char*> names =
+      unary ? std::vector<const char*>{x_name} : std::vector<const char*>{"x", "n"};
+  Tensors ts;
+  std::vector<Arg> scalars;
+  for (const char* nm : names) {
+    const Arg& a = c.arg(nm);
+    if (a.kind == Arg::Kind::Tensor)
+      ts.push_back(c.tensor(nm));
+    else
+      scalars.push_back(a);
+  }
+  DType dt = result_type(ts, scalars, c);
+  if (!is_floating(dt)) dt = c.result_dtype(c.default_float());
+  // PyTorch's kernel name: "aten.special_bessel_j0.default" -> "bessel_j0_cpu".
+  const std::string& t = c.node.target;
+  const size_t b = t.find("special_") + 8;
+  const std::string kernel = t.substr(b, t.find('.', b) - b) + "_cpu";
+  if (dt != DType::F32 && dt != DType::F64) not_implemented(kernel.c_str(), dt);
+  Tensors ins;
+  for (const char* nm : names) {
+    const Arg& a = c.arg(nm);
+    ins.push_back(a.kind == Arg::Kind::Tensor ? c.tensor(nm) : filled(dt, {}, a));
+  }
+  return {elementwise(ins, dt, dt, dt == DType::F64 ? call_f64<F> : call_f32<F>, nullptr)};
+}
+
 const OpTable<KernelFn>::Row kSpecialKernels[] = {
     {OpId::digamma, k_digamma},
     {OpId::erfinv, k_erfinv},
@@ -119,6 +162,55 @@ const OpTable<KernelFn>::Row kSpecialKernels[] = {
     {OpId::special_ndtri, k_ndtri},
     {OpId::special_polygamma, k_polygamma},
     {OpId::special_zeta, k_zeta},
+    // The Bessel, Airy and orthogonal-polynomial functions.
+    {OpId::special_airy_ai, k_call<ScalarFn::AiryAi>},
+    {OpId::special_bessel_j0, k_call<ScalarFn::BesselJ0>},
+    {OpId::special_bessel_j1, k_call<ScalarFn::BesselJ1>},
+    {OpId::special_bessel_y0, k_call<ScalarFn::BesselY0>},
+    {OpId::special_bessel_y1, k_call<ScalarFn::BesselY1>},
+    {OpId::special_chebyshev_polynomial_t, k_call<ScalarFn::ChebyshevT>},
+    {OpId::special_chebyshev_polynomial_t_x_scalar, k_call<ScalarFn::ChebyshevT>},
+    {OpId::special_chebyshev_polynomial_t_n_scalar, k_call<ScalarFn::ChebyshevT>},
+    {OpId::special_chebyshev_polynomial_u, k_call<ScalarFn::ChebyshevU>},
+    {OpId::special_chebyshev_polynomial_u_x_scalar, k_call<ScalarFn::ChebyshevU>},
+    {OpId::special_chebyshev_polynomial_u_n_scalar, k_call<ScalarFn::ChebyshevU>},
+    {OpId::special_chebyshev_polynomial_v, k_call<ScalarFn::ChebyshevV>},
+    {OpId::special_chebyshev_polynomial_v_x_scalar, k_call<ScalarFn::ChebyshevV>},
+    {OpId::special_chebyshev_polynomial_v_n_scalar, k_call<ScalarFn::ChebyshevV>},
+    {OpId::special_chebyshev_polynomial_w, k_call<ScalarFn::ChebyshevW>},
+    {OpId::special_chebyshev_polynomial_w_x_scalar, k_call<ScalarFn::ChebyshevW>},
+    {OpId::special_chebyshev_polynomial_w_n_scalar, k_call<ScalarFn::ChebyshevW>},
+    {OpId::special_hermite_polynomial_h, k_call<ScalarFn::HermiteH>},
+    {OpId::special_hermite_polynomial_h_x_scalar, k_call<ScalarFn::HermiteH>},
+    {OpId::special_hermite_polynomial_h_n_scalar, k_call<ScalarFn::HermiteH>},
+    {OpId::special_hermite_polynomial_he, k_call<ScalarFn::HermiteHe>},
+    {OpId::special_hermite_polynomial_he_x_scalar, k_call<ScalarFn::HermiteHe>},
+    {OpId::special_hermite_polynomial_he_n_scalar, k_call<ScalarFn::HermiteHe>},
+    {OpId::special_laguerre_polynomial_l, k_call<ScalarFn::LaguerreL>},
+    {OpId::special_laguerre_polynomial_l_x_scalar, k_call<ScalarFn::LaguerreL>},
+    {OpId::special_laguerre_polynomial_l_n_scalar, k_call<ScalarFn::LaguerreL>},
+    {OpId::special_legendre_polynomial_p, k_call<ScalarFn::LegendreP>},
+    {OpId::special_legendre_polynomial_p_x_scalar, k_call<ScalarFn::LegendreP>},
+    {OpId::special_legendre_polynomial_p_n_scalar, k_call<ScalarFn::LegendreP>},
+    {OpId::special_modified_bessel_i0, k_call<ScalarFn::ModifiedBesselI0>},
+    {OpId::special_modified_bessel_i1, k_call<ScalarFn::ModifiedBesselI1>},
+    {OpId::special_modified_bessel_k0, k_call<ScalarFn::ModifiedBesselK0>},
+    {OpId::special_modified_bessel_k1, k_call<ScalarFn::ModifiedBesselK1>},
+    {OpId::special_scaled_modified_bessel_k0, k_call<ScalarFn::ScaledModifiedBesselK0>},
+    {OpId::special_scaled_modified_bessel_k1, k_call<ScalarFn::ScaledModifiedBesselK1>},
+    {OpId::special_shifted_chebyshev_polynomial_t, k_call<ScalarFn::ShiftedChebyshevT>},
+    {OpId::special_shifted_chebyshev_polynomial_t_x_scalar, k_call<ScalarFn::ShiftedChebyshevT>},
+    {OpId::special_shifted_chebyshev_polynomial_t_n_scalar, k_call<ScalarFn::ShiftedChebyshevT>},
+    {OpId::special_shifted_chebyshev_polynomial_u, k_call<ScalarFn::ShiftedChebyshevU>},
+    {OpId::special_shifted_chebyshev_polynomial_u_x_scalar, k_call<ScalarFn::ShiftedChebyshevU>},
+    {OpId::special_shifted_chebyshev_polynomial_u_n_scalar, k_call<ScalarFn::ShiftedChebyshevU>},
+    {OpId::special_shifted_chebyshev_polynomial_v, k_call<ScalarFn::ShiftedChebyshevV>},
+    {OpId::special_shifted_chebyshev_polynomial_v_x_scalar, k_call<ScalarFn::ShiftedChebyshevV>},
+    {OpId::special_shifted_chebyshev_polynomial_v_n_scalar, k_call<ScalarFn::ShiftedChebyshevV>},
+    {OpId::special_shifted_chebyshev_polynomial_w, k_call<ScalarFn::ShiftedChebyshevW>},
+    {OpId::special_shifted_chebyshev_polynomial_w_x_scalar, k_call<ScalarFn::ShiftedChebyshevW>},
+    {OpId::special_shifted_chebyshev_polynomial_w_n_scalar, k_call<ScalarFn::ShiftedChebyshevW>},
+    {OpId::special_spherical_bessel_j0, k_call<ScalarFn::SphericalBesselJ0>},
 };
 
 } // namespace

@@ -2329,3 +2329,166 @@ TEST_CASE("kernels: qr, eigh and svd follow LAPACK's signs as PyTorch does") {
         {0.6004235991062717, 0.23254415793482963, -0.46508831586965926, -0.09720887469821694},
         1e-12, 1e-12);
 }
+
+// The special Bessel, Airy and orthogonal-polynomial functions (frontend/special_fns.h):
+// PyTorch's float64 outputs at the branch points of each formula (x = 0, |x| = 1, n < 0, the
+// closed forms' thresholds, past Hermite's degree limit), then identities at large degrees.
+TEST_CASE("kernels: special Bessel and Airy functions match PyTorch at edge values") {
+  struct Row {
+    const char* target;
+    Vals x, want;
+  };
+  const Row rows[] = {
+      {"aten.special_airy_ai.default",
+       {-30.0, -3.0, -2.09, 0.0, 1.0, 2.09, 5.0, 10.0, 104.0, kInf},
+       {-0.0879681884568426, -0.3788142883304339, 0.17005055173203007, 0.3550280538878172,
+        0.13529241631288144, 0.03042031836319837, 0.00010834442813607433, 1.1047532552898654e-10,
+        0.0, kNaN}},
+      {"aten.special_bessel_j0.default",
+       {0.0, 1e-06, -2.5, 5.0, 7.0, 100.0},
+       {1.0, 0.99999999999975, -0.048383776468256645, -0.17759678121123898, 0.3000792697173623,
+        0.01998585030422333}},
+      {"aten.special_bessel_j1.default",
+       {0.0, -2.5, 5.0, 7.0, -100.0},
+       {0.0, -0.4970941024644698, -0.3275791437359959, -0.004682797275893047, 0.0771453520141123}},
+      {"aten.special_bessel_y0.default",
+       {-1.0, 0.0, 0.5, 5.0, 7.0, 100.0},
+       {kNaN, -kInf, -0.4445187335067066, -0.3085176376345636, -0.02594975564546204,
+        -0.0772443133650831}},
+      {"aten.special_bessel_y1.default",
+       {-1.0, 0.0, 0.5, 5.0, 7.0, 100.0},
+       {kNaN, -kInf, -1.471472392670243, 0.14786315225770028, -0.3026672388243377,
+        -0.02037231200275932}},
+      {"aten.special_modified_bessel_i0.default",
+       {0.0, -1.0, 8.0, 20.0},
+       {1.0, 1.2660658777520082, 427.56411572180474, 43558282.559553534}},
+      {"aten.special_modified_bessel_i1.default",
+       {0.0, -1.0, 8.0, 20.0},
+       {0.0, -0.5651591039924851, 399.8731367825599, 42454973.385127775}},
+      {"aten.special_modified_bessel_k0.default",
+       {-1.0, 0.0, 0.5, 2.0, 20.0},
+       {kNaN, kInf, 0.924419071227666, 0.1138938727495334, 5.741237815336524e-10}},
+      {"aten.special_modified_bessel_k1.default",
+       {-1.0, 0.0, 0.5, 2.0, 20.0},
+       {kNaN, kInf, 1.6564411200033007, 0.13986588181652246, 5.883057969557038e-10}},
+      {"aten.special_scaled_modified_bessel_k0.default",
+       {-1.0, 0.0, 0.5, 2.0, 20.0},
+       {kNaN, kInf, 1.5241093857739099, 0.8415682150707712, 0.2785448766571822}},
+      {"aten.special_scaled_modified_bessel_k1.default",
+       {-1.0, 0.0, 0.5, 2.0, 20.0},
+       {kNaN, kInf, 2.7310097082117855, 1.0334768470686888, 0.28542549694072644}},
+      {"aten.special_spherical_bessel_j0.default",
+       {0.0, 0.25, -3.0, kInf, kNaN},
+       {1.0, 0.9896158370180917, 0.0470400026866224, 0.0, kNaN}},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.target);
+    const int64_t n = int64_t(r.x.size());
+    check(op1(r.target, {D({n}, r.x)}), DType::F64, {n}, r.want, 1e-13, 1e-300);
+    // float32 computes in float (as PyTorch's CPU kernel): near the float64 value (Ai(-30)'s
+    // phase 2/3 30^1.5 = 110 rounded to float costs it 2e-5).
+    check(op1(r.target, {F({n}, r.x)}), DType::F32, {n},
+          map(r.want, [](double v) { return double(float(v)); }), 1e-4, 1e-30);
+  }
+  // Integers give the default float dtype; PyTorch's CPU kernels take no 16-bit floats.
+  check(op1("aten.special_bessel_j0.default", {L({1}, {0})}), DType::F32, {1}, {1.0}, 0, 0);
+  CHECK(op_error("aten.special_bessel_j0.default", {T(DType::F16, {1}, {0.5})}) ==
+        "\"bessel_j0_cpu\" not implemented for 'Half'");
+}
+
+TEST_CASE("kernels: orthogonal polynomials match PyTorch and their identities at any degree") {
+  struct Row {
+    const char* target;
+    Vals x, n, want;
+  };
+  const Row rows[] = {
+      {"aten.special_chebyshev_polynomial_t.default",
+       {0.3, 0.3, 1.0, -1.0, -1.0, 2.0, 0.5, 0.5, 2.0, 0.5},
+       {5.0, 9.0, 7.0, 7.0, -1.0, 3.0, 0.0, 20.0, 1000.0, kNaN},
+       {0.9988800000000001, 0.3888276480000005, 1.0, -1.0, 0.0, 26.0, 1.0, -0.5000000000000034,
+        kNaN, 0.0}},
+      {"aten.special_chebyshev_polynomial_u.default",
+       {0.3, 0.3, 1.0, -1.0, 2.0, 0.5},
+       {5.0, 12.0, 7.0, 7.0, 3.0, -2.0},
+       {1.01376, -0.7156128112640001, 8.0, -8.0, 56.0, 0.0}},
+      {"aten.special_chebyshev_polynomial_v.default",
+       {0.3, 0.3, 1.0, -1.0, -1.0, 2.0},
+       {5.0, 12.0, 7.0, 7.0, 6.0, 3.0},
+       {0.96416, -1.231673421824, 1.0, -15.0, 13.0, 41.0}},
+      {"aten.special_chebyshev_polynomial_w.default",
+       {0.3, 0.3, 1.0, -1.0, -1.0, 2.0},
+       {5.0, 12.0, 7.0, 7.0, 6.0, 3.0},
+       {1.06336, -0.1995522007040017, 15.0, -1.0, 1.0, 71.0}},
+      {"aten.special_shifted_chebyshev_polynomial_t.default",
+       {0.3, 0.3, 1.0, 0.0, 0.0, 2.0},
+       {5.0, 9.0, 7.0, 7.0, 6.0, 3.0},
+       {-0.8838399999999998, 0.5329295360000004, 1.0, -1.0, 1.0, 99.0}},
+      {"aten.special_shifted_chebyshev_polynomial_u.default",
+       {0.3, 0.3, 1.0, 0.0, 0.0, 2.0},
+       {5.0, 9.0, 7.0, 7.0, 6.0, 3.0},
+       {-0.67968, 0.9022238719999996, 8.0, -8.0, 7.0, 204.0}},
+      {"aten.special_shifted_chebyshev_polynomial_v.default",
+       {0.3, 0.3, 1.0, 0.0, 0.0, 2.0},
+       {5.0, 9.0, 7.0, 7.0, 6.0, 3.0},
+       {-0.16927999999999985, 1.825459712, 1.0, -15.0, 13.0, 169.0}},
+      {"aten.special_shifted_chebyshev_polynomial_w.default",
+       {0.3, 0.3, 1.0, 0.0, 0.0, 2.0},
+       {3.0, 9.0, 7.0, 7.0, 6.0, 3.0},
+       {0.728, -0.021011968000000072, 15.0, -1.0, 1.0, 239.0}},
+      {"aten.special_hermite_polynomial_h.default",
+       {0.5, 0.5, -2.0, 3.0, 0.5, 0.5},
+       {3.0, 10.0, 7.0, 0.0, 600.0, -1.0},
+       {-5.0, 22591.0, 3104.0, 1.0, kNaN, 0.0}},
+      {"aten.special_hermite_polynomial_he.default",
+       {0.5, 0.5, -2.0, 3.0, 0.5, 0.5},
+       {3.0, 10.0, 7.0, 1.0, 600.0, -1.0},
+       {-1.375, 49.0439453125, -86.0, 3.0, kNaN, 0.0}},
+      {"aten.special_laguerre_polynomial_l.default",
+       {0.5, 0.0, -2.0, 3.0, 0.5, 0.5},
+       {2.0, 9.0, 7.0, 1.0, 30.0, -1.0},
+       {0.125, 1.0, 133.24761904761903, -2.0, 0.2754592304343055, 0.0}},
+      {"aten.special_legendre_polynomial_p.default",
+       {0.5, 1.0, -1.0, -1.0, 0.3, 0.5},
+       {2.0, 9.0, 9.0, 8.0, 30.0, -1.0},
+       {-0.125, 1.0, -1.0, 1.0, 0.14665500486868718, 0.0}},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.target);
+    const int64_t n = int64_t(r.x.size());
+    check(op(r.target, {D({n}, r.x), D({n}, r.n)})[0], DType::F64, {n}, r.want, 1e-12, 1e-15);
+  }
+  // T_n(cos t) = cos(n t) and U_n(cos t) = sin((n + 1) t) / sin t, at degrees the closed
+  // forms and the recurrences both cover (n = 2^20 runs a million steps at x = 1.5: NaN once
+  // the values overflow, as PyTorch's loop gives).
+  const double t = 0.7;
+  Vals ns = {2, 3, 6, 7, 40, 1000, 123457};
+  for (double nn : ns) {
+    CAPTURE(nn);
+    Tensor x = D({1}, {std::cos(t)}), deg = D({1}, {nn});
+    check(op("aten.special_chebyshev_polynomial_t.default", {x, deg})[0], DType::F64, {1},
+          {std::cos(nn * t)}, 1e-9, 1e-9);
+    check(op("aten.special_chebyshev_polynomial_u.default", {x, deg})[0], DType::F64, {1},
+          {std::sin((nn + 1) * t) / std::sin(t)}, 1e-9, 1e-9);
+  }
+  check(op("aten.special_chebyshev_polynomial_t.default", {D({1}, {1.5}), D({1}, {1048576.0})})[0],
+        DType::F64, {1}, {kNaN}, 0, 0);
+  // H_{n+1} = 2x H_n - 2n H_{n-1}, He_{n+1} = x He_n - n He_{n-1}, at n = 30.
+  auto at = [](const char* target, double x, double deg) {
+    return op(target, {D({1}, {x}), D({1}, {deg})})[0].to_vector()[0];
+  };
+  const double x = 0.8;
+  const char* h = "aten.special_hermite_polynomial_h.default";
+  const char* he = "aten.special_hermite_polynomial_he.default";
+  CHECK(at(h, x, 31) == doctest::Approx(2 * x * at(h, x, 30) - 60 * at(h, x, 29)).epsilon(1e-12));
+  CHECK(at(he, x, 31) == doctest::Approx(x * at(he, x, 30) - 30 * at(he, x, 29)).epsilon(1e-12));
+  // Scalar overloads promote x and n together; integers give the default float dtype.
+  Tensor r = op("aten.special_legendre_polynomial_p.x_scalar", {Fl(0.5), L({2}, {2, 3})})[0];
+  check(r, DType::F32, {2}, {-0.125, -0.4375}, 1e-7, 0);
+  r = op("aten.special_legendre_polynomial_p.n_scalar", {D({1}, {0.5}), I(2)})[0];
+  check(r, DType::F64, {1}, {-0.125}, 1e-15, 0);
+  check(op("aten.special_hermite_polynomial_h.default", {L({1}, {1}), L({1}, {2})})[0], DType::F32,
+        {1}, {2.0}, 0, 0);
+  CHECK(op_error("aten.special_chebyshev_polynomial_t.default",
+                 {T(DType::F16, {1}, {0.5}), T(DType::F16, {1}, {2})}) ==
+        "\"chebyshev_polynomial_t_cpu\" not implemented for 'Half'");
+}

@@ -255,3 +255,31 @@ TEST_CASE("loop_ir: the verifier names each broken invariant") {
       verify_loop_program(p, "after fuse"),
       doctest::Contains("loop IR is not well formed after fuse:\n  buf1: a second"), Error);
 }
+
+TEST_CASE("loop_ir: a scalar helper call prints, parses and verifies its operands") {
+  const std::string s = kSmall;
+  const std::string call = "tmp3 = call_chebyshev_t(tmp2, tmp1)";
+  std::string t = s;
+  t.replace(t.find("tmp3 = exp(tmp2)"), 16, call);
+  LoopProgram p = parse_loop_program(t, "call.lir");
+  CHECK(loop_program_errors(p).empty());
+  const VPtr& body = p.buffers[2].body;
+  REQUIRE(body->op == VOp::Call);
+  CHECK(ScalarFn(body->ival) == ScalarFn::ChebyshevT);
+  CHECK(print_loop_program(p).find(call) != std::string::npos);
+  // One operand for a function of two; an unknown function.
+  CHECK(has_error(errors_after_edit(t, call, "tmp3 = call_chebyshev_t(tmp2)"),
+                  "buf1: call with 1 operands, not 2"));
+  CHECK_THROWS_WITH_AS(
+      parse_loop_program(s.substr(0, s.find("tmp3 = exp")) + "tmp3 = call_bessel_j9(tmp2)\n",
+                         "bad.lir"),
+      doctest::Contains("unknown scalar function 'call_bessel_j9'"), Error);
+  // Operands of another dtype than the result.
+  {
+    LoopProgram q = parse_loop_program(t, "call.lir");
+    Buffer& b = q.buffers[2];
+    b.body = v_call(ScalarFn::BesselJ0, {v_cast(b.body->args[0], DType::I64)});
+    b.body = v_cast(b.body, DType::F32);
+    CHECK(has_error(loop_program_errors(q), "buf1: call of i64 as i64"));
+  }
+}
