@@ -754,6 +754,9 @@ private:
         outs.push_back(tensor_name(*t, name, target));
       else if (const json* ts = r_.find(o, "as_tensors"); ts && ts->is_array())
         for (const json& t : *ts) outs.push_back(tensor_name(t, name, target));
+      else if (const json* si = r_.find(o, "as_sym_int");
+               si && target == "aten._local_scalar_dense.default") // .item(): a 0-dim value
+        outs.push_back(r_.str(r_.get(*si, "as_name", "output"), "output name"));
       else
         r_.fail("output " + o.dump() + " is not a tensor; only tensor outputs are supported", name,
                 target);

@@ -1794,12 +1794,13 @@ std::vector<ValueId> index_copy(Emit& e, const DNode& d) {
   if (e.dim(idx) > 1)
     d.fail("index_copy_(): Index should have dimension 1 or 0 (got " + std::to_string(e.dim(idx)) +
            ")");
-  if (r == 0)
-    return {e.op("aten.index_put.default",
-                 {Emit::t(e.reshape(x, {1})),
-                  {"", Arg::of_tensors({e.reshape(idx, {e.meta(idx).numel()})})},
-                  Emit::t(e.reshape(src, {e.meta(src).numel()})),
-                  Emit::b(false)})};
+  if (r == 0) // as a 1-element vector, and back to 0-dim
+    return {e.reshape(e.op("aten.index_put.default",
+                           {Emit::t(e.reshape(x, {1})),
+                            {"", Arg::of_tensors({e.reshape(idx, {e.meta(idx).numel()})})},
+                            Emit::t(e.reshape(e.cast(src, e.dtype(x)), {e.meta(src).numel()})),
+                            Emit::b(false)}),
+                      {})};
   std::vector<ValueId> ix(size_t(dim), kNoValue);
   ix.push_back(e.reshape(idx, {e.meta(idx).numel()}));
   ValueId s = e.cast(src, e.dtype(x));
@@ -3164,6 +3165,21 @@ ValueId full_like_f(Emit& e, std::vector<int64_t> sizes, double v, const TensorM
   return e.op("aten.full.default", std::move(call));
 }
 
+// ---- Tensor, shape and selection ops of the single-op corpus ----
+
+std::vector<ValueId> subtract(Emit& e, const DNode& d) {
+  return {e.op("aten.sub.Tensor", {Emit::t(d.tensor("self")), Emit::t(d.tensor("other")),
+                                   Emit::kw("alpha", d.arg("alpha"))})};
+}
+
+/// A full tensor of `sizes` holding `v`, of dtype `t` on `like`'s device.
+ValueId full_of(Emit& e, std::vector<int64_t> sizes, double v, DType t, const TensorMeta& like) {
+  std::vector<CallArg> call = {Emit::ints(std::move(sizes)), Emit::f(v),
+                               Emit::kw("dtype", Arg::of_dtype(t))};
+  if (like.device != Device{}) call.push_back(Emit::kw("device", Arg::of_device(like.device)));
+  return e.op("aten.full.default", std::move(call));
+}
+
 ValueId scatter_reduce(Emit& e, ValueId self, int64_t dim, ValueId index, ValueId src,
                        const char* how, bool include_self) {
   return e.op("aten.scatter_reduce.two", {Emit::t(self),
@@ -4247,6 +4263,591 @@ std::vector<ValueId> linalg_tensorsolve(Emit& e, const DNode& d) {
   return {e.reshape(x, rs)};
 }
 
+/// The rows of `rows` ([N, k]) whose `keep` ([N] bool) is set, in order, as a [count, k] tensor:
+/// `count` (known here) is how many are set; rows past the kept ones hold `fill`. Each kept row
+/// goes to its rank among the kept ones (a cumulative sum) and the others to a spare row that is
+/// cut off, so the shape is static.
+ValueId compact_rows(Emit& e, ValueId keep, ValueId rows, int64_t count, double fill) {
+  TensorMeta rm = e.meta(rows);
+  int64_t k = rm.sizes[1];
+  ValueId rank = e.op("aten.cumsum.default", {Emit::t(e.cast(keep, DType::I64)), Emit::i(0)});
+  ValueId dest = e.op("aten.sub.Scalar", {Emit::t(rank), Emit::i(1)});
+  ValueId fits = e.op("aten.logical_and.default",
+                      {Emit::t(keep), Emit::t(e.cmp_s("lt", dest, double(count)))});
+  dest = e.cast(e.where_s(fits, dest, double(count)), DType::I64);
+  ValueId buf = full_of(e, {count + 1, k}, fill, rm.dtype, rm);
+  ValueId put = e.op("aten.index_put.default",
+                     {Emit::t(buf), {"", Arg::of_tensors({dest})}, Emit::t(rows), Emit::b(false)});
+  return e.slice(put, 0, 0, count);
+}
+
+/// The multi-index of every element of a tensor of `sizes`, row-major, as an [N, rank] int64
+/// tensor.
+ValueId all_coords(Emit& e, const std::vector<int64_t>& sizes, const Device& dev) {
+  int64_t n = prod(sizes), rank = int64_t(sizes.size());
+  ValueId lin = e.arange(0, n, 1, dev);
+  std::vector<ValueId> cols;
+  int64_t inner = 1;
+  for (int64_t dd = rank - 1; dd >= 0; --dd) {
+    ValueId q = e.op("aten.div.Tensor_mode",
+                     {Emit::t(lin), Emit::t(full_of(e, {}, double(inner), DType::I64, e.meta(lin))),
+                      Emit::kw("rounding_mode", Arg::of_string("floor"))});
+    cols.insert(
+        cols.begin(),
+        e.unsqueeze(e.op("aten.remainder.Scalar", {Emit::t(q), Emit::i(sizes[size_t(dd)])}), 1));
+    inner *= sizes[size_t(dd)];
+  }
+  if (cols.empty()) return full_of(e, {n, 0}, 0.0, DType::I64, e.meta(lin));
+  return e.cat(cols, 1);
+}
+
+std::vector<ValueId> nonzero_static(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  TensorMeta m = e.meta(x);
+  int64_t size = d.arg("size").i;
+  if (size < 0) d.fail("nonzero_static: 'size' must be an non-negative integer");
+  ValueId keep = e.reshape(e.cmp_s("ne", x, 0.0), {m.numel()});
+  return {
+      compact_rows(e, keep, all_coords(e, m.sizes, m.device), size, double(d.arg("fill_value").i))};
+}
+
+int64_t binomial(int64_t n, int64_t k) {
+  if (k < 0 || k > n) return 0;
+  int64_t r = 1;
+  for (int64_t i = 1; i <= k; ++i) r = r * (n - k + i) / i;
+  return r;
+}
+
+// combinations: the r-tuples of elements, increasing positions (non-decreasing with
+// replacement), in lexicographic order: the tuples of the n^r grid that qualify, compacted.
+std::vector<ValueId> combinations(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.dim(x) != 1) d.fail("Expect a 1D vector, but got shape " + std::to_string(e.dim(x)) + "-D");
+  int64_t r = d.arg("r").i, n = e.sizes(x)[0];
+  if (r < 0) d.fail("Expect a non-negative number, but got " + std::to_string(r));
+  bool repl = d.arg("with_replacement").b;
+  TensorMeta m = e.meta(x);
+  if (r == 0) return {e.reshape(e.slice(x, 0, 0, 0), {0})};
+  int64_t count = repl ? binomial(n + r - 1, r) : binomial(n, r);
+  std::vector<int64_t> grid(size_t(r), n);
+  ValueId coords = all_coords(e, grid, m.device); // [n^r, r]
+  ValueId keep = full_of(e, {prod(grid)}, 1.0, DType::Bool, m);
+  for (int64_t k = 0; k + 1 < r; ++k) {
+    ValueId a = e.slice(coords, 1, k, k + 1), b = e.slice(coords, 1, k + 1, k + 2);
+    ValueId ok = e.reshape(e.cmp(repl ? "le" : "lt", a, b), {prod(grid)});
+    keep = e.op("aten.logical_and.default", {Emit::t(keep), Emit::t(ok)});
+  }
+  ValueId idx = compact_rows(e, keep, coords, count, 0.0); // [count, r]
+  ValueId vals =
+      e.op("aten.index.Tensor", {Emit::t(x), {"", Arg::of_tensors({e.reshape(idx, {count * r})})}});
+  return {e.reshape(vals, {count, r})};
+}
+
+// mode: the most frequent value along dim (the smallest one on a tie) and the last position of
+// it, as PyTorch's CPU kernel gives; counted by comparing every pair of the dim's elements.
+std::vector<ValueId> mode(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t r = e.dim(x);
+  bool keep = d.arg("keepdim").b;
+  if (r == 0) {
+    ValueId zero = full_of(e, {}, 0.0, DType::I64, e.meta(x));
+    return {e.op("aten.clone.default", {Emit::t(x)}), zero};
+  }
+  int64_t dim = wrap(d.arg("dim").i, r);
+  int64_t n = e.sizes(x)[size_t(dim)];
+  if (n == 0)
+    d.fail("mode(): Expected reduction dim " + std::to_string(dim) + " to have non-zero size.");
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != dim) perm.push_back(i);
+  perm.push_back(dim);
+  ValueId xs = e.permute(x, perm); // [..., n]
+  // cnt[i]: how many elements equal element i
+  ValueId eq = e.cmp("eq", e.unsqueeze(xs, r), e.unsqueeze(xs, r - 1));
+  ValueId cnt = e.sum(e.cast(eq, DType::I64), {r}, false);
+  ValueId cand = e.cmp("eq", cnt, e.amax(cnt, {r - 1}, true));
+  ValueId val = e.op("aten.amin.default", {Emit::t(e.where(cand, xs, e.amax(xs, {r - 1}, true))),
+                                           Emit::ints({r - 1}), Emit::b(true)});
+  ValueId pos = e.expand(e.arange(0, n, 1, e.meta(x).device), e.sizes(cnt));
+  ValueId at = e.where(e.cmp("eq", xs, val), pos,
+                       e.op("aten.full_like.default", {Emit::t(cnt), Emit::i(-1)}));
+  ValueId index = e.amax(at, {r - 1}, true); // [..., 1]
+  ValueId values = e.op("aten.gather.default", {Emit::t(xs), Emit::i(r - 1), Emit::t(index)});
+  // back to the input's dim order, dim kept as size 1
+  std::vector<int64_t> back(static_cast<size_t>(r));
+  for (int64_t i = 0, j = 0; i < r; ++i) back[size_t(i)] = i == dim ? r - 1 : j++;
+  values = e.permute(values, back);
+  index = e.permute(index, back);
+  if (!keep) {
+    std::vector<int64_t> s = e.sizes(x);
+    s.erase(s.begin() + dim);
+    values = e.reshape(values, s);
+    index = e.reshape(index, s);
+  }
+  return {values, index};
+}
+
+std::vector<ValueId> chunk_cat(Emit& e, const DNode& d) {
+  const std::vector<ValueId>& ts = d.arg("tensors").tensors;
+  int64_t chunks = d.arg("num_chunks").i;
+  if (ts.empty()) d.fail("_chunk_cat expects a non-empty input tensor list");
+  if (chunks < 1) d.fail("_chunk_cat expects a positive num_chunks");
+  int64_t r = e.dim(ts[0]);
+  if (r == 0) d.fail("_chunk_cat does not support zero-dimensional tensors");
+  int64_t dim = wrap(d.arg("dim").i, r);
+  std::vector<int64_t> s0 = e.sizes(ts[0]);
+  std::vector<int64_t> lead(s0.begin(), s0.begin() + dim);
+  std::vector<ValueId> parts;
+  DType t = e.dtype(ts[0]);
+  for (ValueId v : ts) t = promote_types(t, e.dtype(v));
+  for (ValueId v : ts) {
+    std::vector<int64_t> s = e.sizes(v);
+    if (int64_t(s.size()) != r || !std::equal(lead.begin(), lead.end(), s.begin()))
+      d.fail("_chunk_cat expects same sizes of 0,...,dim-1 dimensions for all tensors");
+    int64_t tail = prod(s, size_t(dim));
+    int64_t padded = (tail + chunks - 1) / chunks * chunks;
+    std::vector<int64_t> flat = lead;
+    flat.push_back(tail);
+    ValueId f = e.pad_dim(e.reshape(e.cast(v, t), flat), dim, 0, padded - tail);
+    std::vector<int64_t> split = lead;
+    split.push_back(chunks);
+    split.push_back(padded / chunks);
+    parts.push_back(e.reshape(f, split));
+  }
+  return {e.cat(parts, dim + 1)};
+}
+
+std::vector<ValueId> zero(Emit& e, const DNode& d) {
+  return {e.op("aten.full_like.default", {Emit::t(d.tensor("self")), Emit::i(0)})};
+}
+
+/// resize: the first elements of `self` in row-major order, as `sizes`; elements past self's
+/// (PyTorch leaves them uninitialized) are zeros.
+ValueId resized(Emit& e, ValueId x, const std::vector<int64_t>& sizes) {
+  int64_t have = e.meta(x).numel(), want = prod(sizes);
+  ValueId flat = e.reshape(x, {have});
+  flat = want <= have ? e.slice(flat, 0, 0, want) : e.pad_dim(flat, 0, 0, want - have);
+  return e.reshape(e.op("aten.clone.default", {Emit::t(flat)}), sizes);
+}
+
+std::vector<ValueId> resize(Emit& e, const DNode& d) {
+  for (int64_t s : d.arg("size").ints)
+    if (s < 0) d.fail("Trying to create tensor with negative dimension " + std::to_string(s));
+  return {resized(e, d.tensor("self"), d.arg("size").ints)};
+}
+
+std::vector<ValueId> resize_as(Emit& e, const DNode& d) {
+  return {resized(e, d.tensor("self"), e.sizes(d.tensor("the_template")))};
+}
+
+std::vector<ValueId> new_empty_strided(Emit& e, const DNode& d) {
+  TensorMeta m = e.meta(d.tensor("self"));
+  std::vector<CallArg> call = {
+      {"", d.arg("size")},
+      {"", d.arg("stride")},
+      Emit::kw("dtype", d.has("dtype") ? d.arg("dtype") : Arg::of_dtype(m.dtype)),
+      Emit::kw("device", d.has("device") ? d.arg("device") : Arg::of_device(m.device))};
+  return {e.op("aten.empty_strided.default", std::move(call))};
+}
+
+std::vector<int64_t> shift_dims(Emit& e, const DNode& d, ValueId x) {
+  std::vector<int64_t> dims;
+  if (!d.has("dim"))
+    for (int64_t i = 0; i < e.dim(x); ++i) dims.push_back(i);
+  else
+    for (int64_t v : d.arg("dim").ints) dims.push_back(wrap(v, std::max<int64_t>(e.dim(x), 1)));
+  return dims;
+}
+
+/// fftshift (inverse: ifftshift): a roll by half of each dim's size.
+std::vector<ValueId> fft_shift(Emit& e, const DNode& d, bool inverse) {
+  ValueId x = d.tensor("self");
+  std::vector<int64_t> dims = shift_dims(e, d, x), shifts;
+  if (e.dim(x) == 0 || dims.empty()) return {e.op("aten.clone.default", {Emit::t(x)})};
+  for (int64_t dd : dims) {
+    int64_t n = e.sizes(x)[size_t(dd)];
+    shifts.push_back(inverse ? (n + 1) / 2 : n / 2);
+  }
+  return {e.op("aten.roll.default", {Emit::t(x), Emit::ints(shifts), Emit::ints(dims)})};
+}
+
+std::vector<ValueId> fft_fftshift(Emit& e, const DNode& d) {
+  return fft_shift(e, d, false);
+}
+
+std::vector<ValueId> fft_ifftshift(Emit& e, const DNode& d) {
+  return fft_shift(e, d, true);
+}
+
+// renorm: each slice along dim whose p-norm exceeds maxnorm is scaled to maxnorm (PyTorch's
+// factor maxnorm / (norm + 1e-7)).
+std::vector<ValueId> renorm(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  double p = d.arg("p").scalar(), maxnorm = d.arg("maxnorm").scalar();
+  if (p <= 0) d.fail("renorm: non-positive-norm not supported");
+  if (maxnorm < 0) d.fail("renorm: expected maxnorm to be >= 0 but got " + std::to_string(maxnorm));
+  int64_t r = e.dim(x);
+  if (r <= 1)
+    d.fail("renorm: input needs at least 2 dimensions, got " + std::to_string(r) + " dimensions");
+  int64_t dim = wrap(d.arg("dim").i, r);
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != dim) dims.push_back(i);
+  ValueId nrm = e.op("aten.linalg_vector_norm.default",
+                     {Emit::t(x), Emit::f(p), Emit::ints(dims), Emit::b(true)});
+  ValueId factor = e.where_s(e.cmp_s("gt", nrm, maxnorm),
+                             e.mul_s(e.unary("reciprocal", e.add_s(nrm, 1e-7)), maxnorm), 1.0);
+  return {e.cast(e.mul(x, factor), e.dtype(x))};
+}
+
+// index_fill with a 0-dim tensor value: a mask of the filled positions along dim, then where.
+std::vector<ValueId> index_fill_tensor(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), idx = d.tensor("index"), v = d.tensor("value");
+  if (e.dim(v) != 0)
+    d.fail("index_fill_ only supports a 0-dimensional value tensor, but got tensor with " +
+           std::to_string(e.dim(v)) + " dimension(s).");
+  int64_t r = e.dim(x), dim = wrap(d.arg("dim").i, std::max<int64_t>(r, 1));
+  int64_t n = r == 0 ? 1 : e.sizes(x)[size_t(dim)];
+  TensorMeta m = e.meta(x);
+  ValueId mask = e.op("aten.index_fill.int_Scalar",
+                      {Emit::t(full_of(e, {n}, 0.0, DType::Bool, m)), Emit::i(0),
+                       Emit::t(e.reshape(idx, {e.meta(idx).numel()})), Emit::b(true)});
+  std::vector<int64_t> s(size_t(r), 1);
+  if (r > 0) s[size_t(dim)] = n;
+  return {e.where(e.reshape(mask, s), e.cast(v, m.dtype), x)};
+}
+
+/// Indices clamped into [lo, size - 1] of their dims (None entries kept).
+std::vector<ValueId> clamped_indices(Emit& e, ValueId x, const std::vector<ValueId>& ix,
+                                     bool negative_ok) {
+  std::vector<ValueId> out;
+  for (size_t k = 0; k < ix.size(); ++k) {
+    if (ix[k] == kNoValue) {
+      out.push_back(kNoValue);
+      continue;
+    }
+    int64_t n = e.sizes(x)[k];
+    out.push_back(e.op("aten.clamp.default",
+                       {Emit::t(ix[k]), Emit::i(negative_ok ? -n : 0), Emit::i(n - 1)}));
+  }
+  return out;
+}
+
+std::vector<ValueId> unsafe_masked_index(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), mask = d.tensor("mask");
+  if (e.dtype(mask) != DType::Bool) d.fail("_unsafe_masked_index: mask must be a bool tensor");
+  const std::vector<ValueId>& ix = d.arg("indices").tensors;
+  if (int64_t(ix.size()) > e.dim(x)) d.fail("too many indices for tensor");
+  ValueId got = e.op("aten.index.Tensor",
+                     {Emit::t(x), {"", Arg::of_tensors(clamped_indices(e, x, ix, false))}});
+  return {e.where_s(mask, got, d.arg("fill").scalar())};
+}
+
+std::vector<ValueId> unsafe_masked_index_put_accumulate(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), mask = d.tensor("mask");
+  if (e.dtype(mask) != DType::Bool)
+    d.fail("_unsafe_masked_index_put_accumulate: mask must be a bool tensor");
+  const std::vector<ValueId>& ix = d.arg("indices").tensors;
+  if (int64_t(ix.size()) > e.dim(x)) d.fail("too many indices for tensor");
+  ValueId vals = e.where_s(mask, d.tensor("values"), 0.0);
+  return {e.op("aten.index_put.default", {Emit::t(x),
+                                          {"", Arg::of_tensors(clamped_indices(e, x, ix, true))},
+                                          Emit::t(e.cast(vals, e.dtype(x))),
+                                          Emit::b(true)})};
+}
+
+/// The float dtype integral inputs compute in (the default dtype).
+ValueId as_float(Emit& e, ValueId x) {
+  return is_floating(e.dtype(x)) ? x : e.cast(x, DType::F32);
+}
+
+// gradient: central differences inside, one-sided (edge_order 1) or second-order (2) ones at the
+// edges, per dim, with a scalar spacing.
+std::vector<ValueId> gradient(Emit& e, const DNode& d) {
+  ValueId x = as_float(e, d.tensor("self"));
+  int64_t r = e.dim(x), order = d.arg("edge_order").i;
+  if (order != 1 && order != 2)
+    d.fail("torch.gradient only supports edge_order=1 and edge_order=2.");
+  std::vector<int64_t> dims;
+  int k = d.n.schema->index_of("dim");
+  if (k >= 0 && d.args[size_t(k)].kind == Arg::Kind::Ints)
+    for (int64_t v : d.args[size_t(k)].ints) dims.push_back(wrap(v, r));
+  else if (k >= 0 && !d.args[size_t(k)].is_none())
+    dims.push_back(wrap(d.args[size_t(k)].i, r));
+  else
+    for (int64_t i = 0; i < r; ++i) dims.push_back(i);
+  int sp = d.n.schema->index_of("spacing");
+  double h = sp >= 0 && !d.args[size_t(sp)].is_none() ? d.args[size_t(sp)].scalar() : 1.0;
+  std::vector<ValueId> out;
+  for (int64_t dd : dims) {
+    int64_t n = e.sizes(x)[size_t(dd)];
+    if (n < order + 1)
+      d.fail("torch.gradient expected each dimension size to be at least edge_order+1");
+    auto at = [&](int64_t a, int64_t b) { return e.slice(x, dd, a, b); };
+    ValueId mid = e.div_s(e.sub(at(2, n), at(0, n - 2)), 2.0 * h);
+    ValueId lo, hi;
+    if (order == 1) {
+      lo = e.div_s(e.sub(at(1, 2), at(0, 1)), h);
+      hi = e.div_s(e.sub(at(n - 1, n), at(n - 2, n - 1)), h);
+    } else {
+      lo = e.div_s(
+          e.add(e.add(e.mul_s(at(0, 1), -1.5), e.mul_s(at(1, 2), 2.0)), e.mul_s(at(2, 3), -0.5)),
+          h);
+      hi = e.div_s(e.add(e.add(e.mul_s(at(n - 3, n - 2), 0.5), e.mul_s(at(n - 2, n - 1), -2.0)),
+                         e.mul_s(at(n - 1, n), 1.5)),
+                   h);
+    }
+    out.push_back(e.cat({lo, mid, hi}, dd));
+  }
+  return out;
+}
+
+// cumulative_trapezoid: running sums of the trapezoids' areas along dim.
+std::vector<ValueId> cumulative_trapezoid(Emit& e, const DNode& d) {
+  ValueId y = as_float(e, d.tensor("y"));
+  int64_t r = e.dim(y);
+  if (r == 0) d.fail("cumulative_trapezoid: y must have at least one dimension");
+  int64_t dim = wrap(d.arg("dim").i, r), n = e.sizes(y)[size_t(dim)];
+  if (n == 0) return {e.op("aten.clone.default", {Emit::t(y)})}; // nothing to integrate
+  ValueId avg = e.div_s(e.add(e.slice(y, dim, 1, n), e.slice(y, dim, 0, n - 1)), 2.0);
+  ValueId area;
+  if (d.n.schema->index_of("x") >= 0) {
+    ValueId x = as_float(e, d.tensor("x"));
+    ValueId dx;
+    if (e.dim(x) == 1) {
+      int64_t m = e.sizes(x)[0];
+      if (m != n) d.fail("trapezoid: There must be one `x` value for each sample point");
+      std::vector<int64_t> s(size_t(r), 1);
+      s[size_t(dim)] = n - 1;
+      dx = e.reshape(e.sub(e.slice(x, 0, 1, m), e.slice(x, 0, 0, m - 1)), s);
+    } else {
+      int64_t xd = wrap(d.arg("dim").i, e.dim(x)), m = e.sizes(x)[size_t(xd)];
+      dx = e.sub(e.slice(x, xd, 1, m), e.slice(x, xd, 0, m - 1));
+    }
+    area = e.mul(avg, dx);
+  } else {
+    area = e.mul_s(avg, d.arg("dx").scalar());
+  }
+  return {e.op("aten.cumsum.default", {Emit::t(area), Emit::i(dim)})};
+}
+
+/// Evenly spaced values from the 0-dim float64 `a` to `b`, `steps` of them (PyTorch's linspace
+/// formula), as float64.
+ValueId linspace_of(Emit& e, ValueId a, ValueId b, int64_t steps, const Device& dev) {
+  ValueId idx = e.cast(e.arange(0, steps, 1, dev), DType::F64);
+  if (steps <= 1) return e.add(e.mul_s(idx, 0.0), a);
+  ValueId step = e.div_s(e.sub(b, a), double(steps - 1));
+  ValueId lo = e.add(a, e.mul(step, idx));
+  ValueId hi = e.sub(b, e.mul(step, e.rsub_s(double(steps - 1), idx)));
+  return e.where(e.cmp_s("lt", idx, double(steps / 2)), lo, hi);
+}
+
+/// A linspace/logspace endpoint as a 0-dim float64 tensor.
+ValueId endpoint(Emit& e, const DNode& d, std::string_view name, const TensorMeta& like) {
+  const Arg& a = d.arg(name);
+  if (a.kind == Arg::Kind::Tensor) {
+    if (e.dim(a.tensor) != 0)
+      d.fail("linspace only supports 0-dimensional start and end tensors, but got " +
+             std::to_string(e.dim(a.tensor)) + "-dimensional '" + std::string(name) + "'");
+    return e.cast(a.tensor, DType::F64);
+  }
+  return full_of(e, {}, a.scalar(), DType::F64, like);
+}
+
+// linspace/logspace with tensor endpoints: PyTorch's formula (from the start for the first
+// half, from the end for the second), in float64, then the dtype (float32 by default).
+std::vector<ValueId> spaced(Emit& e, const DNode& d, bool log) {
+  int64_t steps = d.arg("steps").i;
+  if (steps < 0) d.fail("number of steps must be non-negative");
+  TensorMeta like;
+  for (const char* nm : {"start", "end"})
+    if (d.arg(nm).kind == Arg::Kind::Tensor) like = e.meta(d.arg(nm).tensor);
+  if (d.has("device")) like.device = d.arg("device").device;
+  DType t = d.has("dtype") ? d.arg("dtype").dtype() : DType::F32;
+  ValueId a = endpoint(e, d, "start", like), b = endpoint(e, d, "end", like);
+  ValueId v = linspace_of(e, a, b, steps, like.device);
+  if (log) v = e.op("aten.pow.Scalar", {Emit::f(d.arg("base").f), Emit::t(v)});
+  return {e.cast(v, t)};
+}
+
+std::vector<ValueId> linspace_t(Emit& e, const DNode& d) {
+  return spaced(e, d, false);
+}
+
+std::vector<ValueId> logspace_t(Emit& e, const DNode& d) {
+  return spaced(e, d, true);
+}
+
+std::vector<ValueId> tensor_split_sizes(Emit& e, const DNode& d, ValueId x, int64_t dim,
+                                        const std::vector<int64_t>& bounds) {
+  std::vector<ValueId> out;
+  int64_t n = e.sizes(x)[size_t(dim)], prev = 0;
+  for (int64_t b : bounds) {
+    int64_t s = std::clamp<int64_t>(b < 0 ? b + n : b, 0, n);
+    out.push_back(e.slice(x, dim, std::min(prev, n), std::max(s, std::min(prev, n))));
+    prev = std::max(s, prev);
+  }
+  out.push_back(e.slice(x, dim, std::min(prev, n), n));
+  (void)d;
+  return out;
+}
+
+std::vector<ValueId> tensor_split_indices(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.dim(x) == 0)
+    d.fail("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
+  return tensor_split_sizes(e, d, x, wrap(d.arg("dim").i, e.dim(x)), d.arg("indices").ints);
+}
+
+std::vector<ValueId> tensor_split_sections(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  if (e.dim(x) == 0)
+    d.fail("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
+  int64_t k = d.arg("sections").i;
+  if (k <= 0) d.fail("number of sections must be larger than 0, got " + std::to_string(k));
+  int64_t dim = wrap(d.arg("dim").i, e.dim(x)), n = e.sizes(x)[size_t(dim)];
+  std::vector<int64_t> bounds;
+  int64_t base = n / k, extra = n % k, at = 0;
+  for (int64_t i = 0; i + 1 < k; ++i) {
+    at += base + (i < extra ? 1 : 0);
+    bounds.push_back(at);
+  }
+  return tensor_split_sizes(e, d, x, dim, bounds);
+}
+
+// histogram: the elements (or their weights) counted in bins [edge k, edge k+1), the last bin
+// closed; elements outside the edges are not counted. bin_ct spaces bins evenly over range (by
+// default self's [min, max], widened by 0.5 each way when they are equal), as PyTorch does.
+std::vector<ValueId> histogram(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  TensorMeta m = e.meta(x);
+  if (!is_floating(m.dtype))
+    d.fail("torch.histogram: input tensor must be floating point, but got " +
+           std::string(dtype_name(m.dtype)));
+  ValueId flat = e.reshape(x, {m.numel()});
+  ValueId edges;
+  int64_t nb;
+  if (d.n.schema->index_of("bins") >= 0 && d.arg("bins").kind == Arg::Kind::Tensor) {
+    edges = d.tensor("bins");
+    if (e.dim(edges) != 1 || e.sizes(edges)[0] < 1)
+      d.fail("torch.histogram: bins tensor should have one dimension and at least 1 entry");
+    if (e.dtype(edges) != m.dtype)
+      d.fail("torch.histogram: input tensor and bins tensors should have the same dtype");
+    nb = e.sizes(edges)[0] - 1;
+  } else {
+    nb = d.arg("bins").i;
+    if (nb <= 0) d.fail("torch.histogram(): bins must be > 0, but got " + std::to_string(nb));
+    ValueId lo, hi;
+    if (d.has("range")) {
+      const std::vector<double>& r = d.arg("range").floats;
+      if (r.size() != 2) d.fail("torch.histogram: range should have 2 elements");
+      if (r[0] > r[1])
+        d.fail("torch.histogram: min should not exceed max, but got min " + std::to_string(r[0]) +
+               " max " + std::to_string(r[1]));
+      lo = full_of(e, {}, r[0], DType::F64, m);
+      hi = full_of(e, {}, r[1], DType::F64, m);
+    } else if (m.numel() == 0) {
+      lo = full_of(e, {}, 0.0, DType::F64, m);
+      hi = full_of(e, {}, 0.0, DType::F64, m);
+    } else {
+      lo = e.cast(e.op("aten.amin.default", {Emit::t(flat), Emit::ints({0}), Emit::b(false)}),
+                  DType::F64);
+      hi = e.cast(e.amax(flat, {0}, false), DType::F64);
+    }
+    ValueId same = e.cmp("eq", lo, hi);
+    lo = e.where(same, e.add_s(lo, -0.5), lo);
+    hi = e.where(same, e.add_s(hi, 0.5), hi);
+    edges = e.cast(linspace_of(e, lo, hi, nb + 1, m.device), m.dtype);
+  }
+  // bin of each element: how many edges are <= it, less one; the last edge closes the last bin
+  ValueId col = e.unsqueeze(flat, 1);
+  ValueId le = e.cmp("le", e.unsqueeze(edges, 0), col); // [n, nb + 1]
+  ValueId pos =
+      e.op("aten.sub.Scalar", {Emit::t(e.sum(e.cast(le, DType::I64), {1}, false)), Emit::i(1)});
+  pos =
+      e.op("aten.clamp.default", {Emit::t(pos), Emit::i(0), Emit::i(std::max<int64_t>(nb - 1, 0))});
+  ValueId inside =
+      e.op("aten.logical_and.default", {Emit::t(e.cmp("ge", flat, e.slice(edges, 0, 0, 1))),
+                                        Emit::t(e.cmp("le", flat, e.slice(edges, 0, nb, nb + 1)))});
+  if (d.has("weight") && e.sizes(d.tensor("weight")) != m.sizes)
+    d.fail("torch.histogram: if weight tensor is provided it should have the same shape as the "
+           "input tensor");
+  ValueId w = d.has("weight") ? e.reshape(e.cast(d.tensor("weight"), m.dtype), {m.numel()})
+                              : e.op("aten.ones_like.default", {Emit::t(flat)});
+  w = e.where_s(inside, w, 0.0);
+  ValueId hist = e.op("aten.index_put.default", {Emit::t(e.zeros({nb}, m)),
+                                                 {"", Arg::of_tensors({e.cast(pos, DType::I64)})},
+                                                 Emit::t(w),
+                                                 Emit::b(true)});
+  if (d.arg("density").b) {
+    ValueId widths = e.sub(e.slice(edges, 0, 1, nb + 1), e.slice(edges, 0, 0, nb));
+    hist = e.div(e.div(hist, e.sum(hist, {0}, false)), widths);
+  }
+  return {hist, edges};
+}
+
+// index_put with one boolean mask (None elsewhere) whose values do not depend on how many
+// elements it selects (they broadcast along the selected dim): where(mask, values, self), or
+// self + where(mask, values, 0) to accumulate, which inductor lowers on any device. Any other
+// form stays as it is (its positions are data-dependent: an extern call on the CPU).
+std::vector<ValueId> index_put_mask(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self"), v = d.tensor("values");
+  const std::vector<ValueId>& ix = d.arg("indices").tensors;
+  int64_t k = -1;
+  for (size_t i = 0; i < ix.size(); ++i)
+    if (ix[i] != kNoValue) {
+      if (k >= 0) return {};
+      k = int64_t(i);
+    }
+  if (k < 0 || e.dtype(ix[size_t(k)]) != DType::Bool) return {};
+  ValueId mask = ix[size_t(k)];
+  std::vector<int64_t> xs = e.sizes(x), ms = e.sizes(mask), vs = e.sizes(v);
+  int64_t R = int64_t(xs.size()), mr = int64_t(ms.size()), rv = int64_t(vs.size());
+  if (mr == 0 || k + mr > R || e.dtype(x) == DType::Bool) return {};
+  for (int64_t j = 0; j < mr; ++j)
+    if (ms[size_t(j)] != xs[size_t(k + j)]) return {};
+  int64_t rest = R - k - mr;
+  // values on self's shape: the mask's dims are 1 (the selected dim broadcasts)
+  std::vector<int64_t> shape(size_t(R), 1);
+  for (int64_t j = 0; j < std::min(rv, rest); ++j) {
+    int64_t vsz = vs[size_t(rv - 1 - j)], xsz = xs[size_t(R - 1 - j)];
+    if (vsz != 1 && vsz != xsz) return {};
+    shape[size_t(R - 1 - j)] = vsz;
+  }
+  if (rv > rest) {
+    int64_t p = rv - rest - 1; // values' dims before the selected one
+    if (vs[size_t(p)] != 1 || p > k) return {};
+    for (int64_t j = 0; j < p; ++j) {
+      int64_t vsz = vs[size_t(j)], xsz = xs[size_t(k - p + j)];
+      if (vsz != 1 && vsz != xsz) return {};
+      shape[size_t(k - p + j)] = vsz;
+    }
+  }
+  std::vector<int64_t> mshape(size_t(R), 1);
+  for (int64_t j = 0; j < mr; ++j) mshape[size_t(k + j)] = ms[size_t(j)];
+  ValueId m = e.reshape(mask, mshape);
+  ValueId vv = e.reshape(e.cast(v, e.dtype(x)), shape);
+  if (d.arg("accumulate").b) return {e.add(x, e.where_s(m, vv, 0.0))};
+  return {e.where(m, vv, x)};
+}
+
+// atan2.out: atan2 written into `out` and returned. When out is computed in the graph (not an
+// input, not a view, no view taken of it), later reads of out read the result, a functional
+// graph; otherwise the node stays as it is (the eager interpreter writes into out).
+std::vector<ValueId> atan2_out(Emit& e, const DNode& d) {
+  ValueId out = d.n.arg("out").tensor;
+  const Value& ov = d.src.values[size_t(out)];
+  if (ov.producer < 0 || target_has_tag(d.src.nodes[size_t(ov.producer)].target, OpTag::View))
+    return {};
+  for (const Node& m : d.src.nodes)
+    if (target_has_tag(m.target, OpTag::View))
+      for (ValueId t : m.tensor_inputs())
+        if (t == out) return {};
+  ValueId r = e.op("aten.atan2.default", {Emit::t(d.tensor("self")), Emit::t(d.tensor("other"))});
+  d.remap.push_back({out, r});
+  return {r};
+}
+
 const OpTable<DecompFn>::Row kDecompositions[] = {
     // The torch.linalg composites.
     {OpId::_lu_with_info, lu_with_info},
@@ -4282,6 +4883,38 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::qr, qr},
     {OpId::slogdet, slogdet},
     {OpId::svd, svd},
+    {OpId::atan2_out, atan2_out},
+    {OpId::index_put, index_put_mask},
+    {OpId::histogram_bin_ct, histogram},
+    {OpId::histogram_bins_tensor, histogram},
+    {OpId::_chunk_cat, chunk_cat},
+    {OpId::_unsafe_masked_index, unsafe_masked_index},
+    {OpId::_unsafe_masked_index_put_accumulate, unsafe_masked_index_put_accumulate},
+    {OpId::combinations, combinations},
+    {OpId::cumulative_trapezoid_dx, cumulative_trapezoid},
+    {OpId::cumulative_trapezoid_x, cumulative_trapezoid},
+    {OpId::fft_fftshift, fft_fftshift},
+    {OpId::fft_ifftshift, fft_ifftshift},
+    {OpId::gradient_array, gradient},
+    {OpId::gradient_scalararray, gradient},
+    {OpId::gradient_scalarint, gradient},
+    {OpId::index_fill_int_Tensor, index_fill_tensor},
+    {OpId::linspace_Scalar_Tensor, linspace_t},
+    {OpId::linspace_Tensor_Scalar, linspace_t},
+    {OpId::linspace_Tensor_Tensor, linspace_t},
+    {OpId::logspace_Scalar_Tensor, logspace_t},
+    {OpId::logspace_Tensor_Scalar, logspace_t},
+    {OpId::logspace_Tensor_Tensor, logspace_t},
+    {OpId::mode, mode},
+    {OpId::new_empty_strided, new_empty_strided},
+    {OpId::nonzero_static, nonzero_static},
+    {OpId::renorm, renorm},
+    {OpId::resize, resize},
+    {OpId::resize_as, resize_as},
+    {OpId::subtract_Tensor, subtract},
+    {OpId::tensor_split_indices, tensor_split_indices},
+    {OpId::tensor_split_sections, tensor_split_sections},
+    {OpId::zero, zero},
     {OpId::float_power_Scalar, float_power},
     {OpId::float_power_Tensor_Scalar, float_power},
     {OpId::float_power_Tensor_Tensor, float_power},

@@ -443,6 +443,18 @@ Metas special_poly(const Graph& g, const Node& n) {
   return {iter_output(c, {x, deg}, is_floating(dt) ? dt : DType::F32)};
 }
 
+// An out= overload (atan2.out): the functional op's result, written into `out` and returned; out
+// must have the result's dtype and sizes (PyTorch would resize an empty one, which a graph of
+// fixed sizes never needs).
+Metas binary_out(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& out = c.tensor("out");
+  TensorMeta r = binary<Bin::TrueDiv>(g, n)[0];
+  if (out.dtype != r.dtype || out.sizes != r.sizes)
+    c.fail("out is " + format_meta(out) + " but the result is " + format_meta(r));
+  return {out};
+}
+
 const OpTable<MetaFn>::Row kPointwiseMeta[] = {
     // The special Bessel, Airy and orthogonal-polynomial functions.
     {OpId::special_airy_ai, guarded<special_unary>},
@@ -590,6 +602,7 @@ const OpTable<MetaFn>::Row kPointwiseMeta[] = {
     {OpId::reciprocal, guarded<unary<Out::Float>>},
     {OpId::relu, guarded<unary<Out::Same>>},
     {OpId::relu_, guarded<inplace>},
+    {OpId::zero_, guarded<inplace>},
     {OpId::rsqrt, guarded<unary<Out::Float>>},
     {OpId::sigmoid, guarded<unary<Out::Float>>},
     {OpId::sign, guarded<unary<Out::Same>>},
@@ -639,6 +652,7 @@ const OpTable<MetaFn>::Row kPointwiseMeta[] = {
     {OpId::sinh, guarded<unary<Out::Float>>},
     {OpId::tan, guarded<unary<Out::Float>>},
     {OpId::atan2, guarded<binary<Bin::TrueDiv>>},
+    {OpId::atan2_out, guarded<binary_out>},
     {OpId::ceil, guarded<rounding<kCeilCpu>>},
     {OpId::clamp_Tensor, guarded<clamp_tensor>},
     {OpId::floor, guarded<rounding<kFloorCpu>>},

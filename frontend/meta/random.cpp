@@ -93,14 +93,15 @@ Metas native_dropout_backward(const Graph& g, const Node& n) {
   const TensorMeta& m = c.tensor("mask");
   if (m.dtype != DType::Bool)
     c.fail("native_dropout_backward: mask must be bool, got " + std::string(dtype_name(m.dtype)));
-  if (!is_floating(gr.dtype))
+  if (gr.dtype == DType::Bool)
     c.fail("native_dropout_backward is not implemented for " + std::string(dtype_name(gr.dtype)) +
            " gradients");
   if (m.sizes != gr.sizes)
     c.fail("native_dropout_backward: mask " + format_meta(m) + " and grad_output " +
            format_meta(gr) + " differ in size");
   c.float_("scale");
-  return {make(gr.dtype, gr.sizes, gr.device)};
+  // grad * mask * scale: a float scale makes an integral gradient float32
+  return {make(is_floating(gr.dtype) ? gr.dtype : DType::F32, gr.sizes, gr.device)};
 }
 
 const OpTable<MetaFn>::Row kRandomMeta[] = {

@@ -911,7 +911,19 @@ Metas unbind(const Graph& g, const Node& n) {
   return out;
 }
 
+// resize_ / resize_as_: self with the new sizes, contiguous (the first elements of its storage).
+Metas resize_inplace(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  const TensorMeta& x = c.tensor("self");
+  Sizes s = c.has_arg("the_template") ? c.tensor("the_template").sizes : c.ints("size");
+  for (int64_t v : s)
+    if (v < 0) c.fail("Trying to create tensor with negative dimension " + std::to_string(v));
+  return {make(x.dtype, s, x.device)};
+}
+
 const OpTable<MetaFn>::Row kViewMeta[] = {
+    {OpId::resize_, guarded<resize_inplace>},
+    {OpId::resize_as_, guarded<resize_inplace>},
     {OpId::_to_copy, guarded<to_copy>},
     {OpId::_unsafe_view, guarded<unsafe_view>},
     {OpId::alias, guarded<alias>},

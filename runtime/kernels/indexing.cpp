@@ -37,8 +37,7 @@ void check_index_dtype(const Tensor& t, const char* op) {
 Tensors k_gather(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Tensor& index = c.tensor("index");
-  if (index.dtype() != DType::I64)
-    fail("gather(): expected dtype i64 for index, got " + dname(index.dtype()));
+  check_index_dtype(index, "gather()");
   int64_t r = std::max<int64_t>(x.dim(), 1);
   int64_t dim = wrap(c.arg("dim").i, x.dim());
   if (std::max<int64_t>(index.dim(), 1) != r)

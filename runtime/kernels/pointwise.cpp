@@ -898,6 +898,22 @@ Tensors k_add_(const KernelCall& c) {
   return write_back(c.tensor("self"), k_add(c)[0]);
 }
 
+// atan2.out: the result written into out (same sizes and dtype, as the meta function checks).
+Tensors k_atan2_out(const KernelCall& c) {
+  const Tensor& out = c.tensor("out");
+  Tensor r = k_atan2(c)[0];
+  if (r.sizes() != out.sizes())
+    fail("out has shape " + shape_str(out.sizes()) + " but the result has " + shape_str(r.sizes()));
+  out.copy_from(r);
+  return {out};
+}
+
+Tensors k_zero_(const KernelCall& c) {
+  const Tensor& self = c.tensor("self");
+  self.copy_from(filled(self.dtype(), {}, Arg::of_int(0)));
+  return {self};
+}
+
 Tensors k_fill_(const KernelCall& c) {
   const Tensor& self = c.tensor("self");
   const Arg& v = c.arg("value");
@@ -1222,6 +1238,7 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::sinh, k_sinh},
     {OpId::tan, k_tan},
     {OpId::atan2, k_atan2},
+    {OpId::atan2_out, k_atan2_out},
     {OpId::ceil, k_rounding<1>},
     {OpId::clamp_Tensor, k_clamp_tensor},
     {OpId::floor, k_rounding<0>},
@@ -1261,6 +1278,7 @@ const OpTable<KernelFn>::Row kPointwiseKernels[] = {
     {OpId::reciprocal, k_reciprocal},
     {OpId::relu, k_relu},
     {OpId::relu_, k_relu_},
+    {OpId::zero_, k_zero_},
     {OpId::rsqrt, k_rsqrt},
     {OpId::sigmoid, k_sigmoid},
     {OpId::sign, k_sign},

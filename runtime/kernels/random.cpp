@@ -153,13 +153,14 @@ Tensors k_native_dropout_backward(const KernelCall& c) {
   const Tensor& m = c.tensor("mask");
   if (m.dtype() != DType::Bool)
     fail("native_dropout_backward: mask must be bool, got " + dname(m.dtype()));
-  if (!is_floating(g.dtype()))
+  if (g.dtype() == DType::Bool)
     fail("native_dropout_backward is not implemented for " + dname(g.dtype()) + " gradients");
+  DType t = c.result_dtype(is_floating(g.dtype()) ? g.dtype() : DType::F32);
   double s = c.arg("scale").f;
-  s = g.dtype() == DType::F64 ? s : double(float(s));
+  s = t == DType::F64 ? s : double(float(s));
   const double extra[1] = {s};
   return {elementwise(
-      {g, m.to(g.dtype())}, g.dtype(), g.dtype(),
+      {g.to(t), m.to(t)}, t, t,
       [](const double* v, const double* e) { return v[1] != 0 ? v[0] * e[0] : 0.0; }, nullptr,
       extra)};
 }

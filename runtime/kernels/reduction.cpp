@@ -628,11 +628,12 @@ Tensors softmax_family(const KernelCall& c, bool log, bool safe = false) {
     out = c.arg("dtype").dtype();
   }
   out = c.result_dtype(out);
-  if (!is_floating(out) || !is_floating(x.dtype()))
+  bool cast_first = c.node.schema->index_of("dtype") >= 0 && !c.arg("dtype").is_none();
+  if (!is_floating(out) || (!is_floating(x.dtype()) && !cast_first))
     fail(std::string(log ? "log_softmax" : "softmax") + " is not implemented for " +
          dname(x.dtype()) + " tensors");
   // An explicit dtype converts the input first (as PyTorch does); half_to_float only widens.
-  if (c.node.schema->index_of("dtype") >= 0 && !c.arg("dtype").is_none()) x = x.to(out);
+  if (cast_first) x = x.to(out);
   return {softmax_impl(x, c.arg("dim").i, out, log, safe)};
 }
 

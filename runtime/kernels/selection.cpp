@@ -60,8 +60,10 @@ Tensor int64_vector(const std::vector<int64_t>& v) {
   return out;
 }
 
-Tensor empty_i64() {
-  return Tensor::empty(DType::I64, {0});
+// What a unique op gives for an output that was not asked for (inverse or counts): an empty
+// vector of self's dtype, as PyTorch's meta function says (torch.export records that).
+Tensor not_asked(const Tensor& self) {
+  return Tensor::empty(self.dtype(), {0});
 }
 
 // The row-major positions of the nonzero elements, and the multi-index of each.
@@ -149,12 +151,12 @@ Tensors k_unique2(const KernelCall& c) {
       runs(order, [&](int64_t a, int64_t b) { return x.equal(a, b); }, &inverse, &counts);
   Tensor values = Tensor::empty(self.dtype(), {int64_t(firsts.size())});
   for (size_t r = 0; r < firsts.size(); ++r) put(values, int64_t(r), x, firsts[r]);
-  Tensor inv = empty_i64();
+  Tensor inv = not_asked(self);
   if (c.arg("return_inverse").b) {
     inv = Tensor::empty(DType::I64, self.sizes());
     for (size_t k = 0; k < inverse.size(); ++k) inv.store_int(int64_t(k), inverse[k]);
   }
-  return {values, inv, c.arg("return_counts").b ? int64_vector(counts) : empty_i64()};
+  return {values, inv, c.arg("return_counts").b ? int64_vector(counts) : not_asked(self)};
 }
 
 // Slices along `dim` as rows: slice s is the elements with index s at dim, in row-major order.
@@ -219,8 +221,9 @@ Tensors unique_along(const KernelCall& c, const Tensor& self, int64_t dim, bool 
   std::vector<int64_t> firsts =
       runs(order, [&](int64_t a, int64_t b) { return s.equal(a, b); }, &inverse, &counts);
   (void)c;
-  return {gather_slices(self, dim, s, firsts), want_inverse ? int64_vector(inverse) : empty_i64(),
-          want_counts ? int64_vector(counts) : empty_i64()};
+  return {gather_slices(self, dim, s, firsts),
+          want_inverse ? int64_vector(inverse) : not_asked(self),
+          want_counts ? int64_vector(counts) : not_asked(self)};
 }
 
 // unique_consecutive: runs of equal neighbours; with a dim, of equal neighbouring slices.
@@ -237,12 +240,12 @@ Tensors k_unique_consecutive(const KernelCall& c) {
       runs(order, [&](int64_t a, int64_t b) { return x.equal(a, b); }, &inverse, &counts);
   Tensor values = Tensor::empty(self.dtype(), {int64_t(firsts.size())});
   for (size_t r = 0; r < firsts.size(); ++r) put(values, int64_t(r), x, firsts[r]);
-  Tensor inv = empty_i64();
+  Tensor inv = not_asked(self);
   if (want_inverse) {
     inv = Tensor::empty(DType::I64, self.sizes());
     for (size_t k = 0; k < inverse.size(); ++k) inv.store_int(int64_t(k), inverse[k]);
   }
-  return {values, inv, want_counts ? int64_vector(counts) : empty_i64()};
+  return {values, inv, want_counts ? int64_vector(counts) : not_asked(self)};
 }
 
 // unique_dim: the distinct slices along dim, in lexicographic order (PyTorch always sorts them).
@@ -251,7 +254,106 @@ Tensors k_unique_dim(const KernelCall& c) {
                       c.arg("return_counts").b);
 }
 
+// bincount: counts (or summed weights) of each value 0..max; i64 counts, f32 sums of f32
+// weights, f64 sums of any other weights, as PyTorch's CPU kernel.
+Tensors k_bincount(const KernelCall& c) {
+  const Tensor& self = c.tensor("self");
+  int64_t minlength = c.arg("minlength").i;
+  if (self.dim() != 1 || !is_integral(self.dtype()))
+    fail("bincount only supports 1-d non-negative integral inputs.");
+  if (minlength < 0) fail("minlength should be >= 0");
+  Flat x = flatten(self);
+  int64_t bins = minlength;
+  for (int64_t v : x.i) {
+    if (v < 0) fail("bincount only supports 1-d non-negative integral inputs.");
+    bins = std::max(bins, v + 1);
+  }
+  const Arg& w = c.arg("weights");
+  DType t = DType::I64;
+  Flat wv;
+  if (!w.is_none()) {
+    const Tensor& wt = c.tensor("weights");
+    if (wt.dim() != 1 || wt.size(0) != self.size(0))
+      fail("weights should be 1-d and have the same length as input");
+    t = wt.dtype() == DType::F32 ? DType::F32 : DType::F64;
+    wv = flatten(wt.to(DType::F64));
+  }
+  std::vector<double> sums(size_t(bins), 0.0);
+  std::vector<int64_t> counts(size_t(bins), 0);
+  for (size_t k = 0; k < x.i.size(); ++k) {
+    ++counts[size_t(x.i[k])];
+    if (!w.is_none()) {
+      double add = wv.f[k];
+      double& s = sums[size_t(x.i[k])];
+      s = t == DType::F32 ? double(float(s) + float(add)) : s + add;
+    }
+  }
+  Tensor out = Tensor::empty(c.result_dtype(t), {bins});
+  for (int64_t b = 0; b < bins; ++b) {
+    if (t == DType::I64)
+      out.store_int(b, counts[size_t(b)]);
+    else
+      out.store(b, sums[size_t(b)]);
+  }
+  return {out};
+}
+
+// tensor_split with a tensor: a 0-dim one is the number of sections, a vector the split points.
+Tensors k_tensor_split_tensor(const KernelCall& c) {
+  const Tensor& self = c.tensor("self");
+  const Tensor& ix = c.tensor("tensor_indices_or_sections");
+  if (self.dim() == 0)
+    fail("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
+  if (ix.dim() > 1 || !is_integral(ix.dtype()))
+    fail("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+         "one-dimensional tensor of integers");
+  int64_t dim = wrap(c.arg("dim").i, self.dim()), n = self.size(dim);
+  Flat v = flatten(ix);
+  std::vector<int64_t> bounds;
+  if (ix.dim() == 0) {
+    int64_t k = v.i[0];
+    if (k <= 0) fail("number of sections must be larger than 0, got " + std::to_string(k));
+    for (int64_t i = 0, at = 0; i + 1 < k; ++i) {
+      at += n / k + (i < n % k ? 1 : 0);
+      bounds.push_back(at);
+    }
+  } else {
+    bounds = v.i;
+  }
+  Tensors out;
+  Shape st = self.strides();
+  int64_t prev = 0;
+  auto piece = [&](int64_t lo, int64_t hi) {
+    Shape s = self.sizes();
+    s[size_t(dim)] = std::max<int64_t>(0, hi - lo);
+    out.push_back(view_of(self, s, st, self.storage_offset() + lo * self.stride(dim)));
+  };
+  for (int64_t b : bounds) {
+    int64_t at = std::clamp<int64_t>(b < 0 ? b + n : b, 0, n);
+    int64_t lo = std::min(prev, n);
+    piece(lo, std::max(at, lo));
+    prev = std::max(at, prev);
+  }
+  piece(std::min(prev, n), n);
+  return out;
+}
+
+// _local_scalar_dense (Tensor.item()): the one element as a 0-dim tensor.
+Tensors k_local_scalar_dense(const KernelCall& c) {
+  const Tensor& self = c.tensor("self");
+  if (self.numel() != 1)
+    fail("a Tensor with " + std::to_string(self.numel()) +
+         " elements cannot be converted to Scalar");
+  Flat x = flatten(self);
+  Tensor out = Tensor::empty(self.dtype(), {});
+  put(out, 0, x, 0);
+  return {out};
+}
+
 const OpTable<KernelFn>::Row kSelectionKernels[] = {
+    {OpId::_local_scalar_dense, k_local_scalar_dense},
+    {OpId::bincount, k_bincount},
+    {OpId::tensor_split_tensor_indices_or_sections, k_tensor_split_tensor},
     {OpId::nonzero, k_nonzero},
     {OpId::argwhere, k_nonzero},
     {OpId::nonzero_numpy, k_nonzero_numpy},

@@ -755,7 +755,28 @@ Tensors k_unbind(const KernelCall& c) {
   return out;
 }
 
+// resize_ / resize_as_ (kept in place): self's storage seen contiguously with the new sizes from
+// self's offset, as PyTorch does; growing past the storage would reallocate it, which a tensor
+// other names share here cannot do.
+Tensors k_resize_(const KernelCall& c) {
+  const Tensor& x = c.tensor("self");
+  Shape s = c.node.schema->index_of("the_template") >= 0 ? c.tensor("the_template").sizes()
+                                                         : Shape(c.arg("size").ints);
+  int64_t n = 1;
+  for (int64_t v : s) {
+    if (v < 0) fail("Trying to create tensor with negative dimension " + std::to_string(v));
+    n *= v;
+  }
+  size_t need = size_t(x.storage_offset() + n) * dtype_size(x.dtype());
+  if (need > x.storage()->nbytes())
+    fail("resize_ to " + shape_str(s) + " needs more storage than " + shape_str(x.sizes()) +
+         " has; the reference interpreter cannot grow a tensor in place");
+  return {view_of(x, s, contiguous_strides(s), x.storage_offset())};
+}
+
 const OpTable<KernelFn>::Row kViewKernels[] = {
+    {OpId::resize_, k_resize_},
+    {OpId::resize_as_, k_resize_},
     {OpId::_to_copy, k_to_copy},
     {OpId::_unsafe_view, k_unsafe_view},
     {OpId::alias, k_alias},

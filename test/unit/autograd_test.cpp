@@ -1075,3 +1075,21 @@ TEST_CASE("autograd: cholesky and triangular solves") {
   tg.output(ts[1]);
   check_gradients(tg);
 }
+
+TEST_CASE("autograd: tensor and selection ops of the single-op corpus (decompositions)") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 4}, -2, 2);
+  ValueId y = tg.input("y", {3, 2}, -2, 2);
+  tg.output(tg.op("aten.renorm.default", {T(x), I(2), I(0), F(1.0)}));
+  tg.output(tg.op("aten.cumulative_trapezoid.x", {T(x), T(tg.input("t", {4}, 0, 3))}));
+  tg.output(tg.op("aten.cumulative_trapezoid.dx",
+                  {T(x), KW("dx", Arg::of_float(0.5)), KW("dim", Arg::of_int(0))}));
+  for (ValueId g : tg.ops("aten.gradient.scalarint", {T(x), KW("edge_order", Arg::of_int(2))}))
+    tg.output(g);
+  tg.output(tg.op("aten._chunk_cat.default", {{"", Arg::of_tensors({x, y})}, I(1), I(3)}));
+  tg.output(tg.op("aten.fft_fftshift.default", {T(x)}));
+  tg.output(tg.op("aten.fft_ifftshift.default", {T(x), Is({1})}));
+  tg.output(tg.op("aten.combinations.default", {T(tg.input("v", {4}, -2, 2)), I(2)}));
+  tg.output(tg.ops("aten.mode.default", {T(x), I(1)})[0]);
+  check_gradients(tg);
+}

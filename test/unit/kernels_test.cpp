@@ -2492,3 +2492,146 @@ TEST_CASE("kernels: orthogonal polynomials match PyTorch and their identities at
                  {T(DType::F16, {1}, {0.5}), T(DType::F16, {1}, {2})}) ==
         "\"chebyshev_polynomial_t_cpu\" not implemented for 'Half'");
 }
+
+TEST_CASE("kernels: tensor and selection ops of the single-op corpus (values from torch 1.13)") {
+  // mode: the most frequent value (the smallest on a tie) and its last position
+  auto md = op("aten.mode.default", {F({2, 4}, {1, 2, 2, 3, 5, 5, 1, 1}), I(1)});
+  check(md[0], DType::F32, {2}, {2, 1});
+  check(md[1], DType::I64, {2}, {2, 3});
+  auto mt = op("aten.mode.default",
+               {transposed(DType::F32, 2, 4, {1, 2, 2, 3, 5, 5, 1, 1}), I(0), Bo(true)});
+  check(mt[0], DType::F32, {1, 2}, {2, 1});
+  check(mt[1], DType::I64, {1, 2}, {2, 3});
+  auto m0 = op("aten.mode.default", {F({}, {4})});
+  check(m0[0], DType::F32, {}, {4});
+  check(m0[1], DType::I64, {}, {0});
+  // bincount: counts, minlength, f32 weights summed in f32
+  check(op1("aten.bincount.default", {L({5}, {1, 1, 3, 0, 1})}), DType::I64, {4}, {1, 3, 0, 1});
+  check(op1("aten.bincount.default", {L({5}, {1, 1, 3, 0, 1}), None(), I(6)}), DType::I64, {6},
+        {1, 3, 0, 1, 0, 0});
+  check(op1("aten.bincount.default", {L({3}, {1, 1, 3}), F({3}, {0.5, 0.25, 2})}), DType::F32, {4},
+        {0, 0.75, 0, 2});
+  check(op1("aten.bincount.default", {L({0}, {}), None(), I(2)}), DType::I64, {2}, {0, 0});
+  CHECK(op_error("aten.bincount.default", {L({2}, {1, -1})}).find("non-negative") !=
+        std::string::npos);
+  // nonzero_static: padded with fill_value, or cut to size
+  check(op1("aten.nonzero_static.default", {F({2, 2}, {0, 1, 2, 0}), In("size", I(3))}), DType::I64,
+        {3, 2}, {0, 1, 1, 0, -1, -1});
+  check(op1("aten.nonzero_static.default",
+            {transposed(DType::F32, 2, 2, {0, 1, 2, 0}), In("size", I(1)), In("fill_value", I(7))}),
+        DType::I64, {1, 2}, {0, 1});
+  check(op1("aten.nonzero_static.default", {F({}, {3}), In("size", I(2))}), DType::I64, {2, 0}, {});
+  // histogram: even bins over [min, max] (widened for one value), or given edges
+  auto h = op("aten.histogram.bin_ct", {F({5}, {1, 2, 1, 4, 2.5}), I(3)});
+  check(h[0], DType::F32, {3}, {2, 2, 1});
+  check(h[1], DType::F32, {4}, {1, 2, 3, 4});
+  auto hr = op("aten.histogram.bin_ct",
+               {F({5}, {1, 2, 1, 4, 2.5}), I(2), In("range", Arg::of_floats({0, 3})),
+                In("weight", F({5}, {1, 2, 3, 4, 5})), In("density", Bo(true))});
+  check(hr[0], DType::F32, {2}, {0.24242425, 0.42424241});
+  auto ht = op("aten.histogram.bins_tensor", {F({5}, {1, 2, 1, 4, 2.5}), F({3}, {0, 1.5, 2.5})});
+  check(ht[0], DType::F32, {2}, {2, 2});
+  auto h0 = op("aten.histogram.bin_ct", {F({}, {3}), I(1)});
+  check(h0[0], DType::F32, {1}, {1});
+  check(h0[1], DType::F32, {2}, {2.5, 3.5});
+  // renorm, gradient, cumulative_trapezoid, fftshift
+  check(op1("aten.renorm.default", {F({2, 3}, {1, 2, 3, 0.5, 0.5, 0.5}), I(2), I(0), Fl(1)}),
+        DType::F32, {2, 3}, {0.26726124, 0.53452247, 0.80178368, 0.5, 0.5, 0.5});
+  check(op1("aten.renorm.default", {F({2, 3}, {1, 2, 3, 0.5, 0.5, 0.5}), I(1), I(1), Fl(1.5)}),
+        DType::F32, {2, 3}, {1, 1.2, 1.28571427, 0.5, 0.3, 0.21428572});
+  check(op("aten.gradient.scalarint", {F({5}, {1, 2, 4, 7, 11}), In("spacing", Fl(2))})[0],
+        DType::F32, {5}, {0.5, 0.75, 1.25, 1.75, 2});
+  check(op("aten.gradient.scalarint", {F({5}, {1, 2, 4, 7, 11}), In("edge_order", I(2))})[0],
+        DType::F32, {5}, {0.5, 1.5, 2.5, 3.5, 4.5});
+  auto g2 = op("aten.gradient.scalarint", {F({2, 3}, {1, 2, 4, 2, 5, 7})});
+  check(g2[0], DType::F32, {2, 3}, {1, 3, 3, 1, 3, 3});
+  check(g2[1], DType::F32, {2, 3}, {1, 1.5, 2, 3, 2.5, 2});
+  check(op("aten.gradient.scalarint", {L({4}, {1, 2, 4, 7})})[0], DType::F32, {4},
+        {1, 1.5, 2.5, 3});
+  check(op1("aten.cumulative_trapezoid.x",
+            {F({2, 3}, {1, 2, 4, 2, 5, 7}), F({2, 3}, {0, 1, 3, 0, 2, 3})}),
+        DType::F32, {2, 2}, {1.5, 7.5, 7, 13});
+  check(op1("aten.cumulative_trapezoid.x", {F({2, 3}, {1, 2, 4, 2, 5, 7}), F({3}, {0, 1, 3})}),
+        DType::F32, {2, 2}, {1.5, 7.5, 3.5, 15.5});
+  check(op1("aten.cumulative_trapezoid.dx",
+            {F({2, 3}, {1, 2, 4, 2, 5, 7}), In("dx", Fl(0.5)), In("dim", I(0))}),
+        DType::F32, {1, 3}, {0.75, 1.75, 2.75});
+  check(op1("aten.fft_fftshift.default", {F({5}, {0, 1, 2, 3, 4})}), DType::F32, {5},
+        {3, 4, 0, 1, 2});
+  check(op1("aten.fft_ifftshift.default", {F({5}, {0, 1, 2, 3, 4})}), DType::F32, {5},
+        {2, 3, 4, 0, 1});
+  check(op1("aten.fft_fftshift.default", {F({2, 3}, {0, 1, 2, 3, 4, 5}), Is({1})}), DType::F32,
+        {2, 3}, {2, 0, 1, 5, 3, 4});
+  // combinations: pairs, with replacement, triples; none of an empty vector
+  check(op1("aten.combinations.default", {F({4}, {1, 2, 3, 4})}), DType::F32, {6, 2},
+        {1, 2, 1, 3, 1, 4, 2, 3, 2, 4, 3, 4});
+  check(op1("aten.combinations.default", {F({3}, {1, 2, 3}), I(2), Bo(true)}), DType::F32, {6, 2},
+        {1, 1, 1, 2, 1, 3, 2, 2, 2, 3, 3, 3});
+  check(op1("aten.combinations.default", {F({4}, {1, 2, 3, 4}), I(3)}), DType::F32, {4, 3},
+        {1, 2, 3, 1, 2, 4, 1, 3, 4, 2, 3, 4});
+  check(op1("aten.combinations.default", {F({0}, {})}), DType::F32, {0, 2}, {});
+  // _chunk_cat: each tensor flattened from dim, padded to num_chunks pieces, chunks side by side
+  check(op1("aten._chunk_cat.default",
+            {std::vector<Tensor>{F({2, 3}, {1, 2, 3, 4, 5, 6}), F({2, 1}, {7, 8})}, I(1), I(2)}),
+        DType::F32, {2, 2, 3}, {1, 2, 7, 3, 0, 0, 4, 5, 8, 6, 0, 0});
+  // tensor_split by sections and by indices (a negative one counts from the end)
+  auto ts = op("aten.tensor_split.sections", {F({7}, {0, 1, 2, 3, 4, 5, 6}), I(3)});
+  REQUIRE(ts.size() == 3);
+  check(ts[0], DType::F32, {3}, {0, 1, 2});
+  check(ts[2], DType::F32, {2}, {5, 6});
+  auto ti = op("aten.tensor_split.indices", {F({7}, {0, 1, 2, 3, 4, 5, 6}), Is({1, 5, -1})});
+  REQUIRE(ti.size() == 4);
+  check(ti[1], DType::F32, {4}, {1, 2, 3, 4});
+  check(ti[3], DType::F32, {1}, {6});
+  auto tt = op("aten.tensor_split.tensor_indices_or_sections",
+               {F({7}, {0, 1, 2, 3, 4, 5, 6}), L({3}, {1, 5, -1})});
+  REQUIRE(tt.size() == 4);
+  check(tt[1], DType::F32, {4}, {1, 2, 3, 4});
+  // index_fill with a 0-dim tensor value, _unsafe_masked_index
+  check(op1("aten.index_fill.int_Tensor",
+            {F({2, 3}, {1, 2, 3, 4, 5, 6}), I(1), L({2}, {0, 2}), F({}, {-1})}),
+        DType::F32, {2, 3}, {-1, 2, -1, -1, 5, -1});
+  check(op1("aten.index_fill.int_Tensor", {F({}, {3}), I(0), L({1}, {0}), F({}, {-1})}), DType::F32,
+        {}, {-1});
+  check(op1("aten._unsafe_masked_index.default",
+            {F({3}, {10, 20, 30}), B({4}, {1, 0, 1, 1}), std::vector<Tensor>{L({4}, {0, 7, 2, -3})},
+             Fl(-1)}),
+        DType::F32, {4}, {10, -1, 30, 10});
+  check(op1("aten._unsafe_masked_index_put_accumulate.default",
+            {F({3}, {10, 20, 30}), B({3}, {1, 0, 1}), std::vector<Tensor>{L({3}, {0, 1, 0})},
+             F({3}, {1, 2, 4})}),
+        DType::F32, {3}, {15, 20, 30});
+  // boolean-mask index_put whose values broadcast along the selected rows
+  check(op1("aten.index_put.default",
+            {F({2, 2}, {1, 2, 3, 4}), std::vector<Tensor>{B({2}, {0, 1})}, F({2}, {8, 9})}),
+        DType::F32, {2, 2}, {1, 2, 8, 9});
+  // resize (first elements, zeros past them), zero_, new_empty_strided, linspace of tensors
+  check(op1("aten.resize.default", {F({2, 2}, {1, 2, 3, 4}), Is({3})}), DType::F32, {3}, {1, 2, 3});
+  check(op1("aten.resize.default", {transposed(DType::F32, 2, 2, {1, 2, 3, 4}), Is({5})}),
+        DType::F32, {5}, {1, 2, 3, 4, 0});
+  check(op1("aten.resize_.default", {F({2, 3}, {1, 2, 3, 4, 5, 6}), Is({3, 2})}), DType::F32,
+        {3, 2}, {1, 2, 3, 4, 5, 6});
+  CHECK(op_error("aten.resize_.default", {F({2}, {1, 2}), Is({3})}).find("storage") !=
+        std::string::npos);
+  check(op1("aten.zero_.default", {L({2}, {3, 4})}), DType::I64, {2}, {0, 0});
+  check(op1("aten.new_empty_strided.default", {F({1}, {5}), Is({2, 0}), Is({3, 4})}), DType::F32,
+        {2, 0}, {});
+  check(op1("aten.linspace.Tensor_Tensor", {F({}, {1}), L({}, {3}), I(5)}), DType::F32, {5},
+        {1, 1.5, 2, 2.5, 3});
+  check(op1("aten.logspace.Tensor_Scalar", {F({}, {0}), I(2), I(3), Fl(2)}), DType::F32, {3},
+        {1, 2, 4});
+  check(op1("aten.linspace.Tensor_Scalar", {F({}, {1}), I(3), I(0)}), DType::F32, {0}, {});
+  // softmax of an integral input with a float dtype, dropout backward of integral gradients
+  check(op1("aten.softmax.int", {L({3}, {1, 2, 3}), I(0), Dt(DType::F32)}), DType::F32, {3},
+        {0.09003057, 0.24472848, 0.66524094});
+  check(op1("aten.native_dropout_backward.default", {L({3}, {1, 2, 3}), B({3}, {1, 0, 1}), Fl(2)}),
+        DType::F32, {3}, {2, 0, 6});
+  check(op1("aten.atan2.out", {F({2}, {1, -1}), F({2}, {2, -3}), In("out", F({2}, {0, 0}))}),
+        DType::F32, {2}, {0.46364760, -2.81984210});
+  check(op1("aten._local_scalar_dense.default", {L({1}, {42})}), DType::I64, {}, {42});
+  // unique ops: what is not asked for is empty, of self's dtype (as torch.export records it)
+  auto uq = op("aten.unique_consecutive.default", {F({3}, {1, 1, 2})});
+  check(uq[0], DType::F32, {2}, {1, 2});
+  CHECK(uq[1].dtype() == DType::F32);
+  CHECK(uq[1].numel() == 0);
+}

@@ -1108,3 +1108,46 @@ TEST_CASE("meta: training batch norm forms, rms_norm, _safe_softmax, _softmax_ba
             .find("same sizes") != std::string::npos);
   CHECK(t.op("aten.logit.default", {T(t.in("i", meta(DType::I64, {2})))}).dtype == DType::F32);
 }
+
+TEST_CASE("meta: tensor and selection ops of the single-op corpus") {
+  G t;
+  ValueId x = t.in("x", meta(DType::F32, {4, 3}));
+  ValueId s = t.in("s", meta(DType::F32, {}));
+  ValueId l = t.in("l", meta(DType::I64, {5}));
+  ValueId one = t.in("one", meta(DType::I64, {1}));
+  // data-dependent sizes: a clear reason
+  CHECK(t.error("aten.bincount.default", {T(l)}).find("data-dependent") != std::string::npos);
+  CHECK(t.error("aten.bincount.default", {T(x)}).find("1-d non-negative integral") !=
+        std::string::npos);
+  CHECK(t.error("aten.tensor_split.tensor_indices_or_sections", {T(x), T(l)})
+            .find("data-dependent") != std::string::npos);
+  // _local_scalar_dense: one element, as a 0-dim value
+  CHECK(t.op("aten._local_scalar_dense.default", {T(one)}).sizes == Sizes{});
+  CHECK(t.error("aten._local_scalar_dense.default", {T(l)}).find("5 elements") !=
+        std::string::npos);
+  // static sizes
+  CHECK(t.op("aten.nonzero_static.default", {T(x), KW("size", Arg::of_int(7))}).sizes ==
+        (Sizes{7, 2}));
+  CHECK(t.op("aten.nonzero_static.default", {T(s), KW("size", Arg::of_int(2))}).sizes ==
+        (Sizes{2, 0}));
+  auto md = t.ops("aten.mode.default", {T(x), I(0), B(true)});
+  CHECK(md[0].sizes == Sizes{1, 3});
+  CHECK(md[1].dtype == DType::I64);
+  CHECK(t.op("aten.resize_.default", {T(x), Is({2, 5})}).sizes == (Sizes{2, 5}));
+  CHECK(t.op("aten.resize_as_.default", {T(x), T(l)}).sizes == Sizes{5});
+  CHECK(t.error("aten.resize_.default", {T(x), Is({-1})}).find("negative") != std::string::npos);
+  CHECK(t.op("aten.zero_.default", {T(x)}).sizes == (Sizes{4, 3}));
+  CHECK(t.op("aten.atan2.out", {T(x), T(x), KW("out", Arg::of_tensor(x))}).sizes == (Sizes{4, 3}));
+  CHECK(t.error("aten.atan2.out", {T(x), T(x), KW("out", Arg::of_tensor(s))}).find("out is") !=
+        std::string::npos);
+  CHECK(t.op("aten.combinations.default", {T(l), I(3)}).sizes == (Sizes{10, 3}));
+  CHECK(t.op("aten._chunk_cat.default", {{"", Arg::of_tensors({x, x})}, I(1), I(2)}).sizes ==
+        (Sizes{4, 2, 4}));
+  CHECK(t.op("aten.linspace.Tensor_Tensor", {T(s), T(s), I(4)}).sizes == Sizes{4});
+  CHECK(t.op("aten.histogram.bin_ct", {T(x), I(6)}).sizes == Sizes{6});
+  CHECK(t.op("aten.softmax.int", {T(l), I(0), {"", Arg::of_dtype(DType::F32)}}).dtype ==
+        DType::F32);
+  CHECK(t.op("aten.native_dropout_backward.default",
+             {T(l), T(t.in("m", meta(DType::Bool, {5}))), F(2.0)})
+            .dtype == DType::F32);
+}
