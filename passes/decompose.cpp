@@ -3913,6 +3913,7 @@ std::vector<ValueId> svd(Emit& e, const DNode& d) {
     return {r[0], r[1], mT(e, r[2])};
   }
   std::vector<int64_t> s = e.sizes(a);
+  if (s.size() < 2) d.fail("svd: The input tensor A must have at least 2 dimensions.");
   const int64_t m = s[s.size() - 2], n = s.back();
   std::vector<int64_t> us = s, vs = s;
   us.back() = m;
@@ -4242,7 +4243,11 @@ std::vector<ValueId> linalg_tensorsolve(Emit& e, const DNode& d) {
   if (d.has("dims")) {
     std::vector<int64_t> dims = d.arg("dims").ints, perm;
     std::vector<bool> moved(size_t(nd), false);
-    for (int64_t& x : dims) moved[size_t(x = wrap(x, nd))] = true;
+    for (int64_t& x : dims) {
+      x = wrap(x, nd);
+      if (x >= nd || moved[size_t(x)]) d.fail("linalg.tensorsolve: dims must be distinct dims");
+      moved[size_t(x)] = true;
+    }
     for (int64_t i = 0; i < nd; ++i)
       if (!moved[size_t(i)]) perm.push_back(i);
     perm.insert(perm.end(), dims.begin(), dims.end());
@@ -4328,6 +4333,13 @@ std::vector<ValueId> combinations(Emit& e, const DNode& d) {
   bool repl = d.arg("with_replacement").b;
   TensorMeta m = e.meta(x);
   if (r == 0) return {e.reshape(e.slice(x, 0, 0, 0), {0})};
+  // The tuples are picked from the n^r grid: keep it within 2^31 entries.
+  int64_t cells = 1;
+  for (int64_t k = 0; k < r && n > 1; ++k)
+    if ((cells *= n) > (int64_t(1) << 31))
+      d.fail("combinations: " + std::to_string(n) + " elements taken " + std::to_string(r) +
+             " at a time are too many tuples");
+  if (n <= 1 && r > 64) d.fail("combinations: r = " + std::to_string(r) + " is too large");
   int64_t count = repl ? binomial(n + r - 1, r) : binomial(n, r);
   std::vector<int64_t> grid(size_t(r), n);
   ValueId coords = all_coords(e, grid, m.device); // [n^r, r]
@@ -4621,8 +4633,12 @@ std::vector<ValueId> cumulative_trapezoid(Emit& e, const DNode& d) {
       s[size_t(dim)] = n - 1;
       dx = e.reshape(e.sub(e.slice(x, 0, 1, m), e.slice(x, 0, 0, m - 1)), s);
     } else {
-      int64_t xd = wrap(d.arg("dim").i, e.dim(x)), m = e.sizes(x)[size_t(xd)];
-      dx = e.sub(e.slice(x, xd, 1, m), e.slice(x, xd, 0, m - 1));
+      if (e.dim(x) != r)
+        d.fail("trapezoid: x must be 1-D or have the dimensions of y, got " +
+               format_meta(e.meta(x)) + " for y " + format_meta(e.meta(y)));
+      int64_t m = e.sizes(x)[size_t(dim)];
+      if (m != n) d.fail("trapezoid: There must be one `x` value for each sample point");
+      dx = e.sub(e.slice(x, dim, 1, m), e.slice(x, dim, 0, m - 1));
     }
     area = e.mul(avg, dx);
   } else {
@@ -4706,6 +4722,9 @@ std::vector<ValueId> tensor_split_sections(Emit& e, const DNode& d) {
   int64_t k = d.arg("sections").i;
   if (k <= 0) d.fail("number of sections must be larger than 0, got " + std::to_string(k));
   int64_t dim = wrap(d.arg("dim").i, e.dim(x)), n = e.sizes(x)[size_t(dim)];
+  if (k > n && k > (int64_t(1) << 16))
+    d.fail("tensor_split: " + std::to_string(k) + " sections of a dim of " + std::to_string(n) +
+           " (at most 65536 empty sections)");
   std::vector<int64_t> bounds;
   int64_t base = n / k, extra = n % k, at = 0;
   for (int64_t i = 0; i + 1 < k; ++i) {

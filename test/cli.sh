@@ -196,9 +196,9 @@ has "--log=+inductor: why two adjacent nodes did not fuse" "$tmp/err" \
   "[fxc:inductor] debug: unfused__0_inference_0.0: buf3 (neg) not fused with group 0 [buf2 (relu)]: its 3 elements match neither the group's iteration space (x < 4, r < 8)"
 logs +inductor --device=cpu --run "$src/test/graphs/fallback.fxg"
 has "--log=+inductor: an extern step and why" "$tmp/err" \
-  "[fxc:inductor] debug: fallback__0_inference_0.0: extern buf3 (put) = aten.index_put.default: the reference kernel (fallback): boolean mask index (data-dependent positions)"
+  "[fxc:inductor] debug: fallback__0_inference_0.0: extern buf1 (expm) = aten.linalg_matrix_exp.default: the reference kernel (fallback): no lowering"
 has "--log=+inductor: next to an extern call" "$tmp/err" \
-  "buf4 (relu) not fused with group 0 [buf3 (put)]: the group is an extern call (aten.index_put.default), and extern calls never fuse"
+  "buf2 (relu) not fused with group 0 [buf1 (expm)]: the group is an extern call (aten.linalg_matrix_exp.default), and extern calls never fuse"
 logs +inductor --device=cpu --run "$fx/mlp.pt2"
 has "--log=+inductor: a matmul's library" "$tmp/err" \
   "[fxc:inductor] debug: mlp__0_inference_0.0: extern buf5 (linear) = mm: BLAS matmul"

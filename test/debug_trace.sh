@@ -44,9 +44,9 @@ art ir_pre_fusion "[fxc:ir_pre_fusion]" --backend=inductor --run "$fx/norms.pt2"
 art ir_post_fusion "[fxc:ir_post_fusion] kernel fused_" --backend=inductor --run "$fx/norms.pt2"
 art output_code "[fxc:output_code] ===== norms__0_inference_0.0/output_code.cpp" --backend=inductor --run "$fx/norms.pt2"
 art fusion "[fxc:fusion]" --backend=inductor --run "$fx/mlp.pt2"
-art graph_breaks "[fxc:graph_breaks] fallback__0_inference_0.0: fallback aten.index_put.default: no inductor lowering" --backend=inductor --run "$src/test/graphs/fallback.fxg"
+art graph_breaks "[fxc:graph_breaks] fallback__0_inference_0.0: fallback aten.linalg_matrix_exp.default: no inductor lowering" --backend=inductor --run "$src/test/graphs/fallback.fxg"
 art schedule "[fxc:schedule] mlp__0_inference_0.0 step 0: extern" --backend=inductor --run "$fx/mlp.pt2"
-art perf_hints "[fxc:perf_hints] fallback__0_inference_0.0: aten.index_put.default runs as an unfused fallback" --backend=inductor --run "$src/test/graphs/fallback.fxg"
+art perf_hints "[fxc:perf_hints] fallback__0_inference_0.0: aten.linalg_matrix_exp.default runs as an unfused fallback" --backend=inductor --run "$src/test/graphs/fallback.fxg"
 python3 - "$tmp/x32.safetensors" <<'PY'
 import json, struct, sys
 data = struct.pack("<%df" % (32 * 256), *[((i * 37) % 101) / 50.0 - 1.0 for i in range(32 * 256)])

@@ -245,7 +245,8 @@ public:
     int id = add_buffer(std::move(b));
     return load_of(id, {n});
   }
-  /// `v` as a strided operand of an extern call when it is a strided view of a buffer.
+  /// `v` as a strided operand of an extern call when it is a strided view of a buffer (no
+  /// negative strides).
   std::optional<ExternOperand> strided_operand(const LVal& v) const {
     if (v.body->op != VOp::Load || !v.body->index.is_affine()) return std::nullopt;
     const IndexExpr& ix = v.body->index;
@@ -256,6 +257,10 @@ public:
     o.buffer = v.body->buffer;
     o.sizes = v.sizes;
     for (size_t i = 0; i < v.sizes.size(); ++i) o.strides.push_back(ix.coeff_of_var(int(i)));
+    // A reversed view (flip, rot90) is not an operand: tensors and externs take strides >= 0,
+    // and PyTorch's flip gives a fresh tensor anyway.
+    for (int64_t s : o.strides)
+      if (s < 0) return std::nullopt;
     o.offset = ix.constant();
     return o;
   }
