@@ -37,21 +37,31 @@ for g in "$src"/test/graphs/ops/*.fxg; do
       -o "$tmp/$name.cubin"
   else missing "$name through ptxas" "ptxas not found (PTXAS unset)"; fi
 done
-# Must-fail inputs: a boolean-mask index_put writes data-dependent positions, which a CUDA plan
-# refuses (it never round-trips through the host); the CPU plan calls the reference kernel.
-cat > "$tmp/mask_put.fxg" <<'EOF'
+# A boolean-mask index_put with one value is a where (it lowers everywhere); with a vector of
+# values it writes data-dependent positions, which a CUDA plan refuses (it never round-trips
+# through the host) while the CPU plan calls the reference kernel.
+for v in '[]' '[3]'; do
+  cat > "$tmp/mask_put.fxg" <<EOF
 {"format": "fxg", "version": 1, "name": "mask_put",
  "inputs": [{"name": "x", "dtype": "f32", "shape": [4, 6]}, {"name": "m", "dtype": "b8", "shape": [4, 6]},
-            {"name": "v", "dtype": "f32", "shape": []}],
+            {"name": "v", "dtype": "f32", "shape": $v}],
  "nodes": [{"name": "put", "target": "aten.index_put.default", "args": [{"ref": "x"}, {"refs": ["m"]}, {"ref": "v"}]}],
  "outputs": ["put"]}
 EOF
-check "mask index_put: a CUDA plan refuses it" 1 "$fxc" --backend=inductor --device=cuda \
-  --emit=ptx -o "$tmp/mask_put.ptx" "$tmp/mask_put.fxg"
-has "mask index_put: the error names the node and why" "$tmp/err" \
-  "node 'put' (aten.index_put.default): index_put with a boolean mask index writes data-dependent positions and has no CUDA lowering"
-check "mask index_put: the CPU plan runs it" 0 "$fxc" --backend=inductor --device=cpu --run \
-  "$tmp/mask_put.fxg"
+  if [ "$v" = '[]' ]; then
+    check "mask index_put of one value: a CUDA plan lowers it" 0 "$fxc" --backend=inductor \
+      --device=cuda --emit=ptx -o "$tmp/mask_put.ptx" "$tmp/mask_put.fxg"
+    check "mask index_put of one value: the CPU plan runs it" 0 "$fxc" --backend=inductor \
+      --device=cpu --run "$tmp/mask_put.fxg"
+  else
+    check "mask index_put of values: a CUDA plan refuses it" 1 "$fxc" --backend=inductor \
+      --device=cuda --emit=ptx -o "$tmp/mask_put.ptx" "$tmp/mask_put.fxg"
+    has "mask index_put of values: the error names the node and why" "$tmp/err" \
+      "node 'put' (aten.index_put.default): index_put with a boolean mask index writes data-dependent positions and has no CUDA lowering"
+    check "mask index_put of values: the CPU plan compiles it" 0 "$fxc" --backend=inductor \
+      --device=cpu --no-cache -o "$tmp/mask_put.fxo" "$tmp/mask_put.fxg"
+  fi
+done
 # masked_scatter: a source with fewer elements than the mask has ones is refused at run time
 # (a data-dependent count), naming the node.
 cat > "$tmp/ms_short.fxg" <<'EOF'

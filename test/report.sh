@@ -100,8 +100,8 @@ has "the index gives the recompile's reason" "$tmp/r8/index.html" \
   "recompiling mlp because the guards failed: input_0 &#39;x&#39;: expected f32[64, 256], got f32[32, 256]"
 check "report of a graph with a fallback" 0 "$fxc" --device=cpu --run --report="$tmp/r9" "$src/test/graphs/fallback.fxg"
 has "the index gives the fallback's reason" "$tmp/r9/index.html" \
-  "fallback__0_inference_0.0: fallback aten.index_put.default: no inductor lowering"
-has "the index gives the perf hint" "$tmp/r9/index.html" "aten.index_put.default runs as an unfused fallback"
+  "fallback__0_inference_0.0: fallback aten.linalg_matrix_exp.default: no inductor lowering"
+has "the index gives the perf hint" "$tmp/r9/index.html" "aten.linalg_matrix_exp.default runs as an unfused fallback"
 has "the index gives the cache decision" "$tmp/r9/index.html" "compile cache not looked up (a debug trace needs the compile to run)"
 FXC_REPRO_LEVEL=1 check "a failing run's repro (FXC_REPRO_LEVEL=1)" 1 "$fxc" --device=cpu --run \
   --inject-bug=relu:runtime_error --report="$tmp/r10" "$fx/mlp.pt2"
