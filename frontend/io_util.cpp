@@ -4,6 +4,7 @@
 #include "frontend/diag.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +120,23 @@ void read_file_range(const std::string& path, uint64_t offset, size_t n, std::by
     throw Error(path, "cannot seek to byte " + std::to_string(offset));
   if (std::fread(dst, 1, n, f.get()) != n)
     throw Error(path, "file is shorter than its header says (changed since it was opened?)");
+}
+
+std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st{};
+  void* p = MAP_FAILED;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    p = ::mmap(nullptr, size_t(st.st_size), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return nullptr;
+  return std::shared_ptr<MappedFile>(
+      new MappedFile(static_cast<std::byte*>(p), size_t(st.st_size)));
+}
+
+MappedFile::~MappedFile() {
+  ::munmap(data_, size_);
 }
 
 bool checked_add(int64_t a, int64_t b, int64_t* out) {

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,26 @@ void write_file_bytes(const std::string& path, const std::string& bytes,
 
 /// Reads `n` bytes at `offset` of `path` into `dst`; throws fxc::Error when the file is shorter.
 void read_file_range(const std::string& path, uint64_t offset, size_t n, std::byte* dst);
+
+/// A regular file mapped read-only into memory, private (pages written by a caller are copied,
+/// the file never changes), unmapped when the last reference goes.
+class MappedFile {
+public:
+  /// The whole of `path` mapped, or nullptr when it cannot be (not a regular file, empty, no
+  /// mapping possible): callers then read it as a stream.
+  static std::shared_ptr<MappedFile> open(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+
+private:
+  MappedFile(std::byte* data, size_t size) : data_(data), size_(size) {}
+  std::byte* data_;
+  size_t size_;
+};
 
 /// a + b and a * b for non-negative operands; false on overflow of int64.
 bool checked_add(int64_t a, int64_t b, int64_t* out);

@@ -131,9 +131,12 @@ std::map<std::string, WeightData> read_safetensors(const std::string& path) {
     w.meta = e.meta;
     const uint64_t offset = uint64_t(data_start + e.begin);
     const size_t n = size_t(e.end - e.begin);
-    w.storage = Storage::lazy(n, [path, offset](std::byte* dst, size_t nbytes) {
-      read_file_range(path, offset, nbytes, dst);
-    });
+    w.storage = Storage::lazy(
+        n,
+        [path, offset](std::byte* dst, size_t nbytes) {
+          read_file_range(path, offset, nbytes, dst);
+        },
+        /*load_writes_all=*/true);
     out.emplace(e.name, std::move(w));
   }
   return out;

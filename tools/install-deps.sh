@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       llvm-19-dev llvm-19-tools clang-19 clang-format-19 libclang-rt-19-dev libcli11-dev nlohmann-json3-dev doctest-dev
-      libzstd-dev zstd libzip-dev libxxhash-dev libopenblas-dev libdnnl-dev python3 python3-numpy binutils groff-base
+      libzstd-dev zstd libzip-dev libdeflate-dev libxxhash-dev libopenblas-dev libdnnl-dev python3 python3-numpy binutils groff-base
       bsdutils
       libhiredis-dev redis-server \
       chromium)  # chromium: test/report.sh loads every --report page headless

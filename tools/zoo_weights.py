@@ -16,7 +16,7 @@ The values are a counter-based hash (splitmix64 of the element index and a seed)
 uniform distribution with a given mean and standard deviation, in float32. Integer arithmetic
 only, so numpy 1.x and 2.x give the same bits on every machine.
 """
-import json, os, sys, zipfile
+import json, os, struct, sys, zipfile
 
 import numpy as np
 
@@ -103,6 +103,11 @@ def restore(path, entries):
                 data = generate_bytes(entries[info.filename])
                 assert len(data) == info.file_size, info.filename
             zi = zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0))
+            # Each entry's data on a 64-byte boundary, padded as PyTorch's own writer pads it
+            # (an extra field 'FB' in the local header), so readers may use it in place.
+            start = zout.fp.tell() + 30 + len(info.filename.encode()) + 4
+            pad = -start % 64
+            zi.extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad
             zout.writestr(zi, data)
     os.replace(tmp, path)
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <zip.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -184,6 +185,58 @@ TEST_CASE("pt2: weights are read lazily and equal the archive's bytes") {
   std::memcpy(first, data, sizeof first);
   for (float f : first) CHECK((f > -1.f / 16 && f < 1.f / 16)); // nn.Linear init bound 1/sqrt(256)
   CHECK(first[0] != first[1]);
+}
+
+TEST_CASE("pt2: stored, aligned entries are used in place; others are read through libzip") {
+  // torch.export stores every entry uncompressed on a 64-byte boundary: mapped, no copy.
+  Graph g = import_pt2(fixture("mlp.pt2"));
+  const WeightData& w = g.weights.at("fc1.weight");
+  CHECK(w.storage->is_borrowed());
+  CHECK_FALSE(w.storage->loaded()); // its CRC-32 is still to be checked
+  std::string raw = read_zip_entry(fixture("mlp.pt2"), "mlp/data/weights/weight_0");
+  REQUIRE(w.storage->nbytes() == raw.size());
+  CHECK(std::memcmp(w.storage->data(), raw.data(), raw.size()) == 0);
+  CHECK(w.storage->loaded());
+
+  // libzip compresses what it adds: that entry is inflated into a buffer, the others stay mapped.
+  fs::path d = temp_dir("deflated");
+  std::string copy = (d / "mlp.pt2").string();
+  rewrite_zip(fixture("mlp.pt2"), copy, {{"mlp/data/weights/weight_0", raw}});
+  Graph h = import_pt2(copy);
+  const WeightData& inflated = h.weights.at("fc1.weight");
+  CHECK_FALSE(inflated.storage->is_borrowed());
+  CHECK(std::memcmp(inflated.storage->data(), raw.data(), raw.size()) == 0);
+  fs::remove_all(d);
+}
+
+TEST_CASE("pt2: a mapped weight whose bytes changed fails its CRC-32 when first used") {
+  fs::path d = temp_dir("crc_mapped");
+  std::string copy = (d / "mlp.pt2").string();
+  fs::copy_file(fixture("mlp.pt2"), copy);
+  std::string raw = read_zip_entry(fixture("mlp.pt2"), "mlp/data/weights/weight_0");
+  std::string file = read_file_bytes(copy);
+  size_t at = file.find(raw.substr(0, 64));
+  REQUIRE(at != std::string::npos);
+  {
+    std::FILE* f = std::fopen(copy.c_str(), "r+b");
+    REQUIRE(f);
+    std::fseek(f, long(at + 1000), SEEK_SET);
+    std::fputc(~file[at + 1000] & 0xff, f);
+    std::fclose(f);
+  }
+  Graph g = import_pt2(copy); // the import reads no weight
+  const WeightData& w = g.weights.at("fc1.weight");
+  REQUIRE(w.storage->is_borrowed());
+  std::string what;
+  try {
+    w.storage->data();
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  CHECK(what.find("entry 'mlp/data/weights/weight_0': CRC-32 mismatch (archive is corrupt)") !=
+        std::string::npos);
+  CHECK_FALSE(w.storage->loaded());
+  fs::remove_all(d);
 }
 
 TEST_CASE("pt2: berttiny keeps non-persistent buffers under constants") {
