@@ -273,6 +273,57 @@ std::string file_digest(const std::string& path) {
   return digest;
 }
 
+namespace {
+
+/// The identity file_digest's memo keys on, or "" when the file cannot be stat'ed or changed
+/// too recently to be remembered.
+std::string memo_identity(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  auto ns = [](const timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; };
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t recent = ns(now) - int64_t(2) * 1000000000;
+  if (ns(st.st_mtim) > recent || ns(st.st_ctim) > recent) return "";
+  return std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
+         std::to_string(st.st_size) + " " + std::to_string(ns(st.st_mtim)) + " " +
+         std::to_string(ns(st.st_ctim));
+}
+
+constexpr std::string_view kDigestMemoMagic = "fxc-digest 1\n";
+
+} // namespace
+
+std::string file_digest(const std::string& path, const std::string& memo_dir) {
+  const std::string id = memo_dir.empty() ? "" : memo_identity(path);
+  if (id.empty()) return file_digest(path);
+  // One memo per file identity: the name hashes the identity, the text repeats it.
+  const std::string memo = memo_dir + "/" + content_digest(id);
+  const std::string want = std::string(kDigestMemoMagic) + id + "\n";
+  std::string text;
+  try {
+    text = read_file_bytes(memo);
+  } catch (const Error&) {
+  }
+  if (text.size() == want.size() + 33 && text.compare(0, want.size(), want) == 0 &&
+      text.back() == '\n') {
+    std::string digest = text.substr(want.size(), 32);
+    if (std::all_of(digest.begin(), digest.end(),
+                    [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+      return digest;
+  }
+  std::string digest = file_digest(path);
+  if (memo_identity(path) != id) return digest; // changed while it was read: remember nothing
+  std::error_code ec;
+  fs::create_directories(memo_dir, ec);
+  try {
+    write_file_bytes(memo, want + digest + "\n", "cannot write digest memo");
+  } catch (const Error& e) {
+    info(std::string(e.what()) + " (not remembered)");
+  }
+  return digest;
+}
+
 CacheKeyBuilder::CacheKeyBuilder() {
   add("cache-entry-format", std::to_string(kFormatVersion));
 }
@@ -289,8 +340,9 @@ CacheKeyBuilder& CacheKeyBuilder::add(std::string_view name, std::string_view va
   return *this;
 }
 
-CacheKeyBuilder& CacheKeyBuilder::add_file(std::string_view name, const std::string& path) {
-  std::string digest = file_digest(path);
+CacheKeyBuilder& CacheKeyBuilder::add_file(std::string_view name, const std::string& path,
+                                           const std::string& memo_dir) {
+  std::string digest = file_digest(path, memo_dir);
   add(name, digest);
   // The manifest shows the path (not part of the key) with the file's digest.
   components_.back().value = path;
@@ -375,9 +427,12 @@ CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
   // CUDA choices are measured on one GPU: a tuned artifact is not another device's.
   if (o.max_autotune && o.device == DeviceKind::Cuda) k.add("autotune-device", cuda_device_name());
   k.add("verify-each", o.verify_each ? "1" : "0");
-  for (const std::string& p : o.plugins) k.add_file("plugin", p);
-  k.add_file("graph", o.input);
-  for (const std::string& f : external_files) k.add_file("weights", f);
+  // Inputs' digests are remembered beside the local cache's entries (file_digest).
+  const std::string dir = cache_directory(o);
+  const std::string memo = dir.empty() ? "" : dir + "/digests";
+  for (const std::string& p : o.plugins) k.add_file("plugin", p, memo);
+  k.add_file("graph", o.input, memo);
+  for (const std::string& f : external_files) k.add_file("weights", f, memo);
   k.add("name", g.name);
   // The random ops' numbers are constants of the compiled code (docs/random.md).
   if (std::any_of(g.nodes.begin(), g.nodes.end(),

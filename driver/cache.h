@@ -51,6 +51,12 @@ std::string content_digest(std::string_view bytes);
 /// content_digest of a file's bytes, read in chunks. Throws fxc::Error naming `path` when it
 /// cannot be read.
 std::string file_digest(const std::string& path);
+/// file_digest(), remembered in `memo_dir` (the cache directory's `digests/`; "" remembers
+/// nothing) under the file's identity: device, inode, size and modification and change times in
+/// nanoseconds. A file whose times are within the last two seconds is hashed and not
+/// remembered (a write in the same clock tick would not change them), as ccache's direct mode
+/// does. A memo that does not parse or does not match is ignored and rewritten.
+std::string file_digest(const std::string& path, const std::string& memo_dir);
 
 /// One component of a cache key as a manifest records it (driver/remote_cache.h).
 struct KeyComponent {
@@ -66,7 +72,8 @@ public:
   CacheKeyBuilder();
   CacheKeyBuilder& add(std::string_view name, std::string_view value);
   /// Adds the file_digest of `path` under `name` (the path itself is not part of the key).
-  CacheKeyBuilder& add_file(std::string_view name, const std::string& path);
+  CacheKeyBuilder& add_file(std::string_view name, const std::string& path,
+                            const std::string& memo_dir = "");
   /// The key: 32 lowercase hex digits.
   std::string key() const;
   /// "name=value" lines of every field added, for --log=+cache.

@@ -121,6 +121,35 @@ TEST_CASE("cache: file digests are content digests and name the file they cannot
         CacheKeyBuilder().add("graph", content_digest("1")).key());
 }
 
+TEST_CASE("cache: a file's digest is remembered under its identity, not when it is new") {
+  TempDir t;
+  const std::string f = (t.path / "g.pt2").string(), memo = (t.path / "digests").string();
+  write_all(t.path / "g.pt2", some_bytes(1 << 16, 2));
+  const std::string real = file_digest(f);
+  // Written just now: hashed, nothing remembered (a write in the same tick would not show).
+  CHECK(file_digest(f, memo) == real);
+  CHECK_FALSE(fs::exists(memo));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  CHECK(file_digest(f, memo) == real);
+  std::vector<std::string> memos = files_under(memo);
+  REQUIRE(memos.size() == 1);
+  // The memo is what answers now: replace its digest and the answer follows it.
+  const fs::path m = fs::path(memo) / memos[0];
+  std::string text = read_all(m);
+  REQUIRE(text.size() > 33);
+  std::string fake(32, 'e');
+  write_all(m, text.substr(0, text.size() - 33) + fake + "\n");
+  CHECK(file_digest(f, memo) == fake);
+  // A memo that does not parse is ignored and rewritten.
+  write_all(m, "fxc-digest 1\ngarbage\n");
+  CHECK(file_digest(f, memo) == real);
+  CHECK(read_all(m) == text);
+  // Any change of the file changes its identity: the old memo no longer applies.
+  write_all(t.path / "g.pt2", some_bytes(1 << 16, 3));
+  CHECK(file_digest(f, memo) == file_digest(f));
+  CHECK(file_digest(f, memo) != real);
+}
+
 TEST_CASE("cache: a stored payload comes back, with nothing but the entry and stats left") {
   TempDir t;
   CompileCache cache((t.path / "c").string());
