@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <stdexcept>
 
 namespace fxc {
 
@@ -115,7 +116,9 @@ ValueId Emit::amax(ValueId a, std::vector<int64_t> dims, bool keepdim) {
 ValueId Emit::sum_to(ValueId a, const std::vector<int64_t>& target) {
   std::vector<int64_t> as = sizes(a);
   if (as == target) return a;
-  assert(as.size() >= target.size() && "sum_to: gradient has fewer dims than its input");
+  if (as.size() < target.size()) // a derivative rule's defect, never the user's graph
+    throw std::logic_error("sum_to: a gradient of " + std::to_string(as.size()) +
+                           " dims for an input of " + std::to_string(target.size()));
   size_t lead = as.size() - target.size();
   std::vector<int64_t> dims;
   for (size_t d = 0; d < lead; ++d) dims.push_back(int64_t(d));

@@ -1642,10 +1642,10 @@ void linalg_solve_ex(GradCtx& c) {
                                                  Emit::kw("left", Arg::of_bool(left))})[0];
   c.add_grad(B, gB);
   if (!c.needs(A)) return;
+  const std::vector<int64_t> as = c.e.sizes(A); // one vector: both iterators from it
   const bool vec =
-      c.e.dim(B) == 1 ||
-      (c.e.dim(A) - 1 == c.e.dim(B) &&
-       c.e.sizes(B) == std::vector<int64_t>(c.e.sizes(A).begin(), c.e.sizes(A).end() - 1));
+      c.e.dim(B) == 1 || (c.e.dim(A) - 1 == c.e.dim(B) &&
+                          c.e.sizes(B) == std::vector<int64_t>(as.begin(), as.end() - 1));
   ValueId gB2 = vec ? c.e.unsqueeze(gB, c.e.dim(gB)) : gB;
   ValueId X2 = vec ? c.e.unsqueeze(X, c.e.dim(X)) : X;
   ValueId gA = left ? matmul_of(c.e, gB2, mT(c.e, X2)) : matmul_of(c.e, mT(c.e, X2), gB2);

@@ -1076,6 +1076,20 @@ TEST_CASE("autograd: cholesky and triangular solves") {
   check_gradients(tg);
 }
 
+TEST_CASE("autograd: inverse, determinants and solves") {
+  TestGraph tg;
+  ValueId a = well_conditioned(tg, "a", {2, 3, 3}), b = tg.input("b", {2, 3, 2});
+  ValueId v = tg.input("v", {2, 3});
+  tg.output(tg.ops("aten.linalg_inv_ex.default", {T(a)})[0]);
+  tg.output(tg.ops("aten._linalg_det.default", {T(a)})[0]);
+  tg.output(tg.ops("aten._linalg_slogdet.default", {T(a)})[1]);
+  tg.output(tg.ops("aten._linalg_solve_ex.default", {T(a), T(b)})[0]);
+  tg.output(tg.ops("aten._linalg_solve_ex.default", {T(a), T(v)})[0]);
+  tg.output(tg.ops("aten._linalg_solve_ex.default",
+                   {T(a), T(tg.input("r", {2, 2, 3})), KW("left", Arg::of_bool(false))})[0]);
+  check_gradients(tg);
+}
+
 TEST_CASE("autograd: tensor and selection ops of the single-op corpus (decompositions)") {
   TestGraph tg;
   ValueId x = tg.input("x", {3, 4}, -2, 2);
