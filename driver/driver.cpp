@@ -505,15 +505,26 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   return status;
 }
 
-// Runs an artifact from the compile cache as --run's executable.
+// Runs an artifact from the compile cache as --run's executable. A corrupt entry is named as
+// such (`entry`); what goes wrong in a run names the graph the user gave (`source`), as the
+// compile that filled the cache would have.
 class LoadedExecutable : public Executable {
 public:
-  LoadedExecutable(const std::string& bytes, const std::string& source)
-      : m_(LoadedModel::load(parse_artifact(bytes, source), source)) {}
-  NamedTensors run(const std::vector<Tensor>& inputs) override { return m_->run(inputs); }
+  LoadedExecutable(const std::string& bytes, std::string entry, std::string source)
+      : m_(LoadedModel::load(parse_artifact(bytes, entry), source)), entry_(std::move(entry)),
+        source_(std::move(source)) {}
+  NamedTensors run(const std::vector<Tensor>& inputs) override {
+    try {
+      return m_->run(inputs);
+    } catch (const Error& e) { // the entry's graphs carry the entry's name
+      if (e.file() != entry_) throw;
+      throw Error(source_, e.message(), e.node(), e.op());
+    }
+  }
 
 private:
   std::unique_ptr<LoadedModel> m_;
+  std::string entry_, source_;
 };
 
 // What --trace shows besides the compile passes: the steps of one --bench run.
@@ -758,7 +769,7 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   if (cached_run)
     if (std::optional<std::string> bytes = tiered_lookup(cu, o))
       c.executable = std::make_unique<LoadedExecutable>(
-          *bytes, cu.cache.enabled() ? cu.cache.entry_path(cu.key) : "<remote cache>");
+          *bytes, cu.cache.enabled() ? cu.cache.entry_path(cu.key) : "<remote cache>", o.input);
   if (cached_run) log_cache_decision(cu, c.executable != nullptr);
   if (!c.executable) {
     run_pipeline(c);

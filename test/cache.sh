@@ -269,5 +269,19 @@ check "unwritable cache" 0 "$fxc" "${args[@]}" --cache-dir="$tmp/file/c" -o "$tm
 has "an unwritable cache warns" "$tmp/err" "not stored"
 same "and the artifact is written all the same" "$tmp/cold.fxo" "$tmp/x.fxo"
 
+# A run that fails names the user's graph on a miss and on a hit alike, never the cache entry.
+if "$fxc" --version | grep -q "built without LLVM"; then
+  echo "not run here (needs LLVM): run errors on a cache hit"
+else
+  cp "$src/test/error/cholesky_not_pd.fxg" "$tmp/notpd.fxg"
+  for round in miss hit; do
+    check "a failing run ($round)" 1 "$fxc" --backend=inductor --device=cpu --run --seed=1 \
+      --cache-dir="$tmp/runerr" --log=cache "$tmp/notpd.fxg"
+    has "its error names the graph ($round)" "$tmp/err" "notpd.fxg: error: node 'L_linalg_cholesky_ex'"
+    hasnt "and not the cache entry ($round)" "$tmp/err" ".entry: error"
+  done
+  has "the second run was a hit" "$tmp/err" "[fxc:cache] info: hit"
+fi
+
 if [ $fail -eq 0 ]; then echo "cache: all passed"; else echo "cache: FAILED"; fi
 exit $fail
