@@ -327,7 +327,10 @@ private:
   llvm::Type* mem_type(DType t) {
     if (t == DType::Bool) return b_.getInt8Ty();
     if (t == DType::F16) return b_.getHalfTy();
-    if (t == DType::BF16) return b_.getBFloatTy();
+    // Without native bf16 rounding, bf16 lives in memory as i16: LLVM would legalize bfloat
+    // values (a select, a constant) through f32 and __truncsfbf2.
+    if (t == DType::BF16)
+      return target_.caps().native_bf16_round ? b_.getBFloatTy() : b_.getInt16Ty();
     return reg_type(t);
   }
   llvm::Value* constant(double f, int64_t i, DType t) {
@@ -340,6 +343,12 @@ private:
   llvm::Value* load(int buffer, const IndexExpr& ix, DType t);
   void store(int buffer, llvm::Value* offset, llvm::Value* v, DType t);
   llvm::Value* cast(llvm::Value* v, DType from, DType to);
+  /// `v` (f32 or f64) rounded to the half type `t`, a value of mem_type(t).
+  llvm::Value* narrow(llvm::Value* v, DType t);
+  /// A half-type value `v` (mem_type(t)) as f32. Without native bf16 rounding, bf16 is an i16
+  /// and widens with integer operations, so that LLVM never sees a bfloat value it could narrow
+  /// arithmetic to (a bf16 maximum it would lower through __truncsfbf2).
+  llvm::Value* widen(llvm::Value* v, DType t);
   llvm::Value* unary(VOp op, llvm::Value* a, DType t);
   /// The helper function of VOp::Call `f` in dtype t (F32 or F64), emitted into the module on
   /// first use as an internal function.
@@ -534,7 +543,7 @@ llvm::Value* Emitter::load(int buffer, const IndexExpr& ix, DType t) {
   llvm::Value* ptr = b_.CreateGEP(mem_type(t), it->second, index(ix));
   llvm::Value* v = b_.CreateLoad(mem_type(t), ptr);
   if (t == DType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
-  if (is_half(t)) return b_.CreateFPExt(v, b_.getFloatTy());
+  if (is_half(t)) return widen(v, t);
   return v;
 }
 
@@ -542,8 +551,25 @@ void Emitter::store(int buffer, llvm::Value* offset, llvm::Value* v, DType t) {
   auto it = buf_ptr_.find(buffer);
   assert(it != buf_ptr_.end() && "kernel writes a buffer that is not an argument");
   if (t == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
-  if (is_half(t)) v = b_.CreateFPTrunc(v, mem_type(t));
+  if (is_half(t)) v = narrow(v, t);
   b_.CreateStore(v, b_.CreateGEP(mem_type(t), it->second, offset));
+}
+
+llvm::Value* Emitter::widen(llvm::Value* v, DType t) {
+  if (t != DType::BF16 || target_.caps().native_bf16_round)
+    return b_.CreateFPExt(v, b_.getFloatTy());
+  llvm::Value* u = b_.CreateZExt(v, b_.getInt32Ty()); // v: the i16 of mem_type
+  return b_.CreateBitCast(b_.CreateShl(u, 16), b_.getFloatTy());
+}
+
+llvm::Value* Emitter::narrow(llvm::Value* v, DType t) {
+  if (t != DType::BF16 || target_.caps().native_bf16_round) return b_.CreateFPCast(v, mem_type(t));
+  if (v->getType()->isDoubleTy()) v = b_.CreateFPTrunc(v, b_.getFloatTy()); // c10: via float
+  llvm::Value* u = b_.CreateBitCast(v, b_.getInt32Ty());
+  llvm::Value* bias = b_.CreateAdd(b_.CreateAnd(b_.CreateLShr(u, 16), 1), b_.getInt32(0x7fff));
+  llvm::Value* r = b_.CreateLShr(b_.CreateAdd(u, bias), 16);
+  r = b_.CreateSelect(b_.CreateFCmpUNO(v, v), b_.getInt32(0x7fc0), r); // NaN: the quiet NaN
+  return b_.CreateTrunc(r, b_.getInt16Ty());                           // mem_type's i16
 }
 
 llvm::Value* Emitter::cast(llvm::Value* v, DType from, DType to) {
@@ -556,8 +582,7 @@ llvm::Value* Emitter::cast(llvm::Value* v, DType from, DType to) {
   if (is_floating(from) && is_floating(to)) {
     if (is_half(to)) {
       // Round to the narrow type, then keep computing in f32.
-      llvm::Value* n = b_.CreateFPCast(v, mem_type(to));
-      return b_.CreateFPExt(n, b_.getFloatTy());
+      return widen(narrow(v, to), to);
     }
     return b_.CreateFPCast(v, dt);
   }
@@ -1181,7 +1206,7 @@ llvm::Value* Emitter::vector_load(int buffer, const IndexExpr& ix, DType t) {
   }
   llvm::Value* v = b_.CreateExtractElement(vv, uint64_t(lane_));
   if (t == DType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
-  if (is_half(t)) return b_.CreateFPExt(v, b_.getFloatTy());
+  if (is_half(t)) return widen(v, t);
   return v;
 }
 
@@ -1209,7 +1234,7 @@ void Emitter::vector_store(int buffer, const std::vector<llvm::Value*>& lanes, D
     for (size_t l = 0; l < lanes.size(); ++l) {
       llvm::Value* v = lanes[l];
       if (t == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
-      if (is_half(t)) v = b_.CreateFPTrunc(v, et);
+      if (is_half(t)) v = narrow(v, t);
       vec = b_.CreateInsertElement(vec, v, uint64_t(l));
     }
   }

@@ -29,6 +29,11 @@ struct TargetCaps {
   bool has_shared_memory = false;
   int max_threads_per_block = 1;
   int vector_bits = 256; ///< preferred SIMD width for the r loop
+  /// fptrunc to bfloat is an instruction (NVPTX sm_80+). Otherwise the emitter rounds with
+  /// integer operations, as c10's round_to_nearest_even: LLVM would call __truncsfbf2, which
+  /// neither libgcc before GCC 13 nor the artifact loader provides, and AVX512-BF16's
+  /// conversion flushes denormals where PyTorch keeps them.
+  bool native_bf16_round = true;
 };
 
 /// How one kernel's rows map onto the threads of a cooperative target, chosen per kernel before

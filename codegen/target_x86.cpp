@@ -65,6 +65,7 @@ public:
     caps_.has_shared_memory = false;
     caps_.max_threads_per_block = 1;
     caps_.vector_bits = features_.find("+avx512f") != std::string::npos ? 512 : 256;
+    caps_.native_bf16_round = false;
   }
   const TargetCaps& caps() const override { return caps_; }
 

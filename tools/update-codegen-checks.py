@@ -5,7 +5,8 @@ update_test_checks.py does for its tests.
 For every RUN line that pipes into `FileCheck %s` (prefix from --check-prefix, default CHECK),
 the command before that pipe runs (with test/lit.sh's substitutions) and its output becomes the
 prefix's block: the first line `PREFIX:`, the rest `PREFIX-NEXT:` (`PREFIX-EMPTY:` for empty
-lines). A `// PREFIX-FILTER: <regex>` line keeps only the output lines the regex finds, each
+lines). The x86 target's "target-cpu" and "target-features" match any host. A
+`// PREFIX-FILTER: <regex>` line keeps only the output lines the regex finds, each
 then checked with `PREFIX:` (in order, not adjacent). FileCheck's `{{` and `[[` are escaped and
 the scratch path is replaced by `{{.*}}`. The file is rewritten as: its other comment lines
 (RUN, FILTER, notes), the generated blocks in RUN-line order, then the input.
@@ -42,6 +43,10 @@ def run_lines(lines):
 
 def escape(line):
     line = line.replace("{{", "{{\\{\\{}}").replace("[[", "{{\\[\\[}}")
+    # The host's CPU and its features (x86 kernels are compiled for the machine that runs fxc)
+    # differ between machines: any CPU matches.
+    line = re.sub(r'"target-cpu"="[^"]*"', '"target-cpu"="{{[^"]*}}"', line)
+    line = re.sub(r'"target-features"="[^"]*"', '"target-features"="{{[^"]*}}"', line)
     return line
 
 

@@ -176,6 +176,30 @@ TEST_CASE("fuse: integer, bool and half-precision values compute like the interp
   compile_and_check(tg);
 }
 
+TEST_CASE("fuse: f32 to bf16 rounds to nearest even as c10 does (ties, denormals, NaN, overflow)") {
+  // Generated code rounds with integer operations on the CPU whatever the host's bf16 support
+  // (LLVM's fptrunc would call __truncsfbf2, missing from libgcc before GCC 13).
+  TestGraph tg;
+  const std::vector<double> v = {1.00390625, 1.01171875, -1.00390625, 1e-40,   -0.0,
+                                 INFINITY,   NAN,        3.4e38,      -3.3e38, 0.1};
+  const std::vector<uint16_t> want = {0x3f80, 0x3f82, 0xbf80, 0x0001, 0x8000,
+                                      0x7f80, 0x7fc0, 0x7f80, 0xff78, 0x3dcd};
+  ValueId x = tg.input_values("x", DType::F32, {int64_t(v.size())}, v);
+  ValueId h = tg.op("aten._to_copy.default", {T(x), KW("dtype", Arg::of_dtype(DType::BF16))});
+  tg.output(h);
+  CompiledGraph cg = compile_inductor(tg.g, {});
+  CHECK(cg.num_kernels() == 1);
+  std::vector<Tensor> got = cg.run(tg.inputs);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].dtype() == DType::BF16);
+  Tensor c = got[0].contiguous();
+  const auto* bits = reinterpret_cast<const uint16_t*>(c.raw_data());
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("input " << v[i]);
+    CHECK(bits[i] == want[i]);
+  }
+}
+
 TEST_CASE("fuse: gather and index_select read through indirect indices") {
   TestGraph tg;
   ValueId x = f32_input(tg, "x", {4, 6});
