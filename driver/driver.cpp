@@ -252,6 +252,8 @@ void warn_unused_arguments(const Options& o, bool artifact) {
     if (o.atol_given) unused("--atol", "without --expect");
     if (o.equal_nan) unused("--equal-nan", "without --expect");
   }
+  if (!artifact && !o.model.empty())
+    unused("--model=" + o.model, "with a graph (it chooses a model of an .fxo artifact)");
   if (!artifact && o.device == DeviceKind::Cpu) {
     if (o.cuda_graphs) unused("--cuda-graphs", "with --device=cpu");
     if (o.allow_tf32) unused("--allow-tf32", "with --device=cpu");
@@ -608,6 +610,7 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
     o.device = cuda::Context::unavailable_reason().empty() ? DeviceKind::Cuda : DeviceKind::Cpu;
   check_supported(o);
   check_depfile_options(o);
+  if (o.link) return link_artifacts(o);
   warn_unused_arguments(o, is_artifact_file(o.input));
   philox::set_generator_seed(o.seed); // the random ops' key (docs/random.md)
   // Plugins first: importing the graph needs the schemas of their ops.

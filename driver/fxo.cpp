@@ -9,6 +9,7 @@
 #include "driver/tensor_io.h"
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
+#include "frontend/io_util.h"
 #include "frontend/safetensors.h"
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/inductor.h"
@@ -17,6 +18,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -137,11 +139,17 @@ int run_artifact(const Options& o, BenchResult* benched) {
   if (!o.run && !o.bench)
     throw UsageError(o.input + " is already compiled: run it with --run or --bench");
   auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<LoadedModel> m = LoadedModel::load(read_artifact_file(o.input), o.input);
+  std::unique_ptr<LoadedModel> m = LoadedModel::load(read_artifact_file(o.input, o.model), o.input);
   // Map, parse and check (the weights' checksums too), load the kernels, place the weights.
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const CompiledArtifact& a = m->artifact();
+  if (o.verbose && a.models_in_file.size() > 1) {
+    std::string names;
+    for (const std::string& n : a.models_in_file) names += (names.empty() ? "" : ", ") + n;
+    std::fprintf(stderr, "fxc: %s holds %zu models (%s); running '%s'\n", o.input.c_str(),
+                 a.models_in_file.size(), names.c_str(), a.name.c_str());
+  }
   if (o.verbose)
     std::fprintf(
         stderr, "fxc: load %s (%s, %s, %s): %.3f ms\n", o.input.c_str(), a.backend.c_str(),
@@ -181,6 +189,66 @@ int run_artifact(const Options& o, BenchResult* benched) {
     for (const auto& [name, t] : results)
       std::printf("%s: %s\n", name.c_str(), summarize(t).c_str());
   return status;
+}
+
+namespace {
+
+bool file_exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+} // namespace
+
+int link_artifacts(const Options& o) {
+  std::vector<CompiledArtifact> models;
+  std::vector<std::string> from; // the file each model came from, for messages
+  for (const std::string& arg : o.link_inputs) {
+    std::string path = arg, rename;
+    if (size_t eq = arg.find('='); eq != std::string::npos && !file_exists(arg)) {
+      rename = arg.substr(0, eq);
+      path = arg.substr(eq + 1);
+      if (rename.empty()) throw UsageError("--link: '" + arg + "': an empty model name");
+    }
+    if (!file_exists(path)) throw Error(path, "no such file");
+    if (!is_artifact_file(path))
+      throw Error(path, "--link combines compiled artifacts; compile this graph first (fxc " +
+                            path + " -o <name>.fxo)");
+    std::vector<CompiledArtifact> ms = parse_artifact_models(ArtifactBytes::map_file(path), path);
+    if (!rename.empty()) {
+      if (ms.size() != 1)
+        throw Error(path, "'" + rename +
+                              "=' names the model of an artifact of one model; this "
+                              "one holds " +
+                              std::to_string(ms.size()));
+      ms[0].name = rename;
+    }
+    for (CompiledArtifact& m : ms) {
+      for (size_t k = 0; k < models.size(); ++k)
+        if (models[k].name == m.name)
+          throw Error(path, "a second model named '" + m.name + "' (" + from[k] +
+                                " has one): rename one with NAME=" + path);
+      models.push_back(std::move(m));
+      from.push_back(path);
+    }
+  }
+  std::vector<const CompiledArtifact*> list;
+  for (const CompiledArtifact& m : models) list.push_back(&m);
+  uint64_t size = 0;
+  {
+    OutputFile out(o.output, "cannot write output file");
+    write_artifact(list, [&](std::string_view b) {
+      out.write(b);
+      size += b.size();
+    });
+    out.commit();
+  }
+  std::string names;
+  for (const CompiledArtifact& m : models) names += (names.empty() ? "" : ", ") + m.name;
+  log_message(Component::Driver, Level::Info,
+              "wrote " + o.output + " (" + std::to_string(size) +
+                  " bytes): " + std::to_string(models.size()) + " models: " + names);
+  return 0;
 }
 
 } // namespace fxc

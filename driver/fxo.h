@@ -24,4 +24,11 @@ bool is_artifact_file(const std::string& path);
 /// result for --trace). Returns the exit status; throws fxc::Error.
 int run_artifact(const Options& o, BenchResult* benched = nullptr);
 
+/// `fxc --link -o out.fxo a.fxo [NAME=]b.fxo ...`: one artifact holding every model of the
+/// given ones, each under its name (its graph's stem, or NAME), chosen with --model (the
+/// first by default) or fxc_model_load_file_named. Weights are stored once across models.
+/// Returns the exit status; throws fxc::Error naming the file for a graph, a missing file or
+/// two models of one name.
+int link_artifacts(const Options& o);
+
 } // namespace fxc

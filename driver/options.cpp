@@ -278,7 +278,13 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.footer(kFooter);
   app.get_formatter()->column_width(40);
   bool version = false;
-  app.add_option("graph", o->input, "Graph file: .pt2, .fxg or .fxg.zst");
+  std::vector<std::string> graphs;
+  app.add_option("graph", graphs, "Graph file: .pt2, .fxg or .fxg.zst (or an .fxo to run)");
+  app.add_flag("--link", o->link,
+               "Combine artifacts into one (-o): fxc --link -o m.fxo enc.fxo dec.fxo; "
+               "NAME=FILE renames");
+  app.add_option("--model", o->model, "Which model of an artifact of several to run (--link)")
+      ->option_text("<name>");
   app.add_option("-o", o->output,
                  "Output file (default <stem>.fxo; --emit: <stem>.<ext>; - for stdout)");
   // Enumerated options are read as words and checked after parsing (check_choice), so that a
@@ -443,6 +449,21 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   } catch (const CLI::ParseError& e) {
     return usage_error(args, e.what());
   }
+  if (o->link) {
+    o->link_inputs = graphs;
+    if (graphs.empty()) return usage_error(args, "--link needs the artifacts to combine");
+    if (o->output.empty() || o->output == "-")
+      return usage_error(args, "--link needs -o <file>: the combined artifact");
+    if (o->run || o->bench || !o->emit.empty() || o->emit_asm || o->bisect || o->minify)
+      return usage_error(args, "--link only combines artifacts; run the result in another "
+                               "command (fxc --run " +
+                                   o->output + " --model=<name>)");
+  } else if (graphs.size() > 1) {
+    return usage_error(args, "unexpected argument '" + graphs[1] +
+                                 "': fxc compiles one graph per invocation (the graph is '" +
+                                 graphs[0] + "'; --link combines artifacts)");
+  }
+  if (!graphs.empty()) o->input = graphs[0];
   if (version) {
     std::printf("%s", version_text().c_str());
     return 0;

@@ -15,7 +15,11 @@ enum class DeviceKind { Auto, Cpu, Cuda };
 const char* backend_name(Backend b);
 
 struct Options {
-  std::string input;  ///< the graph file
+  std::string input; ///< the graph file
+  /// --link: combine these artifacts (.fxo; NAME=FILE renames a one-model one) into -o's file.
+  bool link = false;
+  std::vector<std::string> link_inputs;
+  std::string model;  ///< --model=<name>: which model of an artifact of several to run
   std::string output; ///< -o
   Backend backend = Backend::Inductor;
   DeviceKind device = DeviceKind::Auto;

@@ -856,39 +856,39 @@ size_t graph_outputs(const ArtifactGraph& g) {
   return g.kind == ArtifactGraph::Kind::Plan ? g.plan.outputs.size() : g.graph->outputs.size();
 }
 
-// The inputs and outputs of the graphs agree with the manifest's inputs, outputs and training
-// bookkeeping.
-void check_signature(const Reader& r, const CompiledArtifact& a) {
+// The inputs and outputs of the graphs agree with the model's inputs, outputs and training
+// bookkeeping. `at` prefixes the fields' names in messages ("models[0].").
+void check_signature(const Reader& r, const CompiledArtifact& a, const std::string& at) {
   const bool train = a.mode == "train";
   if (a.graphs.size() != (train ? 2u : 1u) ||
       a.graphs[0].role != (train ? "forward" : "inference") ||
       (train && a.graphs[1].role != "backward"))
-    r.fail("graphs", train ? "train mode needs a forward and a backward graph"
-                           : "inference needs one inference graph");
+    r.fail(at + "graphs", train ? "train mode needs a forward and a backward graph"
+                                : "inference needs one inference graph");
   for (const ArtifactGraph& g : a.graphs)
-    if (g.kind != a.graphs[0].kind) r.fail("graphs", "mixes plans and interpreted graphs");
+    if (g.kind != a.graphs[0].kind) r.fail(at + "graphs", "mixes plans and interpreted graphs");
   const ArtifactGraph& fw = a.graphs[0];
   if (graph_inputs(fw) != a.inputs.size())
-    r.fail("inputs", std::to_string(a.inputs.size()) + " guards for a graph of " +
-                         std::to_string(graph_inputs(fw)) + " inputs");
+    r.fail(at + "inputs", std::to_string(a.inputs.size()) + " guards for a graph of " +
+                              std::to_string(graph_inputs(fw)) + " inputs");
   if (fw.kind == ArtifactGraph::Kind::Plan)
     for (size_t i = 0; i < a.inputs.size(); ++i)
       if (a.inputs[i].meta.dtype != fw.plan.input_metas[i].dtype ||
           a.inputs[i].meta.sizes != fw.plan.input_metas[i].sizes)
-        r.fail("inputs[" + std::to_string(i) + "]", "the guard disagrees with the plan");
+        r.fail(at + "inputs[" + std::to_string(i) + "]", "the guard disagrees with the plan");
   size_t fw_out = graph_outputs(fw);
   if (!train) {
-    if (a.outputs.size() != fw_out) r.fail("outputs", "count differs from the graph's");
+    if (a.outputs.size() != fw_out) r.fail(at + "outputs", "count differs from the graph's");
     return;
   }
-  if (a.num_user_outputs > fw_out) r.fail("num_user_outputs", "more than the forward returns");
+  if (a.num_user_outputs > fw_out) r.fail(at + "num_user_outputs", "more than the forward returns");
   for (size_t t : a.tangent_output_index)
-    if (t >= a.num_user_outputs) r.fail("tangent_output_index", "names no user output");
+    if (t >= a.num_user_outputs) r.fail(at + "tangent_output_index", "names no user output");
   const ArtifactGraph& bw = a.graphs[1];
   if (graph_inputs(bw) != fw_out - a.num_user_outputs + a.tangent_output_index.size())
-    r.fail("graphs[1]", "the backward's inputs do not match the forward's saved values");
+    r.fail(at + "graphs[1]", "the backward's inputs do not match the forward's saved values");
   if (a.outputs.size() != a.num_user_outputs + graph_outputs(bw))
-    r.fail("outputs", "count differs from the graphs'");
+    r.fail(at + "outputs", "count differs from the graphs'");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -939,12 +939,12 @@ std::vector<std::string> name_constants(const Plan& plan, const Graph& graph) {
   return names;
 }
 
-void write_artifact(const CompiledArtifact& a, const ArtifactSink& sink) {
-  Writer w;
+namespace {
+
+// One model of the manifest's "models": its signature and its graphs (weights and blobs go to
+// the Writer, shared by all models).
+ojson write_model(const CompiledArtifact& a, Writer& w) {
   ojson m;
-  m["format"] = "fxo";
-  m["version"] = kArtifactFormatVersion;
-  m["fxc_version"] = FXC_VERSION;
   m["name"] = a.name;
   m["backend"] = a.backend;
   m["device"] = a.device;
@@ -972,6 +972,33 @@ void write_artifact(const CompiledArtifact& a, const ArtifactSink& sink) {
     d["bindings"] = a.bindings;
     m["dynamic"] = d;
   }
+  return m;
+}
+
+} // namespace
+
+void write_artifact(const CompiledArtifact& a, const ArtifactSink& sink) {
+  write_artifact(std::vector<const CompiledArtifact*>{&a}, sink);
+}
+
+void write_artifact(const std::vector<const CompiledArtifact*>& models, const ArtifactSink& sink) {
+  if (models.empty()) throw Error("", "an artifact needs at least one model");
+  std::set<std::string> names;
+  for (const CompiledArtifact* a : models) {
+    if (a->name.empty()) throw Error("", "a model of an artifact needs a name");
+    if (!names.insert(a->name).second)
+      throw Error(a->name, "two models named '" + a->name +
+                               "' in one artifact (models are chosen by name; rename one)");
+  }
+  const CompiledArtifact& first = *models[0];
+  Writer w;
+  ojson m;
+  m["format"] = "fxo";
+  m["version"] = kArtifactFormatVersion;
+  m["fxc_version"] = FXC_VERSION;
+  ojson list = ojson::array();
+  for (const CompiledArtifact* a : models) list.push_back(write_model(*a, w));
+  m["models"] = list;
   m["weights"] = w.weights();
   m["weight_chunks"] = ojson{{"bytes", kWeightChunk}, {"xxh3", w.chunk_checksums()}};
 
@@ -985,7 +1012,8 @@ void write_artifact(const CompiledArtifact& a, const ArtifactSink& sink) {
   out.resize(kHeaderBytes + ZSTD_compressBound(payload.size()));
   size_t n = ZSTD_compress(out.data() + kHeaderBytes, out.size() - kHeaderBytes, payload.data(),
                            payload.size(), kZstdLevel);
-  if (ZSTD_isError(n)) throw Error(a.name, std::string("cannot compress: ") + ZSTD_getErrorName(n));
+  if (ZSTD_isError(n))
+    throw Error(first.name, std::string("cannot compress: ") + ZSTD_getErrorName(n));
   out.resize(kHeaderBytes + n);
   const uint64_t wbytes = w.weight_bytes();
   const uint64_t woff = wbytes ? align_up(out.size(), kPage) : out.size();
@@ -1017,8 +1045,12 @@ void write_artifact(const CompiledArtifact& a, const ArtifactSink& sink) {
 }
 
 std::string serialize_artifact(const CompiledArtifact& a) {
+  return serialize_artifact(std::vector<const CompiledArtifact*>{&a});
+}
+
+std::string serialize_artifact(const std::vector<const CompiledArtifact*>& models) {
   std::string out;
-  write_artifact(a, [&](std::string_view b) { out.append(b); });
+  write_artifact(models, [&](std::string_view b) { out.append(b); });
   return out;
 }
 
@@ -1026,12 +1058,81 @@ bool is_artifact(std::string_view bytes) {
   return bytes.size() >= 4 && std::memcmp(bytes.data(), kMagic, 4) == 0;
 }
 
-CompiledArtifact parse_artifact(std::string_view bytes, const std::string& source) {
-  return parse_artifact(ArtifactBytes::copy(bytes), source);
+CompiledArtifact parse_artifact(std::string_view bytes, const std::string& source,
+                                const std::string& model) {
+  return parse_artifact(ArtifactBytes::copy(bytes), source, model);
 }
 
-CompiledArtifact parse_artifact(std::shared_ptr<const ArtifactBytes> file,
-                                const std::string& source) {
+namespace {
+
+// One model of the manifest's "models" (`top`: "models[0]"), its weights from the shared table.
+CompiledArtifact read_model(const Reader& r, const json& m, const std::string& top,
+                            const std::vector<Tensor>& weight_table) {
+  CompiledArtifact a;
+  a.name = r.str(m, "name", top);
+  a.backend = r.str(m, "backend", top);
+  if (a.backend != "eager" && a.backend != "aot_eager" &&
+      a.backend != "aot_eager_decomp_partition" && a.backend != "inductor")
+    r.fail(top + ".backend", "unknown backend '" + a.backend + "'");
+  a.device = r.str(m, "device", top);
+  if (a.device != "cpu" && a.device != "cuda") r.fail(top + ".device", "unknown device");
+  a.cuda_arch = r.str(m, "cuda_arch", top);
+  a.mode = r.str(m, "mode", top);
+  if (a.mode != "inference" && a.mode != "train") r.fail(top + ".mode", "unknown mode");
+  const json& ins = r.array(m, "inputs", top);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    std::string where = top + ".inputs[" + std::to_string(i) + "]";
+    InputGuard g;
+    g.name = r.str(ins[i], "name", where);
+    g.meta = r.meta(r.at(ins[i], "meta", where), where + ".meta");
+    g.int_bound = r.integer(ins[i], "int_bound", where, 0, INT64_MAX);
+    a.inputs.push_back(g);
+  }
+  for (const json& o : r.array(m, "outputs", top)) a.outputs.push_back(r.str(o, top + ".outputs"));
+  a.num_user_outputs = size_t(r.integer(m, "num_user_outputs", top, 0, INT32_MAX));
+  for (int64_t t : r.ints(m, "tangent_output_index", top, 0, INT32_MAX))
+    a.tangent_output_index.push_back(size_t(t));
+  for (const json& o : r.array(m, "custom_ops", top))
+    a.custom_ops.push_back(r.str(o, top + ".custom_ops"));
+  const json& graphs = r.array(m, "graphs", top);
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    a.graphs.push_back(
+        read_graph(r, graphs[i], top + ".graphs[" + std::to_string(i) + "]", a, weight_table));
+    if (a.graphs.back().role == "dynamic")
+      r.fail(top + ".graphs[" + std::to_string(i) + "]", "a dynamic graph among the plans");
+  }
+  if (auto d = m.find("dynamic"); d != m.end() && !d->is_null()) {
+    ArtifactGraph dyn = read_graph(r, *d, top + ".dynamic", a, weight_table);
+    if (dyn.role != "dynamic" || dyn.kind != ArtifactGraph::Kind::Interpreted ||
+        !dyn.graph->is_dynamic() || a.mode != "inference")
+      r.fail(top + ".dynamic", "not an inference artifact's interpreted graph with symbols");
+    const json& b = r.at(*d, "bindings", top + ".dynamic");
+    if (!b.is_object()) r.fail(top + ".dynamic.bindings", "not an object");
+    for (auto it = b.begin(); it != b.end(); ++it)
+      a.bindings[it.key()] = r.integer(it.value(), top + ".dynamic.bindings", 0, INT64_MAX);
+    if (a.bindings.size() != dyn.graph->symbols.size())
+      r.fail(top + ".dynamic.bindings", "one value per symbol");
+    for (const SymbolRange& sr : dyn.graph->symbols) {
+      auto it = a.bindings.find(sr.name);
+      if (it == a.bindings.end() || it->second < sr.min || it->second > sr.max)
+        r.fail(top + ".dynamic.bindings", "no value in range for " + sr.name);
+    }
+    if (user_input_count(*dyn.graph) != a.inputs.size())
+      r.fail(top + ".dynamic", "its inputs differ from the guards'");
+    a.symbolic = dyn.graph;
+  }
+  if (r.str(m, "kind", top) != (a.graphs.empty() ? "plan" : kind_name(a.graphs[0].kind)))
+    r.fail(top + ".kind", "differs from the graphs' kind");
+  check_signature(r, a, top + ".");
+  return a;
+}
+
+// Checks an artifact's header, checksums and payload, reads its manifest and weight table, and
+// gives them to `f(reader, models, weight_table, names)`: the manifest's "models" and their
+// names (unique, not empty).
+template <class F>
+auto read_manifest(const std::shared_ptr<const ArtifactBytes>& file, const std::string& source,
+                   F&& f) {
   const std::string_view bytes = file->view();
   if (!is_artifact(bytes)) throw Error(source, "not an fxc artifact (no FXO magic number)");
   if (bytes.size() < kHeaderBytes)
@@ -1086,73 +1187,65 @@ CompiledArtifact parse_artifact(std::shared_ptr<const ArtifactBytes> file,
   }
   const std::string_view weights = bytes.substr(size_t(woff), size_t(wsize));
   Reader r(source, std::string_view(data).substr(size_t(8 + mlen)), weights, file);
-  const std::string top = "manifest";
-  if (r.str(m, "format", top) != "fxo") r.fail(top, "not an fxo manifest");
-  if (r.integer(m, "version", top, 0, INT32_MAX) != kArtifactFormatVersion)
-    r.fail(top, "the manifest's version differs from the header's");
-  CompiledArtifact a;
-  a.name = r.str(m, "name", top);
-  a.backend = r.str(m, "backend", top);
-  if (a.backend != "eager" && a.backend != "aot_eager" &&
-      a.backend != "aot_eager_decomp_partition" && a.backend != "inductor")
-    r.fail(top + ".backend", "unknown backend '" + a.backend + "'");
-  a.device = r.str(m, "device", top);
-  if (a.device != "cpu" && a.device != "cuda") r.fail(top + ".device", "unknown device");
-  a.cuda_arch = r.str(m, "cuda_arch", top);
-  a.mode = r.str(m, "mode", top);
-  if (a.mode != "inference" && a.mode != "train") r.fail(top + ".mode", "unknown mode");
-  const json& ins = r.array(m, "inputs", top);
-  for (size_t i = 0; i < ins.size(); ++i) {
-    std::string where = "inputs[" + std::to_string(i) + "]";
-    InputGuard g;
-    g.name = r.str(ins[i], "name", where);
-    g.meta = r.meta(r.at(ins[i], "meta", where), where + ".meta");
-    g.int_bound = r.integer(ins[i], "int_bound", where, 0, INT64_MAX);
-    a.inputs.push_back(g);
-  }
-  for (const json& o : r.array(m, "outputs", top)) a.outputs.push_back(r.str(o, "outputs"));
-  a.num_user_outputs = size_t(r.integer(m, "num_user_outputs", top, 0, INT32_MAX));
-  for (int64_t t : r.ints(m, "tangent_output_index", top, 0, INT32_MAX))
-    a.tangent_output_index.push_back(size_t(t));
-  for (const json& o : r.array(m, "custom_ops", top))
-    a.custom_ops.push_back(r.str(o, "custom_ops"));
+  if (r.str(m, "format", "manifest") != "fxo") r.fail("manifest", "not an fxo manifest");
+  if (r.integer(m, "version", "manifest", 0, INT32_MAX) != kArtifactFormatVersion)
+    r.fail("manifest", "the manifest's version differs from the header's");
   check_weight_chunks(r, m, weights);
   std::vector<Tensor> weight_table = read_weights(r, m);
-  const json& graphs = r.array(m, "graphs", top);
-  for (size_t i = 0; i < graphs.size(); ++i) {
-    a.graphs.push_back(
-        read_graph(r, graphs[i], "graphs[" + std::to_string(i) + "]", a, weight_table));
-    if (a.graphs.back().role == "dynamic")
-      r.fail("graphs[" + std::to_string(i) + "]", "a dynamic graph among the plans");
+  const json& models = r.array(m, "models", "manifest");
+  if (models.empty()) r.fail("manifest.models", "no models");
+  std::vector<std::string> names;
+  for (size_t i = 0; i < models.size(); ++i) {
+    std::string where = "models[" + std::to_string(i) + "]";
+    names.push_back(r.str(models[i], "name", where));
+    if (names.back().empty()) r.fail(where + ".name", "empty");
+    if (std::find(names.begin(), names.end() - 1, names.back()) != names.end() - 1)
+      r.fail(where + ".name", "a second model named '" + names.back() + "'");
   }
-  if (auto d = m.find("dynamic"); d != m.end() && !d->is_null()) {
-    ArtifactGraph dyn = read_graph(r, *d, "dynamic", a, weight_table);
-    if (dyn.role != "dynamic" || dyn.kind != ArtifactGraph::Kind::Interpreted ||
-        !dyn.graph->is_dynamic() || a.mode != "inference")
-      r.fail("dynamic", "not an inference artifact's interpreted graph with symbols");
-    const json& b = r.at(*d, "bindings", "dynamic");
-    if (!b.is_object()) r.fail("dynamic.bindings", "not an object");
-    for (auto it = b.begin(); it != b.end(); ++it)
-      a.bindings[it.key()] = r.integer(it.value(), "dynamic.bindings", 0, INT64_MAX);
-    if (a.bindings.size() != dyn.graph->symbols.size())
-      r.fail("dynamic.bindings", "one value per symbol");
-    for (const SymbolRange& sr : dyn.graph->symbols) {
-      auto it = a.bindings.find(sr.name);
-      if (it == a.bindings.end() || it->second < sr.min || it->second > sr.max)
-        r.fail("dynamic.bindings", "no value in range for " + sr.name);
-    }
-    if (user_input_count(*dyn.graph) != a.inputs.size())
-      r.fail("dynamic", "its inputs differ from the guards'");
-    a.symbolic = dyn.graph;
-  }
-  if (r.str(m, "kind", top) != (a.graphs.empty() ? "plan" : kind_name(a.graphs[0].kind)))
-    r.fail(top + ".kind", "differs from the graphs' kind");
-  check_signature(r, a);
-  return a;
+  return f(r, models, weight_table, names);
 }
 
-CompiledArtifact read_artifact_file(const std::string& path) {
-  return parse_artifact(ArtifactBytes::map_file(path), path);
+} // namespace
+
+CompiledArtifact parse_artifact(std::shared_ptr<const ArtifactBytes> file,
+                                const std::string& source, const std::string& model) {
+  return read_manifest(
+      file, source,
+      [&](const Reader& r, const json& models, const std::vector<Tensor>& weights,
+          std::vector<std::string>& names) {
+        size_t i = 0;
+        if (!model.empty()) {
+          i = size_t(std::find(names.begin(), names.end(), model) - names.begin());
+          if (i == names.size()) {
+            std::string held;
+            for (const std::string& n : names) held += (held.empty() ? "'" : ", '") + n + "'";
+            throw NoSuchModel(source,
+                              "no model '" + model + "' in this artifact (it holds " + held + ")");
+          }
+        }
+        CompiledArtifact a = read_model(r, models[i], "models[" + std::to_string(i) + "]", weights);
+        a.models_in_file = std::move(names);
+        return a;
+      });
+}
+
+std::vector<CompiledArtifact> parse_artifact_models(std::shared_ptr<const ArtifactBytes> file,
+                                                    const std::string& source) {
+  return read_manifest(
+      file, source,
+      [&](const Reader& r, const json& models, const std::vector<Tensor>& weights,
+          std::vector<std::string>& names) {
+        std::vector<CompiledArtifact> out;
+        for (size_t i = 0; i < models.size(); ++i) {
+          out.push_back(read_model(r, models[i], "models[" + std::to_string(i) + "]", weights));
+          out.back().models_in_file = names;
+        }
+        return out;
+      });
+}
+
+CompiledArtifact read_artifact_file(const std::string& path, const std::string& model) {
+  return parse_artifact(ArtifactBytes::map_file(path), path, model);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 //   NamedResults r = m->run(inputs);                         // checks the guards first
 #pragma once
 
+#include "frontend/diag.h"
 #include "frontend/graph.h"
 #include "runtime/plan_executor.h"
 #include "runtime/tensor.h"
@@ -29,7 +30,7 @@
 namespace fxc {
 
 /// The format version this fxc writes and reads (the header's second field).
-constexpr uint32_t kArtifactFormatVersion = 3;
+constexpr uint32_t kArtifactFormatVersion = 4;
 
 /// What an artifact assumes about one user input; run() checks every field before running.
 struct InputGuard {
@@ -94,6 +95,17 @@ struct CompiledArtifact {
   /// ranges ("input_0 'x': dim 0 is 5000, outside s77 in [1, 4096]"). Null for static artifacts.
   std::shared_ptr<const Graph> symbolic;
   SymBindings bindings;
+  /// Read from a file: the names of every model that file holds, in order (this one among them;
+  /// `fxc --link` writes several). Not written: an artifact's models are what write_artifact()
+  /// is given.
+  std::vector<std::string> models_in_file;
+};
+
+/// parse_artifact() was asked for a model the artifact does not hold (the message lists those
+/// it does): the caller's mistake, not a damaged file.
+class NoSuchModel : public Error {
+public:
+  using Error::Error;
 };
 
 /// Per entry of plan.constant_slots, the fqn of the weight of `graph` it is (the same storage
@@ -108,8 +120,15 @@ using ArtifactSink = std::function<void(std::string_view)>;
 /// the artifact is incomplete (a kernel without code, a weight without bytes).
 void write_artifact(const CompiledArtifact& a, const ArtifactSink& sink);
 
+/// Several models in one artifact (`fxc --link`; an encoder and a decoder), each chosen by its
+/// name when loading (parse_artifact's `model`; the first when none is named). Their weights
+/// share one section, deduplicated by content across models. Throws fxc::Error for no models,
+/// an empty name or a name given twice.
+void write_artifact(const std::vector<const CompiledArtifact*>& models, const ArtifactSink& sink);
+
 /// write_artifact() into one string.
 std::string serialize_artifact(const CompiledArtifact& a);
+std::string serialize_artifact(const std::vector<const CompiledArtifact*>& models);
 
 /// The bytes of an artifact and what keeps them valid: a private mapping of its file, or a
 /// page-aligned copy. A parsed artifact's weights point into these bytes and hold a reference.
@@ -140,14 +159,19 @@ bool is_artifact(std::string_view bytes);
 /// Parses and validates an artifact: header, version, checksums (the weights' too), sizes, every
 /// index and view of every plan. Throws fxc::Error naming `source` for a foreign, truncated,
 /// corrupt or newer-version file. Never trusts a number read from the file. The weights are
-/// used where they lie in `bytes`, which they keep alive.
+/// used where they lie in `bytes`, which they keep alive. `model` names the model to read from
+/// an artifact of several ("": the first); NoSuchModel when it holds none of that name.
 CompiledArtifact parse_artifact(std::shared_ptr<const ArtifactBytes> bytes,
-                                const std::string& source);
+                                const std::string& source, const std::string& model = {});
 /// parse_artifact() of a copy of `bytes`.
-CompiledArtifact parse_artifact(std::string_view bytes, const std::string& source);
+CompiledArtifact parse_artifact(std::string_view bytes, const std::string& source,
+                                const std::string& model = {});
+/// Every model of an artifact, in order (what `fxc --link` combines).
+std::vector<CompiledArtifact> parse_artifact_models(std::shared_ptr<const ArtifactBytes> bytes,
+                                                    const std::string& source);
 
 /// parse_artifact() of a file's mapping (ArtifactBytes::map_file).
-CompiledArtifact read_artifact_file(const std::string& path);
+CompiledArtifact read_artifact_file(const std::string& path, const std::string& model = {});
 
 /// Named results of a run: output_<i>, then (train mode) grad.<fqn> / grad.input_<i>.
 using NamedResults = std::vector<std::pair<std::string, Tensor>>;

@@ -23,6 +23,7 @@ struct fxc_model {
   std::vector<fxc::TensorMeta> inputs, outputs; ///< contiguous metas of the buffers
   std::vector<std::string> weight_names;        ///< swappable weights, sorted
   std::vector<fxc::TensorMeta> weights;
+  std::vector<std::string> models_in_file; ///< every model of the artifact, in order
 };
 
 namespace {
@@ -50,11 +51,15 @@ size_t nbytes(const fxc::TensorMeta& m) {
 }
 
 fxc_status load(std::shared_ptr<const fxc::ArtifactBytes> bytes, const std::string& name,
-                fxc_model** out) {
+                const char* model_name, fxc_model** out) {
   *out = nullptr;
   fxc::CompiledArtifact a;
   fxc_status s = guarded(FXC_ERROR_BAD_ARTIFACT, [&] {
-    a = fxc::parse_artifact(std::move(bytes), name);
+    try {
+      a = fxc::parse_artifact(std::move(bytes), name, model_name ? model_name : "");
+    } catch (const fxc::NoSuchModel& e) {
+      return fail(FXC_ERROR_INVALID_ARGUMENT, e.what());
+    }
     return FXC_OK;
   });
   if (s != FXC_OK) return s;
@@ -69,6 +74,7 @@ fxc_status load(std::shared_ptr<const fxc::ArtifactBytes> bytes, const std::stri
     m->inputs.push_back(g.meta);
   }
   m->source = name;
+  m->models_in_file = m->model->artifact().models_in_file;
   m->output_names = m->model->artifact().outputs;
   m->outputs = m->model->output_metas();
   for (auto& [wname, meta] : m->model->swappable_weights()) {
@@ -205,6 +211,10 @@ const char* fxc_dtype_name(int32_t code) {
 }
 
 fxc_status fxc_model_load_file(const char* path, fxc_model** out) {
+  return fxc_model_load_file_named(path, nullptr, out);
+}
+
+fxc_status fxc_model_load_file_named(const char* path, const char* model_name, fxc_model** out) {
   if (!path) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `path` is NULL");
   if (!out) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `out` is NULL");
   *out = nullptr;
@@ -214,10 +224,15 @@ fxc_status fxc_model_load_file(const char* path, fxc_model** out) {
     return FXC_OK;
   });
   if (s != FXC_OK) return s;
-  return load(std::move(bytes), path, out);
+  return load(std::move(bytes), path, model_name, out);
 }
 
 fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name, fxc_model** out) {
+  return fxc_model_load_memory_named(data, size, name, nullptr, out);
+}
+
+fxc_status fxc_model_load_memory_named(const void* data, size_t size, const char* name,
+                                       const char* model_name, fxc_model** out) {
   if (!data && size > 0) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `data` is NULL");
   if (!out) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `out` is NULL");
   *out = nullptr;
@@ -227,7 +242,20 @@ fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name
     return FXC_OK;
   });
   if (s != FXC_OK) return s;
-  return load(std::move(bytes), name ? name : "<memory>", out);
+  return load(std::move(bytes), name ? name : "<memory>", model_name, out);
+}
+
+const char* fxc_model_name(const fxc_model* model) {
+  return model ? model->model->artifact().name.c_str() : nullptr;
+}
+
+size_t fxc_artifact_num_models(const fxc_model* model) {
+  return model ? model->models_in_file.size() : 0;
+}
+
+const char* fxc_artifact_model_name(const fxc_model* model, size_t index) {
+  if (!model || index >= model->models_in_file.size()) return nullptr;
+  return model->models_in_file[index].c_str();
 }
 
 void fxc_model_free(fxc_model* model) {

@@ -41,6 +41,36 @@ check "--run x.fxo equals --run x.pt2 (random inputs)" 0 "$fxc" --run mlp.fxo --
 check "--bench x.fxo" 0 "$fxc" --bench mlp.fxo
 has "--bench x.fxo reports the load time" "$tmp/out" "mlp.fxo: inductor: load "
 
+# Several models in one artifact (fxc --link), each run by name (--model); the first by default.
+check "--link two artifacts" 0 "$fxc" --link -o both.fxo mlp.fxo block.fxo
+check "--link again" 0 "$fxc" --link -o both2.fxo mlp.fxo block.fxo
+same "--link: identical bytes" both.fxo both2.fxo
+check "--run both.fxo runs its first model" 0 "$fxc" --run both.fxo --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors"
+check "--run both.fxo --model=block" 0 "$fxc" --run both.fxo --model=block --inputs "$fx/block.io.safetensors" --expect "$fx/block.io.safetensors"
+check "-v names the models and the one run" 0 "$fxc" -v --run both.fxo --model=block --inputs "$fx/block.io.safetensors"
+has "-v names the models and the one run: message" "$tmp/err" "fxc: both.fxo holds 2 models (mlp, block); running 'block'"
+check "--model names no model" 1 "$fxc" --run both.fxo --model=decoder
+has "--model names no model: message" "$tmp/err" "both.fxo: error: no model 'decoder' in this artifact (it holds 'mlp', 'block')"
+check "NAME=FILE renames; a linked artifact's models are linked again" 0 "$fxc" --link -o three.fxo both.fxo twin=mlp.fxo
+check "--run three.fxo --model=twin" 0 "$fxc" --run three.fxo --model=twin --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors"
+python3 - mlp.fxo both.fxo three.fxo <<'EOF' && ok "models' equal weights are stored once" || bad "models' equal weights are stored once"
+import struct, sys
+size = lambda p: struct.unpack('<Q', open(p, 'rb').read()[48:56])[0]
+mlp, both, three = (size(p) for p in sys.argv[1:])
+assert both > mlp and three == both, (mlp, both, three)  # the twin adds no weight bytes
+EOF
+check "two models of one name" 1 "$fxc" --link -o dup.fxo mlp.fxo again.fxo
+has "two models of one name: message" "$tmp/err" "again.fxo: error: a second model named 'mlp' (mlp.fxo has one): rename one with NAME=again.fxo"
+check "--link of a graph" 1 "$fxc" --link -o g.fxo "$fx/mlp.pt2"
+has "--link of a graph: message" "$tmp/err" "mlp.pt2: error: --link combines compiled artifacts; compile this graph first"
+check "--link without -o" 2 "$fxc" --link mlp.fxo block.fxo
+has "--link without -o: message" "$tmp/err" "--link needs -o <file>"
+check "--link with --run" 2 "$fxc" --link --run -o x.fxo mlp.fxo
+check "two graphs without --link" 2 "$fxc" "$fx/mlp.pt2" "$fx/block.pt2"
+has "two graphs without --link: message" "$tmp/err" "fxc compiles one graph per invocation"
+check "--model with a graph warns" 0 "$fxc" --device=cpu --emit=fx --model=block "$fx/mlp.pt2" -o /dev/null
+has "--model with a graph warns: message" "$tmp/err" "argument unused with a graph (it chooses a model of an .fxo artifact): '--model=block'"
+
 # The weight section: raw, page-aligned, deduplicated by content. tools/make_big_fxg.py writes
 # 6 layers whose last two repeat the first two's bytes under other names: 4 distinct weights.
 python3 "$src/tools/make_big_fxg.py" "$tmp/dedup" 6 64 256 >/dev/null
@@ -73,7 +103,7 @@ if out=$("$fxc" --run cuda.fxo --inputs "$fx/block.io.safetensors" --expect "$fx
 elif grep -qF "cuda.fxo: error: no CUDA driver/device" <<<"$out"; then ok "--run cuda.fxo without a GPU: clean error"
 else bad "--run cuda.fxo" "$out"; fi
 
-# The kernels' code (format 3): a CUDA graph's kernels in one PTX module; a CPU graph of more
+# The kernels' code (format 3 on): a CUDA graph's kernels in one PTX module; a CPU graph of more
 # than 32 kernels in several objects (compiled in parallel), loaded and run to the graph's results.
 cat >code.py <<'PY'
 import json, struct, subprocess, sys
@@ -82,7 +112,7 @@ csize, = struct.unpack('<Q', b[24:32])
 p = subprocess.run(['zstd', '-dc'], input=b[64:64 + csize], capture_output=True, check=True).stdout
 mlen, = struct.unpack('<Q', p[:8])
 m = json.loads(p[8:8 + mlen]); blobs = p[8 + mlen:]
-for g in m['graphs']:
+for g in m['models'][0]['graphs']:
     names = [k['name'] for k in g['plan']['kernels']]
     if g['ptx'] is not None:
         o, n = g['ptx']; ptx = blobs[o:o + n].decode()
@@ -120,14 +150,14 @@ import sys
 b = bytearray(open(sys.argv[1], 'rb').read())
 c = bytearray(b); c[100] ^= 0x40; open('corrupt.fxo', 'wb').write(c)
 w = bytearray(b); w[-5] ^= 0x40; open('corrupt_weights.fxo', 'wb').write(w)
-v = bytearray(b); v[4] = 4; open('newer.fxo', 'wb').write(v)
+v = bytearray(b); v[4] = 5; open('newer.fxo', 'wb').write(v)
 EOF
 check "corrupt file" 1 "$fxc" --run corrupt.fxo
 has "corrupt file: message" "$tmp/err" "corrupt.fxo: error: corrupt artifact: checksum mismatch"
 check "corrupt weights" 1 "$fxc" --run corrupt_weights.fxo
 has "corrupt weights: message" "$tmp/err" "corrupt_weights.fxo: error: corrupt artifact: checksum mismatch in the weights"
 check "newer format" 1 "$fxc" --run newer.fxo
-has "newer format: message" "$tmp/err" "newer.fxo: error: artifact format version 4"
+has "newer format: message" "$tmp/err" "newer.fxo: error: artifact format version 5"
 check "an artifact is not recompiled by --emit" 2 "$fxc" --emit=fx mlp.fxo
 has "an artifact is not recompiled by --emit: message" "$tmp/err" "is a compiled artifact"
 

@@ -79,6 +79,20 @@ const char* fxc_dtype_name(int32_t dtype);
  * success *out is the model. */
 fxc_status fxc_model_load_file(const char* path, fxc_model** out);
 fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name, fxc_model** out);
+/* An artifact may hold several models (`fxc --link -o both.fxo encoder.fxo decoder.fxo`), each
+ * with its own inputs, outputs and weights (weights with equal bytes stored once). The calls
+ * above load its first model; these load the one named `model_name` (NULL or "": the first).
+ * A name the artifact does not hold: FXC_ERROR_INVALID_ARGUMENT, the message listing those it
+ * does. Load each model you need; the loads of one file share its pages. */
+fxc_status fxc_model_load_file_named(const char* path, const char* model_name, fxc_model** out);
+fxc_status fxc_model_load_memory_named(const void* data, size_t size, const char* name,
+                                       const char* model_name, fxc_model** out);
+/* The model's name (the stem of the graph it was compiled from: "encoder"); NULL for NULL. */
+const char* fxc_model_name(const fxc_model* model);
+/* The models of the artifact `model` was loaded from, in order, by name (index out of range or
+ * a NULL model: 0 and NULL). */
+size_t fxc_artifact_num_models(const fxc_model* model);
+const char* fxc_artifact_model_name(const fxc_model* model, size_t index);
 /* Frees a model (NULL is ignored). */
 void fxc_model_free(fxc_model* model);
 

@@ -46,16 +46,27 @@ struct TensorInfo {
 
 class Model {
 public:
-  static Model load_file(const std::string& path) {
+  /// `model`: which model of an artifact of several (`fxc --link`); "" loads the first.
+  static Model load_file(const std::string& path, const std::string& model = {}) {
     fxc_model* m = nullptr;
-    check(fxc_model_load_file(path.c_str(), &m));
+    check(fxc_model_load_file_named(path.c_str(), model.c_str(), &m));
     return Model(m);
   }
   /// `data` is copied: the caller may free it after the call.
-  static Model load_memory(const void* data, size_t size, const std::string& name = "<memory>") {
+  static Model load_memory(const void* data, size_t size, const std::string& name = "<memory>",
+                           const std::string& model = {}) {
     fxc_model* m = nullptr;
-    check(fxc_model_load_memory(data, size, name.c_str(), &m));
+    check(fxc_model_load_memory_named(data, size, name.c_str(), model.c_str(), &m));
     return Model(m);
+  }
+
+  /// This model's name, and the names of every model of its artifact, in order.
+  std::string name() const { return fxc_model_name(get()); }
+  std::vector<std::string> artifact_models() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < fxc_artifact_num_models(get()); ++i)
+      out.emplace_back(fxc_artifact_model_name(get(), i));
+    return out;
   }
 
   size_t num_inputs() const { return fxc_model_num_inputs(get()); }

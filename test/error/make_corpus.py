@@ -125,13 +125,13 @@ def xxh64(data, seed=0):
 
 
 def fxo(manifest, blobs):
-    """An .fxo file (docs/artifact.md, version 3): 64-byte header, the payload as one raw zstd
+    """An .fxo file (docs/artifact.md, version 4): 64-byte header, the payload as one raw zstd
     block, no weight section."""
     m = json.dumps(manifest).encode()
     payload = struct.pack("<Q", len(m)) + m + blobs
     frame = (b"\x28\xb5\x2f\xfd" + bytes([0xA0]) + struct.pack("<I", len(payload)) +
              struct.pack("<I", 1 | (len(payload) << 3))[:3] + payload)
-    head = (b"FXO\0" + struct.pack("<I", 3) + b"0.1.0".ljust(16, b"\0") +
+    head = (b"FXO\0" + struct.pack("<I", 4) + b"0.1.0".ljust(16, b"\0") +
             struct.pack("<QQQQ", len(frame), len(payload), 64 + len(frame), 0))
     return head + struct.pack("<Q", xxh64(head[:56] + frame)) + frame
 
@@ -267,11 +267,14 @@ def main():
 
     # The same number inside an artifact's embedded graph (an interpreted .fxo).
     write("fxo_number_range.fxo", fxo({
-        "format": "fxo", "version": 3, "name": "g", "backend": "eager", "device": "cpu",
-        "cuda_arch": "", "mode": "inference", "kind": "interpreted", "inputs": [], "outputs": [],
-        "num_user_outputs": 0, "tangent_output_index": [], "custom_ops": [], "weights": [],
-        "weight_chunks": {"bytes": 1048576, "xxh3": []},
-        "graphs": [{"role": "inference", "kind": "interpreted", "weights": {}, "graph": [0, 5]}]},
+        "format": "fxo", "version": 4, "fxc_version": "0.1.0",
+        "models": [{
+            "name": "g", "backend": "eager", "device": "cpu", "cuda_arch": "", "mode": "inference",
+            "kind": "interpreted", "inputs": [], "outputs": [], "num_user_outputs": 0,
+            "tangent_output_index": [], "custom_ops": [],
+            "graphs": [{"role": "inference", "kind": "interpreted", "weights": {},
+                        "graph": [0, 5]}]}],
+        "weights": [], "weight_chunks": {"bytes": 1048576, "xxh3": []}},
         b"9e999"))
     write("fxo_number_range.args", "--run\n")
     expect("fxo_number_range.fxo", "fxo_number_range.fxo: error: malformed JSON: number overflow parsing '9e999'")

@@ -36,15 +36,32 @@ zstd -q -19 "$src/examples/mlp.fxg" -o "$out/fxg/mlp.fxg.zst"
 cp "$src"/test/error/*.safetensors "$out/safetensors/"
 cp "$src"/test/fixtures/{berttiny,convnet}.io.safetensors "$out/safetensors/"
 
-# .fxo payloads (the fuzz_fxo harness seals them): interpreted and compiled (plan), inference
-# and train, from the 8x8 MLP and the norms example.
-payload() { tail -c +49 "$1" | zstd -q -d -o "$2"; }
+# .fxo payloads and weight sections (the fuzz_fxo harness seals them): interpreted and compiled
+# (plan), inference and train, from the 8x8 MLP and the norms example; and the four linked into
+# one artifact of several models. A seed is the payload's length (u64), the decompressed
+# payload, then the weight section.
+payload() {
+  python3 - "$1" "$2" <<'PY'
+import struct, subprocess, sys
+b = open(sys.argv[1], 'rb').read()
+csize, usize, woff, wsize = struct.unpack('<QQQQ', b[24:56])
+p = subprocess.run(['zstd', '-q', '-d', '-c'], input=b[64:64 + csize], stdout=subprocess.PIPE,
+                   check=True).stdout
+assert len(p) == usize
+open(sys.argv[2], 'wb').write(struct.pack('<Q', len(p)) + p + b[woff:woff + wsize])
+PY
+}
 for spec in "eager inference" "aot_eager train" "inductor inference" "inductor train"; do
   set -- $spec
   for g in "$out/pt2/mlp8_stored.pt2" "$src/examples/norms.fxg"; do
     name=$(basename "$g"); name=${name%%.*}
     "$fxc" --no-cache --device=cpu --backend=$1 --mode=$2 -o "$tmp/$name.fxo" "$g"
     payload "$tmp/$name.fxo" "$out/fxo/${name}_$1_$2.payload"
+    cp "$tmp/$name.fxo" "$tmp/${name}_$1_$2.fxo"
   done
 done
+"$fxc" --link -o "$tmp/linked.fxo" e="$tmp/mlp8_stored_eager_inference.fxo" \
+  a="$tmp/mlp8_stored_aot_eager_train.fxo" i="$tmp/norms_inductor_inference.fxo" \
+  t="$tmp/mlp8_stored_inductor_train.fxo"
+payload "$tmp/linked.fxo" "$out/fxo/linked.payload"
 du -sh "$out"/*

@@ -8,6 +8,7 @@
 #include "frontend/safetensors.h"
 #include "fxc/plugin.h"
 #include "fxc/runtime.h"
+#include "fxc/runtime.hpp"
 #include "passes/decompose.h"
 #include "runtime/artifact.h"
 #include "runtime/compare.h"
@@ -336,6 +337,83 @@ std::string temp_path(const std::string& name) {
 }
 
 } // namespace
+
+TEST_CASE("artifact: several models in one file, each loaded by name") {
+  Compiled mlp = compile_fixture("mlp");
+  Compiled block = compile_fixture("block");
+  Compiled twin = compile_fixture("mlp"); // the same weights under another model name
+  twin.artifact.name = "twin";
+  std::vector<const CompiledArtifact*> models = {&mlp.artifact, &block.artifact, &twin.artifact};
+  std::string bytes = serialize_artifact(models);
+  CHECK(serialize_artifact(models) == bytes); // deterministic
+  // The twin's weights are the mlp's bytes: the section holds them once.
+  std::string one = serialize_artifact(mlp.artifact);
+  std::string two = serialize_artifact({&mlp.artifact, &twin.artifact});
+  CHECK(u64_at(two, 48) == u64_at(one, 48));
+
+  for (const char* name : {"mlp", "block", "twin"}) {
+    INFO(name);
+    CompiledArtifact a = parse_artifact(bytes, "all.fxo", name);
+    CHECK(a.name == name);
+    CHECK(a.models_in_file == std::vector<std::string>{"mlp", "block", "twin"});
+    std::string fixture_name = std::string(name) == "block" ? "block" : "mlp";
+    auto m = LoadedModel::load(std::move(a), "all.fxo", 2);
+    check_close(values(m->run(io_tensors(fixture_name, "input_"))),
+                io_tensors(fixture_name, "output_"));
+  }
+  CHECK(parse_artifact(bytes, "all.fxo").name == "mlp"); // no name: the first
+  CHECK(parse_artifact_models(ArtifactBytes::copy(bytes), "all.fxo").size() == 3);
+  CHECK(error_of([&] { parse_artifact(bytes, "all.fxo", "decoder"); }) ==
+        "all.fxo: error: no model 'decoder' in this artifact (it holds 'mlp', 'block', 'twin')");
+  Compiled again = compile_fixture("mlp");
+  CHECK(error_of([&] { serialize_artifact({&mlp.artifact, &again.artifact}); }) ==
+        "mlp: error: two models named 'mlp' in one artifact (models are chosen by name; rename "
+        "one)");
+  // One model's file round-trips byte for byte, as before.
+  CHECK(serialize_artifact(parse_artifact(one, "m.fxo")) == one);
+
+  // The C API and its C++ wrapper.
+  fxc_model* m = nullptr;
+  REQUIRE(fxc_model_load_memory_named(bytes.data(), bytes.size(), "all.fxo", "block", &m) ==
+          FXC_OK);
+  CHECK(std::string(fxc_model_name(m)) == "block");
+  REQUIRE(fxc_artifact_num_models(m) == 3);
+  CHECK(std::string(fxc_artifact_model_name(m, 2)) == "twin");
+  CHECK(fxc_artifact_model_name(m, 3) == nullptr);
+  fxc_model_free(m);
+  m = nullptr;
+  CHECK(fxc_model_load_memory_named(bytes.data(), bytes.size(), "all.fxo", "nope", &m) ==
+        FXC_ERROR_INVALID_ARGUMENT);
+  CHECK(m == nullptr);
+  CHECK(std::string(fxc_last_error()) ==
+        "all.fxo: error: no model 'nope' in this artifact (it holds 'mlp', 'block', 'twin')");
+  const std::string path = temp_path("all.fxo");
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f);
+    REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+    std::fclose(f);
+  }
+  fxc::rt::Model first = fxc::rt::Model::load_file(path);
+  CHECK(first.name() == "mlp");
+  fxc::rt::Model b = fxc::rt::Model::load_file(path, "block");
+  CHECK(b.name() == "block");
+  CHECK(b.artifact_models() == std::vector<std::string>{"mlp", "block", "twin"});
+  CHECK(b.num_inputs() == block.artifact.inputs.size());
+  std::vector<Tensor> in = io_tensors("block", "input_");
+  std::vector<const void*> ptrs;
+  for (Tensor& t : in) {
+    t = t.contiguous();
+    ptrs.push_back(t.raw_data());
+  }
+  std::vector<std::vector<std::byte>> out = b.run(ptrs);
+  Tensor ref = io_tensors("block", "output_")[0];
+  Tensor got = Tensor::empty(DType::F32, ref.sizes());
+  REQUIRE(out[0].size() == size_t(ref.numel()) * 4);
+  std::memcpy(got.raw_data(), out[0].data(), out[0].size());
+  check_close({got}, {ref});
+  std::filesystem::remove(path);
+}
 
 TEST_CASE("artifact: weights are raw, aligned, deduplicated by content, checked per chunk") {
   Compiled c = compile_fixture("mlp");
