@@ -13,8 +13,9 @@
 #   MODELS="a b"       only these NAMEs (default: every archive with its .io.safetensors)
 #   MODE=train         time fxc's train step (forward + backward, --mode=train) instead: no
 #                      PyTorch column (the anchor runs inference only), the compile's peak RSS
-#                      (/usr/bin/time) and, with BASE=<another fxc>, that build's step in the
-#                      same run (a before/after pair)
+#                      (/usr/bin/time)
+#   BASE=<another fxc> also time that build in the same run, each model right after this one
+#                      (a before/after pair; inference and train)
 # NAME.core.pt2 (the decomposed export) is taken over NAME.pt2 when both are there.
 set -euo pipefail
 fxc=$(realpath "$1")
@@ -36,13 +37,13 @@ v=d.get(sys.argv[1])
 print("-" if v is None else (f"{v:.2f}" if isinstance(v,float) else v))' "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-";
   else if (a >= b) printf "%.2fx faster", a / b; else printf "%.2fx slower", b / a }'; }
-fxc_ms() { # model io [env...]: fxc's median, "-" when it fails
-  local m=$1 io=$2; shift 2
-  env "$@" "$fxc" "$m" --device=cpu --backend=inductor --threads="$threads" --inputs "$io" \
+fxc_ms() { # fxc model io [env...]: that fxc's median, "-" when it fails
+  local bin=$1 m=$2 io=$3; shift 3
+  env "$@" "$bin" "$m" --device=cpu --backend=inductor --threads="$threads" --inputs "$io" \
     --expect "$io" --rtol 1e-3 --atol 1e-4 --bench --json 2>/dev/null | field median_ms || echo -
 }
+base=${BASE:+$(realpath "$BASE")}
 if [ "${MODE:-inference}" = train ]; then
-  base=${BASE:+$(realpath "$BASE")}
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   train_ms() { # fxc model io: compile (peak RSS in $tmp/rss), then the .fxo's median step
@@ -98,6 +99,10 @@ if [ -n "${NO_ONEDNN:-}" ]; then
   hdr="$hdr fxc, FXC_ONEDNN=0 ms | oneDNN speed-up |"
   sep="$sep---:|---|"
 fi
+if [ -n "$base" ]; then
+  hdr="$hdr base fxc ms | fxc vs base |"
+  sep="$sep---:|---|"
+fi
 echo "$hdr"
 echo "$sep"
 shopt -s nullglob
@@ -110,11 +115,15 @@ for m in "$zoo"/*.pt2; do
   if [ -n "${MODELS:-}" ] && [[ " $MODELS " != *" $name "* ]]; then continue; fi
   a=$($py "$anchor" "$m" "$io" --threads "$threads" --seconds "${SECONDS_EACH:-2}" 2>/dev/null |
     field median_ms || echo -)
-  f=$(fxc_ms "$m" "$io")
+  f=$(fxc_ms "$fxc" "$m" "$io")
   row="| $name | $a | $f | $(ratio "$a" "$f") |"
   if [ -n "${NO_ONEDNN:-}" ]; then
-    o=$(fxc_ms "$m" "$io" FXC_ONEDNN=0)
+    o=$(fxc_ms "$fxc" "$m" "$io" FXC_ONEDNN=0)
     row="$row $o | $(ratio "$o" "$f") |"
+  fi
+  if [ -n "$base" ]; then
+    b=$(fxc_ms "$base" "$m" "$io")
+    row="$row $b | $(ratio "$b" "$f") |"
   fi
   echo "$row"
 done

@@ -113,7 +113,7 @@ LV sel(LB c, LV a, LV b) {
 bool is_double(LV) {
   return g_ctx->f64;
 }
-LB isnan(LV a) {
+[[maybe_unused]] LB isnan(LV a) {
   return LB{B().CreateFCmpUNO(a.v, a.v)};
 }
 LV fabs(LV a) {

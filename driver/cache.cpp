@@ -460,14 +460,14 @@ std::string code_target(const Options& o) {
 CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
                                    const std::vector<std::string>& external_files,
                                    bool debug_trace) {
-  CompileCacheUse u{CompileCache(cache_directory(o), cache_max_size(o)), "", true, ""};
+  CompileCacheUse u{CompileCache(cache_directory(o), cache_max_size(o)), "", true, "", {}, nullptr};
   const std::string url = remote_cache_url(o);
   if (!u.cache.enabled() && url.empty()) return u;
   try {
     fxc_binary_digest();
   } catch (const Error& e) {
     warn(std::string(e.what()) + "; the compile cache is off");
-    return {CompileCache(""), "", false, ""};
+    return {CompileCache(""), "", false, "", {}, nullptr};
   }
   CacheKeyBuilder k = compile_cache_key(o, "fxo", code_target(o), g, external_files);
   u.key = k.key();

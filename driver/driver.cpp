@@ -768,7 +768,7 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   // --run with inductor goes through the compile cache: a hit runs the cached artifact.
   bool cached_run = o.backend == Backend::Inductor && !o.bench;
   CompileCacheUse cu = cached_run ? open_compile_cache(o, c.source, external_files, trace.enabled())
-                                  : CompileCacheUse{CompileCache(""), "", false, ""};
+                                  : CompileCacheUse{CompileCache(""), "", false, "", {}, nullptr};
   if (cached_run)
     if (std::optional<std::string> bytes = tiered_lookup(cu, o))
       c.executable = std::make_unique<LoadedExecutable>(

@@ -539,7 +539,6 @@ void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& 
     if (!p) throw Error(source, "oneDNN convolution: " + why, e.name);
   }
   set_threads(pool.size());
-  const Api& a = api();
   int64_t out_numel = s.out[0] * s.out[1] * s.out[2] * s.out[3];
   // The residual of a `sum` is what dst holds before the convolution adds to it.
   if (sums > 1) throw Error(source, "oneDNN convolution: more than one sum post-op", e.name);

@@ -230,6 +230,20 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
     L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target + "): " + why);
     return false;
   }
+  // A convolution oneDNN has no direct kernel for in fxc's layouts (a 1x1 one on plain NCHW,
+  // most of all) runs as its gemm-based convolution, whose bias and post-ops (a residual sum,
+  // an activation) take a slow pass of their own. fxc's BLAS path (one sgemm per image, the
+  // epilogue fused into a generated kernel) is faster there: a ResNet-50 1x1 64->256 at 56x56
+  // with its residual took 19.7 ms against 3.6 ms, MobileNetV3-Large 47-70 ms against 36-43
+  // and EfficientNet-B0 130 ms against 69-89 (batch 2, 2-core AVX2 machine, docs/perf.md).
+  // (Grouped convolutions stay: without oneDNN they have only the reference kernel.)
+  if (std::string impl = groups == 1 ? onednn::conv_impl_name(shape, {}) : std::string();
+      impl.find("gemm") != std::string::npos) {
+    L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target +
+                       "): oneDNN would run it as " + impl +
+                       ", slower than a BLAS sgemm with a fused epilogue");
+    return false;
+  }
   // Fold what follows, node by node, while it reads only the running result.
   const std::string& inject = L.options().inject_op;
   std::vector<PostOp> ops;
