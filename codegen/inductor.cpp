@@ -138,6 +138,7 @@ PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts,
                                 const std::string& arch, const std::string& libdevice) {
   LowerOptions lo;
   lo.inline_limit = opts.inline_limit;
+  lo.train = opts.train;
   // The plan a CUDA build of this graph runs, assuming cuDNN is found at run time.
   lo.cuda = true;
   lo.cudnn = opts.cudnn;
@@ -174,6 +175,7 @@ namespace {
 LowerOptions full_lower_options(const InductorOptions& opts) {
   LowerOptions lo;
   lo.inline_limit = opts.inline_limit;
+  lo.train = opts.train;
   if (!opts.inject_bug.empty()) {
     size_t colon = opts.inject_bug.find(':');
     std::string kind = colon == std::string::npos ? "" : opts.inject_bug.substr(colon + 1);

@@ -67,6 +67,8 @@ struct InductorOptions {
   /// fastest (codegen/autotune.h), remembered in `autotune_dir`/autotune.json ("": not stored).
   bool max_autotune = false;
   std::string autotune_dir;
+  /// The graph is a forward or backward of a train step (see LowerOptions::train).
+  bool train = false;
   std::string cuda_arch = "sm_90";
   /// The graph's name in --log=inductor lines (the driver passes its debug-trace folder,
   /// "mlp__0_forward_1.0"); empty: the graph's own name.

@@ -298,6 +298,7 @@ void stage_inductor(Compilation& c) {
     io.kernel_ptx = need_kernel_ptx(c);
     io.cuda_arch = c.opts.cuda_arch;
     io.allow_tf32 = c.opts.allow_tf32;
+    io.train = c.opts.mode == Mode::Train;
     io.cuda_graphs = c.opts.cuda_graphs;
     io.max_autotune = c.opts.max_autotune;
     if (io.max_autotune) io.autotune_dir = cache_directory(c.opts);

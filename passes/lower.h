@@ -28,6 +28,10 @@ struct LowerOptions {
   /// logged with `no_onednn_reason`).
   bool onednn = false;
   std::string no_onednn_reason = "not asked for";
+  /// A train step's graph: 1x1 convolutions stay on oneDNN even where it runs them gemm-based
+  /// (conv_onednn.cpp), so that the forward rounds as PyTorch's CPU path (oneDNN too) does and
+  /// ReLU and max-pool choices, hence the gradients, follow PyTorch's.
+  bool train = false;
 };
 
 /// Lowers every node of `g` to buffers of the loop IR.

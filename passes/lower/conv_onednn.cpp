@@ -230,14 +230,20 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
     L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target + "): " + why);
     return false;
   }
-  // A convolution oneDNN has no direct kernel for in fxc's layouts (a 1x1 one on plain NCHW,
-  // most of all) runs as its gemm-based convolution, whose bias and post-ops (a residual sum,
+  // A convolution oneDNN has no direct kernel for in fxc's layouts (a 1x1 one on plain NCHW)
+  // runs as its gemm-based convolution, whose bias and post-ops (a residual sum,
   // an activation) take a slow pass of their own. fxc's BLAS path (one sgemm per image, the
   // epilogue fused into a generated kernel) is faster there: a ResNet-50 1x1 64->256 at 56x56
   // with its residual took 19.7 ms against 3.6 ms, MobileNetV3-Large 47-70 ms against 36-43
   // and EfficientNet-B0 130 ms against 69-89 (batch 2, 2-core AVX2 machine, docs/perf.md).
-  // (Grouped convolutions stay: without oneDNN they have only the reference kernel.)
-  if (std::string impl = groups == 1 ? onednn::conv_impl_name(shape, {}) : std::string();
+  // Only 1x1 ones, unstrided, unpadded and ungrouped: their BLAS path is a plain sgemm. Others
+  // would need an im2col (the weight gradients of train mode: kernels as large as the image,
+  // slower and summed in another order) or have only the reference kernel (grouped ones).
+  // Train steps keep oneDNN (LowerOptions::train): squeezenet1_1's gradients of its first layers
+  // differ from PyTorch's by up to 0.4% when a forward rounded otherwise flips a ReLU.
+  const bool pointwise = !L.options().train && groups == 1 && shape.w[2] == 1 && shape.w[3] == 1 &&
+                         stride[0] == 1 && stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
+  if (std::string impl = pointwise ? onednn::conv_impl_name(shape, {}) : std::string();
       impl.find("gemm") != std::string::npos) {
     L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target +
                        "): oneDNN would run it as " + impl +
