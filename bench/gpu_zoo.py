@@ -209,8 +209,8 @@ def cmd_model(a):
 
 # ---------------------------------------------------------------- combining
 
-FXC = [("fxc", "fxc"), ("fxc_fast", "fxc --allow-tf32 --cuda-graphs")]
-FXC_TRAIN = [("fxc_train", "fxc"), ("fxc_train_fast", "fxc --allow-tf32 --cuda-graphs")]
+FXC = [("fxc", "fxc"), ("fxc_fast", "fxc --allow-tf32")]
+FXC_TRAIN = [("fxc_train", "fxc"), ("fxc_train_fast", "fxc --allow-tf32")]
 
 
 def read_fxc(base, variant):
@@ -306,7 +306,7 @@ def cmd_table(a):
         return e.get("ms") if isinstance(e, dict) else None
 
     out = ["Inference (ms, medians; PyTorch: do_bench with L2 flushed; fxc: --bench, CUDA events, 256 MiB flush):", "",
-           "| model | batch | fxc | fxc --allow-tf32 --cuda-graphs | eager | torch.compile | reduce-overhead | max-autotune | fxc vs best PyTorch | fastest fxc vs best PyTorch | fxc output vs CPU eager |",
+           "| model | batch | fxc | fxc --allow-tf32 | eager | torch.compile | reduce-overhead | max-autotune | fxc vs best PyTorch | fastest fxc vs best PyTorch | fxc output vs CPU eager |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
         ti = r["torch"]["inference"]
@@ -327,7 +327,7 @@ def cmd_table(a):
     has_train = any(r["torch"]["train"] or any(r["fxc"].get(v) for v, _ in FXC_TRAIN) for r in rows)
     train_rows = rows if has_train else []
     out += ["", "Train step (forward + backward of out.sum(), ms):" if has_train else "Train step: not run.", "",
-            "| model | batch | fxc --mode=train | fxc --mode=train --allow-tf32 --cuda-graphs | eager | torch.compile | reduce-overhead | fxc vs best PyTorch |",
+            "| model | batch | fxc --mode=train | fxc --mode=train --allow-tf32 | eager | torch.compile | reduce-overhead | fxc vs best PyTorch |",
             "|---|---:|---:|---:|---:|---:|---:|---|"]
     if not has_train:
         out = out[:-3]

@@ -4,10 +4,11 @@
 # logits) and BERT-base (128 tokens), float32, exported by torch.export with core ATen's
 # run_decompositions(), each timed in ONE device call against PyTorch eager and torch.compile:
 #
-#   fxc --device=cuda --bench --json M.pt2                          (defaults)
-#   fxc --device=cuda --allow-tf32 --cuda-graphs --bench --json M.pt2
-#   fxc --device=cuda --mode=train [--allow-tf32 --cuda-graphs] --bench --json M.pt2
-#   fxc --device=cuda --run --expect (outputs against PyTorch's CPU eager, rtol/atol 2e-3)
+#   fxc --device=cuda --bench --json M.pt2     (defaults: TF32 convolutions as PyTorch, CUDA graphs)
+#   fxc --device=cuda --allow-tf32 --bench --json M.pt2             (TF32 matmuls too)
+#   fxc --device=cuda --mode=train [--allow-tf32] --bench --json M.pt2
+#   fxc --device=cuda --tf32=none --run --expect (outputs against PyTorch's CPU eager, rtol/atol
+#   2e-3, exact float32)
 #   PyTorch: eager, torch.compile modes "default" and "reduce-overhead" ("max-autotune" with
 #   MAX_AUTOTUNE=1: it compiles slowly), inference under no_grad and a train step (forward then
 #   backward of out.sum()), all timed with triton's do_bench (bench/gpu_zoo.py).
@@ -125,16 +126,16 @@ for t in "${tags[@]}"; do
   if [ ! -f "$pt2" ] || [ ! -f "$io" ]; then echo "$t: no export, no fxc run"; continue; fi
   stamp "fxc $t"
   fxc_run "$t" fxc 90 --bench --json --inputs "$io" "$pt2"
-  fxc_run "$t" fxc_fast 90 --allow-tf32 --cuda-graphs --bench --json --inputs "$io" "$pt2"
+  fxc_run "$t" fxc_fast 90 --allow-tf32 --bench --json --inputs "$io" "$pt2"
   if [ "$(left)" -gt 60 ]; then
-    timeout 60 "$fxc" --device=cuda --run --inputs "$io" --expect "$io" --rtol 2e-3 --atol 2e-3 "$pt2" \
+    timeout 60 "$fxc" --device=cuda --tf32=none --run --inputs "$io" --expect "$io" --rtol 2e-3 --atol 2e-3 "$pt2" \
       >"$res/$t.fxc_check.err" 2>&1
     echo $? >"$res/$t.fxc_check.rc"
     echo "$t check: exit $(cat "$res/$t.fxc_check.rc") $(tail -1 "$res/$t.fxc_check.err" | cut -c1-200)"
   fi
   if [ "$fxc_train" = 1 ]; then
     fxc_run "$t" fxc_train 120 --mode=train --bench --json --inputs "$io" "$pt2"
-    fxc_run "$t" fxc_train_fast 120 --mode=train --allow-tf32 --cuda-graphs --bench --json --inputs "$io" "$pt2"
+    fxc_run "$t" fxc_train_fast 120 --mode=train --allow-tf32 --bench --json --inputs "$io" "$pt2"
   fi
 done
 

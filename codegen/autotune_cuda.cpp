@@ -39,7 +39,7 @@ std::string gemm_problem(const Plan& plan, const PlanExtern& e) {
   for (const PlanView& v : e.inputs) s += " " + format_meta(v.meta);
   for (const PlanView& v : e.outputs) s += " -> " + format_meta(v.meta);
   s += std::string(" epilogue=") + epilogue_name(e.epilogue);
-  s += plan.allow_tf32 ? " tf32" : " fp32";
+  s += plan.matmul_tf32 ? " tf32" : " fp32";
   return s;
 }
 

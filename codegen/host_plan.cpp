@@ -120,11 +120,12 @@ PlanExtern plan_extern(const LoopProgram& p, const Buffer& b, const MemoryPlan& 
 } // namespace
 
 Plan build_host_plan(const Graph& g, const LoopProgram& p, const Schedule& s, const MemoryPlan& mp,
-                     const std::map<std::string, PtxKernel>& ptx, bool allow_tf32,
+                     const std::map<std::string, PtxKernel>& ptx, bool matmul_tf32, bool conv_tf32,
                      std::vector<int>* kernel_index) {
   Plan plan;
   plan.slot_bytes = mp.slot_bytes;
-  plan.allow_tf32 = allow_tf32;
+  plan.matmul_tf32 = matmul_tf32;
+  plan.conv_tf32 = conv_tf32;
   bind_inputs(g, p, mp, plan);
   PassTimer timer("host plan");
   kernel_index->assign(s.kernels.size(), -1);

@@ -262,7 +262,9 @@ CompiledGraph compile_fused(const Graph& g, const InductorFront& front,
   // host-plan: after codegen, because a CUDA kernel's block and rows per block are chosen by
   // the PTX generator; before load, which fills in the entry points of the plan's kernels.
   std::vector<int> kernel_index;
-  impl->plan = build_host_plan(g, p, s, mp, ptx, opts.cuda && opts.allow_tf32, &kernel_index);
+  impl->plan = build_host_plan(g, p, s, mp, ptx, opts.cuda && opts.matmul_tf32,
+                               opts.cuda && opts.conv_tf32, &kernel_index);
+  impl->plan.cuda_graphs = opts.cuda && opts.cuda_graphs;
   impl->externs = int(impl->plan.externs.size());
   if (!opts.cuda) {
     PassTimer t("output_code.cpp");

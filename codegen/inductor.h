@@ -48,10 +48,12 @@ struct InductorOptions {
   /// Run on the CUDA device (runtime/cuda_driver.h) instead of the host: kernels become PTX for
   /// `cuda_arch` (math from `libdevice`), matmuls go to cuBLASLt, fallbacks run on the host.
   bool cuda = false;
-  /// CUDA: float32 matmuls and convolutions may use TF32 tensor cores (--allow-tf32); default
-  /// exact float32. Part of what a compiled graph depends on (a cache key must include it).
-  bool allow_tf32 = false;
-  /// CUDA: capture the plan into a CUDA graph on the first run and replay it (--cuda-graphs).
+  /// CUDA: float32 matmuls (cuBLASLt) / convolutions (cuDNN) may use TF32 tensor cores
+  /// (--tf32, whose default is PyTorch's: TF32 convolutions, exact matmuls); exact float32
+  /// unless set. Part of what a compiled graph depends on (a cache key must include them).
+  bool matmul_tf32 = false;
+  bool conv_tf32 = false;
+  /// CUDA: capture the plan into a CUDA graph on its second run and replay it (--cuda-graphs).
   bool cuda_graphs = false;
   /// CUDA: convolutions through cuDNN when it is found (else im2col + cuBLASLt, logged in the
   /// fusion log and perf hints); false forces im2col + cuBLASLt.

@@ -84,7 +84,7 @@ std::vector<GeneratedKernel> generate_llvm_kernels(const LoopProgram& p, const S
 /// data or of the wrong shape, and for an injected compile error. Sets *kernel_index to the plan
 /// kernel of each schedule kernel.
 Plan build_host_plan(const Graph& g, const LoopProgram& p, const Schedule& s, const MemoryPlan& mp,
-                     const std::map<std::string, PtxKernel>& ptx, bool allow_tf32,
+                     const std::map<std::string, PtxKernel>& ptx, bool matmul_tf32, bool conv_tf32,
                      std::vector<int>* kernel_index);
 
 /// Step "load" on the CPU: JIT-compiles the queued kernels and sets each plan kernel's entry

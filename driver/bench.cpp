@@ -270,6 +270,14 @@ BenchResult run_bench(const Subject& s, const BenchOptions& o) {
   r.p80 = percentile(r.ms, 0.8);
   r.min = *std::min_element(r.ms.begin(), r.ms.end());
   r.max = *std::max_element(r.ms.begin(), r.ms.end());
+  if (!s.runners.empty()) {
+    r.cuda_graph = "replayed";
+    for (CudaPlanRunner* cr : s.runners)
+      if (!cr->graph_captured()) {
+        r.cuda_graph = cr->graph_note().empty() ? "off" : cr->graph_note();
+        break;
+      }
+  }
   if (t.profile) r.steps = profile_steps(s, t, o, &r.trace_start_us);
   for (const BenchStep& st : r.steps) r.flops += st.flops;
   r.gbps = r.median > 0 ? double(r.bytes) / (r.median * 1e6) : 0;
@@ -393,10 +401,15 @@ std::string format_bench(const BenchResult& r) {
     std::snprintf(buf, sizeof buf, ", %.3f TFLOP/s (%lld flops)", r.tflops, (long long)r.flops);
     out += buf;
   }
-  std::snprintf(buf, sizeof buf, " [%s, %s]\n", r.device.c_str(),
+  std::snprintf(buf, sizeof buf, " [%s, %s", r.device.c_str(),
                 r.timer == "cuda_events" ? "CUDA events, resident buffers, L2 flushed"
                                          : "host clock, caches flushed");
   out += buf;
+  if (!r.cuda_graph.empty())
+    out += r.cuda_graph == "replayed" ? ", CUDA graph replayed"
+           : r.cuda_graph == "off"    ? ", no CUDA graph"
+                                      : ", " + r.cuda_graph;
+  out += "]\n";
   if (r.steps.empty()) return out;
   std::snprintf(buf, sizeof buf, "  %-56s %10s %10s %10s\n", "step", "median ms", "GB/s",
                 "TFLOP/s");
@@ -426,25 +439,17 @@ std::string format_bench_json(const BenchResult& r, const Options& o, double com
                      {"gbps", s.ms > 0 ? double(s.bytes) / (s.ms * 1e6) : 0.0},
                      {"flops", s.flops},
                      {"tflops", s.ms > 0 ? double(s.flops) / (s.ms * 1e9) : 0.0}});
-  nlohmann::ordered_json j = {{"graph", o.input},
-                              {"backend", backend_name(o.backend)},
-                              {"device", r.device},
-                              {"mode", o.mode == Mode::Train ? "train" : "inference"},
-                              {"timer", r.timer},
-                              {"warmup", r.warmup},
-                              {"flush_bytes", r.flush_bytes},
-                              {"runs", r.ms.size()},
-                              {"median_ms", r.median},
-                              {"p20_ms", r.p20},
-                              {"p80_ms", r.p80},
-                              {"min_ms", r.min},
-                              {"max_ms", r.max},
-                              {"bytes", r.bytes},
-                              {"gbps", r.gbps},
-                              {"flops", r.flops},
-                              {"tflops", r.tflops},
-                              {"compile_ms", compile_ms},
-                              {"steps", steps}};
+  nlohmann::ordered_json j = {
+      {"graph", o.input},         {"backend", backend_name(o.backend)},
+      {"device", r.device},       {"mode", o.mode == Mode::Train ? "train" : "inference"},
+      {"timer", r.timer},         {"cuda_graph", r.cuda_graph},
+      {"warmup", r.warmup},       {"flush_bytes", r.flush_bytes},
+      {"runs", r.ms.size()},      {"median_ms", r.median},
+      {"p20_ms", r.p20},          {"p80_ms", r.p80},
+      {"min_ms", r.min},          {"max_ms", r.max},
+      {"bytes", r.bytes},         {"gbps", r.gbps},
+      {"flops", r.flops},         {"tflops", r.tflops},
+      {"compile_ms", compile_ms}, {"steps", steps}};
   return j.dump(1) + "\n";
 }
 

@@ -47,6 +47,9 @@ struct BenchResult {
   int64_t flops = 0; ///< the matmul and convolution flops of one run
   double gbps = 0;   ///< bytes / median
   double tflops = 0; ///< flops / median
+  /// CUDA plans: "replayed" when every timed run replayed captured CUDA graphs, else why not
+  /// ("off" under --no-cuda-graphs, or the runner's note); empty on the host.
+  std::string cuda_graph;
   std::vector<BenchStep> steps; ///< per-step medians, plan order (inductor only)
   double trace_start_us = 0;    ///< when the traced run began, on the pass clock (pass_timer.h)
 };

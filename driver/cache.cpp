@@ -422,7 +422,7 @@ CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
   k.add("mode", o.mode == Mode::Train ? "train" : "inference");
   if (o.device == DeviceKind::Cuda) k.add("cuda-arch", o.cuda_arch);
   k.add("inject-bug", o.inject_bug);
-  k.add("allow-tf32", o.allow_tf32 ? "1" : "0");
+  if (o.device == DeviceKind::Cuda) k.add("tf32", o.tf32);
   k.add("max-autotune", o.max_autotune ? "1" : "0");
   // CUDA choices are measured on one GPU: a tuned artifact is not another device's.
   if (o.max_autotune && o.device == DeviceKind::Cuda) k.add("autotune-device", cuda_device_name());

@@ -255,8 +255,10 @@ void warn_unused_arguments(const Options& o, bool artifact) {
   if (!artifact && !o.model.empty())
     unused("--model=" + o.model, "with a graph (it chooses a model of an .fxo artifact)");
   if (!artifact && o.device == DeviceKind::Cpu) {
-    if (o.cuda_graphs) unused("--cuda-graphs", "with --device=cpu");
-    if (o.allow_tf32) unused("--allow-tf32", "with --device=cpu");
+    if (o.cuda_graphs_given)
+      unused(o.cuda_graphs ? "--cuda-graphs" : "--no-cuda-graphs", "with --device=cpu");
+    if (o.tf32_given)
+      unused(o.tf32 == "all" ? "--allow-tf32" : "--tf32=" + o.tf32, "with --device=cpu");
     if (o.cuda_arch_given) unused("--cuda-arch=" + o.cuda_arch, "with --device=cpu");
   }
 }

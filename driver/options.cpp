@@ -290,6 +290,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   // Enumerated options are read as words and checked after parsing (check_choice), so that a
   // wrong value gets the valid ones and a suggestion, and a number is not taken for an index.
   std::string backend, device, mode;
+  bool allow_tf32 = false, cuda_graphs = false, no_cuda_graphs = false;
   app.add_option("--backend", backend, "Pipeline prefix to run (default inductor)")
       ->option_text("eager|aot_eager|aot_eager_decomp_partition|inductor");
   app.add_option("--device", device,
@@ -400,11 +401,17 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       ->option_text("auto|always|never");
   app.add_flag("--Werror", o->werror, "-Werror: treat warnings (e.g. 'argument unused') as errors");
   app.add_option("--cuda-arch", o->cuda_arch, "CUDA architecture (default sm_90)");
-  app.add_flag(
-      "--allow-tf32", o->allow_tf32,
-      "CUDA: float32 matmuls (cuBLASLt) and convolutions (cuDNN) may use TF32 tensor cores");
-  app.add_flag("--cuda-graphs", o->cuda_graphs,
-               "CUDA: capture the plan into a CUDA graph on the first run and replay it");
+  app.add_option("--tf32", o->tf32,
+                 "CUDA: which float32 ops may use TF32 tensor cores: none, conv (default, as "
+                 "PyTorch: cuDNN convolutions), matmul (cuBLASLt) or all")
+      ->option_text("none|conv|matmul|all");
+  app.add_flag("--allow-tf32", allow_tf32,
+               "CUDA: float32 matmuls and convolutions may use TF32 tensor cores (--tf32=all)");
+  app.add_flag("--cuda-graphs", cuda_graphs,
+               "CUDA: capture the plan into a CUDA graph on its second run and replay it from "
+               "then on, where every step can be captured (the default)");
+  app.add_flag("--no-cuda-graphs", no_cuda_graphs,
+               "CUDA: launch every step from the host on every run");
   // One library per --plugin: a repeatable option must not take the graph as a second value.
   app.add_option("--plugin", o->plugins,
                  "Load custom ops from a plugin library (include/fxc/plugin.h); repeatable")
@@ -490,14 +497,16 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       {"--mode", mode},
       {"--emit", o->emit},
       {"--diagnostics", o->diagnostics},
-      {"--color", o->color}};
+      {"--color", o->color},
+      {"--tf32", o->tf32}};
   const std::map<std::string, std::vector<std::string>> valid = {
       {"--backend", {"eager", "aot_eager", "aot_eager_decomp_partition", "inductor"}},
       {"--device", {"cpu", "cuda"}},
       {"--mode", {"inference", "train"}},
       {"--emit", {"fxg", "fx", "llvm", "ptx", "obj", "cpp"}},
       {"--diagnostics", {"text", "json"}},
-      {"--color", {"auto", "always", "never"}}};
+      {"--color", {"auto", "always", "never"}},
+      {"--tf32", {"none", "conv", "matmul", "all"}}};
   for (const auto& [flag, value] : choices_given) {
     if (value.empty() &&
         (flag == "--backend" || flag == "--device" || flag == "--mode" || flag == "--emit") &&
@@ -515,6 +524,16 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   o->atol_given = app.count("--atol") > 0;
   o->seed_given = app.count("--seed") > 0;
   o->cuda_arch_given = app.count("--cuda-arch") > 0;
+  if (cuda_graphs && no_cuda_graphs)
+    return usage_error(args, "--cuda-graphs contradicts --no-cuda-graphs");
+  o->cuda_graphs_given = cuda_graphs || no_cuda_graphs;
+  o->cuda_graphs = !no_cuda_graphs;
+  o->tf32_given = app.count("--tf32") > 0 || allow_tf32;
+  if (allow_tf32) {
+    if (app.count("--tf32") && o->tf32 != "all")
+      return usage_error(args, "--allow-tf32 (--tf32=all) contradicts --tf32=" + o->tf32);
+    o->tf32 = "all";
+  }
   o->remote_cache_given = app.count("--remote-cache") > 0;
   if (const char* env = std::getenv("FXC_REMOTE_CACHE"); !o->remote_cache_given && env && *env) {
     std::string error;

@@ -58,13 +58,21 @@ struct Options {
   std::string stop_after;   ///< --stop-after=STEP: end there, exit 0 (-o gets the IR)
   std::string diagnostics = "text";
   std::string cuda_arch = "sm_90";
-  bool allow_tf32 = false;  ///< --allow-tf32: float32 matmuls/convolutions on CUDA may use TF32
-  bool cuda_graphs = false; ///< --cuda-graphs: replay the CUDA plan as one captured CUDA graph
+  /// --tf32=none|conv|matmul|all: which float32 CUDA ops may round their inputs to TF32. The
+  /// default is PyTorch's: cuDNN convolutions may (torch.backends.cudnn.allow_tf32 is True),
+  /// matmuls may not (torch.backends.cuda.matmul.allow_tf32 is False). --allow-tf32 is "all".
+  std::string tf32 = "conv";
+  bool matmul_tf32() const { return tf32 == "matmul" || tf32 == "all"; }
+  bool conv_tf32() const { return tf32 == "conv" || tf32 == "all"; }
+  /// --cuda-graphs (the default) / --no-cuda-graphs: replay the CUDA plan as one captured CUDA
+  /// graph from its second run on, wherever every step can be captured.
+  bool cuda_graphs = true;
   std::vector<std::string> plugins;
   std::string color = "auto"; ///< --color=auto|always|never: colored diagnostics on stderr
   bool werror = false;        ///< -Werror: warnings are errors (exit 2)
   /// Options given explicitly, for the "argument unused" warnings (their defaults say nothing).
   bool rtol_given = false, atol_given = false, seed_given = false, cuda_arch_given = false;
+  bool tf32_given = false, cuda_graphs_given = false;
   int threads = 0; ///< --threads: CPU threads of the compiler's and the kernels' pools (0: all)
 };
 

@@ -297,7 +297,8 @@ void stage_inductor(Compilation& c) {
     io.load_cpu = !artifact || late_step;
     io.kernel_ptx = need_kernel_ptx(c);
     io.cuda_arch = c.opts.cuda_arch;
-    io.allow_tf32 = c.opts.allow_tf32;
+    io.matmul_tf32 = c.opts.matmul_tf32();
+    io.conv_tf32 = c.opts.conv_tf32();
     io.train = c.opts.mode == Mode::Train;
     io.cuda_graphs = c.opts.cuda_graphs;
     io.max_autotune = c.opts.max_autotune;

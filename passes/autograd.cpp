@@ -526,12 +526,37 @@ ValueId conv_weight_grad(Emit& e, ValueId x, ValueId g, const std::vector<int64_
                          const std::vector<int64_t>& d, int64_t groups) {
   std::vector<int64_t> ksz(w_sizes.begin() + 2, w_sizes.end());
   if (groups == 1) return conv_weight_grad_group(e, x, g, ksz, s, p, d);
-  int64_t cig = e.sizes(x)[1] / groups, cog = w_sizes[0] / groups;
-  std::vector<ValueId> parts;
-  for (int64_t j = 0; j < groups; ++j)
-    parts.push_back(conv_weight_grad_group(e, e.slice(x, 1, j * cig, (j + 1) * cig),
-                                           e.slice(g, 1, j * cog, (j + 1) * cog), ksz, s, p, d));
-  return e.cat(parts, 0);
+  // Every group at once, as one convolution with `groups` groups (not one per group: a
+  // depthwise layer of 960 channels would be 960 convolutions and a concatenation). Group j's
+  // input channels are its batch planes: x [N, G*cig, ...] -> [cig, G*N, ...]; its weights are
+  // its gradient planes: g [N, G*cog, ...] -> [G*cog, N, ...]. The result [cig, G*cog, k...]
+  // transposed is the weight gradient [G*cog, cig, k...].
+  std::vector<int64_t> xs = e.sizes(x), gs = e.sizes(g);
+  const int64_t N = xs[0], cig = xs[1] / groups, cog = w_sizes[0] / groups;
+  const size_t sp = ksz.size();
+  auto split = [&](const std::vector<int64_t>& sz, int64_t per) {
+    std::vector<int64_t> r = {N, groups, per};
+    r.insert(r.end(), sz.begin() + 2, sz.end());
+    return r;
+  };
+  auto merged = [&](const std::vector<int64_t>& sz, int64_t a, int64_t b) {
+    std::vector<int64_t> r = {a, b};
+    r.insert(r.end(), sz.begin() + 2, sz.end());
+    return r;
+  };
+  std::vector<int64_t> xperm = {2, 1, 0}, gperm = {1, 2, 0};
+  for (size_t i = 0; i < sp; ++i) {
+    xperm.push_back(int64_t(3 + i));
+    gperm.push_back(int64_t(3 + i));
+  }
+  ValueId xt =
+      e.reshape(e.permute(e.reshape(x, split(xs, cig)), xperm), merged(xs, cig, groups * N));
+  ValueId gt =
+      e.reshape(e.permute(e.reshape(g, split(gs, cog)), gperm), merged(gs, groups * cog, N));
+  ValueId r = conv(e, xt, gt, d, p, s, groups);
+  for (size_t i = 0; i < sp; ++i)
+    if (e.sizes(r)[2 + i] != ksz[i]) r = e.slice(r, int64_t(2 + i), 0, ksz[i]);
+  return e.transpose(r, 0, 1);
 }
 
 namespace {

@@ -338,7 +338,9 @@ ojson write_plan(const ArtifactGraph& g, bool cuda, const std::string& source, W
   for (const PlanStep& s : p.steps) steps.push_back(ojson::array({step_name(s.kind), s.index}));
   j["steps"] = steps;
   j["outputs"] = write_views(p.outputs);
-  j["allow_tf32"] = p.allow_tf32;
+  j["allow_tf32"] = p.matmul_tf32;
+  j["conv_tf32"] = p.conv_tf32;
+  j["cuda_graphs"] = p.cuda_graphs;
   return j;
 }
 
@@ -791,7 +793,19 @@ Plan read_plan(const Reader& r, const json& j, const std::string& where, bool cu
   p.outputs = read_views(r, j, "outputs", where);
   const json& tf32 = r.at(j, "allow_tf32", where);
   if (!tf32.is_boolean()) r.fail(where + ".allow_tf32", "not true or false");
-  p.allow_tf32 = tf32.get<bool>();
+  p.matmul_tf32 = tf32.get<bool>();
+  // Format 4 before --tf32 had one flag for both kinds of call.
+  p.conv_tf32 = p.matmul_tf32;
+  if (j.contains("conv_tf32")) {
+    const json& conv = j.at("conv_tf32");
+    if (!conv.is_boolean()) r.fail(where + ".conv_tf32", "not true or false");
+    p.conv_tf32 = conv.get<bool>();
+  }
+  if (j.contains("cuda_graphs")) {
+    const json& graphs = j.at("cuda_graphs");
+    if (!graphs.is_boolean()) r.fail(where + ".cuda_graphs", "not true or false");
+    p.cuda_graphs = graphs.get<bool>();
+  }
   validate_plan(r, p, weights, const_weight, where);
   for (size_t i = 0; i < p.constant_slots.size(); ++i)
     p.constant_slots[i].second = weights[size_t(const_weight[i])];
@@ -1304,6 +1318,12 @@ struct LiveGraph {
   std::unique_ptr<CudaPlanRunner> cuda; // CUDA: its runner (device copies of the weights)
 };
 
+CudaRunnerOptions runner_options(const Plan& plan) {
+  CudaRunnerOptions o;
+  o.cuda_graphs = plan.cuda_graphs;
+  return o;
+}
+
 } // namespace
 
 std::string check_input_guard(size_t i, const InputGuard& g, const TensorMeta& m) {
@@ -1452,7 +1472,8 @@ std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::st
     }
     // The runner uploads the weights from where they lie (the artifact's mapping).
     impl->live[i]->plan = std::make_shared<const Plan>(g.plan);
-    impl->live[i]->cuda = std::make_unique<CudaPlanRunner>(*impl->live[i]->plan, source);
+    impl->live[i]->cuda =
+        std::make_unique<CudaPlanRunner>(*impl->live[i]->plan, source, runner_options(g.plan));
   }
   if (!cuda) impl->pool = std::make_unique<ThreadPool>(num_threads);
   impl->output_metas = impl->graph_output_metas(0);
@@ -1602,7 +1623,7 @@ void LoadedModel::swap_weights(const std::vector<std::pair<std::string, Tensor>>
     lg->plan = plan;
     if (next[i]->cuda) { // uploads the new weights (untested here: no GPU on the test machine)
       std::lock_guard<std::mutex> lock(impl_->cuda_mu);
-      lg->cuda = std::make_unique<CudaPlanRunner>(*plan, impl_->source);
+      lg->cuda = std::make_unique<CudaPlanRunner>(*plan, impl_->source, runner_options(*plan));
     }
     next[i] = lg;
   }

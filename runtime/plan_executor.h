@@ -146,8 +146,12 @@ struct Plan {
   std::vector<PlanExtern> externs;
   std::vector<PlanStep> steps;
   std::vector<PlanView> outputs;
-  /// float32 BLAS and convolutions may round their inputs to TF32 (--allow-tf32; CUDA only).
-  bool allow_tf32 = false;
+  /// float32 BLAS calls / convolutions may round their inputs to TF32 (--tf32; CUDA only).
+  bool matmul_tf32 = false;
+  bool conv_tf32 = false;
+  /// CUDA: an artifact's runner replays the plan as a CUDA graph (--cuda-graphs, the default;
+  /// CudaRunnerOptions::cuda_graphs of the runners the runtime makes).
+  bool cuda_graphs = false;
   /// CPU runs: the reused activation arena (not serialized).
   mutable PlanArenaCache arena_cache;
 };

@@ -156,7 +156,7 @@ GemmCall gemm_call(const std::vector<uint64_t>& slot_ptr, const Plan& plan, cons
   p.stride_b = batched ? b.strides[0] : 0;
   p.stride_d = p.m * p.n;
   p.epilogue = lt_epilogue(e.epilogue);
-  p.allow_tf32 = plan.allow_tf32;
+  p.allow_tf32 = plan.matmul_tf32;
   p.algo = e.algo;
   GemmCall call;
   call.d = slot_ptr[e.outputs[0].slot];
@@ -212,7 +212,7 @@ void run_conv(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const Pla
   std::optional<cuda::Conv2dProblem> p = cuda::conv2d_problem(
       e.inputs[0].meta, e.inputs[1].meta, e.stride, e.padding, e.dilation, e.groups);
   if (!p) throw Error(source, "convolution operands are not contiguous NCHW", e.name);
-  p->allow_tf32 = plan.allow_tf32;
+  p->allow_tf32 = plan.conv_tf32;
   if (cuda::conv2d_output_sizes(*p) !=
       std::array<int64_t, 4>{e.outputs[0].meta.sizes[0], e.outputs[0].meta.sizes[1],
                              e.outputs[0].meta.sizes[2], e.outputs[0].meta.sizes[3]})
@@ -289,7 +289,7 @@ CudaPlanRunner::CudaPlanRunner(const Plan& plan, std::string source, CudaRunnerO
     for (const PlanExtern& e : plan.externs)
       if (e.kind == PlanExtern::Kind::Fallback) {
         graph_note_ =
-            "--cuda-graphs: not captured: node '" + e.name + "' runs on the host (fallback " +
+            "CUDA graph not captured: node '" + e.name + "' runs on the host (fallback " +
             (e.graph && !e.graph->nodes.empty() ? e.graph->nodes[0].target : std::string("call")) +
             "); the plan runs step by step";
         break;
@@ -389,11 +389,15 @@ void CudaPlanRunner::run_resident() {
       ctx.launch_graph(graph_exec_);
       return;
     }
-    for (const PlanStep& st : plan_.steps) run_step(st);
-    ran_ = true;
-    // That run (or an earlier one, or time_steps()) sized the libraries' workspaces and chose
-    // their algorithms; now the same launches are recorded (not run) and replayed by later runs.
-    if (opts_.cuda_graphs && graph_note_.empty()) {
+    // The first run goes step by step (a plan run once gains nothing from a graph); it, or
+    // time_steps(), sizes the libraries' workspaces and chooses their algorithms. The second
+    // records the same launches into a graph and launches it; later runs replay it.
+    if (!ran_ || !opts_.cuda_graphs || !graph_note_.empty()) {
+      for (const PlanStep& st : plan_.steps) run_step(st);
+      ran_ = true;
+      return;
+    }
+    {
       ctx.begin_capture();
       try {
         for (const PlanStep& st : plan_.steps) run_step(st);
@@ -406,6 +410,7 @@ void CudaPlanRunner::run_resident() {
       }
       graph_ = ctx.end_capture();
       graph_exec_ = ctx.instantiate_graph(graph_);
+      ctx.launch_graph(graph_exec_);
     }
   } catch (const cuda::CudaError& e) {
     throw Error(source_, e.what());

@@ -49,7 +49,7 @@ v=$variant; [ "$v" = - ] && v=   # "-": the default export, NAME.pt2
 g=$dir/$name$v.pt2 io=$dir/$name.io.safetensors
 out=$dir/$name$v.$backend.log
 if [ "$backend" = cuda ]; then
-  args=(--backend=inductor --device=cuda --no-cache --run --inputs "$io")
+  args=(--backend=inductor --device=cuda --tf32=none --no-cache --run --inputs "$io")
   grep -qxF "$name" "$random" || "$fxc" --backend=eager --emit=fx -o - "$g" 2>/dev/null |
     grep -qwF -f "$dir/random_ops" || args+=(--expect "$io" --rtol 1e-4 --atol 1e-5 --equal-nan)
   timeout 120 "$fxc" "${args[@]}" "$g" >"$out" 2>&1

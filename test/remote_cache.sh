@@ -116,15 +116,15 @@ check "--remote-cache-ttl=-1 is a usage error" 2 "$fxc" "${args[@]}" --remote-ca
 # --explain-cache: every component with its digest; after changing one flag, that flag.
 check "--explain-cache (hit)" 0 "$fxc" "${args[@]}" --cache-dir="$tmp/b" --remote-cache="$url" \
   --explain-cache "$g"
-for c in "cache key " "fxc version" "fxc build" "target" "--backend" "--allow-tf32" "graph" "--max-autotune"; do
+for c in "cache key " "fxc version" "fxc build" "target" "--backend" "--verify-each" "graph" "--max-autotune"; do
   has "explain lists $c" "$tmp/out" "$c"
 done
 has "explain: local hit" "$tmp/out" "local $tmp/b: hit"
 has "explain: remote hit" "$tmp/out" "remote $url: hit"
-check "--explain-cache --allow-tf32" 0 "$fxc" "${args[@]}" --allow-tf32 --cache-dir="$tmp/b" \
+check "--explain-cache --verify-each" 0 "$fxc" "${args[@]}" --verify-each --cache-dir="$tmp/b" \
   --remote-cache="$url" --explain-cache "$g"
-has "local: the flag that changed" "$tmp/out" "local $tmp/b: miss: --allow-tf32 differs; all else equal"
-has "remote: the flag that changed" "$tmp/out" "remote $url: miss: --allow-tf32 differs; all else equal"
+has "local: the flag that changed" "$tmp/out" "local $tmp/b: miss: --verify-each differs; all else equal"
+has "remote: the flag that changed" "$tmp/out" "remote $url: miss: --verify-each differs; all else equal"
 [ ! -e "$tmp/b/mlp.fxo" ] && [ "$(find "$tmp/b" -name '*.entry' | wc -l)" -eq 1 ] \
   && ok "--explain-cache compiles nothing" || bad "--explain-cache stored something"
 check "--explain-cache of another graph" 0 "$fxc" "${args[@]}" --cache-dir="$tmp/b" \

@@ -203,6 +203,22 @@ TEST_CASE("autograd: 1-D convolution") {
   check_gradients(tg);
 }
 
+TEST_CASE("autograd: grouped 3-D convolution, several planes per group") {
+  // The weight gradient of all groups is one grouped convolution (passes/autograd.cpp).
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 6, 4, 5, 4}), w = tg.weight("conv.weight", {9, 2, 2, 3, 2});
+  tg.output(tg.op("aten.convolution.default", {T(x),
+                                               T(w),
+                                               {"", Arg::none()},
+                                               Is({1, 2, 1}),
+                                               Is({1, 0, 1}),
+                                               Is({1, 1, 2}),
+                                               B(false),
+                                               Is({0, 0, 0}),
+                                               I(3)}));
+  check_gradients(tg);
+}
+
 TEST_CASE("autograd: pooling") {
   TestGraph tg;
   ValueId x = tg.input("x", {2, 3, 6, 5});

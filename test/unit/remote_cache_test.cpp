@@ -89,7 +89,7 @@ TEST_CASE("manifests round-trip their components") {
 
 TEST_CASE("differing_components names what differs, by flag, file or field") {
   std::vector<KeyComponent> want = {{"fxc", "0.2.0", "a"},
-                                    {"allow-tf32", "1", "t1"},
+                                    {"tf32", "all", "t1"},
                                     {"graph", "/x/m.pt2", "g"},
                                     {"weights", "/x/w1.bin", "w1"},
                                     {"weights", "/x/w2.bin", "w2"}};
@@ -97,11 +97,11 @@ TEST_CASE("differing_components names what differs, by flag, file or field") {
   CHECK(differing_components(want, have).empty());
   CHECK(describe_difference({}) == "all components equal");
 
-  have[1] = {"allow-tf32", "0", "t0"};
+  have[1] = {"tf32", "conv", "t0"};
   std::vector<std::string> d = differing_components(want, have);
   REQUIRE(d.size() == 1);
-  CHECK(d[0] == "--allow-tf32");
-  CHECK(describe_difference(d) == "miss: --allow-tf32 differs; all else equal");
+  CHECK(d[0] == "--tf32");
+  CHECK(describe_difference(d) == "miss: --tf32 differs; all else equal");
 
   // The second weights file differs: matched by occurrence, named by its file.
   have = want;
@@ -123,12 +123,12 @@ TEST_CASE("differing_components names what differs, by flag, file or field") {
 
 TEST_CASE("CacheKeyBuilder records each component with its digest") {
   CacheKeyBuilder k;
-  k.add("allow-tf32", "1");
+  k.add("tf32", "all");
   const std::vector<KeyComponent>& c = k.components();
   REQUIRE(c.size() == 2); // the entry format, then the field
-  CHECK(c[1].name == "allow-tf32");
-  CHECK(c[1].value == "1");
-  CHECK(c[1].digest == content_digest("1"));
+  CHECK(c[1].name == "tf32");
+  CHECK(c[1].value == "all");
+  CHECK(c[1].digest == content_digest("all"));
 }
 
 TEST_CASE("a RemoteCache of a server that is not there fails once and stays off") {

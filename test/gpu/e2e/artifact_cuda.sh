@@ -20,7 +20,7 @@ run() { # run <label> <args...>
 }
 cd "$work" || exit 1
 for m in mlp block convnet norms; do
-  run "compile $m.pt2 --device=cuda to $m.fxo" "$fxc" --device=cuda "$fx/$m.pt2" -o $m.fxo
+  run "compile $m.pt2 --device=cuda to $m.fxo" "$fxc" --device=cuda --tf32=none "$fx/$m.pt2" -o $m.fxo
   run "--run $m.fxo --expect" "$fxc" --run $m.fxo --inputs "$fx/$m.io.safetensors" --expect "$fx/$m.io.safetensors"
 done
 run "compile mlp train" "$fxc" --device=cuda --mode=train "$fx/mlp.pt2" -o train.fxo

@@ -18,11 +18,11 @@ fail=0
 for io in "$fx"/*.io.safetensors; do
   name=$(basename "$io" .io.safetensors)
   g=$fx/$name.pt2
-  check "tuned inference $name matches" 0 "$fxc" --device=cuda --max-autotune \
+  check "tuned inference $name matches" 0 "$fxc" --device=cuda --tf32=none --max-autotune \
     --cache-dir="$cache" --log=autotune --run --inputs "$io" --expect "$io" "$g"
   has "tuned inference $name: kernels timed" "$tmp/err" ": candidates "
   if [ -f "$fx/$name.grad.safetensors" ]; then
-    check "tuned train $name matches" 0 "$fxc" --device=cuda --max-autotune \
+    check "tuned train $name matches" 0 "$fxc" --device=cuda --tf32=none --max-autotune \
       --cache-dir="$cache" --mode=train --run --inputs "$io" --expect "$fx/$name.grad.safetensors" \
       --atol 1e-4 "$g"
   fi
@@ -32,18 +32,18 @@ has "autotune.json has kernel choices" "$cache/autotune.json" '"choice": "block=
 has "autotune.json is keyed by the device" "$cache/autotune.json" '"cuda NVIDIA'
 
 # The second compile of mlp finds every choice cached: nothing is timed.
-check "mlp again: matches" 0 "$fxc" --device=cuda --max-autotune --cache-dir="$cache" \
+check "mlp again: matches" 0 "$fxc" --device=cuda --tf32=none --max-autotune --cache-dir="$cache" \
   --log=autotune --run --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors" \
   "$fx/mlp.pt2"
 has "mlp again: cached choices" "$tmp/err" ": cached "
 hasnt "mlp again: nothing timed" "$tmp/err" ": candidates "
 
 # A tuned artifact (compiled without running) runs and matches.
-check "tuned block.fxo" 0 "$fxc" --device=cuda --max-autotune --cache-dir="$tmp/c2" \
+check "tuned block.fxo" 0 "$fxc" --device=cuda --tf32=none --max-autotune --cache-dir="$tmp/c2" \
   -o "$tmp/block.fxo" "$fx/block.pt2"
 check "tuned block.fxo runs and matches" 0 "$fxc" --run "$tmp/block.fxo" \
   --inputs "$fx/block.io.safetensors" --expect "$fx/block.io.safetensors"
-check "tuned --emit=ptx" 0 "$fxc" --device=cuda --max-autotune --cache-dir="$tmp/c2" --emit=ptx \
+check "tuned --emit=ptx" 0 "$fxc" --device=cuda --tf32=none --max-autotune --cache-dir="$tmp/c2" --emit=ptx \
   -o "$tmp/block.ptx" "$fx/block.pt2"
 has "tuned --emit=ptx has the kernels" "$tmp/block.ptx" "// ===== fxc kernel"
 
@@ -52,7 +52,7 @@ for m in block.f32 norms.bf16 mlp.f32; do
   g=$root/bench/models/$m.fxg
   [ -f "$g" ] || continue
   h=$("$fxc" --device=cuda --bench "$g" 2>&1 | grep -o 'median [0-9.]* ms' | head -1)
-  t=$("$fxc" --device=cuda --max-autotune --cache-dir="$tmp/c3" --log=autotune --bench "$g" 2>&1)
+  t=$("$fxc" --device=cuda --tf32=none --max-autotune --cache-dir="$tmp/c3" --log=autotune --bench "$g" 2>&1)
   echo "$t" | grep -E "candidates|cached" | sed 's/^/     /' | cut -c1-220
   echo "info $m: heuristic ${h:-?}, tuned $(echo "$t" | grep -o 'median [0-9.]* ms' | head -1)"
 done

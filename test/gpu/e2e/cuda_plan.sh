@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU: the CUDA plan's extern calls and launch modes end to end. Every fixture, inference
-# and train, matches PyTorch with --cuda-graphs; the logs show the cuBLASLt epilogues (mlp: relu,
-# block: tanh gelu) and cuDNN (convnet); --allow-tf32 runs within TF32's error and exact float32
-# does not need it. Usage: cuda_plan.sh <fxc>
+# and train, matches PyTorch with --cuda-graphs and without; --bench replays a captured graph by
+# default; the logs show the cuBLASLt epilogues (mlp: relu, block: tanh gelu) and cuDNN
+# (convnet); the default TF32 convolutions and --allow-tf32 run within TF32's error, --tf32=none
+# matches exactly. Usage: cuda_plan.sh <fxc>
 set -u
 fxc=$1
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -29,11 +30,22 @@ expect_log() { # expect_log <label> <pattern> <args...>: fxc exits 0 and its log
 for io in "$fx"/*.io.safetensors; do
   name=$(basename "$io" .io.safetensors)
   g=$fx/$name.pt2
-  run "cuda graphs inference $name" --device=cuda --cuda-graphs --run --inputs "$io" --expect "$io" "$g"
+  run "cuda graphs inference $name" --device=cuda --tf32=none --cuda-graphs --run --inputs "$io" \
+    --expect "$io" "$g"
+  run "no cuda graphs inference $name" --device=cuda --tf32=none --no-cuda-graphs --run \
+    --inputs "$io" --expect "$io" "$g"
   if [ -f "$fx/$name.grad.safetensors" ]; then
-    run "cuda graphs train $name" --device=cuda --cuda-graphs --mode=train --run --inputs "$io" \
-      --expect "$fx/$name.grad.safetensors" --atol 1e-4 "$g"
+    run "cuda graphs train $name" --device=cuda --tf32=none --cuda-graphs --mode=train --run \
+      --inputs "$io" --expect "$fx/$name.grad.safetensors" --atol 1e-4 "$g"
   fi
+done
+# By default --bench replays a captured CUDA graph (plans without host calls); not with
+# --no-cuda-graphs.
+for name in mlp convnet block; do
+  expect_log "$name: --bench replays a CUDA graph by default" '"cuda_graph": "replayed"' \
+    --device=cuda --bench --json --inputs "$fx/$name.io.safetensors" "$fx/$name.pt2"
+  expect_log "$name: --no-cuda-graphs --bench launches each step" '"cuda_graph": "off"' \
+    --device=cuda --no-cuda-graphs --bench --json --inputs "$fx/$name.io.safetensors" "$fx/$name.pt2"
 done
 
 expect_log "mlp: addmm + relu is one cuBLASLt call" "epilogue relu_bias" --device=cuda --run \
@@ -53,7 +65,12 @@ for io in "$fx"/*.io.safetensors; do
       --cuda-graphs --run --log=perf_hints --inputs "$io" "$fx/$name.pt2"
   fi
 done
-# TF32: within 1e-2 of PyTorch's float32 results; the default is exact float32 (1e-5 above).
+# TF32: within 1e-2 of PyTorch's float32 results; --tf32=none is exact float32 (1e-5 above).
+# The default (--tf32=conv, PyTorch's) rounds the convolutions only: the mlp stays exact.
+run "mlp default: exact matmuls" --device=cuda --run --inputs "$fx/mlp.io.safetensors" \
+  --expect "$fx/mlp.io.safetensors" "$fx/mlp.pt2"
+run "convnet default: TF32 convolutions" --device=cuda --run --inputs "$fx/convnet.io.safetensors" \
+  --expect "$fx/convnet.io.safetensors" --atol 1e-2 --rtol 1e-2 "$fx/convnet.pt2"
 run "mlp --allow-tf32" --device=cuda --allow-tf32 --run --inputs "$fx/mlp.io.safetensors" \
   --expect "$fx/mlp.io.safetensors" --atol 1e-2 --rtol 1e-2 "$fx/mlp.pt2"
 run "convnet --allow-tf32 --cuda-graphs" --device=cuda --allow-tf32 --cuda-graphs --run \
