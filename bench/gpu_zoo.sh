@@ -34,7 +34,7 @@
 # (every fxc JSON and stderr, every PyTorch log).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-pkg=${PKG:-$root/carry/fxc-gpu.tar.gz}
+pkg=${PKG:-$root/carry/fxc-gpu-fxc.tar.xz}
 out=${OUT:-$root/gpu-logs}
 batches=${BATCHES:-1,8}
 models=${MODELS:-resnet50,mobilenet_v3_large,vit_b_16,efficientnet_b0,convnext_tiny,llama2l,bert_base}
@@ -52,7 +52,7 @@ exec > >(tee "$out/zoo.log") 2>&1
 t_start=$SECONDS
 stamp() { echo "=== [$((SECONDS - t_start)) s] $*"; }
 left() { echo $((deadline - (SECONDS - t_start))); }
-tar -C "$work" -xzf "$pkg" || { echo "error: cannot unpack $pkg (run tools/build-gpu.sh)"; exit 2; }
+tar -C "$work" -xf "$pkg" || { echo "error: cannot unpack $pkg (run tools/build-gpu.sh)"; exit 2; }
 fxc=$work/fxc-gpu/bin/fxc
 # Libraries as test/gpu/run.sh sets them: the packed ones, cuDNN from PyTorch's environment,
 # cuBLASLt from the toolkit.

@@ -8,7 +8,8 @@
 # (.gitignore and .git/info/exclude); name it in the device `run` tool's `carry` parameter and
 # run test/gpu/run.sh there (docs/gpu.md).
 #
-# Usage: tools/build-gpu.sh  (build dir: build-gpu or $FXC_GPU_BUILD; jobs: $JOBS or 2;
+# Usage: tools/build-gpu.sh  (carry/fxc-gpu-fxc.tar.xz and carry/fxc-gpu-unit.tar.xz: see below)
+#  (build dir: build-gpu or $FXC_GPU_BUILD; jobs: $JOBS or 2;
 #                             build type: $FXC_BUILD_TYPE or Release)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,8 +53,28 @@ git -C "$src" describe --always --dirty >"$pkg/COMMIT" 2>/dev/null || echo unkno
 
 mkdir -p "$carry"
 tar -C "$stage" -czf "$carry/fxc-gpu.tar.gz" fxc-gpu
+# The device tool carries at most 64 MiB with the working tree (about 48.5 MiB tracked): the
+# whole package does not fit beside it. Two smaller ones, each for a call of its own, without the
+# libraries the GPU image has (ldconfig -p there), compressed with xz: fxc-gpu-fxc.tar.xz (fxc,
+# libfxcrt.so: the end-to-end scripts and the benches) and fxc-gpu-unit.tar.xz (fxc_unit: the
+# CUDA unit cases and memcheck). test/gpu/run.sh and bench/gpu_zoo.sh take either.
+for part in fxc unit; do
+  slim=$stage/$part/fxc-gpu
+  mkdir -p "$slim/bin"
+  cp -r "$pkg/lib" "$pkg/vadd.cubin" "$pkg/COMMIT" "$slim/"
+  for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libcrypto.so.3 libz.so.1 libbz2.so.1.0; do
+    rm -f "$slim/lib/$lib"
+  done
+  if [ $part = fxc ]; then cp "$pkg/bin/fxc" "$slim/bin/"; else
+    cp "$pkg/bin/fxc_unit" "$slim/bin/"
+    rm -f "$slim/lib/libfxcrt.so"
+  fi
+  tar -C "$stage/$part" -cf - fxc-gpu | xz -9 -T0 >"$carry/fxc-gpu-$part.tar.xz"
+done
 exclude=$(git -C "$src" rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$exclude")"
 grep -qx '/carry/' "$exclude" 2>/dev/null || echo '/carry/' >>"$exclude"
-echo "packed $(du -h "$carry/fxc-gpu.tar.gz" | cut -f1) into $carry/fxc-gpu.tar.gz:"
+echo "packed $(du -h "$carry/fxc-gpu.tar.gz" | cut -f1) into $carry/fxc-gpu.tar.gz, and for the device" \
+  "tool's limit $(du -h "$carry/fxc-gpu-fxc.tar.xz" | cut -f1) into fxc-gpu-fxc.tar.xz and" \
+  "$(du -h "$carry/fxc-gpu-unit.tar.xz" | cut -f1) into fxc-gpu-unit.tar.xz:"
 tar -tzvf "$carry/fxc-gpu.tar.gz" | awk '{print "  " $3 "  " $6}'
