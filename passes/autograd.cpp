@@ -559,6 +559,90 @@ ValueId conv_weight_grad(Emit& e, ValueId x, ValueId g, const std::vector<int64_
   return e.transpose(r, 0, 1);
 }
 
+ValueId max_pool_input_grad(Emit& e, ValueId g, ValueId indices,
+                            const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& k,
+                            const std::vector<int64_t>& s, const std::vector<int64_t>& p,
+                            const std::vector<int64_t>& d) {
+  const size_t S = k.size(), rank = in_sizes.size();
+  const std::vector<int64_t> gs = e.sizes(g);
+  if (S == 0 || rank < S || gs.size() != rank || s.size() != S || p.size() != S || d.size() != S ||
+      e.sizes(indices) != gs)
+    return kNoValue;
+  const TensorMeta like = e.meta(g);
+  const Device dev = like.device;
+  std::vector<int64_t> cands(S);
+  int64_t combos = 1;
+  for (size_t i = 0; i < S; ++i) {
+    if (k[i] < 1 || s[i] < 1 || d[i] < 1 || p[i] < 0) return kNoValue;
+    cands[i] = ((k[i] - 1) * d[i] + 1 + s[i] - 1) / s[i];
+    combos *= cands[i];
+  }
+  if (combos > 64) return kNoValue;
+  // Per spatial dim i and candidate t: for each input position h the output position
+  // floor((h + p) / s) - t, clamped into range, and whether it was in range; shaped to broadcast
+  // along dim i of the input.
+  auto along = [&](ValueId v, size_t i) {
+    std::vector<int64_t> sh(rank, 1);
+    sh[rank - S + i] = in_sizes[rank - S + i];
+    return e.reshape(v, sh);
+  };
+  std::vector<std::vector<ValueId>> pos(S), valid(S);
+  ValueId flat = kNoValue; // the flat spatial position of each input element
+  int64_t inner = 1;
+  for (size_t ii = S; ii-- > 0;) {
+    const int64_t I = in_sizes[rank - S + ii], O = gs[rank - S + ii];
+    ValueId h = e.arange(0, I, 1, dev);
+    ValueId term = along(e.mul_s(h, double(inner)), ii);
+    flat = flat == kNoValue ? term : e.add(flat, term);
+    inner *= I;
+    ValueId base =
+        e.unary("floor", e.div_s(e.cast(e.add_s(h, double(p[ii])), DType::F64), double(s[ii])));
+    for (int64_t t = 0; t < cands[ii]; ++t) {
+      ValueId o = e.cast(e.add_s(base, -double(t)), DType::I64);
+      ValueId ok = e.op("aten.logical_and.default",
+                        {Emit::t(e.cmp_s("ge", o, 0)), Emit::t(e.cmp_s("lt", o, double(O)))});
+      pos[ii].push_back(e.cast(e.where_s(ok, o, 0), DType::I64));
+      valid[ii].push_back(along(ok, ii));
+    }
+  }
+  ValueId total = kNoValue;
+  std::vector<int64_t> t(S, 0);
+  for (int64_t c = 0; c < combos; ++c) {
+    ValueId gv = g, iv = indices, ok = kNoValue;
+    for (size_t i = 0; i < S; ++i) {
+      const int64_t dim = int64_t(rank - S + i);
+      gv = e.op("aten.index_select.default", {Emit::t(gv), Emit::i(dim), Emit::t(pos[i][t[i]])});
+      iv = e.op("aten.index_select.default", {Emit::t(iv), Emit::i(dim), Emit::t(pos[i][t[i]])});
+      ok = ok == kNoValue
+               ? valid[i][t[i]]
+               : e.op("aten.logical_and.default", {Emit::t(ok), Emit::t(valid[i][t[i]])});
+    }
+    ValueId hit = e.op("aten.logical_and.default", {Emit::t(ok), Emit::t(e.cmp("eq", iv, flat))});
+    ValueId part = e.where_s(hit, gv, 0.0);
+    total = total == kNoValue ? part : e.add(total, part);
+    for (size_t i = S; i-- > 0;) { // next combination
+      if (++t[i] < cands[i]) break;
+      t[i] = 0;
+    }
+  }
+  return e.cast(total, like.dtype);
+}
+
+ValueId index_add_rows(Emit& e, int64_t rows, ValueId ids, ValueId src) {
+  const int64_t k = e.sizes(src)[0], dim = e.sizes(src)[1];
+  const TensorMeta like = e.meta(src);
+  const DType t = like.dtype;
+  if (k > 0 && rows > 0 && rows * k <= (int64_t(1) << 26) &&
+      (t == DType::F32 || t == DType::F16 || t == DType::BF16)) {
+    ValueId r = e.reshape(e.arange(0, rows, 1, like.device), {rows, 1});
+    ValueId onehot = e.cast(e.cmp("eq", r, e.reshape(ids, {1, k})), t);
+    return e.mm(onehot, src);
+  }
+  return e.op("aten.scatter_add.default",
+              {Emit::t(e.zeros({rows, dim}, like)), Emit::i(0),
+               Emit::t(e.expand(e.reshape(ids, {k, 1}), {k, dim})), Emit::t(src)});
+}
+
 namespace {
 
 void convolution_common(GradCtx& c, const std::vector<int64_t>& s, const std::vector<int64_t>& p,
@@ -616,14 +700,28 @@ void pool_grad_from_indices(GradCtx& c, ValueId indices, size_t sp = 2) {
   c.add_grad(x, e.reshape(gx, xs));
 }
 
-void max_pool2d_with_indices(GradCtx& c) {
+/// max_pool{2,3}d_with_indices: the gather form (max_pool_input_grad) where the windows allow,
+/// else the scatter of pool_grad_from_indices.
+void max_pool_with_indices(GradCtx& c, size_t sp) {
   c.only_first_output();
-  pool_grad_from_indices(c, c.out(1));
+  const std::vector<int64_t> k = spatial(c.arg("kernel_size"), sp);
+  std::vector<int64_t> s = spatial(c.arg("stride"), sp), p = spatial(c.arg("padding"), sp),
+                       d = spatial(c.arg("dilation"), sp);
+  if (s.empty()) s = k;
+  if (p.empty()) p.assign(sp, 0);
+  if (d.empty()) d.assign(sp, 1);
+  ValueId x = c.in("self");
+  ValueId gx = max_pool_input_grad(c.e, c.grad_out(), c.out(1), c.sizes(x), k, s, p, d);
+  if (gx == kNoValue) return pool_grad_from_indices(c, c.out(1), sp);
+  c.add_grad(x, gx);
+}
+
+void max_pool2d_with_indices(GradCtx& c) {
+  max_pool_with_indices(c, 2);
 }
 
 void max_pool3d_with_indices(GradCtx& c) {
-  c.only_first_output();
-  pool_grad_from_indices(c, c.out(1), 3);
+  max_pool_with_indices(c, 3);
 }
 
 void adaptive_max_pool(GradCtx& c) {
@@ -695,9 +793,7 @@ void embedding(GradCtx& c) {
   ValueId flat = e.reshape(ids, {k, 1});
   int64_t pad = c.arg("padding_idx").i;
   if (pad >= 0) src = e.where_s(e.cmp_s("ne", flat, double(pad)), src, 0.0);
-  ValueId gw = e.op("aten.scatter_add.default", {Emit::t(e.zeros(ws, e.meta(w))), Emit::i(0),
-                                                 Emit::t(e.expand(flat, {k, dim})), Emit::t(src)});
-  c.add_grad(w, gw);
+  c.add_grad(w, index_add_rows(e, ws[0], e.reshape(ids, {k}), e.cast(src, e.dtype(w))));
 }
 
 void gather(GradCtx& c) {

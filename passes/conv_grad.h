@@ -22,4 +22,22 @@ ValueId conv_weight_grad(Emit& e, ValueId x, ValueId g, const std::vector<int64_
                          const std::vector<int64_t>& s, const std::vector<int64_t>& p,
                          const std::vector<int64_t>& d, int64_t groups);
 
+/// The input gradient of a max pooling (kernel k, stride s, padding p, dilation d per spatial
+/// dim) of an input of `in_sizes` from its output gradient `g` and `indices` (flat over the
+/// spatial dims), in gather form: each input element sums the gradients of the output windows
+/// that can cover it (ceil(((k-1)d+1)/s) per dim) whose index names it. Unlike scatter_add
+/// (which the lowering turns into a reduction over a whole output plane for each input element)
+/// this is a pointwise kernel. kNoValue when the windows overlap too much (more than 64 covering
+/// candidates): scatter_add then.
+ValueId max_pool_input_grad(Emit& e, ValueId g, ValueId indices,
+                            const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& k,
+                            const std::vector<int64_t>& s, const std::vector<int64_t>& p,
+                            const std::vector<int64_t>& d);
+
+/// [rows, dim]: each row r the sum of the rows of `src` ([k, dim]) whose index in `ids` ([k],
+/// integer) is r (an embedding's weight gradient). For float32/16 and bfloat16 with rows * k up
+/// to 2^26, a one-hot [rows, k] matrix times src (a GEMM: the lowering's scatter_add is a
+/// reduction over all k positions for each of the rows * dim elements); else scatter_add.
+ValueId index_add_rows(Emit& e, int64_t rows, ValueId ids, ValueId src);
+
 } // namespace fxc

@@ -791,6 +791,18 @@ std::vector<ValueId> max_pool2d_backward(Emit& e, const DNode& d) {
   int64_t planes = prod(xs, 0, xs.size() - S), in_plane = prod(xs, xs.size() - S);
   int64_t out_plane = prod(gs, gs.size() - S);
   TensorMeta like = e.meta(go);
+  if (d.n.target.find("with_indices") != std::string::npos) { // windows known: gather form
+    auto arg = [&](const char* name, int64_t dflt, const std::vector<int64_t>& empty) {
+      std::vector<int64_t> v = d.arg(name).ints;
+      if (v.size() == 1) v.assign(S, v[0]);
+      if (v.empty()) v = empty.empty() ? std::vector<int64_t>(S, dflt) : empty;
+      return v;
+    };
+    std::vector<int64_t> k = arg("kernel_size", 1, {});
+    ValueId gx = max_pool_input_grad(e, go, d.tensor("indices"), xs, k, arg("stride", 1, k),
+                                     arg("padding", 0, {}), arg("dilation", 1, {}));
+    if (gx != kNoValue) return {gx};
+  }
   ValueId gx = e.op("aten.scatter_add.default",
                     {Emit::t(e.zeros({planes, in_plane}, like)), Emit::i(1),
                      Emit::t(e.reshape(d.tensor("indices"), {planes, out_plane})),
@@ -876,8 +888,7 @@ std::vector<ValueId> embedding_backward(Emit& e, const DNode& d) {
                        {Emit::t(counts), Emit::i(0), Emit::t(e.reshape(ids, {k}))});
     src = e.div(src, e.reshape(per, {k, 1}));
   }
-  return {e.op("aten.scatter_add.default", {Emit::t(e.zeros({rows, dim}, like)), Emit::i(0),
-                                            Emit::t(e.expand(flat, {k, dim})), Emit::t(src)})};
+  return {index_add_rows(e, rows, e.reshape(ids, {k}), src)};
 }
 
 /// avg_pool2d_backward, avg_pool3d_backward and _adaptive_avg_pool2d_backward: the forward maps are

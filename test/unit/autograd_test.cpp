@@ -219,6 +219,20 @@ TEST_CASE("autograd: grouped 3-D convolution, several planes per group") {
   check_gradients(tg);
 }
 
+TEST_CASE("autograd: max pooling in gather form: overlap, dilation, padding, ceil mode, 3-D") {
+  // passes/autograd.cpp max_pool_input_grad: each input element sums the covering windows.
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 9, 8});
+  ValueId v = tg.input("v", {1, 2, 5, 6, 7});
+  tg.output(tg.ops("aten.max_pool2d_with_indices.default",
+                   {T(x), Is({3, 3}), Is({1, 2}), Is({1, 1}), Is({2, 1}), B(true)})[0]);
+  tg.output(tg.ops("aten.max_pool2d_with_indices.default",
+                   {T(x), Is({3, 2}), Is({2, 2}), Is({1, 0}), Is({1, 1}), B(true)})[0]);
+  tg.output(tg.ops("aten.max_pool3d_with_indices.default",
+                   {T(v), Is({3, 3, 3}), Is({2, 2, 2}), Is({1, 1, 1})})[0]);
+  check_gradients(tg);
+}
+
 TEST_CASE("autograd: pooling") {
   TestGraph tg;
   ValueId x = tg.input("x", {2, 3, 6, 5});
