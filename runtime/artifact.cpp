@@ -823,7 +823,6 @@ ArtifactGraph read_graph(const Reader& r, const json& j, const std::string& wher
     bool cuda = a.device == "cuda";
     g.kind = ArtifactGraph::Kind::Plan;
     g.plan = read_plan(r, r.at(j, "plan", where), where + ".plan", cuda, weights);
-    if (!cuda) onednn::prepare_plan(g.plan, r.source()); // primitives and reordered weights
     const json& objects = r.array(j, "objects", where);
     if (cuda && !objects.empty()) r.fail(where + ".objects", "CPU code in a CUDA plan");
     for (size_t k = 0; k < objects.size(); ++k)
@@ -1460,7 +1459,11 @@ std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::st
           }
         if (!k.fn) throw Error(source, "kernel object: no function '" + k.name + "'");
       }
-      impl->live[i]->plan = std::make_shared<const Plan>(g.plan);
+      // oneDNN's primitives and reordered weights: made when the artifact is loaded to run, not
+      // when it is parsed (--link and the remote cache parse without running).
+      auto plan = std::make_shared<Plan>(g.plan);
+      onednn::prepare_plan(*plan, source);
+      impl->live[i]->plan = std::move(plan);
       continue;
     }
     try {
@@ -1619,6 +1622,10 @@ void LoadedModel::swap_weights(const std::vector<std::pair<std::string, Tensor>>
         changed = true;
       }
     if (!changed) continue;
+    if (!next[i]->cuda) { // oneDNN holds the old weights reordered: prepare the new ones
+      for (PlanExtern& e : plan->externs) e.prepared.reset();
+      onednn::prepare_plan(*plan, impl_->source);
+    }
     auto lg = std::make_shared<LiveGraph>();
     lg->plan = plan;
     if (next[i]->cuda) { // uploads the new weights (untested here: no GPU on the test machine)

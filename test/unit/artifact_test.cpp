@@ -535,6 +535,39 @@ TEST_CASE("artifact: weight swaps are validated, all or nothing, and runs see on
   CHECK(std::memcmp(again.raw_data(), before.raw_data(), size_t(before.numel()) * 4) == 0);
 }
 
+TEST_CASE("artifact: a swapped convolution weight is used, not its reordered old copy") {
+  // CPU convolutions on oneDNN keep their weights reordered (and a folded batch norm's scale
+  // multiplied in) in the prepared primitive; a swap must prepare them again. Expected: the
+  // same graph compiled with the new weight from the start.
+  Compiled c = compile_fixture("convnet");
+  auto m = LoadedModel::load(parse_artifact(serialize_artifact(c.artifact), "c.fxo"), "c.fxo", 2);
+  std::vector<Tensor> in = io_tensors("convnet", "input_");
+  std::string name;
+  for (const auto& [n, meta] : m->swappable_weights())
+    if (meta.sizes.size() == 4 && name.empty()) name = n;
+  REQUIRE(!name.empty());
+  const WeightData& old = c.graph.weights.at(name);
+  Tensor doubled = Tensor::empty(old.meta.dtype, old.meta.sizes);
+  const float* src = reinterpret_cast<const float*>(old.storage->data()) + old.meta.storage_offset;
+  for (int64_t i = 0; i < doubled.numel(); ++i)
+    reinterpret_cast<float*>(doubled.raw_data())[i] = 2 * src[i] - 0.01f * float(i % 7);
+  m->swap_weights({{name, doubled}});
+  Tensor swapped = m->run(in)[0].second.contiguous();
+
+  Compiled d = compile_fixture("convnet");
+  WeightData& w = d.graph.weights.at(name);
+  w.storage = std::make_shared<Storage>(size_t(doubled.numel()) * 4);
+  std::memcpy(w.storage->data(), doubled.raw_data(), size_t(doubled.numel()) * 4);
+  w.meta = doubled.meta();
+  w.init.reset();
+  std::vector<Tensor> want = interpret(d.graph, in);
+  CompareOptions co;
+  co.rtol = 1e-4;
+  co.atol = 1e-5;
+  CompareResult r = compare_tensors(swapped, want[0], co);
+  CHECK_MESSAGE(r.ok, r.message);
+}
+
 TEST_CASE("artifact: one model run from 8 threads x 200 runs gives the same results") {
   Compiled c = compile_fixture("block");
   auto m = LoadedModel::load(parse_artifact(serialize_artifact(c.artifact), "b.fxo"), "b.fxo", 2);
