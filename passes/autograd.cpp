@@ -5,6 +5,7 @@
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/log.h"
+#include "frontend/resample.h"
 #include "frontend/schema.h"
 #include "frontend/tensor_rules.h"
 #include "passes/aot_ops.h"
@@ -560,10 +561,17 @@ ValueId conv_weight_grad(Emit& e, ValueId x, ValueId g, const std::vector<int64_
 }
 
 ValueId max_pool_input_grad(Emit& e, ValueId g, ValueId indices,
-                            const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& k,
-                            const std::vector<int64_t>& s, const std::vector<int64_t>& p,
-                            const std::vector<int64_t>& d) {
-  const size_t S = k.size(), rank = in_sizes.size();
+                            const std::vector<int64_t>& in_sizes,
+                            const std::vector<int64_t>& kernel_size,
+                            const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                            const std::vector<int64_t>& dilation) {
+  const size_t rank = in_sizes.size(), S = kernel_size.size();
+  auto param = [&](const std::vector<int64_t>& v, const std::vector<int64_t>& if_empty) {
+    return v.empty() ? if_empty : resample::spatial_param(v, S);
+  };
+  const std::vector<int64_t>& k = kernel_size;
+  const std::vector<int64_t> s = param(stride, k), p = param(padding, std::vector<int64_t>(S, 0)),
+                             d = param(dilation, std::vector<int64_t>(S, 1));
   const std::vector<int64_t> gs = e.sizes(g);
   if (S == 0 || rank < S || gs.size() != rank || s.size() != S || p.size() != S || d.size() != S ||
       e.sizes(indices) != gs)
@@ -704,14 +712,11 @@ void pool_grad_from_indices(GradCtx& c, ValueId indices, size_t sp = 2) {
 /// else the scatter of pool_grad_from_indices.
 void max_pool_with_indices(GradCtx& c, size_t sp) {
   c.only_first_output();
-  const std::vector<int64_t> k = spatial(c.arg("kernel_size"), sp);
-  std::vector<int64_t> s = spatial(c.arg("stride"), sp), p = spatial(c.arg("padding"), sp),
-                       d = spatial(c.arg("dilation"), sp);
-  if (s.empty()) s = k;
-  if (p.empty()) p.assign(sp, 0);
-  if (d.empty()) d.assign(sp, 1);
   ValueId x = c.in("self");
-  ValueId gx = max_pool_input_grad(c.e, c.grad_out(), c.out(1), c.sizes(x), k, s, p, d);
+  ValueId gx =
+      max_pool_input_grad(c.e, c.grad_out(), c.out(1), c.sizes(x),
+                          resample::spatial_param(c.arg("kernel_size").ints, sp),
+                          c.arg("stride").ints, c.arg("padding").ints, c.arg("dilation").ints);
   if (gx == kNoValue) return pool_grad_from_indices(c, c.out(1), sp);
   c.add_grad(x, gx);
 }

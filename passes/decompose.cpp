@@ -788,21 +788,15 @@ std::vector<ValueId> max_pool2d_backward(Emit& e, const DNode& d) {
   std::vector<int64_t> xs = e.sizes(x), gs = e.sizes(go);
   const size_t S = d.n.target.find("3d") != std::string::npos ? 3 : 2;
   if (xs.size() < S + 1 || gs.size() != xs.size()) return {};
+  if (d.n.target.find("with_indices") != std::string::npos) { // windows known: gather form
+    ValueId gx = max_pool_input_grad(
+        e, go, d.tensor("indices"), xs, resample::spatial_param(d.arg("kernel_size").ints, S),
+        d.arg("stride").ints, d.arg("padding").ints, d.arg("dilation").ints);
+    if (gx != kNoValue) return {gx};
+  }
   int64_t planes = prod(xs, 0, xs.size() - S), in_plane = prod(xs, xs.size() - S);
   int64_t out_plane = prod(gs, gs.size() - S);
   TensorMeta like = e.meta(go);
-  if (d.n.target.find("with_indices") != std::string::npos) { // windows known: gather form
-    auto arg = [&](const char* name, int64_t dflt, const std::vector<int64_t>& empty) {
-      std::vector<int64_t> v = d.arg(name).ints;
-      if (v.size() == 1) v.assign(S, v[0]);
-      if (v.empty()) v = empty.empty() ? std::vector<int64_t>(S, dflt) : empty;
-      return v;
-    };
-    std::vector<int64_t> k = arg("kernel_size", 1, {});
-    ValueId gx = max_pool_input_grad(e, go, d.tensor("indices"), xs, k, arg("stride", 1, k),
-                                     arg("padding", 0, {}), arg("dilation", 1, {}));
-    if (gx != kNoValue) return {gx};
-  }
   ValueId gx = e.op("aten.scatter_add.default",
                     {Emit::t(e.zeros({planes, in_plane}, like)), Emit::i(1),
                      Emit::t(e.reshape(d.tensor("indices"), {planes, out_plane})),

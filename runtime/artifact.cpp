@@ -1622,10 +1622,8 @@ void LoadedModel::swap_weights(const std::vector<std::pair<std::string, Tensor>>
         changed = true;
       }
     if (!changed) continue;
-    if (!next[i]->cuda) { // oneDNN holds the old weights reordered: prepare the new ones
-      for (PlanExtern& e : plan->externs) e.prepared.reset();
-      onednn::prepare_plan(*plan, impl_->source);
-    }
+    // oneDNN holds the old weights reordered: prepare_plan makes every convolution afresh.
+    if (!next[i]->cuda) onednn::prepare_plan(*plan, impl_->source);
     auto lg = std::make_shared<LiveGraph>();
     lg->plan = plan;
     if (next[i]->cuda) { // uploads the new weights (untested here: no GPU on the test machine)
