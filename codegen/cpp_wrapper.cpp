@@ -356,6 +356,9 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
     case PlanStep::Kind::Extern: {
       const PlanExtern& e = plan.externs[st.index];
       assert(e.epilogue == PlanExtern::Epilogue::None && "CPU plans have no matmul epilogues");
+      assert(e.kind != PlanExtern::Kind::ConvBackwardData &&
+             e.kind != PlanExtern::Kind::ConvBackwardFilter &&
+             "CPU plans have no cuDNN convolution gradients");
       s << (e.kind == PlanExtern::Kind::Gemm   ? render_gemm(e)
             : e.kind == PlanExtern::Kind::Conv ? render_conv(e)
                                                : render_fallback(e, st.index, plan));

@@ -96,9 +96,23 @@ PlanKernel plan_kernel(const Graph& g, const LoopProgram& p, const Kernel& k,
 
 PlanExtern plan_extern(const LoopProgram& p, const Buffer& b, const MemoryPlan& mp) {
   PlanExtern e;
-  e.kind = b.call.kind == ExternCall::Kind::Gemm   ? PlanExtern::Kind::Gemm
-           : b.call.kind == ExternCall::Kind::Conv ? PlanExtern::Kind::Conv
-                                                   : PlanExtern::Kind::Fallback;
+  switch (b.call.kind) {
+  case ExternCall::Kind::Gemm:
+    e.kind = PlanExtern::Kind::Gemm;
+    break;
+  case ExternCall::Kind::Conv:
+    e.kind = PlanExtern::Kind::Conv;
+    break;
+  case ExternCall::Kind::ConvBackwardData:
+    e.kind = PlanExtern::Kind::ConvBackwardData;
+    break;
+  case ExternCall::Kind::ConvBackwardFilter:
+    e.kind = PlanExtern::Kind::ConvBackwardFilter;
+    break;
+  case ExternCall::Kind::Fallback:
+    e.kind = PlanExtern::Kind::Fallback;
+    break;
+  }
   e.epilogue = PlanExtern::Epilogue(int(b.call.epilogue)); // same enumerators, same order
   e.stride = b.call.stride;
   e.padding = b.call.padding;

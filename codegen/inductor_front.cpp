@@ -77,6 +77,12 @@ std::string extern_reason(const LoopProgram& p, const Buffer& b, bool cuda) {
              (c.post_ops.empty() ? std::string() : " with post-ops " + c.post_ops) +
              ": 2-D float32 convolutions run on oneDNN when libdnnl.so.2 is found";
     return "cuDNN convolution: 2-D convolutions run on cuDNN when it is found";
+  case ExternCall::Kind::ConvBackwardData:
+    return "cuDNN convolution backward (data): the input gradients of 2-D convolutions run on "
+           "cuDNN when it is found";
+  case ExternCall::Kind::ConvBackwardFilter:
+    return "cuDNN convolution backward (filter): the weight gradients of 2-D convolutions run on "
+           "cuDNN when it is found";
   case ExternCall::Kind::Fallback:
     break;
   }
@@ -109,7 +115,9 @@ void log_inductor(const std::string& name, const Graph& g, const LoopProgram& p,
     if (item.is_kernel) continue;
     const Buffer& b = p.buffers[size_t(item.index)];
     gemm += b.call.kind == ExternCall::Kind::Gemm;
-    conv += b.call.kind == ExternCall::Kind::Conv;
+    conv += b.call.kind == ExternCall::Kind::Conv ||
+            b.call.kind == ExternCall::Kind::ConvBackwardData ||
+            b.call.kind == ExternCall::Kind::ConvBackwardFilter;
     fallback += b.call.kind == ExternCall::Kind::Fallback;
     externs += "\n" + name + ": extern " + buffer_label(b) + " = " + b.call.op + ": " +
                extern_reason(p, b, cuda);

@@ -72,7 +72,8 @@ int64_t node_flops(const Graph& g, const Node& n) {
 }
 
 // The multiply-add flops of a plan's extern call, as node_flops counts its node: a gemm's
-// 2·(output elements)·K, a convolution's 2·(output elements)·(C / groups)·R·S, a fallback's node.
+// 2·(output elements)·K, a convolution's 2·(output elements)·(C / groups)·R·S (its gradients the
+// same), a fallback's node.
 int64_t extern_flops(const PlanExtern& e) {
   if (e.outputs.empty()) return 0;
   const TensorMeta& out = e.outputs[0].meta;
@@ -85,6 +86,15 @@ int64_t extern_flops(const PlanExtern& e) {
     const TensorMeta& w = e.inputs[1].meta;
     if (w.sizes.empty() || w.sizes[0] == 0) return 0;
     return 2 * out.numel() * (w.numel() / w.sizes[0]);
+  }
+  case PlanExtern::Kind::ConvBackwardData:
+  case PlanExtern::Kind::ConvBackwardFilter: { // the forward's flops: 2·|dy|·(C / groups)·R·S
+    if (e.inputs.size() < 2) return 0;
+    bool data = e.kind == PlanExtern::Kind::ConvBackwardData;
+    const TensorMeta& dy = e.inputs[data ? 0 : 1].meta;
+    const TensorMeta& w = data ? e.inputs[1].meta : out;
+    if (w.sizes.empty() || w.sizes[0] == 0) return 0;
+    return 2 * dy.numel() * (w.numel() / w.sizes[0]);
   }
   case PlanExtern::Kind::Fallback: {
     if (!e.graph) return 0;

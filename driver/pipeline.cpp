@@ -16,6 +16,7 @@
 #include "runtime/interpreter.h"
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/inductor.h"
+#include "runtime/cudnn.h"
 #endif
 
 #include <algorithm>
@@ -131,16 +132,47 @@ void stage_aot(Compilation& c) {
   write_runnable_graphs(c);
 }
 
+#ifdef FXC_HAVE_CODEGEN
+bool needs_execution(const Options& o) {
+  return o.run || o.bench || o.check_accuracy || o.bisect || o.minify;
+}
+
+// Whether stage 4 builds only PTX for --device=cuda (--emit=ptx and the like: no memory plan,
+// host plan or device; with --max-autotune the device times candidates, so the full build).
+bool ptx_only(const Compilation& c) {
+  bool artifact = c.opts.emit.empty() && !c.opts.emit_asm && !needs_execution(c.opts);
+  bool late_step = c.opts.print_after == "host-plan" || c.opts.print_after == "load" ||
+                   c.opts.stop_after == "host-plan" || c.opts.stop_after == "load";
+  return c.opts.device == DeviceKind::Cuda && !needs_execution(c.opts) && !artifact &&
+         !c.opts.max_autotune && !late_step;
+}
+#endif
+
+// Whether inductor computes 2-D convolution gradients with cuDNN, so that decompose keeps their
+// convolution_backward nodes: a CUDA build whose convolutions go to cuDNN (PTX only: cuDNN
+// assumed found at run time, as for the forward convolutions; else when it is found now).
+bool cudnn_conv_grads(const Compilation& c) {
+#ifdef FXC_HAVE_CODEGEN
+  if (c.opts.backend != Backend::Inductor || c.opts.device != DeviceKind::Cuda) return false;
+  return ptx_only(c) || cuda::Cudnn::unavailable_reason().empty();
+#else
+  (void)c;
+  return false;
+#endif
+}
+
 // Stage 3: decompositions, then (train mode) the min-cut rematerialization partitioner on the
 // decomposed joint graph, so both graphs are decomposed exactly as inductor will see them.
 void stage_decompose(Compilation& c) {
+  DecomposeOptions dopts;
+  dopts.keep_cudnn_conv_backward = cudnn_conv_grads(c);
   if (c.opts.mode == Mode::Inference) {
-    c.graphs.front().graph = decompose(c.graphs.front().graph);
+    c.graphs.front().graph = decompose(c.graphs.front().graph, dopts);
     write_graph_artifacts(c, "decompose", "fx_graph_transformed.txt");
     return;
   }
   int64_t default_bytes = c.aot->saved_bytes;
-  c.joint->graph = decompose(c.joint->graph);
+  c.joint->graph = decompose(c.joint->graph, dopts);
   AotGraphs aot = partition_joint(*c.joint, PartitionStrategy::MinCut);
   std::ostringstream log;
   log << c.aot_log << "\n=== after decompositions: min-cut rematerialization partition ===\n"
@@ -268,10 +300,6 @@ void stage_inductor_cuda(Compilation& c) {
   }
 }
 
-bool needs_execution(const Options& o) {
-  return o.run || o.bench || o.check_accuracy || o.bisect || o.minify;
-}
-
 // Stage 4: inductor — lowering, fusion, memory planning, code generation, the host plan and
 // loading, per graph (codegen/inductor.cpp lists the steps).
 void stage_inductor(Compilation& c) {
@@ -280,8 +308,7 @@ void stage_inductor(Compilation& c) {
   bool artifact = c.opts.emit.empty() && !c.opts.emit_asm && !needs_execution(c.opts);
   bool late_step = c.opts.print_after == "host-plan" || c.opts.print_after == "load" ||
                    c.opts.stop_after == "host-plan" || c.opts.stop_after == "load";
-  // --emit=ptx: PTX only, no device needed (with --max-autotune the device times candidates).
-  if (cuda && !needs_execution(c.opts) && !artifact && !c.opts.max_autotune && !late_step) {
+  if (ptx_only(c)) { // --emit=ptx: PTX only, no device needed
     stage_inductor_cuda(c);
     return;
   }

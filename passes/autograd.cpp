@@ -663,13 +663,26 @@ void convolution_common(GradCtx& c, const std::vector<int64_t>& s, const std::ve
   if (xs.size() != ws.size()) c.fail("unbatched convolution backward is not supported");
   if (s.size() != sp || p.size() != sp || d.size() != sp || groups < 1)
     c.fail("convolution arguments do not match the weight's spatial rank");
-  if (c.needs(x)) c.add_grad(x, conv_input_grad(e, g, w, xs, s, p, d, groups));
-  if (c.needs(w)) c.add_grad(w, conv_weight_grad(e, x, g, ws, s, p, d, groups));
-  if (!c.arg("bias").is_none() && c.needs("bias")) {
-    std::vector<int64_t> dims = {0};
-    for (size_t i = 0; i < sp; ++i) dims.push_back(int64_t(2 + i));
-    c.add_grad("bias", e.sum(g, dims, false));
-  }
+  // One convolution_backward node, as PyTorch's derivative: decompose() expands it into the
+  // convolutions of conv_input_grad/conv_weight_grad, except where cuDNN computes it.
+  const bool bias = !c.arg("bias").is_none() && c.needs("bias");
+  const std::vector<bool> mask = {c.needs(x), c.needs(w), bias};
+  if (!mask[0] && !mask[1] && !mask[2]) return;
+  std::vector<ValueId> r = e.call("aten.convolution_backward.default",
+                                  {Emit::t(g),
+                                   Emit::t(x),
+                                   Emit::t(w),
+                                   bias ? Emit::ints({ws[0]}) : CallArg{"", Arg::none()},
+                                   Emit::ints(s),
+                                   Emit::ints(p),
+                                   Emit::ints(d),
+                                   Emit::b(false),
+                                   Emit::ints(std::vector<int64_t>(sp, 0)),
+                                   Emit::i(groups),
+                                   {"", Arg::of_bools(mask)}});
+  if (mask[0]) c.add_grad(x, r[0]);
+  if (mask[1]) c.add_grad(w, r[1]);
+  if (mask[2]) c.add_grad("bias", r[2]);
 }
 
 void convolution(GradCtx& c) {

@@ -422,6 +422,47 @@ std::vector<ValueId> conv_padding(Emit& e, const DNode& d) {
   return {y};
 }
 
+/// bmm(a [B, M, K], b) where b is one [K, N] matrix expanded over the batch (the form core ATen's
+/// matmul takes for a non-contiguous 3-D input times a weight, as in nn.MultiheadAttention's
+/// projections) as one mm over the B·M rows: its derivative is then one mm per operand, not a
+/// batched product summed over the batch (a [B, K, N] intermediate: 1.4 GB for each attention
+/// projection of ViT-B/16 at batch 8). The matrix is found through the expand and the
+/// size-preserving views above it. Kept as it is otherwise.
+std::vector<ValueId> bmm_of_shared_matrix(Emit& e, const DNode& d) {
+  const Graph& g = d.src;
+  const std::vector<int64_t>& as = g.values[size_t(d.n.arg("self").tensor)].meta.sizes;
+  ValueId v = d.n.arg("mat2").tensor;
+  const std::vector<int64_t> bs = g.values[size_t(v)].meta.sizes;
+  if (as.size() != 3 || bs.size() != 3 || as[0] < 2 || as[0] != bs[0] || as[2] != bs[1]) return {};
+  const std::vector<int64_t> kn = {bs[1], bs[2]}, one_kn = {1, bs[1], bs[2]};
+  bool expanded = false;
+  while (true) {
+    const std::vector<int64_t>& sz = g.values[size_t(v)].meta.sizes;
+    if (sz == kn || (sz == one_kn && expanded)) break;
+    int32_t p = g.values[size_t(v)].producer;
+    if (p < 0) return {};
+    const Node& pn = g.nodes[size_t(p)];
+    bool view = pn.target == "aten.view.default" || pn.target == "aten._unsafe_view.default" ||
+                pn.target == "aten.reshape.default";
+    if (!view && pn.target != "aten.expand.default") return {};
+    ValueId in = pn.arg("self").tensor;
+    const std::vector<int64_t>& in_sz = g.values[size_t(in)].meta.sizes;
+    // A view keeps [B, K, N] as it is; the expand broadcasts [K, N] or [1, K, N] over B.
+    if (view && in_sz != sz) return {};
+    if (!view) {
+      if (in_sz != kn && in_sz != one_kn) return {};
+      expanded = true;
+    }
+    v = in;
+  }
+  if (!expanded) return {};
+  ValueId w = (*d.map)[size_t(v)];
+  if (e.sizes(w) != kn) w = e.reshape(w, kn);
+  ValueId a = d.tensor("self");
+  ValueId prod = e.mm(e.reshape(a, {as[0] * as[1], as[2]}), w);
+  return {e.reshape(prod, {as[0], as[1], bs[2]})};
+}
+
 std::vector<ValueId> max_pool2d(Emit& e, const DNode& d) {
   std::vector<CallArg> call;
   for (size_t k = 0; k < d.args.size(); ++k) call.push_back({"", d.args[k]});
@@ -5487,6 +5528,7 @@ const OpTable<DecompFn>::Row kAutogradForms[] = {
     {OpId::avg_pool2d, separable},
     {OpId::avg_pool3d, separable},
     {OpId::batch_norm, batch_norm_to_native},
+    {OpId::bmm, bmm_of_shared_matrix},
     {OpId::layer_norm, layer_norm_to_native},
     {OpId::_adaptive_avg_pool3d, separable},
     {OpId::adaptive_avg_pool1d, separable},
@@ -5812,20 +5854,58 @@ bool has_decomposition(std::string_view target) {
   return find_row(target) != nullptr;
 }
 
-Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& select) {
+namespace {
+
+// decompose_if with a selection that also sees the graph of the round (the node's operands).
+Graph decompose_selected(const Graph& g,
+                         const std::function<bool(const Graph&, const Node&)>& select) {
   Graph cur = g;
   // Each round expands one level; rows emit ops at most a few levels deep (sdpa -> _softmax).
   for (int round = 0; round < 16; ++round) {
     Graph next;
-    if (!decompose_once(cur, select, find_row, next)) return next;
+    if (!decompose_once(cur, [&](const Node& n) { return select(cur, n); }, find_row, next))
+      return next;
     cur = std::move(next);
   }
   assert(false && "decompositions did not reach a fixpoint");
   return cur;
 }
 
+} // namespace
+
+Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& select) {
+  return decompose_selected(g, [&](const Graph&, const Node& n) { return select(n); });
+}
+
 Graph decompose(const Graph& g) {
   return decompose_if(g, [](const Node&) { return true; });
+}
+
+bool cudnn_conv_backward(const Graph& g, const Node& n) {
+  if (n.target != "aten.convolution_backward.default" || n.arg("transposed").b) return false;
+  std::vector<ValueId> in = {n.arg("grad_output").tensor, n.arg("input").tensor,
+                             n.arg("weight").tensor};
+  for (ValueId v : in) {
+    if (v == kNoValue) return false;
+    const TensorMeta& m = g.values[size_t(v)].meta;
+    if (m.dim() != 4 || m.dtype != g.values[size_t(in[0])].meta.dtype) return false;
+  }
+  DType t = g.values[size_t(in[0])].meta.dtype;
+  if (t != DType::F32 && t != DType::F16 && t != DType::BF16) return false;
+  for (const char* name : {"stride", "padding", "dilation"}) {
+    size_t k = n.arg(name).ints.size();
+    if (k != 1 && k != 2) return false;
+  }
+  const std::vector<int64_t>& xs = g.values[size_t(in[1])].meta.sizes;
+  const std::vector<int64_t>& ws = g.values[size_t(in[2])].meta.sizes;
+  int64_t groups = n.arg("groups").i;
+  return groups >= 1 && xs[1] % groups == 0 && ws[0] % groups == 0 && ws[1] * groups == xs[1];
+}
+
+Graph decompose(const Graph& g, const DecomposeOptions& opts) {
+  if (!opts.keep_cudnn_conv_backward) return decompose(g);
+  return decompose_selected(
+      g, [](const Graph& cur, const Node& n) { return !cudnn_conv_backward(cur, n); });
 }
 
 Graph to_autograd_forms(const Graph& g) {

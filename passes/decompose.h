@@ -27,6 +27,19 @@ namespace fxc {
 /// that changes meaning (dropout or batch_norm in training mode, dropout in attention).
 Graph decompose(const Graph& g);
 
+/// What decompose() keeps for a target library instead of decomposing it.
+struct DecomposeOptions {
+  /// Keep convolution_backward nodes that cuDNN computes (cudnn_conv_backward): inductor for
+  /// CUDA with cuDNN lowers them to cudnnConvolutionBackwardData/Filter calls.
+  bool keep_cudnn_conv_backward = false;
+};
+Graph decompose(const Graph& g, const DecomposeOptions& opts);
+
+/// Whether `n` is a convolution_backward that cuDNN computes: not transposed, 2-D (input, weight
+/// and grad_output of rank 4 with one or two values per window argument), one dtype among f32,
+/// f16 and bf16, groups dividing the channels.
+bool cudnn_conv_backward(const Graph& g, const Node& n);
+
 /// Same, decomposing only nodes for which `select` returns true (including nodes that a
 /// selected decomposition emits).
 Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& select);

@@ -760,7 +760,9 @@ std::string extern_kind_suffix(const ExternCall& c) {
     return c.epilogue == GemmEpilogue::None
                ? " (blas)"
                : std::string(" (blas, epilogue ") + gemm_epilogue_name(c.epilogue) + ")";
-  case ExternCall::Kind::Conv: {
+  case ExternCall::Kind::Conv:
+  case ExternCall::Kind::ConvBackwardData:
+  case ExternCall::Kind::ConvBackwardFilter: {
     auto pair = [](const std::array<int64_t, 2>& v) {
       return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
     };

@@ -207,12 +207,16 @@ std::string extern_kind_suffix(const ExternCall& c);
 
 struct ExternCall {
   /// Gemm: BLAS. Fallback: the reference kernel. Conv: 2-D convolution (cuDNN; oneDNN on the CPU).
-  enum class Kind : uint8_t { Gemm, Fallback, Conv };
+  /// ConvBackwardData / ConvBackwardFilter: a 2-D convolution's input / weight gradient (cuDNN,
+  /// CUDA plans only; op "convolution_backward_data" / "convolution_backward_filter").
+  enum class Kind : uint8_t { Gemm, Fallback, Conv, ConvBackwardData, ConvBackwardFilter };
   Kind kind = Kind::Fallback;
   std::string op; ///< "mm", "bmm", "addmm", "convolution", or the fallback node's target
   /// Gemm: A, B (batched for bmm), then the bias [N] when the epilogue has one, then the
   /// residual [M, N] (row-major, as the result) for BiasResidual.
-  /// Conv: x, w (contiguous), then the bias [K] when there is one.
+  /// Conv: x, w (contiguous), then the bias [K] when there is one. ConvBackwardData: dy, w;
+  /// ConvBackwardFilter: x, dy (contiguous; the stride, padding, dilation and groups are the
+  /// forward convolution's).
   std::vector<ExternOperand> operands;
   GemmEpilogue epilogue = GemmEpilogue::None; ///< Gemm only
   /// Conv only: {h, w} each, and the group count.

@@ -262,6 +262,9 @@ private:
       pair("dilation", call.dilation);
       need(c, ", groups ");
       call.groups = integer(c);
+      if (call.op == "convolution_backward_data") call.kind = ExternCall::Kind::ConvBackwardData;
+      if (call.op == "convolution_backward_filter")
+        call.kind = ExternCall::Kind::ConvBackwardFilter;
     } else {
       need(c, "fallback");
       call.kind = ExternCall::Kind::Fallback;

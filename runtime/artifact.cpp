@@ -268,6 +268,10 @@ const char* extern_kind_name(PlanExtern::Kind k) {
     return "fallback";
   case PlanExtern::Kind::Conv:
     return "conv";
+  case PlanExtern::Kind::ConvBackwardData:
+    return "conv_backward_data";
+  case PlanExtern::Kind::ConvBackwardFilter:
+    return "conv_backward_filter";
   }
   return "?";
 }
@@ -581,7 +585,8 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   std::string kind = r.str(j, "kind", where);
   bool known = false;
   for (PlanExtern::Kind k :
-       {PlanExtern::Kind::Gemm, PlanExtern::Kind::Fallback, PlanExtern::Kind::Conv})
+       {PlanExtern::Kind::Gemm, PlanExtern::Kind::Fallback, PlanExtern::Kind::Conv,
+        PlanExtern::Kind::ConvBackwardData, PlanExtern::Kind::ConvBackwardFilter})
     if (kind == extern_kind_name(k)) {
       e.kind = k;
       known = true;
@@ -642,6 +647,15 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
     if ((rank != 2 && rank != 3) || e.inputs[1].meta.sizes.size() != rank ||
         e.outputs[0].meta.sizes.size() != rank)
       r.fail(where, "gemm operands must be matrices or batches of matrices");
+    return e;
+  }
+  if (e.kind == PlanExtern::Kind::ConvBackwardData ||
+      e.kind == PlanExtern::Kind::ConvBackwardFilter) {
+    if (e.inputs.size() != 2 || e.outputs.size() != 1 || e.inputs[0].meta.sizes.size() != 4 ||
+        e.inputs[1].meta.sizes.size() != 4 || e.outputs[0].meta.sizes.size() != 4 ||
+        !e.post_ops.empty() || !e.scale.empty())
+      r.fail(where, std::string("a ") + extern_kind_name(e.kind) +
+                        " call takes two operands of rank 4 and writes one result");
     return e;
   }
   size_t sums = 0;

@@ -19,6 +19,10 @@ namespace {
   throw CudaError("conv2d: " + msg);
 }
 
+void* dev(DevicePtr v) {
+  return reinterpret_cast<void*>(uintptr_t(v));
+}
+
 } // namespace
 
 std::array<int64_t, 4> conv2d_output_sizes(const Conv2dProblem& p) {
@@ -112,6 +116,12 @@ std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMet
   X(cudnnGetConvolutionForwardAlgorithm_v7)                                                        \
   X(cudnnGetConvolutionForwardWorkspaceSize)                                                       \
   X(cudnnConvolutionForward)                                                                       \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                                                   \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize)                                                  \
+  X(cudnnConvolutionBackwardData)                                                                  \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                                                 \
+  X(cudnnGetConvolutionBackwardFilterWorkspaceSize)                                                \
+  X(cudnnConvolutionBackwardFilter)                                                                \
   X(cudnnAddTensor)
 
 struct Cudnn::Api {
@@ -228,7 +238,10 @@ struct Cudnn::Prepared {
   cudnnTensorDescriptor_t xd = nullptr, yd = nullptr, bd = nullptr;
   cudnnFilterDescriptor_t wd = nullptr;
   cudnnConvolutionDescriptor_t cd = nullptr;
+  // The algorithm of the direction this problem was prepared for (one of the three).
   cudnnConvolutionFwdAlgo_t algo = {};
+  cudnnConvolutionBwdDataAlgo_t data_algo = {};
+  cudnnConvolutionBwdFilterAlgo_t filter_algo = {};
   size_t ws_bytes = 0;
   explicit Prepared(const Api& api) : D(api) {}
   Prepared(const Prepared&) = delete;
@@ -252,7 +265,28 @@ size_t Cudnn::prepared_count() const {
   return prepared_.size();
 }
 
-Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, const std::array<int64_t, 16>& key) {
+namespace {
+
+// cuDNN ranks the algorithms; the first that ran its checks, fits the workspace and keeps to the
+// math allowed (no tensor-op math for exact float32).
+template <typename Perf>
+const Perf* choose_algo(const std::vector<Perf>& perf, int returned, bool tensor_ops) {
+  for (int i = 0; i < returned; ++i)
+    if (perf[size_t(i)].status == CUDNN_STATUS_SUCCESS &&
+        perf[size_t(i)].memory <= Cudnn::kMaxWorkspaceBytes &&
+        (tensor_ops || perf[size_t(i)].mathType != CUDNN_TENSOR_OP_MATH))
+      return &perf[size_t(i)];
+  return nullptr;
+}
+
+} // namespace
+
+Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, ConvDirection dir) {
+  std::array<int64_t, 17> key = {p.n,          p.c,      p.h,          p.w,
+                                 p.k,          p.r,      p.s,          p.stride_h,
+                                 p.stride_w,   p.pad_h,  p.pad_w,      p.dilation_h,
+                                 p.dilation_w, p.groups, p.allow_tf32, int64_t(p.dtype),
+                                 int64_t(dir)};
   auto it = prepared_.find(key);
   if (it != prepared_.end()) return *it->second;
   std::array<int64_t, 4> out = conv2d_output_sizes(p);
@@ -295,23 +329,49 @@ Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, const std::array<int64_t
   assert(dn == out[0] && dc == out[1] && dh == out[2] && dw == out[3] &&
          "cuDNN and conv2d_output_sizes disagree on the output shape");
 
-  // cuDNN ranks the algorithms; take the first that ran its checks and fits the workspace.
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+  const std::string none =
+      "cuDNN offers no algorithm within " + std::to_string(kMaxWorkspaceBytes) + " workspace bytes";
   int returned = 0;
-  check(D.cudnnGetConvolutionForwardAlgorithm_v7(h, r.xd, r.wd, r.cd, r.yd, int(perf.size()),
-                                                 &returned, perf.data()),
-        "cudnnGetConvolutionForwardAlgorithm_v7");
-  const cudnnConvolutionFwdAlgoPerf_t* chosen = nullptr;
-  for (int i = 0; i < returned && !chosen; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspaceBytes &&
-        (tensor_ops || perf[i].mathType != CUDNN_TENSOR_OP_MATH))
-      chosen = &perf[i];
-  if (!chosen)
-    bad("cuDNN offers no algorithm within " + std::to_string(kMaxWorkspaceBytes) +
-        " workspace bytes");
-  r.algo = chosen->algo;
-  check(D.cudnnGetConvolutionForwardWorkspaceSize(h, r.xd, r.wd, r.cd, r.yd, r.algo, &r.ws_bytes),
-        "cudnnGetConvolutionForwardWorkspaceSize");
+  switch (dir) {
+  case ConvDirection::Forward: {
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+    check(D.cudnnGetConvolutionForwardAlgorithm_v7(h, r.xd, r.wd, r.cd, r.yd, int(perf.size()),
+                                                   &returned, perf.data()),
+          "cudnnGetConvolutionForwardAlgorithm_v7");
+    const auto* chosen = choose_algo(perf, returned, tensor_ops);
+    if (!chosen) bad(none);
+    r.algo = chosen->algo;
+    check(D.cudnnGetConvolutionForwardWorkspaceSize(h, r.xd, r.wd, r.cd, r.yd, r.algo, &r.ws_bytes),
+          "cudnnGetConvolutionForwardWorkspaceSize");
+    break;
+  }
+  case ConvDirection::BackwardData: {
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+    check(D.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, r.wd, r.yd, r.cd, r.xd, int(perf.size()),
+                                                        &returned, perf.data()),
+          "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+    const auto* chosen = choose_algo(perf, returned, tensor_ops);
+    if (!chosen) bad("backward data: " + none);
+    r.data_algo = chosen->algo;
+    check(D.cudnnGetConvolutionBackwardDataWorkspaceSize(h, r.wd, r.yd, r.cd, r.xd, r.data_algo,
+                                                         &r.ws_bytes),
+          "cudnnGetConvolutionBackwardDataWorkspaceSize");
+    break;
+  }
+  case ConvDirection::BackwardFilter: {
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+    check(D.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, r.xd, r.yd, r.cd, r.wd,
+                                                          int(perf.size()), &returned, perf.data()),
+          "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+    const auto* chosen = choose_algo(perf, returned, tensor_ops);
+    if (!chosen) bad("backward filter: " + none);
+    r.filter_algo = chosen->algo;
+    check(D.cudnnGetConvolutionBackwardFilterWorkspaceSize(h, r.xd, r.yd, r.cd, r.wd, r.filter_algo,
+                                                           &r.ws_bytes),
+          "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+    break;
+  }
+  }
   return *prepared_.emplace(key, std::move(pp)).first->second;
 }
 
@@ -322,19 +382,45 @@ void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, Dev
   ctx_.make_current();
   const Api& D = *api_;
   cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
-  std::array<int64_t, 16> key = {p.n,          p.c,      p.h,          p.w,
-                                 p.k,          p.r,      p.s,          p.stride_h,
-                                 p.stride_w,   p.pad_h,  p.pad_w,      p.dilation_h,
-                                 p.dilation_w, p.groups, p.allow_tf32, int64_t(p.dtype)};
   std::lock_guard<std::mutex> lock(mu_);
-  Prepared& r = prepare(p, key);
+  Prepared& r = prepare(p, ConvDirection::Forward);
   DevicePtr ws = workspace(r.ws_bytes);
-  auto ptr = [](DevicePtr v) { return reinterpret_cast<void*>(uintptr_t(v)); };
   float one = 1.0f, zero = 0.0f;
-  check(D.cudnnConvolutionForward(h, &one, r.xd, ptr(x), r.wd, ptr(w), r.cd, r.algo, ptr(ws),
-                                  r.ws_bytes, &zero, r.yd, ptr(y)),
+  check(D.cudnnConvolutionForward(h, &one, r.xd, dev(x), r.wd, dev(w), r.cd, r.algo, dev(ws),
+                                  r.ws_bytes, &zero, r.yd, dev(y)),
         "cudnnConvolutionForward");
-  if (bias) check(D.cudnnAddTensor(h, &one, r.bd, ptr(bias), &one, r.yd, ptr(y)), "cudnnAddTensor");
+  if (bias) check(D.cudnnAddTensor(h, &one, r.bd, dev(bias), &one, r.yd, dev(y)), "cudnnAddTensor");
+}
+
+void Cudnn::conv2d_backward_data(const Conv2dProblem& p, DevicePtr dy, DevicePtr w, DevicePtr dx) {
+  conv2d_output_sizes(p);
+  if (dy == 0 || w == 0 || dx == 0) bad("null operand");
+  ctx_.make_current();
+  const Api& D = *api_;
+  cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
+  std::lock_guard<std::mutex> lock(mu_);
+  Prepared& r = prepare(p, ConvDirection::BackwardData);
+  DevicePtr ws = workspace(r.ws_bytes);
+  float one = 1.0f, zero = 0.0f;
+  check(D.cudnnConvolutionBackwardData(h, &one, r.wd, dev(w), r.yd, dev(dy), r.cd, r.data_algo,
+                                       dev(ws), r.ws_bytes, &zero, r.xd, dev(dx)),
+        "cudnnConvolutionBackwardData");
+}
+
+void Cudnn::conv2d_backward_filter(const Conv2dProblem& p, DevicePtr x, DevicePtr dy,
+                                   DevicePtr dw) {
+  conv2d_output_sizes(p);
+  if (x == 0 || dy == 0 || dw == 0) bad("null operand");
+  ctx_.make_current();
+  const Api& D = *api_;
+  cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
+  std::lock_guard<std::mutex> lock(mu_);
+  Prepared& r = prepare(p, ConvDirection::BackwardFilter);
+  DevicePtr ws = workspace(r.ws_bytes);
+  float one = 1.0f, zero = 0.0f;
+  check(D.cudnnConvolutionBackwardFilter(h, &one, r.xd, dev(x), r.yd, dev(dy), r.cd, r.filter_algo,
+                                         dev(ws), r.ws_bytes, &zero, r.wd, dev(dw)),
+        "cudnnConvolutionBackwardFilter");
 }
 
 #else // no cuDNN headers at build time
@@ -359,6 +445,14 @@ size_t Cudnn::prepared_count() const {
   return 0;
 }
 void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr) {
+  conv2d_output_sizes(p);
+  throw CudaError("cuDNN not available: fxc was built without cudnn.h");
+}
+void Cudnn::conv2d_backward_data(const Conv2dProblem& p, DevicePtr, DevicePtr, DevicePtr) {
+  conv2d_output_sizes(p);
+  throw CudaError("cuDNN not available: fxc was built without cudnn.h");
+}
+void Cudnn::conv2d_backward_filter(const Conv2dProblem& p, DevicePtr, DevicePtr, DevicePtr) {
   conv2d_output_sizes(p);
   throw CudaError("cuDNN not available: fxc was built without cudnn.h");
 }

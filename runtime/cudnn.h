@@ -1,4 +1,5 @@
-// 2-D convolution forward through cuDNN 9, opened with dlopen (the convolution extern kernel).
+// 2-D convolution forward and backward (data, filter) through cuDNN 9, opened with dlopen (the
+// convolution extern kernel).
 //
 // cuDNN is not part of the CUDA toolkit: fxc finds libcudnn.so.9 by its soname through
 // LD_LIBRARY_PATH and the loader cache only (on the GPU machine it ships with PyTorch, in
@@ -65,15 +66,22 @@ public:
   /// Queues y = conv2d(x, w) + bias on the context's stream; `bias` (k floats) may be 0.
   void conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, DevicePtr bias,
                       DevicePtr y);
+  /// Queues dx = d(conv2d(x, w))/dx applied to dy (cudnnConvolutionBackwardData): `p` is the
+  /// forward problem, dy [n, k, out_h, out_w], dx [n, c, h, w] (overwritten).
+  void conv2d_backward_data(const Conv2dProblem& p, DevicePtr dy, DevicePtr w, DevicePtr dx);
+  /// Queues dw = d(conv2d(x, w))/dw applied to dy (cudnnConvolutionBackwardFilter): dw is
+  /// [k, c / groups, r, s] (overwritten).
+  void conv2d_backward_filter(const Conv2dProblem& p, DevicePtr x, DevicePtr dy, DevicePtr dw);
   /// cudnnGetVersion(), e.g. 91900 for 9.19.0.
   size_t version() const { return version_; }
   /// The largest workspace an algorithm may ask for.
   static constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
 
   struct Api; ///< the resolved entry points (defined in cudnn.cpp)
-  /// A problem's descriptors, algorithm and workspace size, made on its first conv2d_forward()
-  /// and reused by later calls with the same problem.
+  /// A problem's descriptors, algorithm and workspace size for one direction, made on its first
+  /// call and reused by later calls with the same problem and direction.
   struct Prepared;
+  enum class ConvDirection : uint8_t { Forward, BackwardData, BackwardFilter };
   /// Problems prepared so far.
   size_t prepared_count() const;
   /// Bytes of the workspace in use (0 before any algorithm asked for one).
@@ -83,11 +91,11 @@ private:
   Cudnn(Context& ctx, std::unique_ptr<Api> api);
   void check(int status, const char* call) const;
   DevicePtr workspace(size_t bytes);
-  Prepared& prepare(const Conv2dProblem& p, const std::array<int64_t, 16>& key);
+  Prepared& prepare(const Conv2dProblem& p, ConvDirection dir);
   Context& ctx_;
   std::unique_ptr<Api> api_;
   mutable std::mutex mu_;
-  std::map<std::array<int64_t, 16>, std::unique_ptr<Prepared>> prepared_;
+  std::map<std::array<int64_t, 17>, std::unique_ptr<Prepared>> prepared_;
   void* handle_ = nullptr;
   DevicePtr workspace_ = 0;
   size_t workspace_bytes_ = 0;

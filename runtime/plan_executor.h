@@ -54,8 +54,10 @@ struct PlanKernel {
 
 struct PlanExtern {
   /// Gemm: a BLAS product. Fallback: the reference kernel of one node. Conv: a 2-D convolution
-  /// through cuDNN (CUDA plans) or oneDNN (CPU plans, runtime/onednn.h).
-  enum class Kind : uint8_t { Gemm, Fallback, Conv };
+  /// through cuDNN (CUDA plans) or oneDNN (CPU plans, runtime/onednn.h). ConvBackwardData /
+  /// ConvBackwardFilter: the input / weight gradient of a 2-D convolution through cuDNN (CUDA
+  /// plans only).
+  enum class Kind : uint8_t { Gemm, Fallback, Conv, ConvBackwardData, ConvBackwardFilter };
   /// Gemm: what the product gets before it is written, as one cuBLASLt epilogue (CUDA plans
   /// only; CPU plans always have None). The bias is one value per output column.
   enum class Epilogue : uint8_t {
@@ -70,7 +72,8 @@ struct PlanExtern {
   /// Gemm: A [(B,) M, K], B [(B,) K, N], then the bias [N] (unit stride) when the epilogue has
   /// one, then the residual R [M, N] (contiguous) for BiasResidual. Conv: x [N, C, H, W], w [K, C /
   /// groups, R, S], then the bias [K] when there is one, then one operand per `sum` post-op (CPU),
-  /// all contiguous.
+  /// all contiguous. ConvBackwardData: dy [N, K, OH, OW], w (the output is dx, shaped as x);
+  /// ConvBackwardFilter: x, dy (the output is dw, shaped as w).
   std::vector<PlanView> inputs;
   std::vector<PlanView> outputs;      ///< contiguous
   std::shared_ptr<const Graph> graph; ///< Fallback: one node; inputs are its user inputs

@@ -223,6 +223,38 @@ void run_conv(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const Pla
                                     slot_ptr[e.outputs[0].slot]);
 }
 
+// The input (dy, w -> dx) or weight (x, dy -> dw) gradient of a 2-D convolution: the forward
+// problem is rebuilt from x (dx) and w (dw), and dy must have the forward's output shape.
+void run_conv_backward(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const PlanExtern& e,
+                       const std::string& source) {
+  bool data = e.kind == PlanExtern::Kind::ConvBackwardData;
+  if (e.inputs.size() != 2 || e.outputs.size() != 1)
+    throw Error(source,
+                std::string("convolution backward (") + (data ? "data" : "filter") +
+                    ") call needs two operands and one output",
+                e.name);
+  const PlanView& x = data ? e.outputs[0] : e.inputs[0];
+  const PlanView& w = data ? e.inputs[1] : e.outputs[0];
+  const PlanView& dy = data ? e.inputs[0] : e.inputs[1];
+  std::optional<cuda::Conv2dProblem> p =
+      cuda::conv2d_problem(x.meta, w.meta, e.stride, e.padding, e.dilation, e.groups);
+  if (!p || !dy.meta.is_contiguous())
+    throw Error(source, "convolution gradient operands are not contiguous NCHW", e.name);
+  p->allow_tf32 = plan.conv_tf32;
+  std::array<int64_t, 4> out = cuda::conv2d_output_sizes(*p);
+  if (dy.meta.dtype != p->dtype || std::vector<int64_t>(out.begin(), out.end()) != dy.meta.sizes)
+    throw Error(source,
+                "convolution gradient: grad_output is " + format_meta(dy.meta) +
+                    ", the convolution's output has another shape or dtype",
+                e.name);
+  if (data)
+    cuda::Cudnn::get().conv2d_backward_data(*p, view_ptr(slot_ptr, dy), view_ptr(slot_ptr, w),
+                                            slot_ptr[x.slot]);
+  else
+    cuda::Cudnn::get().conv2d_backward_filter(*p, view_ptr(slot_ptr, x), view_ptr(slot_ptr, dy),
+                                              slot_ptr[w.slot]);
+}
+
 // A fallback calling a plugin's op that has a CUDA kernel: runs it on the device buffers in
 // place (runtime/plugin.h). False when the op has none or an operand is not contiguous.
 bool run_custom_op_on_device(Context& ctx, const std::vector<uint64_t>& slot_ptr,
@@ -371,6 +403,10 @@ void CudaPlanRunner::run_step(const PlanStep& st) {
       break;
     case PlanExtern::Kind::Conv:
       run_conv(slot_ptr_, plan, e, source_);
+      break;
+    case PlanExtern::Kind::ConvBackwardData:
+    case PlanExtern::Kind::ConvBackwardFilter:
+      run_conv_backward(slot_ptr_, plan, e, source_);
       break;
     case PlanExtern::Kind::Fallback:
       run_fallback(ctx, slot_ptr_, plan, e, source_);

@@ -22,6 +22,16 @@ for name in mlp block convnet; do
     bad "$name CUDA plan"
   fi
 done
+# Train mode: the backward graph's convolution gradients are cuDNN backward calls.
+if "$fxc" --device=cuda --emit=ptx --mode=train -o "$tmp/t.ptx" --debug-dir="$tmp/train" \
+    "$src/test/fixtures/convnet.pt2" >"$tmp/train.out" 2>&1; then
+  post=$(find "$tmp/train" -path '*backward*' -name ir_post_fusion.txt | head -1)
+  if [ -n "$post" ] && "$filecheck" "$src/test/golden/cuda_plan_convnet_train.check" \
+      --input-file="$post"; then ok "convnet train CUDA plan"
+  else bad "convnet train CUDA plan"; fi
+else
+  bad "convnet train: fxc failed" "$(head -5 "$tmp/train.out")"
+fi
 # The fusion log names each folded activation.
 if "$fxc" --device=cuda --emit=ptx -o "$tmp/m.ptx" --log=fusion "$src/test/fixtures/mlp.pt2" 2>&1 |
     grep -q "epilogue: relu = relu_bias of linear (cuBLASLt)"; then ok "fusion log names the epilogue"

@@ -5,6 +5,7 @@
 #include "passes/lower/lower_util.h"
 
 #include "frontend/resample.h"
+#include "passes/decompose.h"
 
 namespace fxc::lower_detail {
 namespace {
@@ -210,6 +211,21 @@ void lower_mm(Lowerer& L, int n) {
     L.fallback(n, "matmul operands not supported by BLAS");
     return;
   }
+  // bmm with one [K, N] matrix broadcast over the batch (stride 0: core ATen's matmul of a
+  // non-contiguous 3-D input and a weight) is one product over all B·M rows: a batch of
+  // M-row products runs the GEMM at a fraction of its speed when M is small.
+  if (a.sizes.size() == 3 && a.sizes[0] > 1) {
+    std::optional<ExternOperand> bo = L.strided_operand(b);
+    if (bo && bo->strides[0] == 0) {
+      const int64_t B = a.sizes[0], M = a.sizes[1], K = a.sizes[2], N = b.sizes[2];
+      LVal rows = L.reshape(a, {B * M, K});
+      LVal w = L.view(n, b, {K, N}, [](auto& idx) {
+        return std::vector<IndexExpr>{IndexExpr(0), idx[0], idx[1]};
+      });
+      L.set_output(n, 0, L.reshape(L.gemm(n, rows, w, {B * M, N}), m.sizes));
+      return;
+    }
+  }
   L.set_output(n, 0, L.gemm(n, a, b, m.sizes));
 }
 
@@ -373,6 +389,58 @@ void lower_convolution(Lowerer& L, int n) {
                            {bias}));
 }
 
+/// convolution_backward of a 2-D convolution (decompose keeps it only for CUDA with cuDNN,
+/// passes/decompose.h): the input gradient is a cudnnConvolutionBackwardData call, the weight
+/// gradient a cudnnConvolutionBackwardFilter call, the bias gradient a sum of grad_output over
+/// n, h and w; an output output_mask does not ask for is the op's empty tensor.
+void lower_convolution_backward(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  const LowerOptions& lo = L.options();
+  if (!lo.cuda || !lo.cudnn || !cudnn_conv_backward(L.g(), nd)) {
+    L.fallback(n, std::string("convolution_backward is decomposed except for cuDNN (") +
+                      (!lo.cuda   ? "not a CUDA plan"
+                       : lo.cudnn ? "not a 2-D float convolution"
+                                  : "cuDNN not used: " + lo.no_cudnn_reason) +
+                      ")");
+    return;
+  }
+  LVal& g = L.input(n, "grad_output");
+  LVal& x = L.input(n, "input");
+  LVal& w = L.input(n, "weight");
+  auto two = [&](const char* name) {
+    std::vector<int64_t> v = nd.arg(name).ints;
+    return std::array<int64_t, 2>{v[0], v.size() == 2 ? v[1] : v[0]};
+  };
+  std::vector<bool> mask = nd.arg("output_mask").bools;
+  mask.resize(3, false);
+  auto empty = [&](int i) {
+    const TensorMeta& m = L.out_meta(n, i);
+    L.set_output(n, i,
+                 L.pointwise(n, m.dtype, m.sizes, [&](auto&) { return v_const(0, m.dtype); }, {}));
+  };
+  auto call = [&](ExternCall::Kind kind, const char* op, LVal& a, LVal& b, int i) {
+    if (!mask[size_t(i)]) return empty(i);
+    const TensorMeta& m = L.out_meta(n, i);
+    ExternCall c;
+    c.kind = kind;
+    c.op = op;
+    c.operands = {L.contiguous_operand(n, a), L.contiguous_operand(n, b)};
+    c.stride = two("stride");
+    c.padding = two("padding");
+    c.dilation = two("dilation");
+    c.groups = nd.arg("groups").i;
+    int id = L.extern_buffer(n, std::move(c), m.dtype, m.sizes);
+    L.set_output(n, i, L.load_of(id, {n}));
+  };
+  call(ExternCall::Kind::ConvBackwardData, "convolution_backward_data", g, w, 0);
+  call(ExternCall::Kind::ConvBackwardFilter, "convolution_backward_filter", x, g, 1);
+  if (!mask[2]) return empty(2);
+  DType acc = accumulate_type(g.dtype);
+  L.set_output(n, 2,
+               L.reduce(n, ReduceOp::Sum, acc, g.sizes, {0, 2, 3},
+                        [&](auto& idx) { return v_cast(L.at(g, idx), acc); }, {&g}));
+}
+
 /// _cdist_forward: a reduction over the feature dim of |x1 - x2| raised per p (a count for p = 0,
 /// a max for p = inf, |d|, d^2 or |d|^p), then the root; batch dims broadcast by index.
 void lower_cdist(Lowerer& L, int n) {
@@ -533,6 +601,7 @@ const OpTable<LowerFn>::Row kLinalgRules[] = {
     {OpId::col2im, lower_col2im},
     {OpId::conv2d, lower_convolution},
     {OpId::convolution, lower_convolution},
+    {OpId::convolution_backward, lower_convolution_backward},
     {OpId::im2col, lower_im2col},
     {OpId::linear, lower_linear},
     {OpId::mm, lower_mm},

@@ -4,6 +4,7 @@
 
 #include "frontend/diag.h"
 #include "passes/autograd.h"
+#include "passes/decompose.h"
 
 using namespace fxc;
 using namespace fxc::testing;
@@ -1135,5 +1136,39 @@ TEST_CASE("autograd: tensor and selection ops of the single-op corpus (decomposi
   tg.output(tg.op("aten.fft_ifftshift.default", {T(x), Is({1})}));
   tg.output(tg.op("aten.combinations.default", {T(tg.input("v", {4}, -2, 2)), I(2)}));
   tg.output(tg.ops("aten.mode.default", {T(x), I(1)})[0]);
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: a convolution's gradients are one convolution_backward node") {
+  // As PyTorch's derivative: decompose() expands it, or keeps it for cuDNN.
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 6, 6}), w = tg.weight("conv.weight", {4, 3, 3, 3});
+  ValueId b = tg.weight("conv.bias", {4});
+  tg.output(tg.op("aten.conv2d.default", {T(x), T(w), T(b), Is({2, 2}), Is({1, 1})}));
+  JointGraph jg = build_joint_graph(tg.g);
+  std::vector<const Node*> found;
+  for (const Node& n : jg.graph.nodes)
+    if (n.target == "aten.convolution_backward.default") found.push_back(&n);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->arg("output_mask").bools == std::vector<bool>{true, true, true});
+  CHECK(found[0]->arg("stride").ints == std::vector<int64_t>{2, 2});
+  CHECK_FALSE(cudnn_conv_backward(jg.graph, *found[0])); // float64: never cuDNN's
+  check_gradients(tg);
+}
+
+TEST_CASE("autograd: bmm of a matrix expanded over the batch differentiates as one mm") {
+  // The weight's gradient is one mm over all rows, not a batched product summed over the batch.
+  TestGraph tg;
+  ValueId x = tg.input("x", {3, 5, 4}), w = tg.weight("w", {6, 4});
+  ValueId a = tg.op("aten.permute.default", {T(x), Is({1, 0, 2})});
+  ValueId wt = tg.op("aten.permute.default", {T(w), Is({1, 0})});
+  ValueId b = tg.op("aten.view.default",
+                    {T(tg.op("aten.expand.default", {T(wt), Is({5, 4, 6})})), Is({5, 4, 6})});
+  tg.output(tg.op("aten.bmm.default", {T(a), T(b)}));
+  JointGraph jg = build_joint_graph(tg.g);
+  for (const Node& n : jg.graph.nodes) {
+    INFO(n.name);
+    CHECK(n.target != "aten.bmm.default");
+  }
   check_gradients(tg);
 }

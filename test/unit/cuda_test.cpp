@@ -852,3 +852,65 @@ TEST_CASE("cuda gpu: cuDNN conv2d matches a float64 host reference" * doctest::t
   CHECK(e2 < 1e-6);
   MESSAGE("conv2d relative errors: grouped+bias " << e1 << ", 16->32 5x5 " << e2);
 }
+
+TEST_CASE("cuda gpu: cuDNN conv2d gradients match a float64 host reference" *
+          doctest::test_suite("gpu")) {
+  if (!have_cuda(Cudnn::unavailable_reason())) return;
+  Context& ctx = Context::get();
+  // dx and dw of conv2d(x, w) for the output gradient dy, against direct float64 sums.
+  auto run = [&](const Conv2dProblem& p, uint32_t seed) {
+    std::array<int64_t, 4> o = conv2d_output_sizes(p);
+    int64_t cg = p.c / p.groups, kg = p.k / p.groups;
+    std::vector<float> x = random_floats(p.n * p.c * p.h * p.w, seed);
+    std::vector<float> w = random_floats(p.k * cg * p.r * p.s, seed + 1);
+    std::vector<float> gy = random_floats(o[0] * o[1] * o[2] * o[3], seed + 2);
+    CachingAllocator& alloc = device_allocator();
+    Buffer bx(alloc, x.size() * 4), bw(alloc, w.size() * 4), by(alloc, gy.size() * 4),
+        bdx(alloc, x.size() * 4), bdw(alloc, w.size() * 4);
+    ctx.copy_to_device(bx.ptr, x.data(), x.size() * 4);
+    ctx.copy_to_device(bw.ptr, w.data(), w.size() * 4);
+    ctx.copy_to_device(by.ptr, gy.data(), gy.size() * 4);
+    ctx.fill_bytes(bdx.ptr, 0xff, x.size() * 4); // NaNs: every element must be written
+    ctx.fill_bytes(bdw.ptr, 0xff, w.size() * 4);
+    Cudnn::get().conv2d_backward_data(p, by.ptr, bw.ptr, bdx.ptr);
+    Cudnn::get().conv2d_backward_filter(p, bx.ptr, by.ptr, bdw.ptr);
+    std::vector<float> dx(x.size()), dw(w.size());
+    ctx.copy_to_host(dx.data(), bdx.ptr, dx.size() * 4);
+    ctx.copy_to_host(dw.data(), bdw.ptr, dw.size() * 4);
+    std::vector<double> ref_dx(x.size(), 0.0), ref_dw(w.size(), 0.0);
+    for (int64_t n = 0; n < o[0]; ++n)
+      for (int64_t k = 0; k < p.k; ++k)
+        for (int64_t oh = 0; oh < o[2]; ++oh)
+          for (int64_t ow = 0; ow < o[3]; ++ow) {
+            double g = gy[size_t(((n * p.k + k) * o[2] + oh) * o[3] + ow)];
+            int64_t grp = k / kg;
+            for (int64_t c = 0; c < cg; ++c)
+              for (int64_t r = 0; r < p.r; ++r)
+                for (int64_t s = 0; s < p.s; ++s) {
+                  int64_t ih = oh * p.stride_h - p.pad_h + r * p.dilation_h;
+                  int64_t iw = ow * p.stride_w - p.pad_w + s * p.dilation_w;
+                  if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
+                  size_t xi = size_t(((n * p.c + grp * cg + c) * p.h + ih) * p.w + iw);
+                  size_t wi = size_t(((k * cg + c) * p.r + r) * p.s + s);
+                  ref_dx[xi] += g * w[wi];
+                  ref_dw[wi] += g * x[xi];
+                }
+          }
+    std::vector<double> got_dx(dx.begin(), dx.end()), got_dw(dw.begin(), dw.end());
+    return std::pair<double, double>{rel_error(got_dx, ref_dx), rel_error(got_dw, ref_dw)};
+  };
+  Conv2dProblem p; // grouped, strided, padded, dilated
+  p.n = 2, p.c = 4, p.h = 11, p.w = 13, p.k = 6, p.r = 3, p.s = 3;
+  p.stride_h = 2, p.pad_h = 1, p.pad_w = 2, p.dilation_w = 2, p.groups = 2;
+  auto [dx1, dw1] = run(p, 31);
+  CHECK(dx1 < 1e-5);
+  CHECK(dw1 < 1e-5);
+  Conv2dProblem q; // a patch embedding: kernel = stride
+  q.n = 3, q.c = 3, q.h = 32, q.w = 32, q.k = 8, q.r = 16, q.s = 16;
+  q.stride_h = q.stride_w = 16;
+  auto [dx2, dw2] = run(q, 41);
+  CHECK(dx2 < 1e-5);
+  CHECK(dw2 < 1e-5);
+  MESSAGE("conv2d gradient relative errors: grouped dx "
+          << dx1 << " dw " << dw1 << ", patch embedding dx " << dx2 << " dw " << dw2);
+}

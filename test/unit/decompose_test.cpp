@@ -226,3 +226,58 @@ TEST_CASE("decompose: real fixtures keep PyTorch's outputs") {
     }
   }
 }
+
+TEST_CASE("decompose: convolution_backward is kept for cuDNN only where cuDNN computes it") {
+  TestGraph tg;
+  auto f32 = [&](const std::string& name, std::vector<int64_t> sizes) {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return tg.input_values(name, DType::F32, sizes, tg.random_values(n, -1, 1));
+  };
+  ValueId g2 = f32("g2", {2, 4, 3, 3}), x2 = f32("x2", {2, 6, 5, 5}), w2 = f32("w2", {4, 3, 3, 3});
+  ValueId g1 = f32("g1", {2, 4, 3}), x1 = f32("x1", {2, 3, 5}), w1 = f32("w1", {4, 3, 3});
+  auto mask = [](bool a, bool b, bool c) { return CallArg{"", Arg::of_bools({a, b, c})}; };
+  // 2-D, grouped (2 groups), stride 1, padding 0: cuDNN's.
+  for (ValueId v : tg.ops("aten.convolution_backward.default",
+                          {T(g2), T(x2), T(w2), Is({4}), Is({1, 1}), Is({0, 0}), Is({1, 1}),
+                           B(false), Is({0, 0}), I(2), mask(true, true, true)}))
+    tg.output(v);
+  // 1-D: always the convolutions of its decomposition.
+  std::vector<ValueId> r1 = tg.ops("aten.convolution_backward.default", {T(g1),
+                                                                         T(x1),
+                                                                         T(w1),
+                                                                         {"", Arg::none()},
+                                                                         Is({1}),
+                                                                         Is({0}),
+                                                                         Is({1}),
+                                                                         B(false),
+                                                                         Is({0}),
+                                                                         I(1),
+                                                                         mask(true, true, false)});
+  tg.output(r1[0]);
+  tg.output(r1[1]);
+  DecomposeOptions keep;
+  keep.keep_cudnn_conv_backward = true;
+  Graph kept = decompose(tg.g, keep);
+  verify_graph(kept);
+  int backward = 0;
+  for (const Node& n : kept.nodes)
+    if (n.target == "aten.convolution_backward.default") {
+      ++backward;
+      CHECK(cudnn_conv_backward(kept, n));
+    }
+  CHECK(backward == 1);
+  Graph full = decompose(tg.g);
+  for (const Node& n : full.nodes) CHECK(n.target != "aten.convolution_backward.default");
+  // Both compute what the op computes (the kept node through its composite expansion).
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs);
+  for (const Graph* d : {&kept, &full}) {
+    std::vector<Tensor> got = interpret(*d, tg.inputs);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      CompareResult r = compare_tensors(got[i], want[i]);
+      INFO("output " << i << ": " << r.message);
+      CHECK(r.ok);
+    }
+  }
+}

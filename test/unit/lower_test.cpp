@@ -2,6 +2,8 @@
 #include "aot_testing.h"
 #include "codegen/inductor.h"
 #include "frontend/diag.h"
+#include "passes/decompose.h"
+#include "passes/loop_ir_parse.h"
 #include "passes/lower.h"
 #include "runtime/compare.h"
 
@@ -277,5 +279,88 @@ TEST_CASE("lower: convolution is im2col, one batched BLAS call and a bias epilog
   CHECK(mm->call.op == "bmm");
   // The weight is read in place, broadcast over the batch.
   CHECK(mm->call.operands[0].strides == std::vector<int64_t>{0, 18, 1});
+  check_compiled(tg);
+}
+
+TEST_CASE("lower: convolution_backward on CUDA with cuDNN is two cuDNN calls and a bias sum") {
+  TestGraph tg;
+  // conv2d(x [2, 3, 7, 6], w [4, 3, 3, 2], stride (2, 1), padding (1, 1), dilation (1, 2)) gives
+  // [2, 4, 4, 6]: its output gradient g.
+  ValueId g = f32_input(tg, "g", {2, 4, 4, 6});
+  ValueId x = f32_input(tg, "x", {2, 3, 7, 6});
+  ValueId w = f32_input(tg, "w", {4, 3, 3, 2});
+  std::vector<ValueId> r =
+      tg.ops("aten.convolution_backward.default", {T(g),
+                                                   T(x),
+                                                   T(w),
+                                                   Is({4}),
+                                                   Is({2, 1}),
+                                                   Is({1, 1}),
+                                                   Is({1, 2}),
+                                                   B(false),
+                                                   Is({0, 0}),
+                                                   I(1),
+                                                   {"", Arg::of_bools({true, true, true})}});
+  for (ValueId v : r) tg.output(v);
+  CHECK(cudnn_conv_backward(tg.g, tg.g.nodes.back()));
+  LowerOptions lo;
+  lo.cuda = true;
+  lo.cudnn = true;
+  LoopProgram lp = lower(tg.g, lo);
+  std::vector<const Buffer*> calls;
+  for (auto& buf : lp.buffers)
+    if (buf.kind == Buffer::Kind::Extern) calls.push_back(&buf);
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0]->call.kind == ExternCall::Kind::ConvBackwardData);
+  CHECK(calls[0]->call.op == "convolution_backward_data");
+  CHECK(calls[0]->sizes == std::vector<int64_t>{2, 3, 7, 6});
+  CHECK(calls[1]->call.kind == ExternCall::Kind::ConvBackwardFilter);
+  CHECK(calls[1]->sizes == std::vector<int64_t>{4, 3, 3, 2});
+  CHECK(calls[1]->call.stride == std::array<int64_t, 2>{2, 1});
+  CHECK(calls[1]->call.dilation == std::array<int64_t, 2>{1, 2});
+  CHECK(count_kind(lp, Buffer::Kind::Reduction) == 1); // the bias gradient
+  std::string text = print_loop_program(lp);
+  CHECK(text.find("convolution_backward_filter (cudnn, stride [2, 1], padding [1, 1], dilation "
+                  "[1, 2], groups 1)(x") != std::string::npos);
+  // Through the loop IR parser and back: the kinds survive.
+  LoopProgram back = parse_loop_program(text, "<test>");
+  CHECK(print_loop_program(back) == text);
+  int data = 0, filter = 0;
+  for (auto& buf : back.buffers) {
+    data += buf.call.kind == ExternCall::Kind::ConvBackwardData;
+    filter += buf.call.kind == ExternCall::Kind::ConvBackwardFilter;
+  }
+  CHECK(data == 1);
+  CHECK(filter == 1);
+  // Without cuDNN the node is not lowered (decompose keeps it only for cuDNN): a fallback.
+  LowerOptions no_dnn;
+  no_dnn.cuda = true;
+  no_dnn.no_cudnn_reason = "disabled";
+  LoopProgram fb = lower(tg.g, no_dnn);
+  REQUIRE(count_kind(fb, Buffer::Kind::Extern) == 1);
+  for (auto& buf : fb.buffers)
+    if (buf.kind == Buffer::Kind::Extern) {
+      CHECK(buf.call.kind == ExternCall::Kind::Fallback);
+      CHECK(buf.call.reason.find("cuDNN not used: disabled") != std::string::npos);
+    }
+}
+
+TEST_CASE("lower: bmm with a matrix broadcast over the batch is one product over all rows") {
+  TestGraph tg;
+  // a [5, 3, 4] read transposed from [3, 5, 4] (non-contiguous rows), times w [4, 6] expanded to
+  // [5, 4, 6] (batch stride 0), as core ATen writes matmul(x.transpose(0, 1), w).
+  ValueId x = f32_input(tg, "x", {3, 5, 4});
+  ValueId w = f32_input(tg, "w", {4, 6});
+  ValueId a = tg.op("aten.permute.default", {T(x), Is({1, 0, 2})});
+  ValueId b = tg.op("aten.expand.default", {T(w), Is({5, 4, 6})});
+  tg.output(tg.op("aten.bmm.default", {T(a), T(b)}));
+  LoopProgram lp = lower(tg.g);
+  const Buffer* mm = nullptr;
+  for (auto& buf : lp.buffers)
+    if (buf.kind == Buffer::Kind::Extern) mm = &buf;
+  REQUIRE(mm != nullptr);
+  CHECK(mm->call.kind == ExternCall::Kind::Gemm);
+  CHECK(mm->call.op == "mm");
+  CHECK(mm->sizes == std::vector<int64_t>{15, 6});
   check_compiled(tg);
 }
