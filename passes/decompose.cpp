@@ -3166,8 +3166,56 @@ ValueId transposed_conv(Emit& e, const DNode& d, ValueId x, ValueId w, const Arg
 }
 
 /// convolution with transposed=True; an ordinary convolution stays as it is.
+/// A 3-D convolution as kt 2-D convolutions, one per temporal kernel offset, with the output
+/// frames folded into the batch: y[n, :, t] = sum over dt of conv2d(x[n, :, t·st + dt·dt_dil -
+/// pt], w[:, :, dt]). 2-D convolutions run on oneDNN (CPU) and cuDNN (CUDA), 3-D ones would be
+/// im2col and one GEMM. The bias goes to the first; the partial sums and the layout back to
+/// [N, K, T', H', W'] are one pointwise kernel. Kept (empty) when it cannot apply.
+std::vector<ValueId> conv3d_as_2d(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input"), w = d.tensor("weight");
+  const std::vector<int64_t> xs = e.sizes(x), ws = e.sizes(w);
+  if (xs.size() != 5 || ws.size() != 5) return {};
+  auto three = [&](const char* name) {
+    std::vector<int64_t> v = d.arg(name).ints;
+    if (v.size() == 1) v.assign(3, v[0]);
+    return v;
+  };
+  const std::vector<int64_t> st = three("stride"), pd = three("padding"), dl = three("dilation");
+  const int64_t groups = d.arg("groups").i;
+  if (st.size() != 3 || pd.size() != 3 || dl.size() != 3 || groups < 1 || st[0] < 1 || dl[0] < 1 ||
+      pd[0] < 0)
+    return {};
+  const int64_t N = xs[0], C = xs[1], T = xs[2], H = xs[3], W = xs[4];
+  const int64_t K = ws[0], KT = ws[2];
+  const int64_t span = dl[0] * (KT - 1) + 1, Tp = T + 2 * pd[0];
+  if (Tp < span || N * C * H * W == 0 || K == 0) return {};
+  const int64_t To = (Tp - span) / st[0] + 1;
+  ValueId xp = pd[0] > 0 ? e.pad_dim(x, 2, pd[0], pd[0]) : x;
+  ValueId acc = kNoValue;
+  for (int64_t dt = 0; dt < KT; ++dt) {
+    const int64_t start = dt * dl[0];
+    ValueId frames = e.slice(xp, 2, start, start + (To - 1) * st[0] + 1, st[0]);
+    ValueId batch = e.reshape(e.permute(frames, {0, 2, 1, 3, 4}), {N * To, C, H, W});
+    ValueId wk = e.reshape(e.slice(w, 2, dt, dt + 1), {K, ws[1], ws[3], ws[4]});
+    ValueId y =
+        e.op("aten.convolution.default",
+             {Emit::t(batch), Emit::t(wk),
+              dt == 0 ? CallArg{"", d.arg("bias")} : CallArg{"", Arg::none()},
+              Emit::ints({st[1], st[2]}), Emit::ints({pd[1], pd[2]}), Emit::ints({dl[1], dl[2]}),
+              Emit::b(false), Emit::ints({0, 0}), Emit::i(groups)});
+    acc = acc == kNoValue ? y : e.add(acc, y);
+  }
+  const std::vector<int64_t> ys = e.sizes(acc);
+  ValueId out = e.permute(e.reshape(acc, {N, To, K, ys[2], ys[3]}), {0, 2, 1, 3, 4});
+  return {e.op(
+      "aten.clone.default",
+      {Emit::t(out), Emit::kw("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))})};
+}
+
+/// convolution: the transposed form as a convolution of the dilated input, a 3-D one as 2-D
+/// convolutions (conv3d_as_2d); other convolutions stay.
 std::vector<ValueId> convolution_transposed(Emit& e, const DNode& d) {
-  if (!d.arg("transposed").b) return {};
+  if (!d.arg("transposed").b) return conv3d_as_2d(e, d);
   return {transposed_conv(e, d, d.tensor("input"), d.tensor("weight"), &d.arg("bias"),
                           d.arg("stride").ints, d.arg("padding").ints, d.arg("output_padding").ints,
                           d.arg("dilation").ints, d.arg("groups").i)};

@@ -281,3 +281,24 @@ TEST_CASE("decompose: convolution_backward is kept for cuDNN only where cuDNN co
     }
   }
 }
+
+TEST_CASE("decompose: a 3-D convolution is 2-D convolutions over the frames") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 4, 7, 5, 6});
+  ValueId w = tg.weight("conv.weight", {6, 2, 3, 3, 2}), b = tg.weight("conv.bias", {6});
+  // Temporal stride 2, padding 1, dilation 2; two groups; and an unpadded 1-frame kernel.
+  tg.output(tg.op("aten.convolution.default", {T(x), T(w), T(b), Is({2, 1, 2}), Is({1, 1, 0}),
+                                               Is({2, 1, 1}), B(false), Is({0, 0, 0}), I(2)}));
+  ValueId w1 = tg.weight("c1.weight", {3, 4, 1, 1, 1});
+  tg.output(
+      tg.op("aten.convolution.default",
+            {T(x), T(w1), {"", Arg::none()}, Is({1}), Is({0}), Is({1}), B(false), Is({0}), I(1)}));
+  Graph d = check_decomposition(tg, {"aten.convolution.default"});
+  int convs = 0;
+  for (const Node& n : d.nodes)
+    if (n.target == "aten.convolution.default") {
+      ++convs;
+      CHECK(d.values[n.arg("input").tensor].meta.dim() == 4);
+    }
+  CHECK(convs == 3 + 1); // one per temporal kernel offset
+}
