@@ -293,6 +293,10 @@ TEST_CASE("decompose: a 3-D convolution is 2-D convolutions over the frames") {
   tg.output(
       tg.op("aten.convolution.default",
             {T(x), T(w1), {"", Arg::none()}, Is({1}), Is({0}), Is({1}), B(false), Is({0}), I(1)}));
+  // Ungrouped, three temporal offsets, temporal padding 2.
+  ValueId w3 = tg.weight("c3.weight", {5, 4, 3, 2, 2}), b3 = tg.weight("c3.bias", {5});
+  tg.output(tg.op("aten.convolution.default", {T(x), T(w3), T(b3), Is({1, 2, 1}), Is({2, 0, 1}),
+                                               Is({1, 1, 1}), B(false), Is({0, 0, 0}), I(1)}));
   Graph d = check_decomposition(tg, {"aten.convolution.default"});
   int convs = 0;
   for (const Node& n : d.nodes)
@@ -300,5 +304,5 @@ TEST_CASE("decompose: a 3-D convolution is 2-D convolutions over the frames") {
       ++convs;
       CHECK(d.values[n.arg("input").tensor].meta.dim() == 4);
     }
-  CHECK(convs == 3 + 1); // one per temporal kernel offset
+  CHECK(convs == 3 + 1 + 3); // one per temporal kernel offset
 }
