@@ -329,98 +329,110 @@ Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, ConvDirection dir) {
   assert(dn == out[0] && dc == out[1] && dh == out[2] && dw == out[3] &&
          "cuDNN and conv2d_output_sizes disagree on the output shape");
 
-  const std::string none =
-      "cuDNN offers no algorithm within " + std::to_string(kMaxWorkspaceBytes) + " workspace bytes";
-  int returned = 0;
+  // Each direction: cuDNN's ranking (find), the first algorithm that fits, its workspace size.
+  auto pick = [&](auto perf, const char* what, auto&& find, auto&& size) {
+    int returned = 0;
+    find(int(perf.size()), &returned, perf.data());
+    const auto* chosen = choose_algo(perf, returned, tensor_ops);
+    if (!chosen)
+      bad(std::string(what) + "cuDNN offers no algorithm within " +
+          std::to_string(kMaxWorkspaceBytes) + " workspace bytes");
+    size(chosen->algo, &r.ws_bytes);
+    return chosen->algo;
+  };
   switch (dir) {
-  case ConvDirection::Forward: {
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-    check(D.cudnnGetConvolutionForwardAlgorithm_v7(h, r.xd, r.wd, r.cd, r.yd, int(perf.size()),
-                                                   &returned, perf.data()),
-          "cudnnGetConvolutionForwardAlgorithm_v7");
-    const auto* chosen = choose_algo(perf, returned, tensor_ops);
-    if (!chosen) bad(none);
-    r.algo = chosen->algo;
-    check(D.cudnnGetConvolutionForwardWorkspaceSize(h, r.xd, r.wd, r.cd, r.yd, r.algo, &r.ws_bytes),
-          "cudnnGetConvolutionForwardWorkspaceSize");
+  case ConvDirection::Forward:
+    r.algo = pick(
+        std::vector<cudnnConvolutionFwdAlgoPerf_t>(CUDNN_CONVOLUTION_FWD_ALGO_COUNT), "",
+        [&](int n, int* got, auto* out) {
+          check(D.cudnnGetConvolutionForwardAlgorithm_v7(h, r.xd, r.wd, r.cd, r.yd, n, got, out),
+                "cudnnGetConvolutionForwardAlgorithm_v7");
+        },
+        [&](auto algo, size_t* ws) {
+          check(D.cudnnGetConvolutionForwardWorkspaceSize(h, r.xd, r.wd, r.cd, r.yd, algo, ws),
+                "cudnnGetConvolutionForwardWorkspaceSize");
+        });
     break;
-  }
-  case ConvDirection::BackwardData: {
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-    check(D.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, r.wd, r.yd, r.cd, r.xd, int(perf.size()),
-                                                        &returned, perf.data()),
-          "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-    const auto* chosen = choose_algo(perf, returned, tensor_ops);
-    if (!chosen) bad("backward data: " + none);
-    r.data_algo = chosen->algo;
-    check(D.cudnnGetConvolutionBackwardDataWorkspaceSize(h, r.wd, r.yd, r.cd, r.xd, r.data_algo,
-                                                         &r.ws_bytes),
-          "cudnnGetConvolutionBackwardDataWorkspaceSize");
+  case ConvDirection::BackwardData:
+    r.data_algo = pick(
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT),
+        "backward data: ",
+        [&](int n, int* got, auto* out) {
+          check(
+              D.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, r.wd, r.yd, r.cd, r.xd, n, got, out),
+              "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        },
+        [&](auto algo, size_t* ws) {
+          check(D.cudnnGetConvolutionBackwardDataWorkspaceSize(h, r.wd, r.yd, r.cd, r.xd, algo, ws),
+                "cudnnGetConvolutionBackwardDataWorkspaceSize");
+        });
     break;
-  }
-  case ConvDirection::BackwardFilter: {
-    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-    check(D.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, r.xd, r.yd, r.cd, r.wd,
-                                                          int(perf.size()), &returned, perf.data()),
-          "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-    const auto* chosen = choose_algo(perf, returned, tensor_ops);
-    if (!chosen) bad("backward filter: " + none);
-    r.filter_algo = chosen->algo;
-    check(D.cudnnGetConvolutionBackwardFilterWorkspaceSize(h, r.xd, r.yd, r.cd, r.wd, r.filter_algo,
-                                                           &r.ws_bytes),
-          "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+  case ConvDirection::BackwardFilter:
+    r.filter_algo = pick(
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t>(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT),
+        "backward filter: ",
+        [&](int n, int* got, auto* out) {
+          check(D.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, r.xd, r.yd, r.cd, r.wd, n, got,
+                                                                out),
+                "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        },
+        [&](auto algo, size_t* ws) {
+          check(
+              D.cudnnGetConvolutionBackwardFilterWorkspaceSize(h, r.xd, r.yd, r.cd, r.wd, algo, ws),
+              "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+        });
     break;
-  }
   }
   return *prepared_.emplace(key, std::move(pp)).first->second;
 }
 
+void Cudnn::launch(const Conv2dProblem& p, ConvDirection dir,
+                   std::initializer_list<DevicePtr> operands,
+                   const std::function<void(const Prepared&, void* workspace)>& call) {
+  conv2d_output_sizes(p); // checks the problem
+  for (DevicePtr v : operands)
+    if (v == 0) bad("null operand");
+  ctx_.make_current();
+  std::lock_guard<std::mutex> lock(mu_);
+  Prepared& r = prepare(p, dir);
+  call(r, dev(workspace(r.ws_bytes)));
+}
+
 void Cudnn::conv2d_forward(const Conv2dProblem& p, DevicePtr x, DevicePtr w, DevicePtr bias,
                            DevicePtr y) {
-  conv2d_output_sizes(p); // checks the problem
-  if (x == 0 || w == 0 || y == 0) bad("null operand");
-  ctx_.make_current();
   const Api& D = *api_;
   cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
-  std::lock_guard<std::mutex> lock(mu_);
-  Prepared& r = prepare(p, ConvDirection::Forward);
-  DevicePtr ws = workspace(r.ws_bytes);
   float one = 1.0f, zero = 0.0f;
-  check(D.cudnnConvolutionForward(h, &one, r.xd, dev(x), r.wd, dev(w), r.cd, r.algo, dev(ws),
-                                  r.ws_bytes, &zero, r.yd, dev(y)),
-        "cudnnConvolutionForward");
-  if (bias) check(D.cudnnAddTensor(h, &one, r.bd, dev(bias), &one, r.yd, dev(y)), "cudnnAddTensor");
+  launch(p, ConvDirection::Forward, {x, w, y}, [&](const Prepared& r, void* ws) {
+    check(D.cudnnConvolutionForward(h, &one, r.xd, dev(x), r.wd, dev(w), r.cd, r.algo, ws,
+                                    r.ws_bytes, &zero, r.yd, dev(y)),
+          "cudnnConvolutionForward");
+    if (bias)
+      check(D.cudnnAddTensor(h, &one, r.bd, dev(bias), &one, r.yd, dev(y)), "cudnnAddTensor");
+  });
 }
 
 void Cudnn::conv2d_backward_data(const Conv2dProblem& p, DevicePtr dy, DevicePtr w, DevicePtr dx) {
-  conv2d_output_sizes(p);
-  if (dy == 0 || w == 0 || dx == 0) bad("null operand");
-  ctx_.make_current();
   const Api& D = *api_;
   cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
-  std::lock_guard<std::mutex> lock(mu_);
-  Prepared& r = prepare(p, ConvDirection::BackwardData);
-  DevicePtr ws = workspace(r.ws_bytes);
   float one = 1.0f, zero = 0.0f;
-  check(D.cudnnConvolutionBackwardData(h, &one, r.wd, dev(w), r.yd, dev(dy), r.cd, r.data_algo,
-                                       dev(ws), r.ws_bytes, &zero, r.xd, dev(dx)),
-        "cudnnConvolutionBackwardData");
+  launch(p, ConvDirection::BackwardData, {dy, w, dx}, [&](const Prepared& r, void* ws) {
+    check(D.cudnnConvolutionBackwardData(h, &one, r.wd, dev(w), r.yd, dev(dy), r.cd, r.data_algo,
+                                         ws, r.ws_bytes, &zero, r.xd, dev(dx)),
+          "cudnnConvolutionBackwardData");
+  });
 }
 
 void Cudnn::conv2d_backward_filter(const Conv2dProblem& p, DevicePtr x, DevicePtr dy,
                                    DevicePtr dw) {
-  conv2d_output_sizes(p);
-  if (x == 0 || dy == 0 || dw == 0) bad("null operand");
-  ctx_.make_current();
   const Api& D = *api_;
   cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
-  std::lock_guard<std::mutex> lock(mu_);
-  Prepared& r = prepare(p, ConvDirection::BackwardFilter);
-  DevicePtr ws = workspace(r.ws_bytes);
   float one = 1.0f, zero = 0.0f;
-  check(D.cudnnConvolutionBackwardFilter(h, &one, r.xd, dev(x), r.yd, dev(dy), r.cd, r.filter_algo,
-                                         dev(ws), r.ws_bytes, &zero, r.wd, dev(dw)),
-        "cudnnConvolutionBackwardFilter");
+  launch(p, ConvDirection::BackwardFilter, {x, dy, dw}, [&](const Prepared& r, void* ws) {
+    check(D.cudnnConvolutionBackwardFilter(h, &one, r.xd, dev(x), r.yd, dev(dy), r.cd,
+                                           r.filter_algo, ws, r.ws_bytes, &zero, r.wd, dev(dw)),
+          "cudnnConvolutionBackwardFilter");
+  });
 }
 
 #else // no cuDNN headers at build time

@@ -14,6 +14,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -92,6 +94,10 @@ private:
   void check(int status, const char* call) const;
   DevicePtr workspace(size_t bytes);
   Prepared& prepare(const Conv2dProblem& p, ConvDirection dir);
+  /// Checks the problem and its operands (none null), prepares it for `dir` and runs `call` with
+  /// its workspace, all under the lock.
+  void launch(const Conv2dProblem& p, ConvDirection dir, std::initializer_list<DevicePtr> operands,
+              const std::function<void(const Prepared&, void* workspace)>& call);
   Context& ctx_;
   std::unique_ptr<Api> api_;
   mutable std::mutex mu_;

@@ -800,13 +800,41 @@ TEST_CASE("cuda gpu: cuBLASLt matmuls match a float64 host reference" *
                        "matmul: the epilogue needs a bias", CudaError);
 }
 
+namespace {
+
+/// Calls tap(xi, wi, yi) for every input, weight and output element that conv2d(x, w) multiplies
+/// and accumulates together (flat indices into NCHW x, KCRS w and NKHW y): the float64 host
+/// references of the forward and both gradients.
+template <typename Tap> void for_each_conv2d_tap(const Conv2dProblem& p, Tap&& tap) {
+  std::array<int64_t, 4> o = conv2d_output_sizes(p);
+  int64_t cg = p.c / p.groups, kg = p.k / p.groups;
+  for (int64_t n = 0; n < o[0]; ++n)
+    for (int64_t k = 0; k < p.k; ++k)
+      for (int64_t oh = 0; oh < o[2]; ++oh)
+        for (int64_t ow = 0; ow < o[3]; ++ow) {
+          size_t yi = size_t(((n * p.k + k) * o[2] + oh) * o[3] + ow);
+          int64_t grp = k / kg;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t r = 0; r < p.r; ++r)
+              for (int64_t s = 0; s < p.s; ++s) {
+                int64_t ih = oh * p.stride_h - p.pad_h + r * p.dilation_h;
+                int64_t iw = ow * p.stride_w - p.pad_w + s * p.dilation_w;
+                if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
+                tap(size_t(((n * p.c + grp * cg + c) * p.h + ih) * p.w + iw),
+                    size_t(((k * cg + c) * p.r + r) * p.s + s), yi);
+              }
+        }
+}
+
+} // namespace
+
 TEST_CASE("cuda gpu: cuDNN conv2d matches a float64 host reference" * doctest::test_suite("gpu")) {
   if (!have_cuda(Cudnn::unavailable_reason())) return;
   MESSAGE("cuDNN version " << Cudnn::get().version());
   Context& ctx = Context::get();
   auto run = [&](const Conv2dProblem& p, bool with_bias, uint32_t seed) {
     std::array<int64_t, 4> o = conv2d_output_sizes(p);
-    int64_t cg = p.c / p.groups, kg = p.k / p.groups;
+    int64_t cg = p.c / p.groups;
     std::vector<float> x = random_floats(p.n * p.c * p.h * p.w, seed);
     std::vector<float> w = random_floats(p.k * cg * p.r * p.s, seed + 1);
     std::vector<float> bias = random_floats(p.k, seed + 2);
@@ -822,23 +850,11 @@ TEST_CASE("cuda gpu: cuDNN conv2d matches a float64 host reference" * doctest::t
     std::vector<float> y(ylen);
     ctx.copy_to_host(y.data(), dy.ptr, ylen * 4);
     std::vector<double> got(y.begin(), y.end()), ref(ylen);
-    for (int64_t n = 0; n < o[0]; ++n)
-      for (int64_t k = 0; k < p.k; ++k)
-        for (int64_t oh = 0; oh < o[2]; ++oh)
-          for (int64_t ow = 0; ow < o[3]; ++ow) {
-            double acc = with_bias ? bias[k] : 0.0;
-            int64_t g = k / kg;
-            for (int64_t c = 0; c < cg; ++c)
-              for (int64_t r = 0; r < p.r; ++r)
-                for (int64_t s = 0; s < p.s; ++s) {
-                  int64_t ih = oh * p.stride_h - p.pad_h + r * p.dilation_h;
-                  int64_t iw = ow * p.stride_w - p.pad_w + s * p.dilation_w;
-                  if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
-                  acc += double(x[((n * p.c + g * cg + c) * p.h + ih) * p.w + iw]) *
-                         w[((k * cg + c) * p.r + r) * p.s + s];
-                }
-            ref[((n * p.k + k) * o[2] + oh) * o[3] + ow] = acc;
-          }
+    int64_t plane = o[2] * o[3];
+    for (size_t yi = 0; yi < ylen; ++yi)
+      ref[yi] = with_bias ? bias[size_t(int64_t(yi) / plane % p.k)] : 0.0;
+    for_each_conv2d_tap(p,
+                        [&](size_t xi, size_t wi, size_t yi) { ref[yi] += double(x[xi]) * w[wi]; });
     return rel_error(got, ref);
   };
   Conv2dProblem p;
@@ -860,7 +876,7 @@ TEST_CASE("cuda gpu: cuDNN conv2d gradients match a float64 host reference" *
   // dx and dw of conv2d(x, w) for the output gradient dy, against direct float64 sums.
   auto run = [&](const Conv2dProblem& p, uint32_t seed) {
     std::array<int64_t, 4> o = conv2d_output_sizes(p);
-    int64_t cg = p.c / p.groups, kg = p.k / p.groups;
+    int64_t cg = p.c / p.groups;
     std::vector<float> x = random_floats(p.n * p.c * p.h * p.w, seed);
     std::vector<float> w = random_floats(p.k * cg * p.r * p.s, seed + 1);
     std::vector<float> gy = random_floats(o[0] * o[1] * o[2] * o[3], seed + 2);
@@ -878,24 +894,10 @@ TEST_CASE("cuda gpu: cuDNN conv2d gradients match a float64 host reference" *
     ctx.copy_to_host(dx.data(), bdx.ptr, dx.size() * 4);
     ctx.copy_to_host(dw.data(), bdw.ptr, dw.size() * 4);
     std::vector<double> ref_dx(x.size(), 0.0), ref_dw(w.size(), 0.0);
-    for (int64_t n = 0; n < o[0]; ++n)
-      for (int64_t k = 0; k < p.k; ++k)
-        for (int64_t oh = 0; oh < o[2]; ++oh)
-          for (int64_t ow = 0; ow < o[3]; ++ow) {
-            double g = gy[size_t(((n * p.k + k) * o[2] + oh) * o[3] + ow)];
-            int64_t grp = k / kg;
-            for (int64_t c = 0; c < cg; ++c)
-              for (int64_t r = 0; r < p.r; ++r)
-                for (int64_t s = 0; s < p.s; ++s) {
-                  int64_t ih = oh * p.stride_h - p.pad_h + r * p.dilation_h;
-                  int64_t iw = ow * p.stride_w - p.pad_w + s * p.dilation_w;
-                  if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
-                  size_t xi = size_t(((n * p.c + grp * cg + c) * p.h + ih) * p.w + iw);
-                  size_t wi = size_t(((k * cg + c) * p.r + r) * p.s + s);
-                  ref_dx[xi] += g * w[wi];
-                  ref_dw[wi] += g * x[xi];
-                }
-          }
+    for_each_conv2d_tap(p, [&](size_t xi, size_t wi, size_t yi) {
+      ref_dx[xi] += double(gy[yi]) * w[wi];
+      ref_dw[wi] += double(gy[yi]) * x[xi];
+    });
     std::vector<double> got_dx(dx.begin(), dx.end()), got_dw(dw.begin(), dw.end());
     return std::pair<double, double>{rel_error(got_dx, ref_dx), rel_error(got_dw, ref_dw)};
   };
