@@ -187,7 +187,12 @@ LowerOptions full_lower_options(const InductorOptions& opts) {
   }
   if (opts.cuda) {
     lo.cuda = true;
-    std::string why = opts.cudnn ? cuda::Cudnn::unavailable_reason() : "disabled";
+    // A plan this process runs uses cuDNN when it loads here. A plan built to run elsewhere (an
+    // artifact: load_cuda off) assumes it, as the PTX-only build does, so that the artifact is
+    // the same whether or not the building machine has a GPU and cuDNN.
+    std::string why = !opts.cudnn      ? "disabled"
+                      : opts.load_cuda ? cuda::Cudnn::unavailable_reason()
+                                       : "";
     lo.cudnn = why.empty();
     lo.no_cudnn_reason = why;
   } else {

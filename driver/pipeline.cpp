@@ -149,12 +149,13 @@ bool ptx_only(const Compilation& c) {
 #endif
 
 // Whether inductor computes 2-D convolution gradients with cuDNN, so that decompose keeps their
-// convolution_backward nodes: a CUDA build whose convolutions go to cuDNN (PTX only: cuDNN
-// assumed found at run time, as for the forward convolutions; else when it is found now).
+// convolution_backward nodes: a CUDA build whose convolutions go to cuDNN (built to run
+// elsewhere, PTX or an artifact: cuDNN assumed found at run time, as for the forward
+// convolutions; run here: when it is found now).
 bool cudnn_conv_grads(const Compilation& c) {
 #ifdef FXC_HAVE_CODEGEN
   if (c.opts.backend != Backend::Inductor || c.opts.device != DeviceKind::Cuda) return false;
-  return ptx_only(c) || cuda::Cudnn::unavailable_reason().empty();
+  return !needs_execution(c.opts) || cuda::Cudnn::unavailable_reason().empty();
 #else
   (void)c;
   return false;

@@ -32,6 +32,22 @@ if "$fxc" --device=cuda --emit=ptx --mode=train -o "$tmp/t.ptx" --debug-dir="$tm
 else
   bad "convnet train: fxc failed" "$(head -5 "$tmp/train.out")"
 fi
+# An artifact built here (no GPU) is the plan a GPU build makes: cuDNN convolutions and their
+# gradients assumed, not im2col; the artifact reads back (--link parses and validates it).
+if "$fxc" --device=cuda --mode=train --no-cache -o "$tmp/t.fxo" --debug-dir="$tmp/art" \
+    "$src/test/fixtures/convnet.pt2" >"$tmp/art.out" 2>&1; then
+  post=$(find "$tmp/art" -path '*backward*' -name ir_post_fusion.txt | head -1)
+  fwd=$(find "$tmp/art" -path '*forward*' -name ir_post_fusion.txt | head -1)
+  if [ -n "$post" ] && "$filecheck" "$src/test/golden/cuda_plan_convnet_train.check" \
+      --input-file="$post" && grep -q "= convolution (cudnn" "$fwd"; then
+    ok "convnet train CUDA artifact: cuDNN convolutions and gradients"
+  else bad "convnet train CUDA artifact: not the cuDNN plan"; fi
+  if "$fxc" --link -o "$tmp/l.fxo" "$tmp/t.fxo" >"$tmp/link.out" 2>&1; then
+    ok "the CUDA train artifact reads back"
+  else bad "the CUDA train artifact does not read back" "$(head -3 "$tmp/link.out")"; fi
+else
+  bad "convnet train artifact: fxc failed" "$(head -5 "$tmp/art.out")"
+fi
 # The fusion log names each folded activation.
 if "$fxc" --device=cuda --emit=ptx -o "$tmp/m.ptx" --log=fusion "$src/test/fixtures/mlp.pt2" 2>&1 |
     grep -q "epilogue: relu = relu_bias of linear (cuBLASLt)"; then ok "fusion log names the epilogue"
