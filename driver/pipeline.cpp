@@ -137,14 +137,22 @@ bool needs_execution(const Options& o) {
   return o.run || o.bench || o.check_accuracy || o.bisect || o.minify;
 }
 
+// The default action: an .fxo, the plan and its kernels, built without a device.
+bool builds_artifact(const Options& o) {
+  return o.emit.empty() && !o.emit_asm && !needs_execution(o);
+}
+
+// --print-after/--stop-after at a step past code generation (the host plan, loading).
+bool late_step(const Options& o) {
+  return o.print_after == "host-plan" || o.print_after == "load" || o.stop_after == "host-plan" ||
+         o.stop_after == "load";
+}
+
 // Whether stage 4 builds only PTX for --device=cuda (--emit=ptx and the like: no memory plan,
 // host plan or device; with --max-autotune the device times candidates, so the full build).
-bool ptx_only(const Compilation& c) {
-  bool artifact = c.opts.emit.empty() && !c.opts.emit_asm && !needs_execution(c.opts);
-  bool late_step = c.opts.print_after == "host-plan" || c.opts.print_after == "load" ||
-                   c.opts.stop_after == "host-plan" || c.opts.stop_after == "load";
-  return c.opts.device == DeviceKind::Cuda && !needs_execution(c.opts) && !artifact &&
-         !c.opts.max_autotune && !late_step;
+bool ptx_only(const Options& o) {
+  return o.device == DeviceKind::Cuda && !needs_execution(o) && !builds_artifact(o) &&
+         !o.max_autotune && !late_step(o);
 }
 #endif
 
@@ -305,11 +313,8 @@ void stage_inductor_cuda(Compilation& c) {
 // loading, per graph (codegen/inductor.cpp lists the steps).
 void stage_inductor(Compilation& c) {
   bool cuda = c.opts.device == DeviceKind::Cuda;
-  // The default action writes an .fxo: the plan and its PTX, built without a device.
-  bool artifact = c.opts.emit.empty() && !c.opts.emit_asm && !needs_execution(c.opts);
-  bool late_step = c.opts.print_after == "host-plan" || c.opts.print_after == "load" ||
-                   c.opts.stop_after == "host-plan" || c.opts.stop_after == "load";
-  if (ptx_only(c)) { // --emit=ptx: PTX only, no device needed
+  bool artifact = builds_artifact(c.opts);
+  if (ptx_only(c.opts)) { // --emit=ptx: PTX only, no device needed
     stage_inductor_cuda(c);
     return;
   }
@@ -322,7 +327,7 @@ void stage_inductor(Compilation& c) {
     io.load_cuda = needs_execution(c.opts);
     // An artifact's kernels are compiled once, into its object or PTX module (make_artifact),
     // not also loaded here.
-    io.load_cpu = !artifact || late_step;
+    io.load_cpu = !artifact || late_step(c.opts);
     io.kernel_ptx = need_kernel_ptx(c);
     io.cuda_arch = c.opts.cuda_arch;
     io.matmul_tf32 = c.opts.matmul_tf32();
