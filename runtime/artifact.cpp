@@ -1331,9 +1331,10 @@ struct LiveGraph {
   std::unique_ptr<CudaPlanRunner> cuda; // CUDA: its runner (device copies of the weights)
 };
 
-CudaRunnerOptions runner_options(const Plan& plan) {
+CudaRunnerOptions runner_options(const Plan& plan, int device) {
   CudaRunnerOptions o;
   o.cuda_graphs = plan.cuda_graphs;
+  o.device = device;
   return o;
 }
 
@@ -1367,6 +1368,7 @@ struct LoadedModel::Impl {
   std::mutex cuda_mu; // CUDA runners hold device buffers: their runs are serialized
   std::mutex spec_mu; // guards specialized_cache
   std::vector<TensorMeta> output_metas;
+  int cuda_device = -1; // the ordinal a CUDA artifact runs on
   double load_ms = 0;
   /// Dynamic artifacts: the graph specialized to the last few bindings other than the plans'.
   std::vector<std::pair<SymBindings, std::shared_ptr<const Graph>>> specialized_cache;
@@ -1445,7 +1447,7 @@ LoadedModel::LoadedModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LoadedModel::~LoadedModel() = default;
 
 std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::string& source,
-                                               int num_threads) {
+                                               int num_threads, int cuda_device) {
   auto impl = std::make_unique<Impl>();
   impl->a = std::move(a);
   impl->source = source;
@@ -1457,6 +1459,13 @@ std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::st
   impl->graphs.resize(impl->a.graphs.size());
   impl->live.resize(impl->a.graphs.size());
   bool cuda = impl->a.device == "cuda";
+  if (cuda) {
+    try {
+      impl->cuda_device = cuda::Context::get(cuda_device).ordinal();
+    } catch (const cuda::CudaError& e) {
+      throw Error(source, e.what());
+    }
+  }
   for (size_t i = 0; i < impl->a.graphs.size(); ++i) {
     ArtifactGraph& g = impl->a.graphs[i];
     LoadedGraph& lg = impl->graphs[i];
@@ -1481,7 +1490,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::st
       continue;
     }
     try {
-      cuda::Context& ctx = cuda::Context::get();
+      cuda::Context& ctx = cuda::Context::get(impl->cuda_device);
       if (!g.plan.kernels.empty()) lg.modules.push_back(ctx.load_module(g.ptx, g.role + ".ptx"));
       for (PlanKernel& pk : g.plan.kernels) pk.cuda_function = lg.modules.back()->function(pk.name);
     } catch (const cuda::CudaError& e) {
@@ -1489,8 +1498,8 @@ std::unique_ptr<LoadedModel> LoadedModel::load(CompiledArtifact a, const std::st
     }
     // The runner uploads the weights from where they lie (the artifact's mapping).
     impl->live[i]->plan = std::make_shared<const Plan>(g.plan);
-    impl->live[i]->cuda =
-        std::make_unique<CudaPlanRunner>(*impl->live[i]->plan, source, runner_options(g.plan));
+    impl->live[i]->cuda = std::make_unique<CudaPlanRunner>(
+        *impl->live[i]->plan, source, runner_options(g.plan, impl->cuda_device));
   }
   if (!cuda) impl->pool = std::make_unique<ThreadPool>(num_threads);
   impl->output_metas = impl->graph_output_metas(0);
@@ -1582,6 +1591,28 @@ NamedResults LoadedModel::run(const std::vector<Tensor>& inputs) {
   return out;
 }
 
+int LoadedModel::cuda_device() const {
+  return impl_->cuda_device;
+}
+
+void LoadedModel::run_device(const std::vector<uint64_t>& inputs,
+                             const std::vector<uint64_t>& outputs, void* stream) {
+  const CompiledArtifact& a = impl_->a;
+  if (a.device != "cuda")
+    throw Error(impl_->source, "a run on device buffers needs an artifact compiled for CUDA (this "
+                               "one is for " +
+                                   a.device + ")");
+  if (a.mode == "train")
+    throw Error(impl_->source, "a run on device buffers takes an inference artifact (this one "
+                               "is train mode: run it with host buffers)");
+  std::vector<std::shared_ptr<LiveGraph>> live = impl_->snapshot();
+  if (a.graphs.empty() || !live[0]->cuda)
+    throw Error(impl_->source, "a run on device buffers needs a compiled CUDA plan (this graph "
+                               "runs on the reference interpreter)");
+  std::lock_guard<std::mutex> lock(impl_->cuda_mu);
+  live[0]->cuda->run_device(inputs, outputs, stream);
+}
+
 std::vector<std::pair<std::string, TensorMeta>> LoadedModel::swappable_weights() const {
   std::map<std::string, TensorMeta> named;
   for (const ArtifactGraph& g : impl_->a.graphs)
@@ -1642,7 +1673,8 @@ void LoadedModel::swap_weights(const std::vector<std::pair<std::string, Tensor>>
     lg->plan = plan;
     if (next[i]->cuda) { // uploads the new weights (untested here: no GPU on the test machine)
       std::lock_guard<std::mutex> lock(impl_->cuda_mu);
-      lg->cuda = std::make_unique<CudaPlanRunner>(*plan, impl_->source, runner_options(*plan));
+      lg->cuda = std::make_unique<CudaPlanRunner>(*plan, impl_->source,
+                                                  runner_options(*plan, impl_->cuda_device));
     }
     next[i] = lg;
   }

@@ -184,9 +184,11 @@ using NamedResults = std::vector<std::pair<std::string, Tensor>>;
 class LoadedModel {
 public:
   /// Loads the kernels and checks that the custom ops it calls are registered. `num_threads`: 0
-  /// uses every hardware thread. Throws fxc::Error naming `source`.
+  /// uses every hardware thread. `cuda_device`: the device a CUDA artifact's kernels, weights
+  /// and runs go to (-1: the default device, FXC_CUDA_DEVICE or 0). Throws fxc::Error naming
+  /// `source`.
   static std::unique_ptr<LoadedModel> load(CompiledArtifact a, const std::string& source,
-                                           int num_threads = 0);
+                                           int num_threads = 0, int cuda_device = -1);
   ~LoadedModel();
 
   const CompiledArtifact& artifact() const;
@@ -202,6 +204,15 @@ public:
   /// Checks the guards (fxc::Error naming the input and the guard), then runs: the inference
   /// graph, or train mode's forward and backward with output gradients of ones.
   NamedResults run(const std::vector<Tensor>& inputs);
+  /// The CUDA device ordinal a CUDA artifact runs on; -1 for a CPU artifact.
+  int cuda_device() const;
+  /// A CUDA inference artifact run on the caller's device buffers (contiguous, of the sizes the
+  /// artifact was compiled for: output_metas() for the outputs), ordered on the caller's stream
+  /// (a CUstream / cudaStream_t of cuda_device(); null: the legacy default stream). Returns once
+  /// the work is queued; CudaPlanRunner::run_device says what it waits for. Throws fxc::Error
+  /// for a CPU, train-mode or interpreted artifact and for failures.
+  void run_device(const std::vector<uint64_t>& inputs, const std::vector<uint64_t>& outputs,
+                  void* stream);
 
   /// For --bench: the plan runner of graph `i` (artifact().graphs' index) of a CUDA artifact,
   /// which holds its buffers resident on the device; nullptr for CPU and interpreted graphs.

@@ -51,7 +51,8 @@ size_t nbytes(const fxc::TensorMeta& m) {
 }
 
 fxc_status load(std::shared_ptr<const fxc::ArtifactBytes> bytes, const std::string& name,
-                const char* model_name, fxc_model** out) {
+                const fxc_load_options& options, fxc_model** out) {
+  const char* model_name = options.model_name;
   *out = nullptr;
   fxc::CompiledArtifact a;
   fxc_status s = guarded(FXC_ERROR_BAD_ARTIFACT, [&] {
@@ -65,7 +66,7 @@ fxc_status load(std::shared_ptr<const fxc::ArtifactBytes> bytes, const std::stri
   if (s != FXC_OK) return s;
   auto m = std::make_unique<fxc_model>();
   s = guarded(FXC_ERROR_LOAD, [&] {
-    m->model = fxc::LoadedModel::load(std::move(a), name);
+    m->model = fxc::LoadedModel::load(std::move(a), name, options.num_threads, options.cuda_device);
     return FXC_OK;
   });
   if (s != FXC_OK) return s;
@@ -210,11 +211,30 @@ const char* fxc_dtype_name(int32_t code) {
   return fxc::dtype_name(t).data(); // dtype names are NUL-terminated literals
 }
 
+fxc_load_options fxc_load_options_default(void) {
+  fxc_load_options o;
+  o.model_name = nullptr;
+  o.cuda_device = -1;
+  o.num_threads = 0;
+  return o;
+}
+
 fxc_status fxc_model_load_file(const char* path, fxc_model** out) {
-  return fxc_model_load_file_named(path, nullptr, out);
+  return fxc_model_load_file_ex(path, nullptr, out);
 }
 
 fxc_status fxc_model_load_file_named(const char* path, const char* model_name, fxc_model** out) {
+  fxc_load_options o = fxc_load_options_default();
+  o.model_name = model_name;
+  return fxc_model_load_file_ex(path, &o, out);
+}
+
+fxc_status fxc_model_load_file_ex(const char* path, const fxc_load_options* options,
+                                  fxc_model** out) {
+  fxc_load_options o = options ? *options : fxc_load_options_default();
+  if (o.num_threads < 0 || o.cuda_device < -1)
+    return fail(FXC_ERROR_INVALID_ARGUMENT,
+                "fxc: error: options: num_threads must be >= 0 and cuda_device >= -1");
   if (!path) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `path` is NULL");
   if (!out) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `out` is NULL");
   *out = nullptr;
@@ -224,15 +244,26 @@ fxc_status fxc_model_load_file_named(const char* path, const char* model_name, f
     return FXC_OK;
   });
   if (s != FXC_OK) return s;
-  return load(std::move(bytes), path, model_name, out);
+  return load(std::move(bytes), path, o, out);
 }
 
 fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name, fxc_model** out) {
-  return fxc_model_load_memory_named(data, size, name, nullptr, out);
+  return fxc_model_load_memory_ex(data, size, name, nullptr, out);
 }
 
 fxc_status fxc_model_load_memory_named(const void* data, size_t size, const char* name,
                                        const char* model_name, fxc_model** out) {
+  fxc_load_options o = fxc_load_options_default();
+  o.model_name = model_name;
+  return fxc_model_load_memory_ex(data, size, name, &o, out);
+}
+
+fxc_status fxc_model_load_memory_ex(const void* data, size_t size, const char* name,
+                                    const fxc_load_options* options, fxc_model** out) {
+  fxc_load_options o = options ? *options : fxc_load_options_default();
+  if (o.num_threads < 0 || o.cuda_device < -1)
+    return fail(FXC_ERROR_INVALID_ARGUMENT,
+                "fxc: error: options: num_threads must be >= 0 and cuda_device >= -1");
   if (!data && size > 0) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `data` is NULL");
   if (!out) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `out` is NULL");
   *out = nullptr;
@@ -242,7 +273,32 @@ fxc_status fxc_model_load_memory_named(const void* data, size_t size, const char
     return FXC_OK;
   });
   if (s != FXC_OK) return s;
-  return load(std::move(bytes), name ? name : "<memory>", model_name, out);
+  return load(std::move(bytes), name ? name : "<memory>", o, out);
+}
+
+int32_t fxc_model_cuda_device(const fxc_model* model) {
+  return model ? model->model->cuda_device() : -1;
+}
+
+fxc_status fxc_model_run_cuda(fxc_model* model, const void* const* inputs, void* const* outputs,
+                              void* stream) {
+  if (!model) return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `model` is NULL");
+  if ((!inputs && !model->inputs.empty()) || (!outputs && !model->outputs.empty()))
+    return fail(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: `inputs` or `outputs` is NULL");
+  const fxc::CompiledArtifact& a = model->model->artifact();
+  if (a.device != "cuda" || a.mode == "train")
+    return fail(FXC_ERROR_INVALID_ARGUMENT,
+                model->source + ": error: fxc_model_run_cuda needs a CUDA inference artifact " +
+                    "(this one is " + a.device + ", " + a.mode + "): use fxc_model_run");
+  std::vector<uint64_t> ins, outs;
+  for (size_t i = 0; i < model->inputs.size(); ++i)
+    ins.push_back(uint64_t(reinterpret_cast<uintptr_t>(inputs[i])));
+  for (size_t i = 0; i < model->outputs.size(); ++i)
+    outs.push_back(uint64_t(reinterpret_cast<uintptr_t>(outputs[i])));
+  return guarded(FXC_ERROR_RUN, [&] {
+    model->model->run_device(ins, outs, stream);
+    return FXC_OK;
+  });
 }
 
 const char* fxc_model_name(const fxc_model* model) {

@@ -5,6 +5,8 @@
 #include <cassert>
 #include <climits>
 #include <dlfcn.h>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #if defined(FXC_HAVE_CUDA_HEADERS) && __has_include(<cublasLt.h>)
@@ -240,8 +242,15 @@ uint32_t alignment_of(DevicePtr p) {
 } // namespace
 
 CublasLt& CublasLt::get() {
-  Context& ctx = Context::get(); // the "no CUDA driver/device" error comes first
-  static LtSingleton s = [&] {
+  return get(Context::get()); // the "no CUDA driver/device" error comes first
+}
+
+CublasLt& CublasLt::get(Context& ctx) {
+  static std::mutex mu;
+  static std::map<int, LtSingleton> per_device;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = per_device.find(ctx.ordinal());
+  if (it == per_device.end()) {
     LtSingleton r;
     try {
       r.lt.reset(new CublasLt(ctx, load_lt()));
@@ -249,10 +258,10 @@ CublasLt& CublasLt::get() {
       std::string msg = e.what();
       r.error = msg.rfind(kNoLt, 0) == 0 ? msg : kNoLt + msg;
     }
-    return r;
-  }();
-  if (!s.lt) throw CudaError(s.error);
-  return *s.lt;
+    it = per_device.emplace(ctx.ordinal(), std::move(r)).first;
+  }
+  if (!it->second.lt) throw CudaError(it->second.error);
+  return *it->second.lt;
 }
 
 std::string CublasLt::unavailable_reason() {
@@ -465,7 +474,9 @@ int CublasLt::algorithm_count(const MatmulProblem& p, DevicePtr a, DevicePtr b, 
 struct CublasLt::Api {};
 
 CublasLt& CublasLt::get() {
-  Context::get(); // the "no CUDA driver/device" error when CUDA is missing altogether
+  return get(Context::get()); // the "no CUDA driver/device" error when CUDA is missing altogether
+}
+CublasLt& CublasLt::get(Context&) {
   throw CudaError("cuBLASLt not available: fxc was built without cublasLt.h");
 }
 std::string CublasLt::unavailable_reason() {

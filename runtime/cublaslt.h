@@ -79,10 +79,12 @@ ColumnMajorGemm column_major(const MatmulProblem& p);
 
 class CublasLt {
 public:
-  /// The process's cuBLASLt handle with a workspace on Context::get()'s device. Throws
-  /// CudaError("cuBLASLt not available: ...") when the library cannot be opened (and the
-  /// context's "no CUDA driver/device" error when CUDA itself is missing).
+  /// The process's cuBLASLt handle with a workspace on Context::get()'s device (get(ctx): on
+  /// ctx's device; one per device). Throws CudaError("cuBLASLt not available: ...") when the
+  /// library cannot be opened (and the context's "no CUDA driver/device" error when CUDA itself
+  /// is missing).
   static CublasLt& get();
+  static CublasLt& get(Context& ctx);
   /// Empty when get() succeeds, else its message. Never throws.
   static std::string unavailable_reason();
 

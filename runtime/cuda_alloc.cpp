@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 namespace fxc::cuda {
@@ -98,10 +101,22 @@ void CachingAllocator::empty_cache_locked() {
 }
 
 CachingAllocator& device_allocator() {
-  // The context is made first, so it outlives the allocator at exit.
-  static DriverMemory memory(Context::get());
-  static CachingAllocator allocator(memory);
-  return allocator;
+  return device_allocator(Context::get());
+}
+
+CachingAllocator& device_allocator(Context& ctx) {
+  // Contexts are made before their allocators, so they outlive them at exit.
+  struct PerDevice {
+    explicit PerDevice(Context& c) : memory(c), allocator(memory) {}
+    DriverMemory memory;
+    CachingAllocator allocator;
+  };
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<PerDevice>> devices;
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<PerDevice>& d = devices[ctx.ordinal()];
+  if (!d) d = std::make_unique<PerDevice>(ctx);
+  return d->allocator;
 }
 
 AllocatorStats CachingAllocator::stats() const {

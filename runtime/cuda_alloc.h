@@ -88,9 +88,11 @@ private:
   AllocatorStats stats_;
 };
 
-/// The process's allocator over Context::get()'s device memory: compiled plans take their
-/// arenas and resident weights from it, so a freed arena is handed to the next plan of its size
-/// without cuMemFree/cuMemAlloc. Throws CudaError when there is no CUDA device.
+/// The process's allocator over a device's memory (one per device; Context::get()'s without an
+/// argument): compiled plans take their arenas and resident weights from it, so a freed arena is
+/// handed to the next plan of its size without cuMemFree/cuMemAlloc. Throws CudaError when there
+/// is no CUDA device.
 CachingAllocator& device_allocator();
+CachingAllocator& device_allocator(Context& ctx);
 
 } // namespace fxc::cuda

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <map>
+#include <mutex>
 
 #if defined(FXC_HAVE_CUDA_HEADERS)
 #include <cuda.h>
@@ -51,6 +53,7 @@ namespace {
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy)                                                                               \
   X(cuStreamSynchronize)                                                                           \
+  X(cuStreamWaitEvent)                                                                             \
   X(cuMemAlloc)                                                                                    \
   X(cuMemFree)                                                                                     \
   X(cuMemGetInfo)                                                                                  \
@@ -115,10 +118,21 @@ int requested_ordinal() {
   return v;
 }
 
-struct Singleton {
-  std::unique_ptr<Context> ctx;
-  std::string error;
+// The driver's entry points (after cuInit) and every device's context made so far, or why
+// none can be made.
+struct Contexts {
+  std::mutex mu;
+  std::shared_ptr<const Context::Api> api;
+  std::string api_error; // set when the driver cannot be used at all
+  bool api_tried = false;
+  std::map<int, std::unique_ptr<Context>> made;
+  std::map<int, std::string> errors;
 };
+
+Contexts& contexts() {
+  static Contexts c;
+  return c;
+}
 
 } // namespace
 
@@ -137,7 +151,7 @@ void Context::check(int result, const char* call) const {
   throw CudaError(std::string(call) + " failed: " + error_text(result));
 }
 
-Context::Context(std::unique_ptr<Api> api, int ordinal) : api_(std::move(api)) {
+Context::Context(std::shared_ptr<const Api> api, int ordinal) : api_(std::move(api)) {
   const Api& a = *api_;
   int count = 0;
   check(a.cuDeviceGetCount(&count), "cuDeviceGetCount");
@@ -199,28 +213,48 @@ Context::~Context() {
 }
 
 Context& Context::get() {
-  static Singleton s = [] {
-    Singleton r;
-    try {
-      int ordinal = requested_ordinal();
-      std::unique_ptr<Api> api = load_api();
-      CUresult init = api->cuInit(0);
-      if (init != CUDA_SUCCESS) {
-        const char* name = nullptr;
-        api->cuGetErrorName(init, &name);
-        throw CudaError(std::string(kNoCuda) + "cuInit failed: " +
-                        (name ? name : "CUDA error " + std::to_string(int(init))));
+  return get(-1);
+}
+
+Context& Context::get(int ordinal) {
+  Contexts& cs = contexts();
+  Context* ctx = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cs.mu);
+    if (!cs.api_tried) {
+      cs.api_tried = true;
+      try {
+        std::unique_ptr<Api> api = load_api();
+        CUresult init = api->cuInit(0);
+        if (init != CUDA_SUCCESS) {
+          const char* name = nullptr;
+          api->cuGetErrorName(init, &name);
+          throw CudaError(std::string(kNoCuda) + "cuInit failed: " +
+                          (name ? name : "CUDA error " + std::to_string(int(init))));
+        }
+        cs.api = std::move(api);
+      } catch (const CudaError& e) {
+        cs.api_error = e.what();
       }
-      r.ctx.reset(new Context(std::move(api), ordinal));
-    } catch (const CudaError& e) {
-      std::string msg = e.what();
-      r.error = msg.rfind(kNoCuda, 0) == 0 ? msg : kNoCuda + msg;
     }
-    return r;
-  }();
-  if (!s.ctx) throw CudaError(s.error);
-  s.ctx->make_current();
-  return *s.ctx;
+    if (!cs.api) throw CudaError(cs.api_error);
+    if (ordinal < 0) ordinal = requested_ordinal();
+    if (auto e = cs.errors.find(ordinal); e != cs.errors.end()) throw CudaError(e->second);
+    auto it = cs.made.find(ordinal);
+    if (it == cs.made.end()) {
+      try {
+        it = cs.made.emplace(ordinal, std::unique_ptr<Context>(new Context(cs.api, ordinal))).first;
+      } catch (const CudaError& e) {
+        std::string msg = e.what();
+        msg = msg.rfind(kNoCuda, 0) == 0 ? msg : kNoCuda + msg;
+        cs.errors[ordinal] = msg;
+        throw CudaError(msg);
+      }
+    }
+    ctx = it->second.get();
+  }
+  ctx->make_current();
+  return *ctx;
 }
 
 std::string Context::unavailable_reason() {
@@ -238,6 +272,7 @@ void Context::make_current() const {
 
 DevicePtr Context::mem_alloc(size_t bytes) {
   assert(bytes > 0 && "mem_alloc of zero bytes");
+  make_current();
   CUdeviceptr p = 0;
   CUresult r = api_->cuMemAlloc(&p, bytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY)
@@ -248,6 +283,7 @@ DevicePtr Context::mem_alloc(size_t bytes) {
 }
 
 void Context::mem_free(DevicePtr p) {
+  make_current();
   check(api_->cuMemFree(CUdeviceptr(p)), "cuMemFree");
 }
 
@@ -260,6 +296,7 @@ std::pair<size_t, size_t> Context::mem_info() const {
 
 void Context::copy_to_device(DevicePtr dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
+  make_current();
   CUstream s = static_cast<CUstream>(stream_);
   check(api_->cuMemcpyHtoDAsync(CUdeviceptr(dst), src, bytes, s), "cuMemcpyHtoDAsync");
   check(api_->cuStreamSynchronize(s), "cuStreamSynchronize (after a copy to the device)");
@@ -267,6 +304,7 @@ void Context::copy_to_device(DevicePtr dst, const void* src, size_t bytes) {
 
 void Context::copy_to_host(void* dst, DevicePtr src, size_t bytes) {
   if (bytes == 0) return;
+  make_current();
   CUstream s = static_cast<CUstream>(stream_);
   check(api_->cuMemcpyDtoHAsync(dst, CUdeviceptr(src), bytes, s), "cuMemcpyDtoHAsync");
   check(api_->cuStreamSynchronize(s), "cuStreamSynchronize (after a copy to the host)");
@@ -274,6 +312,7 @@ void Context::copy_to_host(void* dst, DevicePtr src, size_t bytes) {
 
 void Context::copy_device(DevicePtr dst, DevicePtr src, size_t bytes) {
   if (bytes == 0) return;
+  make_current();
   check(api_->cuMemcpyDtoDAsync(CUdeviceptr(dst), CUdeviceptr(src), bytes,
                                 static_cast<CUstream>(stream_)),
         "cuMemcpyDtoDAsync");
@@ -281,12 +320,40 @@ void Context::copy_device(DevicePtr dst, DevicePtr src, size_t bytes) {
 
 void Context::fill_bytes(DevicePtr dst, uint8_t value, size_t bytes) {
   if (bytes == 0) return;
+  make_current();
   check(api_->cuMemsetD8Async(CUdeviceptr(dst), value, bytes, static_cast<CUstream>(stream_)),
         "cuMemsetD8Async");
 }
 
 void Context::synchronize() {
+  make_current();
   check(api_->cuStreamSynchronize(static_cast<CUstream>(stream_)), "cuStreamSynchronize");
+}
+
+namespace {
+
+// Makes `waiter` wait for the work queued so far on `signaller`: an event recorded on one and
+// waited for on the other. The event is destroyed at once; the driver keeps it until the wait
+// is done.
+void join_streams(const Context& ctx, const Context::Api& api, CUstream signaller,
+                  CUstream waiter) {
+  ctx.make_current();
+  CUevent e = nullptr;
+  ctx.check(api.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  CUresult r = api.cuEventRecord(e, signaller);
+  if (r == CUDA_SUCCESS) r = api.cuStreamWaitEvent(waiter, e, 0);
+  api.cuEventDestroy(e);
+  ctx.check(r, "ordering with the caller's stream (cuEventRecord, cuStreamWaitEvent)");
+}
+
+} // namespace
+
+void Context::stream_wait_for(void* other) {
+  join_streams(*this, *api_, static_cast<CUstream>(other), static_cast<CUstream>(stream_));
+}
+
+void Context::stream_signal(void* other) {
+  join_streams(*this, *api_, static_cast<CUstream>(stream_), static_cast<CUstream>(other));
 }
 
 std::unique_ptr<Module> Context::load_module(const std::string& image, const std::string& name) {
@@ -412,6 +479,9 @@ struct Context::Api {};
 Context& Context::get() {
   throw CudaError(kNoHeaders);
 }
+Context& Context::get(int) {
+  throw CudaError(kNoHeaders);
+}
 std::string Context::unavailable_reason() {
   return kNoHeaders;
 }
@@ -442,6 +512,12 @@ void Context::fill_bytes(DevicePtr, uint8_t, size_t) {
   throw CudaError(kNoHeaders);
 }
 void Context::synchronize() {
+  throw CudaError(kNoHeaders);
+}
+void Context::stream_wait_for(void*) {
+  throw CudaError(kNoHeaders);
+}
+void Context::stream_signal(void*) {
   throw CudaError(kNoHeaders);
 }
 std::unique_ptr<Module> Context::load_module(const std::string&, const std::string&) {

@@ -1,5 +1,5 @@
-// The CUDA driver, opened with dlopen: one device, its primary context, one stream, modules,
-// launches.
+// The CUDA driver, opened with dlopen: each device's primary context with one stream on it,
+// modules, launches.
 //
 // libcuda.so.1 is resolved at run time (no link-time dependency), so a binary built with this file
 // runs on machines with no GPU and reports "no CUDA driver/device: <why>" when asked for CUDA.
@@ -7,8 +7,9 @@
 // error name and text. This header exposes no CUDA types: device pointers are integers and
 // handles are opaque, so code that includes it needs no CUDA headers.
 //
-// Ordering: all work (copies, launches, cuBLASLt, cuDNN) goes onto the context's one stream, so
-// it runs in the order it was issued; copies to and from the host wait for their completion.
+// Ordering: all work on a device (copies, launches, cuBLASLt, cuDNN) goes onto its context's one
+// stream, so it runs in the order it was issued; copies to and from the host wait for their
+// completion. A caller's stream is ordered with it by events (stream_wait_for, stream_signal).
 #pragma once
 
 #include <cstddef>
@@ -99,13 +100,16 @@ private:
   void* handle_;
 };
 
-/// The process's CUDA context: the primary context of one device and one stream on it.
+/// A CUDA context: the primary context of one device and one stream on it. There is one per
+/// device, made on first use and kept for the life of the process.
 class Context {
 public:
-  /// The context of device `FXC_CUDA_DEVICE` (default 0), created on first use and kept for the
-  /// life of the process. Throws CudaError("no CUDA driver/device: <why>") when libcuda cannot
-  /// be opened, cuInit fails or there is no such device.
+  /// The context of the default device: `FXC_CUDA_DEVICE` (default 0). Throws CudaError("no
+  /// CUDA driver/device: <why>") when libcuda cannot be opened, cuInit fails or there is no such
+  /// device.
   static Context& get();
+  /// The context of device `ordinal` (-1: the default device), as get() does.
+  static Context& get(int ordinal);
   /// Empty when get() succeeds, else the message get() throws. Never throws.
   static std::string unavailable_reason();
 
@@ -116,8 +120,16 @@ public:
   struct Api;
 
   const DeviceInfo& info() const { return info_; }
+  int ordinal() const { return info_.ordinal; }
   /// The stream every operation here is issued on (a CUstream), for cuBLASLt and cuDNN.
   void* stream() const { return stream_; }
+  /// Work queued on this context's stream from now on waits for the work queued so far on
+  /// `other`, a stream of this device (a CUstream or cudaStream_t; null: the legacy default
+  /// stream). Neither side waits on the host.
+  void stream_wait_for(void* other);
+  /// Work queued on `other` from now on waits for the work queued so far on this context's
+  /// stream.
+  void stream_signal(void* other);
   /// Makes the context current on the calling thread (each entry point does this itself).
   void make_current() const;
 
@@ -173,8 +185,8 @@ public:
 private:
   friend class Module;
   friend class Event;
-  Context(std::unique_ptr<Api> api, int ordinal);
-  std::unique_ptr<Api> api_;
+  Context(std::shared_ptr<const Api> api, int ordinal);
+  std::shared_ptr<const Api> api_;
   int device_ = 0;
   void* context_ = nullptr;
   void* stream_ = nullptr;

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <climits>
 #include <dlfcn.h>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #if defined(FXC_HAVE_CUDA_HEADERS) && __has_include(<cudnn.h>)
@@ -158,8 +160,15 @@ struct DnnSingleton {
 } // namespace
 
 Cudnn& Cudnn::get() {
-  Context& ctx = Context::get(); // the "no CUDA driver/device" error comes first
-  static DnnSingleton s = [&] {
+  return get(Context::get()); // the "no CUDA driver/device" error comes first
+}
+
+Cudnn& Cudnn::get(Context& ctx) {
+  static std::mutex mu;
+  static std::map<int, DnnSingleton> per_device;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = per_device.find(ctx.ordinal());
+  if (it == per_device.end()) {
     DnnSingleton r;
     try {
       r.dnn.reset(new Cudnn(ctx, load_dnn()));
@@ -167,10 +176,10 @@ Cudnn& Cudnn::get() {
       std::string msg = e.what();
       r.error = msg.rfind(kNoDnn, 0) == 0 ? msg : kNoDnn + msg;
     }
-    return r;
-  }();
-  if (!s.dnn) throw CudaError(s.error);
-  return *s.dnn;
+    it = per_device.emplace(ctx.ordinal(), std::move(r)).first;
+  }
+  if (!it->second.dnn) throw CudaError(it->second.error);
+  return *it->second.dnn;
 }
 
 std::string Cudnn::unavailable_reason() {
@@ -440,7 +449,9 @@ void Cudnn::conv2d_backward_filter(const Conv2dProblem& p, DevicePtr x, DevicePt
 struct Cudnn::Api {};
 
 Cudnn& Cudnn::get() {
-  Context::get(); // the "no CUDA driver/device" error when CUDA is missing altogether
+  return get(Context::get()); // the "no CUDA driver/device" error when CUDA is missing altogether
+}
+Cudnn& Cudnn::get(Context&) {
   throw CudaError("cuDNN not available: fxc was built without cudnn.h");
 }
 std::string Cudnn::unavailable_reason() {

@@ -54,10 +54,11 @@ std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMet
 
 class Cudnn {
 public:
-  /// The process's cuDNN handle bound to Context::get()'s stream. Throws CudaError("cuDNN not
-  /// available: ...") when libcudnn.so.9 is not on the library path (or the context's "no CUDA
-  /// driver/device" error first).
+  /// The process's cuDNN handle bound to Context::get()'s stream (get(ctx): to ctx's; one per
+  /// device). Throws CudaError("cuDNN not available: ...") when libcudnn.so.9 is not on the
+  /// library path (or the context's "no CUDA driver/device" error first).
   static Cudnn& get();
+  static Cudnn& get(Context& ctx);
   /// Empty when get() succeeds, else its message. Never throws.
   static std::string unavailable_reason();
 

@@ -17,6 +17,10 @@
 
 namespace fxc {
 
+namespace cuda {
+class Context;
+} // namespace cuda
+
 /// A compiled kernel: computes rows [xbegin, xend) of its iteration space. args[i] is the base
 /// pointer of the i-th buffer argument.
 using KernelFn = void (*)(void* const* args, int64_t xbegin, int64_t xend);
@@ -189,9 +193,12 @@ struct CudaRunnerOptions {
   /// on (--cuda-graphs). Only when every step can be captured: a plan with host fallback calls
   /// runs step by step, and graph_note() says why.
   bool cuda_graphs = false;
+  /// The CUDA device (ordinal) the runner's buffers live on and its work runs on; -1: the
+  /// default device (cuda::Context::get()).
+  int device = -1;
 };
 
-/// Runs a plan whose kernels are CUDA functions on the process's CUDA device (runtime/
+/// Runs a plan whose kernels are CUDA functions on one CUDA device (runtime/
 /// cuda_driver.h): slots are offsets into one device arena (plan_arena) allocated when the
 /// runner is made and reused by every run; the weights are uploaded once, then stay resident.
 /// Kernels, cuBLASLt (with its epilogue) and cuDNN calls are queued on the context's one stream
@@ -226,6 +233,16 @@ public:
   void run_resident();
   /// Waits for the stream, then copies the outputs of the last run to the host.
   std::vector<Tensor> download();
+  /// A run on the caller's device buffers, ordered on the caller's stream (a CUstream or
+  /// cudaStream_t of the runner's device; null: the legacy default stream): the run waits for
+  /// the work queued on `stream` so far, copies inputs[i] (contiguous, as plan.input_metas[i])
+  /// into the input slots, runs, and copies each output contiguously to outputs[i]; work the
+  /// caller queues on `stream` afterwards waits for it. Returns once the work is queued (an
+  /// output that is not a contiguous view is staged through the host, which waits).
+  void run_device(const std::vector<uint64_t>& inputs, const std::vector<uint64_t>& outputs,
+                  void* stream);
+  /// The device the runner runs on.
+  cuda::Context& context() const { return *ctx_; }
   /// run_resident() without a graph, with a CUDA event recorded before and after each kernel
   /// launch and extern call; returns their device times (ms) in plan order. Waits.
   std::vector<StepProfile> time_steps();
@@ -245,6 +262,7 @@ private:
   const Plan& plan_;
   std::string source_;
   CudaRunnerOptions opts_;
+  cuda::Context* ctx_ = nullptr;
   ArenaLayout arena_;
   uint64_t arena_base_ = 0;
   std::vector<uint64_t> slot_ptr_;  ///< device address of each slot (arena or constant)

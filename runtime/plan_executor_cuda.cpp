@@ -202,11 +202,11 @@ void run_gemm(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& p
     ctx.fill_bytes(g.d, 0, size_t(g.p.batch * g.p.m * g.p.n * elem));
     return;
   }
-  cuda::CublasLt::get().matmul(g.p, g.a, g.b, g.bias, g.d, g.c);
+  cuda::CublasLt::get(ctx).matmul(g.p, g.a, g.b, g.bias, g.d, g.c);
 }
 
-void run_conv(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const PlanExtern& e,
-              const std::string& source) {
+void run_conv(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& plan,
+              const PlanExtern& e, const std::string& source) {
   if (e.inputs.size() < 2 || e.inputs.size() > 3 || e.outputs.size() != 1)
     throw Error(source, "convolution call needs x, w (and a bias) and one output", e.name);
   std::optional<cuda::Conv2dProblem> p = cuda::conv2d_problem(
@@ -218,15 +218,15 @@ void run_conv(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const Pla
                              e.outputs[0].meta.sizes[2], e.outputs[0].meta.sizes[3]})
     throw Error(source, "convolution output shape differs from cuDNN's", e.name);
   DevicePtr bias = e.inputs.size() == 3 ? view_ptr(slot_ptr, e.inputs[2]) : 0;
-  cuda::Cudnn::get().conv2d_forward(*p, view_ptr(slot_ptr, e.inputs[0]),
-                                    view_ptr(slot_ptr, e.inputs[1]), bias,
-                                    slot_ptr[e.outputs[0].slot]);
+  cuda::Cudnn::get(ctx).conv2d_forward(*p, view_ptr(slot_ptr, e.inputs[0]),
+                                       view_ptr(slot_ptr, e.inputs[1]), bias,
+                                       slot_ptr[e.outputs[0].slot]);
 }
 
 // The input (dy, w -> dx) or weight (x, dy -> dw) gradient of a 2-D convolution: the forward
 // problem is rebuilt from x (dx) and w (dw), and dy must have the forward's output shape.
-void run_conv_backward(const std::vector<uint64_t>& slot_ptr, const Plan& plan, const PlanExtern& e,
-                       const std::string& source) {
+void run_conv_backward(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& plan,
+                       const PlanExtern& e, const std::string& source) {
   bool data = e.kind == PlanExtern::Kind::ConvBackwardData;
   if (e.inputs.size() != 2 || e.outputs.size() != 1)
     throw Error(source,
@@ -248,11 +248,11 @@ void run_conv_backward(const std::vector<uint64_t>& slot_ptr, const Plan& plan, 
                     ", the convolution's output has another shape or dtype",
                 e.name);
   if (data)
-    cuda::Cudnn::get().conv2d_backward_data(*p, view_ptr(slot_ptr, dy), view_ptr(slot_ptr, w),
-                                            slot_ptr[x.slot]);
+    cuda::Cudnn::get(ctx).conv2d_backward_data(*p, view_ptr(slot_ptr, dy), view_ptr(slot_ptr, w),
+                                               slot_ptr[x.slot]);
   else
-    cuda::Cudnn::get().conv2d_backward_filter(*p, view_ptr(slot_ptr, x), view_ptr(slot_ptr, dy),
-                                              slot_ptr[w.slot]);
+    cuda::Cudnn::get(ctx).conv2d_backward_filter(*p, view_ptr(slot_ptr, x), view_ptr(slot_ptr, dy),
+                                                 slot_ptr[w.slot]);
 }
 
 // A fallback calling a plugin's op that has a CUDA kernel: runs it on the device buffers in
@@ -303,8 +303,9 @@ CudaPlanRunner::CudaPlanRunner(const Plan& plan, std::string source, CudaRunnerO
     : plan_(plan), source_(std::move(source)), opts_(opts), arena_(plan_arena(plan)),
       slot_ptr_(plan.slot_bytes.size(), 0), constants_(plan.slot_bytes.size(), 0) {
   try {
-    Context& ctx = Context::get();
-    cuda::CachingAllocator& alloc = cuda::device_allocator();
+    ctx_ = &Context::get(opts_.device);
+    Context& ctx = *ctx_;
+    cuda::CachingAllocator& alloc = cuda::device_allocator(ctx);
     arena_base_ = alloc.allocate(size_t(std::max<int64_t>(arena_.bytes, 256)));
     for (size_t s = 0; s < slot_ptr_.size(); ++s)
       if (arena_.offset[s] >= 0) slot_ptr_[s] = arena_base_ + uint64_t(arena_.offset[s]);
@@ -329,13 +330,14 @@ CudaPlanRunner::CudaPlanRunner(const Plan& plan, std::string source, CudaRunnerO
 }
 
 void CudaPlanRunner::release() {
-  if (!Context::unavailable_reason().empty()) return;
+  if (!ctx_) return; // no context: nothing was allocated
   try {
-    Context& ctx = Context::get();
+    Context& ctx = *ctx_;
+    ctx.make_current();
     ctx.synchronize();
     ctx.destroy_graph(graph_, graph_exec_);
     graph_ = graph_exec_ = nullptr;
-    cuda::CachingAllocator& alloc = cuda::device_allocator();
+    cuda::CachingAllocator& alloc = cuda::device_allocator(ctx);
     for (uint64_t& p : constants_)
       if (p) alloc.free(p), p = 0;
     if (arena_base_) alloc.free(arena_base_);
@@ -362,7 +364,8 @@ void CudaPlanRunner::upload(const std::vector<Tensor>& user_inputs) {
                                " but the graph expects " + format_meta(m));
   }
   try {
-    Context& ctx = Context::get();
+    Context& ctx = *ctx_;
+    ctx.make_current();
     for (size_t i = 0; i < user_inputs.size(); ++i)
       cuda::upload(ctx, user_inputs[i], slot_ptr_[plan.input_slots[i]]);
   } catch (const cuda::CudaError& e) {
@@ -373,7 +376,7 @@ void CudaPlanRunner::upload(const std::vector<Tensor>& user_inputs) {
 
 void CudaPlanRunner::run_step(const PlanStep& st) {
   const Plan& plan = plan_;
-  Context& ctx = Context::get();
+  Context& ctx = *ctx_;
   switch (st.kind) {
   case PlanStep::Kind::Alloc: // slots are arena offsets: nothing to do at run time
   case PlanStep::Kind::Free:
@@ -402,11 +405,11 @@ void CudaPlanRunner::run_step(const PlanStep& st) {
       run_gemm(ctx, slot_ptr_, plan, e, source_);
       break;
     case PlanExtern::Kind::Conv:
-      run_conv(slot_ptr_, plan, e, source_);
+      run_conv(ctx, slot_ptr_, plan, e, source_);
       break;
     case PlanExtern::Kind::ConvBackwardData:
     case PlanExtern::Kind::ConvBackwardFilter:
-      run_conv_backward(slot_ptr_, plan, e, source_);
+      run_conv_backward(ctx, slot_ptr_, plan, e, source_);
       break;
     case PlanExtern::Kind::Fallback:
       run_fallback(ctx, slot_ptr_, plan, e, source_);
@@ -420,7 +423,8 @@ void CudaPlanRunner::run_step(const PlanStep& st) {
 void CudaPlanRunner::run_resident() {
   if (!uploaded_) throw Error(source_, "run_resident() before upload()");
   try {
-    Context& ctx = Context::get();
+    Context& ctx = *ctx_;
+    ctx.make_current();
     if (graph_exec_) {
       ctx.launch_graph(graph_exec_);
       return;
@@ -456,7 +460,8 @@ void CudaPlanRunner::run_resident() {
 std::vector<Tensor> CudaPlanRunner::download() {
   if (!ran_) throw Error(source_, "download() before run_resident()");
   try {
-    Context& ctx = Context::get();
+    Context& ctx = *ctx_;
+    ctx.make_current();
     ctx.synchronize();
     std::vector<Tensor> outs;
     for (const PlanView& v : plan_.outputs)
@@ -473,6 +478,45 @@ std::vector<Tensor> CudaPlanRunner::run(const std::vector<Tensor>& user_inputs) 
   return download();
 }
 
+void CudaPlanRunner::run_device(const std::vector<uint64_t>& inputs,
+                                const std::vector<uint64_t>& outputs, void* stream) {
+  const Plan& plan = plan_;
+  if (inputs.size() != plan.input_slots.size())
+    throw Error(source_, "expected " + std::to_string(plan.input_slots.size()) +
+                             " input buffers, got " + std::to_string(inputs.size()));
+  if (outputs.size() != plan.outputs.size())
+    throw Error(source_, "expected " + std::to_string(plan.outputs.size()) +
+                             " output buffers, got " + std::to_string(outputs.size()));
+  auto bytes_of = [](const TensorMeta& m) { return size_t(m.numel()) * dtype_size(m.dtype); };
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i] && bytes_of(plan.input_metas[i]) > 0)
+      throw Error(source_, "input " + std::to_string(i) + ": null device pointer");
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!outputs[i] && bytes_of(plan.outputs[i].meta) > 0)
+      throw Error(source_, "output " + std::to_string(i) + ": null device pointer");
+  try {
+    Context& ctx = *ctx_;
+    ctx.make_current();
+    ctx.stream_wait_for(stream);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      ctx.copy_device(slot_ptr_[plan.input_slots[i]], inputs[i], bytes_of(plan.input_metas[i]));
+    uploaded_ = true;
+    run_resident();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const PlanView& v = plan.outputs[i];
+      if (v.meta.is_contiguous()) {
+        ctx.copy_device(outputs[i], view_ptr(slot_ptr_, v), bytes_of(v.meta));
+      } else {
+        Tensor t = download_view(ctx, slot_ptr_, plan, v).clone();
+        ctx.copy_to_device(outputs[i], t.raw_data(), bytes_of(v.meta));
+      }
+    }
+    ctx.stream_signal(stream);
+  } catch (const cuda::CudaError& e) {
+    throw Error(source_, e.what());
+  }
+}
+
 int CudaPlanRunner::gemm_algorithm_count(size_t extern_index) {
   if (extern_index >= plan_.externs.size() ||
       plan_.externs[extern_index].kind != PlanExtern::Kind::Gemm)
@@ -480,7 +524,7 @@ int CudaPlanRunner::gemm_algorithm_count(size_t extern_index) {
   try {
     GemmCall g = gemm_call(slot_ptr_, plan_, plan_.externs[extern_index], source_);
     if (g.empty || g.zero) return 0;
-    return cuda::CublasLt::get().algorithm_count(g.p, g.a, g.b, g.bias, g.d, g.c);
+    return cuda::CublasLt::get(*ctx_).algorithm_count(g.p, g.a, g.b, g.bias, g.d, g.c);
   } catch (const cuda::CudaError& e) {
     throw Error(source_, e.what());
   }
@@ -489,7 +533,8 @@ int CudaPlanRunner::gemm_algorithm_count(size_t extern_index) {
 std::vector<StepProfile> CudaPlanRunner::time_steps() {
   if (!uploaded_) throw Error(source_, "time_steps() before upload()");
   try {
-    Context& ctx = Context::get();
+    Context& ctx = *ctx_;
+    ctx.make_current();
     std::vector<StepProfile> prof;
     std::vector<std::unique_ptr<cuda::Event>> ev;
     for (const PlanStep& st : plan_.steps) {

@@ -87,6 +87,26 @@ fxc_status fxc_model_load_memory(const void* data, size_t size, const char* name
 fxc_status fxc_model_load_file_named(const char* path, const char* model_name, fxc_model** out);
 fxc_status fxc_model_load_memory_named(const void* data, size_t size, const char* name,
                                        const char* model_name, fxc_model** out);
+/* How to load: fxc_load_options_default() gives the defaults, then set what you need:
+ *     fxc_load_options o = fxc_load_options_default();
+ *     o.cuda_device = 1;
+ *     fxc_model_load_file_ex("model.fxo", &o, &m); */
+typedef struct fxc_load_options {
+  const char* model_name; /* the model of a linked artifact (NULL or "": the first) */
+  int32_t cuda_device;    /* CUDA artifacts: the device ordinal their kernels, weights and runs
+                             go to; -1 (the default): FXC_CUDA_DEVICE, else 0. No such device:
+                             FXC_ERROR_LOAD naming it. CPU artifacts ignore it. */
+  int32_t num_threads;    /* CPU artifacts: worker threads; 0 (the default): every hardware
+                             thread */
+} fxc_load_options;
+fxc_load_options fxc_load_options_default(void);
+/* fxc_model_load_file / _memory with options (NULL: the defaults). */
+fxc_status fxc_model_load_file_ex(const char* path, const fxc_load_options* options,
+                                  fxc_model** out);
+fxc_status fxc_model_load_memory_ex(const void* data, size_t size, const char* name,
+                                    const fxc_load_options* options, fxc_model** out);
+/* The CUDA device ordinal a CUDA artifact runs on; -1 for a CPU artifact or NULL. */
+int32_t fxc_model_cuda_device(const fxc_model* model);
 /* The model's name (the stem of the graph it was compiled from: "encoder"); NULL for NULL. */
 const char* fxc_model_name(const fxc_model* model);
 /* The models of the artifact `model` was loaded from, in order, by name (index out of range or
@@ -110,6 +130,18 @@ fxc_status fxc_model_run(fxc_model* model, const void* const* inputs, void* cons
 fxc_status fxc_model_run_checked(fxc_model* model, const void* const* inputs, const int32_t* dtypes,
                                  const int32_t* ranks, const int64_t* const* sizes,
                                  void* const* outputs);
+
+/* Runs a CUDA inference artifact on device memory, ordered on the caller's stream, as
+ * AOTInductor's runtime does: inputs[i] and outputs[i] are device addresses (CUdeviceptr, or
+ * what cudaMalloc gives, cast to void*) on fxc_model_cuda_device(), contiguous, of the sizes the
+ * info calls report; `stream` is a CUstream / cudaStream_t of that device (NULL: the legacy
+ * default stream). The run starts after the work queued on `stream` before the call, and work
+ * queued on `stream` after the call starts after the run (no host synchronization: the call
+ * returns once the work is queued; the inputs must stay valid until then and the outputs are
+ * ready when the stream gets there). Runs of one model from any streams and threads are ordered
+ * one after the other. FXC_ERROR_INVALID_ARGUMENT for a CPU or train-mode artifact. */
+fxc_status fxc_model_run_cuda(fxc_model* model, const void* const* inputs, void* const* outputs,
+                              void* stream);
 
 /* Dynamic artifacts (compiled from a graph exported with dynamic shapes) run at any size in
  * their symbols' ranges; the info calls report the sizes they were compiled at. */

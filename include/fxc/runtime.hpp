@@ -60,6 +60,22 @@ public:
     return Model(m);
   }
 
+  /// With options (model name, CUDA device, CPU threads): see fxc_load_options.
+  static Model load_file(const std::string& path, const fxc_load_options& options) {
+    fxc_model* m = nullptr;
+    check(fxc_model_load_file_ex(path.c_str(), &options, &m));
+    return Model(m);
+  }
+  static Model load_memory(const void* data, size_t size, const std::string& name,
+                           const fxc_load_options& options) {
+    fxc_model* m = nullptr;
+    check(fxc_model_load_memory_ex(data, size, name.c_str(), &options, &m));
+    return Model(m);
+  }
+
+  /// The CUDA device a CUDA artifact runs on; -1 for a CPU artifact.
+  int cuda_device() const { return fxc_model_cuda_device(get()); }
+
   /// This model's name, and the names of every model of its artifact, in order.
   std::string name() const { return fxc_model_name(get()); }
   std::vector<std::string> artifact_models() const {
@@ -94,6 +110,17 @@ public:
     }
     run(inputs, ptrs);
     return out;
+  }
+
+  /// A CUDA inference artifact run on device buffers, ordered on the caller's stream (a
+  /// cudaStream_t / CUstream; nullptr: the legacy default stream); see fxc_model_run_cuda.
+  void run_cuda(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                void* stream) {
+    if (inputs.size() != num_inputs() || outputs.size() != num_outputs())
+      throw Error(FXC_ERROR_INVALID_ARGUMENT, "fxc: error: expected " +
+                                                  std::to_string(num_inputs()) + " inputs and " +
+                                                  std::to_string(num_outputs()) + " outputs");
+    check(fxc_model_run_cuda(get(), inputs.data(), outputs.data(), stream));
   }
 
   /// Replaces weights by name (copied); see fxc_model_swap_weights.

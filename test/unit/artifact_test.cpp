@@ -12,12 +12,14 @@
 #include "passes/decompose.h"
 #include "runtime/artifact.h"
 #include "runtime/compare.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/elf_loader.h"
 #include "runtime/interpreter.h"
 #include "skip.h"
 
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
 #include <elf.h>
 
 #include <unistd.h>
@@ -337,6 +339,189 @@ std::string temp_path(const std::string& name) {
 }
 
 } // namespace
+
+namespace {
+
+/// `model` compiled for CUDA into an artifact (every kernel in one PTX module, as `fxc -o`
+/// makes it; no GPU needed to build it).
+CompiledArtifact cuda_artifact(const std::string& model, const std::string& arch = "sm_90") {
+  Compiled c = compile_fixture(model);
+  InductorOptions io;
+  io.cuda = true;
+  io.load_cuda = false;
+  io.kernel_ptx = false;
+  CompiledGraph cg = compile_inductor(c.graph, io);
+  CompiledArtifact a = c.artifact;
+  a.device = "cuda";
+  a.cuda_arch = arch;
+  a.graphs[0].plan = cg.plan();
+  for (PlanKernel& k : a.graphs[0].plan.kernels) k.fn = nullptr;
+  a.graphs[0].objects.clear();
+  a.graphs[0].ptx = cg.ptx_module();
+  a.graphs[0].constant_names = name_constants(a.graphs[0].plan, c.graph);
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("C API: load options, device runs refused where they cannot be") {
+  fxc_load_options d = fxc_load_options_default();
+  CHECK(d.model_name == nullptr);
+  CHECK(d.cuda_device == -1);
+  CHECK(d.num_threads == 0);
+
+  Compiled c = compile_fixture("mlp");
+  std::string bytes = serialize_artifact(c.artifact);
+  fxc_load_options o = fxc_load_options_default();
+  o.num_threads = 1;
+  o.model_name = "mlp";
+  fxc_model* m = nullptr;
+  REQUIRE(fxc_model_load_memory_ex(bytes.data(), bytes.size(), "m.fxo", &o, &m) == FXC_OK);
+  CHECK(fxc_model_cuda_device(m) == -1); // a CPU artifact
+  CHECK(fxc_model_cuda_device(nullptr) == -1);
+  Tensor x = io_tensors("mlp", "input_")[0].contiguous();
+  fxc_tensor_info out;
+  REQUIRE(fxc_model_output_info(m, 0, &out) == FXC_OK);
+  std::vector<float> y(out.nbytes / 4);
+  const void* ins[] = {x.raw_data()};
+  void* outs[] = {y.data()};
+  REQUIRE(fxc_model_run(m, ins, outs) == FXC_OK);
+  CHECK(fxc_model_run_cuda(m, ins, outs, nullptr) == FXC_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(fxc_last_error()) ==
+        "m.fxo: error: fxc_model_run_cuda needs a CUDA inference artifact (this one is cpu, "
+        "inference): use fxc_model_run");
+  CHECK(fxc_model_run_cuda(nullptr, ins, outs, nullptr) == FXC_ERROR_INVALID_ARGUMENT);
+  fxc_model_free(m);
+
+  fxc_model* none = nullptr;
+  o.cuda_device = -2;
+  CHECK(fxc_model_load_memory_ex(bytes.data(), bytes.size(), "m.fxo", &o, &none) ==
+        FXC_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(fxc_last_error()).find("cuda_device >= -1") != std::string::npos);
+  o = fxc_load_options_default();
+  o.model_name = "decoder";
+  CHECK(fxc_model_load_memory_ex(bytes.data(), bytes.size(), "m.fxo", &o, &none) ==
+        FXC_ERROR_INVALID_ARGUMENT);
+  CHECK(fxc_model_load_file_ex("/nonexistent.fxo", nullptr, &none) == FXC_ERROR_IO);
+  CHECK(none == nullptr);
+
+  // A CUDA artifact on a device that is not there: a load error naming it (without a GPU, the
+  // driver's absence).
+  if (!fxc::testing::have_libdevice()) return;
+  std::string cuda_bytes = serialize_artifact(cuda_artifact("mlp"));
+  o = fxc_load_options_default();
+  o.cuda_device = 99;
+  CHECK(fxc_model_load_memory_ex(cuda_bytes.data(), cuda_bytes.size(), "c.fxo", &o, &none) ==
+        FXC_ERROR_LOAD);
+  std::string why = fxc_last_error();
+  INFO(why);
+  if (cuda::Context::unavailable_reason().empty())
+    CHECK(why.find("c.fxo: error: no CUDA driver/device: device 99 requested") == 0);
+  else
+    CHECK(why.find("c.fxo: error: no CUDA driver/device") == 0);
+  CHECK(none == nullptr);
+}
+
+namespace {
+
+/// The few driver calls a caller of fxc_model_run_cuda makes on its own stream.
+struct CallerStreams {
+  int (*create)(void**, unsigned) = nullptr;
+  int (*destroy)(void*) = nullptr;
+  int (*sync)(void*) = nullptr;
+  int (*memset8)(uint64_t, unsigned char, size_t, void*) = nullptr;
+  int (*copy)(uint64_t, uint64_t, size_t, void*) = nullptr;
+  CallerStreams() {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(lib);
+    create = reinterpret_cast<decltype(create)>(dlsym(lib, "cuStreamCreate"));
+    destroy = reinterpret_cast<decltype(destroy)>(dlsym(lib, "cuStreamDestroy_v2"));
+    sync = reinterpret_cast<decltype(sync)>(dlsym(lib, "cuStreamSynchronize"));
+    memset8 = reinterpret_cast<decltype(memset8)>(dlsym(lib, "cuMemsetD8Async"));
+    copy = reinterpret_cast<decltype(copy)>(dlsym(lib, "cuMemcpyDtoDAsync_v2"));
+    REQUIRE((create && destroy && sync && memset8 && copy));
+  }
+};
+
+/// Runs `m` (the mlp fixture's CUDA artifact, loaded on `ctx`'s device) on device buffers on a
+/// stream of the caller's, three times; each run's input arrives on that stream behind 1 GiB of
+/// memsets, and each output is copied away on it afterwards. Returns the last output.
+std::vector<float> run_on_caller_stream(fxc_model* m, cuda::Context& ctx, const Tensor& x) {
+  CallerStreams cs;
+  fxc_tensor_info in, out;
+  REQUIRE(fxc_model_input_info(m, 0, &in) == FXC_OK);
+  REQUIRE(fxc_model_output_info(m, 0, &out) == FXC_OK);
+  const size_t busy = size_t(1) << 28;
+  cuda::DevicePtr src = ctx.mem_alloc(in.nbytes), din = ctx.mem_alloc(in.nbytes);
+  cuda::DevicePtr dout = ctx.mem_alloc(out.nbytes), dcopy = ctx.mem_alloc(out.nbytes);
+  cuda::DevicePtr scratch = ctx.mem_alloc(busy);
+  ctx.copy_to_device(src, x.raw_data(), in.nbytes);
+  void* stream = nullptr;
+  REQUIRE(cs.create(&stream, 1 /* CU_STREAM_NON_BLOCKING */) == 0);
+  std::vector<float> y(out.nbytes / 4);
+  for (int run = 0; run < 3; ++run) {
+    ctx.fill_bytes(din, 0, in.nbytes);
+    ctx.fill_bytes(dout, 0xff, out.nbytes);
+    ctx.synchronize();
+    for (int k = 0; k < 4; ++k) REQUIRE(cs.memset8(scratch, uint8_t(k), busy, stream) == 0);
+    REQUIRE(cs.copy(din, src, in.nbytes, stream) == 0);
+    const void* ins[] = {reinterpret_cast<const void*>(uintptr_t(din))};
+    void* outs[] = {reinterpret_cast<void*>(uintptr_t(dout))};
+    REQUIRE(fxc_model_run_cuda(m, ins, outs, stream) == FXC_OK);
+    REQUIRE(cs.copy(dcopy, dout, out.nbytes, stream) == 0);
+    REQUIRE(cs.sync(stream) == 0);
+    ctx.copy_to_host(y.data(), dcopy, out.nbytes);
+  }
+  cs.destroy(stream);
+  for (cuda::DevicePtr p : {src, din, dout, dcopy, scratch}) ctx.mem_free(p);
+  return y;
+}
+
+} // namespace
+
+TEST_CASE("cuda gpu C API: an artifact runs on device buffers, the caller's stream and device" *
+          doctest::test_suite("gpu")) {
+  if (!fxc::testing::have_cuda() || !fxc::testing::have_libdevice()) return;
+  cuda::Context& dev0 = cuda::Context::get(0);
+  std::string bytes = serialize_artifact(cuda_artifact("mlp", dev0.info().arch()));
+  Tensor x = io_tensors("mlp", "input_")[0].contiguous();
+  Tensor ref = io_tensors("mlp", "output_")[0];
+
+  fxc_load_options o = fxc_load_options_default();
+  o.cuda_device = 0;
+  fxc_model* m = nullptr;
+  REQUIRE(fxc_model_load_memory_ex(bytes.data(), bytes.size(), "c.fxo", &o, &m) == FXC_OK);
+  CHECK(fxc_model_cuda_device(m) == 0);
+  std::vector<float> y = run_on_caller_stream(m, dev0, x);
+  Tensor got = Tensor::empty(DType::F32, ref.sizes());
+  std::memcpy(got.raw_data(), y.data(), y.size() * 4);
+  check_close({got}, {ref});
+  // Host buffers still work on the same model, and agree.
+  std::vector<float> yh(y.size());
+  const void* ins[] = {x.raw_data()};
+  void* outs[] = {yh.data()};
+  REQUIRE(fxc_model_run(m, ins, outs) == FXC_OK);
+  CHECK(yh == y);
+  fxc_model_free(m);
+
+  // A second device, where the machine has one: the model's buffers and runs live there.
+  try {
+    cuda::Context& dev1 = cuda::Context::get(1);
+    o.cuda_device = 1;
+    REQUIRE(fxc_model_load_memory_ex(bytes.data(), bytes.size(), "c.fxo", &o, &m) == FXC_OK);
+    CHECK(fxc_model_cuda_device(m) == 1);
+    std::vector<float> y1 = run_on_caller_stream(m, dev1, x);
+    CHECK(y1 == y);
+    fxc_model_free(m);
+    MESSAGE("ran on CUDA device 1 too");
+  } catch (const cuda::CudaError& e) {
+    std::string why = e.what();
+    CHECK(why.find("device 1 requested, 1 present") != std::string::npos);
+    o.cuda_device = 1;
+    CHECK(fxc_model_load_memory_ex(bytes.data(), bytes.size(), "c.fxo", &o, &m) == FXC_ERROR_LOAD);
+  }
+  cuda::Context::get(0); // leave the default device current
+}
 
 TEST_CASE("artifact: several models in one file, each loaded by name") {
   Compiled mlp = compile_fixture("mlp");
