@@ -2,7 +2,7 @@
 """The zoo on the GPU machine, PyTorch's side, for bench/gpu_zoo.sh (which runs fxc and calls this).
 
   gpu_zoo.py model NAME BATCH RESDIR [--modes default,reduce-overhead] [--train-modes default]
-                                     [--deadline UNIX_TIME]
+                                     [--deadline UNIX_TIME] [--dtype f32|bf16]
       One process per model and batch. In order:
       1. builds the model (seed 0, float32, eval) and its example inputs on the CPU, exports it
          with torch.export and core ATen's run_decompositions(), and saves RESDIR/NAME_bBATCH.pt2
@@ -23,9 +23,12 @@
       (NAME_bBATCH.fxc_<variant>.json / .err) into one JSON file and prints markdown tables.
 
 PyTorch runs with its defaults: cuDNN convolutions may use TF32 (torch.backends.cudnn.allow_tf32
-is True), float32 matmuls do not (torch.backends.cuda.matmul.allow_tf32 is False).
+is True), float32 matmuls do not (torch.backends.cuda.matmul.allow_tf32 is False). With --dtype
+bf16 every PyTorch variant (eager and compiled, inference and the train step's forward) runs under
+torch.autocast("cuda", dtype=torch.bfloat16), and the export stays float32: fxc converts it the
+same way with --dtype=bf16 (bench/gpu_zoo.sh passes it). Results are tagged NAME_bf16_bBATCH.
 """
-import argparse, copy, glob, json, os, re, sys, time, traceback
+import argparse, contextlib, copy, glob, json, os, re, sys, time, traceback
 
 MODELS = ["resnet50", "mobilenet_v3_large", "vit_b_16", "efficientnet_b0", "convnext_tiny",
           "llama2l", "bert_base"]
@@ -95,9 +98,13 @@ class Results:
 def cmd_model(a):
     import torch
     torch.set_num_threads(2)  # many of these processes export at once
-    tag = f"{a.name}_b{a.batch}"
+    tag = f"{a.name}{'_bf16' if a.dtype == 'bf16' else ''}_b{a.batch}"
     base = os.path.join(a.resdir, tag)
-    r = Results(base + ".torch.json", model=a.name, batch=a.batch, torch=torch.__version__)
+    r = Results(base + ".torch.json", model=a.name, batch=a.batch, dtype=a.dtype,
+                torch=torch.__version__)
+    # autocast as torch.autocast documents it: the forward under the context, backward outside.
+    amp = ((lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if a.dtype == "bf16"
+           else contextlib.nullcontext)
     try:
         m, ins = build(a.name, a.batch)
     except Exception as e:
@@ -128,7 +135,7 @@ def cmd_model(a):
     try:
         m = m.to(dev)
         ins = tuple(x.to(dev) for x in ins)
-        with torch.no_grad():
+        with torch.no_grad(), amp():
             m(*ins)
         variants["eager"] = m
     except Exception as e:
@@ -139,7 +146,7 @@ def cmd_model(a):
         try:
             t0 = time.time()
             cm = torch.compile(m, mode=None if mode == "default" else mode)
-            with torch.no_grad():
+            with torch.no_grad(), amp():
                 for _ in range(3):
                     cm(*ins)
             torch.cuda.synchronize()
@@ -154,7 +161,12 @@ def cmd_model(a):
             tm = copy.deepcopy(m)
             tm.requires_grad_(True)
             tins = tuple(x.clone().requires_grad_(True) if x.is_floating_point() else x for x in ins)
-            step = lambda f: (lambda: f(*tins).sum().backward())
+            def step(f):
+                def run():
+                    with amp():
+                        loss = f(*tins).float().sum()
+                    loss.backward()
+                return run
             step(tm)()
             train_variants["eager"] = step(tm)
         except Exception as e:
@@ -188,7 +200,7 @@ def cmd_model(a):
         t_lock = time.time()
         for mode, f in variants.items():
             try:
-                with torch.no_grad():
+                with torch.no_grad(), amp():
                     ms = do_bench(lambda: f(*ins), warmup=50, rep=200, return_mode="median")
                 r.d["inference"].setdefault(mode, {})["ms"] = ms
                 r.save()
@@ -272,7 +284,8 @@ def cmd_table(a):
     for p in files:
         t = json.load(open(p))
         base = p[: -len(".torch.json")]
-        row = {"model": t["model"], "batch": t["batch"], "export_s": t.get("export_s"),
+        row = {"model": t["model"], "batch": t["batch"], "dtype": t.get("dtype", "f32"),
+               "export_s": t.get("export_s"),
                "torch": {"inference": t.get("inference", {}), "train": t.get("train", {})},
                "torch_errors": t.get("errors", {}), "fxc": {}}
         for v, _ in FXC + FXC_TRAIN:
@@ -298,7 +311,7 @@ def cmd_table(a):
                 mode = " --mode=train" if "train" in v else ""
                 failures.append(f"{t['model']} b{t['batch']}: `{label}{mode}`: {e['error']}")
         if row.get("fxc_check") and row["fxc_check"]["rc"] != "0":
-            failures.append(f"{t['model']} b{t['batch']}: fxc --run --expect (rtol/atol 2e-3 vs CPU eager): "
+            failures.append(f"{t['model']} b{t['batch']}: fxc --run --expect (vs CPU eager float32; rtol/atol 2e-3, bf16 5e-2): "
                             + (row["fxc_check"]["first_error"] or " / ".join(row["fxc_check"]["tail"]))[:300])
 
     def ms(d, k):
@@ -306,8 +319,8 @@ def cmd_table(a):
         return e.get("ms") if isinstance(e, dict) else None
 
     out = ["Inference (ms, medians; PyTorch: do_bench with L2 flushed; fxc: --bench, CUDA events, 256 MiB flush):", "",
-           "| model | batch | fxc | fxc --allow-tf32 | eager | torch.compile | reduce-overhead | max-autotune | fxc vs best PyTorch | fastest fxc vs best PyTorch | fxc output vs CPU eager |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
+           "| model | batch | dtype | fxc | fxc --allow-tf32 | eager | torch.compile | reduce-overhead | max-autotune | fxc vs best PyTorch | fastest fxc vs best PyTorch | fxc output vs CPU eager |",
+           "|---|---:|---|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
         ti = r["torch"]["inference"]
         tc = lambda d, mode, train=False: tcell(d, r["torch_errors"], mode, train)
@@ -321,14 +334,14 @@ def cmd_table(a):
             chk = dict(chk, note=f"matches (max abs error {chk['max_abs_error']:.2g})")
         chk = "—" if not chk else (chk.get("note", "matches") if chk["rc"] == "0" else "fails" if failed
                                    else "MISMATCH" if chk["rc"] == "1" else f"exit {chk['rc']}")
-        out.append(f"| {r['model']} | {r['batch']} | {cell(r['fxc']['fxc'])} | {cell(r['fxc']['fxc_fast'])} | "
+        out.append(f"| {r['model']} | {r['batch']} | {r['dtype']} | {cell(r['fxc']['fxc'])} | {cell(r['fxc']['fxc_fast'])} | "
                    f"{tc(ti, 'eager')} | {tc(ti, 'default')} | {tc(ti, 'reduce-overhead')} | "
                    f"{tc(ti, 'max-autotune')} | {ratio(f, best)} | {ratio(fastest, best)} | {chk} |")
     has_train = any(r["torch"]["train"] or any(r["fxc"].get(v) for v, _ in FXC_TRAIN) for r in rows)
     train_rows = rows if has_train else []
     out += ["", "Train step (forward + backward of out.sum(), ms):" if has_train else "Train step: not run.", "",
-            "| model | batch | fxc --mode=train | fxc --mode=train --allow-tf32 | eager | torch.compile | reduce-overhead | fxc vs best PyTorch | fastest fxc vs best PyTorch |",
-            "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+            "| model | batch | dtype | fxc --mode=train | fxc --mode=train --allow-tf32 | eager | torch.compile | reduce-overhead | fxc vs best PyTorch | fastest fxc vs best PyTorch |",
+            "|---|---:|---|---:|---:|---:|---:|---:|---|---|"]
     if not has_train:
         out = out[:-3]
     for r in train_rows:
@@ -338,7 +351,7 @@ def cmd_table(a):
         best = min(best) if best else None
         f, ff = ms(r["fxc"], "fxc_train"), ms(r["fxc"], "fxc_train_fast")
         fastest = min([x for x in (f, ff) if x is not None], default=None)
-        out.append(f"| {r['model']} | {r['batch']} | {cell(r['fxc']['fxc_train'])} | {cell(r['fxc']['fxc_train_fast'])} | "
+        out.append(f"| {r['model']} | {r['batch']} | {r['dtype']} | {cell(r['fxc']['fxc_train'])} | {cell(r['fxc']['fxc_train_fast'])} | "
                    f"{tc(tt, 'eager', True)} | {tc(tt, 'default', True)} | {tc(tt, 'reduce-overhead', True)} | "
                    f"{ratio(f, best)} | {ratio(fastest, best)} |")
     out += ["", "fxc's slowest steps (default flags, inference; ms):", ""]
@@ -363,6 +376,7 @@ def main():
     p.add_argument("--modes", default="default,reduce-overhead")
     p.add_argument("--train-modes", default="default")
     p.add_argument("--deadline", type=float, default=time.time() + 3600)
+    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
     p = sub.add_parser("table")
     p.add_argument("resdir")
     p.add_argument("--json")

@@ -24,7 +24,9 @@
 # compiles. WAIT_PID=<pid> also waits for that process (a test run started beside this script)
 # before anything is timed. One model's failure is recorded (first error line) and the others go on.
 #
-# Settings: BATCHES (default 1,8), MODELS (default all: resnet50, mobilenet_v3_large, vit_b_16,
+# Settings: DTYPE (f32, the default, or bf16: fxc --dtype=bf16 against PyTorch under
+# torch.autocast(bfloat16), both from the float32 model; the output check then allows 5e-2),
+# BATCHES (default 1,8), MODELS (default all: resnet50, mobilenet_v3_large, vit_b_16,
 # efficientnet_b0, convnext_tiny, llama2l, bert_base), MAX_AUTOTUNE=1, TRAIN_MODES (torch.compile
 # modes for the train step, default "default"; "none": no train rows), FXC_TRAIN=0 (no fxc train
 # rows), DEADLINE (seconds for the whole script, default 570), RESERVE_PER_MODEL (seconds kept
@@ -42,6 +44,12 @@ modes=default,reduce-overhead
 [ "${MAX_AUTOTUNE:-0}" = 1 ] && modes=$modes,max-autotune
 train_modes=${TRAIN_MODES:-default}
 fxc_train=${FXC_TRAIN:-1}
+dtype=${DTYPE:-f32}
+case $dtype in
+f32) sfx= fxc_dtype=() tol=2e-3 ;;
+bf16) sfx=_bf16 fxc_dtype=(--dtype=bf16) tol=5e-2 ;;
+*) echo "error: DTYPE=$dtype: f32 or bf16" >&2; exit 2 ;;
+esac
 deadline=${DEADLINE:-570}
 py=/opt/torch/.venv/bin/python3
 [ -x "$py" ] || py=python3
@@ -72,9 +80,9 @@ tags=()
 declare -A pid_of
 for b in ${batches//,/ }; do
   for m in ${models//,/ }; do
-    tag=${m}_b$b
+    tag=${m}${sfx}_b$b
     tags+=("$tag")
-    "$py" "$root/bench/gpu_zoo.py" model "$m" "$b" "$res" --modes "$modes" --train-modes "$train_modes" \
+    "$py" "$root/bench/gpu_zoo.py" model "$m" "$b" "$res" --modes "$modes" --train-modes "$train_modes" --dtype "$dtype" \
       --deadline $(($(date +%s) + deadline - 15)) >"$res/$tag.torch.log" 2>&1 &
     pid_of[$tag]=$!
   done
@@ -115,7 +123,7 @@ fxc_run() { # fxc_run <tag> <variant> <timeout> <fxc args...>
     echo "skipped: not enough time left" >"$res/$tag.fxc_$v.err"
     return
   fi
-  timeout "$lim" "$fxc" --device=cuda "$@" >"$res/$tag.fxc_$v.json" 2>"$res/$tag.fxc_$v.err"
+  timeout "$lim" "$fxc" --device=cuda "${fxc_dtype[@]}" "$@" >"$res/$tag.fxc_$v.json" 2>"$res/$tag.fxc_$v.err"
   local rc=$?
   [ $rc -eq 124 ] && echo "error: timed out after $lim s" >>"$res/$tag.fxc_$v.err"
   printf '%-28s %-16s exit %3d  %s\n' "$tag" "$v" $rc \
@@ -128,7 +136,7 @@ for t in "${tags[@]}"; do
   fxc_run "$t" fxc 90 --bench --json --inputs "$io" "$pt2"
   fxc_run "$t" fxc_fast 90 --allow-tf32 --bench --json --inputs "$io" "$pt2"
   if [ "$(left)" -gt 60 ]; then
-    timeout 60 "$fxc" --device=cuda --tf32=none --run --inputs "$io" --expect "$io" --rtol 2e-3 --atol 2e-3 "$pt2" \
+    timeout 60 "$fxc" --device=cuda "${fxc_dtype[@]}" --tf32=none --run --inputs "$io" --expect "$io" --rtol $tol --atol $tol "$pt2" \
       >"$res/$t.fxc_check.err" 2>&1
     echo $? >"$res/$t.fxc_check.rc"
     echo "$t check: exit $(cat "$res/$t.fxc_check.rc") $(tail -1 "$res/$t.fxc_check.err" | cut -c1-200)"
