@@ -3212,10 +3212,61 @@ std::vector<ValueId> conv3d_as_2d(Emit& e, const DNode& d) {
       {Emit::t(out), Emit::kw("memory_format", Arg::of_memory_format(MemoryFormat::Contiguous))})};
 }
 
-/// convolution: the transposed form as a convolution of the dilated input, a 3-D one as 2-D
-/// convolutions (conv3d_as_2d); other convolutions stay.
+/// A convolution without the kernel taps that only ever read padding. Tap j of a spatial dim
+/// (kernel k, dilation dl, padding p, stride s, input H, O outputs) reads o·s + j·dl - p for
+/// o in [0, O); when that never lands in [0, H), the tap multiplies zeros. Atrous convolutions on
+/// small maps are such (DeepLab's ASPP: a 3x3 kernel of dilation 24 or 36 on a 14x14 map is its
+/// centre tap alone, a 1x1 convolution with a ninth of the work). The live taps of a dim are
+/// contiguous, [a, b]; the convolution becomes one with the weight sliced to them and padding
+/// p - a·dl (dilation 1 for a single tap), kept only when that padding is not negative and gives
+/// the same O. Empty when no tap is dead or the rewrite does not apply.
+std::vector<ValueId> conv_dead_taps(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("input"), w = d.tensor("weight");
+  const std::vector<int64_t> xs = e.sizes(x), ws = e.sizes(w);
+  if (xs.size() < 3 || xs.size() != ws.size()) return {};
+  const size_t sp = ws.size() - 2;
+  auto per_dim = [&](const char* name) {
+    std::vector<int64_t> v = d.arg(name).ints;
+    if (v.size() == 1) v.assign(sp, v[0]);
+    return v;
+  };
+  std::vector<int64_t> st = per_dim("stride"), pd = per_dim("padding"), dl = per_dim("dilation");
+  if (st.size() != sp || pd.size() != sp || dl.size() != sp) return {};
+  std::vector<int64_t> lo(sp), hi(sp), npd(sp), ndl(sp);
+  bool dead = false;
+  for (size_t i = 0; i < sp; ++i) {
+    const int64_t H = xs[2 + i], k = ws[2 + i], s = st[i], p = pd[i], dil = dl[i];
+    if (H < 1 || k < 1 || s < 1 || dil < 1 || p < 0) return {};
+    const int64_t O = (H + 2 * p - dil * (k - 1) - 1) / s + 1;
+    if (O < 1) return {};
+    // Tap j is live when some output reads inside: j·dl - p < H and (O - 1)·s + j·dl - p >= 0.
+    int64_t a = k, b = -1;
+    for (int64_t j = 0; j < k; ++j)
+      if (j * dil - p < H && (O - 1) * s + j * dil - p >= 0) a = std::min(a, j), b = std::max(b, j);
+    if (b < a) return {}; // every tap reads padding: leave it to the op (zeros plus the bias)
+    const int64_t k2 = b - a + 1, p2 = p - a * dil, dil2 = k2 == 1 ? 1 : dil;
+    if (p2 < 0 || (H + 2 * p2 - dil2 * (k2 - 1) - 1) / s + 1 != O) return {};
+    lo[i] = a, hi[i] = b, npd[i] = p2, ndl[i] = dil2;
+    dead = dead || k2 < k;
+  }
+  if (!dead) return {};
+  ValueId wk = w;
+  for (size_t i = 0; i < sp; ++i)
+    if (hi[i] - lo[i] + 1 < ws[2 + i]) wk = e.slice(wk, int64_t(2 + i), lo[i], hi[i] + 1);
+  return {e.op("aten.convolution.default",
+               {Emit::t(x), Emit::t(wk), CallArg{"", d.arg("bias")}, Emit::ints(st),
+                Emit::ints(npd), Emit::ints(ndl), Emit::b(false),
+                Emit::ints(std::vector<int64_t>(sp, 0)), Emit::i(d.arg("groups").i)})};
+}
+
+/// convolution: the transposed form as a convolution of the dilated input; one with kernel taps
+/// that only read padding without them (conv_dead_taps); a 3-D one as 2-D convolutions
+/// (conv3d_as_2d); other convolutions stay.
 std::vector<ValueId> convolution_transposed(Emit& e, const DNode& d) {
-  if (!d.arg("transposed").b) return conv3d_as_2d(e, d);
+  if (!d.arg("transposed").b) {
+    if (std::vector<ValueId> r = conv_dead_taps(e, d); !r.empty()) return r;
+    return conv3d_as_2d(e, d);
+  }
   return {transposed_conv(e, d, d.tensor("input"), d.tensor("weight"), &d.arg("bias"),
                           d.arg("stride").ints, d.arg("padding").ints, d.arg("output_padding").ints,
                           d.arg("dilation").ints, d.arg("groups").i)};

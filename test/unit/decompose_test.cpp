@@ -282,6 +282,50 @@ TEST_CASE("decompose: convolution_backward is kept for cuDNN only where cuDNN co
   }
 }
 
+TEST_CASE("decompose: kernel taps that only read padding are dropped") {
+  TestGraph tg;
+  // DeepLab's ASPP on a 14x14 map: dilation 24, padding 24: only the centre tap reads the input.
+  ValueId x = tg.input("x", {2, 8, 14, 14});
+  ValueId w = tg.weight("aspp.weight", {4, 8, 3, 3}), b = tg.weight("aspp.bias", {4});
+  tg.output(tg.op("aten.convolution.default", {T(x), T(w), T(b), Is({1, 1}), Is({24, 24}),
+                                               Is({24, 24}), B(false), Is({0, 0}), I(1)}));
+  // Dilation 12 on the same map: every tap is read by some output; the convolution stays.
+  ValueId w12 = tg.weight("d12.weight", {4, 8, 3, 3});
+  tg.output(tg.op(
+      "aten.convolution.default",
+      {T(x), T(w12), {"", Arg::none()}, Is({1}), Is({12}), Is({12}), B(false), Is({0}), I(1)}));
+  // 1-D, kernel 5, dilation 4, padding 8, length 5: taps 1..3 live, padding 4 after the cut.
+  ValueId x1 = tg.input("x1", {1, 2, 5});
+  ValueId w1 = tg.weight("c1.weight", {3, 2, 5});
+  tg.output(
+      tg.op("aten.convolution.default",
+            {T(x1), T(w1), {"", Arg::none()}, Is({1}), Is({8}), Is({4}), B(false), Is({0}), I(1)}));
+  // Grouped and strided, dead taps in one dim only: 7x3 kernel of dilation (6, 1) on 4x9.
+  ValueId xg = tg.input("xg", {1, 4, 4, 9});
+  ValueId wg = tg.weight("g.weight", {6, 2, 7, 3});
+  tg.output(tg.op("aten.convolution.default", {T(xg),
+                                               T(wg),
+                                               {"", Arg::none()},
+                                               Is({2, 1}),
+                                               Is({18, 1}),
+                                               Is({6, 1}),
+                                               B(false),
+                                               Is({0, 0}),
+                                               I(2)}));
+  Graph d = check_decomposition(tg, {"aten.convolution.default"});
+  std::vector<std::vector<int64_t>> kernels;
+  for (const Node& n : d.nodes)
+    if (n.target == "aten.convolution.default") {
+      const std::vector<int64_t>& k = d.values[n.arg("weight").tensor].meta.sizes;
+      kernels.emplace_back(k.begin() + 2, k.end());
+      if (kernels.size() == 1) {
+        CHECK(n.arg("padding").ints == std::vector<int64_t>{0, 0});
+        CHECK(n.arg("dilation").ints == std::vector<int64_t>{1, 1});
+      }
+    }
+  CHECK(kernels == std::vector<std::vector<int64_t>>{{1, 1}, {3, 3}, {3}, {1, 3}});
+}
+
 TEST_CASE("decompose: a 3-D convolution is 2-D convolutions over the frames") {
   TestGraph tg;
   ValueId x = tg.input("x", {2, 4, 7, 5, 6});
