@@ -364,3 +364,24 @@ TEST_CASE("lower: bmm with a matrix broadcast over the batch is one product over
   CHECK(mm->sizes == std::vector<int64_t>{15, 6});
   check_compiled(tg);
 }
+
+TEST_CASE("lower: linear and cubic upsampling run one pass per dim, innermost first") {
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {2, 3, 5, 7});
+  tg.output(tg.op("aten.upsample_bilinear2d.default", {T(x), Is({40, 56}), B(false)}));
+  LoopProgram up = lower(tg.g);
+  // The W pass (2x3x5x56, realized) and the H pass reading its rows: no gather along W there.
+  REQUIRE(count_kind(up, Buffer::Kind::Pointwise) == 2);
+  const Buffer& w_pass = up.buffers[1];
+  CHECK(w_pass.sizes == std::vector<int64_t>{2, 3, 5, 56});
+  check_compiled(tg);
+  TestGraph more;
+  ValueId y = f32_input(more, "y", {1, 2, 6, 4});
+  more.output(more.op("aten.upsample_bilinear2d.default", {T(y), Is({13, 9}), B(true)}));
+  more.output(more.op("aten.upsample_bicubic2d.default", {T(y), Is({12, 12}), B(false)}));
+  ValueId z = f32_input(more, "z", {1, 2, 3, 4, 5});
+  more.output(more.op("aten.upsample_trilinear3d.default", {T(z), Is({6, 8, 10}), B(false)}));
+  // Downsampling keeps the one-kernel form.
+  more.output(more.op("aten.upsample_bilinear2d.default", {T(y), Is({3, 2}), B(false)}));
+  check_compiled(more);
+}
