@@ -8,6 +8,8 @@
 # - a graph already bf16 is left as it is; --log=frontend reports the casts; an .fxo records
 #   --dtype; bad values are usage errors;
 # - --device=cuda --emit=ptx --dtype=bf16: the PTX assembles with ptxas.
+# FXC_DEVICE=cuda (test/gpu/e2e/autocast_cuda.sh) runs the numerics and train mode on the GPU
+# (inductor) and leaves out the rest, which does not depend on the device.
 # Usage: autocast.sh <fxc>
 set -u
 fxc=$1
@@ -17,11 +19,16 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 . "$src/test/lib/common.sh"
 filecheck=$(filecheck_path)
+dev=${FXC_DEVICE:-cpu}
+backends=(eager inductor)
+devargs=(--device=cpu)
+[ "$dev" = cuda ] && backends=(inductor) && devargs=(--device=cuda --tf32=none)
 ptxas=${PTXAS:-}
 [ -x "$ptxas" ] || ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 
 # --- golden: where the casts go
-if [ -z "$filecheck" ]; then
+if [ "$dev" = cuda ]; then :
+elif [ -z "$filecheck" ]; then
   missing "autocast golden checks" "FileCheck not found (llvm-19-tools)"
 else
   for name in block convnet.core; do
@@ -43,21 +50,21 @@ fi
 declare -A atol=([mlp]=2e-2 [convnet]=4e-3 [block]=7e-2)
 for name in mlp convnet block; do
   for g in "$fx/$name.pt2" "$fx/$name.core.pt2"; do
-    for b in eager inductor; do
-      label="$b $(basename "$g") --dtype=bf16"
-      check "$label: within bf16's tolerance" 0 "$fxc" --dtype=bf16 --backend=$b --device=cpu \
+    for b in "${backends[@]}"; do
+      label="$b $dev $(basename "$g") --dtype=bf16"
+      check "$label: within bf16's tolerance" 0 "$fxc" --dtype=bf16 --backend=$b "${devargs[@]}" \
         --run --inputs "$fx/$name.io.safetensors" --expect "$fx/$name.io.safetensors" \
         --rtol=2e-2 --atol=${atol[$name]} "$g"
       # the report names the dtype autocast gives: bf16 for a matmul's output, f32 after an add
       matches "$label: the output's dtype" "$tmp/out" "output_0: ok $([ $name = convnet ] && echo bf16 || echo f32)\["
       check "$label: not within float32's tolerance" 1 "$fxc" --dtype=bf16 --backend=$b \
-        --device=cpu --run --inputs "$fx/$name.io.safetensors" --expect "$fx/$name.io.safetensors" "$g"
+        "${devargs[@]}" --run --inputs "$fx/$name.io.safetensors" --expect "$fx/$name.io.safetensors" "$g"
       has "$label: the mismatch names --dtype" "$tmp/err" "--dtype=bf16 runs matmuls and convolutions in bf16"
     done
   done
 done
 # f16: the same pass, 11 significant bits: 4x tighter.
-check "inductor mlp.pt2 --dtype=f16" 0 "$fxc" --dtype=f16 --device=cpu --run \
+check "inductor $dev mlp.pt2 --dtype=f16" 0 "$fxc" --dtype=f16 "${devargs[@]}" --run \
   --inputs "$fx/mlp.io.safetensors" --expect "$fx/mlp.io.safetensors" --rtol=5e-3 --atol=5e-3 "$fx/mlp.pt2"
 
 # Train mode: the converted graph's forward and backward against PyTorch's float32 gradients.
@@ -96,13 +103,16 @@ PY
 }
 for name in mlp block; do
   for b in aot_eager inductor; do
-    check "$b train $name.pt2 --dtype=bf16" 0 "$fxc" --dtype=bf16 --backend=$b --device=cpu \
+    [ "$dev" = cuda ] && [ $b != inductor ] && continue
+    check "$b $dev train $name.pt2 --dtype=bf16" 0 "$fxc" --dtype=bf16 --backend=$b "${devargs[@]}" \
       --mode=train --run --inputs "$fx/$name.io.safetensors" --outputs "$tmp/$name.$b.grads.safetensors" \
       "$fx/$name.pt2"
-    scaled_close "$b train $name.pt2: gradients within 2e-2 of their scale" \
+    scaled_close "$b $dev train $name.pt2: gradients within 2e-2 of their scale" \
       "$tmp/$name.$b.grads.safetensors" "$fx/$name.grad.safetensors" 2e-2
   done
 done
+
+[ "$dev" = cuda ] && exit $fail
 
 # --- what the pass reports and records
 check "--log=frontend reports the casts" 0 "$fxc" --dtype=bf16 --log=frontend --emit=fx \
