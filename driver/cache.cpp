@@ -423,6 +423,8 @@ CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
   if (o.device == DeviceKind::Cuda) k.add("cuda-arch", o.cuda_arch);
   k.add("inject-bug", o.inject_bug);
   if (o.device == DeviceKind::Cuda) k.add("tf32", o.tf32);
+  // --dtype rewrites the graph after import: the graph file's digest does not show it.
+  k.add("dtype", o.dtype.empty() ? "none" : o.dtype);
   k.add("max-autotune", o.max_autotune ? "1" : "0");
   // CUDA choices are measured on one GPU: a tuned artifact is not another device's.
   if (o.max_autotune && o.device == DeviceKind::Cuda) k.add("autotune-device", cuda_device_name());

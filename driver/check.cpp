@@ -36,7 +36,7 @@ double rmse(const Tensor& a, const Tensor& b) {
 
 CheckReport check_expected(const NamedTensors& results,
                            const std::map<std::string, WeightData>& expected, double rtol,
-                           double atol, bool train, bool equal_nan) {
+                           double atol, bool train, bool equal_nan, bool check_dtype) {
   CheckReport rep;
   int checked = 0;
   for (const auto& [key, w] : expected) {
@@ -57,6 +57,7 @@ CheckReport check_expected(const NamedTensors& results,
     co.rtol = rtol;
     co.atol = atol;
     co.equal_nan = equal_nan;
+    co.check_dtype = check_dtype;
     CompareResult r = compare_tensors(*actual, Tensor::from_weight(w), co);
     if (r.ok) {
       rep.text +=
@@ -120,7 +121,8 @@ int write_and_expect(const Options& o, const NamedTensors& results, bool train) 
   }
   if (o.expect.empty()) return 0;
   auto expected = read_safetensors(o.expect);
-  CheckReport rep = check_expected(results, expected, o.rtol, o.atol, train, o.equal_nan);
+  CheckReport rep =
+      check_expected(results, expected, o.rtol, o.atol, train, o.equal_nan, o.dtype.empty());
   log_message(Component::Driver, Level::Info,
               "expect: compared with " + o.expect + fmt(" (rtol=%g, atol=%g): ", o.rtol, o.atol) +
                   (rep.ok ? "match" : "MISMATCH"));
@@ -137,6 +139,9 @@ int write_and_expect(const Options& o, const NamedTensors& results, bool train) 
                       : o.tf32 == "conv" ? "convolutions"
                                          : "matmuls") +
           " ran in TF32 (--tf32=" + o.tf32 + "); --tf32=none runs them exactly";
+  if (!o.dtype.empty())
+    why += "; --dtype=" + o.dtype + " runs matmuls and convolutions in " + o.dtype +
+           " (8 or 11 significant bits): compare with a tolerance of its precision (--rtol=2e-2)";
   report_error(o, Error(o.expect, std::string("outputs do not match ") + tol + why));
   return 1;
 }

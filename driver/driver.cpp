@@ -24,6 +24,7 @@
 #include "frontend/safetensors.h"
 #include "frontend/shape_prop.h"
 #include "frontend/specialize.h"
+#include "passes/autocast.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/plan_executor.h"
 #include "runtime/plugin.h"
@@ -252,6 +253,8 @@ void warn_unused_arguments(const Options& o, bool artifact) {
     if (o.atol_given) unused("--atol", "without --expect");
     if (o.equal_nan) unused("--equal-nan", "without --expect");
   }
+  if (artifact && !o.dtype.empty())
+    unused("--dtype=" + o.dtype, "with a compiled artifact (its graphs are converted already)");
   if (!artifact && !o.model.empty())
     unused("--model=" + o.model, "with a graph (it chooses a model of an .fxo artifact)");
   if (!artifact && o.device == DeviceKind::Cpu) {
@@ -600,6 +603,23 @@ int run_loop_ir_file(const Options& o) {
 #endif
 }
 
+// --dtype: torch.autocast's casts (passes/autocast.h), right after import, so that everything
+// after sees the converted graph: every backend's stages and train mode's joint graph,
+// --emit=fx|fxg, --check-accuracy's references, --bisect and --minify. The signature (user
+// inputs and weights, f32) does not change; the compile cache keys the flag.
+void autocast_source(Compilation& c) {
+  if (c.opts.dtype.empty()) return;
+  auto t0 = std::chrono::steady_clock::now();
+  PassTimer t("autocast");
+  DType dtype = *parse_dtype(c.opts.dtype);
+  AutocastStats stats;
+  c.source = autocast(c.source, dtype, &stats);
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  c.trace.log("frontend", "--dtype=" + c.opts.dtype + ": " + stats.summary(dtype), ms);
+  log_message(Component::Frontend, Level::Info, stats.summary(dtype));
+}
+
 int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   if (int status = configure_process_logger(given.log, std::cout, std::cerr); status >= 0)
     return status;
@@ -652,6 +672,7 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
     return import_graph(o.input, &external_files);
   }());
   c.source.name = stem_of(o.input);
+  autocast_source(c); // before the dynamic graph is kept and specialized: both are converted
   if (c.source.is_dynamic()) { // compile at the hints unless --inputs say otherwise
     c.symbolic = std::make_shared<const Graph>(c.source);
     log_symbols(*c.symbolic);

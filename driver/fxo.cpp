@@ -70,6 +70,7 @@ CompiledArtifact make_artifact(const Compilation& c) {
   a.device = cuda ? "cuda" : "cpu";
   a.cuda_arch = cuda ? o.cuda_arch : "";
   a.mode = o.mode == Mode::Train ? "train" : "inference";
+  a.dtype = o.dtype;
   a.inputs = input_specs(c.source);
   std::set<std::string> custom;
   for (size_t i = 0; i < c.graphs.size(); ++i) {
@@ -152,8 +153,8 @@ int run_artifact(const Options& o, BenchResult* benched) {
   }
   if (o.verbose)
     std::fprintf(
-        stderr, "fxc: load %s (%s, %s, %s): %.3f ms\n", o.input.c_str(), a.backend.c_str(),
-        a.device.c_str(), a.mode.c_str(),
+        stderr, "fxc: load %s (%s, %s, %s%s): %.3f ms\n", o.input.c_str(), a.backend.c_str(),
+        a.device.c_str(), a.mode.c_str(), a.dtype.empty() ? "" : (", --dtype=" + a.dtype).c_str(),
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   // The guards below judge the file's tensors: a wrong dtype or rank is the artifact's guard
   // failure, not a malformed inputs file.
@@ -184,7 +185,9 @@ int run_artifact(const Options& o, BenchResult* benched) {
   }
   ArtifactExecutable exe(*m);
   NamedTensors results = exe.run(inputs);
-  int status = write_and_expect(o, results, a.mode == "train");
+  Options checked = o; // --expect judges what the artifact computes: its --dtype's values
+  checked.dtype = a.dtype;
+  int status = write_and_expect(checked, results, a.mode == "train");
   if (o.outputs.empty() && o.expect.empty())
     for (const auto& [name, t] : results)
       std::printf("%s: %s\n", name.c_str(), summarize(t).c_str());

@@ -17,7 +17,7 @@ struct ComponentRow {
 
 constexpr ComponentRow kComponents[] = {
     {Component::Frontend, "frontend",
-     "what was imported: format, nodes by op, inputs, weights, time"},
+     "what was imported: format, nodes by op, inputs, weights, time; --dtype's casts"},
     {Component::Aot, "aot", "joint graph, partition sizes, saved tensors, recomputed nodes"},
     {Component::Inductor, "inductor", "buffers, kernels, extern calls; +: why nodes did not fuse"},
     {Component::Cache, "cache", "compile-cache lookups, hits, misses and stores"},

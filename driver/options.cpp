@@ -420,8 +420,13 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   // Flags of the second round's contract (docs/design.md §9) that are not built yet: accepted by
   // name, then refused as "not yet supported" (exit 2), never taken for a typo or ignored.
   std::string planned_value;
-  const std::vector<std::string> planned_options = {"--dynamic", "--dtype"};
+  const std::vector<std::string> planned_options = {"--dynamic"};
   for (const std::string& f : planned_options) app.add_option(f, planned_value)->group("");
+  app.add_option("--dtype", o->dtype,
+                 "Convert a float32 graph as torch.autocast(dtype=...) does: matmuls, "
+                 "convolutions and attention in bf16 (or f16), softmax, norms, reductions and "
+                 "losses in f32 (docs/autocast.md)")
+      ->option_text("bf16|f16");
   app.add_option("--threads", o->threads,
                  "CPU threads shared by code generation and CPU kernels (default: all hardware "
                  "threads); the output does not depend on it")
@@ -498,7 +503,8 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       {"--emit", o->emit},
       {"--diagnostics", o->diagnostics},
       {"--color", o->color},
-      {"--tf32", o->tf32}};
+      {"--tf32", o->tf32},
+      {"--dtype", o->dtype}};
   const std::map<std::string, std::vector<std::string>> valid = {
       {"--backend", {"eager", "aot_eager", "aot_eager_decomp_partition", "inductor"}},
       {"--device", {"cpu", "cuda"}},
@@ -506,10 +512,12 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       {"--emit", {"fxg", "fx", "llvm", "ptx", "obj", "cpp"}},
       {"--diagnostics", {"text", "json"}},
       {"--color", {"auto", "always", "never"}},
-      {"--tf32", {"none", "conv", "matmul", "all"}}};
+      {"--tf32", {"none", "conv", "matmul", "all"}},
+      {"--dtype", {"bf16", "f16"}}};
   for (const auto& [flag, value] : choices_given) {
     if (value.empty() &&
-        (flag == "--backend" || flag == "--device" || flag == "--mode" || flag == "--emit") &&
+        (flag == "--backend" || flag == "--device" || flag == "--mode" || flag == "--emit" ||
+         flag == "--dtype") &&
         !app.count(flag))
       continue;
     if (auto m = check_choice(flag, value, valid.at(flag))) return usage_error(args, *m);

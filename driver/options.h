@@ -64,6 +64,9 @@ struct Options {
   std::string tf32 = "conv";
   bool matmul_tf32() const { return tf32 == "matmul" || tf32 == "all"; }
   bool conv_tf32() const { return tf32 == "conv" || tf32 == "all"; }
+  /// --dtype=bf16|f16: convert a float32 graph as torch.autocast(dtype=...) does
+  /// (passes/autocast.h); "" (the default) compiles the graph in the dtypes it has.
+  std::string dtype;
   /// --cuda-graphs (the default) / --no-cuda-graphs: replay the CUDA plan as one captured CUDA
   /// graph from its second run on, wherever every step can be captured.
   bool cuda_graphs = true;

@@ -136,9 +136,9 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 /// The label of a key field that is a command-line flag.
 bool is_flag_component(const std::string& name) {
-  static const std::set<std::string> flags = {"backend",      "device",     "mode",
-                                              "cuda-arch",    "inject-bug", "tf32",
-                                              "max-autotune", "verify-each"};
+  static const std::set<std::string> flags = {"backend",      "device",      "mode",
+                                              "cuda-arch",    "inject-bug",  "tf32",
+                                              "max-autotune", "verify-each", "dtype"};
   return flags.count(name) > 0;
 }
 

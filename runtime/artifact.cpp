@@ -977,6 +977,7 @@ ojson write_model(const CompiledArtifact& a, Writer& w) {
   m["device"] = a.device;
   m["cuda_arch"] = a.cuda_arch;
   m["mode"] = a.mode;
+  if (!a.dtype.empty()) m["dtype"] = a.dtype; // written only when given: older files lack it
   m["kind"] = a.graphs.empty() ? "plan" : kind_name(a.graphs[0].kind);
   ojson inputs = ojson::array();
   for (const InputGuard& g : a.inputs)
@@ -1106,6 +1107,7 @@ CompiledArtifact read_model(const Reader& r, const json& m, const std::string& t
   a.cuda_arch = r.str(m, "cuda_arch", top);
   a.mode = r.str(m, "mode", top);
   if (a.mode != "inference" && a.mode != "train") r.fail(top + ".mode", "unknown mode");
+  if (m.contains("dtype")) a.dtype = r.str(m, "dtype", top);
   const json& ins = r.array(m, "inputs", top);
   for (size_t i = 0; i < ins.size(); ++i) {
     std::string where = top + ".inputs[" + std::to_string(i) + "]";

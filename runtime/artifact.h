@@ -78,6 +78,7 @@ struct CompiledArtifact {
   std::string device;    ///< "cpu" or "cuda": where the kernels run
   std::string cuda_arch; ///< "sm_90" for cuda artifacts; empty on the CPU
   std::string mode;      ///< "inference" or "train"
+  std::string dtype;     ///< --dtype the graphs were converted with ("bf16"), else empty
   std::vector<InputGuard> inputs;   ///< one per user input, in order
   std::vector<std::string> outputs; ///< names of run()'s results: output_<i>, then gradients
   /// Train mode: graphs = {forward, backward}. The forward returns num_user_outputs outputs and

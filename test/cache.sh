@@ -176,7 +176,7 @@ base=$(key_of -o "$tmp/k.fxo" "$tmp/w/block.fxg")
 [ -n "$base" ] && ok "the key is logged" || bad "no key logged"
 [ "$(key_of -o "$tmp/k.fxo" "$tmp/w/block.fxg")" = "$base" ] && ok "the same compile has the same key" || bad "key not stable"
 [ "$(key_of -o "$tmp/other.fxo" "$tmp/w/block.fxg")" = "$base" ] && ok "the output name is not in the key" || bad "-o changed the key"
-for flags in "--backend=eager" "--mode=train" "--inject-bug=relu:accuracy" "--verify-each" "--device=cuda"; do
+for flags in "--backend=eager" "--mode=train" "--inject-bug=relu:accuracy" "--verify-each" "--device=cuda" "--dtype=bf16" "--dtype=f16"; do
   [ "$(key_of $flags -o "$tmp/k.fxo" "$tmp/w/block.fxg")" != "$base" ] && ok "$flags changes the key" || bad "$flags does not change the key"
 done
 cp "$tmp/w/block.safetensors" "$tmp/w/block.safetensors.orig"

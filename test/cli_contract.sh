@@ -47,8 +47,10 @@ check "unknown short option" 2 "$fxc" -Q "$fx/mlp.pt2"
 has "unknown short option named" "$tmp/err" "unknown argument: '-Q'"
 check "two graphs" 2 "$fxc" --emit=fx "$fx/mlp.pt2" "$fx/norms.pt2"
 has "two graphs: the extra one named" "$tmp/err" "unexpected argument '$fx/norms.pt2'"
-check "a planned flag is not yet supported" 2 "$fxc" --dtype=bf16 "$fx/mlp.pt2"
-has "planned flag: not yet supported" "$tmp/err" "--dtype is not yet supported"
+check "a planned flag is not yet supported" 2 "$fxc" --dynamic=x:0 "$fx/mlp.pt2"
+has "planned flag: not yet supported" "$tmp/err" "--dynamic is not yet supported"
+check "--dtype=int8" 2 "$fxc" --dtype=int8 --emit=fx "$fx/mlp.pt2"
+has "--dtype lists its values" "$tmp/err" "invalid value 'int8' for '--dtype'; valid values: bf16, f16"
 
 # --- options the action does not use: a warning each, exit unchanged; -Werror makes it an error
 warns() { # warns <description> <message> <fxc args...>: exit 0 and the warning, exit 2 under -Werror
