@@ -4328,7 +4328,8 @@ std::vector<ValueId> linalg_tensorinv(Emit& e, const DNode& d) {
   rs.insert(rs.end(), s.begin(), s.begin() + ind);
   ValueId inv = e.call("aten.linalg_inv_ex.default",
                        {Emit::t(e.reshape(a, {tail, tail})), kwb("check_errors", true)})[0];
-  return {e.reshape(inv, rs)};
+  // PyTorch's reshape: a view of the (column-major) inverse where its strides allow one.
+  return {e.op("aten.reshape.default", {Emit::t(inv), Emit::ints(rs)})};
 }
 
 std::vector<ValueId> linalg_tensorsolve(Emit& e, const DNode& d) {
@@ -4646,7 +4647,9 @@ std::vector<ValueId> unsafe_masked_index(Emit& e, const DNode& d) {
   if (int64_t(ix.size()) > e.dim(x)) d.fail("too many indices for tensor");
   ValueId got = e.op("aten.index.Tensor",
                      {Emit::t(x), {"", Arg::of_tensors(clamped_indices(e, x, ix, false))}});
-  return {e.where_s(mask, got, d.arg("fill").scalar())};
+  // PyTorch's masked_fill(~mask, fill): self's dtype, an integral fill exactly.
+  return {e.op("aten.masked_fill.Scalar",
+               {Emit::t(got), Emit::t(e.unary("logical_not", mask)), {"", d.arg("fill")}})};
 }
 
 std::vector<ValueId> unsafe_masked_index_put_accumulate(Emit& e, const DNode& d) {
