@@ -1718,6 +1718,7 @@ std::vector<ValueId> tensordot(Emit& e, const DNode& d) {
   std::vector<bool> ca(size_t(ra), false), cb(size_t(rb), false);
   for (size_t k = 0; k < da.size(); ++k) {
     int64_t x = wrap(da[k], ra), y = wrap(db[k], rb);
+    if (x >= ra || y >= rb) d.fail("dimension specified as 0 but tensor has no dimensions");
     if (e.sizes(a)[size_t(x)] != e.sizes(b)[size_t(y)])
       d.fail("contracted dimensions need to match, but first has size " +
              std::to_string(e.sizes(a)[size_t(x)]) + " in dim " + std::to_string(x) +
@@ -4689,7 +4690,7 @@ std::vector<ValueId> gradient(Emit& e, const DNode& d) {
   double h = sp >= 0 && !d.args[size_t(sp)].is_none() ? d.args[size_t(sp)].scalar() : 1.0;
   std::vector<ValueId> out;
   for (int64_t dd : dims) {
-    int64_t n = e.sizes(x)[size_t(dd)];
+    int64_t n = r == 0 ? 1 : e.sizes(x)[size_t(dd)]; // a 0-dim tensor is one element along dim 0
     if (n < order + 1)
       d.fail("torch.gradient expected each dimension size to be at least edge_order+1");
     auto at = [&](int64_t a, int64_t b) { return e.slice(x, dd, a, b); };
