@@ -5886,8 +5886,12 @@ Graph expand_composite(const Graph& g, const Node& n) {
 std::string functional_target(std::string_view target) {
   size_t dot = target.rfind('.');
   if (dot == std::string_view::npos || dot == 0 || target[dot - 1] != '_') return {};
-  std::string f = std::string(target.substr(0, dot - 1)) + std::string(target.substr(dot));
-  return find_op(f) ? f : std::string();
+  std::string base(target.substr(0, dot - 1)), overload(target.substr(dot));
+  // PyTorch names the functional variant `<name>_functional` where `<name>` is another op's
+  // (normal_ -> normal_functional: normal's overloads take tensor means and deviations).
+  for (std::string f : {base + overload, base + "_functional" + overload})
+    if (find_op(f)) return f;
+  return {};
 }
 
 bool functionalizes(std::string_view target) {

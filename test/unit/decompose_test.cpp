@@ -10,6 +10,7 @@
 #include "runtime/compare.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace fxc;
 using namespace fxc::testing;
@@ -305,4 +306,38 @@ TEST_CASE("decompose: a 3-D convolution is 2-D convolutions over the frames") {
       CHECK(d.values[n.arg("input").tensor].meta.dim() == 4);
     }
   CHECK(convs == 3 + 1 + 3); // one per temporal kernel offset
+}
+
+TEST_CASE("decompose: in-place distributions draw what their functional ops draw") {
+  CHECK(functional_target("aten.uniform_.default") == "aten.uniform.default");
+  CHECK(functional_target("aten.normal_.default") == "aten.normal_functional.default");
+  CHECK(functional_target("aten.relu_.default") == "aten.relu.default");
+  CHECK(functional_target("aten.relu.default").empty());
+  TestGraph tg;
+  ValueId x = tg.input("x", {4, 5});
+  auto fresh = [&] { return tg.op("aten.clone.default", {T(x)}); };
+  tg.output(tg.op("aten.uniform_.default", {T(fresh()), F(-1.0), F(3.0)}));
+  tg.output(tg.op("aten.normal_.default", {T(fresh()), F(2.0), F(0.5)}));
+  tg.output(tg.op("aten.exponential_.default", {T(fresh()), F(2.0)}));
+  tg.output(tg.op("aten.cauchy_.default", {T(fresh()), F(1.0), F(2.0)}));
+  tg.output(tg.op("aten.geometric_.default", {T(fresh()), F(0.25)}));
+  tg.output(tg.op("aten.log_normal_.default", {T(fresh()), F(0.0), F(0.5)}));
+  // A write into a graph input stays in place (its reference kernel runs).
+  ValueId in = tg.input("y", {3});
+  tg.output(tg.op("aten.uniform_.default", {T(in)}));
+  Graph d = check_decomposition(tg, {"aten.uniform_.default"});
+  size_t inplace = 0, draws = 0;
+  for (const Node& n : d.nodes) {
+    inplace += target_has_tag(n.target, OpTag::Inplace);
+    draws += n.target == "aten.rand_like.default" || n.target == "aten.randn_like.default";
+  }
+  CHECK(inplace == 1);
+  CHECK(draws == 6);
+  // The functional node takes the in-place node's name, hence its stream: the same draws.
+  std::vector<Tensor> a = interpret(tg.g, tg.inputs), b = interpret(d, tg.inputs);
+  for (size_t k = 0; k + 1 < a.size(); ++k) CHECK(a[k].to_vector() == b[k].to_vector());
+  std::vector<double> u = a[0].to_vector(), g = a[4].to_vector();
+  CHECK(*std::min_element(u.begin(), u.end()) >= -1.0);
+  CHECK(*std::max_element(u.begin(), u.end()) < 3.0);
+  for (double v : g) CHECK((v >= 1 && v == std::floor(v)));
 }
