@@ -2722,6 +2722,43 @@ std::vector<ValueId> normal_tensor(Emit& e, const DNode& d) {
   return {r};
 }
 
+/// multinomial, as PyTorch samples it: without replacement (or one sample), the exponential race:
+/// the indices of the num_samples largest p / E with E = -log1p(-u) ~ Exp(1) per category, which
+/// are distributed as successive draws without replacement (zero probabilities come last); with
+/// replacement, inversion: per sample u ~ U[0, 1) the number of entries of the cumulative sum,
+/// divided by its last entry so that it ends at 1 exactly, that are <= u. In float64 throughout.
+std::vector<ValueId> multinomial(Emit& e, const DNode& d) {
+  ValueId p = d.tensor("self");
+  const int64_t n = d.arg("num_samples").i;
+  const bool replacement = d.arg("replacement").b;
+  if (e.dim(p) < 1 || e.dim(p) > 2) d.fail("prob_dist must be 1 or 2 dim");
+  if (!is_floating(e.dtype(p)))
+    d.fail("multinomial only supports floating-point dtypes for input, got: " +
+           std::string(scalar_type_name(e.dtype(p))));
+  if (n <= 0) d.fail("cannot sample n_sample <= 0 samples");
+  const int64_t k = e.sizes(p).back();
+  if (!replacement && n > k)
+    d.fail("cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  if (k > (int64_t(1) << 24)) d.fail("number of categories cannot exceed 2^24");
+  ValueId q = e.cast(p, DType::F64);
+  if (!replacement || n == 1) {
+    ValueId ex = e.mul_s(e.unary("log1p", e.mul_s(uniform01(e, q), -1.0)), -1.0);
+    ValueId key = e.where_s(e.cmp_s("gt", q, 0.0), e.div(q, ex), -1.0);
+    return {e.call("aten.topk.default", {Emit::t(key), Emit::i(n)})[1]};
+  }
+  ValueId c = e.op("aten.cumsum.default", {Emit::t(q), Emit::i(-1)});
+  c = e.div(c, e.slice(c, e.dim(c) - 1, k - 1, k));
+  std::vector<int64_t> shape = e.sizes(p);
+  shape.back() = n;
+  std::vector<CallArg> rand = {Emit::ints(shape), Emit::kw("dtype", Arg::of_dtype(DType::F64))};
+  if (e.meta(p).device != Device{})
+    rand.push_back(Emit::kw("device", Arg::of_device(e.meta(p).device)));
+  ValueId u = e.op("aten.rand.default", std::move(rand));
+  // A row of zeros (nan cumulative sums) counts every entry: keep the index in range.
+  ValueId ix = sorted_position(e, c, u, true, false);
+  return {e.op("aten.clamp_max.default", {Emit::t(ix), Emit::i(k - 1)})};
+}
+
 std::vector<ValueId> randint_like(Emit& e, const DNode& d) {
   ValueId x = d.tensor("self");
   int64_t lo = d.n.target == "aten.randint_like.low_dtype" ? d.arg("low").i : 0;
@@ -5259,6 +5296,7 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::median, median_all},
     {OpId::median_dim, median_dim},
     {OpId::mse_loss, pointwise_loss},
+    {OpId::multinomial, multinomial},
     {OpId::nanmedian, median_all},
     {OpId::nanmedian_dim, median_dim},
     {OpId::nll_loss, nll_loss},

@@ -3,8 +3,8 @@
 # bit; the same --seed gives byte-identical outputs and another seed different ones; the
 # distributions hold (means and variances of 1e5 samples, randint's buckets, bernoulli's and
 # dropout's keep fractions, dropout's 1/(1-p) scaling, randperm a permutation, the distributions'
-# laws, for their in-place forms too); bad arguments fail with the node named. test/ops_e2e.sh
-# runs test/graphs/ops/random.fxg through ptxas.
+# laws, for their in-place forms too, multinomial's frequencies with and without replacement); bad
+# arguments fail with the node named. test/ops_e2e.sh runs test/graphs/ops/random.fxg through ptxas.
 # Usage: random_ops.sh <fxc>
 set -u
 fxc=$1
@@ -304,4 +304,59 @@ check "in-place distributions hold their laws" 0 python3 "$tmp/dists.py" "$tmp" 
 sed 's/^/     /' "$tmp/out"
 check "uniform_ into a graph input" 0 python3 "$tmp/inplace.py" "$tmp" "$tmp/inplace.eager.safetensors"
 
+# multinomial (docs/random.md): with replacement (inversion) and without (the exponential race),
+# 1-D and 2-D; eager and inductor byte-identical; frequencies of p = (0.1, 0.2, 0.3, 0.4, 0).
+cat >"$tmp/multi.fxg" <<'EOF2'
+{"format": "fxg", "version": 1, "name": "multinomial_stats",
+ "inputs": [{"name": "p", "dtype": "f32", "shape": [5]}],
+ "nodes": [
+  {"name": "pe", "target": "aten.expand.default", "args": [{"ref": "p"}, {"ints": [20000, 5]}]},
+  {"name": "mr", "target": "aten.multinomial.default", "args": [{"ref": "p"}, 100000, true]},
+  {"name": "mw", "target": "aten.multinomial.default", "args": [{"ref": "pe"}, 2]},
+  {"name": "m1", "target": "aten.multinomial.default", "args": [{"ref": "pe"}, 1, true]},
+  {"name": "mr2", "target": "aten.multinomial.default", "args": [{"ref": "pe"}, 3, true]}],
+ "outputs": ["mr", "mw", "m1", "mr2"]}
+EOF2
+python3 - "$tmp/multi.in.safetensors" <<'EOF2'
+import json, struct, sys
+h = json.dumps({'input_0': {'dtype': 'F32', 'shape': [5], 'data_offsets': [0, 20]}}).encode()
+h += b' ' * (-len(h) % 8)
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + struct.pack('<5f', 0.1, 0.2, 0.3, 0.4, 0))
+EOF2
+for b in eager inductor; do
+  check "multinomial runs ($b)" 0 "$fxc" --backend=$b --device=cpu --run \
+    --inputs="$tmp/multi.in.safetensors" --outputs="$tmp/multi.$b.safetensors" "$tmp/multi.fxg"
+done
+check "multinomial: eager and inductor byte-identical" 0 python3 "$tmp/bitwise.py" "$tmp" \
+  "$tmp/multi.eager.safetensors" "$tmp/multi.inductor.safetensors"
+cat >"$tmp/multi.py" <<'EOF2'
+import sys
+sys.path.insert(0, sys.argv[1]); from st import tensors
+t = tensors(sys.argv[2])
+mr, mw, m1, mr2 = (t["output_%d" % i][2] for i in range(4))
+p = [0.1, 0.2, 0.3, 0.4, 0.0]
+# The second draw without replacement: sum over the first i of p_i p_j / (1 - p_i).
+second = [sum(p[i] * p[j] / (1 - p[i]) for i in range(5) if i != j) for j in range(5)]
+freq = lambda v, j: v.count(j) / len(v)
+checks = {
+  "with replacement (1e5): frequencies p, never the zero category":
+      all(abs(freq(mr, j) - p[j]) < 0.008 for j in range(5)),
+  "without replacement (2e4 rows of 2): first draws p, second draws sequential":
+      all(abs(freq(mw[0::2], j) - p[j]) < 0.018 and abs(freq(mw[1::2], j) - second[j]) < 0.018
+          for j in range(5)),
+  "without replacement: two distinct categories per row": all(a != b for a, b in zip(mw[0::2], mw[1::2])),
+  "one sample (exponential race, 2e4 rows): frequencies p": all(abs(freq(m1, j) - p[j]) < 0.018 for j in range(5)),
+  "with replacement, 2-D (2e4 rows of 3): frequencies p": all(abs(freq(mr2, j) - p[j]) < 0.012 for j in range(5)),
+}
+for k, ok in checks.items(): print(("ok   " if ok else "FAIL ") + k)
+sys.exit(0 if all(checks.values()) else 1)
+EOF2
+check "multinomial samples its distribution" 0 python3 "$tmp/multi.py" "$tmp" "$tmp/multi.eager.safetensors"
+sed 's/^/     /' "$tmp/out"
+sed 's/"mw", "target": "aten.multinomial.default", "args": \[{"ref": "pe"}, 2\]/"mw", "target": "aten.multinomial.default", "args": [{"ref": "pe"}, 6]/' \
+  "$tmp/multi.fxg" >"$tmp/multi_bad.fxg"
+check "multinomial(p, 6) of 5 categories without replacement: refused" 1 "$fxc" --backend=eager \
+  --run --inputs="$tmp/multi.in.safetensors" "$tmp/multi_bad.fxg"
+has "multinomial: the error names the node" "$tmp/err" \
+  "node 'mw' (aten.multinomial.default): cannot sample n_sample > prob_dist.size(-1) samples without replacement"
 exit $fail
