@@ -56,7 +56,7 @@ DType wrapped_number_dtype(const Arg& a, DType default_float) {
   return DType::I64;
 }
 
-std::string not_implemented_message(std::string_view kernel, DType t) {
+std::string_view scalar_type_name(DType t) {
   const char* name = "?";
   switch (t) {
   case DType::Bool:
@@ -90,7 +90,12 @@ std::string not_implemented_message(std::string_view kernel, DType t) {
     name = "Double";
     break;
   }
-  return "\"" + std::string(kernel) + "\" not implemented for '" + name + "'";
+  return name;
+}
+
+std::string not_implemented_message(std::string_view kernel, DType t) {
+  return "\"" + std::string(kernel) + "\" not implemented for '" +
+         std::string(scalar_type_name(t)) + "'";
 }
 
 bool can_cast(DType from, DType to) {

@@ -38,6 +38,9 @@ private:
 /// The dtype a wrapped number has on its own: int64, bool, or `default_float` for a float.
 DType wrapped_number_dtype(const Arg& a, DType default_float = DType::F32);
 
+/// c10's ScalarType name of `t` ("Float", "Long"), as PyTorch's messages print a dtype.
+std::string_view scalar_type_name(DType t);
+
 /// PyTorch's AT_DISPATCH error for a kernel with no loop for `t`, with c10's ScalarType name:
 /// "\"bitwise_and_cpu\" not implemented for 'Float'".
 std::string not_implemented_message(std::string_view kernel, DType t);

@@ -1718,6 +1718,7 @@ std::vector<ValueId> tensordot(Emit& e, const DNode& d) {
   std::vector<bool> ca(size_t(ra), false), cb(size_t(rb), false);
   for (size_t k = 0; k < da.size(); ++k) {
     int64_t x = wrap(da[k], ra), y = wrap(db[k], rb);
+    if (x >= ra || y >= rb) d.fail("dimension specified as 0 but tensor has no dimensions");
     if (e.sizes(a)[size_t(x)] != e.sizes(b)[size_t(y)])
       d.fail("contracted dimensions need to match, but first has size " +
              std::to_string(e.sizes(a)[size_t(x)]) + " in dim " + std::to_string(x) +
@@ -2719,6 +2720,43 @@ std::vector<ValueId> normal_tensor(Emit& e, const DNode& d) {
   ValueId r = s.kind == Arg::Kind::Tensor ? e.mul(z, s.tensor) : e.mul_s(z, s.scalar());
   r = m.kind == Arg::Kind::Tensor ? e.add(r, m.tensor) : e.add_s(r, m.scalar());
   return {r};
+}
+
+/// multinomial, as PyTorch samples it: without replacement (or one sample), the exponential race:
+/// the indices of the num_samples largest p / E with E = -log1p(-u) ~ Exp(1) per category, which
+/// are distributed as successive draws without replacement (zero probabilities come last); with
+/// replacement, inversion: per sample u ~ U[0, 1) the number of entries of the cumulative sum,
+/// divided by its last entry so that it ends at 1 exactly, that are <= u. In float64 throughout.
+std::vector<ValueId> multinomial(Emit& e, const DNode& d) {
+  ValueId p = d.tensor("self");
+  const int64_t n = d.arg("num_samples").i;
+  const bool replacement = d.arg("replacement").b;
+  if (e.dim(p) < 1 || e.dim(p) > 2) d.fail("prob_dist must be 1 or 2 dim");
+  if (!is_floating(e.dtype(p)))
+    d.fail("multinomial only supports floating-point dtypes for input, got: " +
+           std::string(scalar_type_name(e.dtype(p))));
+  if (n <= 0) d.fail("cannot sample n_sample <= 0 samples");
+  const int64_t k = e.sizes(p).back();
+  if (!replacement && n > k)
+    d.fail("cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  if (k > (int64_t(1) << 24)) d.fail("number of categories cannot exceed 2^24");
+  ValueId q = e.cast(p, DType::F64);
+  if (!replacement || n == 1) {
+    ValueId ex = e.mul_s(e.unary("log1p", e.mul_s(uniform01(e, q), -1.0)), -1.0);
+    ValueId key = e.where_s(e.cmp_s("gt", q, 0.0), e.div(q, ex), -1.0);
+    return {e.call("aten.topk.default", {Emit::t(key), Emit::i(n)})[1]};
+  }
+  ValueId c = e.op("aten.cumsum.default", {Emit::t(q), Emit::i(-1)});
+  c = e.div(c, e.slice(c, e.dim(c) - 1, k - 1, k));
+  std::vector<int64_t> shape = e.sizes(p);
+  shape.back() = n;
+  std::vector<CallArg> rand = {Emit::ints(shape), Emit::kw("dtype", Arg::of_dtype(DType::F64))};
+  if (e.meta(p).device != Device{})
+    rand.push_back(Emit::kw("device", Arg::of_device(e.meta(p).device)));
+  ValueId u = e.op("aten.rand.default", std::move(rand));
+  // A row of zeros (nan cumulative sums) counts every entry: keep the index in range.
+  ValueId ix = sorted_position(e, c, u, true, false);
+  return {e.op("aten.clamp_max.default", {Emit::t(ix), Emit::i(k - 1)})};
 }
 
 std::vector<ValueId> randint_like(Emit& e, const DNode& d) {
@@ -4379,7 +4417,8 @@ std::vector<ValueId> linalg_tensorinv(Emit& e, const DNode& d) {
   rs.insert(rs.end(), s.begin(), s.begin() + ind);
   ValueId inv = e.call("aten.linalg_inv_ex.default",
                        {Emit::t(e.reshape(a, {tail, tail})), kwb("check_errors", true)})[0];
-  return {e.reshape(inv, rs)};
+  // PyTorch's reshape: a view of the (column-major) inverse where its strides allow one.
+  return {e.op("aten.reshape.default", {Emit::t(inv), Emit::ints(rs)})};
 }
 
 std::vector<ValueId> linalg_tensorsolve(Emit& e, const DNode& d) {
@@ -4697,7 +4736,9 @@ std::vector<ValueId> unsafe_masked_index(Emit& e, const DNode& d) {
   if (int64_t(ix.size()) > e.dim(x)) d.fail("too many indices for tensor");
   ValueId got = e.op("aten.index.Tensor",
                      {Emit::t(x), {"", Arg::of_tensors(clamped_indices(e, x, ix, false))}});
-  return {e.where_s(mask, got, d.arg("fill").scalar())};
+  // PyTorch's masked_fill(~mask, fill): self's dtype, an integral fill exactly.
+  return {e.op("aten.masked_fill.Scalar",
+               {Emit::t(got), Emit::t(e.unary("logical_not", mask)), {"", d.arg("fill")}})};
 }
 
 std::vector<ValueId> unsafe_masked_index_put_accumulate(Emit& e, const DNode& d) {
@@ -4737,7 +4778,7 @@ std::vector<ValueId> gradient(Emit& e, const DNode& d) {
   double h = sp >= 0 && !d.args[size_t(sp)].is_none() ? d.args[size_t(sp)].scalar() : 1.0;
   std::vector<ValueId> out;
   for (int64_t dd : dims) {
-    int64_t n = e.sizes(x)[size_t(dd)];
+    int64_t n = r == 0 ? 1 : e.sizes(x)[size_t(dd)]; // a 0-dim tensor is one element along dim 0
     if (n < order + 1)
       d.fail("torch.gradient expected each dimension size to be at least edge_order+1");
     auto at = [&](int64_t a, int64_t b) { return e.slice(x, dd, a, b); };
@@ -5306,6 +5347,7 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::median, median_all},
     {OpId::median_dim, median_dim},
     {OpId::mse_loss, pointwise_loss},
+    {OpId::multinomial, multinomial},
     {OpId::nanmedian, median_all},
     {OpId::nanmedian_dim, median_dim},
     {OpId::nll_loss, nll_loss},
@@ -5933,8 +5975,12 @@ Graph expand_composite(const Graph& g, const Node& n) {
 std::string functional_target(std::string_view target) {
   size_t dot = target.rfind('.');
   if (dot == std::string_view::npos || dot == 0 || target[dot - 1] != '_') return {};
-  std::string f = std::string(target.substr(0, dot - 1)) + std::string(target.substr(dot));
-  return find_op(f) ? f : std::string();
+  std::string base(target.substr(0, dot - 1)), overload(target.substr(dot));
+  // PyTorch names the functional variant `<name>_functional` where `<name>` is another op's
+  // (normal_ -> normal_functional: normal's overloads take tensor means and deviations).
+  for (std::string f : {base + overload, base + "_functional" + overload})
+    if (find_op(f)) return f;
+  return {};
 }
 
 bool functionalizes(std::string_view target) {

@@ -49,10 +49,12 @@ Graph decompose_if(const Graph& g, const std::function<bool(const Node&)>& selec
 /// (mean/rstd, indices) are what the backward reads, as PyTorch's autograd does.
 Graph to_autograd_forms(const Graph& g);
 
-/// The functional op of an in-place op ("aten.relu_.default" -> "aten.relu.default") when it
-/// is declared, else empty. decompose() rewrites an in-place node to it when the storage it
-/// mutates has no other alias (not a graph input, no views), the result then standing for
-/// every later use of that storage; otherwise the node stays (an extern call).
+/// The functional op of an in-place op ("aten.relu_.default" -> "aten.relu.default", or PyTorch's
+/// `_functional` variant where the plain name is another op's: "aten.normal_.default" ->
+/// "aten.normal_functional.default") when it is declared, else empty. decompose() rewrites an
+/// in-place node to it when the storage it mutates has no other alias (not a graph input, no
+/// views), the result then standing for every later use of that storage; otherwise the node stays
+/// (an extern call).
 std::string functional_target(std::string_view target);
 
 /// Whether decompose() rewrites this in-place op to a functional form (functional_target, or

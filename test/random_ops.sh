@@ -2,8 +2,9 @@
 # The random ops (docs/random.md): eager and inductor on the CPU draw the same numbers bit for
 # bit; the same --seed gives byte-identical outputs and another seed different ones; the
 # distributions hold (means and variances of 1e5 samples, randint's buckets, bernoulli's and
-# dropout's keep fractions, dropout's 1/(1-p) scaling, randperm a permutation); bad arguments
-# fail with the node named. test/ops_e2e.sh runs test/graphs/ops/random.fxg through ptxas.
+# dropout's keep fractions, dropout's 1/(1-p) scaling, randperm a permutation, the distributions'
+# laws, for their in-place forms too, multinomial's frequencies with and without replacement); bad
+# arguments fail with the node named. test/ops_e2e.sh runs test/graphs/ops/random.fxg through ptxas.
 # Usage: random_ops.sh <fxc>
 set -u
 fxc=$1
@@ -226,6 +227,7 @@ sys.path.insert(0, sys.argv[1]); from st import tensors
 t = tensors(sys.argv[2])
 v = [t["output_%d" % i][2] for i in range(7)]
 expo, unif, geom, cauchy, lognorm, norm, rint = v
+inplace = sys.argv[3:] == ["inplace"]  # output_6 is then uniform_(y), checked on its own
 checks = {
   "exponential(2): mean 0.5, min >= 0": abs(st.fmean(expo) - 0.5) < 0.01 and min(expo) >= 0,
   "uniform(-1, 3): in [-1, 3), mean 1": min(unif) >= -1 and max(unif) < 3 and abs(st.fmean(unif) - 1) < 0.02,
@@ -235,12 +237,126 @@ checks = {
   "log_normal(0, 0.5): log mean 0, log std 0.5": min(lognorm) > 0 and
       abs(st.fmean(map(math.log, lognorm))) < 0.01 and abs(st.pstdev(list(map(math.log, lognorm))) - 0.5) < 0.01,
   "normal(0, 2): mean 0, std 2": abs(st.fmean(norm)) < 0.03 and abs(st.pstdev(norm) - 2) < 0.03,
-  "randint_like(10): integers 0..9, each about 10%": set(rint) == set(range(10)) and
+  "randint_like(10): integers 0..9, each about 10%": inplace or set(rint) == set(range(10)) and
       all(abs(rint.count(k) / len(rint) - 0.1) < 0.006 for k in range(10)),
 }
+if inplace: del checks["randint_like(10): integers 0..9, each about 10%"]
 for k, ok in checks.items(): print(("ok   " if ok else "FAIL ") + k)
 sys.exit(0 if all(checks.values()) else 1)
 EOF
 check "distributions hold their laws" 0 python3 "$tmp/dists.py" "$tmp" "$tmp/dists.eager.safetensors"
 sed 's/^/     /' "$tmp/out"
+
+# The in-place forms a default export keeps: on fresh storage (clone) inductor functionalizes them
+# into the functional ops, named as the in-place node (the same stream as eager's kernel); a write
+# into a graph input (y) stays in place, the reference kernel on both backends. The same laws.
+cat >"$tmp/inplace.fxg" <<'EOF2'
+{"format": "fxg", "version": 1, "name": "inplace_dists",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [100000]}, {"name": "y", "dtype": "f32", "shape": [1000]}],
+ "nodes": [
+  {"name": "c0", "target": "aten.clone.default", "args": [{"ref": "x"}]},
+  {"name": "c1", "target": "aten.clone.default", "args": [{"ref": "x"}]},
+  {"name": "c2", "target": "aten.clone.default", "args": [{"ref": "x"}]},
+  {"name": "c3", "target": "aten.clone.default", "args": [{"ref": "x"}]},
+  {"name": "c4", "target": "aten.clone.default", "args": [{"ref": "x"}]},
+  {"name": "c5", "target": "aten.clone.default", "args": [{"ref": "x"}]},
+  {"name": "expo_", "target": "aten.exponential_.default", "args": [{"ref": "c0"}, 2.0]},
+  {"name": "unif_", "target": "aten.uniform_.default", "args": [{"ref": "c1"}, -1.0, 3.0]},
+  {"name": "geom_", "target": "aten.geometric_.default", "args": [{"ref": "c2"}, 0.25]},
+  {"name": "cauchy_", "target": "aten.cauchy_.default", "args": [{"ref": "c3"}, 1.0, 2.0]},
+  {"name": "lognorm_", "target": "aten.log_normal_.default", "args": [{"ref": "c4"}, 0.0, 0.5]},
+  {"name": "norm_", "target": "aten.normal_.default", "args": [{"ref": "c5"}, 0.0, 2.0]},
+  {"name": "yu_", "target": "aten.uniform_.default", "args": [{"ref": "y"}, 5.0, 6.0]}],
+ "outputs": ["expo_", "unif_", "geom_", "cauchy_", "lognorm_", "norm_", "yu_"]}
+EOF2
+python3 - "$tmp/inplace.in.safetensors" <<'EOF2'
+import json, struct, sys
+n, m = 100000, 1000
+h = json.dumps({'input_0': {'dtype': 'F32', 'shape': [n], 'data_offsets': [0, 4 * n]},
+                'input_1': {'dtype': 'F32', 'shape': [m], 'data_offsets': [4 * n, 4 * (n + m)]}}).encode()
+h += b' ' * (-len(h) % 8)
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + b'\0' * (4 * (n + m)))
+EOF2
+for b in eager inductor; do
+  check "in-place distributions run ($b)" 0 "$fxc" --backend=$b --device=cpu --run \
+    --inputs="$tmp/inplace.in.safetensors" --outputs="$tmp/inplace.$b.safetensors" \
+    --log=graph_breaks "$tmp/inplace.fxg"
+done
+# Inductor functionalizes the writes into clones; only the write into the graph input y is left
+# to an extern call of its reference kernel.
+has "inductor: the write into a graph input is an extern call" "$tmp/err" \
+  "fallback aten.uniform_.default"
+if [ "$(grep -c fallback "$tmp/err")" = 1 ]; then ok "inductor: the writes into clones are functionalized"
+else bad "inductor: the writes into clones are functionalized" "$(grep fallback "$tmp/err")"; fi
+check "in-place distributions: eager and inductor draw the same samples" 0 python3 \
+  "$tmp/close.py" "$tmp" "$tmp/inplace.eager.safetensors" "$tmp/inplace.inductor.safetensors"
+cat >"$tmp/inplace.py" <<'EOF2'
+import sys
+sys.path.insert(0, sys.argv[1]); from st import tensors
+t = tensors(sys.argv[2])
+y = t["output_6"][2]
+ok = min(y) >= 5 and max(y) < 6 and len(set(y)) > 990
+print(("ok   " if ok else "FAIL ") + "uniform_ of a graph input: in [5, 6), 1000 distinct values")
+sys.exit(0 if ok else 1)
+EOF2
+check "in-place distributions hold their laws" 0 python3 "$tmp/dists.py" "$tmp" \
+  "$tmp/inplace.eager.safetensors" inplace
+sed 's/^/     /' "$tmp/out"
+check "uniform_ into a graph input" 0 python3 "$tmp/inplace.py" "$tmp" "$tmp/inplace.eager.safetensors"
+
+# multinomial (docs/random.md): with replacement (inversion) and without (the exponential race),
+# 1-D and 2-D; eager and inductor byte-identical; frequencies of p = (0.1, 0.2, 0.3, 0.4, 0).
+cat >"$tmp/multi.fxg" <<'EOF2'
+{"format": "fxg", "version": 1, "name": "multinomial_stats",
+ "inputs": [{"name": "p", "dtype": "f32", "shape": [5]}],
+ "nodes": [
+  {"name": "pe", "target": "aten.expand.default", "args": [{"ref": "p"}, {"ints": [20000, 5]}]},
+  {"name": "mr", "target": "aten.multinomial.default", "args": [{"ref": "p"}, 100000, true]},
+  {"name": "mw", "target": "aten.multinomial.default", "args": [{"ref": "pe"}, 2]},
+  {"name": "m1", "target": "aten.multinomial.default", "args": [{"ref": "pe"}, 1, true]},
+  {"name": "mr2", "target": "aten.multinomial.default", "args": [{"ref": "pe"}, 3, true]}],
+ "outputs": ["mr", "mw", "m1", "mr2"]}
+EOF2
+python3 - "$tmp/multi.in.safetensors" <<'EOF2'
+import json, struct, sys
+h = json.dumps({'input_0': {'dtype': 'F32', 'shape': [5], 'data_offsets': [0, 20]}}).encode()
+h += b' ' * (-len(h) % 8)
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + struct.pack('<5f', 0.1, 0.2, 0.3, 0.4, 0))
+EOF2
+for b in eager inductor; do
+  check "multinomial runs ($b)" 0 "$fxc" --backend=$b --device=cpu --run \
+    --inputs="$tmp/multi.in.safetensors" --outputs="$tmp/multi.$b.safetensors" "$tmp/multi.fxg"
+done
+check "multinomial: eager and inductor byte-identical" 0 python3 "$tmp/bitwise.py" "$tmp" \
+  "$tmp/multi.eager.safetensors" "$tmp/multi.inductor.safetensors"
+cat >"$tmp/multi.py" <<'EOF2'
+import sys
+sys.path.insert(0, sys.argv[1]); from st import tensors
+t = tensors(sys.argv[2])
+mr, mw, m1, mr2 = (t["output_%d" % i][2] for i in range(4))
+p = [0.1, 0.2, 0.3, 0.4, 0.0]
+# The second draw without replacement: sum over the first i of p_i p_j / (1 - p_i).
+second = [sum(p[i] * p[j] / (1 - p[i]) for i in range(5) if i != j) for j in range(5)]
+freq = lambda v, j: v.count(j) / len(v)
+checks = {
+  "with replacement (1e5): frequencies p, never the zero category":
+      all(abs(freq(mr, j) - p[j]) < 0.008 for j in range(5)),
+  "without replacement (2e4 rows of 2): first draws p, second draws sequential":
+      all(abs(freq(mw[0::2], j) - p[j]) < 0.018 and abs(freq(mw[1::2], j) - second[j]) < 0.018
+          for j in range(5)),
+  "without replacement: two distinct categories per row": all(a != b for a, b in zip(mw[0::2], mw[1::2])),
+  "one sample (exponential race, 2e4 rows): frequencies p": all(abs(freq(m1, j) - p[j]) < 0.018 for j in range(5)),
+  "with replacement, 2-D (2e4 rows of 3): frequencies p": all(abs(freq(mr2, j) - p[j]) < 0.012 for j in range(5)),
+}
+for k, ok in checks.items(): print(("ok   " if ok else "FAIL ") + k)
+sys.exit(0 if all(checks.values()) else 1)
+EOF2
+check "multinomial samples its distribution" 0 python3 "$tmp/multi.py" "$tmp" "$tmp/multi.eager.safetensors"
+sed 's/^/     /' "$tmp/out"
+sed 's/"mw", "target": "aten.multinomial.default", "args": \[{"ref": "pe"}, 2\]/"mw", "target": "aten.multinomial.default", "args": [{"ref": "pe"}, 6]/' \
+  "$tmp/multi.fxg" >"$tmp/multi_bad.fxg"
+check "multinomial(p, 6) of 5 categories without replacement: refused" 1 "$fxc" --backend=eager \
+  --run --inputs="$tmp/multi.in.safetensors" "$tmp/multi_bad.fxg"
+has "multinomial: the error names the node" "$tmp/err" \
+  "node 'mw' (aten.multinomial.default): cannot sample n_sample > prob_dist.size(-1) samples without replacement"
 exit $fail

@@ -1,6 +1,7 @@
 // Meta functions of the random ops (rand, randn, randint, randperm, their _like forms,
-// bernoulli, native_dropout) and of native_dropout_backward: contiguous outputs of the requested
-// dtype (rand and randn: a floating one), or the layout of the input for the _like forms.
+// bernoulli, native_dropout, the in-place distributions) and of native_dropout_backward:
+// contiguous outputs of the requested dtype (rand and randn: a floating one), the layout of the
+// input for the _like forms, self for the in-place ones.
 #include "frontend/meta/meta_util.h"
 
 namespace fxc::meta_detail {
@@ -104,11 +105,22 @@ Metas native_dropout_backward(const Graph& g, const Node& n) {
   return {make(is_floating(gr.dtype) ? gr.dtype : DType::F32, gr.sizes, gr.device)};
 }
 
+/// The in-place distributions (uniform_, normal_, ...): self, which they overwrite.
+Metas random_inplace(const Graph& g, const Node& n) {
+  Ctx c(g, n);
+  return {c.tensor("self")};
+}
+
 const OpTable<MetaFn>::Row kRandomMeta[] = {
     {OpId::bernoulli, guarded<bernoulli>},
     {OpId::bernoulli_p, guarded<bernoulli>},
+    {OpId::cauchy_, guarded<random_inplace>},
+    {OpId::exponential_, guarded<random_inplace>},
+    {OpId::geometric_, guarded<random_inplace>},
+    {OpId::log_normal_, guarded<random_inplace>},
     {OpId::native_dropout, guarded<native_dropout>},
     {OpId::native_dropout_backward, guarded<native_dropout_backward>},
+    {OpId::normal_, guarded<random_inplace>},
     {OpId::rand, guarded<rand>},
     {OpId::rand_like, guarded<rand_like>},
     {OpId::randint, guarded<randint>},
@@ -116,6 +128,7 @@ const OpTable<MetaFn>::Row kRandomMeta[] = {
     {OpId::randn, guarded<rand>},
     {OpId::randn_like, guarded<rand_like>},
     {OpId::randperm, guarded<randperm>},
+    {OpId::uniform_, guarded<random_inplace>},
 };
 
 } // namespace

@@ -358,6 +358,19 @@ inline Tensor reshape_impl(const Tensor& x, const Shape& size) {
   return view_of(y, shape, contiguous_strides(shape), 0);
 }
 
+/// An in-place op's result `r`, computed out of place, written into self (PyTorch's checks of an
+/// in-place result: castable to self's dtype, self's sizes).
+inline Tensors write_back(const Tensor& self, const Tensor& r) {
+  if (!can_cast(r.dtype(), self.dtype()))
+    fail("result type " + dname(r.dtype()) + " can't be cast to the desired output type " +
+         dname(self.dtype()));
+  if (r.sizes() != self.sizes())
+    fail("output with shape " + shape_str(self.sizes()) + " doesn't match the broadcast shape " +
+         shape_str(r.sizes()));
+  self.copy_from(r);
+  return {self};
+}
+
 // A tensor of `size` filled with a Scalar argument (integers exactly).
 inline Tensor filled(DType dt, const Shape& size, const Arg& value) {
   Tensor t = Tensor::empty(dt, size);

@@ -851,17 +851,6 @@ Tensors k_clamp_tensor(const KernelCall& c) {
 
 // ---- In-place ops: compute out of place, then write into self ----
 
-Tensors write_back(const Tensor& self, const Tensor& r) {
-  if (!can_cast(r.dtype(), self.dtype()))
-    fail("result type " + dname(r.dtype()) + " can't be cast to the desired output type " +
-         dname(self.dtype()));
-  if (r.sizes() != self.sizes())
-    fail("output with shape " + shape_str(self.sizes()) + " doesn't match the broadcast shape " +
-         shape_str(r.sizes()));
-  self.copy_from(r);
-  return {self};
-}
-
 Tensors k_relu_(const KernelCall& c) {
   return write_back(c.tensor("self"), k_relu(c)[0]);
 }

@@ -1,7 +1,8 @@
 // Reference kernels of the random ops (rand, randn, randint, their _like forms, bernoulli,
-// native_dropout, randperm) and of native_dropout_backward. Every value is a pure function of
-// (seed, node, element index) through Philox4x32-10 (frontend/philox.h), the function the
-// inductor lowerings (passes/lower/random.cpp) compute, so eager and inductor agree bit for bit.
+// native_dropout, randperm, the in-place distributions) and of native_dropout_backward. Every value
+// is a pure function of (seed, node, element index) through Philox4x32-10 (frontend/philox.h), the
+// function the inductor lowerings (passes/lower/random.cpp) compute, so eager and inductor agree
+// bit for bit.
 #include "runtime/kernels/kernel_util.h"
 
 #include "frontend/philox.h"
@@ -186,12 +187,34 @@ Tensors k_randperm(const KernelCall& c) {
   return {out};
 }
 
+/// An in-place distribution (uniform_, normal_, exponential_, cauchy_, geometric_, log_normal_):
+/// its functional op (`functional`: uniform, normal_functional, ...) on the same arguments and
+/// under the same node name, written into self. The functional op is a decomposition over a
+/// rand_like or randn_like node named after this node, as decompose() names it where it
+/// functionalizes the write, so eager and inductor draw the same stream (docs/random.md).
+template <const char* functional> Tensors k_random_(const KernelCall& c) {
+  Node n = c.node;
+  n.target = functional;
+  n.schema = find_schema(functional);
+  assert(n.schema && n.schema->args.size() == c.node.schema->args.size() &&
+         "an in-place distribution takes its functional op's arguments");
+  return write_back(c.tensor("self"), run_kernel({n, c.tensors, c.lists, c.float64})[0]);
+}
+constexpr char kCauchy[] = "aten.cauchy.default", kExponential[] = "aten.exponential.default",
+               kGeometric[] = "aten.geometric.default", kLogNormal[] = "aten.log_normal.default",
+               kNormal[] = "aten.normal_functional.default", kUniform[] = "aten.uniform.default";
+
 const OpTable<KernelFn>::Row kRandomKernels[] = {
     {OpId::bernoulli, k_bernoulli},
     {OpId::bernoulli_p, k_bernoulli},
+    {OpId::cauchy_, k_random_<kCauchy>},
     {OpId::dropout, k_dropout},
+    {OpId::exponential_, k_random_<kExponential>},
+    {OpId::geometric_, k_random_<kGeometric>},
+    {OpId::log_normal_, k_random_<kLogNormal>},
     {OpId::native_dropout, k_native_dropout},
     {OpId::native_dropout_backward, k_native_dropout_backward},
+    {OpId::normal_, k_random_<kNormal>},
     {OpId::rand, k_rand},
     {OpId::rand_like, k_rand_like},
     {OpId::randint, k_randint},
@@ -199,6 +222,7 @@ const OpTable<KernelFn>::Row kRandomKernels[] = {
     {OpId::randn, k_randn},
     {OpId::randn_like, k_randn_like},
     {OpId::randperm, k_randperm},
+    {OpId::uniform_, k_random_<kUniform>},
 };
 
 } // namespace

@@ -53,6 +53,29 @@ TEST_CASE("composite: list results, copies and integer results") {
   CHECK(out[1].to_vector() == std::vector<double>{0, 1, 2, 2, 3, 3});
 }
 
+TEST_CASE("composite: dtypes and strides are those of PyTorch's decomposition") {
+  TestGraph tg;
+  // _unsafe_masked_index is masked_fill(index(x), ~mask, fill): x's dtype, int64 exactly.
+  ValueId x = tg.input_values("x", DType::I64, {3}, {int64_t(1) << 60, 5, 7});
+  ValueId mask = tg.input_values("m", DType::Bool, {3}, {1, 0, 1});
+  ValueId ix = tg.input_values("i", DType::I64, {3}, {0, 2, 1});
+  ValueId mi = tg.op("aten._unsafe_masked_index.default",
+                     {T(x), T(mask), {"", Arg::of_tensors({ix})}, I(-8)});
+  CHECK(tg.g.values[size_t(mi)].meta.dtype == DType::I64);
+  // linalg_tensorinv reshapes the column-major inverse as a view: [12, 1, 2, 2, 3] with strides
+  // {1, 144, 72, 36, 12}, as torch.export records it.
+  ValueId a = tg.input("a", {2, 2, 3, 12, 1});
+  ValueId inv = tg.op("aten.linalg_tensorinv.default", {T(a), I(3)});
+  CHECK(tg.g.values[size_t(inv)].meta.sizes == std::vector<int64_t>{12, 1, 2, 2, 3});
+  CHECK(tg.g.values[size_t(inv)].meta.strides == std::vector<int64_t>{1, 144, 72, 36, 12});
+  tg.output(mi);
+  std::vector<Tensor> out = interpret(tg.g, tg.inputs);
+  CHECK(out[0].dtype() == DType::I64);
+  CHECK(out[0].load_int(0) == int64_t(1) << 60);
+  CHECK(out[0].load_int(1) == -8);
+  CHECK(out[0].load_int(2) == 5);
+}
+
 TEST_CASE("composite: argument errors name the node") {
   TestGraph tg;
   ValueId x = tg.input("x", {3, 4});

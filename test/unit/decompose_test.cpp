@@ -10,6 +10,8 @@
 #include "runtime/compare.h"
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 
 using namespace fxc;
 using namespace fxc::testing;
@@ -349,4 +351,85 @@ TEST_CASE("decompose: a 3-D convolution is 2-D convolutions over the frames") {
       CHECK(d.values[n.arg("input").tensor].meta.dim() == 4);
     }
   CHECK(convs == 3 + 1 + 3); // one per temporal kernel offset
+}
+
+TEST_CASE("decompose: in-place distributions draw what their functional ops draw") {
+  CHECK(functional_target("aten.uniform_.default") == "aten.uniform.default");
+  CHECK(functional_target("aten.normal_.default") == "aten.normal_functional.default");
+  CHECK(functional_target("aten.relu_.default") == "aten.relu.default");
+  CHECK(functional_target("aten.relu.default").empty());
+  TestGraph tg;
+  ValueId x = tg.input("x", {4, 5});
+  auto fresh = [&] { return tg.op("aten.clone.default", {T(x)}); };
+  tg.output(tg.op("aten.uniform_.default", {T(fresh()), F(-1.0), F(3.0)}));
+  tg.output(tg.op("aten.normal_.default", {T(fresh()), F(2.0), F(0.5)}));
+  tg.output(tg.op("aten.exponential_.default", {T(fresh()), F(2.0)}));
+  tg.output(tg.op("aten.cauchy_.default", {T(fresh()), F(1.0), F(2.0)}));
+  tg.output(tg.op("aten.geometric_.default", {T(fresh()), F(0.25)}));
+  tg.output(tg.op("aten.log_normal_.default", {T(fresh()), F(0.0), F(0.5)}));
+  // A write into a graph input stays in place (its reference kernel runs).
+  ValueId in = tg.input("y", {3});
+  tg.output(tg.op("aten.uniform_.default", {T(in)}));
+  Graph d = check_decomposition(tg, {"aten.uniform_.default"});
+  size_t inplace = 0, draws = 0;
+  for (const Node& n : d.nodes) {
+    inplace += target_has_tag(n.target, OpTag::Inplace);
+    draws += n.target == "aten.rand_like.default" || n.target == "aten.randn_like.default";
+  }
+  CHECK(inplace == 1);
+  CHECK(draws == 6);
+  // The functional node takes the in-place node's name, hence its stream: the same draws.
+  std::vector<Tensor> a = interpret(tg.g, tg.inputs), b = interpret(d, tg.inputs);
+  for (size_t k = 0; k + 1 < a.size(); ++k) CHECK(a[k].to_vector() == b[k].to_vector());
+  std::vector<double> u = a[0].to_vector(), g = a[4].to_vector();
+  CHECK(*std::min_element(u.begin(), u.end()) >= -1.0);
+  CHECK(*std::max_element(u.begin(), u.end()) < 3.0);
+  for (double v : g) CHECK((v >= 1 && v == std::floor(v)));
+}
+
+TEST_CASE("decompose: multinomial samples categories by their probabilities") {
+  TestGraph tg;
+  ValueId p =
+      tg.input_values("p", DType::F32, {3, 4}, {0, 1, 0, 3, /**/ 1, 1, 1, 1, /**/ 0, 0, 5, 0});
+  ValueId w = tg.op("aten.multinomial.default", {T(p), I(2)});
+  ValueId r = tg.op("aten.multinomial.default", {T(p), I(50), B(true)});
+  ValueId one = tg.op("aten.multinomial.default", {T(p), I(1), B(true)});
+  ValueId v = tg.input_values("v", DType::F64, {3}, {0.2, 0, 0.8});
+  ValueId v1 = tg.op("aten.multinomial.default", {T(v), I(20), B(true)});
+  CHECK(tg.g.values[size_t(w)].meta.sizes == std::vector<int64_t>{3, 2});
+  CHECK(tg.g.values[size_t(w)].meta.dtype == DType::I64);
+  CHECK(tg.g.values[size_t(r)].meta.sizes == std::vector<int64_t>{3, 50});
+  CHECK(tg.g.values[size_t(v1)].meta.sizes == std::vector<int64_t>{20});
+  for (ValueId o : {w, r, one, v1}) tg.output(o);
+  Graph d = check_decomposition(tg);
+  std::vector<Tensor> out = interpret(d, tg.inputs);
+  std::vector<double> wo = out[0].to_vector(), ro = out[1].to_vector(), oo = out[2].to_vector(),
+                      vo = out[3].to_vector();
+  // Without replacement: distinct positive categories; row 0 has exactly two.
+  CHECK(std::set<double>{wo[0], wo[1]} == std::set<double>{1, 3});
+  CHECK(wo[2] != wo[3]);
+  CHECK(wo[4] == 2); // row 2 has one positive category, then a zero one
+  // With replacement: only positive categories.
+  for (int64_t j = 0; j < 50; ++j) {
+    CHECK((ro[size_t(j)] == 1 || ro[size_t(j)] == 3));
+    CHECK(ro[size_t(100 + j)] == 2);
+  }
+  CHECK(oo[2] == 2);
+  for (double x : vo) CHECK((x == 0 || x == 2));
+}
+
+TEST_CASE("decompose: multinomial's argument errors are PyTorch's") {
+  TestGraph tg;
+  ValueId p = tg.input("p", {2, 3}, 0, 1);
+  ValueId p3 = tg.input("p3", {2, 2, 3}, 0, 1);
+  ValueId pi = tg.input_values("pi", DType::I64, {3}, {1, 2, 3});
+  auto fails = [&](std::vector<CallArg> call, const char* msg) {
+    CHECK_THROWS_WITH_AS(tg.op("aten.multinomial.default", std::move(call)), doctest::Contains(msg),
+                         Error);
+  };
+  fails({T(p3), I(1)}, "prob_dist must be 1 or 2 dim");
+  fails({T(pi), I(1)}, "multinomial only supports floating-point dtypes for input, got: Long");
+  fails({T(p), I(0)}, "cannot sample n_sample <= 0 samples");
+  fails({T(p), I(4)}, "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  CHECK_NOTHROW(tg.op("aten.multinomial.default", {T(p), I(4), B(true)}));
 }
