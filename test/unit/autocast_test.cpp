@@ -294,3 +294,35 @@ TEST_CASE("autocast: the converted graph differentiates; gradients keep the inpu
   REQUIRE(aot.backward.outputs.size() == 2);
   for (ValueId g : aot.backward.outputs) CHECK(dtype_of(aot.backward, g) == DType::F32);
 }
+
+TEST_CASE("autocast: a view is cast as its base; metadata assertions follow the new dtype") {
+  TestGraph tg;
+  // core ATen's batched input times a weight: bmm(x, expand(permute(W))).
+  ValueId x = f32_input(tg, "x", {4, 6, 8});
+  ValueId w = f32_weight(tg, "proj.weight", {5, 8});
+  ValueId wt = tg.op("aten.permute.default", {T(w), Is({1, 0})});
+  ValueId we = tg.op("aten.expand.default", {T(wt), Is({4, 8, 5})});
+  ValueId y = tg.op("aten.bmm.default", {T(x), T(we)});
+  tg.ops("aten._assert_tensor_metadata.default", {T(y), KW("dtype", Arg::of_dtype(DType::F32))});
+  tg.output(y);
+  Graph g = autocast(tg.g, DType::BF16);
+  // The weight's cast copies its 40 elements, not the 160 of the expanded view.
+  int casts = 0;
+  for (const Node& n : g.nodes)
+    if (n.target == "aten._to_copy.default") {
+      ++casts;
+      ValueId in = n.args[0].tensor;
+      CHECK(g.values[size_t(in)].producer < 0); // a graph input or weight, not a view
+    }
+  CHECK(casts == 2);
+  CHECK(input_dtypes(g, "aten.bmm.default") == std::vector<DType>{DType::BF16, DType::BF16});
+  for (const Node& n : g.nodes)
+    if (n.target == "aten._assert_tensor_metadata.default")
+      CHECK(n.arg("dtype").dtype() == DType::BF16);
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs), got = interpret(g, tg.inputs);
+  CompareOptions o;
+  o.rtol = o.atol = 2e-2;
+  CompareResult r = compare_tensors(got[0].to(DType::F32), want[0], o);
+  INFO(r.message);
+  CHECK(r.ok);
+}
