@@ -363,6 +363,26 @@ TEST_CASE("lower: bmm with a matrix broadcast over the batch is one product over
   CHECK(mm->call.op == "mm");
   CHECK(mm->sizes == std::vector<int64_t>{15, 6});
   check_compiled(tg);
+  // The same with a computed matrix (as --dtype=bf16's cast of a weight): still one product,
+  // and the matrix is computed once, not once per batch.
+  TestGraph cg;
+  ValueId x2 = f32_input(cg, "x", {3, 5, 4});
+  ValueId w2 = cg.op("aten.neg.default", {T(f32_input(cg, "w", {4, 6}))});
+  ValueId a2 = cg.op("aten.permute.default", {T(x2), Is({1, 0, 2})});
+  ValueId b2 = cg.op("aten.expand.default", {T(w2), Is({5, 4, 6})});
+  cg.output(cg.op("aten.bmm.default", {T(a2), T(b2)}));
+  LoopProgram lp2 = lower(cg.g);
+  int gemms = 0;
+  for (auto& buf : lp2.buffers) {
+    CHECK(TestGraph::meta(DType::F32, buf.sizes).numel() < 5 * 4 * 6);
+    if (buf.kind == Buffer::Kind::Extern) {
+      ++gemms;
+      CHECK(buf.call.op == "mm");
+      CHECK(buf.sizes == std::vector<int64_t>{15, 6});
+    }
+  }
+  CHECK(gemms == 1);
+  check_compiled(cg);
 }
 
 TEST_CASE("lower: linear and cubic upsampling run one pass per dim, innermost first") {
