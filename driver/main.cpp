@@ -12,6 +12,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include <execinfo.h>
 #include <unistd.h>
 
 namespace {
@@ -54,6 +55,12 @@ extern "C" void on_crash(int sig) {
       write_stderr(repro);
     }
     write_stderr("\nplease report this bug with the command line and the input graph\n");
+    // The stack, for the report: each frame as the binary and an offset into it
+    // (`addr2line -f -e fxc 0x...` of an unstripped build of the same commit names it).
+    void* frames[64];
+    int n = ::backtrace(frames, 64);
+    write_stderr("fxc: stack:\n");
+    ::backtrace_symbols_fd(frames, n, 2);
   }
   ::_exit(70);
 }
@@ -63,6 +70,10 @@ extern "C" void on_crash(int sig) {
 void install_crash_handlers() {}
 #else
 void install_crash_handlers() {
+  // backtrace() loads libgcc on its first call, which allocates: done here, not in a handler
+  // that may run on a corrupt heap.
+  void* warm[1];
+  (void)::backtrace(warm, 1);
   static char alt_stack[1 << 16]; // a stack overflow must still reach the handler
   stack_t ss{};
   ss.ss_sp = alt_stack;
