@@ -246,8 +246,12 @@ CublasLt& CublasLt::get() {
 }
 
 CublasLt& CublasLt::get(Context& ctx) {
+  // Never destroyed: at exit the library's own statics (registered when it was opened, after
+  // this map was made) are torn down first, and destroying the handle then frees what is gone
+  // (free(): invalid pointer in cublasLtDestroy, seen on the H200). The process's exit
+  // releases the device memory with the contexts.
   static std::mutex mu;
-  static std::map<int, LtSingleton> per_device;
+  static auto& per_device = *new std::map<int, LtSingleton>();
   std::lock_guard<std::mutex> lock(mu);
   auto it = per_device.find(ctx.ordinal());
   if (it == per_device.end()) {

@@ -129,8 +129,11 @@ struct Contexts {
   std::map<int, std::string> errors;
 };
 
+// Never destroyed, as cuBLASLt's and cuDNN's handles: libcuda is opened after this is made, so
+// at exit its own statics would be torn down before a context's destructor called into it. The
+// driver releases every context when the process ends.
 Contexts& contexts() {
-  static Contexts c;
+  static Contexts& c = *new Contexts();
   return c;
 }
 
