@@ -284,13 +284,7 @@ private:
     std::string hint = src.name + "_" + std::string(dtype_name(t));
     ValueId c = add_node1(g_, "aten._to_copy.default",
                           {{"", Arg::of_tensor(v)}, {"dtype", Arg::of_dtype(t)}}, hint, &names_);
-    // A dynamic graph's cast has the symbolic sizes of what it casts.
-    TensorMeta& m = g_.values[size_t(c)].meta;
-    const TensorMeta& from = g_.values[size_t(v)].meta;
-    m.sym_sizes = from.sym_sizes;
-    if (m.strides == from.strides) m.sym_strides = from.sym_strides;
-    g_.nodes.back().stack_trace = consumer.stack_trace;
-    g_.nodes.back().nn_module_stack = consumer.nn_module_stack;
+    like(c, v, consumer);
     (t == low_ ? stats_.casts_to_lower : stats_.casts_to_f32)++;
     casts_.emplace(key, c);
     return c;
@@ -322,13 +316,19 @@ private:
     const Value& orig = g_.values[size_t(v)];
     std::string hint = orig.name + "_" + std::string(dtype_name(t));
     ValueId c = add_node1(g_, view.target, std::move(call), hint, &names_);
+    like(c, v, view);
+    return c;
+  }
+
+  // The node just added, whose output `c` stands for `v` in another dtype: a dynamic graph's
+  // symbolic sizes of `v`, and `src`'s source location.
+  void like(ValueId c, ValueId v, const Node& src) {
     TensorMeta& m = g_.values[size_t(c)].meta;
     const TensorMeta& from = g_.values[size_t(v)].meta;
     m.sym_sizes = from.sym_sizes;
     if (m.strides == from.strides) m.sym_strides = from.sym_strides;
-    g_.nodes.back().stack_trace = view.stack_trace;
-    g_.nodes.back().nn_module_stack = view.nn_module_stack;
-    return c;
+    g_.nodes.back().stack_trace = src.stack_trace;
+    g_.nodes.back().nn_module_stack = src.nn_module_stack;
   }
 
   Graph& g_;
