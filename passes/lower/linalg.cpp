@@ -202,6 +202,36 @@ bool lower_addmm_epilogue(Lowerer& L, int n, LVal& bias, LVal& a, LVal& b) {
   return true;
 }
 
+bool value_uses_var(const VExpr& e, int id);
+
+/// Whether index `e` reads loop variable `id` (through floor divisions, moduli and indirect
+/// values too).
+bool index_uses_var(const IndexExpr& e, int id) {
+  for (const auto& [a, c] : e.terms()) {
+    switch (a.kind) {
+    case IndexAtom::Kind::Var:
+      if (a.id == id) return true;
+      break;
+    case IndexAtom::Kind::FloorDiv:
+    case IndexAtom::Kind::Mod:
+      if (a.arg && index_uses_var(*a.arg, id)) return true;
+      break;
+    case IndexAtom::Kind::Indirect:
+      if (a.value && value_uses_var(*a.value, id)) return true;
+      break;
+    }
+  }
+  return false;
+}
+
+/// Whether value expression `e` reads loop variable `id` (in a load's or index_expr's index).
+bool value_uses_var(const VExpr& e, int id) {
+  if ((e.op == VOp::Load || e.op == VOp::Index) && index_uses_var(e.index, id)) return true;
+  for (const VPtr& a : e.args)
+    if (a && value_uses_var(*a, id)) return true;
+  return false;
+}
+
 void lower_mm(Lowerer& L, int n) {
   LVal& a = L.input(n, "self");
   LVal& b = L.input(n, "mat2");
@@ -217,16 +247,11 @@ void lower_mm(Lowerer& L, int n) {
   if (a.sizes.size() == 3 && a.sizes[0] > 1) {
     std::optional<ExternOperand> bo = L.strided_operand(b);
     bool shared = bo && bo->strides[0] == 0;
-    if (!bo && b.buffer < 0) {
-      // A computed operand whose elements do not depend on the batch index is such a matrix
-      // too: --dtype=bf16's cast of a weight under its expand (torchvision's attention on
-      // [L, N, E] inputs: 197 copies of a 2304x768 weight otherwise).
-      std::vector<IndexExpr> vars = make_vars({b.sizes[1], b.sizes[2]}, 1);
-      std::string n0, n1;
-      std::string at0 = print_body(L.at(b, {IndexExpr(0), vars[0], vars[1]}), L.p_, "", &n0);
-      std::string at1 = print_body(L.at(b, {IndexExpr(1), vars[0], vars[1]}), L.p_, "", &n1);
-      shared = at0 + n0 == at1 + n1;
-    }
+    // A computed operand whose body never reads the batch index (var 0) is such a matrix too:
+    // --dtype=bf16's cast of a weight under its expand (torchvision's attention on [L, N, E]
+    // inputs: 197 copies of a 2304x768 weight otherwise). Equal values at two batch indices
+    // are not enough: GQA's repeated keys agree at heads 0 and 1 and differ at 2.
+    if (!bo && b.buffer < 0 && b.body) shared = !value_uses_var(*b.body, 0);
     if (shared) {
       const int64_t B = a.sizes[0], M = a.sizes[1], K = a.sizes[2], N = b.sizes[2];
       LVal rows = L.reshape(a, {B * M, K});

@@ -383,6 +383,19 @@ TEST_CASE("lower: bmm with a matrix broadcast over the batch is one product over
   }
   CHECK(gemms == 1);
   check_compiled(cg);
+  // GQA's repeated keys: the computed operand agrees at batches 0 and 1 (one key head) and
+  // differs at 2: a batched product, not one matrix.
+  TestGraph gq;
+  ValueId q = f32_input(gq, "q", {4, 5, 3});
+  ValueId k = gq.op("aten.neg.default", {T(f32_input(gq, "k", {2, 3, 6}))});
+  ValueId ku = gq.op("aten.unsqueeze.default", {T(k), I(1)});
+  ValueId ke = gq.op("aten.expand.default", {T(ku), Is({2, 2, 3, 6})});
+  ValueId kr = gq.op("aten.reshape.default", {T(ke), Is({4, 3, 6})});
+  gq.output(gq.op("aten.bmm.default", {T(q), T(kr)}));
+  LoopProgram lp3 = lower(gq.g);
+  for (auto& buf : lp3.buffers)
+    if (buf.kind == Buffer::Kind::Extern) CHECK(buf.call.op == "bmm");
+  check_compiled(gq);
 }
 
 TEST_CASE("lower: linear and cubic upsampling run one pass per dim, innermost first") {
