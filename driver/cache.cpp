@@ -42,14 +42,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kMagic[8] = {'F', 'X', 'C', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t kFormatVersion = 2;
+/// The entry format: the payload in `<key>.entry` as is (no header: so that a hit can place it
+/// with a hard link), its size and checksum in `<key>.check`.
+constexpr uint32_t kFormatVersion = 3;
+constexpr std::string_view kCheckMagic = "fxc-cache-entry 3\n";
 constexpr size_t kKeyDigits = 32;
-/// The header's fields: magic, version, payload offset, key, payload size, checksum.
-constexpr size_t kHeaderFields = 64;
-/// Where the payload starts: the fields zero-padded to a file-system block, so that a hit can
-/// clone the payload's blocks (FICLONERANGE needs block-aligned offsets).
-constexpr uint64_t kPayloadOffset = 4096;
 /// Hashing and buffered copies go through this much at a time.
 constexpr size_t kChunk = size_t(1) << 20;
 /// Temporary files older than this are left over from killed writers and are removed.
@@ -67,21 +64,8 @@ std::string hex128(const XXH128_hash_t& h) {
   return out;
 }
 
-void put_u32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = char((v >> (8 * i)) & 0xff);
-}
 void put_u64(char* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = char((v >> (8 * i)) & 0xff);
-}
-uint32_t get_u32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t(uint8_t(p[i])) << (8 * i);
-  return v;
-}
-uint64_t get_u64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t(uint8_t(p[i])) << (8 * i);
-  return v;
 }
 
 bool is_key(const std::string& key) {
@@ -115,12 +99,23 @@ bool pread_all(int fd, char* p, size_t n, uint64_t off) {
   return true;
 }
 
-/// An entry file opened for reading, closed with it.
+/// What identifies one state of a file: device, inode, size, modification and change times in
+/// nanoseconds. Writing the file, or changing its times, changes it; a hard link changes its
+/// change time.
+std::string file_identity(const struct stat& st) {
+  auto ns = [](const timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; };
+  return std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
+         std::to_string(st.st_size) + " " + std::to_string(ns(st.st_mtim)) + " " +
+         std::to_string(ns(st.st_ctim));
+}
+
+/// An entry opened for reading (its payload file, closed with it) and what its check file says.
 struct EntryFile {
   int fd = -1;
   struct stat st{};
-  uint64_t size = 0;     // the payload's, from the header (checked against the file's size)
-  uint64_t checksum = 0; // the payload's XXH3-64, from the header
+  uint64_t size = 0;     // the payload's, from the check file (checked against the file's size)
+  uint64_t checksum = 0; // the payload's XXH3-64, from the check file
+  std::string verified;  // the payload file's identity when its checksum was last verified
   EntryFile() = default;
   EntryFile(const EntryFile&) = delete;
   EntryFile& operator=(const EntryFile&) = delete;
@@ -129,26 +124,41 @@ struct EntryFile {
   }
 };
 
-/// Checks the header of the entry open as `e` against `key` and the file's size, and fills in
-/// the payload's size and checksum. Returns "" when it checks out, else why not; `*io_error` says
-/// the file could not be read (not that it is corrupt).
-std::string check_header(EntryFile& e, const std::string& key, bool* io_error) {
-  *io_error = false;
-  if (uint64_t(e.st.st_size) < kPayloadOffset) return "shorter than its header";
-  char h[kHeaderFields];
-  if (!pread_all(e.fd, h, sizeof h, 0)) {
-    *io_error = true;
-    return std::strerror(errno);
-  }
-  if (std::memcmp(h, kMagic, sizeof kMagic) != 0) return "bad magic";
-  if (get_u32(h + 8) != kFormatVersion) return "format version " + std::to_string(get_u32(h + 8));
-  if (get_u32(h + 12) != kPayloadOffset) return "bad payload offset";
-  if (std::string_view(h + 16, kKeyDigits) != key) return "holds another key";
-  e.size = get_u64(h + 48);
-  e.checksum = get_u64(h + 56);
-  const uint64_t have = uint64_t(e.st.st_size) - kPayloadOffset;
-  if (have < e.size) return "payload shorter than its header says";
-  if (have > e.size) return "bytes after the payload";
+/// The check file of `key`: "fxc-cache-entry 3\nkey K\nsize N\nxxh3 H\nverified IDENTITY\n".
+std::string check_text(const std::string& key, uint64_t size, uint64_t sum,
+                       const std::string& verified) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sum));
+  return std::string(kCheckMagic) + "key " + key + "\nsize " + std::to_string(size) + "\nxxh3 " +
+         hex + "\nverified " + verified + "\n";
+}
+
+/// Parses the check file `text` of `key` into `e`. Returns "" when it parses, else why not.
+std::string parse_check(std::string_view text, const std::string& key, EntryFile& e) {
+  if (text.substr(0, kCheckMagic.size()) != kCheckMagic) return "bad check file";
+  text.remove_prefix(kCheckMagic.size());
+  auto field = [&](std::string_view name) -> std::optional<std::string_view> {
+    if (text.substr(0, name.size()) != name || text.size() <= name.size() ||
+        text[name.size()] != ' ')
+      return std::nullopt;
+    text.remove_prefix(name.size() + 1);
+    size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) return std::nullopt;
+    std::string_view v = text.substr(0, nl);
+    text.remove_prefix(nl + 1);
+    return v;
+  };
+  auto number = [](std::string_view v, int base, uint64_t* out) {
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), *out, base);
+    return ec == std::errc() && !v.empty() && end == v.data() + v.size();
+  };
+  std::optional<std::string_view> k = field("key"), size = field("size"), sum = field("xxh3"),
+                                  verified = field("verified");
+  if (!k || !size || !sum || !verified || !text.empty()) return "bad check file";
+  if (*k != key) return "holds another key";
+  if (!number(*size, 10, &e.size) || sum->size() != 16 || !number(*sum, 16, &e.checksum))
+    return "bad check file";
+  e.verified = std::string(*verified);
   return "";
 }
 
@@ -171,11 +181,6 @@ bool checksum_range(int fd, uint64_t offset, uint64_t size, uint64_t* sum) {
   return ok;
 }
 
-/// The XXH3-64 of the payload of `e`.
-bool payload_checksum(const EntryFile& e, uint64_t* sum) {
-  return checksum_range(e.fd, kPayloadOffset, e.size, sum);
-}
-
 /// Whether the regular file at `path` holds `size` bytes whose XXH3-64 is `sum`.
 bool file_holds(const std::string& path, uint64_t size, uint64_t sum) {
   struct stat st{};
@@ -194,8 +199,7 @@ bool copy_buffered(const EntryFile& e, int out) {
   std::string buf(std::min<uint64_t>(e.size, kChunk), '\0');
   for (uint64_t off = 0; off < e.size;) {
     size_t n = size_t(std::min<uint64_t>(buf.size(), e.size - off));
-    if (!pread_all(e.fd, buf.data(), n, kPayloadOffset + off) || !write_all(out, buf.data(), n))
-      return false;
+    if (!pread_all(e.fd, buf.data(), n, off) || !write_all(out, buf.data(), n)) return false;
     off += n;
   }
   return true;
@@ -205,9 +209,9 @@ bool copy_buffered(const EntryFile& e, int out) {
 /// file system shares blocks between files (btrfs, XFS), else copies them in the kernel, else
 /// through a buffer (another file system than the cache's on an old kernel).
 bool copy_to_regular(const EntryFile& e, int out) {
-  file_clone_range clone{e.fd, kPayloadOffset, e.size, 0};
+  file_clone_range clone{e.fd, 0, e.size, 0};
   if (e.size > 0 && ::ioctl(out, FICLONERANGE, &clone) == 0) return true;
-  loff_t in_off = loff_t(kPayloadOffset), out_off = 0;
+  loff_t in_off = 0, out_off = 0;
   for (uint64_t left = e.size; left > 0;) {
     ssize_t n = ::copy_file_range(e.fd, &in_off, out, &out_off,
                                   size_t(std::min<uint64_t>(left, 1u << 30)), 0);
@@ -226,6 +230,32 @@ bool copy_to_regular(const EntryFile& e, int out) {
     left -= uint64_t(n);
   }
   return true;
+}
+
+/// A name beside `path` that no other writer uses (pid + random), for a file renamed over `path`
+/// when whole.
+std::string temp_name(const std::string& path) {
+  static std::random_device rd;
+  char suffix[64];
+  std::snprintf(suffix, sizeof suffix, ".tmp-%ld-%08x", long(::getpid()), unsigned(rd()));
+  return path + suffix;
+}
+
+/// Makes `path` a hard link to the file `from`, replacing what is there by a rename. False, with
+/// nothing changed, where the two are on different file systems or the file system has no hard
+/// links.
+bool link_over(const std::string& from, const std::string& path) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    std::string tmp = temp_name(path);
+    if (::link(from.c_str(), tmp.c_str()) != 0) {
+      if (errno == EEXIST) continue;
+      return false;
+    }
+    if (::rename(tmp.c_str(), path.c_str()) == 0) return true;
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return false;
 }
 
 /// Removes temporary files that writers killed mid-store left in `folder`.
@@ -285,9 +315,7 @@ std::string memo_identity(const std::string& path) {
   ::clock_gettime(CLOCK_REALTIME, &now);
   const int64_t recent = ns(now) - int64_t(2) * 1000000000;
   if (ns(st.st_mtim) > recent || ns(st.st_ctim) > recent) return "";
-  return std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
-         std::to_string(st.st_size) + " " + std::to_string(ns(st.st_mtim)) + " " +
-         std::to_string(ns(st.st_ctim));
+  return file_identity(st);
 }
 
 constexpr std::string_view kDigestMemoMagic = "fxc-digest 1\n";
@@ -407,10 +435,18 @@ std::string cuda_device_name() {
 
 } // namespace
 
-CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
-                                  const std::string& target, const Graph& g,
-                                  const std::vector<std::string>& external_files) {
-  CacheKeyBuilder k;
+namespace {
+
+/// The cache directory's memo of input files' digests (file_digest), "" without a cache.
+std::string digest_memo_dir(const Options& o) {
+  const std::string dir = cache_directory(o);
+  return dir.empty() ? "" : dir + "/digests";
+}
+
+/// The fields of a key that the options and the input files decide, before anything is imported:
+/// fxc itself, the target, every option that changes the output, the plugins and the graph file.
+void add_option_fields(CacheKeyBuilder& k, const Options& o, const std::string& product,
+                       const std::string& target) {
   k.add("fxc", FXC_VERSION);
   // The binary itself: a rebuilt fxc with changed code never reuses an older build's entries,
   // while a rebuild of an unchanged tree (the same bytes) keeps them.
@@ -430,10 +466,26 @@ CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
   if (o.max_autotune && o.device == DeviceKind::Cuda) k.add("autotune-device", cuda_device_name());
   k.add("verify-each", o.verify_each ? "1" : "0");
   // Inputs' digests are remembered beside the local cache's entries (file_digest).
-  const std::string dir = cache_directory(o);
-  const std::string memo = dir.empty() ? "" : dir + "/digests";
+  const std::string memo = digest_memo_dir(o);
   for (const std::string& p : o.plugins) k.add_file("plugin", p, memo);
   k.add_file("graph", o.input, memo);
+}
+
+constexpr std::string_view kDirectMagic = "fxc-direct 1\n";
+
+/// Where the direct memo of `direct_key` lives.
+std::string direct_memo_path(const std::string& dir, const std::string& direct_key) {
+  return dir + "/direct/" + direct_key.substr(0, 2) + "/" + direct_key;
+}
+
+} // namespace
+
+CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
+                                  const std::string& target, const Graph& g,
+                                  const std::vector<std::string>& external_files) {
+  CacheKeyBuilder k;
+  add_option_fields(k, o, product, target);
+  const std::string memo = digest_memo_dir(o);
   for (const std::string& f : external_files) k.add_file("weights", f, memo);
   k.add("name", g.name);
   // The random ops' numbers are constants of the compiled code (docs/random.md).
@@ -448,6 +500,89 @@ CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
   return k;
 }
 
+std::string direct_cache_key(const Options& o, const std::string& product,
+                             const std::string& target) {
+  CacheKeyBuilder k;
+  k.add("lookup", "direct");
+  add_option_fields(k, o, product, target);
+  // What the import and the key's graph fields depend on besides the graph file's bytes: its
+  // path (the graph's name is its stem; an .fxg names its weights files relative to it), the
+  // --inputs file (the shapes it specializes to), and the seed.
+  std::error_code ec;
+  k.add("graph-path", fs::absolute(o.input, ec).lexically_normal().string());
+  if (!o.inputs.empty()) k.add_file("inputs", o.inputs, digest_memo_dir(o));
+  k.add("seed", std::to_string(o.seed));
+  return k.key();
+}
+
+std::optional<DirectHit> direct_lookup(const Options& o, const std::string& direct_key) {
+  const std::string dir = cache_directory(o);
+  if (dir.empty()) return std::nullopt;
+  std::string text;
+  try {
+    text = read_file_bytes(direct_memo_path(dir, direct_key));
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  std::string_view t = text;
+  if (t.substr(0, kDirectMagic.size()) != kDirectMagic) return std::nullopt;
+  t.remove_prefix(kDirectMagic.size());
+  DirectHit hit;
+  std::vector<std::pair<std::string, std::string>> files; // digest, path
+  while (!t.empty()) {
+    size_t nl = t.find('\n');
+    if (nl == std::string_view::npos) return std::nullopt;
+    std::string_view line = t.substr(0, nl);
+    t.remove_prefix(nl + 1);
+    if (line.substr(0, 4) == "key " && hit.key.empty()) {
+      hit.key = std::string(line.substr(4));
+    } else if (line.substr(0, 5) == "file " && line.size() > 5 + kKeyDigits + 1 &&
+               line[5 + kKeyDigits] == ' ') {
+      files.emplace_back(std::string(line.substr(5, kKeyDigits)),
+                         std::string(line.substr(6 + kKeyDigits)));
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!is_key(hit.key)) return std::nullopt;
+  // The files the import read besides the graph: each must still have the bytes it had.
+  const std::string memo = digest_memo_dir(o);
+  for (const auto& [digest, path] : files) {
+    try {
+      if (file_digest(path, memo) != digest) return std::nullopt;
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    hit.external_files.push_back(path);
+  }
+  return hit;
+}
+
+void direct_remember(const Options& o, const std::string& direct_key, const std::string& key,
+                     const std::vector<std::string>& external_files) {
+  const std::string dir = cache_directory(o);
+  if (dir.empty()) return;
+  std::string text = std::string(kDirectMagic) + "key " + key + "\n";
+  const std::string memo = digest_memo_dir(o);
+  try {
+    for (const std::string& f : external_files) {
+      if (f.find('\n') != std::string::npos) return; // not one line: not remembered
+      text += "file " + file_digest(f, memo) + " " + f + "\n";
+    }
+    const fs::path path = direct_memo_path(dir, direct_key);
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    std::string now;
+    try {
+      now = read_file_bytes(path.string());
+    } catch (const Error&) {
+    }
+    if (now != text) write_file_bytes(path.string(), text, "cannot write direct memo");
+  } catch (const Error& e) {
+    info(std::string(e.what()) + " (not remembered)");
+  }
+}
+
 std::string code_target(const Options& o) {
   if (o.backend != Backend::Inductor) return "reference interpreter";
   if (o.device == DeviceKind::Cuda) return "nvptx64-nvidia-cuda " + o.cuda_arch;
@@ -457,6 +592,25 @@ std::string code_target(const Options& o) {
 #else
   return "no code generator";
 #endif
+}
+
+std::string compile_output_asked(const Options& o, bool debug_trace) {
+  Logger& log = process_logger();
+  // The artifacts a compile prints (not guards or recompiles, which the driver prints itself).
+  std::string asked = debug_trace        ? "a debug trace"
+                      : o.time_passes    ? "--time-passes"
+                      : !o.trace.empty() ? "--trace"
+                                         : "";
+  for (Artifact a :
+       {Artifact::GraphBreaks, Artifact::AotGraphs, Artifact::IrPreFusion, Artifact::IrPostFusion,
+        Artifact::OutputCode, Artifact::Fusion, Artifact::Schedule, Artifact::PerfHints})
+    if (asked.empty() && log.enabled(a)) asked = "--log=" + std::string(artifact_name(a));
+  if (asked.empty() && o.max_autotune && log.enabled(Component::Autotune, Level::Info))
+    asked = "--log=autotune";
+  for (Component c : {Component::Aot, Component::Inductor})
+    if (asked.empty() && log.enabled(c, Level::Info))
+      asked = "--log=" + std::string(component_name(c));
+  return asked;
 }
 
 CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
@@ -478,20 +632,7 @@ CompileCacheUse open_compile_cache(const Options& o, const Graph& g,
   Logger& log = process_logger();
   if (log.enabled(Component::Cache, Level::Debug))
     log.log(Component::Cache, Level::Debug, "key " + u.key + " of:\n" + k.description());
-  // The artifacts a compile prints (not guards or recompiles, which the driver prints itself).
-  std::string asked = debug_trace        ? "a debug trace"
-                      : o.time_passes    ? "--time-passes"
-                      : !o.trace.empty() ? "--trace"
-                                         : "";
-  for (Artifact a :
-       {Artifact::GraphBreaks, Artifact::AotGraphs, Artifact::IrPreFusion, Artifact::IrPostFusion,
-        Artifact::OutputCode, Artifact::Fusion, Artifact::Schedule, Artifact::PerfHints})
-    if (asked.empty() && log.enabled(a)) asked = "--log=" + std::string(artifact_name(a));
-  if (asked.empty() && o.max_autotune && log.enabled(Component::Autotune, Level::Info))
-    asked = "--log=autotune";
-  for (Component c : {Component::Aot, Component::Inductor})
-    if (asked.empty() && log.enabled(c, Level::Info))
-      asked = "--log=" + std::string(component_name(c));
+  std::string asked = compile_output_asked(o, debug_trace);
   if (!asked.empty()) {
     u.lookup = false;
     u.no_lookup_reason = asked + " needs the compile to run";
@@ -532,27 +673,36 @@ std::string CompileCache::entry_path(const std::string& key) const {
 
 namespace {
 
+/// The check file beside the entry file `entry` (`<key>.entry` -> `<key>.check`).
+std::string check_path_of(const std::string& entry) {
+  return entry.substr(0, entry.size() - 6) + ".check";
+}
+
 /// Removes the entry at `path` that `e` read, because of `why`, and logs the miss.
 void discard(const std::string& path, const std::string& key, const EntryFile& e,
              const std::string& why) {
   // Remove the entry only if it is still the file that was read: a writer may have renamed a
   // good entry into place meanwhile.
   struct stat now{};
-  if (::stat(path.c_str(), &now) == 0 && now.st_ino == e.st.st_ino && now.st_dev == e.st.st_dev)
+  if (e.fd < 0 ||
+      (::stat(path.c_str(), &now) == 0 && now.st_ino == e.st.st_ino && now.st_dev == e.st.st_dev)) {
     ::unlink(path.c_str());
+    ::unlink(check_path_of(path).c_str());
+  }
   warn("discarding corrupt entry " + path + " (" + why + "); it will be rebuilt");
   info("miss " + key);
 }
 
-/// Marks the entry open as `e` used: its modification time becomes now, which eviction orders
-/// by. A cache this process may read but not change (another user's) keeps the old time.
-void mark_used(const EntryFile& e) {
-  (void)::futimens(e.fd, nullptr);
-}
-
-/// Opens the entry of `key` at `path` and checks its header. On a miss (no entry, an unreadable
-/// one, or one that does not check out, which is removed) logs it and returns false.
+/// Opens the entry of `key` at `path` and reads its check file. On a miss (no entry, an
+/// unreadable one, or one that does not check out, which is removed) logs it and returns false.
 bool open_entry(const std::string& path, const std::string& key, EntryFile& e) {
+  std::string check;
+  try {
+    check = read_file_bytes(check_path_of(path));
+  } catch (const Error&) { // no check file: no entry (or one a writer has not finished)
+    info("miss " + key);
+    return false;
+  }
   e.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (e.fd < 0) {
     if (errno != ENOENT && errno != ENOTDIR)
@@ -565,18 +715,53 @@ bool open_entry(const std::string& path, const std::string& key, EntryFile& e) {
     info("miss " + key);
     return false;
   }
-  bool io_error = false;
-  std::string why = check_header(e, key, &io_error);
-  if (io_error) {
-    warn("cannot read " + path + ": " + why);
-    info("miss " + key);
-    return false;
-  }
+  std::string why = parse_check(check, key, e);
+  if (why.empty() && uint64_t(e.st.st_size) < e.size)
+    why = "payload shorter than its check file says";
+  if (why.empty() && uint64_t(e.st.st_size) > e.size) why = "bytes after the payload";
   if (!why.empty()) {
     discard(path, key, e, why);
     return false;
   }
   return true;
+}
+
+/// Whether the payload of `e` is the one its check file describes: hashed, unless the file is
+/// in the state (identity) in which it was last verified, unchanged since. On a mismatch the
+/// entry is discarded; on a read error the miss is logged.
+bool verify_payload(const std::string& path, const std::string& key, const EntryFile& e) {
+  if (!e.verified.empty() && e.verified == file_identity(e.st)) return true;
+  uint64_t sum = 0;
+  if (!checksum_range(e.fd, 0, e.size, &sum)) {
+    warn("cannot read " + path + ": " + std::strerror(errno));
+    info("miss " + key);
+    return false;
+  }
+  if (sum != e.checksum) {
+    discard(path, key, e, "checksum mismatch");
+    return false;
+  }
+  return true;
+}
+
+/// After a hit verified `e` (and changed its times): records the payload file's identity now in
+/// its check file, so that the next hit need not hash it again. Best effort (another user's
+/// cache may be read-only to this process).
+void remember_verified(const std::string& path, const std::string& key, const EntryFile& e) {
+  struct stat st{};
+  if (::fstat(e.fd, &st) != 0) return;
+  const std::string id = file_identity(st);
+  if (id == e.verified) return;
+  try {
+    write_file_bytes(check_path_of(path), check_text(key, e.size, e.checksum, id));
+  } catch (const Error&) {
+  }
+}
+
+/// Marks the entry open as `e` used: its modification time becomes now, which eviction orders
+/// by. A cache this process may read but not change (another user's) keeps the old time.
+void mark_used(const EntryFile& e) {
+  (void)::futimens(e.fd, nullptr);
 }
 
 } // namespace
@@ -586,9 +771,9 @@ std::optional<std::string> CompileCache::lookup(const std::string& key) const {
   const std::string path = entry_path(key);
   EntryFile e;
   if (!open_entry(path, key, e)) return std::nullopt;
-  // e.size is the file's own size less the header (check_header), not a number taken on trust.
+  // e.size is the file's own size (open_entry), not a number taken on trust.
   std::string payload(size_t(e.size), '\0');
-  if (!pread_all(e.fd, payload.data(), payload.size(), kPayloadOffset)) {
+  if (!pread_all(e.fd, payload.data(), payload.size(), 0)) {
     warn("cannot read " + path + ": " + std::strerror(errno));
     info("miss " + key);
     return std::nullopt;
@@ -598,6 +783,7 @@ std::optional<std::string> CompileCache::lookup(const std::string& key) const {
     return std::nullopt;
   }
   mark_used(e);
+  remember_verified(path, key, e);
   info("hit " + key + " (" + std::to_string(payload.size()) + " bytes)");
   return payload;
 }
@@ -606,32 +792,40 @@ bool CompileCache::write_hit(const std::string& key, const std::string& out_path
   if (!enabled()) return false;
   const std::string path = entry_path(key);
   EntryFile e;
-  if (!open_entry(path, key, e)) return false;
-  // Verified before the output is touched. (Hashing on a second thread during the copy measured
-  // no faster on 2 cores: the copy is bound by the page cache, the hash by memory.)
-  uint64_t sum = 0;
-  if (!payload_checksum(e, &sum)) {
-    warn("cannot read " + path + ": " + std::strerror(errno));
-    info("miss " + key);
-    return false;
-  }
-  if (sum != e.checksum) {
-    discard(path, key, e, "checksum mismatch");
-    return false;
-  }
-  mark_used(e);
+  if (!open_entry(path, key, e) || !verify_payload(path, key, e)) return false;
   info("hit " + key + " (" + std::to_string(e.size) + " bytes)");
-  // An output that already holds the payload (a rebuild of unchanged inputs) is left as it is
-  // and only gets a new modification time (about 8 ms of reading for ResNet-50's 94 MB). Else
-  // into a new file renamed over the output (OutputFile): a killed run leaves the old output.
-  if (!out_path.empty() && out_path != "-" && file_holds(out_path, e.size, sum) &&
-      ::utimensat(AT_FDCWD, out_path.c_str(), nullptr, 0) == 0) {
+  const bool to_file = !out_path.empty() && out_path != "-";
+  struct stat out_st{};
+  const bool out_exists = to_file && ::stat(out_path.c_str(), &out_st) == 0;
+  // Only a new output or a regular file is replaced by a link: a device, a FIFO or a symbolic link
+  // is written through (OutputFile).
+  struct stat out_lst{};
+  const bool linkable =
+      to_file &&
+      (::lstat(out_path.c_str(), &out_lst) == 0 ? S_ISREG(out_lst.st_mode) : errno == ENOENT);
+  if (out_exists && out_st.st_dev == e.st.st_dev && out_st.st_ino == e.st.st_ino) {
+    // The output is the entry already (a rebuild of unchanged inputs): it only gets a new
+    // modification time, which marks the entry used too.
+    if (::utimensat(AT_FDCWD, out_path.c_str(), nullptr, 0) != 0) mark_used(e);
+    info("hit " + key + ": " + out_path + " is the entry already");
+  } else if (linkable && link_over(path, out_path)) {
+    // A hard link: no byte is copied. The payload is read-only, so that a tool writing the
+    // output in place is refused rather than changing the entry (as ccache's hard links are).
+    if (::utimensat(AT_FDCWD, out_path.c_str(), nullptr, 0) != 0) mark_used(e);
+    info("hit " + key + ": " + out_path + " linked to the entry");
+  } else if (out_exists && S_ISREG(out_st.st_mode) && file_holds(out_path, e.size, e.checksum) &&
+             ::utimensat(AT_FDCWD, out_path.c_str(), nullptr, 0) == 0) {
+    // Another file system than the cache's: an output that holds the payload is left as it is.
+    mark_used(e);
     info("hit " + key + ": " + out_path + " holds it already");
-    return true;
+  } else {
+    // Into a new file renamed over the output (OutputFile): a killed run leaves the old output.
+    OutputFile out(out_path);
+    if (!(out.regular() ? copy_to_regular(e, out.fd()) : copy_buffered(e, out.fd()))) out.fail();
+    out.commit();
+    mark_used(e);
   }
-  OutputFile out(out_path);
-  if (!(out.regular() ? copy_to_regular(e, out.fd()) : copy_buffered(e, out.fd()))) out.fail();
-  out.commit();
+  remember_verified(path, key, e);
   return true;
 }
 
@@ -760,7 +954,8 @@ CacheUsage scan_and_evict(const std::string& dir, uint64_t limit, const std::str
       warn("cannot evict " + e.path + ": " + std::strerror(errno));
       continue;
     }
-    // Its key manifest (--explain-cache), beside it.
+    // Its check file and key manifest (--explain-cache), beside it.
+    ::unlink(check_path_of(e.path).c_str());
     ::unlink((e.path.substr(0, e.path.size() - 6) + ".manifest").c_str());
     --u.entries;
     u.bytes -= e.bytes;
@@ -817,9 +1012,35 @@ std::optional<CacheUsage> CompileCache::usage() const {
   return u;
 }
 
+namespace {
+
+/// Creates `tmp` exclusively, read-only to everyone (an entry is never written in place), and
+/// fills it by `fill`. False with errno set when it cannot (EEXIST: the name is taken).
+bool create_entry_file(const std::string& tmp, const std::function<bool(int)>& fill) {
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+  if (fd < 0) return false;
+  bool ok = fill(fd);
+  int err = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    errno = err == EEXIST ? EIO : err; // EEXIST means "try another name" to the caller
+  }
+  return ok;
+}
+
+} // namespace
+
 bool CompileCache::store(const std::string& key, std::string_view payload) const {
   return store_entry(key, payload.size(), XXH3_64bits(payload.data(), payload.size()),
-                     [&](int fd) { return write_all(fd, payload.data(), payload.size()); });
+                     [&](const std::string& tmp) {
+                       return create_entry_file(tmp, [&](int fd) {
+                         return write_all(fd, payload.data(), payload.size());
+                       });
+                     });
 }
 
 bool CompileCache::store_file(const std::string& key, const std::string& path) const {
@@ -832,49 +1053,49 @@ bool CompileCache::store_file(const std::string& key, const std::string& path) c
     return false;
   }
   const uint64_t size = uint64_t(st.st_size);
+  uint64_t sum = 0;
   // The checksum by chunks (the page cache, not this process, holds the bytes).
-  XXH3_state_t* h = XXH3_createState();
-  XXH3_64bits_reset(h);
-  std::vector<char> buf(kChunk);
-  bool ok = true;
-  for (uint64_t off = 0; ok && off < size; off += kChunk) {
-    size_t n = size_t(std::min<uint64_t>(kChunk, size - off));
-    ok = pread_all(in, buf.data(), n, off);
-    if (ok) XXH3_64bits_update(h, buf.data(), n);
-  }
-  const uint64_t sum = XXH3_64bits_digest(h);
-  XXH3_freeState(h);
-  if (!ok) {
+  if (!checksum_range(in, 0, size, &sum)) {
     ::close(in);
     warn("cannot read " + path + ": " + std::strerror(errno) + "; not stored");
     return false;
   }
-  bool stored = store_entry(key, size, sum, [&](int fd) {
-    // A reflink of the file's blocks where the file system has them, else an in-kernel copy.
-    file_clone_range clone{in, 0, 0, kPayloadOffset};
-    if (size > 0 && ::ioctl(fd, FICLONERANGE, &clone) == 0) return true;
-    loff_t in_off = 0;
-    for (uint64_t left = size; left > 0;) {
-      ssize_t n = ::copy_file_range(in, &in_off, fd, nullptr,
-                                    size_t(std::min<uint64_t>(left, 1u << 30)), 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) { // no in-kernel copy here: through a buffer
-        for (uint64_t off = uint64_t(in_off); off < size; off += kChunk) {
-          size_t k = size_t(std::min<uint64_t>(kChunk, size - off));
-          if (!pread_all(in, buf.data(), k, off) || !write_all(fd, buf.data(), k)) return false;
-        }
-        return true;
-      }
-      left -= uint64_t(n);
+  bool stored = store_entry(key, size, sum, [&](const std::string& tmp) {
+    // A hard link to the output where both are on one file system: the entry is the output's
+    // bytes, read-only from now on (a rebuild finds the output is the entry already).
+    if (::link(path.c_str(), tmp.c_str()) == 0) {
+      (void)::chmod(tmp.c_str(), 0444);
+      return true;
     }
-    return true;
+    if (errno == EEXIST) return false;
+    return create_entry_file(tmp, [&](int fd) {
+      // A reflink of the file's blocks where the file system has them, else an in-kernel copy.
+      file_clone_range clone{in, 0, 0, 0};
+      if (size > 0 && ::ioctl(fd, FICLONERANGE, &clone) == 0) return true;
+      loff_t in_off = 0;
+      for (uint64_t left = size; left > 0;) {
+        ssize_t n = ::copy_file_range(in, &in_off, fd, nullptr,
+                                      size_t(std::min<uint64_t>(left, 1u << 30)), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { // no in-kernel copy here: through a buffer
+          std::vector<char> buf(kChunk);
+          for (uint64_t off = uint64_t(in_off); off < size; off += kChunk) {
+            size_t k = size_t(std::min<uint64_t>(kChunk, size - off));
+            if (!pread_all(in, buf.data(), k, off) || !write_all(fd, buf.data(), k)) return false;
+          }
+          return true;
+        }
+        left -= uint64_t(n);
+      }
+      return true;
+    });
   });
   ::close(in);
   return stored;
 }
 
 bool CompileCache::store_entry(const std::string& key, uint64_t size, uint64_t sum,
-                               const std::function<bool(int)>& write_payload) const {
+                               const std::function<bool(const std::string&)>& make_temp) const {
   if (!enabled()) return false;
   const fs::path final_path = entry_path(key);
   const fs::path folder = final_path.parent_path();
@@ -884,41 +1105,17 @@ bool CompileCache::store_entry(const std::string& key, uint64_t size, uint64_t s
     warn("cannot create " + folder.string() + ": " + ec.message() + "; not stored");
     return false;
   }
-
-  std::string header(kPayloadOffset, '\0');
-  std::memcpy(header.data(), kMagic, sizeof kMagic);
-  put_u32(header.data() + 8, kFormatVersion);
-  put_u32(header.data() + 12, uint32_t(kPayloadOffset));
-  std::memcpy(header.data() + 16, key.data(), kKeyDigits);
-  put_u64(header.data() + 48, size);
-  put_u64(header.data() + 56, sum);
-
-  // A name no other writer uses (pid + random), created exclusively, in the entry's folder so
-  // that the rename stays within one file system.
-  std::random_device rd;
+  // A name no other writer uses, in the entry's folder so that the rename stays within one file
+  // system.
   std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    char suffix[64];
-    std::snprintf(suffix, sizeof suffix, ".tmp-%ld-%08x", long(::getpid()), unsigned(rd()));
-    tmp = final_path.string() + suffix;
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    warn("cannot create a temporary file in " + folder.string() + ": " + std::strerror(errno) +
-         "; not stored");
-    return false;
-  }
-  bool ok = write_all(fd, header.data(), header.size()) && write_payload(fd);
-  int err = errno;
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    err = errno;
+  bool ok = false;
+  for (int attempt = 0; attempt < 16 && !ok; ++attempt) {
+    tmp = temp_name(final_path.string());
+    ok = make_temp(tmp);
+    if (!ok && errno != EEXIST) break;
   }
   if (!ok) {
-    ::unlink(tmp.c_str());
-    warn("cannot write " + final_path.string() + ": " + std::strerror(err) + "; not stored");
+    warn("cannot write " + final_path.string() + ": " + std::strerror(errno) + "; not stored");
     return false;
   }
   // The rename, the usage it changes and any eviction happen under the stats file's lock, so
@@ -929,15 +1126,26 @@ bool CompileCache::store_entry(const std::string& key, uint64_t size, uint64_t s
          "; the entry is stored but not counted");
   struct stat old{};
   const bool replaces = ::lstat(final_path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    err = errno;
+  struct stat now{};
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0 || ::stat(final_path.c_str(), &now) != 0) {
+    int err = errno;
     ::unlink(tmp.c_str());
     warn("cannot write " + final_path.string() + ": " + std::strerror(err) + "; not stored");
     return false;
   }
+  // The check file last: a reader that finds none sees no entry. The payload was just written
+  // from bytes of known checksum: it is verified in the state it is in now.
+  try {
+    write_file_bytes(check_path_of(final_path.string()),
+                     check_text(key, size, sum, file_identity(now)));
+  } catch (const Error& e) {
+    ::unlink(final_path.c_str());
+    warn(std::string(e.what()) + "; not stored");
+    return false;
+  }
   info("stored " + key + " (" + std::to_string(size) + " bytes)");
   if (lock.fd >= 0) {
-    const uint64_t entry_bytes = kPayloadOffset + size;
+    const uint64_t entry_bytes = size;
     std::optional<CacheUsage> u = read_usage(lock.fd);
     if (u) {
       if (replaces)

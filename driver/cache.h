@@ -3,17 +3,23 @@
 //
 // A key is an XXH3-128 digest (32 hex digits) over named fields: fxc's version and the digest of
 // its executable, the target, every flag that changes the output, and the digests of the graph file
-// and its external weights files (CacheKeyBuilder). An entry is `<dir>/<key[0..1]>/<key>.entry`: a
-// 4096-byte header (magic "FXCCACHE", format version, payload offset, the key, the payload's size
-// and XXH3-64 checksum, zero padding) followed by the payload as is. Artifacts are compressed
-// already (an .fxo holds one zstd frame), so a second compression would save nothing and cost a
-// decompression of every hit; the padding puts the payload on a file-system block, so that a hit
-// (write_hit) can clone its blocks into the output where the file system shares blocks (reflink),
-// else copy them in the kernel, without the payload passing through fxc's memory. Entries are
-// written to a temporary file in the same folder and renamed into place, so a concurrent reader
-// sees either no entry or a whole one; writers racing on one key all write the same bytes, and the
-// last rename wins. A reader that finds an entry that does not check out (bad header, wrong key,
-// a size that is not the file's, checksum mismatch) removes it and reports a miss, so the caller
+// and its external weights files (CacheKeyBuilder). An entry is two files:
+// `<dir>/<key[0..1]>/<key>.entry`, the payload as is and read-only (artifacts are compressed
+// already: a second compression would save nothing and cost a decompression of every hit); and
+// `<key>.check` beside it, a few lines of text: format version, key, the payload's size and
+// XXH3-64 checksum, and the payload file's identity (device, inode, size, modification and change
+// times) when the checksum was last verified. A hit (write_hit) places the payload in the output
+// with a hard link where both are on one file system (no byte copied; ccache's `hard_link`
+// mode), else clones its blocks (reflink), else copies them in the kernel; a compile's output is
+// linked into the cache the same way when it is stored. So an output placed by the cache is
+// read-only, and a rebuild of unchanged inputs finds the output is the entry already. A hit hashes
+// the payload only when its identity differs from the verified one: anything that writes the file
+// (through any of its links) or changes its times changes the identity, so a changed entry is
+// hashed, found corrupt and discarded. Entries and check files are written to temporary files in
+// the same folder and renamed into place, the check file last, so a concurrent reader sees either
+// no entry or a whole one; writers racing on one key all write the same bytes, and the last
+// rename wins. A reader that finds an entry that does not check out (bad check file, wrong key, a
+// size that is not the file's, checksum mismatch) removes it and reports a miss, so the caller
 // compiles and stores it again.
 //
 // Eviction: the cache holds at most a size limit of entries (--cache-max-size,
@@ -97,6 +103,28 @@ CacheKeyBuilder compile_cache_key(const Options& o, const std::string& product,
                                   const std::string& target, const Graph& g,
                                   const std::vector<std::string>& external_files);
 
+/// The direct key (ccache's direct mode) of compiling o.input as `o` asks, for `product` and
+/// `target`: compile_cache_key's fields that need no import (fxc, target, options, plugins, the
+/// graph file's digest), the graph file's absolute path, the --inputs file's digest and the seed.
+/// It names a memo of the full key (direct_remember), so that a hit needs no import.
+std::string direct_cache_key(const Options& o, const std::string& product,
+                             const std::string& target);
+
+/// What a direct memo says: the full key, and the files the import read besides the graph.
+struct DirectHit {
+  std::string key;
+  std::vector<std::string> external_files;
+};
+
+/// The direct memo of `direct_key` in o's cache directory, when there is one, it parses, and
+/// every external file it names has the digest it had (file_digest, remembered by identity).
+std::optional<DirectHit> direct_lookup(const Options& o, const std::string& direct_key);
+
+/// Remembers that `direct_key` imports to the full `key`, reading `external_files` (with their
+/// digests now). A memo that cannot be written is logged and forgotten.
+void direct_remember(const Options& o, const std::string& direct_key, const std::string& key,
+                     const std::vector<std::string>& external_files);
+
 /// The cache directory `opts` selects: "" under --no-cache; else --cache-dir, else
 /// $FXC_CACHE_DIR, else $XDG_CACHE_HOME/fxc, else $HOME/.cache/fxc ("" when none is set).
 std::string cache_directory(const Options& opts);
@@ -147,10 +175,10 @@ public:
 
   /// On a hit, writes the payload stored under `key` to the file `path` ("" or "-": standard
   /// output), as writing those bytes would, and returns true; on a miss (as lookup counts them)
-  /// returns false and leaves `path` alone. The checksum is verified before `path` is opened. An
-  /// existing regular file is overwritten in place and then cut to the payload's size (its pages
-  /// are reused rather than freed and allocated again). Throws fxc::Error naming `path` when it
-  /// cannot be written.
+  /// returns false and leaves `path` alone. The payload is verified (see above) before `path` is
+  /// touched. A new output or a regular file becomes a hard link to the entry (renamed over the
+  /// path), else gets a copy; an output that is the entry already only gets a new modification
+  /// time. Throws fxc::Error naming `path` when it cannot be written.
   bool write_hit(const std::string& key, const std::string& path) const;
 
   /// Stores `payload` under `key` (temporary file + rename), updates `stats`, and evicts the
@@ -159,14 +187,17 @@ public:
   /// is logged as a warning and store returns false.
   bool store(const std::string& key, std::string_view payload) const;
   /// store() of the bytes of the file `path`, which are not read into memory: checksummed in
-  /// chunks, then placed with a reflink (FICLONERANGE) where the file system has them, else
+  /// chunks, then hard-linked into the cache (and made read-only) where both are on one file
+  /// system, else placed with a reflink (FICLONERANGE) where the file system has them, else
   /// copy_file_range.
   bool store_file(const std::string& key, const std::string& path) const;
 
 private:
-  /// store()'s work: `write_payload` writes the `size` bytes of checksum `sum` after the header.
+  /// store()'s work: `make_temp(path)` creates the payload file at the unused path given (false
+  /// with errno EEXIST: try another name), `size` bytes of checksum `sum`; it is renamed into
+  /// place and its check file written beside it.
   bool store_entry(const std::string& key, uint64_t size, uint64_t sum,
-                   const std::function<bool(int)>& write_payload) const;
+                   const std::function<bool(const std::string&)>& make_temp) const;
   std::string dir_;
   uint64_t max_size_;
 };
@@ -192,6 +223,10 @@ struct CompileCacheUse {
   /// The second level (--remote-cache), or null.
   std::shared_ptr<RemoteCache> remote;
 };
+
+/// What output of the compile itself `o` asks for (a debug trace, --time-passes, --trace, or
+/// compile-time logs), which a cache hit would skip: "" when nothing, else what ("--trace").
+std::string compile_output_asked(const Options& o, bool debug_trace);
 
 /// Opens the cache `o` selects for compiling `g` (imported from o.input, with
 /// `external_files`); logs the key's fields under --log=+cache and why a lookup is skipped.

@@ -620,6 +620,36 @@ void autocast_source(Compilation& c) {
   log_message(Component::Frontend, Level::Info, stats.summary(dtype));
 }
 
+// ccache's direct mode for the default action: the cache key is remembered under a key of
+// what decides the import (direct_cache_key), so that a hit places the artifact without
+// importing the graph. Only where an import could show nothing: no debug trace, no compile
+// output or import-time log asked for (--log=driver shows the import's symbols), no warning that
+// depends on the graph (--seed with
+// --inputs).
+bool direct_mode_applies(const Options& o, bool debug_trace) {
+  if (o.run || o.bench || o.check_accuracy || o.bisect || o.minify || o.explain_cache ||
+      !o.emit.empty() || !effective_emit(o).empty() || !o.stop_after.empty() ||
+      !o.print_after.empty() || o.seed_given || o.verbose || o.input_spooled ||
+      cache_directory(o).empty())
+    return false;
+  Logger& log = process_logger();
+  return compile_output_asked(o, debug_trace).empty() && !log.enabled(Artifact::Guards) &&
+         !log.enabled(Component::Frontend, Level::Info) &&
+         !log.enabled(Component::Driver, Level::Info);
+}
+
+// The default action's hit through a direct memo: true when the output was written.
+bool direct_hit(const Options& o, const std::string& direct_key) {
+  std::optional<DirectHit> d = direct_lookup(o, direct_key);
+  if (!d) return false;
+  CompileCacheUse cu{
+      CompileCache(cache_directory(o), cache_max_size(o)), d->key, true, "", {}, nullptr};
+  if (!cu.cache.write_hit(d->key, output_file(o))) return false;
+  log_message(Component::Cache, Level::Info, "local hit " + d->key + " (direct: no import)");
+  write_dependencies(o, d->external_files);
+  return true;
+}
+
 int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   if (int status = configure_process_logger(given.log, std::cout, std::cerr); status >= 0)
     return status;
@@ -665,6 +695,14 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
   DebugTrace trace = debug_dir.empty() ? DebugTrace() : DebugTrace(debug_dir);
   rep.trace_root = trace.root();
 
+  std::string direct_key;
+  if (direct_mode_applies(o, trace.enabled())) {
+    try { // a file that cannot be read is the import's to report
+      direct_key = direct_cache_key(o, "fxo", code_target(o));
+    } catch (const Error&) {
+    }
+    if (!direct_key.empty() && direct_hit(o, direct_key)) return 0;
+  }
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> external_files; // the graph's weights files: dependencies
   Compilation c(o, trace, [&] {
@@ -748,7 +786,9 @@ int drive(const Options& given, TracedRun& traced, ReportInput& rep) {
     // The default action: compile to an .fxo. With --inputs, for those inputs' shapes.
     if (!o.inputs.empty()) specialize_to_inputs(c, load_inputs(c.source, o));
     CompileCacheUse cu = open_compile_cache(o, c.source, external_files, trace.enabled());
-    // A hit copies the entry's bytes into the output file without reading them into memory.
+    if (!direct_key.empty() && !cu.key.empty())
+      direct_remember(o, direct_key, cu.key, external_files);
+    // A hit links the entry as the output file (or copies it) without reading it into memory.
     bool hit = tiered_write_hit(cu, o, output_file(o)); // local, then --remote-cache
     log_cache_decision(cu, hit);
     if (hit)
@@ -872,7 +912,10 @@ private:
 int run_driver(const Options& given) {
   StdinGraph in(given);
   Options o = given;
-  if (!in.path().empty()) o.input = in.path();
+  if (!in.path().empty()) {
+    o.input = in.path();
+    o.input_spooled = true;
+  }
   if (o.time_passes || !o.trace.empty() || !o.report.empty()) enable_pass_timing(true);
   TracedRun traced;
   ReportInput rep;

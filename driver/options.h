@@ -15,7 +15,8 @@ enum class DeviceKind { Auto, Cpu, Cuda };
 const char* backend_name(Backend b);
 
 struct Options {
-  std::string input; ///< the graph file
+  std::string input;          ///< the graph file
+  bool input_spooled = false; ///< `input` is standard input ('-') spooled to a temporary file
   /// --link: combine these artifacts (.fxo; NAME=FILE renames a one-model one) into -o's file.
   bool link = false;
   std::vector<std::string> link_inputs;

@@ -30,6 +30,10 @@ check "cold compile" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache -o "$tm
 has "cold compile misses" "$tmp/err" "[fxc:cache] info: miss "
 has "cold compile stores" "$tmp/err" "[fxc:cache] info: stored "
 [ "$(entries "$c")" -eq 1 ] && ok "one entry after a cold compile" || bad "entries: $(entries "$c")"
+[ "$(stat -c %i "$(find "$c" -name '*.entry')")" = "$(stat -c %i "$tmp/cold.fxo")" ] &&
+  ok "the cold compile's output became the entry (a hard link)" || bad "the cold output is a copy"
+# The reference bytes in a file of their own: the tests below damage the entry in place.
+cp "$tmp/cold.fxo" "$tmp/cold.copy" && mv -f "$tmp/cold.copy" "$tmp/cold.fxo"
 t0=$(ms)
 check "warm compile" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache -o "$tmp/warm.fxo" "$g"
 t1=$(ms)
@@ -46,14 +50,16 @@ check "--run hits too" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache --run
 has "--run hits the artifact the default action stored" "$tmp/err" "[fxc:cache] info: hit "
 [ "$(entries "$c")" -eq 1 ] && ok "still one entry" || bad "entries: $(entries "$c")"
 
-# The entry is a 4096-byte header and the artifact as is (an .fxo is compressed already), so a hit
-# copies it out in the kernel. It overwrites a longer or a shorter file in place and cuts it, and
-# writes standard output, all to exactly the artifact's bytes; an output it cannot write is the
-# same error as the compile's.
+# The entry is the artifact as is (an .fxo is compressed already), read-only, with a check file
+# beside it, so a hit places it with a hard link (or a copy in the kernel across file systems).
+# It replaces a longer or a shorter file, and writes standard output, all to exactly the
+# artifact's bytes; an output it cannot write is the same error as the compile's.
 entry=$(find "$c" -name '*.entry')
-[ "$(stat -c %s "$entry")" -eq $(($(stat -c %s "$tmp/cold.fxo") + 4096)) ] &&
-  ok "an entry is the artifact and a 4096-byte header" || bad "entry size $(stat -c %s "$entry")"
-tail -c +4097 "$entry" >"$tmp/payload" && same "the entry holds the artifact as is" "$tmp/cold.fxo" "$tmp/payload"
+same "the entry holds the artifact as is" "$tmp/cold.fxo" "$entry"
+[ "$(stat -c %a "$entry")" = 444 ] && ok "the entry is read-only" || bad "entry mode $(stat -c %a "$entry")"
+grep -q '^fxc-cache-entry 3$' "${entry%.entry}.check" && ok "a check file beside it" || bad "no check file"
+[ "$(stat -c %i "$entry")" = "$(stat -c %i "$tmp/warm.fxo")" ] &&
+  ok "a hit links the entry as the output" || bad "the warm output is a copy"
 head -c $(($(stat -c %s "$tmp/cold.fxo") * 3)) /dev/urandom >"$tmp/long.fxo"
 check "a hit over a longer file" 0 "$fxc" "${args[@]}" --cache-dir="$c" --log=+cache -o "$tmp/long.fxo" "$g"
 has "it hits" "$tmp/err" "[fxc:cache] info: hit "
@@ -102,9 +108,10 @@ same "parallel outputs are the artifact" "$tmp/cold.fxo" "$tmp/par1.fxo"
 [ "$(entries "$p")" -eq 1 ] && ok "exactly one entry after parallel compiles" || bad "entries: $(entries "$p")"
 [ "$(temps "$p")" -eq 0 ] && ok "no temporary files left" || bad "temporary files: $(find "$p" -name '*.tmp-*')"
 # The graph's digest memo (docs/cache.md) is there only when the graph is older than 2 s.
-[ "$(find "$p" -type f -not -path "$p/digests/*" | wc -l)" -eq 3 ] && [ -f "$p/stats" ] \
-  && [ "$(find "$p" -name '*.manifest' | wc -l)" -eq 1 ] && [ "$(find "$p" -path "$p/digests/*" | wc -l)" -le 1 ] \
-  && ok "nothing else in the cache but its stats, the entry's key manifest and a digest memo" || bad "files: $(find "$p" -type f)"
+[ "$(find "$p" -type f -not -path "$p/digests/*" -not -path "$p/direct/*" | wc -l)" -eq 4 ] && [ -f "$p/stats" ] \
+  && [ "$(find "$p" -name '*.manifest' | wc -l)" -eq 1 ] && [ "$(find "$p" -name '*.check' | wc -l)" -eq 1 ] \
+  && [ "$(find "$p" -path "$p/digests/*" | wc -l)" -le 1 ] && [ "$(find "$p" -type f -path "$p/direct/*" | wc -l)" -le 1 ] \
+  && ok "nothing else in the cache but its stats, the entry, its check file and key manifest, a digest and a direct memo" || bad "files: $(find "$p" -type f)"
 grep -qx "entries 1" "$p/stats" && ok "the stats count one entry" || bad "stats: $(cat "$p/stats")"
 
 # Corrupt entries: each is discarded with a warning (shown without --log) and rebuilt.
@@ -124,11 +131,12 @@ corrupt "truncated" truncate -s $((size / 2)) "$entry"
 corrupt "byte-flipped" sh -c "printf '\\377\\377\\377\\377' | dd of='$entry' bs=1 seek=$((size - 100)) conv=notrunc status=none"
 corrupt "empty" truncate -s 0 "$entry"
 flip() { printf '\377' | dd of="$entry" bs=1 seek="$1" conv=notrunc status=none; }
-corrupt "first-payload-byte-flipped" flip 4096
-corrupt "checksum-flipped" flip 56
-corrupt "size-flipped" flip 48
+corrupt "first-byte-flipped" flip 0
 corrupt "longer" sh -c "printf x >> '$entry'"
-corrupt "format-1" sh -c "printf '\\001' | dd of='$entry' bs=1 seek=8 conv=notrunc status=none"
+edit_check() { sed -i "$1" "${entry%.entry}.check"; }
+corrupt "checksum-changed" edit_check 's/^xxh3 ./xxh3 g/'
+corrupt "size-changed" edit_check 's/^size /size 1/'
+corrupt "format-2" edit_check 's/^fxc-cache-entry 3$/fxc-cache-entry 2/'
 check "a corrupt entry warns without --log" 0 sh -c "truncate -s 10 '$entry' && '$fxc' ${args[*]} --cache-dir='$c' -o '$tmp/re.fxo' '$g'"
 has "the warning names the entry" "$tmp/err" "[fxc:cache] warning: discarding corrupt entry $entry"
 
@@ -191,12 +199,42 @@ printf '\n' >> "$tmp/w/block.fxg"
 cp "$tmp/w/block.fxg" "$tmp/w/renamed.fxg"
 [ "$(key_of -o "$tmp/k.fxo" "$tmp/w/renamed.fxg")" != "$(key_of -o "$tmp/k.fxo" "$tmp/w/block.fxg")" ] && ok "the graph's name is in the key" || bad "name not in the key"
 
+# Direct mode (ccache's): a hit finds the key through a memo of what decides the import, without
+# importing; a changed external weights file or another --inputs file is not such a hit.
+d=$tmp/direct
+dc() { "$fxc" "${args[@]}" --cache-dir="$d" --log=+cache "$@"; }
+check "direct: cold" 0 dc -o "$tmp/d1.fxo" "$tmp/w/block.fxg"
+hasnt "a cold compile is no direct hit" "$tmp/err" "(direct: no import)"
+check "direct: warm" 0 dc -o "$tmp/d2.fxo" "$tmp/w/block.fxg"
+has "a warm compile hits without importing" "$tmp/err" "(direct: no import)"
+same "a direct hit writes the artifact" "$tmp/d1.fxo" "$tmp/d2.fxo"
+check "direct: --log=driver imports" 0 "$fxc" "${args[@]}" --cache-dir="$d" --log=+cache,+driver -o "$tmp/d3.fxo" "$tmp/w/block.fxg"
+hasnt "--log=driver is no direct hit" "$tmp/err" "(direct: no import)"
+has "but a hit" "$tmp/err" "[fxc:cache] info: hit "
+python3 -c 'import sys
+p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[-1] ^= 1; open(p, "wb").write(b)' "$tmp/w/block.safetensors"
+check "direct: changed weights" 0 dc -o "$tmp/d4.fxo" "$tmp/w/block.fxg"
+hasnt "changed weights are no direct hit" "$tmp/err" "(direct: no import)"
+has "they miss" "$tmp/err" "[fxc:cache] info: miss "
+cmp -s "$tmp/d1.fxo" "$tmp/d4.fxo" && bad "changed weights gave the old artifact" || ok "changed weights give another artifact"
+cp "$tmp/w/block.safetensors.orig" "$tmp/w/block.safetensors"
+check "direct: weights restored" 0 dc -o "$tmp/d5.fxo" "$tmp/w/block.fxg"
+has "the old entry hits" "$tmp/err" "[fxc:cache] info: hit "
+same "with the old artifact" "$tmp/d1.fxo" "$tmp/d5.fxo"
+check "direct: --inputs" 0 dc --inputs "$fx/mlp.io.safetensors" -o "$tmp/d6.fxo" "$fx/mlp.pt2"
+check "direct: the same --inputs" 0 dc --inputs "$fx/mlp.io.safetensors" -o "$tmp/d7.fxo" "$fx/mlp.pt2"
+has "--inputs hits directly" "$tmp/err" "(direct: no import)"
+check "direct: without --inputs" 0 dc -o "$tmp/d8.fxo" "$fx/mlp.pt2"
+hasnt "is another direct key" "$tmp/err" "(direct: no import)"
+check "direct: a missing graph" 1 dc -o "$tmp/d9.fxo" "$tmp/w/none.fxg"
+has "is the import's error" "$tmp/err" "$tmp/w/none.fxg: error:"
+
 # Eviction. Three graphs whose entries have the same size (block.pt2's graph under three names of
 # one length), a limit of two entries and a half: the third store evicts the least recently used.
 lw=$tmp/lw && mkdir -p "$lw"
 "$fxc" --emit=fxg -o "$lw/g1.fxg" "$fx/block.pt2" && cp "$lw/g1.fxg" "$lw/g2.fxg" && cp "$lw/g1.fxg" "$lw/g3.fxg"
 for i in 1 2 3; do "$fxc" "${args[@]}" --no-cache -o "$lw/ref$i.fxo" "$lw/g$i.fxg"; done
-es() { echo $(($(stat -c %s "$lw/ref$1.fxo") + 4096)); } # the size of g<n>'s entry
+es() { stat -c %s "$lw/ref$1.fxo"; } # the size of g<n>'s entry
 esize=$(es 1)
 limit=$((esize * 5 / 2)) # the artifacts' sizes differ by a few bytes at most
 e=$tmp/lru

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -53,6 +54,26 @@ std::string some_bytes(size_t n, unsigned seed) {
 }
 
 const std::string kKey = "0123456789abcdef0123456789abcdef";
+
+/// Replaces the file at `path` by a new one holding `bytes`, as a tool that writes a new file
+/// does: an output the cache linked to its entry is unlinked, not written through.
+void replace_file(const fs::path& path, const std::string& bytes) {
+  fs::remove(path);
+  write_all(path, bytes);
+}
+
+/// Writes `bytes` into the file at `path` in place, read-only or not (as root can): what a tool
+/// that opens an existing file for writing does to every link of it.
+void overwrite_in_place(const fs::path& path, const std::string& bytes) {
+  fs::permissions(path, fs::perms::owner_write, fs::perm_options::add);
+  write_all(path, bytes);
+}
+
+/// The check file beside the entry of `key`.
+fs::path check_path(const CompileCache& cache, const std::string& key) {
+  std::string e = cache.entry_path(key);
+  return e.substr(0, e.size() - 6) + ".check";
+}
 
 /// A key made of one repeated hex digit.
 std::string key_of(char c) {
@@ -162,20 +183,22 @@ TEST_CASE("cache: a stored payload comes back, with nothing but the entry and st
     REQUIRE(got);
     CHECK(*got == payload);
   }
-  CHECK(files_under(t.path / "c") == std::vector<std::string>{"01/" + kKey + ".entry", "stats"});
+  CHECK(files_under(t.path / "c") ==
+        std::vector<std::string>{"01/" + kKey + ".check", "01/" + kKey + ".entry", "stats"});
   CHECK(cache.entry_path(kKey) == (t.path / "c" / "01" / (kKey + ".entry")).string());
 }
 
-TEST_CASE("cache: an entry is a 4096-byte header and the payload as is") {
+TEST_CASE("cache: an entry is the payload as is, read-only, and a check file beside it") {
   TempDir t;
   CompileCache cache(t.path.string());
   std::string payload = some_bytes(100000, 3);
   REQUIRE(cache.store(kKey, payload));
-  std::string entry = read_all(cache.entry_path(kKey));
-  REQUIRE(entry.size() == 4096 + payload.size());
-  CHECK(entry.substr(0, 8) == "FXCCACHE");
-  CHECK(entry.substr(16, 32) == kKey);
-  CHECK(entry.substr(4096) == payload);
+  CHECK(read_all(cache.entry_path(kKey)) == payload);
+  CHECK((fs::status(cache.entry_path(kKey)).permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read));
+  std::string check = read_all(check_path(cache, kKey));
+  CHECK(check.rfind("fxc-cache-entry 3\nkey " + kKey + "\nsize 100000\nxxh3 ", 0) == 0);
+  CHECK(check.find("\nverified ") != std::string::npos);
 }
 
 TEST_CASE("cache: store_file stores a file's bytes as store would, without reading them whole") {
@@ -184,11 +207,19 @@ TEST_CASE("cache: store_file stores a file's bytes as store would, without readi
   for (size_t n : {size_t(0), size_t(5), size_t(3 << 20) + 17}) {
     std::string payload = some_bytes(n, unsigned(n) + 7);
     std::string file = (t.path / "out.fxo").string();
-    write_file_bytes(file, payload);
+    replace_file(file, payload);
     REQUIRE(cache.store_file(kKey, file));
+    // One file system: the output itself became the entry (a hard link), read-only.
+    CHECK(fs::equivalent(file, cache.entry_path(kKey)));
+    CHECK((fs::status(file).permissions() & fs::perms::owner_write) == fs::perms::none);
     std::string from_file = read_all(cache.entry_path(kKey));
+    std::string check_from_file = read_all(check_path(cache, kKey));
     REQUIRE(cache.store(kKey, payload));
-    CHECK(read_all(cache.entry_path(kKey)) == from_file); // same header, same checksum
+    CHECK(read_all(cache.entry_path(kKey)) == from_file);
+    std::string check = read_all(check_path(cache, kKey)); // same size, same checksum
+    CHECK(check.substr(0, check.find("verified")) ==
+          check_from_file.substr(0, check_from_file.find("verified")));
+    replace_file(file, payload);
     REQUIRE(cache.store_file(kKey, file));
     auto got = cache.lookup(kKey); // the checksum verifies
     REQUIRE(got);
@@ -198,7 +229,7 @@ TEST_CASE("cache: store_file stores a file's bytes as store would, without readi
   CHECK_FALSE(CompileCache("").store_file(kKey, (t.path / "out.fxo").string()));
 }
 
-TEST_CASE("cache: write_hit writes the payload over any file; a miss leaves it alone") {
+TEST_CASE("cache: write_hit links the payload over any file; a miss leaves it alone") {
   TempDir t;
   CompileCache cache((t.path / "c").string());
   const fs::path out = t.path / "out.fxo";
@@ -209,21 +240,54 @@ TEST_CASE("cache: write_hit writes the payload over any file; a miss leaves it a
     std::string payload = some_bytes(n, unsigned(n) + 1);
     REQUIRE(cache.store(kKey, payload));
     fs::remove(out);
-    REQUIRE(cache.write_hit(kKey, out.string())); // a new file
+    REQUIRE(cache.write_hit(kKey, out.string())); // a new file: a link to the entry
     CHECK(read_all(out) == payload);
-    write_all(out, std::string(n + 5000, 'x')); // a longer file: cut to the payload
+    CHECK(fs::equivalent(out, cache.entry_path(kKey)));
+    REQUIRE(cache.write_hit(kKey, out.string())); // the entry already: left as it is
+    CHECK(fs::equivalent(out, cache.entry_path(kKey)));
+    replace_file(out, std::string(n + 5000, 'x')); // another file: replaced
     REQUIRE(cache.write_hit(kKey, out.string()));
     CHECK(read_all(out) == payload);
-    write_all(out, std::string(n / 2, 'y')); // a shorter one
-    REQUIRE(cache.write_hit(kKey, out.string()));
-    CHECK(read_all(out) == payload);
+    CHECK(fs::equivalent(out, cache.entry_path(kKey)));
   }
-  write_all(out, "before");
+  replace_file(out, "before");
   CHECK_FALSE(cache.write_hit("ffffffffffffffffffffffffffffffff", out.string()));
   CHECK(read_all(out) == "before");
   // An output that cannot be written is an error naming it.
   const std::string bad = (t.path / "no-such-dir" / "out.fxo").string();
   CHECK_THROWS_WITH_AS(cache.write_hit(kKey, bad), doctest::Contains("no-such-dir"), Error);
+  // A symbolic link is written through, not replaced.
+  const fs::path target = t.path / "target.fxo";
+  replace_file(target, "old");
+  fs::remove(out);
+  fs::create_symlink(target, out);
+  REQUIRE(cache.write_hit(kKey, out.string()));
+  CHECK(fs::is_symlink(out));
+  CHECK(read_all(target) == read_all(cache.entry_path(kKey)));
+  CHECK_FALSE(fs::equivalent(target, cache.entry_path(kKey)));
+}
+
+TEST_CASE("cache: an output written in place changes its entry, which the next hit discards") {
+  TempDir t;
+  CompileCache cache((t.path / "c").string());
+  const std::string payload = some_bytes(300000, 5);
+  REQUIRE(cache.store(kKey, payload));
+  const fs::path out = t.path / "out.fxo";
+  REQUIRE(cache.write_hit(kKey, out.string()));
+  REQUIRE(cache.write_hit(kKey, out.string())); // verified without hashing: unchanged
+  // A byte changed through the output's link, its modification time put back: the change time
+  // still shows it, so the next hit hashes the entry and finds it corrupt.
+  struct stat before{};
+  REQUIRE(::stat(out.c_str(), &before) == 0);
+  std::string bad = payload;
+  bad[1000] ^= 1;
+  overwrite_in_place(out, bad);
+  timespec times[2] = {before.st_atim, before.st_mtim};
+  REQUIRE(::utimensat(AT_FDCWD, out.c_str(), times, 0) == 0);
+  CHECK_FALSE(cache.write_hit(kKey, (t.path / "other.fxo").string()));
+  CHECK_FALSE(fs::exists(cache.entry_path(kKey)));
+  CHECK_FALSE(fs::exists(check_path(cache, kKey)));
+  CHECK_FALSE(fs::exists(t.path / "other.fxo"));
 }
 
 TEST_CASE("cache: a corrupt entry is a miss and is removed") {
@@ -232,64 +296,83 @@ TEST_CASE("cache: a corrupt entry is a miss and is removed") {
   std::string payload = some_bytes(200000, 7);
   REQUIRE(cache.store(kKey, payload));
   const fs::path entry = cache.entry_path(kKey);
+  const fs::path check = check_path(cache, kKey);
   const std::string good = read_all(entry);
-  REQUIRE(good.size() > 64);
+  const std::string good_check = read_all(check);
 
   const fs::path out = t.path / "out.fxo";
-  auto corrupt_with = [&](const std::string& bad) {
-    write_all(entry, bad);
+  // `damage` breaks the entry; lookup and write_hit each find it, remove it and miss.
+  auto corrupt = [&](const std::function<void()>& damage) {
+    damage();
     CHECK_FALSE(cache.lookup(kKey));
     CHECK_FALSE(fs::exists(entry));
-    // write_hit checks the same and leaves its output alone.
-    write_all(entry, bad);
-    write_all(out, "before");
-    CHECK_FALSE(cache.write_hit(kKey, out.string()));
+    CHECK_FALSE(fs::exists(check));
+    REQUIRE(cache.store(kKey, payload));
+    damage();
+    replace_file(out, "before");
+    CHECK_FALSE(cache.write_hit(kKey, out.string())); // and leaves its output alone
     CHECK_FALSE(fs::exists(entry));
     CHECK(read_all(out) == "before");
     REQUIRE(cache.store(kKey, payload)); // rebuilt
     CHECK(cache.lookup(kKey) == payload);
   };
-  SUBCASE("empty") {
-    corrupt_with("");
+  auto payload_is = [&](const std::string& bad) {
+    return [&, bad] { overwrite_in_place(entry, bad); };
+  };
+  auto check_is = [&](const std::string& bad) { return [&, bad] { write_all(check, bad); }; };
+  auto check_with = [&](const std::string& from, const std::string& to) {
+    std::string bad = good_check;
+    size_t at = bad.find(from);
+    REQUIRE(at != std::string::npos);
+    bad.replace(at, from.size(), to);
+    return check_is(bad);
+  };
+  SUBCASE("empty payload") {
+    corrupt(payload_is(""));
   }
-  SUBCASE("header only") {
-    corrupt_with(good.substr(0, 64));
-  }
-  SUBCASE("truncated frame") {
-    corrupt_with(good.substr(0, good.size() / 2));
+  SUBCASE("truncated payload") {
+    corrupt(payload_is(good.substr(0, good.size() / 2)));
   }
   SUBCASE("trailing bytes") {
-    corrupt_with(good + "x");
+    corrupt(payload_is(good + "x"));
   }
-  SUBCASE("bad magic") {
-    std::string bad = good;
-    bad[0] = 'G';
-    corrupt_with(bad);
-  }
-  SUBCASE("flipped byte in the frame") {
+  SUBCASE("flipped byte in the payload") {
     std::string bad = good;
     bad[good.size() / 2] ^= 0x5a;
-    corrupt_with(bad);
+    corrupt(payload_is(bad));
+  }
+  SUBCASE("empty check file") {
+    corrupt(check_is(""));
+  }
+  SUBCASE("bad magic") {
+    corrupt(check_with("fxc-cache-entry 3", "fxc-cache-entry 2"));
   }
   SUBCASE("wrong checksum") {
-    std::string bad = good;
-    bad[56] ^= 1;
-    corrupt_with(bad);
+    std::string sum = good_check.substr(good_check.find("xxh3 ") + 5, 16);
+    std::string other = sum;
+    other[0] = other[0] == '0' ? '1' : '0';
+    corrupt(check_with("xxh3 " + sum, "xxh3 " + other));
   }
   SUBCASE("wrong payload size") {
-    std::string bad = good;
-    bad[48] ^= 1;
-    corrupt_with(bad);
+    corrupt(check_with("size 200000", "size 200001"));
   }
   SUBCASE("huge payload size is not trusted") {
-    std::string bad = good;
-    for (int i = 48; i < 56; ++i) bad[i] = char(0xff);
-    corrupt_with(bad);
+    corrupt(check_with("size 200000", "size 18446744073709551615"));
   }
-  SUBCASE("another key's entry") {
+  SUBCASE("a field missing") {
+    corrupt(check_with("size 200000\n", ""));
+  }
+  SUBCASE("another key's check file") {
     const std::string other = "ffffffffffffffffffffffffffffffff";
     REQUIRE(cache.store(other, "other"));
-    corrupt_with(read_all(cache.entry_path(other)));
+    corrupt(check_is(read_all(check_path(cache, other))));
+  }
+  SUBCASE("no check file: a miss that leaves the entry to the next store") {
+    fs::remove(check);
+    CHECK_FALSE(cache.lookup(kKey));
+    CHECK_FALSE(cache.write_hit(kKey, out.string()));
+    REQUIRE(cache.store(kKey, payload));
+    CHECK(cache.lookup(kKey) == payload);
   }
 }
 
@@ -339,14 +422,14 @@ TEST_CASE("cache: stats count each entry once, and are rebuilt when missing or d
   TempDir t;
   CompileCache cache(t.path.string(), 0); // unlimited
   CHECK_FALSE(cache.usage());
-  const uint64_t entry = 4096 + 1000;
+  const uint64_t entry = 1000;
   for (char c : {'a', 'b', 'c'}) REQUIRE(cache.store(key_of(c), some_bytes(1000, unsigned(c))));
   REQUIRE(cache.usage());
   CHECK(cache.usage()->entries == 3);
   CHECK(cache.usage()->bytes == 3 * entry);
   REQUIRE(cache.store(key_of('a'), some_bytes(3000, 1))); // replaces an entry
   CHECK(cache.usage()->entries == 3);
-  CHECK(cache.usage()->bytes == 2 * entry + 4096 + 3000);
+  CHECK(cache.usage()->bytes == 2 * entry + 3000);
   for (const std::string& damage :
        {std::string(), std::string("fxc-cache-stats 1\nentries x\n"), std::string("garbage")}) {
     write_all(t.path / "stats", damage);
@@ -354,7 +437,7 @@ TEST_CASE("cache: stats count each entry once, and are rebuilt when missing or d
     REQUIRE(cache.store(key_of('d'), some_bytes(1000, 4))); // a scan counts them again
     REQUIRE(cache.usage());
     CHECK(cache.usage()->entries == 4);
-    CHECK(cache.usage()->bytes == 3 * entry + 4096 + 3000);
+    CHECK(cache.usage()->bytes == 3 * entry + 3000);
   }
   fs::remove(t.path / "stats");
   REQUIRE(cache.store(key_of('d'), some_bytes(1000, 4)));
@@ -363,7 +446,7 @@ TEST_CASE("cache: stats count each entry once, and are rebuilt when missing or d
 
 TEST_CASE("cache: a store over the limit evicts the least recently used entries to 90%") {
   TempDir t;
-  const uint64_t entry = 4096 + 10000;
+  const uint64_t entry = 10000;
   // Room for three entries and a half: a fourth brings it over, and one eviction gets it under
   // 90% of the limit.
   CompileCache cache(t.path.string(), entry * 7 / 2);
@@ -420,7 +503,7 @@ TEST_CASE("cache: the entry just stored is kept even when it alone is over the l
   CHECK_FALSE(fs::exists(cache.entry_path(key_of('b'))));
   CHECK(cache.lookup(key_of('c')) == big);
   CHECK(cache.usage()->entries == 1);
-  CHECK(cache.usage()->bytes == 4096 + 20000);
+  CHECK(cache.usage()->bytes == 20000);
 }
 
 TEST_CASE("cache: an entry removed or replaced while a hit copies it gives whole bytes or a miss") {
@@ -438,7 +521,7 @@ TEST_CASE("cache: an entry removed or replaced while a hit copies it gives whole
   const fs::path out = t.path / "out.fxo";
   int hits = 0, misses = 0;
   for (int i = 0; i < 200; ++i) {
-    write_all(out, "before");
+    replace_file(out, "before");
     if (cache.write_hit(kKey, out.string())) {
       ++hits;
       CHECK(read_all(out) == payload);
