@@ -168,8 +168,9 @@ std::string emit_kernels_object(const std::vector<KernelText>& kernels);
 /// The grouping depends on the kernels alone, never on the machine, so the objects are
 /// deterministic. Throws fxc::Error.
 std::vector<std::string> emit_kernels_objects(const std::vector<KernelText>& kernels);
-/// How many objects emit_kernels_objects() makes of `n` kernels: one per 32 kernels, at most 4
-/// (LLVM's per-module cost is small next to a kernel's; the parts run on the cores).
+/// How many objects emit_kernels_objects() makes of `n` different kernels: 1 up to 32, 2 up to
+/// 64, else 4 (LLVM's per-module cost is small next to a kernel's; the parts run on the cores,
+/// evenly on 2 or 4 of them). Kernels that differ only in name are compiled once (aliases).
 size_t object_parts(size_t n);
 /// NVPTX kernels' LLVM IR as generate_ptx() generated it (PtxKernel::ll) linked into one
 /// module: its text as generated (`ptx` false), or one PTX module for `arch` (`ptx` true) with

@@ -7,6 +7,7 @@
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/GlobalAlias.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <cassert>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -395,22 +397,84 @@ std::string link_kernels_ll(const std::vector<KernelText>& kernels, bool optimiz
 }
 
 size_t object_parts(size_t n) {
-  return std::clamp<size_t>((n + 31) / 32, 1, 4);
+  // 1, 2 or 4 (not 3): groups of equal size share 2 or 4 cores evenly.
+  return n <= 32 ? 1 : n <= 64 ? 2 : 4;
 }
 
-std::vector<std::string> emit_kernels_objects(const std::vector<KernelText>& kernels) {
-  // Consecutive groups of about equal IR size (a proxy for compile time), cut where the running
-  // total passes each k/parts of the whole.
-  const size_t parts = object_parts(kernels.size());
-  size_t total = 0;
-  for (const KernelText& k : kernels) total += k.ll.size();
-  std::vector<std::vector<KernelText>> groups(parts);
-  size_t seen = 0;
+namespace {
+
+/// The symbol a kernel has in the linked module.
+const std::string& symbol_of(const KernelText& k) {
+  return k.symbol.empty() ? k.name : k.symbol;
+}
+
+/// Kernels whose IR is the same but for their name (a model's repeated blocks: ResNet-50's train
+/// graphs hold 219 kernels of 69 different bodies) are compiled once; each other is an alias
+/// of the first.
+struct DedupedKernels {
+  std::vector<KernelText> unique;
+  std::vector<std::vector<std::string>> aliases; ///< per unique kernel: the symbols it also has
+};
+
+DedupedKernels dedup_kernels(const std::vector<KernelText>& kernels) {
+  DedupedKernels d;
+  std::map<std::string, size_t> seen; // the IR with the kernel's name blanked -> unique index
   for (const KernelText& k : kernels) {
+    std::string body = k.ll;
+    // The name occurs as the function's, the module's ID and its source file name.
+    for (size_t at = body.find(k.name); at != std::string::npos; at = body.find(k.name, at + 1))
+      body.replace(at, k.name.size(), "\x01");
+    auto [it, fresh] = seen.emplace(std::move(body), d.unique.size());
+    if (fresh) {
+      d.unique.push_back(k);
+      d.aliases.emplace_back();
+    } else {
+      d.aliases[it->second].push_back(symbol_of(k));
+    }
+  }
+  return d;
+}
+
+/// emit_kernels_object() of the unique kernels `ks`, each also defining the symbols `aliases`.
+std::string emit_object(const std::vector<KernelText>& ks,
+                        const std::vector<std::vector<std::string>>& aliases) {
+  llvm::LLVMContext ctx;
+  LlvmDiagnostics diags;
+  auto m = link_kernel_modules(ctx, ks, &diags);
+  for (size_t i = 0; i < ks.size(); ++i) {
+    llvm::Function* f = m->getFunction(symbol_of(ks[i]));
+    assert(f && "a linked kernel keeps its symbol");
+    for (const std::string& a : aliases[i])
+      llvm::GlobalAlias::create(f->getFunctionType(), f->getAddressSpace(), f->getLinkage(), a, f,
+                                m.get());
+  }
+  auto tm = host_machine(true);
+  m->setDataLayout(tm->createDataLayout());
+  optimize_o2(*m, tm.get());
+  std::string obj = emit_machine_code(*m, *tm, true, "the host target");
+  throw_llvm_errors(diags, "the host target");
+  return obj;
+}
+
+} // namespace
+
+std::vector<std::string> emit_kernels_objects(const std::vector<KernelText>& kernels) {
+  const DedupedKernels d = dedup_kernels(kernels);
+  // Consecutive groups of about equal IR size (a proxy for compile time), cut where the running
+  // total passes each k/parts of the whole; a kernel's aliases go with it.
+  const size_t parts = object_parts(d.unique.size());
+  size_t total = 0;
+  for (const KernelText& k : d.unique) total += k.ll.size();
+  std::vector<std::vector<KernelText>> groups(parts);
+  std::vector<std::vector<std::vector<std::string>>> group_aliases(parts);
+  size_t seen = 0;
+  for (size_t i = 0; i < d.unique.size(); ++i) {
+    const KernelText& k = d.unique[i];
     size_t g = total == 0 ? 0 : std::min(parts - 1, seen * parts / total);
     // Never an empty group before a later one: each group starts with a kernel of its own.
     while (g > 0 && groups[g - 1].empty()) --g;
     groups[g].push_back(k);
+    group_aliases[g].push_back(d.aliases[i]);
     seen += k.ll.size();
   }
   while (!groups.empty() && groups.back().empty()) groups.pop_back();
@@ -418,7 +482,7 @@ std::vector<std::string> emit_kernels_objects(const std::vector<KernelText>& ker
   std::vector<std::exception_ptr> failed(groups.size());
   auto compile = [&](int64_t i) {
     try {
-      objs[size_t(i)] = emit_kernels_object(groups[size_t(i)]);
+      objs[size_t(i)] = emit_object(groups[size_t(i)], group_aliases[size_t(i)]);
     } catch (...) { // never past the pool: a worker would terminate
       failed[size_t(i)] = std::current_exception();
     }
@@ -435,15 +499,8 @@ std::vector<std::string> emit_kernels_objects(const std::vector<KernelText>& ker
 }
 
 std::string emit_kernels_object(const std::vector<KernelText>& kernels) {
-  llvm::LLVMContext ctx;
-  LlvmDiagnostics diags;
-  auto m = link_kernel_modules(ctx, kernels, &diags);
-  auto tm = host_machine(true);
-  m->setDataLayout(tm->createDataLayout());
-  optimize_o2(*m, tm.get());
-  std::string obj = emit_machine_code(*m, *tm, true, "the host target");
-  throw_llvm_errors(diags, "the host target");
-  return obj;
+  const DedupedKernels d = dedup_kernels(kernels);
+  return emit_object(d.unique, d.aliases);
 }
 
 } // namespace fxc

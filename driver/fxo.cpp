@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 namespace fxc {
 
@@ -61,6 +62,25 @@ void log_artifact_guards(const LoadedModel& m, const std::vector<Tensor>& inputs
 
 } // namespace
 
+WeightPrefetch::WeightPrefetch(const Graph& g) {
+  for (const auto& [fqn, w] : g.weights)
+    if (w.storage) storages_.push_back(w.storage);
+  thread_ = std::thread([this] {
+    for (const std::shared_ptr<Storage>& s : storages_) {
+      if (stop_.load(std::memory_order_relaxed)) return;
+      try {
+        (void)s->data();
+      } catch (const Error&) { // a weight that cannot be read fails where it is used
+      }
+    }
+  });
+}
+
+WeightPrefetch::~WeightPrefetch() {
+  stop_ = true;
+  thread_.join();
+}
+
 CompiledArtifact make_artifact(const Compilation& c) {
   const Options& o = c.opts;
   bool cuda = o.device == DeviceKind::Cuda;
@@ -72,6 +92,8 @@ CompiledArtifact make_artifact(const Compilation& c) {
   a.mode = o.mode == Mode::Train ? "train" : "inference";
   a.dtype = o.dtype;
   a.inputs = input_specs(c.source);
+  // The weights are made beside the kernels' machine code (below), for the writer.
+  WeightPrefetch prefetch(c.source);
   std::set<std::string> custom;
   for (size_t i = 0; i < c.graphs.size(); ++i) {
     const StageGraph& sg = c.graphs[i];

@@ -4,9 +4,14 @@
 #include "driver/bench.h"
 #include "driver/options.h"
 #include "driver/pipeline.h"
+#include "frontend/storage.h"
 #include "runtime/artifact.h"
 
+#include <atomic>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace fxc {
 
@@ -14,6 +19,22 @@ namespace fxc {
 /// object code or PTX), earlier backends' graphs for the reference interpreter; input guards
 /// from the (possibly re-specialized) source graph. Deterministic.
 CompiledArtifact make_artifact(const Compilation& c);
+
+/// Materializes every weight of `g` (made by its init rule, read or checked lazily) on a thread
+/// of its own while this lives, so that the writer of an artifact finds them made while the
+/// stages compiled (both cores busy). Stops early and joins on destruction.
+class WeightPrefetch {
+public:
+  explicit WeightPrefetch(const Graph& g);
+  ~WeightPrefetch();
+  WeightPrefetch(const WeightPrefetch&) = delete;
+  WeightPrefetch& operator=(const WeightPrefetch&) = delete;
+
+private:
+  std::vector<std::shared_ptr<Storage>> storages_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 /// True when `path` names an .fxo artifact: by its extension, or by its magic number.
 bool is_artifact_file(const std::string& path);

@@ -571,8 +571,11 @@ private:
     int64_t nbytes;
     if (!view_extent_bytes(meta.sizes, meta.strides, 0, int64_t(dtype_size(meta.dtype)), &nbytes))
       fail("size of '" + what + "' overflows");
-    w.storage = Storage::lazy(size_t(nbytes),
-                              [init, meta](std::byte* dst, size_t) { run_init(init, meta, dst); });
+    // run_init writes numel() elements in a row: every byte of a contiguous tensor.
+    const bool writes_all = nbytes == meta.numel() * int64_t(dtype_size(meta.dtype));
+    w.storage = Storage::lazy(
+        size_t(nbytes), [init, meta](std::byte* dst, size_t) { run_init(init, meta, dst); },
+        writes_all);
     return w;
   }
 

@@ -173,27 +173,47 @@ void fill_random(DType t, size_t n, uint64_t seed, std::byte* dst, int64_t int_l
   }
 }
 
+namespace {
+
+/// Stores value(i) for i in [0, n) into `dst` as `t`: float32 and float64 directly (weights
+/// made by init rules: ResNet-50's 25.6 M), other dtypes through store_element.
+template <typename F> void fill_each(DType t, size_t n, std::byte* dst, F&& value) {
+  if (t == DType::F32) {
+    for (size_t i = 0; i < n; ++i) {
+      float v = float(value(i));
+      std::memcpy(dst + 4 * i, &v, 4);
+    }
+    return;
+  }
+  if (t == DType::F64) {
+    for (size_t i = 0; i < n; ++i) {
+      double v = value(i);
+      std::memcpy(dst + 8 * i, &v, 8);
+    }
+    return;
+  }
+  const size_t sz = dtype_size(t);
+  for (size_t i = 0; i < n; ++i) store_element(t, value(i), dst + sz * i);
+}
+
+} // namespace
+
 void fill_uniform(DType t, size_t n, uint64_t seed, double low, double high, std::byte* dst) {
   Rng rng(seed);
-  const size_t sz = dtype_size(t);
-  for (size_t i = 0; i < n; ++i, dst += sz)
-    store_element(t, low + (high - low) * rng.uniform(), dst);
+  fill_each(t, n, dst, [&](size_t) { return low + (high - low) * rng.uniform(); });
 }
 
 void fill_normal(DType t, size_t n, uint64_t seed, double mean, double std, std::byte* dst) {
   Rng rng(seed);
-  const size_t sz = dtype_size(t);
-  for (size_t i = 0; i < n; ++i, dst += sz) store_element(t, mean + std * rng.normal(), dst);
+  fill_each(t, n, dst, [&](size_t) { return mean + std * rng.normal(); });
 }
 
 void fill_value(DType t, size_t n, double value, std::byte* dst) {
-  const size_t sz = dtype_size(t);
-  for (size_t i = 0; i < n; ++i, dst += sz) store_element(t, value, dst);
+  fill_each(t, n, dst, [&](size_t) { return value; });
 }
 
 void fill_arange(DType t, size_t n, double start, double step, std::byte* dst) {
-  const size_t sz = dtype_size(t);
-  for (size_t i = 0; i < n; ++i, dst += sz) store_element(t, start + double(i) * step, dst);
+  fill_each(t, n, dst, [&](size_t i) { return start + double(i) * step; });
 }
 
 } // namespace fxc

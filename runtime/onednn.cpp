@@ -193,9 +193,10 @@ dnnl_primitive_t make_reorder(const dnnl_memory_desc_t& from, const dnnl_memory_
 }
 
 /// Makes the convolution's primitive (src/dst/weights in the layouts oneDNN prefers; `any`
-/// everywhere), or returns null with `why`.
+/// everywhere), or returns null with `why`. `buffers`: also the blocked copies a run needs (not
+/// for a primitive made only to ask what oneDNN would run).
 std::unique_ptr<Prepared> make_conv(const ConvShape& s, const std::vector<PostOp>& ops,
-                                    std::string* why) {
+                                    std::string* why, bool buffers = true) {
   const Api& a = api();
   if (!a.why.empty()) {
     *why = a.why;
@@ -320,14 +321,15 @@ std::unique_ptr<Prepared> make_conv(const ConvShape& s, const std::vector<PostOp
   why->clear();
   if (!p->src_plain) {
     p->src_reorder = make_reorder(p->plain_src, p->src_md, why);
-    p->src_buf.resize(a.dnnl_memory_desc_get_size(&p->src_md) / sizeof(float));
+    if (buffers) p->src_buf.resize(a.dnnl_memory_desc_get_size(&p->src_md) / sizeof(float));
   }
   if (!p->dst_plain) {
     p->dst_reorder = make_reorder(p->dst_md, p->plain_dst, why);
     if (p->sums) p->dst_in_reorder = make_reorder(p->plain_dst, p->dst_md, why);
-    p->dst_buf.resize(a.dnnl_memory_desc_get_size(&p->dst_md) / sizeof(float));
+    if (buffers) p->dst_buf.resize(a.dnnl_memory_desc_get_size(&p->dst_md) / sizeof(float));
   }
-  if (!p->w_plain) p->w_buf.resize(a.dnnl_memory_desc_get_size(&p->w_md) / sizeof(float));
+  if (!p->w_plain && buffers)
+    p->w_buf.resize(a.dnnl_memory_desc_get_size(&p->w_md) / sizeof(float));
   if (!why->empty()) return nullptr;
   p->impl += std::string(p->src_plain ? ", nchw" : ", blocked") + " activations";
   return p;
@@ -460,16 +462,49 @@ std::string post_op_token(const PostOp& op) {
   return "?";
 }
 
+namespace {
+
+/// What oneDNN makes of a convolution: nothing (`why` says why) or an implementation (`impl`).
+struct ConvVerdict {
+  bool made = false;
+  std::string why, impl;
+};
+
+/// make_conv's verdict on (shape, post_ops), remembered for the process: a model's repeated
+/// blocks ask about the same convolutions many times (ResNet-50's train graphs: 300 questions
+/// about 23 shapes), and making a primitive costs milliseconds.
+const ConvVerdict& conv_verdict(const ConvShape& shape, const std::vector<PostOp>& post_ops) {
+  static std::mutex mu;
+  static std::map<std::string, ConvVerdict>* memo = new std::map<std::string, ConvVerdict>;
+  std::string key;
+  for (const auto* a : {&shape.x, &shape.w, &shape.out})
+    for (int64_t v : *a) key += std::to_string(v) + ",";
+  for (const auto* a : {&shape.stride, &shape.padding, &shape.dilation})
+    for (int64_t v : *a) key += std::to_string(v) + ",";
+  key += std::to_string(shape.groups) + (shape.bias ? ",b" : ",-");
+  for (const PostOp& op : post_ops) key += ";" + post_op_token(op);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = memo->find(key);
+    if (it != memo->end()) return it->second;
+  }
+  ConvVerdict v;
+  std::unique_ptr<Prepared> p = make_conv(shape, post_ops, &v.why, /*buffers=*/false);
+  v.made = p != nullptr;
+  if (p) v.impl = p->impl;
+  std::lock_guard<std::mutex> lock(mu);
+  return memo->emplace(std::move(key), std::move(v)).first->second; // std::map: stable
+}
+
+} // namespace
+
 std::string check_conv(const ConvShape& shape, const std::vector<PostOp>& post_ops) {
-  std::string why;
-  make_conv(shape, post_ops, &why);
-  return why;
+  return conv_verdict(shape, post_ops).why;
 }
 
 std::string conv_impl_name(const ConvShape& shape, const std::vector<PostOp>& post_ops) {
-  std::string why;
-  auto p = make_conv(shape, post_ops, &why);
-  return p ? p->impl : "direct loop (" + why + ")";
+  const ConvVerdict& v = conv_verdict(shape, post_ops);
+  return v.made ? v.impl : "direct loop (" + v.why + ")";
 }
 
 void set_threads(int threads) {

@@ -832,14 +832,19 @@ TEST_CASE("artifact code: CPU kernels in parallel objects, split by the kernels 
   CHECK(object_parts(1) == 1);
   CHECK(object_parts(32) == 1);
   CHECK(object_parts(33) == 2);
-  CHECK(object_parts(96) == 3);
+  CHECK(object_parts(64) == 2);
+  CHECK(object_parts(65) == 4);
+  CHECK(object_parts(96) == 4);
   CHECK(object_parts(1000) == 4);
-  // 40 copies of a real kernel under other names: two objects, each kernel in exactly one.
+  // 40 kernels that differ (by an unused global each) under other names: two objects, each
+  // kernel in exactly one.
   Compiled c = compile_fixture("mlp");
   REQUIRE(!c.cg.kernels().empty());
   const GeneratedKernel& k = c.cg.kernels().front();
   std::vector<KernelText> texts;
-  for (int i = 0; i < 40; ++i) texts.push_back({k.name, k.ll, "copy_" + std::to_string(i)});
+  for (int i = 0; i < 40; ++i)
+    texts.push_back({k.name, k.ll + "\n@distinct = internal global i32 " + std::to_string(i) + "\n",
+                     "copy_" + std::to_string(i)});
   std::vector<std::string> objs = emit_kernels_objects(texts);
   REQUIRE(objs.size() == 2);
   CHECK(emit_kernels_objects(texts) == objs); // deterministic
@@ -850,6 +855,17 @@ TEST_CASE("artifact code: CPU kernels in parallel objects, split by the kernels 
     for (const auto& o : loaded) defined += o->function("copy_" + std::to_string(i)) != nullptr;
     CHECK(defined == 1);
   }
+  // 40 copies that differ only in name: compiled once, one object, every name the same code.
+  std::vector<KernelText> same;
+  for (int i = 0; i < 40; ++i) same.push_back({k.name, k.ll, "same_" + std::to_string(i)});
+  std::vector<std::string> one = emit_kernels_objects(same);
+  REQUIRE(one.size() == 1);
+  CHECK(one.front().size() < objs.front().size());
+  std::unique_ptr<ElfObject> o = load_elf_object(one.front(), "same.o");
+  REQUIRE(o->function("same_0") != nullptr);
+  for (int i = 1; i < 40; ++i)
+    CHECK(o->function("same_" + std::to_string(i)) == o->function("same_0"));
+  CHECK(emit_kernels_object(same) == one.front());
   // The artifact's graph holds the parts; an artifact build does not load the kernels itself.
   CHECK(c.cg.object_codes().size() == 1);
   InductorOptions io;
