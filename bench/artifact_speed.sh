@@ -7,6 +7,8 @@
 # The graphs are generated, not stored in git: bench/make_models.py (resnet50.fxg, weights by
 # init rule) and bench/make_bert.py (bert.fxg + bert.safetensors), into $FXC_BENCH_DIR (default
 # /tmp/fxc-artifact-bench, kept between runs).
+# With ZOO=<dir> (the zoo archives restored by tools/zoo_weights.py) also the torch.export
+# archives resnet50.pt2 (CUDA; CPU train) and bert_base.pt2 (CUDA; cache hits).
 # Usage: bench/artifact_speed.sh [-n N (default 5)] FXC [FXC...]
 set -euo pipefail
 n=5
@@ -36,7 +38,7 @@ measure() {
     awk -F': ' '/Maximum resident set size/ { printf "%d\n", $2 / 1024 }' "$tmp/time" >>"$tmp/rss"
     awk -F': ' '/(User|System) time/ { s += $2 } END { printf "%d\n", s * 1000 }' "$tmp/time" >>"$tmp/cpu"
   done
-  echo "| $label | $(basename "$(dirname "$fxc")")/$(basename "$fxc") | $(median <"$tmp/wall") |" \
+  echo "| $label | $fxc | $(median <"$tmp/wall") |" \
     "$(sort -n "$tmp/wall" | head -1) | $(median <"$tmp/cpu") | $(median <"$tmp/rss") |"
 }
 
@@ -53,4 +55,14 @@ for fxc in "$@"; do
   rm -rf "$tmp/cache"
   "$fxc" --device=cuda --cache-dir="$tmp/cache" -o "$tmp/c.fxo" "$dir/bert.fxg" # the store
   measure "BERT-base, CUDA, cache hit" "$fxc" --device=cuda --cache-dir="$tmp/cache" -o "$tmp/c.fxo" "$dir/bert.fxg"
+  # The torch.export archives of the zoo (tools/zoo_weights.py restore), where $ZOO names them.
+  if [ -n "${ZOO:-}" ] && [ -f "$ZOO/resnet50.pt2" ] && [ -f "$ZOO/bert_base.pt2" ]; then
+    measure "resnet50.pt2, CUDA, .fxo" "$fxc" --device=cuda --no-cache -o "$tmp/zr.fxo" "$ZOO/resnet50.pt2"
+    measure "resnet50.pt2 train, CPU, .fxo" "$fxc" --device=cpu --mode=train --no-cache -o "$tmp/zt.fxo" "$ZOO/resnet50.pt2"
+    measure "bert_base.pt2, CUDA, .fxo" "$fxc" --device=cuda --no-cache -o "$tmp/zb.fxo" "$ZOO/bert_base.pt2"
+    rm -rf "$tmp/cache"
+    "$fxc" --device=cuda --cache-dir="$tmp/cache" -o "$tmp/zc.fxo" "$ZOO/bert_base.pt2" # the store
+    measure "bert_base.pt2, CUDA, cache hit" "$fxc" --device=cuda --cache-dir="$tmp/cache" -o "$tmp/zc.fxo" "$ZOO/bert_base.pt2"
+    measure "bert_base.pt2, CUDA, cache hit, new output" "$fxc" --device=cuda --cache-dir="$tmp/cache" -o "$tmp/zc2.fxo" "$ZOO/bert_base.pt2"
+  fi
 done

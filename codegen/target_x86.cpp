@@ -260,6 +260,14 @@ private:
   std::string cpu_, features_, triple_, layout_;
 };
 
+/// A kernel's IR with every occurrence of its name (the function's, the module's ID and source
+/// file name) blanked: equal for kernels that differ only in name.
+std::string blank_name(std::string ll, const std::string& name) {
+  for (size_t at = ll.find(name); at != std::string::npos; at = ll.find(name, at + 1))
+    ll.replace(at, name.size(), "\x01");
+  return ll;
+}
+
 std::unique_ptr<llvm::TargetMachine> host_machine(bool pic) {
   init_llvm();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -307,6 +315,14 @@ public:
     text.clear();
     m.print(os, nullptr);
     os.flush();
+    // A kernel whose IR is another's but for its name is not compiled again: its name resolves
+    // to the other's code (lookup).
+    std::string body = blank_name(text, k.name);
+    auto [it, fresh] = bodies_.emplace(std::move(body), k.name);
+    if (!fresh) {
+      alias_of_[k.name] = it->second;
+      return text;
+    }
     pending_.push_back(std::move(pk));
     return text;
   }
@@ -355,7 +371,8 @@ public:
   }
 
   KernelFn lookup(const std::string& name) override {
-    auto sym = jit_->lookup(name);
+    auto alias = alias_of_.find(name);
+    auto sym = jit_->lookup(alias == alias_of_.end() ? name : alias->second);
     if (!sym) throw Error("", "JIT lookup of " + name + " failed: " + to_string(sym.takeError()));
     return sym->toPtr<KernelFn>();
   }
@@ -372,6 +389,8 @@ private:
   /// Each pending kernel context's diagnostics (finalize); declared first, so it outlives them.
   std::vector<LlvmDiagnostics> diags_;
   std::vector<Pending> pending_;
+  std::map<std::string, std::string> bodies_;   ///< a kernel's IR with its name blanked -> name
+  std::map<std::string, std::string> alias_of_; ///< kernel name -> the kernel compiled for it
 };
 
 } // namespace

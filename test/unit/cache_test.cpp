@@ -642,8 +642,8 @@ TEST_CASE("output files: renamed over the path when whole; an unfinished one lea
                       [](const fs::directory_entry& d) {
                         return d.path().filename().string().find(".tmp-") != std::string::npos;
                       }) == 0);
-  // An output that holds the payload already is left as it is (the same file), with a new
-  // modification time; one of the same size with other bytes is replaced.
+  // An output that is the entry already (a hard link) is left as it is, with a new modification
+  // time; another file of the same size with other bytes is replaced.
   struct stat before{}, after{};
   REQUIRE(::stat(p.c_str(), &before) == 0);
   fs::last_write_time(p, fs::last_write_time(p) - std::chrono::hours(1));
@@ -653,7 +653,7 @@ TEST_CASE("output files: renamed over the path when whole; an unfinished one lea
   CHECK(after.st_ino == before.st_ino);
   CHECK(fs::last_write_time(p) > old_time);
   CHECK(read_all(p) == "payload");
-  write_all(p, "PAYLOAD");
+  replace_file(p, "PAYLOAD");
   REQUIRE(cache.write_hit(kKey, p.string()));
   CHECK(read_all(p) == "payload");
   // Not a regular file (a device): written in place.
