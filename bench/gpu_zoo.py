@@ -124,6 +124,17 @@ def cmd_model(a):
         t = {f"input_{i}": x.contiguous() for i, x in enumerate(ins)}
         t["output_0"] = ref.contiguous()
         save_file(t, base + ".io.safetensors")
+        if a.dtype == "bf16":
+            # PyTorch's own autocast output on the GPU, and how far it is from float32: what a
+            # bf16 rounding difference looks like for this model (fxc is checked against both).
+            import copy
+            mc = copy.deepcopy(m).cuda()
+            with torch.no_grad(), amp():
+                out = mc(*[x.cuda() for x in ins])
+            r.d["autocast_max_abs_error"] = float((out.float().cpu() - ref.float()).abs().max())
+            save_file({**{k: v for k, v in t.items() if k != "output_0"},
+                       "output_0": out.float().cpu().contiguous()}, base + ".amp.safetensors")
+            del mc
         r.save()
     except Exception as e:
         r.error("export", e)

@@ -140,6 +140,12 @@ for t in "${tags[@]}"; do
       >"$res/$t.fxc_check.err" 2>&1
     echo $? >"$res/$t.fxc_check.rc"
     echo "$t check: exit $(cat "$res/$t.fxc_check.rc") $(tail -1 "$res/$t.fxc_check.err" | cut -c1-200)"
+    if [ -f "$res/$t.amp.safetensors" ]; then # bf16: against PyTorch's autocast output too
+      timeout 60 "$fxc" --device=cuda "${fxc_dtype[@]}" --tf32=none --run --inputs "$io" --expect "$res/$t.amp.safetensors" \
+        --rtol $tol --atol $tol "$pt2" >"$res/$t.fxc_amp_check.err" 2>&1
+      echo "$t check against torch.autocast: exit $? $(grep -m1 'max abs\|Greatest absolute' "$res/$t.fxc_amp_check.err" | cut -c1-160)" \
+        "(torch.autocast vs float32: $(grep -o '"autocast_max_abs_error": [0-9.e-]*' "$res/$t.torch.json" | cut -d' ' -f2))"
+    fi
   fi
   if [ "$fxc_train" = 1 ]; then
     fxc_run "$t" fxc_train 120 --mode=train --bench --json --inputs "$io" "$pt2"
