@@ -223,33 +223,11 @@ bool is_half(DType t) {
 bool is_unsigned(DType t) {
   return t == DType::Bool || t == DType::U8;
 }
-bool expr_uses_r(const VExpr& e);
 /// Whether an index expression depends on the kernel's r variable (an indirect index when its
 /// value does: a gather at a position computed per row, such as a sort's permutation, is a
 /// per-row value in the stage after the reduction that computed it).
 bool uses_r(const IndexExpr& e) {
-  for (auto& [a, c] : e.terms()) {
-    switch (a.kind) {
-    case IndexAtom::Kind::Var:
-      if (a.id == kRVar) return true;
-      break;
-    case IndexAtom::Kind::FloorDiv:
-    case IndexAtom::Kind::Mod:
-      if (uses_r(*a.arg)) return true;
-      break;
-    case IndexAtom::Kind::Indirect:
-      if (expr_uses_r(*a.value)) return true;
-      break;
-    }
-  }
-  return false;
-}
-/// Whether a value expression depends on r (through the index of a load or index_expr).
-bool expr_uses_r(const VExpr& e) {
-  if ((e.op == VOp::Load || e.op == VOp::Index) && uses_r(e.index)) return true;
-  for (const VPtr& a : e.args)
-    if (expr_uses_r(*a)) return true;
-  return false;
+  return index_uses_var(e, kRVar);
 }
 
 /// Whether `e` depends on variable `var` through affine terms, floor divisions and moduli

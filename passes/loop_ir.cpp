@@ -728,6 +728,31 @@ void for_each_load(const VPtr& e, const std::function<void(const VExpr&)>& f) {
   loads_rec(e, seen, f);
 }
 
+bool index_uses_var(const IndexExpr& e, int id) {
+  for (const auto& [a, c] : e.terms()) {
+    switch (a.kind) {
+    case IndexAtom::Kind::Var:
+      if (a.id == id) return true;
+      break;
+    case IndexAtom::Kind::FloorDiv:
+    case IndexAtom::Kind::Mod:
+      if (a.arg && index_uses_var(*a.arg, id)) return true;
+      break;
+    case IndexAtom::Kind::Indirect:
+      if (a.value && value_uses_var(*a.value, id)) return true;
+      break;
+    }
+  }
+  return false;
+}
+
+bool value_uses_var(const VExpr& e, int id) {
+  if ((e.op == VOp::Load || e.op == VOp::Index) && index_uses_var(e.index, id)) return true;
+  for (const VPtr& a : e.args)
+    if (a && value_uses_var(*a, id)) return true;
+  return false;
+}
+
 int expr_size(const VPtr& e) {
   std::set<const VExpr*> seen;
   std::function<void(const VPtr&)> rec = [&](const VPtr& x) {

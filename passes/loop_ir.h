@@ -183,6 +183,11 @@ VPtr substitute(const VPtr& e, const std::map<int, IndexExpr>& subst);
 void for_each_load(const VPtr& e, const std::function<void(const VExpr&)>& f);
 /// Number of distinct nodes.
 int expr_size(const VPtr& e);
+/// Whether index `e` reads loop variable `id` (through floor divisions, moduli and indirect
+/// values too).
+bool index_uses_var(const IndexExpr& e, int id);
+/// Whether value expression `e` reads loop variable `id` (in a load's or index_expr's index).
+bool value_uses_var(const VExpr& e, int id);
 
 enum class ReduceOp : uint8_t { Sum, Max, Min, Any, ArgMax, ArgMin, Prod };
 std::string_view reduce_op_name(ReduceOp op);

@@ -202,36 +202,6 @@ bool lower_addmm_epilogue(Lowerer& L, int n, LVal& bias, LVal& a, LVal& b) {
   return true;
 }
 
-bool value_uses_var(const VExpr& e, int id);
-
-/// Whether index `e` reads loop variable `id` (through floor divisions, moduli and indirect
-/// values too).
-bool index_uses_var(const IndexExpr& e, int id) {
-  for (const auto& [a, c] : e.terms()) {
-    switch (a.kind) {
-    case IndexAtom::Kind::Var:
-      if (a.id == id) return true;
-      break;
-    case IndexAtom::Kind::FloorDiv:
-    case IndexAtom::Kind::Mod:
-      if (a.arg && index_uses_var(*a.arg, id)) return true;
-      break;
-    case IndexAtom::Kind::Indirect:
-      if (a.value && value_uses_var(*a.value, id)) return true;
-      break;
-    }
-  }
-  return false;
-}
-
-/// Whether value expression `e` reads loop variable `id` (in a load's or index_expr's index).
-bool value_uses_var(const VExpr& e, int id) {
-  if ((e.op == VOp::Load || e.op == VOp::Index) && index_uses_var(e.index, id)) return true;
-  for (const VPtr& a : e.args)
-    if (a && value_uses_var(*a, id)) return true;
-  return false;
-}
-
 void lower_mm(Lowerer& L, int n) {
   LVal& a = L.input(n, "self");
   LVal& b = L.input(n, "mat2");
