@@ -11,6 +11,7 @@
 #include "runtime/onednn.h"
 
 #include <cassert>
+#include <future>
 #include <map>
 
 namespace fxc {
@@ -77,11 +78,20 @@ std::string CompiledGraph::object_code() const {
     throw Error(impl->source, "a CUDA build has PTX kernels (kernels()[i].ptx), not host code");
   return emit_kernels_object(kernel_texts(impl->kernels));
 }
-std::vector<std::string> CompiledGraph::object_codes() const {
+void CompiledGraph::start_object_codes() const {
   if (impl->cuda)
     throw Error(impl->source, "a CUDA build has PTX kernels (kernels()[i].ptx), not host code");
-  PassTimer t("x86 object code");
-  return emit_kernels_objects(kernel_texts(impl->kernels));
+  std::lock_guard<std::mutex> lock(impl->objects_mu);
+  if (impl->objects.valid()) return;
+  impl->objects = std::async(std::launch::async, [im = impl.get(), depth = pass_depth()] {
+                    ScopedPassDepth nest(depth);
+                    PassTimer t("x86 object code");
+                    return emit_kernels_objects(kernel_texts(im->kernels));
+                  }).share();
+}
+const std::vector<std::string>& CompiledGraph::object_codes() const {
+  start_object_codes();
+  return impl->objects.get();
 }
 const std::string& CompiledGraph::ptx_module() const {
   // A build made to run (load_cuda) loaded each kernel's own PTX; its artifact (the compile

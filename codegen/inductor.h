@@ -114,8 +114,13 @@ public:
   /// `void <name>(void* const* args, int64_t xbegin, int64_t xend)` is exported.
   std::string object_code() const;
   /// The same kernels as several objects compiled in parallel (emit_kernels_objects()), each
-  /// exporting its kernels' entry points: what an .fxo artifact holds.
-  std::vector<std::string> object_codes() const;
+  /// exporting its kernels' entry points: what an .fxo artifact holds. Compiled once; waits
+  /// for start_object_codes()'s thread.
+  const std::vector<std::string>& object_codes() const;
+  /// Starts object_codes() on a thread of its own and returns at once, so that LLVM's work
+  /// overlaps whatever the caller does next (the next graph's lowering). Errors surface from
+  /// object_codes().
+  void start_object_codes() const;
   /// CUDA builds made without load_cuda (.fxo artifacts): every kernel in one PTX module, each
   /// an entry named like its kernel (the kernels as finally chosen, --max-autotune's included).
   const std::string& ptx_module() const;

@@ -14,6 +14,7 @@
 #include "runtime/thread_pool.h"
 
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,11 @@ struct CompiledGraph::Impl {
   std::once_flag ptx_once;          // ptx_module() links a loaded build's kernels once
   int externs = 0;
   int64_t peak = 0;
+  // CPU: the kernels' object code (object_codes()), compiled on a thread of its own. Declared
+  // last, so that it is destroyed first: destroying it waits for that thread, which reads
+  // `kernels`.
+  std::mutex objects_mu;
+  std::shared_future<std::vector<std::string>> objects;
 };
 
 /// Calls the hooks of opts.steps after `step` (see StepHooks): the loop-IR verifier when

@@ -344,6 +344,9 @@ void stage_inductor(Compilation& c) {
         (emit == "llvm" || emit == "obj" || emit == "cpp"))
       io.steps.stop_after = "host-plan";
     auto cg = std::make_shared<CompiledGraph>(compile_inductor(sg.graph, io));
+    // The artifact's machine code (make_artifact) compiles while the next graph lowers.
+    if (artifact && !cuda && io.steps.stop_after.empty() && !cg->kernels().empty())
+      cg->start_object_codes();
     for (const std::string& line : cg->autotune_log())
       process_logger().log(Component::Autotune, Level::Info, sg.folder + ": " + line);
     InductorOutput out{cg->ir_pre_fusion(), cg->ir_post_fusion(), cg->fusion_log(),

@@ -37,6 +37,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -194,32 +195,57 @@ public:
 
 private:
   /// Offset in the weight section of `n` bytes at `data`: where the same bytes already are, or a
-  /// new aligned place after padding.
+  /// new aligned place after padding. Weights are matched by size and a sketch of their bytes
+  /// (XXH3-64 of three 256-byte samples), then compared; the whole bytes are hashed (XXH3-128)
+  /// only where more than two placed weights share a sketch, so a model's distinct weights are
+  /// read once here (by the checksums) and never hashed whole.
   uint64_t place(const std::byte* data, uint64_t n) {
     if (n == 0) return 0;
-    XXH128_hash_t h = XXH3_128bits(data, size_t(n));
-    auto range = content_.equal_range({h.high64, h.low64});
-    for (auto c = range.first; c != range.second; ++c)
-      if (c->second.size == n && std::memcmp(c->second.data, data, size_t(n)) == 0)
-        return c->second.offset;
+    std::vector<Placed>& same = by_sketch_[{n, sketch(data, n)}];
+    std::optional<Digest> digest;
+    if (same.size() > 2) digest = content_digest(data, n);
+    for (Placed& c : same) {
+      if (digest) {
+        if (!c.digest) c.digest = content_digest(c.data, n);
+        if (*c.digest != *digest) continue;
+      }
+      if (std::memcmp(c.data, data, size_t(n)) == 0) return c.offset;
+    }
     uint64_t off = align_up(end_, n >= kPageAlignedWeight ? kPage : kWeightAlign);
     if (off > end_) pieces_.push_back({nullptr, off - end_});
     pieces_.push_back({data, n});
     end_ = off + n;
-    content_.emplace(std::make_pair(h.high64, h.low64), Placed{data, n, off});
+    same.push_back(Placed{data, off, digest});
     return off;
+  }
+
+  using Digest = std::pair<uint64_t, uint64_t>;
+  static Digest content_digest(const std::byte* data, uint64_t n) {
+    XXH128_hash_t h = XXH3_128bits(data, size_t(n));
+    return {h.high64, h.low64};
+  }
+  /// XXH3-64 of the first, middle and last 256 bytes (all of them when fewer).
+  static uint64_t sketch(const std::byte* data, uint64_t n) {
+    constexpr uint64_t kSample = 256;
+    if (n <= 3 * kSample) return XXH3_64bits(data, size_t(n));
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    for (uint64_t at : {uint64_t(0), (n - kSample) / 2, n - kSample})
+      XXH3_64bits_update(&st, data + at, size_t(kSample));
+    return XXH3_64bits_digest(&st);
   }
 
   struct Placed {
     const std::byte* data;
-    uint64_t size, offset;
+    uint64_t offset;
+    std::optional<Digest> digest; ///< computed once more than two weights share the sketch
   };
   std::string blobs_;
   ojson weights_ = ojson::array();
   std::vector<Tensor> keep_; ///< contiguous copies of strided weights, alive until written
   std::vector<WeightPiece> pieces_;
   uint64_t end_ = 0;
-  std::multimap<std::pair<uint64_t, uint64_t>, Placed> content_;
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<Placed>> by_sketch_; ///< (size, sketch)
   // Lookup only; the table's order is the order of first use.
   std::map<std::tuple<const Storage*, DType, std::vector<int64_t>, std::vector<int64_t>, int64_t>,
            int>

@@ -645,6 +645,33 @@ TEST_CASE("artifact: weights are raw, aligned, deduplicated by content, checked 
   CHECK(named);
 }
 
+TEST_CASE("artifact: weights alike in their sampled bytes are told apart; equal ones shared") {
+  // Six graphs whose first constant is a zero f32[4096] but for element 1000, which no sample
+  // of the dedup sketch (the first, middle and last 256 bytes) covers: the writer must compare
+  // the whole bytes (from the fourth such weight on, by their XXH3-128).
+  Compiled c = compile_fixture("mlp");
+  auto section = [&](const std::vector<float>& markers) {
+    CompiledArtifact a = c.artifact;
+    a.graphs.resize(markers.size(), a.graphs[0]);
+    for (size_t g = 0; g < markers.size(); ++g) {
+      Tensor t = Tensor::empty(DType::F32, {4096});
+      auto* f = reinterpret_cast<float*>(t.raw_data());
+      std::fill(f, f + 4096, 0.0f);
+      f[1000] = markers[g];
+      a.graphs[g].plan.constant_slots[0].second = t;
+    }
+    return u64_at(serialize_artifact(a), 48);
+  };
+  const uint64_t same = section({0, 0, 0, 0, 0, 0});
+  const uint64_t apart = section({1, 2, 3, 4, 5, 6}) - same;
+  CHECK(apart >= 5 * 16384);
+  CHECK(apart < 5 * 16384 + 64); // one alignment pad at most
+  const uint64_t two = section({1, 1, 1, 2, 2, 2}) - same;
+  CHECK(two >= 16384);
+  CHECK(two < 16384 + 64);
+  CHECK(section({7, 7, 7, 7, 7, 7}) == same);
+}
+
 TEST_CASE("artifact: a mapped file's weights are used in place; memory loads copy") {
   Compiled c = compile_fixture("mlp");
   std::string path = temp_path("mapped.fxo");
