@@ -348,8 +348,13 @@ TensorMeta parse_tensor_meta(const Reader& r, const json& j, HintMap* hints = nu
   if (m.strides.size() != m.sizes.size())
     r.fail("tensor meta has " + std::to_string(m.sizes.size()) + " sizes but " +
            std::to_string(m.strides.size()) + " strides");
-  if (const json* off = r.find(j, "storage_offset"))
-    m.storage_offset = r.sym_int(*off, "storage_offset");
+  if (const json* off = r.find(j, "storage_offset")) {
+    // A view's offset may be symbolic (x[:, s0 // 2:]): its value at the hints is kept. A
+    // node's offset is its meta function's (specialize recomputes it at every binding), and a
+    // graph input's is 0.
+    SymExpr e;
+    m.storage_offset = r.sym_dim(*off, "storage_offset", &e);
+  }
   if (const json* layout = r.find(j, "layout"); layout && r.integer(*layout, "layout") != 7)
     r.fail("only strided tensors are supported (layout " + layout->dump() + ")");
   if (const json* dev = r.find(j, "device"); dev && !dev->is_null()) {

@@ -35,6 +35,26 @@ std::vector<int64_t> evaluate_dims(const std::vector<int64_t>& v, const std::vec
   return out;
 }
 
+// The value of `sym` at which `e` (affine in it, the other symbols bound in `b`) is `v`: from e
+// at two points of the symbol's range, checked at a third and at the solution. nullopt when `e`
+// is not affine in it or no integer gives `v`.
+std::optional<int64_t> solve_affine(const SymExpr& e, const std::string& sym, int64_t v,
+                                    const SymBindings& b, const SymbolRange& r) {
+  SymBindings at = b;
+  auto f = [&](int64_t x) {
+    at[sym] = x;
+    return evaluate(e, at);
+  };
+  const int64_t x0 = r.min, x1 = r.min + 1, x2 = r.min + 7;
+  std::optional<int64_t> f0 = f(x0), f1 = f(x1), f2 = f(x2);
+  if (!f0 || !f1 || !f2) return std::nullopt;
+  const int64_t a = *f1 - *f0, c = *f0 - a * x0;
+  if (a == 0 || *f2 != a * x2 + c || (v - c) % a != 0) return std::nullopt;
+  const int64_t x = (v - c) / a;
+  if (f(x) != v) return std::nullopt;
+  return x;
+}
+
 } // namespace
 
 std::string format_bindings(const SymBindings& b) {
@@ -140,6 +160,33 @@ std::string bind_symbols(const Graph& g, const std::vector<TensorMeta>& inputs, 
                ", outside " + format_range(*r);
       b[e.name] = v;
       bound_by[e.name] = where;
+    }
+  }
+  // Then derived dims (torch.export's 2*Dim("h"), Dim("n") + 1): a dim whose size is an affine
+  // function of one symbol not bound yet gives that symbol by solving it.
+  for (const auto& [i, in] : users) {
+    const TensorMeta& want = g.values[size_t(in->value)].meta;
+    for (size_t d = 0; d < want.sym_sizes.size(); ++d) {
+      const SymExpr& e = want.sym_sizes[d];
+      std::set<std::string> used;
+      collect_symbols(e, used);
+      std::vector<std::string> unbound;
+      for (const std::string& u : used)
+        if (!b.count(u)) unbound.push_back(u);
+      if (unbound.size() != 1) continue;
+      const SymbolRange* r = find_symbol(g, unbound[0]);
+      if (!r || r->unbacked) continue;
+      const int64_t v = inputs[i].sizes[d];
+      const std::string label = input_label(i, g, *in) + ": dim " + std::to_string(d) + " is " +
+                                std::to_string(v) + ", but " + format_sym(e);
+      std::optional<int64_t> s = solve_affine(e, unbound[0], v, b, *r);
+      if (!s)
+        return label + " cannot be " + std::to_string(v) + " for any integer " + format_range(*r);
+      if (*s < r->min || *s > r->max)
+        return label + " is " + std::to_string(v) + " only at " + unbound[0] + " = " +
+               std::to_string(*s) + ", outside " + format_range(*r);
+      b[unbound[0]] = *s;
+      bound_by[unbound[0]] = input_label(i, g, *in) + " dim " + std::to_string(d);
     }
   }
   for (const SymbolRange& r : g.symbols)

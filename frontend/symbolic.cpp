@@ -2,6 +2,9 @@
 #include "frontend/symbolic.h"
 
 #include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace fxc {
@@ -10,6 +13,13 @@ SymExpr SymExpr::constant(int64_t v) {
   SymExpr e;
   e.op = Op::Const;
   e.value = v;
+  return e;
+}
+
+SymExpr SymExpr::floating(double v) {
+  SymExpr e;
+  e.op = Op::Float;
+  e.real = v;
   return e;
 }
 
@@ -28,7 +38,8 @@ SymExpr SymExpr::apply(Op op, std::vector<SymExpr> args) {
 }
 
 bool SymExpr::operator==(const SymExpr& o) const {
-  return op == o.op && value == o.value && name == o.name && args == o.args;
+  return op == o.op && value == o.value && (real == o.real || (real != real && o.real != o.real)) &&
+         name == o.name && args == o.args;
 }
 
 namespace {
@@ -85,6 +96,29 @@ public:
     if (b == i_) fail("expected an integer");
     return neg ? -int64_t(v) : int64_t(v);
   }
+  // A decimal number: an integer, or a float when it has a point or an exponent (or is inf/nan).
+  SymExpr number() {
+    skip_space();
+    size_t b = i_;
+    if (i_ < s_.size() && (s_[i_] == '-' || s_[i_] == '+')) ++i_;
+    while (i_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' ||
+            ((s_[i_] == '-' || s_[i_] == '+') && (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E'))))
+      ++i_;
+    std::string text(s_.substr(b, i_ - b));
+    bool real = text.find_first_of(".eEni") != std::string::npos; // 1.5, 1e-3, inf, nan
+    if (!real) {
+      i_ = b;
+      return SymExpr::constant(integer());
+    }
+    char* end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size()) {
+      i_ = b;
+      fail("expected a number");
+    }
+    return SymExpr::floating(v);
+  }
   // Skips a quoted string ('s77') and returns its contents.
   std::string quoted() {
     skip_space();
@@ -100,12 +134,17 @@ public:
     if (++depth_ > kMaxDepth) fail("nested deeper than " + std::to_string(kMaxDepth) + " levels");
   }
   void leave() { --depth_; }
-  // Skips "key=value" assumptions (positive=True, integer=True).
+  // Skips "key=value" assumptions (positive=True, integer=True, precision=53).
   void skip_keyword_args() {
     while (accept(",")) {
       identifier();
       expect("=");
-      identifier();
+      if (std::isdigit(static_cast<unsigned char>(peek())) || peek() == '-')
+        number();
+      else if (peek() == '\'' || peek() == '"')
+        quoted();
+      else
+        identifier();
     }
   }
 
@@ -160,16 +199,61 @@ SymExpr sympy_expr(Cursor& c) {
     c.expect(")");
     return SymExpr::constant(v);
   }
+  if (head == "Float") { // Float('1.5', precision=53)
+    std::string text = c.quoted();
+    c.skip_keyword_args();
+    c.expect(")");
+    Cursor num(text, "sympy Float");
+    SymExpr v = num.number();
+    if (!num.at_end()) c.fail("'" + text + "' is not a float");
+    return v.op == Op::Float ? v : SymExpr::floating(double(v.value));
+  }
+  if (head == "Rational") { // Rational(3, 2)
+    int64_t p = c.integer();
+    c.expect(",");
+    int64_t q = c.integer();
+    c.expect(")");
+    if (q == 0) c.fail("Rational with a zero denominator");
+    return SymExpr::apply(Op::TrueDiv, {SymExpr::constant(p), SymExpr::constant(q)});
+  }
   std::vector<SymExpr> args = operands();
+  auto unary = [&](Op op) {
+    arity(args, 1, 1);
+    return SymExpr::apply(op, std::move(args));
+  };
+  if (head == "ToFloat") return unary(Op::ToFloat);
+  if (head == "TruncToInt") return unary(Op::TruncToInt);
+  if (head == "FloorToInt") return unary(Op::FloorToInt);
+  if (head == "CeilToInt") return unary(Op::CeilToInt);
+  if (head == "RoundToInt") return unary(Op::RoundToInt);
+  if (head == "TruncToFloat") { // trunc, still a float
+    arity(args, 1, 1);
+    return SymExpr::apply(Op::ToFloat, {SymExpr::apply(Op::TruncToInt, std::move(args))});
+  }
+  if (head == "Identity") {
+    arity(args, 1, 1);
+    return args[0];
+  }
+  if (head == "IntTrueDiv" || head == "FloatTrueDiv") {
+    arity(args, 2, 2);
+    return SymExpr::apply(Op::TrueDiv, std::move(args));
+  }
+  if (head == "FloatPow" || head == "PowByNatural") {
+    arity(args, 2, 2);
+    return SymExpr::apply(Op::Pow, std::move(args));
+  }
+  if (head == "LShift" || head == "RShift") { // a * 2**b, a // 2**b
+    arity(args, 2, 2);
+    SymExpr p = SymExpr::apply(Op::Pow, {SymExpr::constant(2), args[1]});
+    return head == "LShift" ? SymExpr::apply(Op::Mul, {args[0], p}) : floordiv(args[0], p);
+  }
   if (head == "Add" || head == "Mul" || head == "Max" || head == "Min") {
     arity(args, 2, SIZE_MAX);
     Op op = head == "Add" ? Op::Add : head == "Mul" ? Op::Mul : head == "Max" ? Op::Max : Op::Min;
     return SymExpr::apply(op, std::move(args));
   }
-  if (head == "Pow") {
+  if (head == "Pow") { // a negative exponent is a float (sympy writes a / b as a * b**-1)
     arity(args, 2, 2);
-    if (args[1].op != Op::Const || args[1].value < 0)
-      c.fail("Pow needs a non-negative integer exponent");
     return SymExpr::apply(Op::Pow, std::move(args));
   }
   if (head == "FloorDiv" || head == "CleanDiv") {
@@ -209,11 +293,29 @@ SymExpr text_atom(Cursor& c) {
   }
   if (ch == '-') {
     c.expect("-");
-    if (std::isdigit(static_cast<unsigned char>(c.peek()))) return SymExpr::constant(-c.integer());
+    if (std::isdigit(static_cast<unsigned char>(c.peek()))) {
+      SymExpr v = c.number();
+      if (v.op == SymExpr::Op::Float) return SymExpr::floating(-v.real);
+      return SymExpr::constant(-v.value);
+    }
     return SymExpr::apply(SymExpr::Op::Mul, {SymExpr::constant(-1), text_atom(c)});
   }
-  if (std::isdigit(static_cast<unsigned char>(ch))) return SymExpr::constant(c.integer());
+  if (std::isdigit(static_cast<unsigned char>(ch))) return c.number();
   std::string name = c.identifier();
+  if (name == "inf" || name == "nan") return SymExpr::floating(name == "inf" ? HUGE_VAL : NAN);
+  static const std::pair<const char*, SymExpr::Op> kUnary[] = {
+      {"ToFloat", SymExpr::Op::ToFloat},
+      {"TruncToInt", SymExpr::Op::TruncToInt},
+      {"FloorToInt", SymExpr::Op::FloorToInt},
+      {"CeilToInt", SymExpr::Op::CeilToInt},
+      {"RoundToInt", SymExpr::Op::RoundToInt}};
+  for (const auto& [fn, op] : kUnary)
+    if (name == fn) {
+      c.expect("(");
+      SymExpr a = text_sum(c);
+      c.expect(")");
+      return SymExpr::apply(op, {std::move(a)});
+    }
   if (name == "Max" || name == "Min") {
     c.expect("(");
     std::vector<SymExpr> args{text_sum(c)};
@@ -228,9 +330,7 @@ SymExpr text_atom(Cursor& c) {
 SymExpr text_power(Cursor& c) {
   SymExpr base = text_atom(c);
   if (!c.accept("**")) return base;
-  int64_t k = c.integer();
-  if (k < 0) c.fail("negative exponent");
-  return SymExpr::apply(SymExpr::Op::Pow, {std::move(base), SymExpr::constant(k)});
+  return SymExpr::apply(SymExpr::Op::Pow, {std::move(base), text_atom(c)});
 }
 
 SymExpr text_product(Cursor& c) {
@@ -243,6 +343,9 @@ SymExpr text_product(Cursor& c) {
     } else if (c.accept("%")) {
       SymExpr lhs = factors.size() == 1 ? factors[0] : SymExpr::apply(SymExpr::Op::Mul, factors);
       factors = {mod(lhs, text_power(c))};
+    } else if (c.accept("/")) {
+      SymExpr lhs = factors.size() == 1 ? factors[0] : SymExpr::apply(SymExpr::Op::Mul, factors);
+      factors = {SymExpr::apply(SymExpr::Op::TrueDiv, {lhs, text_power(c)})};
     } else if (c.peek() == '*') {
       c.expect("*");
       factors.push_back(text_power(c));
@@ -263,6 +366,8 @@ SymExpr text_sum(Cursor& c) {
       SymExpr t = text_product(c);
       if (t.op == SymExpr::Op::Const)
         terms.push_back(SymExpr::constant(-t.value));
+      else if (t.op == SymExpr::Op::Float)
+        terms.push_back(SymExpr::floating(-t.real));
       else
         terms.push_back(SymExpr::apply(SymExpr::Op::Mul, {SymExpr::constant(-1), t}));
     } else {
@@ -280,11 +385,14 @@ int precedence(const SymExpr& e) {
   case SymExpr::Op::Mul:
   case SymExpr::Op::FloorDiv:
   case SymExpr::Op::Mod:
+  case SymExpr::Op::TrueDiv:
     return 2;
   case SymExpr::Op::Pow:
     return 3;
   case SymExpr::Op::Const:
     return e.value < 0 ? 2 : 4;
+  case SymExpr::Op::Float:
+    return std::signbit(e.real) ? 2 : 4;
   default:
     return 4;
   }
@@ -293,6 +401,34 @@ int precedence(const SymExpr& e) {
 std::string format_at(const SymExpr& e, int min_prec) {
   std::string s = format_sym(e);
   return precedence(e) < min_prec ? "(" + s + ")" : s;
+}
+
+// The shortest text that reads back as `v`, always with a point or an exponent ("1.5", "2.0",
+// "1e+300", "inf", "nan"), so that it reads back as a float.
+std::string format_real(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+// A number as an expression evaluates to it: an integer or a float.
+struct Num {
+  bool real = false;
+  int64_t i = 0;
+  double f = 0;
+  double as_double() const { return real ? f : double(i); }
+};
+
+// A float rounded to an integer by `round`, or nullopt outside int64's range (or NaN).
+template <class F> std::optional<Num> to_int(const Num& x, F round) {
+  double r = x.real ? round(x.f) : double(x.i);
+  if (!x.real) return x;
+  if (!(r >= -9.2233720368547758e18 && r < 9.2233720368547758e18)) return std::nullopt;
+  return Num{false, int64_t(r), 0};
 }
 
 // a*b with overflow reported as nullopt.
@@ -349,7 +485,21 @@ std::string format_sym(const SymExpr& e) {
   case Op::Mod:
     return format_at(e.args[0], 2) + "%" + format_at(e.args[1], 3);
   case Op::Pow:
-    return format_at(e.args[0], 4) + "**" + format_sym(e.args[1]);
+    return format_at(e.args[0], 4) + "**" + format_at(e.args[1], 4);
+  case Op::Float:
+    return format_real(e.real);
+  case Op::TrueDiv:
+    return format_at(e.args[0], 2) + "/" + format_at(e.args[1], 3);
+  case Op::ToFloat:
+    return "ToFloat(" + format_sym(e.args[0]) + ")";
+  case Op::TruncToInt:
+    return "TruncToInt(" + format_sym(e.args[0]) + ")";
+  case Op::FloorToInt:
+    return "FloorToInt(" + format_sym(e.args[0]) + ")";
+  case Op::CeilToInt:
+    return "CeilToInt(" + format_sym(e.args[0]) + ")";
+  case Op::RoundToInt:
+    return "RoundToInt(" + format_sym(e.args[0]) + ")";
   case Op::Max:
   case Op::Min: {
     std::string s = e.op == Op::Max ? "Max(" : "Min(";
@@ -360,77 +510,132 @@ std::string format_sym(const SymExpr& e) {
   return "?";
 }
 
-std::optional<int64_t> evaluate(const SymExpr& e, const SymBindings& b) {
+namespace {
+
+std::optional<Num> eval_num(const SymExpr& e, const SymBindings& b) {
   using Op = SymExpr::Op;
   switch (e.op) {
   case Op::None:
     return std::nullopt;
   case Op::Const:
-    return e.value;
+    return Num{false, e.value, 0};
+  case Op::Float:
+    return Num{true, 0, e.real};
   case Op::Symbol: {
     auto it = b.find(e.name);
     if (it == b.end()) return std::nullopt;
-    return it->second;
+    return Num{false, it->second, 0};
   }
   default:
     break;
   }
-  std::vector<int64_t> v;
+  std::vector<Num> v;
+  bool real = false;
   for (const SymExpr& a : e.args) {
-    std::optional<int64_t> x = evaluate(a, b);
+    std::optional<Num> x = eval_num(a, b);
     if (!x) return std::nullopt;
+    real = real || x->real;
     v.push_back(*x);
   }
+  auto floating = [](double f) { return std::optional<Num>(Num{true, 0, f}); };
   switch (e.op) {
   case Op::Add: {
+    if (real) {
+      double r = 0;
+      for (const Num& x : v) r += x.as_double();
+      return floating(r);
+    }
     int64_t r = 0;
-    for (int64_t x : v)
-      if (__builtin_add_overflow(r, x, &r)) return std::nullopt;
-    return r;
+    for (const Num& x : v)
+      if (__builtin_add_overflow(r, x.i, &r)) return std::nullopt;
+    return Num{false, r, 0};
   }
   case Op::Mul: {
+    if (real) {
+      double r = 1;
+      for (const Num& x : v) r *= x.as_double();
+      return floating(r);
+    }
     int64_t r = 1;
-    for (int64_t x : v) {
-      auto m = checked_mul(r, x);
+    for (const Num& x : v) {
+      auto m = checked_mul(r, x.i);
       if (!m) return std::nullopt;
       r = *m;
     }
-    return r;
+    return Num{false, r, 0};
   }
   case Op::FloorDiv: { // Python's floor division
-    if (v[1] == 0) return std::nullopt;
-    int64_t q = v[0] / v[1];
-    if ((v[0] % v[1] != 0) && ((v[0] < 0) != (v[1] < 0))) --q;
-    return q;
+    if (real) {
+      if (v[1].as_double() == 0) return std::nullopt;
+      return floating(std::floor(v[0].as_double() / v[1].as_double()));
+    }
+    if (v[1].i == 0 || (v[0].i == INT64_MIN && v[1].i == -1)) return std::nullopt;
+    int64_t q = v[0].i / v[1].i;
+    if ((v[0].i % v[1].i != 0) && ((v[0].i < 0) != (v[1].i < 0))) --q;
+    return Num{false, q, 0};
   }
   case Op::Mod: { // Python's modulo: the sign of the divisor
-    if (v[1] == 0) return std::nullopt;
-    int64_t r = v[0] % v[1];
-    if (r != 0 && ((r < 0) != (v[1] < 0))) r += v[1];
-    return r;
+    if (real) {
+      double a = v[0].as_double(), m = v[1].as_double();
+      if (m == 0) return std::nullopt;
+      double r = std::fmod(a, m);
+      if (r != 0 && ((r < 0) != (m < 0))) r += m;
+      return floating(r);
+    }
+    if (v[1].i == 0 || (v[0].i == INT64_MIN && v[1].i == -1)) return std::nullopt;
+    int64_t r = v[0].i % v[1].i;
+    if (r != 0 && ((r < 0) != (v[1].i < 0))) r += v[1].i;
+    return Num{false, r, 0};
   }
   case Op::Pow: {
-    int64_t r = 1;
-    for (int64_t k = 0; k < v[1]; ++k) {
-      auto m = checked_mul(r, v[0]);
+    if (real || v[1].i < 0) return floating(std::pow(v[0].as_double(), v[1].as_double()));
+    int64_t base = v[0].i, r = 1;
+    if (base == 0 || base == 1) return Num{false, v[1].i == 0 ? 1 : base, 0};
+    if (base == -1) return Num{false, v[1].i % 2 ? -1 : 1, 0};
+    for (int64_t k = 0; k < v[1].i; ++k) { // |base| >= 2: overflows within 63 steps
+      auto m = checked_mul(r, base);
       if (!m) return std::nullopt;
       r = *m;
     }
-    return r;
+    return Num{false, r, 0};
   }
-  case Op::Max: {
-    int64_t r = v[0];
-    for (int64_t x : v) r = std::max(r, x);
-    return r;
-  }
+  case Op::Max:
   case Op::Min: {
-    int64_t r = v[0];
-    for (int64_t x : v) r = std::min(r, x);
+    Num r = v[0];
+    for (const Num& x : v) {
+      bool more = x.real || r.real ? x.as_double() > r.as_double() : x.i > r.i;
+      bool less = x.real || r.real ? x.as_double() < r.as_double() : x.i < r.i;
+      if (e.op == Op::Max ? more : less) r = x;
+    }
     return r;
   }
+  case Op::ToFloat:
+    return floating(v[0].as_double());
+  case Op::TrueDiv:
+    if (v[1].as_double() == 0) return std::nullopt;
+    return floating(v[0].as_double() / v[1].as_double());
+  case Op::TruncToInt:
+    return to_int(v[0], [](double x) { return std::trunc(x); });
+  case Op::FloorToInt:
+    return to_int(v[0], [](double x) { return std::floor(x); });
+  case Op::CeilToInt:
+    return to_int(v[0], [](double x) { return std::ceil(x); });
+  case Op::RoundToInt: // ties to even, as Python's round()
+    return to_int(v[0], [](double x) {
+      double f = std::floor(x), d = x - f;
+      return d > 0.5 || (d == 0.5 && std::fmod(f, 2.0) != 0) ? f + 1 : f;
+    });
   default:
     return std::nullopt;
   }
+}
+
+} // namespace
+
+std::optional<int64_t> evaluate(const SymExpr& e, const SymBindings& b) {
+  std::optional<Num> n = eval_num(e, b);
+  if (!n || n->real) return std::nullopt;
+  return n->i;
 }
 
 void collect_symbols(const SymExpr& e, std::set<std::string>& out) {

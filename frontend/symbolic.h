@@ -5,7 +5,9 @@
 // ("Mul(Integer(4), Symbol('s77', positive=True, integer=True))"); fxc prints and reads an
 // infix form ("4*s77", "(s0 + 1)//2", "Max(s0, 2)") in graph printouts, .fxg files and
 // diagnostics. The operators are those torch's shape environment uses for sizes: +, *, floor
-// division, modulo, non-negative integer powers, Max and Min.
+// division, modulo, integer powers, Max and Min, and the float steps of a size computed from a
+// scale factor (upsampling by 1.5: "TruncToInt(1.5*ToFloat(s0))"): float literals, ToFloat,
+// true division ("/"), and TruncToInt, FloorToInt, CeilToInt, RoundToInt back to an integer.
 //
 //   SymExpr e = parse_sym_text("4*s0 + 1");          // throws SymError on bad text
 //   int64_t v = evaluate(e, {{"s0", 3}}).value();     // 13
@@ -30,13 +32,34 @@ public:
 };
 
 struct SymExpr {
-  enum class Op : uint8_t { None, Const, Symbol, Add, Mul, FloorDiv, Mod, Pow, Max, Min };
+  enum class Op : uint8_t {
+    None,
+    Const,
+    Symbol,
+    Add,
+    Mul,
+    FloorDiv,
+    Mod,
+    Pow,
+    Max,
+    Min,
+    Float,      ///< a float literal (`real`)
+    ToFloat,    ///< the integer operand as a float
+    TrueDiv,    ///< a / b as floats
+    TruncToInt, ///< float -> integer, toward zero
+    FloorToInt,
+    CeilToInt,
+    RoundToInt ///< to the nearest integer, ties to even (Python's round)
+  };
   Op op = Op::None;
   int64_t value = 0;         ///< Const
+  double real = 0;           ///< Float
   std::string name;          ///< Symbol
-  std::vector<SymExpr> args; ///< operands (Add, Mul, Max, Min: two or more; the others: two)
+  std::vector<SymExpr> args; ///< operands (Add, Mul, Max, Min: two or more; ToFloat and the
+                             ///< *ToInt: one; the others: two)
 
   static SymExpr constant(int64_t v);
+  static SymExpr floating(double v);
   static SymExpr symbol(std::string name);
   static SymExpr apply(Op op, std::vector<SymExpr> args);
 
@@ -70,13 +93,16 @@ struct SymbolRange {
 };
 
 /// Parses sympy's srepr form as torch.export writes it (Symbol, Integer, Add, Mul, Pow,
-/// FloorDiv, CleanDiv, Mod, PythonMod, ModularIndexing, CeilDiv, Max, Min). Throws SymError.
+/// PowByNatural, FloorDiv, CleanDiv, Mod, PythonMod, ModularIndexing, CeilDiv, LShift, RShift,
+/// Max, Min, Identity; Float, Rational, ToFloat, IntTrueDiv, FloatTrueDiv, FloatPow,
+/// TruncToFloat, TruncToInt, FloorToInt, CeilToInt, RoundToInt). Throws SymError.
 SymExpr parse_sympy(std::string_view text);
 /// Parses fxc's infix form (what format_sym prints). Throws SymError.
 SymExpr parse_sym_text(std::string_view text);
 /// The infix form: "s0", "4*s0", "s27*s77", "(s0 + 1)//2", "Max(s0, 2)"; parse_sym_text reads it.
 std::string format_sym(const SymExpr& e);
-/// The value under `b`; std::nullopt when a symbol is unbound or a division by zero occurs.
+/// The value under `b`; std::nullopt when a symbol is unbound, a division by zero or an
+/// overflow occurs, or the value is a float (a size is an integer).
 std::optional<int64_t> evaluate(const SymExpr& e, const SymBindings& b);
 /// Adds every symbol `e` names to `out`.
 void collect_symbols(const SymExpr& e, std::set<std::string>& out);

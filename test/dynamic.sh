@@ -23,7 +23,11 @@ run() { # run <label> <args...>: exit 0 expected
 }
 sizes() { ls "$dx/$1".*.io.safetensors | sed "s|.*/$1\.||; s|\.io\.safetensors||"; }
 
-for name in mlp convnet block embed berttiny; do
+# The probes of tools/export_dynamic_probe.py: sizes through floor division, modulo and a float
+# scale factor (TruncToInt(1.5*ToFloat(s0))), views at symbolic offsets, derived dims (2*Dim),
+# two inputs with dims of their own, symbolic factory sizes, arange/masks over the length.
+probes="upsample halfsplit padto8 causal factory derived conv1d symscalar gather embedding"
+for name in mlp convnet block embed berttiny $probes; do
   for g in "$dx/$name.pt2" "$dx/$name.core.pt2"; do
     base=$(basename "$g")
     for b in eager aot_eager_decomp_partition inductor; do
@@ -51,7 +55,7 @@ for name in mlp block; do
 done
 
 # One artifact, compiled once (at the hints), runs at every size in range.
-for name in mlp block berttiny; do
+for name in mlp block berttiny $probes; do
   check "compile $name.core.pt2 to one .fxo" 0 "$fxc" "$dx/$name.core.pt2" -o "$tmp/$name.fxo"
   for s in $(sizes "$name"); do
     io=$dx/$name.$s.io.safetensors

@@ -46,7 +46,44 @@ TEST_CASE("symbolic: sympy srepr as torch.export writes it") {
   CHECK_THROWS_WITH_AS(parse_sympy("Sin(Symbol('s0'))"),
                        doctest::Contains("'Sin' is not a size expression"), SymError);
   CHECK_THROWS_AS(parse_sympy("Mul(Integer(2)"), SymError);
-  CHECK_THROWS_AS(parse_sympy("Pow(Symbol('s0'), Symbol('s1'))"), SymError);
+  // PowByNatural's exponent may be a symbol; it is evaluated when bound.
+  CHECK(evaluate(parse_sympy("PowByNatural(Symbol('s0'), Symbol('s1'))"), {{"s0", 3}, {"s1", 4}}) ==
+        81);
+  CHECK(evaluate(parse_sympy("LShift(Symbol('s0'), Integer(3))"), {{"s0", 5}}) == 40);
+  CHECK(evaluate(parse_sympy("RShift(Symbol('s0'), Integer(1))"), {{"s0", 5}}) == 2);
+}
+
+TEST_CASE("symbolic: sizes computed through floats (a scale factor of 1.5)") {
+  // F.interpolate(x, scale_factor=1.5) on a dynamic height, as torch 2.11 exports it.
+  SymExpr e = parse_sympy("TruncToInt(Mul(Float('1.5', precision=53), ToFloat(Symbol('s53', "
+                          "positive=True, integer=True))))");
+  CHECK(format_sym(e) == "TruncToInt(1.5*ToFloat(s53))");
+  CHECK(parse_sym_text(format_sym(e)) == e);
+  CHECK(evaluate(e, {{"s53", 5}}) == 7);
+  CHECK(evaluate(e, {{"s53", 8}}) == 12);
+  // A float is no size: the value of an expression that stays a float is refused.
+  CHECK_FALSE(evaluate(parse_sympy("ToFloat(Symbol('s0'))"), {{"s0", 2}}).has_value());
+  SymBindings b{{"a", 7}, {"b", 2}};
+  CHECK(evaluate(parse_sym_text("FloorToInt(a/b)"), b) == 3);
+  CHECK(evaluate(parse_sym_text("CeilToInt(a/b)"), b) == 4);
+  CHECK(evaluate(parse_sym_text("RoundToInt(a/b)"), b) == 4);   // 3.5: ties to even
+  CHECK(evaluate(parse_sym_text("RoundToInt(5/b)"), b) == 2);   // 2.5: ties to even
+  CHECK(evaluate(parse_sym_text("TruncToInt(-a/b)"), b) == -3); // toward zero
+  CHECK(evaluate(parse_sympy("FloorToInt(IntTrueDiv(Symbol('a'), Integer(2)))"), b) == 3);
+  CHECK(evaluate(parse_sympy("CeilToInt(Mul(Rational(3, 2), ToFloat(Symbol('a'))))"), b) == 11);
+  CHECK(evaluate(parse_sympy("TruncToInt(FloatPow(ToFloat(Symbol('a')), Float('0.5', "
+                             "precision=53)))"),
+                 b) == 2);
+  CHECK_FALSE(evaluate(parse_sym_text("TruncToInt(a/(b - 2))"), b).has_value()); // a / 0
+  CHECK_FALSE(evaluate(parse_sym_text("TruncToInt(1e300*ToFloat(a))"), b).has_value());
+  for (const char* text : {"TruncToInt(1.5*ToFloat(s0))", "FloorToInt(s0/3)", "RoundToInt(0.25*s1)",
+                           "CeilToInt(ToFloat(s0)/2.0)", "TruncToInt((-1.5)*ToFloat(s0))"}) {
+    CAPTURE(text);
+    SymExpr t = parse_sym_text(text);
+    CHECK(format_sym(t) == text);
+    CHECK(parse_sym_text(format_sym(t)) == t);
+  }
+  CHECK_THROWS_AS(parse_sympy("Float('x1.5', precision=53)"), SymError);
 }
 
 TEST_CASE("symbolic: the infix form prints and parses back") {
@@ -135,6 +172,34 @@ TEST_CASE("dynamic: the guards name the input, the dim and the range") {
   CHECK(bind_symbols(g, {meta_of({2, 16})}, &b) ==
         "input_0 'x': rank 2, expected f32[s77, s27, 128]");
   CHECK(bind_symbols(g, {}, &b) == "expected 1 inputs, got 0");
+}
+
+TEST_CASE("dynamic: a derived dim (2*Dim) is solved for its symbol") {
+  Graph g = import_pt2(dynamic_fixture("derived.pt2")); // x: [batch, 2*pairs]
+  SymBindings b;
+  CHECK(bind_symbols(g, {meta_of({3, 20})}, &b).empty());
+  CHECK(format_bindings(b) == "s3=10, s77=3");
+  CHECK(bind_symbols(g, {meta_of({3, 7})}, &b) ==
+        "input_0 'x': dim 1 is 7, but 2*s3 cannot be 7 for any integer s3 in [2, 50]");
+  CHECK(bind_symbols(g, {meta_of({3, 102})}, &b) ==
+        "input_0 'x': dim 1 is 102, but 2*s3 is 102 only at s3 = 51, outside s3 in [2, 50]");
+}
+
+TEST_CASE("dynamic: a view at a symbolic offset and a size through a float scale") {
+  // halfsplit: x[:, s0 // 2:] has storage offset s0//2; upsample: TruncToInt(1.5*ToFloat(h)).
+  Graph hs = import_pt2(dynamic_fixture("halfsplit.pt2"));
+  SymBindings b;
+  REQUIRE(bind_symbols(hs, {meta_of({5, 34})}, &b).empty());
+  Graph s = specialize(hs, b);
+  bool offset = false;
+  for (const Value& v : s.values) offset = offset || v.meta.storage_offset == 17;
+  CHECK(offset);
+  Graph up = import_pt2(dynamic_fixture("upsample.pt2"));
+  REQUIRE(bind_symbols(up, {meta_of({1, 3, 5, 3})}, &b).empty());
+  bool scaled = false;
+  for (const Value& v : specialize(up, b).values)
+    scaled = scaled || v.meta.sizes == std::vector<int64_t>{1, 3, 7, 4};
+  CHECK(scaled);
 }
 
 TEST_CASE("dynamic: an .fxg holds the symbols and reads back the same graph") {

@@ -1,0 +1,151 @@
+# Probes of what torch.export writes for dynamic shapes beyond the fixtures of
+# tools/export_dynamic.py: sizes computed with floor division, modulo, non-integer scale factors
+# (FloorToInt/ToFloat), derived dims (2*Dim), two inputs sharing a dim, symbolic ints in factory
+# functions, arange/masks over a dynamic length, a symbolic scalar in arithmetic. Run on the GPU
+# machine (torch 2.11): python3 tools/export_dynamic_probe.py OUTDIR
+# Writes, per NAME: NAME.pt2, NAME.core.pt2, NAME.graph.txt, NAME.<tag>.io.safetensors at each
+# size (input_<i>, output_<i>), and report.json (what exported, what refused).
+import os, sys, json, math
+import torch, torch.nn as nn, torch.nn.functional as F
+from torch.export import Dim
+from safetensors.torch import save_file
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+torch.manual_seed(0)
+
+class Upsample(nn.Module):  # nearest x2, bilinear x1.5 (FloorToInt of a float), size from shapes
+    def forward(s, x):
+        a = F.interpolate(x, scale_factor=2, mode="nearest")
+        b = F.interpolate(x, scale_factor=1.5, mode="bilinear", align_corners=False)
+        c = F.interpolate(x, size=(x.shape[2] + 3, x.shape[3] * 2), mode="bilinear", align_corners=True)
+        return a.sum((2, 3)) + b.mean((2, 3)) + c.amax((2, 3))
+class HalfSplit(nn.Module):  # floordiv slices, chunk, a derived view
+    def forward(s, x):
+        h = x.shape[1] // 2
+        a, b = x[:, :h], x[:, h:2 * h]
+        c0, c1 = x.chunk(2, dim=1)
+        return (a * b).sum(1) + (c0[:, :1] - c1[:, -1:]).sum(1), x.reshape(x.shape[0], -1, 2).sum(-1)
+class PadTo8(nn.Module):  # pad a dim to a multiple of 8: a Mod expression
+    def forward(s, x):
+        p = (8 - x.shape[-1] % 8) % 8
+        y = F.pad(x, (0, p))
+        return y.view(x.shape[0], -1, 8).sum(-1)
+class Causal(nn.Module):  # arange and masks over the dynamic length, scale from the head dim
+    def __init__(s, d=32):
+        super().__init__(); s.q = nn.Linear(d, d); s.k = nn.Linear(d, d)
+    def forward(s, x):
+        T = x.shape[1]
+        pos = torch.arange(T, device=x.device)
+        mask = pos[None, :] <= pos[:, None]
+        att = s.q(x) @ s.k(x).transpose(1, 2) / math.sqrt(x.shape[-1])
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        tri = torch.ones(T, T, device=x.device).tril()
+        return att @ x + (tri @ x) / T
+class Factory(nn.Module):  # symbolic sizes in factory functions, expand, cat along the dim
+    def forward(s, x, y):
+        z = torch.zeros(x.shape[0], 4, dtype=x.dtype)
+        o = x.new_ones(x.shape[0], x.shape[1] * 2)
+        cat = torch.cat([x, y], dim=0)  # s0 + s1 rows
+        e = x.mean(0, keepdim=True).expand(y.shape[0], -1)
+        return torch.cat([x, z], 1).sum(1), o.sum(), cat.std(0), e + y
+class Derived(nn.Module):  # a dim declared as 2*Dim: even sizes only
+    def forward(s, x):
+        B, L = x.shape
+        return x.view(B, L // 2, 2).transpose(1, 2).reshape(B, L).cumsum(1)
+class Conv1dStride(nn.Module):  # conv output length (L - 3)//2 + 1, adaptive pooling to fixed size
+    def __init__(s):
+        super().__init__(); s.c = nn.Conv1d(4, 8, 3, stride=2); s.c2 = nn.Conv2d(3, 4, 3, padding=1)
+    def forward(s, x, img):
+        y = s.c(x)
+        z = F.adaptive_avg_pool2d(s.c2(img), (5, 3))
+        w = F.max_pool2d(img, 3, stride=2, ceil_mode=True)
+        return y.relu().mean(-1), z.flatten(1), w.sum((2, 3))
+class SymScalar(nn.Module):  # the size itself as a number in arithmetic, roll by half
+    def forward(s, x):
+        n = x.shape[0]
+        return x * n + torch.roll(x, shifts=n // 2, dims=0), (x.sum(0) / n).unsqueeze(0).repeat(n, 1)
+class Gather(nn.Module):  # index_select/gather with indices built from the size, flip, topk
+    def forward(s, x):
+        idx = torch.arange(0, x.shape[1], 2)
+        y = x.index_select(1, idx)
+        v, i = x.topk(2, dim=1)
+        return y.flip(1), v, i, x.gather(1, i)
+class Embedding(nn.Module):  # a position table sliced to the length, layer norm, GELU MLP
+    def __init__(s, V=50, d=16):
+        super().__init__(); s.e = nn.Embedding(V, d); s.p = nn.Parameter(torch.randn(64, d)); s.ln = nn.LayerNorm(d); s.fc = nn.Linear(d, d)
+    def forward(s, ids):
+        h = s.ln(s.e(ids) + s.p[: ids.shape[1]].unsqueeze(0))
+        return F.gelu(s.fc(h)).max(1).values
+
+def D(name, lo, hi): return Dim(name, min=lo, max=hi)
+B = D("batch", 1, 256)
+models = {
+    "upsample": (Upsample(), (torch.randn(2, 3, 8, 10),), ({0: B, 2: D("h", 2, 64), 3: D("w", 2, 64)},),
+                 {"b2h8w10": (torch.randn(2, 3, 8, 10),), "b1h5w3": (torch.randn(1, 3, 5, 3),), "b3h13w17": (torch.randn(3, 3, 13, 17),)}),
+    "halfsplit": (HalfSplit(), (torch.randn(3, 10),), ({0: B, 1: 2 * D("half", 1, 64)},),
+                  {"b3l10": (torch.randn(3, 10),), "b1l4": (torch.randn(1, 4),), "b5l34": (torch.randn(5, 34),)}),
+    "padto8": (PadTo8(), (torch.randn(2, 13),), ({0: B, 1: Dim.AUTO},),
+               {"b2l13": (torch.randn(2, 13),), "b1l8": (torch.randn(1, 8),), "b4l57": (torch.randn(4, 57),)}),
+    "causal": (Causal(), (torch.randn(2, 7, 32),), ({0: B, 1: D("seq", 2, 64)},),
+               {"b2t7": (torch.randn(2, 7, 32),), "b1t2": (torch.randn(1, 2, 32),), "b3t33": (torch.randn(3, 33, 32),)}),
+    "factory": (Factory(), (torch.randn(3, 5), torch.randn(4, 5)), ({0: D("n", 2, 100)}, {0: D("m", 2, 100)}),
+                {"n3m4": (torch.randn(3, 5), torch.randn(4, 5)), "n2m9": (torch.randn(2, 5), torch.randn(9, 5)), "n7m2": (torch.randn(7, 5), torch.randn(2, 5))}),
+    "derived": (Derived(), (torch.randn(2, 6),), ({0: B, 1: 2 * D("pairs", 1, 50)},),
+                {"b2l6": (torch.randn(2, 6),), "b1l4": (torch.randn(1, 4),), "b3l20": (torch.randn(3, 20),)}),
+    "conv1d": (Conv1dStride().eval(), (torch.randn(2, 4, 17), torch.randn(2, 3, 12, 9)),
+               ({0: B, 2: D("len", 5, 300)}, {0: B, 2: Dim.AUTO, 3: Dim.AUTO}),
+               {"b2": (torch.randn(2, 4, 17), torch.randn(2, 3, 12, 9)), "b1": (torch.randn(1, 4, 5), torch.randn(1, 3, 5, 3)), "b3": (torch.randn(3, 4, 40), torch.randn(3, 3, 21, 14))}),
+    "symscalar": (SymScalar(), (torch.randn(6, 3),), ({0: D("n", 2, 128)},),
+                  {"n6": (torch.randn(6, 3),), "n2": (torch.randn(2, 3),), "n11": (torch.randn(11, 3),)}),
+    "gather": (Gather(), (torch.randn(3, 9),), ({0: B, 1: D("len", 3, 100)},),
+               {"b3l9": (torch.randn(3, 9),), "b1l3": (torch.randn(1, 3),), "b2l20": (torch.randn(2, 20),)}),
+    "embedding": (Embedding(), (torch.randint(0, 50, (2, 9)),), ({0: B, 1: D("seq", 2, 64)},),
+                  {"b2t9": (torch.randint(0, 50, (2, 9)),), "b1t2": (torch.randint(0, 50, (1, 2)),), "b4t31": (torch.randint(0, 50, (4, 31)),)}),
+}
+
+try:  # small decoder-only configs from transformers: RoPE, RMSNorm, GQA, causal masks
+    from transformers import LlamaConfig, LlamaForCausalLM, GPT2Config, GPT2LMHeadModel
+    class Logits(nn.Module):
+        def __init__(s, m):
+            super().__init__(); s.m = m
+        def forward(s, ids):
+            return s.m(input_ids=ids, use_cache=False).logits
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=120, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)).eval()
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=120, n_embd=32, n_layer=2, n_head=4, n_positions=128)).eval()
+    for name, m in (("llama_tiny", llama), ("gpt2_tiny", gpt2)):
+        models[name] = (Logits(m), (torch.randint(0, 120, (2, 12)),), ({0: D("batch", 1, 16), 1: D("seq", 2, 128)},),
+                        {"b2t12": (torch.randint(0, 120, (2, 12)),), "b1t3": (torch.randint(0, 120, (1, 3)),), "b3t45": (torch.randint(0, 120, (3, 45)),)})
+except Exception as e:
+    print("transformers:", e)
+
+def leaves(o):
+    if isinstance(o, torch.Tensor): o = (o,)
+    return [x for x in o if isinstance(x, torch.Tensor)]
+
+report = {"torch": torch.__version__}
+for name, (m, ex, ds, sizes) in models.items():
+    try:
+        ep = torch.export.export(m, ex, dynamic_shapes=ds)
+        core = ep.run_decompositions()
+        torch.export.save(ep, f"{out}/{name}.pt2")
+        torch.export.save(core, f"{out}/{name}.core.pt2")
+        open(f"{out}/{name}.graph.txt", "w").write(str(ep.graph) + "\n" + str(ep.range_constraints) + "\n")
+        open(f"{out}/{name}.core.graph.txt", "w").write(str(core.graph) + "\n" + str(core.range_constraints) + "\n")
+        report[name] = {"range_constraints": str(ep.range_constraints), "sizes": {}}
+        for tag, ins in sizes.items():
+            try:
+                with torch.no_grad():
+                    outs = leaves(ep.module()(*ins))
+                t = {f"input_{i}": x.contiguous() for i, x in enumerate(ins)}
+                t.update({f"output_{i}": o.contiguous() for i, o in enumerate(outs)})
+                save_file(t, f"{out}/{name}.{tag}.io.safetensors")
+                report[name]["sizes"][tag] = "ok"
+            except Exception as e:
+                report[name]["sizes"][tag] = "refused: " + str(e)[:300]
+        print(name, "ok", report[name], flush=True)
+    except Exception as e:
+        report[name] = {"error": repr(e)[:800]}
+        print(name, "ERROR", repr(e)[:800], flush=True)
+json.dump(report, open(f"{out}/report.json", "w"), indent=1)
