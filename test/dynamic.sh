@@ -27,8 +27,11 @@ sizes() { ls "$dx/$1".*.io.safetensors | sed "s|.*/$1\.||; s|\.io\.safetensors||
 # scale factor (TruncToInt(1.5*ToFloat(s0))), views at symbolic offsets, derived dims (2*Dim),
 # two inputs with dims of their own, symbolic factory sizes, arange/masks over the length.
 probes="upsample halfsplit padto8 causal factory derived conv1d symscalar gather embedding"
-for name in mlp convnet block embed berttiny $probes; do
+# transformers' T5 (encoder-decoder, two inputs with a sequence each; attention masks made from
+# a parameter) and GPT-2, default exports only.
+for name in mlp convnet block embed berttiny $probes t5_tiny gpt2_tiny; do
   for g in "$dx/$name.pt2" "$dx/$name.core.pt2"; do
+    [ -f "$g" ] || continue
     base=$(basename "$g")
     for b in eager aot_eager_decomp_partition inductor; do
       for s in $(sizes "$name"); do

@@ -104,6 +104,49 @@ models = {
                   {"b2t9": (torch.randint(0, 50, (2, 9)),), "b1t2": (torch.randint(0, 50, (1, 2)),), "b4t31": (torch.randint(0, 50, (4, 31)),)}),
 }
 
+if "--models" in sys.argv:  # real architectures with a dynamic batch (or size): not kept in git
+    models.clear()
+    import torchvision.models as tvm
+    for name, ctor, hw in (("resnet18", tvm.resnet18, 64), ("mobilenet_v3_small", tvm.mobilenet_v3_small, 64),
+                           ("efficientnet_b0", tvm.efficientnet_b0, 64), ("regnet_y_400mf", tvm.regnet_y_400mf, 64)):
+        m = ctor().eval()
+        models[name] = (m, (torch.randn(2, 3, hw, hw),), ({0: D("batch", 1, 64)},),
+                        {"b2": (torch.randn(2, 3, hw, hw),), "b1": (torch.randn(1, 3, hw, hw),), "b5": (torch.randn(5, 3, hw, hw),)})
+    m = tvm.resnet18().eval()  # dynamic height and width too: adaptive pooling of a symbolic map
+    models["resnet18_hw"] = (m, (torch.randn(2, 3, 64, 64),), ({0: D("batch", 1, 64), 2: D("h", 32, 256), 3: D("w", 32, 256)},),
+                             {"b2h64w64": (torch.randn(2, 3, 64, 64),), "b1h33w47": (torch.randn(1, 3, 33, 47),), "b3h96w64": (torch.randn(3, 3, 96, 64),)})
+    try:
+        from transformers import ViTConfig, ViTModel, T5Config, T5Model, DistilBertConfig, DistilBertModel
+        vit = ViTModel(ViTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, image_size=32, patch_size=8)).eval()
+        class Hidden(nn.Module):
+            def __init__(s, m): super().__init__(); s.m = m
+            def forward(s, *a): return s.m(*a).last_hidden_state
+        models["vit_tiny"] = (Hidden(vit), (torch.randn(2, 3, 32, 32),), ({0: D("batch", 1, 64)},),
+                              {"b2": (torch.randn(2, 3, 32, 32),), "b1": (torch.randn(1, 3, 32, 32),), "b6": (torch.randn(6, 3, 32, 32),)})
+        db = DistilBertModel(DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4, hidden_dim=128, max_position_embeddings=64)).eval()
+        models["distilbert_tiny"] = (Hidden(db), (torch.randint(0, 100, (2, 11)),), ({0: D("batch", 1, 16), 1: D("seq", 2, 64)},),
+                                     {"b2t11": (torch.randint(0, 100, (2, 11)),), "b1t2": (torch.randint(0, 100, (1, 2)),), "b3t40": (torch.randint(0, 100, (3, 40)),)})
+        t5 = T5Model(T5Config(vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4)).eval()
+        class T5(nn.Module):
+            def __init__(s, m): super().__init__(); s.m = m
+            def forward(s, ids, dec): return s.m(input_ids=ids, decoder_input_ids=dec, use_cache=False).last_hidden_state
+        models["t5_tiny"] = (T5(t5), (torch.randint(0, 100, (2, 9)), torch.randint(0, 100, (2, 5))),
+                             ({0: D("batch", 1, 16), 1: D("src", 2, 64)}, {0: D("batch", 1, 16), 1: D("tgt", 2, 64)}),
+                             {"b2s9t5": (torch.randint(0, 100, (2, 9)), torch.randint(0, 100, (2, 5))),
+                              "b1s3t2": (torch.randint(0, 100, (1, 3)), torch.randint(0, 100, (1, 2))),
+                              "b3s30t17": (torch.randint(0, 100, (3, 30)), torch.randint(0, 100, (3, 17)))})
+    except Exception as e:
+        print("transformers:", e)
+
+    # Weights tiled from 1021 random values (with each tensor's own mean and spread): the
+    # archives compress to little, for the trip back from the GPU machine.
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for m, *_ in models.values():
+            for p in m.parameters():
+                base = torch.randn(1021, generator=g) * p.std().nan_to_num(0.02) + p.mean()
+                p.copy_(base.repeat(p.numel() // 1021 + 1)[: p.numel()].view_as(p))
+
 try:  # small decoder-only configs from transformers: RoPE, RMSNorm, GQA, causal masks
     from transformers import LlamaConfig, LlamaForCausalLM, GPT2Config, GPT2LMHeadModel
     class Logits(nn.Module):
@@ -112,8 +155,10 @@ try:  # small decoder-only configs from transformers: RoPE, RMSNorm, GQA, causal
         def forward(s, ids):
             return s.m(input_ids=ids, use_cache=False).logits
     llama = LlamaForCausalLM(LlamaConfig(vocab_size=120, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)).eval()
-    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=120, n_embd=32, n_layer=2, n_head=4, n_positions=128)).eval()
+                                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                         attn_implementation="eager")).eval()
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=120, n_embd=32, n_layer=2, n_head=4, n_positions=128,
+                                      attn_implementation="eager")).eval()
     for name, m in (("llama_tiny", llama), ("gpt2_tiny", gpt2)):
         models[name] = (Logits(m), (torch.randint(0, 120, (2, 12)),), ({0: D("batch", 1, 16), 1: D("seq", 2, 128)},),
                         {"b2t12": (torch.randint(0, 120, (2, 12)),), "b1t3": (torch.randint(0, 120, (1, 3)),), "b3t45": (torch.randint(0, 120, (3, 45)),)})

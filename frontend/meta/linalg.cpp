@@ -7,6 +7,8 @@
 #include "frontend/meta/meta_util.h"
 #include "frontend/resample.h"
 
+#include <map>
+
 namespace fxc::meta_detail {
 namespace {
 
@@ -235,6 +237,30 @@ Metas conv3d(const Graph& g, const Node& n) {
 // ---------------------------------------------------------------------------------------------
 // Attention.
 
+// Whether `v` required grad when torch.export traced the graph: parameters do, and so does
+// every floating-point result of a differentiable op that reads one. (Exports made under
+// torch.no_grad() are the exception this cannot see.)
+bool required_grad(const Graph& g, ValueId v, std::map<ValueId, bool>& memo, int depth = 0) {
+  if (v < 0 || size_t(v) >= g.values.size()) return false;
+  if (auto it = memo.find(v); it != memo.end()) return it->second;
+  bool r = false;
+  const Value& val = g.values[size_t(v)];
+  if (val.producer < 0) {
+    for (const GraphInput& in : g.inputs)
+      if (in.value == v) r = in.kind == InputKind::Parameter;
+  } else if (depth < 4096 && is_floating(val.meta.dtype)) {
+    const Node& p = g.nodes[size_t(val.producer)];
+    if (target_has_tag(p.target, OpTag::Differentiable))
+      for (ValueId in : p.tensor_inputs())
+        if (required_grad(g, in, memo, depth + 1)) {
+          r = true;
+          break;
+        }
+  }
+  memo[v] = r;
+  return r;
+}
+
 Metas sdpa(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& q = c.tensor("query");
@@ -310,6 +336,12 @@ Metas sdpa(const Graph& g, const Node& n) {
                 (m.back() == S || m.back() == 1) &&
                 (m.size() == 2 || (m.size() == 4 && (m[0] == 1 || m[0] == q.sizes[0]) &&
                                    (m[1] == 1 || m[1] == q.sizes[1])));
+    }
+    // PyTorch's CPU flash kernel takes no mask that requires grad (T5's position bias, made
+    // from a parameter): the math fallback runs then.
+    if (mask) {
+      std::map<ValueId, bool> memo;
+      mask_ok = mask_ok && !required_grad(g, c.arg("attn_mask").tensor, memo);
     }
     bool flash = four_d && same_heads && c.float_("dropout_p") == 0 && mask_ok &&
                  q.sizes.back() == v.sizes.back() && q.sizes[2] != 0 && k.sizes[2] != 0 &&
