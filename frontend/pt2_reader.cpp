@@ -757,6 +757,9 @@ private:
     try {
       if (is_symbolic_node(raw_target, target))
         read_symbolic_node(n, name, target);
+      else if (raw_target == "torch.ops.higher_order.wrap_with_set_grad_enabled" ||
+               raw_target == "torch.ops.higher_order.wrap_with_autocast")
+        read_region(n, name, raw_target);
       else
         read_node_body(n, name, target);
     } catch (const Error& e) {
@@ -765,6 +768,85 @@ private:
       if (msg.rfind("model.json: ", 0) == 0) msg = msg.substr(12);
       throw Error(path_, msg, name, target);
     }
+  }
+
+  /// A region of a default (pre-dispatch) export that ran under torch.no_grad() or
+  /// torch.enable_grad() (wrap_with_set_grad_enabled(enabled, subgraph, *operands)) or under a
+  /// disabled torch.autocast (wrap_with_autocast(device_type, dtype, enabled, cache_enabled,
+  /// subgraph, *operands)): the subgraph's nodes are read in its place, its inputs bound to the
+  /// operands, its outputs giving the node's (as run_decompositions() inlines them). Results of
+  /// a no_grad region are detached, so that train mode takes no gradient through them. An
+  /// enabled autocast region changes dtypes inside: the core export applies it.
+  void read_region(const json& n, const std::string& name, const std::string& raw_target) {
+    const json& ins = r_.array(n, "inputs", "node");
+    size_t gi = 0;
+    while (gi < ins.size() && !r_.get(ins[gi], "arg", "node input").contains("as_graph")) ++gi;
+    if (gi == ins.size()) r_.fail("the region has no subgraph argument");
+    const bool grad = raw_target.find("set_grad_enabled") != std::string::npos;
+    const size_t fi = grad ? 0 : 2; // the 'enabled' argument
+    if (fi >= gi) r_.fail("the region's arguments are not (flags..., subgraph, operands...)");
+    const json& flag = r_.get(ins[fi], "arg", "node input");
+    const json* b = r_.find(flag, "as_bool");
+    if (!b || !b->is_boolean()) r_.fail("the region's 'enabled' flag is not a bool");
+    const bool enabled = b->get<bool>();
+    if (!grad && enabled)
+      r_.fail("an enabled torch.autocast region changes dtypes inside; fxc reads it from the core "
+              "export (ExportedProgram.run_decompositions()), which applies it");
+    const json& sub = r_.get(r_.get(r_.get(ins[gi], "arg", "node input"), "as_graph", "region"),
+                             "graph", "region subgraph");
+    const json& sub_inputs = r_.array(sub, "inputs", "region subgraph");
+    if (sub_inputs.size() != ins.size() - gi - 1)
+      r_.fail("the region's subgraph takes " + std::to_string(sub_inputs.size()) +
+              " inputs but the node passes " + std::to_string(ins.size() - gi - 1));
+    // The subgraph's inputs name the operands while it is read (restored after).
+    std::map<std::string, std::optional<ValueId>> shadowed;
+    std::vector<std::pair<std::string, ValueId>> bound;
+    for (size_t i = 0; i < sub_inputs.size(); ++i) {
+      const json* t = r_.find(r_.get(ins[gi + 1 + i], "arg", "node input"), "as_tensor");
+      const json* st = r_.find(sub_inputs[i], "as_tensor");
+      if (!t || !st) r_.fail("a region operand that is not a tensor is not supported");
+      bound.push_back({tensor_name(*st, name, raw_target),
+                       use(tensor_name(*t, name, raw_target), name, raw_target)});
+    }
+    for (const auto& [inner, v] : bound) {
+      auto it = ids_.find(inner);
+      if (!shadowed.count(inner))
+        shadowed[inner] = it == ids_.end() ? std::nullopt : std::optional<ValueId>(it->second);
+      ids_[inner] = v;
+    }
+    const json* saved_values = tensor_values_;
+    tensor_values_ = &r_.get(sub, "tensor_values", "region subgraph");
+    if (!tensor_values_->is_object()) r_.fail("the region's tensor_values is not an object");
+    read_sym_int_values(sub);
+    for (const json& inner : r_.array(sub, "nodes", "region subgraph")) read_node(inner);
+    std::vector<ValueId> results;
+    for (const json& o : r_.array(sub, "outputs", "region subgraph")) {
+      const json* t = r_.find(o, "as_tensor");
+      if (!t) r_.fail("a region result that is not a tensor is not supported");
+      ValueId v = use(tensor_name(*t, name, raw_target), name, raw_target);
+      if (grad && !enabled) // torch.no_grad(): no gradient flows back through the region
+        v = add_node1(g_, "aten.detach.default", {{"", Arg::of_tensor(v)}}, name + "_detach");
+      results.push_back(v);
+    }
+    tensor_values_ = saved_values;
+    for (const auto& [inner, prev] : shadowed)
+      if (prev)
+        ids_[inner] = *prev;
+      else
+        ids_.erase(inner);
+    std::vector<std::string> outs;
+    for (const json& o : r_.array(n, "outputs", "node")) {
+      if (const json* t = r_.find(o, "as_tensor"))
+        outs.push_back(tensor_name(*t, name, raw_target));
+      else if (const json* ts = r_.find(o, "as_tensors"); ts && ts->is_array())
+        for (const json& t : *ts) outs.push_back(tensor_name(t, name, raw_target));
+      else
+        r_.fail("a region result that is not a tensor is not supported");
+    }
+    if (outs.size() != results.size())
+      r_.fail("the region gives " + std::to_string(results.size()) + " results but the node has " +
+              std::to_string(outs.size()) + " outputs");
+    for (size_t i = 0; i < outs.size(); ++i) ids_[outs[i]] = results[i]; // the region's results
   }
 
   /// Replaces each Python number that `call` passes for a Tensor parameter of a pointwise op by

@@ -28,8 +28,9 @@ sizes() { ls "$dx/$1".*.io.safetensors | sed "s|.*/$1\.||; s|\.io\.safetensors||
 # two inputs with dims of their own, symbolic factory sizes, arange/masks over the length.
 probes="upsample halfsplit padto8 causal factory derived conv1d symscalar gather embedding"
 # transformers' T5 (encoder-decoder, two inputs with a sequence each; attention masks made from
-# a parameter) and GPT-2, default exports only.
-for name in mlp convnet block embed berttiny $probes t5_tiny gpt2_tiny; do
+# a parameter), GPT-2 and LLaMA (its rotary embedding is a torch.no_grad() region, a
+# wrap_with_set_grad_enabled node), default exports only.
+for name in mlp convnet block embed berttiny $probes t5_tiny gpt2_tiny llama_tiny; do
   for g in "$dx/$name.pt2" "$dx/$name.core.pt2"; do
     [ -f "$g" ] || continue
     base=$(basename "$g")
