@@ -373,8 +373,8 @@ private:
     if (version != kVersion)
       fail("unsupported fxg version " + std::to_string(version) + " (this fxc reads version " +
            std::to_string(kVersion) + ")");
-    static const std::set<std::string> known = {"format", "version", "name",   "symbols",
-                                                "inputs", "nodes",   "outputs"};
+    static const std::set<std::string> known = {"format", "version", "name",    "symbols",
+                                                "inputs", "nodes",   "outputs", "mutation_outputs"};
     for (auto it = doc.begin(); it != doc.end(); ++it)
       if (!known.count(it.key())) fail("unknown key \"" + it.key() + "\" at the top level");
     if (const json* n = find(doc, "name")) g_.name = str(*n, "\"name\"");
@@ -393,6 +393,13 @@ private:
       auto it = ids_.find(name);
       if (it == ids_.end()) fail("graph output names undefined value '" + name + "'");
       g_.outputs.push_back(it->second);
+    }
+    if (const json* m = find(doc, "mutation_outputs")) {
+      int64_t k = integer(*m, "\"mutation_outputs\"");
+      if (k < 0 || size_t(k) > g_.outputs.size())
+        fail("\"mutation_outputs\" is " + std::to_string(k) + " but the graph has " +
+             std::to_string(g_.outputs.size()) + " outputs");
+      g_.num_mutation_outputs = size_t(k);
     }
     propagate_shapes(g_);
     // Recorded metadata must agree with inference (at the hints, for symbolic sizes).
@@ -911,6 +918,8 @@ std::string fxg_to_json(const Graph& g, const FxgWriteOptions& opts) {
   ojson outs = ojson::array();
   for (ValueId v : g.outputs) outs.push_back(g.values[v].name);
   emit(outs, out);
+  if (g.num_mutation_outputs > 0)
+    out += ",\n  \"mutation_outputs\": " + std::to_string(g.num_mutation_outputs);
   out += "\n}\n";
   return out;
 }

@@ -245,6 +245,10 @@ struct Graph {
   std::vector<Node> nodes; ///< in topological order
   std::vector<GraphInput> inputs;
   std::vector<ValueId> outputs;
+  /// The last this-many outputs are the new values of inputs and buffers the program mutates
+  /// (batch norm's running statistics in train mode), not results: a train step takes no
+  /// gradient of them.
+  size_t num_mutation_outputs = 0;
   std::map<std::string, WeightData> weights; ///< by fqn; every Parameter/Buffer/Constant has one
   /// Dynamic graphs: the shape symbols with their ranges and hints, sorted by name; the metas
   /// and arguments above are the graph at the hints (frontend/specialize.h makes it concrete).

@@ -589,6 +589,7 @@ private:
       bool persistent = true;
     };
     std::map<std::string, Spec> specs;
+    size_t constants = 0;
     for (const json& s : r_.array(sig, "input_specs", "signature")) {
       if (!s.is_object() || s.size() != 1) r_.fail("input spec is not a one-key object");
       const std::string kind = s.begin().key();
@@ -615,17 +616,25 @@ private:
         spec.fqn = r_.str(r_.get(body, fqn_key, kind.c_str()), fqn_key);
         if (const json* p = r_.find(body, "persistent"); p && p->is_boolean())
           spec.persistent = p->get<bool>();
+      } else if (kind == "constant_input") {
+        // A Python number, bool, string or None the module took (forward(x, scale=0.5)): the
+        // export baked its value into the graph, whose input for it no node reads.
+        ++constants;
+        continue;
       } else {
         r_.fail("input kind '" + kind + "' is not supported");
       }
       specs[name] = spec;
     }
     const json& inputs = r_.array(graph, "inputs", "graph");
-    if (inputs.size() != specs.size())
+    if (inputs.size() != specs.size() + constants)
       r_.fail("graph has " + std::to_string(inputs.size()) +
-              " inputs but the signature describes " + std::to_string(specs.size()));
+              " inputs but the signature describes " + std::to_string(specs.size() + constants));
     for (const json& in : inputs) {
       const json* t = r_.find(in, "as_tensor");
+      if (!t && constants > 0 && in.is_object() && in.size() == 1 &&
+          in.begin().key() != "as_tensors" && in.begin().key() != "as_sym_int")
+        continue; // a constant input's value
       if (!t) r_.fail("graph input " + in.dump() + " is not a tensor");
       std::string name = r_.str(r_.get(*t, "name", "graph input"), "input name");
       auto it = specs.find(name);
@@ -1003,13 +1012,28 @@ private:
       if (kind != "user_output" && kind != "user_input_mutation" && kind != "buffer_mutation")
         r_.fail("output kind '" + kind +
                 "' is not supported (user outputs and input and buffer mutations are)");
-      (kind == "user_output" ? user : mutated).push_back(read_output(outs[i], i));
+      ValueId v = read_output(outs[i], i);
+      if (v != kNoValue) (kind == "user_output" ? user : mutated).push_back(v);
     }
     g_.outputs = user;
     g_.outputs.insert(g_.outputs.end(), mutated.begin(), mutated.end());
+    g_.num_mutation_outputs = mutated.size();
   }
 
+  // A graph output: a tensor; a size (as_sym_int) or a number or bool the module returned, as a
+  // 0-dim tensor (int64, float32 as torch.tensor(0.5) is, bool); None (kNoValue): no output.
   ValueId read_output(const json& o, size_t index) {
+    if (r_.find(o, "as_none")) return kNoValue;
+    for (auto [key, dt] : {std::pair{"as_int", DType::I64}, std::pair{"as_float", DType::F32},
+                           std::pair{"as_bool", DType::Bool}})
+      if (const json* c = r_.find(o, key)) {
+        Arg a = dt == DType::I64    ? Arg::of_int(r_.integer(*c, "output"))
+                : dt == DType::Bool ? Arg::of_bool(c->is_boolean() && c->get<bool>())
+                                    : Arg::of_float(r_.floating(*c, "output"));
+        if (dt == DType::Bool && !c->is_boolean()) r_.fail("output " + o.dump() + " is not a bool");
+        return add_node1(g_, "aten.scalar_tensor.default", {{"", a}, {"dtype", Arg::of_dtype(dt)}},
+                         "const_output_" + std::to_string(index));
+      }
     if (const json* si = r_.find(o, "as_sym_int")) { // a size: returned as a 0-dim int64 tensor
       SymExpr e;
       Arg a = Arg::of_int(sym_arg(*si, &e, "", ""));

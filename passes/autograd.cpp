@@ -2135,9 +2135,11 @@ JointGraph build_joint_graph(const Graph& fw_in) {
                   n.name, n.target);
   }
 
-  // One tangent per float output, seeding that output's gradient.
+  // One tangent per float output, seeding that output's gradient; none for the new values of
+  // mutated buffers (batch norm's running statistics), which are no result.
   std::vector<std::vector<ValueId>> contrib(num_fw_values);
-  for (size_t k = 0; k < jg.num_fw_outputs; ++k) {
+  const size_t results = jg.num_fw_outputs - std::min(g.num_mutation_outputs, jg.num_fw_outputs);
+  for (size_t k = 0; k < results; ++k) {
     ValueId o = g.outputs[k];
     TensorMeta m = g.values[o].meta;
     if (!is_floating(m.dtype)) continue;

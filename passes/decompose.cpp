@@ -5649,7 +5649,28 @@ std::vector<ValueId> layer_norm_to_native(Emit& e, const DNode& d) {
 }
 
 std::vector<ValueId> batch_norm_to_native(Emit& e, const DNode& d) {
-  if (d.arg("training").b || !d.has("running_mean") || !d.has("running_var")) return {};
+  if (d.arg("training").b) {
+    // Batch statistics (a default export of a model in train mode): the functional form, whose
+    // derivative is its decomposition's. The running statistics it updates are not outputs of
+    // such a program (its pre-dispatch graph mutates them inside batch_norm).
+    if (d.has("running_mean") && d.has("running_var"))
+      return {e.call("aten._native_batch_norm_legit_functional.default",
+                     {Emit::t(d.tensor("input")),
+                      {"", d.arg("weight")},
+                      {"", d.arg("bias")},
+                      Emit::t(d.tensor("running_mean")),
+                      Emit::t(d.tensor("running_var")),
+                      Emit::b(true),
+                      Emit::f(d.arg("momentum").f),
+                      Emit::f(d.arg("eps").f)})[0]};
+    return {e.call("aten._native_batch_norm_legit.no_stats", {Emit::t(d.tensor("input")),
+                                                              {"", d.arg("weight")},
+                                                              {"", d.arg("bias")},
+                                                              Emit::b(true),
+                                                              Emit::f(d.arg("momentum").f),
+                                                              Emit::f(d.arg("eps").f)})[0]};
+  }
+  if (!d.has("running_mean") || !d.has("running_var")) return {};
   return {e.call("aten._native_batch_norm_legit_no_training.default",
                  {Emit::t(d.tensor("input")),
                   {"", d.arg("weight")},
@@ -5925,6 +5946,7 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
     changed = true;
   }
   for (ValueId o : g.outputs) out.outputs.push_back(map[o]);
+  out.num_mutation_outputs = g.num_mutation_outputs;
   return changed;
 }
 

@@ -98,6 +98,7 @@ GraphRemap extract_subgraph(const Graph& g, const SubgraphSpec& spec) {
     r.graph.inputs.push_back(std::move(in));
   }
   for (ValueId v : spec.outputs) r.graph.outputs.push_back(remap(r.value_map, v));
+  if (spec.outputs == g.outputs) r.graph.num_mutation_outputs = g.num_mutation_outputs;
   r.graph.weights = g.weights;
   return r;
 }
