@@ -3,12 +3,16 @@
 # (FloorToInt/ToFloat), derived dims (2*Dim), two inputs sharing a dim, symbolic ints in factory
 # functions, arange/masks over a dynamic length, a symbolic scalar in arithmetic. Run on the GPU
 # machine (torch 2.11): python3 tools/export_dynamic_probe.py OUTDIR
-# Writes, per NAME: NAME.pt2, NAME.core.pt2, NAME.graph.txt, NAME.<tag>.io.safetensors at each
-# size (input_<i>, output_<i>), and report.json (what exported, what refused).
+# Writes, per NAME: NAME.pt2, NAME.core.pt2, their printouts, NAME.<tag>.io.safetensors at each
+# size (input_<i>, output_<i>), and report.json (what exported, what refused), as
+# tools/export_dynamic.py's export_models does. --models: real architectures instead (not kept in
+# git but t5_tiny, gpt2_tiny, llama_tiny); --only=a,b: those models only.
 import os, sys, json, math
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch.export import Dim
-from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_dynamic import export_models  # the export loop, shared with the fixtures
 
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
@@ -148,55 +152,28 @@ if "--models" in sys.argv:  # real architectures with a dynamic batch (or size):
                 base = torch.randn(1021, generator=g) * p.std().nan_to_num(0.02) + p.mean()
                 p.copy_(base.repeat(p.numel() // 1021 + 1)[: p.numel()].view_as(p))
 
-try:  # small decoder-only configs from transformers: RoPE, RMSNorm, GQA, causal masks
-    from transformers import LlamaConfig, LlamaForCausalLM, GPT2Config, GPT2LMHeadModel
-    class Logits(nn.Module):
-        def __init__(s, m):
-            super().__init__(); s.m = m
-        def forward(s, ids):
-            return s.m(input_ids=ids, use_cache=False).logits
-    llama = LlamaForCausalLM(LlamaConfig(vocab_size=120, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                                         attn_implementation="eager")).eval()
-    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=120, n_embd=32, n_layer=2, n_head=4, n_positions=128,
-                                      attn_implementation="eager")).eval()
-    for name, m in (("llama_tiny", llama), ("gpt2_tiny", gpt2)):
-        # LLaMA's rotary cache guards min(8*seq, 16*seq) == 8*seq, which torch cannot prove for
-        # a declared range: Dim.AUTO lets it keep the guard.
-        seq = Dim.AUTO if name == "llama_tiny" else D("seq", 2, 128)
-        models[name] = (Logits(m), (torch.randint(0, 120, (2, 12)),), ({0: D("batch", 1, 16), 1: seq},),
-                        {"b2t12": (torch.randint(0, 120, (2, 12)),), "b1t3": (torch.randint(0, 120, (1, 3)),), "b3t45": (torch.randint(0, 120, (3, 45)),)})
-except Exception as e:
-    print("transformers:", e)
-
-def leaves(o):
-    if isinstance(o, torch.Tensor): o = (o,)
-    return [x for x in o if isinstance(x, torch.Tensor)]
+if "--models" in sys.argv:  # small decoder-only configs (weights as transformers makes them)
+    try:  # small decoder-only configs from transformers: RoPE, RMSNorm, GQA, causal masks
+        from transformers import LlamaConfig, LlamaForCausalLM, GPT2Config, GPT2LMHeadModel
+        class Logits(nn.Module):
+            def __init__(s, m):
+                super().__init__(); s.m = m
+            def forward(s, ids):
+                return s.m(input_ids=ids, use_cache=False).logits
+        llama = LlamaForCausalLM(LlamaConfig(vocab_size=120, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                             attn_implementation="eager")).eval()
+        gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=120, n_embd=32, n_layer=2, n_head=4, n_positions=128,
+                                          attn_implementation="eager")).eval()
+        for name, m in (("llama_tiny", llama), ("gpt2_tiny", gpt2)):
+            # LLaMA's rotary cache guards min(8*seq, 16*seq) == 8*seq, which torch cannot prove for
+            # a declared range: Dim.AUTO lets it keep the guard.
+            seq = Dim.AUTO if name == "llama_tiny" else D("seq", 2, 128)
+            models[name] = (Logits(m), (torch.randint(0, 120, (2, 12)),), ({0: D("batch", 1, 16), 1: seq},),
+                            {"b2t12": (torch.randint(0, 120, (2, 12)),), "b1t3": (torch.randint(0, 120, (1, 3)),), "b3t45": (torch.randint(0, 120, (3, 45)),)})
+    except Exception as e:
+        print("transformers:", e)
 
 if only:
     models = {k: v for k, v in models.items() if k in only[0]}
-report = {"torch": torch.__version__}
-for name, (m, ex, ds, sizes) in models.items():
-    try:
-        ep = torch.export.export(m, ex, dynamic_shapes=ds)
-        core = ep.run_decompositions()
-        torch.export.save(ep, f"{out}/{name}.pt2")
-        torch.export.save(core, f"{out}/{name}.core.pt2")
-        open(f"{out}/{name}.graph.txt", "w").write(str(ep.graph) + "\n" + str(ep.range_constraints) + "\n")
-        open(f"{out}/{name}.core.graph.txt", "w").write(str(core.graph) + "\n" + str(core.range_constraints) + "\n")
-        report[name] = {"range_constraints": str(ep.range_constraints), "sizes": {}}
-        for tag, ins in sizes.items():
-            try:
-                with torch.no_grad():
-                    outs = leaves(ep.module()(*ins))
-                t = {f"input_{i}": x.contiguous() for i, x in enumerate(ins)}
-                t.update({f"output_{i}": o.contiguous() for i, o in enumerate(outs)})
-                save_file(t, f"{out}/{name}.{tag}.io.safetensors")
-                report[name]["sizes"][tag] = "ok"
-            except Exception as e:
-                report[name]["sizes"][tag] = "refused: " + str(e)[:300]
-        print(name, "ok", report[name], flush=True)
-    except Exception as e:
-        report[name] = {"error": repr(e)[:800]}
-        print(name, "ERROR", repr(e)[:800], flush=True)
-json.dump(report, open(f"{out}/report.json", "w"), indent=1)
+export_models({k: v + ([],) for k, v in models.items()}, out)  # no train references
