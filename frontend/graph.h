@@ -256,6 +256,10 @@ struct Graph {
   /// Dynamic graphs: runtime assertions torch.export recorded (node name, condition), kept for
   /// --log=guards; fxc checks the symbols' ranges, not these.
   std::vector<std::pair<std::string, std::string>> sym_asserts;
+  /// Data-dependent graphs: the unbacked symbols that a `Tensor.item()`
+  /// (`_local_scalar_dense`) gives, each with the name of that 0-dim value; the eager
+  /// interpreter binds them as the graph runs.
+  std::vector<std::pair<std::string, std::string>> item_symbols;
 
   bool is_dynamic() const { return !symbols.empty(); }
 

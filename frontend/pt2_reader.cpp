@@ -537,7 +537,12 @@ private:
       return;
     }
     for (const json& o : r_.array(n, "outputs", "node")) {
-      if (r_.find(o, "as_sym_bool") || r_.find(o, "as_sym_float")) continue; // feeds asserts only
+      if (const json* sb = r_.find(o, "as_sym_bool")) { // a condition: asserts, torch.cond
+        if (const json* nm = r_.find(*sb, "as_name"); nm && nm->is_string())
+          sym_bools_[nm->get<std::string>()] = &n;
+        continue;
+      }
+      if (r_.find(o, "as_sym_float")) continue; // feeds asserts only
       const json* si = r_.find(o, "as_sym_int");
       if (!si)
         r_.fail("output " + o.dump() + " of a size computation is not a symbolic int", name,
@@ -575,9 +580,10 @@ private:
   ValueId define(const std::string& name, TensorMeta meta, const std::string& node = {},
                  const std::string& op = {}) {
     if (name.empty()) r_.fail("value with an empty name", node, op);
-    if (ids_.count(name)) r_.fail("value '" + name + "' is defined twice", node, op);
-    ValueId v = g_.add_value(name, std::move(meta));
-    ids_.emplace(name, v);
+    if (!defined_.insert(name).second) r_.fail("value '" + name + "' is defined twice", node, op);
+    ValueId v =
+        g_.add_value(prefix_.empty() ? name : unique_name(g_, prefix_ + name), std::move(meta));
+    ids_[name] = v; // a subgraph's name shadows the enclosing graph's
     return v;
   }
 
@@ -769,6 +775,8 @@ private:
       else if (raw_target == "torch.ops.higher_order.wrap_with_set_grad_enabled" ||
                raw_target == "torch.ops.higher_order.wrap_with_autocast")
         read_region(n, name, raw_target);
+      else if (raw_target == "torch.ops.higher_order.cond")
+        read_cond(n, name, raw_target);
       else
         read_node_body(n, name, target);
     } catch (const Error& e) {
@@ -801,48 +809,211 @@ private:
     if (!grad && enabled)
       r_.fail("an enabled torch.autocast region changes dtypes inside; fxc reads it from the core "
               "export (ExportedProgram.run_decompositions()), which applies it");
-    const json& sub = r_.get(r_.get(r_.get(ins[gi], "arg", "node input"), "as_graph", "region"),
-                             "graph", "region subgraph");
-    const json& sub_inputs = r_.array(sub, "inputs", "region subgraph");
-    if (sub_inputs.size() != ins.size() - gi - 1)
-      r_.fail("the region's subgraph takes " + std::to_string(sub_inputs.size()) +
-              " inputs but the node passes " + std::to_string(ins.size() - gi - 1));
-    // The subgraph's inputs name the operands while it is read (restored after).
-    std::map<std::string, std::optional<ValueId>> shadowed;
+    std::vector<const json*> operands;
+    for (size_t i = gi + 1; i < ins.size(); ++i)
+      operands.push_back(&r_.get(ins[i], "arg", "node input"));
+    std::vector<ValueId> results =
+        inline_graph(r_.get(ins[gi], "arg", "node input"), operands, name, raw_target, "");
+    if (grad && !enabled) // torch.no_grad(): no gradient flows back through the region
+      for (ValueId& v : results)
+        v = add_node1(g_, "aten.detach.default", {{"", Arg::of_tensor(v)}}, name + "_detach");
+    bind_results(n, results, name, raw_target);
+  }
+
+  /// torch.cond(pred, true_fn, false_fn, operands) (higher_order.cond(pred, true_graph,
+  /// false_graph, operands)): both branches are read in the node's place, their inputs bound to
+  /// the operands, and each result selects between them with `where(pred, true, false)`. Both
+  /// branches are functional and give results of the same shapes and dtypes (torch.cond checks
+  /// that), so the select computes what the taken branch does; the branch not taken runs too (its
+  /// values are discarded: a NaN there never reaches the result), and train mode's gradient of a
+  /// select reaches only the taken branch, as PyTorch's autograd of cond does. A predicate that is
+  /// a constant bool reads the taken branch alone.
+  void read_cond(const json& n, const std::string& name, const std::string& raw_target) {
+    const json& ins = r_.array(n, "inputs", "node");
+    if (ins.size() != 4)
+      r_.fail("torch.cond takes (pred, true_fn, false_fn, operands); the node passes " +
+              std::to_string(ins.size()) + " arguments");
+    const json& pred = r_.get(ins[0], "arg", "node input");
+    std::vector<const json*> operands;
+    const json& ops = r_.get(ins[3], "arg", "node input");
+    if (const json* ts = r_.find(ops, "as_tensors"); ts && ts->is_array()) {
+      for (const json& t : *ts) operands.push_back(&t);
+    } else {
+      r_.fail("torch.cond's operands are " + ops.dump().substr(0, 200) +
+              "; fxc reads a list of tensors");
+    }
+    // Operands are plain {"name": ...} entries of the list: give them the as_tensor form.
+    std::vector<json> wrapped;
+    wrapped.reserve(operands.size());
+    for (const json* o : operands) wrapped.push_back(json{{"as_tensor", *o}});
+    std::vector<const json*> args;
+    for (const json& w : wrapped) args.push_back(&w);
+    const json& tg = r_.get(ins[1], "arg", "node input");
+    const json& fg = r_.get(ins[2], "arg", "node input");
+    if (const json* b = r_.find(pred, "as_bool"); b && b->is_boolean()) {
+      bind_results(n, inline_graph(b->get<bool>() ? tg : fg, args, name, raw_target, name + "_"),
+                   name, raw_target);
+      return;
+    }
+    const json* pt = r_.find(pred, "as_tensor");
+    const json* ps = r_.find(pred, "as_sym_bool");
+    if (!pt && !ps)
+      r_.fail("torch.cond's predicate is " + pred.dump().substr(0, 200) +
+              "; fxc reads a bool tensor, a condition on sizes or a constant");
+    Device device; // a condition on sizes is computed where the operands are
+    if (!operands.empty())
+      device = g_.values[size_t(use(tensor_name(*operands[0], name, raw_target), name, raw_target))]
+                   .meta.device;
+    const ValueId p = pt ? use(tensor_name(*pt, name, raw_target), name, raw_target)
+                         : sym_bool_tensor(*ps, device, name, raw_target);
+    const TensorMeta& pm = g_.values[size_t(p)].meta;
+    if (pm.dtype != DType::Bool || pm.numel() != 1)
+      r_.fail("torch.cond's predicate '" + g_.values[size_t(p)].name +
+              "' is not a bool tensor of one element");
+    std::vector<ValueId> t = inline_graph(tg, args, name, raw_target, name + "_true_");
+    std::vector<ValueId> f = inline_graph(fg, args, name, raw_target, name + "_false_");
+    if (t.size() != f.size())
+      r_.fail("torch.cond's branches give " + std::to_string(t.size()) + " and " +
+              std::to_string(f.size()) + " results");
+    std::vector<ValueId> results;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const TensorMeta& a = g_.values[size_t(t[i])].meta;
+      const TensorMeta& b = g_.values[size_t(f[i])].meta;
+      if (a.sizes != b.sizes || a.dtype != b.dtype)
+        r_.fail("torch.cond's branches give result " + std::to_string(i) + " as " + format_meta(a) +
+                " and " + format_meta(b));
+      ValueId r = add_node1(
+          g_, "aten.where.self",
+          {{"", Arg::of_tensor(p)}, {"", Arg::of_tensor(t[i])}, {"", Arg::of_tensor(f[i])}}, name);
+      if (!a.sym_sizes.empty()) { // the branches' symbolic sizes, contiguous
+        TensorMeta& m = g_.values[size_t(r)].meta;
+        m.sym_sizes = g_.values[size_t(t[i])].meta.sym_sizes;
+        m.sym_strides = symbolic_contiguous_strides(m.sizes, m.sym_sizes);
+      }
+      results.push_back(r);
+    }
+    bind_results(n, results, name, raw_target);
+  }
+
+  /// A condition on sizes (an as_sym_bool argument: `x.shape[0] > 4`, from _operator.gt and its
+  /// kin over sym_size values) as a 0-dim bool tensor: the compared sizes become scalar_tensor
+  /// nodes with symbolic arguments, so that the condition is evaluated at each binding.
+  ValueId sym_bool_tensor(const json& sb, const Device& device, const std::string& name,
+                          const std::string& raw_target) {
+    if (const json* b = r_.find(sb, "as_bool"); b && b->is_boolean())
+      return add_node1(g_, "aten.scalar_tensor.default",
+                       {{"", Arg::of_bool(b->get<bool>())},
+                        {"dtype", Arg::of_dtype(DType::Bool)},
+                        {"device", Arg::of_device(device)}},
+                       name + "_pred");
+    const json* nm = r_.find(sb, "as_name");
+    if (!nm || !nm->is_string()) r_.fail("symbolic bool " + sb.dump() + " has no name");
+    auto it = sym_bools_.find(nm->get<std::string>());
+    if (it == sym_bools_.end())
+      r_.fail("symbolic bool '" + nm->get<std::string>() + "' is computed by no node");
+    const json& n = *it->second;
+    const std::string op = r_.str(r_.get(n, "target", "node"), "node target");
+    const json& ins = r_.array(n, "inputs", "node");
+    std::vector<ValueId> args;
+    for (const json& in : ins) {
+      const json& a = r_.get(in, "arg", "node input");
+      if (r_.find(a, "as_sym_bool") || r_.find(a, "as_bool")) {
+        const json* inner = r_.find(a, "as_sym_bool");
+        args.push_back(sym_bool_tensor(inner ? *inner : a, device, name, raw_target));
+        continue;
+      }
+      SymExpr e;
+      Arg v;
+      if (const json* si = r_.find(a, "as_sym_int"))
+        v = Arg::of_int(sym_arg(*si, &e, name, raw_target));
+      else if (const json* c = r_.find(a, "as_int"))
+        v = Arg::of_int(r_.integer(*c, "condition operand"));
+      else
+        r_.fail("condition '" + nm->get<std::string>() + "' (" + op + ") compares " +
+                a.dump().substr(0, 120) + "; fxc reads integer sizes and constants");
+      if (!e.empty()) v.syms = {e};
+      args.push_back(add_node1(
+          g_, "aten.scalar_tensor.default",
+          {{"", v}, {"dtype", Arg::of_dtype(DType::I64)}, {"device", Arg::of_device(device)}},
+          name + "_size"));
+    }
+    static const std::pair<const char*, const char*> kOps[] = {
+        {"gt", "aten.gt.Tensor"},
+        {"lt", "aten.lt.Tensor"},
+        {"ge", "aten.ge.Tensor"},
+        {"le", "aten.le.Tensor"},
+        {"eq", "aten.eq.Tensor"},
+        {"ne", "aten.ne.Tensor"},
+        {"and_", "aten.logical_and.default"},
+        {"or_", "aten.logical_or.default"},
+        {"sym_not", "aten.logical_not.default"}};
+    const std::string base = op.substr(op.rfind('.') + 1);
+    for (const auto& [py, aten] : kOps) {
+      if (base != py) continue;
+      const size_t want = base == "sym_not" ? 1 : 2;
+      if (args.size() != want)
+        r_.fail("condition '" + nm->get<std::string>() + "' (" + op + ") has " +
+                std::to_string(args.size()) + " operands");
+      std::vector<CallArg> call;
+      for (ValueId v : args) call.push_back({"", Arg::of_tensor(v)});
+      return add_node1(g_, aten, std::move(call), name + "_pred");
+    }
+    r_.fail("condition '" + nm->get<std::string>() + "' is computed by " + op +
+            ", which fxc does not read as a torch.cond predicate");
+  }
+
+  /// Reads the subgraph of an `as_graph` argument in the current node's place: its inputs are
+  /// bound to `operands` (tensor arguments), its nodes added to the graph (value and node names
+  /// prefixed by `prefix`, made unique), and its results returned. The names it defines are
+  /// scoped to it.
+  std::vector<ValueId> inline_graph(const json& graph_arg, const std::vector<const json*>& operands,
+                                    const std::string& name, const std::string& raw_target,
+                                    const std::string& prefix) {
+    const json& sub =
+        r_.get(r_.get(graph_arg, "as_graph", "subgraph argument"), "graph", "subgraph");
+    const json& sub_inputs = r_.array(sub, "inputs", "subgraph");
+    if (sub_inputs.size() != operands.size())
+      r_.fail("the subgraph takes " + std::to_string(sub_inputs.size()) +
+              " inputs but the node passes " + std::to_string(operands.size()));
     std::vector<std::pair<std::string, ValueId>> bound;
     for (size_t i = 0; i < sub_inputs.size(); ++i) {
-      const json* t = r_.find(r_.get(ins[gi + 1 + i], "arg", "node input"), "as_tensor");
+      const json* t = r_.find(*operands[i], "as_tensor");
       const json* st = r_.find(sub_inputs[i], "as_tensor");
-      if (!t || !st) r_.fail("a region operand that is not a tensor is not supported");
+      if (!t || !st) r_.fail("a subgraph operand that is not a tensor is not supported");
       bound.push_back({tensor_name(*st, name, raw_target),
                        use(tensor_name(*t, name, raw_target), name, raw_target)});
     }
+    // The subgraph's names (its inputs name the operands) are visible only while it is read.
+    auto saved_ids = ids_;
+    std::set<std::string, std::less<>> saved_defined;
+    std::swap(saved_defined, defined_);
+    const std::string saved_prefix = prefix_;
+    prefix_ += prefix;
     for (const auto& [inner, v] : bound) {
-      auto it = ids_.find(inner);
-      if (!shadowed.count(inner))
-        shadowed[inner] = it == ids_.end() ? std::nullopt : std::optional<ValueId>(it->second);
       ids_[inner] = v;
+      defined_.insert(inner);
     }
     const json* saved_values = tensor_values_;
-    tensor_values_ = &r_.get(sub, "tensor_values", "region subgraph");
-    if (!tensor_values_->is_object()) r_.fail("the region's tensor_values is not an object");
+    tensor_values_ = &r_.get(sub, "tensor_values", "subgraph");
+    if (!tensor_values_->is_object()) r_.fail("the subgraph's tensor_values is not an object");
     read_sym_int_values(sub);
-    for (const json& inner : r_.array(sub, "nodes", "region subgraph")) read_node(inner);
+    for (const json& inner : r_.array(sub, "nodes", "subgraph")) read_node(inner);
     std::vector<ValueId> results;
-    for (const json& o : r_.array(sub, "outputs", "region subgraph")) {
+    for (const json& o : r_.array(sub, "outputs", "subgraph")) {
       const json* t = r_.find(o, "as_tensor");
-      if (!t) r_.fail("a region result that is not a tensor is not supported");
-      ValueId v = use(tensor_name(*t, name, raw_target), name, raw_target);
-      if (grad && !enabled) // torch.no_grad(): no gradient flows back through the region
-        v = add_node1(g_, "aten.detach.default", {{"", Arg::of_tensor(v)}}, name + "_detach");
-      results.push_back(v);
+      if (!t) r_.fail("a subgraph result that is not a tensor is not supported");
+      results.push_back(use(tensor_name(*t, name, raw_target), name, raw_target));
     }
     tensor_values_ = saved_values;
-    for (const auto& [inner, prev] : shadowed)
-      if (prev)
-        ids_[inner] = *prev;
-      else
-        ids_.erase(inner);
+    prefix_ = saved_prefix;
+    ids_ = std::move(saved_ids);
+    defined_ = std::move(saved_defined);
+    return results;
+  }
+
+  // Names the results of a node that stands for a subgraph (its outputs, in order).
+  void bind_results(const json& n, const std::vector<ValueId>& results, const std::string& name,
+                    const std::string& raw_target) {
     std::vector<std::string> outs;
     for (const json& o : r_.array(n, "outputs", "node")) {
       if (const json* t = r_.find(o, "as_tensor"))
@@ -850,12 +1021,15 @@ private:
       else if (const json* ts = r_.find(o, "as_tensors"); ts && ts->is_array())
         for (const json& t : *ts) outs.push_back(tensor_name(t, name, raw_target));
       else
-        r_.fail("a region result that is not a tensor is not supported");
+        r_.fail("a subgraph result that is not a tensor is not supported");
     }
     if (outs.size() != results.size())
-      r_.fail("the region gives " + std::to_string(results.size()) + " results but the node has " +
-              std::to_string(outs.size()) + " outputs");
-    for (size_t i = 0; i < outs.size(); ++i) ids_[outs[i]] = results[i]; // the region's results
+      r_.fail("the subgraph gives " + std::to_string(results.size()) +
+              " results but the node has " + std::to_string(outs.size()) + " outputs");
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!defined_.insert(outs[i]).second) r_.fail("value '" + outs[i] + "' is defined twice");
+      ids_[outs[i]] = results[i];
+    }
   }
 
   /// Replaces each Python number that `call` passes for a Tensor parameter of a pointwise op by
@@ -904,7 +1078,7 @@ private:
 
   void read_node_body(const json& n, const std::string& name, const std::string& target) {
     Node node;
-    node.name = name;
+    node.name = prefix_.empty() ? name : unique_name(g_, prefix_ + name);
     node.target = target;
     node.schema = find_schema(target);
     if (!node.schema) r_.fail(unknown_op_message(target), name, target);
@@ -987,6 +1161,10 @@ private:
     }
     for (size_t i = 0; i < outs.size(); ++i) {
       ValueId v = define(outs[i], metas[i], name, target);
+      if (target == "aten._local_scalar_dense.default")
+        if (auto it = sym_values_.find(outs[i]);
+            it != sym_values_.end() && it->second.second.is_symbol())
+          g_.item_symbols.push_back({it->second.second.name, g_.values[v].name});
       g_.values[v].producer = index;
       g_.values[v].output_index = int32_t(i);
       node.outputs.push_back(v);
@@ -1175,8 +1353,11 @@ private:
   std::string top_;
   Graph g_;
   const json* tensor_values_ = nullptr;
-  std::map<std::string, ValueId, std::less<>> ids_;
-  HintMap hints_; ///< each bare symbol's hint
+  std::map<std::string, ValueId, std::less<>> ids_; ///< the export's names in scope
+  std::set<std::string, std::less<>> defined_;      ///< the names the current graph defines
+  std::map<std::string, const json*, std::less<>> sym_bools_; ///< condition -> its node
+  std::string prefix_; ///< prepended to the names of an inlined subgraph's values and nodes
+  HintMap hints_;      ///< each bare symbol's hint
   std::map<std::string, std::pair<int64_t, SymExpr>, std::less<>> sym_values_; ///< hint, expression
 };
 

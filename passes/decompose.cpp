@@ -1096,6 +1096,11 @@ std::vector<ValueId> reshape_as(Emit& e, const DNode& d) {
   return {own_view(e, e.reshape(x, e.sizes(d.tensor("other"))), x)};
 }
 
+/// type_as(self, other): self in other's dtype (self itself when they agree, as Tensor.to).
+std::vector<ValueId> type_as(Emit& e, const DNode& d) {
+  return {e.cast(d.tensor("self"), e.dtype(d.tensor("other")))};
+}
+
 std::vector<ValueId> broadcast_to(Emit& e, const DNode& d) {
   return {e.op("aten.expand.default", {Emit::t(d.tensor("self")), {"", d.arg("size")}})};
 }
@@ -2459,6 +2464,36 @@ std::vector<ValueId> dist(Emit& e, const DNode& d) {
   ValueId diff = e.sub(d.tensor("self"), d.tensor("other"));
   return {e.op("aten.linalg_vector_norm.default",
                {Emit::t(diff), {"", d.arg("p")}, Emit::ints({}), Emit::b(false)})};
+}
+
+/// ||v|| over every dim but `dim` (over all of v when dim is -1), kept as size-1 dims: PyTorch's
+/// norm_except_dim(v, 2, dim), the norm of torch.nn.utils.weight_norm.
+ValueId norm_except_dim(Emit& e, const DNode& d, ValueId v, int64_t dim) {
+  const int64_t r = e.dim(v);
+  if (dim != -1) {
+    if (dim < -r || dim >= r)
+      d.fail("dim " + std::to_string(dim) + " is out of range for a " + std::to_string(r) +
+             "-dim weight");
+    dim = wrap(dim, r);
+  }
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < r; ++i)
+    if (dim == -1 || i != dim) dims.push_back(i);
+  return e.op("aten.linalg_vector_norm.default",
+              {Emit::t(v), Emit::f(2.0), Emit::ints(dims), Emit::b(true)});
+}
+
+/// _weight_norm(v, g, dim): v * (g / norm_except_dim(v, 2, dim)).
+std::vector<ValueId> weight_norm(Emit& e, const DNode& d) {
+  ValueId v = d.tensor("v");
+  return {e.mul(v, e.div(d.tensor("g"), norm_except_dim(e, d, v, d.arg("dim").i)))};
+}
+
+/// _weight_norm_interface(v, g, dim): the weight and the norms (the shape of g).
+std::vector<ValueId> weight_norm_interface(Emit& e, const DNode& d) {
+  ValueId v = d.tensor("v");
+  ValueId norm = norm_except_dim(e, d, v, d.arg("dim").i);
+  return {e.mul(v, e.div(d.tensor("g"), norm)), norm};
 }
 
 std::vector<ValueId> cosine_similarity(Emit& e, const DNode& d) {
@@ -5237,6 +5272,9 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::dsplit_int, hvd_split},
     {OpId::dstack, stack_like},
     {OpId::expand_as, expand_as},
+    {OpId::type_as, type_as},
+    {OpId::_weight_norm, weight_norm},
+    {OpId::_weight_norm_interface, weight_norm_interface},
     {OpId::expand_copy, view_copy},
     {OpId::fliplr, flip_lr_ud},
     {OpId::flipud, flip_lr_ud},

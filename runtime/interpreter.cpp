@@ -285,6 +285,19 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
         }
       }
       env[size_t(v)] = outs[i];
+      // Tensor.item(): its value is the unbacked symbol the later sizes are computed from.
+      for (const auto& [sym, value] : g.item_symbols) {
+        if (value != g.values[size_t(v)].name) continue;
+        const double x = outs[i].item();
+        const int64_t k = int64_t(x);
+        if (double(k) != x)
+          throw node_error("the value " + std::to_string(x) + " gives size symbol " + sym +
+                           ", which must be an integer");
+        if (const SymbolRange* r = sym_range(sym); r && (k < r->min || k > r->max))
+          throw node_error("the value " + std::to_string(k) + " of " + sym + " is outside " +
+                           format_range(*r));
+        syms[sym] = k;
+      }
     }
     if (opts.on_node) opts.on_node(node, outs);
     for (ValueId v : node.tensor_inputs()) release(v);

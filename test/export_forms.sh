@@ -25,6 +25,32 @@ for name in constargs noneout bntrain consts kwonly inplace dropout_train; do
   done
 done
 
+# torch.cond: both branches read, the result selected by the predicate; each archive at its
+# inputs and at the inputs negated (the other branch), and a dynamic batch at another size.
+# The predicate is a tensor (x.sum() > 0) or a size (cond_shape: x.shape[0] > 4).
+for name in cond cond_multi cond_nested cond_dyn cond_shape; do
+  for io in "$fx/$name.io.safetensors" "$fx/$name.neg.io.safetensors" "$fx/$name.b6.io.safetensors"; do
+    # Only the dynamic archives have a second size.
+    [[ $io == *.b6.* && $name != cond_dyn && $name != cond_shape ]] && continue
+    [ -e "$io" ] || { bad "$(basename "$io") is missing"; continue; }
+    for g in "$fx/$name.pt2" "$fx/$name.core.pt2"; do
+      for b in eager inductor; do
+        if out=$("$fxc" --backend=$b --run --inputs "$io" --expect "$io" "$g" 2>&1); then
+          ok "$b $(basename "$g") $(basename "$io")"
+        else bad "$b $(basename "$g") $(basename "$io")" "$out"; fi
+      done
+    done
+  done
+done
+# Train mode through a cond: PyTorch's gradients (the branch not taken gets none).
+if out=$("$fxc" --mode=train --backend=inductor --run --inputs "$fx/cond_multi.io.safetensors" \
+  --expect "$fx/cond_multi.grad.safetensors" --rtol 2e-3 --atol 1e-4 "$fx/cond_multi.pt2" 2>&1); then
+  ok "train through torch.cond matches PyTorch's gradients"
+else bad "train through torch.cond" "$out"; fi
+"$fxc" --emit=fx "$fx/cond_shape.pt2" >"$tmp/cs.txt" 2>&1
+has "a size predicate is computed from the bound symbol" "$tmp/cs.txt" "aten.gt.Tensor(cond_size, cond_size_1)"
+has "the selected result keeps the symbolic batch" "$tmp/cs.txt" 'cond: "f32[s77, 8]"'
+
 # A number output is a 0-dim tensor: constargs returns (relu(x * 0.5 + 2), None, 4).
 "$fxc" "$fx/constargs.pt2" --run --inputs "$fx/constargs.io.safetensors" \
   --outputs "$tmp/o.safetensors" >/dev/null 2>&1

@@ -1,7 +1,8 @@
 # The forms of a torch.export program beyond tensors in, tensors out (test/fixtures/forms): Python
 # numbers and bools passed to forward (constant_input specs), None, tuples, dicts and numbers in
 # the outputs, a train-mode BatchNorm (buffer mutations), lifted constants, keyword-only tensor
-# arguments, a user input mutated in place, float16 weights, dropout in train mode, torch.cond.
+# arguments, a user input mutated in place, float16 weights, dropout in train mode, torch.cond
+# (one and two results, parameters in the branches, nested, a dynamic batch, a size predicate).
 # Run on the GPU machine (torch 2.11): python3 tools/export_forms.py OUTDIR
 # For each NAME: NAME.pt2, NAME.core.pt2, NAME.graph.txt (signature and graph), and
 # NAME.io.safetensors: the tensor inputs in order (input_<i>) and the tensor leaves of the
@@ -27,6 +28,20 @@ class Consts(nn.Module):  # a non-persistent buffer and a plain tensor attribute
 class Cond(nn.Module):
     def forward(s, x):
         return torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,))
+class CondMulti(nn.Module):  # two results, parameters used inside the branches (lifted operands)
+    def __init__(s): super().__init__(); s.a = nn.Linear(8, 8); s.b = nn.Linear(8, 8)
+    def forward(s, x):
+        return torch.cond(x.mean() > 0, lambda t: (s.a(t).relu(), t * 2), lambda t: (s.b(t).tanh(), t - 1), (x,))
+class CondNested(nn.Module):
+    def forward(s, x, y):
+        inner = lambda t, u: torch.cond(u.sum() > 0, lambda p, q: p + q, lambda p, q: p - q, (t, u))
+        return torch.cond(x.sum() > 0, inner, lambda t, u: t * u, (x, y))
+class CondDyn(nn.Module):  # a dynamic batch: the branches use the batch size
+    def forward(s, x):
+        return torch.cond(x.sum() > 0, lambda t: t.sum(0) / t.shape[0], lambda t: t.amax(0), (x,))
+class CondShape(nn.Module):  # the predicate is a symbolic size
+    def forward(s, x):
+        return torch.cond(x.shape[0] > 4, lambda t: t.sin(), lambda t: t.cos(), (x,))
 class KwOnly(nn.Module):
     def forward(s, x, *, mask): return x.masked_fill(mask, 0.0)
 class InplaceInput(nn.Module):  # a user input mutated in place
@@ -48,24 +63,45 @@ cases = {
     "inplace": (InplaceInput(), (x8, torch.randn(4, 8)), {}),
     "half": (Half(), (x8,), {}),
     "dropout_train": (Dropout().train(), (x8,), {}),
+    "cond_multi": (CondMulti(), (x8,), {}),
+    "cond_nested": (CondNested(), (x8, torch.randn(4, 8)), {}),
+    "cond_dyn": (CondDyn(), (x8,), {}, {"x": {0: torch.export.Dim("batch", min=2, max=64)}}),
+    "cond_shape": (CondShape(), (x8,), {}, {"x": {0: torch.export.Dim("batch", min=2, max=64)}}),
 }
 rep = {}
-for name, (m, args, kw) in cases.items():
+# torch.cond's cases also get NAME.neg.io.safetensors (inputs negated: the other branch), and
+# the train step's gradients of the sum of the outputs (NAME.grad.safetensors: grad.<param>,
+# output_<i>) where the model has parameters.
+def save_io(m, args, kw, path):
+    flat = [a for a in list(args) + [kw[k] for k in kw] if isinstance(a, torch.Tensor)]
+    with torch.no_grad():
+        o = m(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args],
+              **{k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kw.items()})
+    leaves = [t for t in torch.utils._pytree.tree_leaves(o) if isinstance(t, torch.Tensor)]
+    t = {f"input_{i}": v.contiguous() for i, v in enumerate(flat)}
+    t.update({f"output_{i}": v.contiguous() for i, v in enumerate(leaves)})
+    save_file(t, path)
+for name, (m, args, kw, *dyn) in cases.items():
     try:
-        ep = torch.export.export(m, args, kw)
+        ep = torch.export.export(m, args, kw, dynamic_shapes=dyn[0] if dyn else None)
         torch.export.save(ep, f"{out}/{name}.pt2")
         core = ep.run_decompositions(); torch.export.save(core, f"{out}/{name}.core.pt2")
         open(f"{out}/{name}.graph.txt", "w").write(str(ep.graph_signature) + "\n" + str(ep.graph))
         # inputs as the flat user inputs of the program, outputs as the flat tensor outputs
-        flat = [a for a in list(args) + [kw[k] for k in kw] if isinstance(a, torch.Tensor)]
-        a2 = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-        kw2 = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
-        with torch.no_grad():
-            o = ep.module()(*a2, **kw2)
-        leaves = [t for t in torch.utils._pytree.tree_leaves(o) if isinstance(t, torch.Tensor)]
-        t = {f"input_{i}": v.contiguous() for i, v in enumerate(flat)}
-        t.update({f"output_{i}": v.contiguous() for i, v in enumerate(leaves)})
-        save_file(t, f"{out}/{name}.io.safetensors")
+        save_io(ep.module(), args, kw, f"{out}/{name}.io.safetensors")
+        if name.startswith("cond"):
+            neg = tuple(-a if isinstance(a, torch.Tensor) else a for a in args)
+            save_io(ep.module(), neg, kw, f"{out}/{name}.neg.io.safetensors")
+            if dyn:  # another size in the range
+                big = tuple(torch.cat([a, a[:2] * 0.5]) if isinstance(a, torch.Tensor) else a for a in args)
+                save_io(ep.module(), big, kw, f"{out}/{name}.b6.io.safetensors")
+        if name.startswith("cond") and list(m.parameters()):
+            m.zero_grad(set_to_none=True)
+            o = m(*args, **kw)
+            sum(t.sum() for t in torch.utils._pytree.tree_leaves(o)).backward()
+            g = {f"grad.{k}": p.grad.detach().contiguous() for k, p in m.named_parameters() if p.grad is not None}
+            g.update({f"output_{i}": t.detach().contiguous() for i, t in enumerate(torch.utils._pytree.tree_leaves(o))})
+            save_file(g, f"{out}/{name}.grad.safetensors")
         rep[name] = {"ok": True, "sig": str(ep.graph_signature)[:1500]}
         print(name, "ok")
     except Exception as e:

@@ -697,6 +697,12 @@ Metas copy(const Graph& g, const Node& n) {
   return {clone_preserve_strides(self)};
 }
 
+// copy_: src broadcast into self, which it returns.
+Metas copy_inplace(const Graph& g, const Node& n) {
+  copy(g, n);
+  return {Ctx(g, n).tensor("self")};
+}
+
 Metas slice_scatter(const Graph& g, const Node& n) {
   Ctx c(g, n);
   const TensorMeta& self = c.tensor("self");
@@ -933,6 +939,7 @@ const OpTable<MetaFn>::Row kViewMeta[] = {
     {OpId::constant_pad_nd, guarded<constant_pad_nd>},
     {OpId::contiguous, guarded<contiguous>},
     {OpId::copy, guarded<copy>},
+    {OpId::copy_, guarded<copy_inplace>},
     {OpId::detach, guarded<alias>},
     {OpId::positive, guarded<positive>},
     {OpId::real, guarded<alias>},

@@ -477,6 +477,10 @@ Tensors k_copy(const KernelCall& c) {
   return {out};
 }
 
+Tensors k_copy_(const KernelCall& c) {
+  return write_back(c.tensor("self"), k_copy(c)[0]);
+}
+
 Tensors k_slice_scatter(const KernelCall& c) {
   const Tensor& x = c.tensor("self");
   const Tensor& src = c.tensor("src");
@@ -786,6 +790,7 @@ const OpTable<KernelFn>::Row kViewKernels[] = {
     {OpId::constant_pad_nd, k_constant_pad_nd},
     {OpId::contiguous, k_contiguous},
     {OpId::copy, k_copy},
+    {OpId::copy_, k_copy_},
     {OpId::detach, k_alias},
     // Identities on real tensors (issue 18): +x, real, resolve_conj, resolve_neg.
     {OpId::positive, k_alias},
