@@ -6,7 +6,8 @@
 # Writes, per NAME: NAME.pt2, NAME.core.pt2, their printouts, NAME.<tag>.io.safetensors at each
 # size (input_<i>, output_<i>), and report.json (what exported, what refused), as
 # tools/export_dynamic.py's export_models does. --models: real architectures instead (not kept in
-# git but t5_tiny, gpt2_tiny, llama_tiny); --only=a,b: those models only.
+# git but t5_tiny, gpt2_tiny, llama_tiny); --more: further torchvision and transformers
+# architectures (none kept); --only=a,b: those models only.
 import os, sys, json, math
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch.export import Dim
@@ -83,6 +84,16 @@ class Embedding(nn.Module):  # a position table sliced to the length, layer norm
         return F.gelu(s.fc(h)).max(1).values
 
 def D(name, lo, hi): return Dim(name, min=lo, max=hi)
+
+def tile_weights(models):
+    """Weights tiled from 1021 random values (with each tensor's own mean and spread): the
+    archives compress to little, for the trip back from the GPU machine."""
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for m, *_ in models.values():
+            for p in m.parameters():
+                base = torch.randn(1021, generator=g) * p.std().nan_to_num(0.02) + p.mean()
+                p.copy_(base.repeat(p.numel() // 1021 + 1)[: p.numel()].view_as(p))
 B = D("batch", 1, 256)
 models = {
     "upsample": (Upsample(), (torch.randn(2, 3, 8, 10),), ({0: B, 2: D("h", 2, 64), 3: D("w", 2, 64)},),
@@ -143,14 +154,7 @@ if "--models" in sys.argv:  # real architectures with a dynamic batch (or size):
     except Exception as e:
         print("transformers:", e)
 
-    # Weights tiled from 1021 random values (with each tensor's own mean and spread): the
-    # archives compress to little, for the trip back from the GPU machine.
-    g = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for m, *_ in models.values():
-            for p in m.parameters():
-                base = torch.randn(1021, generator=g) * p.std().nan_to_num(0.02) + p.mean()
-                p.copy_(base.repeat(p.numel() // 1021 + 1)[: p.numel()].view_as(p))
+    tile_weights(models)
 
 if "--models" in sys.argv:  # small decoder-only configs (weights as transformers makes them)
     try:  # small decoder-only configs from transformers: RoPE, RMSNorm, GQA, causal masks
@@ -173,6 +177,72 @@ if "--models" in sys.argv:  # small decoder-only configs (weights as transformer
                             {"b2t12": (torch.randint(0, 120, (2, 12)),), "b1t3": (torch.randint(0, 120, (1, 3)),), "b3t45": (torch.randint(0, 120, (3, 45)),)})
     except Exception as e:
         print("transformers:", e)
+
+if "--more" in sys.argv:  # further architectures, a dynamic batch, not kept in git
+    import importlib
+    models.clear()
+    def sizes(mk):
+        return {"b2": mk(2), "b1": mk(1), "b3": mk(3)}
+    def add(name, build, mk, dims=None):
+        try:
+            m = build().eval()
+            models[name] = (m, mk(2), dims or tuple({0: D("batch", 1, 16)} for _ in mk(2)), sizes(mk))
+        except Exception as e:
+            print(name, "not built:", repr(e)[:300])
+    img = lambda hw: (lambda b: (torch.randn(b, 3, hw, hw),))
+    import torchvision.models as tvm
+    import torchvision.models.segmentation as tvs
+    import torchvision.models.video as tvv
+    for name, hw in (("googlenet", 64), ("mnasnet0_5", 64), ("resnext50_32x4d", 64), ("efficientnet_v2_s", 64),
+                     ("swin_v2_t", 64), ("maxvit_t", 224),
+                     ("inception_v3", 96), ("densenet161", 64), ("mobilenet_v2", 64)):
+        kw = {"aux_logits": False, "init_weights": True} if name in ("googlenet", "inception_v3") else {}
+        add(name, lambda: getattr(tvm, name)(**kw), img(hw))
+    add("fcn_resnet50", lambda: tvs.fcn_resnet50(weights_backbone=None, aux_loss=False), img(64))
+    add("lraspp_mnv3", lambda: tvs.lraspp_mobilenet_v3_large(weights_backbone=None), img(64))
+    add("mc3_18", lambda: tvv.mc3_18(), lambda b: (torch.randn(b, 3, 4, 32, 32),))
+    try:
+        import transformers as T
+        class Out(nn.Module):  # the first tensor of a transformers output
+            def __init__(s, m, key): super().__init__(); s.m = m; s.key = key
+            def forward(s, x): return getattr(s.m(x), s.key)
+        ids = lambda v, t: (lambda b: (torch.randint(0, v, (b, t)),))
+        seqdims = lambda n, lo=2: tuple({0: D("batch", 1, 16), 1: D("seq", lo, 64)} for _ in range(n))
+        autoseq = ({0: D("batch", 1, 16), 1: Dim.AUTO},)  # the rotary cache's guards need AUTO
+        small = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4)
+        for name, cfg, cls in (("qwen2", "Qwen2Config", "Qwen2ForCausalLM"), ("mistral", "MistralConfig", "MistralForCausalLM"),
+                               ("phi3", "Phi3Config", "Phi3ForCausalLM"), ("gemma", "GemmaConfig", "GemmaForCausalLM"),
+                               ("qwen3", "Qwen3Config", "Qwen3ForCausalLM"), ("olmo", "OlmoConfig", "OlmoForCausalLM")):
+            extra = {"num_key_value_heads": 2, "vocab_size": 120, "max_position_embeddings": 128, "head_dim": 8, "pad_token_id": 0}
+            if name == "mistral": extra["sliding_window"] = 8
+            add(name, lambda: Out(getattr(T, cls)(getattr(T, cfg)(**small, **extra, attn_implementation="eager")), "logits"),
+                ids(120, 12), autoseq)
+        add("bert", lambda: Out(T.BertModel(T.BertConfig(vocab_size=100, **small, max_position_embeddings=64)), "last_hidden_state"),
+            ids(100, 11), seqdims(1))
+        add("roberta", lambda: Out(T.RobertaModel(T.RobertaConfig(vocab_size=100, **small, max_position_embeddings=70)), "last_hidden_state"),
+            ids(100, 11), seqdims(1))
+        add("bart", lambda: Out(T.BartModel(T.BartConfig(vocab_size=100, d_model=32, encoder_layers=2, decoder_layers=2,
+                                                         encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                                                         decoder_ffn_dim=64, max_position_embeddings=64)), "last_hidden_state"),
+            ids(100, 11), seqdims(1, 3))
+        add("deit", lambda: Out(T.DeiTModel(T.DeiTConfig(**small, image_size=32, patch_size=8)), "last_hidden_state"), img(32))
+        add("beit", lambda: Out(T.BeitModel(T.BeitConfig(**small, image_size=32, patch_size=8, use_relative_position_bias=True)), "last_hidden_state"), img(32))
+        add("clip_vision", lambda: Out(T.CLIPVisionModel(T.CLIPVisionConfig(**small, image_size=32, patch_size=8)), "last_hidden_state"), img(32))
+        add("swin_hf", lambda: Out(T.SwinModel(T.SwinConfig(image_size=32, patch_size=2, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)), "last_hidden_state"), img(32))
+        add("convnext_hf", lambda: Out(T.ConvNextModel(T.ConvNextConfig(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2)), "last_hidden_state"), img(32))
+        add("segformer", lambda: Out(T.SegformerModel(T.SegformerConfig(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+                                                                       num_attention_heads=[1, 2], patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[2, 2])), "last_hidden_state"), img(32))
+        add("mobilevit", lambda: Out(T.MobileViTModel(T.MobileViTConfig(image_size=64, hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64])), "last_hidden_state"), img(64))
+        add("wav2vec2", lambda: Out(T.Wav2Vec2Model(T.Wav2Vec2Config(**small, conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
+                                                                    num_feat_extract_layers=2, num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)), "last_hidden_state"),
+            lambda b: (torch.randn(b, 800),))
+        add("whisper_enc", lambda: Out(T.WhisperModel(T.WhisperConfig(vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                                                                     decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=16,
+                                                                     max_source_positions=20, max_target_positions=32, pad_token_id=0)).encoder, "last_hidden_state"),
+            lambda b: (torch.randn(b, 16, 40),))
+    except Exception as e:
+        print("transformers:", repr(e)[:300])
+    tile_weights(models)
 
 if only:
     models = {k: v for k, v in models.items() if k in only[0]}
