@@ -1,6 +1,7 @@
 // `fxc --list-ops`: the op registry as a table, read from the layers themselves.
 #include "driver/list_ops.h"
 
+#include "frontend/composite.h"
 #include "frontend/meta.h"
 #include "frontend/ops.h"
 #include "passes/autograd.h"
@@ -38,10 +39,12 @@ std::string inductor_column(OpId id, bool cuda) {
   return cuda ? "host fallback" : "extern fallback";
 }
 
-// Meta and eager: the op's own row, or its decomposition's (a composite op, frontend/composite.h).
+// Meta and eager: the op's own row, or its decomposition's (a composite op, frontend/composite.h),
+// or for an in-place op, its functional op's followed by a copy into self.
 std::string layer_column(const OpLayer& layer, OpId id) {
   if (layer.has(id)) return "yes";
-  return decomposition_layer().has(id) ? "decomposed" : "-";
+  if (decomposition_layer().has(id)) return "decomposed";
+  return has_tag(id, OpTag::Inplace) && is_composite(op_info(id).target) ? "functional" : "-";
 }
 
 std::string tags_column(OpId id) {

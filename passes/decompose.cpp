@@ -3,6 +3,8 @@
 
 #include "frontend/composite.h"
 #include "frontend/diag.h"
+#include "frontend/meta.h"
+#include "frontend/meta/meta_util.h"
 #include "frontend/resample.h"
 #include "frontend/schema.h"
 #include "frontend/tensor_rules.h"
@@ -4388,18 +4390,18 @@ std::vector<ValueId> linalg_matrix_power(Emit& e, const DNode& d) {
   std::vector<int64_t> s = e.sizes(a);
   if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2])
     d.fail("linalg.matrix_power: A must be batches of square matrices");
-  int64_t n = d.arg("n").i;
-  if (n == 0) return {contiguous_clone(e, eye_like(e, a, s))};
-  if (n < 0) {
+  const int64_t power = d.arg("n").i;
+  if (power == 0) return {contiguous_clone(e, eye_like(e, a, s))};
+  // The magnitude in unsigned arithmetic: -INT64_MIN does not fit in an int64.
+  uint64_t n = power < 0 ? 0 - uint64_t(power) : uint64_t(power);
+  if (power < 0)
     a = e.call("aten.linalg_inv_ex.default", {Emit::t(a), kwb("check_errors", true)})[0];
-    n = -n;
-  }
   if (n == 1) return {contiguous_clone(e, a)};
   if (n == 2) return {matmul_of(e, a, a)};
   if (n == 3) return {matmul_of(e, matmul_of(e, a, a), a)};
   ValueId z = kNoValue, result = kNoValue;
   while (n > 0) {
-    const int64_t bit = n % 2;
+    const uint64_t bit = n % 2;
     n /= 2;
     z = z == kNoValue ? a : matmul_of(e, z, z);
     if (bit == 1) result = result == kNoValue ? z : matmul_of(e, result, z);
@@ -5889,8 +5891,9 @@ std::vector<const Node*> view_chain(const Graph& g, const Node& writer, ValueId 
   return chain;
 }
 
-/// The functional form of an in-place node on its (remapped) arguments, in self's dtype.
-ValueId functional_value(Emit& e, const DNode& d) {
+/// The functional op of an in-place node on its (remapped) arguments, in the functional op's
+/// own dtype.
+ValueId functional_call(Emit& e, const DNode& d) {
   if (d.n.target == "aten.fill_.Tensor") { // fill.Tensor: the value broadcast to self's sizes
     ValueId self = d.tensor("self");
     return e.cast(e.expand(d.tensor("value"), e.sizes(self)), e.meta(self).dtype);
@@ -5904,7 +5907,33 @@ ValueId functional_value(Emit& e, const DNode& d) {
     const std::string& name = d.n.schema->args[k].name;
     call.push_back({fs && fs->index_of(name) >= 0 ? name : std::string(), d.args[k]});
   }
-  return e.cast(e.op(target, std::move(call)), d.out_meta(0).dtype);
+  return e.op(target, std::move(call));
+}
+
+/// The functional form of an in-place node on its (remapped) arguments, in self's dtype.
+ValueId functional_value(Emit& e, const DNode& d) {
+  return e.cast(functional_call(e, d), d.out_meta(0).dtype);
+}
+
+/// An in-place op with no meta function or kernel of its own, as PyTorch computes it: its
+/// functional op, checked as TensorIterator checks an in-place output (the result's dtype casts
+/// to self's, its shape is self's, self has no elements that share memory), copied into self.
+std::vector<ValueId> inplace_composite(Emit& e, const DNode& d) {
+  ValueId self = d.tensor("self");
+  const TensorMeta& sm = e.meta(self);
+  for (size_t i = 0; i < sm.sizes.size(); ++i)
+    if (sm.strides[i] == 0 && sm.sizes[i] > 1)
+      d.fail("unsupported operation: more than one element of the written-to tensor refers to a "
+             "single memory location. Please clone() the tensor before performing the operation.");
+  ValueId r = functional_call(e, d);
+  const TensorMeta& rm = e.meta(r);
+  if (!can_cast(rm.dtype, sm.dtype))
+    d.fail("result type " + std::string(dtype_name(rm.dtype)) +
+           " can't be cast to the desired output type " + std::string(dtype_name(sm.dtype)));
+  if (rm.sizes != sm.sizes)
+    d.fail("output with shape " + meta_detail::join(sm.sizes) +
+           " doesn't match the broadcast shape " + meta_detail::join(rm.sizes));
+  return {e.op("aten.copy_.default", {Emit::t(self), Emit::t(r)})};
 }
 
 /// An in-place op as its functional op. On a value nothing else aliases, the result replaces
@@ -5988,12 +6017,19 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
   return changed;
 }
 
+/// An in-place op declared with no meta function of its own: computed through its functional op.
+bool inplace_composite_has(std::string_view target) {
+  std::optional<OpId> id = find_op(target);
+  return id && !meta_layer().has(*id) && target != "aten.fill_.Tensor" && functionalizes(target);
+}
+
 bool composite_has(std::string_view target) {
-  return decomposition_table().find(target) != nullptr;
+  return decomposition_table().find(target) != nullptr || inplace_composite_has(target);
 }
 
 Graph composite_expand(const Graph& g, const Node& n) {
   DecompFn fn = decomposition_table().find(n.target);
+  if (!fn && inplace_composite_has(n.target)) fn = inplace_composite;
   if (!fn) throw Error(g.source, "no decomposition for this op", n.name, n.target);
   Graph out;
   out.source = g.source;
@@ -6035,6 +6071,15 @@ Graph expand_composite(const Graph& g, const Node& n) {
 std::string functional_target(std::string_view target) {
   size_t dot = target.rfind('.');
   if (dot == std::string_view::npos || dot == 0 || target[dot - 1] != '_') return {};
+  // Where the functional op's overload of the same name takes other arguments (pow.Scalar is
+  // Scalar ** Tensor, pow_.Scalar is Tensor ** Scalar).
+  static const std::pair<std::string_view, std::string_view> kRenamed[] = {
+      {"aten.pow_.Scalar", "aten.pow.Tensor_Scalar"},
+      {"aten.pow_.Tensor", "aten.pow.Tensor_Tensor"},
+      {"aten.floor_divide_.Tensor", "aten.floor_divide.default"},
+  };
+  for (auto [from, to] : kRenamed)
+    if (target == from) return std::string(to);
   std::string base(target.substr(0, dot - 1)), overload(target.substr(dot));
   // PyTorch names the functional variant `<name>_functional` where `<name>` is another op's
   // (normal_ -> normal_functional: normal's overloads take tensor means and deviations).

@@ -171,7 +171,9 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& user_in
       throw Error(g.source,
                   what + ": expected " + format_meta(val.meta) + ", got " + format_meta(t.meta()));
     try {
-      if (f64 && is_floating(t.dtype()))
+      // A float64 tensor is used as is: a composite op's subgraph (runtime/kernels.cpp) gets
+      // its caller's float64 operands and writes in place into them.
+      if (f64 && is_floating(t.dtype()) && t.dtype() != DType::F64)
         t = t.to(DType::F64);
       else if (in.kind != InputKind::UserInput && mutated.count(in.value))
         t = t.clone();

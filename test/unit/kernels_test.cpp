@@ -5,6 +5,7 @@
 
 #include "frontend/composite.h"
 #include "frontend/schema.h"
+#include "passes/decompose.h"
 
 #include <doctest/doctest.h>
 
@@ -1102,6 +1103,124 @@ TEST_CASE("kernels: in-place ops mutate their input's storage and return it") {
         std::string::npos);
   CHECK(op_error("aten.add_.Tensor", {F({2}, {1, 2}), F({2, 2}, {1, 1, 1, 1})})
             .find("doesn't match") != std::string::npos);
+}
+
+// In-place ops with no kernel of their own (mul_, masked_fill_, pow_, ...) run their functional
+// op and copy the result into self, with TensorIterator's checks on the written tensor.
+TEST_CASE("kernels: in-place ops computed through their functional op") {
+  Tensor base = F({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor row = base.as_strided({3}, {1}, 3);
+  auto r = op("aten.mul_.Tensor", {row, F({3}, {2, 3, 4})});
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].storage() == base.storage());
+  CHECK(base.to_vector() == Vals{1, 2, 3, 8, 15, 24});
+  // In float64 mode (--check-accuracy's reference) too: the caller's float64 operand is written.
+  Tensor based = D({2, 3}, {1, 2, 3, 4, 5, 6});
+  op("aten.mul_.Tensor", {based.as_strided({3}, {1}, 3), D({3}, {2, 3, 4})}, true);
+  CHECK(based.to_vector() == Vals{1, 2, 3, 8, 15, 24});
+  Tensor m = F({2, 2}, {1, 2, 3, 4});
+  op("aten.masked_fill_.Scalar", {m, B({2}, {1, 0}), Fl(-1)});
+  CHECK(m.to_vector() == Vals{-1, 2, -1, 4});
+  // pow_.Scalar is Tensor ** Scalar (pow.Scalar would be Scalar ** Tensor).
+  Tensor p = F({3}, {1, 2, 3});
+  op("aten.pow_.Scalar", {p, I(2)});
+  CHECK(p.to_vector() == Vals{1, 4, 9});
+  Tensor q = L({3}, {7, -7, 8});
+  op("aten.floor_divide_.Tensor", {q, L({3}, {2, 2, 3})});
+  CHECK(q.to_vector() == Vals{3, -4, 2});
+  // A comparison writes its booleans in self's dtype.
+  Tensor c = F({3}, {1, 5, 3});
+  op("aten.gt_.Scalar", {c, I(2)});
+  CHECK(c.dtype() == DType::F32);
+  CHECK(c.to_vector() == Vals{0, 1, 1});
+  // x *= x^T reads the old values.
+  Tensor sq = F({2, 2}, {1, 2, 3, 4});
+  op("aten.mul_.Tensor", {sq, sq.as_strided({2, 2}, {1, 2}, 0)});
+  CHECK(sq.to_vector() == Vals{1, 6, 6, 16});
+  CHECK(op_error("aten.mul_.Scalar", {L({2}, {1, 2}), Fl(1.5)}) ==
+        "result type f32 can't be cast to the desired output type i64");
+  CHECK(op_error("aten.div_.Tensor", {L({2}, {1, 2}), L({2}, {2, 2})}).find("can't be cast") !=
+        std::string::npos);
+  CHECK(op_error("aten.sub_.Tensor", {F({3}, {1, 2, 3}), F({2, 3}, {1, 1, 1, 1, 1, 1})}) ==
+        "output with shape [3] doesn't match the broadcast shape [2, 3]");
+  Tensor one = F({1}, {1});
+  CHECK(op_error("aten.mul_.Scalar", {one.as_strided({3}, {0}, 0), I(2)})
+            .find("more than one element of the written-to tensor") != std::string::npos);
+}
+
+// Every such op against its functional op on a copy: the same values in self (cast to self's
+// dtype), or an error from both.
+TEST_CASE("kernels: every in-place op without a kernel matches its functional op") {
+  int ran = 0, refused = 0;
+  for (const OpInfo& info : all_ops()) {
+    std::string target(info.target);
+    if (!has_tag(info.id, OpTag::Inplace) || find_kernel(target) || !is_composite(target)) continue;
+    std::string fun = functional_target(target);
+    REQUIRE_MESSAGE(!fun.empty(), target);
+    const OpSchema* s = find_schema(target);
+    CAPTURE(target);
+    uint64_t seed = 1;
+    std::vector<In> args;
+    for (const ArgSchema& a : s->args) {
+      if (a.name == "self") continue;
+      if (a.has_default) continue;
+      if (a.type == ArgType::Tensor) {
+        if (a.name.find("mask") != std::string::npos)
+          args.push_back({a.name, B({2, 3}, {1, 0, 1, 0, 0, 1})});
+        else if (a.name == "index")
+          args.push_back({a.name, L({2, 3}, {0, 1, 0, 1, 1, 0})});
+        else if (a.name == "value")
+          args.push_back({a.name, F({}, {0.25})});
+        else
+          args.push_back({a.name, R(DType::F32, {2, 3}, ++seed, 0.1, 0.9)});
+      } else if (a.type == ArgType::Int || a.type == ArgType::SymInt) {
+        args.push_back({a.name, I(a.name == "dim" ? 1 : 2)});
+      } else if (a.type == ArgType::Scalar || a.type == ArgType::Float) {
+        args.push_back({a.name, Fl(0.5)});
+      } else if (a.type == ArgType::Bool) {
+        args.push_back({a.name, Bo(false)});
+      } else if (a.type == ArgType::Str) {
+        args.push_back({a.name, S(a.name == "reduce" ? "sum" : "trunc")});
+      } else {
+        args.push_back({a.name, None()});
+      }
+    }
+    Tensor self = R(DType::F32, {2, 3}, 7, 0.1, 0.9);
+    std::vector<In> fargs = args, iargs = args;
+    Tensor copy = self.clone();
+    fargs.insert(fargs.begin(), In("self", self.clone()));
+    iargs.insert(iargs.begin(), In("self", copy));
+    std::string ferr, ierr;
+    std::vector<Tensor> f, r;
+    try {
+      f = op(fun, fargs);
+    } catch (const TensorError& e) {
+      ferr = e.what();
+    }
+    try {
+      r = op(target, iargs);
+    } catch (const TensorError& e) {
+      ierr = e.what();
+    }
+    CHECK_MESSAGE(ferr.empty() == ierr.empty(),
+                  fun << ": '" << ferr << "' against '" << ierr << "'");
+    if (!ferr.empty() || !ierr.empty()) {
+      ++refused;
+      continue;
+    }
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].storage() == copy.storage());
+    Vals want = f[0].to_vector(), got = copy.to_vector();
+    REQUIRE(want.size() == got.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      double w = double(float(want[i])); // rounded to self's f32
+      CHECK_MESSAGE((got[i] == w || (std::isnan(got[i]) && std::isnan(w))),
+                    fun << " element " << i << ": " << w << " in place " << got[i]);
+    }
+    ++ran;
+  }
+  CHECK(ran > 80);
+  MESSAGE(ran << " in-place ops ran, " << refused << " refused these arguments on both paths");
 }
 
 TEST_CASE("kernels: dropout, _assert_tensor_metadata and factories") {

@@ -53,8 +53,45 @@ def mutate_view_case(g):
     return {"x": x, "v": v, "y": y}, [z, z * 2]
 
 
+def inplace_case(g):
+    # In-place ops computed through their functional ops (passes/decompose.cpp: inplace_composite).
+    x = torch.randn(4, 6, generator=g)
+    y = torch.randn(6, generator=g)
+    m = torch.rand(4, 6, generator=g) < 0.3
+    i = torch.randint(1, 10, (4, 6), generator=g)
+    idx = torch.tensor([4, 1])
+    v = torch.tensor(0.75)
+    a = x.clone()
+    a.mul_(y)
+    a.masked_fill_(m, -2.0)
+    a[1:3].add_(1.0, alpha=2)
+    a.sub_(y, alpha=0.5)
+    a.clamp_(-1.5, 1.5)
+    a.pow_(3)
+    b = x.clone()
+    b.sigmoid_()
+    b.div_(0.125, rounding_mode="floor")
+    b.index_fill_(1, idx, 9.0)
+    b.cumsum_(0)
+    b.lt_(a)
+    j = i.clone()
+    j.bitwise_and_(6)
+    j.remainder_(-4)
+    j.floor_divide_(i)
+    c = x.clone()
+    c.exp_()
+    c.mul_(0.5)
+    c.masked_fill_(m, v)
+    d = x.clone()
+    d.addcmul_(x, y, value=0.5)
+    d.lerp_(c, 0.25)
+    d.square_()
+    d.clamp_min_(y)
+    return {"x": x, "y": y, "m": m, "i": i, "idx": idx, "v": v}, [a, b, j, c, d]
+
+
 CASES = {"activation": activation_case, "norm_group": norm_group_case,
-         "mutate_view": mutate_view_case}
+         "mutate_view": mutate_view_case, "inplace": inplace_case}
 
 if __name__ == "__main__":
     write_cases(CASES)
