@@ -71,6 +71,18 @@ for b in eager aot_eager aot_eager_decomp_partition inductor; do
   "$fxc" --check-accuracy --backend=$b "$fx/convnet.pt2" >"$tmp/out" 2>&1 && grep -q "^output_0: ok (RMSE vs float64" "$tmp/out" &&
     ok "--check-accuracy --backend=$b passes" || bad_out "--check-accuracy --backend=$b"
 done
+# A graph that writes into its input: each run of the check starts from the inputs as given.
+cat >"$tmp/mutates.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "mutates",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [4, 6]}, {"name": "y", "dtype": "f32", "shape": [6]}],
+ "nodes": [{"name": "a", "target": "aten.mul_.Tensor", "args": [{"ref": "x"}, {"ref": "y"}]},
+           {"name": "b", "target": "aten.add.Tensor", "args": [{"ref": "x"}, {"ref": "a"}]}],
+ "outputs": ["b"]}
+EOF
+for b in eager inductor; do
+  "$fxc" --check-accuracy --backend=$b "$tmp/mutates.fxg" >"$tmp/out" 2>&1 && grep -q "^output_0: ok (RMSE vs float64" "$tmp/out" &&
+    ok "--check-accuracy --backend=$b on a graph that mutates its input" || bad_out "--check-accuracy --backend=$b, input mutated"
+done
 "$fxc" --check-accuracy --backend=inductor --inject-bug=relu:accuracy "$fx/convnet.pt2" >"$tmp/out" 2>&1
 [ $? -eq 1 ] && grep -q "^output_0: FAIL (RMSE vs float64" "$tmp/out" && ok "--check-accuracy catches the planted accuracy bug" || bad_out "--check-accuracy with a planted bug"
 
