@@ -128,9 +128,13 @@ TEST_CASE("ops: pointwise ops lower; recomputable ops neither reduce nor mutate"
 
 TEST_CASE("ops: PyTorch's operator aliases name declared ops") {
   for (const char* alias :
-       {"aten.__and__.Tensor", "aten.__and__.Scalar", "aten.__or__.Tensor", "aten.__or__.Scalar",
-        "aten.__xor__.Tensor", "aten.__xor__.Scalar", "aten.__lshift__.Tensor",
-        "aten.__lshift__.Scalar", "aten.__rshift__.Tensor", "aten.__rshift__.Scalar"}) {
+       {"aten.__and__.Tensor",     "aten.__and__.Scalar",     "aten.__or__.Tensor",
+        "aten.__or__.Scalar",      "aten.__xor__.Tensor",     "aten.__xor__.Scalar",
+        "aten.__lshift__.Tensor",  "aten.__lshift__.Scalar",  "aten.__rshift__.Tensor",
+        "aten.__rshift__.Scalar",  "aten.__iand__.Tensor",    "aten.__iand__.Scalar",
+        "aten.__ior__.Tensor",     "aten.__ior__.Scalar",     "aten.__ixor__.Tensor",
+        "aten.__ixor__.Scalar",    "aten.__ilshift__.Tensor", "aten.__ilshift__.Scalar",
+        "aten.__irshift__.Tensor", "aten.__irshift__.Scalar"}) {
     CAPTURE(alias);
     std::string_view op = canonical_target(alias);
     CHECK(op != alias);
