@@ -116,7 +116,9 @@ public:
                     const std::vector<llvm::Value*>& args, bool f64) override {
     switch (op) {
     case VOp::Exp:
-      return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
+      return args[0]->getType()->isFloatTy()
+                 ? exp_f32(b, args[0])
+                 : b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
     case VOp::Log:
       return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, args[0]);
     case VOp::Sin:
@@ -220,6 +222,38 @@ private:
                              -1.60960333262415e-02},
                             {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
                              -7.37332916720468e-03, -1.42647390514189e-02});
+  }
+  /// exp for float without a libm call, so that loops holding it vectorize (llvm.exp becomes
+  /// one expf call per lane): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite), e^r by Cephes'
+  /// expf polynomial (about 1 ulp), times 2^n built in the exponent bits as 2^(n/2) 2^(n-n/2)
+  /// so that results down to the subnormals round once. x is clamped to [-104, 89] first, past
+  /// which the product underflows to 0 or overflows to inf; NaN passes through.
+  static llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* a) {
+    llvm::Type* t = a->getType();
+    auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
+    llvm::Value* x = b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, c(-104.0));
+    x = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, c(89.0));
+    llvm::Value* n =
+        b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b.CreateFMul(x, c(1.4426950408889634)));
+    auto fma = [&](llvm::Value* p, llvm::Value* q, llvm::Value* r) {
+      return b.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {p, q, r});
+    };
+    llvm::Value* r = fma(n, c(-0.693359375), x);
+    r = fma(n, c(2.12194440e-4), r);
+    llvm::Value* p = c(1.9875691500e-4);
+    for (double k :
+         {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
+      p = fma(p, r, c(k));
+    p = fma(p, b.CreateFMul(r, r), b.CreateFAdd(r, c(1.0)));
+    llvm::Type* i32 = b.getInt32Ty();
+    llvm::Value* ni = b.CreateFPToSI(n, i32);
+    llvm::Value* n1 = b.CreateAShr(ni, 1);
+    llvm::Value* n2 = b.CreateSub(ni, n1);
+    auto pow2 = [&](llvm::Value* e) {
+      return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, b.getInt32(127)), 23), t);
+    };
+    llvm::Value* y = b.CreateFMul(b.CreateFMul(p, pow2(n1)), pow2(n2));
+    return b.CreateSelect(b.CreateFCmpUNO(a, a), a, y);
   }
   /// tanh for float as a rational function on [-7.9, 7.9] (Eigen's generic_fast_tanh_float;
   /// max abs error 3.3e-7), x itself below 4e-4.

@@ -90,8 +90,20 @@ def inplace_case(g):
     return {"x": x, "y": y, "m": m, "i": i, "idx": idx, "v": v}, [a, b, j, c, d]
 
 
+def exp_range_case(g):
+    # exp over its whole float range (the CPU kernels' own expf: codegen/target_x86.cpp):
+    # overflow, the subnormals, underflow to 0, and the infinities.
+    special = torch.tensor([float("inf"), -1000.0, -200.0, -104.5, -103.9, -100.0, -90.0,
+                            -87.4, -87.3, -20.0, -1e-8, 0.0, 1e-8, 0.5, 1.0, 20.0, 88.0, 88.7,
+                            88.73, 89.5, 200.0])
+    x = torch.cat([special, torch.linspace(-105.0, 89.0, 4096 - 21),
+                   ])[torch.randperm(4096, generator=g)]
+    y = torch.linspace(-100.0, 88.0, 4096)[torch.randperm(4096, generator=g)].reshape(4, 1024)
+    return {"x": x, "y": y}, [torch.exp(x), torch.sigmoid(x), F.silu(x), torch.softmax(y, 1)]
+
+
 CASES = {"activation": activation_case, "norm_group": norm_group_case,
-         "mutate_view": mutate_view_case, "inplace": inplace_case}
+         "mutate_view": mutate_view_case, "inplace": inplace_case, "exp_range": exp_range_case}
 
 if __name__ == "__main__":
     write_cases(CASES)
