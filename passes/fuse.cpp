@@ -294,8 +294,12 @@ void Fuser::finish(Schedule& s) {
     for (auto& m : g.members)
       for (int q : reads_[m.buffer]) reads_member = reads_member || group_of_[q] == int(gi);
     if (!g.has_reduction && !reads_member && g.x < 256 && g.x * g.r >= 65536) {
+      // Prefer a divisor of the row, so that an index of the old row ((2048x + r) // 12544:
+      // a batch norm's channel) stays a function of x alone and the r loop vectorizes.
       int64_t n = g.x * g.r, r = 2048;
-      while (r >= 16 && n % r != 0) r /= 2;
+      while (r >= 256 && g.r % r != 0) --r;
+      if (r < 256)
+        for (r = 2048; r >= 16 && n % r != 0;) r /= 2;
       if (r >= 16 && r < g.r) {
         s.log += "split group " + std::to_string(gi) + ": x < " + std::to_string(n / r) + ", r < " +
                  std::to_string(r) + "\n";

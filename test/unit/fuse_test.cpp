@@ -293,6 +293,24 @@ TEST_CASE("fuse: a long pointwise row is split into many shorter rows") {
   compile_and_check(tg);
 }
 
+TEST_CASE("fuse: a split row divides the old row, so a per-channel index depends on x only") {
+  // A batch norm's scale over [2, 16, 112*112]: rows of 1792 (a divisor of 12544), the channel
+  // (x // 7) % 16 invariant in the r loop, which vectorizes; rows of 2048 made it
+  // ((2048x + r) // 12544) % 16, a division per element.
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {2, 16, 12544});
+  ValueId b = f32_input(tg, "b", {16, 1});
+  tg.output(tg.op("aten.relu.default", {T(tg.op("aten.mul.Tensor", {T(x), T(b)}))}));
+  Schedule s = fuse(lower(tg.g));
+  REQUIRE(s.kernels.size() == 1);
+  CHECK(s.kernels[0].rnumel == 1792);
+  CHECK(s.kernels[0].xnumel == 224);
+  std::string printed = print_schedule(lower(tg.g), s);
+  CAPTURE(printed);
+  CHECK(printed.find("load(b, ((((x) // 7)) % 16))") != std::string::npos);
+  compile_and_check(tg);
+}
+
 TEST_CASE("fuse: at most 64 buffers a kernel (Inductor's max_fusion_size)") {
   // 100 siblings over one input fuse horizontally, 64 at most per kernel: an EfficientNet-B0
   // train graph built one kernel of 2304 such buffers, on which the NVPTX back end ran for
