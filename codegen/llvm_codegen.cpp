@@ -277,6 +277,8 @@ public:
       : target_(t), m_(m), ctx_(m.getContext()), b_(ctx_), p_(p), k_(k) {}
 
   llvm::Function* run(const std::vector<int>& args, const std::vector<bool>& noalias);
+  void mark_parallel(const KernelStage& st, llvm::BasicBlock* body, llvm::BasicBlock* exit,
+                     llvm::BranchInst* latch);
 
 private:
   /// Register type of a dtype: i1 for bool, float for f16/bf16 (computed in f32).
@@ -1511,6 +1513,36 @@ bool Emitter::emit_joint(const KernelStage& sa, const KernelStage& sb) {
   return true;
 }
 
+// A pointwise stage's iterations touch disjoint elements: an output written in place over an
+// input (the memory plan's reuse, passes/memory_plan.cpp: inplace_ok) reads each element only
+// before writing it, at the same index. Such arguments are not noalias, and LLVM guarded the
+// vector loop with a check that two ranges do not overlap, which fails when they are the same
+// buffer: the loop then ran as scalar code. Its loads and stores of buffers go into one access
+// group that the loop declares parallel (llvm.loop.parallel_accesses).
+void Emitter::mark_parallel(const KernelStage& st, llvm::BasicBlock* body, llvm::BasicBlock* exit,
+                            llvm::BranchInst* latch) {
+  for (int mi : st.members)
+    if (k_.members[mi].role != MemberRole::Inner) return;
+  llvm::MDNode* group = llvm::MDNode::getDistinct(ctx_, {});
+  bool in_loop = false;
+  for (llvm::BasicBlock& bb : *fn_) {
+    in_loop = in_loop || &bb == body;
+    if (!in_loop || &bb == exit) continue;
+    for (llvm::Instruction& i : bb) {
+      llvm::Value* ptr = nullptr;
+      if (auto* l = llvm::dyn_cast<llvm::LoadInst>(&i)) ptr = l->getPointerOperand();
+      if (auto* st = llvm::dyn_cast<llvm::StoreInst>(&i)) ptr = st->getPointerOperand();
+      if (ptr && !llvm::isa<llvm::AllocaInst>(ptr->stripPointerCasts()))
+        i.setMetadata(llvm::LLVMContext::MD_access_group, group);
+    }
+  }
+  llvm::Metadata* pa[] = {llvm::MDString::get(ctx_, "llvm.loop.parallel_accesses"), group};
+  llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, pa)};
+  llvm::MDNode* loop = llvm::MDNode::getDistinct(ctx_, ops);
+  loop->replaceOperandWith(0, loop);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
+}
+
 void Emitter::emit_stage(const KernelStage& st) {
   if (st.loop && slots_) {
     emit_slot_stage(st);
@@ -1573,7 +1605,8 @@ void Emitter::emit_stage(const KernelStage& st) {
   }
   llvm::Value* rn = b_.CreateAdd(r, entry_.rstep, "r.next", true, true);
   r->addIncoming(rn, b_.GetInsertBlock());
-  b_.CreateBr(head);
+  llvm::BranchInst* latch = b_.CreateBr(head);
+  mark_parallel(st, body, exit, latch);
   b_.SetInsertPoint(exit);
   memo_.clear();
   r_ = nullptr;

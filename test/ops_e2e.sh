@@ -81,4 +81,25 @@ check "_assert_tensor_metadata: a size mismatch fails to compile" 1 "$fxc" --bac
   --device=cuda --emit=ptx -o "$tmp/assert_bad.ptx" "$tmp/assert_bad.fxg"
 has "_assert_tensor_metadata: the error names the node" "$tmp/err" \
   "node 'chk' (aten._assert_tensor_metadata.default): tensor size mismatch: expected [4, 5]"
+# A pointwise loop declares its iterations independent (llvm.loop.parallel_accesses), so that one
+# writing its output in place over its input (arguments not noalias) still vectorizes: LLVM's
+# overlap check on such arguments failed, and the loop ran as scalar code.
+cat > "$tmp/inplace_mm.fxg" <<'EOF'
+{"format": "fxg", "version": 1, "name": "inplace_mm",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [64, 32]}, {"name": "w", "dtype": "f32", "shape": [32, 48]}],
+ "nodes": [{"name": "m", "target": "aten.mm.default", "args": [{"ref": "x"}, {"ref": "w"}]},
+           {"name": "y", "target": "aten.silu.default", "args": [{"ref": "m"}]}],
+ "outputs": ["y"]}
+EOF
+check "pointwise loops: the memory plan" 0 "$fxc" --device=cpu --stop-after=plan-memory \
+  -o "$tmp/imm.txt" "$tmp/inplace_mm.fxg"
+has "pointwise loops: the kernel writes its output in place over its input" "$tmp/imm.txt" \
+  "inplace: buf3 reuses buf2 in fused_sigmoid_mul_0"
+check "pointwise loops: LLVM IR" 0 "$fxc" --device=cpu --stop-after=codegen -o "$tmp/imm.ll" \
+  "$tmp/inplace_mm.fxg"
+has "pointwise loops: arguments in one slot are not noalias" "$tmp/imm.ll" \
+  "@fused_sigmoid_mul_0.body(i64 %xbegin, i64 %xend, ptr nocapture %buf0, ptr nocapture %buf1)"
+has "pointwise loops: the loop is declared parallel" "$tmp/imm.ll" "llvm.loop.parallel_accesses"
+check "pointwise loops: the in-place kernel matches the float64 reference" 0 "$fxc" \
+  --backend=inductor --device=cpu --run --check-accuracy "$tmp/inplace_mm.fxg"
 exit $fail
