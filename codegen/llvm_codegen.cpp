@@ -277,10 +277,10 @@ public:
       : target_(t), m_(m), ctx_(m.getContext()), b_(ctx_), p_(p), k_(k) {}
 
   llvm::Function* run(const std::vector<int>& args, const std::vector<bool>& noalias);
-  void mark_parallel(const KernelStage& st, llvm::BasicBlock* body, llvm::BasicBlock* exit,
-                     llvm::BranchInst* latch);
 
 private:
+  void mark_parallel(const KernelStage& st, llvm::BasicBlock* body, llvm::BasicBlock* exit,
+                     llvm::BranchInst* latch);
   /// Register type of a dtype: i1 for bool, float for f16/bf16 (computed in f32).
   llvm::Type* reg_type(DType t) {
     switch (t) {
@@ -1531,7 +1531,7 @@ void Emitter::mark_parallel(const KernelStage& st, llvm::BasicBlock* body, llvm:
     for (llvm::Instruction& i : bb) {
       llvm::Value* ptr = nullptr;
       if (auto* l = llvm::dyn_cast<llvm::LoadInst>(&i)) ptr = l->getPointerOperand();
-      if (auto* st = llvm::dyn_cast<llvm::StoreInst>(&i)) ptr = st->getPointerOperand();
+      if (auto* s = llvm::dyn_cast<llvm::StoreInst>(&i)) ptr = s->getPointerOperand();
       if (ptr && !llvm::isa<llvm::AllocaInst>(ptr->stripPointerCasts()))
         i.setMetadata(llvm::LLVMContext::MD_access_group, group);
     }

@@ -494,16 +494,14 @@ void specialize_to_inputs(Compilation& c, const std::vector<Tensor>& inputs) {
 
 int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   const Options& o = c.opts;
-  // A graph may write into its inputs (an in-place op on one): each run of the accuracy check
-  // starts from the inputs as given.
-  std::vector<Tensor> given;
+  // A graph may write into its inputs (an in-place op on one): each reference run of the
+  // accuracy check gets its own copy of the inputs as given.
+  std::vector<Tensor> ref_inputs, base_inputs;
   if (o.check_accuracy)
-    for (const Tensor& t : inputs) given.push_back(t.defined() ? t.clone() : t);
-  auto fresh = [&] {
-    std::vector<Tensor> v;
-    for (const Tensor& t : given) v.push_back(t.defined() ? t.clone() : t);
-    return v;
-  };
+    for (const Tensor& t : inputs) {
+      ref_inputs.push_back(t.defined() ? t.clone() : t);
+      base_inputs.push_back(t.defined() ? t.clone() : t);
+    }
   auto t0 = std::chrono::steady_clock::now();
   NamedTensors results = c.executable->run(inputs);
   double ms =
@@ -515,9 +513,9 @@ int run_and_check(Compilation& c, const std::vector<Tensor>& inputs) {
   if (o.check_accuracy) {
     InterpretOptions f64;
     f64.float64 = true;
-    std::vector<Tensor> ref = interpret(c.source, fresh(), f64);
+    std::vector<Tensor> ref = interpret(c.source, ref_inputs, f64);
     InterpretOptions f32;
-    std::vector<Tensor> base = interpret(c.source, fresh(), f32);
+    std::vector<Tensor> base = interpret(c.source, base_inputs, f32);
     CheckReport rep = check_accuracy(results, base, ref);
     std::fputs(rep.text.c_str(), check_report_stream(o, rep.ok));
     if (!rep.ok) {

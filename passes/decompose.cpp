@@ -6020,7 +6020,7 @@ bool decompose_once(const Graph& g, const std::function<bool(const Node&)>& sele
 /// An in-place op declared with no meta function of its own: computed through its functional op.
 bool inplace_composite_has(std::string_view target) {
   std::optional<OpId> id = find_op(target);
-  return id && !meta_layer().has(*id) && target != "aten.fill_.Tensor" && functionalizes(target);
+  return id && !meta_layer().has(*id) && functionalizes(target);
 }
 
 bool composite_has(std::string_view target) {
