@@ -118,6 +118,7 @@ PlanExtern plan_extern(const LoopProgram& p, const Buffer& b, const MemoryPlan& 
   e.padding = b.call.padding;
   e.dilation = b.call.dilation;
   e.groups = b.call.groups;
+  e.channels_last = b.call.channels_last;
   e.post_ops = b.call.post_ops;
   e.scale = b.call.scale;
   e.shift = b.call.shift;

@@ -58,6 +58,9 @@ struct InductorOptions {
   /// CUDA: convolutions through cuDNN when it is found (else im2col + cuBLASLt, logged in the
   /// fusion log and perf hints); false forces im2col + cuBLASLt.
   bool cudnn = true;
+  /// CUDA with cuDNN: convolutions and the values computed from them channels-last (see
+  /// LowerOptions::channels_last; --conv-layout).
+  bool channels_last = false;
   /// CUDA: load the PTX and make the runner. false builds the plan and the PTX without touching
   /// a device (for .fxo artifacts: ptx_module()); run() then throws.
   bool load_cuda = true;

@@ -412,6 +412,11 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
                "then on, where every step can be captured (the default)");
   app.add_flag("--no-cuda-graphs", no_cuda_graphs,
                "CUDA: launch every step from the host on every run");
+  app.add_option("--conv-layout", o->conv_layout,
+                 "CUDA: layout of cuDNN convolutions and the values computed from them: nhwc "
+                 "(channels-last), nchw, or auto (the default: nhwc in inference, nchw in train "
+                 "mode)")
+      ->option_text("auto|nchw|nhwc");
   // One library per --plugin: a repeatable option must not take the graph as a second value.
   app.add_option("--plugin", o->plugins,
                  "Load custom ops from a plugin library (include/fxc/plugin.h); repeatable")
@@ -504,6 +509,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       {"--diagnostics", o->diagnostics},
       {"--color", o->color},
       {"--tf32", o->tf32},
+      {"--conv-layout", o->conv_layout},
       {"--dtype", o->dtype}};
   const std::map<std::string, std::vector<std::string>> valid = {
       {"--backend", {"eager", "aot_eager", "aot_eager_decomp_partition", "inductor"}},
@@ -513,6 +519,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       {"--diagnostics", {"text", "json"}},
       {"--color", {"auto", "always", "never"}},
       {"--tf32", {"none", "conv", "matmul", "all"}},
+      {"--conv-layout", {"auto", "nchw", "nhwc"}},
       {"--dtype", {"bf16", "f16"}}};
   for (const auto& [flag, value] : choices_given) {
     if (value.empty() &&
@@ -535,6 +542,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   if (cuda_graphs && no_cuda_graphs)
     return usage_error(args, "--cuda-graphs contradicts --no-cuda-graphs");
   o->cuda_graphs_given = cuda_graphs || no_cuda_graphs;
+  o->conv_layout_given = app.count("--conv-layout") > 0;
   o->cuda_graphs = !no_cuda_graphs;
   o->tf32_given = app.count("--tf32") > 0 || allow_tf32;
   if (allow_tf32) {

@@ -71,12 +71,19 @@ struct Options {
   /// --cuda-graphs (the default) / --no-cuda-graphs: replay the CUDA plan as one captured CUDA
   /// graph from its second run on, wherever every step can be captured.
   bool cuda_graphs = true;
+  /// --conv-layout=auto|nchw|nhwc: the layout of cuDNN convolutions and of the values computed
+  /// from them. auto (the default): channels-last (NHWC) in inference, as torch.compile's layout
+  /// optimization; NCHW in train mode.
+  std::string conv_layout = "auto";
+  bool channels_last() const {
+    return conv_layout == "nhwc" || (conv_layout == "auto" && mode == Mode::Inference);
+  }
   std::vector<std::string> plugins;
   std::string color = "auto"; ///< --color=auto|always|never: colored diagnostics on stderr
   bool werror = false;        ///< -Werror: warnings are errors (exit 2)
   /// Options given explicitly, for the "argument unused" warnings (their defaults say nothing).
   bool rtol_given = false, atol_given = false, seed_given = false, cuda_arch_given = false;
-  bool tf32_given = false, cuda_graphs_given = false;
+  bool tf32_given = false, cuda_graphs_given = false, conv_layout_given = false;
   int threads = 0; ///< --threads: CPU threads of the compiler's and the kernels' pools (0: all)
 };
 

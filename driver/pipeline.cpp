@@ -296,6 +296,7 @@ void stage_inductor_cuda(Compilation& c) {
     io.inject_bug = c.opts.inject_bug;
     io.log_name = sg.folder;
     io.kernel_ptx = need_kernel_ptx(c);
+    io.channels_last = c.opts.channels_last();
     io.steps = step_hooks(c, sg.folder);
     auto prog = std::make_shared<PtxProgram>(compile_inductor_ptx(sg.graph, io, c.opts.cuda_arch));
     std::vector<GeneratedKernel> kernels;
@@ -334,6 +335,7 @@ void stage_inductor(Compilation& c) {
     io.conv_tf32 = c.opts.conv_tf32();
     io.train = c.opts.mode == Mode::Train;
     io.cuda_graphs = c.opts.cuda_graphs;
+    io.channels_last = cuda && c.opts.channels_last();
     io.max_autotune = c.opts.max_autotune;
     if (io.max_autotune) io.autotune_dir = cache_directory(c.opts);
     io.steps = step_hooks(c, sg.folder);

@@ -19,14 +19,19 @@ int64_t TensorMeta::numel() const {
   return n;
 }
 
-bool TensorMeta::is_contiguous() const {
+bool is_contiguous_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  assert(sizes.size() == strides.size() && "one stride per dim");
   int64_t expected = 1;
-  for (int64_t d = dim() - 1; d >= 0; --d) {
+  for (size_t d = sizes.size(); d-- > 0;) {
     if (sizes[d] == 1) continue;
     if (strides[d] != expected) return false;
     expected *= sizes[d];
   }
   return true;
+}
+
+bool TensorMeta::is_contiguous() const {
+  return is_contiguous_layout(sizes, strides);
 }
 
 bool TensorMeta::operator==(const TensorMeta& o) const {

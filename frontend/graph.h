@@ -59,6 +59,9 @@ struct TensorMeta {
 /// Row-major strides for `sizes` (frontend/tensor_rules.cpp; wraps around when they do not fit
 /// in int64: checked_contiguous_strides says so).
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+/// Whether `strides` lay `sizes` out row-major; a dim of size 1 may have any stride (PyTorch's
+/// is_contiguous).
+bool is_contiguous_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
 /// "f32[2, 16, 128]"
 std::string format_meta(const TensorMeta& m);
 /// "f32[2, 16, 128]" plus the strides when they are not contiguous: "f32[16, 2]{1, 16}"

@@ -793,7 +793,7 @@ std::string extern_kind_suffix(const ExternCall& c) {
     };
     return std::string(c.op == "onednn_convolution" ? " (onednn" : " (cudnn") + ", stride " +
            pair(c.stride) + ", padding " + pair(c.padding) + ", dilation " + pair(c.dilation) +
-           ", groups " + std::to_string(c.groups) +
+           ", groups " + std::to_string(c.groups) + (c.channels_last ? ", channels_last" : "") +
            (c.post_ops.empty() ? "" : ", post-ops " + c.post_ops) + ")";
   }
   case ExternCall::Kind::Fallback:

@@ -227,6 +227,9 @@ struct ExternCall {
   /// Conv only: {h, w} each, and the group count.
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
+  /// Conv on CUDA: x and w are channels-last ([N, C, H, W] with NHWC strides) and the result
+  /// buffer is [N, OH, OW, K] (NHWC); no bias operand.
+  bool channels_last = false;
   /// Conv on the CPU (oneDNN): fused post-ops, as PlanExtern::post_ops spells them.
   std::string post_ops;
   /// Conv on the CPU: per-output-channel y = scale · conv + shift before the post-ops (a folded

@@ -262,6 +262,7 @@ private:
       pair("dilation", call.dilation);
       need(c, ", groups ");
       call.groups = integer(c);
+      if (c.eat(", channels_last")) call.channels_last = true;
       if (call.op == "convolution_backward_data") call.kind = ExternCall::Kind::ConvBackwardData;
       if (call.op == "convolution_backward_filter")
         call.kind = ExternCall::Kind::ConvBackwardFilter;

@@ -175,7 +175,22 @@ LoopProgram Lowerer::run() {
     if (o < 0 || size_t(o) >= vals_.size() || !vals_[o].body)
       throw Error(g_.source, "graph output is not computed");
     LVal& v = vals_[o];
+    // Channels-last inside, contiguous as the graph says at the boundary.
+    bool contiguous = g_.values[o].meta.is_contiguous();
+    if (contiguous && !v.realized()) v.channels_last = false;
     ExternOperand op = operand(v);
+    if (opts_.channels_last && contiguous && !is_contiguous_layout(op.sizes, op.strides)) {
+      Buffer b;
+      b.kind = Buffer::Kind::Pointwise;
+      b.dtype = v.dtype;
+      b.sizes = v.sizes;
+      b.vars = make_vars(v.sizes);
+      b.body = v.body;
+      b.origins = p_.buffers[op.buffer].origins;
+      b.origin_ops = p_.buffers[op.buffer].origin_ops;
+      LVal c = load_of(add_buffer(std::move(b)), {});
+      op = operand(c);
+    }
     OutputView ov;
     ov.buffer = op.buffer;
     ov.meta.dtype = v.dtype;

@@ -23,6 +23,10 @@ struct LowerOptions {
   bool cuda = false;
   bool cudnn = false;
   std::string no_cudnn_reason;
+  /// CUDA with cuDNN: 2-D convolutions run channels-last (NHWC), and the values computed from
+  /// their results are stored channels-last too, as torch.compile's layout optimization does;
+  /// graph outputs keep their contiguous layout (a copy at the end where needed).
+  bool channels_last = false;
   /// CPU: float32 2-D convolutions (grouped and depthwise included) become oneDNN calls with the
   /// bias, activations and a residual add that follow fused as post-ops (else im2col + BLAS,
   /// logged with `no_onednn_reason`).

@@ -321,6 +321,7 @@ ojson write_extern(const PlanExtern& e, const std::string& source, Writer& w) {
   j["padding"] = e.padding;
   j["dilation"] = e.dilation;
   j["groups"] = e.groups;
+  if (e.channels_last) j["channels_last"] = true;
   j["algo"] = e.algo;
   if (!e.post_ops.empty()) j["post_ops"] = e.post_ops; // `prepared` is made again at load
   if (!e.scale.empty()) {
@@ -639,6 +640,11 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   e.padding = pair("padding", 0);
   e.dilation = pair("dilation", 1);
   e.groups = r.integer(j, "groups", where, 1, INT32_MAX);
+  if (j.contains("channels_last")) {
+    const json& cl = j.at("channels_last");
+    if (!cl.is_boolean()) r.fail(where + ".channels_last", "not true or false");
+    e.channels_last = cl.get<bool>();
+  }
   // Artifacts written before --max-autotune tuned matmuls have no "algo": the first algorithm.
   if (j.contains("algo")) e.algo = int(r.integer(j, "algo", where, 0, INT32_MAX));
   if (j.contains("post_ops")) e.post_ops = r.str(j, "post_ops", where);

@@ -72,7 +72,8 @@ std::array<int64_t, 4> conv2d_output_sizes(const Conv2dProblem& p) {
 std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMeta& w,
                                             std::array<int64_t, 2> stride,
                                             std::array<int64_t, 2> padding,
-                                            std::array<int64_t, 2> dilation, int64_t groups) {
+                                            std::array<int64_t, 2> dilation, int64_t groups,
+                                            bool nhwc) {
   bool dtype_ok = x.dtype == w.dtype &&
                   (x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16);
   if (x.dim() != 4 || w.dim() != 4 || !dtype_ok)
@@ -82,8 +83,14 @@ std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMet
     bad("weight " + format_meta(w) + " with " + std::to_string(groups) +
         " groups does not take the " + std::to_string(x.sizes[1]) + " channels of " +
         format_meta(x));
-  if (!x.is_contiguous() || !w.is_contiguous()) return std::nullopt;
+  auto channels_last = [](const TensorMeta& t) {
+    return is_contiguous_layout({t.sizes[0], t.sizes[2], t.sizes[3], t.sizes[1]},
+                                {t.strides[0], t.strides[2], t.strides[3], t.strides[1]});
+  };
+  if (nhwc ? !channels_last(x) || !channels_last(w) : !x.is_contiguous() || !w.is_contiguous())
+    return std::nullopt;
   Conv2dProblem p;
+  p.nhwc = nhwc;
   p.dtype = x.dtype;
   p.n = x.sizes[0], p.c = x.sizes[1], p.h = x.sizes[2], p.w = x.sizes[3];
   p.k = w.sizes[0], p.r = w.sizes[2], p.s = w.sizes[3];
@@ -295,11 +302,11 @@ const Perf* choose_algo(const std::vector<Perf>& perf, int returned, bool tensor
 } // namespace
 
 Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, ConvDirection dir) {
-  std::array<int64_t, 17> key = {p.n,          p.c,      p.h,          p.w,
+  std::array<int64_t, 18> key = {p.n,          p.c,      p.h,          p.w,
                                  p.k,          p.r,      p.s,          p.stride_h,
                                  p.stride_w,   p.pad_h,  p.pad_w,      p.dilation_h,
                                  p.dilation_w, p.groups, p.allow_tf32, int64_t(p.dtype),
-                                 int64_t(dir)};
+                                 int64_t(dir), p.nhwc};
   auto it = prepared_.find(key);
   if (it != prepared_.end()) return *it->second;
   std::array<int64_t, 4> out = conv2d_output_sizes(p);
@@ -312,17 +319,18 @@ Cudnn::Prepared& Cudnn::prepare(const Conv2dProblem& p, ConvDirection dir) {
   cudnnDataType_t dt = p.dtype == DType::BF16  ? CUDNN_DATA_BFLOAT16
                        : p.dtype == DType::F16 ? CUDNN_DATA_HALF
                                                : CUDNN_DATA_FLOAT;
+  cudnnTensorFormat_t format = p.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   auto tensor = [&](cudnnTensorDescriptor_t& t, int64_t n, int64_t c, int64_t hh, int64_t ww) {
     check(D.cudnnCreateTensorDescriptor(&t), "cudnnCreateTensorDescriptor");
-    check(D.cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, dt, int(n), int(c), int(hh), int(ww)),
+    check(D.cudnnSetTensor4dDescriptor(t, format, dt, int(n), int(c), int(hh), int(ww)),
           "cudnnSetTensor4dDescriptor");
   };
   tensor(r.xd, p.n, p.c, p.h, p.w);
   tensor(r.yd, out[0], out[1], out[2], out[3]);
   tensor(r.bd, 1, p.k, 1, 1);
   check(D.cudnnCreateFilterDescriptor(&r.wd), "cudnnCreateFilterDescriptor");
-  check(D.cudnnSetFilter4dDescriptor(r.wd, dt, CUDNN_TENSOR_NCHW, int(p.k), int(p.c / p.groups),
-                                     int(p.r), int(p.s)),
+  check(D.cudnnSetFilter4dDescriptor(r.wd, dt, format, int(p.k), int(p.c / p.groups), int(p.r),
+                                     int(p.s)),
         "cudnnSetFilter4dDescriptor");
   check(D.cudnnCreateConvolutionDescriptor(&r.cd), "cudnnCreateConvolutionDescriptor");
   // PyTorch's conv2d is a cross-correlation, as is CUDNN_CROSS_CORRELATION.

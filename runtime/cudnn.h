@@ -36,6 +36,8 @@ struct Conv2dProblem {
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;
   bool allow_tf32 = false;
+  /// x, w and y channels-last (NHWC; w as [K, R, S, C / groups]); else all contiguous NCHW.
+  bool nhwc = false;
 };
 
 /// The output sizes [n, k, out_h, out_w] (PyTorch's formula). Throws CudaError("conv2d: ...")
@@ -44,13 +46,15 @@ struct Conv2dProblem {
 std::array<int64_t, 4> conv2d_output_sizes(const Conv2dProblem& p);
 
 /// The problem of PyTorch's conv2d(x, w, stride, padding, dilation, groups) (each pair {h, w}),
-/// or nullopt when x or w is not contiguous NCHW (channels-last, say): the caller then makes it
-/// contiguous. Throws CudaError("conv2d: ...") when x and w are not 4-D of one dtype among f32,
-/// f16 and bf16, or the channels do not match the groups.
+/// or nullopt when x or w is not laid out as asked: contiguous NCHW, or with `nhwc` channels-last
+/// (x and w [N, C, H, W] / [K, C / groups, R, S] with NHWC strides). Throws CudaError("conv2d:
+/// ...") when x and w are not 4-D of one dtype among f32, f16 and bf16, or the channels do not
+/// match the groups.
 std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMeta& w,
                                             std::array<int64_t, 2> stride,
                                             std::array<int64_t, 2> padding,
-                                            std::array<int64_t, 2> dilation, int64_t groups);
+                                            std::array<int64_t, 2> dilation, int64_t groups,
+                                            bool nhwc = false);
 
 class Cudnn {
 public:
@@ -102,7 +106,7 @@ private:
   Context& ctx_;
   std::unique_ptr<Api> api_;
   mutable std::mutex mu_;
-  std::map<std::array<int64_t, 17>, std::unique_ptr<Prepared>> prepared_;
+  std::map<std::array<int64_t, 18>, std::unique_ptr<Prepared>> prepared_;
   void* handle_ = nullptr;
   DevicePtr workspace_ = 0;
   size_t workspace_bytes_ = 0;

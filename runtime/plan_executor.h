@@ -86,6 +86,8 @@ struct PlanExtern {
   /// Conv only: PyTorch's conv2d arguments, {h, w} each, and the group count.
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
+  /// Conv on CUDA: x and w channels-last (NHWC strides), the output [N, OH, OW, K], no bias.
+  bool channels_last = false;
   /// Gemm on CUDA: the index of the cuBLASLt heuristic algorithm to run (0: its first choice;
   /// --max-autotune may pick another, see cuda::MatmulProblem::algo).
   int algo = 0;
@@ -243,8 +245,11 @@ public:
                   void* stream);
   /// The device the runner runs on.
   cuda::Context& context() const { return *ctx_; }
-  /// run_resident() without a graph, with a CUDA event recorded before and after each kernel
-  /// launch and extern call; returns their device times (ms) in plan order. Waits.
+  /// Runs the plan once with a CUDA event recorded before and after each kernel launch and
+  /// extern call; returns their device times (ms) in plan order. Waits. Where the plan can be
+  /// captured (cuda_graphs, no host step), each step is replayed from a graph of its own (made
+  /// on the first call), so a step's time is its GPU work, not the host time a library call
+  /// spends queuing it.
   std::vector<StepProfile> time_steps();
   /// How many cuBLASLt algorithms can run gemm call `extern_index` (PlanExtern::algo's range;
   /// 0 for other calls and empty products). Throws fxc::Error when cuBLASLt fails.
@@ -269,8 +274,9 @@ private:
   std::vector<uint64_t> constants_; ///< device copy of each constant slot (0 elsewhere)
   bool uploaded_ = false;
   bool ran_ = false;
-  void* graph_ = nullptr;      ///< CUgraph
-  void* graph_exec_ = nullptr; ///< CUgraphExec
+  void* graph_ = nullptr;         ///< CUgraph
+  void* graph_exec_ = nullptr;    ///< CUgraphExec
+  std::vector<void*> step_execs_; ///< time_steps(): one CUgraphExec per timed step
   std::string graph_note_;
 };
 

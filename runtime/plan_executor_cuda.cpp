@@ -209,13 +209,21 @@ void run_conv(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& p
               const PlanExtern& e, const std::string& source) {
   if (e.inputs.size() < 2 || e.inputs.size() > 3 || e.outputs.size() != 1)
     throw Error(source, "convolution call needs x, w (and a bias) and one output", e.name);
-  std::optional<cuda::Conv2dProblem> p = cuda::conv2d_problem(
-      e.inputs[0].meta, e.inputs[1].meta, e.stride, e.padding, e.dilation, e.groups);
-  if (!p) throw Error(source, "convolution operands are not contiguous NCHW", e.name);
+  if (e.channels_last && e.inputs.size() != 2)
+    throw Error(source, "a channels-last convolution call takes no bias", e.name);
+  std::optional<cuda::Conv2dProblem> p =
+      cuda::conv2d_problem(e.inputs[0].meta, e.inputs[1].meta, e.stride, e.padding, e.dilation,
+                           e.groups, e.channels_last);
+  if (!p)
+    throw Error(source,
+                std::string("convolution operands are not ") +
+                    (e.channels_last ? "channels-last" : "contiguous NCHW"),
+                e.name);
   p->allow_tf32 = plan.conv_tf32;
-  if (cuda::conv2d_output_sizes(*p) !=
-      std::array<int64_t, 4>{e.outputs[0].meta.sizes[0], e.outputs[0].meta.sizes[1],
-                             e.outputs[0].meta.sizes[2], e.outputs[0].meta.sizes[3]})
+  // The output buffer: [N, K, OH, OW], or [N, OH, OW, K] channels-last.
+  std::array<int64_t, 4> out = cuda::conv2d_output_sizes(*p);
+  if (e.channels_last) out = {out[0], out[2], out[3], out[1]};
+  if (e.outputs[0].meta.sizes != std::vector<int64_t>(out.begin(), out.end()))
     throw Error(source, "convolution output shape differs from cuDNN's", e.name);
   DevicePtr bias = e.inputs.size() == 3 ? view_ptr(slot_ptr, e.inputs[2]) : 0;
   cuda::Cudnn::get(ctx).conv2d_forward(*p, view_ptr(slot_ptr, e.inputs[0]),
@@ -337,6 +345,8 @@ void CudaPlanRunner::release() {
     ctx.synchronize();
     ctx.destroy_graph(graph_, graph_exec_);
     graph_ = graph_exec_ = nullptr;
+    for (void*& x : step_execs_) ctx.destroy_graph(nullptr, x), x = nullptr;
+    step_execs_.clear();
     cuda::CachingAllocator& alloc = cuda::device_allocator(ctx);
     for (uint64_t& p : constants_)
       if (p) alloc.free(p), p = 0;
@@ -532,16 +542,60 @@ int CudaPlanRunner::gemm_algorithm_count(size_t extern_index) {
 
 std::vector<StepProfile> CudaPlanRunner::time_steps() {
   if (!uploaded_) throw Error(source_, "time_steps() before upload()");
+  auto timed = [](const PlanStep& st) {
+    return st.kind == PlanStep::Kind::Kernel || st.kind == PlanStep::Kind::Extern;
+  };
   try {
     Context& ctx = *ctx_;
     ctx.make_current();
+    if (opts_.cuda_graphs && graph_note_.empty() && step_execs_.empty()) {
+      // A run first sizes the libraries' workspaces and picks their algorithms (no allocation
+      // may happen while a graph is captured); then each step is captured alone.
+      if (!ran_) {
+        for (const PlanStep& st : plan_.steps) run_step(st);
+        ran_ = true;
+      }
+      std::vector<void*> execs;
+      try {
+        for (const PlanStep& st : plan_.steps) {
+          if (!timed(st)) continue;
+          ctx.begin_capture();
+          try {
+            run_step(st);
+          } catch (...) {
+            try {
+              ctx.destroy_graph(ctx.end_capture(), nullptr);
+            } catch (const cuda::CudaError&) {
+            }
+            throw;
+          }
+          void* g = ctx.end_capture();
+          try {
+            execs.push_back(ctx.instantiate_graph(g));
+          } catch (...) {
+            ctx.destroy_graph(g, nullptr);
+            throw;
+          }
+          ctx.destroy_graph(g, nullptr);
+        }
+      } catch (...) {
+        for (void* x : execs) ctx.destroy_graph(nullptr, x);
+        throw;
+      }
+      step_execs_ = std::move(execs);
+    }
     std::vector<StepProfile> prof;
     std::vector<std::unique_ptr<cuda::Event>> ev;
+    size_t i = 0;
     for (const PlanStep& st : plan_.steps) {
-      if (st.kind != PlanStep::Kind::Kernel && st.kind != PlanStep::Kind::Extern) continue;
+      if (!timed(st)) continue;
       ev.push_back(ctx.create_event());
       ev.back()->record();
-      run_step(st);
+      if (step_execs_.empty())
+        run_step(st);
+      else
+        ctx.launch_graph(step_execs_[i]);
+      ++i;
       ev.push_back(ctx.create_event());
       ev.back()->record();
       if (st.kind == PlanStep::Kind::Kernel) {
@@ -553,8 +607,8 @@ std::vector<StepProfile> CudaPlanRunner::time_steps() {
       }
     }
     ran_ = true;
-    for (size_t i = 0; i < prof.size(); ++i)
-      prof[i].ms = ev[2 * i + 1]->elapsed_ms_since(*ev[2 * i]);
+    for (size_t j = 0; j < prof.size(); ++j)
+      prof[j].ms = ev[2 * j + 1]->elapsed_ms_since(*ev[2 * j]);
     return prof;
   } catch (const cuda::CudaError& e) {
     throw Error(source_, e.what());

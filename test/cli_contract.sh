@@ -51,6 +51,8 @@ check "a planned flag is not yet supported" 2 "$fxc" --dynamic=x:0 "$fx/mlp.pt2"
 has "planned flag: not yet supported" "$tmp/err" "--dynamic is not yet supported"
 check "--dtype=int8" 2 "$fxc" --dtype=int8 --emit=fx "$fx/mlp.pt2"
 has "--dtype lists its values" "$tmp/err" "invalid value 'int8' for '--dtype'; valid values: bf16, f16"
+check "--conv-layout=nwhc" 2 "$fxc" --conv-layout=nwhc --emit=fx "$fx/mlp.pt2"
+has "--conv-layout lists its values" "$tmp/err" "invalid value 'nwhc' for '--conv-layout' (did you mean 'nhwc'?); valid values: auto, nchw, nhwc"
 
 # --- options the action does not use: a warning each, exit unchanged; -Werror makes it an error
 warns() { # warns <description> <message> <fxc args...>: exit 0 and the warning, exit 2 under -Werror
@@ -71,6 +73,8 @@ warns "--cuda-graphs on the CPU" "argument unused with --device=cpu: '--cuda-gra
   --device=cpu --cuda-graphs --backend=eager --run "$fx/norms.pt2"
 warns "--allow-tf32 on the CPU" "argument unused with --device=cpu: '--allow-tf32'" \
   --device=cpu --allow-tf32 --backend=eager --run "$fx/norms.pt2"
+warns "--conv-layout on the CPU" "argument unused with --device=cpu: '--conv-layout=nhwc'" \
+  --device=cpu --conv-layout=nhwc --backend=eager --run "$fx/norms.pt2"
 warns "--rtol without --expect" "argument unused without --expect: '--rtol'" \
   --device=cpu --rtol=1e-3 --backend=eager --run "$fx/norms.pt2"
 warns "--expect without a run" "argument unused without --run: '--expect" \

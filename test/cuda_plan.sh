@@ -22,6 +22,16 @@ for name in mlp block convnet; do
     bad "$name CUDA plan"
   fi
 done
+# --conv-layout=nchw: the convolutions take the NCHW tensors as they are.
+if "$fxc" --device=cuda --emit=ptx --conv-layout=nchw -o "$tmp/n.ptx" --debug-dir="$tmp/nchw" \
+    "$src/test/fixtures/convnet.pt2" >"$tmp/nchw.out" 2>&1; then
+  post=$(find "$tmp/nchw" -name ir_post_fusion.txt | head -1)
+  if "$filecheck" "$src/test/golden/cuda_plan_convnet_nchw.check" --input-file="$post"; then
+    ok "convnet CUDA plan, --conv-layout=nchw"
+  else bad "convnet CUDA plan, --conv-layout=nchw"; fi
+else
+  bad "convnet --conv-layout=nchw: fxc failed" "$(head -5 "$tmp/nchw.out")"
+fi
 # Train mode: the backward graph's convolution gradients are cuDNN backward calls.
 if "$fxc" --device=cuda --emit=ptx --mode=train -o "$tmp/t.ptx" --debug-dir="$tmp/train" \
     "$src/test/fixtures/convnet.pt2" >"$tmp/train.out" 2>&1; then

@@ -84,9 +84,10 @@ if [ -n "$filecheck" ]; then
     else bad "FileCheck ${pre#*:} PTX: vector accesses (${pre%%:*})"; fi
   done
 fi
-# The short-row form (a thread per row): convnet at its benchmark size, 1M pooling rows of 4.
+# The short-row form (a thread per row): convnet at its benchmark size, 1M pooling rows of 4
+# (NCHW: channels-last pooling reads its rows with a stride of the channel count).
 d=$tmp/convnet_bench
-if emit_ptx convnet.f32 "$d" "$src/bench/models/convnet.f32.fxg"; then
+if emit_ptx convnet.f32 "$d" --conv-layout=nchw "$src/bench/models/convnet.f32.fxg"; then
   assemble convnet.f32 "$d"; ok "convnet.f32 (bench): $n kernels assemble"
   if [ -n "$filecheck" ] && "$filecheck" "$src/test/golden/ptx_short_row.check" --check-prefix=SHORTROW \
       --input-file="$d.ptx"; then

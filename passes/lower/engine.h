@@ -32,7 +32,22 @@ struct LVal {
   VPtr body;
   int buffer = -1;
   std::set<int> origins; ///< graph node indices computed in `body`
+  /// A 4-D value best stored channels-last (NHWC): it reads a channels-last buffer (a cuDNN
+  /// convolution's result, LowerOptions::channels_last). realize() then stores it so.
+  bool channels_last = false;
+  /// The value is the NCHW view of channels-last buffer `nhwc_buffer` ([N, H, W, C]), or -1.
+  int nhwc_buffer = -1;
+  /// Whether `body` is a load of a stored buffer (plain or channels-last).
+  bool realized() const { return buffer >= 0 || nhwc_buffer >= 0; }
 };
+
+/// Strides of `sizes` [N, C, H, W] laid out channels-last (NHWC); a dim of size 1 may have any.
+inline bool is_channels_last_layout(const std::vector<int64_t>& sizes,
+                                    const std::vector<int64_t>& strides) {
+  return sizes.size() == 4 &&
+         is_contiguous_layout({sizes[0], sizes[2], sizes[3], sizes[1]},
+                              {strides[0], strides[2], strides[3], strides[1]});
+}
 
 inline std::vector<IndexExpr> make_vars(const std::vector<int64_t>& sizes, int base = 0) {
   std::vector<IndexExpr> v;
@@ -138,7 +153,11 @@ public:
       if (in && in->buffer < 0) o.insert(in->origins.begin(), in->origins.end());
     auto vars = make_vars(sizes);
     VPtr body = fn(vars);
-    return make_val(t, std::move(sizes), body, o);
+    bool cl = false;
+    for (auto* in : inputs) cl |= in && in->channels_last && in->sizes.size() == 4;
+    LVal r = make_val(t, std::move(sizes), body, o);
+    r.channels_last = cl && r.sizes.size() == 4;
+    return r;
   }
   void set_output(int n, int i, LVal v) {
     ValueId id = node(n).outputs[i];
@@ -162,7 +181,11 @@ public:
     VPtr body = at(v, unravel_index(lin, v.sizes));
     LVal r = make_val(v.dtype, sizes, body, v.origins);
     r.buffer = -1;
-    if (v.buffer >= 0) r.origins.clear();
+    if (v.realized()) r.origins.clear();
+    // [N, C, H, W, 1, ...] of a channels-last reduction (pooling) to [N, C, H, W].
+    r.channels_last = v.channels_last && sizes.size() == 4 && v.sizes.size() >= 4 &&
+                      std::equal(sizes.begin(), sizes.end(), v.sizes.begin()) &&
+                      numel_of(sizes) == numel_of(v.sizes);
     return r;
   }
   /// A view: element idx of the result is element map(idx) of `v`.
@@ -171,7 +194,7 @@ public:
     auto vars = make_vars(sizes);
     VPtr body = at(v, map(vars));
     std::set<int> o;
-    if (v.buffer < 0) o = v.origins;
+    if (!v.realized()) o = v.origins;
     return make_val(v.dtype, std::move(sizes), body, o);
   }
 
@@ -197,16 +220,38 @@ public:
     v.buffer = buf;
     return v;
   }
-  /// Materializes `v` as a pointwise buffer (no-op when it already is one).
+  /// The [N, C, H, W] view of channels-last buffer `buf` ([N, H, W, C]).
+  LVal load_nhwc(int buf, std::set<int> origins) {
+    const Buffer& b = p_.buffers[buf];
+    assert(b.sizes.size() == 4 && "a channels-last buffer is 4-D");
+    std::vector<int64_t> sizes = {b.sizes[0], b.sizes[3], b.sizes[1], b.sizes[2]};
+    auto v = make_vars(sizes);
+    IndexExpr ix = linear_index({v[0], v[2], v[3], v[1]}, contiguous_strides(b.sizes));
+    LVal r = make_val(b.dtype, sizes, v_load(buf, ix, b.dtype), std::move(origins));
+    r.channels_last = true;
+    r.nhwc_buffer = buf;
+    return r;
+  }
+  /// Materializes `v` as a pointwise buffer (no-op when it already is one), channels-last when
+  /// `v` prefers it.
   void realize(LVal& v) {
-    if (v.buffer >= 0) return;
+    if (v.realized()) return;
     Buffer b;
     b.kind = Buffer::Kind::Pointwise;
     b.dtype = v.dtype;
+    set_origins(b, v.origins);
+    if (v.channels_last && v.sizes.size() == 4) {
+      // Buffer dims (n, h, w, c): the body's variables 1, 2, 3 (c, h, w) become 3, 1, 2.
+      b.sizes = {v.sizes[0], v.sizes[2], v.sizes[3], v.sizes[1]};
+      b.vars = make_vars(b.sizes);
+      b.body = substitute(v.body, {{0, b.vars[0]}, {1, b.vars[3]}, {2, b.vars[1]}, {3, b.vars[2]}});
+      int id = add_buffer(std::move(b));
+      v = load_nhwc(id, v.origins);
+      return;
+    }
     b.sizes = v.sizes;
     b.vars = make_vars(v.sizes);
     b.body = v.body;
-    set_origins(b, v.origins);
     int id = add_buffer(std::move(b));
     v = load_of(id, v.origins);
   }
@@ -226,8 +271,19 @@ public:
                                                                : acc;
     b.sizes = in_sizes;
     for (int64_t d : rdims) b.sizes[d] = 1;
+    // Over [N, C, H, W, window...] of a channels-last input (pooling): stored [N, H, W, C, ...].
+    bool cl = false;
+    for (auto* in : inputs) cl |= in && in->channels_last;
+    cl &= b.sizes.size() >= 4 && !rdims.empty() && rdims.front() >= 4 && b.sizes[1] > 1;
+    // order[j]: the logical dim that buffer dim j holds.
+    std::vector<size_t> order(b.sizes.size());
+    for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+    if (cl) order[1] = 2, order[2] = 3, order[3] = 1;
+    std::vector<int64_t> logical = b.sizes;
+    for (size_t j = 0; j < order.size(); ++j) b.sizes[j] = logical[order[j]];
     b.vars = make_vars(b.sizes);
-    std::vector<IndexExpr> in_idx = b.vars;
+    std::vector<IndexExpr> in_idx(b.vars.size());
+    for (size_t j = 0; j < order.size(); ++j) in_idx[order[j]] = b.vars[j];
     for (size_t j = 0; j < rdims.size(); ++j) {
       IndexExpr rv = IndexExpr::var(kRVarBase + int(j), in_sizes[rdims[j]]);
       b.rvars.push_back(rv);
@@ -242,8 +298,17 @@ public:
     for (auto* in : inputs)
       if (in && in->buffer < 0) o.insert(in->origins.begin(), in->origins.end());
     set_origins(b, o);
+    std::vector<int64_t> strides = contiguous_strides(b.sizes);
     int id = add_buffer(std::move(b));
-    return load_of(id, {n});
+    if (!cl) return load_of(id, {n});
+    auto v = make_vars(logical);
+    std::vector<IndexExpr> at_buf(order.size());
+    for (size_t j = 0; j < order.size(); ++j) at_buf[j] = v[order[j]];
+    LVal r = make_val(p_.buffers[id].dtype, logical,
+                      v_load(id, linear_index(at_buf, strides), p_.buffers[id].dtype), {n});
+    r.channels_last = true;
+    r.nhwc_buffer = id;
+    return r;
   }
   /// `v` as a strided operand of an extern call when it is a strided view of a buffer (no
   /// negative strides).
@@ -308,13 +373,27 @@ public:
     }
     return load_of(id, origins);
   }
-  /// An extern operand of `v` laid out contiguously from its offset (copied when it is not).
+  /// An extern operand of `v` laid out contiguously from its offset (copied when it is not; a
+  /// dim of size 1 may have any stride, as a 1x1 convolution's weight [k, c, 1, 1] has).
   ExternOperand contiguous_operand(int n, LVal& v) {
     ExternOperand o = operand(v);
-    if (o.strides == contiguous_strides(o.sizes)) return o;
+    if (is_contiguous_layout(o.sizes, o.strides)) return o;
     LVal c = pointwise(n, v.dtype, v.sizes, [&](auto& idx) { return at(v, idx); }, {&v});
+    c.channels_last = false;
     realize(c);
     return operand(c);
+  }
+  /// An extern operand of 4-D `v` [N, C, H, W] laid out channels-last. When it is not, `v`
+  /// becomes a channels-last copy, which later users share.
+  ExternOperand channels_last_operand(int n, LVal& v) {
+    assert(v.sizes.size() == 4 && "channels-last operands are 4-D");
+    ExternOperand o = operand(v);
+    if (is_channels_last_layout(o.sizes, o.strides)) return o;
+    LVal c = pointwise(n, v.dtype, v.sizes, [&](auto& idx) { return at(v, idx); }, {&v});
+    c.channels_last = true;
+    realize(c);
+    v = c;
+    return operand(v);
   }
   void fallback(int n, const std::string& why);
   void inject_bug(int n);

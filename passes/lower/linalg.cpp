@@ -288,6 +288,44 @@ void lower_linear(Lowerer& L, int n) {
                            {bias}));
 }
 
+/// A depthwise 2-D convolution (one input channel per group, as many outputs: MobileNet's,
+/// EfficientNet's, ConvNeXt's) as a generated reduction over the window, accumulated in float32,
+/// with the bias and the ops that follow fused after it; stored channels-last when its input is.
+/// cuDNN's depthwise kernels are slow, in NHWC most of all (an H200, float32, batch 8:
+/// ConvNeXt-Tiny's 7x7 convolutions 0.51 ms each).
+void lower_depthwise_conv(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
+                          const std::vector<int64_t>& st, const std::vector<int64_t>& pd,
+                          const std::vector<int64_t>& dl) {
+  const TensorMeta& m = L.out_meta(n);
+  int64_t KH = w.sizes[2], KW = w.sizes[3], H = x.sizes[2], W = x.sizes[3];
+  std::vector<int64_t> in_sizes = {m.sizes[0], m.sizes[1], m.sizes[2], m.sizes[3], KH, KW};
+  auto window = [&](const std::vector<IndexExpr>& idx) {
+    IndexExpr h = idx[2] * st[0] + idx[4] * dl[0] - IndexExpr(pd[0]);
+    IndexExpr ww = idx[3] * st[1] + idx[5] * dl[1] - IndexExpr(pd[1]);
+    IndexExpr hc = clamped(h, H), wc = clamped(ww, W);
+    VPtr v = v_binary(VOp::Mul, v_cast(L.at(x, {idx[0], idx[1], hc, wc}), DType::F32),
+                      v_cast(L.at(w, {idx[1], IndexExpr(0), idx[4], idx[5]}), DType::F32));
+    VPtr inside;
+    if (!(hc == h)) inside = v_binary(VOp::And, index_ge(h, 0), index_lt(h, H));
+    if (!(wc == ww)) {
+      VPtr ok = v_binary(VOp::And, index_ge(ww, 0), index_lt(ww, W));
+      inside = inside ? v_binary(VOp::And, inside, ok) : ok;
+    }
+    return inside ? v_where(inside, v, v_const(0, DType::F32)) : v;
+  };
+  LVal r = L.reshape(L.reduce(n, ReduceOp::Sum, DType::F32, in_sizes, {4, 5}, window, {&x, &w}),
+                     m.sizes);
+  L.set_output(n, 0,
+               L.pointwise(n, m.dtype, m.sizes,
+                           [&](auto& idx) {
+                             VPtr p = L.at(r, idx);
+                             if (bias)
+                               p = v_binary(VOp::Add, p, v_cast(L.at(*bias, {idx[1]}), DType::F32));
+                             return v_cast(p, m.dtype);
+                           },
+                           {&r, bias}));
+}
+
 /// 2-D convolution as im2col (a pointwise buffer), one batched BLAS call with the weight
 /// broadcast over the batch, and the bias as a pointwise epilogue that fuses with what follows.
 void lower_convolution(Lowerer& L, int n) {
@@ -310,19 +348,40 @@ void lower_convolution(Lowerer& L, int n) {
   const LowerOptions& lo = L.options();
   bool dnn_dtype = x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16;
   if (lo.cuda && conv2d && dnn_dtype && m.dtype == x.dtype && (!bias || bias->dtype == x.dtype)) {
+    if (groups > 1 && groups == x.sizes[1] && w.sizes[0] == groups) {
+      lower_depthwise_conv(L, n, x, w, bias, st, pd, dl);
+      return;
+    }
     if (lo.cudnn) {
       ExternCall c;
       c.kind = ExternCall::Kind::Conv;
       c.op = "convolution";
+      c.stride = {st[0], st[1]};
+      c.padding = {pd[0], pd[1]};
+      c.dilation = {dl[0], dl[1]};
+      c.groups = groups;
+      if (lo.channels_last) {
+        // NHWC, as torch.compile's layout optimization: x, w and the result channels-last (the
+        // ops that follow keep it, realize() stores their buffers so); the bias is a pointwise
+        // epilogue that fuses with them.
+        c.channels_last = true;
+        c.operands = {L.channels_last_operand(n, x), L.channels_last_operand(n, w)};
+        int id = L.extern_buffer(n, std::move(c), m.dtype,
+                                 {m.sizes[0], m.sizes[2], m.sizes[3], m.sizes[1]});
+        LVal out = L.load_nhwc(id, {n});
+        if (bias)
+          out = L.pointwise(
+              n, m.dtype, m.sizes,
+              [&](auto& idx) { return v_binary(VOp::Add, L.at(out, idx), L.at(*bias, {idx[1]})); },
+              {&out, bias});
+        L.set_output(n, 0, out);
+        return;
+      }
       c.operands = {L.contiguous_operand(n, x), L.contiguous_operand(n, w)};
       if (bias) {
         LVal bv = *bias;
         c.operands.push_back(L.contiguous_operand(n, bv));
       }
-      c.stride = {st[0], st[1]};
-      c.padding = {pd[0], pd[1]};
-      c.dilation = {dl[0], dl[1]};
-      c.groups = groups;
       int id = L.extern_buffer(n, std::move(c), m.dtype, m.sizes);
       L.set_output(n, 0, L.load_of(id, {n}));
       return;

@@ -373,6 +373,83 @@ TEST_CASE("cuda gpu plan: bf16 convolutions run on cuDNN and match the host refe
   check_close(cg.run(tg.inputs), want, 3e-2);
 }
 
+namespace {
+
+// A channels-last chain: conv 3x3 (+bias) -> relu -> max pool -> 1x1 conv -> depthwise 3x3 conv
+// + the 1x1 conv's result, outputs the relu (a 4-D output: contiguous again) and the sum.
+TestGraph channels_last_chain() {
+  TestGraph tg;
+  auto in = [&](const char* name, std::vector<int64_t> sizes) {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return tg.input_values(name, DType::F32, sizes, tg.random_values(n, -1, 1));
+  };
+  ValueId x = in("x", {2, 8, 12, 12}), w1 = in("w1", {16, 8, 3, 3}), b1 = in("b1", {16});
+  ValueId w2 = in("w2", {24, 16, 1, 1}), w3 = in("w3", {24, 1, 3, 3});
+  ValueId r = tg.op("aten.relu.default",
+                    {T(tg.op("aten.conv2d.default",
+                             {T(x), T(w1), T(b1), Is({1, 1}), Is({1, 1}), Is({1, 1}), I(1)}))});
+  ValueId p = tg.ops("aten.max_pool2d_with_indices.default", {T(r), Is({2, 2}), Is({2, 2})})[0];
+  ValueId c2 = tg.op("aten.conv2d.default",
+                     {T(p), T(w2), {"", Arg::none()}, Is({1, 1}), Is({0, 0}), Is({1, 1}), I(1)});
+  ValueId c3 = tg.op("aten.conv2d.default",
+                     {T(c2), T(w3), {"", Arg::none()}, Is({1, 1}), Is({1, 1}), Is({1, 1}), I(24)});
+  tg.output(r);
+  tg.output(tg.op("aten.add.Tensor", {T(c3), T(c2)}));
+  tg.g = decompose(tg.g);
+  return tg;
+}
+
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("cuda plan: channels-last convolutions keep NHWC through the chain") {
+  TestGraph tg = channels_last_chain();
+  InductorOptions o;
+  o.channels_last = true;
+  PtxProgram ptx = compile_inductor_ptx(tg.g, o);
+  const std::string& ir = ptx.ir_post_fusion;
+  INFO(ir);
+  CHECK(count_of(ir, "groups 1, channels_last)") == 2);
+  // The depthwise convolution is a generated reduction over its 3x3 window (not cuDNN).
+  CHECK_FALSE(contains(ir, "groups 24"));
+  CHECK(contains(ir, "reduce sum"));
+  // x and the dense 3x3 weight are copied channels-last; the 1x1 weight is channels-last as it
+  // is; the pooled value (a reduction of the NHWC relu) is stored NHWC, so nothing is copied
+  // before the 1x1 conv.
+  CHECK(contains(ir, "(buf8, w2)"));
+  // x and w1 copies; the pool, the relu output, the depthwise sum, the final sum.
+  CHECK(count_of(ir, "store(") == 6);
+  // Without the option the same graph runs NCHW.
+  PtxProgram nchw = compile_inductor_ptx(tg.g, {});
+  CHECK_FALSE(contains(nchw.ir_post_fusion, "channels_last"));
+}
+
+TEST_CASE("cuda gpu plan: channels-last convolutions match the host reference" *
+          doctest::test_suite("gpu")) {
+  if (!have_cuda()) return;
+  TestGraph tg = channels_last_chain();
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs);
+  InductorOptions o;
+  o.cuda = true;
+  o.channels_last = true;
+  o.cuda_graphs = true;
+  CompiledGraph cg = compile_inductor(tg.g, o);
+  INFO(cg.ir_post_fusion());
+  CHECK(contains(cg.ir_post_fusion(), "channels_last"));
+  for (int i = 0; i < 3; ++i) {
+    std::vector<Tensor> got = cg.run(tg.inputs);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].is_contiguous());
+    check_close(got, want, 1e-4);
+  }
+}
+
 TEST_CASE("cuda gpu plan: TF32 is used only when allowed" * doctest::test_suite("gpu")) {
   if (!have_cuda()) return;
   // K = 4096 products of values in [-1, 1): TF32's 10-bit mantissa is visible, float32's is not.
