@@ -89,6 +89,7 @@ case_ conv5x5     silu                2  4 12 12  8 5 5  2  2   1   1     1    s
 case_ sigmoid     "sigmoid linear:0.5:0" 2 4 8  8  4 3 3  1  1   1   2     0    sigmoid,scale
 case_ batchnorm   hardswish           2  8 12 12 16 3 3  1  1   1   1     0    bn,hardswish
 case_ dw_bn       relu                2 16  9  9 16 3 3  2  1   1   16    0    bn,relu
+case_ dw_dilated  -                   2  8 14 14  8 3 3  1  2   2    8    1    ""
 for name in plain dw_strided grouped dilated conv5x5 batchnorm; do train $name; done
 if [ $have_dnnl = 1 ]; then
   has "batch norm folded into the weights" "$tmp/batchnorm.log" "per-channel affine (folded into the weights)"

@@ -347,11 +347,19 @@ void lower_convolution(Lowerer& L, int n) {
                 groups >= 1 && w.sizes[1] * groups == x.sizes[1] && w.sizes[0] % groups == 0;
   const LowerOptions& lo = L.options();
   bool dnn_dtype = x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16;
+  // Depthwise: generated on CUDA, and on the CPU where oneDNN is missing.
+  bool depthwise = conv2d && groups > 1 && groups == x.sizes[1] && w.sizes[0] == groups &&
+                   m.dtype == x.dtype && (!bias || bias->dtype == x.dtype) &&
+                   (lo.cuda ? dnn_dtype : x.dtype == DType::F32 && !lo.onednn);
+  if (depthwise) {
+    if (!lo.cuda)
+      L.p_.log.push_back("depthwise: node '" + nd.name + "' (" + nd.target +
+                         "): oneDNN not used: " + lo.no_onednn_reason +
+                         "; a generated kernel instead");
+    lower_depthwise_conv(L, n, x, w, bias, st, pd, dl);
+    return;
+  }
   if (lo.cuda && conv2d && dnn_dtype && m.dtype == x.dtype && (!bias || bias->dtype == x.dtype)) {
-    if (groups > 1 && groups == x.sizes[1] && w.sizes[0] == groups) {
-      lower_depthwise_conv(L, n, x, w, bias, st, pd, dl);
-      return;
-    }
     if (lo.cudnn) {
       ExternCall c;
       c.kind = ExternCall::Kind::Conv;

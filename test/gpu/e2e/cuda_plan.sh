@@ -56,6 +56,12 @@ expect_log "block: addmm + tanh gelu is one cuBLASLt call" "epilogue gelu_tanh_b
 expect_log "convnet: convolutions through cuDNN" "= convolution (cudnn" --device=cuda --run \
   --log=ir_post_fusion --inputs "$fx/convnet.io.safetensors" --expect "$fx/convnet.io.safetensors" \
   "$fx/convnet.pt2"
+# Both convolution layouts give PyTorch's float32 results (exact float32: --tf32=none).
+for layout in nchw nhwc; do
+  expect_log "convnet --conv-layout=$layout" "groups 1$([ $layout = nhwc ] && echo ', channels_last'))" \
+    --device=cuda --tf32=none --conv-layout=$layout --run --log=ir_post_fusion \
+    --inputs "$fx/convnet.io.safetensors" --expect "$fx/convnet.io.safetensors" "$fx/convnet.pt2"
+done
 # A plan with host fallback calls is not captured, and the perf hints say so.
 for io in "$fx"/*.io.safetensors; do
   name=$(basename "$io" .io.safetensors)
