@@ -153,7 +153,7 @@ PtxProgram compile_inductor_ptx(const Graph& g, const InductorOptions& opts,
   lo.cuda = true;
   lo.cudnn = opts.cudnn;
   lo.no_cudnn_reason = "disabled";
-  lo.channels_last = opts.cudnn && opts.channels_last;
+  lo.conv_layout = opts.conv_layout;
   PtxProgram out;
   InductorFront front = lower_and_fuse(g, lo, opts);
   const LoopProgram& p = front.program;
@@ -206,7 +206,7 @@ LowerOptions full_lower_options(const InductorOptions& opts) {
                                        : "";
     lo.cudnn = why.empty();
     lo.no_cudnn_reason = why;
-    lo.channels_last = lo.cudnn && opts.channels_last;
+    lo.conv_layout = opts.conv_layout;
   } else {
     lo.no_onednn_reason = onednn::unavailable_reason();
     lo.onednn = lo.no_onednn_reason.empty();

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "frontend/graph.h"
+#include "passes/lower.h"
 #include "runtime/plan_executor.h"
 #include "runtime/tensor.h"
 
@@ -58,9 +59,8 @@ struct InductorOptions {
   /// CUDA: convolutions through cuDNN when it is found (else im2col + cuBLASLt, logged in the
   /// fusion log and perf hints); false forces im2col + cuBLASLt.
   bool cudnn = true;
-  /// CUDA with cuDNN: convolutions and the values computed from them channels-last (see
-  /// LowerOptions::channels_last; --conv-layout).
-  bool channels_last = false;
+  /// CUDA with cuDNN: the convolutions' layout (LowerOptions::conv_layout; --conv-layout).
+  ConvLayout conv_layout = ConvLayout::Nchw;
   /// CUDA: load the PTX and make the runner. false builds the plan and the PTX without touching
   /// a device (for .fxo artifacts: ptx_module()); run() then throws.
   bool load_cuda = true;

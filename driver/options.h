@@ -72,11 +72,12 @@ struct Options {
   /// graph from its second run on, wherever every step can be captured.
   bool cuda_graphs = true;
   /// --conv-layout=auto|nchw|nhwc: the layout of cuDNN convolutions and of the values computed
-  /// from them. auto (the default): channels-last (NHWC) in inference, as torch.compile's layout
-  /// optimization; NCHW in train mode.
+  /// from them. auto (the default): in inference channels-last (NHWC) unless the graph has a
+  /// grouped convolution (ConvLayout::Auto), NCHW in train mode.
   std::string conv_layout = "auto";
-  bool channels_last() const {
-    return conv_layout == "nhwc" || (conv_layout == "auto" && mode == Mode::Inference);
+  /// The layout asked of the lowering: "nchw", "nhwc" or "auto" (auto in train mode is "nchw").
+  std::string effective_conv_layout() const {
+    return conv_layout == "auto" && mode == Mode::Train ? "nchw" : conv_layout;
   }
   std::vector<std::string> plugins;
   std::string color = "auto"; ///< --color=auto|always|never: colored diagnostics on stderr

@@ -279,6 +279,11 @@ void write_inductor_artifacts(Compilation& c, const StageGraph& sg, const Induct
       log.artifact(Artifact::OutputCode, "===== kernel " + k.name + " (PTX) =====\n" + k.ptx);
 }
 
+ConvLayout conv_layout_of(const Options& o) {
+  std::string l = o.effective_conv_layout();
+  return l == "nhwc" ? ConvLayout::Nhwc : l == "auto" ? ConvLayout::Auto : ConvLayout::Nchw;
+}
+
 // Whether each CUDA kernel's own PTX is wanted: for the debug trace, --log=output_code and
 // --print-after/--stop-after=codegen. Otherwise --emit's one module and an artifact's compile the
 // kernels together, once (libdevice linked and the pipeline run once).
@@ -296,7 +301,7 @@ void stage_inductor_cuda(Compilation& c) {
     io.inject_bug = c.opts.inject_bug;
     io.log_name = sg.folder;
     io.kernel_ptx = need_kernel_ptx(c);
-    io.channels_last = c.opts.channels_last();
+    io.conv_layout = conv_layout_of(c.opts);
     io.steps = step_hooks(c, sg.folder);
     auto prog = std::make_shared<PtxProgram>(compile_inductor_ptx(sg.graph, io, c.opts.cuda_arch));
     std::vector<GeneratedKernel> kernels;
@@ -335,7 +340,7 @@ void stage_inductor(Compilation& c) {
     io.conv_tf32 = c.opts.conv_tf32();
     io.train = c.opts.mode == Mode::Train;
     io.cuda_graphs = c.opts.cuda_graphs;
-    io.channels_last = cuda && c.opts.channels_last();
+    io.conv_layout = conv_layout_of(c.opts);
     io.max_autotune = c.opts.max_autotune;
     if (io.max_autotune) io.autotune_dir = cache_directory(c.opts);
     io.steps = step_hooks(c, sg.folder);

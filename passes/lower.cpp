@@ -179,7 +179,7 @@ LoopProgram Lowerer::run() {
     bool contiguous = g_.values[o].meta.is_contiguous();
     if (contiguous && !v.realized()) v.channels_last = false;
     ExternOperand op = operand(v);
-    if (opts_.channels_last && contiguous && !is_contiguous_layout(op.sizes, op.strides)) {
+    if (channels_last_ && contiguous && !is_contiguous_layout(op.sizes, op.strides)) {
       Buffer b;
       b.kind = Buffer::Kind::Pointwise;
       b.dtype = v.dtype;

@@ -69,6 +69,19 @@ public:
   Lowerer(const Graph& g, const LowerOptions& o) : g_(g), opts_(o), uses_(g.use_counts()) {
     p_.source = g.source;
     vals_.resize(g.values.size());
+    channels_last_ = o.cuda && o.cudnn && o.conv_layout != ConvLayout::Nchw;
+    if (channels_last_ && o.conv_layout == ConvLayout::Auto)
+      for (const Node& nd : g.nodes) {
+        int gi = nd.schema ? nd.schema->index_of("groups") : -1;
+        bool conv = nd.target == "aten.convolution.default" || nd.target == "aten.conv2d.default";
+        if (conv && gi >= 0 && size_t(gi) < nd.args.size() &&
+            nd.args[size_t(gi)].kind == Arg::Kind::Int && nd.args[size_t(gi)].i > 1) {
+          channels_last_ = false;
+          p_.log.push_back("conv layout: NCHW (node '" + nd.name +
+                           "' is a grouped convolution, slow channels-last on cuDNN)");
+          break;
+        }
+      }
   }
 
   LoopProgram run();
@@ -76,6 +89,9 @@ public:
   // ---- helpers used by the lowering rules
   const Graph& g() const { return g_; }
   const LowerOptions& options() const { return opts_; }
+  /// Whether cuDNN convolutions run channels-last (LowerOptions::conv_layout, decided for the
+  /// graph).
+  bool channels_last() const { return channels_last_; }
   int uses(ValueId v) const { return uses_[v]; }
   /// The one node reading `v` when `v` has exactly one use and is no graph output, else -1.
   int sole_user(ValueId v) const {
@@ -407,6 +423,7 @@ private:
   std::vector<int> uses_;
   std::map<std::string, VPtr> memo_;
   int next_id_ = 0;
+  bool channels_last_ = false;
 };
 
 } // namespace fxc::lower_detail

@@ -291,8 +291,9 @@ void lower_linear(Lowerer& L, int n) {
 /// A depthwise 2-D convolution (one input channel per group, as many outputs: MobileNet's,
 /// EfficientNet's, ConvNeXt's) as a generated reduction over the window, accumulated in float32,
 /// with the bias and the ops that follow fused after it; stored channels-last when its input is.
-/// cuDNN's depthwise kernels are slow, in NHWC most of all (an H200, float32, batch 8:
-/// ConvNeXt-Tiny's 7x7 convolutions 0.51 ms each).
+/// Used where no library runs it (CUDA without cuDNN, the CPU without oneDNN): on the H200 it is
+/// slower than cuDNN's NCHW kernels (EfficientNet-B0 at batch 8: 1.73 ms against 1.37;
+/// ConvNeXt-Tiny's 7x7 windows 15.0 against 3.6).
 void lower_depthwise_conv(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
                           const std::vector<int64_t>& st, const std::vector<int64_t>& pd,
                           const std::vector<int64_t>& dl) {
@@ -347,15 +348,15 @@ void lower_convolution(Lowerer& L, int n) {
                 groups >= 1 && w.sizes[1] * groups == x.sizes[1] && w.sizes[0] % groups == 0;
   const LowerOptions& lo = L.options();
   bool dnn_dtype = x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16;
-  // Depthwise: generated on CUDA, and on the CPU where oneDNN is missing.
+  // Depthwise without cuDNN (CUDA) or oneDNN (CPU): a generated kernel, not a host fallback.
   bool depthwise = conv2d && groups > 1 && groups == x.sizes[1] && w.sizes[0] == groups &&
                    m.dtype == x.dtype && (!bias || bias->dtype == x.dtype) &&
-                   (lo.cuda ? dnn_dtype : x.dtype == DType::F32 && !lo.onednn);
+                   (lo.cuda ? dnn_dtype && !lo.cudnn : x.dtype == DType::F32 && !lo.onednn);
   if (depthwise) {
-    if (!lo.cuda)
-      L.p_.log.push_back("depthwise: node '" + nd.name + "' (" + nd.target +
-                         "): oneDNN not used: " + lo.no_onednn_reason +
-                         "; a generated kernel instead");
+    L.p_.log.push_back("depthwise: node '" + nd.name + "' (" + nd.target + "): " +
+                       (lo.cuda ? "cuDNN not used: " + lo.no_cudnn_reason
+                                : "oneDNN not used: " + lo.no_onednn_reason) +
+                       "; a generated kernel instead");
     lower_depthwise_conv(L, n, x, w, bias, st, pd, dl);
     return;
   }
@@ -368,7 +369,7 @@ void lower_convolution(Lowerer& L, int n) {
       c.padding = {pd[0], pd[1]};
       c.dilation = {dl[0], dl[1]};
       c.groups = groups;
-      if (lo.channels_last) {
+      if (L.channels_last()) {
         // NHWC, as torch.compile's layout optimization: x, w and the result channels-last (the
         // ops that follow keep it, realize() stores their buffers so); the bias is a pointwise
         // epilogue that fuses with them.

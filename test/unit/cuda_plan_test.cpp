@@ -411,23 +411,36 @@ int count_of(const std::string& text, const std::string& what) {
 TEST_CASE("cuda plan: channels-last convolutions keep NHWC through the chain") {
   TestGraph tg = channels_last_chain();
   InductorOptions o;
-  o.channels_last = true;
+  o.conv_layout = ConvLayout::Nhwc;
   PtxProgram ptx = compile_inductor_ptx(tg.g, o);
   const std::string& ir = ptx.ir_post_fusion;
   INFO(ir);
   CHECK(count_of(ir, "groups 1, channels_last)") == 2);
-  // The depthwise convolution is a generated reduction over its 3x3 window (not cuDNN).
-  CHECK_FALSE(contains(ir, "groups 24"));
-  CHECK(contains(ir, "reduce sum"));
-  // x and the dense 3x3 weight are copied channels-last; the 1x1 weight is channels-last as it
-  // is; the pooled value (a reduction of the NHWC relu) is stored NHWC, so nothing is copied
-  // before the 1x1 conv.
+  CHECK(count_of(ir, "groups 24, channels_last)") == 1);
+  // x and the dense 3x3 weight are copied channels-last; the 1x1 and the depthwise weights
+  // ([K, 1, R, S]) are channels-last as they are; the pooled value (a reduction of the NHWC
+  // relu) is stored NHWC, so nothing is copied before the 1x1 conv.
   CHECK(contains(ir, "(buf8, w2)"));
-  // x and w1 copies; the pool, the relu output, the depthwise sum, the final sum.
-  CHECK(count_of(ir, "store(") == 6);
-  // Without the option the same graph runs NCHW.
-  PtxProgram nchw = compile_inductor_ptx(tg.g, {});
-  CHECK_FALSE(contains(nchw.ir_post_fusion, "channels_last"));
+  CHECK(contains(ir, "(buf10, w3)"));
+  CHECK(count_of(ir, "store(") == 5); // x and w1 copies; the pool, the relu output, the sum
+  // Without the option the same graph runs NCHW; so does `auto`, as the graph has a grouped
+  // convolution.
+  CHECK_FALSE(contains(compile_inductor_ptx(tg.g, {}).ir_post_fusion, "channels_last"));
+  o.conv_layout = ConvLayout::Auto;
+  PtxProgram automatic = compile_inductor_ptx(tg.g, o);
+  CHECK_FALSE(contains(automatic.ir_post_fusion, "channels_last"));
+  CHECK(contains(automatic.fusion_log, "conv layout: NCHW"));
+  // `auto` without grouped convolutions: channels-last.
+  TestGraph dense;
+  ValueId x = dense.input_values("x", DType::F32, {2, 8, 12, 12},
+                                 dense.random_values(2 * 8 * 12 * 12, -1, 1));
+  ValueId w = dense.input_values("w", DType::F32, {16, 8, 3, 3}, dense.random_values(1152, -1, 1));
+  dense.output(dense.op(
+      "aten.relu.default",
+      {T(dense.op("aten.conv2d.default",
+                  {T(x), T(w), {"", Arg::none()}, Is({1, 1}), Is({1, 1}), Is({1, 1}), I(1)}))}));
+  dense.g = decompose(dense.g);
+  CHECK(contains(compile_inductor_ptx(dense.g, o).ir_post_fusion, "groups 1, channels_last)"));
 }
 
 TEST_CASE("cuda gpu plan: channels-last convolutions match the host reference" *
@@ -437,7 +450,7 @@ TEST_CASE("cuda gpu plan: channels-last convolutions match the host reference" *
   std::vector<Tensor> want = interpret(tg.g, tg.inputs);
   InductorOptions o;
   o.cuda = true;
-  o.channels_last = true;
+  o.conv_layout = ConvLayout::Nhwc;
   o.cuda_graphs = true;
   CompiledGraph cg = compile_inductor(tg.g, o);
   INFO(cg.ir_post_fusion());
