@@ -394,9 +394,7 @@ public:
   ExternOperand contiguous_operand(int n, LVal& v) {
     ExternOperand o = operand(v);
     if (is_contiguous_layout(o.sizes, o.strides)) return o;
-    LVal c = pointwise(n, v.dtype, v.sizes, [&](auto& idx) { return at(v, idx); }, {&v});
-    c.channels_last = false;
-    realize(c);
+    LVal c = stored_copy(n, v, false);
     return operand(c);
   }
   /// An extern operand of 4-D `v` [N, C, H, W] laid out channels-last. When it is not, `v`
@@ -405,10 +403,7 @@ public:
     assert(v.sizes.size() == 4 && "channels-last operands are 4-D");
     ExternOperand o = operand(v);
     if (is_channels_last_layout(o.sizes, o.strides)) return o;
-    LVal c = pointwise(n, v.dtype, v.sizes, [&](auto& idx) { return at(v, idx); }, {&v});
-    c.channels_last = true;
-    realize(c);
-    v = c;
+    v = stored_copy(n, v, true);
     return operand(v);
   }
   void fallback(int n, const std::string& why);
@@ -418,6 +413,14 @@ public:
   std::vector<LVal> vals_;
 
 private:
+  /// A buffer holding a copy of `v`, stored channels-last or contiguously.
+  LVal stored_copy(int n, const LVal& v, bool channels_last) {
+    LVal c = pointwise(n, v.dtype, v.sizes, [&](auto& idx) { return at(v, idx); }, {&v});
+    c.channels_last = channels_last;
+    realize(c);
+    return c;
+  }
+
   const Graph& g_;
   LowerOptions opts_;
   std::vector<int> uses_;

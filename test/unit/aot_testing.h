@@ -51,11 +51,16 @@ struct TestGraph {
     return v;
   }
 
+  /// A user input of dtype `t` with uniform random values in [lo, hi).
+  ValueId random_input(const std::string& name, DType t, std::vector<int64_t> sizes,
+                       double lo = -1.0, double hi = 1.0) {
+    return input_values(name, t, sizes, random_values(meta(t, sizes).numel(), lo, hi));
+  }
+
   /// A float64 user input with uniform random values in [lo, hi).
   ValueId input(const std::string& name, std::vector<int64_t> sizes, double lo = -1.0,
                 double hi = 1.0) {
-    return input_values(name, DType::F64, sizes,
-                        random_values(meta(DType::F64, sizes).numel(), lo, hi));
+    return random_input(name, DType::F64, std::move(sizes), lo, hi);
   }
 
   /// A parameter (or buffer) with random float64 values, stored in g.weights under `fqn`.

@@ -356,9 +356,7 @@ TEST_CASE("cuda gpu plan: bf16 convolutions run on cuDNN and match the host refe
   if (!have_cuda()) return;
   TestGraph tg;
   auto in = [&](const char* name, std::vector<int64_t> sizes) {
-    int64_t n = 1;
-    for (int64_t s : sizes) n *= s;
-    return tg.input_values(name, DType::BF16, sizes, tg.random_values(n, -1, 1));
+    return tg.random_input(name, DType::BF16, sizes);
   };
   ValueId x = in("x", {2, 8, 12, 12}), w = in("w", {16, 4, 3, 3}), b = in("b", {16});
   tg.output(
@@ -380,9 +378,7 @@ namespace {
 TestGraph channels_last_chain() {
   TestGraph tg;
   auto in = [&](const char* name, std::vector<int64_t> sizes) {
-    int64_t n = 1;
-    for (int64_t s : sizes) n *= s;
-    return tg.input_values(name, DType::F32, sizes, tg.random_values(n, -1, 1));
+    return tg.random_input(name, DType::F32, sizes);
   };
   ValueId x = in("x", {2, 8, 12, 12}), w1 = in("w1", {16, 8, 3, 3}), b1 = in("b1", {16});
   ValueId w2 = in("w2", {24, 16, 1, 1}), w3 = in("w3", {24, 1, 3, 3});
@@ -432,9 +428,8 @@ TEST_CASE("cuda plan: channels-last convolutions keep NHWC through the chain") {
   CHECK(contains(automatic.fusion_log, "conv layout: NCHW"));
   // `auto` without grouped convolutions: channels-last.
   TestGraph dense;
-  ValueId x = dense.input_values("x", DType::F32, {2, 8, 12, 12},
-                                 dense.random_values(2 * 8 * 12 * 12, -1, 1));
-  ValueId w = dense.input_values("w", DType::F32, {16, 8, 3, 3}, dense.random_values(1152, -1, 1));
+  ValueId x = dense.random_input("x", DType::F32, {2, 8, 12, 12});
+  ValueId w = dense.random_input("w", DType::F32, {16, 8, 3, 3});
   dense.output(dense.op(
       "aten.relu.default",
       {T(dense.op("aten.conv2d.default",
