@@ -5,6 +5,7 @@
 #include "frontend/fxg.h"
 #include "runtime/onednn.h"
 
+#include <array>
 #include <cassert>
 #include <cstdio>
 #include <set>
@@ -103,7 +104,7 @@ std::string render_conv(const PlanExtern& e) {
     return std::string(b);
   };
   std::ostringstream s;
-  s << "  { // " << e.name << ": 2-D convolution (oneDNN in fxc)"
+  s << "  { // " << e.name << ": " << x.size() - 2 << "-D convolution (oneDNN in fxc)"
     << (e.post_ops.empty() ? "" : ", post-ops " + e.post_ops) << "\n";
   s << "    const float* X = " << ptr(e.inputs[0]) << ";\n";
   s << "    const float* Wt = " << ptr(e.inputs[1]) << ";\n";
@@ -119,26 +120,41 @@ std::string render_conv(const PlanExtern& e) {
       s << "};\n";
     }
   }
+  // As a 3-D convolution, the missing spatial dims of size 1 in front.
+  const size_t sp = x.size() - 2, lead = 3 - sp;
+  std::array<int64_t, 3> I, R, O, st, pd, dl;
+  for (size_t i = 0; i < 3; ++i) {
+    bool real = i >= lead;
+    I[i] = real ? x[2 + i - lead] : 1;
+    R[i] = real ? w[2 + i - lead] : 1;
+    O[i] = real ? o[2 + i - lead] : 1;
+    st[i] = real ? e.stride[i - lead] : 1;
+    pd[i] = real ? e.padding[i - lead] : 0;
+    dl[i] = real ? e.dilation[i - lead] : 1;
+  }
   int64_t KG = w[0] / e.groups;
   s << "    for (int64_t n = 0; n < " << x[0] << "; ++n)\n"
     << "      for (int64_t k = 0; k < " << w[0] << "; ++k)\n"
-    << "        for (int64_t oh = 0; oh < " << o[2] << "; ++oh)\n"
-    << "          for (int64_t ow = 0; ow < " << o[3] << "; ++ow) {\n"
+    << "        for (int64_t od = 0; od < " << O[0] << "; ++od)\n"
+    << "        for (int64_t oh = 0; oh < " << O[1] << "; ++oh)\n"
+    << "          for (int64_t ow = 0; ow < " << O[2] << "; ++ow) {\n"
     << "            double v = " << (bias ? "Bias[k]" : "0") << ";\n"
     << "            for (int64_t c = 0; c < " << w[1] << "; ++c)\n"
-    << "              for (int64_t r = 0; r < " << w[2] << "; ++r)\n"
-    << "                for (int64_t q = 0; q < " << w[3] << "; ++q) {\n"
-    << "                  int64_t ih = oh * " << e.stride[0] << " - " << e.padding[0] << " + r * "
-    << e.dilation[0] << ", iw = ow * " << e.stride[1] << " - " << e.padding[1] << " + q * "
-    << e.dilation[1] << ";\n"
-    << "                  if (ih < 0 || ih >= " << x[2] << " || iw < 0 || iw >= " << x[3]
-    << ") continue;\n"
-    << "                  v += double(X[((n * " << x[1] << " + k / " << KG << " * " << w[1]
-    << " + c) * " << x[2] << " + ih) * " << x[3] << " + iw]) * double(Wt[((k * " << w[1]
-    << " + c) * " << w[2] << " + r) * " << w[3] << " + q]);\n"
+    << "              for (int64_t a = 0; a < " << R[0] << "; ++a)\n"
+    << "              for (int64_t r = 0; r < " << R[1] << "; ++r)\n"
+    << "                for (int64_t q = 0; q < " << R[2] << "; ++q) {\n"
+    << "                  int64_t id = od * " << st[0] << " - " << pd[0] << " + a * " << dl[0]
+    << ", ih = oh * " << st[1] << " - " << pd[1] << " + r * " << dl[1] << ", iw = ow * " << st[2]
+    << " - " << pd[2] << " + q * " << dl[2] << ";\n"
+    << "                  if (id < 0 || id >= " << I[0] << " || ih < 0 || ih >= " << I[1]
+    << " || iw < 0 || iw >= " << I[2] << ") continue;\n"
+    << "                  v += double(X[(((n * " << x[1] << " + k / " << KG << " * " << w[1]
+    << " + c) * " << I[0] << " + id) * " << I[1] << " + ih) * " << I[2]
+    << " + iw]) * double(Wt[(((k * " << w[1] << " + c) * " << R[0] << " + a) * " << R[1]
+    << " + r) * " << R[2] << " + q]);\n"
     << "                }\n"
-    << "            int64_t i = ((n * " << o[1] << " + k) * " << o[2] << " + oh) * " << o[3]
-    << " + ow;\n";
+    << "            int64_t i = (((n * " << o[1] << " + k) * " << O[0] << " + od) * " << O[1]
+    << " + oh) * " << O[2] << " + ow;\n";
   if (!e.scale.empty()) s << "            v = v * Scale[k] + Shift[k];\n";
   size_t next = 0;
   for (const onednn::PostOp& op : ops) {

@@ -75,7 +75,7 @@ std::string extern_reason(const LoopProgram& p, const Buffer& b, bool cuda) {
     if (!cuda)
       return "oneDNN convolution" +
              (c.post_ops.empty() ? std::string() : " with post-ops " + c.post_ops) +
-             ": 2-D float32 convolutions run on oneDNN when libdnnl.so.2 is found";
+             ": float32 convolutions (1-D to 3-D) run on oneDNN when libdnnl.so.2 is found";
     return "cuDNN convolution: 2-D convolutions run on cuDNN when it is found";
   case ExternCall::Kind::ConvBackwardData:
     return "cuDNN convolution backward (data): the input gradients of 2-D convolutions run on "

@@ -17,6 +17,7 @@
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/inductor.h"
 #include "runtime/cudnn.h"
+#include "runtime/onednn.h"
 #endif
 
 #include <algorithm>
@@ -170,12 +171,25 @@ bool cudnn_conv_grads(const Compilation& c) {
 #endif
 }
 
+// 3-D convolutions stay whole for oneDNN: inductor for the CPU where oneDNN loads, inference
+// (train graphs keep the 2-D rewrite, whose gradients are 2-D convolutions).
+bool onednn_conv3d(const Compilation& c) {
+#ifdef FXC_HAVE_CODEGEN
+  return c.opts.backend == Backend::Inductor && c.opts.device == DeviceKind::Cpu &&
+         onednn::unavailable_reason().empty();
+#else
+  (void)c;
+  return false;
+#endif
+}
+
 // Stage 3: decompositions, then (train mode) the min-cut rematerialization partitioner on the
 // decomposed joint graph, so both graphs are decomposed exactly as inductor will see them.
 void stage_decompose(Compilation& c) {
   DecomposeOptions dopts;
   dopts.keep_cudnn_conv_backward = cudnn_conv_grads(c);
   if (c.opts.mode == Mode::Inference) {
+    dopts.keep_conv3d = onednn_conv3d(c);
     c.graphs.front().graph = decompose(c.graphs.front().graph, dopts);
     write_graph_artifacts(c, "decompose", "fx_graph_transformed.txt");
     return;

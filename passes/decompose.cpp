@@ -3243,9 +3243,10 @@ ValueId transposed_conv(Emit& e, const DNode& d, ValueId x, ValueId w, const Arg
 /// convolution with transposed=True; an ordinary convolution stays as it is.
 /// A 3-D convolution as kt 2-D convolutions, one per temporal kernel offset, with the output
 /// frames folded into the batch: y[n, :, t] = sum over dt of conv2d(x[n, :, t·st + dt·dt_dil -
-/// pt], w[:, :, dt]). 2-D convolutions run on oneDNN (CPU) and cuDNN (CUDA), 3-D ones would be
-/// im2col and one GEMM. The bias goes to the first; the partial sums and the layout back to
-/// [N, K, T', H', W'] are one pointwise kernel. Kept (empty) when it cannot apply.
+/// pt], w[:, :, dt]). 2-D convolutions run on cuDNN (CUDA), 3-D ones would be im2col and one GEMM
+/// there; inductor for the CPU keeps 3-D ones whole for oneDNN in inference
+/// (DecomposeOptions::keep_conv3d). The bias goes to the first; the partial sums and the layout
+/// back to [N, K, T', H', W'] are one pointwise kernel. Kept (empty) when it cannot apply.
 std::vector<ValueId> conv3d_as_2d(Emit& e, const DNode& d) {
   ValueId x = d.tensor("input"), w = d.tensor("weight");
   const std::vector<int64_t> xs = e.sizes(x), ws = e.sizes(w);
@@ -6152,10 +6153,20 @@ bool cudnn_conv_backward(const Graph& g, const Node& n) {
   return groups >= 1 && xs[1] % groups == 0 && ws[0] % groups == 0 && ws[1] * groups == xs[1];
 }
 
+/// A convolution node of 5-D input and weight, not transposed (keep_conv3d).
+bool conv3d_kept(const Graph& g, const Node& n) {
+  if (n.target != "aten.convolution.default" || n.arg("transposed").b) return false;
+  std::vector<ValueId> in = n.tensor_inputs();
+  return in.size() >= 2 && g.values[size_t(in[0])].meta.sizes.size() == 5 &&
+         g.values[size_t(in[1])].meta.sizes.size() == 5;
+}
+
 Graph decompose(const Graph& g, const DecomposeOptions& opts) {
-  if (!opts.keep_cudnn_conv_backward) return decompose(g);
-  return decompose_selected(
-      g, [](const Graph& cur, const Node& n) { return !cudnn_conv_backward(cur, n); });
+  if (!opts.keep_cudnn_conv_backward && !opts.keep_conv3d) return decompose(g);
+  return decompose_selected(g, [&](const Graph& cur, const Node& n) {
+    if (opts.keep_cudnn_conv_backward && cudnn_conv_backward(cur, n)) return false;
+    return !(opts.keep_conv3d && conv3d_kept(cur, n));
+  });
 }
 
 Graph to_autograd_forms(const Graph& g) {

@@ -32,6 +32,9 @@ struct DecomposeOptions {
   /// Keep convolution_backward nodes that cuDNN computes (cudnn_conv_backward): inductor for
   /// CUDA with cuDNN lowers them to cudnnConvolutionBackwardData/Filter calls.
   bool keep_cudnn_conv_backward = false;
+  /// Keep 3-D convolutions (not transposed) whole instead of rewriting them as 2-D ones over the
+  /// frames: inductor for the CPU with oneDNN runs them natively (inference).
+  bool keep_conv3d = false;
 };
 Graph decompose(const Graph& g, const DecomposeOptions& opts);
 

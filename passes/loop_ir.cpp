@@ -788,8 +788,10 @@ std::string extern_kind_suffix(const ExternCall& c) {
   case ExternCall::Kind::Conv:
   case ExternCall::Kind::ConvBackwardData:
   case ExternCall::Kind::ConvBackwardFilter: {
-    auto pair = [](const std::array<int64_t, 2>& v) {
-      return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+    auto pair = [](const std::vector<int64_t>& v) {
+      std::string s = "[";
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+      return s + "]";
     };
     return std::string(c.op == "onednn_convolution" ? " (onednn" : " (cudnn") + ", stride " +
            pair(c.stride) + ", padding " + pair(c.padding) + ", dilation " + pair(c.dilation) +

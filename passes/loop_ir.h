@@ -211,7 +211,8 @@ struct ExternCall;
 std::string extern_kind_suffix(const ExternCall& c);
 
 struct ExternCall {
-  /// Gemm: BLAS. Fallback: the reference kernel. Conv: 2-D convolution (cuDNN; oneDNN on the CPU).
+  /// Gemm: BLAS. Fallback: the reference kernel. Conv: convolution (cuDNN, 2-D; oneDNN on the CPU,
+  /// 1-D to 3-D).
   /// ConvBackwardData / ConvBackwardFilter: a 2-D convolution's input / weight gradient (cuDNN,
   /// CUDA plans only; op "convolution_backward_data" / "convolution_backward_filter").
   enum class Kind : uint8_t { Gemm, Fallback, Conv, ConvBackwardData, ConvBackwardFilter };
@@ -224,8 +225,8 @@ struct ExternCall {
   /// forward convolution's).
   std::vector<ExternOperand> operands;
   GemmEpilogue epilogue = GemmEpilogue::None; ///< Gemm only
-  /// Conv only: {h, w} each, and the group count.
-  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  /// Conv only: one value per spatial dim each ({h, w} for cuDNN), and the group count.
+  std::vector<int64_t> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
   /// Conv on CUDA: x and w are channels-last ([N, C, H, W] with NHWC strides) and the result
   /// buffer is [N, OH, OW, K] (NHWC); no bias operand.

@@ -249,13 +249,12 @@ private:
           if (e == gemm_epilogue_name(g)) call.epilogue = g, found = true;
         if (!found) fail("unknown gemm epilogue '" + e + "'");
       }
-    } else if (c.eat("cudnn")) {
+    } else if (c.eat("cudnn") || c.eat("onednn")) {
       call.kind = ExternCall::Kind::Conv;
-      auto pair = [&](const std::string& what, std::array<int64_t, 2>& v) {
+      auto pair = [&](const std::string& what, std::vector<int64_t>& v) {
         need(c, ", " + what + " ");
-        std::vector<int64_t> l = int_list(c, "[", "]");
-        if (l.size() != 2) fail(what + " takes two values");
-        v = {l[0], l[1]};
+        v = int_list(c, "[", "]");
+        if (v.empty() || v.size() > 3) fail(what + " takes one to three values");
       };
       pair("stride", call.stride);
       pair("padding", call.padding);
@@ -263,6 +262,7 @@ private:
       need(c, ", groups ");
       call.groups = integer(c);
       if (c.eat(", channels_last")) call.channels_last = true;
+      if (c.eat(", post-ops ")) call.post_ops = word(c, ")"); // a folded scale is not printed
       if (call.op == "convolution_backward_data") call.kind = ExternCall::Kind::ConvBackwardData;
       if (call.op == "convolution_backward_filter")
         call.kind = ExternCall::Kind::ConvBackwardFilter;

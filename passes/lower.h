@@ -38,9 +38,9 @@ struct LowerOptions {
   std::string no_cudnn_reason;
   /// CUDA with cuDNN: the layout of 2-D convolutions (ConvLayout); ignored elsewhere.
   ConvLayout conv_layout = ConvLayout::Nchw;
-  /// CPU: float32 2-D convolutions (grouped and depthwise included) become oneDNN calls with the
-  /// bias, activations and a residual add that follow fused as post-ops (else im2col + BLAS,
-  /// logged with `no_onednn_reason`).
+  /// CPU: float32 convolutions of 1 to 3 spatial dims (grouped and depthwise included) become
+  /// oneDNN calls with the bias, activations and a residual add that follow fused as post-ops
+  /// (else im2col + BLAS, logged with `no_onednn_reason`).
   bool onednn = false;
   std::string no_onednn_reason = "not asked for";
   /// A train step's graph: 1x1 convolutions stay on oneDNN even where it runs them gemm-based

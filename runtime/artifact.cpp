@@ -51,7 +51,7 @@ namespace fxc {
 // (A plan is static: its metas never carry symbolic sizes, so write_meta ignores them.)
 static_assert(sizeof(PlanView) == 128, "PlanView changed: update write_view/read_view");
 static_assert(sizeof(PlanKernel) == 136, "PlanKernel changed: update write_kernel/read_kernel");
-static_assert(sizeof(PlanExtern) == 280, "PlanExtern changed: update write_extern/read_extern");
+static_assert(sizeof(PlanExtern) == 304, "PlanExtern changed: update write_extern/read_extern");
 static_assert(sizeof(PlanStep) == 8, "PlanStep changed: update write_plan/read_plan");
 // Plan::arena_cache (168 bytes) is run-time state, never written.
 static_assert(sizeof(Plan) == 368, "Plan changed: update write_plan/read_plan");
@@ -633,8 +633,8 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   if (!known) r.fail(where + ".epilogue", "unknown epilogue '" + epi + "'");
   auto pair = [&](const char* key, int64_t lo) {
     std::vector<int64_t> v = r.ints(j, key, where, lo, INT32_MAX);
-    if (v.size() != 2) r.fail(where + "." + key, "not an {h, w} pair");
-    return std::array<int64_t, 2>{v[0], v[1]};
+    if (v.empty() || v.size() > 3) r.fail(where + "." + key, "not one to three values");
+    return v;
   };
   e.stride = pair("stride", 1);
   e.padding = pair("padding", 0);
@@ -697,10 +697,24 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   } catch (const Error& err) {
     r.fail(where + ".post_ops", err.what());
   }
-  if ((e.inputs.size() - sums != 2 && e.inputs.size() - sums != 3) || e.outputs.size() != 1 ||
-      e.inputs[0].meta.sizes.size() != 4 || e.inputs[1].meta.sizes.size() != 4 ||
-      e.outputs[0].meta.sizes.size() != 4)
-    r.fail(where, "a conv call takes x, w (and a bias) of rank 4 and writes one result");
+  if ((e.inputs.size() - sums != 2 && e.inputs.size() - sums != 3) || e.outputs.size() != 1)
+    r.fail(where, "a conv call takes x, w (and a bias) and writes one result");
+  onednn::ConvShape shape{e.inputs[0].meta.sizes,
+                          e.inputs[1].meta.sizes,
+                          e.outputs[0].meta.sizes,
+                          e.stride,
+                          e.padding,
+                          e.dilation,
+                          e.groups};
+  if (e.channels_last && shape.out.size() == 4) // the result buffer is [N, OH, OW, K]
+    shape.out = {shape.out[0], shape.out[3], shape.out[1], shape.out[2]};
+  if (std::string why = onednn::shape_error(shape); !why.empty())
+    r.fail(where, "conv call: " + why);
+  if (e.channels_last && shape.spatial() != 2) r.fail(where, "a channels-last conv call is 2-D");
+  // The CPU's direct loop and oneDNN read the operands as contiguous tensors.
+  if (!e.channels_last)
+    for (const PlanView* v : {&e.inputs[0], &e.inputs[1], &e.outputs[0]})
+      if (!v->meta.is_contiguous()) r.fail(where, "conv call operands must be contiguous");
   return e;
 }
 

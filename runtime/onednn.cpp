@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <dnnl.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -170,9 +171,34 @@ dnnl_memory_desc_t md(const std::vector<int64_t>& dims, dnnl_format_tag_t tag) {
   return m;
 }
 
+/// The row-major (plain) layout of a tensor of `rank` dims: NCW/NCHW/NCDHW, (g)oi(d)(h)w.
+dnnl_format_tag_t plain_tag(size_t rank) {
+  switch (rank) {
+  case 1:
+    return dnnl_a;
+  case 3:
+    return dnnl_abc;
+  case 4:
+    return dnnl_abcd;
+  case 5:
+    return dnnl_abcde;
+  default:
+    return dnnl_abcdef;
+  }
+}
+
 std::vector<int64_t> weight_dims(const ConvShape& s) {
-  if (s.groups == 1) return {s.w[0], s.w[1], s.w[2], s.w[3]};
-  return {s.groups, s.w[0] / s.groups, s.w[1], s.w[2], s.w[3]};
+  if (s.groups == 1) return s.w;
+  std::vector<int64_t> d = {s.groups, s.w[0] / s.groups};
+  d.insert(d.end(), s.w.begin() + 1, s.w.end());
+  return d;
+}
+
+/// Whether every spatial dim is 1x..x1, unstrided and unpadded: one sgemm per image.
+bool pointwise_window(const ConvShape& s) {
+  for (size_t i = 0; i < s.spatial(); ++i)
+    if (s.w[2 + i] != 1 || s.stride[i] != 1 || s.padding[i] != 0) return false;
+  return true;
 }
 
 /// A reorder primitive from `from` to `to`, or null when they are the same layout.
@@ -203,19 +229,20 @@ std::unique_ptr<Prepared> make_conv(const ConvShape& s, const std::vector<PostOp
     return nullptr;
   }
   auto p = std::make_unique<Prepared>();
-  std::vector<int64_t> xd(s.x.begin(), s.x.end()), od(s.out.begin(), s.out.end());
+  const size_t sp = s.spatial();
   std::vector<int64_t> wd = weight_dims(s);
-  p->plain_src = md(xd, dnnl_nchw);
-  p->plain_dst = md(od, dnnl_nchw);
-  p->plain_w = md(wd, s.groups == 1 ? dnnl_oihw : dnnl_goihw);
-  dnnl_memory_desc_t src_any = md(xd, dnnl_format_tag_any), dst_any = md(od, dnnl_format_tag_any),
-                     w_any = md(wd, dnnl_format_tag_any), bias_md = md({s.w[0]}, dnnl_x);
-  dnnl_dims_t strides = {s.stride[0], s.stride[1]};
-  dnnl_dims_t dil = {s.dilation[0] - 1, s.dilation[1] - 1}; // oneDNN counts the gaps
-  dnnl_dims_t pl = {s.padding[0], s.padding[1]};
-  // Right padding: what makes the output size PyTorch computed (floor division).
-  dnnl_dims_t pr;
-  for (int i = 0; i < 2; ++i) {
+  p->plain_src = md(s.x, plain_tag(s.x.size()));
+  p->plain_dst = md(s.out, plain_tag(s.out.size()));
+  p->plain_w = md(wd, plain_tag(wd.size()));
+  dnnl_memory_desc_t src_any = md(s.x, dnnl_format_tag_any),
+                     dst_any = md(s.out, dnnl_format_tag_any), w_any = md(wd, dnnl_format_tag_any),
+                     bias_md = md({s.w[0]}, dnnl_x);
+  dnnl_dims_t strides, dil, pl, pr;
+  for (size_t i = 0; i < sp; ++i) {
+    strides[i] = s.stride[i];
+    dil[i] = s.dilation[i] - 1; // oneDNN counts the gaps
+    pl[i] = s.padding[i];
+    // Right padding: what makes the output size PyTorch computed (floor division).
     int64_t in = s.x[2 + i], k = (s.w[2 + i] - 1) * s.dilation[i] + 1;
     pr[i] = (s.out[2 + i] - 1) * s.stride[i] + k - in - s.padding[i];
   }
@@ -289,8 +316,7 @@ std::unique_ptr<Prepared> make_conv(const ConvShape& s, const std::vector<PostOp
     // oneDNN's gemm convolution is one sgemm for a 1x1, stride-1, unpadded, ungrouped kernel
     // and im2col + sgemm otherwise (3x3 64->64 at 28x28: 6.0 ms, against 1.8 ms blocked with
     // the two reorders).
-    bool plain_gemm = s.groups == 1 && s.w[2] == 1 && s.w[3] == 1 && s.stride[0] == 1 &&
-                      s.stride[1] == 1 && s.padding[0] == 0 && s.padding[1] == 0;
+    bool plain_gemm = s.groups == 1 && pointwise_window(s);
     bool slow = name.find("ref") != std::string::npos ||
                 (name.find("gemm") != std::string::npos && !plain_gemm);
     if (attempt == 0 && slow) {
@@ -365,11 +391,9 @@ void reorder(dnnl_primitive_t r, const dnnl_memory_desc_t& from, const void* src
 
 ConvShape shape_of(const PlanExtern& e) {
   ConvShape s;
-  for (int i = 0; i < 4; ++i) {
-    s.x[i] = e.inputs[0].meta.sizes[i];
-    s.w[i] = e.inputs[1].meta.sizes[i];
-    s.out[i] = e.outputs[0].meta.sizes[i];
-  }
+  s.x = e.inputs[0].meta.sizes;
+  s.w = e.inputs[1].meta.sizes;
+  s.out = e.outputs[0].meta.sizes;
   s.stride = e.stride;
   s.padding = e.padding;
   s.dilation = e.dilation;
@@ -388,7 +412,8 @@ int count_sums(const std::vector<PostOp>& ops) {
 void prepare_weights(Prepared& p, const PlanExtern& e, const float* w, const float* bias,
                      const std::string& source) {
   const auto& ws = e.inputs[1].meta.sizes;
-  int64_t K = ws[0], per = ws[1] * ws[2] * ws[3];
+  int64_t K = ws[0], per = 1;
+  for (size_t i = 1; i < ws.size(); ++i) per *= ws[i];
   const float* src = w;
   std::vector<float> scaled;
   if (!e.scale.empty()) {
@@ -477,10 +502,11 @@ const ConvVerdict& conv_verdict(const ConvShape& shape, const std::vector<PostOp
   static std::mutex mu;
   static std::map<std::string, ConvVerdict>* memo = new std::map<std::string, ConvVerdict>;
   std::string key;
-  for (const auto* a : {&shape.x, &shape.w, &shape.out})
+  for (const auto* a :
+       {&shape.x, &shape.w, &shape.out, &shape.stride, &shape.padding, &shape.dilation}) {
     for (int64_t v : *a) key += std::to_string(v) + ",";
-  for (const auto* a : {&shape.stride, &shape.padding, &shape.dilation})
-    for (int64_t v : *a) key += std::to_string(v) + ",";
+    key += "|";
+  }
   key += std::to_string(shape.groups) + (shape.bias ? ",b" : ",-");
   for (const PostOp& op : post_ops) key += ";" + post_op_token(op);
   {
@@ -574,7 +600,8 @@ void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& 
     if (!p) throw Error(source, "oneDNN convolution: " + why, e.name);
   }
   set_threads(pool.size());
-  int64_t out_numel = s.out[0] * s.out[1] * s.out[2] * s.out[3];
+  int64_t out_numel = 1;
+  for (int64_t d : s.out) out_numel *= d;
   // The residual of a `sum` is what dst holds before the convolution adds to it.
   if (sums > 1) throw Error(source, "oneDNN convolution: more than one sum post-op", e.name);
   const void* src = x;
@@ -609,33 +636,73 @@ void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& 
 void conv_direct(const ConvShape& s, const float* x, const float* w, const float* bias,
                  const float* scale, const float* shift, const std::vector<const float*>& extra,
                  const std::vector<PostOp>& post_ops, float* out, ThreadPool& pool) {
-  int64_t N = s.x[0], C = s.x[1], H = s.x[2], W = s.x[3];
-  int64_t K = s.w[0], CG = s.w[1], R = s.w[2], S = s.w[3];
-  int64_t OH = s.out[2], OW = s.out[3], KG = K / s.groups;
+  // As a 3-D convolution, the missing spatial dims of size 1 in front.
+  const size_t sp = s.spatial(), lead = 3 - sp;
+  std::array<int64_t, 3> I, R, O, st, pd, dl;
+  for (size_t i = 0; i < 3; ++i) {
+    bool real = i >= lead;
+    I[i] = real ? s.x[2 + i - lead] : 1;
+    R[i] = real ? s.w[2 + i - lead] : 1;
+    O[i] = real ? s.out[2 + i - lead] : 1;
+    st[i] = real ? s.stride[i - lead] : 1;
+    pd[i] = real ? s.padding[i - lead] : 0;
+    dl[i] = real ? s.dilation[i - lead] : 1;
+  }
+  const int64_t N = s.x[0], C = s.x[1], K = s.w[0], CG = s.w[1], KG = K / s.groups;
+  const int64_t Isz = I[0] * I[1] * I[2], Rsz = R[0] * R[1] * R[2], Osz = O[0] * O[1] * O[2];
   pool.parallel_for(N * K, [&](int64_t nk) {
     int64_t n = nk / K, k = nk % K, g = k / KG;
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        double acc = bias ? double(bias[k]) : 0.0;
-        for (int64_t c = 0; c < CG; ++c)
-          for (int64_t r = 0; r < R; ++r) {
-            int64_t ih = oh * s.stride[0] - s.padding[0] + r * s.dilation[0];
-            if (ih < 0 || ih >= H) continue;
-            for (int64_t q = 0; q < S; ++q) {
-              int64_t iw = ow * s.stride[1] - s.padding[1] + q * s.dilation[1];
-              if (iw < 0 || iw >= W) continue;
-              acc += double(x[((n * C + g * CG + c) * H + ih) * W + iw]) *
-                     double(w[((k * CG + c) * R + r) * S + q]);
+    for (int64_t o = 0; o < Osz; ++o) {
+      const int64_t od = o / (O[1] * O[2]), oh = o / O[2] % O[1], ow = o % O[2];
+      double acc = bias ? double(bias[k]) : 0.0;
+      for (int64_t c = 0; c < CG; ++c) {
+        const float* xc = x + (n * C + g * CG + c) * Isz;
+        const float* wc = w + (k * CG + c) * Rsz;
+        for (int64_t a = 0; a < R[0]; ++a) {
+          int64_t id = od * st[0] - pd[0] + a * dl[0];
+          if (id < 0 || id >= I[0]) continue;
+          for (int64_t r = 0; r < R[1]; ++r) {
+            int64_t ih = oh * st[1] - pd[1] + r * dl[1];
+            if (ih < 0 || ih >= I[1]) continue;
+            for (int64_t q = 0; q < R[2]; ++q) {
+              int64_t iw = ow * st[2] - pd[2] + q * dl[2];
+              if (iw < 0 || iw >= I[2]) continue;
+              acc +=
+                  double(xc[(id * I[1] + ih) * I[2] + iw]) * double(wc[(a * R[1] + r) * R[2] + q]);
             }
           }
-        if (scale) acc = acc * double(scale[k]) + double(shift[k]);
-        int64_t o = ((n * K + k) * OH + oh) * OW + ow;
-        size_t next = 0;
-        for (const PostOp& op : post_ops)
-          acc = op.kind == PostOp::Kind::Sum ? acc + double(extra[next++][o]) : apply(op, acc);
-        out[o] = float(acc);
+        }
       }
+      if (scale) acc = acc * double(scale[k]) + double(shift[k]);
+      int64_t at = (n * K + k) * Osz + o;
+      size_t next = 0;
+      for (const PostOp& op : post_ops)
+        acc = op.kind == PostOp::Kind::Sum ? acc + double(extra[next++][at]) : apply(op, acc);
+      out[at] = float(acc);
+    }
   });
+}
+
+std::string shape_error(const ConvShape& s) {
+  const size_t R = s.x.size();
+  if (R < 3 || R > 5 || s.w.size() != R || s.out.size() != R)
+    return "x, w and the result must have one rank among 3, 4 and 5";
+  const size_t sp = R - 2;
+  if (s.stride.size() != sp || s.padding.size() != sp || s.dilation.size() != sp)
+    return "stride, padding and dilation need one value per spatial dim";
+  if (s.groups < 1 || s.w[0] < 1 || s.w[0] % s.groups != 0 || s.x[1] != s.w[1] * s.groups)
+    return "the channels do not match the groups";
+  if (s.out[0] != s.x[0] || s.out[1] != s.w[0]) return "the result is not [N, K, ...]";
+  for (size_t i = 0; i < sp; ++i) {
+    if (s.stride[i] < 1 || s.dilation[i] < 1 || s.padding[i] < 0 || s.w[2 + i] < 1)
+      return "a stride, dilation or kernel size below 1, or a negative padding";
+    int64_t span = (s.w[2 + i] - 1) * s.dilation[i] + 1;
+    int64_t o = (s.x[2 + i] + 2 * s.padding[i] - span) / s.stride[i] + 1;
+    if (s.x[2 + i] + 2 * s.padding[i] < span || o != s.out[2 + i])
+      return "spatial dim " + std::to_string(i) + " of the result is " +
+             std::to_string(s.out[2 + i]) + ", not what the window gives";
+  }
+  return {};
 }
 
 } // namespace fxc::onednn

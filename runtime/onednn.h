@@ -1,4 +1,5 @@
-// oneDNN (libdnnl.so.2) opened with dlopen: CPU 2-D convolutions with fused post-ops.
+// oneDNN (libdnnl.so.2) opened with dlopen: CPU 1-D, 2-D and 3-D convolutions with fused
+// post-ops.
 //
 // fxc never links libdnnl: the functions it uses are resolved into a table when the library is
 // first asked for (types come from dnnl.h at build time). Where libdnnl.so.2 is absent (the GPU
@@ -7,9 +8,9 @@
 //
 // Primitives are made once per plan (prepare_plan, called when a plan is built or loaded): each
 // convolution's primitive descriptor, primitive and, for weights bound at compile time, the
-// weights reordered once into the layout oneDNN prefers. Activations stay NCHW at the call's
-// boundary; src and dst are reordered to and from a blocked layout inside the call when oneDNN
-// prefers one for that shape.
+// weights reordered once into the layout oneDNN prefers. Activations stay NCHW (NCW, NCDHW) at
+// the call's boundary; src and dst are reordered to and from a blocked layout inside the call when
+// oneDNN prefers one for that shape.
 //
 // Threads: Debian's libdnnl is built with OpenMP (libgomp). Every call sets the OpenMP thread
 // count to the size of the plan's thread pool (--threads), and fxc asks libgomp for passive
@@ -55,13 +56,20 @@ std::vector<PostOp> parse_post_ops(const std::string& text);
 /// The token of one post-op (floats written so that they read back exactly).
 std::string post_op_token(const PostOp& op);
 
-/// A convolution's shape: x [N, C, H, W], w [K, C / groups, R, S], out [N, K, OH, OW].
+/// A convolution's shape over 1 to 3 spatial dims: x [N, C, *in], w [K, C / groups, *kernel],
+/// out [N, K, *out]; stride, padding and dilation one value per spatial dim.
 struct ConvShape {
-  std::array<int64_t, 4> x{}, w{}, out{};
-  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  std::vector<int64_t> x, w, out;
+  std::vector<int64_t> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
   bool bias = false;
+  size_t spatial() const { return x.size() - 2; }
 };
+
+/// Empty when the shape is one PyTorch's convolution gives (ranks, channels and groups, every
+/// output size from the window arithmetic); else what is wrong. Checked before any loop reads
+/// operands of these sizes (lowering, artifact loading).
+std::string shape_error(const ConvShape& s);
 
 /// Whether oneDNN makes a float32 forward-inference primitive for the convolution with these
 /// post-ops; empty, else why not. Used by lowering, so that what it fuses always runs.
@@ -83,8 +91,9 @@ void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& 
               ThreadPool& pool, const std::string& source);
 
 /// The direct loop (no oneDNN): out = post_ops(scale · (conv(x, w) + bias) + shift), float32,
-/// NCHW contiguous (bias, scale and shift per output channel, each may be null; scale and shift
-/// together); `extra` are the operands of `sum` post-ops in order. Accumulates in double.
+/// contiguous (NCW, NCHW or NCDHW) (bias, scale and shift per output channel, each may be null;
+/// scale and shift together); `extra` are the operands of `sum` post-ops in order. Accumulates in
+/// double.
 void conv_direct(const ConvShape& s, const float* x, const float* w, const float* bias,
                  const float* scale, const float* shift, const std::vector<const float*>& extra,
                  const std::vector<PostOp>& post_ops, float* out, ThreadPool& pool);

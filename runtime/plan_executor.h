@@ -57,10 +57,10 @@ struct PlanKernel {
 };
 
 struct PlanExtern {
-  /// Gemm: a BLAS product. Fallback: the reference kernel of one node. Conv: a 2-D convolution
-  /// through cuDNN (CUDA plans) or oneDNN (CPU plans, runtime/onednn.h). ConvBackwardData /
-  /// ConvBackwardFilter: the input / weight gradient of a 2-D convolution through cuDNN (CUDA
-  /// plans only).
+  /// Gemm: a BLAS product. Fallback: the reference kernel of one node. Conv: a convolution
+  /// through cuDNN (CUDA plans, 2-D) or oneDNN (CPU plans, 1-D to 3-D, runtime/onednn.h).
+  /// ConvBackwardData / ConvBackwardFilter: the input / weight gradient of a 2-D convolution
+  /// through cuDNN (CUDA plans only).
   enum class Kind : uint8_t { Gemm, Fallback, Conv, ConvBackwardData, ConvBackwardFilter };
   /// Gemm: what the product gets before it is written, as one cuBLASLt epilogue (CUDA plans
   /// only; CPU plans always have None). The bias is one value per output column.
@@ -83,8 +83,9 @@ struct PlanExtern {
   std::shared_ptr<const Graph> graph; ///< Fallback: one node; inputs are its user inputs
   int64_t bytes = 0;                  ///< operand and result bytes
   Epilogue epilogue = Epilogue::None; ///< Gemm only
-  /// Conv only: PyTorch's conv2d arguments, {h, w} each, and the group count.
-  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  /// Conv only: PyTorch's convolution arguments, one value per spatial dim each ({h, w} on CUDA:
+  /// cuDNN runs 2-D ones), and the group count.
+  std::vector<int64_t> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
   /// Conv on CUDA: x and w channels-last (NHWC strides), the output [N, OH, OW, K], no bias.
   bool channels_last = false;

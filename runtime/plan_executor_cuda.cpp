@@ -205,15 +205,26 @@ void run_gemm(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& p
   cuda::CublasLt::get(ctx).matmul(g.p, g.a, g.b, g.bias, g.d, g.c);
 }
 
+/// A convolution argument of a cuDNN call as its {h, w} pair.
+std::array<int64_t, 2> hw(const std::vector<int64_t>& v, const PlanExtern& e,
+                          const std::string& source) {
+  if (v.size() != 2)
+    throw Error(source,
+                "cuDNN convolution calls are 2-D; this one has " + std::to_string(v.size()) +
+                    " spatial dims",
+                e.name);
+  return {v[0], v[1]};
+}
+
 void run_conv(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Plan& plan,
               const PlanExtern& e, const std::string& source) {
   if (e.inputs.size() < 2 || e.inputs.size() > 3 || e.outputs.size() != 1)
     throw Error(source, "convolution call needs x, w (and a bias) and one output", e.name);
   if (e.channels_last && e.inputs.size() != 2)
     throw Error(source, "a channels-last convolution call takes no bias", e.name);
-  std::optional<cuda::Conv2dProblem> p =
-      cuda::conv2d_problem(e.inputs[0].meta, e.inputs[1].meta, e.stride, e.padding, e.dilation,
-                           e.groups, e.channels_last);
+  std::optional<cuda::Conv2dProblem> p = cuda::conv2d_problem(
+      e.inputs[0].meta, e.inputs[1].meta, hw(e.stride, e, source), hw(e.padding, e, source),
+      hw(e.dilation, e, source), e.groups, e.channels_last);
   if (!p)
     throw Error(source,
                 std::string("convolution operands are not ") +
@@ -245,7 +256,8 @@ void run_conv_backward(Context& ctx, const std::vector<uint64_t>& slot_ptr, cons
   const PlanView& w = data ? e.inputs[1] : e.outputs[0];
   const PlanView& dy = data ? e.inputs[0] : e.inputs[1];
   std::optional<cuda::Conv2dProblem> p =
-      cuda::conv2d_problem(x.meta, w.meta, e.stride, e.padding, e.dilation, e.groups);
+      cuda::conv2d_problem(x.meta, w.meta, hw(e.stride, e, source), hw(e.padding, e, source),
+                           hw(e.dilation, e, source), e.groups);
   if (!p || !dy.meta.is_contiguous())
     throw Error(source, "convolution gradient operands are not contiguous NCHW", e.name);
   p->allow_tf32 = plan.conv_tf32;

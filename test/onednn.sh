@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CPU convolutions through oneDNN (runtime/onednn.h): grouped, depthwise, strided, padded and
-# dilated convolutions with and without folded post-ops (bias, relu, clamp, hardswish, silu,
+# CPU convolutions through oneDNN (runtime/onednn.h): 1-D, 2-D and 3-D; grouped, depthwise,
+# strided, padded and dilated convolutions with and without folded post-ops (bias, relu, clamp, hardswish, silu,
 # sigmoid, x * c, a residual add, an inference batch norm) must match the eager reference
 # interpreter; when libdnnl.so.2 is installed each must run as one oneDNN call with the expected
 # post-ops (so the oneDNN path cannot be silently skipped), also from an .fxo artifact (loaded
@@ -90,7 +90,16 @@ case_ sigmoid     "sigmoid linear:0.5:0" 2 4 8  8  4 3 3  1  1   1   2     0    
 case_ batchnorm   hardswish           2  8 12 12 16 3 3  1  1   1   1     0    bn,hardswish
 case_ dw_bn       relu                2 16  9  9 16 3 3  2  1   1   16    0    bn,relu
 case_ dw_dilated  -                   2  8 14 14  8 3 3  1  2   2    8    1    ""
-for name in plain dw_strided grouped dilated conv5x5 batchnorm; do train $name; done
+# 3-D (input [N, C, H, H, W]) and 1-D (input [N, C, W]) convolutions: oneDNN runs them natively
+# (inference; train graphs rewrite 3-D ones as 2-D convolutions over the frames).
+case_ conv3d      relu                2  4  6  7  8 3 3  1  1   1   1     1    relu       3
+case_ conv3d_bn   "sum relu"          1  6  9  8  8 3 1  2  1   1   2     0    bn,sum,relu 3
+case_ conv3d_dw   -                   2  8  5  6  8 3 3  1  2   2   8     1    ""         3
+case_ conv1d      silu                2  8  1 20 12 1 5  1  2   1   4     1    silu       1
+case_ conv1d_pw   "sum"               2  8  1 16 16 1 1  1  0   1   1     0    sum        1
+# A bias along the last dim (as long as K) is no per-channel constant: not folded.
+case_ lastbias    -                   2  4  6  8  8 3 3  1  1   1   1     0    lastbias
+for name in plain dw_strided grouped dilated conv5x5 batchnorm conv3d conv1d; do train $name; done
 if [ $have_dnnl = 1 ]; then
   has "batch norm folded into the weights" "$tmp/batchnorm.log" "per-channel affine (folded into the weights)"
 fi

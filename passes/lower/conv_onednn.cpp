@@ -1,4 +1,5 @@
-// Lowering of CPU 2-D convolutions to oneDNN calls, with the ops that follow folded as post-ops.
+// Lowering of CPU convolutions (1-D to 3-D) to oneDNN calls, with the ops that follow folded as
+// post-ops.
 #include "passes/lower/lower_util.h"
 
 #include "runtime/onednn.h"
@@ -90,21 +91,27 @@ std::optional<PostOp> unary_post_op(const Node& nd) {
   return std::nullopt;
 }
 
-/// The values of `v` when it is one per output channel (sizes [K], [K, 1, 1] or [1, K, 1, 1])
-/// and computed from weights alone by views and simple arithmetic (batch norm's running
-/// statistics, rsqrt(var + eps), its weight and bias), evaluated here in double; else nullopt.
+/// The values of `v` when it is one per output channel and computed from weights alone by views
+/// and simple arithmetic (batch norm's running statistics, rsqrt(var + eps), its weight and
+/// bias), evaluated here in double; else nullopt. `rank`: the rank of the convolution's result
+/// that `v` broadcasts against ([K, 1, 1] or [1, K, 1, 1] for a 2-D one: K lines up with the
+/// channel dim); 0 inside the computation, where any shape of K elements does.
 std::optional<std::vector<double>> channel_constant(const Lowerer& L, ValueId v, int64_t K,
-                                                    int depth = 0) {
+                                                    size_t rank, int depth = 0) {
   const Graph& g = L.g();
   if (v < 0 || depth > 16) return std::nullopt;
   const TensorMeta& m = g.values[v].meta;
   int64_t numel = 1;
   for (int64_t d : m.sizes) numel *= d;
   if (numel != K || (m.dtype != DType::F32 && m.dtype != DType::F64)) return std::nullopt;
-  bool channel_shape =
-      m.sizes.size() == 1 || (m.sizes.size() == 3 && m.sizes[1] == 1 && m.sizes[2] == 1) ||
-      (m.sizes.size() == 4 && m.sizes[0] == 1 && m.sizes[2] == 1 && m.sizes[3] == 1);
-  if (!channel_shape) return std::nullopt;
+  if (rank) {
+    // Dim j of v lines up with dim j + rank - r of the result; dim 1 must be the one of size K.
+    const size_t r = m.sizes.size();
+    if (r > rank || r + 1 < rank) return std::nullopt;
+    const size_t j = 1 + r - rank;
+    for (size_t i = 0; i < r; ++i)
+      if (m.sizes[i] != (i == j ? K : 1)) return std::nullopt;
+  }
   int prod = g.values[v].producer;
   if (prod < 0) {
     for (const GraphInput& in : g.inputs) {
@@ -124,8 +131,8 @@ std::optional<std::vector<double>> channel_constant(const Lowerer& L, ValueId v,
   if (t == "aten.view.default" || t == "aten._unsafe_view.default" || t == "aten.reshape.default" ||
       t == "aten.unsqueeze.default" || t == "aten.squeeze.dim" || t == "aten.clone.default" ||
       t == "aten._to_copy.default")
-    return channel_constant(L, self, K, depth + 1);
-  auto a = channel_constant(L, self, K, depth + 1);
+    return channel_constant(L, self, K, 0, depth + 1);
+  auto a = channel_constant(L, self, K, 0, depth + 1);
   if (!a) return std::nullopt;
   if (t == "aten.rsqrt.default" || t == "aten.sqrt.default" || t == "aten.reciprocal.default") {
     for (double& x : *a)
@@ -139,7 +146,7 @@ std::optional<std::vector<double>> channel_constant(const Lowerer& L, ValueId v,
   if (scalar_arg(nd, "other", &c))
     b = std::vector<double>(size_t(K), c);
   else
-    b = channel_constant(L, tensor_arg(nd, "other"), K, depth + 1);
+    b = channel_constant(L, tensor_arg(nd, "other"), K, 0, depth + 1);
   if (!b) return std::nullopt;
   double alpha = 1;
   if (const Arg* al = find_arg(nd, "alpha")) alpha = al->scalar();
@@ -211,21 +218,23 @@ std::optional<PostOp> two_use_post_op(const Lowerer& L, ValueId x, const TensorM
 } // namespace
 
 bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
-                       const std::array<int64_t, 2>& stride, const std::array<int64_t, 2>& padding,
-                       const std::array<int64_t, 2>& dilation, int64_t groups) {
+                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                       const std::vector<int64_t>& dilation, int64_t groups) {
   const Node& nd = L.node(n);
   const TensorMeta& m = L.out_meta(n);
   onednn::ConvShape shape;
-  for (int i = 0; i < 4; ++i) {
-    shape.x[i] = x.sizes[i];
-    shape.w[i] = w.sizes[i];
-    shape.out[i] = m.sizes[i];
-  }
+  shape.x = x.sizes;
+  shape.w = w.sizes;
+  shape.out = m.sizes;
   shape.stride = stride;
   shape.padding = padding;
   shape.dilation = dilation;
   shape.groups = groups;
   shape.bias = bias != nullptr;
+  if (std::string why = onednn::shape_error(shape); !why.empty()) {
+    L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target + "): " + why);
+    return false;
+  }
   if (std::string why = onednn::check_conv(shape, {}); !why.empty()) {
     L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target + "): " + why);
     return false;
@@ -241,8 +250,9 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
   // slower and summed in another order) or have only the reference kernel (grouped ones).
   // Train steps keep oneDNN (LowerOptions::train): squeezenet1_1's gradients of its first layers
   // differ from PyTorch's by up to 0.4% when a forward rounded otherwise flips a ReLU.
-  const bool pointwise = !L.options().train && groups == 1 && shape.w[2] == 1 && shape.w[3] == 1 &&
-                         stride[0] == 1 && stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
+  bool pointwise = !L.options().train && groups == 1 && shape.spatial() == 2;
+  for (size_t i = 0; i < shape.spatial(); ++i)
+    pointwise = pointwise && shape.w[2 + i] == 1 && stride[i] == 1 && padding[i] == 0;
   if (std::string impl = pointwise ? onednn::conv_impl_name(shape, {}) : std::string();
       impl.find("gemm") != std::string::npos) {
     L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target +
@@ -280,7 +290,7 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
       bool commutes = t == "aten.add.Tensor" || t == "aten.mul.Tensor";
       bool binary = commutes || t == "aten.sub.Tensor" || t == "aten.div.Tensor";
       if (binary && (s == cur || (commutes && o == cur)) && s != o && unit_alpha(un)) {
-        auto c = channel_constant(L, s == cur ? o : s, K);
+        auto c = channel_constant(L, s == cur ? o : s, K, m.sizes.size());
         bool planted = !inject.empty() && op_base_name(t) == inject;
         if (c && !planted) {
           for (int64_t k = 0; k < K; ++k) {

@@ -398,10 +398,18 @@ void lower_convolution(Lowerer& L, int n) {
     L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target +
                        "): cuDNN not used: " + lo.no_cudnn_reason + "; im2col + cuBLASLt instead");
   }
-  if (!lo.cuda && conv2d && x.dtype == DType::F32 && m.dtype == DType::F32 &&
-      (!bias || bias->dtype == DType::F32)) {
-    if (lo.onednn &&
-        lower_conv_onednn(L, n, x, w, bias, {st[0], st[1]}, {pd[0], pd[1]}, {dl[0], dl[1]}, groups))
+  // On the CPU: 1-D to 3-D convolutions through oneDNN.
+  const size_t rank = x.sizes.size();
+  bool conv_any = !transposed && rank >= 3 && rank <= 5 && w.sizes.size() == rank &&
+                  m.sizes.size() == rank && groups >= 1;
+  auto per_dim = [&](const char* name) {
+    std::vector<int64_t> v = nd.arg(name).ints;
+    return v.size() == 1 ? std::vector<int64_t>(rank - 2, v[0]) : v;
+  };
+  if (!lo.cuda && conv_any && x.dtype == DType::F32 && w.dtype == DType::F32 &&
+      m.dtype == DType::F32 && (!bias || bias->dtype == DType::F32)) {
+    if (lo.onednn && lower_conv_onednn(L, n, x, w, bias, per_dim("stride"), per_dim("padding"),
+                                       per_dim("dilation"), groups))
       return;
     if (!lo.onednn)
       L.p_.log.push_back(
@@ -483,7 +491,7 @@ void lower_convolution_backward(Lowerer& L, int n) {
   LVal& w = L.input(n, "weight");
   auto two = [&](const char* name) {
     std::vector<int64_t> v = nd.arg(name).ints;
-    return std::array<int64_t, 2>{v[0], v.size() == 2 ? v[1] : v[0]};
+    return std::vector<int64_t>{v[0], v.size() == 2 ? v[1] : v[0]};
   };
   std::vector<bool> mask = nd.arg("output_mask").bools;
   mask.resize(3, false);

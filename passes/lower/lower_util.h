@@ -142,11 +142,12 @@ std::span<const OpTable<LowerFn>::Row> pointwise_rules();
 std::span<const OpTable<LowerFn>::Row> reduction_rules();
 std::span<const OpTable<LowerFn>::Row> norm_rules();
 std::span<const OpTable<LowerFn>::Row> linalg_rules();
-/// A float32 CPU convolution as a oneDNN call with the ops after it folded as post-ops
-/// (passes/lower/conv_onednn.cpp); false (logged) when oneDNN cannot run it.
+/// A float32 CPU convolution (1 to 3 spatial dims; stride, padding and dilation one value per
+/// dim) as a oneDNN call with the ops after it folded as post-ops (passes/lower/conv_onednn.cpp);
+/// false (logged) when oneDNN cannot run it.
 bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
-                       const std::array<int64_t, 2>& stride, const std::array<int64_t, 2>& padding,
-                       const std::array<int64_t, 2>& dilation, int64_t groups);
+                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                       const std::vector<int64_t>& dilation, int64_t groups);
 /// A 1-D or 3-D (any of 1-3 spatial dims), ungrouped convolution as im2col and one batched GEMM
 /// (passes/lower/conv_nd.cpp); false when the node is not one.
 bool lower_conv_nd_im2col(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,

@@ -355,6 +355,17 @@ TEST_CASE("decompose: a 3-D convolution is 2-D convolutions over the frames") {
       CHECK(d.values[n.arg("input").tensor].meta.dim() == 4);
     }
   CHECK(convs == 3 + 1 + 3); // one per temporal kernel offset
+  // For oneDNN (inductor on the CPU, inference) 3-D convolutions stay whole.
+  DecomposeOptions keep;
+  keep.keep_conv3d = true;
+  Graph k = decompose(tg.g, keep);
+  convs = 0;
+  for (const Node& n : k.nodes)
+    if (n.target == "aten.convolution.default") {
+      ++convs;
+      CHECK(k.values[n.arg("input").tensor].meta.dim() == 5);
+    }
+  CHECK(convs == 3);
 }
 
 TEST_CASE("decompose: in-place distributions draw what their functional ops draw") {

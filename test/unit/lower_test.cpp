@@ -6,6 +6,7 @@
 #include "passes/loop_ir_parse.h"
 #include "passes/lower.h"
 #include "runtime/compare.h"
+#include "runtime/onednn.h"
 
 #include <cmath>
 #include <doctest/doctest.h>
@@ -316,8 +317,8 @@ TEST_CASE("lower: convolution_backward on CUDA with cuDNN is two cuDNN calls and
   CHECK(calls[0]->sizes == std::vector<int64_t>{2, 3, 7, 6});
   CHECK(calls[1]->call.kind == ExternCall::Kind::ConvBackwardFilter);
   CHECK(calls[1]->sizes == std::vector<int64_t>{4, 3, 3, 2});
-  CHECK(calls[1]->call.stride == std::array<int64_t, 2>{2, 1});
-  CHECK(calls[1]->call.dilation == std::array<int64_t, 2>{1, 2});
+  CHECK(calls[1]->call.stride == std::vector<int64_t>{2, 1});
+  CHECK(calls[1]->call.dilation == std::vector<int64_t>{1, 2});
   CHECK(count_kind(lp, Buffer::Kind::Reduction) == 1); // the bias gradient
   std::string text = print_loop_program(lp);
   CHECK(text.find("convolution_backward_filter (cudnn, stride [2, 1], padding [1, 1], dilation "
@@ -417,4 +418,71 @@ TEST_CASE("lower: linear and cubic upsampling run one pass per dim, innermost fi
   // Downsampling keeps the one-kernel form.
   more.output(more.op("aten.upsample_bilinear2d.default", {T(y), Is({3, 2}), B(false)}));
   check_compiled(more);
+}
+
+TEST_CASE("lower: 3-D and 1-D convolutions are oneDNN calls on the CPU; the IR reads back") {
+  if (!onednn::unavailable_reason().empty()) {
+    MESSAGE("skipped: " << onednn::unavailable_reason());
+    return;
+  }
+  TestGraph tg;
+  ValueId x = tg.random_input("x", DType::F32, {2, 4, 5, 6, 7});
+  ValueId w = tg.random_input("w", DType::F32, {8, 2, 3, 3, 1});
+  ValueId y = tg.op("aten.convolution.default", {T(x),
+                                                 T(w),
+                                                 {"", Arg::none()},
+                                                 Is({1, 2, 1}),
+                                                 Is({1, 1, 0}),
+                                                 Is({2, 1, 1}),
+                                                 B(false),
+                                                 Is({0, 0, 0}),
+                                                 I(2)});
+  tg.output(tg.op("aten.relu.default", {T(y)}));
+  ValueId a = tg.random_input("a", DType::F32, {2, 4, 20});
+  ValueId v = tg.random_input("v", DType::F32, {6, 4, 5});
+  tg.output(
+      tg.op("aten.convolution.default",
+            {T(a), T(v), {"", Arg::none()}, Is({2}), Is({2}), Is({1}), B(false), Is({0}), I(1)}));
+  LowerOptions lo;
+  lo.onednn = true;
+  LoopProgram lp = lower(tg.g, lo);
+  std::vector<const Buffer*> calls;
+  for (auto& buf : lp.buffers)
+    if (buf.kind == Buffer::Kind::Extern) calls.push_back(&buf);
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0]->call.op == "onednn_convolution");
+  CHECK(calls[0]->call.stride == std::vector<int64_t>{1, 2, 1});
+  CHECK(calls[0]->call.padding == std::vector<int64_t>{1, 1, 0});
+  CHECK(calls[0]->call.post_ops == "relu");
+  CHECK(calls[0]->sizes == std::vector<int64_t>{2, 8, 3, 3, 7});
+  CHECK(calls[1]->call.dilation == std::vector<int64_t>{1});
+  CHECK(calls[1]->sizes == std::vector<int64_t>{2, 6, 10});
+  std::string text = print_loop_program(lp);
+  CHECK(text.find("onednn_convolution (onednn, stride [1, 2, 1], padding [1, 1, 0], dilation "
+                  "[2, 1, 1], groups 2, post-ops relu)(x") != std::string::npos);
+  LoopProgram back = parse_loop_program(text, "<test>");
+  CHECK(print_loop_program(back) == text);
+  CHECK(back.buffers[size_t(calls[0] - lp.buffers.data())].call.post_ops == "relu");
+}
+
+TEST_CASE("onednn: shape_error accepts PyTorch's convolution shapes only") {
+  onednn::ConvShape s{
+      {2, 4, 5, 6, 7}, {8, 2, 3, 3, 1}, {2, 8, 3, 3, 7}, {1, 2, 1}, {1, 1, 0}, {2, 1, 1}, 2};
+  CHECK(onednn::shape_error(s).empty());
+  onednn::ConvShape bad = s;
+  bad.out[3] = 4;
+  CHECK(onednn::shape_error(bad).find("spatial dim 1 of the result is 4") != std::string::npos);
+  bad = s;
+  bad.groups = 3;
+  CHECK(onednn::shape_error(bad).find("groups") != std::string::npos);
+  bad = s;
+  bad.stride = {1, 2};
+  CHECK(onednn::shape_error(bad).find("one value per spatial dim") != std::string::npos);
+  bad = s;
+  bad.w = {8, 2, 3, 3};
+  CHECK(onednn::shape_error(bad).find("one rank") != std::string::npos);
+  // 1-D and 2-D
+  CHECK(onednn::shape_error({{2, 4, 20}, {6, 4, 5}, {2, 6, 10}, {2}, {2}, {1}, 1}).empty());
+  CHECK(onednn::shape_error({{1, 3, 8, 8}, {4, 3, 3, 3}, {1, 4, 8, 8}, {1, 1}, {1, 1}, {1, 1}, 1})
+            .empty());
 }
