@@ -97,7 +97,8 @@ std::string render_conv(const PlanExtern& e) {
   size_t sums = 0;
   for (const onednn::PostOp& op : ops) sums += op.kind == onednn::PostOp::Kind::Sum;
   bool bias = e.inputs.size() - sums == 3;
-  const auto &x = e.inputs[0].meta.sizes, &w = e.inputs[1].meta.sizes, &o = e.outputs[0].meta.sizes;
+  const onednn::ConvShape shape = onednn::shape_of(e); // logical sizes
+  const auto &x = shape.x, &w = shape.w, &o = shape.out;
   auto f = [](float v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.9gf", double(v));
@@ -133,6 +134,10 @@ std::string render_conv(const PlanExtern& e) {
     dl[i] = real ? e.dilation[i - lead] : 1;
   }
   int64_t KG = w[0] / e.groups;
+  // The element strides of a channel and of a spatial position (d, h, w linear) in X and Y.
+  const int64_t Isz = I[0] * I[1] * I[2], Osz = O[0] * O[1] * O[2];
+  const int64_t xc = e.channels_last ? 1 : Isz, xp = e.channels_last ? x[1] : 1;
+  const int64_t yc = e.channels_last ? 1 : Osz, yp = e.channels_last ? o[1] : 1;
   s << "    for (int64_t n = 0; n < " << x[0] << "; ++n)\n"
     << "      for (int64_t k = 0; k < " << w[0] << "; ++k)\n"
     << "        for (int64_t od = 0; od < " << O[0] << "; ++od)\n"
@@ -148,13 +153,13 @@ std::string render_conv(const PlanExtern& e) {
     << " - " << pd[2] << " + q * " << dl[2] << ";\n"
     << "                  if (id < 0 || id >= " << I[0] << " || ih < 0 || ih >= " << I[1]
     << " || iw < 0 || iw >= " << I[2] << ") continue;\n"
-    << "                  v += double(X[(((n * " << x[1] << " + k / " << KG << " * " << w[1]
-    << " + c) * " << I[0] << " + id) * " << I[1] << " + ih) * " << I[2]
-    << " + iw]) * double(Wt[(((k * " << w[1] << " + c) * " << R[0] << " + a) * " << R[1]
-    << " + r) * " << R[2] << " + q]);\n"
+    << "                  v += double(X[n * " << x[1] * Isz << " + (k / " << KG << " * " << w[1]
+    << " + c) * " << xc << " + ((id * " << I[1] << " + ih) * " << I[2] << " + iw) * " << xp
+    << "]) * double(Wt[(((k * " << w[1] << " + c) * " << R[0] << " + a) * " << R[1] << " + r) * "
+    << R[2] << " + q]);\n"
     << "                }\n"
-    << "            int64_t i = (((n * " << o[1] << " + k) * " << O[0] << " + od) * " << O[1]
-    << " + oh) * " << O[2] << " + ow;\n";
+    << "            int64_t i = n * " << o[1] * Osz << " + k * " << yc << " + ((od * " << O[1]
+    << " + oh) * " << O[2] << " + ow) * " << yp << ";\n";
   if (!e.scale.empty()) s << "            v = v * Scale[k] + Shift[k];\n";
   size_t next = 0;
   for (const onednn::PostOp& op : ops) {

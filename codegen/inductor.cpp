@@ -210,6 +210,7 @@ LowerOptions full_lower_options(const InductorOptions& opts) {
   } else {
     lo.no_onednn_reason = onednn::unavailable_reason();
     lo.onednn = lo.no_onednn_reason.empty();
+    lo.conv_layout = opts.conv_layout;
   }
   return lo;
 }

@@ -59,7 +59,8 @@ struct InductorOptions {
   /// CUDA: convolutions through cuDNN when it is found (else im2col + cuBLASLt, logged in the
   /// fusion log and perf hints); false forces im2col + cuBLASLt.
   bool cudnn = true;
-  /// CUDA with cuDNN: the convolutions' layout (LowerOptions::conv_layout; --conv-layout).
+  /// The convolutions' layout (LowerOptions::conv_layout; --conv-layout): cuDNN's on CUDA,
+  /// oneDNN's on the CPU (inference).
   ConvLayout conv_layout = ConvLayout::Nchw;
   /// CUDA: load the PTX and make the runner. false builds the plan and the PTX without touching
   /// a device (for .fxo artifacts: ptx_module()); run() then throws.

@@ -459,7 +459,7 @@ void add_option_fields(CacheKeyBuilder& k, const Options& o, const std::string& 
   if (o.device == DeviceKind::Cuda) k.add("cuda-arch", o.cuda_arch);
   k.add("inject-bug", o.inject_bug);
   if (o.device == DeviceKind::Cuda) k.add("tf32", o.tf32);
-  if (o.device == DeviceKind::Cuda) k.add("conv-layout", o.effective_conv_layout());
+  k.add("conv-layout", o.effective_conv_layout());
   // --dtype rewrites the graph after import: the graph file's digest does not show it.
   k.add("dtype", o.dtype.empty() ? "none" : o.dtype);
   k.add("max-autotune", o.max_autotune ? "1" : "0");

@@ -413,7 +413,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_flag("--no-cuda-graphs", no_cuda_graphs,
                "CUDA: launch every step from the host on every run");
   app.add_option("--conv-layout", o->conv_layout,
-                 "CUDA: layout of cuDNN convolutions and the values computed from them: nhwc "
+                 "layout of convolutions (cuDNN, oneDNN) and the values computed from them: nhwc "
                  "(channels-last), nchw, or auto (the default: nhwc in inference, nchw in train "
                  "mode)")
       ->option_text("auto|nchw|nhwc");

@@ -71,9 +71,9 @@ struct Options {
   /// --cuda-graphs (the default) / --no-cuda-graphs: replay the CUDA plan as one captured CUDA
   /// graph from its second run on, wherever every step can be captured.
   bool cuda_graphs = true;
-  /// --conv-layout=auto|nchw|nhwc: the layout of cuDNN convolutions and of the values computed
-  /// from them. auto (the default): in inference channels-last (NHWC) unless the graph has a
-  /// grouped convolution (ConvLayout::Auto), NCHW in train mode.
+  /// --conv-layout=auto|nchw|nhwc: the layout of convolutions (cuDNN's, oneDNN's) and of the
+  /// values computed from them. auto (the default): in inference channels-last (NHWC; on CUDA
+  /// unless the graph has a grouped convolution, ConvLayout::Auto), NCHW in train mode.
   std::string conv_layout = "auto";
   /// The layout asked of the lowering: "nchw", "nhwc" or "auto" (auto in train mode is "nchw").
   std::string effective_conv_layout() const {

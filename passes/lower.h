@@ -7,16 +7,18 @@
 
 namespace fxc {
 
-/// The layout of CUDA's cuDNN convolutions (--conv-layout; LowerOptions::conv_layout).
+/// The layout of convolutions: cuDNN's on CUDA, oneDNN's on the CPU (--conv-layout;
+/// LowerOptions::conv_layout).
 enum class ConvLayout : uint8_t {
   Nchw, ///< the tensors as the graph has them
-  /// Channels-last: x, w and the result NHWC, and the values computed from the result stored
-  /// NHWC too, as torch.compile's layout optimization does; graph outputs keep their contiguous
-  /// layout (a copy at the end where needed).
+  /// Channels-last: x and the result NHWC (NDHWC for 3-D ones on the CPU; on CUDA the weight
+  /// too), and the values computed from the result stored so as well, as torch.compile's layout
+  /// optimization does; graph outputs keep their contiguous layout (a copy at the end where
+  /// needed).
   Nhwc,
-  /// Nhwc unless the graph has a grouped convolution: cuDNN's depthwise kernels are slow in
+  /// CUDA: Nhwc unless the graph has a grouped convolution: cuDNN's depthwise kernels are slow in
   /// NHWC (H200, float32, batch 8: EfficientNet-B0 2.21 ms against 1.37 NCHW, ConvNeXt-Tiny
-  /// 6.09 against 3.57), and so are generated ones for 7x7 windows.
+  /// 6.09 against 3.57), and so are generated ones for 7x7 windows. CPU: Nhwc.
   Auto,
 };
 
@@ -36,7 +38,8 @@ struct LowerOptions {
   bool cuda = false;
   bool cudnn = false;
   std::string no_cudnn_reason;
-  /// CUDA with cuDNN: the layout of 2-D convolutions (ConvLayout); ignored elsewhere.
+  /// The layout of convolutions (ConvLayout): cuDNN's 2-D ones on CUDA, oneDNN's 2-D and 3-D
+  /// ones on the CPU (inference; train graphs stay NCHW there).
   ConvLayout conv_layout = ConvLayout::Nchw;
   /// CPU: float32 convolutions of 1 to 3 spatial dims (grouped and depthwise included) become
   /// oneDNN calls with the bias, activations and a residual add that follow fused as post-ops

@@ -699,22 +699,26 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   }
   if ((e.inputs.size() - sums != 2 && e.inputs.size() - sums != 3) || e.outputs.size() != 1)
     r.fail(where, "a conv call takes x, w (and a bias) and writes one result");
-  onednn::ConvShape shape{e.inputs[0].meta.sizes,
-                          e.inputs[1].meta.sizes,
-                          e.outputs[0].meta.sizes,
-                          e.stride,
-                          e.padding,
-                          e.dilation,
-                          e.groups};
-  if (e.channels_last && shape.out.size() == 4) // the result buffer is [N, OH, OW, K]
-    shape.out = {shape.out[0], shape.out[3], shape.out[1], shape.out[2]};
+  const onednn::ConvShape shape = onednn::shape_of(e);
   if (std::string why = onednn::shape_error(shape); !why.empty())
     r.fail(where, "conv call: " + why);
-  if (e.channels_last && shape.spatial() != 2) r.fail(where, "a channels-last conv call is 2-D");
-  // The CPU's direct loop and oneDNN read the operands as contiguous tensors.
-  if (!e.channels_last)
-    for (const PlanView* v : {&e.inputs[0], &e.inputs[1], &e.outputs[0]})
-      if (!v->meta.is_contiguous()) r.fail(where, "conv call operands must be contiguous");
+  if (e.channels_last && shape.spatial() == 1) r.fail(where, "a channels-last conv call is 1-D");
+  // The direct loop and oneDNN read x and the `sum` operands in the call's layout (contiguous
+  // or channels-last), the weight contiguous (channels-last on CUDA too), the result as its
+  // buffer.
+  auto laid_out = [&](const PlanView& v) {
+    if (!e.channels_last) return v.meta.is_contiguous();
+    std::vector<int64_t> s = v.meta.sizes, st = v.meta.strides;
+    if (s.size() < 3 || st.size() != s.size()) return false;
+    std::rotate(s.begin() + 1, s.begin() + 2, s.end()); // [N, C, ...] -> [N, ..., C]
+    std::rotate(st.begin() + 1, st.begin() + 2, st.end());
+    return is_contiguous_layout(s, st);
+  };
+  bool ok = laid_out(e.inputs[0]) && e.outputs[0].meta.is_contiguous() &&
+            (e.inputs[1].meta.is_contiguous() || laid_out(e.inputs[1]));
+  for (size_t i = e.inputs.size() - sums; i < e.inputs.size(); ++i)
+    ok = ok && laid_out(e.inputs[i]) && e.inputs[i].meta.sizes == shape.out;
+  if (!ok) r.fail(where, "conv call operands are not laid out as the call reads them");
   return e;
 }
 

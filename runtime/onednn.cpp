@@ -187,6 +187,11 @@ dnnl_format_tag_t plain_tag(size_t rank) {
   }
 }
 
+/// The channels-last layout of an activation of `rank` dims: NWC, NHWC, NDHWC.
+dnnl_format_tag_t channels_last_tag(size_t rank) {
+  return rank == 3 ? dnnl_acb : rank == 4 ? dnnl_acdb : dnnl_acdeb;
+}
+
 std::vector<int64_t> weight_dims(const ConvShape& s) {
   if (s.groups == 1) return s.w;
   std::vector<int64_t> d = {s.groups, s.w[0] / s.groups};
@@ -231,8 +236,9 @@ std::unique_ptr<Prepared> make_conv(const ConvShape& s, const std::vector<PostOp
   auto p = std::make_unique<Prepared>();
   const size_t sp = s.spatial();
   std::vector<int64_t> wd = weight_dims(s);
-  p->plain_src = md(s.x, plain_tag(s.x.size()));
-  p->plain_dst = md(s.out, plain_tag(s.out.size()));
+  p->plain_src = md(s.x, s.channels_last ? channels_last_tag(s.x.size()) : plain_tag(s.x.size()));
+  p->plain_dst =
+      md(s.out, s.channels_last ? channels_last_tag(s.out.size()) : plain_tag(s.out.size()));
   p->plain_w = md(wd, plain_tag(wd.size()));
   dnnl_memory_desc_t src_any = md(s.x, dnnl_format_tag_any),
                      dst_any = md(s.out, dnnl_format_tag_any), w_any = md(wd, dnnl_format_tag_any),
@@ -357,7 +363,10 @@ std::unique_ptr<Prepared> make_conv(const ConvShape& s, const std::vector<PostOp
   if (!p->w_plain && buffers)
     p->w_buf.resize(a.dnnl_memory_desc_get_size(&p->w_md) / sizeof(float));
   if (!why->empty()) return nullptr;
-  p->impl += std::string(p->src_plain ? ", nchw" : ", blocked") + " activations";
+  p->impl += std::string(!p->src_plain     ? ", blocked"
+                         : s.channels_last ? ", channels-last"
+                                           : ", nchw") +
+             " activations";
   return p;
 }
 
@@ -387,18 +396,6 @@ void reorder(dnnl_primitive_t r, const dnnl_memory_desc_t& from, const void* src
              const std::string& name) {
   Mem f(from, src), t(to, dst);
   exec(r, {{DNNL_ARG_FROM, f.m}, {DNNL_ARG_TO, t.m}}, source, name);
-}
-
-ConvShape shape_of(const PlanExtern& e) {
-  ConvShape s;
-  s.x = e.inputs[0].meta.sizes;
-  s.w = e.inputs[1].meta.sizes;
-  s.out = e.outputs[0].meta.sizes;
-  s.stride = e.stride;
-  s.padding = e.padding;
-  s.dilation = e.dilation;
-  s.groups = e.groups;
-  return s;
 }
 
 int count_sums(const std::vector<PostOp>& ops) {
@@ -442,6 +439,29 @@ const float* f32_of(const std::vector<std::shared_ptr<Storage>>& slots, const Pl
 }
 
 } // namespace
+
+ConvShape shape_of(const PlanExtern& e) {
+  ConvShape s;
+  s.x = e.inputs[0].meta.sizes;
+  s.w = e.inputs[1].meta.sizes;
+  s.out = e.outputs[0].meta.sizes;
+  s.channels_last = e.channels_last;
+  if (e.channels_last && s.out.size() >= 3) { // [N, ..., K] -> [N, K, ...]
+    s.out.insert(s.out.begin() + 1, s.out.back());
+    s.out.pop_back();
+  }
+  s.stride = e.stride;
+  s.padding = e.padding;
+  s.dilation = e.dilation;
+  s.groups = e.groups;
+  int sums = 0;
+  try {
+    sums = count_sums(parse_post_ops(e.post_ops));
+  } catch (const Error&) {
+  }
+  s.bias = int(e.inputs.size()) - sums == 3;
+  return s;
+}
 
 const std::string& unavailable_reason() {
   return api().why;
@@ -507,7 +527,8 @@ const ConvVerdict& conv_verdict(const ConvShape& shape, const std::vector<PostOp
     for (int64_t v : *a) key += std::to_string(v) + ",";
     key += "|";
   }
-  key += std::to_string(shape.groups) + (shape.bias ? ",b" : ",-");
+  key += std::to_string(shape.groups) + (shape.bias ? ",b" : ",-") +
+         (shape.channels_last ? ",cl" : ",-");
   for (const PostOp& op : post_ops) key += ";" + post_op_token(op);
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -548,7 +569,6 @@ void prepare_plan(Plan& plan, const std::string& source) {
     if (e.kind != PlanExtern::Kind::Conv) continue;
     std::vector<PostOp> ops = parse_post_ops(e.post_ops);
     ConvShape s = shape_of(e);
-    s.bias = int(e.inputs.size()) - count_sums(ops) == 3;
     ConvShape made = s;
     made.bias = s.bias || !e.scale.empty();
     std::string why;
@@ -576,7 +596,6 @@ void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& 
   std::vector<PostOp> ops = parse_post_ops(e.post_ops);
   int sums = count_sums(ops);
   ConvShape s = shape_of(e);
-  s.bias = int(e.inputs.size()) - sums == 3;
   const float* x = f32_of(slots, e.inputs[0]);
   const float* w = f32_of(slots, e.inputs[1]);
   const float* bias = s.bias ? f32_of(slots, e.inputs[2]) : nullptr;
@@ -650,13 +669,17 @@ void conv_direct(const ConvShape& s, const float* x, const float* w, const float
   }
   const int64_t N = s.x[0], C = s.x[1], K = s.w[0], CG = s.w[1], KG = K / s.groups;
   const int64_t Isz = I[0] * I[1] * I[2], Rsz = R[0] * R[1] * R[2], Osz = O[0] * O[1] * O[2];
+  // Element strides of the channel and of the spatial position (d, h, w linear) in x and the
+  // result: NC(D)HW, or channels-last N(D)HWC.
+  const int64_t xc_st = s.channels_last ? 1 : Isz, xp_st = s.channels_last ? C : 1;
+  const int64_t oc_st = s.channels_last ? 1 : Osz, op_st = s.channels_last ? K : 1;
   pool.parallel_for(N * K, [&](int64_t nk) {
     int64_t n = nk / K, k = nk % K, g = k / KG;
     for (int64_t o = 0; o < Osz; ++o) {
       const int64_t od = o / (O[1] * O[2]), oh = o / O[2] % O[1], ow = o % O[2];
       double acc = bias ? double(bias[k]) : 0.0;
       for (int64_t c = 0; c < CG; ++c) {
-        const float* xc = x + (n * C + g * CG + c) * Isz;
+        const float* xc = x + n * C * Isz + (g * CG + c) * xc_st;
         const float* wc = w + (k * CG + c) * Rsz;
         for (int64_t a = 0; a < R[0]; ++a) {
           int64_t id = od * st[0] - pd[0] + a * dl[0];
@@ -667,14 +690,14 @@ void conv_direct(const ConvShape& s, const float* x, const float* w, const float
             for (int64_t q = 0; q < R[2]; ++q) {
               int64_t iw = ow * st[2] - pd[2] + q * dl[2];
               if (iw < 0 || iw >= I[2]) continue;
-              acc +=
-                  double(xc[(id * I[1] + ih) * I[2] + iw]) * double(wc[(a * R[1] + r) * R[2] + q]);
+              acc += double(xc[((id * I[1] + ih) * I[2] + iw) * xp_st]) *
+                     double(wc[(a * R[1] + r) * R[2] + q]);
             }
           }
         }
       }
       if (scale) acc = acc * double(scale[k]) + double(shift[k]);
-      int64_t at = (n * K + k) * Osz + o;
+      int64_t at = n * K * Osz + k * oc_st + o * op_st;
       size_t next = 0;
       for (const PostOp& op : post_ops)
         acc = op.kind == PostOp::Kind::Sum ? acc + double(extra[next++][at]) : apply(op, acc);

@@ -63,8 +63,15 @@ struct ConvShape {
   std::vector<int64_t> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
   bool bias = false;
+  /// x, the result and `sum` operands channels-last (NHWC, NDHWC; the sizes above stay
+  /// logical); the weight plain.
+  bool channels_last = false;
   size_t spatial() const { return x.size() - 2; }
 };
+
+/// The shape of conv call `e` of a plan (CPU or CUDA): logical sizes, also of a channels-last
+/// call's result buffer ([N, OH, OW, K] is out [N, K, OH, OW]); `bias` from the operand count.
+ConvShape shape_of(const PlanExtern& e);
 
 /// Empty when the shape is one PyTorch's convolution gives (ranks, channels and groups, every
 /// output size from the window arithmetic); else what is wrong. Checked before any loop reads

@@ -73,8 +73,9 @@ warns "--cuda-graphs on the CPU" "argument unused with --device=cpu: '--cuda-gra
   --device=cpu --cuda-graphs --backend=eager --run "$fx/norms.pt2"
 warns "--allow-tf32 on the CPU" "argument unused with --device=cpu: '--allow-tf32'" \
   --device=cpu --allow-tf32 --backend=eager --run "$fx/norms.pt2"
-warns "--conv-layout on the CPU" "argument unused with --device=cpu: '--conv-layout=nhwc'" \
-  --device=cpu --conv-layout=nhwc --backend=eager --run "$fx/norms.pt2"
+check "--conv-layout on the CPU is used (oneDNN's layout)" 0 "$fxc" --device=cpu \
+  --conv-layout=nchw --no-cache --run "$fx/norms.pt2"
+hasnt "--conv-layout on the CPU: no warning" "$tmp/err" "warning"
 warns "--rtol without --expect" "argument unused without --expect: '--rtol'" \
   --device=cpu --rtol=1e-3 --backend=eager --run "$fx/norms.pt2"
 warns "--expect without a run" "argument unused without --run: '--expect" \

@@ -83,7 +83,7 @@ case_ depthwise   -                   2 16 11 11 16 3 3  1  1   1   16    0    "
 case_ dw_strided  relu                2 12 13 13 12 3 3  2  1   1   12    1    relu
 case_ grouped     "clip:0:6"          2  8  9  9 12 3 3  1  0   1   4     1    clamp
 case_ dilated     hardswish           1  6 14 14  8 3 3  1  2   2   1     1    hardswish
-case_ pointwise   blas                2 16  7  7 24 1 1  1  0   1   1     0    sum,relu
+case_ pointwise   "sum relu"          2 16  7  7 24 1 1  1  0   1   1     0    sum,relu
 case_ pw_strided  "sum relu"          2 16  8  8 24 1 1  2  0   1   1     0    sum,relu
 case_ conv5x5     silu                2  4 12 12  8 5 5  2  2   1   1     1    silu
 case_ sigmoid     "sigmoid linear:0.5:0" 2 4 8  8  4 3 3  1  1   1   2     0    sigmoid,scale
@@ -100,6 +100,25 @@ case_ conv1d_pw   "sum"               2  8  1 16 16 1 1  1  0   1   1     0    s
 # A bias along the last dim (as long as K) is no per-channel constant: not folded.
 case_ lastbias    -                   2  4  6  8  8 3 3  1  1   1   1     0    lastbias
 for name in plain dw_strided grouped dilated conv5x5 batchnorm conv3d conv1d; do train $name; done
+if [ $have_dnnl = 1 ]; then
+  # Inference keeps activations channels-last between convolutions (--conv-layout=auto): 2-D and
+  # 3-D calls read and write NHWC / NDHWC; 1-D ones stay NCW.
+  for name in plain depthwise batchnorm conv3d conv3d_bn pointwise; do
+    matches "$name: channels-last call" "$tmp/$name.log" "groups [0-9]+, channels_last"
+  done
+  hasnt "conv1d: no channels-last call" "$tmp/conv1d.log" "channels_last"
+  # NCHW as asked; a 1x1 convolution that oneDNN would run as its gemm-based convolution on NCHW
+  # is fxc's sgemm with a fused epilogue there.
+  for name in pointwise conv3d_bn batchnorm; do
+    check "$name: --conv-layout=nchw matches eager" 0 "$fxc" "$tmp/$name.fxg" --device=cpu \
+      --backend=inductor --no-cache --run --expect "$tmp/$name.ref.safetensors" --rtol 1e-4 \
+      --atol 1e-4 --log=+inductor --conv-layout=nchw
+    hasnt "$name: --conv-layout=nchw: no channels-last call" "$tmp/err" "channels_last"
+    [ $name = pointwise ] || continue
+    matches "pointwise nchw: one sgemm, no oneDNN call" "$tmp/err" "extern calls \(1 matmul, 0 convolution, 0 fallback\)"
+    has "pointwise nchw: says why" "$tmp/err" "slower than a BLAS sgemm with a fused epilogue"
+  done
+fi
 if [ $have_dnnl = 1 ]; then
   has "batch norm folded into the weights" "$tmp/batchnorm.log" "per-channel affine (folded into the weights)"
 fi

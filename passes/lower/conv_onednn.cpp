@@ -231,6 +231,10 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
   shape.dilation = dilation;
   shape.groups = groups;
   shape.bias = bias != nullptr;
+  // Channels-last activations (LowerOptions::conv_layout): x, a residual and the result NHWC
+  // (NDHWC), the weight as the graph has it (reordered once when the plan is prepared).
+  const bool cl = L.channels_last() && channels_last_rank(m.sizes.size());
+  shape.channels_last = cl;
   if (std::string why = onednn::shape_error(shape); !why.empty()) {
     L.p_.log.push_back("im2col: node '" + nd.name + "' (" + nd.target + "): " + why);
     return false;
@@ -250,7 +254,7 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
   // slower and summed in another order) or have only the reference kernel (grouped ones).
   // Train steps keep oneDNN (LowerOptions::train): squeezenet1_1's gradients of its first layers
   // differ from PyTorch's by up to 0.4% when a forward rounded otherwise flips a ReLU.
-  bool pointwise = !L.options().train && groups == 1 && shape.spatial() == 2;
+  bool pointwise = !cl && !L.options().train && groups == 1 && shape.spatial() == 2;
   for (size_t i = 0; i < shape.spatial(); ++i)
     pointwise = pointwise && shape.w[2 + i] == 1 && stride[i] == 1 && padding[i] == 0;
   if (std::string impl = pointwise ? onednn::conv_impl_name(shape, {}) : std::string();
@@ -362,12 +366,17 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
   ExternCall c;
   c.kind = ExternCall::Kind::Conv;
   c.op = "onednn_convolution";
-  c.operands = {L.contiguous_operand(n, x), L.contiguous_operand(n, w)};
+  c.channels_last = cl;
+  c.operands = {cl ? L.channels_last_operand(n, x) : L.contiguous_operand(n, x),
+                L.contiguous_operand(n, w)};
   if (bias) {
     LVal bv = *bias;
     c.operands.push_back(L.contiguous_operand(n, bv));
   }
-  if (residual != kNoValue) c.operands.push_back(L.contiguous_operand(n, L.val(n, residual)));
+  if (residual != kNoValue) {
+    LVal& r = L.val(n, residual);
+    c.operands.push_back(cl ? L.channels_last_operand(n, r) : L.contiguous_operand(n, r));
+  }
   if (affine) {
     c.scale.assign(scale.begin(), scale.end());
     c.shift.assign(shift.begin(), shift.end());
@@ -378,7 +387,7 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
   c.groups = groups;
   for (const PostOp& op : ops)
     c.post_ops += (c.post_ops.empty() ? "" : " ") + onednn::post_op_token(op);
-  int id = L.extern_buffer(n, std::move(c), m.dtype, m.sizes);
+  int id = L.extern_buffer(n, std::move(c), m.dtype, cl ? to_channels_last(m.sizes) : m.sizes);
   std::set<int> origins = {n};
   origins.insert(folded.begin(), folded.end());
   if (!folded.empty()) {
@@ -391,7 +400,7 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
   }
   // Every folded node takes the convolution's (final) value: only the chain reads them.
   for (int f : folded) L.absorbed[f] = nd.outputs[0];
-  L.set_output(n, 0, L.load_of(id, origins));
+  L.set_output(n, 0, cl ? L.load_nhwc(id, origins) : L.load_of(id, origins));
   return true;
 }
 

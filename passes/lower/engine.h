@@ -32,21 +32,42 @@ struct LVal {
   VPtr body;
   int buffer = -1;
   std::set<int> origins; ///< graph node indices computed in `body`
-  /// A 4-D value best stored channels-last (NHWC): it reads a channels-last buffer (a cuDNN
-  /// convolution's result, LowerOptions::channels_last). realize() then stores it so.
+  /// A 4-D or 5-D value best stored channels-last (NHWC, NDHWC): it reads a channels-last buffer
+  /// (a convolution's result, LowerOptions::conv_layout). realize() then stores it so.
   bool channels_last = false;
-  /// The value is the NCHW view of channels-last buffer `nhwc_buffer` ([N, H, W, C]), or -1.
+  /// The value is the NCHW view of channels-last buffer `nhwc_buffer` ([N, H, W, C] or
+  /// [N, D, H, W, C]), or -1.
   int nhwc_buffer = -1;
   /// Whether `body` is a load of a stored buffer (plain or channels-last).
   bool realized() const { return buffer >= 0 || nhwc_buffer >= 0; }
 };
 
-/// Strides of `sizes` [N, C, H, W] laid out channels-last (NHWC); a dim of size 1 may have any.
+/// Whether values of this rank can be stored channels-last: [N, C, H, W] and [N, C, D, H, W].
+inline bool channels_last_rank(size_t rank) {
+  return rank == 4 || rank == 5;
+}
+
+/// The logical dim each dim of a channels-last buffer holds: {0, 2, .., rank - 1, 1}.
+inline std::vector<size_t> channels_last_order(size_t rank) {
+  std::vector<size_t> order = {0};
+  for (size_t d = 2; d < rank; ++d) order.push_back(d);
+  order.push_back(1);
+  return order;
+}
+
+/// `v` ([N, C, ...]) in a channels-last buffer's dim order ([N, ..., C]).
+inline std::vector<int64_t> to_channels_last(const std::vector<int64_t>& v) {
+  std::vector<int64_t> out;
+  for (size_t d : channels_last_order(v.size())) out.push_back(v[d]);
+  return out;
+}
+
+/// Strides of `sizes` [N, C, H, W] (or [N, C, D, H, W]) laid out channels-last (NHWC, NDHWC); a
+/// dim of size 1 may have any.
 inline bool is_channels_last_layout(const std::vector<int64_t>& sizes,
                                     const std::vector<int64_t>& strides) {
-  return sizes.size() == 4 &&
-         is_contiguous_layout({sizes[0], sizes[2], sizes[3], sizes[1]},
-                              {strides[0], strides[2], strides[3], strides[1]});
+  return channels_last_rank(sizes.size()) && strides.size() == sizes.size() &&
+         is_contiguous_layout(to_channels_last(sizes), to_channels_last(strides));
 }
 
 inline std::vector<IndexExpr> make_vars(const std::vector<int64_t>& sizes, int base = 0) {
@@ -69,8 +90,9 @@ public:
   Lowerer(const Graph& g, const LowerOptions& o) : g_(g), opts_(o), uses_(g.use_counts()) {
     p_.source = g.source;
     vals_.resize(g.values.size());
-    channels_last_ = o.cuda && o.cudnn && o.conv_layout != ConvLayout::Nchw;
-    if (channels_last_ && o.conv_layout == ConvLayout::Auto)
+    // CUDA: cuDNN's 2-D convolutions; the CPU: oneDNN's 2-D and 3-D ones (inference).
+    channels_last_ = (o.cuda ? o.cudnn : o.onednn && !o.train) && o.conv_layout != ConvLayout::Nchw;
+    if (channels_last_ && o.cuda && o.conv_layout == ConvLayout::Auto)
       for (const Node& nd : g.nodes) {
         int gi = nd.schema ? nd.schema->index_of("groups") : -1;
         bool conv = nd.target == "aten.convolution.default" || nd.target == "aten.conv2d.default";
@@ -89,8 +111,7 @@ public:
   // ---- helpers used by the lowering rules
   const Graph& g() const { return g_; }
   const LowerOptions& options() const { return opts_; }
-  /// Whether cuDNN convolutions run channels-last (LowerOptions::conv_layout, decided for the
-  /// graph).
+  /// Whether convolutions run channels-last (LowerOptions::conv_layout, decided for the graph).
   bool channels_last() const { return channels_last_; }
   int uses(ValueId v) const { return uses_[v]; }
   /// The one node reading `v` when `v` has exactly one use and is no graph output, else -1.
@@ -170,9 +191,9 @@ public:
     auto vars = make_vars(sizes);
     VPtr body = fn(vars);
     bool cl = false;
-    for (auto* in : inputs) cl |= in && in->channels_last && in->sizes.size() == 4;
+    for (auto* in : inputs) cl |= in && in->channels_last && in->sizes.size() == sizes.size();
     LVal r = make_val(t, std::move(sizes), body, o);
-    r.channels_last = cl && r.sizes.size() == 4;
+    r.channels_last = cl && channels_last_rank(r.sizes.size());
     return r;
   }
   void set_output(int n, int i, LVal v) {
@@ -199,7 +220,8 @@ public:
     r.buffer = -1;
     if (v.realized()) r.origins.clear();
     // [N, C, H, W, 1, ...] of a channels-last reduction (pooling) to [N, C, H, W].
-    r.channels_last = v.channels_last && sizes.size() == 4 && v.sizes.size() >= 4 &&
+    r.channels_last = v.channels_last && channels_last_rank(sizes.size()) &&
+                      v.sizes.size() >= sizes.size() &&
                       std::equal(sizes.begin(), sizes.end(), v.sizes.begin()) &&
                       numel_of(sizes) == numel_of(v.sizes);
     return r;
@@ -236,13 +258,18 @@ public:
     v.buffer = buf;
     return v;
   }
-  /// The [N, C, H, W] view of channels-last buffer `buf` ([N, H, W, C]).
+  /// The [N, C, H, W] ([N, C, D, H, W]) view of channels-last buffer `buf` ([N, H, W, C],
+  /// [N, D, H, W, C]).
   LVal load_nhwc(int buf, std::set<int> origins) {
     const Buffer& b = p_.buffers[buf];
-    assert(b.sizes.size() == 4 && "a channels-last buffer is 4-D");
-    std::vector<int64_t> sizes = {b.sizes[0], b.sizes[3], b.sizes[1], b.sizes[2]};
+    assert(channels_last_rank(b.sizes.size()) && "a channels-last buffer is 4-D or 5-D");
+    const std::vector<size_t> order = channels_last_order(b.sizes.size());
+    std::vector<int64_t> sizes(b.sizes.size());
+    for (size_t j = 0; j < order.size(); ++j) sizes[order[j]] = b.sizes[j];
     auto v = make_vars(sizes);
-    IndexExpr ix = linear_index({v[0], v[2], v[3], v[1]}, contiguous_strides(b.sizes));
+    std::vector<IndexExpr> at_buf;
+    for (size_t d : order) at_buf.push_back(v[d]);
+    IndexExpr ix = linear_index(at_buf, contiguous_strides(b.sizes));
     LVal r = make_val(b.dtype, sizes, v_load(buf, ix, b.dtype), std::move(origins));
     r.channels_last = true;
     r.nhwc_buffer = buf;
@@ -256,11 +283,14 @@ public:
     b.kind = Buffer::Kind::Pointwise;
     b.dtype = v.dtype;
     set_origins(b, v.origins);
-    if (v.channels_last && v.sizes.size() == 4) {
-      // Buffer dims (n, h, w, c): the body's variables 1, 2, 3 (c, h, w) become 3, 1, 2.
-      b.sizes = {v.sizes[0], v.sizes[2], v.sizes[3], v.sizes[1]};
+    if (v.channels_last && channels_last_rank(v.sizes.size())) {
+      // Buffer dims (n, [d,] h, w, c): the body's variable of logical dim order[j] becomes j.
+      const std::vector<size_t> order = channels_last_order(v.sizes.size());
+      b.sizes = to_channels_last(v.sizes);
       b.vars = make_vars(b.sizes);
-      b.body = substitute(v.body, {{0, b.vars[0]}, {1, b.vars[3]}, {2, b.vars[1]}, {3, b.vars[2]}});
+      std::map<int, IndexExpr> subst;
+      for (size_t j = 0; j < order.size(); ++j) subst[int(order[j])] = b.vars[j];
+      b.body = substitute(v.body, subst);
       int id = add_buffer(std::move(b));
       v = load_nhwc(id, v.origins);
       return;
@@ -287,14 +317,20 @@ public:
                                                                : acc;
     b.sizes = in_sizes;
     for (int64_t d : rdims) b.sizes[d] = 1;
-    // Over [N, C, H, W, window...] of a channels-last input (pooling): stored [N, H, W, C, ...].
-    bool cl = false;
-    for (auto* in : inputs) cl |= in && in->channels_last;
-    cl &= b.sizes.size() >= 4 && !rdims.empty() && rdims.front() >= 4 && b.sizes[1] > 1;
+    // Over [N, C, H, W, window...] of a channels-last input (pooling): stored [N, H, W, C, ...]
+    // (3-D: [N, D, H, W, C, ...]).
+    size_t R = 0;
+    for (auto* in : inputs)
+      if (in && in->channels_last && !R) R = in->sizes.size();
+    bool cl = channels_last_rank(R) && b.sizes.size() >= R && !rdims.empty() &&
+              size_t(rdims.front()) >= R && b.sizes[1] > 1;
     // order[j]: the logical dim that buffer dim j holds.
     std::vector<size_t> order(b.sizes.size());
     for (size_t j = 0; j < order.size(); ++j) order[j] = j;
-    if (cl) order[1] = 2, order[2] = 3, order[3] = 1;
+    if (cl) {
+      std::vector<size_t> first = channels_last_order(R);
+      std::copy(first.begin(), first.end(), order.begin());
+    }
     std::vector<int64_t> logical = b.sizes;
     for (size_t j = 0; j < order.size(); ++j) b.sizes[j] = logical[order[j]];
     b.vars = make_vars(b.sizes);
@@ -397,10 +433,10 @@ public:
     LVal c = stored_copy(n, v, false);
     return operand(c);
   }
-  /// An extern operand of 4-D `v` [N, C, H, W] laid out channels-last. When it is not, `v`
-  /// becomes a channels-last copy, which later users share.
+  /// An extern operand of `v` [N, C, H, W] (or [N, C, D, H, W]) laid out channels-last. When it
+  /// is not, `v` becomes a channels-last copy, which later users share.
   ExternOperand channels_last_operand(int n, LVal& v) {
-    assert(v.sizes.size() == 4 && "channels-last operands are 4-D");
+    assert(channels_last_rank(v.sizes.size()) && "channels-last operands are 4-D or 5-D");
     ExternOperand o = operand(v);
     if (is_channels_last_layout(o.sizes, o.strides)) return o;
     v = stored_copy(n, v, true);

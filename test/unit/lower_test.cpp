@@ -486,3 +486,51 @@ TEST_CASE("onednn: shape_error accepts PyTorch's convolution shapes only") {
   CHECK(onednn::shape_error({{1, 3, 8, 8}, {4, 3, 3, 3}, {1, 4, 8, 8}, {1, 1}, {1, 1}, {1, 1}, 1})
             .empty());
 }
+
+TEST_CASE("lower: CPU convolution chains stay channels-last between oneDNN calls") {
+  if (!onednn::unavailable_reason().empty()) {
+    MESSAGE("skipped: " << onednn::unavailable_reason());
+    return;
+  }
+  for (size_t rank : {4, 5}) {
+    CAPTURE(rank);
+    TestGraph tg;
+    std::vector<int64_t> xs = {2, 3, 6, 7}, ws = {8, 3, 3, 3}, w2s = {4, 8, 1, 1};
+    if (rank == 5) xs.insert(xs.begin() + 2, 5), ws.push_back(3), w2s.push_back(1);
+    ValueId x = tg.random_input("x", DType::F32, xs);
+    ValueId w = tg.random_input("w", DType::F32, ws);
+    ValueId w2 = tg.random_input("w2", DType::F32, w2s);
+    std::vector<int64_t> one(rank - 2, 1), zero(rank - 2, 0);
+    ValueId y =
+        tg.op("aten.convolution.default",
+              {T(x), T(w), {"", Arg::none()}, Is(one), Is(one), Is(one), B(false), Is(zero), I(1)});
+    ValueId h = tg.op("aten.mul.Scalar", {T(tg.op("aten.sigmoid.default", {T(y)})), F(2.0)});
+    ValueId h2 = tg.op("aten.add.Tensor", {T(h), T(y)}); // a kernel between the calls
+    tg.output(tg.op(
+        "aten.convolution.default",
+        {T(h2), T(w2), {"", Arg::none()}, Is(one), Is(zero), Is(one), B(false), Is(zero), I(1)}));
+    LowerOptions lo;
+    lo.onednn = true;
+    lo.conv_layout = ConvLayout::Auto;
+    LoopProgram lp = lower(tg.g, lo);
+    std::vector<const Buffer*> calls;
+    for (auto& buf : lp.buffers)
+      if (buf.kind == Buffer::Kind::Extern) calls.push_back(&buf);
+    REQUIRE(calls.size() == 2);
+    for (const Buffer* c : calls) {
+      CHECK(c->call.channels_last);
+      CHECK(c->sizes.back() == c->call.operands[1].sizes[0]); // [N, ..., K]
+    }
+    // The second call reads the kernel's buffer as it is, channels-last: no copy.
+    const ExternOperand& in = calls[1]->call.operands[0];
+    CHECK(in.sizes[1] == 8);
+    CHECK(in.strides[1] == 1);
+    CHECK(lp.buffers[size_t(in.buffer)].kind == Buffer::Kind::Pointwise);
+    // The graph output is contiguous, as the graph has it.
+    REQUIRE(lp.outputs.size() == 1);
+    CHECK(is_contiguous_layout(lp.outputs[0].meta.sizes, lp.outputs[0].meta.strides));
+    // NCHW as asked: no channels-last call.
+    lo.conv_layout = ConvLayout::Nchw;
+    for (auto& buf : lower(tg.g, lo).buffers) CHECK_FALSE(buf.call.channels_last);
+  }
+}
