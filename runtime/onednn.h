@@ -8,9 +8,10 @@
 //
 // Primitives are made once per plan (prepare_plan, called when a plan is built or loaded): each
 // convolution's primitive descriptor, primitive and, for weights bound at compile time, the
-// weights reordered once into the layout oneDNN prefers. Activations stay NCHW (NCW, NCDHW) at
-// the call's boundary; src and dst are reordered to and from a blocked layout inside the call when
-// oneDNN prefers one for that shape.
+// weights reordered once into the layout oneDNN prefers. Activations cross the call's boundary
+// in the call's layout: channels-last (NHWC, NDHWC; PlanExtern::channels_last, the default in
+// inference) or NCHW (NCW, NCDHW); src and dst are reordered to and from a blocked layout inside
+// the call only when oneDNN has no good kernel for that layout.
 //
 // Threads: Debian's libdnnl is built with OpenMP (libgomp). Every call sets the OpenMP thread
 // count to the size of the plan's thread pool (--threads), and fxc asks libgomp for passive
