@@ -713,6 +713,13 @@ std::string shape_error(const ConvShape& s) {
   const size_t sp = R - 2;
   if (s.stride.size() != sp || s.padding.size() != sp || s.dilation.size() != sp)
     return "stride, padding and dilation need one value per spatial dim";
+  // Bounds that keep the arithmetic below (and a loaded artifact's) far from overflow.
+  for (const auto* v : {&s.x, &s.w, &s.out})
+    for (int64_t d : *v)
+      if (d < 0 || d > (int64_t(1) << 31)) return "a size is negative or above 2^31";
+  for (const auto* v : {&s.stride, &s.padding, &s.dilation})
+    for (int64_t d : *v)
+      if (d < 0 || d > (int64_t(1) << 31)) return "a stride, padding or dilation above 2^31";
   if (s.groups < 1 || s.w[0] < 1 || s.w[0] % s.groups != 0 || s.x[1] != s.w[1] * s.groups)
     return "the channels do not match the groups";
   if (s.out[0] != s.x[0] || s.out[1] != s.w[0]) return "the result is not [N, K, ...]";
