@@ -115,8 +115,11 @@ def cmd_model(a):
     try:
         t0 = time.time()
         ep = torch.export.export(m, ins)
-        core = ep.run_decompositions()
-        torch.export.save(core, base + ".pt2")
+        # EXPORT=default keeps the export as torch.export writes it (scaled_dot_product_attention
+        # whole, for fxc's fused attention); core (the default) runs core ATen's decompositions.
+        if os.environ.get("EXPORT", "core") != "default":
+            ep = ep.run_decompositions()
+        torch.export.save(ep, base + ".pt2")
         r.d["export_s"] = round(time.time() - t0, 2)
         from safetensors.torch import save_file
         with torch.no_grad():

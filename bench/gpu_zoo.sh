@@ -31,7 +31,8 @@
 # modes for the train step, default "default"; "none": no train rows), FXC_TRAIN=0 (no fxc train
 # rows), DEADLINE (seconds for the whole script, default 570), RESERVE_PER_MODEL (seconds kept
 # for each model's timing after the compile phase, default 25), KEEP=<dir> (keep the exports,
-# NAME_bB.pt2 and .io.safetensors, there).
+# NAME_bB.pt2 and .io.safetensors, there), EXPORT=default (the models as torch.export writes them,
+# scaled_dot_product_attention whole, instead of core ATen's decomposition).
 # Writes to $OUT (4 files): zoo.md (the tables), zoo.json (every number), zoo.log, zoo_raw.tar.gz
 # (every fxc JSON and stderr, every PyTorch log).
 set -uo pipefail

@@ -379,6 +379,7 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
       assert(e.epilogue == PlanExtern::Epilogue::None && "CPU plans have no matmul epilogues");
       assert(e.kind != PlanExtern::Kind::ConvBackwardData &&
              e.kind != PlanExtern::Kind::ConvBackwardFilter &&
+             e.kind != PlanExtern::Kind::Attention &&
              "CPU plans have no cuDNN convolution gradients");
       s << (e.kind == PlanExtern::Kind::Gemm   ? render_gemm(e)
             : e.kind == PlanExtern::Kind::Conv ? render_conv(e)

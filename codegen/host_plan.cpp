@@ -109,6 +109,9 @@ PlanExtern plan_extern(const LoopProgram& p, const Buffer& b, const MemoryPlan& 
   case ExternCall::Kind::ConvBackwardFilter:
     e.kind = PlanExtern::Kind::ConvBackwardFilter;
     break;
+  case ExternCall::Kind::Attention:
+    e.kind = PlanExtern::Kind::Attention;
+    break;
   case ExternCall::Kind::Fallback:
     e.kind = PlanExtern::Kind::Fallback;
     break;
@@ -122,6 +125,8 @@ PlanExtern plan_extern(const LoopProgram& p, const Buffer& b, const MemoryPlan& 
   e.post_ops = b.call.post_ops;
   e.scale = b.call.scale;
   e.shift = b.call.shift;
+  e.attn_scale = b.call.attn_scale;
+  e.causal = b.call.causal;
   e.name = b.origins.empty() ? b.name : b.origins[0];
   for (const ExternOperand& o : b.call.operands)
     e.inputs.push_back(view_of(mp, p.buffers[o.buffer], o.buffer, o.sizes, o.strides, o.offset));

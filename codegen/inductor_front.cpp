@@ -83,6 +83,10 @@ std::string extern_reason(const LoopProgram& p, const Buffer& b, bool cuda) {
   case ExternCall::Kind::ConvBackwardFilter:
     return "cuDNN convolution backward (filter): the weight gradients of 2-D convolutions run on "
            "cuDNN when it is found";
+  case ExternCall::Kind::Attention:
+    return std::string("cuDNN fused attention") + (c.causal ? " (causal)" : "") +
+           ": f16/bf16 scaled_dot_product_attention runs on cuDNN's flash-attention engine when "
+           "it is found";
   case ExternCall::Kind::Fallback:
     break;
   }
@@ -109,7 +113,7 @@ void log_inductor(const std::string& name, const Graph& g, const LoopProgram& p,
     for (const KernelMember& m : k.members) r = r || m.role == MemberRole::Reduce;
     reduction_kernels += r;
   }
-  int gemm = 0, conv = 0, fallback = 0;
+  int gemm = 0, conv = 0, attention = 0, fallback = 0;
   std::string externs;
   for (const ScheduleItem& item : s.items) {
     if (item.is_kernel) continue;
@@ -118,6 +122,7 @@ void log_inductor(const std::string& name, const Graph& g, const LoopProgram& p,
     conv += b.call.kind == ExternCall::Kind::Conv ||
             b.call.kind == ExternCall::Kind::ConvBackwardData ||
             b.call.kind == ExternCall::Kind::ConvBackwardFilter;
+    attention += b.call.kind == ExternCall::Kind::Attention;
     fallback += b.call.kind == ExternCall::Kind::Fallback;
     externs += "\n" + name + ": extern " + buffer_label(b) + " = " + b.call.op + ": " +
                extern_reason(p, b, cuda);
@@ -131,8 +136,9 @@ void log_inductor(const std::string& name, const Graph& g, const LoopProgram& p,
               name + ": " + std::to_string(s.kernels.size()) + " kernels (" +
                   std::to_string(int(s.kernels.size()) - reduction_kernels) + " pointwise, " +
                   std::to_string(reduction_kernels) + " with a reduction), " +
-                  std::to_string(gemm + conv + fallback) + " extern calls (" +
+                  std::to_string(gemm + conv + attention + fallback) + " extern calls (" +
                   std::to_string(gemm) + " matmul, " + std::to_string(conv) + " convolution, " +
+                  (attention ? std::to_string(attention) + " attention, " : std::string()) +
                   std::to_string(fallback) + " fallback)" +
                   (peak >= 0 ? ", planned peak " + std::to_string(peak) + " bytes" : ""));
   if (!log_enabled(Component::Inductor, Level::Debug)) return;

@@ -96,6 +96,13 @@ int64_t extern_flops(const PlanExtern& e) {
     if (w.sizes.empty() || w.sizes[0] == 0) return 0;
     return 2 * dy.numel() * (w.numel() / w.sizes[0]);
   }
+  case PlanExtern::Kind::Attention: { // 2·B·H·Sq·Skv·(D + Dv), half of it under a causal mask
+    if (e.inputs.size() != 3 || e.inputs[0].meta.sizes.size() != 4) return 0;
+    const TensorMeta& q = e.inputs[0].meta;
+    int64_t skv = e.inputs[1].meta.sizes[2], dv = e.inputs[2].meta.sizes[3];
+    int64_t f = 2 * (q.numel() / q.sizes[3]) * skv * (q.sizes[3] + dv);
+    return e.causal ? f / 2 : f;
+  }
   case PlanExtern::Kind::Fallback: {
     if (!e.graph) return 0;
     int64_t f = 0;

@@ -460,6 +460,7 @@ void add_option_fields(CacheKeyBuilder& k, const Options& o, const std::string& 
   k.add("inject-bug", o.inject_bug);
   if (o.device == DeviceKind::Cuda) k.add("tf32", o.tf32);
   k.add("conv-layout", o.effective_conv_layout());
+  if (o.device == DeviceKind::Cuda) k.add("attention", o.attention);
   // --dtype rewrites the graph after import: the graph file's digest does not show it.
   k.add("dtype", o.dtype.empty() ? "none" : o.dtype);
   k.add("max-autotune", o.max_autotune ? "1" : "0");

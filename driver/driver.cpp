@@ -263,6 +263,7 @@ void warn_unused_arguments(const Options& o, bool artifact) {
     if (o.tf32_given)
       unused(o.tf32 == "all" ? "--allow-tf32" : "--tf32=" + o.tf32, "with --device=cpu");
     if (o.cuda_arch_given) unused("--cuda-arch=" + o.cuda_arch, "with --device=cpu");
+    if (o.attention_given) unused("--attention=" + o.attention, "with --device=cpu");
   }
 }
 

@@ -417,6 +417,11 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
                  "(channels-last), nchw, or auto (the default: nhwc in inference, nchw in train "
                  "mode)")
       ->option_text("auto|nchw|nhwc");
+  app.add_option("--attention", o->attention,
+                 "CUDA inference: scaled_dot_product_attention as one cuDNN fused attention call "
+                 "(fused, the default, where cuDNN supports it: f16/bf16) or as two matmuls "
+                 "around a softmax (decomposed)")
+      ->option_text("fused|decomposed");
   // One library per --plugin: a repeatable option must not take the graph as a second value.
   app.add_option("--plugin", o->plugins,
                  "Load custom ops from a plugin library (include/fxc/plugin.h); repeatable")
@@ -510,6 +515,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       {"--color", o->color},
       {"--tf32", o->tf32},
       {"--conv-layout", o->conv_layout},
+      {"--attention", o->attention},
       {"--dtype", o->dtype}};
   const std::map<std::string, std::vector<std::string>> valid = {
       {"--backend", {"eager", "aot_eager", "aot_eager_decomp_partition", "inductor"}},
@@ -520,6 +526,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       {"--color", {"auto", "always", "never"}},
       {"--tf32", {"none", "conv", "matmul", "all"}},
       {"--conv-layout", {"auto", "nchw", "nhwc"}},
+      {"--attention", {"fused", "decomposed"}},
       {"--dtype", {"bf16", "f16"}}};
   for (const auto& [flag, value] : choices_given) {
     if (value.empty() &&
@@ -543,6 +550,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
     return usage_error(args, "--cuda-graphs contradicts --no-cuda-graphs");
   o->cuda_graphs_given = cuda_graphs || no_cuda_graphs;
   o->conv_layout_given = app.count("--conv-layout") > 0;
+  o->attention_given = app.count("--attention") > 0;
   o->cuda_graphs = !no_cuda_graphs;
   o->tf32_given = app.count("--tf32") > 0 || allow_tf32;
   if (allow_tf32) {

@@ -79,12 +79,17 @@ struct Options {
   std::string effective_conv_layout() const {
     return conv_layout == "auto" && mode == Mode::Train ? "nchw" : conv_layout;
   }
+  /// --attention=fused|decomposed: CUDA inference runs scaled_dot_product_attention as one
+  /// cuDNN fused (flash) attention call where cuDNN supports it (f16/bf16, passes/decompose.h
+  /// cudnn_attention), or as its decomposition (two matmuls around a softmax).
+  std::string attention = "fused";
   std::vector<std::string> plugins;
   std::string color = "auto"; ///< --color=auto|always|never: colored diagnostics on stderr
   bool werror = false;        ///< -Werror: warnings are errors (exit 2)
   /// Options given explicitly, for the "argument unused" warnings (their defaults say nothing).
   bool rtol_given = false, atol_given = false, seed_given = false, cuda_arch_given = false;
   bool tf32_given = false, cuda_graphs_given = false, conv_layout_given = false;
+  bool attention_given = false;
   int threads = 0; ///< --threads: CPU threads of the compiler's and the kernels' pools (0: all)
 };
 

@@ -161,7 +161,7 @@ bool ptx_only(const Options& o) {
 // convolution_backward nodes: a CUDA build whose convolutions go to cuDNN (built to run
 // elsewhere, PTX or an artifact: cuDNN assumed found at run time, as for the forward
 // convolutions; run here: when it is found now).
-bool cudnn_conv_grads(const Compilation& c) {
+bool inductor_cudnn(const Compilation& c) {
 #ifdef FXC_HAVE_CODEGEN
   if (c.opts.backend != Backend::Inductor || c.opts.device != DeviceKind::Cuda) return false;
   return !needs_execution(c.opts) || cuda::Cudnn::unavailable_reason().empty();
@@ -187,9 +187,10 @@ bool onednn_conv3d(const Compilation& c) {
 // decomposed joint graph, so both graphs are decomposed exactly as inductor will see them.
 void stage_decompose(Compilation& c) {
   DecomposeOptions dopts;
-  dopts.keep_cudnn_conv_backward = cudnn_conv_grads(c);
+  dopts.keep_cudnn_conv_backward = inductor_cudnn(c);
   if (c.opts.mode == Mode::Inference) {
     dopts.keep_conv3d = onednn_conv3d(c);
+    dopts.keep_cudnn_attention = inductor_cudnn(c) && c.opts.attention == "fused";
     c.graphs.front().graph = decompose(c.graphs.front().graph, dopts);
     write_graph_artifacts(c, "decompose", "fx_graph_transformed.txt");
     return;

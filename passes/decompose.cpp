@@ -222,8 +222,28 @@ std::vector<ValueId> sdpa(Emit& e, const DNode& d) {
   ValueId q = d.tensor("query"), k = d.tensor("key"), v = d.tensor("value");
   std::vector<int64_t> qs = e.sizes(q), ks = e.sizes(k), vs = e.sizes(v);
   if (qs.size() < 2 || ks.size() < 2 || vs.size() < 2) d.fail("attention inputs need 2+ dims");
-  if (d.arg("enable_gqa").b && ks.size() >= 3 && ks[ks.size() - 3] != qs[qs.size() - 3])
-    d.fail("grouped-query attention with unequal head counts is not supported");
+  if (d.arg("enable_gqa").b && ks.size() >= 3 && vs.size() >= 3 && qs.size() >= 3 &&
+      ks[ks.size() - 3] != qs[qs.size() - 3]) {
+    // Grouped-query attention: each of k's and v's Hkv heads serves H / Hkv query heads
+    // (repeat_interleave along the head dim, as PyTorch's math path does).
+    int64_t h = qs[qs.size() - 3], hk = ks[ks.size() - 3];
+    if (hk == 0 || h % hk != 0 || vs[vs.size() - 3] != hk)
+      d.fail("grouped-query attention needs key and value heads dividing the query's (" +
+             std::to_string(h) + " query heads, " + std::to_string(hk) + " key heads)");
+    auto repeat_heads = [&](ValueId t) {
+      std::vector<int64_t> s = e.sizes(t);
+      size_t hd = s.size() - 3;
+      std::vector<int64_t> grouped = s;
+      grouped.insert(grouped.begin() + long(hd) + 1, h / hk);
+      ValueId x = e.expand(e.unsqueeze(t, int64_t(hd) + 1), grouped);
+      s[hd] = h;
+      return e.reshape(x, s);
+    };
+    k = repeat_heads(k);
+    v = repeat_heads(v);
+    ks = e.sizes(k);
+    vs = e.sizes(v);
+  }
   int64_t L = qs[qs.size() - 2], E = qs.back(), S = ks[ks.size() - 2], Ev = vs.back();
   double scale = d.has("scale") ? d.arg("scale").f : 1.0 / std::sqrt(double(E));
   std::vector<int64_t> qb(qs.begin(), qs.end() - 2), kb(ks.begin(), ks.end() - 2),
@@ -6161,10 +6181,58 @@ bool conv3d_kept(const Graph& g, const Node& n) {
          g.values[size_t(in[1])].meta.sizes.size() == 5;
 }
 
+bool cudnn_attention(const Graph& g, const Node& n) {
+  if (n.target != "aten.scaled_dot_product_attention.default" || !n.schema) return false;
+  auto given = [&](const char* name) -> const Arg* {
+    int i = n.schema->index_of(name);
+    return i >= 0 && size_t(i) < n.args.size() && n.args[size_t(i)].kind != Arg::Kind::None
+               ? &n.args[size_t(i)]
+               : nullptr;
+  };
+  if (const Arg* p = given("dropout_p"); p && p->scalar() != 0) return false;
+  const Arg *q = given("query"), *k = given("key"), *v = given("value");
+  if (!q || !k || !v || q->kind != Arg::Kind::Tensor || k->kind != Arg::Kind::Tensor ||
+      v->kind != Arg::Kind::Tensor)
+    return false;
+  const TensorMeta& qm = g.values[size_t(q->tensor)].meta;
+  const TensorMeta& km = g.values[size_t(k->tensor)].meta;
+  const TensorMeta& vm = g.values[size_t(v->tensor)].meta;
+  if (qm.dim() != 4 || km.dim() != 4 || vm.dim() != 4) return false;
+  if ((qm.dtype != DType::F16 && qm.dtype != DType::BF16) || km.dtype != qm.dtype ||
+      vm.dtype != qm.dtype)
+    return false;
+  auto head_dim_ok = [](int64_t d) { return d > 0 && d % 8 == 0 && d <= 128; };
+  const std::vector<int64_t>&qs = qm.sizes, &ks = km.sizes, &vs = vm.sizes;
+  // Grouped-query heads: k and v have H / G heads, each shared by G query heads (enable_gqa).
+  const Arg* gqa = given("enable_gqa");
+  bool heads_ok = qs[1] == ks[1] || (gqa && gqa->b && ks[1] > 0 && qs[1] % ks[1] == 0);
+  bool shapes = qs[0] == ks[0] && qs[0] == vs[0] && heads_ok && ks[1] == vs[1] && ks[2] == vs[2] &&
+                qs[3] == ks[3] && head_dim_ok(qs[3]) && head_dim_ok(vs[3]) && qs[0] > 0 &&
+                qs[1] > 0 && qs[2] > 0 && ks[2] > 0;
+  if (!shapes) return false;
+  // A mask (bool: where to attend; float: added to the scores) that broadcasts to
+  // [B, H, Sq, Skv]; it becomes cuDNN's additive bias.
+  const Arg* mask = given("attn_mask");
+  if (!mask) return true;
+  if (mask->kind != Arg::Kind::Tensor || (given("is_causal") && given("is_causal")->b))
+    return false;
+  const TensorMeta& mm = g.values[size_t(mask->tensor)].meta;
+  if (mm.dtype != DType::Bool && !is_floating(mm.dtype)) return false;
+  if (mm.dim() > 4) return false;
+  const std::vector<int64_t> full = {qs[0], qs[1], qs[2], ks[2]};
+  for (size_t i = 0; i < mm.sizes.size(); ++i) {
+    int64_t s = mm.sizes[mm.sizes.size() - 1 - i], f = full[3 - i];
+    if (s != f && s != 1) return false;
+  }
+  return true;
+}
+
 Graph decompose(const Graph& g, const DecomposeOptions& opts) {
-  if (!opts.keep_cudnn_conv_backward && !opts.keep_conv3d) return decompose(g);
+  if (!opts.keep_cudnn_conv_backward && !opts.keep_conv3d && !opts.keep_cudnn_attention)
+    return decompose(g);
   return decompose_selected(g, [&](const Graph& cur, const Node& n) {
     if (opts.keep_cudnn_conv_backward && cudnn_conv_backward(cur, n)) return false;
+    if (opts.keep_cudnn_attention && cudnn_attention(cur, n)) return false;
     return !(opts.keep_conv3d && conv3d_kept(cur, n));
   });
 }

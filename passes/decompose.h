@@ -35,6 +35,9 @@ struct DecomposeOptions {
   /// Keep 3-D convolutions (not transposed) whole instead of rewriting them as 2-D ones over the
   /// frames: inductor for the CPU with oneDNN runs them natively (inference).
   bool keep_conv3d = false;
+  /// Keep scaled_dot_product_attention nodes that cuDNN's fused attention computes
+  /// (cudnn_attention): inductor for CUDA with cuDNN lowers them to one fused call (inference).
+  bool keep_cudnn_attention = false;
 };
 Graph decompose(const Graph& g, const DecomposeOptions& opts);
 
@@ -42,6 +45,12 @@ Graph decompose(const Graph& g, const DecomposeOptions& opts);
 /// and grad_output of rank 4 with one or two values per window argument), one dtype among f32,
 /// f16 and bf16, groups dividing the channels.
 bool cudnn_conv_backward(const Graph& g, const Node& n);
+/// Whether `n` is a scaled_dot_product_attention that cuDNN's fused (flash) attention runs:
+/// q, k, v of rank 4 ([B, H, S, D]) and one dtype, f16 or bf16, the same B and H (or, with
+/// enable_gqa, k and v with a divisor of q's heads), head dims multiples of 8 up to 128, no
+/// dropout, and an attn_mask (bool or float, broadcasting to [B, H, Sq, Skv]) only without
+/// is_causal; the scale may be anything.
+bool cudnn_attention(const Graph& g, const Node& n);
 
 /// Same, decomposing only nodes for which `select` returns true (including nodes that a
 /// selected decomposition emits).

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <numeric>
 #include <set>
+#include <sstream>
 
 namespace fxc {
 
@@ -797,6 +798,12 @@ std::string extern_kind_suffix(const ExternCall& c) {
            pair(c.stride) + ", padding " + pair(c.padding) + ", dilation " + pair(c.dilation) +
            ", groups " + std::to_string(c.groups) + (c.channels_last ? ", channels_last" : "") +
            (c.post_ops.empty() ? "" : ", post-ops " + c.post_ops) + ")";
+  }
+  case ExternCall::Kind::Attention: {
+    std::ostringstream scale;
+    scale.precision(17);
+    scale << c.attn_scale;
+    return " (cudnn attention, scale " + scale.str() + (c.causal ? ", causal" : "") + ")";
   }
   case ExternCall::Kind::Fallback:
     break;

@@ -215,14 +215,26 @@ struct ExternCall {
   /// 1-D to 3-D).
   /// ConvBackwardData / ConvBackwardFilter: a 2-D convolution's input / weight gradient (cuDNN,
   /// CUDA plans only; op "convolution_backward_data" / "convolution_backward_filter").
-  enum class Kind : uint8_t { Gemm, Fallback, Conv, ConvBackwardData, ConvBackwardFilter };
+  /// Attention: fused scaled-dot-product attention (cuDNN, CUDA plans only; op
+  /// "scaled_dot_product_attention").
+  enum class Kind : uint8_t {
+    Gemm,
+    Fallback,
+    Conv,
+    ConvBackwardData,
+    ConvBackwardFilter,
+    Attention
+  };
   Kind kind = Kind::Fallback;
   std::string op; ///< "mm", "bmm", "addmm", "convolution", or the fallback node's target
   /// Gemm: A, B (batched for bmm), then the bias [N] when the epilogue has one, then the
   /// residual [M, N] (row-major, as the result) for BiasResidual.
   /// Conv: x, w (contiguous), then the bias [K] when there is one. ConvBackwardData: dy, w;
   /// ConvBackwardFilter: x, dy (contiguous; the stride, padding, dilation and groups are the
-  /// forward convolution's).
+  /// forward convolution's). Attention: q [B, H, Sq, D], k [B, Hkv, Skv, D],
+  /// v [B, Hkv, Skv, Dv] (strided, the last dim unit-stride), then the additive bias
+  /// [B or 1, H or 1, Sq, Skv] (contiguous) when there is a mask; the result buffer is
+  /// [B, Sq, H, Dv].
   std::vector<ExternOperand> operands;
   GemmEpilogue epilogue = GemmEpilogue::None; ///< Gemm only
   /// Conv only: one value per spatial dim each ({h, w} for cuDNN), and the group count.
@@ -236,6 +248,9 @@ struct ExternCall {
   /// Conv on the CPU: per-output-channel y = scale · conv + shift before the post-ops (a folded
   /// inference batch norm); empty: none. See PlanExtern::scale.
   std::vector<float> scale, shift;
+  /// Attention only: the factor of q·kᵀ, and whether query i sees only keys j <= i.
+  double attn_scale = 1;
+  bool causal = false;
   std::vector<int> outputs; ///< buffer ids written (the first is the owning buffer)
   /// Fallback: a one-node graph whose user inputs are `operands` in order, outputs in order.
   std::shared_ptr<const Graph> graph;

@@ -249,6 +249,18 @@ private:
           if (e == gemm_epilogue_name(g)) call.epilogue = g, found = true;
         if (!found) fail("unknown gemm epilogue '" + e + "'");
       }
+    } else if (c.eat("cudnn attention")) {
+      call.kind = ExternCall::Kind::Attention;
+      need(c, ", scale ");
+      std::string v = word(c, ",)");
+      try {
+        size_t used = 0;
+        call.attn_scale = std::stod(v, &used);
+        if (used != v.size()) throw std::invalid_argument(v);
+      } catch (const std::exception&) {
+        fail("attention scale '" + v + "' is not a number");
+      }
+      if (c.eat(", causal")) call.causal = true;
     } else if (c.eat("cudnn") || c.eat("onednn")) {
       call.kind = ExternCall::Kind::Conv;
       auto pair = [&](const std::string& what, std::vector<int64_t>& v) {

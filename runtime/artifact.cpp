@@ -32,6 +32,7 @@
 #include <cassert>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -51,7 +52,7 @@ namespace fxc {
 // (A plan is static: its metas never carry symbolic sizes, so write_meta ignores them.)
 static_assert(sizeof(PlanView) == 128, "PlanView changed: update write_view/read_view");
 static_assert(sizeof(PlanKernel) == 136, "PlanKernel changed: update write_kernel/read_kernel");
-static_assert(sizeof(PlanExtern) == 304, "PlanExtern changed: update write_extern/read_extern");
+static_assert(sizeof(PlanExtern) == 320, "PlanExtern changed: update write_extern/read_extern");
 static_assert(sizeof(PlanStep) == 8, "PlanStep changed: update write_plan/read_plan");
 // Plan::arena_cache (168 bytes) is run-time state, never written.
 static_assert(sizeof(Plan) == 368, "Plan changed: update write_plan/read_plan");
@@ -298,6 +299,8 @@ const char* extern_kind_name(PlanExtern::Kind k) {
     return "conv_backward_data";
   case PlanExtern::Kind::ConvBackwardFilter:
     return "conv_backward_filter";
+  case PlanExtern::Kind::Attention:
+    return "attention";
   }
   return "?";
 }
@@ -327,6 +330,10 @@ ojson write_extern(const PlanExtern& e, const std::string& source, Writer& w) {
   if (!e.scale.empty()) {
     j["scale"] = e.scale;
     j["shift"] = e.shift;
+  }
+  if (e.kind == PlanExtern::Kind::Attention) {
+    j["attn_scale"] = e.attn_scale;
+    j["causal"] = e.causal;
   }
   return j;
 }
@@ -611,9 +618,9 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   PlanExtern e;
   std::string kind = r.str(j, "kind", where);
   bool known = false;
-  for (PlanExtern::Kind k :
-       {PlanExtern::Kind::Gemm, PlanExtern::Kind::Fallback, PlanExtern::Kind::Conv,
-        PlanExtern::Kind::ConvBackwardData, PlanExtern::Kind::ConvBackwardFilter})
+  for (PlanExtern::Kind k : {PlanExtern::Kind::Gemm, PlanExtern::Kind::Fallback,
+                             PlanExtern::Kind::Conv, PlanExtern::Kind::ConvBackwardData,
+                             PlanExtern::Kind::ConvBackwardFilter, PlanExtern::Kind::Attention})
     if (kind == extern_kind_name(k)) {
       e.kind = k;
       known = true;
@@ -679,6 +686,23 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
     if ((rank != 2 && rank != 3) || e.inputs[1].meta.sizes.size() != rank ||
         e.outputs[0].meta.sizes.size() != rank)
       r.fail(where, "gemm operands must be matrices or batches of matrices");
+    return e;
+  }
+  if (e.kind == PlanExtern::Kind::Attention) {
+    const json& s = r.at(j, "attn_scale", where);
+    const json& c = r.at(j, "causal", where);
+    if (!s.is_number() || !std::isfinite(s.get<double>()))
+      r.fail(where + ".attn_scale", "not a finite number");
+    if (!c.is_boolean()) r.fail(where + ".causal", "not true or false");
+    e.attn_scale = s.get<double>();
+    e.causal = c.get<bool>();
+    // q, k, v [B, H, S, D] and the output [B, Sq, H, Dv]; cuDNN checks the rest at run time.
+    bool ok = (e.inputs.size() == 3 || e.inputs.size() == 4) && e.outputs.size() == 1 &&
+              e.post_ops.empty() && e.scale.empty() && e.outputs[0].meta.sizes.size() == 4;
+    for (size_t i = 0; ok && i < e.inputs.size(); ++i) ok = e.inputs[i].meta.sizes.size() == 4;
+    if (!ok)
+      r.fail(where, "an attention call takes q, k, v (and a bias) of rank 4 and writes one "
+                    "rank-4 result");
     return e;
   }
   if (e.kind == PlanExtern::Kind::ConvBackwardData ||

@@ -8,10 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#if defined(FXC_HAVE_CUDA_HEADERS) && __has_include(<cudnn.h>)
-#define FXC_HAVE_CUDNN_HEADERS 1
-#include <cudnn.h>
-#endif
+#include "runtime/cudnn_api.h"
 
 namespace fxc::cuda {
 
@@ -103,42 +100,6 @@ std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMet
 }
 
 #if defined(FXC_HAVE_CUDNN_HEADERS)
-
-#define FXC_DNN_FUNCTIONS(X)                                                                       \
-  X(cudnnGetVersion)                                                                               \
-  X(cudnnGetErrorString)                                                                           \
-  X(cudnnCreate)                                                                                   \
-  X(cudnnDestroy)                                                                                  \
-  X(cudnnSetStream)                                                                                \
-  X(cudnnCreateTensorDescriptor)                                                                   \
-  X(cudnnSetTensor4dDescriptor)                                                                    \
-  X(cudnnDestroyTensorDescriptor)                                                                  \
-  X(cudnnCreateFilterDescriptor)                                                                   \
-  X(cudnnSetFilter4dDescriptor)                                                                    \
-  X(cudnnDestroyFilterDescriptor)                                                                  \
-  X(cudnnCreateConvolutionDescriptor)                                                              \
-  X(cudnnSetConvolution2dDescriptor)                                                               \
-  X(cudnnSetConvolutionGroupCount)                                                                 \
-  X(cudnnSetConvolutionMathType)                                                                   \
-  X(cudnnDestroyConvolutionDescriptor)                                                             \
-  X(cudnnGetConvolution2dForwardOutputDim)                                                         \
-  X(cudnnGetConvolutionForwardAlgorithm_v7)                                                        \
-  X(cudnnGetConvolutionForwardWorkspaceSize)                                                       \
-  X(cudnnConvolutionForward)                                                                       \
-  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                                                   \
-  X(cudnnGetConvolutionBackwardDataWorkspaceSize)                                                  \
-  X(cudnnConvolutionBackwardData)                                                                  \
-  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                                                 \
-  X(cudnnGetConvolutionBackwardFilterWorkspaceSize)                                                \
-  X(cudnnConvolutionBackwardFilter)                                                                \
-  X(cudnnAddTensor)
-
-struct Cudnn::Api {
-  void* lib = nullptr;
-#define FXC_DNN_MEMBER(fn) decltype(&::fn) fn = nullptr;
-  FXC_DNN_FUNCTIONS(FXC_DNN_MEMBER)
-#undef FXC_DNN_MEMBER
-};
 
 namespace {
 

@@ -56,6 +56,26 @@ std::optional<Conv2dProblem> conv2d_problem(const TensorMeta& x, const TensorMet
                                             std::array<int64_t, 2> dilation, int64_t groups,
                                             bool nhwc = false);
 
+/// o = softmax(scale · q·kᵀ + bias) · v per batch and head, optionally causal (query i sees keys
+/// j <= i, PyTorch's is_causal), f16 or bf16 with float32 accumulation, through cuDNN's fused
+/// (flash) attention. q and o have h heads, k and v h_kv (a divisor of h: grouped-query
+/// attention). Every tensor is given as dims [b, h, s, d] with element strides (any order; the
+/// last dim unit-stride). The bias, when there is one, is [bias_b, bias_h, s_q, s_kv] (bias_b 1
+/// or b, bias_h 1 or h), contiguous, in the I/O dtype.
+struct AttentionProblem {
+  DType dtype = DType::BF16;
+  int64_t b = 0, h = 0, h_kv = 0, s_q = 0, s_kv = 0, d = 0, d_v = 0;
+  std::array<int64_t, 4> q_strides{}, k_strides{}, v_strides{}, o_strides{};
+  double scale = 1;
+  bool causal = false;
+  bool has_bias = false;
+  int64_t bias_b = 1, bias_h = 1;
+};
+
+/// Why cuDNN's fused attention cannot run `p` ("" when it can, as far as fxc checks: dtype, head
+/// dims, strides and 16-byte alignment; cuDNN may still refuse it at run time).
+std::string attention_problem_error(const AttentionProblem& p);
+
 class Cudnn {
 public:
   /// The process's cuDNN handle bound to Context::get()'s stream (get(ctx): to ctx's; one per
@@ -79,6 +99,10 @@ public:
   /// Queues dw = d(conv2d(x, w))/dw applied to dy (cudnnConvolutionBackwardFilter): dw is
   /// [k, c / groups, r, s] (overwritten).
   void conv2d_backward_filter(const Conv2dProblem& p, DevicePtr x, DevicePtr dy, DevicePtr dw);
+  /// Queues the fused attention of `p` (AttentionProblem) on the context's stream. The graph,
+  /// its execution plan and workspace size are built on the first call of a problem and reused.
+  void attention_forward(const AttentionProblem& p, DevicePtr q, DevicePtr k, DevicePtr v,
+                         DevicePtr bias, DevicePtr o);
   /// cudnnGetVersion(), e.g. 91900 for 9.19.0.
   size_t version() const { return version_; }
   /// The largest workspace an algorithm may ask for.
@@ -107,6 +131,9 @@ private:
   std::unique_ptr<Api> api_;
   mutable std::mutex mu_;
   std::map<std::array<int64_t, 18>, std::unique_ptr<Prepared>> prepared_;
+  /// Fused-attention execution plans by problem (cudnn_attention.cpp's AttentionPlan, owning its
+  /// backend descriptors).
+  std::map<std::vector<int64_t>, std::shared_ptr<void>> attention_plans_;
   void* handle_ = nullptr;
   DevicePtr workspace_ = 0;
   size_t workspace_bytes_ = 0;

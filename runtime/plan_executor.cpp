@@ -284,6 +284,8 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
       if (e.kind == PlanExtern::Kind::ConvBackwardData ||
           e.kind == PlanExtern::Kind::ConvBackwardFilter)
         throw Error(source, "cuDNN convolution gradients need the CUDA plan", e.name);
+      if (e.kind == PlanExtern::Kind::Attention)
+        throw Error(source, "cuDNN fused attention needs the CUDA plan", e.name);
       if (e.kind == PlanExtern::Kind::Conv) {
         onednn::run_conv(e, slots, pool, source);
       } else if (e.kind == PlanExtern::Kind::Gemm) {

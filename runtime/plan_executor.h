@@ -60,8 +60,16 @@ struct PlanExtern {
   /// Gemm: a BLAS product. Fallback: the reference kernel of one node. Conv: a convolution
   /// through cuDNN (CUDA plans, 2-D) or oneDNN (CPU plans, 1-D to 3-D, runtime/onednn.h).
   /// ConvBackwardData / ConvBackwardFilter: the input / weight gradient of a 2-D convolution
-  /// through cuDNN (CUDA plans only).
-  enum class Kind : uint8_t { Gemm, Fallback, Conv, ConvBackwardData, ConvBackwardFilter };
+  /// through cuDNN (CUDA plans only). Attention: fused scaled-dot-product attention through
+  /// cuDNN's graph API (CUDA plans only, f16/bf16).
+  enum class Kind : uint8_t {
+    Gemm,
+    Fallback,
+    Conv,
+    ConvBackwardData,
+    ConvBackwardFilter,
+    Attention
+  };
   /// Gemm: what the product gets before it is written, as one cuBLASLt epilogue (CUDA plans
   /// only; CPU plans always have None). The bias is one value per output column.
   enum class Epilogue : uint8_t {
@@ -77,7 +85,9 @@ struct PlanExtern {
   /// one, then the residual R [M, N] (contiguous) for BiasResidual. Conv: x [N, C, H, W], w [K, C /
   /// groups, R, S], then the bias [K] when there is one, then one operand per `sum` post-op (CPU),
   /// all contiguous. ConvBackwardData: dy [N, K, OH, OW], w (the output is dx, shaped as x);
-  /// ConvBackwardFilter: x, dy (the output is dw, shaped as w).
+  /// ConvBackwardFilter: x, dy (the output is dw, shaped as w). Attention: q [B, H, Sq, D],
+  /// k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv] (any strides with a unit last one), then an additive
+  /// bias [B or 1, H or 1, Sq, Skv] (contiguous) when there is one; the output is [B, Sq, H, Dv].
   std::vector<PlanView> inputs;
   std::vector<PlanView> outputs;      ///< contiguous
   std::shared_ptr<const Graph> graph; ///< Fallback: one node; inputs are its user inputs
@@ -99,6 +109,10 @@ struct PlanExtern {
   /// post-ops (a folded inference batch norm); prepare_plan folds it into the constant weights
   /// and bias. Empty: none.
   std::vector<float> scale, shift;
+  /// Attention only: softmax(attn_scale · q·kᵀ) · v, with keys j > i masked out of query i when
+  /// `causal`.
+  double attn_scale = 1;
+  bool causal = false;
   /// Conv on the CPU: the oneDNN primitive and reordered weights (onednn::prepare_plan). Made
   /// when the plan is built or loaded; not serialized.
   std::shared_ptr<void> prepared;

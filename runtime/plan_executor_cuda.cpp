@@ -275,6 +275,53 @@ void run_conv_backward(Context& ctx, const std::vector<uint64_t>& slot_ptr, cons
                                                  slot_ptr[w.slot]);
 }
 
+// Fused scaled-dot-product attention: q, k, v [B, H, S, D] as the views give them, the output
+// buffer [B, Sq, H, Dv] (read by cuDNN as [B, H, Sq, Dv] with those strides).
+void run_attention(Context& ctx, const std::vector<uint64_t>& slot_ptr, const PlanExtern& e,
+                   const std::string& source) {
+  if (e.inputs.size() < 3 || e.inputs.size() > 4 || e.outputs.size() != 1)
+    throw Error(source, "attention call needs q, k, v (a bias) and one output", e.name);
+  for (const PlanView& v : e.inputs)
+    if (v.meta.sizes.size() != 4 || v.meta.strides.size() != 4)
+      throw Error(source, "attention operands must be of rank 4", e.name);
+  const TensorMeta &q = e.inputs[0].meta, &k = e.inputs[1].meta, &v = e.inputs[2].meta;
+  const TensorMeta& o = e.outputs[0].meta;
+  cuda::AttentionProblem p;
+  p.dtype = q.dtype;
+  p.b = q.sizes[0], p.h = q.sizes[1], p.s_q = q.sizes[2], p.d = q.sizes[3];
+  p.h_kv = k.sizes[1], p.s_kv = k.sizes[2], p.d_v = v.sizes[3];
+  if (k.dtype != q.dtype || v.dtype != q.dtype || o.dtype != q.dtype ||
+      k.sizes != std::vector<int64_t>{p.b, p.h_kv, p.s_kv, p.d} ||
+      v.sizes != std::vector<int64_t>{p.b, p.h_kv, p.s_kv, p.d_v} ||
+      o.sizes != std::vector<int64_t>{p.b, p.s_q, p.h, p.d_v} || !o.is_contiguous())
+    throw Error(source,
+                "attention operands do not fit: q " + format_meta(q) + ", k " + format_meta(k) +
+                    ", v " + format_meta(v) + ", output " + format_meta(o),
+                e.name);
+  for (size_t i = 0; i < 4; ++i) {
+    p.q_strides[i] = q.strides[i];
+    p.k_strides[i] = k.strides[i];
+    p.v_strides[i] = v.strides[i];
+  }
+  p.o_strides = {p.s_q * p.h * p.d_v, p.d_v, p.h * p.d_v, 1};
+  p.scale = e.attn_scale;
+  p.causal = e.causal;
+  DevicePtr bias = 0;
+  if (e.inputs.size() == 4) {
+    const TensorMeta& bm = e.inputs[3].meta;
+    if (bm.dtype != q.dtype || bm.sizes.size() != 4 || !bm.is_contiguous() ||
+        bm.sizes[2] != p.s_q || bm.sizes[3] != p.s_kv)
+      throw Error(source, "attention bias " + format_meta(bm) + " is not [B|1, H|1, Sq, Skv]",
+                  e.name);
+    p.has_bias = true;
+    p.bias_b = bm.sizes[0], p.bias_h = bm.sizes[1];
+    bias = view_ptr(slot_ptr, e.inputs[3]);
+  }
+  cuda::Cudnn::get(ctx).attention_forward(
+      p, view_ptr(slot_ptr, e.inputs[0]), view_ptr(slot_ptr, e.inputs[1]),
+      view_ptr(slot_ptr, e.inputs[2]), bias, slot_ptr[e.outputs[0].slot]);
+}
+
 // A fallback calling a plugin's op that has a CUDA kernel: runs it on the device buffers in
 // place (runtime/plugin.h). False when the op has none or an operand is not contiguous.
 bool run_custom_op_on_device(Context& ctx, const std::vector<uint64_t>& slot_ptr,
@@ -432,6 +479,9 @@ void CudaPlanRunner::run_step(const PlanStep& st) {
     case PlanExtern::Kind::ConvBackwardData:
     case PlanExtern::Kind::ConvBackwardFilter:
       run_conv_backward(ctx, slot_ptr_, plan, e, source_);
+      break;
+    case PlanExtern::Kind::Attention:
+      run_attention(ctx, slot_ptr_, e, source_);
       break;
     case PlanExtern::Kind::Fallback:
       run_fallback(ctx, slot_ptr_, plan, e, source_);

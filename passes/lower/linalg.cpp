@@ -676,6 +676,78 @@ void lower_col2im(Lowerer& L, int n) {
                            [&](auto& idx) { return v_cast(L.at(flat, idx), m.dtype); }, {&flat}));
 }
 
+// ---- attention
+
+/// A scaled_dot_product_attention that decompose() kept (DecomposeOptions::keep_cudnn_attention)
+/// becomes one cuDNN fused-attention call: q, k and v are read where they are (strided, unit
+/// last stride, 16-byte aligned strides and offsets; else copied), and the result buffer is
+/// [B, Sq, H, Dv], the layout the flash kernels write, viewed as PyTorch's [B, H, Sq, Dv] (the
+/// transpose(1, 2) and reshape to [B, Sq, H·Dv] that usually follow cost nothing).
+void lower_sdpa(Lowerer& L, int n) {
+  const Node& nd = L.node(n);
+  const LowerOptions& lo = L.options();
+  if (!lo.cuda || !lo.cudnn || !cudnn_attention(L.g(), nd)) {
+    L.fallback(n, lo.cuda && !lo.cudnn
+                      ? "scaled_dot_product_attention kept whole, but cuDNN not used: " +
+                            lo.no_cudnn_reason
+                      : "scaled_dot_product_attention kept whole outside cuDNN's fused attention");
+    return;
+  }
+  const TensorMeta& m = L.out_meta(n);
+  LVal& q = L.input(n, "query"); // [B, H, Sq, D]
+  LVal& k = L.input(n, "key");
+  LVal& v = L.input(n, "value");
+  auto attention_operand = [&](LVal& x) {
+    ExternOperand o = L.operand(x);
+    bool ok = o.strides.size() == 4 && (o.strides[3] == 1 || o.sizes[3] == 1) && o.offset % 8 == 0;
+    for (size_t i = 0; ok && i < 3; ++i) ok = o.sizes[i] == 1 || o.strides[i] % 8 == 0;
+    return ok ? o : L.contiguous_operand(n, x);
+  };
+  ExternCall c;
+  c.kind = ExternCall::Kind::Attention;
+  c.op = "scaled_dot_product_attention";
+  c.operands = {attention_operand(q), attention_operand(k), attention_operand(v)};
+  if (const LVal* mask = L.opt_input(n, "attn_mask")) {
+    // cuDNN's additive bias [B or 1, H or 1, Sq, Skv] in q's dtype, stored contiguously: a bool
+    // mask's false becomes -inf, a float mask is cast.
+    // The mask's sizes as [B, H, Sq, Skv] (1 where it has no dim, or an expanded one: stride 0).
+    const size_t r = mask->sizes.size();
+    std::vector<int64_t> ms(4 - r, 1);
+    ms.insert(ms.end(), mask->sizes.begin(), mask->sizes.end());
+    if (std::optional<ExternOperand> o = L.strided_operand(*mask))
+      for (size_t j = 0; j < r; ++j)
+        if (o->strides[j] == 0) ms[j + 4 - r] = 1;
+    std::vector<int64_t> bias_sizes = {ms[0], ms[1], q.sizes[2], k.sizes[2]};
+    LVal bias =
+        L.pointwise(n, q.dtype, bias_sizes,
+                    [&](auto& idx) {
+                      std::vector<IndexExpr> at;
+                      for (size_t j = 0; j < r; ++j) {
+                        size_t i = j + 4 - r;
+                        at.push_back(ms[i] == 1 || mask->sizes[j] == 1 ? IndexExpr(0) : idx[i]);
+                      }
+                      VPtr m = L.at(*mask, at);
+                      if (mask->dtype == DType::Bool)
+                        return v_where(m, v_const(0, q.dtype), v_const(-INFINITY, q.dtype));
+                      return v_cast(m, q.dtype);
+                    },
+                    {mask});
+    c.operands.push_back(L.contiguous_operand(n, bias));
+  }
+  int si = nd.schema->index_of("scale");
+  bool scaled =
+      si >= 0 && size_t(si) < nd.args.size() && nd.args[size_t(si)].kind != Arg::Kind::None;
+  c.attn_scale = scaled ? nd.args[size_t(si)].scalar() : 1.0 / std::sqrt(double(q.sizes[3]));
+  int ci = nd.schema->index_of("is_causal");
+  c.causal = ci >= 0 && size_t(ci) < nd.args.size() && nd.args[size_t(ci)].b;
+  const std::vector<int64_t>& s = m.sizes; // [B, H, Sq, Dv]
+  int id = L.extern_buffer(n, std::move(c), m.dtype, {s[0], s[2], s[1], s[3]});
+  LVal out = L.load_of(id, {n});
+  L.set_output(n, 0, L.view(n, out, s, [](const std::vector<IndexExpr>& i) {
+    return std::vector<IndexExpr>{i[0], i[2], i[1], i[3]};
+  }));
+}
+
 const OpTable<LowerFn>::Row kLinalgRules[] = {
     {OpId::_cdist_forward, lower_cdist},
     {OpId::addmm, lower_addmm},
@@ -687,6 +759,7 @@ const OpTable<LowerFn>::Row kLinalgRules[] = {
     {OpId::im2col, lower_im2col},
     {OpId::linear, lower_linear},
     {OpId::mm, lower_mm},
+    {OpId::scaled_dot_product_attention, lower_sdpa},
 };
 
 } // namespace

@@ -916,3 +916,89 @@ TEST_CASE("cuda gpu: cuDNN conv2d gradients match a float64 host reference" *
   MESSAGE("conv2d gradient relative errors: grouped dx "
           << dx1 << " dw " << dw1 << ", patch embedding dx " << dx2 << " dw " << dw2);
 }
+
+TEST_CASE("cuda gpu: cuDNN fused attention matches a float64 host reference" *
+          doctest::test_suite("gpu")) {
+  if (!have_cuda(Cudnn::unavailable_reason())) return;
+  Context& ctx = Context::get();
+  // q and o [b, s_q, h, d] in memory (BSHD, as attention layers lay them out), k and v
+  // [b, h_kv, s_kv, d] contiguous; o = softmax(scale · q·kᵀ + bias, causal) · v in float64 from
+  // the same rounded inputs.
+  auto run = [&](AttentionProblem p, uint32_t seed) {
+    const int64_t b = p.b, h = p.h, hk = p.h_kv, sq = p.s_q, skv = p.s_kv, d = p.d, dv = p.d_v;
+    p.q_strides = {sq * h * d, d, h * d, 1};
+    p.k_strides = {hk * skv * d, skv * d, d, 1};
+    p.v_strides = {hk * skv * dv, skv * dv, dv, 1};
+    p.o_strides = {sq * h * dv, dv, h * dv, 1};
+    std::vector<uint8_t> q = encode(random_floats(size_t(b * sq * h * d), seed), p.dtype);
+    std::vector<uint8_t> k = encode(random_floats(size_t(b * hk * skv * d), seed + 1), p.dtype);
+    std::vector<uint8_t> v = encode(random_floats(size_t(b * hk * skv * dv), seed + 2), p.dtype);
+    std::vector<float> bias_f = random_floats(size_t(p.bias_b * p.bias_h * sq * skv), seed + 3);
+    for (size_t i = 0; i < bias_f.size(); i += 7) bias_f[i] = -INFINITY; // masked out
+    for (int64_t i = 0; i < p.bias_b * p.bias_h * sq; ++i) bias_f[size_t(i * skv)] = 0; // key 0
+    std::vector<uint8_t> bias = encode(bias_f, p.dtype);
+    std::vector<double> qd = decode(q, p.dtype), kd = decode(k, p.dtype), vd = decode(v, p.dtype),
+                        bd = decode(bias, p.dtype);
+    size_t olen = size_t(b * sq * h * dv), es = dtype_size(p.dtype);
+    CachingAllocator& alloc = device_allocator();
+    Buffer bq(alloc, q.size()), bk(alloc, k.size()), bv(alloc, v.size()), bb(alloc, bias.size()),
+        bo(alloc, olen * es);
+    ctx.copy_to_device(bq.ptr, q.data(), q.size());
+    ctx.copy_to_device(bk.ptr, k.data(), k.size());
+    ctx.copy_to_device(bv.ptr, v.data(), v.size());
+    ctx.copy_to_device(bb.ptr, bias.data(), bias.size());
+    ctx.fill_bytes(bo.ptr, 0xff, olen * es);
+    Cudnn::get().attention_forward(p, bq.ptr, bk.ptr, bv.ptr, p.has_bias ? bb.ptr : 0, bo.ptr);
+    std::vector<uint8_t> o(olen * es);
+    ctx.copy_to_host(o.data(), bo.ptr, o.size());
+    std::vector<double> got = decode(o, p.dtype), ref(olen);
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t hi = 0; hi < h; ++hi) {
+        int64_t kh = hi / (h / hk);
+        for (int64_t i = 0; i < sq; ++i) {
+          std::vector<double> s(static_cast<size_t>(skv));
+          double mx = -INFINITY;
+          for (int64_t j = 0; j < skv; ++j) {
+            double acc = 0;
+            for (int64_t c = 0; c < d; ++c)
+              acc += qd[size_t(((bi * sq + i) * h + hi) * d + c)] *
+                     kd[size_t(((bi * hk + kh) * skv + j) * d + c)];
+            acc *= p.scale;
+            if (p.has_bias)
+              acc += bd[size_t(
+                  (((p.bias_b > 1 ? bi : 0) * p.bias_h + (p.bias_h > 1 ? hi : 0)) * sq + i) * skv +
+                  j)];
+            if (p.causal && j > i) acc = -INFINITY;
+            s[size_t(j)] = acc;
+            mx = std::max(mx, acc);
+          }
+          double z = 0;
+          for (double& x : s) z += (x = std::exp(x - mx));
+          for (int64_t c = 0; c < dv; ++c) {
+            double acc = 0;
+            for (int64_t j = 0; j < skv; ++j)
+              acc += s[size_t(j)] / z * vd[size_t(((bi * hk + kh) * skv + j) * dv + c)];
+            ref[size_t(((bi * sq + i) * h + hi) * dv + c)] = acc;
+          }
+        }
+      }
+    return rel_error(got, ref);
+  };
+  AttentionProblem p;
+  p.dtype = DType::BF16;
+  p.b = 2, p.h = 4, p.h_kv = 2, p.s_q = 33, p.s_kv = 40, p.d = 64, p.d_v = 64, p.scale = 0.125;
+  p.causal = true;
+  double causal = run(p, 5);
+  CHECK(causal < 2e-2);
+  p.causal = false;
+  p.has_bias = true, p.bias_b = 2, p.bias_h = 1;
+  p.dtype = DType::F16, p.d = 128, p.d_v = 128;
+  double biased = run(p, 9);
+  CHECK(biased < 1e-2);
+  MESSAGE("fused attention relative errors: bf16 causal GQA " << causal << ", f16 bias " << biased);
+  // The same problem again reuses its plan.
+  CHECK_NOTHROW(run(p, 9));
+  AttentionProblem bad = p;
+  bad.dtype = DType::F32;
+  CHECK(!attention_problem_error(bad).empty());
+}

@@ -534,3 +534,131 @@ TEST_CASE("lower: CPU convolution chains stay channels-last between oneDNN calls
     for (auto& buf : lower(tg.g, lo).buffers) CHECK_FALSE(buf.call.channels_last);
   }
 }
+
+TEST_CASE("lower: scaled_dot_product_attention on CUDA with cuDNN is one fused call") {
+  TestGraph tg;
+  // q [2, 4, 16, 64] (a transposed view of [2, 16, 4, 64], as attention layers write it), k and v
+  // with 2 heads (grouped-query), a causal mask.
+  ValueId qs = tg.random_input("q", DType::BF16, {2, 16, 4, 64});
+  ValueId q = tg.op("aten.transpose.int", {T(qs), I(1), I(2)});
+  ValueId k = tg.random_input("k", DType::BF16, {2, 2, 24, 64});
+  ValueId v = tg.random_input("v", DType::BF16, {2, 2, 24, 32});
+  ValueId o =
+      tg.op("aten.scaled_dot_product_attention.default", {T(q),
+                                                          T(k),
+                                                          T(v),
+                                                          {"", Arg::none()},
+                                                          F(0.0),
+                                                          B(true),
+                                                          KW("scale", Arg::of_float(0.25)),
+                                                          KW("enable_gqa", Arg::of_bool(true))});
+  tg.output(tg.op("aten.transpose.int", {T(o), I(1), I(2)}));
+  CHECK(cudnn_attention(tg.g, tg.g.nodes[1]));
+  // Kept whole by decompose only when asked.
+  auto has_sdpa = [](const Graph& g) {
+    for (const Node& n : g.nodes)
+      if (n.target == "aten.scaled_dot_product_attention.default") return true;
+    return false;
+  };
+  DecomposeOptions keep;
+  keep.keep_cudnn_attention = true;
+  CHECK(has_sdpa(decompose(tg.g, keep)));
+  CHECK_FALSE(has_sdpa(decompose(tg.g, DecomposeOptions{})));
+  LowerOptions lo;
+  lo.cuda = true;
+  lo.cudnn = true;
+  LoopProgram lp = lower(tg.g, lo);
+  std::vector<const Buffer*> calls;
+  for (auto& buf : lp.buffers)
+    if (buf.kind == Buffer::Kind::Extern) calls.push_back(&buf);
+  REQUIRE(calls.size() == 1);
+  const ExternCall& c = calls[0]->call;
+  CHECK(c.kind == ExternCall::Kind::Attention);
+  CHECK(c.causal);
+  CHECK(c.attn_scale == 0.25);
+  REQUIRE(c.operands.size() == 3);
+  // q is read in place through its strides: [2, 4, 16, 64] over the [2, 16, 4, 64] input.
+  CHECK(c.operands[0].strides == std::vector<int64_t>{4096, 64, 256, 1});
+  // The result buffer is [B, Sq, H, Dv]: the transpose that follows is the buffer itself.
+  CHECK(calls[0]->sizes == std::vector<int64_t>{2, 16, 4, 32});
+  CHECK(count_kind(lp, Buffer::Kind::Pointwise) == 0);
+  std::string text = print_loop_program(lp);
+  CHECK(text.find("scaled_dot_product_attention (cudnn attention, scale 0.25, causal)(q[2, 4, 16, "
+                  "64]{4096, 64, 256, 1}+0") != std::string::npos);
+  LoopProgram back = parse_loop_program(text, "<test>");
+  CHECK(print_loop_program(back) == text);
+  // Without cuDNN a kept node is a fallback that says why.
+  LowerOptions no_dnn;
+  no_dnn.cuda = true;
+  no_dnn.no_cudnn_reason = "disabled";
+  LoopProgram fb = lower(tg.g, no_dnn);
+  for (auto& buf : fb.buffers)
+    if (buf.kind == Buffer::Kind::Extern) {
+      CHECK(buf.call.kind == ExternCall::Kind::Fallback);
+      CHECK(buf.call.reason.find("cuDNN not used: disabled") != std::string::npos);
+    }
+}
+
+TEST_CASE("lower: an attention mask becomes cuDNN's additive bias, broadcast dims kept at 1") {
+  TestGraph tg;
+  ValueId q = tg.random_input("q", DType::F16, {2, 3, 8, 16});
+  ValueId k = tg.random_input("k", DType::F16, {2, 3, 8, 16});
+  ValueId v = tg.random_input("v", DType::F16, {2, 3, 8, 16});
+  // A padding mask [2, 1, 1, 8] expanded over heads and queries, as BERT passes it.
+  ValueId m0 = tg.random_input("m", DType::Bool, {2, 1, 1, 8});
+  ValueId m = tg.op("aten.expand.default", {T(m0), Is({2, 3, 8, 8})});
+  tg.output(tg.op("aten.scaled_dot_product_attention.default",
+                  {T(q), T(k), T(v), T(m), F(0.0), B(false)}));
+  CHECK(cudnn_attention(tg.g, tg.g.nodes.back()));
+  LowerOptions lo;
+  lo.cuda = true;
+  lo.cudnn = true;
+  LoopProgram lp = lower(tg.g, lo);
+  const Buffer* call = nullptr;
+  for (auto& buf : lp.buffers)
+    if (buf.kind == Buffer::Kind::Extern) call = &buf;
+  REQUIRE(call);
+  REQUIRE(call->call.operands.size() == 4);
+  const Buffer& bias = lp.buffers[size_t(call->call.operands[3].buffer)];
+  CHECK(bias.dtype == DType::F16);
+  CHECK(bias.sizes == std::vector<int64_t>{2, 1, 8, 8});
+  CHECK_FALSE(call->call.causal);
+  CHECK(call->call.attn_scale == doctest::Approx(0.25)); // 1 / sqrt(16)
+  // Unsupported: float32 inputs, a head dim not a multiple of 8, dropout.
+  TestGraph f32;
+  ValueId a = f32.random_input("a", DType::F32, {1, 1, 4, 8});
+  f32.output(f32.op("aten.scaled_dot_product_attention.default",
+                    {T(a), T(a), T(a), {"", Arg::none()}, F(0.0), B(false)}));
+  CHECK_FALSE(cudnn_attention(f32.g, f32.g.nodes.back()));
+  TestGraph odd;
+  ValueId b = odd.random_input("b", DType::BF16, {1, 1, 4, 12});
+  odd.output(odd.op("aten.scaled_dot_product_attention.default",
+                    {T(b), T(b), T(b), {"", Arg::none()}, F(0.0), B(false)}));
+  CHECK_FALSE(cudnn_attention(odd.g, odd.g.nodes.back()));
+  TestGraph drop;
+  ValueId c = drop.random_input("c", DType::BF16, {1, 1, 4, 16});
+  drop.output(drop.op("aten.scaled_dot_product_attention.default",
+                      {T(c), T(c), T(c), {"", Arg::none()}, F(0.1), B(false)}));
+  CHECK_FALSE(cudnn_attention(drop.g, drop.g.nodes.back()));
+}
+
+TEST_CASE("decompose: grouped-query attention repeats each key and value head") {
+  TestGraph tg;
+  ValueId q = tg.random_input("q", DType::F64, {2, 6, 5, 4});
+  ValueId k = tg.random_input("k", DType::F64, {2, 3, 7, 4});
+  ValueId v = tg.random_input("v", DType::F64, {2, 3, 7, 3});
+  tg.output(
+      tg.op("aten.scaled_dot_product_attention.default", {T(q),
+                                                          T(k),
+                                                          T(v),
+                                                          {"", Arg::none()},
+                                                          F(0.0),
+                                                          B(true),
+                                                          KW("enable_gqa", Arg::of_bool(true))}));
+  std::vector<Tensor> want = interpret(tg.g, tg.inputs);
+  std::vector<Tensor> got = interpret(decompose(tg.g), tg.inputs);
+  REQUIRE(got.size() == 1);
+  CompareResult r = compare_tensors(got[0], want[0]);
+  INFO(r.message);
+  CHECK(r.ok);
+}
