@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -256,6 +257,9 @@ struct Graph {
   /// Dynamic graphs: the shape symbols with their ranges and hints, sorted by name; the metas
   /// and arguments above are the graph at the hints (frontend/specialize.h makes it concrete).
   std::vector<SymbolRange> symbols;
+  /// Nodes read from a disabled torch.autocast region of a default export (wrap_with_autocast
+  /// with enabled=False, inlined): --dtype's conversion leaves them as the export traced them.
+  std::set<std::string> autocast_disabled;
   /// Dynamic graphs: runtime assertions torch.export recorded (node name, condition), kept for
   /// --log=guards; fxc checks the symbols' ranges, not these.
   std::vector<std::pair<std::string, std::string>> sym_asserts;

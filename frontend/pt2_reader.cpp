@@ -812,8 +812,12 @@ private:
     std::vector<const json*> operands;
     for (size_t i = gi + 1; i < ins.size(); ++i)
       operands.push_back(&r_.get(ins[i], "arg", "node input"));
+    const size_t first = g_.nodes.size();
     std::vector<ValueId> results =
         inline_graph(r_.get(ins[gi], "arg", "node input"), operands, name, raw_target, "");
+    if (!grad) // a disabled autocast region: --dtype's conversion leaves its nodes alone
+      for (size_t i = first; i < g_.nodes.size(); ++i)
+        g_.autocast_disabled.insert(g_.nodes[i].name);
     if (grad && !enabled) // torch.no_grad(): no gradient flows back through the region
       for (ValueId& v : results)
         v = add_node1(g_, "aten.detach.default", {{"", Arg::of_tensor(v)}}, name + "_detach");

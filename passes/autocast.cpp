@@ -302,6 +302,10 @@ private:
     if (!view.schema || !target_has_tag(view.target, OpTag::View) || view.outputs.size() != 1 ||
         view.target.find("as_strided") != std::string::npos)
       return kNoValue;
+    // aten.to(..., dtype) aliases its input when nothing changes, but it names a dtype: viewed
+    // again over the cast base it would cast back (llama's rotary embedding: `to(expand(inv_freq),
+    // float32) @ ...`).
+    if (view.schema->index_of("dtype") >= 0) return kNoValue;
     const int self = view.schema->index_of("self");
     if (self < 0 || view.args[size_t(self)].kind != Arg::Kind::Tensor) return kNoValue;
     for (ValueId in : view.tensor_inputs())
@@ -381,7 +385,8 @@ Graph autocast(const Graph& g, DType dtype, AutocastStats* stats) {
           n.args[size_t(k)] = Arg::of_dtype(ac.dtype(in));
       }
     }
-    bool changed = ac.cast_inputs(n);
+    // Inside a disabled torch.autocast region ops run in the dtypes they are given.
+    bool changed = !g.autocast_disabled.count(n.name) && ac.cast_inputs(n);
     for (ValueId v : n.tensor_inputs())
       changed = changed || ac.dtype(v) != g.values[size_t(v)].meta.dtype;
     if (changed) { // the node's output dtypes follow its new inputs; shapes stay

@@ -69,8 +69,8 @@ struct AttentionPlan {
     char detail[1024] = {0};
     if (D.cudnnGetLastErrorString) D.cudnnGetLastErrorString(detail, sizeof(detail));
     const char* text = D.cudnnGetErrorString(s);
-    throw CudaError(std::string("cuDNN fused attention: ") + what + " failed: " +
-                    (text ? text : "status " + std::to_string(int(s))) +
+    throw CudaError(std::string("cuDNN fused attention: ") + what +
+                    " failed: " + (text ? text : "status " + std::to_string(int(s))) +
                     (detail[0] ? std::string(" (") + detail + ")" : std::string()));
   }
   void ok(cudnnStatus_t s, const char* what) const {
@@ -248,7 +248,8 @@ struct AttentionPlan {
     if (count <= 0)
       throw CudaError("cuDNN fused attention: no engine runs this graph (" + describe(p) + ")");
     std::vector<cudnnBackendDescriptor_t> configs;
-    for (int64_t i = 0; i < count; ++i) configs.push_back(create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    for (int64_t i = 0; i < count; ++i)
+      configs.push_back(create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
     int64_t got = 0;
     ok(D.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, configs.data()),
@@ -282,9 +283,9 @@ struct AttentionPlan {
 
   static std::string describe(const AttentionProblem& p) {
     return std::string(dtype_name(p.dtype)) + " b " + std::to_string(p.b) + ", h " +
-           std::to_string(p.h) + "/" + std::to_string(p.h_kv) + ", s_q " + std::to_string(p.s_q) + ", s_kv " +
-           std::to_string(p.s_kv) + ", d " + std::to_string(p.d) + "/" + std::to_string(p.d_v) +
-           (p.causal ? ", causal" : "") + (p.has_bias ? ", bias" : "");
+           std::to_string(p.h) + "/" + std::to_string(p.h_kv) + ", s_q " + std::to_string(p.s_q) +
+           ", s_kv " + std::to_string(p.s_kv) + ", d " + std::to_string(p.d) + "/" +
+           std::to_string(p.d_v) + (p.causal ? ", causal" : "") + (p.has_bias ? ", bias" : "");
   }
 };
 
@@ -302,8 +303,9 @@ void Cudnn::attention_forward(const AttentionProblem& p, DevicePtr q, DevicePtr 
   }
   ctx_.make_current();
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<int64_t> key = {int64_t(p.dtype), p.b, p.h,  p.h_kv,   p.s_q,    p.s_kv,
-                              p.d,              p.d_v, p.causal, p.has_bias, p.bias_b, p.bias_h};
+  std::vector<int64_t> key = {int64_t(p.dtype), p.b,     p.h,   p.h_kv,   p.s_q,
+                              p.s_kv,           p.d,     p.d_v, p.causal, p.has_bias,
+                              p.bias_b,         p.bias_h};
   for (const auto* s : {&p.q_strides, &p.k_strides, &p.v_strides, &p.o_strides})
     key.insert(key.end(), s->begin(), s->end());
   int64_t scale_bits = 0;
@@ -345,8 +347,8 @@ void Cudnn::attention_forward(const AttentionProblem& p, DevicePtr q, DevicePtr 
 
 #else // no cuDNN headers at build time
 
-void Cudnn::attention_forward(const AttentionProblem& p, DevicePtr, DevicePtr, DevicePtr,
-                              DevicePtr, DevicePtr) {
+void Cudnn::attention_forward(const AttentionProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr,
+                              DevicePtr) {
   if (std::string why = attention_problem_error(p); !why.empty())
     throw CudaError("cuDNN fused attention: " + why);
   throw CudaError("cuDNN not available: fxc was built without cudnn.h");

@@ -123,6 +123,16 @@ check "--dtype=bf16 compiles an artifact" 0 "$fxc" --dtype=bf16 --device=cpu --n
 check "the artifact runs" 0 "$fxc" -v --run --inputs "$fx/mlp.io.safetensors" \
   --expect "$fx/mlp.io.safetensors" --rtol=2e-2 --atol=2e-2 "$tmp/mlp.fxo"
 has "the artifact records --dtype" "$tmp/err" "inference, --dtype=bf16)"
+# LLaMA's default export: its rotary embedding casts explicitly, `to(expand(inv_freq), float32)
+# @ to(position_ids, float32)`; the cast of matmul's operands must not be undone by replaying
+# that `to` over a cast base (it names a dtype). Its attention stays whole for cuDNN.
+check "llama2l (default export) converts to bf16" 0 "$fxc" --dtype=bf16 --emit=fx \
+  -o "$tmp/llama.txt" "$src/test/zoo/llama2l.pt2"
+matches "llama2l: the rotary matmul's operands are cast together" "$tmp/llama.txt" \
+  'matmul: "bf16\[1, 32, 128\]" = aten.matmul.default'
+check "llama2l --dtype=bf16 --device=cuda: two fused attention calls" 0 "$fxc" --dtype=bf16 \
+  --device=cuda --emit=ptx --log=inductor -o "$tmp/llama.ptx" "$src/test/zoo/llama2l.pt2"
+has "llama2l: attention calls counted" "$tmp/err" "(15 matmul, 0 convolution, 2 attention, 0 fallback)"
 # A graph already bf16 is left as it is.
 "$fxc" --emit=fx -o "$tmp/bf16.txt" "$src/test/graphs/norms_bf16.fxg" 2>/dev/null
 check "--dtype=bf16 on a bf16 graph" 0 "$fxc" --dtype=bf16 --log=frontend --emit=fx \

@@ -326,3 +326,32 @@ TEST_CASE("autocast: a view is cast as its base; metadata assertions follow the 
   INFO(r.message);
   CHECK(r.ok);
 }
+
+TEST_CASE("autocast: ops of a disabled autocast region keep their dtypes") {
+  // Graph::autocast_disabled names the nodes pt2_reader inlined from wrap_with_autocast(enabled=
+  // False): they run in the dtypes they are given, as under torch.autocast(enabled=False).
+  TestGraph tg;
+  ValueId x = f32_input(tg, "x", {4, 8});
+  ValueId w = f32_weight(tg, "fc.weight", {8, 16});
+  ValueId inside = tg.op("aten.mm.default", {T(x), T(w)});
+  ValueId outside = tg.op("aten.mm.default", {T(x), T(w)});
+  tg.output(inside);
+  tg.output(outside);
+  tg.g.autocast_disabled.insert(tg.g.nodes[size_t(tg.g.values[size_t(inside)].producer)].name);
+  Graph out = autocast(tg.g, DType::BF16);
+  verify_graph(out);
+  CHECK(dtype_of(out, inside) == DType::F32);
+  CHECK(dtype_of(out, outside) == DType::BF16);
+  // aten.to(x, float32) is a view of an f32 x, but it names its dtype: a matmul reading it casts
+  // its result, not x viewed again (which would give f32 back).
+  TestGraph to;
+  ValueId a = f32_input(to, "a", {4, 8});
+  ValueId b = f32_input(to, "b", {8, 16});
+  ValueId ta = to.op("aten.to.dtype", {T(a), {"dtype", Arg::of_dtype(DType::F32)}});
+  ValueId p = to.op("aten.matmul.default", {T(ta), T(b)});
+  to.output(p);
+  Graph out2 = autocast(to.g, DType::BF16);
+  verify_graph(out2);
+  CHECK(dtype_of(out2, p) == DType::BF16);
+  for (DType d : input_dtypes(out2, "aten.matmul.default")) CHECK(d == DType::BF16);
+}
