@@ -10,6 +10,7 @@
 #include "frontend/printer.h"
 #include "frontend/specialize.h"
 #include "frontend/verify.h"
+#include "passes/attention_match.h"
 #include "passes/autograd.h"
 #include "passes/decompose.h"
 #include "passes/partition.h"
@@ -191,6 +192,15 @@ void stage_decompose(Compilation& c) {
   if (c.opts.mode == Mode::Inference) {
     dopts.keep_conv3d = onednn_conv3d(c);
     dopts.keep_cudnn_attention = inductor_cudnn(c) && c.opts.attention == "fused";
+    if (dopts.keep_cudnn_attention) {
+      // Core ATen's attention (bmm, softmax, bmm) back into one node for the fused call.
+      int matched = 0;
+      c.graphs.front().graph = match_attention(c.graphs.front().graph, &matched);
+      if (matched)
+        log_message(Component::Inductor, Level::Info,
+                    "attention: " + std::to_string(matched) +
+                        " bmm-softmax-bmm pattern(s) matched into scaled_dot_product_attention");
+    }
     c.graphs.front().graph = decompose(c.graphs.front().graph, dopts);
     write_graph_artifacts(c, "decompose", "fx_graph_transformed.txt");
     return;

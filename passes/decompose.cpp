@@ -6181,6 +6181,31 @@ bool conv3d_kept(const Graph& g, const Node& n) {
          g.values[size_t(in[1])].meta.sizes.size() == 5;
 }
 
+bool cudnn_attention_shapes(const TensorMeta& qm, const TensorMeta& km, const TensorMeta& vm,
+                            const TensorMeta* mask, bool gqa) {
+  if (qm.dim() != 4 || km.dim() != 4 || vm.dim() != 4) return false;
+  if ((qm.dtype != DType::F16 && qm.dtype != DType::BF16) || km.dtype != qm.dtype ||
+      vm.dtype != qm.dtype)
+    return false;
+  auto head_dim_ok = [](int64_t d) { return d > 0 && d % 8 == 0 && d <= 128; };
+  const std::vector<int64_t>&qs = qm.sizes, &ks = km.sizes, &vs = vm.sizes;
+  // Grouped-query heads: k and v have H / G heads, each shared by G query heads (enable_gqa).
+  bool heads_ok = qs[1] == ks[1] || (gqa && ks[1] > 0 && qs[1] % ks[1] == 0);
+  bool shapes = qs[0] == ks[0] && qs[0] == vs[0] && heads_ok && ks[1] == vs[1] && ks[2] == vs[2] &&
+                qs[3] == ks[3] && head_dim_ok(qs[3]) && head_dim_ok(vs[3]) && qs[0] > 0 &&
+                qs[1] > 0 && qs[2] > 0 && ks[2] > 0;
+  if (!shapes || !mask) return shapes;
+  // A mask (bool: where to attend; float: added to the scores) that broadcasts to
+  // [B, H, Sq, Skv]; it becomes cuDNN's additive bias.
+  if ((mask->dtype != DType::Bool && !is_floating(mask->dtype)) || mask->dim() > 4) return false;
+  const std::vector<int64_t> full = {qs[0], qs[1], qs[2], ks[2]};
+  for (size_t i = 0; i < mask->sizes.size(); ++i) {
+    int64_t s = mask->sizes[mask->sizes.size() - 1 - i], f = full[3 - i];
+    if (s != f && s != 1) return false;
+  }
+  return true;
+}
+
 bool cudnn_attention(const Graph& g, const Node& n) {
   if (n.target != "aten.scaled_dot_product_attention.default" || !n.schema) return false;
   auto given = [&](const char* name) -> const Arg* {
@@ -6194,37 +6219,14 @@ bool cudnn_attention(const Graph& g, const Node& n) {
   if (!q || !k || !v || q->kind != Arg::Kind::Tensor || k->kind != Arg::Kind::Tensor ||
       v->kind != Arg::Kind::Tensor)
     return false;
-  const TensorMeta& qm = g.values[size_t(q->tensor)].meta;
-  const TensorMeta& km = g.values[size_t(k->tensor)].meta;
-  const TensorMeta& vm = g.values[size_t(v->tensor)].meta;
-  if (qm.dim() != 4 || km.dim() != 4 || vm.dim() != 4) return false;
-  if ((qm.dtype != DType::F16 && qm.dtype != DType::BF16) || km.dtype != qm.dtype ||
-      vm.dtype != qm.dtype)
-    return false;
-  auto head_dim_ok = [](int64_t d) { return d > 0 && d % 8 == 0 && d <= 128; };
-  const std::vector<int64_t>&qs = qm.sizes, &ks = km.sizes, &vs = vm.sizes;
-  // Grouped-query heads: k and v have H / G heads, each shared by G query heads (enable_gqa).
-  const Arg* gqa = given("enable_gqa");
-  bool heads_ok = qs[1] == ks[1] || (gqa && gqa->b && ks[1] > 0 && qs[1] % ks[1] == 0);
-  bool shapes = qs[0] == ks[0] && qs[0] == vs[0] && heads_ok && ks[1] == vs[1] && ks[2] == vs[2] &&
-                qs[3] == ks[3] && head_dim_ok(qs[3]) && head_dim_ok(vs[3]) && qs[0] > 0 &&
-                qs[1] > 0 && qs[2] > 0 && ks[2] > 0;
-  if (!shapes) return false;
-  // A mask (bool: where to attend; float: added to the scores) that broadcasts to
-  // [B, H, Sq, Skv]; it becomes cuDNN's additive bias.
   const Arg* mask = given("attn_mask");
-  if (!mask) return true;
-  if (mask->kind != Arg::Kind::Tensor || (given("is_causal") && given("is_causal")->b))
+  if (mask && (mask->kind != Arg::Kind::Tensor || (given("is_causal") && given("is_causal")->b)))
     return false;
-  const TensorMeta& mm = g.values[size_t(mask->tensor)].meta;
-  if (mm.dtype != DType::Bool && !is_floating(mm.dtype)) return false;
-  if (mm.dim() > 4) return false;
-  const std::vector<int64_t> full = {qs[0], qs[1], qs[2], ks[2]};
-  for (size_t i = 0; i < mm.sizes.size(); ++i) {
-    int64_t s = mm.sizes[mm.sizes.size() - 1 - i], f = full[3 - i];
-    if (s != f && s != 1) return false;
-  }
-  return true;
+  const Arg* gqa = given("enable_gqa");
+  return cudnn_attention_shapes(g.values[size_t(q->tensor)].meta, g.values[size_t(k->tensor)].meta,
+                                g.values[size_t(v->tensor)].meta,
+                                mask ? &g.values[size_t(mask->tensor)].meta : nullptr,
+                                gqa && gqa->b);
 }
 
 Graph decompose(const Graph& g, const DecomposeOptions& opts) {

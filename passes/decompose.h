@@ -51,6 +51,9 @@ bool cudnn_conv_backward(const Graph& g, const Node& n);
 /// dropout, and an attn_mask (bool or float, broadcasting to [B, H, Sq, Skv]) only without
 /// is_causal; the scale may be anything.
 bool cudnn_attention(const Graph& g, const Node& n);
+/// cudnn_attention()'s checks of q, k, v and the mask (null: none) alone.
+bool cudnn_attention_shapes(const TensorMeta& q, const TensorMeta& k, const TensorMeta& v,
+                            const TensorMeta* mask, bool gqa);
 
 /// Same, decomposing only nodes for which `select` returns true (including nodes that a
 /// selected decomposition emits).
