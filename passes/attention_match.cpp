@@ -31,8 +31,7 @@ public:
 
   /// `v` with dtype casts (_to_copy with a dtype only) stripped.
   ValueId uncast(ValueId v) const {
-    for (const Node* n = producer(v); n && n->target == "aten._to_copy.default";
-         n = producer(v))
+    for (const Node* n = producer(v); n && n->target == "aten._to_copy.default"; n = producer(v))
       v = arg_tensor(*n, "self");
     return v;
   }
@@ -114,8 +113,8 @@ public:
     if (sm && sm->target == "aten.where.self") {
       const Node* zeros = producer(arg_tensor(*sm, "self"));
       ValueId inner = uncast(arg_tensor(*sm, "other"));
-      if (!zeros || (zeros->target != "aten.full_like.default" &&
-                     zeros->target != "aten.zeros_like.default"))
+      if (!zeros ||
+          (zeros->target != "aten.full_like.default" && zeros->target != "aten.zeros_like.default"))
         return std::nullopt;
       if (zeros->target == "aten.full_like.default") {
         const Arg* fill = arg(*zeros, "fill_value");
@@ -205,10 +204,10 @@ Graph match_attention(const Graph& g, int* matched) {
                                    {"", Arg::of_tensor(as_dtype(m.k))},
                                    {"", Arg::of_tensor(as_dtype(m.v))}};
       if (m.mask != kNoValue)
-        call.push_back({"attn_mask", Arg::of_tensor(g.values[size_t(m.mask)].meta.dtype ==
-                                                            DType::Bool
-                                                        ? mapped(m.mask)
-                                                        : as_dtype(m.mask))});
+        call.push_back(
+            {"attn_mask", Arg::of_tensor(g.values[size_t(m.mask)].meta.dtype == DType::Bool
+                                             ? mapped(m.mask)
+                                             : as_dtype(m.mask))});
       call.push_back({"scale", Arg::of_float(m.scale)});
       ValueId r = add_node1(out, "aten.scaled_dot_product_attention.default", std::move(call),
                             old.name + "_attention");

@@ -956,3 +956,69 @@ TEST_CASE("artifact code: a CUDA build for an artifact has one PTX module of eve
   CHECK_THROWS_WITH_AS(parse_artifact(serialize_artifact(a), "c.fxo"),
                        doctest::Contains("a second kernel named"), Error);
 }
+
+TEST_CASE("artifact: a CUDA plan's fused attention call round-trips and is validated") {
+  if (!fxc::testing::have_libdevice()) return;
+  Graph g;
+  g.source = "attn.fxg";
+  g.name = "attn";
+  std::vector<ValueId> qkv;
+  for (const char* name : {"q", "k", "v"}) {
+    TensorMeta m;
+    m.dtype = DType::BF16;
+    m.sizes = {1, 2, 16, 64};
+    m.strides = {2048, 1024, 64, 1};
+    qkv.push_back(g.add_value(name, m));
+    g.inputs.push_back({qkv.back(), InputKind::UserInput, name, true});
+  }
+  g.outputs = {add_node1(g, "aten.scaled_dot_product_attention.default",
+                         {{"", Arg::of_tensor(qkv[0])},
+                          {"", Arg::of_tensor(qkv[1])},
+                          {"", Arg::of_tensor(qkv[2])},
+                          {"is_causal", Arg::of_bool(true)}})};
+  DecomposeOptions keep;
+  keep.keep_cudnn_attention = true;
+  g = decompose(g, keep);
+  InductorOptions io;
+  io.cuda = true;
+  io.load_cuda = false;
+  io.kernel_ptx = false;
+  CompiledGraph cg = compile_inductor(g, io);
+  CompiledArtifact a;
+  a.name = "attn";
+  a.backend = "inductor";
+  a.device = "cuda";
+  a.cuda_arch = "sm_90";
+  a.mode = "inference";
+  a.inputs = input_specs(g);
+  ArtifactGraph ag;
+  ag.role = "inference";
+  ag.plan = cg.plan();
+  for (PlanKernel& k : ag.plan.kernels) k.fn = nullptr;
+  ag.ptx = cg.ptx_module();
+  ag.constant_names = name_constants(ag.plan, g);
+  a.outputs = {"output_0"};
+  a.graphs.push_back(ag);
+  auto attention = [](const Plan& p) -> const PlanExtern* {
+    for (const PlanExtern& e : p.externs)
+      if (e.kind == PlanExtern::Kind::Attention) return &e;
+    return nullptr;
+  };
+  const PlanExtern* e = attention(a.graphs[0].plan);
+  REQUIRE(e);
+  CHECK(e->causal);
+  CHECK(e->attn_scale == doctest::Approx(0.125));
+  CHECK(e->inputs.size() == 3);
+  CHECK(e->outputs[0].meta.sizes == std::vector<int64_t>{1, 16, 2, 64});
+  CompiledArtifact back = parse_artifact(serialize_artifact(a), "attn.fxo");
+  const PlanExtern* b = attention(back.graphs[0].plan);
+  REQUIRE(b);
+  CHECK(b->causal);
+  CHECK(b->attn_scale == e->attn_scale);
+  CHECK(b->inputs.size() == 3);
+  // A call without its value operand is refused at load.
+  for (PlanExtern& x : a.graphs[0].plan.externs)
+    if (x.kind == PlanExtern::Kind::Attention) x.inputs.pop_back();
+  CHECK_THROWS_WITH_AS(parse_artifact(serialize_artifact(a), "attn.fxo"),
+                       doctest::Contains("an attention call takes q, k, v"), Error);
+}

@@ -73,8 +73,8 @@ TEST_CASE("attention match: float32, unsupported head dims and other graphs are 
   TestGraph tg;
   ValueId a = tg.random_input("a", DType::BF16, {2, 8, 16});
   ValueId b = tg.random_input("b", DType::BF16, {2, 16, 8});
-  ValueId s = tg.op("aten._softmax.default", {T(tg.op("aten.bmm.default", {T(a), T(b)})), I(-1),
-                                              B(false)});
+  ValueId s =
+      tg.op("aten._softmax.default", {T(tg.op("aten.bmm.default", {T(a), T(b)})), I(-1), B(false)});
   tg.output(tg.op("aten.bmm.default", {T(s), T(a)}));
   match_attention(tg.g, &matched);
   CHECK(matched == 0);
