@@ -76,6 +76,12 @@ struct AttentionProblem {
 /// dims, strides and 16-byte alignment; cuDNN may still refuse it at run time).
 std::string attention_problem_error(const AttentionProblem& p);
 
+/// `p` with the stride of every size-1 dim of q, k, v and o replaced by a canonical one (the
+/// largest extent, stride times size, of the operand's other dims): such a dim is never stepped,
+/// so any stride PyTorch left there (a view's leftover 1, say) describes the same tensor, and
+/// cuDNN's alignment rule must not refuse it.
+AttentionProblem with_canonical_unit_strides(AttentionProblem p);
+
 class Cudnn {
 public:
   /// The process's cuDNN handle bound to Context::get()'s stream (get(ctx): to ctx's; one per

@@ -14,6 +14,7 @@
 // heuristics mode A that finalizes; it is built once per problem and kept.
 #include "runtime/cudnn_api.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -41,6 +42,21 @@ std::string attention_problem_error(const AttentionProblem& p) {
         return "strides must be non-negative multiples of 8 elements (16-byte aligned rows)";
   }
   return "";
+}
+
+AttentionProblem with_canonical_unit_strides(AttentionProblem p) {
+  auto fix = [](std::array<int64_t, 4>& st, std::array<int64_t, 4> sz) {
+    int64_t extent = 1;
+    for (size_t i = 0; i < 4; ++i)
+      if (sz[i] != 1) extent = std::max(extent, st[i] * sz[i]);
+    for (size_t i = 0; i < 4; ++i)
+      if (sz[i] == 1) st[i] = i == 3 ? 1 : extent;
+  };
+  fix(p.q_strides, {p.b, p.h, p.s_q, p.d});
+  fix(p.k_strides, {p.b, p.h_kv, p.s_kv, p.d});
+  fix(p.v_strides, {p.b, p.h_kv, p.s_kv, p.d_v});
+  fix(p.o_strides, {p.b, p.h, p.s_q, p.d_v});
+  return p;
 }
 
 #if defined(FXC_HAVE_CUDNN_HEADERS)
@@ -291,8 +307,9 @@ struct AttentionPlan {
 
 } // namespace
 
-void Cudnn::attention_forward(const AttentionProblem& p, DevicePtr q, DevicePtr k, DevicePtr v,
+void Cudnn::attention_forward(const AttentionProblem& given, DevicePtr q, DevicePtr k, DevicePtr v,
                               DevicePtr bias, DevicePtr o) {
+  const AttentionProblem p = with_canonical_unit_strides(given);
   if (std::string why = attention_problem_error(p); !why.empty())
     throw CudaError("cuDNN fused attention: " + why);
   if (p.has_bias != (bias != 0))
@@ -349,7 +366,7 @@ void Cudnn::attention_forward(const AttentionProblem& p, DevicePtr q, DevicePtr 
 
 void Cudnn::attention_forward(const AttentionProblem& p, DevicePtr, DevicePtr, DevicePtr, DevicePtr,
                               DevicePtr) {
-  if (std::string why = attention_problem_error(p); !why.empty())
+  if (std::string why = attention_problem_error(with_canonical_unit_strides(p)); !why.empty())
     throw CudaError("cuDNN fused attention: " + why);
   throw CudaError("cuDNN not available: fxc was built without cudnn.h");
 }

@@ -1002,3 +1002,20 @@ TEST_CASE("cuda gpu: cuDNN fused attention matches a float64 host reference" *
   bad.dtype = DType::F32;
   CHECK(!attention_problem_error(bad).empty());
 }
+
+TEST_CASE("cuda: fused attention ignores the strides of size-1 dims") {
+  // A decode step: one query, its q a view whose size-1 sequence dim kept a stride of 1 (any
+  // stride describes it). The check is on the canonical strides.
+  AttentionProblem p;
+  p.b = 2, p.h = 4, p.h_kv = 4, p.s_q = 1, p.s_kv = 32, p.d = 64, p.d_v = 64;
+  p.q_strides = {256, 64, 1, 1};
+  p.k_strides = {4 * 32 * 64, 32 * 64, 64, 1};
+  p.v_strides = p.k_strides;
+  p.o_strides = {256, 64, 3, 1};
+  CHECK(!attention_problem_error(p).empty());
+  AttentionProblem c = with_canonical_unit_strides(p);
+  CHECK(attention_problem_error(c) == "");
+  CHECK(c.q_strides == std::array<int64_t, 4>{256, 64, 512, 1});
+  CHECK(c.o_strides == std::array<int64_t, 4>{256, 64, 512, 1});
+  CHECK(c.k_strides == p.k_strides); // no size-1 dim: unchanged
+}
