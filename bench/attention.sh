@@ -19,17 +19,10 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 exec > >(tee "$out/attention.log") 2>&1
-tar -C "$work" -xf "$pkg" || { echo "error: cannot unpack $pkg (run tools/build-gpu.sh)"; exit 2; }
-fxc=$work/fxc-gpu/bin/fxc
-libpath=$work/fxc-gpu/lib
-cudnn=$("$py" -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-[ -n "$cudnn" ] && libpath=$libpath:$cudnn
-[ -d /usr/local/cuda/lib64 ] && libpath=$libpath:/usr/local/cuda/lib64
-export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PYTHONUNBUFFERED=1 FXC_CACHE_DIR=$work/fxc-cache
+. "$root/bench/lib_gpu.sh"
+export FXC_CACHE_DIR=$work/fxc-cache
 res=$work/res
 mkdir -p "$res"
-echo "commit: $(cat "$work/fxc-gpu/COMMIT" 2>/dev/null)"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 ls "$cudnn" 2>/dev/null | grep -m1 'libcudnn.so.9\.' || true
 "$py" "$root/bench/attention.py" export "$res" || exit 1

@@ -27,19 +27,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log=$out/anchor.log
 exec > >(tee "$log") 2>&1
-tar -C "$work" -xzf "$pkg" || { echo "error: cannot unpack $pkg (run tools/build-gpu.sh)"; exit 2; }
-fxc=$work/fxc-gpu/bin/fxc
-# Libraries as test/gpu/run.sh sets them: the packed ones, cuBLASLt from the toolkit, cuDNN from
-# PyTorch's environment.
-libpath=$work/fxc-gpu/lib
-cudnn=$("$py" -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-[ -n "$cudnn" ] && libpath=$libpath:$cudnn
-[ -d /usr/local/cuda/lib64 ] && libpath=$libpath:/usr/local/cuda/lib64
-export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PYTHONUNBUFFERED=1
+. "$root/bench/lib_gpu.sh"
 res=$work/results
 mkdir -p "$res"
-echo "commit: $(cat "$work/fxc-gpu/COMMIT" 2>/dev/null)"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 t_start=$SECONDS
 stamp() { echo "=== [$((SECONDS - t_start)) s] $*"; }

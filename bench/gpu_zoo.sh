@@ -61,19 +61,10 @@ exec > >(tee "$out/zoo.log") 2>&1
 t_start=$SECONDS
 stamp() { echo "=== [$((SECONDS - t_start)) s] $*"; }
 left() { echo $((deadline - (SECONDS - t_start))); }
-tar -C "$work" -xf "$pkg" || { echo "error: cannot unpack $pkg (run tools/build-gpu.sh)"; exit 2; }
-fxc=$work/fxc-gpu/bin/fxc
-# Libraries as test/gpu/run.sh sets them: the packed ones, cuDNN from PyTorch's environment,
-# cuBLASLt from the toolkit.
-libpath=$work/fxc-gpu/lib
-cudnn=$("$py" -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-[ -n "$cudnn" ] && libpath=$libpath:$cudnn
-[ -d /usr/local/cuda/lib64 ] && libpath=$libpath:/usr/local/cuda/lib64
-export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PYTHONUNBUFFERED=1 FXC_CACHE_DIR=$work/fxc-cache
+. "$root/bench/lib_gpu.sh"
+export FXC_CACHE_DIR=$work/fxc-cache
 res=$work/res
 mkdir -p "$res"
-echo "commit: $(cat "$work/fxc-gpu/COMMIT" 2>/dev/null)"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 "$py" -c 'import torch, torchvision, transformers; print("torch", torch.__version__, "torchvision", torchvision.__version__, "transformers", transformers.__version__)'
 
