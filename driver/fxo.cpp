@@ -11,11 +11,13 @@
 #include "frontend/diag.h"
 #include "frontend/io_util.h"
 #include "frontend/safetensors.h"
+#include "frontend/specialize.h"
 #ifdef FXC_HAVE_CODEGEN
 #include "codegen/inductor.h"
 #endif
 #include "passes/partition.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -46,8 +48,41 @@ private:
 void log_artifact_guards(const LoadedModel& m, const std::vector<Tensor>& inputs) {
   Logger& log = process_logger();
   if (!log.enabled(Artifact::Guards)) return;
-  const std::vector<InputGuard>& gs = m.artifact().inputs;
+  const CompiledArtifact& a = m.artifact();
+  const std::vector<InputGuard>& gs = a.inputs;
   std::string text;
+  if (a.symbolic) { // the sizes by the symbols' ranges, then which code runs these sizes
+    const Graph& g = *a.symbolic;
+    size_t k = 0;
+    for (const GraphInput& in : g.inputs) {
+      if (in.kind != InputKind::UserInput) continue;
+      const TensorMeta& meta = g.values[size_t(in.value)].meta;
+      std::string dims;
+      for (size_t d = 0; d < meta.sizes.size(); ++d)
+        dims += (d ? ", " : "") + (d < meta.sym_sizes.size() && !meta.sym_sizes[d].empty()
+                                       ? format_sym(meta.sym_sizes[d])
+                                       : std::to_string(meta.sizes[d]));
+      text += "input_" + std::to_string(k) + " '" + (k < gs.size() ? gs[k].name : in.fqn) +
+              "': dtype " + std::string(dtype_name(meta.dtype)) + ", shape " +
+              std::string(dtype_name(meta.dtype)) + "[" + dims + "]\n";
+      ++k;
+    }
+    for (const SymbolRange& r : g.symbols) text += "  " + format_range(r) + "\n";
+    std::vector<TensorMeta> metas;
+    for (const Tensor& t : inputs) metas.push_back(t.meta());
+    SymBindings b;
+    if (std::string f = bind_symbols(g, metas, &b); !f.empty())
+      text += "the inputs FAIL: " + f + "\n";
+    else if (b == a.bindings)
+      text += "the inputs bind " + format_bindings(b) + ": the plans compiled for these sizes\n";
+    else if (!a.generic.symbol.empty())
+      text += "the inputs bind " + format_bindings(b) + ": the plans made for every size\n";
+    else
+      text += "the inputs bind " + format_bindings(b) + ": the reference interpreter (the plans " +
+              "were compiled for " + format_bindings(a.bindings) + " only)\n";
+    log.artifact(Artifact::Guards, text);
+    return;
+  }
   for (size_t k = 0; k < gs.size(); ++k) {
     const TensorMeta& g = gs[k].meta;
     bool ok = k < inputs.size() && check_input_guard(k, gs[k], inputs[k].meta()).empty();
@@ -81,7 +116,76 @@ WeightPrefetch::~WeightPrefetch() {
   thread_.join();
 }
 
+namespace {
+
+CompiledArtifact artifact_of(const Compilation& c);
+
+// A dynamic inference graph with one symbol, compiled by inductor at `c.bindings`: compiled again
+// at three more values so that four consecutive ones hold that binding, and the artifact made
+// size-generic when their plans agree (runtime/artifact.h, make_size_generic). Says which under
+// --log=guards.
+void make_generic(const Compilation& c, CompiledArtifact& a) {
+  const Options& o = c.opts;
+  if (o.backend != Backend::Inductor || o.mode != Mode::Inference || !c.symbolic ||
+      has_unbacked_symbols(*c.symbolic))
+    return;
+  const SymbolRange& r = c.symbolic->symbols[0];
+  const int64_t v = c.bindings.at(r.name);
+  // Sizes 0 and 1 are special (a size-1 dim's stride is any): the four values are 2 or more.
+  const int64_t lo = std::max<int64_t>(r.min, 2), hi = r.max;
+  Logger& log = process_logger();
+  auto say = [&](const std::string& what) {
+    log.artifact(Artifact::Guards, "dynamic shapes: " + what + "\n");
+  };
+  if (c.symbolic->symbols.size() != 1) {
+    say("the plans hold at " + format_bindings(c.bindings) + " only (size-generic plans take one " +
+        "symbol); other sizes run on the reference interpreter");
+    return;
+  }
+  if (hi - lo < 3 || v < lo) {
+    say("the plans hold at " + format_bindings(c.bindings) + " only (no four sizes of 2 or more " +
+        "around it in range); other sizes run on the reference interpreter");
+    return;
+  }
+  const int64_t start = std::clamp<int64_t>(v - 1, lo, hi - 3);
+  std::vector<std::unique_ptr<CompiledArtifact>> probes;
+  std::vector<std::pair<int64_t, const CompiledArtifact*>> at;
+  DebugTrace quiet;
+  for (int64_t x = start; x < start + 4; ++x) {
+    if (x == v) {
+      at.push_back({x, &a});
+      continue;
+    }
+    SymBindings b{{r.name, x}};
+    Compilation p(o, quiet, specialize(*c.symbolic, b));
+    p.source.name = c.source.name;
+    p.symbolic = c.symbolic;
+    p.bindings = b;
+    run_pipeline(p);
+    probes.push_back(std::make_unique<CompiledArtifact>(artifact_of(p)));
+    at.push_back({x, probes.back().get()});
+  }
+  std::string why = make_size_generic(a, at);
+  if (why.empty())
+    say("the plans hold at every size, " + format_range(r) + " (compiled at " + r.name + "=" +
+        std::to_string(start) + ".." + std::to_string(start + 3) + ": " +
+        std::to_string(a.generic.fields.size()) + " numbers change with it)");
+  else
+    say("the plans hold at " + format_bindings(c.bindings) + " only (" + why +
+        "); other sizes run on the reference interpreter");
+}
+
+} // namespace
+
 CompiledArtifact make_artifact(const Compilation& c) {
+  CompiledArtifact a = artifact_of(c);
+  make_generic(c, a);
+  return a;
+}
+
+namespace {
+
+CompiledArtifact artifact_of(const Compilation& c) {
   const Options& o = c.opts;
   bool cuda = o.device == DeviceKind::Cuda;
   CompiledArtifact a;
@@ -144,6 +248,8 @@ CompiledArtifact make_artifact(const Compilation& c) {
   }
   return a;
 }
+
+} // namespace
 
 bool is_artifact_file(const std::string& path) {
   if (path.size() > 4 && path.compare(path.size() - 4, 4, ".fxo") == 0) return true;

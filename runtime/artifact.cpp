@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cerrno>
 #include <chrono>
@@ -533,6 +534,7 @@ public:
   }
 
   const std::string& source() const { return source_; }
+  std::string_view blobs() const { return blobs_; }
 
 private:
   const std::string& source_;
@@ -1072,12 +1074,192 @@ ojson write_model(const CompiledArtifact& a, Writer& w) {
     dyn.graph = a.symbolic;
     ojson d = write_graph(dyn, a, w);
     d["bindings"] = a.bindings;
+    if (!a.generic.symbol.empty()) {
+      ojson fields = ojson::array();
+      for (const SizeGeneric::Field& f : a.generic.fields)
+        fields.push_back(ojson::array({f.graph, f.pointer, f.c0, f.c1, f.c2}));
+      d["generic"] =
+          ojson{{"symbol", a.generic.symbol}, {"base", a.generic.base}, {"fields", fields}};
+    }
     m["dynamic"] = d;
   }
   return m;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Size-generic plans (docs/dynamic.md, "Plans at every size").
+
+/// `key` escaped for a JSON pointer ("~" as "~0", "/" as "~1").
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  for (char ch : key) {
+    if (ch == '~')
+      out += "~0";
+    else if (ch == '/')
+      out += "~1";
+    else
+      out += ch;
+  }
+  return out;
+}
+
+/// Walks the same place `ptr` of one plan's JSON at four consecutive symbol values: the structure,
+/// strings, booleans and floats must agree; an integer that changes must be c0 + c1·t +
+/// c2·t(t-1)/2 at t = 0..3 (a field). Returns "" or where they differ otherwise.
+std::string fit_plan_fields(const std::array<const ojson*, 4>& v, const std::string& ptr,
+                            size_t graph, std::vector<SizeGeneric::Field>* out) {
+  const ojson& a = *v[0];
+  auto differs = [&] { return "the plans differ between sizes at " + (ptr.empty() ? "/" : ptr); };
+  for (size_t k = 1; k < 4; ++k)
+    if (v[k]->is_number_integer() != a.is_number_integer() ||
+        (!a.is_number_integer() && v[k]->type() != a.type()))
+      return differs();
+  if (a.is_object()) {
+    for (size_t k = 1; k < 4; ++k)
+      if (v[k]->size() != a.size()) return differs();
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      std::array<const ojson*, 4> next{&it.value(), nullptr, nullptr, nullptr};
+      for (size_t k = 1; k < 4; ++k) {
+        auto f = v[k]->find(it.key());
+        if (f == v[k]->end()) return differs();
+        next[k] = &*f;
+      }
+      if (std::string why = fit_plan_fields(next, ptr + "/" + pointer_token(it.key()), graph, out);
+          !why.empty())
+        return why;
+    }
+    return "";
+  }
+  if (a.is_array()) {
+    for (size_t k = 1; k < 4; ++k)
+      if (v[k]->size() != a.size()) return differs();
+    for (size_t i = 0; i < a.size(); ++i) {
+      std::array<const ojson*, 4> next{&a[i], &(*v[1])[i], &(*v[2])[i], &(*v[3])[i]};
+      if (std::string why = fit_plan_fields(next, ptr + "/" + std::to_string(i), graph, out);
+          !why.empty())
+        return why;
+    }
+    return "";
+  }
+  if (!a.is_number_integer()) {
+    for (size_t k = 1; k < 4; ++k)
+      if (*v[k] != a) return differs();
+    return "";
+  }
+  std::array<__int128, 4> f{};
+  for (size_t k = 0; k < 4; ++k) {
+    if (v[k]->is_number_unsigned() && v[k]->get<uint64_t>() > uint64_t(INT64_MAX)) return differs();
+    f[k] = v[k]->get<int64_t>();
+  }
+  if (f[0] == f[1] && f[1] == f[2] && f[2] == f[3]) return "";
+  __int128 c0 = f[0], c1 = f[1] - f[0], c2 = f[2] - 2 * f[1] + f[0];
+  if (f[3] != c0 + 3 * c1 + 3 * c2)
+    return "a number of the plans is no polynomial of degree two in the size at " + ptr;
+  auto fits = [](__int128 x) { return x >= INT64_MIN && x <= INT64_MAX; };
+  if (!fits(c1) || !fits(c2)) return differs();
+  out->push_back({graph, ptr, int64_t(c0), int64_t(c1), int64_t(c2)});
+  return "";
+}
+
 } // namespace
+
+struct GenericPlanSource {
+  std::string blobs;           ///< the blob area (fallback graphs)
+  std::vector<Tensor> weights; ///< the weight table
+  std::vector<json> plans;     ///< per graph: its "plan" as the file spells it (null: none)
+};
+
+std::optional<int64_t> SizeGeneric::at(const Field& f, int64_t value) const {
+  __int128 t = __int128(value) - base;
+  __int128 v = __int128(f.c0) + __int128(f.c1) * t + __int128(f.c2) * (t * (t - 1) / 2);
+  if (v < INT64_MIN || v > INT64_MAX) return std::nullopt;
+  return int64_t(v);
+}
+
+std::string make_size_generic(CompiledArtifact& a,
+                              const std::vector<std::pair<int64_t, const CompiledArtifact*>>& at) {
+  if (!a.symbolic || a.symbolic->symbols.size() != 1 || a.mode != "inference")
+    return "not an inference artifact with one symbol";
+  if (at.size() != 4) return "not four compiles";
+  const std::string& sym = a.symbolic->symbols[0].name;
+  for (size_t k = 0; k < 4; ++k)
+    if (at[k].first != at[0].first + int64_t(k)) return "the sizes are not consecutive";
+  bool self = false;
+  for (const auto& [value, x] : at) {
+    self |= x == &a;
+    if (x->graphs.size() != a.graphs.size() || x->device != a.device || x->outputs != a.outputs)
+      return "the compiles differ in their graphs";
+  }
+  if (!self || a.bindings.at(sym) < at[0].first || a.bindings.at(sym) > at[3].first)
+    return "the artifact is not among the compiles";
+  bool cuda = a.device == "cuda";
+  std::vector<SizeGeneric::Field> fields;
+  for (size_t gi = 0; gi < a.graphs.size(); ++gi) {
+    const ArtifactGraph& g = a.graphs[gi];
+    if (g.kind != ArtifactGraph::Kind::Plan) return "a graph runs on the interpreter";
+    std::array<ojson, 4> plans;
+    std::array<Writer, 4> writers;
+    for (size_t k = 0; k < 4; ++k) {
+      const ArtifactGraph& x = at[k].second->graphs[gi];
+      if (x.kind != g.kind || x.role != g.role || x.constant_names != g.constant_names)
+        return "the compiles differ in their graphs";
+      if (x.objects != g.objects || x.ptx != g.ptx)
+        return "the kernels' code differs between sizes";
+      if (x.plan.constant_slots.size() != g.plan.constant_slots.size())
+        return "the plans differ in their constants";
+      for (size_t c = 0; c < g.plan.constant_slots.size(); ++c) {
+        const Tensor& t = g.plan.constant_slots[c].second;
+        const Tensor& u = x.plan.constant_slots[c].second;
+        if (t.meta() != u.meta()) return "a constant of the plans differs between sizes";
+        if (t.storage() != u.storage()) {
+          size_t n = size_t(t.numel()) * dtype_size(t.dtype());
+          if (n && std::memcmp(t.raw_data(), u.raw_data(), n) != 0)
+            return "a constant of the plans differs between sizes";
+        }
+      }
+      plans[k] = write_plan(x, cuda, a.name, writers[k]);
+      if (writers[k].blobs() != writers[0].blobs())
+        return "a fallback call's graph differs between sizes";
+    }
+    if (std::string why =
+            fit_plan_fields({&plans[0], &plans[1], &plans[2], &plans[3]}, "", gi, &fields);
+        !why.empty())
+      return why;
+  }
+  a.generic.symbol = sym;
+  a.generic.base = at[0].first;
+  a.generic.fields = std::move(fields);
+  return "";
+}
+
+std::vector<ArtifactGraph> instantiate_size_generic(const CompiledArtifact& a, int64_t value,
+                                                    const std::string& source) {
+  if (a.generic.symbol.empty() || !a.generic_source)
+    throw Error(source, "internal error: the artifact's plans hold at one size only");
+  const GenericPlanSource& src = *a.generic_source;
+  std::vector<json> plans = src.plans;
+  for (const SizeGeneric::Field& f : a.generic.fields) {
+    std::optional<int64_t> v = a.generic.at(f, value);
+    if (!v || *v < 0)
+      throw Error(source, "the plans at " + a.generic.symbol + "=" + std::to_string(value) +
+                              " give " + f.pointer + " no valid value");
+    plans.at(f.graph)[json::json_pointer(f.pointer)] = *v;
+  }
+  Reader r(source, src.blobs);
+  std::vector<ArtifactGraph> out;
+  for (size_t i = 0; i < a.graphs.size(); ++i) {
+    ArtifactGraph g = a.graphs[i];
+    if (g.kind == ArtifactGraph::Kind::Plan)
+      g.plan = read_plan(r, plans[i],
+                         "graphs[" + std::to_string(i) + "].plan at " + a.generic.symbol + "=" +
+                             std::to_string(value),
+                         a.device == "cuda", src.weights);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+namespace {} // namespace
 
 void write_artifact(const CompiledArtifact& a, const ArtifactSink& sink) {
   write_artifact(std::vector<const CompiledArtifact*>{&a}, sink);
@@ -1167,6 +1349,49 @@ CompiledArtifact parse_artifact(std::string_view bytes, const std::string& sourc
 
 namespace {
 
+// A dynamic model's "generic" entry: its symbol and fields, each checked to name an integer of a
+// plan that it gives at the plans' own binding; keeps what instantiate_size_generic() reads.
+void read_size_generic(const Reader& r, const json& j, const json& model, const std::string& where,
+                       const std::vector<Tensor>& weight_table, CompiledArtifact* a) {
+  SizeGeneric gen;
+  gen.symbol = r.str(j, "symbol", where);
+  if (a->symbolic->symbols.size() != 1 || a->symbolic->symbols[0].name != gen.symbol)
+    r.fail(where + ".symbol", "not the graph's one symbol");
+  gen.base = r.integer(j, "base", where, 0, INT64_MAX);
+  auto src = std::make_shared<GenericPlanSource>();
+  src->blobs = std::string(r.blobs());
+  src->weights = weight_table;
+  const json& graphs = r.array(model, "graphs", where);
+  for (const json& g : graphs) src->plans.push_back(g.contains("plan") ? g.at("plan") : json());
+  const json& fields = r.array(j, "fields", where);
+  const int64_t bound = a->bindings.at(gen.symbol);
+  for (size_t i = 0; i < fields.size(); ++i) {
+    std::string w = where + ".fields[" + std::to_string(i) + "]";
+    const json& f = fields[i];
+    if (!f.is_array() || f.size() != 5) r.fail(w, "not [graph, pointer, c0, c1, c2]");
+    SizeGeneric::Field field;
+    field.graph = size_t(r.integer(f[0], w, 0, int64_t(a->graphs.size()) - 1));
+    field.pointer = r.str(f[1], w);
+    field.c0 = r.integer(f[2], w, INT64_MIN, INT64_MAX);
+    field.c1 = r.integer(f[3], w, INT64_MIN, INT64_MAX);
+    field.c2 = r.integer(f[4], w, INT64_MIN, INT64_MAX);
+    const json& plan = src->plans[field.graph];
+    const json* target = nullptr;
+    try {
+      json::json_pointer ptr(field.pointer);
+      if (!plan.is_null() && plan.contains(ptr)) target = &plan.at(ptr);
+    } catch (const json::exception&) {
+    }
+    if (!target || !target->is_number_integer()) r.fail(w, "names no number of a plan");
+    if (gen.at(field, bound) != target->get<int64_t>())
+      r.fail(w,
+             "does not give the plan's own value at " + gen.symbol + "=" + std::to_string(bound));
+    gen.fields.push_back(std::move(field));
+  }
+  a->generic = std::move(gen);
+  a->generic_source = std::move(src);
+}
+
 // One model of the manifest's "models" (`top`: "models[0]"), its weights from the shared table.
 CompiledArtifact read_model(const Reader& r, const json& m, const std::string& top,
                             const std::vector<Tensor>& weight_table) {
@@ -1223,6 +1448,8 @@ CompiledArtifact read_model(const Reader& r, const json& m, const std::string& t
     if (user_input_count(*dyn.graph) != a.inputs.size())
       r.fail(top + ".dynamic", "its inputs differ from the guards'");
     a.symbolic = dyn.graph;
+    if (auto gen = d->find("generic"); gen != d->end())
+      read_size_generic(r, *gen, m, top + ".dynamic.generic", weight_table, &a);
   }
   if (r.str(m, "kind", top) != (a.graphs.empty() ? "plan" : kind_name(a.graphs[0].kind)))
     r.fail(top + ".kind", "differs from the graphs' kind");
@@ -1448,6 +1675,9 @@ struct LoadedModel::Impl {
   double load_ms = 0;
   /// Dynamic artifacts: the graph specialized to the last few bindings other than the plans'.
   std::vector<std::pair<SymBindings, std::shared_ptr<const Graph>>> specialized_cache;
+  /// Size-generic artifacts: the plans at the last few values of the symbol other than the
+  /// compiled one (guarded by spec_mu).
+  std::vector<std::pair<int64_t, std::shared_ptr<LiveGraph>>> generic_cache;
 
   // The guards: static ones as compiled; a dynamic artifact's sizes by its symbols' ranges.
   std::string check_guards(const std::vector<TensorMeta>& inputs, SymBindings* b) const {
@@ -1479,6 +1709,53 @@ struct LoadedModel::Impl {
     if (specialized_cache.size() == 4) specialized_cache.erase(specialized_cache.begin());
     specialized_cache.push_back({b, g});
     return g;
+  }
+
+  // A size-generic artifact's inference plan at `b` (its one symbol's value), made from the
+  // compiled plan's kernels and the generic numbers; the last four are kept. Its outputs are
+  // checked against the graph specialized to `b`.
+  std::shared_ptr<LiveGraph> generic_plan(const SymBindings& b) {
+    const int64_t value = b.at(a.generic.symbol);
+    {
+      std::lock_guard<std::mutex> lock(spec_mu);
+      for (const auto& [v, lg] : generic_cache)
+        if (v == value) return lg;
+    }
+    std::vector<ArtifactGraph> gs = instantiate_size_generic(a, value, source);
+    std::shared_ptr<const Graph> spec = specialized(b);
+    Plan plan = std::move(gs.at(0).plan);
+    if (plan.outputs.size() != spec->outputs.size())
+      throw Error(source, "the plans at " + format_bindings(b) + " give the wrong outputs");
+    for (size_t i = 0; i < plan.outputs.size(); ++i)
+      if (plan.outputs[i].meta.sizes != spec->values[size_t(spec->outputs[i])].meta.sizes)
+        throw Error(source, "the plans at " + format_bindings(b) + " give output " +
+                                std::to_string(i) + " as " + format_meta(plan.outputs[i].meta) +
+                                ", the graph " +
+                                format_meta(spec->values[size_t(spec->outputs[i])].meta));
+    const Plan& compiled = *snapshot().at(0)->plan; // its kernels are resolved
+    for (PlanKernel& k : plan.kernels) {
+      auto it = std::find_if(compiled.kernels.begin(), compiled.kernels.end(),
+                             [&](const PlanKernel& c) { return c.name == k.name; });
+      if (it == compiled.kernels.end()) throw Error(source, "no kernel '" + k.name + "'");
+      k.fn = it->fn;
+      k.cuda_function = it->cuda_function;
+    }
+    auto lg = std::make_shared<LiveGraph>();
+    if (a.device == "cuda") {
+      lg->plan = std::make_shared<const Plan>(std::move(plan));
+      lg->cuda = std::make_unique<CudaPlanRunner>(*lg->plan, source,
+                                                  runner_options(*lg->plan, cuda_device));
+    } else {
+      auto p = std::make_shared<Plan>(std::move(plan));
+      onednn::prepare_plan(*p, source);
+      lg->plan = std::move(p);
+    }
+    std::lock_guard<std::mutex> lock(spec_mu);
+    for (const auto& [v, have] : generic_cache)
+      if (v == value) return have; // another run made it meanwhile
+    if (generic_cache.size() == 4) generic_cache.erase(generic_cache.begin());
+    generic_cache.push_back({value, lg});
+    return lg;
   }
 
   std::vector<TensorMeta> graph_output_metas(size_t i) const {
@@ -1641,6 +1918,12 @@ NamedResults LoadedModel::run(const std::vector<Tensor>& inputs) {
   if (std::string f = impl_->check_guards(metas, &b); !f.empty()) throw Error(impl_->source, f);
   const CompiledArtifact& a = impl_->a;
   NamedResults out;
+  if (a.symbolic && b != a.bindings && !a.generic.symbol.empty()) { // the plans at these sizes
+    std::shared_ptr<LiveGraph> lg = impl_->generic_plan(b);
+    std::vector<Tensor> r = impl_->run_graph(0, lg.get(), inputs);
+    for (size_t i = 0; i < r.size(); ++i) out.emplace_back(a.outputs[i], r[i]);
+    return out;
+  }
   if (a.symbolic && b != a.bindings) { // sizes other than the plans': the interpreter
     std::vector<Tensor> r = interpret(*impl_->specialized(b), inputs);
     for (size_t i = 0; i < r.size(); ++i) out.emplace_back(a.outputs[i], r[i]);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -72,6 +73,27 @@ struct ArtifactGraph {
   std::vector<std::string> constant_names;
 };
 
+/// A dynamic artifact's plans at every value of its one symbol (docs/dynamic.md, "Plans at
+/// every size"): compiled at four consecutive values, the kernels' code was the same at each and
+/// every number of the plans that changed (a kernel's rows, a slot's bytes, a view's sizes and
+/// strides) was a polynomial of degree two at most in the symbol; `fields` are those numbers.
+struct SizeGeneric {
+  struct Field {
+    size_t graph = 0;               ///< index into CompiledArtifact::graphs
+    std::string pointer;            ///< JSON pointer into that graph's "plan" ("/kernels/0/xnumel")
+    int64_t c0 = 0, c1 = 0, c2 = 0; ///< c0 + c1·t + c2·t(t-1)/2 at t = value - base
+  };
+  std::string symbol; ///< empty: the plans hold at CompiledArtifact::bindings only
+  int64_t base = 0;
+  std::vector<Field> fields;
+  /// The field's value when the symbol is `value`; nullopt when it does not fit in an int64.
+  std::optional<int64_t> at(const Field& f, int64_t value) const;
+};
+
+/// What instantiate_size_generic() reads: the plans as the file spells them (set by
+/// parse_artifact for a size-generic model).
+struct GenericPlanSource;
+
 struct CompiledArtifact {
   std::string name;      ///< the model's stem ("mlp"); never a path
   std::string backend;   ///< "eager", "aot_eager", "aot_eager_decomp_partition", "inductor"
@@ -96,11 +118,29 @@ struct CompiledArtifact {
   /// ranges ("input_0 'x': dim 0 is 5000, outside s77 in [1, 4096]"). Null for static artifacts.
   std::shared_ptr<const Graph> symbolic;
   SymBindings bindings;
+  /// Dynamic inference artifacts whose plans hold at every value of their one symbol
+  /// (make_size_generic): the numbers that change with it; then a run at any size in range runs
+  /// the plans, not the interpreter.
+  SizeGeneric generic;
+  std::shared_ptr<const GenericPlanSource> generic_source; ///< parsed artifacts only
   /// Read from a file: the names of every model that file holds, in order (this one among them;
   /// `fxc --link` writes several). Not written: an artifact's models are what write_artifact()
   /// is given.
   std::vector<std::string> models_in_file;
 };
+
+/// Makes `a` size-generic (SizeGeneric) from the same model compiled at four consecutive values
+/// of its one symbol (`at`: value and artifact, `a` itself among them at its own binding).
+/// Returns "" when it is, else why not ("the kernels' code differs between sizes", ...), and
+/// leaves `a` as it was.
+std::string make_size_generic(CompiledArtifact& a,
+                              const std::vector<std::pair<int64_t, const CompiledArtifact*>>& at);
+
+/// The graphs of a size-generic parsed artifact with its symbol at `value` (its plans with the
+/// numbers of SizeGeneric at that value, validated as a file's plans are; kernels unresolved).
+/// Throws fxc::Error naming `source`.
+std::vector<ArtifactGraph> instantiate_size_generic(const CompiledArtifact& a, int64_t value,
+                                                    const std::string& source);
 
 /// parse_artifact() was asked for a model the artifact does not hold (the message lists those
 /// it does): the caller's mistake, not a damaged file.

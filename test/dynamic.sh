@@ -3,8 +3,10 @@
 # Dim("batch") and Dim("seq"), PyTorch's outputs at three sizes each):
 #   - every backend compiles at the sizes of --inputs and reproduces PyTorch at each size;
 #   - train mode (mlp, block) reproduces PyTorch's gradients at two sizes;
-#   - one .fxo, compiled once, runs at every size in range: at the compiled size its plan, at
-#     the others the reference interpreter; outside the range the guard names dim and range;
+#   - one .fxo, compiled once, runs at every size in range: at the compiled size its plan; at the
+#     others, for one symbol whose plans hold at every size (mlp, convnet), the same kernels with
+#     that size's numbers, else the reference interpreter; outside the range the guard names dim
+#     and range;
 #   - the readable graph shows the symbols; --emit=fxg keeps them; --log=guards lists them.
 # Usage: dynamic.sh <fxc>
 set -u
@@ -66,6 +68,37 @@ for name in mlp block berttiny $probes; do
     check "$name.fxo runs at $s" 0 "$fxc" "$tmp/$name.fxo" --run --inputs "$io" --expect "$io"
   done
 done
+# Size-generic plans: one symbol whose kernels are the same at every batch size.
+for name in mlp convnet; do
+  check "compile $name.pt2 to one .fxo, --log=guards" 0 "$fxc" --no-cache --log=guards \
+    "$dx/$name.pt2" -o "$tmp/$name.g.fxo"
+  has "$name: the plans hold at every size" "$tmp/err" "the plans hold at every size, s77 in"
+  for s in $(sizes "$name"); do
+    io=$dx/$name.$s.io.safetensors
+    check "$name.g.fxo runs its plans at $s" 0 "$fxc" "$tmp/$name.g.fxo" --run --inputs "$io" \
+      --expect "$io" --log=guards
+  done
+  s=$(sizes "$name" | head -1) # b1: not the size compiled at
+  check "$name.g.fxo at $s, --log=guards" 0 "$fxc" "$tmp/$name.g.fxo" --run --log=guards \
+    --inputs "$dx/$name.$s.io.safetensors"
+  has "$name.g.fxo: $s runs the plans made for every size" "$tmp/err" \
+    "bind s77=1: the plans made for every size"
+done
+check "compile mlp.pt2 again" 0 "$fxc" --no-cache "$dx/mlp.pt2" -o "$tmp/mlp.g2.fxo"
+same "a size-generic .fxo is byte-identical across compiles" "$tmp/mlp.g.fxo" "$tmp/mlp.g2.fxo"
+check "block.core.pt2 (two symbols), --log=guards" 0 "$fxc" --no-cache --log=guards \
+  "$dx/block.core.pt2" -o "$tmp/block.g.fxo"
+has "block: other sizes on the interpreter, and why" "$tmp/err" \
+  "only (size-generic plans take one symbol); other sizes run on the reference interpreter"
+check "block.g.fxo at b1t5, --log=guards" 0 "$fxc" "$tmp/block.g.fxo" --run --log=guards \
+  --inputs "$dx/block.b1t5.io.safetensors" --expect "$dx/block.b1t5.io.safetensors"
+has "block.g.fxo: b1t5 runs on the interpreter" "$tmp/err" ": the reference interpreter (the plans"
+if [ -f "$dx/symscalar.pt2" ]; then
+  check "symscalar.pt2 (its kernels use the size), --log=guards" 0 "$fxc" --no-cache \
+    --log=guards "$dx/symscalar.pt2" -o "$tmp/symscalar.g.fxo"
+  has "symscalar: the kernels' code differs between sizes" "$tmp/err" \
+    "the kernels' code differs between sizes"
+fi
 "$fxc" "$tmp/mlp.fxo" --run --inputs "$dx/mlp.b3.io.safetensors" --outputs "$tmp/o3.safetensors" 2>/dev/null
 "$fxc" "$tmp/mlp.fxo" --run --inputs "$dx/mlp.b200.io.safetensors" --outputs "$tmp/o200.safetensors" 2>/dev/null
 "$fxc" "$tmp/mlp.fxo" --run --inputs "$dx/mlp.b3.io.safetensors" --outputs "$tmp/o3b.safetensors" 2>/dev/null

@@ -7,6 +7,7 @@
 #include "frontend/diag.h"
 #include "frontend/import.h"
 #include "frontend/safetensors.h"
+#include "frontend/specialize.h"
 #include "fxc/plugin.h"
 #include "fxc/runtime.h"
 #include "fxc/runtime.hpp"
@@ -1021,4 +1022,113 @@ TEST_CASE("artifact: a CUDA plan's fused attention call round-trips and is valid
     if (x.kind == PlanExtern::Kind::Attention) x.inputs.pop_back();
   CHECK_THROWS_WITH_AS(parse_artifact(serialize_artifact(a), "attn.fxo"),
                        doctest::Contains("an attention call takes q, k, v"), Error);
+}
+
+namespace {
+
+/// The dynamic mlp fixture (batch s77 in [1, 4096]) compiled at four consecutive batch sizes,
+/// each an artifact of the dynamic graph bound at that size.
+struct GenericProbes {
+  std::shared_ptr<const Graph> symbolic;
+  std::vector<Compiled> at; // batch 3, 4, 5, 6
+};
+
+GenericProbes mlp_probes() {
+  GenericProbes p;
+  p.symbolic = std::make_shared<const Graph>(import_graph(fixture("dynamic/mlp.core.pt2")));
+  REQUIRE(p.symbolic->symbols.size() == 1);
+  const std::string sym = p.symbolic->symbols[0].name;
+  for (int64_t b = 3; b <= 6; ++b) {
+    SymBindings bind{{sym, b}};
+    p.at.push_back(compile_graph(decompose(specialize(*p.symbolic, bind)), "mlp"));
+    p.at.back().artifact.symbolic = p.symbolic;
+    p.at.back().artifact.bindings = bind;
+  }
+  return p;
+}
+
+std::vector<std::pair<int64_t, const CompiledArtifact*>> probe_list(const GenericProbes& p) {
+  std::vector<std::pair<int64_t, const CompiledArtifact*>> at;
+  for (size_t k = 0; k < p.at.size(); ++k) at.push_back({int64_t(3 + k), &p.at[k].artifact});
+  return at;
+}
+
+std::vector<Tensor> dynamic_io(const std::string& file, const std::string& prefix) {
+  auto all = read_safetensors(fixture("dynamic/" + file));
+  std::vector<Tensor> out;
+  for (int i = 0;; ++i) {
+    auto it = all.find(prefix + std::to_string(i));
+    if (it == all.end()) break;
+    out.push_back(Tensor::from_weight(it->second));
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("artifact: a dynamic plan made size-generic runs its kernels at every batch size") {
+  GenericProbes p = mlp_probes();
+  CompiledArtifact& a = p.at[1].artifact; // compiled at batch 4
+  REQUIRE(make_size_generic(a, probe_list(p)) == "");
+  CHECK(a.generic.symbol == p.symbolic->symbols[0].name);
+  CHECK(a.generic.base == 3);
+  CHECK(!a.generic.fields.empty());
+  for (const SizeGeneric::Field& f : a.generic.fields) CHECK(f.c2 == 0); // rows grow linearly
+  CompiledArtifact back = parse_artifact(serialize_artifact(a), "mlp.fxo");
+  CHECK(back.generic.fields.size() == a.generic.fields.size());
+  // The plans at batch 200 are the compiled ones with the rows, slots and views of 200.
+  std::vector<ArtifactGraph> gs = instantiate_size_generic(back, 200, "mlp.fxo");
+  REQUIRE(gs.size() == 1);
+  CHECK(gs[0].plan.input_metas[0].sizes == std::vector<int64_t>{200, 256});
+  CHECK(gs[0].plan.kernels.size() == a.graphs[0].plan.kernels.size());
+  auto m = LoadedModel::load(std::move(back), "mlp.fxo", 1);
+  for (const char* size : {"b1", "b3", "b200", "b64"}) {
+    INFO("batch " << size);
+    std::string file = std::string("mlp.") + size + ".io.safetensors";
+    check_close(values(m->run(dynamic_io(file, "input_"))), dynamic_io(file, "output_"));
+  }
+}
+
+TEST_CASE("artifact: size-generic plans are refused where the compiles disagree") {
+  GenericProbes p = mlp_probes();
+  CompiledArtifact& a = p.at[0].artifact;
+  auto at = probe_list(p);
+  SUBCASE("values not consecutive") {
+    at[3].first = 9;
+    CHECK(make_size_generic(a, at) == "the sizes are not consecutive");
+  }
+  SUBCASE("kernel code that depends on the size") {
+    p.at[2].artifact.graphs[0].objects[0] += "x";
+    CHECK(make_size_generic(a, at) == "the kernels' code differs between sizes");
+  }
+  SUBCASE("a number that is no polynomial of degree two") {
+    p.at[3].artifact.graphs[0].plan.kernels[0].xnumel += 1;
+    CHECK(make_size_generic(a, at).find("no polynomial of degree two in the size at "
+                                        "/kernels/0/xnumel") != std::string::npos);
+  }
+  SUBCASE("two symbols") {
+    CompiledArtifact b = a;
+    auto two = std::make_shared<Graph>(*p.symbolic);
+    two->symbols.push_back(two->symbols[0]);
+    two->symbols.back().name = "s99";
+    b.symbolic = two;
+    CHECK(make_size_generic(b, at) == "not an inference artifact with one symbol");
+  }
+  CHECK(a.generic.symbol.empty()); // left as it was
+  CHECK(a.generic.fields.empty());
+}
+
+TEST_CASE("artifact: a size-generic field that disagrees with its plan is a corrupt file") {
+  GenericProbes p = mlp_probes();
+  CompiledArtifact& a = p.at[0].artifact;
+  REQUIRE(make_size_generic(a, probe_list(p)) == "");
+  a.generic.fields[0].c0 += 1;
+  CHECK(error_of([&] {
+          parse_artifact(serialize_artifact(a), "mlp.fxo");
+        }).find("does not give the plan's own value") != std::string::npos);
+  a.generic.fields[0].c0 -= 1;
+  a.generic.fields[0].pointer = "/no/such/field";
+  CHECK(error_of([&] {
+          parse_artifact(serialize_artifact(a), "mlp.fxo");
+        }).find("names no number of a plan") != std::string::npos);
 }
