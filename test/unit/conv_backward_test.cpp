@@ -53,9 +53,8 @@ onednn::ConvShape shape_of(const Case& c) {
   s.groups = c.groups;
   s.out = {c.x[0], c.w[0]};
   for (size_t i = 0; i + 2 < c.x.size(); ++i)
-    s.out.push_back((c.x[2 + i] + 2 * c.padding[i] - c.dilation[i] * (c.w[2 + i] - 1) - 1) /
-                        c.stride[i] +
-                    1);
+    s.out.push_back(
+        (c.x[2 + i] + 2 * c.padding[i] - c.dilation[i] * (c.w[2 + i] - 1) - 1) / c.stride[i] + 1);
   return s;
 }
 
@@ -188,11 +187,18 @@ TEST_CASE("decompose: convolution_backward stays whole for oneDNN, lowers to two
     ValueId g = tg.random_input("g", DType::F32, s.out);
     ValueId x = tg.random_input("x", DType::F32, s.x);
     ValueId w = tg.random_input("w", DType::F32, s.w);
-    std::vector<ValueId> r = tg.ops("aten.convolution_backward.default",
-                                    {T(g), T(x), T(w), Is({s.w[0]}), Is(c.stride), Is(c.padding),
-                                     Is(c.dilation), B(false),
-                                     Is(std::vector<int64_t>(c.stride.size(), 0)), I(c.groups),
-                                     {"", Arg::of_bools({true, true, true})}});
+    std::vector<ValueId> r =
+        tg.ops("aten.convolution_backward.default", {T(g),
+                                                     T(x),
+                                                     T(w),
+                                                     Is({s.w[0]}),
+                                                     Is(c.stride),
+                                                     Is(c.padding),
+                                                     Is(c.dilation),
+                                                     B(false),
+                                                     Is(std::vector<int64_t>(c.stride.size(), 0)),
+                                                     I(c.groups),
+                                                     {"", Arg::of_bools({true, true, true})}});
     for (ValueId v : r) tg.output(v);
     CHECK(onednn_conv_backward(tg.g, tg.g.nodes.back()));
     DecomposeOptions keep;
@@ -250,17 +256,33 @@ TEST_CASE("decompose: convolution_backward oneDNN does not compute is decomposed
   ValueId g = tg.random_input("g", DType::F64, {2, 4, 3, 3});
   ValueId x = tg.random_input("x", DType::F64, {2, 6, 5, 5});
   ValueId w = tg.random_input("w", DType::F64, {4, 6, 3, 3});
-  tg.ops("aten.convolution_backward.default",
-         {T(g), T(x), T(w), {"", Arg::none()}, Is({1, 1}), Is({0, 0}), Is({1, 1}), B(false),
-          Is({0, 0}), I(1), {"", Arg::of_bools({true, true, false})}});
+  tg.ops("aten.convolution_backward.default", {T(g),
+                                               T(x),
+                                               T(w),
+                                               {"", Arg::none()},
+                                               Is({1, 1}),
+                                               Is({0, 0}),
+                                               Is({1, 1}),
+                                               B(false),
+                                               Is({0, 0}),
+                                               I(1),
+                                               {"", Arg::of_bools({true, true, false})}});
   CHECK_FALSE(onednn_conv_backward(tg.g, tg.g.nodes.back()));
   TestGraph t2;
   ValueId g2 = t2.random_input("g", DType::F32, {2, 4, 3, 3});
   ValueId x2 = t2.random_input("x", DType::F32, {2, 6, 5, 5});
   ValueId w2 = t2.random_input("w", DType::F32, {4, 6, 3, 3});
-  t2.ops("aten.convolution_backward.default",
-         {T(g2), T(x2), T(w2), {"", Arg::none()}, Is({1, 1}), Is({0, 0}), Is({1, 1}), B(false),
-          Is({0, 0}), I(1), {"", Arg::of_bools({true, true, false})}});
+  t2.ops("aten.convolution_backward.default", {T(g2),
+                                               T(x2),
+                                               T(w2),
+                                               {"", Arg::none()},
+                                               Is({1, 1}),
+                                               Is({0, 0}),
+                                               Is({1, 1}),
+                                               B(false),
+                                               Is({0, 0}),
+                                               I(1),
+                                               {"", Arg::of_bools({true, true, false})}});
   // A float32 one whose grad_output does not have the convolution's output sizes: no.
   t2.g.values[size_t(g2)].meta = TestGraph::meta(DType::F32, {2, 4, 4, 4});
   CHECK_FALSE(onednn_conv_backward(t2.g, t2.g.nodes.back()));
