@@ -91,6 +91,62 @@ std::string render_gemm(const PlanExtern& e) {
   return s.str();
 }
 
+/// A CPU convolution's input or weight gradient (oneDNN in fxc's runtime) as plain loops over
+/// every (output position, kernel tap) pair, accumulated in double; NCHW.
+std::string render_conv_backward(const PlanExtern& e) {
+  const bool data = e.kind == PlanExtern::Kind::ConvBackwardData;
+  const onednn::ConvShape shape = onednn::backward_shape_of(e);
+  const auto &x = shape.x, &w = shape.w, &o = shape.out;
+  const size_t sp = x.size() - 2, lead = 3 - sp;
+  std::array<int64_t, 3> I, R, O, st, pd, dl;
+  for (size_t i = 0; i < 3; ++i) {
+    bool real = i >= lead;
+    I[i] = real ? x[2 + i - lead] : 1;
+    R[i] = real ? w[2 + i - lead] : 1;
+    O[i] = real ? o[2 + i - lead] : 1;
+    st[i] = real ? e.stride[i - lead] : 1;
+    pd[i] = real ? e.padding[i - lead] : 0;
+    dl[i] = real ? e.dilation[i - lead] : 1;
+  }
+  const int64_t KG = w[0] / e.groups, Isz = I[0] * I[1] * I[2], Osz = O[0] * O[1] * O[2];
+  const int64_t Rsz = R[0] * R[1] * R[2];
+  const int64_t out_numel = data ? x[0] * x[1] * Isz : w[0] * w[1] * Rsz;
+  std::ostringstream s;
+  s << "  { // " << e.name << ": " << sp << "-D convolution " << (data ? "input" : "weight")
+    << " gradient (oneDNN in fxc)\n";
+  s << "    const float* A = " << ptr(e.inputs[0]) << "; // " << (data ? "dy" : "x") << "\n";
+  s << "    const float* B = " << ptr(e.inputs[1]) << "; // " << (data ? "w" : "dy") << "\n";
+  s << "    float* Out = " << ptr(e.outputs[0]) << ";\n";
+  s << "    std::vector<double> acc(" << out_numel << ", 0.0);\n";
+  s << "    for (int64_t n = 0; n < " << x[0] << "; ++n)\n"
+    << "      for (int64_t k = 0; k < " << w[0] << "; ++k)\n"
+    << "        for (int64_t c = 0; c < " << w[1] << "; ++c)\n"
+    << "          for (int64_t od = 0; od < " << O[0] << "; ++od)\n"
+    << "          for (int64_t oh = 0; oh < " << O[1] << "; ++oh)\n"
+    << "            for (int64_t ow = 0; ow < " << O[2] << "; ++ow)\n"
+    << "              for (int64_t a = 0; a < " << R[0] << "; ++a)\n"
+    << "              for (int64_t r = 0; r < " << R[1] << "; ++r)\n"
+    << "                for (int64_t q = 0; q < " << R[2] << "; ++q) {\n"
+    << "                  int64_t id = od * " << st[0] << " - " << pd[0] << " + a * " << dl[0]
+    << ", ih = oh * " << st[1] << " - " << pd[1] << " + r * " << dl[1] << ", iw = ow * " << st[2]
+    << " - " << pd[2] << " + q * " << dl[2] << ";\n"
+    << "                  if (id < 0 || id >= " << I[0] << " || ih < 0 || ih >= " << I[1]
+    << " || iw < 0 || iw >= " << I[2] << ") continue;\n"
+    << "                  int64_t xi = (n * " << x[1] << " + k / " << KG << " * " << w[1]
+    << " + c) * " << Isz << " + (id * " << I[1] << " + ih) * " << I[2] << " + iw;\n"
+    << "                  int64_t wi = ((k * " << w[1] << " + c) * " << R[0] << " + a) * " << R[1]
+    << " * " << R[2] << " + r * " << R[2] << " + q;\n"
+    << "                  int64_t yi = (n * " << w[0] << " + k) * " << Osz << " + (od * " << O[1]
+    << " + oh) * " << O[2] << " + ow;\n";
+  if (data)
+    s << "                  acc[xi] += double(A[yi]) * double(B[wi]);\n";
+  else
+    s << "                  acc[wi] += double(A[xi]) * double(B[yi]);\n";
+  s << "                }\n"
+    << "    for (int64_t i = 0; i < " << out_numel << "; ++i) Out[i] = float(acc[i]);\n  }\n";
+  return s.str();
+}
+
 /// A CPU convolution (oneDNN in fxc's runtime) as plain loops with its post-ops, NCHW.
 std::string render_conv(const PlanExtern& e) {
   std::vector<onednn::PostOp> ops = onednn::parse_post_ops(e.post_ops);
@@ -377,12 +433,12 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
     case PlanStep::Kind::Extern: {
       const PlanExtern& e = plan.externs[st.index];
       assert(e.epilogue == PlanExtern::Epilogue::None && "CPU plans have no matmul epilogues");
-      assert(e.kind != PlanExtern::Kind::ConvBackwardData &&
-             e.kind != PlanExtern::Kind::ConvBackwardFilter &&
-             e.kind != PlanExtern::Kind::Attention &&
-             "CPU plans have no cuDNN convolution gradients");
+      assert(e.kind != PlanExtern::Kind::Attention && "CPU plans have no cuDNN attention");
+      const bool grad = e.kind == PlanExtern::Kind::ConvBackwardData ||
+                        e.kind == PlanExtern::Kind::ConvBackwardFilter;
       s << (e.kind == PlanExtern::Kind::Gemm   ? render_gemm(e)
             : e.kind == PlanExtern::Kind::Conv ? render_conv(e)
+            : grad                             ? render_conv_backward(e)
                                                : render_fallback(e, st.index, plan));
       break;
     }

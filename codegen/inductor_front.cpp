@@ -78,9 +78,15 @@ std::string extern_reason(const LoopProgram& p, const Buffer& b, bool cuda) {
              ": float32 convolutions (1-D to 3-D) run on oneDNN when libdnnl.so.2 is found";
     return "cuDNN convolution: 2-D convolutions run on cuDNN when it is found";
   case ExternCall::Kind::ConvBackwardData:
+    if (!cuda)
+      return "oneDNN convolution backward (data): the input gradients of float32 convolutions "
+             "(1-D to 3-D) run on oneDNN when libdnnl.so.2 is found";
     return "cuDNN convolution backward (data): the input gradients of 2-D convolutions run on "
            "cuDNN when it is found";
   case ExternCall::Kind::ConvBackwardFilter:
+    if (!cuda)
+      return "oneDNN convolution backward (filter): the weight gradients of float32 convolutions "
+             "(1-D to 3-D) run on oneDNN when libdnnl.so.2 is found";
     return "cuDNN convolution backward (filter): the weight gradients of 2-D convolutions run on "
            "cuDNN when it is found";
   case ExternCall::Kind::Attention:

@@ -172,9 +172,10 @@ bool inductor_cudnn(const Compilation& c) {
 #endif
 }
 
-// 3-D convolutions stay whole for oneDNN: inductor for the CPU where oneDNN loads, inference
-// (train graphs keep the 2-D rewrite, whose gradients are 2-D convolutions).
-bool onednn_conv3d(const Compilation& c) {
+// Inductor for the CPU where oneDNN loads: 3-D convolutions stay whole (inference; train graphs
+// keep the 2-D rewrite, whose gradients are 2-D convolutions), and so do the convolution_backward
+// nodes oneDNN's backward primitives compute (train).
+bool inductor_onednn(const Compilation& c) {
 #ifdef FXC_HAVE_CODEGEN
   return c.opts.backend == Backend::Inductor && c.opts.device == DeviceKind::Cpu &&
          onednn::unavailable_reason().empty();
@@ -189,8 +190,9 @@ bool onednn_conv3d(const Compilation& c) {
 void stage_decompose(Compilation& c) {
   DecomposeOptions dopts;
   dopts.keep_cudnn_conv_backward = inductor_cudnn(c);
+  dopts.keep_onednn_conv_backward = inductor_onednn(c);
   if (c.opts.mode == Mode::Inference) {
-    dopts.keep_conv3d = onednn_conv3d(c);
+    dopts.keep_conv3d = inductor_onednn(c);
     dopts.keep_cudnn_attention = inductor_cudnn(c) && c.opts.attention == "fused";
     if (dopts.keep_cudnn_attention) {
       // Core ATen's attention (bmm, softmax, bmm) back into one node for the fused call.

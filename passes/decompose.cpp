@@ -10,6 +10,7 @@
 #include "frontend/tensor_rules.h"
 #include "passes/aot_ops.h"
 #include "passes/conv_grad.h"
+#include "runtime/onednn.h"
 
 #include <algorithm>
 #include <cassert>
@@ -6173,6 +6174,37 @@ bool cudnn_conv_backward(const Graph& g, const Node& n) {
   return groups >= 1 && xs[1] % groups == 0 && ws[0] % groups == 0 && ws[1] * groups == xs[1];
 }
 
+bool onednn_conv_backward(const Graph& g, const Node& n) {
+  if (n.target != "aten.convolution_backward.default" || n.arg("transposed").b) return false;
+  ValueId gv = n.arg("grad_output").tensor, xv = n.arg("input").tensor, wv = n.arg("weight").tensor;
+  for (ValueId v : {gv, xv, wv}) {
+    if (v == kNoValue) return false;
+    const TensorMeta& m = g.values[size_t(v)].meta;
+    if (m.dim() < 3 || m.dim() > 5 || m.dim() != g.values[size_t(xv)].meta.dim() ||
+        m.dtype != DType::F32)
+      return false;
+  }
+  onednn::ConvShape s;
+  s.x = g.values[size_t(xv)].meta.sizes;
+  s.w = g.values[size_t(wv)].meta.sizes;
+  s.out = g.values[size_t(gv)].meta.sizes;
+  const size_t sp = s.spatial();
+  auto spatial = [&](const char* name, std::vector<int64_t>* v) {
+    *v = n.arg(name).ints;
+    if (v->size() == 1) v->assign(sp, (*v)[0]);
+    return v->size() == sp;
+  };
+  if (!spatial("stride", &s.stride) || !spatial("padding", &s.padding) ||
+      !spatial("dilation", &s.dilation))
+    return false;
+  s.groups = n.arg("groups").i;
+  std::vector<bool> mask = n.arg("output_mask").bools;
+  mask.resize(3, false);
+  if (!onednn::shape_error(s).empty()) return false;
+  return (!mask[0] || onednn::check_conv_backward(s, true).empty()) &&
+         (!mask[1] || onednn::check_conv_backward(s, false).empty());
+}
+
 /// A convolution node of 5-D input and weight, not transposed (keep_conv3d).
 bool conv3d_kept(const Graph& g, const Node& n) {
   if (n.target != "aten.convolution.default" || n.arg("transposed").b) return false;
@@ -6230,10 +6262,12 @@ bool cudnn_attention(const Graph& g, const Node& n) {
 }
 
 Graph decompose(const Graph& g, const DecomposeOptions& opts) {
-  if (!opts.keep_cudnn_conv_backward && !opts.keep_conv3d && !opts.keep_cudnn_attention)
+  if (!opts.keep_cudnn_conv_backward && !opts.keep_onednn_conv_backward && !opts.keep_conv3d &&
+      !opts.keep_cudnn_attention)
     return decompose(g);
   return decompose_selected(g, [&](const Graph& cur, const Node& n) {
     if (opts.keep_cudnn_conv_backward && cudnn_conv_backward(cur, n)) return false;
+    if (opts.keep_onednn_conv_backward && onednn_conv_backward(cur, n)) return false;
     if (opts.keep_cudnn_attention && cudnn_attention(cur, n)) return false;
     return !(opts.keep_conv3d && conv3d_kept(cur, n));
   });

@@ -32,6 +32,9 @@ struct DecomposeOptions {
   /// Keep convolution_backward nodes that cuDNN computes (cudnn_conv_backward): inductor for
   /// CUDA with cuDNN lowers them to cudnnConvolutionBackwardData/Filter calls.
   bool keep_cudnn_conv_backward = false;
+  /// Keep convolution_backward nodes that oneDNN computes (onednn_conv_backward): inductor for
+  /// the CPU with oneDNN lowers them to its backward-data and backward-weights primitives.
+  bool keep_onednn_conv_backward = false;
   /// Keep 3-D convolutions (not transposed) whole instead of rewriting them as 2-D ones over the
   /// frames: inductor for the CPU with oneDNN runs them natively (inference).
   bool keep_conv3d = false;
@@ -45,6 +48,11 @@ Graph decompose(const Graph& g, const DecomposeOptions& opts);
 /// and grad_output of rank 4 with one or two values per window argument), one dtype among f32,
 /// f16 and bf16, groups dividing the channels.
 bool cudnn_conv_backward(const Graph& g, const Node& n);
+/// Whether `n` is a convolution_backward that oneDNN computes: not transposed, 1-D to 3-D
+/// (input, weight and grad_output of one rank among 3, 4 and 5, one value or one per spatial dim
+/// for each window argument), float32, the sizes PyTorch's window arithmetic gives, and oneDNN
+/// (loaded here) makes the backward-data and backward-weights primitives output_mask asks for.
+bool onednn_conv_backward(const Graph& g, const Node& n);
 /// Whether `n` is a scaled_dot_product_attention that cuDNN's fused (flash) attention runs:
 /// q, k, v of rank 4 ([B, H, S, D]) and one dtype, f16 or bf16, the same B and H (or, with
 /// enable_gqa, k and v with a divisor of q's heads), head dims multiples of 8 up to 128, no

@@ -794,7 +794,7 @@ std::string extern_kind_suffix(const ExternCall& c) {
       for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
       return s + "]";
     };
-    return std::string(c.op == "onednn_convolution" ? " (onednn" : " (cudnn") + ", stride " +
+    return std::string(c.op.rfind("onednn_", 0) == 0 ? " (onednn" : " (cudnn") + ", stride " +
            pair(c.stride) + ", padding " + pair(c.padding) + ", dilation " + pair(c.dilation) +
            ", groups " + std::to_string(c.groups) + (c.channels_last ? ", channels_last" : "") +
            (c.post_ops.empty() ? "" : ", post-ops " + c.post_ops) + ")";

@@ -213,8 +213,9 @@ std::string extern_kind_suffix(const ExternCall& c);
 struct ExternCall {
   /// Gemm: BLAS. Fallback: the reference kernel. Conv: convolution (cuDNN, 2-D; oneDNN on the CPU,
   /// 1-D to 3-D).
-  /// ConvBackwardData / ConvBackwardFilter: a 2-D convolution's input / weight gradient (cuDNN,
-  /// CUDA plans only; op "convolution_backward_data" / "convolution_backward_filter").
+  /// ConvBackwardData / ConvBackwardFilter: a convolution's input / weight gradient (cuDNN, 2-D,
+  /// op "convolution_backward_data" / "convolution_backward_filter"; oneDNN on the CPU, 1-D to
+  /// 3-D float32, op "onednn_convolution_backward_data" / "onednn_convolution_backward_filter").
   /// Attention: fused scaled-dot-product attention (cuDNN, CUDA plans only; op
   /// "scaled_dot_product_attention").
   enum class Kind : uint8_t {

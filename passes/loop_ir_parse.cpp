@@ -275,8 +275,10 @@ private:
       call.groups = integer(c);
       if (c.eat(", channels_last")) call.channels_last = true;
       if (c.eat(", post-ops ")) call.post_ops = word(c, ")"); // a folded scale is not printed
-      if (call.op == "convolution_backward_data") call.kind = ExternCall::Kind::ConvBackwardData;
-      if (call.op == "convolution_backward_filter")
+      if (call.op == "convolution_backward_data" || call.op == "onednn_convolution_backward_data")
+        call.kind = ExternCall::Kind::ConvBackwardData;
+      if (call.op == "convolution_backward_filter" ||
+          call.op == "onednn_convolution_backward_filter")
         call.kind = ExternCall::Kind::ConvBackwardFilter;
     } else {
       need(c, "fallback");

@@ -616,7 +616,7 @@ PlanKernel read_kernel(const Reader& r, const json& j, const std::string& where,
   return k;
 }
 
-PlanExtern read_extern(const Reader& r, const json& j, const std::string& where) {
+PlanExtern read_extern(const Reader& r, const json& j, const std::string& where, bool cuda) {
   PlanExtern e;
   std::string kind = r.str(j, "kind", where);
   bool known = false;
@@ -709,11 +709,25 @@ PlanExtern read_extern(const Reader& r, const json& j, const std::string& where)
   }
   if (e.kind == PlanExtern::Kind::ConvBackwardData ||
       e.kind == PlanExtern::Kind::ConvBackwardFilter) {
-    if (e.inputs.size() != 2 || e.outputs.size() != 1 || e.inputs[0].meta.sizes.size() != 4 ||
-        e.inputs[1].meta.sizes.size() != 4 || e.outputs[0].meta.sizes.size() != 4 ||
-        !e.post_ops.empty() || !e.scale.empty())
-      r.fail(where, std::string("a ") + extern_kind_name(e.kind) +
-                        " call takes two operands of rank 4 and writes one result");
+    // cuDNN's are 2-D (rank 4); oneDNN's (CPU plans) 1-D to 3-D.
+    bool ok = e.inputs.size() == 2 && e.outputs.size() == 1 && e.post_ops.empty() &&
+              e.scale.empty() && !e.channels_last;
+    for (size_t i = 0; ok && i < 3; ++i) {
+      size_t rank = (i < 2 ? e.inputs[i] : e.outputs[0]).meta.sizes.size();
+      ok = cuda ? rank == 4 : rank >= 3 && rank <= 5;
+    }
+    if (!ok)
+      r.fail(where, std::string("a ") + extern_kind_name(e.kind) + " call takes two operands of " +
+                        (cuda ? "rank 4" : "rank 3 to 5") + " and writes one result");
+    if (cuda) return e;
+    // The oneDNN primitive and the direct loop read every operand as a contiguous float32
+    // tensor of the sizes the window arithmetic gives.
+    if (std::string why = onednn::shape_error(onednn::backward_shape_of(e)); !why.empty())
+      r.fail(where, std::string(extern_kind_name(e.kind)) + " call: " + why);
+    for (const PlanView* v : {&e.inputs[0], &e.inputs[1], &e.outputs[0]})
+      if (!v->meta.is_contiguous() || v->meta.dtype != DType::F32)
+        r.fail(where, std::string(extern_kind_name(e.kind)) +
+                          " call operands must be contiguous float32 tensors");
     return e;
   }
   size_t sums = 0;
@@ -860,7 +874,8 @@ Plan read_plan(const Reader& r, const json& j, const std::string& where, bool cu
   }
   const json& externs = r.array(j, "externs", where);
   for (size_t i = 0; i < externs.size(); ++i)
-    p.externs.push_back(read_extern(r, externs[i], where + ".externs[" + std::to_string(i) + "]"));
+    p.externs.push_back(
+        read_extern(r, externs[i], where + ".externs[" + std::to_string(i) + "]", cuda));
   const json& steps = r.array(j, "steps", where);
   for (size_t i = 0; i < steps.size(); ++i) {
     std::string w = where + ".steps[" + std::to_string(i) + "]";

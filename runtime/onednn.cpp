@@ -31,6 +31,8 @@ namespace {
   X(dnnl_memory_destroy)                                                                           \
   X(dnnl_memory_set_data_handle)                                                                   \
   X(dnnl_dilated_convolution_forward_desc_init)                                                    \
+  X(dnnl_dilated_convolution_backward_data_desc_init)                                              \
+  X(dnnl_dilated_convolution_backward_weights_desc_init)                                           \
   X(dnnl_primitive_attr_create)                                                                    \
   X(dnnl_primitive_attr_destroy)                                                                   \
   X(dnnl_primitive_attr_set_post_ops)                                                              \
@@ -206,6 +208,20 @@ bool pointwise_window(const ConvShape& s) {
   return true;
 }
 
+/// oneDNN's window arguments of a convolution: strides, dilations (gaps), left and right
+/// padding.
+void window(const ConvShape& s, dnnl_dims_t strides, dnnl_dims_t dil, dnnl_dims_t pl,
+            dnnl_dims_t pr) {
+  for (size_t i = 0; i < s.spatial(); ++i) {
+    strides[i] = s.stride[i];
+    dil[i] = s.dilation[i] - 1; // oneDNN counts the gaps
+    pl[i] = s.padding[i];
+    // Right padding: what makes the output size PyTorch computed (floor division).
+    int64_t in = s.x[2 + i], k = (s.w[2 + i] - 1) * s.dilation[i] + 1;
+    pr[i] = (s.out[2 + i] - 1) * s.stride[i] + k - in - s.padding[i];
+  }
+}
+
 /// A reorder primitive from `from` to `to`, or null when they are the same layout.
 dnnl_primitive_t make_reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to,
                               std::string* why) {
@@ -234,7 +250,6 @@ std::unique_ptr<Prepared> make_conv(const ConvShape& s, const std::vector<PostOp
     return nullptr;
   }
   auto p = std::make_unique<Prepared>();
-  const size_t sp = s.spatial();
   std::vector<int64_t> wd = weight_dims(s);
   p->plain_src = md(s.x, s.channels_last ? channels_last_tag(s.x.size()) : plain_tag(s.x.size()));
   p->plain_dst =
@@ -244,14 +259,7 @@ std::unique_ptr<Prepared> make_conv(const ConvShape& s, const std::vector<PostOp
                      dst_any = md(s.out, dnnl_format_tag_any), w_any = md(wd, dnnl_format_tag_any),
                      bias_md = md({s.w[0]}, dnnl_x);
   dnnl_dims_t strides, dil, pl, pr;
-  for (size_t i = 0; i < sp; ++i) {
-    strides[i] = s.stride[i];
-    dil[i] = s.dilation[i] - 1; // oneDNN counts the gaps
-    pl[i] = s.padding[i];
-    // Right padding: what makes the output size PyTorch computed (floor division).
-    int64_t in = s.x[2 + i], k = (s.w[2 + i] - 1) * s.dilation[i] + 1;
-    pr[i] = (s.out[2 + i] - 1) * s.stride[i] + k - in - s.padding[i];
-  }
+  window(s, strides, dil, pl, pr);
   dnnl_primitive_attr_t attr = nullptr;
   dnnl_post_ops_t po = nullptr;
   a.dnnl_primitive_attr_create(&attr);
@@ -367,6 +375,123 @@ std::unique_ptr<Prepared> make_conv(const ConvShape& s, const std::vector<PostOp
                          : s.channels_last ? ", channels-last"
                                            : ", nchw") +
              " activations";
+  return p;
+}
+
+/// A convolution gradient's primitive: backward data (in: dy, w; out: dx) or backward weights
+/// (in: x, dy; out: dw), with the reorders of its operands between the plain layouts the call
+/// reads and writes and the ones the primitive does.
+struct PreparedBwd {
+  dnnl_primitive_t prim = nullptr;
+  std::array<dnnl_primitive_t, 2> in_reorder{};
+  dnnl_primitive_t out_reorder = nullptr;
+  std::array<dnnl_memory_desc_t, 2> in_md{}, plain_in{};
+  dnnl_memory_desc_t out_md{}, plain_out{};
+  std::array<bool, 2> in_plain{true, true};
+  bool out_plain = true;
+  std::array<std::vector<float>, 2> in_buf;
+  std::vector<float> out_buf;
+  std::string impl;
+  ~PreparedBwd() {
+    const Api& a = api();
+    for (dnnl_primitive_t p : {prim, in_reorder[0], in_reorder[1], out_reorder})
+      if (p) a.dnnl_primitive_destroy(p);
+  }
+};
+
+/// Makes the backward-data (`data`) or backward-weights primitive of the convolution, or returns
+/// null with `why`. First with plain activations (no reorders): taken unless oneDNN has only its
+/// reference or an im2col-based (gemm) implementation for them; then with every operand in the
+/// layout oneDNN prefers. `buffers`: also the blocked copies a run needs.
+std::unique_ptr<PreparedBwd> make_conv_backward(const ConvShape& s, bool data, std::string* why,
+                                                bool buffers = true) {
+  const Api& a = api();
+  if (!a.why.empty()) {
+    *why = a.why;
+    return nullptr;
+  }
+  auto p = std::make_unique<PreparedBwd>();
+  std::vector<int64_t> wd = weight_dims(s);
+  const dnnl_memory_desc_t x_plain = md(s.x, plain_tag(s.x.size())),
+                           y_plain = md(s.out, plain_tag(s.out.size())),
+                           w_plain = md(wd, plain_tag(wd.size()));
+  const dnnl_memory_desc_t x_any = md(s.x, dnnl_format_tag_any),
+                           y_any = md(s.out, dnnl_format_tag_any),
+                           w_any = md(wd, dnnl_format_tag_any);
+  dnnl_dims_t strides, dil, pl, pr;
+  window(s, strides, dil, pl, pr);
+  dnnl_primitive_desc_t pd = nullptr;
+  const char* impl = nullptr;
+  for (int attempt = 0; attempt < 2 && !pd; ++attempt) {
+    const dnnl_memory_desc_t& x = attempt == 0 ? x_plain : x_any;
+    const dnnl_memory_desc_t& y = attempt == 0 ? y_plain : y_any;
+    // The forward-training primitive descriptor oneDNN wants as the backward's hint.
+    dnnl_convolution_desc_t fd, bd;
+    dnnl_primitive_desc_t hint = nullptr;
+    if (a.dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training,
+                                                     dnnl_convolution_direct, &x, &w_any, nullptr,
+                                                     &y, strides, dil, pl, pr) != dnnl_success ||
+        a.dnnl_primitive_desc_create(&hint, &fd, nullptr, a.engine, nullptr) != dnnl_success)
+      continue;
+    dnnl_status_t st =
+        data ? a.dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &x,
+                                                                  &w_any, &y, strides, dil, pl, pr)
+             : a.dnnl_dilated_convolution_backward_weights_desc_init(
+                   &bd, dnnl_convolution_direct, &x, &w_any, nullptr, &y, strides, dil, pl, pr);
+    if (st != dnnl_success ||
+        a.dnnl_primitive_desc_create(&pd, &bd, nullptr, a.engine, hint) != dnnl_success)
+      pd = nullptr;
+    a.dnnl_primitive_desc_destroy(hint);
+    if (!pd) continue;
+    a.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    std::string name = impl ? impl : "";
+    bool slow = name.find("ref") != std::string::npos ||
+                (name.find("gemm") != std::string::npos && !(s.groups == 1 && pointwise_window(s)));
+    if (attempt == 0 && slow) {
+      a.dnnl_primitive_desc_destroy(pd);
+      pd = nullptr;
+    }
+  }
+  if (!pd) {
+    *why = std::string("oneDNN has no implementation of the convolution's ") +
+           (data ? "backward data" : "backward weights");
+    return nullptr;
+  }
+  auto query = [&](dnnl_query_t q) { return *a.dnnl_primitive_desc_query_md(pd, q, 0); };
+  if (data) {
+    p->in_md = {query(dnnl_query_diff_dst_md), query(dnnl_query_weights_md)};
+    p->plain_in = {y_plain, w_plain};
+    p->out_md = query(dnnl_query_diff_src_md);
+    p->plain_out = x_plain;
+  } else {
+    p->in_md = {query(dnnl_query_src_md), query(dnnl_query_diff_dst_md)};
+    p->plain_in = {x_plain, y_plain};
+    p->out_md = query(dnnl_query_diff_weights_md);
+    p->plain_out = w_plain;
+  }
+  p->impl = impl ? impl : "?";
+  dnnl_status_t st = a.dnnl_primitive_create(&p->prim, pd);
+  a.dnnl_primitive_desc_destroy(pd);
+  if (st != dnnl_success) {
+    *why = "oneDNN cannot make the convolution gradient's primitive";
+    return nullptr;
+  }
+  why->clear();
+  for (size_t i = 0; i < 2; ++i) {
+    p->in_plain[i] = a.dnnl_memory_desc_equal(&p->in_md[i], &p->plain_in[i]);
+    if (p->in_plain[i]) continue;
+    p->in_reorder[i] = make_reorder(p->plain_in[i], p->in_md[i], why);
+    if (buffers) p->in_buf[i].resize(a.dnnl_memory_desc_get_size(&p->in_md[i]) / sizeof(float));
+  }
+  p->out_plain = a.dnnl_memory_desc_equal(&p->out_md, &p->plain_out);
+  if (!p->out_plain) {
+    p->out_reorder = make_reorder(p->out_md, p->plain_out, why);
+    if (buffers) p->out_buf.resize(a.dnnl_memory_desc_get_size(&p->out_md) / sizeof(float));
+  }
+  if (!why->empty()) return nullptr;
+  // The activations: dy and dx (data), x and dy (weights).
+  bool blocked = !p->in_plain[0] || (data ? !p->out_plain : !p->in_plain[1]);
+  p->impl += blocked ? ", blocked activations" : ", nchw activations";
   return p;
 }
 
@@ -515,20 +640,43 @@ struct ConvVerdict {
   std::string why, impl;
 };
 
-/// make_conv's verdict on (shape, post_ops), remembered for the process: a model's repeated
-/// blocks ask about the same convolutions many times (ResNet-50's train graphs: 300 questions
-/// about 23 shapes), and making a primitive costs milliseconds.
-const ConvVerdict& conv_verdict(const ConvShape& shape, const std::vector<PostOp>& post_ops) {
-  static std::mutex mu;
-  static std::map<std::string, ConvVerdict>* memo = new std::map<std::string, ConvVerdict>;
+/// The shape as a memo key.
+std::string shape_key(const ConvShape& shape) {
   std::string key;
   for (const auto* a :
        {&shape.x, &shape.w, &shape.out, &shape.stride, &shape.padding, &shape.dilation}) {
     for (int64_t v : *a) key += std::to_string(v) + ",";
     key += "|";
   }
-  key += std::to_string(shape.groups) + (shape.bias ? ",b" : ",-") +
+  return key + std::to_string(shape.groups) + (shape.bias ? ",b" : ",-") +
          (shape.channels_last ? ",cl" : ",-");
+}
+
+/// make_conv_backward's verdict, remembered as conv_verdict's.
+const ConvVerdict& backward_verdict(const ConvShape& shape, bool data) {
+  static std::mutex mu;
+  static std::map<std::string, ConvVerdict>* memo = new std::map<std::string, ConvVerdict>;
+  std::string key = shape_key(shape) + (data ? ";data" : ";weights");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = memo->find(key);
+    if (it != memo->end()) return it->second;
+  }
+  ConvVerdict v;
+  std::unique_ptr<PreparedBwd> p = make_conv_backward(shape, data, &v.why, /*buffers=*/false);
+  v.made = p != nullptr;
+  if (p) v.impl = p->impl;
+  std::lock_guard<std::mutex> lock(mu);
+  return memo->emplace(std::move(key), std::move(v)).first->second;
+}
+
+/// make_conv's verdict on (shape, post_ops), remembered for the process: a model's repeated
+/// blocks ask about the same convolutions many times (ResNet-50's train graphs: 300 questions
+/// about 23 shapes), and making a primitive costs milliseconds.
+const ConvVerdict& conv_verdict(const ConvShape& shape, const std::vector<PostOp>& post_ops) {
+  static std::mutex mu;
+  static std::map<std::string, ConvVerdict>* memo = new std::map<std::string, ConvVerdict>;
+  std::string key = shape_key(shape);
   for (const PostOp& op : post_ops) key += ";" + post_op_token(op);
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -554,6 +702,30 @@ std::string conv_impl_name(const ConvShape& shape, const std::vector<PostOp>& po
   return v.made ? v.impl : "direct loop (" + v.why + ")";
 }
 
+ConvShape backward_shape_of(const PlanExtern& e) {
+  ConvShape s;
+  bool data = e.kind == PlanExtern::Kind::ConvBackwardData;
+  if (e.inputs.size() != 2 || e.outputs.size() != 1) return s; // shape_error says what is wrong
+  s.x = data ? e.outputs[0].meta.sizes : e.inputs[0].meta.sizes;
+  s.w = data ? e.inputs[1].meta.sizes : e.outputs[0].meta.sizes;
+  s.out = data ? e.inputs[0].meta.sizes : e.inputs[1].meta.sizes;
+  s.stride = e.stride;
+  s.padding = e.padding;
+  s.dilation = e.dilation;
+  s.groups = e.groups;
+  return s;
+}
+
+std::string check_conv_backward(const ConvShape& shape, bool data) {
+  if (std::string why = shape_error(shape); !why.empty()) return why;
+  return backward_verdict(shape, data).why;
+}
+
+std::string conv_backward_impl_name(const ConvShape& shape, bool data) {
+  const ConvVerdict& v = backward_verdict(shape, data);
+  return v.made ? v.impl : "direct loop (" + v.why + ")";
+}
+
 void set_threads(int threads) {
   const Api& a = api();
   if (a.omp_set_num_threads && threads > 0) a.omp_set_num_threads(threads);
@@ -561,11 +733,22 @@ void set_threads(int threads) {
 
 void prepare_plan(Plan& plan, const std::string& source) {
   bool any = false;
-  for (const PlanExtern& e : plan.externs) any = any || e.kind == PlanExtern::Kind::Conv;
+  for (const PlanExtern& e : plan.externs)
+    any = any || e.kind == PlanExtern::Kind::Conv || e.kind == PlanExtern::Kind::ConvBackwardData ||
+          e.kind == PlanExtern::Kind::ConvBackwardFilter;
   if (!any || !api().why.empty()) return;
   std::map<int, const Tensor*> constants;
   for (auto& [slot, t] : plan.constant_slots) constants[slot] = &t;
   for (PlanExtern& e : plan.externs) {
+    if (e.kind == PlanExtern::Kind::ConvBackwardData ||
+        e.kind == PlanExtern::Kind::ConvBackwardFilter) {
+      std::string why;
+      std::unique_ptr<PreparedBwd> p = make_conv_backward(
+          backward_shape_of(e), e.kind == PlanExtern::Kind::ConvBackwardData, &why);
+      if (!p) throw Error(source, "oneDNN convolution gradient: " + why, e.name);
+      e.prepared = std::shared_ptr<PreparedBwd>(std::move(p));
+      continue;
+    }
     if (e.kind != PlanExtern::Kind::Conv) continue;
     std::vector<PostOp> ops = parse_post_ops(e.post_ops);
     ConvShape s = shape_of(e);
@@ -650,6 +833,113 @@ void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& 
   if (bias) args.push_back({DNNL_ARG_BIAS, mb.m});
   exec(p->conv, args, source, e.name);
   if (!p->dst_plain) reorder(p->dst_reorder, p->dst_md, dst, p->plain_dst, out, source, e.name);
+}
+
+void run_conv_backward(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& slots,
+                       ThreadPool& pool, const std::string& source) {
+  const bool data = e.kind == PlanExtern::Kind::ConvBackwardData;
+  const ConvShape s = backward_shape_of(e);
+  if (e.inputs.size() != 2 || e.outputs.size() != 1 || !shape_error(s).empty())
+    throw Error(source, "convolution gradient call: " + shape_error(s), e.name);
+  const float* in[2] = {f32_of(slots, e.inputs[0]), f32_of(slots, e.inputs[1])};
+  float* out =
+      reinterpret_cast<float*>(slots[e.outputs[0].slot]->data()) + e.outputs[0].meta.storage_offset;
+  if (!api().why.empty()) {
+    conv_backward_direct(s, data, in[0], in[1], out, pool);
+    return;
+  }
+  std::shared_ptr<PreparedBwd> p = std::static_pointer_cast<PreparedBwd>(e.prepared);
+  if (!p) { // a plan nobody prepared: make the primitive for this run only
+    std::string why;
+    p = make_conv_backward(s, data, &why);
+    if (!p) throw Error(source, "oneDNN convolution gradient: " + why, e.name);
+  }
+  set_threads(pool.size());
+  const void* args_in[2];
+  for (size_t i = 0; i < 2; ++i) {
+    args_in[i] = in[i];
+    if (p->in_plain[i]) continue;
+    reorder(p->in_reorder[i], p->plain_in[i], in[i], p->in_md[i], p->in_buf[i].data(), source,
+            e.name);
+    args_in[i] = p->in_buf[i].data();
+  }
+  void* dst = p->out_plain ? static_cast<void*>(out) : p->out_buf.data();
+  Mem m0(p->in_md[0], args_in[0]), m1(p->in_md[1], args_in[1]), mo(p->out_md, dst);
+  std::vector<dnnl_exec_arg_t> args =
+      data ? std::vector<dnnl_exec_arg_t>{{DNNL_ARG_DIFF_DST, m0.m},
+                                          {DNNL_ARG_WEIGHTS, m1.m},
+                                          {DNNL_ARG_DIFF_SRC, mo.m}}
+           : std::vector<dnnl_exec_arg_t>{
+                 {DNNL_ARG_SRC, m0.m}, {DNNL_ARG_DIFF_DST, m1.m}, {DNNL_ARG_DIFF_WEIGHTS, mo.m}};
+  exec(p->prim, args, source, e.name);
+  if (!p->out_plain) reorder(p->out_reorder, p->out_md, dst, p->plain_out, out, source, e.name);
+}
+
+void conv_backward_direct(const ConvShape& s, bool data, const float* a, const float* b, float* out,
+                          ThreadPool& pool) {
+  // As a 3-D convolution, the missing spatial dims of size 1 in front.
+  const size_t sp = s.spatial(), lead = 3 - sp;
+  std::array<int64_t, 3> I, R, O, st, pd, dl;
+  for (size_t i = 0; i < 3; ++i) {
+    bool real = i >= lead;
+    I[i] = real ? s.x[2 + i - lead] : 1;
+    R[i] = real ? s.w[2 + i - lead] : 1;
+    O[i] = real ? s.out[2 + i - lead] : 1;
+    st[i] = real ? s.stride[i - lead] : 1;
+    pd[i] = real ? s.padding[i - lead] : 0;
+    dl[i] = real ? s.dilation[i - lead] : 1;
+  }
+  const int64_t N = s.x[0], C = s.x[1], K = s.w[0], CG = s.w[1], KG = K / s.groups;
+  const int64_t Isz = I[0] * I[1] * I[2], Rsz = R[0] * R[1] * R[2], Osz = O[0] * O[1] * O[2];
+  // Visits every (input position, kernel tap, output position) of one window: f(i, r, o).
+  auto taps = [&](auto&& f) {
+    for (int64_t o = 0; o < Osz; ++o) {
+      const int64_t od = o / (O[1] * O[2]), oh = o / O[2] % O[1], ow = o % O[2];
+      for (int64_t u = 0; u < R[0]; ++u) {
+        int64_t id = od * st[0] - pd[0] + u * dl[0];
+        if (id < 0 || id >= I[0]) continue;
+        for (int64_t r = 0; r < R[1]; ++r) {
+          int64_t ih = oh * st[1] - pd[1] + r * dl[1];
+          if (ih < 0 || ih >= I[1]) continue;
+          for (int64_t q = 0; q < R[2]; ++q) {
+            int64_t iw = ow * st[2] - pd[2] + q * dl[2];
+            if (iw < 0 || iw >= I[2]) continue;
+            f((id * I[1] + ih) * I[2] + iw, (u * R[1] + r) * R[2] + q, o);
+          }
+        }
+      }
+    }
+  };
+  if (data) { // dx[n, c] = sum over k of c's group, taps: dy[n, k] · w[k, c % CG]
+    const float *dy = a, *w = b;
+    pool.parallel_for(N * C, [&](int64_t nc) {
+      const int64_t n = nc / C, c = nc % C, g = c / CG, cl = c % CG;
+      std::vector<double> acc(size_t(Isz), 0.0);
+      for (int64_t k = g * KG; k < (g + 1) * KG; ++k) {
+        const float* dyk = dy + (n * K + k) * Osz;
+        const float* wk = w + (k * CG + cl) * Rsz;
+        taps([&](int64_t i, int64_t r, int64_t o) {
+          acc[size_t(i)] += double(dyk[o]) * double(wk[r]);
+        });
+      }
+      for (int64_t i = 0; i < Isz; ++i) out[nc * Isz + i] = float(acc[size_t(i)]);
+    });
+    return;
+  }
+  // dw[k, cl] = sum over n, taps: x[n, group(k) · CG + cl] · dy[n, k]
+  const float *x = a, *dy = b;
+  pool.parallel_for(K * CG, [&](int64_t kc) {
+    const int64_t k = kc / CG, cl = kc % CG, c = k / KG * CG + cl;
+    std::vector<double> acc(size_t(Rsz), 0.0);
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xc = x + (n * C + c) * Isz;
+      const float* dyk = dy + (n * K + k) * Osz;
+      taps([&](int64_t i, int64_t r, int64_t o) {
+        acc[size_t(r)] += double(xc[i]) * double(dyk[o]);
+      });
+    }
+    for (int64_t r = 0; r < Rsz; ++r) out[kc * Rsz + r] = float(acc[size_t(r)]);
+  });
 }
 
 void conv_direct(const ConvShape& s, const float* x, const float* w, const float* bias,

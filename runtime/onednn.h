@@ -1,5 +1,5 @@
 // oneDNN (libdnnl.so.2) opened with dlopen: CPU 1-D, 2-D and 3-D convolutions with fused
-// post-ops.
+// post-ops, and their input and weight gradients (train mode).
 //
 // fxc never links libdnnl: the functions it uses are resolved into a table when the library is
 // first asked for (types come from dnnl.h at build time). Where libdnnl.so.2 is absent (the GPU
@@ -12,6 +12,13 @@
 // in the call's layout: channels-last (NHWC, NDHWC; PlanExtern::channels_last, the default in
 // inference) or NCHW (NCW, NCDHW); src and dst are reordered to and from a blocked layout inside
 // the call only when oneDNN has no good kernel for that layout.
+//
+// Gradients (ConvBackwardData / ConvBackwardFilter calls, which decompose() keeps whole for the
+// CPU with oneDNN, train mode): dx from dy and w, dw from x and dy, through oneDNN's
+// backward-data and backward-weights primitives (made with a forward-training primitive
+// descriptor as their hint, once per plan). Operands cross the call plain (NCHW, (g)oihw);
+// inside it they are reordered into the blocked layouts oneDNN prefers unless it has a good
+// kernel for the plain ones.
 //
 // Threads: Debian's libdnnl is built with OpenMP (libgomp). Every call sets the OpenMP thread
 // count to the size of the plan's thread pool (--threads), and fxc asks libgomp for passive
@@ -87,6 +94,19 @@ std::string check_conv(const ConvShape& shape, const std::vector<PostOp>& post_o
 /// "direct loop" without oneDNN), with its layout; for logs and tests.
 std::string conv_impl_name(const ConvShape& shape, const std::vector<PostOp>& post_ops);
 
+/// The forward convolution of a ConvBackwardData call (dy, w -> dx: x is dx's shape, out dy's)
+/// or a ConvBackwardFilter call (x, dy -> dw: w is dw's shape); plain (NCHW) layouts, no bias.
+ConvShape backward_shape_of(const PlanExtern& e);
+
+/// Whether oneDNN makes a float32 backward-data (`data`: dx from dy and w) or backward-weights
+/// (dw from x and dy) primitive for the convolution; empty, else why not. Used by decompose(),
+/// so that a convolution_backward kept whole always runs on oneDNN.
+std::string check_conv_backward(const ConvShape& shape, bool data);
+
+/// The name of the oneDNN implementation of a convolution gradient ("jit:avx2", ...), with the
+/// layouts it reads and writes; "direct loop (why)" without oneDNN.
+std::string conv_backward_impl_name(const ConvShape& shape, bool data);
+
 /// Makes the primitives of every oneDNN convolution of a CPU plan and reorders the weights that
 /// are bound at compile time (constant slots). Does nothing without oneDNN. Throws fxc::Error
 /// when oneDNN refuses a convolution it accepted at lowering time.
@@ -97,6 +117,18 @@ void prepare_plan(Plan& plan, const std::string& source = {});
 /// OpenMP thread count (the plan pool's size); the direct loop runs on `pool`.
 void run_conv(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& slots,
               ThreadPool& pool, const std::string& source);
+
+/// Runs ConvBackwardData / ConvBackwardFilter call `e` of a CPU plan: through its prepared
+/// primitive (made here when the plan was not prepared), or the direct loop without oneDNN.
+/// Operands and the result are contiguous (NCW, NCHW, NCDHW; the weight (g)oi(d)(h)w).
+void run_conv_backward(const PlanExtern& e, const std::vector<std::shared_ptr<Storage>>& slots,
+                       ThreadPool& pool, const std::string& source);
+
+/// The direct loop of a convolution gradient (no oneDNN), float32, contiguous, accumulating in
+/// double. `data`: dx = conv_backward_data(dy = a, w = b); else dw = conv_backward_weights(x = a,
+/// dy = b). `out` is overwritten.
+void conv_backward_direct(const ConvShape& s, bool data, const float* a, const float* b, float* out,
+                          ThreadPool& pool);
 
 /// The direct loop (no oneDNN): out = post_ops(scale · (conv(x, w) + bias) + shift), float32,
 /// contiguous (NCW, NCHW or NCDHW) (bias, scale and shift per output channel, each may be null;

@@ -281,13 +281,13 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
       auto t0 = std::chrono::steady_clock::now();
       if (e.epilogue != PlanExtern::Epilogue::None)
         throw Error(source, "matmul epilogues need the CUDA plan", e.name);
-      if (e.kind == PlanExtern::Kind::ConvBackwardData ||
-          e.kind == PlanExtern::Kind::ConvBackwardFilter)
-        throw Error(source, "cuDNN convolution gradients need the CUDA plan", e.name);
       if (e.kind == PlanExtern::Kind::Attention)
         throw Error(source, "cuDNN fused attention needs the CUDA plan", e.name);
       if (e.kind == PlanExtern::Kind::Conv) {
         onednn::run_conv(e, slots, pool, source);
+      } else if (e.kind == PlanExtern::Kind::ConvBackwardData ||
+                 e.kind == PlanExtern::Kind::ConvBackwardFilter) {
+        onednn::run_conv_backward(e, slots, pool, source);
       } else if (e.kind == PlanExtern::Kind::Gemm) {
         set_blas_threads(pool.size());
         run_gemm(e, slots, source);

@@ -59,9 +59,9 @@ struct PlanKernel {
 struct PlanExtern {
   /// Gemm: a BLAS product. Fallback: the reference kernel of one node. Conv: a convolution
   /// through cuDNN (CUDA plans, 2-D) or oneDNN (CPU plans, 1-D to 3-D, runtime/onednn.h).
-  /// ConvBackwardData / ConvBackwardFilter: the input / weight gradient of a 2-D convolution
-  /// through cuDNN (CUDA plans only). Attention: fused scaled-dot-product attention through
-  /// cuDNN's graph API (CUDA plans only, f16/bf16).
+  /// ConvBackwardData / ConvBackwardFilter: the input / weight gradient of a convolution
+  /// through cuDNN (CUDA plans, 2-D) or oneDNN (CPU plans, 1-D to 3-D, float32). Attention: fused
+  /// scaled-dot-product attention through cuDNN's graph API (CUDA plans only, f16/bf16).
   enum class Kind : uint8_t {
     Gemm,
     Fallback,
@@ -113,7 +113,8 @@ struct PlanExtern {
   /// `causal`.
   double attn_scale = 1;
   bool causal = false;
-  /// Conv on the CPU: the oneDNN primitive and reordered weights (onednn::prepare_plan). Made
+  /// Conv, ConvBackwardData and ConvBackwardFilter on the CPU: the oneDNN primitive and
+  /// reordered weights (onednn::prepare_plan). Made
   /// when the plan is built or loaded; not serialized.
   std::shared_ptr<void> prepared;
 };

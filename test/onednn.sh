@@ -6,8 +6,10 @@
 # post-ops (so the oneDNN path cannot be silently skipped), also from an .fxo artifact (loaded
 # with and without oneDNN: the runtime's direct loop runs its calls then). With
 # FXC_ONEDNN=0 the same graphs take the im2col/reference path, say why, and still match.
-# Train mode: the gradients of the inductor train step (its forward and backward convolutions on
-# oneDNN, then with FXC_ONEDNN=0) must match aot_eager's reference-kernel gradients.
+# Train mode: the gradients of the inductor train step (its forward convolutions and the
+# convolution gradients on oneDNN's forward, backward-data and backward-weights primitives, then
+# with FXC_ONEDNN=0: the decomposition) must match aot_eager's reference-kernel gradients; a train
+# .fxo runs its gradient calls on oneDNN and, without it, on the direct loop.
 # Usage: onednn.sh <fxc>
 set -u
 fxc=$1
@@ -71,6 +73,10 @@ train() {
     # On oneDNN, or where it would take its gemm-based convolution on BLAS: never the fallback.
     matches "$name: the backward's convolutions are oneDNN calls or sgemms" "$tmp/err" \
       "backward.*extern calls \([0-9]+ matmul, [1-9][0-9]* convolution, 0 fallback\)"
+    # convolution_backward kept whole: oneDNN's backward-data and backward-weights primitives.
+    has "$name: input gradient on oneDNN" "$tmp/err" "= onednn_convolution_backward_data: oneDNN"
+    has "$name: weight gradient on oneDNN" "$tmp/err" \
+      "= onednn_convolution_backward_filter: oneDNN"
   fi
   FXC_ONEDNN=0 check "$name: train gradients match aot_eager with FXC_ONEDNN=0" 0 "$fxc" "$g" \
     --mode=train --device=cpu --backend=inductor --no-cache --run \
@@ -99,7 +105,30 @@ case_ conv1d      silu                2  8  1 20 12 1 5  1  2   1   4     1    s
 case_ conv1d_pw   "sum"               2  8  1 16 16 1 1  1  0   1   1     0    sum        1
 # A bias along the last dim (as long as K) is no per-channel constant: not folded.
 case_ lastbias    -                   2  4  6  8  8 3 3  1  1   1   1     0    lastbias
-for name in plain dw_strided grouped dilated conv5x5 batchnorm conv3d conv1d; do train $name; done
+for name in plain depthwise dw_strided grouped dilated pointwise pw_strided conv5x5 batchnorm \
+  dw_dilated conv3d conv3d_dw conv1d conv1d_pw; do train $name; done
+# A train .fxo (convnet fixture: PyTorch's gradients) holds the gradient calls: it reads back and
+# runs them on oneDNN, and without oneDNN on the runtime's direct loop; --emit=cpp writes them
+# as plain loops.
+fx=$src/test/fixtures
+check "convnet train .fxo builds" 0 "$fxc" --mode=train --device=cpu --no-cache \
+  "$fx/convnet.pt2" -o "$tmp/convnet_train.fxo" --log=+inductor
+if [ $have_dnnl = 1 ]; then
+  has "convnet train .fxo: oneDNN input gradients" "$tmp/err" "= onednn_convolution_backward_data"
+  has "convnet train .fxo: oneDNN weight gradients" "$tmp/err" \
+    "= onednn_convolution_backward_filter"
+fi
+check "convnet train .fxo: gradients match PyTorch" 0 "$fxc" --run "$tmp/convnet_train.fxo" \
+  --inputs "$fx/convnet.io.safetensors" --expect "$fx/convnet.grad.safetensors" --atol 1e-4
+FXC_ONEDNN=0 check "convnet train .fxo without oneDNN (direct loop): gradients match PyTorch" 0 \
+  "$fxc" --run "$tmp/convnet_train.fxo" --inputs "$fx/convnet.io.safetensors" \
+  --expect "$fx/convnet.grad.safetensors" --atol 1e-4
+check "convnet train --emit=cpp" 0 "$fxc" --mode=train --device=cpu --no-cache --emit=cpp \
+  -o "$tmp/convnet_train.cpp" "$fx/convnet.pt2"
+if [ $have_dnnl = 1 ]; then
+  has "convnet train --emit=cpp: gradient loops" "$tmp/convnet_train.cpp" \
+    "weight gradient (oneDNN in fxc)"
+fi
 if [ $have_dnnl = 1 ]; then
   # Inference keeps activations channels-last between convolutions (--conv-layout=auto): 2-D and
   # 3-D calls read and write NHWC / NDHWC; 1-D ones stay NCW.

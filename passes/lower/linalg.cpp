@@ -471,27 +471,35 @@ void lower_convolution(Lowerer& L, int n) {
                            {bias}));
 }
 
-/// convolution_backward of a 2-D convolution (decompose keeps it only for CUDA with cuDNN,
-/// passes/decompose.h): the input gradient is a cudnnConvolutionBackwardData call, the weight
-/// gradient a cudnnConvolutionBackwardFilter call, the bias gradient a sum of grad_output over
-/// n, h and w; an output output_mask does not ask for is the op's empty tensor.
+/// convolution_backward (decompose keeps it only for CUDA with cuDNN and for the CPU with
+/// oneDNN, passes/decompose.h): the input gradient is a backward-data call
+/// (cudnnConvolutionBackwardData, oneDNN's backward data), the weight gradient a backward-filter
+/// call (cudnnConvolutionBackwardFilter, oneDNN's backward weights), the bias gradient a sum of
+/// grad_output over every dim but the channels; an output output_mask does not ask for is the
+/// op's empty tensor.
 void lower_convolution_backward(Lowerer& L, int n) {
   const Node& nd = L.node(n);
   const LowerOptions& lo = L.options();
-  if (!lo.cuda || !lo.cudnn || !cudnn_conv_backward(L.g(), nd)) {
-    L.fallback(n, std::string("convolution_backward is decomposed except for cuDNN (") +
-                      (!lo.cuda   ? "not a CUDA plan"
-                       : lo.cudnn ? "not a 2-D float convolution"
-                                  : "cuDNN not used: " + lo.no_cudnn_reason) +
+  const bool cudnn = lo.cuda && lo.cudnn && cudnn_conv_backward(L.g(), nd);
+  const bool dnnl = !lo.cuda && lo.onednn && onednn_conv_backward(L.g(), nd);
+  if (!cudnn && !dnnl) {
+    L.fallback(n, std::string("convolution_backward is decomposed except for cuDNN and oneDNN (") +
+                      (lo.cuda ? (lo.cudnn ? "not a 2-D float convolution"
+                                           : "cuDNN not used: " + lo.no_cudnn_reason)
+                               : (lo.onednn ? "oneDNN does not compute this convolution's gradients"
+                                            : "oneDNN not used: " + lo.no_onednn_reason)) +
                       ")");
     return;
   }
   LVal& g = L.input(n, "grad_output");
   LVal& x = L.input(n, "input");
   LVal& w = L.input(n, "weight");
-  auto two = [&](const char* name) {
+  // cuDNN: {h, w}; oneDNN: one value per spatial dim.
+  const size_t sp = dnnl ? x.sizes.size() - 2 : 2;
+  auto window = [&](const char* name) {
     std::vector<int64_t> v = nd.arg(name).ints;
-    return std::vector<int64_t>{v[0], v.size() == 2 ? v[1] : v[0]};
+    if (v.size() == 1) v.assign(sp, v[0]);
+    return v;
   };
   std::vector<bool> mask = nd.arg("output_mask").bools;
   mask.resize(3, false);
@@ -500,16 +508,16 @@ void lower_convolution_backward(Lowerer& L, int n) {
     L.set_output(n, i,
                  L.pointwise(n, m.dtype, m.sizes, [&](auto&) { return v_const(0, m.dtype); }, {}));
   };
-  auto call = [&](ExternCall::Kind kind, const char* op, LVal& a, LVal& b, int i) {
+  auto call = [&](ExternCall::Kind kind, const std::string& op, LVal& a, LVal& b, int i) {
     if (!mask[size_t(i)]) return empty(i);
     const TensorMeta& m = L.out_meta(n, i);
     ExternCall c;
     c.kind = kind;
-    c.op = op;
+    c.op = (dnnl ? "onednn_" : "") + op;
     c.operands = {L.contiguous_operand(n, a), L.contiguous_operand(n, b)};
-    c.stride = two("stride");
-    c.padding = two("padding");
-    c.dilation = two("dilation");
+    c.stride = window("stride");
+    c.padding = window("padding");
+    c.dilation = window("dilation");
     c.groups = nd.arg("groups").i;
     int id = L.extern_buffer(n, std::move(c), m.dtype, m.sizes);
     L.set_output(n, i, L.load_of(id, {n}));
@@ -518,8 +526,10 @@ void lower_convolution_backward(Lowerer& L, int n) {
   call(ExternCall::Kind::ConvBackwardFilter, "convolution_backward_filter", x, g, 1);
   if (!mask[2]) return empty(2);
   DType acc = accumulate_type(g.dtype);
+  std::vector<int64_t> dims = {0};
+  for (size_t i = 2; i < g.sizes.size(); ++i) dims.push_back(int64_t(i));
   L.set_output(n, 2,
-               L.reduce(n, ReduceOp::Sum, acc, g.sizes, {0, 2, 3},
+               L.reduce(n, ReduceOp::Sum, acc, g.sizes, dims,
                         [&](auto& idx) { return v_cast(L.at(g, idx), acc); }, {&g}));
 }
 
