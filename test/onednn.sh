@@ -96,6 +96,9 @@ case_ sigmoid     "sigmoid linear:0.5:0" 2 4 8  8  4 3 3  1  1   1   2     0    
 case_ batchnorm   hardswish           2  8 12 12 16 3 3  1  1   1   1     0    bn,hardswish
 case_ dw_bn       relu                2 16  9  9 16 3 3  2  1   1   16    0    bn,relu
 case_ dw_dilated  -                   2  8 14 14  8 3 3  1  2   2    8    1    ""
+# Squeeze-excitation's 1x1 convolution on a 1x1 map with hardsigmoid: its / 6 moves in front of
+# the clip (oneDNN 2.7's brgconv_1x1 computes linear, clip, linear wrongly).
+case_ se_hsig     "linear:0.166666672:0.5 clip:0:1" 2 24 1 1 72 1 1 1 0 1 1 1 hardsigmoid
 # 3-D (input [N, C, H, H, W]) and 1-D (input [N, C, W]) convolutions: oneDNN runs them natively
 # (inference; train graphs rewrite 3-D ones as 2-D convolutions over the frames).
 case_ conv3d      relu                2  4  6  7  8 3 3  1  1   1   1     1    relu       3

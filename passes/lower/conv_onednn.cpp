@@ -352,6 +352,23 @@ bool lower_conv_onednn(Lowerer& L, int n, LVal& x, LVal& w, const LVal* bias,
     } else if (prev && prev->kind == PostOp::Kind::Linear && op->kind == PostOp::Kind::Linear) {
       prev->b = op->a * prev->b + op->b;
       prev->a = op->a * prev->a;
+    } else if (prev && prev->kind == PostOp::Kind::Clip && op->kind == PostOp::Kind::Linear &&
+               op->a > 0) {
+      // a·clip(y, lo, hi) + b = clip(a·y + b, a·lo + b, a·hi + b) for a > 0: the map moves in
+      // front of the clip and joins the one there (hardsigmoid's x + 3, clamps, / 6 become
+      // x / 6 + 0.5, clip to [0, 1]). oneDNN 2.7's brgconv_1x1 computes the chain linear, clip,
+      // linear wrongly (lraspp_mobilenet_v3_large's squeeze-excitation, found by --minify).
+      PostOp clip = *prev;
+      next.pop_back();
+      if (clip.a > -FLT_MAX) clip.a = op->a * clip.a + op->b;
+      if (clip.b < FLT_MAX) clip.b = op->a * clip.b + op->b;
+      if (!next.empty() && next.back().kind == PostOp::Kind::Linear) {
+        next.back().b = op->a * next.back().b + op->b;
+        next.back().a = op->a * next.back().a;
+      } else {
+        next.push_back(PostOp{PostOp::Kind::Linear, op->a, op->b});
+      }
+      next.push_back(clip);
     } else {
       next.push_back(*op);
     }

@@ -5,7 +5,7 @@ Usage: conv_graph.py OUT.fxg N C H W K R S STRIDE PAD DIL GROUPS BIAS(0|1) CHAIN
 SPATIAL is 2 by default; 3 makes the input [N, C, H, H, W] and the kernel [K, C / G, R, R, S];
 1 makes them [N, C, W] and [K, C / G, S].
 CHAIN is comma-separated, applied in order: relu, sigmoid, clamp (to [0, 6]), scale (x * 0.5),
-sum (+ a second input of the result's shape), hardswish and silu (as decompose() writes them:
+sum (+ a second input of the result's shape), hardsigmoid, hardswish and silu (as decompose() writes them:
 x read twice), bn (inference batch norm as decompose() writes it, with buffers), lastbias (+ a
 parameter of the last dim's size, broadcast along that dim: no per-channel constant even when
 that size equals K).
@@ -76,6 +76,11 @@ def main():
             add(f"hs_hi{i}", "aten.clamp.default", [ch(cur), None, 6])
             add(f"hs_mul{i}", "aten.mul.Tensor", [ch(x), ch(cur)])
             add(f"hs_div{i}", "aten.div.Scalar", [ch(cur), 6])
+        elif p == "hardsigmoid":  # as core ATen writes it: x + 3, clamps to [0, 6], / 6
+            add(f"hsig_add{i}", "aten.add.Scalar", [ch(cur), 3])
+            add(f"hsig_lo{i}", "aten.clamp.default", [ch(cur), 0])
+            add(f"hsig_hi{i}", "aten.clamp.default", [ch(cur), None, 6])
+            add(f"hsig_div{i}", "aten.div.Scalar", [ch(cur), 6])
         elif p == "silu":
             x = cur
             add(f"silu_sigmoid{i}", "aten.sigmoid.default", [ch(x)])
