@@ -4,6 +4,7 @@
 #include "frontend/custom_ops.h"
 #include "frontend/diag.h"
 #include "frontend/meta.h"
+#include "frontend/meta/meta_util.h"
 #include "frontend/ops.h"
 #include "frontend/schema.h"
 
@@ -26,6 +27,13 @@ bool same_layout(const TensorMeta& a, const TensorMeta& b, bool fresh) {
     return false;
   for (int64_t s : a.sizes)
     if (s == 0) return true;
+  // A new tensor laid out densely in another order than the meta function's: how PyTorch's
+  // kernel allocated it (einsum's permuted bmm result, SDPA's [B, L, H, E] memory). Every
+  // backend gives the value the recorded layout (the interpreter's with_layout, decompose's
+  // restride), which later views rely on.
+  if (fresh && a.storage_offset == 0 &&
+      meta_detail::is_non_overlapping_and_dense(a.sizes, a.strides))
+    return true;
   for (size_t d = 0; d < a.sizes.size(); ++d)
     if (a.sizes[d] > 1 && a.strides[d] != b.strides[d]) return false;
   return true;

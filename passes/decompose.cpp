@@ -1158,11 +1158,26 @@ std::vector<ValueId> numpy_T(Emit& e, const DNode& d) {
   return {e.op("aten.permute.default", {Emit::t(x), Emit::ints(perm)})};
 }
 
+// swapaxes / swapdims: transpose by another name.
+std::vector<ValueId> swap_dims(Emit& e, const DNode& d) {
+  ValueId x = d.tensor("self");
+  int64_t r = e.dim(x);
+  bool axes = d.n.schema->index_of("axis0") >= 0;
+  int64_t a = d.arg(axes ? "axis0" : "dim0").i, b = d.arg(axes ? "axis1" : "dim1").i;
+  if (r == 0) return {e.op("aten.alias.default", {Emit::t(x)})};
+  return {e.transpose(x, wrap(a, r), wrap(b, r))};
+}
+
+// movedim / moveaxis, with one dim (.int) or lists of them (.intlist).
 std::vector<ValueId> movedim(Emit& e, const DNode& d) {
   ValueId x = d.tensor("self");
   int64_t r = e.dim(x);
-  const std::vector<int64_t>& src = d.arg("source").ints;
-  const std::vector<int64_t>& dst = d.arg("destination").ints;
+  auto dims = [&](const char* name) {
+    const Arg& a = d.arg(name);
+    return a.kind == Arg::Kind::Int ? std::vector<int64_t>{a.i} : a.ints;
+  };
+  const std::vector<int64_t> src = dims("source");
+  const std::vector<int64_t> dst = dims("destination");
   if (src.size() != dst.size())
     d.fail("movedim: Invalid source or destination dims: source (" + std::to_string(src.size()) +
            " dims) should contain the same number of dims as destination (" +
@@ -5317,7 +5332,12 @@ const OpTable<DecompFn>::Row kDecompositions[] = {
     {OpId::matrix_H, matrix_transpose},
     {OpId::max_other, max_other},
     {OpId::meshgrid_indexing, meshgrid},
+    {OpId::moveaxis_int, movedim},
+    {OpId::moveaxis_intlist, movedim},
+    {OpId::movedim_int, movedim},
     {OpId::movedim_intlist, movedim},
+    {OpId::swapaxes, swap_dims},
+    {OpId::swapdims, swap_dims},
     {OpId::msort, msort},
     {OpId::mv, mv},
     {OpId::nanmean, nanmean},

@@ -148,6 +148,31 @@ TEST_CASE("decompose: views, pooling and split") {
   check_decomposition(tg, {"aten.adaptive_avg_pool2d.default"});
 }
 
+TEST_CASE("decompose: swapaxes, swapdims, moveaxis and movedim.int are transposes and movedims") {
+  TestGraph tg;
+  ValueId x = tg.input("x", {2, 3, 4, 6});
+  // Pairs: the alias, then the op it names.
+  tg.output(tg.op("aten.swapaxes.default", {T(x), I(1), I(-1)}));
+  tg.output(tg.op("aten.transpose.int", {T(x), I(1), I(-1)}));
+  tg.output(tg.op("aten.swapdims.default", {T(x), I(0), I(2)}));
+  tg.output(tg.op("aten.transpose.int", {T(x), I(0), I(2)}));
+  tg.output(tg.op("aten.movedim.int", {T(x), I(0), I(-1)}));
+  tg.output(tg.op("aten.permute.default", {T(x), Is({1, 2, 3, 0})}));
+  tg.output(tg.op("aten.moveaxis.int", {T(x), I(3), I(1)}));
+  tg.output(tg.op("aten.permute.default", {T(x), Is({0, 3, 1, 2})}));
+  tg.output(tg.op("aten.moveaxis.intlist", {T(x), Is({0, 1}), Is({2, 3})}));
+  tg.output(tg.op("aten.permute.default", {T(x), Is({2, 3, 0, 1})}));
+  Graph d = check_decomposition(tg);
+  std::vector<Tensor> got = interpret(d, tg.inputs);
+  REQUIRE(got.size() == 10);
+  for (size_t k = 0; k < got.size(); k += 2) {
+    INFO("pair " << k / 2);
+    CHECK(got[k].sizes() == got[k + 1].sizes());
+    CHECK(got[k].strides() == got[k + 1].strides()); // views of x, as their ops are
+    CHECK(compare_tensors(got[k], got[k + 1], CompareOptions{}).ok);
+  }
+}
+
 TEST_CASE("decompose: autograd forms return the statistics and indices the backward reads") {
   TestGraph tg;
   ValueId x = tg.input("x", {2, 3, 4, 4});

@@ -133,6 +133,13 @@ TEST_CASE("verify: names, outputs and metadata") {
   unit.g.values[size_t(unit.add)].meta = meta(DType::F32, {4, 1});
   unit.g.values[size_t(unit.softmax)].meta = meta(DType::F32, {4, 1});
   CHECK(verify_error(unit.g) == "");
+  // A new tensor laid out densely in another order (how PyTorch's kernel allocated it: einsum's
+  // permuted result, SDPA's) is the recorded layout, which every backend gives the value.
+  Small perm;
+  perm.g.values[size_t(perm.relu)].meta.strides = {1, 4};
+  CHECK(verify_error(perm.g) == "");
+  perm.g.values[size_t(perm.relu)].meta.strides = {1, 5}; // not dense: an error
+  CHECK(verify_error(perm.g).find("but the op gives") != std::string::npos);
   unit.g.values[size_t(unit.relu)].meta.strides = {2, 1};
   CHECK(verify_error(unit.g).find(
             "output 'relu' is f32[4, 1]{2, 1} on cpu but the op gives f32[4, 1]") !=
