@@ -5,10 +5,11 @@
 #include "driver/tensor_io.h"
 #include "frontend/diag.h"
 #include "frontend/import.h"
+#include "frontend/safetensors.h"
 #include "passes/autocast.h"
 #include "passes/decompose.h"
 #include "runtime/artifact.h"
-#include "frontend/safetensors.h"
+#include "skip.h"
 
 #include <doctest/doctest.h>
 
@@ -18,6 +19,7 @@
 #include <thread>
 
 using namespace fxc;
+using fxc::testing::have_cuda;
 
 namespace {
 
@@ -227,4 +229,24 @@ TEST_CASE("freeze: artifacts whose prepare steps break the rules are refused") {
   CompiledArtifact d = a;
   d.graphs[0].plan.prepare.push_back({PlanStep::Kind::Alloc, 0});
   CHECK(refused(d).find("allocates or frees a slot") != std::string::npos);
+}
+
+TEST_CASE("cuda gpu freeze: the runner prepares after the upload, before graph capture" *
+          doctest::test_suite("gpu")) {
+  if (!have_cuda()) return;
+  for (const char* model : {"block", "convnet"}) {
+    INFO(model);
+    Graph g = bf16_graph(model);
+    InductorOptions o;
+    o.cuda = true;
+    o.cuda_graphs = true;
+    CompiledGraph frozen = compile_inductor(g, o);
+    o.freeze = false;
+    CompiledGraph plain = compile_inductor(g, o);
+    REQUIRE(!frozen.plan().prepare.empty());
+    std::vector<Tensor> in = fixture_inputs(model);
+    std::vector<Tensor> want = plain.run(in);
+    // Runs 1 and 2 go step by step; 3 and later replay a captured graph.
+    for (int i = 0; i < 4; ++i) check_same(frozen.run(in), want);
+  }
 }
