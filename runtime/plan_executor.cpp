@@ -331,7 +331,7 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
     slots[plan.input_slots[i]] = c.storage();
   }
   for (auto& [slot, t] : plan.constant_slots) slots[slot] = t.storage();
-  if (!plan.prepare.empty()) {
+  if (!plan.prepared_slots.empty()) {
     std::vector<std::shared_ptr<Storage>> prepared = prepared_slots(plan, pool, source);
     for (int sl : plan.prepared_slots) slots[sl] = prepared[sl];
   }
