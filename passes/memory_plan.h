@@ -37,7 +37,9 @@ struct MemoryPlan {
 /// A buffer's slot is freed after its last reader; a new buffer takes a free slot of exactly its
 /// size, or (in place) the slot of a kernel input whose last reader is that kernel, when every
 /// read of the input in the kernel is at the element the output writes and happens no later.
-/// Covered by test/unit/fuse_test.cpp (memory plan cases).
+/// With `freeze`, items computed from weights alone are `item_prepared` and their results sit in
+/// `slot_is_prepared` slots, outside alloc_before/free_after and the peak.
+/// Covered by test/unit/fuse_test.cpp (memory plan cases) and test/unit/freeze_test.cpp.
 MemoryPlan plan_memory(const LoopProgram& p, const Schedule& s, const MemoryPlanOptions& opts = {});
 
 } // namespace fxc
