@@ -412,8 +412,7 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
       << "  return graphs[i];\n"
       << "}\n\n";
   }
-  s << "void run() {\n";
-  for (const PlanStep& st : plan.steps) {
+  auto render_step = [&](const PlanStep& st) {
     switch (st.kind) {
     case PlanStep::Kind::Alloc:
       s << "  alloc_slot(" << st.index << ");\n";
@@ -443,7 +442,15 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
       break;
     }
     }
+  };
+  if (!plan.prepare.empty()) {
+    // Freezing: what reads only the weights, computed once before the first run.
+    s << "void prepare() {\n";
+    for (const PlanStep& st : plan.prepare) render_step(st);
+    s << "}\n\n";
   }
+  s << "void run() {\n";
+  for (const PlanStep& st : plan.steps) render_step(st);
   s << "}\n\n} // namespace\n\n";
   s << "int main(int argc, char** argv) {\n"
     << "  int runs = argc > 1 ? std::atoi(argv[1]) : 20;\n"
@@ -472,6 +479,8 @@ std::string render_cpp_wrapper(const Plan& plan, const std::string& source) {
     s << "  alloc_slot(" << sl << "); // weight\n";
     s << fill_call(sl, t.dtype(), t.numel(), seed++);
   }
+  for (int sl : plan.prepared_slots) s << "  alloc_slot(" << sl << "); // prepared\n";
+  if (!plan.prepare.empty()) s << "  prepare();\n";
   s << "  run(); // warm-up\n"
     << "  std::vector<double> ms;\n"
     << "  for (int i = 0; i < runs; ++i) {\n"

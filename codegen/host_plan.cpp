@@ -144,6 +144,8 @@ Plan build_host_plan(const Graph& g, const LoopProgram& p, const Schedule& s, co
                      std::vector<int>* kernel_index) {
   Plan plan;
   plan.slot_bytes = mp.slot_bytes;
+  for (size_t sl = 0; sl < mp.slot_is_prepared.size(); ++sl)
+    if (mp.slot_is_prepared[sl]) plan.prepared_slots.push_back(int(sl));
   plan.matmul_tf32 = matmul_tf32;
   plan.conv_tf32 = conv_tf32;
   bind_inputs(g, p, mp, plan);
@@ -152,14 +154,17 @@ Plan build_host_plan(const Graph& g, const LoopProgram& p, const Schedule& s, co
   for (size_t i = 0; i < s.items.size(); ++i) {
     for (int sl : mp.alloc_before[i]) plan.steps.push_back({PlanStep::Kind::Alloc, sl});
     const ScheduleItem& item = s.items[i];
+    // Items computed from weights only run once, when the plan is loaded (MemoryPlan::freeze).
+    std::vector<PlanStep>& steps =
+        i < mp.item_prepared.size() && mp.item_prepared[i] ? plan.prepare : plan.steps;
     if (item.is_kernel) {
       const Kernel& k = s.kernels[item.index];
       (*kernel_index)[item.index] = int(plan.kernels.size());
       plan.kernels.push_back(plan_kernel(g, p, k, mp));
-      if (k.xnumel > 0) plan.steps.push_back({PlanStep::Kind::Kernel, (*kernel_index)[item.index]});
+      if (k.xnumel > 0) steps.push_back({PlanStep::Kind::Kernel, (*kernel_index)[item.index]});
     } else {
       plan.externs.push_back(plan_extern(p, p.buffers[item.index], mp));
-      plan.steps.push_back({PlanStep::Kind::Extern, int(plan.externs.size()) - 1});
+      steps.push_back({PlanStep::Kind::Extern, int(plan.externs.size()) - 1});
     }
     for (int sl : mp.free_after[i]) plan.steps.push_back({PlanStep::Kind::Free, sl});
   }

@@ -241,6 +241,8 @@ CompiledGraph compile_fused(const Graph& g, const InductorFront& front,
   mo.reuse = mo.inplace = opts.reuse_memory;
   // The PTX kernels take every buffer as noalias: no output may share an input's slot.
   if (opts.cuda) mo.inplace = false;
+  // Train graphs take their weights as user inputs; only inference plans bind them.
+  mo.freeze = opts.freeze && !opts.train;
   MemoryPlan mp = [&] {
     PassTimer t("memory_plan");
     return plan_memory(p, s, mo);

@@ -42,7 +42,10 @@ struct InductorOptions {
   int num_threads = 0;      ///< worker threads for kernels; 0: all hardware threads
   bool fuse = true;         ///< false: one kernel per buffer (for bisecting fusion)
   bool reuse_memory = true; ///< memory planner: reuse freed buffers and write in place
-  int inline_limit = 48;    ///< see LowerOptions::inline_limit
+  /// Inference (not `train`): kernels and calls that read only weights run once per loaded
+  /// plan (Plan::prepare, MemoryPlanOptions::freeze).
+  bool freeze = true;
+  int inline_limit = 48; ///< see LowerOptions::inline_limit
   /// Testing only: "<op>:compile_error|runtime_error|accuracy" plants that bug in the code
   /// generated for <op> (compile_inductor throws; run() throws; results are off by one).
   std::string inject_bug;

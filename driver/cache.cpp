@@ -467,6 +467,7 @@ void add_option_fields(CacheKeyBuilder& k, const Options& o, const std::string& 
   // CUDA choices are measured on one GPU: a tuned artifact is not another device's.
   if (o.max_autotune && o.device == DeviceKind::Cuda) k.add("autotune-device", cuda_device_name());
   k.add("verify-each", o.verify_each ? "1" : "0");
+  if (!o.freeze) k.add("freeze", "0");
   // Inputs' digests are remembered beside the local cache's entries (file_digest).
   const std::string memo = digest_memo_dir(o);
   for (const std::string& p : o.plugins) k.add_file("plugin", p, memo);

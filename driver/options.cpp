@@ -290,7 +290,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   // Enumerated options are read as words and checked after parsing (check_choice), so that a
   // wrong value gets the valid ones and a suggestion, and a number is not taken for an index.
   std::string backend, device, mode;
-  bool allow_tf32 = false, cuda_graphs = false, no_cuda_graphs = false;
+  bool allow_tf32 = false, cuda_graphs = false, no_cuda_graphs = false, no_freeze = false;
   app.add_option("--backend", backend, "Pipeline prefix to run (default inductor)")
       ->option_text("eager|aot_eager|aot_eager_decomp_partition|inductor");
   app.add_option("--device", device,
@@ -412,6 +412,9 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
                "then on, where every step can be captured (the default)");
   app.add_flag("--no-cuda-graphs", no_cuda_graphs,
                "CUDA: launch every step from the host on every run");
+  app.add_flag("--no-freeze", no_freeze,
+               "inference: compute the kernels that read only weights (e.g. --dtype's weight "
+               "casts) on every run, not once when the plan is loaded");
   app.add_option("--conv-layout", o->conv_layout,
                  "layout of convolutions (cuDNN, oneDNN) and the values computed from them: nhwc "
                  "(channels-last), nchw, or auto (the default: nhwc in inference, nchw in train "
@@ -552,6 +555,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   o->conv_layout_given = app.count("--conv-layout") > 0;
   o->attention_given = app.count("--attention") > 0;
   o->cuda_graphs = !no_cuda_graphs;
+  o->freeze = !no_freeze;
   o->tf32_given = app.count("--tf32") > 0 || allow_tf32;
   if (allow_tf32) {
     if (app.count("--tf32") && o->tf32 != "all")

@@ -71,6 +71,9 @@ struct Options {
   /// --cuda-graphs (the default) / --no-cuda-graphs: replay the CUDA plan as one captured CUDA
   /// graph from its second run on, wherever every step can be captured.
   bool cuda_graphs = true;
+  /// --no-freeze: keep the kernels that read only weights (e.g. --dtype's weight casts) in every
+  /// run instead of computing them once when the plan is loaded (Plan::prepare; inference only).
+  bool freeze = true;
   /// --conv-layout=auto|nchw|nhwc: the layout of convolutions (cuDNN's, oneDNN's) and of the
   /// values computed from them. auto (the default): in inference channels-last (NHWC; on CUDA
   /// unless the graph has a grouped convolution, ConvLayout::Auto), NCHW in train mode.

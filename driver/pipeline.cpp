@@ -367,6 +367,7 @@ void stage_inductor(Compilation& c) {
     io.conv_tf32 = c.opts.conv_tf32();
     io.train = c.opts.mode == Mode::Train;
     io.cuda_graphs = c.opts.cuda_graphs;
+    io.freeze = c.opts.freeze;
     io.conv_layout = conv_layout_of(c.opts);
     io.max_autotune = c.opts.max_autotune;
     if (io.max_autotune) io.autotune_dir = cache_directory(c.opts);

@@ -64,14 +64,36 @@ MemoryPlan plan_memory(const LoopProgram& p, const Schedule& s, const MemoryPlan
   mp.slot_of.assign(nb, -1);
   mp.alloc_before.resize(ni);
   mp.free_after.resize(ni);
+  mp.item_prepared.assign(ni, false);
   std::vector<bool> is_output(nb, false);
   for (auto& o : p.outputs) is_output[o.buffer] = true;
+  if (opts.freeze) {
+    // Buffers whose value is the same every run: weights, then what prepared items write.
+    std::vector<bool> constant(nb, false);
+    for (size_t b = 0; b < nb; ++b)
+      constant[b] = p.buffers[b].kind == Buffer::Kind::Input && p.buffers[b].input_index < 0;
+    for (size_t i = 0; i < ni; ++i) {
+      const ScheduleItem& item = s.items[i];
+      if (!item.is_kernel && p.buffers[item.index].call.kind == ExternCall::Kind::Fallback)
+        continue;
+      bool ok = true;
+      for (int b : item_reads(p, s, item)) ok = ok && constant[b];
+      for (int b : item_writes(p, s, item)) ok = ok && !is_output[b];
+      if (!ok) continue;
+      mp.item_prepared[i] = true;
+      for (int b : item_writes(p, s, item)) constant[b] = true;
+      mp.log += std::string("prepare: ") +
+                (item.is_kernel ? s.kernels[item.index].name : p.buffers[item.index].name) +
+                " reads weights only\n";
+    }
+  }
   std::vector<int> last_use(nb, -1);
   for (size_t i = 0; i < ni; ++i)
     for (int b : item_reads(p, s, s.items[i])) last_use[b] = std::max(last_use[b], int(i));
-  auto new_slot = [&](int64_t bytes, bool input) {
+  auto new_slot = [&](int64_t bytes, bool input, bool prepared = false) {
     mp.slot_bytes.push_back(bytes);
     mp.slot_is_input.push_back(input);
+    mp.slot_is_prepared.push_back(prepared);
     return int(mp.slot_bytes.size()) - 1;
   };
   for (size_t b = 0; b < nb; ++b)
@@ -81,6 +103,12 @@ MemoryPlan plan_memory(const LoopProgram& p, const Schedule& s, const MemoryPlan
   int64_t live = 0;
   for (size_t i = 0; i < ni; ++i) {
     const ScheduleItem& item = s.items[i];
+    if (mp.item_prepared[i]) {
+      // Its reads are weights and prepared slots, which are never freed: nothing to release.
+      for (int b : item_writes(p, s, item))
+        mp.slot_of[b] = new_slot(p.buffers[b].nbytes(), false, /*prepared=*/true);
+      continue;
+    }
     for (int b : item_writes(p, s, item)) {
       int64_t bytes = p.buffers[b].nbytes();
       mp.total_bytes += bytes;
@@ -88,7 +116,9 @@ MemoryPlan plan_memory(const LoopProgram& p, const Schedule& s, const MemoryPlan
         const Kernel& k = s.kernels[item.index];
         for (int in : k.inputs) {
           int sl = mp.slot_of[in];
-          if (sl < 0 || mp.slot_is_input[sl] || is_output[in] || last_use[in] != int(i)) continue;
+          if (sl < 0 || mp.slot_is_input[sl] || mp.slot_is_prepared[sl] || is_output[in] ||
+              last_use[in] != int(i))
+            continue;
           bool taken = false;
           for (size_t q = 0; q < nb; ++q)
             if (int(q) != in && mp.slot_of[q] == sl && last_use[q] >= int(i)) taken = true;
@@ -121,7 +151,7 @@ MemoryPlan plan_memory(const LoopProgram& p, const Schedule& s, const MemoryPlan
     for (int b : item_writes(p, s, item)) candidates.insert(b);
     for (int b : candidates) {
       int sl = mp.slot_of[b];
-      if (sl < 0 || mp.slot_is_input[sl] || is_output[b]) continue;
+      if (sl < 0 || mp.slot_is_input[sl] || mp.slot_is_prepared[sl] || is_output[b]) continue;
       bool dead = true;
       for (size_t q = 0; q < nb; ++q)
         if (mp.slot_of[q] == sl && (last_use[q] > int(i) || is_output[q])) dead = false;

@@ -56,7 +56,7 @@ static_assert(sizeof(PlanKernel) == 136, "PlanKernel changed: update write_kerne
 static_assert(sizeof(PlanExtern) == 320, "PlanExtern changed: update write_extern/read_extern");
 static_assert(sizeof(PlanStep) == 8, "PlanStep changed: update write_plan/read_plan");
 // Plan::arena_cache (168 bytes) is run-time state, never written.
-static_assert(sizeof(Plan) == 368, "Plan changed: update write_plan/read_plan");
+static_assert(sizeof(Plan) == 512, "Plan changed: update write_plan/read_plan");
 
 namespace {
 
@@ -376,6 +376,15 @@ ojson write_plan(const ArtifactGraph& g, bool cuda, const std::string& source, W
   ojson steps = ojson::array();
   for (const PlanStep& s : p.steps) steps.push_back(ojson::array({step_name(s.kind), s.index}));
   j["steps"] = steps;
+  // Freezing: written only when there is something to prepare, so that other plans keep the
+  // bytes they had before the fields existed.
+  if (!p.prepare.empty() || !p.prepared_slots.empty()) {
+    ojson prepare = ojson::array();
+    for (const PlanStep& s : p.prepare)
+      prepare.push_back(ojson::array({step_name(s.kind), s.index}));
+    j["prepare"] = prepare;
+    j["prepared_slots"] = p.prepared_slots;
+  }
   j["outputs"] = write_views(p.outputs);
   j["allow_tf32"] = p.matmul_tf32;
   j["conv_tf32"] = p.conv_tf32;
@@ -802,6 +811,46 @@ void validate_plan(const Reader& r, const Plan& p, const std::vector<Tensor>& we
   }
   for (size_t i = 0; i < p.kernels.size(); ++i)
     for (int a : p.kernels[i].arg_slots) slot_ok(a, "kernel " + p.kernels[i].name);
+  // Prepared slots: written by the prepare steps from constants and other prepared slots only,
+  // then live through every run, never allocated, freed or returned by a run.
+  std::vector<bool> prepared(nslots, false);
+  for (int s : p.prepared_slots) {
+    slot_ok(s, "prepared slot");
+    if (live[size_t(s)] || prepared[size_t(s)])
+      r.fail(where, "prepared slot " + std::to_string(s) +
+                        " is also an input, a constant or "
+                        "listed twice");
+    prepared[size_t(s)] = true;
+  }
+  std::vector<bool> prep_live(nslots, false);
+  for (auto& [slot, t] : p.constant_slots) prep_live[size_t(slot)] = true;
+  for (int s : p.prepared_slots) prep_live[size_t(s)] = true;
+  for (size_t i = 0; i < p.prepare.size(); ++i) {
+    const PlanStep& s = p.prepare[i];
+    std::string what = "prepare step " + std::to_string(i);
+    auto need = [&](int slot) {
+      slot_ok(slot, what);
+      if (!prep_live[size_t(slot)])
+        r.fail(where, what + " uses slot " + std::to_string(slot) +
+                          ", which is neither a constant nor prepared");
+    };
+    if (s.kind == PlanStep::Kind::Kernel) {
+      if (s.index < 0 || size_t(s.index) >= p.kernels.size())
+        r.fail(where, what + ": no such kernel");
+      for (int a : p.kernels[size_t(s.index)].arg_slots) need(a);
+    } else if (s.kind == PlanStep::Kind::Extern) {
+      if (s.index < 0 || size_t(s.index) >= p.externs.size())
+        r.fail(where, what + ": no such call");
+      const PlanExtern& e = p.externs[size_t(s.index)];
+      if (e.kind == PlanExtern::Kind::Fallback)
+        r.fail(where, what + " is a fallback call, which runs every time");
+      for (const PlanView& v : e.inputs) need(v.slot);
+      for (const PlanView& v : e.outputs) need(v.slot);
+    } else {
+      r.fail(where, what + " allocates or frees a slot");
+    }
+  }
+  for (int s : p.prepared_slots) live[size_t(s)] = true;
   for (const PlanExtern& e : p.externs) {
     for (const PlanView& v : e.inputs) view_ok(v, "extern " + e.name);
     for (const PlanView& v : e.outputs) view_ok(v, "extern " + e.name);
@@ -818,10 +867,12 @@ void validate_plan(const Reader& r, const Plan& p, const std::vector<Tensor>& we
     switch (s.kind) {
     case PlanStep::Kind::Alloc:
       slot_ok(s.index, what);
+      if (prepared[size_t(s.index)]) r.fail(where, what + " allocates a prepared slot");
       live[size_t(s.index)] = true;
       break;
     case PlanStep::Kind::Free:
       slot_ok(s.index, what);
+      if (prepared[size_t(s.index)]) r.fail(where, what + " frees a prepared slot");
       need(s.index);
       live[size_t(s.index)] = false;
       break;
@@ -835,14 +886,45 @@ void validate_plan(const Reader& r, const Plan& p, const std::vector<Tensor>& we
         r.fail(where, what + ": no such call");
       const PlanExtern& e = p.externs[size_t(s.index)];
       for (const PlanView& v : e.inputs) need(v.slot);
-      for (const PlanView& v : e.outputs) need(v.slot);
+      for (const PlanView& v : e.outputs) {
+        need(v.slot);
+        if (prepared[size_t(v.slot)]) r.fail(where, what + " overwrites a prepared slot");
+      }
       break;
     }
     }
   }
-  for (size_t i = 0; i < p.outputs.size(); ++i)
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
     if (!live[size_t(p.outputs[i].slot)])
       r.fail(where, "output " + std::to_string(i) + " is in a freed slot");
+    if (prepared[size_t(p.outputs[i].slot)])
+      r.fail(where, "output " + std::to_string(i) + " is in a prepared slot");
+  }
+}
+
+std::vector<PlanStep> read_steps(const Reader& r, const json& j, const char* key,
+                                 const std::string& where) {
+  std::vector<PlanStep> out;
+  const json& steps = r.array(j, key, where);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::string w = where + "." + key + "[" + std::to_string(i) + "]";
+    if (!steps[i].is_array() || steps[i].size() != 2) r.fail(w, "not a [kind, index] pair");
+    PlanStep s;
+    std::string kind = r.str(steps[i][0], w);
+    if (kind == "alloc")
+      s.kind = PlanStep::Kind::Alloc;
+    else if (kind == "free")
+      s.kind = PlanStep::Kind::Free;
+    else if (kind == "kernel")
+      s.kind = PlanStep::Kind::Kernel;
+    else if (kind == "extern")
+      s.kind = PlanStep::Kind::Extern;
+    else
+      r.fail(w, "unknown step '" + kind + "'");
+    s.index = int(r.integer(steps[i][1], w, 0, INT32_MAX));
+    out.push_back(s);
+  }
+  return out;
 }
 
 Plan read_plan(const Reader& r, const json& j, const std::string& where, bool cuda,
@@ -876,24 +958,12 @@ Plan read_plan(const Reader& r, const json& j, const std::string& where, bool cu
   for (size_t i = 0; i < externs.size(); ++i)
     p.externs.push_back(
         read_extern(r, externs[i], where + ".externs[" + std::to_string(i) + "]", cuda));
-  const json& steps = r.array(j, "steps", where);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    std::string w = where + ".steps[" + std::to_string(i) + "]";
-    if (!steps[i].is_array() || steps[i].size() != 2) r.fail(w, "not a [kind, index] pair");
-    PlanStep s;
-    std::string kind = r.str(steps[i][0], w);
-    if (kind == "alloc")
-      s.kind = PlanStep::Kind::Alloc;
-    else if (kind == "free")
-      s.kind = PlanStep::Kind::Free;
-    else if (kind == "kernel")
-      s.kind = PlanStep::Kind::Kernel;
-    else if (kind == "extern")
-      s.kind = PlanStep::Kind::Extern;
-    else
-      r.fail(w, "unknown step '" + kind + "'");
-    s.index = int(r.integer(steps[i][1], w, 0, INT32_MAX));
-    p.steps.push_back(s);
+  p.steps = read_steps(r, j, "steps", where);
+  // Files written before freezing have neither field: nothing to prepare.
+  if (j.contains("prepare")) {
+    p.prepare = read_steps(r, j, "prepare", where);
+    for (int64_t s : r.ints(j, "prepared_slots", where, 0, INT32_MAX))
+      p.prepared_slots.push_back(int(s));
   }
   p.outputs = read_views(r, j, "outputs", where);
   const json& tf32 = r.at(j, "allow_tf32", where);

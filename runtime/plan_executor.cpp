@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -212,6 +213,85 @@ private:
   std::shared_ptr<std::byte[]> block_;
 };
 
+/// Runs one step of `plan` over `slots`; `arena` gives Alloc steps their storage.
+void run_step(const Plan& plan, const PlanStep& s, std::vector<std::shared_ptr<Storage>>& slots,
+              const ArenaLease* arena, std::vector<void*>& args, ThreadPool& pool,
+              const std::string& source, std::vector<StepProfile>* profile) {
+  switch (s.kind) {
+  case PlanStep::Kind::Alloc:
+    assert(arena && "an Alloc step outside a run");
+    slots[s.index] = arena->slot(s.index, plan.slot_bytes[s.index]);
+    break;
+  case PlanStep::Kind::Free:
+    slots[s.index].reset();
+    break;
+  case PlanStep::Kind::Kernel: {
+    const PlanKernel& k = plan.kernels[s.index];
+    if (!k.fail.empty()) throw Error(source, k.fail, k.name);
+    args.clear();
+    for (int a : k.arg_slots) args.push_back(slots[a]->data());
+    int64_t grain = std::max<int64_t>(k.grain, 1);
+    int64_t tasks = (k.xnumel + grain - 1) / grain;
+    void* const* argv = args.data();
+    KernelFn fn = k.fn;
+    int64_t xn = k.xnumel;
+    auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(tasks,
+                      [&](int64_t t) { fn(argv, t * grain, std::min(xn, (t + 1) * grain)); });
+    if (profile) profile->push_back({k.name, true, ms_since(t0), k.bytes});
+    break;
+  }
+  case PlanStep::Kind::Extern: {
+    const PlanExtern& e = plan.externs[s.index];
+    auto t0 = std::chrono::steady_clock::now();
+    if (e.epilogue != PlanExtern::Epilogue::None)
+      throw Error(source, "matmul epilogues need the CUDA plan", e.name);
+    if (e.kind == PlanExtern::Kind::Attention)
+      throw Error(source, "cuDNN fused attention needs the CUDA plan", e.name);
+    if (e.kind == PlanExtern::Kind::Conv) {
+      onednn::run_conv(e, slots, pool, source);
+    } else if (e.kind == PlanExtern::Kind::ConvBackwardData ||
+               e.kind == PlanExtern::Kind::ConvBackwardFilter) {
+      onednn::run_conv_backward(e, slots, pool, source);
+    } else if (e.kind == PlanExtern::Kind::Gemm) {
+      set_blas_threads(pool.size());
+      run_gemm(e, slots, source);
+    } else {
+      run_fallback(e, slots, source);
+    }
+    if (profile) profile->push_back({e.name, false, ms_since(t0), e.bytes});
+    break;
+  }
+  }
+}
+
+/// The storage of each prepared slot (Plan::prepare), made by the plan's first run and again
+/// when its constants were rebound since; concurrent runs wait for the one that prepares.
+std::vector<std::shared_ptr<Storage>> prepared_slots(const Plan& plan, ThreadPool& pool,
+                                                     const std::string& source) {
+  PlanArenaCache& cache = plan.arena_cache;
+  std::lock_guard<std::mutex> lock(cache.prepare_mutex);
+  bool same = cache.is_prepared && cache.prepared_for.size() == plan.constant_slots.size() &&
+              cache.prepared.size() == plan.slot_bytes.size();
+  for (size_t i = 0; same && i < plan.constant_slots.size(); ++i)
+    same = cache.prepared_for[i].lock() == plan.constant_slots[i].second.storage();
+  if (same) return cache.prepared;
+  std::vector<std::shared_ptr<Storage>> slots(plan.slot_bytes.size());
+  for (auto& [slot, t] : plan.constant_slots) slots[slot] = t.storage();
+  for (int sl : plan.prepared_slots)
+    slots[sl] = Storage::uninitialized(size_t(std::max<int64_t>(plan.slot_bytes[sl], 1)));
+  std::vector<void*> args;
+  for (const PlanStep& s : plan.prepare)
+    run_step(plan, s, slots, nullptr, args, pool, source, nullptr);
+  std::vector<std::shared_ptr<Storage>> prepared(plan.slot_bytes.size());
+  for (int sl : plan.prepared_slots) prepared[sl] = slots[sl];
+  cache.prepared = prepared;
+  cache.prepared_for.clear();
+  for (auto& [slot, t] : plan.constant_slots) cache.prepared_for.push_back(t.storage());
+  cache.is_prepared = true;
+  return prepared;
+}
+
 } // namespace
 
 BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
@@ -251,54 +331,13 @@ std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& us
     slots[plan.input_slots[i]] = c.storage();
   }
   for (auto& [slot, t] : plan.constant_slots) slots[slot] = t.storage();
-  std::vector<void*> args;
-  for (const PlanStep& s : plan.steps) {
-    switch (s.kind) {
-    case PlanStep::Kind::Alloc:
-      slots[s.index] = arena.slot(s.index, plan.slot_bytes[s.index]);
-      break;
-    case PlanStep::Kind::Free:
-      slots[s.index].reset();
-      break;
-    case PlanStep::Kind::Kernel: {
-      const PlanKernel& k = plan.kernels[s.index];
-      if (!k.fail.empty()) throw Error(source, k.fail, k.name);
-      args.clear();
-      for (int a : k.arg_slots) args.push_back(slots[a]->data());
-      int64_t grain = std::max<int64_t>(k.grain, 1);
-      int64_t tasks = (k.xnumel + grain - 1) / grain;
-      void* const* argv = args.data();
-      KernelFn fn = k.fn;
-      int64_t xn = k.xnumel;
-      auto t0 = std::chrono::steady_clock::now();
-      pool.parallel_for(tasks,
-                        [&](int64_t t) { fn(argv, t * grain, std::min(xn, (t + 1) * grain)); });
-      if (profile) profile->push_back({k.name, true, ms_since(t0), k.bytes});
-      break;
-    }
-    case PlanStep::Kind::Extern: {
-      const PlanExtern& e = plan.externs[s.index];
-      auto t0 = std::chrono::steady_clock::now();
-      if (e.epilogue != PlanExtern::Epilogue::None)
-        throw Error(source, "matmul epilogues need the CUDA plan", e.name);
-      if (e.kind == PlanExtern::Kind::Attention)
-        throw Error(source, "cuDNN fused attention needs the CUDA plan", e.name);
-      if (e.kind == PlanExtern::Kind::Conv) {
-        onednn::run_conv(e, slots, pool, source);
-      } else if (e.kind == PlanExtern::Kind::ConvBackwardData ||
-                 e.kind == PlanExtern::Kind::ConvBackwardFilter) {
-        onednn::run_conv_backward(e, slots, pool, source);
-      } else if (e.kind == PlanExtern::Kind::Gemm) {
-        set_blas_threads(pool.size());
-        run_gemm(e, slots, source);
-      } else {
-        run_fallback(e, slots, source);
-      }
-      if (profile) profile->push_back({e.name, false, ms_since(t0), e.bytes});
-      break;
-    }
-    }
+  if (!plan.prepared_slots.empty()) {
+    std::vector<std::shared_ptr<Storage>> prepared = prepared_slots(plan, pool, source);
+    for (int sl : plan.prepared_slots) slots[sl] = prepared[sl];
   }
+  std::vector<void*> args;
+  for (const PlanStep& s : plan.steps)
+    run_step(plan, s, slots, &arena, args, pool, source, profile);
   std::vector<Tensor> outs;
   for (const PlanView& v : plan.outputs) outs.push_back(view_of(slots, v));
   return outs;

@@ -29,10 +29,6 @@ using KernelFn = void (*)(void* const* args, int64_t xbegin, int64_t xend);
 // runtime/artifact.cpp (.fxo artifacts): a new field needs a line in its write_* and read_*
 // functions there (a static_assert on each struct's size fails until it has one).
 
-// Every field of PlanView, PlanKernel, PlanExtern, PlanStep and Plan is serialized in
-// runtime/artifact.cpp (.fxo artifacts): a new field needs a line in its write_* and read_*
-// functions there (a static_assert on each struct's size fails until it has one).
-
 /// A strided view of a slot's storage.
 struct PlanView {
   int slot = -1;
@@ -160,6 +156,13 @@ struct PlanArenaCache {
   /// Per slot outside the arena (outputs): the last run's buffer, reused by the next run once
   /// the caller has let go of it (so a plan keeps one set of outputs alive after a run).
   std::vector<std::shared_ptr<Storage>> outputs;
+  /// Plan::prepare's results: per slot, its persistent buffer (null elsewhere), made by the
+  /// first run for the weights in `prepared_for` (their storages; a plan whose constants were
+  /// rebound prepares again). Guarded by prepare_mutex, held while the prepare steps run.
+  std::mutex prepare_mutex;
+  std::vector<std::shared_ptr<Storage>> prepared;
+  std::vector<std::weak_ptr<Storage>> prepared_for;
+  bool is_prepared = false;
 };
 
 struct Plan {
@@ -170,6 +173,12 @@ struct Plan {
   std::vector<PlanKernel> kernels;
   std::vector<PlanExtern> externs;
   std::vector<PlanStep> steps;
+  /// Freezing (inference plans): Kernel and Extern steps that read only constant slots and
+  /// prepared slots. They give the same result every run, so they run once per loaded plan (the
+  /// CPU executor's first run, the CUDA runner's constructor, after the weight upload) into the
+  /// `prepared_slots`, which live as long as the plan and which `steps` never allocate or free.
+  std::vector<PlanStep> prepare;
+  std::vector<int> prepared_slots;
   std::vector<PlanView> outputs;
   /// float32 BLAS calls / convolutions may round their inputs to TF32 (--tf32; CUDA only).
   bool matmul_tf32 = false;
@@ -183,10 +192,10 @@ struct Plan {
 
 /// Where each storage slot of a CUDA plan lives in its one device arena: slots whose lifetimes
 /// (first Alloc to last Free in plan.steps; inputs and outputs for the whole run) do not overlap
-/// may share bytes. Constant slots are not in the arena (offset -1). Offsets are multiples of
-/// 256 bytes (cuBLASLt and cuDNN like aligned operands). Deterministic; runs on the host only.
-/// `intermediates_only` (CPU runs): inputs and outputs stay out of the arena (offset -1), since
-/// the run's inputs are the caller's and its outputs outlive the run.
+/// may share bytes. Constant and prepared slots are not in the arena (offset -1). Offsets are
+/// multiples of 256 bytes (cuBLASLt and cuDNN like aligned operands). Deterministic; runs on the
+/// host only. `intermediates_only` (CPU runs): inputs and outputs stay out of the arena (offset
+/// -1), since the run's inputs are the caller's and its outputs outlive the run.
 ArenaLayout plan_arena(const Plan& plan, bool intermediates_only = false);
 
 /// How a BLAS gemm reads a rows x cols matrix with element strides (s0, s1) in place: row-major
@@ -202,6 +211,8 @@ BlasMatrix blas_matrix(int64_t rows, int64_t cols, int64_t s0, int64_t s1);
 /// Throws fxc::Error when the inputs do not match the plan (count, dtype, shape) or an extern
 /// call fails.
 /// With `profile`, each kernel launch and extern call is timed (host clock) and appended to it.
+/// The first run of a plan (and the first after its constants were rebound) runs Plan::prepare
+/// first, once, while concurrent runs wait; prepare steps are not profiled.
 std::vector<Tensor> execute_plan(const Plan& plan, const std::vector<Tensor>& user_inputs,
                                  ThreadPool& pool, const std::string& source = {},
                                  std::vector<StepProfile>* profile = nullptr);
@@ -218,7 +229,9 @@ struct CudaRunnerOptions {
 
 /// Runs a plan whose kernels are CUDA functions on one CUDA device (runtime/
 /// cuda_driver.h): slots are offsets into one device arena (plan_arena) allocated when the
-/// runner is made and reused by every run; the weights are uploaded once, then stay resident.
+/// runner is made and reused by every run; the weights are uploaded once, then stay resident,
+/// and Plan::prepare runs once right after the upload into device buffers of its own (a new
+/// runner, e.g. after a weight swap, prepares again). time_steps() leaves prepare steps out.
 /// Kernels, cuBLASLt (with its epilogue) and cuDNN calls are queued on the context's one stream
 /// with no synchronization between steps; fallback calls run on the host between copies.
 /// Throws fxc::Error for bad inputs and CUDA failures.
@@ -288,6 +301,7 @@ private:
   uint64_t arena_base_ = 0;
   std::vector<uint64_t> slot_ptr_;  ///< device address of each slot (arena or constant)
   std::vector<uint64_t> constants_; ///< device copy of each constant slot (0 elsewhere)
+  std::vector<uint64_t> prepared_;  ///< device buffer of each prepared slot (0 elsewhere)
   bool uploaded_ = false;
   bool ran_ = false;
   void* graph_ = nullptr;         ///< CUgraph

@@ -43,6 +43,7 @@ ArenaLayout plan_arena(const Plan& plan, bool intermediates_only) {
   }
   std::vector<bool> constant(n, false);
   for (auto& [slot, t] : plan.constant_slots) constant[slot] = true;
+  for (int slot : plan.prepared_slots) constant[slot] = true; // allocated once, like weights
   // Inputs hold their uploaded values for the whole run (and the next resident run); outputs
   // live from their Alloc to the end, until download().
   std::vector<bool> input(n, false), output(n, false);
@@ -368,7 +369,8 @@ void run_fallback(Context& ctx, const std::vector<uint64_t>& slot_ptr, const Pla
 
 CudaPlanRunner::CudaPlanRunner(const Plan& plan, std::string source, CudaRunnerOptions opts)
     : plan_(plan), source_(std::move(source)), opts_(opts), arena_(plan_arena(plan)),
-      slot_ptr_(plan.slot_bytes.size(), 0), constants_(plan.slot_bytes.size(), 0) {
+      slot_ptr_(plan.slot_bytes.size(), 0), constants_(plan.slot_bytes.size(), 0),
+      prepared_(plan.slot_bytes.size(), 0) {
   try {
     ctx_ = &Context::get(opts_.device);
     Context& ctx = *ctx_;
@@ -381,9 +383,24 @@ CudaPlanRunner::CudaPlanRunner(const Plan& plan, std::string source, CudaRunnerO
       cuda::upload(ctx, t, constants_[slot]);
       slot_ptr_[slot] = constants_[slot];
     }
+    // Freezing: what reads only the weights is computed once, here, into buffers of its own,
+    // before any run (and so before any CUDA graph capture).
+    for (int slot : plan.prepared_slots) {
+      prepared_[slot] =
+          alloc.allocate(size_t(std::max<int64_t>(plan.slot_bytes[size_t(slot)], 256)));
+      slot_ptr_[slot] = prepared_[slot];
+    }
+    if (!plan.prepare.empty()) {
+      ctx.make_current();
+      for (const PlanStep& st : plan.prepare) run_step(st);
+      ctx.synchronize();
+    }
   } catch (const cuda::CudaError& e) {
     release();
     throw Error(source_, e.what());
+  } catch (const Error&) {
+    release();
+    throw;
   }
   if (opts_.cuda_graphs)
     for (const PlanExtern& e : plan.externs)
@@ -408,6 +425,8 @@ void CudaPlanRunner::release() {
     step_execs_.clear();
     cuda::CachingAllocator& alloc = cuda::device_allocator(ctx);
     for (uint64_t& p : constants_)
+      if (p) alloc.free(p), p = 0;
+    for (uint64_t& p : prepared_)
       if (p) alloc.free(p), p = 0;
     if (arena_base_) alloc.free(arena_base_);
     arena_base_ = 0;
