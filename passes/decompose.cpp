@@ -1178,6 +1178,13 @@ std::vector<ValueId> movedim(Emit& e, const DNode& d) {
   };
   const std::vector<int64_t> src = dims("source");
   const std::vector<int64_t> dst = dims("destination");
+  if (r == 0) { // a 0-dim tensor: dims 0 and -1 name it, as in PyTorch
+    for (int64_t v : src) wrap(v, r);
+    for (int64_t v : dst) wrap(v, r);
+    if (src.size() != dst.size() || src.size() > 1)
+      d.fail("movedim: Invalid source or destination dims for a 0-dim tensor");
+    return {e.op("aten.alias.default", {Emit::t(x)})};
+  }
   if (src.size() != dst.size())
     d.fail("movedim: Invalid source or destination dims: source (" + std::to_string(src.size()) +
            " dims) should contain the same number of dims as destination (" +
