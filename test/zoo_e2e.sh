@@ -31,7 +31,7 @@ export FXC_CACHE_DIR=$tmp/cache
 ptxas=${PTXAS:-}
 [ -x "$ptxas" ] || ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 py=/usr/bin/python3
-train=${ZOO_TRAIN:-squeezenet1_1 llama2l mobilenet_v3_large efficientnet_b0 convnext_tiny regnet_y_400mf shufflenet_v2_x1_0 swin_t}
+train=${ZOO_TRAIN:-squeezenet1_1 llama2l mobilenet_v3_large efficientnet_b0 convnext_tiny regnet_y_400mf shufflenet_v2_x1_0 swin_t t5_small bart_small gpt2_eager mistral qwen2 gemma phi3 segformer}
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for j in "$zoo"/*.weights.json; do names+=("$(basename "$j" .weights.json)"); done

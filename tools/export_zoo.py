@@ -89,6 +89,40 @@ def _lm(kind):
     return make
 
 
+class _HF(torch.nn.Module):  # a transformers model called with keyword inputs, one output
+    def __init__(self, m, field, names):
+        super().__init__()
+        self.m, self.field, self.names = m, field, names
+
+    def forward(self, *args):
+        o = self.m(**dict(zip(self.names, args)))
+        return o[self.field] if isinstance(o, dict) else getattr(o, self.field)
+
+
+def _hf(model, config, field="last_hidden_state", inputs=("input_ids",), seq=SEQ, **cfg):
+    """A small config of a transformers architecture; token ids (and decoder ids) as inputs."""
+    def make():
+        import transformers
+        c = getattr(transformers, config)(**cfg)
+        c._attn_implementation = cfg.get("attn_implementation", "sdpa")
+        m = getattr(transformers, model)(c)
+        vocab = getattr(c, "vocab_size", 1000)
+        specs = []
+        for i, name in enumerate(inputs):
+            if name == "input_features":  # whisper: log-mel frames
+                specs.append(_image((BATCH, c.num_mel_bins, 2 * c.max_source_positions), i + 1))
+            elif name == "pixel_values":
+                specs.append(_image((BATCH, 3, c.image_size, c.image_size) if isinstance(
+                    getattr(c, "image_size", None), int) else (BATCH, 3, 224, 224), i + 1))
+            else:
+                specs.append(_ids((BATCH, seq if i == 0 else seq // 4), vocab, i + 1))
+        return _HF(m, field, list(inputs)), tuple(specs)
+    return make
+
+
+_SMALL_LM = dict(vocab_size=8000, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                 num_attention_heads=4, max_position_embeddings=512)
+
 MODELS = {
     "resnet50": _tv("resnet50"),
     "mobilenet_v3_large": _tv("mobilenet_v3_large"),
@@ -105,6 +139,82 @@ MODELS = {
     "bert_base": _lm("bert_base"),
     "gpt2": _lm("gpt2"),
     "llama2l": _lm("llama2l"),
+    # More architectures (session 27): the families users bring that the zoo above lacks.
+    "inception_v3": _tv("inception_v3", (BATCH, 3, 299, 299), init_weights=True, aux_logits=False),
+    "googlenet": _tv("googlenet", init_weights=True, aux_logits=False),
+    "mobilenet_v2": _tv("mobilenet_v2"),
+    "mnasnet0_5": _tv("mnasnet0_5"),
+    "resnext50_32x4d": _tv("resnext50_32x4d"),
+    "efficientnet_v2_s": _tv("efficientnet_v2_s"),
+    "regnet_x_400mf": _tv("regnet_x_400mf"),
+    "maxvit_t": _tv("maxvit_t"),
+    "swin_v2_t": _tv("swin_v2_t"),
+    "vit_b_32": _tv("vit_b_32"),
+    "alexnet": _tv("alexnet"),
+    "vgg11_bn": _tv("vgg11_bn"),
+    "r2plus1d_18": lambda: (__import__("torchvision").models.video.r2plus1d_18(),
+                            (_image((BATCH, 3, 8, 112, 112)),)),
+    "mc3_18": lambda: (__import__("torchvision").models.video.mc3_18(),
+                       (_image((BATCH, 3, 8, 112, 112)),)),
+    "s3d": lambda: (__import__("torchvision").models.video.s3d(),
+                    (_image((BATCH, 3, 16, 112, 112)),)),
+    "mvit_v2_s": lambda: (__import__("torchvision").models.video.mvit_v2_s(),
+                          (_image((BATCH, 3, 16, 224, 224)),)),
+    "lraspp_mnv3": lambda: (_Out(__import__("torchvision").models.segmentation
+                                 .lraspp_mobilenet_v3_large(weights=None, weights_backbone=None),
+                                 "out"), (_image((BATCH, 3, 224, 224)),)),
+    "fcn_resnet50": lambda: (_Out(__import__("torchvision").models.segmentation
+                                  .fcn_resnet50(weights=None, weights_backbone=None), "out"),
+                             (_image((BATCH, 3, 224, 224)),)),
+    "raft_small": lambda: (__import__("torchvision").models.optical_flow.raft_small(
+        num_flow_updates=4), (_image((BATCH, 3, 128, 128)), _image((BATCH, 3, 128, 128), 2))),
+    "gpt2_eager": _hf("GPT2Model", "GPT2Config", n_layer=2, n_embd=256, n_head=4,
+                      attn_implementation="eager"),
+    "gpt2_sdpa": _hf("GPT2Model", "GPT2Config", n_layer=2, n_embd=256, n_head=4),
+    "t5_small": _hf("T5Model", "T5Config", inputs=("input_ids", "decoder_input_ids"),
+                    vocab_size=8000, d_model=256, d_kv=64, d_ff=512, num_layers=2,
+                    num_decoder_layers=2, num_heads=4),
+    "bart_small": _hf("BartModel", "BartConfig", inputs=("input_ids", "decoder_input_ids"),
+                      vocab_size=8000, d_model=256, encoder_layers=2, decoder_layers=2,
+                      encoder_attention_heads=4, decoder_attention_heads=4,
+                      encoder_ffn_dim=512, decoder_ffn_dim=512),
+    "whisper_tiny": _hf("WhisperModel", "WhisperConfig",
+                        inputs=("input_features", "decoder_input_ids"), vocab_size=8000,
+                        num_mel_bins=80, d_model=256, encoder_layers=2, decoder_layers=2,
+                        encoder_attention_heads=4, decoder_attention_heads=4,
+                        encoder_ffn_dim=512, decoder_ffn_dim=512, max_source_positions=64,
+                        max_target_positions=64),
+    "distilbert": _hf("DistilBertModel", "DistilBertConfig", vocab_size=8000, dim=256,
+                      n_layers=2, n_heads=4, hidden_dim=512),
+    "roberta": _hf("RobertaModel", "RobertaConfig", vocab_size=8000, hidden_size=256,
+                   num_hidden_layers=2, num_attention_heads=4, intermediate_size=512),
+    "albert": _hf("AlbertModel", "AlbertConfig", vocab_size=8000, embedding_size=128,
+                  hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=512),
+    "opt": _hf("OPTModel", "OPTConfig", vocab_size=8000, hidden_size=256, num_hidden_layers=2,
+               ffn_dim=512, num_attention_heads=4, word_embed_proj_dim=256),
+    "bloom": _hf("BloomModel", "BloomConfig", vocab_size=8000, hidden_size=256, n_layer=2,
+                 n_head=4),
+    "gpt_neox": _hf("GPTNeoXModel", "GPTNeoXConfig", rotary_pct=0.25, **_SMALL_LM),
+    "mistral": _hf("MistralModel", "MistralConfig", num_key_value_heads=2, sliding_window=64,
+                   **_SMALL_LM),
+    "qwen2": _hf("Qwen2Model", "Qwen2Config", num_key_value_heads=2, **_SMALL_LM),
+    "phi3": _hf("Phi3Model", "Phi3Config", num_key_value_heads=2, pad_token_id=0, **_SMALL_LM),
+    "gemma": _hf("GemmaModel", "GemmaConfig", num_key_value_heads=1, head_dim=64, **_SMALL_LM),
+    "clip_vision": _hf("CLIPVisionModel", "CLIPVisionConfig", inputs=("pixel_values",),
+                       hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                       num_attention_heads=4, image_size=224, patch_size=32),
+    "segformer": _hf("SegformerModel", "SegformerConfig", inputs=("pixel_values",),
+                     hidden_sizes=[32, 64, 160, 256], depths=[1, 1, 1, 1]),
+    "mobilevit": _hf("MobileViTModel", "MobileViTConfig", inputs=("pixel_values",),
+                     image_size=256, hidden_sizes=[64, 80, 96], neck_hidden_sizes=[16, 32, 48,
+                     48, 64, 80, 320]),
+    "convnextv2": _hf("ConvNextV2Model", "ConvNextV2Config", inputs=("pixel_values",),
+                      depths=[1, 1, 2, 1], hidden_sizes=[48, 96, 192, 384]),
+    "deit": _hf("DeiTModel", "DeiTConfig", inputs=("pixel_values",), hidden_size=256,
+                num_hidden_layers=2, num_attention_heads=4, intermediate_size=512),
+    "dinov2": _hf("Dinov2Model", "Dinov2Config", inputs=("pixel_values",), hidden_size=256,
+                  num_hidden_layers=2, num_attention_heads=4, image_size=224, patch_size=14),
 }
 
 
