@@ -875,20 +875,26 @@ void run_conv_backward(const PlanExtern& e, const std::vector<std::shared_ptr<St
   if (!p->out_plain) reorder(p->out_reorder, p->out_md, dst, p->plain_out, out, source, e.name);
 }
 
-void conv_backward_direct(const ConvShape& s, bool data, const float* a, const float* b, float* out,
-                          ThreadPool& pool) {
-  // As a 3-D convolution, the missing spatial dims of size 1 in front.
-  const size_t sp = s.spatial(), lead = 3 - sp;
-  std::array<int64_t, 3> I, R, O, st, pd, dl;
+/// A convolution's spatial geometry as a 3-D one's, the missing spatial dims of size 1 in front:
+/// input, kernel and output extents, stride, padding and dilation per dim.
+static std::array<std::array<int64_t, 3>, 6> as_3d(const ConvShape& s) {
+  const size_t lead = 3 - s.spatial();
+  std::array<std::array<int64_t, 3>, 6> g;
   for (size_t i = 0; i < 3; ++i) {
     bool real = i >= lead;
-    I[i] = real ? s.x[2 + i - lead] : 1;
-    R[i] = real ? s.w[2 + i - lead] : 1;
-    O[i] = real ? s.out[2 + i - lead] : 1;
-    st[i] = real ? s.stride[i - lead] : 1;
-    pd[i] = real ? s.padding[i - lead] : 0;
-    dl[i] = real ? s.dilation[i - lead] : 1;
+    g[0][i] = real ? s.x[2 + i - lead] : 1;
+    g[1][i] = real ? s.w[2 + i - lead] : 1;
+    g[2][i] = real ? s.out[2 + i - lead] : 1;
+    g[3][i] = real ? s.stride[i - lead] : 1;
+    g[4][i] = real ? s.padding[i - lead] : 0;
+    g[5][i] = real ? s.dilation[i - lead] : 1;
   }
+  return g;
+}
+
+void conv_backward_direct(const ConvShape& s, bool data, const float* a, const float* b, float* out,
+                          ThreadPool& pool) {
+  const auto [I, R, O, st, pd, dl] = as_3d(s);
   const int64_t N = s.x[0], C = s.x[1], K = s.w[0], CG = s.w[1], KG = K / s.groups;
   const int64_t Isz = I[0] * I[1] * I[2], Rsz = R[0] * R[1] * R[2], Osz = O[0] * O[1] * O[2];
   // Visits every (input position, kernel tap, output position) of one window: f(i, r, o).
@@ -945,18 +951,7 @@ void conv_backward_direct(const ConvShape& s, bool data, const float* a, const f
 void conv_direct(const ConvShape& s, const float* x, const float* w, const float* bias,
                  const float* scale, const float* shift, const std::vector<const float*>& extra,
                  const std::vector<PostOp>& post_ops, float* out, ThreadPool& pool) {
-  // As a 3-D convolution, the missing spatial dims of size 1 in front.
-  const size_t sp = s.spatial(), lead = 3 - sp;
-  std::array<int64_t, 3> I, R, O, st, pd, dl;
-  for (size_t i = 0; i < 3; ++i) {
-    bool real = i >= lead;
-    I[i] = real ? s.x[2 + i - lead] : 1;
-    R[i] = real ? s.w[2 + i - lead] : 1;
-    O[i] = real ? s.out[2 + i - lead] : 1;
-    st[i] = real ? s.stride[i - lead] : 1;
-    pd[i] = real ? s.padding[i - lead] : 0;
-    dl[i] = real ? s.dilation[i - lead] : 1;
-  }
+  const auto [I, R, O, st, pd, dl] = as_3d(s);
   const int64_t N = s.x[0], C = s.x[1], K = s.w[0], CG = s.w[1], KG = K / s.groups;
   const int64_t Isz = I[0] * I[1] * I[2], Rsz = R[0] * R[1] * R[2], Osz = O[0] * O[1] * O[2];
   // Element strides of the channel and of the spatial position (d, h, w linear) in x and the

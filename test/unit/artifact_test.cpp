@@ -41,8 +41,10 @@ std::string fixture(const std::string& name) {
   return std::string(FXC_FIXTURES_DIR) + "/" + name;
 }
 
-std::vector<Tensor> io_tensors(const std::string& model, const std::string& prefix) {
-  auto all = read_safetensors(fixture(model + ".io.safetensors"));
+/// The tensors `prefix`0, `prefix`1, ... of a fixture's safetensors file (`name`: its path under
+/// test/fixtures), in order.
+std::vector<Tensor> numbered_tensors(const std::string& name, const std::string& prefix) {
+  auto all = read_safetensors(fixture(name));
   std::vector<Tensor> out;
   for (int i = 0;; ++i) {
     auto it = all.find(prefix + std::to_string(i));
@@ -50,6 +52,10 @@ std::vector<Tensor> io_tensors(const std::string& model, const std::string& pref
     out.push_back(Tensor::from_weight(it->second));
   }
   return out;
+}
+
+std::vector<Tensor> io_tensors(const std::string& model, const std::string& prefix) {
+  return numbered_tensors(model + ".io.safetensors", prefix);
 }
 
 void check_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
@@ -1054,14 +1060,7 @@ std::vector<std::pair<int64_t, const CompiledArtifact*>> probe_list(const Generi
 }
 
 std::vector<Tensor> dynamic_io(const std::string& file, const std::string& prefix) {
-  auto all = read_safetensors(fixture("dynamic/" + file));
-  std::vector<Tensor> out;
-  for (int i = 0;; ++i) {
-    auto it = all.find(prefix + std::to_string(i));
-    if (it == all.end()) break;
-    out.push_back(Tensor::from_weight(it->second));
-  }
-  return out;
+  return numbered_tensors("dynamic/" + file, prefix);
 }
 
 } // namespace
